@@ -1,0 +1,122 @@
+"""The compiled automaton of one complex event pattern (000 §5.1).
+
+``M = (Q, q0, f, x, E, δ, T)``: states are the initial state ``q0``, one resting state per atom
+occurrence that does not complete the pattern, the final state ``f`` and the trap state ``x``.
+Transitions are typed by an event type and guarded by unification (Algorithm 1) and filters;
+negative transitions (NAC) lead to the trap; timed zones (within / holds-for) are recorded on the
+edges that enter and leave them. The construction is Glushkov's: one position per atom
+occurrence, which keeps the automaton linear in the pattern size and deterministic whenever no
+two alternatives start with the same event type (otherwise a token follows each alternative as a
+separate thread, see docs/semantics.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+INITIAL = 0
+FINAL = -1
+TRAP = -2
+
+Predicate = Callable[[Any, dict[str, Any]], Any]
+
+
+@dataclass(slots=True)
+class Position:
+    """One atom occurrence: the event type it matches and how it binds parameters."""
+
+    id: int
+    type: str
+    #: (param index, variable) pairs to unify, wildcards removed (Algorithm 1).
+    binds: tuple[tuple[int, str], ...]
+    #: optional filter ``f(event, bindings) -> truthy``; compiled from the pattern's ``where``.
+    filter: Predicate | None = None
+    filter_src: str | None = None
+    label: str = ""
+    loc: tuple[int, int] | None = None
+    #: ids of the timed zones enclosing this occurrence, outermost first.
+    zones: tuple[int, ...] = ()
+
+
+@dataclass(slots=True)
+class Edge:
+    """A positive transition into ``target`` (a position id, or FINAL when it completes)."""
+
+    source: int
+    target: int
+    position: Position
+    #: zones left (checked) and entered (timestamp recorded) by this step.
+    exits: tuple[int, ...] = ()
+    enters: tuple[int, ...] = ()
+    final: bool = False
+    #: after taking this edge the source thread also stays where it is, because a later event
+    #: could lead somewhere this one does not: the target opens a NOT gap (a later event gives a
+    #: shorter gap) or the edge binds a new variable (a later event may bind another value).
+    keeps_source: bool = False
+
+
+@dataclass(slots=True)
+class Forbid:
+    """A negative transition: while resting in ``source``, an event matching ``position`` traps."""
+
+    source: int
+    position: Position
+
+
+@dataclass(slots=True)
+class Zone:
+    """A timed zone: ``within`` ⇒ span ≤ length, ``holds_for`` ⇒ span ≥ length (ms).
+
+    ``timer_accept`` lists resting states that complete the pattern when the zone's deadline
+    passes with no forbidden event (a trailing NOT in a window: "A not followed by B within Δ").
+    """
+
+    id: int
+    length: float
+    kind: str
+    last: frozenset[int] = frozenset()
+    timer_accept: frozenset[int] = frozenset()
+    loc: tuple[int, int] | None = None
+
+
+@dataclass
+class Automaton:
+    """The compiled form of one complex event pattern."""
+
+    name: str
+    params: tuple[str, ...]
+    context: str
+    positions: list[Position]
+    #: state id -> event type -> edges leaving that state on that type (insertion = pattern order).
+    edges: dict[int, dict[str, list[Edge]]]
+    forbids: dict[int, dict[str, list[Forbid]]]
+    zones: list[Zone]
+    partition_by: tuple[str, ...] = ()
+    #: event type -> param index giving the partition key (only when partition_by is set).
+    partition_index: dict[str, int] = field(default_factory=dict)
+    #: state -> (event type -> (param index, variable)) for the unification-key index.
+    key_index: dict[int, dict[str, tuple[int, str]]] = field(default_factory=dict)
+    pattern_text: str = ""
+
+    @property
+    def alphabet(self) -> set[str]:
+        return {p.type for p in self.positions}
+
+    @property
+    def states(self) -> list[int]:
+        rest = sorted({e.source for m in self.edges.values() for es in m.values() for e in es})
+        return [s for s in rest if s != INITIAL]
+
+    def state_label(self, state: int) -> str:
+        if state == INITIAL:
+            return "q0"
+        if state == FINAL:
+            return "f"
+        if state == TRAP:
+            return "x"
+        return f"q{state}"
+
+    def types_from(self, state: int) -> set[str]:
+        return set(self.edges.get(state, {})) | set(self.forbids.get(state, {}))

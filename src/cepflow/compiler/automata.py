@@ -1,0 +1,381 @@
+"""Compilation of one complex event pattern into its automaton (000 §5, Fig. 7).
+
+Glushkov construction over the normalised pattern: every atom occurrence becomes a position;
+``fol`` links the last positions of its left operand to the first positions of its right one,
+``or`` unites alternatives, ``mult`` copies (``{n}``) or loops (``{*}``, ``{+}``) its operand,
+``win`` opens a timed zone whose entering and leaving edges record and compare timestamps, and a
+NOT between two operands becomes negative transitions to the trap from the resting states of
+the gap. A trailing NOT inside a window completes the pattern when the window's deadline passes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cepflow.automaton.model import (
+    FINAL,
+    INITIAL,
+    Automaton,
+    Edge,
+    Forbid,
+    Position,
+    Zone,
+)
+from cepflow.compiler.expressions import ExpressionError, compile_expr
+from cepflow.compiler.normalize import (
+    NormalizationError,
+    fol_items,
+    forbidden_atoms,
+    normalize,
+)
+from cepflow.events.model import EventType
+from cepflow.language import ast
+
+
+class CompileError(Exception):
+    """A pattern that cannot be compiled, with its location (line, column)."""
+
+    def __init__(self, message: str, loc: ast.Loc = None, pattern: str | None = None) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.pattern = pattern
+
+    def __str__(self) -> str:
+        where = f"{self.loc[0]}:{self.loc[1]}: " if self.loc else ""
+        who = f"in {self.pattern}: " if self.pattern else ""
+        return f"{where}{who}{self.args[0]}"
+
+
+@dataclass
+class _Frag:
+    first: set[int]
+    last: set[int]
+    nullable: bool
+    created: set[int]
+    zones: set[int]
+    #: resting position -> forbidden positions, for a NOT that ends this fragment.
+    tail: dict[int, list[Position]] = field(default_factory=dict)
+    #: positions that complete when a window deadline passes (trailing NOT in a window).
+    timer: set[int] = field(default_factory=set)
+
+
+class _Builder:
+    def __init__(
+        self,
+        decl: ast.ComplexEventDecl,
+        schemas: Mapping[str, EventType],
+        functions: Mapping[str, Callable[..., Any]] | None,
+    ) -> None:
+        self.decl = decl
+        self.schemas = schemas
+        self.functions = functions
+        self.positions: list[Position] = []
+        self.negatives: list[Position] = []
+        self.raw: list[tuple[int, int, frozenset[int]]] = []
+        self.forbid: dict[int, list[Position]] = defaultdict(list)
+        self.zones: list[Zone] = []
+        self.zone_stack: list[int] = []
+        self.variables = self._variables(decl.body)
+
+    # -- helpers -------------------------------------------------------------------------
+    def err(self, msg: str, loc: ast.Loc) -> CompileError:
+        return CompileError(msg, loc or self.decl.loc, self.decl.name)
+
+    def _variables(self, p: ast.Pattern) -> frozenset[str]:
+        out: set[str] = set()
+
+        def walk(q: ast.Pattern) -> None:
+            if isinstance(q, ast.Atom):
+                out.update(a for a in (q.args or ()) if not ast.is_wildcard(a))
+            elif isinstance(q, ast.Fol | ast.Or | ast.And):
+                walk(q.left)
+                walk(q.right)
+            elif isinstance(q, ast.Mult | ast.Not | ast.Window):
+                walk(q.pattern)
+
+        walk(p)
+        return frozenset(out | {p.name for p in self.decl.params})
+
+    def atom_position(self, atom: ast.Atom, negative: bool = False) -> Position:
+        schema = self.schemas.get(atom.name)
+        if schema is None:
+            raise self.err(f"unknown event pattern '{atom.name}'", atom.loc)
+        binds: list[tuple[int, str]] = []
+        if atom.args is not None:
+            if len(atom.args) != len(schema.params):
+                raise self.err(
+                    f"'{atom.name}' takes {len(schema.params)} parameter(s), "
+                    f"{len(atom.args)} given",
+                    atom.loc,
+                )
+            binds = [(i, a) for i, a in enumerate(atom.args) if not ast.is_wildcard(a)]
+        flt = None
+        src = None
+        if atom.where is not None:
+            fields = {name: i for i, name in enumerate(schema.param_names)}
+            try:
+                flt = compile_expr(atom.where, fields, self.functions, self.variables)
+            except ExpressionError as e:
+                raise self.err(str(e), e.loc or atom.loc) from None
+            from cepflow.language.printer import format_expr
+
+            src = format_expr(atom.where)
+        args = "" if atom.args is None else "(" + ", ".join(a or "_" for a in atom.args) + ")"
+        label = f"{'¬' if negative else ''}{atom.name}{args}" + (f" where {src}" if src else "")
+        pid = len(self.positions) + len(self.negatives) + 1
+        pos = Position(pid, atom.name, tuple(binds), flt, src, label, atom.loc,
+                       tuple(self.zone_stack))
+        (self.negatives if negative else self.positions).append(pos)
+        return pos
+
+    # -- construction --------------------------------------------------------------------
+    def build(self, p: ast.Pattern) -> _Frag:
+        if isinstance(p, ast.Atom):
+            pos = self.atom_position(p)
+            return _Frag({pos.id}, {pos.id}, False, {pos.id}, set())
+        if isinstance(p, ast.Fol):
+            return self.build_seq(fol_items(p), p.loc)
+        if isinstance(p, ast.Or):
+            a, b = self.build(p.left), self.build(p.right)
+            return _Frag(a.first | b.first, a.last | b.last, a.nullable or b.nullable,
+                         a.created | b.created, a.zones | b.zones, {**a.tail, **b.tail},
+                         a.timer | b.timer)
+        if isinstance(p, ast.Mult):
+            return self.build_mult(p)
+        if isinstance(p, ast.Window):
+            return self.build_window(p)
+        if isinstance(p, ast.Not):
+            raise self.err(
+                "NOT needs a preceding event in a '->' sequence (e.g. A -> NOT B -> C, or "
+                "(A -> NOT B)[10 s]); to forbid a whole sequence, declare it as a complex "
+                "event and negate that", p.loc)
+        if isinstance(p, ast.And):  # normalize() expands and; kept for direct callers
+            return self.build(ast.Or(ast.Fol(p.left, p.right), ast.Fol(p.right, p.left)))
+        raise self.err(f"unsupported pattern node {type(p).__name__}", None)
+
+    def link(self, a: _Frag, b: _Frag, reenter: frozenset[int] = frozenset()) -> None:
+        for p in a.last:
+            for q in b.first:
+                self.raw.append((p, q, reenter))
+
+    def build_seq(self, items: list[ast.Pattern], loc: ast.Loc) -> _Frag:
+        cur: _Frag | None = None
+        pending: list[Position] = []
+        for it in items:
+            if isinstance(it, ast.Not):
+                atoms = forbidden_atoms(it.pattern)
+                if atoms is None:
+                    raise self.err(
+                        "NOT over a sequence or window is not supported; declare the negated "
+                        "pattern as a complex event and write NOT <that event>", it.loc)
+                if cur is None:
+                    raise self.err(
+                        "NOT cannot start a sequence: the absence needs a preceding event "
+                        "(A -> NOT B -> C)", it.loc)
+                if cur.nullable:
+                    raise self.err("NOT after an optional ({*}) operand is ambiguous", it.loc)
+                if cur.timer:
+                    raise self.err("a window ending in NOT must end the pattern", it.loc)
+                pending.extend(self.atom_position(a, negative=True) for a in atoms)
+                continue
+            f = self.build(it)
+            if cur is None:
+                cur = f
+                continue
+            if cur.timer:
+                raise self.err("a window ending in NOT must end the pattern", it.loc)
+            gap = {p: [*cur.tail.get(p, []), *pending] for p in cur.last | set(cur.tail)}
+            for p, negs in gap.items():
+                self.forbid[p].extend(negs)
+            lasts = cur.last | set(cur.tail)
+            for p in lasts:
+                for q in f.first:
+                    self.raw.append((p, q, frozenset()))
+            cur = _Frag(
+                cur.first | (f.first if cur.nullable else set()),
+                f.last | (cur.last if f.nullable else set()),
+                cur.nullable and f.nullable,
+                cur.created | f.created,
+                cur.zones | f.zones,
+                dict(f.tail),
+                set(f.timer),
+            )
+            pending = []
+        if cur is None:
+            raise self.err("empty sequence", loc)
+        if pending:
+            tail = {p: list(pending) for p in cur.last}
+            for p, negs in cur.tail.items():
+                tail.setdefault(p, []).extend(negs)
+            cur = _Frag(cur.first, set(), False, cur.created, cur.zones, tail, cur.timer)
+        return cur
+
+    def build_mult(self, p: ast.Mult) -> _Frag:
+        if isinstance(p.count, int):
+            return self.build_seq([p.pattern] * p.count, p.loc)
+        f = self.build(p.pattern)
+        if f.tail or f.timer:
+            raise self.err("a repeated pattern cannot end in NOT", p.loc)
+        self.link(f, f, frozenset(f.zones))
+        return _Frag(f.first, f.last, True if p.count == "*" else f.nullable, f.created, f.zones)
+
+    def build_window(self, p: ast.Window) -> _Frag:
+        zid = len(self.zones)
+        zone = Zone(zid, float(p.duration), p.kind, loc=p.loc)
+        self.zones.append(zone)
+        self.zone_stack.append(zid)
+        try:
+            f = self.build(p.pattern)
+        finally:
+            self.zone_stack.pop()
+        if f.nullable:
+            raise self.err("a time window over a pattern that can be empty", p.loc)
+        zone.last = frozenset(f.last)
+        timer = set(f.timer)
+        if f.tail:
+            for q, negs in f.tail.items():
+                self.forbid[q].extend(negs)
+            zone.timer_accept = frozenset(f.tail)
+            timer |= set(f.tail)
+        return _Frag(f.first, f.last, False, f.created, f.zones | {zid}, {}, timer)
+
+    # -- assembly ------------------------------------------------------------------------
+    def assemble(self, default_context: str) -> Automaton:
+        decl = self.decl
+        try:
+            body = normalize(decl.body)
+        except NormalizationError as e:
+            raise self.err(str(e), e.loc) from None
+        top = self.build(body)
+        if top.tail:
+            raise self.err(
+                "a pattern ending in NOT never completes without a window; write "
+                "(A -> NOT B)[duration]", decl.loc)
+        if top.nullable:
+            raise self.err("the pattern can match the empty sequence", decl.loc)
+        accept_now = top.last
+        by_id = {p.id: p for p in self.positions}
+        zone_of = {p.id: set(p.zones) for p in self.positions}
+        zone_of[INITIAL] = set()
+        edges: dict[int, dict[str, list[Edge]]] = defaultdict(lambda: defaultdict(list))
+        raw = [(INITIAL, q, frozenset()) for q in sorted(top.first)] + self.raw
+        seen: set[tuple[int, int]] = set()
+        for src, q, reenter in raw:
+            if src in accept_now or (src, q) in seen:
+                continue  # a completing position is never a resting state
+            seen.add((src, q))
+            final = q in accept_now
+            zs, zq = zone_of[src], zone_of[q]
+            enters = (zq - zs) | (reenter & zq)
+            exits = (zs | zq) if final else ((zs - zq) | (reenter & zs))
+            pos = by_id[q]
+            edges[src][pos.type].append(
+                Edge(src, FINAL if final else q, pos, tuple(sorted(exits)),
+                     tuple(sorted(enters)), final))
+        forbids: dict[int, dict[str, list[Forbid]]] = defaultdict(lambda: defaultdict(list))
+        for src, negs in self.forbid.items():
+            if src in accept_now:
+                continue
+            for n in negs:
+                forbids[src][n.type].append(Forbid(src, n))
+        auto = Automaton(
+            name=decl.name,
+            params=tuple(p.name for p in decl.params),
+            context=decl.context or default_context,
+            positions=self.positions + self.negatives,
+            edges={s: dict(m) for s, m in edges.items()},
+            forbids={s: dict(m) for s, m in forbids.items()},
+            zones=self.zones,
+            partition_by=tuple(decl.partition_by),
+        )
+        sure = self._sure_bound(auto)
+        for src, m in auto.edges.items():
+            for es in m.values():
+                for e in es:
+                    binds_new = any(v not in sure.get(src, set()) for _, v in e.position.binds)
+                    e.keeps_source = src != INITIAL and not e.final and (
+                        e.target in auto.forbids or binds_new)
+        self._key_index(auto, sure)
+        self._partition_index(auto)
+        return auto
+
+    def _sure_bound(self, auto: Automaton) -> dict[int, set[str]]:
+        """Variables bound on every path into each resting state (greatest fixpoint)."""
+        all_vars = {v for p in self.positions for _, v in p.binds}
+        preds: dict[int, list[tuple[int, Position]]] = defaultdict(list)
+        for src, m in auto.edges.items():
+            for es in m.values():
+                for e in es:
+                    if not e.final:
+                        preds[e.target].append((src, e.position))
+        sure = {s: set(all_vars) for s in preds}
+        sure[INITIAL] = set()
+        changed = True
+        while changed:
+            changed = False
+            for s, ps in preds.items():
+                new = set.intersection(*[sure.get(src, set()) | {v for _, v in pos.binds}
+                                         for src, pos in ps])
+                if new != sure[s]:
+                    sure[s] = new
+                    changed = True
+        return sure
+
+    def _key_index(self, auto: Automaton, sure: dict[int, set[str]]) -> None:
+        for state in set(auto.edges) | set(auto.forbids):
+            if state == INITIAL:
+                continue
+            bound = sure.get(state, set())
+            per_type: dict[str, list[Position]] = defaultdict(list)
+            for t, es in auto.edges.get(state, {}).items():
+                per_type[t].extend(e.position for e in es)
+            for t, fs in auto.forbids.get(state, {}).items():
+                per_type[t].extend(f.position for f in fs)
+            best: dict[str, tuple[int, str]] = {}
+            for var in sorted(bound):
+                cand: dict[str, tuple[int, str]] = {}
+                for t, poss in per_type.items():
+                    idx = {i for pos in poss for i, v in pos.binds if v == var}
+                    if len(idx) == 1 and all(any(v == var for _, v in pos.binds) for pos in poss):
+                        cand[t] = (idx.pop(), var)
+                if len(cand) > len(best):
+                    best = cand
+            if best:
+                auto.key_index[state] = best
+
+    def _partition_index(self, auto: Automaton) -> None:
+        if not auto.partition_by:
+            return
+        if len(auto.partition_by) != 1:
+            raise self.err("partition by takes one parameter", self.decl.loc)
+        var = auto.partition_by[0]
+        if var not in self.variables:
+            raise self.err(f"partition by '{var}': not a variable of the pattern", self.decl.loc)
+        for pos in auto.positions:
+            idx = [i for i, v in pos.binds if v == var]
+            if not idx:
+                raise self.err(
+                    f"partition by '{var}': '{pos.type}' does not bind it, so its events "
+                    "belong to no partition", pos.loc)
+            prev = auto.partition_index.setdefault(pos.type, idx[0])
+            if prev != idx[0]:
+                raise self.err(
+                    f"partition by '{var}': '{pos.type}' binds it at different parameters",
+                    pos.loc)
+
+
+def compile_pattern(
+    decl: ast.ComplexEventDecl,
+    schemas: Mapping[str, EventType],
+    functions: Mapping[str, Callable[..., Any]] | None = None,
+    default_context: str = "chronicle",
+) -> Automaton:
+    """Compile one complex event declaration; ``schemas`` gives every referable event type."""
+    auto = _Builder(decl, schemas, functions).assemble(default_context)
+    from cepflow.language.printer import format_pattern
+
+    auto.pattern_text = format_pattern(decl.body)
+    return auto

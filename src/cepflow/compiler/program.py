@@ -1,0 +1,106 @@
+"""A compiled pattern module: event schemas, one automaton per complex event, and rules.
+
+Automata are ordered so that a pattern comes after every pattern it references (higher-order
+patterns, 000 §4.1), which gives dependent patterns a deterministic processing order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from cepflow.automaton.model import Automaton
+from cepflow.compiler.automata import CompileError, compile_pattern
+from cepflow.events.model import EventType, ParamSpec, canonical_type
+from cepflow.language import ast
+
+
+@dataclass
+class Program:
+    """Everything the engine needs to run a pattern module."""
+
+    schemas: dict[str, EventType]
+    automata: list[Automaton]
+    rules: list[ast.RuleDecl]
+    module: ast.Module
+    query_events: dict[str, ast.QueryEventDecl] = field(default_factory=dict)
+
+    def automaton(self, name: str) -> Automaton:
+        for a in self.automata:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the compiled patterns, so saved engine state is not restored onto others."""
+        text = "\n".join(f"{a.name}|{a.context}|{a.partition_by}|{a.pattern_text}"
+                         for a in self.automata)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _params(ps: tuple[ast.Param, ...]) -> tuple[ParamSpec, ...]:
+    return tuple(ParamSpec(p.name, canonical_type(p.type), p.type) for p in ps)
+
+
+def event_schemas(module: ast.Module) -> dict[str, EventType]:
+    """The event type of every declaration: atomic (own + trait parameters), query, complex."""
+    traits = {d.name: d for d in module.decls if isinstance(d, ast.Trait)}
+    out: dict[str, EventType] = {}
+    for d in module.decls:
+        if isinstance(d, ast.AtomicEventDecl):
+            ps = list(d.params)
+            for tname in d.traits:
+                if tname not in traits:
+                    raise CompileError(f"unknown trait '{tname}'", d.loc, d.name)
+                ps.extend(traits[tname].params)
+            out[d.name] = EventType(d.name, _params(tuple(ps)))
+        elif isinstance(d, ast.QueryEventDecl | ast.ComplexEventDecl):
+            out[d.name] = EventType(d.name, _params(d.params))
+    return out
+
+
+def _references(p: ast.Pattern) -> set[str]:
+    if isinstance(p, ast.Atom):
+        return {p.name}
+    if isinstance(p, ast.Fol | ast.Or | ast.And):
+        return _references(p.left) | _references(p.right)
+    return _references(p.pattern)
+
+
+def compile_module(
+    module: ast.Module,
+    functions: Mapping[str, Callable[..., Any]] | None = None,
+    default_context: str | None = None,
+    extra_schemas: Mapping[str, EventType] | None = None,
+) -> Program:
+    """Compile every complex event of ``module``; ``default_context`` overrides the file's."""
+    schemas = {**(extra_schemas or {}), **event_schemas(module)}
+    context = default_context or module.context or "chronicle"
+    complex_decls = {d.name: d for d in module.complex_events}
+    graph = nx.DiGraph()
+    for name, d in complex_decls.items():
+        graph.add_node(name)
+        for ref in _references(d.body):
+            if ref in complex_decls:
+                graph.add_edge(ref, name)
+    try:
+        order = list(nx.lexicographical_topological_sort(
+            graph, key=lambda n: list(complex_decls).index(n)))
+    except nx.NetworkXUnfeasible:
+        cycle = nx.find_cycle(graph)
+        names = " -> ".join([cycle[0][0], *(v for _, v in cycle)])
+        raise CompileError(f"complex events reference each other in a cycle: {names}",
+                           complex_decls[cycle[0][0]].loc) from None
+    automata = [compile_pattern(complex_decls[n], schemas, functions, context) for n in order]
+    for rule in module.rules:
+        for ref in rule.on:
+            if ref.name not in schemas:
+                raise CompileError(f"rule '{rule.name}' is triggered by unknown pattern "
+                                   f"'{ref.name}'", ref.loc or rule.loc)
+    queries = {d.name: d for d in module.decls if isinstance(d, ast.QueryEventDecl)}
+    return Program(schemas, automata, list(module.rules), module, queries)

@@ -1,0 +1,223 @@
+"""Event types and instances: the data every other stage passes around.
+
+Atomic instances follow 000 Def. 3, ``e = (t, Ψ, τ)``: a type name, a tuple of parameter values
+in the order the type declares them, and a timestamp. Complex instances (Def. 9) carry the
+bindings of their pattern, the timestamp of the last contributing event and the ordered events
+that made them, and re-enter the stream like any other event (higher-order patterns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Parameter types an event schema may declare. ``any`` accepts every JSON scalar.
+PARAM_TYPES = ("int", "float", "str", "bool", "any")
+
+#: VEPL/Java type names accepted as aliases of ours.
+TYPE_ALIASES = {
+    "int": "int", "integer": "int", "long": "int", "short": "int",
+    "float": "float", "double": "float", "number": "float",
+    "str": "str", "string": "str",
+    "bool": "bool", "boolean": "bool",
+    "any": "any", "object": "any", "eobject": "any",
+}
+
+
+def canonical_type(name: str) -> str:
+    """Map a declared parameter type (``Integer``, ``String``, ``Body`` …) to one of PARAM_TYPES.
+
+    Model element types (``Body``, ``HostInstance``) are identifiers of model objects; they
+    are kept as ``any`` because their values are object ids of whatever scalar type.
+    """
+    return TYPE_ALIASES.get(name.lower(), "any")
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """One typed parameter of an event type."""
+
+    name: str
+    type: str = "any"
+    declared_type: str = ""
+
+    def accepts(self, value: Any) -> bool:
+        """True if ``value`` is a valid value of this parameter (None is always allowed)."""
+        if value is None or self.type == "any":
+            return True
+        if self.type == "bool":
+            return isinstance(value, bool)
+        if self.type == "int":
+            return isinstance(value, int) and not isinstance(value, bool)
+        if self.type == "float":
+            return isinstance(value, int | float) and not isinstance(value, bool)
+        return isinstance(value, str)
+
+
+@dataclass(frozen=True, slots=True)
+class EventType:
+    """A named event type with an ordered list of typed parameters."""
+
+    name: str
+    params: tuple[ParamSpec, ...] = ()
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def index_of(self, name: str) -> int:
+        for i, p in enumerate(self.params):
+            if p.name == name:
+                return i
+        raise KeyError(name)
+
+
+class Event:
+    """An atomic event instance ``(type, params, ts)`` with an optional id.
+
+    ``params`` is a tuple in the order of the event type's declaration. ``seq`` is the position
+    in the merged stream, assigned by the engine; it breaks timestamp ties deterministically.
+    """
+
+    __slots__ = ("id", "params", "seq", "ts", "type")
+
+    def __init__(
+        self,
+        type: str,
+        params: tuple[Any, ...] = (),
+        ts: float = 0,
+        id: Any = None,
+        seq: int = -1,
+    ) -> None:
+        self.type = type
+        self.params = params
+        self.ts = ts
+        self.id = id
+        self.seq = seq
+
+    @property
+    def ref(self) -> Any:
+        """The id that names this event in outputs: its own id, else its stream position."""
+        return self.id if self.id is not None else self.seq
+
+    def leaves(self) -> Iterator[Event]:
+        """The input events this event stands for (itself, for an atomic event)."""
+        yield self
+
+    def to_dict(self, schema: EventType | None = None) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": self.type, "ts": self.ts}
+        if self.id is not None:
+            d["id"] = self.id
+        if schema is not None and len(schema.params) == len(self.params):
+            d.update(zip(schema.param_names, self.params, strict=True))
+        else:
+            d["params"] = list(self.params)
+        return d
+
+    def __repr__(self) -> str:
+        ident = f"#{self.id}" if self.id is not None else (f"@{self.seq}" if self.seq >= 0 else "")
+        return f"{self.type}{ident}{self.params!r}@{self.ts}"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Event)
+            and not isinstance(other, ComplexEvent)
+            and self.type == other.type
+            and self.params == other.params
+            and self.ts == other.ts
+            and self.id == other.id
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.params, self.ts, self.id))
+
+
+class ComplexEvent(Event):
+    """A detected match of a complex event pattern, published back into the stream.
+
+    ``params`` holds the values of the pattern's formal parameters (so higher-order patterns
+    unify on them like on atomic events); ``bindings`` all variables bound during matching;
+    ``parts`` the directly contributing events in match order (atomic or complex).
+    """
+
+    __slots__ = ("bindings", "match_id", "parts")
+
+    def __init__(
+        self,
+        type: str,
+        params: tuple[Any, ...],
+        ts: float,
+        bindings: Mapping[str, Any],
+        parts: Sequence[Event],
+        match_id: int = -1,
+    ) -> None:
+        super().__init__(type, params, ts, None, -1)
+        self.bindings = dict(bindings)
+        self.parts = tuple(parts)
+        self.match_id = match_id
+
+    def leaves(self) -> Iterator[Event]:
+        for p in self.parts:
+            yield from p.leaves()
+
+    @property
+    def event_refs(self) -> list[Any]:
+        """Ids of the contributing *input* events, in match order."""
+        return [e.ref for e in self.leaves()]
+
+    def to_dict(self, schema: EventType | None = None) -> dict[str, Any]:
+        return {
+            "pattern": self.type,
+            "ts": self.ts,
+            "params": dict(self.bindings_for_output()),
+            "events": self.event_refs,
+        }
+
+    def bindings_for_output(self) -> dict[str, Any]:
+        return {k: v for k, v in self.bindings.items() if not k.startswith("_")}
+
+    def __repr__(self) -> str:
+        return f"{self.type}{self.bindings_for_output()}@{self.ts}<{self.event_refs}>"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ComplexEvent)
+            and self.type == other.type
+            and self.ts == other.ts
+            and self.bindings == other.bindings
+            and self.event_refs == other.event_refs
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.ts, tuple(self.event_refs)))
+
+
+@dataclass(slots=True)
+class Rejected:
+    """An input record that was not turned into an event, with where and why (side channel)."""
+
+    source: str
+    location: str
+    reason: str
+    record: Any = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.location}"
+        fld = f" (field {self.field!r})" if self.field else ""
+        return f"{where}: {self.reason}{fld}"
+
+
+@dataclass(slots=True)
+class SideChannel:
+    """Collects rejected and late records so that nothing is dropped silently."""
+
+    malformed: list[Rejected] = field(default_factory=list)
+    late: list[Rejected] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.malformed) + len(self.late)
+
+    def all(self) -> list[Rejected]:
+        return [*self.malformed, *self.late]

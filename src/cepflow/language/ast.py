@@ -1,0 +1,269 @@
+"""The abstract syntax of cepflow patterns — what the DSL parser and the Python builder produce.
+
+Pattern expressions follow the algebra of 000 §4.1 (Def. 2): atomic pattern references and the
+operators fol (``->``), or, and, mult (``{n}``, ``{*}``, ``{+}``), NOT (NAC) and win (``within`` /
+``holds-for``). Declarations mirror VEPL: atomic events, query events, complex events and rules.
+``loc`` (line, column) is kept for diagnostics and ignored by equality.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+Loc = tuple[int, int] | None
+
+
+def _loc() -> Any:
+    return field(default=None, compare=False, repr=False)
+
+
+# ---------------------------------------------------------------- value expressions (filters)
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal: number, string, boolean or null (None)."""
+
+    value: Any
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Name:
+    """A name in a condition: a field of the filtered event or a variable bound earlier.
+
+    ``path`` holds dotted parts after the first (``a.speed`` is Name("a", ("speed",))).
+    """
+
+    name: str
+    path: tuple[str, ...] = ()
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: Literal["not", "-"]
+    operand: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Binary:
+    """Arithmetic (+ - * / %), comparison (== != < <= > >=) and logical (and, or) operators."""
+
+    op: str
+    left: Expr
+    right: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of a function registered by name (never a Python name looked up in the file)."""
+
+    func: str
+    args: tuple[Expr, ...]
+    loc: Loc = _loc()
+
+
+Expr = Union[Const, Name, Unary, Binary, Call]
+
+
+# ---------------------------------------------------------------- pattern expressions
+
+
+@dataclass(frozen=True)
+class Atom:
+    """A reference to an event pattern (atomic, query or complex) with its call parameters.
+
+    ``args`` are variable names; ``None`` (or a name starting with ``_``) is a wildcard that binds
+    nothing. ``args is None`` means the call listed no parameters (VEPL ``A`` for ``A()``).
+    ``where`` is an optional filter on the referenced event's own fields.
+    """
+
+    name: str
+    args: tuple[str | None, ...] | None = None
+    where: Expr | None = None
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Fol:
+    """Followed-by: ``fol(left, right)``; every event of ``left`` precedes every event of ``right``."""
+
+    left: Pattern
+    right: Pattern
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Or:
+    left: Pattern
+    right: Pattern
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class And:
+    """``and(c1, c2) ≡ or(fol(c1, c2), fol(c2, c1))`` (000 §4.3.1)."""
+
+    left: Pattern
+    right: Pattern
+    loc: Loc = _loc()
+
+
+Count = int | Literal["*", "+"]
+
+
+@dataclass(frozen=True)
+class Mult:
+    """Multiplicity: exactly ``n`` occurrences, ``*`` (zero or more) or ``+`` (one or more)."""
+
+    pattern: Pattern
+    count: Count
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Not:
+    """Negative application condition: no match of ``pattern`` where this operand stands."""
+
+    pattern: Pattern
+    loc: Loc = _loc()
+
+
+WindowKind = Literal["within", "holds_for"]
+
+
+@dataclass(frozen=True)
+class Window:
+    """Time window (000 §4.3.1): ``within`` ⇒ span ≤ duration; ``holds_for`` ⇒ span ≥ duration.
+
+    ``duration`` is in milliseconds.
+    """
+
+    pattern: Pattern
+    duration: float
+    kind: WindowKind = "within"
+    loc: Loc = _loc()
+
+
+Pattern = Union[Atom, Fol, Or, And, Mult, Not, Window]
+
+
+# ---------------------------------------------------------------- declarations
+
+ContextName = Literal["chronicle", "immediate", "strict", "unrestricted"]
+#: 000 §4.4's three contexts, plus ``unrestricted`` (every partial match takes every event).
+CONTEXTS: tuple[str, ...] = ("chronicle", "immediate", "strict", "unrestricted")
+
+
+@dataclass(frozen=True)
+class Param:
+    """A typed formal parameter, ``name : Type``."""
+
+    name: str
+    type: str = "any"
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Trait:
+    """A named list of parameters atomic events may include (VEPL ``trait``)."""
+
+    name: str
+    params: tuple[Param, ...]
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class AtomicEventDecl:
+    """``atomicEvent Name(params) [with Trait, …]`` — an event type observed on the stream."""
+
+    name: str
+    params: tuple[Param, ...] = ()
+    traits: tuple[str, ...] = ()
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class QueryEventDecl:
+    """``queryEvent Name(params) as Query(args) found|lost`` (000 Def. 1, query event pattern)."""
+
+    name: str
+    params: tuple[Param, ...]
+    query: str
+    query_args: tuple[str | None, ...] | None
+    change: Literal["found", "lost"] = "found"
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class ComplexEventDecl:
+    """``complexEvent Name(params) { as <pattern> [context …] }``.
+
+    ``partition_by`` (a cepflow extension) names parameters whose values split the stream into
+    independent sub-streams; the event processing context then applies per sub-stream.
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    body: Pattern
+    context: ContextName | None = None
+    partition_by: tuple[str, ...] = ()
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class PatternRef:
+    """A rule trigger: a pattern name with optional call parameters."""
+
+    name: str
+    args: tuple[str | None, ...] | None = None
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class RuleDecl:
+    """``rule Name on P, … [priority n] action name`` — actions are registered Python callables.
+
+    ``opaque_action`` keeps the source span of a VEPL Xbase block, which is never executed.
+    """
+
+    name: str
+    on: tuple[PatternRef, ...]
+    action: str | None = None
+    priority: int = 0
+    opaque_action: str | None = None
+    loc: Loc = _loc()
+
+
+Decl = Union[Trait, AtomicEventDecl, QueryEventDecl, ComplexEventDecl, RuleDecl]
+
+
+@dataclass(frozen=True)
+class Module:
+    """One pattern file: package, imports, an engine-wide default context and declarations."""
+
+    decls: tuple[Decl, ...]
+    package: str | None = None
+    imports: tuple[str, ...] = ()
+    context: ContextName | None = None
+    source: str = "<string>"
+
+    def by_name(self) -> dict[str, Decl]:
+        return {d.name: d for d in self.decls}
+
+    @property
+    def complex_events(self) -> list[ComplexEventDecl]:
+        return [d for d in self.decls if isinstance(d, ComplexEventDecl)]
+
+    @property
+    def rules(self) -> list[RuleDecl]:
+        return [d for d in self.decls if isinstance(d, RuleDecl)]
+
+
+def is_wildcard(arg: str | None) -> bool:
+    """VEPL anonymous parameters: ``_`` and any name starting with an underscore."""
+    return arg is None or arg.startswith("_")

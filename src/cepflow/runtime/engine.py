@@ -1,0 +1,253 @@
+"""The in-process CEP engine: many automata over one merged, time-ordered stream.
+
+Every event goes to the patterns whose alphabet contains its type (and, under the immediate
+and strict contexts, to the patterns for which it may be noise). Detected complex events re-enter
+the stream at once, before the next input event, so higher-order patterns see them (002 §3.2);
+patterns are visited in dependency order. After an input event and all it caused, rules fire in
+a deterministic order — higher priority first, then detection order — and get the bindings.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cepflow.compiler.program import Program
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.language import ast
+from cepflow.runtime.actions import registered
+from cepflow.runtime.matcher import Matcher, Trace
+
+
+class EngineError(Exception):
+    """Misuse of the engine: out-of-order input, a malformed event, a runaway rule cascade."""
+
+
+@dataclass
+class Activation:
+    """What an action receives: the rule, the triggering event and its bindings."""
+
+    rule: ast.RuleDecl
+    event: Event
+    engine: Engine
+
+    @property
+    def bindings(self) -> dict[str, Any]:
+        if isinstance(self.event, ComplexEvent):
+            return self.event.bindings_for_output()
+        schema = self.engine.program.schemas.get(self.event.type)
+        if schema is None:
+            return {}
+        return dict(zip(schema.param_names, self.event.params, strict=False))
+
+    def emit(self, event: Event) -> None:
+        """Publish a new event into the stream (processed after the current one)."""
+        self.engine.emit(event)
+
+
+Action = Callable[[Activation], Any]
+
+
+@dataclass
+class EngineStats:
+    events: int = 0
+    complex_events: int = 0
+    by_pattern: dict[str, int] = field(default_factory=dict)
+    rule_firings: int = 0
+
+
+class Engine:
+    """Runs a compiled :class:`Program` over events fed in timestamp order."""
+
+    def __init__(
+        self,
+        program: Program,
+        actions: Mapping[str, Action] | None = None,
+        trace: bool = False,
+        max_cascade: int = 100_000,
+        strict_actions: bool = True,
+    ) -> None:
+        self.program = program
+        self.actions = registered() if actions is None else dict(actions)
+        self.trace: Trace | None = Trace() if trace else None
+        self.max_cascade = max_cascade
+        self.matchers = [Matcher(a, self) for a in program.automata]
+        self.time = float("-inf")
+        self.stats = EngineStats()
+        self._token_id = 0
+        self._match_id = 0
+        self._input_seq = 0
+        self._timer_seq = 0
+        self._heap: list[tuple[float, int, int, int, int, float]] = []
+        self._pending: deque[Event] = deque()
+        self._depth = 0
+        self._index_matchers()
+        self.rules_by_type: dict[str, list[tuple[int, ast.RuleDecl]]] = {}
+        for order, rule in enumerate(program.rules):
+            if rule.action is not None and rule.action not in self.actions and strict_actions:
+                known = ", ".join(sorted(self.actions)) or "none registered"
+                raise EngineError(f"rule '{rule.name}': action '{rule.action}' is not "
+                                  f"registered (registered: {known})")
+            for ref in rule.on:
+                self.rules_by_type.setdefault(ref.name, []).append((order, rule))
+
+    def _index_matchers(self) -> None:
+        self.noise = [m for m in self.matchers if m.context != "chronicle"]
+        by_type: dict[str, list[Matcher]] = {}
+        for m in self.matchers:
+            for t in m.types:
+                by_type.setdefault(t, []).append(m)
+        order = {id(m): i for i, m in enumerate(self.matchers)}
+        self.subs_complex = by_type
+        self.subs_input: dict[str, list[Matcher]] = {}
+        for t, ms in by_type.items():
+            merged = {id(m): m for m in [*ms, *self.noise]}
+            self.subs_input[t] = sorted(merged.values(), key=lambda m: order[id(m)])
+
+    # -- counters -------------------------------------------------------------------------
+    def next_token_id(self) -> int:
+        self._token_id += 1
+        return self._token_id
+
+    def next_match_id(self) -> int:
+        self._match_id += 1
+        return self._match_id
+
+    def schedule(self, deadline: float, matcher: Matcher, token: int, zone: int,
+                 start: float) -> None:
+        self._timer_seq += 1
+        heapq.heappush(self._heap, (deadline, self._timer_seq, self.matchers.index(matcher),
+                                    token, zone, start))
+
+    # -- feeding --------------------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        self._pending.append(event)
+
+    def process(self, event: Event) -> list[ComplexEvent]:
+        """Feed one input event; returns the complex events it caused, in detection order."""
+        if event.ts < self.time:
+            raise EngineError(
+                f"event {event!r} at {event.ts} is older than the engine clock {self.time}; "
+                "order the input (cepflow.inputs.reorder) before feeding the engine")
+        schema = self.program.schemas.get(event.type)
+        if schema is not None and len(event.params) != len(schema.params):
+            raise EngineError(f"event {event!r} has {len(event.params)} parameter(s), "
+                              f"type '{event.type}' declares {len(schema.params)}")
+        out: list[ComplexEvent] = []
+        self.advance_to(event.ts, out)
+        self.time = event.ts
+        if event.seq < 0:
+            event.seq = self._input_seq
+        self._input_seq = max(self._input_seq, event.seq) + 1
+        self.stats.events += 1
+        start = len(out)
+        self._dispatch(event, out)
+        self._fire_rules(event, out[start:], out)
+        return out
+
+    def advance_to(self, ts: float, out: list[ComplexEvent] | None = None) -> list[ComplexEvent]:
+        """Let time pass up to ``ts``: expire windows and fire timers whose deadline is < ts."""
+        out = [] if out is None else out
+        heap = self._heap
+        while heap and heap[0][0] < ts:
+            deadline, _, mi, token, zone, start = heapq.heappop(heap)
+            self.time = max(self.time, deadline)
+            first = len(out)
+            emitted: list[ComplexEvent] = []
+            self.matchers[mi].on_deadline(token, zone, start, emitted.append)
+            for ce in emitted:
+                self._record(ce, out)
+                self._cascade(ce, out)
+            self._fire_rules(None, out[first:], out)
+        return out
+
+    def _record(self, ce: ComplexEvent, out: list[ComplexEvent]) -> None:
+        out.append(ce)
+        self.stats.complex_events += 1
+        self.stats.by_pattern[ce.type] = self.stats.by_pattern.get(ce.type, 0) + 1
+
+    def _dispatch(self, event: Event, out: list[ComplexEvent]) -> None:
+        ms = self.subs_input.get(event.type, self.noise)
+        emitted: list[ComplexEvent] = []
+        for m in ms:
+            m.process(event, emitted.append)
+        for ce in emitted:
+            self._record(ce, out)
+            self._cascade(ce, out)
+
+    def _cascade(self, first: ComplexEvent, out: list[ComplexEvent]) -> None:
+        queue = deque([first])
+        n = 0
+        while queue:
+            ce = queue.popleft()
+            n += 1
+            if n > self.max_cascade:
+                raise EngineError(f"more than {self.max_cascade} complex events from one event")
+            emitted: list[ComplexEvent] = []
+            for m in self.subs_complex.get(ce.type, ()):
+                m.process(ce, emitted.append)
+            for nxt in emitted:
+                self._record(nxt, out)
+                queue.append(nxt)
+
+    def _fire_rules(self, event: Event | None, detected: list[ComplexEvent],
+                    out: list[ComplexEvent]) -> None:
+        if not self.rules_by_type:
+            return
+        acts: list[tuple[int, int, ast.RuleDecl, Event]] = []
+        seq = 0
+        for ev in ([event] if event is not None else []) + list(detected):
+            for _order, rule in self.rules_by_type.get(ev.type, ()):
+                acts.append((-rule.priority, seq, rule, ev))
+                seq += 1
+        if not acts:
+            return
+        acts.sort(key=lambda a: (a[0], a[1]))
+        for _, _, rule, ev in acts:
+            self.stats.rule_firings += 1
+            fn = self.actions.get(rule.action) if rule.action else None
+            if fn is not None:
+                fn(Activation(rule, ev, self))
+        if self._pending:
+            self._depth += 1
+            try:
+                if self._depth > 1000:
+                    raise EngineError("rule actions emitted events recursively more than "
+                                      "1000 levels deep (feedback loop?)")
+                while self._pending:
+                    nxt = self._pending.popleft()
+                    if nxt.ts < self.time:
+                        nxt.ts = self.time
+                    out.extend(self.process(nxt))
+            finally:
+                self._depth -= 1
+
+    def run(self, events: Iterable[Event]) -> Iterator[ComplexEvent]:
+        """Process a time-ordered stream lazily, yielding complex events as they are detected."""
+        for e in events:
+            yield from self.process(e)
+
+    def finish(self, close_windows: bool = False) -> list[ComplexEvent]:
+        """End of input. With ``close_windows`` time runs out: pending timers fire."""
+        if close_windows:
+            return self.advance_to(float("inf"))
+        return []
+
+    def missing_actions(self) -> list[tuple[str, str]]:
+        """(rule, action) pairs whose action is not registered (they fire without effect)."""
+        return [(r.name, r.action) for r in self.program.rules
+                if r.action is not None and r.action not in self.actions]
+
+    def partial_matches(self) -> dict[str, int]:
+        return {m.name: m.count() for m in self.matchers}
+
+
+def run_patterns(program: Program, events: Iterable[Event], **kw: Any) -> list[ComplexEvent]:
+    """Convenience: all complex events of ``program`` over ``events``."""
+    eng = Engine(program, **kw)
+    out = list(eng.run(events))
+    out.extend(eng.finish())
+    return out

@@ -1,0 +1,512 @@
+"""Token-based execution of one automaton under an event processing context (000 §4.4, §5).
+
+Per event, the matcher (1) finds the partial match the event contributes to — the *oldest* one
+that can take it (chronicle: ``e ↦ min_τstart(P)``), else a new token from the initial state;
+(2) applies negative transitions, trapping every token whose gap forbids the event; (3) under
+``immediate`` and ``strict`` disposes every partial match when the event contributed to none
+(noise); ``strict`` also allows one partial match at a time. The ``unrestricted`` context
+(Carlson & Lisper's, a cepflow extension) gives the event to every partial match that can take
+it and also starts a new one.
+Tokens are indexed by state and by the value of a unification variable, so finding the token an
+event belongs to costs the same whatever the number of keys (bodies, vehicles) in the stream.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import Any
+
+from cepflow.automaton.model import FINAL, INITIAL, Automaton, Edge
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.tokens import Thread, Token
+
+NOPART = object()  # the event belongs to no partition of a partitioned pattern
+
+
+class Trace:
+    """Records what happened to every token, for ``explain`` (off unless asked for)."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    def add(self, **kw: Any) -> None:
+        self.entries.append(kw)
+
+
+class Matcher:
+    """Run-time state of one compiled pattern."""
+
+    def __init__(self, auto: Automaton, engine: Any) -> None:
+        self.auto = auto
+        self.engine = engine
+        self.name = auto.name
+        self.context = auto.context
+        self.partitioned = bool(auto.partition_by)
+        self.tokens: dict[Any, dict[int, Token]] = {}
+        self.buckets: dict[int, dict[Any, dict[int, Token]]] = {}
+        self.zone_by_id = {z.id: z for z in auto.zones}
+        self.timed_zones = {z.id for z in auto.zones if z.kind == "within" or z.timer_accept}
+        # event type -> states with positive / negative transitions on it
+        self.pos_states: dict[str, list[int]] = {}
+        self.neg_states: dict[str, list[int]] = {}
+        for s, m in auto.edges.items():
+            if s == INITIAL:
+                continue
+            for t in m:
+                self.pos_states.setdefault(t, []).append(s)
+        for s, m in auto.forbids.items():
+            for t in m:
+                self.neg_states.setdefault(t, []).append(s)
+        self.initial = auto.edges.get(INITIAL, {})
+        self.types = set(self.pos_states) | set(self.neg_states) | set(self.initial)
+        self.key_index = auto.key_index
+        self.positions_by_id = {p.id: p for p in auto.positions}
+        self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
+
+    # -- registry -------------------------------------------------------------------------
+    def count(self) -> int:
+        return sum(len(d) for d in self.tokens.values())
+
+    def all_tokens(self) -> list[Token]:
+        out = [t for d in self.tokens.values() for t in d.values()]
+        out.sort(key=lambda t: t.id)
+        return out
+
+    def _key(self, state: int, th: Thread) -> Any:
+        ki = self.key_index.get(state)
+        if not ki:
+            return None
+        var = next(iter(ki.values()))[1]
+        return th.bindings.get(var)
+
+    def register(self, tok: Token) -> None:
+        self.tokens.setdefault(tok.part, {})[tok.id] = tok
+        regs = []
+        for th in tok.threads:
+            k = (th.state, self._key(th.state, th))
+            if k not in regs:
+                regs.append(k)
+                self.buckets.setdefault(k[0], {}).setdefault(k[1], {})[tok.id] = tok
+        tok.regs = regs
+
+    def unregister(self, tok: Token) -> None:
+        part = self.tokens.get(tok.part)
+        if part is not None:
+            part.pop(tok.id, None)
+            if not part:
+                del self.tokens[tok.part]
+        for state, key in tok.regs:
+            bm = self.buckets.get(state)
+            if bm is None:
+                continue
+            b = bm.get(key)
+            if b is not None:
+                b.pop(tok.id, None)
+                if not b:
+                    del bm[key]
+        tok.regs = []
+
+    # -- stepping -------------------------------------------------------------------------
+    def _try_edges(
+        self, th: Thread, edges: list[Edge], e: Event
+    ) -> tuple[list[Thread], str | None] | None:
+        """Threads reached from ``th`` by ``e``; None if no edge's guard accepts ``e``.
+
+        The second item is a trap reason when every accepting edge failed a time check.
+        """
+        out: list[Thread] = []
+        reason: str | None = None
+        params = e.params
+        keep = False
+        fired = 0
+        for edge in edges:
+            pos = edge.position
+            b = th.bindings
+            newb = None
+            ok = True
+            for i, var in pos.binds:
+                v = params[i]
+                cur = b.get(var, _MISSING) if newb is None else newb.get(var, _MISSING)
+                if cur is _MISSING:
+                    if newb is None:
+                        newb = dict(b)
+                    newb[var] = v
+                elif cur != v:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            nb = b if newb is None else newb
+            if pos.filter is not None and not pos.filter(e, nb):
+                continue
+            fired += 1
+            zs = th.zstart
+            if edge.enters or edge.exits or (zs and edge.target != FINAL):
+                zs, why = self._zones(th, edge, e)
+                if why is not None:
+                    reason = why
+                    continue
+            if newb is None and len(edges) > 1:
+                nb = dict(b)
+            out.append(Thread(edge.target, nb, [*th.events, e], zs, e))
+            keep = keep or edge.keeps_source
+        if not out and reason is None:
+            return None
+        if th.state != INITIAL and out and (keep or fired < self.out_degree[th.state]):
+            # other edges of this state did not take e: the thread may still follow them
+            out.append(_KEEP)
+        return out, reason
+
+    def _zones(
+        self, th: Thread, edge: Edge, e: Event
+    ) -> tuple[dict[int, float] | None, str | None]:
+        zs = dict(th.zstart) if th.zstart else {}
+        tau = e.ts
+        for z in edge.exits:
+            zone = self.zone_by_id[z]
+            if z in zs:  # leaving a zone the thread is in: compare entry and last inside event
+                start = zs[z]
+                inside_now = edge.final and z in edge.position.zones and z not in edge.enters
+                out = tau if inside_now else th.last_ts
+            else:  # entered and left by this very event
+                start = out = tau
+            span = out - start
+            if zone.kind == "within" and span > zone.length:
+                return zs, f"window of {_ms(zone.length)} exceeded (span {_ms(span)})"
+            if zone.kind == "holds_for" and span < zone.length:
+                return zs, f"holds-for {_ms(zone.length)} not reached (span {_ms(span)})"
+        for z in edge.exits:
+            zs.pop(z, None)
+        for z in edge.enters:
+            zs[z] = tau
+        if edge.target != FINAL:
+            for z, start in zs.items():
+                zone = self.zone_by_id[z]
+                if zone.kind == "within" and tau - start > zone.length:
+                    return zs, f"window of {_ms(zone.length)} exceeded (span {_ms(tau - start)})"
+        return (zs or None), None
+
+    # -- processing -----------------------------------------------------------------------
+    def partition_of(self, e: Event) -> Any:
+        if not self.partitioned:
+            return None
+        i = self.auto.partition_index.get(e.type)
+        if i is None:
+            return NOPART
+        return e.params[i]
+
+    def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """Feed one event (already time-ordered) to this pattern."""
+        t = e.type
+        unrestricted = self.context == "unrestricted"
+        takers: list[tuple[Token, list]] = []
+        best: Token | None = None
+        states = self.pos_states.get(t)
+        if states:
+            for s in states:
+                bm = self.buckets.get(s)
+                if not bm:
+                    continue
+                ki = self.key_index.get(s)
+                kt = ki.get(t) if ki else None
+                if kt is not None:
+                    b = bm.get(e.params[kt[0]])
+                    groups = (b,) if b else ()
+                else:
+                    groups = tuple(bm.values())
+                for group in groups:
+                    for tok in group.values():
+                        if best is not None and tok.id > best.id:
+                            break
+                        if unrestricted and any(tok is x for x, _ in takers):
+                            continue
+                        plan = self._plan(tok, e)
+                        if plan is None:
+                            continue
+                        if unrestricted:
+                            takers.append((tok, plan))
+                            continue
+                        best = tok
+                        takers = [(tok, plan)]
+                        break
+        part = self.partition_of(e) if self.partitioned else None
+        contributed = bool(takers)
+        if takers:
+            takers.sort(key=lambda tp: tp[0].id)
+            for tok, plan in takers:
+                self._apply(tok, plan, e, emit)
+        # strict immediate tracks one partial match at a time (else e is noise)
+        if ((not takers or unrestricted) and t in self.initial and part is not NOPART
+                and not (self.context == "strict" and self.tokens.get(part))):
+            contributed = self._start(e, part, emit) or contributed
+        if t in self.neg_states:
+            self._negatives(e)
+        if not contributed and self.context in ("immediate", "strict") and part is not NOPART:
+            self._dispose_noise(e, part)
+
+    def _start(self, e: Event, part: Any, emit: Callable[[ComplexEvent], None]) -> bool:
+        """A new partial match from the initial state, if ``e`` can begin one."""
+        root = Thread(INITIAL, {}, [], None, None)
+        res = self._try_edges(root, self.initial[e.type], e)
+        if res is None:
+            return False
+        tok = Token(self.engine.next_token_id(), part, e.ts, [])
+        trace = self.engine.trace
+        if trace is not None:
+            trace.add(kind="start", pattern=self.name, token=tok.id, event=e.ref,
+                      ts=e.ts, to=[th.state for th in res[0] if th is not _KEEP])
+        self._apply(tok, [(root, res)], e, emit, new=True)
+        return True
+
+    def _plan(
+        self, tok: Token, e: Event
+    ) -> list[tuple[Thread, tuple[list[Thread], str | None] | None]] | None:
+        plan = []
+        any_move = False
+        for th in tok.threads:
+            edges = self.auto.edges.get(th.state, {}).get(e.type)
+            res = self._try_edges(th, edges, e) if edges else None
+            if res is not None:
+                any_move = True
+            plan.append((th, res))
+        return plan if any_move else None
+
+    def _apply(
+        self,
+        tok: Token,
+        plan: list[tuple[Thread, tuple[list[Thread], str | None] | None]],
+        e: Event,
+        emit: Callable[[ComplexEvent], None],
+        new: bool = False,
+    ) -> None:
+        trace = self.engine.trace
+        if not new:
+            self.unregister(tok)
+        threads: list[Thread] = []
+        done: Thread | None = None
+        reasons = []
+        forbids = self.auto.forbids
+        for th, res in plan:
+            if res is None:
+                fb = forbids.get(th.state, {}).get(e.type)
+                if fb and self._forbidden(th, fb, e):
+                    reasons.append(f"NOT {fb[0].position.label.lstrip('¬')} observed")
+                    continue
+                threads.append(th)
+                continue
+            moved, why = res
+            if why and not moved:
+                reasons.append(why)
+            for nt in moved:
+                if nt is _KEEP:  # the source thread may also skip e (see Edge.keeps_source)
+                    fb = forbids.get(th.state, {}).get(e.type)
+                    if not (fb and self._forbidden(th, fb, e)):
+                        threads.append(th)
+                    continue
+                if nt.state == FINAL:
+                    if done is None or _age(nt) < _age(done):
+                        done = nt
+                else:
+                    threads.append(nt)
+                    if nt.zstart:
+                        self._schedule(tok, nt)
+            if trace is not None and not new:
+                trace.add(kind="step", pattern=self.name, token=tok.id, event=e.ref, ts=e.ts,
+                          frm=th.state, to=[m.state for m in moved if m is not _KEEP], reason=why)
+        if done is not None:
+            self._complete(tok, done, e.ts, emit)
+            return
+        if len(threads) > 1:
+            threads = _dedupe(threads)
+        if not threads:
+            if trace is not None:
+                trace.add(kind="trap", pattern=self.name, token=tok.id, event=e.ref, ts=e.ts,
+                          reason="; ".join(reasons) or "no thread left")
+            return
+        tok.threads = threads
+        self.register(tok)
+
+    def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
+        params = tuple(th.bindings.get(p) for p in self.auto.params)
+        ce = ComplexEvent(self.name, params, ts, th.bindings, th.events,
+                          match_id=self.engine.next_match_id())
+        if self.engine.trace is not None:
+            self.engine.trace.add(kind="match", pattern=self.name, token=tok.id, ts=ts,
+                                  events=ce.event_refs, bindings=ce.bindings_for_output())
+        emit(ce)
+
+    def _negatives(self, e: Event) -> None:
+        t = e.type
+        for s in self.neg_states[t]:
+            bm = self.buckets.get(s)
+            if not bm:
+                continue
+            ki = self.key_index.get(s)
+            kt = ki.get(t) if ki else None
+            if kt is not None:
+                b = bm.get(e.params[kt[0]])
+                toks = list(b.values()) if b else []
+            else:
+                toks = [tok for g in bm.values() for tok in g.values()]
+            for tok in toks:
+                self._forbid(tok, s, e)
+
+    def _forbid(self, tok: Token, state: int, e: Event) -> None:
+        forbids = self.auto.forbids[state][e.type]
+        keep = []
+        killed = None
+        for th in tok.threads:
+            if th.state == state and th.last is not e and self._forbidden(th, forbids, e):
+                killed = forbids
+                continue
+            keep.append(th)
+        if killed is None:
+            return
+        self.unregister(tok)
+        if self.engine.trace is not None:
+            self.engine.trace.add(kind="trap" if not keep else "step", pattern=self.name,
+                                  token=tok.id, event=e.ref, ts=e.ts, frm=state, to=[],
+                                  reason=f"NOT {killed[0].position.label.lstrip('¬')} observed")
+        if keep:
+            tok.threads = keep
+            self.register(tok)
+
+    @staticmethod
+    def _forbidden(th: Thread, forbids: list, e: Event) -> bool:
+        for f in forbids:
+            pos = f.position
+            b = th.bindings
+            newb = None
+            ok = True
+            for i, var in pos.binds:
+                v = e.params[i]
+                cur = (b if newb is None else newb).get(var, _MISSING)
+                if cur is _MISSING:
+                    newb = dict(b) if newb is None else newb
+                    newb[var] = v
+                elif cur != v:
+                    ok = False
+                    break
+            if ok and (pos.filter is None or pos.filter(e, b if newb is None else newb)):
+                return True
+        return False
+
+    def _dispose_noise(self, e: Event, part: Any) -> None:
+        if self.partitioned:
+            victims = list(self.tokens.get(part, {}).values())
+        else:
+            victims = [t for d in self.tokens.values() for t in d.values()]
+        for tok in victims:
+            self.unregister(tok)
+            if self.engine.trace is not None:
+                self.engine.trace.add(kind="dispose", pattern=self.name, token=tok.id,
+                                      event=e.ref, ts=e.ts,
+                                      reason=f"noise under {self.context}: {e.type} "
+                                             "contributes to no partial match")
+
+    # -- time -----------------------------------------------------------------------------
+    def _zones_hold(self, th: Thread, closing: int) -> bool:
+        """At a timer completion, the other zones the thread is in are left: check them."""
+        for z, start in (th.zstart or {}).items():
+            if z == closing:
+                continue
+            zone = self.zone_by_id[z]
+            span = th.last_ts - start
+            if (zone.kind == "within" and span > zone.length) or (
+                    zone.kind == "holds_for" and span < zone.length):
+                return False
+        return True
+
+    def _schedule(self, tok: Token, th: Thread) -> None:
+        for z, start in (th.zstart or {}).items():
+            if z in self.timed_zones:
+                zone = self.zone_by_id[z]
+                self.engine.schedule(start + zone.length, self, tok.id, z, start)
+
+    def on_deadline(self, token_id: int, z: int, start: float, emit: Callable) -> None:
+        """The deadline of zone ``z`` entered at ``start`` has passed for token ``token_id``."""
+        tok = None
+        for d in self.tokens.values():
+            tok = d.get(token_id)
+            if tok is not None:
+                break
+        if tok is None:
+            return
+        zone = self.zone_by_id[z]
+        deadline = start + zone.length
+        keep = []
+        fired: Thread | None = None
+        expired = False
+        for th in tok.threads:
+            if not th.zstart or th.zstart.get(z) != start:
+                keep.append(th)
+                continue
+            if th.state in zone.timer_accept:
+                if fired is None and self._zones_hold(th, z):
+                    fired = th
+                else:
+                    expired = True
+                continue
+            if (zone.kind == "within" or zone.timer_accept) and th.state not in zone.last:
+                expired = True
+                continue
+            keep.append(th)
+        if fired is None and not expired:
+            return
+        self.unregister(tok)
+        trace = self.engine.trace
+        if fired is not None:
+            if trace is not None:
+                trace.add(kind="step", pattern=self.name, token=tok.id, event=None,
+                          ts=deadline, frm=fired.state, to=[FINAL],
+                          reason=f"window of {_ms(zone.length)} closed with no forbidden event")
+            self._complete(tok, fired, deadline, emit)
+            return
+        if keep:
+            tok.threads = keep
+            self.register(tok)
+        elif trace is not None:
+            trace.add(kind="trap", pattern=self.name, token=tok.id, event=None, ts=deadline,
+                      reason=f"window of {_ms(zone.length)} expired")
+
+
+_MISSING = object()
+_INF = float("inf")
+_KEEP = Thread(INITIAL, {}, [], None, None)  # marker: keep the source thread as well
+
+
+def _dedupe(threads: list[Thread]) -> list[Thread]:
+    """Threads at the same state with the same bindings and zone entries have the same future:
+    keep the one that consumed the earliest events (chronicle prefers older events)."""
+    seen: dict[tuple, Thread] = {}
+    for th in threads:
+        key = _key_of(th)
+        old = seen.get(key)
+        if old is None or _age(th) < _age(old):
+            seen[key] = th
+    return [th for th in threads if seen.get(_key_of(th)) is th]
+
+
+def _age(th: Thread) -> tuple:
+    """Orders threads by the events they consumed: at the first difference the older event
+    wins, and of two runs one of which extends the other the longer wins (greedy loops). When
+    several alternatives complete or coincide at once this picks one whatever the order they
+    were written in, so or/and stay commutative in the engine."""
+    key = [(e.ts, 1, e.match_id) if isinstance(e, ComplexEvent) else (e.ts, 0, e.seq)
+           for e in th.events]
+    key.append((_INF,))  # a longer run of the same events wins: loops are greedy
+    return tuple(key), tuple(sorted(th.bindings.items(), key=repr))
+
+
+def _key_of(th: Thread) -> tuple:
+    return (th.state, tuple(sorted(th.bindings.items(), key=lambda kv: kv[0])),
+            tuple(sorted((th.zstart or {}).items())))
+
+
+def _ms(x: float) -> str:
+    return f"{x:g} ms"
+
+
+def push_deadline(heap: list, deadline: float, seq: int, item: Any) -> None:
+    heapq.heappush(heap, (deadline, seq, item))

@@ -1,0 +1,82 @@
+"""Helpers shared by the engine tests: build small programs from ASTs and run streams."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from cepflow.compiler.program import Program, compile_module
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.language import ast as A
+from cepflow.runtime.engine import Engine
+
+
+def atoms(*names: str, arity: int = 0) -> list[A.AtomicEventDecl]:
+    return [A.AtomicEventDecl(n, tuple(A.Param(f"p{i}") for i in range(arity))) for n in names]
+
+
+def program(
+    body: A.Pattern,
+    *,
+    params: Sequence[str] = (),
+    context: str | None = None,
+    types: Iterable[str] = ("a", "b", "c", "d"),
+    arity: int = 0,
+    partition_by: Sequence[str] = (),
+    extra: Sequence[A.Decl] = (),
+) -> Program:
+    decls: list[A.Decl] = [*atoms(*types, arity=arity), *extra]
+    decls.append(A.ComplexEventDecl("P", tuple(A.Param(p) for p in params), body, context,
+                                    tuple(partition_by)))
+    return compile_module(A.Module(tuple(decls)))
+
+
+def stream(spec: str, arity: int = 0) -> list[Event]:
+    """``"a b@5 c(1)@7"``: type, optional params in parentheses, optional @timestamp.
+
+    Without a timestamp an event gets its position. Ids are ``type#k`` (k-th of that type).
+    """
+    out: list[Event] = []
+    seen: dict[str, int] = {}
+    for i, tok in enumerate(spec.split()):
+        ts: float = i
+        if "@" in tok:
+            tok, t = tok.split("@")
+            ts = float(t)
+        params: tuple[Any, ...] = ()
+        if "(" in tok:
+            tok, ps = tok[:-1].split("(")
+            params = tuple(int(x) if x.lstrip("-").isdigit() else x for x in ps.split(","))
+        elif arity:
+            params = (None,) * arity
+        seen[tok] = seen.get(tok, 0) + 1
+        out.append(Event(tok, params, ts, id=f"{tok}{seen[tok]}"))
+    return out
+
+
+def run(prog: Program, events: Sequence[Event], close: bool = False, **kw: Any
+        ) -> list[ComplexEvent]:
+    eng = Engine(prog, **kw)
+    out: list[ComplexEvent] = []
+    for e in events:
+        out.extend(eng.process(e))
+    out.extend(eng.finish(close_windows=close))
+    return out
+
+
+def refs(matches: Iterable[ComplexEvent]) -> list[list[Any]]:
+    return [m.event_refs for m in matches]
+
+
+a, b, c, d = (A.Atom(n) for n in "abcd")
+
+
+def at(name: str, *args: str | None) -> A.Atom:
+    return A.Atom(name, tuple(args))
+
+
+def seq(*items: A.Pattern) -> A.Pattern:
+    out = items[-1]
+    for it in reversed(items[:-1]):
+        out = A.Fol(it, out)
+    return out
