@@ -1,0 +1,400 @@
+"""Record → Event conversion shared by every reader, so a record means the same in every format.
+
+A *record* is a mapping (a JSON object, a CSV row keyed by header, a Parquet row) with:
+
+* ``type`` — required, non-empty string.
+* ``ts`` — required; a finite number of milliseconds, or an ISO-8601 date-time string (no zone
+  means UTC) converted to epoch milliseconds (``int`` when whole). ``bool``, NaN and ±inf are
+  rejected. Text sources (CSV) also accept numeric strings (``"1500"``, ``"1.5e3"``), which
+  are read as milliseconds, not as basic-format ISO dates.
+* ``id`` — optional ``str`` or ``int`` (a whole float such as Parquet's ``7.0`` becomes ``7``;
+  in CSV a canonical integer such as ``"7"`` becomes ``7``, while ``"007"`` stays a string).
+* the event parameters — every other field.
+
+Parameters:
+
+* **Typed** (the record's type has a schema): ``params`` is built in the schema's declared
+  order by field name. A parameter the record lacks becomes ``None`` (with
+  ``strict_params=True`` the record is rejected instead). Each value must satisfy
+  ``ParamSpec.accepts``; an ``int`` for a ``float`` parameter is converted to ``float``. From
+  text sources, numeric strings are converted for ``int``/``float`` parameters and
+  ``true``/``false`` (any case) for ``bool``. A field that is not a declared parameter is
+  rejected by default (``unknown_fields="reject"``: silently dropping it would be data loss);
+  ``unknown_fields="ignore"`` opts into ignoring such fields.
+* **Untyped** (no schema for the type, or no schemas at all): ``params`` are the remaining
+  fields in the record's own order (JSON key order, CSV column order; an empty CSV cell is
+  ``None``). With ``infer_types=True`` (CSV default) untyped cells (and cells of ``any``
+  parameters) that look like a canonical integer (no leading zeros), a decimal number or
+  ``true``/``false`` are converted; everything else stays text.
+* A field ``params`` holding a list gives the parameters positionally (typed: at most as many
+  as the schema declares, missing trailing ones are ``None`` unless ``strict_params``). A
+  record may not combine such a list with named parameter fields.
+* A schema parameter named like an envelope field (``type``, ``ts``, ``id``) receives that
+  field's value as well.
+* Parameter values must be scalars (``None``, ``bool``, ``int``, ``float``, ``str``); dates
+  and date-times (Parquet) become epoch milliseconds like ``ts``; anything else is rejected.
+
+Records whose type is not in ``schemas`` are kept untyped (``unknown_types="keep"``) or
+rejected with ``unknown event type 'X'`` (``unknown_types="reject"``).
+
+A record that cannot be converted raises :class:`RecordError` (reason and field); readers turn
+it into a :class:`~cepflow.events.model.Rejected` on the side channel, or, in strict mode,
+into an :class:`EventFormatError`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, time
+from typing import Any, Literal
+
+from cepflow.events.model import Event, EventType, ParamSpec, Rejected, SideChannel
+
+UnknownFields = Literal["reject", "ignore"]
+UnknownTypes = Literal["keep", "reject"]
+
+#: Fields that describe the event itself rather than its parameters.
+ENVELOPE_FIELDS = ("type", "ts", "id")
+
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_CANONICAL_INT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SCALARS = (str, int, float)
+
+
+class RecordError(ValueError):
+    """A record that cannot become an Event: ``reason`` and the offending ``field`` (if any)."""
+
+    def __init__(self, reason: str, field: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.field = field
+
+
+class EventFormatError(ValueError):
+    """Raised for a bad input record in strict mode; ``str`` is ``FILE:LINE: message (field 'x')``.
+
+    ``rejected`` holds the same :class:`Rejected` the side channel would have received.
+    Sources without lines (Parquet) read ``FILE:row N: message``.
+    """
+
+    def __init__(
+        self, rejected: Rejected, line: int | None = None, column: int | None = None
+    ) -> None:
+        self.rejected = rejected
+        self.line = line
+        self.column = column
+        super().__init__(self._render())
+
+    @property
+    def source(self) -> str:
+        return self.rejected.source
+
+    @property
+    def field(self) -> str | None:
+        return self.rejected.field
+
+    @property
+    def reason(self) -> str:
+        return self.rejected.reason
+
+    def _render(self) -> str:
+        r = self.rejected
+        if self.line is None:
+            return str(r)
+        where = f"{r.source}:{self.line}"
+        if self.column is not None:
+            where += f":{self.column}"
+        fld = f" (field {r.field!r})" if r.field else ""
+        return f"{where}: {r.reason}{fld}"
+
+
+class Rejector:
+    """Routes bad records of one source to the side channel, or raises when that is not possible.
+
+    Without a side channel there is nowhere to report a bad record, so the first one raises
+    :class:`EventFormatError` exactly as in strict mode: bad input is never dropped silently.
+    """
+
+    def __init__(self, source: str, side: SideChannel | None, strict: bool) -> None:
+        self.source = source
+        self.side = side
+        self.strict = strict
+
+    def __call__(
+        self,
+        location: str,
+        reason: str,
+        field: str | None = None,
+        record: Any = None,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        """Report one bad record (or raise in strict mode / without a side channel)."""
+        rejected = Rejected(self.source, location, reason, record, field)
+        if self.strict or self.side is None:
+            raise EventFormatError(rejected, line, column)
+        self.side.malformed.append(rejected)
+
+
+def _fmt(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def datetime_to_ms(value: datetime | date) -> int | float:
+    """Epoch milliseconds of a date or date-time (naive = UTC); ``int`` when whole, exact math."""
+    if not isinstance(value, datetime):
+        value = datetime.combine(value, time(), tzinfo=UTC)
+    elif value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    delta = value - _EPOCH
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return micros // 1000 if micros % 1000 == 0 else micros / 1000
+
+
+def _parse_int(text: str) -> int | None:
+    """The integer an integer string spells, or None (also beyond Python's digit limit)."""
+    s = text.strip()
+    if not _INT_RE.fullmatch(s):
+        return None
+    try:
+        return int(s)
+    except ValueError:
+        return None
+
+
+def _parse_number(text: str) -> int | float | None:
+    """The number a numeric string spells (int for integer text), or None if it is not one."""
+    number = _parse_int(text)
+    if number is None and _NUMBER_RE.fullmatch(text.strip()):
+        return float(text)
+    return number
+
+
+def _to_float(value: int | float, name: str) -> float:
+    """``float(value)``, or RecordError for integers beyond the float range."""
+    try:
+        return float(value)
+    except OverflowError:
+        digits = len(str(abs(int(value))))
+        raise RecordError(f"a {digits}-digit integer is out of range for a float", name) from None
+
+
+def parse_timestamp(value: Any, *, text: bool = False) -> int | float:
+    """Timestamp in epoch ms from a number, an ISO-8601 string or a date-time; else RecordError.
+
+    ``text=True`` (CSV) also reads numeric strings as milliseconds.
+    """
+    if isinstance(value, bool):
+        raise RecordError(f"ts must be a number or an ISO-8601 date-time, got {value!r}", "ts")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise RecordError(f"ts must be finite, got {value!r}", "ts")
+        return value
+    if isinstance(value, datetime | date):
+        return datetime_to_ms(value)
+    if isinstance(value, str):
+        if text:
+            number = _parse_number(value)
+            if number is not None:
+                return parse_timestamp(number)
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            expected = "an ISO-8601 date-time"
+            if text:
+                expected = "a number of ms or " + expected
+            raise RecordError(f"invalid timestamp {value!r}: expected {expected}", "ts") from None
+        return datetime_to_ms(parsed)
+    raise RecordError(
+        f"ts must be a number or an ISO-8601 date-time, got {type(value).__name__}", "ts"
+    )
+
+
+def _parse_id(value: Any, *, text: bool) -> str | int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise RecordError(f"id must be a string or an integer, got {value!r}", "id")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        if text and _CANONICAL_INT_RE.fullmatch(value):
+            number = _parse_int(value)
+            return value if number is None else number
+        return value
+    raise RecordError(f"id must be a string or an integer, got {_fmt(value)}", "id")
+
+
+def _infer(text: str) -> Any:
+    """Best-effort typing of an untyped text cell: canonical int, decimal number, bool, or text."""
+    s = text.strip()
+    if _CANONICAL_INT_RE.fullmatch(s):
+        number = _parse_int(s)
+        return text if number is None else number
+    if _NUMBER_RE.fullmatch(s) and any(c in s for c in ".eE"):
+        return float(s)
+    low = s.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    return text
+
+
+def _scalar(value: Any, name: str) -> Any:
+    """``value`` as an event parameter scalar, or RecordError for nested/unsupported values."""
+    if value is None or isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, datetime | date):
+        return datetime_to_ms(value)
+    kind = {dict: "object", list: "array", tuple: "array"}.get(type(value), type(value).__name__)
+    raise RecordError(f"unsupported value of type {kind}: parameters must be scalars", name)
+
+
+def _coerce(spec: ParamSpec, value: Any, *, text: bool, infer: bool) -> Any:
+    """Check (and for text sources convert) one typed parameter value; RecordError on mismatch."""
+    value = _scalar(value, spec.name)
+    if value is None:
+        return None
+    if text and isinstance(value, str):
+        if spec.type == "str":
+            return value
+        if spec.type == "any":
+            return _infer(value) if infer else value
+        if spec.type == "bool":
+            low = value.strip().lower()
+            if low in ("true", "false"):
+                return low == "true"
+        elif spec.type == "int":
+            number = _parse_int(value)
+            if number is not None:
+                return number
+        elif spec.type == "float":
+            number = _parse_number(value)
+            if number is not None:
+                return _to_float(number, spec.name)
+    elif spec.accepts(value):
+        return _to_float(value, spec.name) if spec.type == "float" else value
+    expected = spec.declared_type or spec.type
+    raise RecordError(f"expected {expected}, got {_fmt(value)}", spec.name)
+
+
+class RecordConverter:
+    """Converts records to Events under one set of options (see the module docstring)."""
+
+    def __init__(
+        self,
+        schemas: Mapping[str, EventType] | None = None,
+        *,
+        text: bool = False,
+        infer_types: bool = False,
+        strict_params: bool = False,
+        unknown_fields: UnknownFields = "reject",
+        unknown_types: UnknownTypes = "keep",
+    ) -> None:
+        if unknown_fields not in ("reject", "ignore"):
+            raise ValueError(f"unknown_fields must be 'reject' or 'ignore', not {unknown_fields!r}")
+        if unknown_types not in ("keep", "reject"):
+            raise ValueError(f"unknown_types must be 'keep' or 'reject', not {unknown_types!r}")
+        self.schemas = schemas
+        self.text = text
+        self.infer_types = infer_types
+        self.strict_params = strict_params
+        self.unknown_fields = unknown_fields
+        self.unknown_types = unknown_types
+
+    def __call__(self, record: Mapping[str, Any], seq: int = -1) -> Event:
+        """The Event for ``record`` (with ``seq``), or RecordError naming the bad field."""
+        etype = record.get("type")
+        if etype is None:
+            raise RecordError("missing required field 'type'", "type")
+        if not isinstance(etype, str) or not etype:
+            raise RecordError(f"type must be a non-empty string, got {_fmt(etype)}", "type")
+        raw_ts = record.get("ts")
+        if raw_ts is None:
+            raise RecordError("missing required field 'ts'", "ts")
+        ts = parse_timestamp(raw_ts, text=self.text)
+        ident = _parse_id(record.get("id"), text=self.text)
+
+        schema = self.schemas.get(etype) if self.schemas is not None else None
+        if schema is None:
+            if self.schemas is not None and self.unknown_types == "reject":
+                raise RecordError(f"unknown event type {etype!r}", "type")
+            params = self._untyped(record)
+        else:
+            params = self._typed(record, schema)
+        return Event(etype, params, ts, ident, seq)
+
+    def _untyped(self, record: Mapping[str, Any]) -> tuple[Any, ...]:
+        positional = record.get("params")
+        named = [k for k in record if k not in ENVELOPE_FIELDS]
+        if isinstance(positional, list | tuple):
+            if len(named) > 1:
+                other = next(k for k in named if k != "params")
+                raise RecordError("a 'params' list cannot be combined with named fields", other)
+            return tuple(_scalar(v, f"params[{i}]") for i, v in enumerate(positional))
+        convert = _infer if self.text and self.infer_types else None
+        out = []
+        for k in named:
+            v = _scalar(record[k], k)
+            out.append(convert(v) if convert is not None and isinstance(v, str) else v)
+        return tuple(out)
+
+    def _typed(self, record: Mapping[str, Any], schema: EventType) -> tuple[Any, ...]:
+        names = schema.param_names
+        positional = record.get("params")
+        if "params" not in names and isinstance(positional, list | tuple):
+            for k in record:
+                if k in names and k not in ENVELOPE_FIELDS:
+                    raise RecordError("a 'params' list cannot be combined with named fields", k)
+            self._check_unknown(record, names, skip="params")
+            if len(positional) > len(names):
+                raise RecordError(
+                    f"{schema.name} declares {len(names)} parameters, got {len(positional)}",
+                    "params",
+                )
+            if len(positional) < len(names) and self.strict_params:
+                missing = names[len(positional)]
+                raise RecordError(f"missing required parameter {missing!r}", missing)
+            values = [*positional, *[None] * (len(names) - len(positional))]
+            pairs = zip(schema.params, values, strict=True)
+            return tuple(self._value(spec, v) for spec, v in pairs)
+        self._check_unknown(record, names)
+        out = []
+        for spec in schema.params:
+            if spec.name in record:
+                out.append(self._value(spec, record[spec.name]))
+            elif self.strict_params:
+                raise RecordError(f"missing required parameter {spec.name!r}", spec.name)
+            else:
+                out.append(None)
+        return tuple(out)
+
+    def _value(self, spec: ParamSpec, value: Any) -> Any:
+        return _coerce(spec, value, text=self.text, infer=self.infer_types)
+
+    def _check_unknown(
+        self, record: Mapping[str, Any], names: tuple[str, ...], skip: str | None = None
+    ) -> None:
+        if self.unknown_fields == "ignore":
+            return
+        for k in record:
+            if k not in names and k not in ENVELOPE_FIELDS and k != skip:
+                raise RecordError(f"unknown field {k!r} for event type {record['type']!r}", k)
+
+
+def record_to_event(
+    record: Mapping[str, Any],
+    schemas: Mapping[str, EventType] | None = None,
+    seq: int = -1,
+    **opts: Any,
+) -> Event:
+    """Convert one record (options as for :class:`RecordConverter`); RecordError if it is bad."""
+    return RecordConverter(schemas, **opts)(record, seq)
