@@ -9,7 +9,7 @@ operators fol (``->``), or, and, mult (``{n}``, ``{*}``, ``{+}``), NOT (NAC) and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 Loc = tuple[int, int] | None
 
@@ -67,7 +67,7 @@ class Call:
     loc: Loc = _loc()
 
 
-Expr = Union[Const, Name, Unary, Binary, Call]
+Expr = Const | Name | Unary | Binary | Call
 
 
 # ---------------------------------------------------------------- pattern expressions
@@ -90,7 +90,7 @@ class Atom:
 
 @dataclass(frozen=True)
 class Fol:
-    """Followed-by: ``fol(left, right)``; every event of ``left`` precedes every event of ``right``."""
+    """Followed-by ``fol(left, right)``: every event of ``left`` precedes every one of ``right``."""
 
     left: Pattern
     right: Pattern
@@ -149,7 +149,7 @@ class Window:
     loc: Loc = _loc()
 
 
-Pattern = Union[Atom, Fol, Or, And, Mult, Not, Window]
+Pattern = Atom | Fol | Or | And | Mult | Not | Window
 
 
 # ---------------------------------------------------------------- declarations
@@ -239,7 +239,7 @@ class RuleDecl:
     loc: Loc = _loc()
 
 
-Decl = Union[Trait, AtomicEventDecl, QueryEventDecl, ComplexEventDecl, RuleDecl]
+Decl = Trait | AtomicEventDecl | QueryEventDecl | ComplexEventDecl | RuleDecl
 
 
 @dataclass(frozen=True)

@@ -69,12 +69,13 @@ class Engine:
         trace: bool = False,
         max_cascade: int = 100_000,
         strict_actions: bool = True,
+        fast_path: bool = True,
     ) -> None:
         self.program = program
         self.actions = registered() if actions is None else dict(actions)
         self.trace: Trace | None = Trace() if trace else None
         self.max_cascade = max_cascade
-        self.matchers = [Matcher(a, self) for a in program.automata]
+        self.matchers = [Matcher(a, self, fast_path) for a in program.automata]
         self.time = float("-inf")
         self.stats = EngineStats()
         self._token_id = 0
@@ -83,7 +84,8 @@ class Engine:
         self._timer_seq = 0
         self._heap: list[tuple[float, int, int, int, int, float]] = []
         self._pending: deque[Event] = deque()
-        self._depth = 0
+        self._emitted: list[ComplexEvent] = []
+        self._arity = {name: len(t.params) for name, t in program.schemas.items()}
         self._index_matchers()
         self.rules_by_type: dict[str, list[tuple[int, ast.RuleDecl]]] = {}
         for order, rule in enumerate(program.rules):
@@ -127,26 +129,60 @@ class Engine:
         self._pending.append(event)
 
     def process(self, event: Event) -> list[ComplexEvent]:
-        """Feed one input event; returns the complex events it caused, in detection order."""
-        if event.ts < self.time:
-            raise EngineError(
-                f"event {event!r} at {event.ts} is older than the engine clock {self.time}; "
-                "order the input (cepflow.inputs.reorder) before feeding the engine")
-        schema = self.program.schemas.get(event.type)
-        if schema is not None and len(event.params) != len(schema.params):
-            raise EngineError(f"event {event!r} has {len(event.params)} parameter(s), "
-                              f"type '{event.type}' declares {len(schema.params)}")
+        """Feed one input event; returns the complex events it caused, in detection order
+        (including those caused by events that rule actions emitted in response)."""
         out: list[ComplexEvent] = []
-        self.advance_to(event.ts, out)
-        self.time = event.ts
+        self._step(event, out)
+        if self._pending:
+            self._drain(out)
+        return out
+
+    def _drain(self, out: list[ComplexEvent]) -> None:
+        """Process the events rule actions emitted, breadth first, with a runaway guard."""
+        n = 0
+        while self._pending:
+            n += 1
+            if n > self.max_cascade:
+                self._pending.clear()
+                raise EngineError(f"rule actions emitted more than {self.max_cascade} events "
+                                  "in response to one input event (a feedback loop?)")
+            nxt = self._pending.popleft()
+            if nxt.ts < self.time:
+                nxt.ts = self.time
+            self._step(nxt, out)
+
+    def _step(self, event: Event, out: list[ComplexEvent]) -> None:
+        ts = event.ts
+        if ts < self.time:
+            raise EngineError(
+                f"event {event!r} at {ts} is older than the engine clock {self.time}; "
+                "order the input (cepflow.inputs.reorder) before feeding the engine")
+        n = self._arity.get(event.type)
+        if n is not None and len(event.params) != n:
+            raise EngineError(f"event {event!r} has {len(event.params)} parameter(s), "
+                              f"type '{event.type}' declares {n}")
+        heap = self._heap
+        if heap and heap[0][0] < ts:
+            self.advance_to(ts, out)
+        self.time = ts
         if event.seq < 0:
             event.seq = self._input_seq
-        self._input_seq = max(self._input_seq, event.seq) + 1
+        if event.seq >= self._input_seq:
+            self._input_seq = event.seq + 1
         self.stats.events += 1
+        emitted = self._emitted
+        emit = emitted.append
+        for m in self.subs_input.get(event.type, self.noise):
+            m.process(event, emit)
         start = len(out)
-        self._dispatch(event, out)
-        self._fire_rules(event, out[start:], out)
-        return out
+        if emitted:
+            batch = emitted[:]
+            emitted.clear()
+            for ce in batch:
+                self._record(ce, out)
+                self._cascade(ce, out)
+        if self.rules_by_type:
+            self._fire_rules(event, out[start:])
 
     def advance_to(self, ts: float, out: list[ComplexEvent] | None = None) -> list[ComplexEvent]:
         """Let time pass up to ``ts``: expire windows and fire timers whose deadline is < ts."""
@@ -161,22 +197,15 @@ class Engine:
             for ce in emitted:
                 self._record(ce, out)
                 self._cascade(ce, out)
-            self._fire_rules(None, out[first:], out)
+            self._fire_rules(None, out[first:])
+            if self._pending:
+                self._drain(out)
         return out
 
     def _record(self, ce: ComplexEvent, out: list[ComplexEvent]) -> None:
         out.append(ce)
         self.stats.complex_events += 1
         self.stats.by_pattern[ce.type] = self.stats.by_pattern.get(ce.type, 0) + 1
-
-    def _dispatch(self, event: Event, out: list[ComplexEvent]) -> None:
-        ms = self.subs_input.get(event.type, self.noise)
-        emitted: list[ComplexEvent] = []
-        for m in ms:
-            m.process(event, emitted.append)
-        for ce in emitted:
-            self._record(ce, out)
-            self._cascade(ce, out)
 
     def _cascade(self, first: ComplexEvent, out: list[ComplexEvent]) -> None:
         queue = deque([first])
@@ -193,10 +222,9 @@ class Engine:
                 self._record(nxt, out)
                 queue.append(nxt)
 
-    def _fire_rules(self, event: Event | None, detected: list[ComplexEvent],
-                    out: list[ComplexEvent]) -> None:
-        if not self.rules_by_type:
-            return
+    def _fire_rules(self, event: Event | None, detected: list[ComplexEvent]) -> None:
+        """Fire the rules triggered by ``event`` and the complex events it caused: higher
+        priority first, then detection order. Emitted events are queued (see _drain)."""
         acts: list[tuple[int, int, ast.RuleDecl, Event]] = []
         seq = 0
         for ev in ([event] if event is not None else []) + list(detected):
@@ -211,19 +239,6 @@ class Engine:
             fn = self.actions.get(rule.action) if rule.action else None
             if fn is not None:
                 fn(Activation(rule, ev, self))
-        if self._pending:
-            self._depth += 1
-            try:
-                if self._depth > 1000:
-                    raise EngineError("rule actions emitted events recursively more than "
-                                      "1000 levels deep (feedback loop?)")
-                while self._pending:
-                    nxt = self._pending.popleft()
-                    if nxt.ts < self.time:
-                        nxt.ts = self.time
-                    out.extend(self.process(nxt))
-            finally:
-                self._depth -= 1
 
     def run(self, events: Iterable[Event]) -> Iterator[ComplexEvent]:
         """Process a time-ordered stream lazily, yielding complex events as they are detected."""
@@ -232,9 +247,7 @@ class Engine:
 
     def finish(self, close_windows: bool = False) -> list[ComplexEvent]:
         """End of input. With ``close_windows`` time runs out: pending timers fire."""
-        if close_windows:
-            return self.advance_to(float("inf"))
-        return []
+        return self.advance_to(float("inf")) if close_windows else []
 
     def missing_actions(self) -> list[tuple[str, str]]:
         """(rule, action) pairs whose action is not registered (they fire without effect)."""

@@ -13,7 +13,6 @@ event belongs to costs the same whatever the number of keys (bodies, vehicles) i
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +36,7 @@ class Trace:
 class Matcher:
     """Run-time state of one compiled pattern."""
 
-    def __init__(self, auto: Automaton, engine: Any) -> None:
+    def __init__(self, auto: Automaton, engine: Any, fast_path: bool = True) -> None:
         self.auto = auto
         self.engine = engine
         self.name = auto.name
@@ -63,6 +62,56 @@ class Matcher:
         self.key_index = auto.key_index
         self.positions_by_id = {p.id: p for p in auto.positions}
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
+        self.key_var = {s: next(iter(m.values()))[1] for s, m in self.key_index.items() if m}
+        self.fast = self._fast_paths() if fast_path else {}
+        self.fast_start = {
+            t: es[0] for t, es in self.initial.items()
+            if t in self.fast and len(es) == 1 and not es[0].final and es[0].position.filter
+            is None and not es[0].enters and not es[0].position.zones
+            and len({v for _, v in es[0].position.binds}) == len(es[0].position.binds)
+            and es[0].target in self.key_var}
+
+    def _fast_paths(self) -> dict[str, list[tuple[int, int, Edge]]]:
+        """Event types whose every transition is a plain keyed step (the common case of a
+        sequence unifying on one key under chronicle): no filter, zone, NOT, fork or new
+        binding. For them a single-thread token moves in place without planning; the general
+        path gives the same result (tests/engine/test_fast_path.py checks one against the
+        other)."""
+        auto = self.auto
+        if self.context != "chronicle" or self.partitioned:
+            return {}
+        zones = {p.id: p.zones for p in auto.positions}
+        out: dict[str, list[tuple[int, int, Edge]]] = {}
+        for t, states in self.pos_states.items():
+            if t in self.neg_states:
+                continue
+            entries = []
+            for s in states:
+                es = auto.edges[s][t]
+                kt = self.key_index.get(s, {}).get(t)
+                if len(es) != 1 or kt is None or self.out_degree[s] != 1:
+                    break
+                edge = es[0]
+                if (edge.position.filter is not None or edge.enters or edge.exits
+                        or edge.keeps_source or s in auto.forbids or zones.get(s)
+                        or edge.position.zones
+                        or any(v != kt[1] for _, v in edge.position.binds)):
+                    break
+                entries.append((s, kt[0], edge))
+            else:
+                out[t] = entries
+        return out
+
+    def _fast_begin(self, edge: Edge, e: Event) -> None:
+        """Start a token along a plain initial edge (see _fast_paths)."""
+        params = e.params
+        bindings = {v: params[i] for i, v in edge.position.binds}
+        tok = Token(self.engine.next_token_id(), None, e.ts,
+                    [Thread(edge.target, bindings, [e], None, e)])
+        if self.engine.trace is not None:
+            self.engine.trace.add(kind="start", pattern=self.name, token=tok.id, event=e.ref,
+                                  ts=e.ts, to=[edge.target])
+        self.register(tok)
 
     # -- registry -------------------------------------------------------------------------
     def count(self) -> int:
@@ -74,11 +123,8 @@ class Matcher:
         return out
 
     def _key(self, state: int, th: Thread) -> Any:
-        ki = self.key_index.get(state)
-        if not ki:
-            return None
-        var = next(iter(ki.values()))[1]
-        return th.bindings.get(var)
+        var = self.key_var.get(state)
+        return None if var is None else th.bindings.get(var)
 
     def register(self, tok: Token) -> None:
         self.tokens.setdefault(tok.part, {})[tok.id] = tok
@@ -199,6 +245,58 @@ class Matcher:
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Feed one event (already time-ordered) to this pattern."""
         t = e.type
+        fast = self.fast.get(t)
+        if fast is not None:
+            # plain keyed steps (see _fast_paths): find the oldest token and move it in place
+            params = e.params
+            buckets = self.buckets
+            best = None
+            for s, i, edge in fast:
+                bm = buckets.get(s)
+                if bm:
+                    b = bm.get(params[i])
+                    if b:
+                        tok = next(iter(b.values()))
+                        if best is None or tok.id < best.id:
+                            best, hs, hb, he = tok, s, b, edge
+            if best is None:
+                start = self.fast_start.get(t)
+                if start is not None:
+                    self._fast_begin(start, e)
+                elif t in self.initial:
+                    self._start(e, None, emit)
+                return
+            if len(best.threads) == 1 and len(best.regs) == 1:
+                th = best.threads[0]
+                key = best.regs[0][1]
+                del hb[best.id]
+                if not hb:
+                    del buckets[hs][key]
+                th.events.append(e)
+                th.last = e
+                if self.engine.trace is not None:
+                    self.engine.trace.add(kind="step", pattern=self.name, token=best.id,
+                                          event=e.ref, ts=e.ts, frm=hs, to=[he.target])
+                if he.final:
+                    part = self.tokens[None]
+                    del part[best.id]
+                    if not part:
+                        del self.tokens[None]
+                    best.regs = []
+                    self._complete(best, th, e.ts, emit)
+                    return
+                target = he.target
+                th.state = target
+                bm = buckets.get(target)
+                if bm is None:
+                    bm = buckets[target] = {}
+                b = bm.get(key)
+                if b is None:
+                    bm[key] = {best.id: best}
+                else:
+                    b[best.id] = best
+                best.regs = [(target, key)]
+                return
         unrestricted = self.context == "unrestricted"
         takers: list[tuple[Token, list]] = []
         best: Token | None = None
@@ -507,6 +605,3 @@ def _key_of(th: Thread) -> tuple:
 def _ms(x: float) -> str:
     return f"{x:g} ms"
 
-
-def push_deadline(heap: list, deadline: float, seq: int, item: Any) -> None:
-    heapq.heappush(heap, (deadline, seq, item))

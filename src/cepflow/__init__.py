@@ -1,0 +1,52 @@
+"""cepflow — complex event processing over live models and event streams.
+
+The stages are visible in the package layout: ``language`` (the pattern DSL, its AST, parser,
+printer, checker and Python builder) → ``compiler`` (algebraic normalisation and compilation to
+automata) → ``automaton`` (the compiled form, Graphviz export) → ``runtime`` (the token engine,
+contexts, rules, explanations, saved state); ``inputs``/``outputs`` read and write events.
+
+    import cepflow
+    program = cepflow.load("patterns.vepl")
+    engine = cepflow.Engine(program)
+    for event in cepflow.read_events("events.jsonl", program.schemas):
+        for match in engine.process(event):
+            print(match.to_dict())
+"""
+
+from cepflow.compiler.program import Program, compile_module
+from cepflow.events.model import ComplexEvent, Event, EventType, ParamSpec, SideChannel
+from cepflow.inputs import read_events, reorder
+from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError
+from cepflow.language.parser import parse, parse_file
+from cepflow.loader import load, load_module
+from cepflow.runtime.actions import action, register
+from cepflow.runtime.engine import Activation, Engine, EngineError, run_patterns
+from cepflow.runtime.state import restore_state, save_state
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Activation",
+    "ComplexEvent",
+    "Diagnostic",
+    "Engine",
+    "EngineError",
+    "Event",
+    "EventType",
+    "ParamSpec",
+    "PatternSyntaxError",
+    "Program",
+    "SideChannel",
+    "action",
+    "compile_module",
+    "load",
+    "load_module",
+    "parse",
+    "parse_file",
+    "read_events",
+    "register",
+    "reorder",
+    "restore_state",
+    "run_patterns",
+    "save_state",
+]

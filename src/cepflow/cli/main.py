@@ -1,0 +1,234 @@
+"""The ``cepflow`` command line: check, run, explain and graph pattern files."""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cepflow.automaton.dot import render, to_dot
+from cepflow.compiler.program import Program
+from cepflow.events.model import Event, SideChannel
+from cepflow.inputs import merge, read_events, reorder
+from cepflow.language.ast import CONTEXTS
+from cepflow.language.diagnostics import PatternSyntaxError
+from cepflow.language.parser import parse
+from cepflow.loader import diagnose
+from cepflow.outputs import write_rejected_jsonl
+from cepflow.outputs.jsonl import dumps
+from cepflow.runtime.actions import import_actions
+from cepflow.runtime.engine import Engine
+from cepflow.runtime.explain import format_stories, trace_run
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Complex event processing over live models and event streams.")
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+
+
+def _load(path: Path, context: str | None) -> Program:
+    try:
+        module = parse(path.read_text(encoding="utf-8"), str(path))
+    except PatternSyntaxError as e:
+        for d in e.diagnostics:
+            err.print(str(d), markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as e:
+        err.print(f"{path}: {e.strerror}", markup=False)
+        raise typer.Exit(2) from None
+    diags, program = diagnose(module, context=context)
+    for d in diags:
+        err.print(str(d), markup=False, highlight=False)
+    if program is None:
+        raise typer.Exit(1)
+    return program
+
+
+def _check_context(context: str | None) -> None:
+    if context is not None and context not in CONTEXTS:
+        err.print(f"unknown context '{context}' (one of {', '.join(CONTEXTS)})")
+        raise typer.Exit(2)
+
+
+@app.command()
+def check(files: Annotated[list[Path], typer.Argument(help="Pattern files (.vepl, .cep)")]
+          ) -> None:
+    """Report every syntax, name and type error as FILE:LINE:COL: message."""
+    failed = False
+    for path in files:
+        try:
+            program = _load(path, None)
+        except typer.Exit:
+            failed = True
+            continue
+        out.print(f"{path}: ok — {len(program.automata)} complex event pattern(s), "
+                  f"{len(program.schemas)} event type(s), {len(program.rules)} rule(s)",
+                  markup=False, highlight=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _events(inputs: list[Path], program: Program, side: SideChannel, lateness: float):
+    streams = [reorder(read_events(p, program.schemas, side), lateness, side, source=str(p))
+               for p in inputs]
+    if len(streams) == 1:
+        yield from streams[0]
+        return
+    for e in merge(*streams):
+        e.seq = -1  # renumbered in merged order by the engine
+        yield e
+
+
+@app.command()
+def run(
+    patterns: Annotated[Path, typer.Argument(help="Pattern file")],
+    input: Annotated[list[Path], typer.Option("--input", "-i", help="Event file(s) or folder")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Complex events (.jsonl)")],
+    engine: Annotated[str, typer.Option(help="local (in-process)")] = "local",
+    context: Annotated[str | None, typer.Option(help="Override the default context")] = None,
+    lateness: Annotated[float, typer.Option(help="Allowed lateness (ms) for reordering")] = 0,
+    rejected: Annotated[Path | None, typer.Option(
+        help="Where malformed and late records go (default OUTPUT.rejected.jsonl)")] = None,
+    close_windows: Annotated[bool, typer.Option(
+        help="At end of input, let open windows close (fires trailing-NOT timers)")] = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar")] = True,
+    actions: Annotated[list[str] | None, typer.Option(
+        help="Python module or .py file registering rule actions")] = None,
+) -> None:
+    """Detect complex events in EVENTS and write one JSON object per match."""
+    _check_context(context)
+    for spec in actions or []:
+        try:
+            import_actions(spec)
+        except (ImportError, OSError) as ex:
+            err.print(f"--actions {spec}: {ex}", markup=False)
+            raise typer.Exit(2) from None
+    if engine != "local":
+        err.print(f"engine '{engine}' is not available in this version (use --engine local)")
+        raise typer.Exit(2)
+    program = _load(patterns, context)
+    side = SideChannel()
+    eng = Engine(program, strict_actions=False)
+    for rule, name in eng.missing_actions():
+        err.print(f"warning: rule {rule}: action '{name}' is not registered (use --actions); "
+                  "its firings are counted only", markup=False)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    n_in = n_out = 0
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    show = progress and sys.stderr.isatty()
+    with output.open("w", encoding="utf-8") as fh, Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn(
+                "{task.completed:,} events · {task.fields[matches]:,} matches"),
+            TimeElapsedColumn(), console=err, disable=not show, transient=True) as bar:
+        task = bar.add_task("detecting", total=None, matches=0)
+        try:
+            events = _events(input, program, side, lateness)
+            for e in events:
+                n_in += 1
+                for ce in eng.process(e):
+                    fh.write(dumps(ce.to_dict()) + "\n")
+                    n_out += 1
+                if n_in % 20000 == 0:
+                    bar.update(task, completed=n_in, matches=n_out)
+            for ce in eng.finish(close_windows=close_windows):
+                fh.write(dumps(ce.to_dict()) + "\n")
+                n_out += 1
+        except OSError as ex:
+            err.print(f"{ex.filename}: {ex.strerror}", markup=False)
+            raise typer.Exit(2) from None
+    elapsed = time.perf_counter() - t0
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rej_path = rejected or output.with_suffix(".rejected.jsonl")
+    if len(side):
+        write_rejected_jsonl(side, rej_path)
+    table = Table(title=f"cepflow run — {patterns}", show_header=True)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_row("events processed", f"{n_in:,}")
+    table.add_row("malformed (side channel)", f"{len(side.malformed):,}")
+    table.add_row("late (side channel)", f"{len(side.late):,}")
+    for name, k in sorted(eng.stats.by_pattern.items()):
+        table.add_row(f"complex events {name}", f"{k:,}")
+    for name, k in eng.partial_matches().items():
+        if k:
+            table.add_row(f"partial matches left {name}", f"{k:,}")
+    if program.rules:
+        table.add_row("rule firings", f"{eng.stats.rule_firings:,}")
+    table.add_row("throughput", f"{n_in / elapsed:,.0f} events/s" if elapsed else "-")
+    table.add_row("peak memory (process RSS)",
+                  f"{peak_kib / 1024:,.1f} MiB (+{(peak_kib - rss0) / 1024:,.1f} during run)")
+    err.print(table)
+    if len(side):
+        err.print(f"{len(side)} record(s) were not processed; see {rej_path}", markup=False)
+    err.print(f"wrote {n_out:,} complex event(s) to {output}", markup=False)
+
+
+@app.command()
+def explain(
+    patterns: Annotated[Path, typer.Argument(help="Pattern file")],
+    input: Annotated[list[Path], typer.Option("--input", "-i", help="Event file(s)")],
+    pattern: Annotated[str | None, typer.Option(help="Explain only this pattern")] = None,
+    context: Annotated[str | None, typer.Option(help="Override the default context")] = None,
+    lateness: Annotated[float, typer.Option(help="Allowed lateness (ms)")] = 0,
+    close_windows: Annotated[bool, typer.Option(help="Let open windows close at the end")
+                             ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Show each token's path through the automaton and why partial matches died."""
+    _check_context(context)
+    program = _load(patterns, context)
+    if pattern is not None and pattern not in {a.name for a in program.automata}:
+        err.print(f"no complex event pattern '{pattern}' in {patterns}", markup=False)
+        raise typer.Exit(2)
+    side = SideChannel()
+    events: list[Event] = list(_events(input, program, side, lateness))
+    stories, _ = trace_run(program, events, pattern, close_windows)
+    if as_json:
+        out.print_json(json.dumps([s.__dict__ for s in stories], default=str))
+    else:
+        out.print(format_stories(program, stories), markup=False, highlight=False, end="")
+    for r in side.all():
+        err.print(f"not processed: {r}", markup=False)
+
+
+@app.command()
+def graph(
+    patterns: Annotated[Path, typer.Argument(help="Pattern file")],
+    pattern: Annotated[str, typer.Argument(help="Complex event pattern name")],
+    output: Annotated[Path | None, typer.Option("--output", "-o",
+                                                help=".dot, .png, .svg or .pdf")] = None,
+) -> None:
+    """Write the automaton of PATTERN as Graphviz DOT (PNG/SVG when `dot` is installed)."""
+    program = _load(patterns, None)
+    try:
+        auto = program.automaton(pattern)
+    except KeyError:
+        names = ", ".join(a.name for a in program.automata)
+        err.print(f"no complex event pattern '{pattern}' (have: {names})", markup=False)
+        raise typer.Exit(2) from None
+    dot = to_dot(auto)
+    if output is None:
+        out.print(dot, markup=False, highlight=False, end="")
+        return
+    if not render(dot, output):
+        err.print(f"Graphviz 'dot' is not installed: wrote {output.with_suffix('.dot')} "
+                  "instead", markup=False)
+        raise typer.Exit(1)
+    err.print(f"wrote {output}", markup=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

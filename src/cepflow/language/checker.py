@@ -1,0 +1,583 @@
+"""Name and type checks on a parsed (or built) pattern module, before compilation.
+
+``check`` never raises on a bad module: it returns every problem it finds as a located
+:class:`~cepflow.language.diagnostics.Diagnostic`, sorted by line and column. Errors make the
+module unusable; warnings flag code that is accepted but probably not what was meant.
+
+Signatures follow VIATRA-CEP: an atomic event's parameters are its own followed by those of
+its traits, in ``with`` order; query and complex events have their declared parameters.
+Patterns may also refer to events declared outside the module through ``known_events``
+(name -> ``EventType``, a declaration, a list of parameter names / ``(name, type)`` pairs /
+``Param`` / ``ParamSpec`` objects, or just the arity as an int).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cepflow.events.model import EventType, ParamSpec, canonical_type
+from cepflow.language.ast import (
+    And,
+    Atom,
+    AtomicEventDecl,
+    Binary,
+    Call,
+    ComplexEventDecl,
+    Const,
+    Expr,
+    Fol,
+    Loc,
+    Module,
+    Mult,
+    Name,
+    Not,
+    Or,
+    Param,
+    Pattern,
+    QueryEventDecl,
+    RuleDecl,
+    Trait,
+    Unary,
+    Window,
+    is_wildcard,
+)
+from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
+from cepflow.language.parser import parse_warnings
+
+__all__ = ["check", "errors_only"]
+
+OPAQUE_ACTION_WARNING = (
+    "action block is not executed; register a Python action and write `action name`"
+)
+NOT_POSITION_ERROR = "NOT needs a preceding event or a window"
+
+_COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
+_ARITHMETIC = {"+", "-", "*", "/", "%"}
+_NUMERIC = {"int", "float"}
+
+
+@dataclass(frozen=True)
+class _Signature:
+    """What a pattern reference can be checked against."""
+
+    kind: str  # "atomic", "query", "complex" or "external"
+    params: tuple[tuple[str, str], ...] | None  # (name, declared type); None if unknown
+    arity: int | None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.params or ())
+
+
+def check(module: Module, known_events: Mapping[str, Any] | None = None) -> list[Diagnostic]:
+    """Every name and type problem of ``module``, located and sorted by (line, col)."""
+    return _Checker(module, known_events or {}).run()
+
+
+def errors_only(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics that are errors (drop warnings)."""
+    return [d for d in diagnostics if d.severity == "error"]
+
+
+# ---------------------------------------------------------------- pattern helpers
+
+
+def _children(node: Pattern) -> tuple[Pattern, ...]:
+    if isinstance(node, Fol | Or | And):
+        return (node.left, node.right)
+    if isinstance(node, Mult | Not | Window):
+        return (node.pattern,)
+    return ()
+
+
+def _walk(node: Pattern) -> Iterator[Pattern]:
+    yield node
+    for child in _children(node):
+        yield from _walk(child)
+
+
+def _atoms(node: Pattern) -> Iterator[Atom]:
+    return (n for n in _walk(node) if isinstance(n, Atom))
+
+
+def _start(node: Pattern) -> Loc:
+    """Earliest location in a pattern (where its source text begins)."""
+    locs = [n.loc for n in _walk(node) if n.loc is not None]
+    return min(locs) if locs else None
+
+
+def _bound(node: Pattern) -> tuple[set[str], set[str]]:
+    """(variables bound by every match, variables bound by some match) of a pattern."""
+    if isinstance(node, Atom):
+        names = {a for a in node.args or () if not is_wildcard(a)}
+        return set(names), set(names)
+    if isinstance(node, Fol | And):
+        ld, lp = _bound(node.left)
+        rd, rp = _bound(node.right)
+        return ld | rd, lp | rp
+    if isinstance(node, Or):
+        ld, lp = _bound(node.left)
+        rd, rp = _bound(node.right)
+        return ld & rd, lp | rp
+    if isinstance(node, Mult):
+        inner_d, inner_p = _bound(node.pattern)
+        optional = node.count == "*" or node.count == 0
+        return (set() if optional else inner_d), inner_p
+    if isinstance(node, Window):
+        return _bound(node.pattern)
+    return set(), set()  # Not: a negative condition binds nothing
+
+
+def _nullable(node: Pattern) -> bool:
+    """True if the pattern can match without any event (the empty sequence)."""
+    if isinstance(node, Fol | And):
+        return _nullable(node.left) and _nullable(node.right)
+    if isinstance(node, Or):
+        return _nullable(node.left) or _nullable(node.right)
+    if isinstance(node, Mult):
+        return node.count in ("*", 0) or _nullable(node.pattern)
+    if isinstance(node, Window):
+        return _nullable(node.pattern)
+    return False  # atoms need an event; NOT is checked on its own
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# ---------------------------------------------------------------- the checker
+
+
+class _Checker:
+    def __init__(self, module: Module, known: Mapping[str, Any]) -> None:
+        self.module = module
+        self.known = known
+        self.out: list[Diagnostic] = list(parse_warnings(module))
+        self.traits: dict[str, Trait] = {}
+        self.events: dict[str, _Signature] = {}
+        self.decl_loc: dict[str, Loc] = {}
+
+    # ------------------------------------------------------------ reporting
+
+    def _report(self, loc: Loc, message: str, severity: str = "error") -> None:
+        line, col = loc if loc is not None else (0, 0)
+        self.out.append(Diagnostic(self.module.source, line, col, message, severity))  # type: ignore[arg-type]
+
+    def _warn(self, loc: Loc, message: str) -> None:
+        self._report(loc, message, "warning")
+
+    def run(self) -> list[Diagnostic]:
+        self._collect()
+        for decl in self.module.decls:
+            if isinstance(decl, Trait | AtomicEventDecl | QueryEventDecl | ComplexEventDecl):
+                self._check_params(decl.name, decl.params, decl.loc)
+            if isinstance(decl, AtomicEventDecl):
+                self._check_traits(decl)
+            elif isinstance(decl, ComplexEventDecl):
+                self._check_complex(decl)
+            elif isinstance(decl, RuleDecl):
+                self._check_rule(decl)
+        self._check_cycles()
+        return sort_diagnostics(self.out)
+
+    # ------------------------------------------------------------ declarations
+
+    def _collect(self) -> None:
+        for name, spec in self.known.items():
+            self.events[name] = _external_signature(spec)
+        first: dict[tuple[str, str], Loc] = {}
+        for decl in self.module.decls:
+            space = "rule" if isinstance(decl, RuleDecl) else "pattern"
+            key = (space, decl.name)
+            if key in first:
+                where = f" (first declared at line {first[key][0]})" if first[key] else ""
+                self._report(decl.loc, f"duplicate declaration '{decl.name}'{where}")
+                continue
+            first[key] = decl.loc
+            if isinstance(decl, Trait):
+                self.traits[decl.name] = decl
+                self.decl_loc[decl.name] = decl.loc
+        for decl in self.module.decls:
+            if isinstance(decl, Trait | RuleDecl) or decl.name in self.decl_loc:
+                continue
+            self.decl_loc[decl.name] = decl.loc
+            params = tuple((p.name, p.type) for p in decl.params)
+            if isinstance(decl, AtomicEventDecl):
+                for trait_name in decl.traits:
+                    trait = self.traits.get(trait_name)
+                    if trait is not None:
+                        params += tuple((p.name, p.type) for p in trait.params)
+                self.events[decl.name] = _Signature("atomic", params, len(params))
+            elif isinstance(decl, QueryEventDecl):
+                self.events[decl.name] = _Signature("query", params, len(params))
+            else:
+                self.events[decl.name] = _Signature("complex", params, len(params))
+
+    def _check_params(self, owner: str, params: tuple[Param, ...], loc: Loc) -> None:
+        seen: set[str] = set()
+        for p in params:
+            if p.name in seen:
+                self._report(p.loc or loc, f"duplicate parameter '{p.name}' in '{owner}'")
+            seen.add(p.name)
+
+    def _check_traits(self, decl: AtomicEventDecl) -> None:
+        for name in decl.traits:
+            if name in self.traits:
+                continue
+            if name in self.events:
+                self._report(decl.loc, f"'{name}' is an event pattern, not a trait")
+            else:
+                hint = self._suggest(name, self.traits)
+                self._report(decl.loc, f"undeclared trait '{name}'{hint}")
+
+    def _suggest(self, name: str, candidates: Mapping[str, Any]) -> str:
+        close = difflib.get_close_matches(name, list(candidates), n=1)
+        return f"; did you mean '{close[0]}'?" if close else ""
+
+    def _resolve(
+        self, name: str, args: tuple[str | None, ...] | None, loc: Loc
+    ) -> _Signature | None:
+        """Look up a pattern reference; report undeclared names and arity mismatches."""
+        sig = self.events.get(name)
+        if sig is None:
+            if name in self.traits:
+                self._report(loc, f"'{name}' is a trait, not an event pattern")
+            else:
+                hint = self._suggest(name, self.events)
+                self._report(loc, f"undeclared event pattern '{name}'{hint}")
+            return None
+        if args is not None and sig.arity is not None and len(args) != sig.arity:
+            listed = f" ({', '.join(sig.names)})" if sig.names else ""
+            self._report(
+                loc,
+                f"'{name}' takes {_plural(sig.arity, 'parameter')}{listed}, "
+                f"but {len(args)} {'is' if len(args) == 1 else 'are'} given",
+            )
+        return sig
+
+    # ------------------------------------------------------------ complex events
+
+    def _check_complex(self, decl: ComplexEventDecl) -> None:
+        body = decl.body
+        variables = {a for atom in _atoms(body) for a in atom.args or () if not is_wildcard(a)}
+        for atom in _atoms(body):
+            sig = self._resolve(atom.name, atom.args, atom.loc)
+            if atom.where is not None:
+                self._check_filter(atom, sig, variables)
+        for node in _walk(body):
+            if isinstance(node, Mult) and node.count == 0:
+                self._report(node.loc, "multiplicity {0} matches nothing; use NOT for absence")
+        definitely, possibly = _bound(body)
+        for p in decl.params:
+            if p.name not in possibly:
+                self._report(
+                    p.loc or decl.loc,
+                    f"parameter '{p.name}' of '{decl.name}' is never bound by its body",
+                )
+            elif p.name not in definitely:
+                self._warn(
+                    p.loc or decl.loc,
+                    f"parameter '{p.name}' of '{decl.name}' is bound only in some OR branches "
+                    "(or optional repetitions) of its body",
+                )
+        names = {p.name for p in decl.params}
+        for key in decl.partition_by:
+            if key not in names:
+                self._report(
+                    decl.loc,
+                    f"partition key '{key}' is not a parameter of '{decl.name}'",
+                )
+        if _nullable(body):
+            self._report(
+                _start(body) or decl.loc,
+                f"body of '{decl.name}' can match the empty sequence "
+                "(it would fire without any event)",
+            )
+        self._check_not(body, first=True, windowed=False)
+
+    def _check_not(self, node: Pattern, first: bool, windowed: bool) -> None:
+        """Report NOT operands that start a sequence without a window around them."""
+        if isinstance(node, Not):
+            if first and not windowed:
+                self._report(node.loc, NOT_POSITION_ERROR)
+            self._check_not(node.pattern, first=False, windowed=windowed)
+        elif isinstance(node, Fol):
+            self._check_not(node.left, first, windowed)
+            self._check_not(node.right, False, windowed)
+        elif isinstance(node, Or | And):
+            self._check_not(node.left, first, windowed)
+            self._check_not(node.right, first, windowed)
+        elif isinstance(node, Mult):
+            self._check_not(node.pattern, first, windowed)
+        elif isinstance(node, Window):
+            self._check_not(node.pattern, first, True)
+
+    # ------------------------------------------------------------ filters
+
+    def _check_filter(self, atom: Atom, sig: _Signature | None, variables: set[str]) -> None:
+        assert atom.where is not None
+        fields: dict[str, str] | None = None
+        if sig is not None and sig.params is not None:
+            fields = dict(sig.params)
+        if fields is not None:
+            available = sorted(set(fields) | variables)
+            for name in _names(atom.where):
+                if name.name not in fields and name.name not in variables:
+                    shown = ", ".join(available) if available else "(none)"
+                    self._report(
+                        name.loc or atom.loc,
+                        f"unknown name '{name.name}' in filter on '{atom.name}'; "
+                        f"available: {shown}",
+                    )
+        typer = _Typer(fields or {}, self._report)
+        result = typer.infer(atom.where)
+        if result not in ("bool", "any", "null"):
+            self._report(
+                atom.where.loc or atom.loc,
+                f"filter on '{atom.name}' must be a condition, not {_kind_text(result)}",
+            )
+
+    # ------------------------------------------------------------ rules
+
+    def _check_rule(self, rule: RuleDecl) -> None:
+        for ref in rule.on:
+            self._resolve(ref.name, ref.args, ref.loc or rule.loc)
+        if rule.action is not None and rule.opaque_action is not None:
+            self._report(rule.loc, f"rule '{rule.name}' has both `action` and an action block")
+        elif rule.action is None and rule.opaque_action is None:
+            self._warn(rule.loc, f"rule '{rule.name}' has no action")
+        if rule.opaque_action is not None:
+            self._warn(rule.loc, OPAQUE_ACTION_WARNING)
+
+    # ------------------------------------------------------------ cycles
+
+    def _check_cycles(self) -> None:
+        complexes: dict[str, ComplexEventDecl] = {}
+        for d in self.module.decls:
+            sig = self.events.get(d.name)
+            if isinstance(d, ComplexEventDecl) and sig is not None and sig.kind == "complex":
+                complexes.setdefault(d.name, d)
+        graph = {
+            name: [a for a in _atoms(d.body) if a.name in complexes]
+            for name, d in complexes.items()
+        }
+        for component in _strongly_connected(
+            list(complexes), {n: [a.name for a in atoms] for n, atoms in graph.items()}
+        ):
+            members = set(component)
+            start = component[0]
+            if len(members) == 1 and start not in {a.name for a in graph[start]}:
+                continue
+            path = _cycle_path(start, members, graph)
+            first_atom = next(a for a in graph[start] if a.name == path[1])
+            self._report(
+                first_atom.loc or complexes[start].loc,
+                "cyclic reference between complex events: " + " -> ".join(path),
+            )
+
+
+def _cycle_path(start: str, members: set[str], graph: dict[str, list[Atom]]) -> list[str]:
+    """Shortest reference path start -> ... -> start inside one strongly connected component."""
+    parents: dict[str, str | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for atom in graph[node]:
+            target = atom.name
+            if target not in members:
+                continue
+            if target == start:
+                path = [node]
+                while (parent := parents[path[-1]]) is not None:
+                    path.append(parent)
+                return [*reversed(path), start]
+            if target not in parents:
+                parents[target] = node
+                queue.append(target)
+    return [start, start]  # pragma: no cover - a component always leads back to its start
+
+
+def _strongly_connected(nodes: list[str], edges: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm; components keep declaration order of their members."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    result: list[list[str]] = []
+    order = {n: i for i, n in enumerate(nodes)}
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            result.append(sorted(component, key=order.__getitem__))
+
+    for node in nodes:
+        if node not in index:
+            visit(node)
+    return result
+
+
+# ---------------------------------------------------------------- external signatures
+
+
+def _external_signature(spec: Any) -> _Signature:
+    """Signature of an event declared outside the module (see module docstring)."""
+    if isinstance(spec, EventType):
+        params = tuple((p.name, p.declared_type or p.type) for p in spec.params)
+        return _Signature("external", params, len(params))
+    if isinstance(spec, AtomicEventDecl | QueryEventDecl | ComplexEventDecl):
+        params = tuple((p.name, p.type) for p in spec.params)
+        return _Signature("external", params, len(params))
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return _Signature("external", None, spec)
+    if spec is None:
+        return _Signature("external", None, None)
+    items: list[tuple[str, str]] = []
+    for item in spec:
+        if isinstance(item, str):
+            items.append((item, "any"))
+        elif isinstance(item, Param):
+            items.append((item.name, item.type))
+        elif isinstance(item, ParamSpec):
+            items.append((item.name, item.declared_type or item.type))
+        else:
+            name, type_ = item
+            items.append((str(name), str(type_)))
+    return _Signature("external", tuple(items), len(items))
+
+
+# ---------------------------------------------------------------- filter typing
+
+
+def _names(expr: Expr) -> Iterator[Name]:
+    if isinstance(expr, Name):
+        yield expr
+    elif isinstance(expr, Unary):
+        yield from _names(expr.operand)
+    elif isinstance(expr, Binary):
+        yield from _names(expr.left)
+        yield from _names(expr.right)
+    elif isinstance(expr, Call):
+        for arg in expr.args:
+            yield from _names(arg)
+
+
+def _kind_text(kind: str) -> str:
+    return {
+        "int": "a number",
+        "float": "a number",
+        "str": "a string",
+        "bool": "a boolean",
+        "null": "null",
+    }.get(kind, "a value")
+
+
+def _const_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    return "any"
+
+
+def _family(kind: str) -> str:
+    return "num" if kind in _NUMERIC else kind
+
+
+class _Typer:
+    """Infers the simple type of a filter expression and reports obvious type errors."""
+
+    def __init__(self, fields: Mapping[str, str], report: Any) -> None:
+        self.fields = fields
+        self.report = report
+
+    def describe(self, expr: Expr, kind: str) -> str:
+        if isinstance(expr, Name) and not expr.path and expr.name in self.fields:
+            return f"{self.fields[expr.name]} field '{expr.name}'"
+        return _kind_text(kind)
+
+    def infer(self, expr: Expr) -> str:
+        if isinstance(expr, Const):
+            return _const_type(expr.value)
+        if isinstance(expr, Name):
+            if not expr.path and expr.name in self.fields:
+                return canonical_type(self.fields[expr.name])
+            return "any"
+        if isinstance(expr, Call):
+            for arg in expr.args:
+                self.infer(arg)
+            return "any"
+        if isinstance(expr, Unary):
+            kind = self.infer(expr.operand)
+            if expr.op == "not":
+                self._need_bool("not", expr.operand, kind, expr.loc)
+                return "bool"
+            if kind in ("str", "bool"):
+                self.report(expr.loc, f"unary minus on {self.describe(expr.operand, kind)}")
+                return "any"
+            return kind if kind in _NUMERIC else "any"
+        if isinstance(expr, Binary):
+            return self._binary(expr)
+        return "any"
+
+    def _need_bool(self, op: str, operand: Expr, kind: str, loc: Loc) -> None:
+        if kind in ("int", "float", "str"):
+            self.report(
+                operand.loc or loc,
+                f"'{op}' needs a boolean operand, not {self.describe(operand, kind)}",
+            )
+
+    def _binary(self, expr: Binary) -> str:
+        left = self.infer(expr.left)
+        right = self.infer(expr.right)
+        op = expr.op
+        if op in ("and", "or"):
+            self._need_bool(op, expr.left, left, expr.loc)
+            self._need_bool(op, expr.right, right, expr.loc)
+            return "bool"
+        known = {"any", "null"}
+        if op in _COMPARISONS:
+            if left not in known and right not in known and _family(left) != _family(right):
+                self.report(
+                    expr.loc,
+                    f"cannot compare {self.describe(expr.left, left)} "
+                    f"with {self.describe(expr.right, right)}",
+                )
+            return "bool"
+        if op in _ARITHMETIC:
+            kinds = {left, right}
+            if op == "+" and kinds == {"str"}:
+                return "str"
+            for side, kind in ((expr.left, left), (expr.right, right)):
+                if kind in ("str", "bool"):
+                    self.report(expr.loc, f"arithmetic '{op}' on {self.describe(side, kind)}")
+                    return "any"
+            if kinds <= _NUMERIC:
+                return "int" if kinds == {"int"} and op != "/" else "float"
+            return "any"
+        return "any"

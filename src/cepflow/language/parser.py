@@ -1,0 +1,856 @@
+"""Parse cepflow pattern files (VEPL syntax plus cepflow extensions) into ``ast`` nodes.
+
+The grammar lives in ``grammar.lark`` and is run by Lark's LALR(1) parser with the contextual
+lexer. This module maps the parse tree onto :mod:`cepflow.language.ast` and reports errors as
+located :class:`~cepflow.language.diagnostics.Diagnostic` objects.
+
+Operator precedence and associativity
+-------------------------------------
+* Unary operators bind tighter than binary ones. ``NOT`` applies to the following primary
+  including its multiplicity and window: ``NOT A{2}[10]`` is ``Not(Window(Mult(A, 2), 10))``.
+  On one primary the multiplicity is applied before the window.
+* A chain with one binary operator kind is associated as in 000 Def. 10: ``->`` to the right
+  (``a -> b -> c`` is ``Fol(a, Fol(b, c))``), ``OR`` and ``AND`` to the left
+  (``a OR b OR c`` is ``Or(Or(a, b), c)``).
+* A chain mixing binary operators without parentheses (``a -> b OR c``) is an error located at
+  the first operator that differs ("mixed operators '->' and 'OR' need parentheses"); it is
+  never associated silently.
+* Filter conditions use the usual order: ``or`` < ``and`` < ``not`` < comparisons (which do
+  not chain) < ``+ -`` < ``* / %`` < unary minus. A minus written directly before a number
+  literal is folded into the constant (``-1`` is ``Const(-1)``, ``-(1)`` stays ``Unary``).
+
+Error recovery
+--------------
+All syntax errors of a file are reported at once: after an error the parser stack is cut
+back to the enclosing top-level position and tokens are skipped until the next declaration
+keyword (``atomicEvent``, ``complexEvent``, ``rule`` ...), where parsing resumes. Complete
+declarations are still converted, so semantic errors found while building the AST (mixed
+operators, duplicate options) are reported together with the syntax errors.
+
+Warnings found while parsing (ignored ``check`` blocks of atomic events) are appended to the
+``warnings`` list given to :func:`parse` and are also kept with the module, where
+:func:`parse_warnings` (and the checker) find them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.lexer import PatternStr
+from lark.parsers.lalr_analysis import Shift
+
+from cepflow.language.ast import (
+    And,
+    Atom,
+    AtomicEventDecl,
+    Binary,
+    Call,
+    ComplexEventDecl,
+    Const,
+    Decl,
+    Expr,
+    Fol,
+    Loc,
+    Module,
+    Mult,
+    Name,
+    Not,
+    Or,
+    Param,
+    Pattern,
+    PatternRef,
+    QueryEventDecl,
+    RuleDecl,
+    Trait,
+    Unary,
+    Window,
+)
+from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
+
+__all__ = [
+    "DECL_KEYWORDS",
+    "TIME_UNITS",
+    "keywords",
+    "parse",
+    "parse_expr",
+    "parse_file",
+    "parse_pattern",
+    "parse_warnings",
+]
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+#: Reserved words that start a declaration (grammar terminal -> text); error recovery resumes
+#: at the next one.
+_DECL_TERMINALS = {
+    "_TRAIT": "trait",
+    "_ATOMIC_EVENT": "atomicEvent",
+    "_OLD_ATOMIC_EVENT": "AtomicEvent",
+    "_QUERY_EVENT": "queryEvent",
+    "_IQ_PATTERN_EVENT": "IQPatternEvent",
+    "_QUERY_RESULT_CHANGE_EVENT": "QueryResultChangeEvent",
+    "_COMPLEX_EVENT": "complexEvent",
+    "_OLD_COMPLEX_EVENT": "ComplexEvent",
+    "_RULE": "rule",
+    "_OLD_RULE": "Rule",
+}
+DECL_KEYWORDS = frozenset(_DECL_TERMINALS.values())
+
+#: Older spellings hidden from "expected ..." lists when the modern keyword is listed too.
+_LEGACY = {
+    "'AtomicEvent'": "'atomicEvent'",
+    "'ComplexEvent'": "'complexEvent'",
+    "'IQPatternEvent'": "'queryEvent'",
+    "'QueryResultChangeEvent'": "'queryEvent'",
+    "'Rule'": "'rule'",
+    "'uses'": "'import'",
+    "'uses-patterns'": "'import'",
+    "'import-queries'": "'import'",
+    "'actionHandler'": "'action'",
+}
+
+#: Milliseconds per time unit accepted after a window length (``[3 s]``, ``within 2 min``).
+TIME_UNITS: dict[str, int] = {
+    **dict.fromkeys(("ms", "millis", "millisecond", "milliseconds"), 1),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1000),
+    **dict.fromkeys(("min", "minute", "minutes"), 60_000),
+    **dict.fromkeys(("h", "hour", "hours"), 3_600_000),
+    **dict.fromkeys(("d", "day", "days"), 86_400_000),
+}
+
+_ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+_TERMINAL_NAMES = {
+    "ID": "identifier",
+    "NUMBER": "number",
+    "STRING": "string",
+    "OPAQUE": "'{ ... }' block",
+    "UNIT": "time unit",
+    "HOLDS_FOR": "'holds-for'",
+    "$END": "end of input",
+}
+
+_BLOCK_ERROR = (
+    "cannot read this block: unbalanced braces, an unterminated string or comment, "
+    "or nesting deeper than 10 levels"
+)
+
+
+class _IdentifiersEverywhere:
+    """Lark post-lexer that lets the contextual lexer match some terminals in every state.
+
+    With identifiers always lexable, a keyword is read only as a whole word (``traitX`` is one
+    identifier, never ``trait`` followed by ``X``); declaration keywords become reserved words
+    (as in VEPL), so a missing ``)`` before ``rule`` is reported at ``rule``; so are the pattern
+    operators ``OR``, ``AND`` and ``NOT``; ``->`` is never
+    split into ``-`` and ``>``. Where the grammar cannot take the token the parser reports it.
+    """
+
+    always_accept = ("ID", "ARROW", "OR", "AND", "_NOT", *_DECL_TERMINALS)
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        """Pass tokens through unchanged."""
+        return stream
+
+
+@functools.cache
+def _lark() -> Lark:
+    """The compiled LALR parser (built once per process, on first use)."""
+    return Lark(
+        GRAMMAR_PATH.read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer="contextual",
+        start=["module", "pattern_only", "expr_only"],
+        propagate_positions=True,
+        maybe_placeholders=False,
+        postlex=_IdentifiersEverywhere(),
+    )
+
+
+@functools.cache
+def _keyword_table() -> tuple[frozenset[str], frozenset[str], dict[str, str]]:
+    """(word keywords, terminal names of declaration keywords, terminal -> display text)."""
+    words: set[str] = set()
+    display: dict[str, str] = dict(_TERMINAL_NAMES)
+    for term in _lark().terminals:
+        if isinstance(term.pattern, PatternStr):
+            value = term.pattern.value
+            display.setdefault(term.name, f"'{value}'")
+            if _ID_RE.fullmatch(value):
+                words.add(value)
+    words.update(("holds_for", *TIME_UNITS))
+    return frozenset(words), frozenset(_DECL_TERMINALS), display
+
+
+def keywords() -> frozenset[str]:
+    """Every word the grammar uses as a keyword somewhere (the printer escapes these)."""
+    return _keyword_table()[0]
+
+
+# ---------------------------------------------------------------- public API
+
+
+def parse(
+    text: str, source: str = "<string>", *, warnings: list[Diagnostic] | None = None
+) -> Module:
+    """Parse a whole pattern file; raise PatternSyntaxError listing every syntax error found."""
+    builder = _ToAst(source)
+    tree, errors = _run(text, source, "module")
+    module = builder.transform(tree) if tree is not None else None
+    errors.extend(builder.errors)
+    if errors or module is None:
+        raise PatternSyntaxError(errors)
+    module = Module(
+        decls=module.decls,
+        package=module.package,
+        imports=module.imports,
+        context=module.context,
+        source=source,
+    )
+    found = tuple(sort_diagnostics(builder.warnings))
+    object.__setattr__(module, "_parse_warnings", found)
+    if warnings is not None:
+        warnings.extend(found)
+    return module
+
+
+def parse_file(path: str | Path, *, warnings: list[Diagnostic] | None = None) -> Module:
+    """Read and parse a pattern file (UTF-8); diagnostics name the file as given."""
+    p = Path(path)
+    return parse(p.read_text(encoding="utf-8"), str(path), warnings=warnings)
+
+
+def parse_pattern(text: str, source: str = "<string>") -> Pattern:
+    """Parse a bare pattern expression such as ``A(x) -> B(x)[5 s]``."""
+    return _parse_fragment(text, source, "pattern_only")
+
+
+def parse_expr(text: str, source: str = "<string>") -> Expr:
+    """Parse a bare filter condition such as ``speed > 0 and name == "x"``."""
+    return _parse_fragment(text, source, "expr_only")
+
+
+def parse_warnings(module: Module) -> tuple[Diagnostic, ...]:
+    """Warnings the parser recorded for ``module`` (empty for modules built in Python)."""
+    return getattr(module, "_parse_warnings", ())
+
+
+def _parse_fragment(text: str, source: str, start: str) -> Any:
+    builder = _ToAst(source)
+    tree, errors = _run(text, source, start)
+    result = builder.transform(tree) if tree is not None else None
+    errors.extend(builder.errors)
+    if errors or result is None:
+        raise PatternSyntaxError(errors)
+    return result
+
+
+# ---------------------------------------------------------------- parsing with recovery
+
+
+def _run(text: str, source: str, start: str) -> tuple[Tree | None, list[Diagnostic]]:
+    """Parse ``text`` from ``start``; return the tree (None if unusable) and syntax errors."""
+    recovery = _Recovery(text, source, recover=start == "module")
+    try:
+        tree = _lark().parse(text, start=start, on_error=recovery)
+    except UnexpectedInput as exc:
+        if not recovery.errors:  # raised before on_error could record it
+            recovery.errors.append(recovery.describe(exc))
+        return None, recovery.errors
+    return tree, recovery.errors
+
+
+_TOP_LEVEL: dict[int, frozenset[Any]] = {}
+
+
+def _top_level_states(states: dict[Any, dict[str, Any]]) -> frozenset[Any]:
+    """Parser states that can shift every declaration keyword: between declarations."""
+    key = id(states)
+    if key not in _TOP_LEVEL:
+        _, decl_terms, _ = _keyword_table()
+        _TOP_LEVEL[key] = frozenset(
+            state
+            for state, actions in states.items()
+            if all(actions.get(t, (None,))[0] is Shift for t in decl_terms)
+        )
+    return _TOP_LEVEL[key]
+
+
+class _Recovery:
+    """Lark ``on_error`` handler: record the error, then skip to the next declaration."""
+
+    def __init__(self, text: str, source: str, recover: bool) -> None:
+        self.text = text
+        self.source = source
+        self.recover = recover
+        self.errors: list[Diagnostic] = []
+        self._skip_depth: int | None = None
+        self._skip_top: Any = None
+
+    def __call__(self, exc: UnexpectedInput) -> bool:
+        state = exc.interactive_parser.parser_state
+        if self._skipping(state):
+            return True
+        self.errors.append(self.describe(exc))
+        if not self.recover:
+            return False
+        depth = self._top_level_depth(state)
+        if depth is None:
+            return False
+        del state.state_stack[depth + 1 :]
+        del state.value_stack[depth:]
+        token = getattr(exc, "token", None)
+        _, decl_terms, _ = _keyword_table()
+        if (
+            isinstance(exc, UnexpectedToken)
+            and token is not None
+            and token.type in decl_terms
+            and self._starts_line(token)
+        ):
+            state.feed_token(token)  # a declaration keyword: resume right here
+            return True
+        self._skip_depth = len(state.state_stack)
+        self._skip_top = state.value_stack[-1] if state.value_stack else None
+        return True
+
+    def _starts_line(self, token: Token) -> bool:
+        """True if only whitespace precedes ``token`` on its line."""
+        start = token.start_pos or 0
+        line_start = self.text.rfind("\n", 0, start) + 1
+        return not self.text[line_start:start].strip()
+
+    def _skipping(self, state: Any) -> bool:
+        """True while no token has been accepted since the stack was cut back."""
+        if self._skip_depth is None:
+            return False
+        top = state.value_stack[-1] if state.value_stack else None
+        if len(state.state_stack) == self._skip_depth and top is self._skip_top:
+            return True
+        self._skip_depth = None
+        return False
+
+    @staticmethod
+    def _top_level_depth(state: Any) -> int | None:
+        top = _top_level_states(state.parse_conf.states)
+        for depth in range(len(state.state_stack) - 1, -1, -1):
+            if state.state_stack[depth] in top:
+                return depth
+        return None
+
+    def describe(self, exc: UnexpectedInput) -> Diagnostic:
+        """Turn a Lark exception into a located, readable diagnostic."""
+        if isinstance(exc, UnexpectedToken):
+            token = exc.token
+            expected = self._expected(exc)
+            shown = self._show(expected)
+            if token.type == "$END":
+                line, col = self._end_position(token)
+                return self._diag(line, col, f"unexpected end of input, expected {shown}")
+            if token.type == "LBRACE" and "OPAQUE" in expected:
+                return self._diag(token.line, token.column, _BLOCK_ERROR)
+            if self.text.startswith("/*", token.start_pos or 0):
+                return self._diag(token.line, token.column, "unterminated comment")
+            what = self._describe_token(token)
+            _, decl_terms, _ = _keyword_table()
+            reserved = token.type in decl_terms or token.type in ("OR", "AND", "_NOT")
+            if reserved and "ID" in expected and not self._starts_line(token):
+                what += f" (a reserved word; write ^{token.value} to use it as a name)"
+            return self._diag(token.line, token.column, f"unexpected {what}, expected {shown}")
+        if isinstance(exc, UnexpectedCharacters):
+            char = self.text[exc.pos_in_stream] if exc.pos_in_stream < len(self.text) else ""
+            if char in "\"'":
+                message = "unterminated string"
+            elif self.text.startswith("/*", exc.pos_in_stream):
+                message = "unterminated comment"
+            elif char == "{":
+                message = _BLOCK_ERROR
+            else:
+                message = f"unexpected character {char!r}"
+            return self._diag(exc.line, exc.column, message)
+        line = getattr(exc, "line", 1) or 1
+        col = getattr(exc, "column", 1) or 1
+        return self._diag(line, col, str(exc).splitlines()[0])
+
+    @staticmethod
+    def _expected(exc: UnexpectedToken) -> set[str]:
+        """Terminals the parser can really take here (LALR tables over-approximate)."""
+        ip = getattr(exc, "interactive_parser", None)
+        if ip is not None:
+            return set(ip.accepts())
+        return set(exc.expected or ())
+
+    @staticmethod
+    def _show(expected: set[str]) -> str:
+        _, _, display = _keyword_table()
+        shown = {display.get(t, t) for t in expected}
+        shown = {s for s in shown if _LEGACY.get(s) not in shown}
+        return ", ".join(sorted(shown, key=lambda s: (s == "end of input", s.lower())))
+
+    def _describe_token(self, token: Token) -> str:
+        if token.type == "ID":
+            return f"identifier '{token.value}'"
+        if token.type == "NUMBER":
+            return f"number {token.value}"
+        if token.type == "STRING":
+            return f"string {token.value}"
+        if token.type == "OPAQUE":
+            return "'{ ... }' block"
+        return f"'{token.value}'"
+
+    def _end_position(self, token: Token) -> tuple[int, int]:
+        end_line = getattr(token, "end_line", None)
+        end_col = getattr(token, "end_column", None)
+        if end_line is not None and end_col is not None and token.end_pos:
+            return end_line, end_col
+        lines = self.text.split("\n")
+        return len(lines), len(lines[-1]) + 1
+
+    def _diag(self, line: int, col: int, message: str) -> Diagnostic:
+        return Diagnostic(self.source, int(line), int(col), message)
+
+
+# ---------------------------------------------------------------- tree -> AST
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A tagged fragment passed from a sub-rule to its parent (never left in the AST)."""
+
+    tag: str
+    value: Any
+    loc: Loc = None
+    extra: Any = None
+
+
+def _loc(token: Token | Any) -> Loc:
+    return (token.line, token.column)
+
+
+def _meta_loc(meta: Any) -> Loc:
+    return (meta.line, meta.column) if not getattr(meta, "empty", True) else None
+
+
+def _ident(token: Token | str) -> str:
+    """An identifier without its ``^`` keyword escape."""
+    text = str(token)
+    return text[1:] if text.startswith("^") else text
+
+
+def to_milliseconds(number: str, unit: str | None) -> float:
+    """Convert a written window length (``1.5`` and ``s``) to milliseconds without drift."""
+    factor = TIME_UNITS[unit] if unit else 1
+    return float(Decimal(number) * factor)
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "b": "\b", "f": "\f"}
+
+
+def decode_string(literal: str) -> str:
+    """Value of a quoted string literal: ``\\n \\t \\r \\0 \\b \\f \\uXXXX``; ``\\x`` is ``x``."""
+    body = literal[1:-1]
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\" or i + 1 >= len(body):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", body[i + 2 : i + 6]):
+            out.append(chr(int(body[i + 2 : i + 6], 16)))
+            i += 6
+            continue
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
+
+
+class _ToAst(Transformer):
+    """Build ``ast`` nodes from the Lark tree, collecting semantic syntax errors on the way."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self.source = source
+        self.errors: list[Diagnostic] = []
+        self.warnings: list[Diagnostic] = []
+        # number literals written directly (not parenthesized), by identity, kept alive
+        self._literals: dict[int, Const] = {}
+
+    def _error(self, loc: Loc, message: str, severity: str = "error") -> None:
+        line, col = loc or (1, 1)
+        diag = Diagnostic(self.source, line, col, message, severity)  # type: ignore[arg-type]
+        (self.errors if severity == "error" else self.warnings).append(diag)
+
+    # ------------------------------------------------------------ names and header
+
+    def qname(self, children: list[Token]) -> str:
+        return "".join(_ident(t) if t.type == "ID" else str(t) for t in children)
+
+    qname_wild = qname
+
+    def ctx_name(self, children: list[Token]) -> str:
+        return str(children[0])
+
+    def package_decl(self, children: list[Any]) -> _Part:
+        return _Part("package", children[-1])
+
+    def import_decl(self, children: list[Any]) -> _Part:
+        return _Part("import", children[-1])
+
+    def module_context(self, children: list[Any]) -> _Part:
+        return _Part("context", children[-1])
+
+    def module(self, children: list[Any]) -> Module:
+        package: str | None = None
+        imports: list[str] = []
+        context: Any = None
+        decls: list[Decl] = []
+        for child in children:
+            if isinstance(child, _Part):
+                if child.tag == "package":
+                    package = child.value
+                elif child.tag == "import":
+                    imports.append(child.value)
+                else:
+                    context = child.value
+            else:
+                decls.append(child)
+        return Module(tuple(decls), package, tuple(imports), context)
+
+    def pattern_only(self, children: list[Any]) -> Pattern:
+        return children[0]
+
+    def expr_only(self, children: list[Any]) -> Expr:
+        return children[0]
+
+    # ------------------------------------------------------------ parameters
+
+    def type_ref(self, children: list[Any]) -> str:
+        parts: list[str] = []
+        for child in children:
+            parts.append(", " if isinstance(child, Token) and child.value == "," else str(child))
+        return "".join(parts)
+
+    def param(self, children: list[Any]) -> Param:
+        name, type_ = children
+        return Param(_ident(name), type_, loc=_loc(name))
+
+    def params(self, children: list[Param]) -> _Part:
+        return _Part("params", tuple(children))
+
+    def trait_param(self, children: list[Any]) -> Param:
+        return children[0]
+
+    def call_args(self, children: list[Token]) -> _Part:
+        return _Part("args", tuple(_ident(t) for t in children))
+
+    def ref_arg(self, children: list[Any]) -> str:
+        return _ident(children[0])
+
+    def ref_args(self, children: list[str]) -> _Part:
+        return _Part("args", tuple(children))
+
+    def pattern_ref(self, children: list[Any]) -> PatternRef:
+        name = children[0]
+        args = children[1].value if len(children) > 1 else None
+        return PatternRef(_ident(name), args, loc=_loc(name))
+
+    # ------------------------------------------------------------ declarations
+
+    def trait_decl(self, children: list[Any]) -> Trait:
+        name, *params = children
+        return Trait(_ident(name), tuple(params), loc=_loc(name))
+
+    def with_traits(self, children: list[Token]) -> _Part:
+        return _Part("traits", tuple(_ident(t) for t in children))
+
+    def check_block(self, children: list[Token]) -> _Part:
+        loc = _loc(children[0]) if children else None
+        return _Part("check", bool(children), loc)
+
+    def atomic_decl(self, children: list[Any]) -> AtomicEventDecl:
+        name = children[0]
+        params: tuple[Param, ...] = ()
+        traits: tuple[str, ...] = ()
+        for part in children[1:]:
+            if part.tag == "params":
+                params = part.value
+            elif part.tag == "traits":
+                traits = part.value
+            elif part.tag == "check" and part.value:
+                self._error(
+                    part.loc,
+                    f"check block of atomic event '{_ident(name)}' is ignored "
+                    "(Xbase code is not executed); filter with `where` in patterns instead",
+                    "warning",
+                )
+        return AtomicEventDecl(_ident(name), params, traits, loc=_loc(name))
+
+    def change(self, children: list[Token]) -> _Part:
+        return _Part("change", str(children[0]))
+
+    def old_change(self, children: list[Token]) -> _Part:
+        return _Part("change", "found" if str(children[0]) == "NEW_MATCH_FOUND" else "lost")
+
+    def query_decl(self, children: list[Any]) -> QueryEventDecl:
+        name = children[0]
+        params: tuple[Param, ...] = ()
+        query = ""
+        args = None
+        change = "found"
+        for part in children[1:]:
+            if isinstance(part, str):
+                query = part
+            elif part.tag == "params":
+                params = part.value
+            elif part.tag == "args":
+                args = part.value
+            elif part.tag == "change":
+                change = part.value
+        return QueryEventDecl(_ident(name), params, query, args, change, loc=_loc(name))
+
+    old_query_decl = query_decl
+
+    @v_args(meta=True)
+    def ce_context(self, meta: Any, children: list[Any]) -> _Part:
+        return _Part("context", children[0], _meta_loc(meta))
+
+    def ce_partition(self, children: list[Token]) -> _Part:
+        return _Part("partition", tuple(_ident(t) for t in children), _loc(children[0]))
+
+    def complex_decl(self, children: list[Any]) -> ComplexEventDecl:
+        name = children[0]
+        params: tuple[Param, ...] = ()
+        body: Pattern | None = None
+        context = None
+        partition: tuple[str, ...] = ()
+        seen: set[str] = set()
+        for part in children[1:]:
+            if not isinstance(part, _Part):
+                body = part
+            elif part.tag == "params":
+                params = part.value
+            else:
+                if part.tag in seen:
+                    what = "context" if part.tag == "context" else "partition by"
+                    self._error(
+                        part.loc or _loc(name),
+                        f"'{what}' given twice for complex event '{_ident(name)}'",
+                    )
+                seen.add(part.tag)
+                if part.tag == "context":
+                    context = part.value
+                else:
+                    partition = part.value
+        assert body is not None
+        return ComplexEventDecl(_ident(name), params, body, context, partition, loc=_loc(name))
+
+    old_complex_decl = complex_decl
+
+    @v_args(meta=True)
+    def rule_priority(self, meta: Any, children: list[Token]) -> _Part:
+        number = children[-1]
+        negative = len(children) > 1
+        try:
+            value = Decimal(str(number))
+        except InvalidOperation:  # pragma: no cover - the grammar only lets numbers through
+            value = Decimal(0)
+        if value != value.to_integral_value():
+            self._error(_loc(number), f"priority must be an integer, not {number}")
+        return _Part("priority", -int(value) if negative else int(value), _meta_loc(meta))
+
+    @v_args(meta=True)
+    def rule_action(self, meta: Any, children: list[Any]) -> _Part:
+        return _Part("action", children[-1], _meta_loc(meta))
+
+    @v_args(meta=True)
+    def rule_block(self, meta: Any, children: list[Token]) -> _Part:
+        return _Part("block", str(children[-1]), _meta_loc(meta))
+
+    def rule_decl(self, children: list[Any]) -> RuleDecl:
+        name = children[0]
+        refs = [c for c in children[1:] if isinstance(c, PatternRef)]
+        items: dict[str, _Part] = {}
+        for part in children[1:]:
+            if not isinstance(part, _Part):
+                continue
+            key = "action" if part.tag in ("action", "block") else part.tag
+            if key in items:
+                tags = {items[key].tag, part.tag}
+                if tags == {"action", "block"}:
+                    message = "must not have both `action name` and an action block"
+                else:
+                    message = f"has more than one {'priority' if key == 'priority' else 'action'}"
+                self._error(part.loc, f"rule '{_ident(name)}' {message}")
+                continue
+            items[key] = part
+        action = items.get("action")
+        priority = items["priority"].value if "priority" in items else 0
+        return RuleDecl(
+            _ident(name),
+            tuple(refs),
+            action=action.value if action is not None and action.tag == "action" else None,
+            priority=priority,
+            opaque_action=action.value if action is not None and action.tag == "block" else None,
+            loc=_loc(name),
+        )
+
+    old_rule_decl = rule_decl
+
+    # ------------------------------------------------------------ patterns
+
+    def binop(self, children: list[Token]) -> Token:
+        return children[0]
+
+    def pattern(self, children: list[Any]) -> Pattern:
+        operands = children[0::2]
+        ops: list[Token] = children[1::2]
+        if not ops:
+            return operands[0]
+        kind = str(ops[0])
+        for op in ops[1:]:
+            if str(op) != kind:
+                self._error(_loc(op), f"mixed operators '{kind}' and '{op}' need parentheses")
+                break
+        if kind == "->":
+            result = operands[-1]
+            for i in range(len(ops) - 1, -1, -1):
+                result = Fol(operands[i], result, loc=_loc(ops[i]))
+            return result
+        node = Or if kind == "OR" else And
+        result = operands[0]
+        for op, right in zip(ops, operands[1:], strict=True):
+            result = node(result, right, loc=_loc(op))
+        return result
+
+    @v_args(meta=True)
+    def not_primary(self, meta: Any, children: list[Any]) -> Not:
+        return Not(children[0], loc=_meta_loc(meta))
+
+    def normal_primary(self, children: list[Any]) -> Pattern:
+        result = children[0]
+        for part in children[1:]:
+            if part.tag == "mult":
+                result = Mult(result, part.value, loc=part.loc)
+            else:
+                result = Window(result, part.value, part.extra, loc=part.loc)
+        return result
+
+    def atom(self, children: list[Any]) -> Atom:
+        name = children[0]
+        args = None
+        where = None
+        for part in children[1:]:
+            if part.tag == "args":
+                args = part.value
+            else:
+                where = part.value
+        return Atom(_ident(name), args, where, loc=_loc(name))
+
+    def where_clause(self, children: list[Any]) -> _Part:
+        return _Part("where", children[0])
+
+    def mult(self, children: list[Token]) -> _Part:
+        brace, count, _ = children
+        value: Any = str(count)
+        if count.type == "NUMBER":
+            try:
+                number = Decimal(value)
+            except InvalidOperation:  # pragma: no cover
+                number = Decimal(-1)
+            if number != number.to_integral_value():
+                self._error(_loc(count), f"multiplicity must be a whole number, not {count}")
+            value = int(number)
+        return _Part("mult", value, _loc(brace))
+
+    def _window(self, meta: Any, children: list[Token], kind: str) -> _Part:
+        numbers = [t for t in children if t.type in ("NUMBER", "UNIT")]
+        number = numbers[0]
+        unit = str(numbers[1]) if len(numbers) > 1 else None
+        return _Part("window", to_milliseconds(str(number), unit), _meta_loc(meta), kind)
+
+    @v_args(meta=True)
+    def bracket_window(self, meta: Any, children: list[Token]) -> _Part:
+        return self._window(meta, children, "within")
+
+    @v_args(meta=True)
+    def within_window(self, meta: Any, children: list[Token]) -> _Part:
+        return self._window(meta, children, "within")
+
+    @v_args(meta=True)
+    def holds_window(self, meta: Any, children: list[Token]) -> _Part:
+        return self._window(meta, children, "holds_for")
+
+    # ------------------------------------------------------------ conditions
+
+    def or_kw(self, children: list[Token]) -> Token:
+        return children[0]
+
+    and_kw = not_kw = cmp_op = add_op = mul_op = or_kw
+
+    def binary(self, children: list[Any]) -> Binary:
+        left, op, right = children
+        name = {"||": "or", "&&": "and"}.get(str(op), str(op))
+        return Binary(name, left, right, loc=_loc(op))
+
+    def unary(self, children: list[Any]) -> Expr:
+        op, operand = children
+        if str(op) == "-":
+            if self._literals.get(id(operand)) is operand:
+                return Const(-operand.value, loc=_loc(op))
+            return Unary("-", operand, loc=_loc(op))
+        return Unary("not", operand, loc=_loc(op))
+
+    def number(self, children: list[Token]) -> Const:
+        text = str(children[0])
+        value: int | float = float(text) if any(c in text for c in ".eE") else int(text)
+        const = Const(value, loc=_loc(children[0]))
+        self._literals[id(const)] = const
+        return const
+
+    def string(self, children: list[Token]) -> Const:
+        return Const(decode_string(str(children[0])), loc=_loc(children[0]))
+
+    @v_args(meta=True)
+    def true(self, meta: Any, children: list[Any]) -> Const:
+        return Const(True, loc=_meta_loc(meta))
+
+    @v_args(meta=True)
+    def false(self, meta: Any, children: list[Any]) -> Const:
+        return Const(False, loc=_meta_loc(meta))
+
+    @v_args(meta=True)
+    def null(self, meta: Any, children: list[Any]) -> Const:
+        return Const(None, loc=_meta_loc(meta))
+
+    def dotted(self, children: list[Any]) -> list[Token]:
+        parts: list[Token] = []
+        for child in children:
+            if isinstance(child, list):
+                parts.extend(child)
+            elif child.type == "ID":
+                parts.append(child)
+        return parts
+
+    def name(self, children: list[Any]) -> Name:
+        parts = children[0]
+        return Name(_ident(parts[0]), tuple(_ident(p) for p in parts[1:]), loc=_loc(parts[0]))
+
+    def call(self, children: list[Any]) -> Call:
+        parts, *args = children
+        func = ".".join(_ident(p) for p in parts)
+        return Call(func, tuple(args), loc=_loc(parts[0]))
+
+    def paren(self, children: list[Any]) -> Expr:
+        inner = children[0]
+        self._literals.pop(id(inner), None)
+        return inner

@@ -1,0 +1,58 @@
+"""From pattern text or file to a compiled :class:`Program`, with every problem located.
+
+Parsing (syntax), checking (names and types) and compiling (what the algebra cannot express)
+all report ``FILE:LINE:COL: message`` diagnostics through :class:`PatternSyntaxError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from cepflow.compiler.automata import CompileError
+from cepflow.compiler.normalize import NormalizationError
+from cepflow.compiler.program import Program, compile_module
+from cepflow.language import ast
+from cepflow.language.checker import check
+from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
+from cepflow.language.parser import parse, parse_warnings
+
+
+def diagnose(module: ast.Module, functions: Mapping[str, Callable[..., Any]] | None = None,
+             context: str | None = None) -> tuple[list[Diagnostic], Program | None]:
+    """All diagnostics of a parsed module (warnings included) and, if none is an error, the
+    compiled program."""
+    diags = [*parse_warnings(module), *check(module)]
+    if any(d.severity == "error" for d in diags):
+        return sort_diagnostics(diags), None
+    try:
+        program = compile_module(module, functions, context)
+    except (CompileError, NormalizationError) as e:
+        line, col = e.loc or (1, 1)
+        who = getattr(e, "pattern", None)
+        msg = f"in {who}: {e.args[0]}" if who else str(e.args[0])
+        diags.append(Diagnostic(module.source, line, col, msg))
+        return sort_diagnostics(diags), None
+    return sort_diagnostics(diags), program
+
+
+def load_module(module: ast.Module, functions: Mapping[str, Callable[..., Any]] | None = None,
+                context: str | None = None) -> Program:
+    """Check and compile a module; raise PatternSyntaxError listing every error."""
+    diags, program = diagnose(module, functions, context)
+    if program is None:
+        raise PatternSyntaxError([d for d in diags if d.severity == "error"])
+    return program
+
+
+def load(source: str | Path, functions: Mapping[str, Callable[..., Any]] | None = None,
+         context: str | None = None) -> Program:
+    """Load patterns from a file path or from pattern text (if it is not an existing path)."""
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
+                                    and Path(source).is_file()):
+        path = Path(source)
+        module = parse(path.read_text(encoding="utf-8"), str(path))
+    else:
+        module = parse(str(source))
+    return load_module(module, functions, context)

@@ -1,0 +1,67 @@
+"""Saved engine state: a restored engine continues exactly where the saved one stopped."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cepflow.events.model import Event
+from cepflow.language import ast as A
+from cepflow.runtime.engine import Engine
+from cepflow.runtime.state import FORMAT, StateError, restore_state, save_state
+from support import at, program, seq, stream
+
+BODIES = [
+    seq(at("a", "x"), at("b", "x"), at("c", "x")),
+    A.Window(seq(at("a", "x"), A.Not(at("b", "x")), at("c", "x")), 5),
+    A.Window(seq(at("a", "x"), A.Not(at("b", "x"))), 4),
+    seq(at("a", "x"), A.Mult(at("b", "y"), "+"), at("c", "x")),
+]
+
+
+def feed(eng: Engine, evs: list[Event]) -> list:
+    out = []
+    for e in evs:
+        out += [(m.type, m.ts, tuple(m.event_refs), m.params) for m in eng.process(e)]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(range(len(BODIES))),
+       st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 2), st.integers(0, 3)),
+                min_size=1, max_size=30),
+       st.integers(0, 30))
+def test_restore_continues_like_uninterrupted(which: int, spec: list, cut: int) -> None:
+    prog = program(BODIES[which], params=("x",), arity=1)
+    ts = 0
+    evs = []
+    for i, (t, k, dt) in enumerate(spec):
+        ts += dt
+        evs.append(Event(t, (k,), ts, id=i))
+    cut = min(cut, len(evs))
+    whole = feed(Engine(prog), evs)
+    first = Engine(prog)
+    head = feed(first, evs[:cut])
+    saved = json.loads(json.dumps(save_state(first)))
+    assert saved["format"] == FORMAT and saved["version"] == 1
+    second = restore_state(Engine(prog), saved)
+    fresh = [Event(e.type, e.params, e.ts, e.id) for e in evs[cut:]]
+    assert head + feed(second, fresh) == whole
+
+
+def test_state_of_other_patterns_is_refused() -> None:
+    eng = Engine(program(seq(A.Atom("a"), A.Atom("b"))))
+    eng.process(stream("a")[0])
+    saved = save_state(eng)
+    with pytest.raises(StateError, match="different patterns"):
+        restore_state(Engine(program(seq(A.Atom("a"), A.Atom("c")))), saved)
+    with pytest.raises(StateError, match="version"):
+        restore_state(Engine(program(seq(A.Atom("a"), A.Atom("b")))), {**saved, "version": 99})
+
+
+def test_non_json_values_are_reported() -> None:
+    eng = Engine(program(seq(at("a", "x"), at("b", "x")), params=("x",), arity=1))
+    eng.process(Event("a", (object(),), 0))
+    with pytest.raises(StateError, match="JSON"):
+        save_state(eng)
