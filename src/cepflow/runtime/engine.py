@@ -85,6 +85,7 @@ class Engine:
         self._heap: list[tuple[float, int, int, int, int, float]] = []
         self._pending: deque[Event] = deque()
         self._emitted: list[ComplexEvent] = []
+        self._emit = self._emitted.append
         self._arity = {name: len(t.params) for name, t in program.schemas.items()}
         self._index_matchers()
         self.rules_by_type: dict[str, list[tuple[int, ast.RuleDecl]]] = {}
@@ -170,19 +171,21 @@ class Engine:
         if event.seq >= self._input_seq:
             self._input_seq = event.seq + 1
         self.stats.events += 1
-        emitted = self._emitted
-        emit = emitted.append
+        emit = self._emit
         for m in self.subs_input.get(event.type, self.noise):
             m.process(event, emit)
-        start = len(out)
+        emitted = self._emitted
         if emitted:
+            start = len(out)
             batch = emitted[:]
             emitted.clear()
             for ce in batch:
                 self._record(ce, out)
                 self._cascade(ce, out)
-        if self.rules_by_type:
-            self._fire_rules(event, out[start:])
+            if self.rules_by_type:
+                self._fire_rules(event, out[start:])
+        elif event.type in self.rules_by_type:
+            self._fire_rules(event, [])
 
     def advance_to(self, ts: float, out: list[ComplexEvent] | None = None) -> list[ComplexEvent]:
         """Let time pass up to ``ts``: expire windows and fire timers whose deadline is < ts."""

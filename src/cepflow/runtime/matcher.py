@@ -82,11 +82,11 @@ class Matcher:
             return {}
         zones = {p.id: p.zones for p in auto.positions}
         out: dict[str, list[tuple[int, int, Edge]]] = {}
-        for t, states in self.pos_states.items():
+        for t in [*self.pos_states, *(t for t in self.initial if t not in self.pos_states)]:
             if t in self.neg_states:
                 continue
             entries = []
-            for s in states:
+            for s in self.pos_states.get(t, ()):
                 es = auto.edges[s][t]
                 kt = self.key_index.get(s, {}).get(t)
                 if len(es) != 1 or kt is None or self.out_degree[s] != 1:
