@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from cepflow.language.ast import (
+    CONTEXTS,
     And,
     Atom,
     AtomicEventDecl,
@@ -289,7 +290,7 @@ def complex_event(
     partition_by: Sequence[str] = (),
 ) -> ComplexEventDecl:
     """``complexEvent Name(params) { as body [context c] [partition by k, ...] }``."""
-    if context is not None and context not in ("chronicle", "immediate", "strict"):
+    if context is not None and context not in CONTEXTS:
         raise ValueError(f"unknown event processing context {context!r}")
     return ComplexEventDecl(
         name,
@@ -330,6 +331,6 @@ def module(
     source: str = "<builder>",
 ) -> Module:
     """A module of declarations, with an optional engine-wide default context."""
-    if context is not None and context not in ("chronicle", "immediate", "strict"):
+    if context is not None and context not in CONTEXTS:
         raise ValueError(f"unknown event processing context {context!r}")
     return Module(tuple(decls), package, tuple(imports), context, source)  # type: ignore[arg-type]

@@ -3,6 +3,8 @@
 ``check`` never raises on a bad module: it returns every problem it finds as a located
 :class:`~cepflow.language.diagnostics.Diagnostic`, sorted by line and column. Errors make the
 module unusable; warnings flag code that is accepted but probably not what was meant.
+Warnings the parser already recorded (ignored ``check`` blocks) are not repeated here; get them
+with :func:`cepflow.language.parser.parse_warnings`.
 
 Signatures follow VIATRA-CEP: an atomic event's parameters are its own followed by those of
 its traits, in ``with`` order; query and complex events have their declared parameters.
@@ -46,7 +48,6 @@ from cepflow.language.ast import (
     is_wildcard,
 )
 from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
-from cepflow.language.parser import parse_warnings
 
 __all__ = ["check", "errors_only"]
 
@@ -156,7 +157,7 @@ class _Checker:
     def __init__(self, module: Module, known: Mapping[str, Any]) -> None:
         self.module = module
         self.known = known
-        self.out: list[Diagnostic] = list(parse_warnings(module))
+        self.out: list[Diagnostic] = []
         self.traits: dict[str, Trait] = {}
         self.events: dict[str, _Signature] = {}
         self.decl_loc: dict[str, Loc] = {}
@@ -337,7 +338,7 @@ class _Checker:
         result = typer.infer(atom.where)
         if result not in ("bool", "any", "null"):
             self._report(
-                atom.where.loc or atom.loc,
+                _expr_start(atom.where) or atom.loc,
                 f"filter on '{atom.name}' must be a condition, not {_kind_text(result)}",
             )
 
@@ -479,6 +480,20 @@ def _names(expr: Expr) -> Iterator[Name]:
     elif isinstance(expr, Call):
         for arg in expr.args:
             yield from _names(arg)
+
+
+def _expr_start(expr: Expr) -> Loc:
+    """Earliest location in a condition (where its source text begins)."""
+    locs = [expr.loc] if expr.loc is not None else []
+    children: tuple[Expr, ...] = ()
+    if isinstance(expr, Unary):
+        children = (expr.operand,)
+    elif isinstance(expr, Binary):
+        children = (expr.left, expr.right)
+    elif isinstance(expr, Call):
+        children = expr.args
+    locs.extend(loc for child in children if (loc := _expr_start(child)) is not None)
+    return min(locs) if locs else None
 
 
 def _kind_text(kind: str) -> str:

@@ -29,7 +29,7 @@ operators, duplicate options) are reported together with the syntax errors.
 
 Warnings found while parsing (ignored ``check`` blocks of atomic events) are appended to the
 ``warnings`` list given to :func:`parse` and are also kept with the module, where
-:func:`parse_warnings` (and the checker) find them.
+:func:`parse_warnings` finds them (the checker does not repeat them).
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_di
 
 __all__ = [
     "DECL_KEYWORDS",
+    "RESERVED_WORDS",
     "TIME_UNITS",
     "keywords",
     "parse",
@@ -103,6 +104,9 @@ _DECL_TERMINALS = {
     "_OLD_RULE": "Rule",
 }
 DECL_KEYWORDS = frozenset(_DECL_TERMINALS.values())
+
+#: Words that are never names unless escaped with ``^`` (the lexer matches them everywhere).
+RESERVED_WORDS = DECL_KEYWORDS | {"OR", "AND", "NOT"}
 
 #: Older spellings hidden from "expected ..." lists when the modern keyword is listed too.
 _LEGACY = {
@@ -147,11 +151,13 @@ _BLOCK_ERROR = (
 class _IdentifiersEverywhere:
     """Lark post-lexer that lets the contextual lexer match some terminals in every state.
 
-    With identifiers always lexable, a keyword is read only as a whole word (``traitX`` is one
-    identifier, never ``trait`` followed by ``X``); declaration keywords become reserved words
-    (as in VEPL), so a missing ``)`` before ``rule`` is reported at ``rule``; so are the pattern
-    operators ``OR``, ``AND`` and ``NOT``; ``->`` is never
-    split into ``-`` and ``>``. Where the grammar cannot take the token the parser reports it.
+    * identifiers: a keyword is then only read as a whole word (``traitX`` is one identifier,
+      never ``trait`` followed by ``X``);
+    * declaration keywords and ``OR``/``AND``/``NOT``: reserved words as in VEPL, so a missing
+      ``)`` before ``rule`` is reported at ``rule`` and recovery can resume there;
+    * ``->``: never split into ``-`` and ``>`` after a condition.
+
+    Where the grammar cannot take such a token the parser reports it as unexpected.
     """
 
     always_accept = ("ID", "ARROW", "OR", "AND", "_NOT", *_DECL_TERMINALS)
@@ -191,7 +197,7 @@ def _keyword_table() -> tuple[frozenset[str], frozenset[str], dict[str, str]]:
 
 
 def keywords() -> frozenset[str]:
-    """Every word the grammar uses as a keyword somewhere (the printer escapes these)."""
+    """Every word the grammar uses as a keyword somewhere (reserved or contextual)."""
     return _keyword_table()[0]
 
 

@@ -39,15 +39,15 @@ from cepflow.language.ast import (
     Unary,
     Window,
 )
-from cepflow.language.parser import DECL_KEYWORDS
+from cepflow.language.parser import RESERVED_WORDS
 
 __all__ = ["format_decl", "format_duration", "format_expr", "format_module", "format_pattern"]
 
 _ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-#: Words that the parser would read as keywords where a name may also stand: declaration
-#: keywords and pattern operators (reserved everywhere) and the condition words.
-RESERVED = DECL_KEYWORDS | {"NOT", "OR", "AND", "not", "true", "false", "null", "holds_for"}
+#: Names printed with a ``^`` escape: reserved words, and the words the parser would read as
+#: keywords where a name may also stand (operands of conditions; ``holds_for`` after a primary).
+RESERVED = RESERVED_WORDS | {"not", "true", "false", "null", "holds_for"}
 
 _UNITS = (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000))
 
