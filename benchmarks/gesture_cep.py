@@ -93,6 +93,12 @@ Generator = Callable[[int, int], Iterator[Event]]
 
 
 # -- the project's pieces ---------------------------------------------------------------------
+MODE_TITLES = {
+    "events": "engine.process, one event at a time",
+    "batch": "engine.run, column-wise batches of 65,536 events",
+}
+
+
 def load_generator() -> Generator:
     """``gesture_events(bodies, cycles)`` of ``examples/gesture/events.py``."""
     folder = str(GESTURE_DIR)
@@ -171,9 +177,11 @@ def verify(engine: Engine, events: Sequence[Event], bodies: int, cycles: int,
 
 # -- measurements -----------------------------------------------------------------------------
 def timed_run(program: Program, events: list[Event], bodies: int,
-              cycles: int) -> tuple[float, Engine, int]:
+              cycles: int, mode: str = "events") -> tuple[float, Engine, int]:
     """Feed ``events`` to a fresh engine; returns the detection time, the engine and the
-    number of rule firings (counted by the action)."""
+    number of rule firings (counted by the action). ``mode`` "events" calls
+    ``engine.process`` per event; "batch" calls ``engine.run`` (batches of 65,536 events,
+    column-wise when every pattern is a plain keyed sequence)."""
     for e in events:  # the engine numbers input events; start every repeat from scratch
         e.seq = -1
     counts: Counter[Any] = Counter()
@@ -182,10 +190,13 @@ def timed_run(program: Program, events: list[Event], bodies: int,
     complex_events = 0
     gc.collect()
     t0 = time.perf_counter()
-    for e in events:
-        out = process(e)
-        if out:
-            complex_events += len(out)
+    if mode == "batch":
+        complex_events = sum(1 for _ in engine.run(events))
+    else:
+        for e in events:
+            out = process(e)
+            if out:
+                complex_events += len(out)
     elapsed = time.perf_counter() - t0
     verify(engine, events, bodies, cycles, complex_events, counts)
     return elapsed, engine, sum(counts.values())
@@ -219,7 +230,7 @@ def traced_run(program: Program, gen: Generator, bodies: int,
 
 
 def measure(program: Program, gen: Generator, bodies: int, total_events: int, repeat: int,
-            trace_events: int) -> dict[str, Any]:
+            trace_events: int, mode: str = "events") -> dict[str, Any]:
     """One body count (run in a forked child): best-of-``repeat`` detection time, peak-RSS
     increase over the timed runs, partial matches left, and the tracemalloc figures."""
     cycles = cycles_for(total_events, bodies)
@@ -235,7 +246,7 @@ def measure(program: Program, gen: Generator, bodies: int, total_events: int, re
     partial: dict[str, int] = {}
     firings = 0
     for _ in range(repeat):
-        elapsed, engine, firings = timed_run(program, events, bodies, cycles)
+        elapsed, engine, firings = timed_run(program, events, bodies, cycles, mode)
         times.append(elapsed)
         partial = engine.partial_matches()
         del engine
@@ -243,6 +254,7 @@ def measure(program: Program, gen: Generator, bodies: int, total_events: int, re
     del events
     gc.collect()
     return {
+        "mode": mode,
         "bodies": bodies,
         "cycles": cycles,
         "atomic_events": EVENTS_PER_CYCLE * bodies * cycles,
@@ -471,6 +483,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="measure K times per body count, keep the fastest (default 1)")
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON,
                     help=f"result file (default {DEFAULT_JSON.relative_to(ROOT)})")
+    ap.add_argument("--mode", choices=("events", "batch", "both"), default="both",
+                    help="engine.process per event, engine.run in column-wise batches, or "
+                    "both (default)")
     ap.add_argument("--profile", action="store_true",
                     help=f"instead of the benchmark, cProfile the {PROFILE_BODIES}-body case "
                     "and print the top 20 functions by tottime")
@@ -496,34 +511,46 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         return 0
     trace_events = min(args.events, TRACE_EVENTS)
-    rows: list[dict[str, Any]] = []
-    for i, bodies in enumerate(args.bodies, 1):
-        cycles = cycles_for(args.events, bodies)
-        log.print(f"[dim][{i}/{len(args.bodies)}] {bodies_text(bodies)} x {cycles:,} cycles = "
-                  f"{EVENTS_PER_CYCLE * bodies * cycles:,} events ...[/dim]")
-        try:
-            raw = run_isolated(measure, program, gen, bodies, args.events, args.repeat,
-                               trace_events)
-        except BenchmarkFailure as e:
-            log.print(f"[bold red]ABORTED[/bold red]: {e}")
-            return 1
-        row = derive(raw)
-        rows.append(row)
-        log.print(f"[dim]    {row['atomic_per_s']:,.0f} atomic ev/s, "
-                  f"{row['complex_per_s']:,.0f} complex ev/s[/dim]")
+    modes = ["events", "batch"] if args.mode == "both" else [args.mode]
+    results: dict[str, dict[str, Any]] = {}
+    for mode in modes:
+        rows: list[dict[str, Any]] = []
+        for i, bodies in enumerate(args.bodies, 1):
+            cycles = cycles_for(args.events, bodies)
+            log.print(f"[dim][{mode} {i}/{len(args.bodies)}] {bodies_text(bodies)} x "
+                      f"{cycles:,} cycles = {EVENTS_PER_CYCLE * bodies * cycles:,} events "
+                      "...[/dim]")
+            try:
+                raw = run_isolated(measure, program, gen, bodies, args.events, args.repeat,
+                                   trace_events, mode)
+            except BenchmarkFailure as e:
+                log.print(f"[bold red]ABORTED[/bold red]: {e}")
+                return 1
+            row = derive(raw)
+            rows.append(row)
+            log.print(f"[dim]    {row['atomic_per_s']:,.0f} atomic ev/s, "
+                      f"{row['complex_per_s']:,.0f} complex ev/s[/dim]")
+        results[mode] = {"rows": rows, "summary": summarize(rows)}
     meta = metadata("gesture_cep", {
         "events": args.events, "bodies": args.bodies, "repeat": args.repeat,
-        "quick": args.quick, "tracemalloc_events": trace_events,
+        "quick": args.quick, "tracemalloc_events": trace_events, "modes": modes,
         "pattern_file": str(PATTERN_FILE.relative_to(ROOT)),
     })
-    summary = summarize(rows)
-    con.print()
-    print_table(con, rows, args.events, trace_events, args.repeat)
-    con.print()
-    print_summary(con, summary, meta["machine"])
+    for mode, res in results.items():
+        con.print()
+        con.print(f"[bold]Mode: {MODE_TITLES[mode]}[/bold]")
+        print_table(con, res["rows"], args.events, trace_events, args.repeat)
+        con.print()
+        print_summary(con, res["summary"], meta["machine"])
+    if len(results) == 2:
+        ratio = [b["atomic_per_s"] / e["atomic_per_s"] for e, b in
+                 zip(results["events"]["rows"], results["batch"]["rows"], strict=True)]
+        con.print("\nbatch / per-event throughput: "
+                  + ", ".join(f"{r['bodies']:,} bodies {x:.2f}x"
+                              for r, x in zip(results["batch"]["rows"], ratio, strict=True)))
     path = write_json(args.json, {**meta, "seed": {"viatra_cep_table3": {
         str(b): {"complex_per_s": c, "atomic_per_s": a} for b, (c, a) in VIATRA_TABLE3.items()
-    }}, "rows": rows, "summary": summary})
+    }}, "results": results})
     con.print(f"[dim]Results written to {path}[/dim]")
     return 0
 

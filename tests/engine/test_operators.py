@@ -207,3 +207,8 @@ class TestHigherOrder:
         y = A.ComplexEventDecl("Y", (), seq(A.Atom("X"), b))
         with pytest.raises(CompileError, match="cycle"):
             program(a, extra=(x, y))
+
+
+def test_not_variables_must_be_bound_before_the_gap() -> None:
+    with pytest.raises(CompileError, match="not bound before the NOT"):
+        program(seq(a, A.Not(at("b", "x")), at("c", "x")), params=("x",), arity=1)

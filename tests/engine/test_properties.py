@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +24,8 @@ from cepflow.language import ast as A
 from support import program, run
 
 TYPES = ("a", "b", "c")
-SETTINGS = settings(max_examples=250, deadline=None,
+#: CEPFLOW_EXAMPLES=5000 for a thorough run; the suite's default keeps CI fast
+SETTINGS = settings(max_examples=int(os.environ.get("CEPFLOW_EXAMPLES", "250")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 atoms = st.builds(lambda t, v: A.Atom(t, (v,)), st.sampled_from(TYPES),

@@ -164,6 +164,7 @@ class _Builder:
     def build_seq(self, items: list[ast.Pattern], loc: ast.Loc) -> _Frag:
         cur: _Frag | None = None
         pending: list[Position] = []
+        bound: set[str] = set()
         for it in items:
             if isinstance(it, ast.Not):
                 atoms = forbidden_atoms(it.pattern)
@@ -171,6 +172,14 @@ class _Builder:
                     raise self.err(
                         "NOT over a sequence or window is not supported; declare the negated "
                         "pattern as a complex event and write NOT <that event>", it.loc)
+                for a in atoms:
+                    late = [v for v in (a.args or ()) if not ast.is_wildcard(v)
+                            and v not in bound]
+                    if late:
+                        raise self.err(
+                            f"NOT {a.name}: variable '{late[0]}' is not bound before the NOT "
+                            "(checking it later would mean remembering every event of the "
+                            "gap); bind it in an earlier operand or write _", a.loc or it.loc)
                 if cur is None:
                     raise self.err(
                         "NOT cannot start a sequence: the absence needs a preceding event "
@@ -182,6 +191,7 @@ class _Builder:
                 pending.extend(self.atom_position(a, negative=True) for a in atoms)
                 continue
             f = self.build(it)
+            bound |= sure_vars(it)
             if cur is None:
                 cur = f
                 continue
@@ -365,6 +375,21 @@ class _Builder:
                 raise self.err(
                     f"partition by '{var}': '{pos.type}' binds it at different parameters",
                     pos.loc)
+
+
+def sure_vars(p: ast.Pattern) -> set[str]:
+    """Variables every match of ``p`` binds."""
+    if isinstance(p, ast.Atom):
+        return {a for a in (p.args or ()) if not ast.is_wildcard(a)}
+    if isinstance(p, ast.Fol | ast.And):
+        return sure_vars(p.left) | sure_vars(p.right)
+    if isinstance(p, ast.Or):
+        return sure_vars(p.left) & sure_vars(p.right)
+    if isinstance(p, ast.Mult):
+        return set() if p.count == "*" else sure_vars(p.pattern)
+    if isinstance(p, ast.Window):
+        return sure_vars(p.pattern)
+    return set()
 
 
 def compile_pattern(

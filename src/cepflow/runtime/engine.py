@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from cepflow.compiler.program import Program
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.language import ast
 from cepflow.runtime.actions import registered
+from cepflow.runtime.batch import chain_of, gc_paused, process_batch
 from cepflow.runtime.matcher import Matcher, Trace
 
 
@@ -88,6 +89,11 @@ class Engine:
         self._emit = self._emitted.append
         self._arity = {name: len(t.params) for name, t in program.schemas.items()}
         self._index_matchers()
+        chains = [chain_of(m) for m in self.matchers]
+        self._chains = (chains if all(c is not None for c in chains) and not self.noise
+                        and not any(t in program.schemas and t in self.subs_complex
+                                    for t in (a.name for a in program.automata))
+                        else None)
         self.rules_by_type: dict[str, list[tuple[int, ast.RuleDecl]]] = {}
         for order, rule in enumerate(program.rules):
             if rule.action is not None and rule.action not in self.actions and strict_actions:
@@ -96,6 +102,9 @@ class Engine:
                                   f"registered (registered: {known})")
             for ref in rule.on:
                 self.rules_by_type.setdefault(ref.name, []).append((order, rule))
+        #: per trigger type, its rules by priority (then declaration order)
+        self._rules_sorted = {t: [r for _, r in sorted(rs, key=lambda x: (-x[1].priority, x[0]))]
+                              for t, rs in self.rules_by_type.items()}
 
     def _index_matchers(self) -> None:
         self.noise = [m for m in self.matchers if m.context != "chronicle"]
@@ -228,25 +237,69 @@ class Engine:
     def _fire_rules(self, event: Event | None, detected: list[ComplexEvent]) -> None:
         """Fire the rules triggered by ``event`` and the complex events it caused: higher
         priority first, then detection order. Emitted events are queued (see _drain)."""
-        acts: list[tuple[int, int, ast.RuleDecl, Event]] = []
-        seq = 0
-        for ev in ([event] if event is not None else []) + list(detected):
-            for _order, rule in self.rules_by_type.get(ev.type, ()):
-                acts.append((-rule.priority, seq, rule, ev))
-                seq += 1
-        if not acts:
+        rules = self.rules_by_type
+        trig = [ev for ev in ([event] if event is not None else []) + detected
+                if ev.type in rules]
+        if not trig:
             return
-        acts.sort(key=lambda a: (a[0], a[1]))
+        if len(trig) == 1:
+            ev = trig[0]
+            acts = [(0, 0, rule, ev) for rule in self._rules_sorted[ev.type]]
+        else:
+            acts = []
+            seq = 0
+            for ev in trig:
+                for rule in self._rules_sorted[ev.type]:
+                    acts.append((-rule.priority, seq, rule, ev))
+                    seq += 1
+            acts.sort(key=lambda a: (a[0], a[1]))
         for _, _, rule, ev in acts:
             self.stats.rule_firings += 1
             fn = self.actions.get(rule.action) if rule.action else None
             if fn is not None:
                 fn(Activation(rule, ev, self))
 
-    def run(self, events: Iterable[Event]) -> Iterator[ComplexEvent]:
-        """Process a time-ordered stream lazily, yielding complex events as they are detected."""
+    def process_batch(self, events: Sequence[Event]) -> list[ComplexEvent]:
+        """Feed many time-ordered events at once; the same result as ``process`` on each.
+
+        When every pattern is a plain keyed sequence under chronicle (the gesture pattern, for
+        instance) the batch is matched column-wise (cepflow.runtime.batch); otherwise the events
+        are processed one by one. Rules fire in the same order as with ``process``; events that
+        rule actions emit are processed after the batch.
+        """
+        if self._chains is None or self.trace is not None:
+            out: list[ComplexEvent] = []
+            for e in events:
+                out.extend(self.process(e))
+            return out
+        return process_batch(self, self._chains, events)
+
+    def run(self, events: Iterable[Event], batch_size: int = 65536) -> Iterator[ComplexEvent]:
+        """Process a time-ordered stream lazily, yielding complex events as they are detected
+        (in batches of ``batch_size`` events when the batch path applies)."""
+        if self._chains is None or self.trace is not None:
+            chunk_out: list[ComplexEvent] = []
+            it = iter(events)
+            while True:
+                with gc_paused():
+                    n = 0
+                    for e in it:
+                        chunk_out.extend(self.process(e))
+                        n += 1
+                        if n >= batch_size:
+                            break
+                yield from chunk_out
+                chunk_out.clear()
+                if n < batch_size:
+                    return
+        chunk: list[Event] = []
         for e in events:
-            yield from self.process(e)
+            chunk.append(e)
+            if len(chunk) >= batch_size:
+                yield from self.process_batch(chunk)
+                chunk = []
+        if chunk:
+            yield from self.process_batch(chunk)
 
     def finish(self, close_windows: bool = False) -> list[ComplexEvent]:
         """End of input. With ``close_windows`` time runs out: pending timers fire."""

@@ -199,8 +199,9 @@ class Matcher:
             keep = keep or edge.keeps_source
         if not out and reason is None:
             return None
-        if th.state != INITIAL and out and (keep or fired < self.out_degree[th.state]):
-            # other edges of this state did not take e: the thread may still follow them
+        if th.state != INITIAL and (keep or fired < self.out_degree[th.state]):
+            # other edges of this state did not take e (or one that did trapped): the thread
+            # may still follow them
             out.append(_KEEP)
         return out, reason
 
