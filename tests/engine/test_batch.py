@@ -2,16 +2,17 @@
 ids), same rule firings, same saved state — across several batches and with partial matches
 carried from one batch to the next."""
 
+import itertools
 import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import at, program
 
 from cepflow.events.model import Event
 from cepflow.language import ast as A
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import save_state
+from support import at, program
 
 TYPES = ("a", "b", "c", "d")
 
@@ -60,7 +61,7 @@ def test_batch_equals_event_by_event(p1: A.Pattern, p2: A.Pattern, spec, cuts) -
     ref = as_rows([m for e in events_one for m in one.process(e)])
     got = []
     bounds = sorted({0, len(spec), *(min(c, len(spec)) for c in cuts)})
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
+    for lo, hi in itertools.pairwise(bounds):
         got += as_rows(many.process_batch(events_many[lo:hi]))
     assert got == ref
     assert fired["many"] == fired["one"]

@@ -5,7 +5,7 @@ variable, no filter, window or NOT) the token semantics of 000 §4.4/§5 reduce 
 partial matches per state and key: a ``T0`` event starts a partial match, a ``Tm`` event moves
 the oldest one waiting after ``Tm-1`` (if any) and is otherwise ignored. Over a batch this is,
 per state, a queue with balking, whose length is the reflected walk
-``L_t = S_t − min(0, min_{s≤t} S_s)`` of the arrivals (+1) and attempts (−1) of each key; an
+``L_t = S_t - min(0, min_{s<=t} S_s)`` of the arrivals (+1) and attempts (-1) of each key; an
 attempt succeeds iff ``L`` was positive before it, and FIFO order pairs the j-th success with the
 j-th arrival. numpy evaluates this stage by stage for all keys at once. Partial matches left at
 the end become ordinary tokens, those present before the batch take part as the oldest arrivals,
