@@ -53,7 +53,8 @@ class Edge:
     final: bool = False
     #: after taking this edge the source thread also stays where it is, because a later event
     #: could lead somewhere this one does not: the target opens a NOT gap (a later event gives a
-    #: shorter gap) or the edge binds a new variable (a later event may bind another value).
+    #: shorter gap), the edge binds a new variable (a later event may bind another value), or
+    #: the source completes the pattern when its window closes.
     keeps_source: bool = False
 
 

@@ -6,6 +6,7 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -130,15 +131,18 @@ def run(
                 "{task.completed:,} events · {task.fields[matches]:,} matches"),
             TimeElapsedColumn(), console=err, disable=not show, transient=True) as bar:
         task = bar.add_task("detecting", total=None, matches=0)
-        try:
-            events = _events(input, program, side, lateness)
+        def counted(events: Iterator[Event]) -> Iterator[Event]:
+            nonlocal n_in
             for e in events:
                 n_in += 1
-                for ce in eng.process(e):
-                    fh.write(dumps(ce.to_dict()) + "\n")
-                    n_out += 1
                 if n_in % 20000 == 0:
                     bar.update(task, completed=n_in, matches=n_out)
+                yield e
+
+        try:
+            for ce in eng.run(counted(_events(input, program, side, lateness))):
+                fh.write(dumps(ce.to_dict()) + "\n")
+                n_out += 1
             for ce in eng.finish(close_windows=close_windows):
                 fh.write(dumps(ce.to_dict()) + "\n")
                 n_out += 1

@@ -302,12 +302,14 @@ class _Builder:
             partition_by=tuple(decl.partition_by),
         )
         sure = self._sure_bound(auto)
+        timer_states = {s for z in self.zones for s in z.timer_accept}
         for src, m in auto.edges.items():
             for es in m.values():
                 for e in es:
                     binds_new = any(v not in sure.get(src, set()) for _, v in e.position.binds)
-                    e.keeps_source = src != INITIAL and not e.final and (
-                        e.target in auto.forbids or binds_new)
+                    e.keeps_source = src != INITIAL and (
+                        src in timer_states
+                        or (not e.final and (e.target in auto.forbids or binds_new)))
         self._key_index(auto, sure)
         self._partition_index(auto)
         return auto

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 #: Parameter types an event schema may declare. ``any`` accepts every JSON scalar.
@@ -55,14 +56,14 @@ class ParamSpec:
         return isinstance(value, str)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class EventType:
     """A named event type with an ordered list of typed parameters."""
 
     name: str
     params: tuple[ParamSpec, ...] = ()
 
-    @property
+    @cached_property
     def param_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params)
 

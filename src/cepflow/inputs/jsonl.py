@@ -44,6 +44,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+#: one decoder for every line (``json.loads`` with a hook builds a new decoder per call)
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
 def read_jsonl(
     path: str | os.PathLike[str],
     schemas: Mapping[str, EventType] | None = None,
@@ -78,7 +82,7 @@ def read_jsonl(
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line, object_pairs_hook=_unique_keys)
+                obj = _DECODER.decode(line)
             except json.JSONDecodeError as exc:
                 reject(
                     f"{where}, column {exc.colno}", f"invalid JSON: {exc.msg}", None, line,
