@@ -19,8 +19,8 @@ from cepflow.inputs import read_events, reorder
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError
 from cepflow.language.parser import parse, parse_file
 from cepflow.loader import load, load_module
-from cepflow.runtime.actions import action, register
-from cepflow.runtime.engine import Activation, Engine, EngineError, run_patterns
+from cepflow.runtime.actions import Activation, action, register
+from cepflow.runtime.engine import Engine, EngineError, run_patterns
 from cepflow.runtime.state import restore_state, save_state
 
 __version__ = "0.1.0"

@@ -153,8 +153,13 @@ class ComplexEvent(Event):
         parts: Sequence[Event],
         match_id: int = -1,
     ) -> None:
-        super().__init__(type, params, ts, None, -1)
-        self.bindings = dict(bindings)
+        self.type = type
+        self.params = params
+        self.ts = ts
+        self.id = None
+        self.seq = -1
+        # the engine hands over a dict it no longer uses; copy anything else
+        self.bindings = bindings if type_is_dict(bindings) else dict(bindings)
         self.parts = tuple(parts)
         self.match_id = match_id
 
@@ -192,6 +197,10 @@ class ComplexEvent(Event):
 
     def __hash__(self) -> int:
         return hash((self.type, self.ts, tuple(self.event_refs)))
+
+
+def type_is_dict(x: object) -> bool:
+    return x.__class__ is dict
 
 
 @dataclass(slots=True)

@@ -11,10 +11,37 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.language import ast
+
 _REGISTRY: dict[str, Callable[[Any], Any]] = {}
+
+
+@dataclass(slots=True)
+class Activation:
+    """What an action receives: the rule, the triggering event and its bindings."""
+
+    rule: ast.RuleDecl
+    event: Event
+    engine: Any
+
+    @property
+    def bindings(self) -> dict[str, Any]:
+        if isinstance(self.event, ComplexEvent):
+            return self.event.bindings_for_output()
+        schema = self.engine.program.schemas.get(self.event.type)
+        if schema is None:
+            return {}
+        return dict(zip(schema.param_names, self.event.params, strict=False))
+
+    def emit(self, event: Event) -> None:
+        """Publish a new event into the stream (processed after the current one)."""
+        self.engine.emit(event)
+
 
 
 def register(name: str, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:

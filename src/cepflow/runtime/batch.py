@@ -26,6 +26,7 @@ import numpy as np
 
 from cepflow.automaton.model import INITIAL
 from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.actions import Activation
 from cepflow.runtime.tokens import Thread, Token
 
 
@@ -155,20 +156,20 @@ def _prepare(engine: Any, events: Sequence[Event]) -> tuple[np.ndarray, list, di
     from cepflow.runtime.engine import EngineError  # (engine imports this module)
 
     n = len(events)
-    ts = np.fromiter((e.ts for e in events), dtype=np.float64, count=n)
+    ts = np.array([e.ts for e in events], dtype=np.float64)
     if n and (ts[0] < engine.time or bool((ts[1:] < ts[:-1]).any())):
         bad = 0 if ts[0] < engine.time else int(np.flatnonzero(ts[1:] < ts[:-1])[0]) + 1
         prev = engine.time if bad == 0 else ts[bad - 1]
         raise EngineError(f"event {events[bad]!r} at {events[bad].ts} is older than {prev:g}; "
                           "order the input (cepflow.inputs.reorder) before feeding the engine")
-    type_code: dict[str, int] = {}
-    codes = np.fromiter((type_code.setdefault(e.type, len(type_code)) for e in events),
-                        dtype=np.int64, count=n)
+    types = [e.type for e in events]
+    type_code = {t: i for i, t in enumerate(dict.fromkeys(types))}
+    codes = np.array([type_code[t] for t in types], dtype=np.int64)
     params = [e.params for e in events]
     arity = np.array([engine._arity.get(t, -1) for t in type_code], dtype=np.int64)
     if n:
         want = arity[codes]
-        lens = np.fromiter(map(len, params), dtype=np.int64, count=n)
+        lens = np.array(list(map(len, params)), dtype=np.int64)
         wrong = np.flatnonzero((want >= 0) & (want != lens))
         if len(wrong):
             e = events[int(wrong[0])]
@@ -310,9 +311,9 @@ def _process_batch(engine: Any, chains: list[Chain], events: Sequence[Event]
                 prev = rows[j + 1]
                 ok = (prev >= 0) & (prev < n_ev)
                 rows[j] = np.where(ok, pred[np.where(ok, prev, 0)], -1)
-            clean = bool(((rows >= 0) & (rows < n_ev)).all())
-            gpos = np.where((rows >= 0) & (rows < n_ev), positions[np.clip(rows, 0, None)
-                                                                   % max(n_ev, 1)], -1)
+            real = (rows >= 0) & (rows < n_ev)
+            clean_rows = real.all(axis=0).tolist()  # False: began before the batch
+            gpos = np.where(real, positions[np.where(real, rows, 0)], -1)
             name = c.matcher.name
             var = c.var
             auto_params = c.matcher.auto.params
@@ -322,7 +323,7 @@ def _process_batch(engine: Any, chains: list[Chain], events: Sequence[Event]
             at = dp[sel].tolist()
             only_key = auto_params == (var,)
             for r, item in enumerate(last_items):
-                if clean:
+                if clean_rows[r]:
                     parts = [ev[q] for q in cols[r]]
                 else:
                     parts, _, _ = path(slot, item)
@@ -351,24 +352,24 @@ def _process_batch(engine: Any, chains: list[Chain], events: Sequence[Event]
         m = c.matcher
         positions, keys, occupants, pred, waiting = per_chain[slot]
         n_ev = len(positions)
-        left: list[Token] = []
+        moved: list[tuple[Token, int, list[Event]]] = []
+        unchanged: set[int] = set()
         for st, its in waiting.items():
             for item in its.tolist():
-                if item >= n_ev:
-                    left.append(occupants[item - n_ev])
+                if item >= n_ev:  # waited through the whole batch: stays registered as is
+                    unchanged.add(occupants[item - n_ev].id)
                     continue
                 evs, old, first = path(slot, item)
-                if old is not None:
-                    th = old.threads[0]
-                    th.events, th.state, th.last = evs, c.states[st], evs[-1]
-                    left.append(old)
-                    continue
-                tok = Token(token_id(slot, first), None, evs[0].ts,
-                            [Thread(c.states[st], {c.var: keys[item]}, evs, None, evs[-1])])
-                left.append(tok)
-        m.tokens.clear()
-        m.buckets.clear()
-        for tok in sorted(left, key=lambda t: t.id):
+                if old is None:
+                    old = Token(token_id(slot, first), None, evs[0].ts,
+                                [Thread(INITIAL, {c.var: keys[item]}, [], None, None)])
+                moved.append((old, c.states[st], evs))
+        for tok in occupants:
+            if tok.id not in unchanged:
+                m.unregister(tok)
+        for tok, state, evs in sorted(moved, key=lambda x: x[0].id):
+            th = tok.threads[0]
+            th.state, th.events, th.last = state, evs, evs[-1]
             m.register(tok)
 
     if engine.rules_by_type:
@@ -380,16 +381,32 @@ def _fire(engine: Any, events: Sequence[Event], out: list[ComplexEvent],
           out_pos: list[int]) -> None:
     """Fire rules as the per-event engine would: per input event, after its detections."""
     rules = engine.rules_by_type
-    atomic = {t for t in rules if t not in {c.type for c in out}}
-    marks: dict[int, list[ComplexEvent]] = {}
-    for ce, p in zip(out, out_pos, strict=True):
-        marks.setdefault(p, []).append(ce)
-    if any(t in rules for t in atomic):
-        hits = [i for i, e in enumerate(events) if e.type in rules]
-        todo = sorted(set(hits) | set(marks))
+    detected = {c.type for c in out}
+    atomic = [t for t in rules if t not in detected]
+    if atomic and any(e.type in rules for e in events):
+        marks: dict[int, list[ComplexEvent]] = {}
+        for ce, p in zip(out, out_pos, strict=True):
+            marks.setdefault(p, []).append(ce)
+        for i in sorted({i for i, e in enumerate(events) if e.type in rules} | set(marks)):
+            engine._fire_rules(events[i], marks.get(i, []))
     else:
-        todo = sorted(marks)
-    for i in todo:
-        engine._fire_rules(events[i], marks.get(i, []))
+        # only complex events trigger rules: one input event's detections are adjacent in out
+        stats, actions, ordered = engine.stats, engine.actions, engine._rules_sorted
+        n = len(out)
+        i = 0
+        while i < n:
+            j = i + 1
+            while j < n and out_pos[j] == out_pos[i]:
+                j += 1
+            if j - i > 1:
+                engine._fire_rules(events[out_pos[i]], out[i:j])
+            else:
+                ce = out[i]
+                for rule in ordered.get(ce.type, ()):
+                    stats.rule_firings += 1
+                    fn = actions.get(rule.action) if rule.action else None
+                    if fn is not None:
+                        fn(Activation(rule, ce, engine))
+            i = j
     if engine._pending:
         engine._drain(out)

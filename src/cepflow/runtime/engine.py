@@ -18,35 +18,13 @@ from typing import Any
 from cepflow.compiler.program import Program
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.language import ast
-from cepflow.runtime.actions import registered
+from cepflow.runtime.actions import Activation, registered
 from cepflow.runtime.batch import chain_of, gc_paused, process_batch
 from cepflow.runtime.matcher import Matcher, Trace
 
 
 class EngineError(Exception):
     """Misuse of the engine: out-of-order input, a malformed event, a runaway rule cascade."""
-
-
-@dataclass
-class Activation:
-    """What an action receives: the rule, the triggering event and its bindings."""
-
-    rule: ast.RuleDecl
-    event: Event
-    engine: Engine
-
-    @property
-    def bindings(self) -> dict[str, Any]:
-        if isinstance(self.event, ComplexEvent):
-            return self.event.bindings_for_output()
-        schema = self.engine.program.schemas.get(self.event.type)
-        if schema is None:
-            return {}
-        return dict(zip(schema.param_names, self.event.params, strict=False))
-
-    def emit(self, event: Event) -> None:
-        """Publish a new event into the stream (processed after the current one)."""
-        self.engine.emit(event)
 
 
 Action = Callable[[Activation], Any]
@@ -274,7 +252,7 @@ class Engine:
             return out
         return process_batch(self, self._chains, events)
 
-    def run(self, events: Iterable[Event], batch_size: int = 65536) -> Iterator[ComplexEvent]:
+    def run(self, events: Iterable[Event], batch_size: int = 1 << 18) -> Iterator[ComplexEvent]:
         """Process a time-ordered stream lazily, yielding complex events as they are detected
         (in batches of ``batch_size`` events when the batch path applies)."""
         if self._chains is None or self.trace is not None:

@@ -133,7 +133,7 @@ class Matcher:
             k = (th.state, self._key(th.state, th))
             if k not in regs:
                 regs.append(k)
-                self.buckets.setdefault(k[0], {}).setdefault(k[1], {})[tok.id] = tok
+                _insert(self.buckets.setdefault(k[0], {}).setdefault(k[1], {}), tok)
         tok.regs = regs
 
     def unregister(self, tok: Token) -> None:
@@ -295,9 +295,31 @@ class Matcher:
                 if b is None:
                     bm[key] = {best.id: best}
                 else:
-                    b[best.id] = best
+                    _insert(b, best)
                 best.regs = [(target, key)]
                 return
+        takers = self._find(e)
+        unrestricted = self.context == "unrestricted"
+        part = self.partition_of(e) if self.partitioned else None
+        contributed = bool(takers)
+        if takers:
+            takers.sort(key=lambda tp: tp[0].id)
+            for tok, plan in takers:
+                self._apply(tok, plan, e, emit)
+        # strict immediate tracks one partial match at a time (else e is noise)
+        if ((not takers or unrestricted) and t in self.initial and part is not NOPART
+                and not (self.context == "strict" and self.tokens.get(part))):
+            contributed = self._start(e, part, emit) or contributed
+        if t in self.neg_states:
+            self._negatives(e)
+        if not contributed and self.context in ("immediate", "strict") and part is not NOPART:
+            self._dispose_noise(e, part)
+
+    def _find(self, e: Event) -> list[tuple[Token, list]]:
+        """The partial match(es) ``e`` goes to: the oldest that can take it (every one that can,
+        under unrestricted). Buckets keep tokens in id order, so the scan of a bucket stops at
+        the first token that can take ``e``, and at the first one younger than the best so far."""
+        t = e.type
         unrestricted = self.context == "unrestricted"
         takers: list[tuple[Token, list]] = []
         best: Token | None = None
@@ -329,20 +351,7 @@ class Matcher:
                         best = tok
                         takers = [(tok, plan)]
                         break
-        part = self.partition_of(e) if self.partitioned else None
-        contributed = bool(takers)
-        if takers:
-            takers.sort(key=lambda tp: tp[0].id)
-            for tok, plan in takers:
-                self._apply(tok, plan, e, emit)
-        # strict immediate tracks one partial match at a time (else e is noise)
-        if ((not takers or unrestricted) and t in self.initial and part is not NOPART
-                and not (self.context == "strict" and self.tokens.get(part))):
-            contributed = self._start(e, part, emit) or contributed
-        if t in self.neg_states:
-            self._negatives(e)
-        if not contributed and self.context in ("immediate", "strict") and part is not NOPART:
-            self._dispose_noise(e, part)
+        return takers
 
     def _start(self, e: Event, part: Any, emit: Callable[[ComplexEvent], None]) -> bool:
         """A new partial match from the initial state, if ``e`` can begin one."""
@@ -573,6 +582,18 @@ class Matcher:
 _MISSING = object()
 _INF = float("inf")
 _KEEP = Thread(INITIAL, {}, [], None, None)  # marker: keep the source thread as well
+
+
+def _insert(bucket: dict[int, Token], tok: Token) -> None:
+    """Add ``tok`` to a bucket keeping id (age) order; a token that reaches a state after a
+    younger one (possible when several paths lead there) makes the bucket re-sort."""
+    if bucket and tok.id < next(reversed(bucket)):
+        items = sorted([*bucket.values(), tok], key=lambda x: x.id)
+        bucket.clear()
+        for x in items:
+            bucket[x.id] = x
+    else:
+        bucket[tok.id] = tok
 
 
 def _dedupe(threads: list[Thread]) -> list[Thread]:
