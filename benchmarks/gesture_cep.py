@@ -95,7 +95,7 @@ Generator = Callable[[int, int], Iterator[Event]]
 # -- the project's pieces ---------------------------------------------------------------------
 MODE_TITLES = {
     "events": "engine.process, one event at a time",
-    "batch": "engine.run, column-wise batches of 65,536 events",
+    "batch": "engine.run, column-wise batches of 262,144 events",
 }
 
 
@@ -180,7 +180,7 @@ def timed_run(program: Program, events: list[Event], bodies: int,
               cycles: int, mode: str = "events") -> tuple[float, Engine, int]:
     """Feed ``events`` to a fresh engine; returns the detection time, the engine and the
     number of rule firings (counted by the action). ``mode`` "events" calls
-    ``engine.process`` per event; "batch" calls ``engine.run`` (batches of 65,536 events,
+    ``engine.process`` per event; "batch" calls ``engine.run`` (batches of 262,144 events,
     column-wise when every pattern is a plain keyed sequence)."""
     for e in events:  # the engine numbers input events; start every repeat from scratch
         e.seq = -1

@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 mkdir -p out
 .venv/bin/cepflow run examples/gesture/gesture.vepl \
-  --input examples/gesture/events.jsonl --output out/gestures.jsonl "$@"
+  --input examples/gesture/events.jsonl --output out/gestures.jsonl \
+  --actions examples/gesture/actions.py "$@"

@@ -181,7 +181,12 @@ class ComplexEvent(Event):
         }
 
     def bindings_for_output(self) -> dict[str, Any]:
-        return {k: v for k, v in self.bindings.items() if not k.startswith("_")}
+        """The bindings without internal names (those starting with an underscore)."""
+        b = self.bindings
+        for k in b:
+            if k.startswith("_"):
+                return {k: v for k, v in b.items() if not k.startswith("_")}
+        return dict(b)
 
     def __repr__(self) -> str:
         return f"{self.type}{self.bindings_for_output()}@{self.ts}<{self.event_refs}>"
