@@ -57,9 +57,10 @@ def read_jsonl(
     strict_params: bool = False,
     unknown_fields: UnknownFields = "reject",
     unknown_types: UnknownTypes = "keep",
+    source: str | None = None,
 ) -> Iterator[Event]:
     """Stream the Events of a JSON Lines file; bad lines go to ``side`` (or raise if strict)."""
-    source = os.fspath(path)
+    source = source or os.fspath(path)  # the name reported (a copy may be what is read)
     convert = RecordConverter(
         schemas,
         strict_params=strict_params,

@@ -64,9 +64,10 @@ def read_parquet(
     strict_params: bool = False,
     unknown_fields: UnknownFields = "reject",
     unknown_types: UnknownTypes = "keep",
+    source: str | None = None,
 ) -> Iterator[Event]:
     """Stream the Events of a Parquet file batch by batch; bad rows go to ``side`` (or raise)."""
-    source = os.fspath(path)
+    source = source or os.fspath(path)  # the name reported (a copy may be what is read)
     convert = RecordConverter(
         schemas,
         strict_params=strict_params,

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from cepflow.events.model import ComplexEvent, Event
@@ -60,7 +61,7 @@ def registered() -> dict[str, Callable[[Any], Any]]:
     return dict(_REGISTRY)
 
 
-def import_actions(spec: str) -> None:
+def import_actions(spec: str) -> ModuleType:
     """Import a Python module (dotted name or .py path) whose import registers actions."""
     path = Path(spec)
     if spec.endswith(".py") and path.is_file():
@@ -71,8 +72,8 @@ def import_actions(spec: str) -> None:
         module = importlib.util.module_from_spec(mod_spec)
         sys.modules[name] = module
         mod_spec.loader.exec_module(module)
-    else:
-        importlib.import_module(spec)
+        return module
+    return importlib.import_module(spec)
 
 
 @action("log")

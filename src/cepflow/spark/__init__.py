@@ -1,0 +1,29 @@
+"""The data pipeline on Apache Spark: the same compiled patterns and engine as in-process,
+over Spark DataFrames (batch replay), partitioned by the key the patterns unify on."""
+
+from cepflow.spark.batch import (
+    PartitionWarning,
+    Prepared,
+    detect,
+    detect_prepared,
+    prepare,
+    read_events,
+    write_matches,
+    write_rejected,
+)
+from cepflow.spark.plan import Group, plan
+from cepflow.spark.session import spark_session
+
+__all__ = [
+    "Group",
+    "PartitionWarning",
+    "Prepared",
+    "detect",
+    "detect_prepared",
+    "plan",
+    "prepare",
+    "read_events",
+    "spark_session",
+    "write_matches",
+    "write_rejected",
+]

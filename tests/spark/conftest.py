@@ -1,0 +1,13 @@
+"""One local SparkSession for the whole test run (start-up costs ~6 s; see SPARK-NOTES)."""
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from cepflow.spark import spark_session
+
+    session = spark_session("local[2]", app_name="cepflow-tests", quiet_jvm=True,
+                            conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

@@ -1,0 +1,122 @@
+"""Spark batch = in-process engine, on the same input: same complex events with the same
+contributing events; same rejected records with the same locations. Few, small examples —
+Spark tests are slow."""
+
+import json
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cepflow.events.model import SideChannel
+from cepflow.inputs import read_events as read_local
+from cepflow.loader import load
+from cepflow.runtime.engine import Engine
+from cepflow.spark import PartitionWarning, detect, detect_prepared, read_events
+
+PATTERNS = """
+atomicEvent A(k: Integer)
+atomicEvent B(k: Integer)
+atomicEvent C(k: Integer)
+atomicEvent D(k: Integer, label: String)
+complexEvent G(k: Integer) { as A(k) -> B(k) -> C(k) }
+complexEvent N(k: Integer) { as (A(k) -> NOT B(k) -> C(k))[5] }
+complexEvent T(k: Integer) { as (A(k) -> NOT C(k))[4] }
+complexEvent U() { as A(_) -> D(_, l) where l == "x" }
+complexEvent I(k: Integer) { as A(k) -> B(k) context immediate partition by k }
+complexEvent H(k: Integer) { as G(k) -> A(k) }
+"""
+
+
+def local_matches(program, path: Path) -> Counter:
+    engine = Engine(program, strict_actions=False)
+    out = [m for e in read_local(path, program.schemas, SideChannel())
+           for m in engine.process(e)]
+    out += engine.finish(close_windows=True)
+    return Counter((m.type, float(m.ts), json.dumps(m.bindings_for_output(), sort_keys=True),
+                    tuple(str(r) for r in m.event_refs)) for m in out)
+
+
+def spark_matches(df) -> Counter:
+    return Counter((r["pattern"], r["ts"], json.dumps(json.loads(r["params"]), sort_keys=True),
+                    tuple(r["events"])) for r in df.collect())
+
+
+events = st.lists(st.tuples(st.sampled_from("ABCD"), st.integers(0, 3), st.integers(0, 2),
+                            st.sampled_from(["x", "y"]), st.booleans()),
+                  min_size=1, max_size=40)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(events)
+def test_spark_batch_equals_in_process(spark, tmp_path_factory, spec) -> None:
+    program = load(PATTERNS)
+    path = tmp_path_factory.mktemp("ev") / "events.jsonl"
+    ts = 0
+    with path.open("w") as fh:
+        for i, (t, k, dt, label, with_id) in enumerate(spec):
+            ts += dt
+            rec = {"type": t, "ts": ts, "k": k}
+            if t == "D":
+                rec["label"] = label
+            if with_id:
+                rec["id"] = f"e{i}"
+            fh.write(json.dumps(rec) + "\n")
+    expected = local_matches(program, path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PartitionWarning)
+        prepared = read_events(spark, path, program)
+        got = spark_matches(detect_prepared(prepared, program, close_windows=True))
+    assert got == expected
+
+
+def test_rejected_records_are_located_like_in_process(spark, tmp_path: Path) -> None:
+    program = load(PATTERNS)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(
+        '{"type": "A", "ts": 0, "k": 1}\n'
+        'not json\n'
+        '{"type": "B", "ts": "yesterday", "k": 1}\n'
+        '{"type": "C", "ts": 3, "k": "one"}\n')
+    (folder / "b.csv").write_text("type,ts,k\nB,1,1\nC,x,2\nC,4,1\n")
+    (folder / "notes.txt").write_text("hello\n")
+    side = SideChannel()
+    local = list(read_local(folder, program.schemas, side))
+    want = sorted((r.source.split("/")[-1], r.location, r.reason, r.field)
+                  for r in side.malformed)
+    prepared = read_events(spark, folder, program)
+    got = sorted((r["source"].split("/")[-1], r["location"], r["reason"], r["field"])
+                 for r in prepared.rejected.collect())
+    assert got == want and len(got) == 5
+    assert prepared.events.count() == len(local)
+
+
+def test_unkeyed_pattern_warns_and_still_matches(spark, tmp_path: Path) -> None:
+    program = load("atomicEvent A(k: Integer)\natomicEvent B(j: Integer)\n"
+                   "complexEvent P() { as A(_) -> B(_) }\n")
+    path = tmp_path / "e.jsonl"
+    path.write_text('{"type":"A","ts":0,"k":1}\n{"type":"B","ts":1,"j":2}\n')
+    prepared = read_events(spark, path, program)
+    with pytest.warns(PartitionWarning, match="one partition"):
+        out = detect_prepared(prepared, program)
+    assert [tuple(r["events"]) for r in out.collect()] == [("0", "1")]
+
+
+def test_dataframe_transform(spark) -> None:
+    program = load(PATTERNS)
+    rows = [("A", 0, "a1", 1, None), ("B", 1, "b1", 1, None), ("C", 2, "c1", 1, None),
+            ("D", 3, "d1", 1, "x")]
+    schema = "type string, ts long, id string, k long, label string"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PartitionWarning)
+        out = spark.createDataFrame(rows, schema).transform(detect(program)).collect()
+        got = sorted((r["pattern"], tuple(r["events"])) for r in out)
+        assert ("G", ("a1", "b1", "c1")) in got and ("U", ("a1", "d1")) in got
+        bad = spark.createDataFrame([("A", 0, "a1", "one", None)],
+                                    schema.replace("k long", "k string"))
+        with pytest.raises(ValueError, match="field 'k'"):
+            bad.transform(detect(program))
