@@ -6,4 +6,4 @@ bash scripts/setup.sh
 mkdir -p out
 .venv/bin/cepflow run examples/gesture/gesture.vepl \
   --input examples/gesture/events.jsonl --output out/gestures.jsonl \
-  --actions examples/gesture/actions.py "$@"
+  --actions examples/gesture/actions.py --engine spark "$@"

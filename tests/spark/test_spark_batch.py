@@ -31,11 +31,11 @@ complexEvent H(k: Integer) { as G(k) -> A(k) }
 """
 
 
-def local_matches(program, path: Path) -> Counter:
+def local_matches(program, path: Path, close: bool) -> Counter:
     engine = Engine(program, strict_actions=False)
     out = [m for e in read_local(path, program.schemas, SideChannel())
            for m in engine.process(e)]
-    out += engine.finish(close_windows=True)
+    out += engine.finish(close_windows=close)
     return Counter((m.type, float(m.ts), json.dumps(m.bindings_for_output(), sort_keys=True),
                     tuple(str(r) for r in m.event_refs)) for m in out)
 
@@ -50,9 +50,9 @@ events = st.lists(st.tuples(st.sampled_from("ABCD"), st.integers(0, 3), st.integ
                   min_size=1, max_size=40)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
-@given(events)
-def test_spark_batch_equals_in_process(spark, tmp_path_factory, spec) -> None:
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+@given(events, st.booleans())
+def test_spark_batch_equals_in_process(spark, tmp_path_factory, spec, close: bool) -> None:
     program = load(PATTERNS)
     path = tmp_path_factory.mktemp("ev") / "events.jsonl"
     ts = 0
@@ -65,11 +65,11 @@ def test_spark_batch_equals_in_process(spark, tmp_path_factory, spec) -> None:
             if with_id:
                 rec["id"] = f"e{i}"
             fh.write(json.dumps(rec) + "\n")
-    expected = local_matches(program, path)
+    expected = local_matches(program, path, close)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PartitionWarning)
         prepared = read_events(spark, path, program)
-        got = spark_matches(detect_prepared(prepared, program, close_windows=True))
+        got = spark_matches(detect_prepared(prepared, program, close_windows=close))
     assert got == expected
 
 
@@ -120,3 +120,19 @@ def test_dataframe_transform(spark) -> None:
                                     schema.replace("k long", "k string"))
         with pytest.raises(ValueError, match="field 'k'"):
             bad.transform(detect(program))
+
+
+def test_window_deadlines_pass_with_global_time(spark, tmp_path: Path) -> None:
+    """In-process, any later event lets a window close; every Spark partition must see the same
+    end of time, not only its own last event."""
+    program = load(PATTERNS)
+    path = tmp_path / "e.jsonl"
+    lines = [{"type": "A", "ts": 0, "k": k, "id": f"a{k}"} for k in range(8)]
+    lines.append({"type": "B", "ts": 100, "k": 99, "id": "late-b"})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    expected = local_matches(program, path, close=False)
+    assert sum(1 for m in expected if m[0] == "T") == 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PartitionWarning)
+        got = spark_matches(detect_prepared(read_events(spark, path, program), program))
+    assert got == expected

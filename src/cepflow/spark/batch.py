@@ -223,6 +223,10 @@ def detect_prepared(prepared: Prepared, program: Program, *,
     """Complex events (pattern, ts, params JSON, events) of ``program`` over prepared events."""
     spark = prepared.events.sparkSession
     n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
+    # in-process, time is global: the last event of the stream lets every earlier window
+    # deadline pass; each partition engine advances to that same time before it finishes
+    horizon_row = prepared.events.agg(F.max("ts").alias("h")).collect()[0]
+    horizon = horizon_row["h"]
     arities = {t: len(s.params) for t, s in program.schemas.items()}
     arity = prepared.arity
     outs: list[DataFrame] = []
@@ -248,7 +252,8 @@ def detect_prepared(prepared: Prepared, program: Program, *,
                 found = engine.process_batch(decode(batch, arities, arity))
                 if found:
                     yield encode_matches(found)
-            tail = engine.finish(close_windows=close_windows)
+            tail = engine.advance_to(horizon) if horizon is not None else []
+            tail += engine.finish(close_windows=close_windows)
             if tail:
                 yield encode_matches(tail)
 
