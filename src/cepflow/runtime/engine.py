@@ -283,6 +283,10 @@ class Engine:
         """End of input. With ``close_windows`` time runs out: pending timers fire."""
         return self.advance_to(float("inf")) if close_windows else []
 
+    def next_deadline(self) -> float | None:
+        """The earliest pending window deadline (it may have become moot), or None."""
+        return self._heap[0][0] if self._heap else None
+
     def missing_actions(self) -> list[tuple[str, str]]:
         """(rule, action) pairs whose action is not registered (they fire without effect)."""
         return [(r.name, r.action) for r in self.program.rules

@@ -11,6 +11,7 @@ re-implemented here: every match comes from :class:`cepflow.runtime.engine.Engin
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import warnings
@@ -71,8 +72,8 @@ def _keys(groups: list[Group], e: Event) -> list[str | None]:
     return out
 
 
-def _with_keys(batch: pa.RecordBatch, events: list[Event], groups: list[Group]
-               ) -> pa.RecordBatch:
+def _with_keys(batch: pa.RecordBatch, events: list[Event], groups: list[Group],
+               event_json: bool = False) -> pa.RecordBatch:
     keys = [_keys(groups, e) for e in events]
     cols = [batch.column(i) for i in range(batch.num_columns)]
     names = list(batch.schema.names)
@@ -84,14 +85,29 @@ def _with_keys(batch: pa.RecordBatch, events: list[Event], groups: list[Group]
     for f in REJECTED_SCHEMA:
         cols.append(pa.nulls(batch.num_rows, f.type))
         names.append(f.name)
+    if event_json:
+        cols.append(pa.array([event_to_json(e) for e in events], pa.string()))
+        names.append("ev")
     return pa.RecordBatch.from_arrays(cols, names=names)
 
 
-def _prepared_schema(arity: int, groups: list[Group]) -> pa.Schema:
+def event_to_json(e: Event) -> str:
+    """One event as compact JSON that keeps each value's type (streaming state input)."""
+    return json.dumps([e.type, e.ts, e.id, e.seq, list(e.params)], separators=(",", ":"))
+
+
+def event_from_json(text: str) -> Event:
+    t, ts, ident, seq, params = json.loads(text)
+    return Event(t, tuple(params), ts, ident, seq)
+
+
+def _prepared_schema(arity: int, groups: list[Group], event_json: bool = False) -> pa.Schema:
     fields = list(event_schema(arity))
     fields += [pa.field(f"k{gi}", pa.string()) for gi in range(len(groups))]
     fields.append(pa.field("kind", pa.string()))
     fields += list(REJECTED_SCHEMA)
+    if event_json:
+        fields.append(pa.field("ev", pa.string()))
     return pa.schema(fields)
 
 
@@ -109,17 +125,15 @@ def _rejected_batch(rows: list[Rejected], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(data, schema=schema)
 
 
-def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Program,
-                **reader_options: Any) -> Prepared:
-    """Read a file or a folder of JSON Lines / CSV / Parquet event files, one task per file."""
-    groups = plan(program)
-    arity = _arity(program)
-    schema = _prepared_schema(arity, groups)
+def file_parser(program: Program, groups: list[Group], arity: int,
+                reader_options: Mapping[str, Any],
+                streaming: bool = False) -> Callable[[Iterator[pa.RecordBatch]],
+                                                     Iterator[pa.RecordBatch]]:
+    """The mapInArrow function that turns ``binaryFile`` rows (path, content) into events and
+    rejected records with cepflow's readers. ``streaming``: events without an id get the id
+    ``FILE:N`` (inputs are not numbered across files) and a JSON column ``ev``."""
+    schema = _prepared_schema(arity, groups, streaming)
     schemas = program.schemas
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{path}: no such file or folder")
-    files = spark.read.format("binaryFile").load(str(p))
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -144,13 +158,32 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Prog
                     tmp.flush()
                     events = list(reader(tmp.name, schemas, side, source=local,
                                          **_options(reader, reader_options)))
+                if streaming:
+                    base = Path(local).name
+                    for e in events:
+                        if e.id is None:
+                            e.id = f"{base}:{e.seq}"
                 for start in range(0, len(events), 65_536):
                     chunk = events[start:start + 65_536]
                     enc = encode(chunk, arity, [None] * len(chunk), [local] * len(chunk))
-                    yield _with_keys(enc, chunk, groups)
+                    yield _with_keys(enc, chunk, groups, streaming)
                 if side.malformed:
                     yield _rejected_batch(side.malformed, schema)
 
+    return parse
+
+
+def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Program,
+                **reader_options: Any) -> Prepared:
+    """Read a file or a folder of JSON Lines / CSV / Parquet event files, one task per file."""
+    groups = plan(program)
+    arity = _arity(program)
+    schema = _prepared_schema(arity, groups)
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    files = spark.read.format("binaryFile").load(str(p))
+    parse = file_parser(program, groups, arity, reader_options)
     parsed = files.mapInArrow(parse, spark_ddl(schema)).persist()
     events = parsed.where(F.col("kind") == "event")
     rejected = parsed.where(F.col("kind") == "rejected").select(*REJECTED_SCHEMA.names)

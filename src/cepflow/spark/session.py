@@ -44,6 +44,8 @@ def spark_session(
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH),
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": "2g",
+        # pandas 2.3 warns about a concat inside PySpark's own worker code on every batch
+        "spark.executorEnv.PYTHONWARNINGS": "ignore::FutureWarning",
     }
     java = [f"-Dlog4j2.configurationFile={Path(__file__).with_name('log4j2.properties')}"]
     if quiet_jvm:
