@@ -67,3 +67,13 @@ def test_graph_and_explain() -> None:
                               "ForwardGesture"])
     assert res.exit_code == 0
     assert "100 match, 0 trap, 0 disposed, 0 partial" in res.output
+
+
+def test_run_on_spark_equals_local(tmp_path: Path, spark) -> None:  # spark: the shared session
+    local, remote = tmp_path / "local.jsonl", tmp_path / "spark.jsonl"
+    assert runner.invoke(app, ["run", str(GESTURE), "-i", str(EVENTS), "-o", str(local)]
+                         ).exit_code == 0
+    res = runner.invoke(app, ["run", str(GESTURE), "-i", str(EVENTS), "-o", str(remote),
+                              "--engine", "spark"])
+    assert res.exit_code == 0, res.output
+    assert sorted(local.read_text().splitlines()) == sorted(remote.read_text().splitlines())

@@ -244,6 +244,65 @@ def _run_spark(program: Program, patterns: Path, inputs: list[Path], output: Pat
 
 
 @app.command()
+def stream(
+    patterns: Annotated[Path, typer.Argument(help="Pattern file")],
+    source: Annotated[Path, typer.Option(help="Folder new event files arrive in")],
+    sink: Annotated[Path, typer.Option(help="Output folder (matches/, rejected/)")],
+    checkpoint: Annotated[Path, typer.Option(help="Checkpoint folder (restart from here)")],
+    master: Annotated[str | None, typer.Option(
+        help="Spark master (default: embedded local[*])")] = None,
+    context: Annotated[str | None, typer.Option(help="Override the default context")] = None,
+    lateness: Annotated[float, typer.Option(help="Allowed lateness of the watermark (ms)")
+                        ] = 0,
+    files_per_trigger: Annotated[int | None, typer.Option(
+        help="At most this many new files per micro-batch")] = None,
+    once: Annotated[bool, typer.Option(
+        help="Process what is there and stop (availableNow) instead of running on")] = False,
+    actions: Annotated[list[str] | None, typer.Option(
+        help="Python module or .py file registering rule actions")] = None,
+) -> None:
+    """Detect complex events continuously in a folder of event files (Spark Structured
+    Streaming); restarting with the same checkpoint neither loses nor duplicates output."""
+    _check_context(context)
+    from pyspark import cloudpickle
+
+    from cepflow.runtime.actions import registered
+    from cepflow.spark import spark_session
+    from cepflow.spark.streaming import stream_query
+
+    for spec in actions or []:
+        module = import_actions(spec)
+        if module.__name__.startswith("cepflow_actions_"):
+            cloudpickle.register_pickle_by_value(module)
+    program = _load(patterns, context)
+    if not source.is_dir():
+        err.print(f"--source {source}: not a folder", markup=False)
+        raise typer.Exit(2)
+    with err.status("starting Spark"):
+        spark = spark_session(master)
+    query = stream_query(spark, program, source, sink, checkpoint, lateness_ms=lateness,
+                         files_per_trigger=files_per_trigger, actions=registered(),
+                         available_now=once)
+    err.print(f"streaming {source} -> {sink} (checkpoint {checkpoint}); Ctrl-C to stop",
+              markup=False)
+    last = None
+    try:
+        while query.isActive:
+            query.awaitTermination(2)
+            p = query.lastProgress
+            if p and p.get("batchId") != last:
+                last = p.get("batchId")
+                took = (p.get("durationMs") or {}).get("triggerExecution", 0)
+                err.print(f"micro-batch {last} done in {took / 1000:,.1f} s", markup=False)
+    except KeyboardInterrupt:
+        err.print("stopping (the checkpoint keeps the progress)")
+        query.stop()
+    if query.exception() is not None:
+        err.print(f"query failed: {query.exception()}", markup=False)
+        raise typer.Exit(1)
+
+
+@app.command()
 def explain(
     patterns: Annotated[Path, typer.Argument(help="Pattern file")],
     input: Annotated[list[Path], typer.Option("--input", "-i", help="Event file(s)")],

@@ -1,4 +1,5 @@
-"""One local SparkSession for the whole test run (start-up costs ~6 s; see SPARK-NOTES)."""
+"""One local SparkSession for the whole test run, for the tests that need Spark
+(start-up costs ~6 s; see SPARK-NOTES)."""
 
 import pytest
 
