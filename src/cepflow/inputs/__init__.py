@@ -34,6 +34,7 @@ __all__ = [
     "RecordConverter",
     "RecordError",
     "merge",
+    "options_for",
     "parse_timestamp",
     "read_csv",
     "read_events",
@@ -60,7 +61,7 @@ def reader_for(path: str | os.PathLike[str]) -> Callable[..., Iterator[Event]] |
     return READERS.get(Path(path).suffix.lower())
 
 
-def _options_for(reader: Callable[..., Any], opts: dict[str, Any]) -> dict[str, Any]:
+def options_for(reader: Callable[..., Any], opts: dict[str, Any]) -> dict[str, Any]:
     """The subset of ``opts`` that ``reader`` accepts (format-specific options in a mixed dir)."""
     accepted = inspect.signature(reader).parameters
     return {k: v for k, v in opts.items() if k in accepted}
@@ -94,7 +95,7 @@ def read_events(
         reader = reader_for(p)
         if reader is None:
             raise ValueError(f"{path}: unsupported file type (expected one of {sorted(READERS)})")
-        return reader(path, schemas, side, strict, **_options_for(reader, opts))
+        return reader(path, schemas, side, strict, **options_for(reader, opts))
     return _read_directory(p, schemas, side, strict, opts)
 
 
@@ -119,7 +120,7 @@ def _read_directory(
                 raise EventFormatError(rejected)
             side.malformed.append(rejected)
             continue
-        for event in reader(entry, schemas, side, strict, **_options_for(reader, opts)):
+        for event in reader(entry, schemas, side, strict, **options_for(reader, opts)):
             event.seq = seq
             seq += 1
             yield event

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, Rejected, SideChannel
-from cepflow.inputs import READERS, RecordConverter, RecordError
+from cepflow.inputs import READERS, RecordConverter, RecordError, options_for
 from cepflow.runtime.engine import Engine
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
@@ -157,7 +157,7 @@ def file_parser(program: Program, groups: list[Group], arity: int,
                     tmp.write(content)
                     tmp.flush()
                     events = list(reader(tmp.name, schemas, side, source=local,
-                                         **_options(reader, reader_options)))
+                                         **options_for(reader, reader_options)))
                 if streaming:
                     base = Path(local).name
                     for e in events:
@@ -197,13 +197,6 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Prog
         mapping = F.create_map(*[x for f, o in offsets.items() for x in (F.lit(f), F.lit(o))])
         events = events.withColumn("seq", F.col("seq") + mapping[F.col("file")])
     return Prepared(events, rejected, arity, groups)
-
-
-def _options(reader: Callable[..., Any], opts: Mapping[str, Any]) -> dict[str, Any]:
-    import inspect
-
-    accepted = inspect.signature(reader).parameters
-    return {k: v for k, v in opts.items() if k in accepted}
 
 
 def prepare(df: DataFrame, program: Program) -> Prepared:
