@@ -60,7 +60,6 @@ class Matcher:
         self.initial = auto.edges.get(INITIAL, {})
         self.types = set(self.pos_states) | set(self.neg_states) | set(self.initial)
         self.key_index = auto.key_index
-        self.positions_by_id = {p.id: p for p in auto.positions}
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
         self.key_var = {s: next(iter(m.values()))[1] for s, m in self.key_index.items() if m}
         self.fast = self._fast_paths() if fast_path else {}
@@ -168,23 +167,8 @@ class Matcher:
         fired = 0
         for edge in edges:
             pos = edge.position
-            b = th.bindings
-            newb = None
-            ok = True
-            for i, var in pos.binds:
-                v = params[i]
-                cur = b.get(var, _MISSING) if newb is None else newb.get(var, _MISSING)
-                if cur is _MISSING:
-                    if newb is None:
-                        newb = dict(b)
-                    newb[var] = v
-                elif cur != v:
-                    ok = False
-                    break
-            if not ok:
-                continue
-            nb = b if newb is None else newb
-            if pos.filter is not None and not pos.filter(e, nb):
+            nb = _bind(pos, params, th.bindings)
+            if nb is None or (pos.filter is not None and not pos.filter(e, nb)):
                 continue
             fired += 1
             zs = th.zstart
@@ -193,8 +177,6 @@ class Matcher:
                 if why is not None:
                     reason = why
                     continue
-            if newb is None and len(edges) > 1:
-                nb = dict(b)
             out.append(Thread(edge.target, nb, [*th.events, e], zs, e))
             keep = keep or edge.keeps_source
         if not out and reason is None:
@@ -484,19 +466,8 @@ class Matcher:
     def _forbidden(th: Thread, forbids: list, e: Event) -> bool:
         for f in forbids:
             pos = f.position
-            b = th.bindings
-            newb = None
-            ok = True
-            for i, var in pos.binds:
-                v = e.params[i]
-                cur = (b if newb is None else newb).get(var, _MISSING)
-                if cur is _MISSING:
-                    newb = dict(b) if newb is None else newb
-                    newb[var] = v
-                elif cur != v:
-                    ok = False
-                    break
-            if ok and (pos.filter is None or pos.filter(e, b if newb is None else newb)):
+            nb = _bind(pos, e.params, th.bindings)
+            if nb is not None and (pos.filter is None or pos.filter(e, nb)):
                 return True
         return False
 
@@ -582,6 +553,23 @@ class Matcher:
 _MISSING = object()
 _INF = float("inf")
 _KEEP = Thread(INITIAL, {}, [], None, None)  # marker: keep the source thread as well
+
+
+def _bind(pos: Any, params: tuple, b: dict[str, Any]) -> dict[str, Any] | None:
+    """Algorithm 1: the bindings after unifying occurrence ``pos`` with the event's parameters
+    (``b`` itself when nothing new is bound — binding dicts are never changed in place), or
+    None when a bound variable has another value."""
+    newb = None
+    for i, var in pos.binds:
+        v = params[i]
+        cur = (b if newb is None else newb).get(var, _MISSING)
+        if cur is _MISSING:
+            if newb is None:
+                newb = dict(b)
+            newb[var] = v
+        elif cur != v:
+            return None
+    return b if newb is None else newb
 
 
 def _insert(bucket: dict[int, Token], tok: Token) -> None:
