@@ -1,0 +1,761 @@
+"""End-to-end pipeline benchmark: read → detect → write, in-process and on Spark.
+
+Three ways to run the same compiled patterns over the same JSON Lines files:
+
+* **local** — what ``cepflow run`` does: ``cepflow.inputs.read_events`` (through ``reorder``
+  with lateness 0, as the CLI) → ``Engine(program).run`` (+ ``finish``) →
+  ``cepflow.outputs.write_jsonl``; in a forked child process, so its peak RSS is its own.
+* **batch** — ``cepflow.spark.read_events`` → ``detect_prepared`` → ``write_matches`` into a
+  Parquet folder; Spark jobs included, session start not (reported separately).
+* **stream** — ``cepflow.spark.streaming.stream_query(..., available_now=True,
+  files_per_trigger=K)`` + ``awaitTermination()`` over the pre-written files; events/s over the
+  whole run and per micro-batch (``query.recentProgress``).
+
+Workloads, generated once per (pattern, events, keys) under ``benchmarks/results/data/`` as files
+of ~250,000 events with ids and increasing modification times: **gesture** (the stream of
+``examples/gesture/events.py`` with ``keys`` bodies, pattern ``examples/gesture/gesture.vepl``) and
+**filter** (seeded random ``Reading(sensor, temp)`` events of ``keys`` sensors, pattern
+``Overheat(s)``: two hot readings of one sensor within 10 s). Every Spark run must produce as
+many complex events as the local run, or the benchmark aborts.
+
+    .venv/bin/python benchmarks/spark_pipeline.py            # 1M and 10M events, keys 64..100k
+    .venv/bin/python benchmarks/spark_pipeline.py --quick    # a few minutes
+    .venv/bin/python benchmarks/spark_pipeline.py --events 1000000 --keys 64,100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from common import (
+    ROOT,
+    BenchmarkFailure,
+    console,
+    fmt_bytes,
+    fmt_float,
+    fmt_int,
+    make_table,
+    metadata,
+    peak_rss_kib,
+    run_isolated,
+    write_json,
+)
+from rich.console import Console
+
+from cepflow.compiler.program import Program, compile_module
+from cepflow.events.model import SideChannel
+from cepflow.language.parser import parse_file
+from cepflow.runtime.engine import Engine
+
+# NB: pyspark and cepflow.spark are imported only in the Spark phase, after every local run:
+# the local runs are forked from a driver that has no JVM, no py4j threads and no pyspark heap.
+
+RESULTS = ROOT / "benchmarks" / "results"
+DATA = RESULTS / "data"
+OUT = DATA / "out"
+DEFAULT_JSON = RESULTS / "spark_pipeline.json"
+
+GESTURE_DIR = ROOT / "examples" / "gesture"
+GESTURE_PATTERN = GESTURE_DIR / "gesture.vepl"
+FILTER_PATTERN = DATA / "filter.vepl"
+FILTER_SOURCE = """\
+// written by benchmarks/spark_pipeline.py: a filter + within pattern over sensor readings
+atomicEvent Reading(sensor: String, temp: Double)
+
+complexEvent Overheat(s: String) {
+  as (Reading(s, _) where temp > 90 -> Reading(s, _) where temp > 95)[10 s]
+}
+"""
+PATTERNS = ("gesture", "filter")
+MODES = ("local", "batch", "stream")
+
+DEFAULT_EVENTS = (1_000_000, 10_000_000)
+DEFAULT_KEYS = (64, 1_000, 100_000)
+QUICK_EVENTS = (500_000,)
+QUICK_KEYS = (64, 10_000)
+FILE_EVENTS = 250_000
+FILES_PER_TRIGGER = 1
+#: bump when the generated data changes, so cached inputs are regenerated
+DATA_VERSION = 1
+FILTER_SEED = 20261121
+TEMP_RANGE = (20.0, 100.0)
+
+EVENTS_PER_CYCLE = 6  # gesture: 4 gesture events + 2 noise events per body and arm cycle
+TARGETS = {"batch": 1_000_000, "stream": 250_000}  # events/s on local[2]
+TARGET_MASTER = "local[2]"
+
+
+# -- workloads --------------------------------------------------------------------------------
+def load_program(pattern: str) -> Program:
+    """The compiled patterns of a workload (the filter pattern file is written on demand)."""
+    if pattern == "filter":
+        FILTER_PATTERN.parent.mkdir(parents=True, exist_ok=True)
+        if not FILTER_PATTERN.exists() or FILTER_PATTERN.read_text("utf-8") != FILTER_SOURCE:
+            FILTER_PATTERN.write_text(FILTER_SOURCE, encoding="utf-8")
+        return compile_module(parse_file(FILTER_PATTERN))
+    return compile_module(parse_file(GESTURE_PATTERN))
+
+
+def pattern_file(pattern: str) -> Path:
+    return FILTER_PATTERN if pattern == "filter" else GESTURE_PATTERN
+
+
+def gesture_lines(events: int, keys: int) -> tuple[Iterator[str], int, dict[str, Any]]:
+    """JSON lines of ``gesture_events(keys, cycles, with_ids=True)``, as the example writes
+    them; the count; what the stream should produce (one gesture per body and cycle)."""
+    folder = str(GESTURE_DIR)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    import events as gesture_module  # examples/gesture/events.py
+
+    if Path(gesture_module.__file__ or "").resolve() != (GESTURE_DIR / "events.py").resolve():
+        raise RuntimeError(f"'import events' found {gesture_module.__file__}, not the gesture "
+                           "example")
+    per_cycle = gesture_module.EVENTS_PER_CYCLE
+    cycles = max(1, events // (per_cycle * keys))
+
+    def lines() -> Iterator[str]:
+        dumps = json.dumps
+        for e in gesture_module.gesture_events(keys, cycles, with_ids=True):
+            yield dumps({"type": e.type, "ts": e.ts, "id": e.id, "B": e.params[0]}) + "\n"
+
+    return lines(), per_cycle * keys * cycles, {"cycles": cycles,
+                                                "expected_complex_events": keys * cycles}
+
+
+def filter_lines(events: int, keys: int) -> tuple[Iterator[str], int, dict[str, Any]]:
+    """Readings of ``keys`` sensors (uniformly random sensor, temperature uniform in 20 to 100 °C
+    with one decimal, seeded); timestamps increase so that each sensor reads about once a
+    second: event ``i`` at ``i * 1000 // keys`` ms."""
+    lo, hi = TEMP_RANGE
+
+    def lines() -> Iterator[str]:
+        rng = random.Random(FILTER_SEED)
+        pick, unif = rng.randrange, rng.uniform
+        for i in range(events):
+            yield (f'{{"type":"Reading","ts":{i * 1000 // keys},"id":"r{i}",'
+                   f'"sensor":"s{pick(keys)}","temp":{unif(lo, hi):.1f}}}\n')
+
+    return lines(), events, {"seed": FILTER_SEED, "temp_range": list(TEMP_RANGE),
+                             "ts": "i * 1000 // keys ms"}
+
+
+def case_folder(pattern: str, events: int, keys: int, file_events: int) -> Path:
+    return DATA / f"{pattern}-e{events}-k{keys}-f{file_events}"
+
+
+def generate(pattern: str, events: int, keys: int, file_events: int) -> dict[str, Any]:
+    """Write the workload's files (once; reused while the manifest matches). Files are written
+    to a staging folder and renamed in, modification times one second apart in name order —
+    the streaming file source takes the oldest first."""
+    base = case_folder(pattern, events, keys, file_events)
+    manifest_path = base / "manifest.json"
+    want = {"version": DATA_VERSION, "pattern": pattern, "events_requested": events,
+            "keys": keys, "file_events": file_events}
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text("utf-8"))
+        if all(manifest.get(k) == v for k, v in want.items()) and all(
+                (base / "files" / f["name"]).exists() for f in manifest["files"]):
+            manifest["generated_seconds"] = 0.0
+            manifest["reused"] = True
+            return manifest
+    shutil.rmtree(base, ignore_errors=True)
+    staging, files_dir = base / "staging", base / "files"
+    staging.mkdir(parents=True)
+    files_dir.mkdir()
+    t0 = time.perf_counter()
+    make = gesture_lines if pattern == "gesture" else filter_lines
+    lines, total, extra = make(events, keys)
+    files: list[dict[str, Any]] = []
+    stamp = time.time() - 10 - (total // file_events + 1)
+    while True:
+        chunk = list(islice(lines, file_events))
+        if not chunk:
+            break
+        name = f"part-{len(files):05d}.jsonl"
+        tmp = staging / name
+        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(chunk)
+        os.utime(tmp, (stamp + len(files), stamp + len(files)))
+        tmp.rename(files_dir / name)
+        files.append({"name": name, "events": len(chunk)})
+    staging.rmdir()
+    written = sum(f["events"] for f in files)
+    if written != total:
+        raise BenchmarkFailure(f"{pattern}: wrote {written:,} events, expected {total:,}")
+    manifest = {**want, "events": total, **extra, "files": files,
+                "bytes": sum((files_dir / f["name"]).stat().st_size for f in files)}
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return {**manifest, "generated_seconds": time.perf_counter() - t0, "reused": False}
+
+
+# -- memory of this process and its descendants -----------------------------------------------
+def _status_kib(pid: int | str, field: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def reset_peak(pid: int | str = "self") -> bool:
+    """Reset a process's peak RSS (VmHWM, and so ``ru_maxrss``) to its current RSS: writing
+    5 to ``/proc/PID/clear_refs`` (Linux ≥ 4.0). False if not possible."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Live descendants of ``root`` (pid → kind: jvm, python or other), from ``/proc``."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: dict[int, str] = {}
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        exe = os.path.basename(argv[0].decode(errors="replace")) if argv and argv[0] else ""
+        found[pid] = ("jvm" if exe == "java" else
+                      "python" if exe.startswith("python") else "other")
+        todo.extend(children.get(pid, []))
+    return found
+
+
+class ProcessPeaks:
+    """Peak RSS over one measurement of the driver (this process: ``ru_maxrss`` after a reset)
+    and of its descendants — in ``local[N]`` the JVM (Spark driver and executor in one) and the
+    Python workers the executor starts. Peaks are reset at the start where the kernel lets us,
+    and each descendant's VmHWM is sampled every ``interval`` s (a worker that exits between
+    two samples keeps the peak of its last sample)."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        self.interval = interval
+        self.me = os.getpid()
+        self.peaks: dict[int, tuple[str, int]] = {}
+        self.reset_ok = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        for pid, kind in descendants(self.me).items():
+            hwm = _status_kib(pid, "VmHWM")
+            if hwm is not None:
+                old = self.peaks.get(pid, (kind, 0))[1]
+                self.peaks[pid] = (kind, max(old, hwm))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def start(self) -> ProcessPeaks:
+        gc.collect()
+        self.reset_ok = reset_peak()
+        for pid in descendants(self.me):
+            self.reset_ok = reset_peak(pid) and self.reset_ok
+        self._sample()
+        self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
+        driver = peak_rss_kib()
+        jvm = [kib for kind, kib in self.peaks.values() if kind == "jvm"]
+        py = [kib for kind, kib in self.peaks.values() if kind == "python"]
+        return {
+            "driver_peak_rss_kib": driver,
+            "driver_peak_is_per_run": self.reset_ok,
+            "jvm_peak_rss_kib": max(jvm) if jvm else None,
+            "python_workers": {"processes": len(py), "max_peak_rss_kib": max(py, default=0),
+                               "sum_peak_rss_kib": sum(py)},
+            "peaks_reset": self.reset_ok,
+        }
+
+
+# -- local: what `cepflow run` does, in a forked child ----------------------------------------
+def measure_local(pattern: str, files: str, out_file: str) -> dict[str, Any]:
+    """read_events → reorder(lateness 0) → Engine.run + finish → write_jsonl, timed end to end
+    (runs in a forked child: its peak RSS is this run's)."""
+    from cepflow.inputs import read_events, reorder
+    from cepflow.outputs import write_jsonl
+
+    program = load_program(pattern)
+    gc.collect()
+    reset_peak()
+    rss_start = peak_rss_kib()
+    side = SideChannel()
+    n_in = 0
+    t0 = time.perf_counter()
+    engine = Engine(program, strict_actions=False)  # the gesture rule's action is unregistered
+
+    def counted() -> Iterator[Any]:
+        nonlocal n_in
+        for e in reorder(read_events(files, program.schemas, side), 0, side, source=files):
+            n_in += 1
+            yield e
+
+    def matches() -> Iterator[Any]:
+        yield from engine.run(counted())
+        yield from engine.finish()
+
+    n_out = write_jsonl(matches(), out_file)
+    seconds = time.perf_counter() - t0
+    if len(side):
+        first = next(iter(side.all()))
+        raise BenchmarkFailure(f"local {pattern}: {len(side):,} records not processed "
+                               f"(first: {first})")
+    return {"seconds": seconds, "events": n_in, "complex_events": n_out,
+            "by_pattern": dict(engine.stats.by_pattern),
+            "driver_peak_rss_kib": peak_rss_kib(), "driver_start_rss_kib": rss_start,
+            "jvm_peak_rss_kib": None, "python_workers": None, "peaks_reset": True}
+
+
+# -- Spark batch and streaming (in this process, one session) ---------------------------------
+def measure_batch(spark: Any, program: Program, files: Path, out_dir: Path) -> dict[str, Any]:
+    """cepflow.spark.read_events → detect_prepared → write_matches (Parquet folder)."""
+    from cepflow.spark import PartitionWarning, detect_prepared, read_events, write_matches
+
+    shutil.rmtree(out_dir, ignore_errors=True)
+    peaks = ProcessPeaks().start()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PartitionWarning)
+        t0 = time.perf_counter()
+        prepared = read_events(spark, files, program)
+        matches = detect_prepared(prepared, program)
+        n_out = write_matches(matches, out_dir)
+        seconds = time.perf_counter() - t0
+    mem = peaks.stop()
+    n_in = prepared.events.count()  # untimed checks (the parsed input is cached)
+    n_rej = prepared.rejected.count()
+    spark.catalog.clearCache()
+    return {"seconds": seconds, "events": n_in, "rejected": n_rej, "complex_events": n_out,
+            "warnings": [str(w.message) for w in caught], **mem}
+
+
+def _batch_files(checkpoint: Path) -> dict[int, list[str]]:
+    """Micro-batch id → names of the files it read, from the file source's checkpoint log."""
+    out: dict[int, list[str]] = {}
+    log = checkpoint / "sources" / "0"
+    if not log.is_dir():
+        return out
+    for entry in log.iterdir():
+        if not entry.name.isdigit():
+            continue
+        names = []
+        for line in entry.read_text("utf-8").splitlines()[1:]:
+            try:
+                names.append(Path(json.loads(line)["path"]).name)
+            except (ValueError, KeyError):
+                continue
+        out[int(entry.name)] = names
+    return out
+
+
+def measure_stream(spark: Any, program: Program, files: Path, work: Path,
+                   file_counts: dict[str, int], files_per_trigger: int) -> dict[str, Any]:
+    """stream_query(available_now=True, files_per_trigger=K) + awaitTermination()."""
+    from cepflow.spark.streaming import read_sink, stream_query
+
+    shutil.rmtree(work, ignore_errors=True)
+    sink, checkpoint = work / "sink", work / "checkpoint"
+    work.mkdir(parents=True)
+    peaks = ProcessPeaks().start()
+    t0 = time.perf_counter()
+    query = stream_query(spark, program, files, sink, checkpoint, available_now=True,
+                         files_per_trigger=files_per_trigger)
+    query.awaitTermination()
+    seconds = time.perf_counter() - t0
+    mem = peaks.stop()
+    if query.exception() is not None:
+        raise BenchmarkFailure(f"streaming query failed: {query.exception()}")
+    progress = [json.loads(p.json) if hasattr(p, "json") else dict(p)
+                for p in query.recentProgress]
+    by_batch = _batch_files(checkpoint)
+    batches = []
+    for p in progress:
+        bid = p.get("batchId")
+        names = by_batch.get(bid, [])
+        events = sum(file_counts.get(n, 0) for n in names)
+        took = (p.get("durationMs") or {}).get("triggerExecution", 0) / 1000
+        batches.append({"batch_id": bid, "files": len(names), "events": events,
+                        "seconds": took, "events_per_s": events / took if took else None,
+                        "duration_ms": p.get("durationMs")})
+    matches, rejected = read_sink(spark, sink)
+    n_out = matches.count()
+    n_rej = rejected.count()
+    events_in = sum(b["events"] for b in batches)
+    return {"seconds": seconds, "events": events_in, "rejected": n_rej,
+            "complex_events": n_out, "micro_batches": batches,
+            "files_per_trigger": files_per_trigger, **mem}
+
+
+def micro_summary(batches: list[dict[str, Any]]) -> dict[str, Any]:
+    """First micro-batch apart (start-up), the later ones with data as median/min/max."""
+    data = [b for b in batches if b["events"]]
+    later = [b["events_per_s"] for b in data[1:] if b["events_per_s"]]
+    return {
+        "batches": len(batches), "with_data": len(data),
+        "first_seconds": data[0]["seconds"] if data else None,
+        "first_events_per_s": data[0]["events_per_s"] if data else None,
+        "later_median_events_per_s": statistics.median(later) if later else None,
+        "later_min_events_per_s": min(later) if later else None,
+        "later_max_events_per_s": max(later) if later else None,
+        "no_data_seconds": sum(b["seconds"] for b in batches if not b["events"]),
+    }
+
+
+def warm_up(spark: Any) -> float:
+    """One tiny batch run (the first query and the first Python workers of the session)."""
+    from cepflow.spark import detect_prepared, read_events, write_matches
+
+    program = load_program("gesture")
+    out = OUT / "warm-up"
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    write_matches(detect_prepared(read_events(spark, GESTURE_DIR / "events.jsonl", program),
+                                  program), out)
+    spark.catalog.clearCache()
+    return time.perf_counter() - t0
+
+
+# -- results ----------------------------------------------------------------------------------
+def target_of(row: dict[str, Any]) -> dict[str, Any] | None:
+    goal = TARGETS.get(row["mode"])
+    if goal is None:
+        return None
+    rate = row["events_per_s"]
+    return {"events_per_s": goal, "met": rate >= goal, "fraction": rate / goal}
+
+
+def target_text(t: dict[str, Any] | None) -> str:
+    if t is None:
+        return "—"
+    if t["met"]:
+        return f"[green]met[/green] {t['fraction']:.2f}x"
+    return f"[red]missed[/red] {t['fraction']:.1%} (needs {1 / t['fraction']:.1f}x)"
+
+
+def kib(n: int | None) -> str:
+    return "—" if n is None else fmt_bytes(n * 1024)
+
+
+def print_results(con: Console, rows: list[dict[str, Any]], spark_info: dict[str, Any] | None,
+                  machine: dict[str, Any]) -> None:
+    table = make_table(
+        "cepflow end to end: read → detect → write (events/s over the whole run)",
+        [("pattern", "left"), "events", "keys", ("mode", "left"), "seconds", "events/s",
+         "complex events", ("target", "left"), "driver peak RSS", "JVM peak RSS",
+         "Python workers peak RSS"])
+    for r in rows:
+        w = r.get("python_workers")
+        workers = ("—" if not w else
+                   f"{w['processes']}: max {kib(w['max_peak_rss_kib'])}, "
+                   f"sum {kib(w['sum_peak_rss_kib'])}")
+        table.add_row(r["pattern"], fmt_int(r["events"]), fmt_int(r["keys"]), r["mode"],
+                      fmt_float(r["seconds"], 2), fmt_int(r["events_per_s"]),
+                      fmt_int(r["complex_events"]), target_text(r["target"]),
+                      kib(r["driver_peak_rss_kib"]), kib(r["jvm_peak_rss_kib"]), workers)
+    con.print(table)
+    con.print(
+        "local = read_events → reorder(0) → Engine.run → write_jsonl in a forked child (its "
+        "own peak RSS; the child starts with the parent's pages). batch = cepflow.spark "
+        "read_events → detect_prepared → write_matches (Parquet), Spark jobs included, session "
+        "start and warm-up not. stream = stream_query(availableNow, maxFilesPerTrigger) → "
+        "awaitTermination, query start included. Spark peaks: the driver (this Python "
+        "process, peak reset per run via /proc/self/clear_refs), the JVM (Spark driver and "
+        "executor in local mode) and the Python worker processes of the executor (sum "
+        "over-counts pages they share after fork); sampled from /proc every 0.25 s.",
+        style="dim", markup=False)
+    streams = [r for r in rows if r["mode"] == "stream"]
+    if streams:
+        st = make_table("Streaming micro-batches (events/s = events of the batch's files ÷ "
+                        "triggerExecution)",
+                        [("pattern", "left"), "events", "keys", "batches (with data)",
+                         "events/batch", "1st batch s", "1st batch ev/s",
+                         "later ev/s median", "later ev/s min..max", "no-data batches s",
+                         "whole run ev/s"])
+        for r in streams:
+            m = r["micro_summary"]
+            data = [b for b in r["micro_batches"] if b["events"]]
+            per = statistics.median(b["events"] for b in data) if data else 0
+            opt = (lambda x: "—" if x is None else fmt_int(x))  # noqa: E731
+            st.add_row(r["pattern"], fmt_int(r["events"]), fmt_int(r["keys"]),
+                       f"{m['batches']} ({m['with_data']})", fmt_int(per),
+                       "—" if m["first_seconds"] is None else fmt_float(m["first_seconds"], 2),
+                       opt(m["first_events_per_s"]), opt(m["later_median_events_per_s"]),
+                       "—" if m["later_min_events_per_s"] is None else
+                       f"{fmt_int(m['later_min_events_per_s'])}.."
+                       f"{fmt_int(m['later_max_events_per_s'])}",
+                       fmt_float(m["no_data_seconds"], 2), fmt_int(r["events_per_s"]))
+        con.print(st)
+    for mode, goal in TARGETS.items():
+        rs = [r for r in rows if r["mode"] == mode]
+        if not rs:
+            continue
+        met = [r for r in rs if r["target"]["met"]]
+        worst = min(rs, key=lambda r: r["events_per_s"])
+        best = max(rs, key=lambda r: r["events_per_s"])
+        verdict = ("[green]MET[/green] in every run" if len(met) == len(rs) else
+                   f"[red]MISSED[/red] in {len(rs) - len(met)} of {len(rs)} runs")
+        con.print(f"[bold]Target[/bold] Spark {mode} ≥ {goal:,} events/s on {TARGET_MASTER}: "
+                  f"{verdict}; best {fmt_int(best['events_per_s'])} ({best['pattern']}, "
+                  f"{best['keys']:,} keys, {best['target']['fraction']:.1%} of target), worst "
+                  f"{fmt_int(worst['events_per_s'])} ({worst['pattern']}, {worst['keys']:,} "
+                  f"keys, {worst['target']['fraction']:.1%}"
+                  + ("" if worst["target"]["met"] else
+                     f"; needs {1 / worst['target']['fraction']:.1f}x") + ")")
+    if spark_info:
+        con.print(
+            f"[bold]Spark[/bold]: master {spark_info['master']} (default parallelism "
+            f"{spark_info['default_parallelism']}"
+            + (f" = {TARGET_MASTER}" if spark_info["as_target"]
+               and spark_info["master"] != TARGET_MASTER else "")
+            + ", shuffle partitions "
+            f"{spark_info['shuffle_partitions']}), pyspark {spark_info['version']}; session "
+            f"start {spark_info['session_start_seconds']:.1f} s, warm-up query "
+            f"{spark_info['warm_up_seconds']:.1f} s (not in the rows)"
+            + ("" if spark_info["as_target"] else
+               f" — NOT {TARGET_MASTER}, for which the targets are stated"))
+    load = machine.get("load_average")
+    con.print(
+        f"[bold]Machine[/bold]: {machine['cpu']}, {machine['cores']} cores "
+        f"({machine['usable_cores']} usable), {machine['implementation']} "
+        f"{machine['python']}, {machine['platform']}"
+        + (f"; load average at start {', '.join(map(str, load))}" if load else ""))
+
+
+# -- command line -----------------------------------------------------------------------------
+def positive_int(text: str) -> int:
+    try:
+        n = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return n
+
+
+def int_list(text: str) -> list[int]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("empty list")
+    return [positive_int(t) for t in items]
+
+
+def choice_list(choices: Sequence[str]) -> Any:
+    def parse(text: str) -> list[str]:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        bad = [t for t in items if t not in choices]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(choices)}")
+        return list(dict.fromkeys(items))
+    return parse
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description="End-to-end throughput of cepflow: in-process, Spark batch, Spark "
+        "Structured Streaming.")
+    ap.add_argument("--events", type=int_list, default=None,
+                    help="comma-separated event counts (default "
+                    f"{','.join(map(str, DEFAULT_EVENTS))}; --quick: "
+                    f"{','.join(map(str, QUICK_EVENTS))})")
+    ap.add_argument("--keys", type=int_list, default=None,
+                    help="comma-separated key counts: bodies / sensors (default "
+                    f"{','.join(map(str, DEFAULT_KEYS))}; --quick: "
+                    f"{','.join(map(str, QUICK_KEYS))})")
+    ap.add_argument("--patterns", type=choice_list(PATTERNS), default=list(PATTERNS),
+                    help="gesture,filter (default both)")
+    ap.add_argument("--modes", type=choice_list(MODES), default=list(MODES),
+                    help="local,batch,stream (default all; the local run is always made, as "
+                    "the reference the Spark results are checked against)")
+    ap.add_argument("--quick", action="store_true", help="a run of a few minutes")
+    ap.add_argument("--file-events", type=positive_int, default=FILE_EVENTS,
+                    help=f"events per input file (default {FILE_EVENTS:,})")
+    ap.add_argument("--files-per-trigger", type=positive_int, default=FILES_PER_TRIGGER,
+                    help=f"files per streaming micro-batch (default {FILES_PER_TRIGGER})")
+    ap.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    ap.add_argument("--json", type=Path, default=DEFAULT_JSON,
+                    help=f"result file (default {DEFAULT_JSON.relative_to(ROOT)})")
+    args = ap.parse_args(argv)
+    if args.events is None:
+        args.events = list(QUICK_EVENTS if args.quick else DEFAULT_EVENTS)
+    if args.keys is None:
+        args.keys = list(QUICK_KEYS if args.quick else DEFAULT_KEYS)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    con, log = console(), console(stderr=True)
+    meta = metadata("spark_pipeline", {
+        "events": args.events, "keys": args.keys, "patterns": args.patterns,
+        "modes": args.modes, "quick": args.quick, "file_events": args.file_events,
+        "files_per_trigger": args.files_per_trigger, "master": args.master,
+    })
+    cases = [(p, n, k) for p in args.patterns for n in args.events for k in args.keys]
+    manifests: dict[tuple[str, int, int], dict[str, Any]] = {}
+    locals_: dict[tuple[str, int, int], dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    OUT.mkdir(parents=True, exist_ok=True)
+
+    def add_row(case: tuple[str, int, int], mode: str, raw: dict[str, Any]) -> dict[str, Any]:
+        pattern, requested, keys = case
+        row = {"pattern": pattern, "pattern_file": str(pattern_file(pattern).relative_to(ROOT)),
+               "events_requested": requested, "keys": keys, "mode": mode, **raw}
+        row["events_per_s"] = row["events"] / row["seconds"]
+        row["complex_per_s"] = row["complex_events"] / row["seconds"]
+        row["target"] = target_of(row)
+        rows.append(row)
+        return row
+
+    try:
+        # 1. inputs, then every local run (forked, before pyspark is imported)
+        for i, case in enumerate(cases, 1):
+            pattern, n, k = case
+            log.print(f"[dim][{i}/{len(cases)}] {pattern}, {n:,} events, {k:,} keys: "
+                      "inputs ...[/dim]")
+            m = run_isolated(generate, pattern, n, k, args.file_events)
+            manifests[case] = m
+            log.print(f"[dim]    {m['events']:,} events in {len(m['files'])} file(s), "
+                      f"{fmt_bytes(m['bytes'])}"
+                      + (" (reused)" if m["reused"] else
+                         f", generated in {m['generated_seconds']:.1f} s") + "[/dim]")
+            files = case_folder(pattern, n, k, args.file_events) / "files"
+            out_file = OUT / f"{files.parent.name}-local.jsonl"
+            raw = run_isolated(measure_local, pattern, str(files), str(out_file))
+            out_file.unlink(missing_ok=True)
+            if raw["events"] != m["events"]:
+                raise BenchmarkFailure(f"local {case}: read {raw['events']:,} events, the "
+                                       f"input has {m['events']:,}")
+            expected = m.get("expected_complex_events")
+            if expected is not None and raw["complex_events"] != expected:
+                raise BenchmarkFailure(f"local {case}: {raw['complex_events']:,} complex "
+                                       f"events, the gesture stream has {expected:,}")
+            locals_[case] = raw
+            if "local" in args.modes:
+                row = add_row(case, "local", raw)
+                log.print(f"[dim]    local: {row['seconds']:.2f} s, "
+                          f"{row['events_per_s']:,.0f} ev/s, {row['complex_events']:,} "
+                          "complex events[/dim]")
+        # 2. Spark, one session, in this process
+        spark_info: dict[str, Any] | None = None
+        spark_modes = [mo for mo in args.modes if mo != "local"]
+        if spark_modes:
+            import pyspark
+
+            from cepflow.spark import spark_session
+
+            log.print(f"[dim]starting Spark ({args.master}) ...[/dim]")
+            t0 = time.perf_counter()
+            spark = spark_session(args.master)
+            started = time.perf_counter() - t0
+            # a streaming run of 10M events in 250k files has 40+ progress entries
+            spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "10000")
+            warm = warm_up(spark)
+            sc = spark.sparkContext
+            spark_info = {"master": sc.master, "default_parallelism": sc.defaultParallelism,
+                          "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+                          "version": pyspark.__version__, "session_start_seconds": started,
+                          "warm_up_seconds": warm}
+            # local[*] on a 2-core machine is local[2]
+            spark_info["as_target"] = (sc.master == TARGET_MASTER or (
+                sc.master == "local[*]" and sc.defaultParallelism == 2))
+            log.print(f"[dim]    session {started:.1f} s, warm-up {warm:.1f} s[/dim]")
+            try:
+                for i, case in enumerate(cases, 1):
+                    pattern, n, k = case
+                    m = manifests[case]
+                    ref = locals_[case]
+                    files = case_folder(pattern, n, k, args.file_events) / "files"
+                    program = load_program(pattern)
+                    for mode in spark_modes:
+                        log.print(f"[dim][{i}/{len(cases)}] {pattern}, {m['events']:,} "
+                                  f"events, {k:,} keys: {mode} ...[/dim]")
+                        work = OUT / f"{files.parent.name}-{mode}"
+                        if mode == "batch":
+                            raw = measure_batch(spark, program, files, work)
+                        else:
+                            counts = {f["name"]: f["events"] for f in m["files"]}
+                            raw = measure_stream(spark, program, files, work, counts,
+                                                 args.files_per_trigger)
+                            raw["micro_summary"] = micro_summary(raw["micro_batches"])
+                        shutil.rmtree(work, ignore_errors=True)
+                        problems = []
+                        if raw["complex_events"] != ref["complex_events"]:
+                            problems.append(f"{raw['complex_events']:,} complex events, the "
+                                            f"local engine found {ref['complex_events']:,}")
+                        if raw["events"] != m["events"]:
+                            problems.append(f"{raw['events']:,} events read, the input has "
+                                            f"{m['events']:,}")
+                        if raw["rejected"]:
+                            problems.append(f"{raw['rejected']:,} records rejected")
+                        if problems:
+                            raise BenchmarkFailure(f"Spark {mode}, {pattern}, {m['events']:,} "
+                                                   f"events, {k:,} keys: " + "; ".join(problems))
+                        row = add_row(case, mode, raw)
+                        log.print(f"[dim]    {mode}: {row['seconds']:.2f} s, "
+                                  f"{row['events_per_s']:,.0f} ev/s, "
+                                  f"{row['complex_events']:,} complex events (= local)[/dim]")
+            finally:
+                spark.stop()
+    except BenchmarkFailure as e:
+        log.print(f"[bold red]ABORTED[/bold red]: {e}", markup=True)
+        return 1
+    order = {mo: i for i, mo in enumerate(MODES)}
+    rows.sort(key=lambda r: (PATTERNS.index(r["pattern"]), r["events_requested"], r["keys"],
+                             order[r["mode"]]))
+    con.print()
+    print_results(con, rows, spark_info, meta["machine"])
+    path = write_json(args.json, {
+        **meta, "targets": {"master": TARGET_MASTER, **{f"{k}_events_per_s": v
+                                                         for k, v in TARGETS.items()}},
+        "spark": spark_info,
+        "inputs": [{k: v for k, v in m.items() if k != "files"} | {"files": len(m["files"])}
+                   for m in manifests.values()],
+        "rows": rows,
+    })
+    con.print(f"[dim]Results written to {path}[/dim]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
