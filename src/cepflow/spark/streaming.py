@@ -5,10 +5,11 @@ per pattern group ``groupBy(key).applyInPandasWithState``: for each key the engi
 (:mod:`cepflow.runtime.state`, versioned JSON) lives in Spark's state store between
 micro-batches; the key's events of the batch are ordered by (timestamp, file, position) and fed
 to the engine; an event older than the key's engine clock is *late* and goes to the side output
-with the reason. Window deadlines fire when the event-time watermark passes them (event-time
-timeouts). Every micro-batch is written by ``foreachBatch`` into folders named by batch id with
-overwrite — Spark re-runs an uncommitted batch with the same id after a crash, so the output
-holds every complex event exactly once.
+with the reason. (Known bug: rows at or before the watermark are discarded by Spark's operator
+before this code sees them — see docs/spark.md.) Window deadlines fire when the event-time
+watermark passes them (event-time timeouts). Every micro-batch is written by ``foreachBatch``
+into folders named by batch id with overwrite — Spark re-runs an uncommitted batch with the
+same id after a crash, so the output holds every complex event exactly once.
 
 Output folders under ``sink``: ``matches/batch=N`` (pattern, ts, params, events) and
 ``rejected/batch=N`` (kind late|malformed, source, location, reason, field, record).
