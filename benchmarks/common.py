@@ -8,6 +8,7 @@ directory of a script run as ``python benchmarks/x.py`` is the first entry of ``
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import multiprocessing
@@ -197,3 +198,31 @@ def write_json(path: str | Path, payload: Mapping[str, Any]) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return p
+
+
+def machine_line(machine: Mapping[str, Any]) -> str:
+    """One rich-markup line describing the machine a run was measured on."""
+    load = machine.get("load_average")
+    return (f"[bold]Machine[/bold]: {machine['cpu']}, {machine['cores']} cores "
+            f"({machine['usable_cores']} usable), {machine['implementation']} "
+            f"{machine['python']}, {machine['platform']}"
+            + (f"; load average at start {', '.join(map(str, load))}" if load else ""))
+
+
+def positive_int(text: str) -> int:
+    """An integer > 0; ``1_000_000`` and ``1,000,000`` are accepted."""
+    try:
+        n = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return n
+
+
+def int_list(text: str) -> list[int]:
+    """A comma-separated list of integers > 0, e.g. ``1,24,1000``."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("empty list")
+    return [positive_int(t) for t in items]

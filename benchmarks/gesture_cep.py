@@ -38,9 +38,12 @@ from common import (
     fmt_bytes,
     fmt_float,
     fmt_int,
+    int_list,
+    machine_line,
     make_table,
     metadata,
     peak_rss_kib,
+    positive_int,
     run_isolated,
     write_json,
 )
@@ -410,12 +413,7 @@ def print_summary(con: Console, summary: dict[str, Any], machine: dict[str, Any]
         f"largest measured body count: {measured if measured else 'none'}; extrapolated ≈ "
         f"{sc['extrapolated_bodies']:,} bodies (slowest atomic ev/s ÷ 6,000); VIATRA-CEP: "
         f"{sc['viatra_bodies']} bodies")
-    load = machine.get("load_average")
-    con.print(
-        f"[bold]Machine[/bold]: {machine['cpu']}, {machine['cores']} cores "
-        f"({machine['usable_cores']} usable), {machine['implementation']} "
-        f"{machine['python']}, {machine['platform']}"
-        + (f"; load average at start {', '.join(map(str, load))}" if load else ""))
+    con.print(machine_line(machine))
 
 
 # -- profiling --------------------------------------------------------------------------------
@@ -448,23 +446,6 @@ def profile(con: Console, program: Program, gen: Generator, total_events: int,
 
 
 # -- command line -----------------------------------------------------------------------------
-def positive_int(text: str) -> int:
-    """An integer > 0; ``1_000_000`` and ``1,000,000`` are accepted."""
-    try:
-        n = int(text.replace(",", "").replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
-    return n
-
-
-def body_list(text: str) -> list[int]:
-    """A comma-separated list of body counts > 0, e.g. ``1,24,1000``."""
-    items = [t for t in text.split(",") if t.strip()]
-    if not items:
-        raise argparse.ArgumentTypeError("no body count given")
-    return [positive_int(t.strip()) for t in items]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -474,7 +455,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--events", type=positive_int, default=None,
                     help=f"atomic events per body count (default {DEFAULT_EVENTS:,}; "
                     f"--quick: {QUICK_EVENTS:,})")
-    ap.add_argument("--bodies", type=body_list, default=None,
+    ap.add_argument("--bodies", type=int_list, default=None,
                     help="comma-separated body counts (default "
                     f"{','.join(map(str, DEFAULT_BODIES))}; --quick: "
                     f"{','.join(map(str, QUICK_BODIES))})")

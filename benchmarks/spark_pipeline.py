@@ -48,9 +48,12 @@ from common import (
     fmt_bytes,
     fmt_float,
     fmt_int,
+    int_list,
+    machine_line,
     make_table,
     metadata,
     peak_rss_kib,
+    positive_int,
     run_isolated,
     write_json,
 )
@@ -560,30 +563,10 @@ def print_results(con: Console, rows: list[dict[str, Any]], spark_info: dict[str
             f"{spark_info['warm_up_seconds']:.1f} s (not in the rows)"
             + ("" if spark_info["as_target"] else
                f" — NOT {TARGET_MASTER}, for which the targets are stated"))
-    load = machine.get("load_average")
-    con.print(
-        f"[bold]Machine[/bold]: {machine['cpu']}, {machine['cores']} cores "
-        f"({machine['usable_cores']} usable), {machine['implementation']} "
-        f"{machine['python']}, {machine['platform']}"
-        + (f"; load average at start {', '.join(map(str, load))}" if load else ""))
+    con.print(machine_line(machine))
 
 
 # -- command line -----------------------------------------------------------------------------
-def positive_int(text: str) -> int:
-    try:
-        n = int(text.replace(",", "").replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
-    return n
-
-
-def int_list(text: str) -> list[int]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise argparse.ArgumentTypeError("empty list")
-    return [positive_int(t) for t in items]
 
 
 def choice_list(choices: Sequence[str]) -> Any:
