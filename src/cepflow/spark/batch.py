@@ -72,8 +72,8 @@ def _keys(groups: list[Group], e: Event) -> list[str | None]:
     return out
 
 
-def _with_keys(batch: pa.RecordBatch, events: list[Event], groups: list[Group],
-               event_json: bool = False) -> pa.RecordBatch:
+def _with_keys(batch: pa.RecordBatch, events: list[Event], groups: list[Group]
+               ) -> pa.RecordBatch:
     keys = [_keys(groups, e) for e in events]
     cols = [batch.column(i) for i in range(batch.num_columns)]
     names = list(batch.schema.names)
@@ -85,29 +85,14 @@ def _with_keys(batch: pa.RecordBatch, events: list[Event], groups: list[Group],
     for f in REJECTED_SCHEMA:
         cols.append(pa.nulls(batch.num_rows, f.type))
         names.append(f.name)
-    if event_json:
-        cols.append(pa.array([event_to_json(e) for e in events], pa.string()))
-        names.append("ev")
     return pa.RecordBatch.from_arrays(cols, names=names)
 
 
-def event_to_json(e: Event) -> str:
-    """One event as compact JSON that keeps each value's type (streaming state input)."""
-    return json.dumps([e.type, e.ts, e.id, e.seq, list(e.params)], separators=(",", ":"))
-
-
-def event_from_json(text: str) -> Event:
-    t, ts, ident, seq, params = json.loads(text)
-    return Event(t, tuple(params), ts, ident, seq)
-
-
-def _prepared_schema(arity: int, groups: list[Group], event_json: bool = False) -> pa.Schema:
+def _prepared_schema(arity: int, groups: list[Group]) -> pa.Schema:
     fields = list(event_schema(arity))
     fields += [pa.field(f"k{gi}", pa.string()) for gi in range(len(groups))]
     fields.append(pa.field("kind", pa.string()))
     fields += list(REJECTED_SCHEMA)
-    if event_json:
-        fields.append(pa.field("ev", pa.string()))
     return pa.schema(fields)
 
 
@@ -131,8 +116,8 @@ def file_parser(program: Program, groups: list[Group], arity: int,
                                                      Iterator[pa.RecordBatch]]:
     """The mapInArrow function that turns ``binaryFile`` rows (path, content) into events and
     rejected records with cepflow's readers. ``streaming``: events without an id get the id
-    ``FILE:N`` (inputs are not numbered across files) and a JSON column ``ev``."""
-    schema = _prepared_schema(arity, groups, streaming)
+    ``FILE:N`` (inputs are not numbered across files)."""
+    schema = _prepared_schema(arity, groups)
     schemas = program.schemas
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -166,7 +151,7 @@ def file_parser(program: Program, groups: list[Group], arity: int,
                 for start in range(0, len(events), 65_536):
                     chunk = events[start:start + 65_536]
                     enc = encode(chunk, arity, [None] * len(chunk), [local] * len(chunk))
-                    yield _with_keys(enc, chunk, groups, streaming)
+                    yield _with_keys(enc, chunk, groups)
                 if side.malformed:
                     yield _rejected_batch(side.malformed, schema)
 
@@ -322,8 +307,6 @@ def write_matches(matches: DataFrame, path: str | os.PathLike[str]) -> int:
         n = 0
         ordered = matches.orderBy("ts", "pattern", "events")
         with target.open("w", encoding="utf-8") as fh:
-            import json
-
             for row in ordered.toLocalIterator():
                 ts = row["ts"]
                 fh.write(dumps({"pattern": row["pattern"],

@@ -1,15 +1,27 @@
 """Structured Streaming: the same patterns and engine over an unbounded folder of event files.
 
-``source folder (binaryFile, new files per micro-batch)`` → cepflow's readers (as in batch) →
-per pattern group ``groupBy(key).applyInPandasWithState``: for each key the engine's state
-(:mod:`cepflow.runtime.state`, versioned JSON) lives in Spark's state store between
-micro-batches; the key's events of the batch are ordered by (timestamp, file, position) and fed
-to the engine; an event older than the key's engine clock is *late* and goes to the side output
-with the reason. (Known bug: rows at or before the watermark are discarded by Spark's operator
-before this code sees them — see docs/spark.md.) Window deadlines fire when the event-time
-watermark passes them (event-time timeouts). Every micro-batch is written by ``foreachBatch``
-into folders named by batch id with overwrite — Spark re-runs an uncommitted batch with the
-same id after a crash, so the output holds every complex event exactly once.
+Design (docs/spark.md, "Streaming"): the file source and cepflow's readers run as a Spark
+stream; each micro-batch is then processed by ``foreachBatch`` as a *batch job over the
+batch's events plus the engine state left by the previous micro-batch*:
+
+* **State** lives next to Spark's checkpoint, in ``CHECKPOINT/cepflow-state/batch=N``
+  (Parquet): per pattern group and *shard* (a fixed hash partition of the group's key) one row
+  with the engine's versioned JSON state (:mod:`cepflow.runtime.state`) and the events still
+  held back for the allowed lateness. A small ``meta-N.json`` written last marks batch ``N``
+  complete and carries the clocks. One engine serves all keys of a shard, so the cost of a
+  micro-batch grows with its events and the live partial matches, not with the key count.
+* **Time** is cepflow's own out-of-order policy (:func:`cepflow.inputs.reorder`) applied per
+  micro-batch: the watermark is the largest timestamp seen so far minus the allowed lateness;
+  events up to the watermark are released to the engines in (ts, file, position) order; later
+  ones wait in the state; an event below the last released timestamp is *late* and written to
+  ``rejected/`` with the reason. Window deadlines before the last released timestamp fire in
+  every shard, idle or not — the global event time of the in-process engine. (Spark's own
+  watermark is not used: its stateful operators drop rows behind the watermark before user
+  code sees them, which would lose events silently.)
+* **Exactly once**: batch ``N`` reads the state of the newest complete batch before ``N`` and
+  overwrites its outputs ``matches/batch=N``, ``rejected/batch=N`` and state ``batch=N``; Spark
+  re-runs an uncommitted batch with the same id and the same files, so a restart reproduces
+  exactly the same output and state.
 
 Output folders under ``sink``: ``matches/batch=N`` (pattern, ts, params, events) and
 ``rejected/batch=N`` (kind late|malformed, source, location, reason, field, record).
@@ -17,51 +29,300 @@ Output folders under ``sink``: ``matches/batch=N`` (pattern, ts, params, events)
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
+import shutil
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import Event
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import restore_state, save_state
-from cepflow.spark.batch import (
-    REJECTED_SCHEMA,
-    _arity,
-    _prepared_schema,
-    event_from_json,
-    file_parser,
-)
-from cepflow.spark.columns import spark_ddl
-from cepflow.spark.plan import plan, subprogram
+from cepflow.spark.batch import REJECTED_SCHEMA, _arity, _prepared_schema, file_parser
+from cepflow.spark.columns import MATCH_SCHEMA, decode, encode_matches, event_fields, spark_ddl
+from cepflow.spark.plan import Group, plan, subprogram
 
-OUT_DDL = ("kind string, pattern string, ts double, params string, events array<string>, "
-           "source string, location string, reason string, field string, record string")
-STATE_DDL = "engine string"
-_OUT_COLS = ["kind", "pattern", "ts", "params", "events", *REJECTED_SCHEMA.names]
+STATE_DIR = "cepflow-state"
+MATCH_COLS = ["pattern", "ts", "params", "events"]
+REJECTED_COLS = ["kind", *REJECTED_SCHEMA.names]
 
 
-def _rows(matches: list, late: list[tuple[Event, str]]) -> pd.DataFrame:
+def _shard_fields(arity: int) -> list[pa.Field]:
+    """Rows of the per-shard job: (group, shard, row kind, engine JSON) + the event columns."""
+    return [pa.field("g", pa.int64()), pa.field("pid", pa.int64()), pa.field("part", pa.string()),
+            pa.field("engine", pa.string()), *event_fields(arity)]
+
+
+def _out_schema(arity: int) -> pa.Schema:
+    """What a shard returns: state rows (as :func:`_shard_fields`) and match rows (m_*)."""
+    return pa.schema([*_shard_fields(arity), pa.field("m_pattern", pa.string()),
+                      pa.field("m_ts", pa.float64()), pa.field("m_params", pa.string()),
+                      pa.field("m_events", pa.list_(pa.string()))])
+
+
+def _fill(schema: pa.Schema, n: int, columns: Mapping[str, Any]) -> pa.RecordBatch:
+    """A batch of ``schema`` with the given columns and nulls elsewhere."""
+    arrays = []
+    for f in schema:
+        v = columns.get(f.name)
+        if v is None:
+            arrays.append(pa.nulls(n, f.type))
+        elif isinstance(v, pa.Array | pa.ChunkedArray):
+            arrays.append(v.cast(f.type) if v.type != f.type else v)
+        else:
+            arrays.append(pa.array(v, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """The stream's clocks after a micro-batch (None = no event yet)."""
+
+    max_ts: float | None = None     # largest timestamp seen
+    released: float | None = None   # largest timestamp released to the engines
+
+    def watermark(self, lateness: float) -> float:
+        return -math.inf if self.max_ts is None else self.max_ts - lateness
+
+
+def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int],
+                  arity: int, watermark: float, released: float
+                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of one micro-batch: rows sorted by (g, pid, part, ts, file,
+    seq) — per (group, shard) first its saved engine, then its events — in; matches and the
+    new state out."""
+    schema = _out_schema(arity)
+    ev_names = [f.name for f in event_fields(arity)]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        engine: Engine | None = None
+        current: tuple[int, int] | None = None
+
+        def close() -> Iterator[pa.RecordBatch]:
+            assert engine is not None and current is not None
+            tail = engine.advance_to(released) if released > -math.inf else []
+            if tail:
+                yield _matches(tail)
+            if any(engine.partial_matches().values()):
+                yield _fill(schema, 1, {"g": [current[0]], "pid": [current[1]],
+                                        "part": ["engine"],
+                                        "engine": [json.dumps(save_state(engine))]})
+
+        def _matches(found: list) -> pa.RecordBatch:
+            m = encode_matches(found)
+            return _fill(schema, len(found), {f"m_{n}": m.column(n) for n in MATCH_COLS})
+
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            g = batch.column("g").to_numpy()
+            pid = batch.column("pid").to_numpy()
+            change = np.flatnonzero((g[1:] != g[:-1]) | (pid[1:] != pid[:-1])) + 1
+            bounds = [0, *change.tolist(), batch.num_rows]
+            for a, b in itertools.pairwise(bounds):
+                key = (int(g[a]), int(pid[a]))
+                if key != current:
+                    if engine is not None:
+                        yield from close()
+                    engine = Engine(subs[key[0]], actions=actions, strict_actions=False)
+                    current = key
+                seg = batch.slice(a, b - a)
+                parts = seg.column("part")
+                for text in seg.filter(pc.equal(parts, "engine")).column("engine").to_pylist():
+                    restore_state(engine, json.loads(text))
+                events = seg.filter(pc.equal(parts, "event"))
+                ts = events.column("ts")
+                ready = events.filter(pc.less_equal(ts, watermark))
+                held = events.filter(pc.greater(ts, watermark))
+                if ready.num_rows:
+                    found = engine.process_batch(decode(ready, arities, arity))
+                    if found:
+                        yield _matches(found)
+                if held.num_rows:
+                    cols = {n: held.column(n) for n in ev_names}
+                    cols.update(g=pa.array([key[0]] * held.num_rows, pa.int64()),
+                                pid=pa.array([key[1]] * held.num_rows, pa.int64()),
+                                part=pa.array(["event"] * held.num_rows, pa.string()))
+                    yield _fill(schema, held.num_rows, cols)
+        if engine is not None:
+            yield from close()
+
+    return run
+
+
+def _late_rows(arities: dict[str, int], arity: int, released: float, watermark: float
+               ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Late events (ts below the last released timestamp) as side-output rows."""
     from cepflow.outputs.jsonl import dumps
 
-    empty = dict.fromkeys(_OUT_COLS)
-    rows = [{**empty, "kind": "match", "pattern": m.type, "ts": float(m.ts),
-             "params": dumps(m.bindings_for_output()),
-             "events": [str(r) for r in m.event_refs]} for m in matches]
-    rows += [{**empty, "kind": "late", "ts": float(e.ts), "source": "<stream>",
-              "location": f"event {e.ref}", "reason": why, "field": "ts",
-              "record": dumps(e.to_dict())} for e, why in late]
-    frame = pd.DataFrame(rows, columns=_OUT_COLS, dtype=object)
-    frame["ts"] = frame["ts"].astype("float64")
-    return frame
+    schema = pa.schema([pa.field("kind", pa.string()), *REJECTED_SCHEMA])
+
+    def num(x: float) -> str:
+        return f"{x:g}" if not float(x).is_integer() else str(int(x))
+
+    def late(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            events = decode(batch, arities, arity)
+            if not events:
+                continue
+            yield pa.RecordBatch.from_pydict({
+                "kind": ["late"] * len(events),
+                "source": batch.column("file").to_pylist(),
+                "location": [f"event {e.ref}" for e in events],
+                "reason": [f"late by {num(released - e.ts)} ms: events up to {num(released)} "
+                           f"were already released (watermark {num(watermark)})"
+                           for e in events],
+                "field": ["ts"] * len(events),
+                "record": [dumps(e.to_dict()) for e in events]}, schema=schema)
+
+    return late
+
+
+class _MicroBatch:
+    """The foreachBatch function: one micro-batch = one batch job over events + saved state."""
+
+    def __init__(self, program: Program, groups: list[Group], arity: int, sink: Path,
+                 state_dir: Path, lateness: float, actions: dict[str, Any],
+                 on_batch: Callable[[int], None] | None) -> None:
+        self.program, self.groups, self.arity = program, groups, arity
+        self.subs = [subprogram(program, g) for g in groups]
+        self.arities = {t: len(s.params) for t, s in program.schemas.items()}
+        self.sink, self.state_dir, self.lateness = sink, state_dir, lateness
+        self.actions, self.on_batch = actions, on_batch
+        self.shard_ddl = spark_ddl(pa.schema(_shard_fields(arity)))
+
+    # ---- state folders -------------------------------------------------------------------
+    def _previous(self, batch_id: int) -> tuple[int | None, dict[str, Any]]:
+        """The newest complete state before ``batch_id`` and its meta data."""
+        best: int | None = None
+        if self.state_dir.exists():
+            for p in self.state_dir.glob("meta-*.json"):
+                n = int(p.stem.split("-")[1])
+                if n < batch_id and (best is None or n > best):
+                    best = n
+        if best is None:
+            return None, {}
+        return best, json.loads((self.state_dir / f"meta-{best:09d}.json").read_text())
+
+    def _commit(self, batch_id: int, prev: int | None, meta: dict[str, Any]) -> None:
+        tmp = self.state_dir / f".meta-{batch_id:09d}.json.tmp"
+        tmp.write_text(json.dumps(meta))
+        tmp.replace(self.state_dir / f"meta-{batch_id:09d}.json")
+        keep = {batch_id, prev, meta.get("state")}
+        for p in list(self.state_dir.iterdir()):
+            name = p.name
+            n = (int(name.split("=")[1]) if name.startswith("batch=") else
+                 int(p.stem.split("-")[1]) if name.startswith("meta-") else None)
+            if n is not None and n not in keep and n < batch_id:
+                if p.is_dir():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+
+    # ---- one micro-batch -----------------------------------------------------------------
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        spark = batch.sparkSession
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        prev, meta = self._previous(batch_id)
+        shards = int(meta.get("shards") or spark.conf.get("spark.sql.shuffle.partitions") or 2)
+        clock = _Clock(meta.get("max_ts"), meta.get("released"))
+        watermark_before = clock.watermark(self.lateness)
+        released_before = -math.inf if clock.released is None else clock.released
+        state_path = meta.get("state")
+        state = (spark.read.schema(self.shard_ddl).parquet(
+            str(self.state_dir / f"batch={state_path:09d}")) if state_path is not None else None)
+
+        batch = batch.persist()
+        try:
+            events = batch.where(F.col("kind") == "event")
+            on_time = events.where(F.col("ts") >= F.lit(released_before))
+            late = events.where(F.col("ts") < F.lit(released_before))
+            top = events.agg(F.max("ts").alias("m")).collect()[0]["m"]
+            max_ts = top if clock.max_ts is None else (
+                clock.max_ts if top is None else max(clock.max_ts, top))
+            clock = _Clock(max_ts, clock.released)
+            watermark = clock.watermark(self.lateness)
+            released = self._released(on_time, state, watermark, released_before)
+            result = self._detect(spark, on_time, state, shards, watermark, released)
+            try:
+                name = f"batch={batch_id:09d}"
+                result.where(F.col("m_pattern").isNotNull()).select(
+                    *[F.col(f"m_{c}").alias(c) for c in MATCH_COLS]
+                ).write.mode("overwrite").json(str(self.sink / "matches" / name))
+                if self.on_batch is not None:
+                    self.on_batch(batch_id)  # (tests: fail between the writes)
+                malformed = batch.where(F.col("kind") == "rejected").select(
+                    F.lit("malformed").alias("kind"), *REJECTED_SCHEMA.names)
+                late_rows = late.mapInArrow(
+                    _late_rows(self.arities, self.arity, released_before, watermark_before),
+                    spark_ddl(pa.schema([pa.field("kind", pa.string()), *REJECTED_SCHEMA])))
+                malformed.unionByName(late_rows).write.mode("overwrite").json(
+                    str(self.sink / "rejected" / name))
+                new_state = result.where(F.col("m_pattern").isNull()).select(
+                    *[f.name for f in _shard_fields(self.arity)])
+                new_state.write.mode("overwrite").parquet(str(self.state_dir / name))
+            finally:
+                result.unpersist()
+        finally:
+            batch.unpersist()
+        self._commit(batch_id, prev, {
+            "format": "cepflow.stream-state", "version": 1, "shards": shards,
+            "max_ts": clock.max_ts, "released": None if released == -math.inf else released,
+            "state": batch_id, "program": self.program.fingerprint})
+
+    def _released(self, on_time: DataFrame, state: DataFrame | None, watermark: float,
+                  before: float) -> float:
+        """The largest timestamp released after this batch: max(before, ts <= watermark)."""
+        if watermark == -math.inf:
+            return before
+        cands = [on_time.where(F.col("ts") <= watermark).agg(F.max("ts").alias("m"))]
+        if state is not None:
+            cands.append(state.where((F.col("part") == "event") & (F.col("ts") <= watermark))
+                         .agg(F.max("ts").alias("m")))
+        best = before
+        for c in cands:
+            m = c.collect()[0]["m"]
+            if m is not None and m > best:
+                best = m
+        return best
+
+    def _detect(self, spark: SparkSession, events: DataFrame, state: DataFrame | None,
+                shards: int, watermark: float, released: float) -> DataFrame:
+        """Events of every group + saved state → one engine per (group, shard) → persisted."""
+        cols = [f.name for f in event_fields(self.arity)]
+        parts: list[DataFrame] = []
+        for gi, group in enumerate(self.groups):
+            ev = events
+            if group.types is not None:
+                ev = ev.where(F.col("type").isin(sorted(group.types)))
+            pid = (F.pmod(F.xxhash64(F.col(f"k{gi}")), F.lit(shards)) if group.partitioned
+                   else F.lit(0).cast("long"))
+            parts.append(ev.select(F.lit(gi).cast("long").alias("g"), pid.alias("pid"),
+                                   F.lit("event").alias("part"),
+                                   F.lit(None).cast("string").alias("engine"), *cols))
+        if state is not None:
+            parts.append(state)
+        if not parts:
+            return spark.createDataFrame([], spark_ddl(_out_schema(self.arity))).persist()
+        rows = parts[0]
+        for p in parts[1:]:
+            rows = rows.unionByName(p)
+        rows = (rows.repartition(shards, "g", "pid")
+                .sortWithinPartitions("g", "pid", "part", "ts", "file", "seq"))
+        runner = _shard_runner(self.subs, self.actions, self.arities, self.arity, watermark,
+                               released)
+        return rows.mapInArrow(runner, spark_ddl(_out_schema(self.arity))).persist()
 
 
 def stream_query(
@@ -79,9 +340,11 @@ def stream_query(
     on_batch: Callable[[int], None] | None = None,
 ) -> StreamingQuery:
     """Start the streaming detection of ``program`` from ``source`` into ``sink``."""
+    if not lateness_ms >= 0:
+        raise ValueError(f"lateness must be >= 0, not {lateness_ms!r}")
     groups = plan(program)
     arity = _arity(program)
-    schema = _prepared_schema(arity, groups, event_json=True)
+    schema = _prepared_schema(arity, groups)
     reader = spark.readStream.format("binaryFile").schema(
         "path string, modificationTime timestamp, length long, content binary")
     if files_per_trigger:
@@ -89,80 +352,10 @@ def stream_query(
     files = reader.load(str(source))
     parsed = files.mapInArrow(file_parser(program, groups, arity, {}, streaming=True),
                               spark_ddl(schema))
-    malformed = parsed.where(F.col("kind") == "rejected").select(
-        F.lit("malformed").alias("kind"), F.lit(None).cast("string").alias("pattern"),
-        F.lit(None).cast("double").alias("ts"), F.lit(None).cast("string").alias("params"),
-        F.lit(None).cast("array<string>").alias("events"), *REJECTED_SCHEMA.names)
-    events = (parsed.where(F.col("kind") == "event")
-              .withColumn("event_time", F.timestamp_millis(F.col("ts").cast("long")))
-              .withWatermark("event_time", f"{int(lateness_ms)} milliseconds"))
-    acts = dict(actions or {})
-    subs = [subprogram(program, g) for g in groups]
-    # one stateful operator for all groups (Spark allows one per query): state key (group, key)
-    keyed: DataFrame | None = None
-    for gi, group in enumerate(groups):
-        ev = events
-        if group.types is not None:
-            ev = ev.where(F.col("type").isin(sorted(group.types)))
-        key = F.col(f"k{gi}") if group.partitioned else F.lit("*")
-        ev = ev.select(F.lit(gi).alias("g"), key.alias("key"), F.col("ts"), F.col("file"),
-                       F.col("seq"), F.col("event_time"), F.col("ev"))
-        keyed = ev if keyed is None else keyed.unionByName(ev)
-
-    def step(key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState
-             ) -> Iterator[pd.DataFrame]:
-        engine = Engine(subs[int(key[0])], actions=acts, strict_actions=False)
-        if state.exists:
-            restore_state(engine, json.loads(state.get[0]))
-        late: list[tuple[Event, str]] = []
-        if state.hasTimedOut:
-            found = engine.advance_to(float(state.getCurrentWatermarkMs()))
-        else:
-            pdf = pd.concat(list(pdfs), ignore_index=True).sort_values(
-                ["ts", "file", "seq"], kind="stable")
-            found = []
-            for text in pdf["ev"].tolist():
-                e = event_from_json(text)
-                if e.ts < engine.time:
-                    late.append((e, f"late: {e.ts:g} is before {engine.time:g}, the time "
-                                    "this key's partial matches have reached"))
-                    continue
-                found.extend(engine.process(e))
-        if any(engine.partial_matches().values()):
-            state.update((json.dumps(save_state(engine)),))
-            deadline = engine.next_deadline()
-            if deadline is not None:
-                wm = state.getCurrentWatermarkMs()
-                state.setTimeoutTimestamp(int(max(deadline + 1, wm + 1)))
-        elif state.exists:
-            state.remove()
-        if found or late:
-            yield _rows(found, late)
-
-    outputs: list[DataFrame] = [malformed]
-    if keyed is not None:
-        outputs.append(keyed.groupBy("g", "key").applyInPandasWithState(
-            step, OUT_DDL, STATE_DDL, "append", GroupStateTimeout.EventTimeTimeout))
-    out = outputs[0]
-    for o in outputs[1:]:
-        out = out.unionByName(o)
-    sink_path = Path(sink)
-
-    def write(batch: DataFrame, batch_id: int) -> None:
-        batch = batch.persist()
-        try:
-            name = f"batch={batch_id:09d}"
-            m = batch.where(F.col("kind") == "match").select("pattern", "ts", "params",
-                                                              "events")
-            m.write.mode("overwrite").json(str(sink_path / "matches" / name))
-            if on_batch is not None:
-                on_batch(batch_id)  # (tests: fail between the two writes)
-            r = batch.where(F.col("kind") != "match").select("kind", *REJECTED_SCHEMA.names)
-            r.write.mode("overwrite").json(str(sink_path / "rejected" / name))
-        finally:
-            batch.unpersist()
-
-    writer = out.writeStream.foreachBatch(write).option("checkpointLocation", str(checkpoint))
+    runner = _MicroBatch(program, groups, arity, Path(sink), Path(checkpoint) / STATE_DIR,
+                         float(lateness_ms), dict(actions or {}), on_batch)
+    writer = parsed.writeStream.foreachBatch(runner).option("checkpointLocation",
+                                                             str(checkpoint))
     if available_now:
         writer = writer.trigger(availableNow=True)
     elif processing_time:
@@ -173,8 +366,7 @@ def stream_query(
 def read_sink(spark: SparkSession, sink: str | os.PathLike[str]) -> tuple[DataFrame, DataFrame]:
     """The matches and the side output written by :func:`stream_query` (complete batches)."""
     base = Path(sink)
-    m = spark.read.schema("pattern string, ts double, params string, events array<string>") \
-        .json(str(base / "matches"))
-    r = spark.read.schema("kind string, source string, location string, reason string, "
-                          "field string, record string").json(str(base / "rejected"))
+    m = spark.read.schema(spark_ddl(MATCH_SCHEMA)).json(str(base / "matches"))
+    r = spark.read.schema(spark_ddl(pa.schema([pa.field("kind", pa.string()),
+                                               *REJECTED_SCHEMA]))).json(str(base / "rejected"))
     return m, r
