@@ -46,13 +46,24 @@ def load_module(module: ast.Module, functions: Mapping[str, Callable[..., Any]] 
     return program
 
 
+def parse_path(path: str | Path) -> ast.Module:
+    """Parse a pattern file by its suffix: ``.epl`` is Esper EPL, anything else cepflow/VEPL."""
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    if p.suffix.lower() == ".epl":
+        from cepflow.language.epl import parse_epl
+
+        return parse_epl(text, str(p))
+    return parse(text, str(p))
+
+
 def load(source: str | Path, functions: Mapping[str, Callable[..., Any]] | None = None,
          context: str | None = None) -> Program:
-    """Load patterns from a file path or from pattern text (if it is not an existing path)."""
+    """Load patterns from a file path (``.epl``: Esper EPL) or from pattern text (if it is not
+    an existing path)."""
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
                                     and Path(source).is_file()):
-        path = Path(source)
-        module = parse(path.read_text(encoding="utf-8"), str(path))
+        module = parse_path(source)
     else:
         module = parse(str(source))
     return load_module(module, functions, context)

@@ -100,6 +100,13 @@ class Automaton:
     #: state -> (event type -> (param index, variable)) for the unification-key index.
     key_index: dict[int, dict[str, tuple[int, str]]] = field(default_factory=dict)
     pattern_text: str = ""
+    #: Esper semantics (context ``esper``): how instances start — "once", "restart" or "spawn"
+    #: (compiler.esper) — and every-distinct keys f(None, bindings) with their expiry (ms).
+    start: str = "spawn"
+    distinct: tuple[Predicate, ...] = ()
+    distinct_expiry: float | None = None
+    #: Esper's select list: parameter values f(None, bindings) computed at completion.
+    select: tuple[Predicate, ...] | None = None
 
     @property
     def alphabet(self) -> set[str]:

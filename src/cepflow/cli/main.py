@@ -21,8 +21,7 @@ from cepflow.events.model import Event, SideChannel
 from cepflow.inputs import merge, read_events, reorder
 from cepflow.language.ast import CONTEXTS
 from cepflow.language.diagnostics import PatternSyntaxError
-from cepflow.language.parser import parse
-from cepflow.loader import diagnose
+from cepflow.loader import diagnose, parse_path
 from cepflow.outputs import write_rejected_jsonl
 from cepflow.outputs.jsonl import dumps
 from cepflow.runtime.actions import import_actions
@@ -37,7 +36,7 @@ out = Console(soft_wrap=True)
 
 def _load(path: Path, context: str | None) -> Program:
     try:
-        module = parse(path.read_text(encoding="utf-8"), str(path))
+        module = parse_path(path)
     except PatternSyntaxError as e:
         for d in e.diagnostics:
             err.print(str(d), markup=False, highlight=False)
@@ -60,8 +59,8 @@ def _check_context(context: str | None) -> None:
 
 
 @app.command()
-def check(files: Annotated[list[Path], typer.Argument(help="Pattern files (.vepl, .cep)")]
-          ) -> None:
+def check(files: Annotated[list[Path], typer.Argument(
+        help="Pattern files (.vepl, .cep; .epl = Esper EPL)")]) -> None:
     """Report every syntax, name and type error as FILE:LINE:COL: message."""
     failed = False
     for path in files:

@@ -24,6 +24,7 @@ from cepflow.automaton.model import (
     Position,
     Zone,
 )
+from cepflow.compiler.esper import EsperPlan
 from cepflow.compiler.expressions import ExpressionError, compile_expr
 from cepflow.compiler.normalize import (
     NormalizationError,
@@ -130,6 +131,13 @@ class _Builder:
                        tuple(self.zone_stack))
         (self.negatives if negative else self.positions).append(pos)
         return pos
+
+    def expr(self, e: ast.Expr, loc: ast.Loc) -> Any:
+        """A condition over the match's bindings only (select list, distinct keys)."""
+        try:
+            return compile_expr(e, {}, self.functions, self.variables | {"@ts"})
+        except ExpressionError as err:
+            raise self.err(str(err), err.loc or loc) from None
 
     # -- construction --------------------------------------------------------------------
     def build(self, p: ast.Pattern) -> _Frag:
@@ -307,7 +315,7 @@ class _Builder:
             for es in m.values():
                 for e in es:
                     binds_new = any(v not in sure.get(src, set()) for _, v in e.position.binds)
-                    e.keeps_source = src != INITIAL and (
+                    e.keeps_source = src != INITIAL and auto.context != "esper" and (
                         src in timer_states
                         or (not e.final and (e.target in auto.forbids or binds_new)))
         self._key_index(auto, sure)
@@ -399,10 +407,22 @@ def compile_pattern(
     schemas: Mapping[str, EventType],
     functions: Mapping[str, Callable[..., Any]] | None = None,
     default_context: str = "chronicle",
+    plan: EsperPlan | None = None,
 ) -> Automaton:
-    """Compile one complex event declaration; ``schemas`` gives every referable event type."""
-    auto = _Builder(decl, schemas, functions).assemble(default_context)
+    """Compile one complex event declaration; ``schemas`` gives every referable event type.
+    ``plan``: the start policy of a declaration lowered by :func:`cepflow.compiler.esper.lower`.
+    """
+    builder = _Builder(decl, schemas, functions)
+    auto = builder.assemble(default_context)
     from cepflow.language.printer import format_pattern
 
-    auto.pattern_text = format_pattern(decl.body)
+    if plan is None:
+        auto.pattern_text = format_pattern(decl.body)
+    else:
+        auto.pattern_text = plan.text
+        auto.start = plan.start
+        auto.distinct = tuple(builder.expr(d, decl.loc) for d in plan.distinct)
+        auto.distinct_expiry = plan.expiry
+    if decl.select is not None:
+        auto.select = tuple(builder.expr(e, decl.loc) for _, e in decl.select)
     return auto

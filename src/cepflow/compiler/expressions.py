@@ -76,10 +76,12 @@ def compile_expr(
             v = e.value
             return lambda ev, b: v
         if isinstance(e, ast.Name):
-            if e.path:
-                raise ExpressionError(
-                    f"dotted name '{e.name}.{'.'.join(e.path)}' is not supported here", e.loc
-                )
+            if e.path:  # alias.field of an Esper-style pattern: a variable (compiler.esper)
+                dotted = ".".join((e.name, *e.path))
+                if variables is not None and dotted not in variables:
+                    raise ExpressionError(
+                        f"dotted name '{dotted}' is not supported here", e.loc)
+                return lambda ev, b: b.get(dotted)
             name = e.name
             if name in fields:
                 i = fields[name]

@@ -15,6 +15,7 @@ import networkx as nx
 
 from cepflow.automaton.model import Automaton
 from cepflow.compiler.automata import CompileError, compile_pattern
+from cepflow.compiler.esper import EsperError, is_esper, lower
 from cepflow.events.model import EventType, ParamSpec, canonical_type
 from cepflow.language import ast
 
@@ -96,7 +97,16 @@ def compile_module(
         names = " -> ".join([cycle[0][0], *(v for _, v in cycle)])
         raise CompileError(f"complex events reference each other in a cycle: {names}",
                            complex_decls[cycle[0][0]].loc) from None
-    automata = [compile_pattern(complex_decls[n], schemas, functions, context) for n in order]
+    automata = []
+    for n in order:
+        d, plan = complex_decls[n], None
+        if is_esper(d):
+            try:
+                d, plan = lower(d, schemas)
+            except EsperError as e:
+                raise CompileError(str(e), e.loc or d.loc, d.name) from None
+            schemas[d.name] = EventType(d.name, _params(d.params))
+        automata.append(compile_pattern(d, schemas, functions, context, plan))
     for rule in module.rules:
         for ref in rule.on:
             if ref.name not in schemas:

@@ -79,12 +79,15 @@ class Atom:
 
     ``args`` are variable names; ``None`` (or a name starting with ``_``) is a wildcard that binds
     nothing. ``args is None`` means the call listed no parameters (VEPL ``A`` for ``A()``).
-    ``where`` is an optional filter on the referenced event's own fields.
+    ``where`` is an optional filter on the referenced event's own fields. ``alias`` (Esper's
+    ``a1 = Motorbike(...)``) names the matched event: later conditions and the select list refer
+    to its fields as ``a1.speed`` (compiled to unification variables, see compiler.esper).
     """
 
     name: str
     args: tuple[str | None, ...] | None = None
     where: Expr | None = None
+    alias: str | None = None
     loc: Loc = _loc()
 
 
@@ -149,14 +152,29 @@ class Window:
     loc: Loc = _loc()
 
 
-Pattern = Atom | Fol | Or | And | Mult | Not | Window
+@dataclass(frozen=True)
+class Every:
+    """Esper's ``every P`` / ``every-distinct(keys) P``: a new instance of ``P`` each time it
+    can begin (or, around a whole pattern, each time the previous instance completed).
+    ``distinct`` expressions suppress an instance whose values were seen before; ``expiry``
+    (ms) forgets seen values after that long (None: for the pattern's lifetime)."""
+
+    pattern: Pattern
+    distinct: tuple[Expr, ...] = ()
+    expiry: float | None = None
+    loc: Loc = _loc()
+
+
+Pattern = Atom | Fol | Or | And | Mult | Not | Window | Every
 
 
 # ---------------------------------------------------------------- declarations
 
-ContextName = Literal["chronicle", "immediate", "strict", "unrestricted"]
-#: 000 §4.4's three contexts, plus ``unrestricted`` (every partial match takes every event).
-CONTEXTS: tuple[str, ...] = ("chronicle", "immediate", "strict", "unrestricted")
+ContextName = Literal["chronicle", "immediate", "strict", "unrestricted", "esper"]
+#: 000 §4.4's three contexts, plus ``unrestricted`` (every partial match takes every event) and
+#: ``esper`` (Esper's pattern semantics: events are shared, each instance takes the first match,
+#: instances begin as ``every`` says — docs/esper.md).
+CONTEXTS: tuple[str, ...] = ("chronicle", "immediate", "strict", "unrestricted", "esper")
 
 
 @dataclass(frozen=True)
@@ -205,6 +223,8 @@ class ComplexEventDecl:
 
     ``partition_by`` (a cepflow extension) names parameters whose values split the stream into
     independent sub-streams; the event processing context then applies per sub-stream.
+    ``select`` (Esper's select list) computes each parameter from the match's bindings instead
+    of taking the variable of the same name; ``@ts`` is the match's time.
     """
 
     name: str
@@ -212,6 +232,7 @@ class ComplexEventDecl:
     body: Pattern
     context: ContextName | None = None
     partition_by: tuple[str, ...] = ()
+    select: tuple[tuple[str, Expr], ...] | None = None
     loc: Loc = _loc()
 
 

@@ -30,6 +30,7 @@ from cepflow.language.ast import (
     Call,
     ComplexEventDecl,
     Const,
+    Every,
     Expr,
     Fol,
     Loc,
@@ -90,7 +91,7 @@ def errors_only(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 def _children(node: Pattern) -> tuple[Pattern, ...]:
     if isinstance(node, Fol | Or | And):
         return (node.left, node.right)
-    if isinstance(node, Mult | Not | Window):
+    if isinstance(node, Mult | Not | Window | Every):
         return (node.pattern,)
     return ()
 
@@ -129,6 +130,8 @@ def _bound(node: Pattern) -> tuple[set[str], set[str]]:
         optional = node.count == "*" or node.count == 0
         return (set() if optional else inner_d), inner_p
     if isinstance(node, Window):
+        return _bound(node.pattern)
+    if isinstance(node, Every):
         return _bound(node.pattern)
     return set(), set()  # Not: a negative condition binds nothing
 
@@ -265,10 +268,22 @@ class _Checker:
     def _check_complex(self, decl: ComplexEventDecl) -> None:
         body = decl.body
         variables = {a for atom in _atoms(body) for a in atom.args or () if not is_wildcard(a)}
-        for atom in _atoms(body):
-            sig = self._resolve(atom.name, atom.args, atom.loc)
+        # Esper-style aliases: ``a1 = Motorbike`` makes ``a1.<field>`` a variable
+        sigs = {atom: self._resolve(atom.name, atom.args, atom.loc) for atom in _atoms(body)}
+        for atom, sig in sigs.items():
+            if atom.alias is not None and sig is not None and sig.params is not None:
+                variables |= {f"{atom.alias}.{f}" for f, _ in sig.params}
+        for atom, sig in sigs.items():
             if atom.where is not None:
                 self._check_filter(atom, sig, variables)
+        for name, expr in decl.select or ():
+            for n in _names(expr):
+                full = ".".join((n.name, *n.path))
+                if full not in variables and full != "@ts":
+                    self._report(n.loc or decl.loc, f"unknown name '{full}' in the select "
+                                 f"item '{name}' of '{decl.name}'")
+        if decl.select is not None or any(a.alias for a in sigs):
+            decl = ComplexEventDecl(decl.name, (), body, decl.context, (), loc=decl.loc)
         for node in _walk(body):
             if isinstance(node, Mult) and node.count == 0:
                 self._report(node.loc, "multiplicity {0} matches nothing; use NOT for absence")
@@ -325,13 +340,19 @@ class _Checker:
         if sig is not None and sig.params is not None:
             fields = dict(sig.params)
         if fields is not None:
+            if atom.alias is not None:
+                fields.update({f"{atom.alias}.{f}": t for f, t in list(fields.items())})
             available = sorted(set(fields) | variables)
+            aliases = {v.split(".", 1)[0] for v in (*fields, *variables) if "." in v}
             for name in _names(atom.where):
-                if name.name not in fields and name.name not in variables:
+                full = ".".join((name.name, *name.path))
+                if name.name not in aliases:
+                    full = name.name  # a dotted path into a value: only its head is checked
+                if full not in fields and full not in variables:
                     shown = ", ".join(available) if available else "(none)"
                     self._report(
                         name.loc or atom.loc,
-                        f"unknown name '{name.name}' in filter on '{atom.name}'; "
+                        f"unknown name '{full}' in filter on '{atom.name}'; "
                         f"available: {shown}",
                     )
         typer = _Typer(fields or {}, self._report)
@@ -532,16 +553,19 @@ class _Typer:
         self.report = report
 
     def describe(self, expr: Expr, kind: str) -> str:
-        if isinstance(expr, Name) and not expr.path and expr.name in self.fields:
-            return f"{self.fields[expr.name]} field '{expr.name}'"
+        if isinstance(expr, Name):
+            full = ".".join((expr.name, *expr.path))
+            if full in self.fields:
+                return f"{self.fields[full]} field '{full}'"
         return _kind_text(kind)
 
     def infer(self, expr: Expr) -> str:
         if isinstance(expr, Const):
             return _const_type(expr.value)
         if isinstance(expr, Name):
-            if not expr.path and expr.name in self.fields:
-                return canonical_type(self.fields[expr.name])
+            full = ".".join((expr.name, *expr.path))
+            if full in self.fields:
+                return canonical_type(self.fields[full])
             return "any"
         if isinstance(expr, Call):
             for arg in expr.args:

@@ -56,6 +56,7 @@ from cepflow.language.ast import (
     ComplexEventDecl,
     Const,
     Decl,
+    Every,
     Expr,
     Fol,
     Loc,
@@ -633,12 +634,20 @@ class _ToAst(Transformer):
     def ce_partition(self, children: list[Token]) -> _Part:
         return _Part("partition", tuple(_ident(t) for t in children), _loc(children[0]))
 
+    def select_item(self, children: list[Any]) -> tuple[str, Expr]:
+        return (_ident(children[1]), children[0])
+
+    @v_args(meta=True)
+    def ce_select(self, meta: Any, children: list[Any]) -> _Part:
+        return _Part("select", tuple(children), _meta_loc(meta))
+
     def complex_decl(self, children: list[Any]) -> ComplexEventDecl:
         name = children[0]
         params: tuple[Param, ...] = ()
         body: Pattern | None = None
         context = None
         partition: tuple[str, ...] = ()
+        select = None
         seen: set[str] = set()
         for part in children[1:]:
             if not isinstance(part, _Part):
@@ -647,7 +656,8 @@ class _ToAst(Transformer):
                 params = part.value
             else:
                 if part.tag in seen:
-                    what = "context" if part.tag == "context" else "partition by"
+                    what = {"context": "context", "select": "select"}.get(part.tag,
+                                                                          "partition by")
                     self._error(
                         part.loc or _loc(name),
                         f"'{what}' given twice for complex event '{_ident(name)}'",
@@ -655,10 +665,13 @@ class _ToAst(Transformer):
                 seen.add(part.tag)
                 if part.tag == "context":
                     context = part.value
+                elif part.tag == "select":
+                    select = part.value
                 else:
                     partition = part.value
         assert body is not None
-        return ComplexEventDecl(_ident(name), params, body, context, partition, loc=_loc(name))
+        return ComplexEventDecl(_ident(name), params, body, context, partition, select,
+                                loc=_loc(name))
 
     old_complex_decl = complex_decl
 
@@ -742,6 +755,18 @@ class _ToAst(Transformer):
     def not_primary(self, meta: Any, children: list[Any]) -> Not:
         return Not(children[0], loc=_meta_loc(meta))
 
+    @v_args(meta=True)
+    def every_primary(self, meta: Any, children: list[Any]) -> Every:
+        keys = tuple(c for c in children[1:-1] if not isinstance(c, Token))
+        expiry = None
+        number = next((c for c in children[1:-1] if isinstance(c, Token)
+                       and c.type == "NUMBER"), None)
+        if number is not None:
+            unit = next((c for c in children if isinstance(c, Token) and c.type == "UNIT"),
+                        None)
+            expiry = to_milliseconds(str(number), None if unit is None else str(unit))
+        return Every(children[-1], keys, expiry, loc=_meta_loc(meta))
+
     def normal_primary(self, children: list[Any]) -> Pattern:
         result = children[0]
         for part in children[1:]:
@@ -752,6 +777,10 @@ class _ToAst(Transformer):
         return result
 
     def atom(self, children: list[Any]) -> Atom:
+        alias = None
+        if len(children) > 1 and isinstance(children[1], Token):
+            alias = _ident(children[0])
+            children = children[1:]
         name = children[0]
         args = None
         where = None
@@ -760,7 +789,7 @@ class _ToAst(Transformer):
                 args = part.value
             else:
                 where = part.value
-        return Atom(_ident(name), args, where, loc=_loc(name))
+        return Atom(_ident(name), args, where, alias, loc=_loc(name))
 
     def where_clause(self, children: list[Any]) -> _Part:
         return _Part("where", children[0])

@@ -23,6 +23,7 @@ from cepflow.language.ast import (
     ComplexEventDecl,
     Const,
     Decl,
+    Every,
     Expr,
     Fol,
     Module,
@@ -47,7 +48,7 @@ _ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 #: Names printed with a ``^`` escape: reserved words, and the words the parser would read as
 #: keywords where a name may also stand (operands of conditions; ``holds_for`` after a primary).
-RESERVED = RESERVED_WORDS | {"not", "true", "false", "null", "holds_for"}
+RESERVED = RESERVED_WORDS | {"not", "true", "false", "null", "holds_for", "every"}
 
 _UNITS = (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000))
 
@@ -200,6 +201,8 @@ _OPS: dict[type, str] = {Fol: "->", Or: "OR", And: "AND"}
 
 def _atom(node: Atom) -> str:
     text = _ident(node.name)
+    if node.alias is not None:
+        text = f"{_ident(node.alias)} = {text}"
     if node.args is not None:
         text += "(" + ", ".join(_arg(a) for a in node.args) + ")"
     if node.where is not None:
@@ -255,6 +258,14 @@ def _operand(node: Pattern) -> str:
     """A node written as a primary of a binary chain."""
     if isinstance(node, Not):
         return f"NOT {_normal_primary(node.pattern)}"
+    if isinstance(node, Every):
+        head = "every"
+        if node.distinct or node.expiry is not None:
+            keys = ", ".join(_expr(k)[0] for k in node.distinct)
+            if node.expiry is not None:
+                keys += f"; {format_duration(node.expiry)}"
+            head = f"every-distinct({keys})"
+        return f"{head} {_normal_primary(node.pattern)}"
     if type(node) in _OPS:
         return f"({_pattern(node)})"
     return _normal_primary(node)
@@ -327,6 +338,9 @@ def format_decl(decl: Decl) -> str:
         if decl.partition_by:
             keys = ", ".join(_ident(p) for p in decl.partition_by)
             lines.append(f"{_INDENT}partition by {keys}")
+        if decl.select is not None:
+            items = ", ".join(f"{_expr(e)[0]} as {_ident(n)}" for n, e in decl.select)
+            lines.append(f"{_INDENT}select {items}")
         lines.append("}")
         return "\n".join(lines)
     if isinstance(decl, RuleDecl):

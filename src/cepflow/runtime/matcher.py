@@ -43,6 +43,8 @@ class Matcher:
         self.context = auto.context
         self.partitioned = bool(auto.partition_by)
         self.tokens: dict[Any, dict[int, Token]] = {}
+        self.done = False  # a match was completed (Esper's patterns without every stop then)
+        self.seen: dict[tuple, float] = {}  # every-distinct keys -> when first seen
         self.buckets: dict[int, dict[Any, dict[int, Token]]] = {}
         self.zone_by_id = {z.id: z for z in auto.zones}
         self.timed_zones = {z.id for z in auto.zones if z.kind == "within" or z.timer_accept}
@@ -280,6 +282,9 @@ class Matcher:
                     _insert(b, best)
                 best.regs = [(target, key)]
                 return
+        if self.context == "esper":
+            self._process_esper(e, emit)
+            return
         takers = self._find(e)
         unrestricted = self.context == "unrestricted"
         part = self.partition_of(e) if self.partitioned else None
@@ -297,12 +302,45 @@ class Matcher:
         if not contributed and self.context in ("immediate", "strict") and part is not NOPART:
             self._dispose_noise(e, part)
 
+    def _process_esper(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """Esper's semantics (compiler.esper): the event goes to every instance that can take
+        it — events are not consumed, each instance takes the first event that fits — and a new
+        instance begins as the start policy says."""
+        takers = self._find(e)
+        if takers:
+            takers.sort(key=lambda tp: tp[0].id)
+            for tok, plan in takers:
+                self._apply(tok, plan, e, emit)
+        if e.type in self.initial:
+            start = self.auto.start
+            if start == "spawn" or (not takers and not self.tokens
+                                    and not (start == "once" and self.done)):
+                self._start(e, None, emit)
+        if e.type in self.neg_states:
+            self._negatives(e)
+
+    def _distinct_seen(self, bindings: dict[str, Any], ts: float) -> bool:
+        """every-distinct: were the start's key values seen (within the expiry)? Else note them."""
+        key = tuple(f(None, bindings) for f in self.auto.distinct)
+        seen = self.seen
+        expiry = self.auto.distinct_expiry
+        if expiry is not None:
+            while seen:
+                k, t0 = next(iter(seen.items()))
+                if ts - t0 <= expiry:
+                    break
+                del seen[k]
+        if key in seen:
+            return True
+        seen[key] = ts
+        return False
+
     def _find(self, e: Event) -> list[tuple[Token, list]]:
         """The partial match(es) ``e`` goes to: the oldest that can take it (every one that can,
         under unrestricted). Buckets keep tokens in id order, so the scan of a bucket stops at
         the first token that can take ``e``, and at the first one younger than the best so far."""
         t = e.type
-        unrestricted = self.context == "unrestricted"
+        unrestricted = self.context in ("unrestricted", "esper")
         takers: list[tuple[Token, list]] = []
         best: Token | None = None
         states = self.pos_states.get(t)
@@ -341,6 +379,10 @@ class Matcher:
         res = self._try_edges(root, self.initial[e.type], e)
         if res is None:
             return False
+        if self.auto.distinct:
+            first = next(th for th in res[0] if th is not _KEEP)
+            if self._distinct_seen(first.bindings, e.ts):
+                return False
         tok = Token(self.engine.next_token_id(), part, e.ts, [])
         trace = self.engine.trace
         if trace is not None:
@@ -418,8 +460,16 @@ class Matcher:
         self.register(tok)
 
     def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
-        params = tuple(th.bindings.get(p) for p in self.auto.params)
-        ce = ComplexEvent(self.name, params, ts, th.bindings, th.events,
+        select = self.auto.select
+        bindings = th.bindings
+        if select is None:
+            params = tuple(bindings.get(p) for p in self.auto.params)
+        else:  # Esper's select list: the complex event carries what it selects
+            b = {**bindings, "@ts": ts}
+            params = tuple(f(None, b) for f in select)
+            bindings = dict(zip(self.auto.params, params, strict=True))
+        self.done = True
+        ce = ComplexEvent(self.name, params, ts, bindings, th.events,
                           match_id=self.engine.next_match_id())
         if self.engine.trace is not None:
             self.engine.trace.add(kind="match", pattern=self.name, token=tok.id, ts=ts,

@@ -1,0 +1,204 @@
+"""Esper-style patterns (every, every-distinct, aliases, select, timer:within) against the
+seeds' published outputs (004 §III.B.1 every1/every2, §IV Duration; 003 Listings 1-7) and
+Esper's documented semantics; EPL and cepflow syntax of the same pattern agree."""
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cepflow.events.model import Event, SideChannel
+from cepflow.inputs import read_events
+from cepflow.language.diagnostics import PatternSyntaxError
+from cepflow.language.epl import parse_epl
+from cepflow.language.parser import parse
+from cepflow.language.printer import format_module
+from cepflow.loader import load, load_module
+from cepflow.runtime.engine import Engine
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run(program, events):
+    engine = Engine(program)
+    return [m for e in events for m in engine.process(e)]
+
+
+def run_file(patterns: Path, events: Path):
+    program = load(patterns)
+    return run(program, list(read_events(events, program.schemas, SideChannel())))
+
+
+def rows(matches):
+    return [(m.type, m.ts, m.bindings_for_output(), [str(r) for r in m.event_refs])
+            for m in matches]
+
+
+@pytest.mark.parametrize("name", ["every.epl", "every.vepl"])
+def test_every_placements_give_the_published_markings(name: str) -> None:
+    """004 §III.B.1: every (A -> B) vs every A -> B on the A/B/C… sequence."""
+    out = run_file(EXAMPLES / "every" / name, EXAMPLES / "every" / "events.jsonl")
+    pairs = {p: [tuple(e.seq + 1 for e in m.parts) for m in out if m.type == p]
+             for p in ("every1", "every2")}
+    assert pairs["every1"] == [(1, 2), (5, 8), (10, 12)]
+    assert pairs["every2"] == [(1, 2), (5, 8), (7, 8), (10, 12)]
+    every2 = [m.bindings_for_output() for m in out if m.type == "every2"]
+    assert [(b["k1"], b["k2"]) for b in every2] == [(1, 1), (2, 3), (3, 3), (4, 4)]
+
+
+@pytest.mark.parametrize("name", ["contractions.epl", "contractions.vepl"])
+def test_contractions_duration_gives_the_published_marking(name: str) -> None:
+    """004 §IV: M' = {(1, 14, Barbara, 5), (2, 16, Alice, 4), (3, 29, Alice, 4)}."""
+    out = run_file(EXAMPLES / "contractions" / name,
+                   EXAMPLES / "contractions" / "patients.jsonl")
+    got = [(m.ts / 60000, m.bindings_for_output()["patientId"], m.bindings_for_output()["delay"])
+           for m in out]
+    assert got == [(14, "Barbara", 5), (16, "Alice", 4), (29, "Alice", 4)]
+
+
+def test_motorbike_listing_1() -> None:
+    """003 Listing 1: bike 1 stops from 100 and 90 km/h within 3 s (two Crash, one per
+    every-instance of a1) and then leaves the seat; nobody rides a ghost bike."""
+    out = run_file(EXAMPLES / "motorbike" / "motorbike.epl",
+                   EXAMPLES / "motorbike" / "listing1.jsonl")
+    assert [(m.type, m.bindings_for_output().get("initialSpeed")) for m in out] == [
+        ("Crash", 100), ("Crash", 90), ("DriverLeftSeat", None)]
+    assert out[-1].bindings_for_output() == {"timestamp": 1488326403000, "motorbikeId": 1,
+                                             "location": "Cadiz"}
+
+
+def test_motorbike_accident_is_a_higher_order_event() -> None:
+    out = run_file(EXAMPLES / "motorbike" / "motorbike.epl",
+                   EXAMPLES / "motorbike" / "accident.jsonl")
+    assert [m.type for m in out] == ["BlowOutTire", "Crash", "Crash", "DriverLeftSeat",
+                                     "Accident"]
+    assert out[-1].bindings_for_output()["motorbikeId"] == 3
+
+
+SCHEMA = "create schema ME(id string, k integer);\n"
+
+
+def me(seq):
+    return [Event("ME", (x, k), (i + 1) * 1000, None, i) for i, (x, k) in enumerate(seq)]
+
+
+def test_without_every_a_pattern_matches_once() -> None:
+    program = load_module(parse_epl(SCHEMA + "insert into P from pattern "
+                                    "[a = ME(a.id = 'A') -> b = ME(b.id = 'B')]"))
+    out = run(program, me([("A", 1), ("B", 1), ("A", 2), ("B", 2)]))
+    assert [[e.seq for e in m.parts] for m in out] == [[0, 1]]
+
+
+def test_every_distinct_suppresses_seen_keys_until_they_expire() -> None:
+    text = SCHEMA + ("insert into P from pattern [every-distinct(a.k{}) a = ME(a.id = 'A') "
+                     "-> b = ME(b.id = 'B')]")
+    seq = [("A", 1), ("A", 1), ("B", 0), ("A", 2), ("A", 1), ("B", 0)]
+    out = run(load_module(parse_epl(text.format(""))), me(seq))
+    assert [[e.seq for e in m.parts] for m in out] == [[0, 2], [3, 5]]
+    out = run(load_module(parse_epl(text.format(", 2 seconds"))), me(seq))
+    # the key 1 seen at t=1 s has expired by t=5 s: the A at index 4 starts again
+    assert [[e.seq for e in m.parts] for m in out] == [[0, 2], [3, 5], [4, 5]]
+
+
+def test_a_condition_between_aliases_is_unification() -> None:
+    """a2.id = a1.id is served by the same key index as VEPL parameters."""
+    program = load(EXAMPLES / "contractions" / "contractions.epl")
+    auto = program.automaton("Duration")
+    (second,) = [p for p in auto.positions if any(v == "a1.id" for _, v in p.binds)
+                 and p.id != auto.positions[0].id]
+    assert (1, "a1.id") in second.binds
+    assert any(v == "a1.id" for m in auto.key_index.values() for _, v in m.values())
+
+
+@pytest.mark.parametrize(("text", "line", "col", "what"), [
+    ("insert into X select count(*) as n from pattern [every a = ME].win:time_batch(1 sec)",
+     2, 63, "data window 'win:time_batch'"),
+    ("insert into X from pattern [every a = ME -> not b = ME]", 2, 45, "'not' inside"),
+    ("insert into X from pattern [every a = ME where timer:interval(1 sec)]", 2, 48,
+     "guard 'timer:interval'"),
+    ("insert into X from pattern [every a = ME -> every b = ME]", 2, 1, "every inside"),
+    ("insert into X select a.k as k from ME(k > 1) group by k", 2, 36, "stream"),
+])
+def test_unsupported_epl_is_reported_with_its_location(text, line, col, what) -> None:
+    with pytest.raises(PatternSyntaxError) as info:
+        load_module(parse_epl(SCHEMA + text, "x.epl"))
+    d = info.value.diagnostics[0]
+    assert what in d.message
+    assert (d.file, d.line) == ("x.epl", line)
+    if what != "every inside":
+        assert d.col == col
+
+
+def test_cepflow_syntax_round_trips_through_the_printer() -> None:
+    module = parse((EXAMPLES / "every" / "every.vepl").read_text()
+                   + (EXAMPLES / "contractions" / "contractions.vepl").read_text()
+                   .replace("atomicEvent Patient", "atomicEvent Patient2")
+                   .replace("Patient where", "Patient2 where")
+                   .replace("complexEvent Duration", "complexEvent Duration2")
+                   + "complexEvent D3 { as every-distinct(a.k; 2 s) a = ME -> b = ME "
+                     "context esper }\n")
+    assert parse(format_module(module)) == module
+
+
+# ---- the same pattern in EPL and in cepflow syntax ----------------------------------------
+
+atoms = st.tuples(st.sampled_from("ABC"), st.booleans())  # letter, correlate on k
+
+
+@st.composite
+def esper_patterns(draw):
+    n = draw(st.integers(1, 3))
+    steps = [draw(atoms) for _ in range(n)]
+    every = draw(st.sampled_from(["none", "spawn", "restart"] if n > 1 else ["none", "spawn"]))
+    within = draw(st.sampled_from([None, 3]))
+    return steps, every, within
+
+
+def render(steps, every, within):
+    """(EPL, cepflow) text of one pattern."""
+    epl, cep = [], []
+    for i, (letter, corr) in enumerate(steps):
+        cond_e = f"a{i}.id = '{letter}'" + (f" and a{i}.k = a0.k" if corr and i else "")
+        cond_c = f'a{i}.id == "{letter}"' + (f" and a{i}.k == a0.k" if corr and i else "")
+        epl.append(f"a{i} = ME({cond_e})")
+        cep.append(f"a{i} = ME where {cond_c}")
+    if every == "spawn":
+        epl[0], cep[0] = "every " + epl[0], "every " + cep[0]
+    e_body, c_body = " -> ".join(epl), " -> ".join(cep)
+    if every == "restart":
+        e_body, c_body = f"every ({e_body})", f"every ({c_body})"
+    if within and len(steps) > 1:
+        # EPL: the guard on the rest starts at a0; cepflow: a window around the sequence
+        rest_e = " -> ".join(epl[1:])
+        e_body = f"{epl[0]} -> ({rest_e}) where timer:within({within} sec)"
+        if every == "restart":
+            e_body = f"every ({epl[0].removeprefix('every ')} -> ({rest_e}) " \
+                     f"where timer:within({within} sec))"
+        inner = c_body.removeprefix("every (").removesuffix(")") if every == "restart" \
+            else c_body
+        c_body = f"({inner})[{within} s]"
+        if every == "restart":
+            c_body = f"every ({c_body})"
+    epl_text = SCHEMA + f"insert into P from pattern [{e_body}]"
+    cep_text = ("atomicEvent ME(id: String, k: Integer)\n"
+                f"complexEvent P {{ as {c_body} context esper }}\n")
+    return epl_text, cep_text
+
+
+@settings(max_examples=60, deadline=None)
+@given(esper_patterns(), st.lists(st.tuples(st.sampled_from("ABC"), st.integers(0, 2)),
+                                  max_size=14))
+def test_epl_and_cepflow_syntax_give_identical_matches(pattern, seq) -> None:
+    epl_text, cep_text = render(*pattern)
+    a = load_module(parse_epl(epl_text))
+    b = load(cep_text)
+    events = me(seq)
+    assert rows(run(a, events)) == rows(run(b, events))
+    assert a.automata[0].start == b.automata[0].start
+
+
+def test_json_output_of_select_items() -> None:
+    out = run_file(EXAMPLES / "every" / "every.epl", EXAMPLES / "every" / "events.jsonl")
+    assert json.loads(json.dumps(out[1].to_dict()))["pattern"] == "every2"
