@@ -202,3 +202,23 @@ def test_epl_and_cepflow_syntax_give_identical_matches(pattern, seq) -> None:
 def test_json_output_of_select_items() -> None:
     out = run_file(EXAMPLES / "every" / "every.epl", EXAMPLES / "every" / "events.jsonl")
     assert json.loads(json.dumps(out[1].to_dict()))["pattern"] == "every2"
+
+
+def test_saved_state_keeps_the_esper_start_policy() -> None:
+    """A restored engine remembers that a pattern without every has matched and which
+    every-distinct keys it has seen (streaming and Spark restore state between batches)."""
+    from cepflow.runtime.state import restore_state, save_state
+
+    text = SCHEMA + ("insert into Once from pattern [a = ME(a.id = 'A') -> b = ME(b.id = 'B')];"
+                     "insert into D from pattern [every-distinct(a.k) a = ME(a.id = 'A') "
+                     "-> b = ME(b.id = 'B')]")
+    program = load_module(parse_epl(text))
+    seq = me([("A", 1), ("B", 1), ("A", 1), ("A", 2), ("B", 2)])
+    whole = rows(run(program, seq))
+    first = Engine(program)
+    out = [m for e in seq[:2] for m in first.process(e)]
+    state = json.loads(json.dumps(save_state(first)))
+    second = restore_state(Engine(program), state)
+    out += [m for e in seq[2:] for m in second.process(e)]
+    assert rows(out) == whole
+    assert [m[0] for m in whole] == ["Once", "D", "D"]

@@ -72,6 +72,10 @@ def save_state(engine: Engine) -> dict[str, Any]:
                      "input": engine._input_seq},
         "patterns": patterns,
     }
+    esper = {m.name: {"done": m.done, "seen": [[list(k), t] for k, t in m.seen.items()]}
+             for m in engine.matchers if m.context == "esper" and (m.done or m.seen)}
+    if esper:  # optional: Esper start policies (once) and every-distinct keys
+        state["esper"] = esper
     try:
         json.dumps(state, allow_nan=False)
     except (TypeError, ValueError) as err:
@@ -95,6 +99,12 @@ def restore_state(engine: Engine, state: dict[str, Any]) -> Engine:
     engine.time = state["time"] if state["time"] is not None else float("-inf")
     c = state["counters"]
     engine._token_id, engine._match_id, engine._input_seq = c["token"], c["match"], c["input"]
+    for name, extra in state.get("esper", {}).items():
+        m = by_name.get(name)
+        if m is None:
+            raise StateError(f"engine state has unknown pattern '{name}'")
+        m.done = bool(extra.get("done"))
+        m.seen = {tuple(k): t for k, t in extra.get("seen", [])}
     for name, toks in state["patterns"].items():
         m = by_name.get(name)
         if m is None:

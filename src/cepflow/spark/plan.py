@@ -88,6 +88,15 @@ def plan(program: Program) -> list[Group]:
                 "event of the stream can be noise; declare 'partition by <key>' to run it per "
                 "key")))
             continue
+        # Esper: without a leading `every` (or with every-distinct) instances are global
+        global_esper = [n for n in names if autos[n].context == "esper"
+                        and (autos[n].start != "spawn" or autos[n].distinct)]
+        if global_esper:
+            a = autos[global_esper[0]]
+            why = "every-distinct keeps one set of seen keys" if a.distinct else (
+                f"its instances run one at a time over the whole stream ({a.start})")
+            groups.append(Group(names, None, None, reason=f"{a.name}: {why}"))
+            continue
         keys = {n: pattern_key(autos[n]) for n in names}
         missing = [n for n, k in keys.items() if k is None]
         if missing:
