@@ -1,0 +1,55 @@
+"""Change notifications: the elementary changes of a model and the committed transactions.
+
+Every change to a model is one :class:`Change` (EMF's notifications, 002 §3.1 "elementary
+changes"). A transaction's changes are delivered together as a :class:`Commit` (one Kinect
+frame = one transaction). Changes carry everything needed to replay them without reading the
+model — the query engine relies on this, because by the time it sees a commit a listener that
+ran before it may already have changed the model again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+ChangeKind = Literal["create", "delete", "set", "add", "remove"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One elementary change of object ``obj`` (an id) of class ``cls``.
+
+    * ``create``: ``new`` is the dict of every attribute's initial value.
+    * ``delete``: ``old`` is the dict of every attribute's last value. Its references were
+      removed (and contained objects deleted) by the changes just before it.
+    * ``set``: attribute ``feature`` went from ``old`` to ``new`` (possibly equal: a set is
+      recorded even when it does not change the value — it still is an observation).
+    * ``add`` / ``remove``: target id ``new`` / ``old`` added to / removed from reference
+      ``feature`` at position ``index``.
+    """
+
+    kind: ChangeKind
+    obj: str
+    cls: str
+    feature: str | None = None
+    old: Any = None
+    new: Any = None
+    index: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly dict (for logs and tests)."""
+        d: dict[str, Any] = {"kind": self.kind, "obj": self.obj, "class": self.cls}
+        for key in ("feature", "old", "new", "index"):
+            value = getattr(self, key)
+            if value is not None:
+                d[key] = value
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """A committed transaction: its changes in order, its timestamp and its number (from 1)."""
+
+    changes: tuple[Change, ...]
+    ts: float
+    number: int

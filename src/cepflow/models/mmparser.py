@@ -1,0 +1,87 @@
+"""The metamodel text format: a Lark grammar (``metamodel.lark``) onto :class:`MetamodelBuilder`.
+
+Syntax errors and metamodel errors (unknown supertype, duplicate feature …) are reported as
+:class:`~cepflow.models.metamodel.MetamodelError` located at ``FILE:LINE:COL``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, Tree
+
+from cepflow.models.metamodel import MANY, Metamodel, MetamodelBuilder, MetamodelError
+from cepflow.models.syntax import LarkErrors, parse_located
+
+_NAMES = {"NAME": "name", "INT": "integer", "SIGNED_NUMBER": "number", "STRING": "string"}
+
+
+@functools.cache
+def _parser() -> Lark:
+    grammar = Path(__file__).with_name("metamodel.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+def parse_metamodel(text: str, source: str = "<string>") -> Metamodel:
+    """Parse the text format; raise MetamodelError with every located problem."""
+    try:
+        tree = parse_located(_parser(), text, source, _NAMES)
+    except LarkErrors as e:
+        raise MetamodelError([e.diagnostic]) from None
+    name = tree.children[0]
+    builder = MetamodelBuilder(str(name), source)
+    for decl in tree.children[1:]:
+        _class(builder, decl)
+    return builder.build()
+
+
+def _loc(node: Tree | Token) -> tuple[int, int]:
+    if isinstance(node, Token):
+        return node.line or 1, node.column or 1
+    return node.meta.line, node.meta.column
+
+
+def _class(builder: MetamodelBuilder, decl: Tree) -> None:
+    parts = list(decl.children)
+    abstract = bool(parts) and isinstance(parts[0], Token) and parts[0].type == "ABSTRACT"
+    if abstract:
+        parts.pop(0)
+    name = parts.pop(0)
+    supers: list[str] = []
+    if parts and isinstance(parts[0], Tree) and parts[0].data == "supertypes":
+        supers = [str(t) for t in parts.pop(0).children]
+    cb = builder.add_class(str(name), supers, abstract=abstract, loc=_loc(name))
+    for member in parts:
+        fname, ftype, *rest = member.children
+        loc = _loc(fname)
+        if member.data == "attr_decl":
+            cb.attr(str(fname), str(ftype), _literal(rest[0]) if rest else None, loc=loc)
+            continue
+        lower, upper, contains = 0, 1, False
+        for item in rest:
+            if isinstance(item, Token):
+                contains = True
+            else:
+                lower, upper = _multiplicity(item)
+        cb.ref(str(fname), str(ftype), lower, upper, contains=contains, loc=loc)
+
+
+def _multiplicity(node: Tree) -> tuple[int, int]:
+    bounds = [MANY if b.type == "STAR" else int(b) for b in node.children]
+    if node.data == "exact":
+        return (0, MANY) if bounds[0] == MANY else (bounds[0], bounds[0])
+    return bounds[0], bounds[1]
+
+
+def _literal(node: Tree) -> Any:
+    if node.data == "true":
+        return True
+    if node.data == "false":
+        return False
+    text = str(node.children[0])
+    if node.data == "string":
+        return json.loads(text)
+    return float(text) if any(c in text for c in ".eE") else int(text)

@@ -1,0 +1,498 @@
+"""Live models: objects typed by a metamodel, changed in transactions, observed by listeners.
+
+Every mutation is validated against the metamodel *before* it touches the model, so an invalid
+change raises :class:`ModelError` and changes nothing. Mutations are grouped into transactions
+(``with model.transaction(ts=...)``); outside one, each mutation is its own transaction. A
+transaction that raises is rolled back completely (nested transactions are savepoints: an
+inner failure undoes only the inner changes). At the end of the outermost transaction the
+listeners receive the :class:`~cepflow.models.changes.Commit` with every change in order.
+
+A listener may change the model while it is notified; that new commit is delivered, to every
+listener, after the current one — so each listener sees commits in commit order.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from cepflow.models.changes import Change, Commit
+from cepflow.models.metamodel import (
+    MANY,
+    Attribute,
+    Metamodel,
+    ModelClass,
+    Reference,
+    coerce_value,
+    did_you_mean,
+)
+
+Listener = Callable[[Commit], None]
+
+
+class ModelError(Exception):
+    """An invalid change or lookup, naming the object, the feature and the reason."""
+
+    def __init__(self, reason: str, obj: str | None = None, feature: str | None = None) -> None:
+        self.reason = reason
+        self.obj = obj
+        self.feature = feature
+        where = obj if feature is None else f"{obj}.{feature}"
+        super().__init__(f"{where}: {reason}" if where else reason)
+
+
+class MObject:
+    """An object of a model. Read it with ``obj[feature]``; change it through its model.
+
+    ``obj["attr"]`` is the attribute's value; ``obj["ref"]`` is the target object (or None) of
+    a single-valued reference and a tuple of targets of a many-valued one.
+    """
+
+    __slots__ = ("_attrs", "_container", "_incoming", "_refs", "_seq", "alive", "cls", "id",
+                 "model")
+
+    def __init__(self, model: Model, id: str, cls: ModelClass, attrs: dict[str, Any],
+                 seq: int) -> None:
+        self.model = model
+        self._seq = seq  # creation order, restored when a rollback revives a deleted object
+        self.id = id
+        self.cls = cls
+        self.alive = True
+        self._attrs = attrs
+        self._refs: dict[str, dict[MObject, None]] = {r: {} for r in cls.references}
+        self._container: tuple[MObject, str] | None = None
+        self._incoming: dict[tuple[MObject, str], None] = {}
+
+    def __getitem__(self, feature: str) -> Any:
+        if feature in self._attrs:
+            return self._attrs[feature]
+        targets = self._refs.get(feature)
+        if targets is None:
+            raise ModelError(_no_feature(self.cls, feature), self.id, feature)
+        if self.cls.references[feature].many:
+            return tuple(targets)
+        return next(iter(targets), None)
+
+    def targets(self, ref: str) -> tuple[MObject, ...]:
+        """The targets of reference ``ref`` in order (any multiplicity)."""
+        if ref not in self._refs:
+            raise ModelError(_no_reference(self.cls, ref), self.id, ref)
+        return tuple(self._refs[ref])
+
+    @property
+    def container(self) -> MObject | None:
+        """The object whose containment reference holds this one, or None for a root."""
+        return self._container[0] if self._container else None
+
+    @property
+    def containing_feature(self) -> str | None:
+        """The name of the containment reference that holds this object, or None."""
+        return self._container[1] if self._container else None
+
+    def __repr__(self) -> str:
+        state = "" if self.alive else " (deleted)"
+        return f"<{self.cls.name} {self.id}{state}>"
+
+
+def _no_feature(cls: ModelClass, feature: str) -> str:
+    return f"class {cls.name} has no feature '{feature}'{did_you_mean(feature, cls.feature_names)}"
+
+
+def _no_reference(cls: ModelClass, feature: str) -> str:
+    if feature in cls.attributes:
+        return f"'{feature}' is an attribute of {cls.name}, not a reference (use set)"
+    return f"class {cls.name} has no reference '{feature}'" + did_you_mean(
+        feature, cls.references)
+
+
+ObjRef = MObject | str
+
+
+class Model:
+    """A model (an instance of ``metamodel``) with change notifications and transactions."""
+
+    def __init__(self, metamodel: Metamodel) -> None:
+        self.metamodel = metamodel
+        self._objects: dict[str, MObject] = {}
+        self._log: list[Change] = []
+        self._graveyard: dict[str, MObject] = {}  # deleted in the open transaction (for undo)
+        self._depth = 0
+        self._txn_ts: float | None = None
+        self._ts: float = 0
+        self._commits = 0
+        self._ids = itertools.count(1)
+        self._seqs = itertools.count()
+        self._listeners: list[Listener] = []
+        self._pending: deque[Commit] = deque()
+        self._delivering = False
+
+    # ------------------------------------------------------------ reading
+
+    def __getitem__(self, id: str) -> MObject:
+        try:
+            return self._objects[id]
+        except KeyError:
+            raise ModelError("no such object", id) from None
+
+    def get(self, id: str) -> MObject | None:
+        """The live object with this id, or None."""
+        return self._objects.get(id)
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, MObject):
+            return item.alive and item.model is self
+        return item in self._objects
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def objects(self) -> Iterator[MObject]:
+        """Every live object, in creation order."""
+        return iter(list(self._objects.values()))
+
+    def instances(self, cls: ModelClass | str) -> list[MObject]:
+        """Live objects that are instances of ``cls`` or of a subclass, in creation order."""
+        name = self._class(cls).name
+        return [o for o in self._objects.values() if name in o.cls.ancestors]
+
+    @property
+    def ts(self) -> float:
+        """The timestamp of the last committed transaction (0 before the first)."""
+        return self._ts
+
+    @property
+    def commits(self) -> int:
+        """How many transactions were committed."""
+        return self._commits
+
+    @property
+    def in_transaction(self) -> bool:
+        """True inside ``with model.transaction()``."""
+        return self._depth > 0
+
+    def validate(self) -> list[str]:
+        """Lower-bound violations (``obj.ref: needs at least n targets``), which changes never
+        check: objects are created before their required references are set."""
+        problems = []
+        for obj in self._objects.values():
+            for ref in obj.cls.references.values():
+                if len(obj._refs[ref.name]) < ref.lower:
+                    problems.append(f"{obj.id}.{ref.name}: needs at least {ref.lower} "
+                                    f"target(s), has {len(obj._refs[ref.name])}")
+        return problems
+
+    # ------------------------------------------------------------ listeners
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(commit)`` after each commit; returns a function that unsubscribes."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    # ------------------------------------------------------------ transactions
+
+    @contextmanager
+    def transaction(self, ts: float | None = None) -> Iterator[Model]:
+        """Group changes; listeners get them at the end of the outermost transaction.
+
+        ``ts`` (ms, the time of the changes — a Kinect frame's timestamp) must not be older
+        than the previous commit's; it defaults to the previous one. A nested transaction joins
+        the outer one (its ``ts``, if given, must be the outer one's). If the block raises,
+        every change made in it is undone and the exception propagates.
+        """
+        if ts is not None:
+            if isinstance(ts, bool) or not isinstance(ts, int | float):
+                raise ModelError(f"transaction timestamp must be a number, got {ts!r}")
+            if self._depth == 0 and ts < self._ts:
+                raise ModelError(f"transaction timestamp {ts} is older than the previous "
+                                 f"commit's ({self._ts})")
+            if self._depth > 0 and ts != self._txn_ts:
+                raise ModelError(f"nested transaction timestamp {ts} differs from the outer "
+                                 f"transaction's ({self._txn_ts})")
+        if self._depth == 0:
+            self._txn_ts = self._ts if ts is None else ts
+        mark = len(self._log)
+        self._depth += 1
+        try:
+            yield self
+        except BaseException:
+            self._undo_to(mark)
+            self._depth -= 1
+            if self._depth == 0:
+                self._txn_ts = None
+            raise
+        self._depth -= 1
+        if self._depth == 0:
+            self._commit()
+
+    def _commit(self) -> None:
+        changes, self._log = tuple(self._log), []
+        self._graveyard.clear()
+        assert self._txn_ts is not None
+        self._ts, self._txn_ts = self._txn_ts, None
+        self._commits += 1
+        self._pending.append(Commit(changes, self._ts, self._commits))
+        if not self._delivering:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        """Deliver queued commits in order; re-raise the first listener error afterwards."""
+        self._delivering = True
+        error: BaseException | None = None
+        try:
+            while self._pending:
+                commit = self._pending.popleft()
+                for listener in list(self._listeners):
+                    try:
+                        listener(commit)
+                    except Exception as e:  # every listener still sees every commit
+                        error = error or e
+        finally:
+            self._delivering = False
+        if error is not None:
+            raise error
+
+    @contextmanager
+    def _auto(self) -> Iterator[None]:
+        """The implicit transaction around a mutation made outside any transaction."""
+        with self.transaction():
+            yield
+
+    # ------------------------------------------------------------ mutations
+
+    def create(self, cls: ModelClass | str, id: str | None = None, *,
+               values: dict[str, Any] | None = None, **attrs: Any) -> MObject:
+        """Create an object of ``cls`` with attribute values (others get their defaults).
+
+        ``id`` is the object id (generated as ``Class#n`` if omitted). An attribute that is
+        itself called ``id`` can be given in ``values``.
+        """
+        mclass = self._class(cls)
+        given = {**(values or {}), **attrs}
+        if mclass.abstract:
+            raise ModelError(f"class {mclass.name} is abstract", id)
+        if id is None:
+            id = self._fresh_id(mclass.name)
+        elif not isinstance(id, str) or not id:
+            raise ModelError(f"object id must be a non-empty string, got {id!r}")
+        elif id in self._objects:
+            raise ModelError("an object with this id already exists", id)
+        initial = {a.name: a.default for a in mclass.attributes.values()}
+        for name, value in given.items():
+            initial[name] = self._coerce(mclass, id, name, value)
+        with self._auto():
+            self._apply(Change("create", id, mclass.name, new=initial))
+        return self._objects[id]
+
+    def set(self, obj: ObjRef, feature: str, value: Any) -> None:
+        """Set an attribute, or the target (an object or None) of a single-valued reference."""
+        o = self._live(obj)
+        ref = o.cls.references.get(feature)
+        if ref is None:
+            new = self._coerce(o.cls, o.id, feature, value)
+            with self._auto():
+                self._apply(Change("set", o.id, o.cls.name, feature, o._attrs[feature], new))
+            return
+        if ref.many:
+            raise ModelError(f"reference is many-valued {ref.multiplicity}; use add/remove",
+                             o.id, feature)
+        current = next(iter(o._refs[feature]), None)
+        target = None if value is None else self._live(value, o.id, feature)
+        if target is current:
+            return
+        if target is not None:
+            self._check_add(o, ref, target, replacing=current)
+        with self._auto():
+            if current is not None:
+                self._apply(Change("remove", o.id, o.cls.name, feature, current.id, index=0))
+            if target is not None:
+                self._apply(Change("add", o.id, o.cls.name, feature, new=target.id, index=0))
+
+    def add(self, obj: ObjRef, ref: str, target: ObjRef) -> None:
+        """Add ``target`` at the end of reference ``ref`` of ``obj``."""
+        o = self._live(obj)
+        r = self._reference(o, ref)
+        t = self._live(target, o.id, ref)
+        self._check_add(o, r, t)
+        with self._auto():
+            self._apply(Change("add", o.id, o.cls.name, ref, new=t.id, index=len(o._refs[ref])))
+
+    def remove(self, obj: ObjRef, ref: str, target: ObjRef) -> None:
+        """Remove ``target`` from reference ``ref`` of ``obj``."""
+        o = self._live(obj)
+        self._reference(o, ref)
+        t = self._live(target, o.id, ref)
+        if t not in o._refs[ref]:
+            raise ModelError(f"does not contain {t.id}", o.id, ref)
+        with self._auto():
+            self._apply(Change("remove", o.id, o.cls.name, ref, t.id,
+                               index=list(o._refs[ref]).index(t)))
+
+    def delete(self, obj: ObjRef) -> None:
+        """Delete ``obj``: what it contains first (depth first), then every reference to and
+        from it, then the object itself — each as its own change."""
+        o = self._live(obj)
+        with self._auto():
+            self._delete(o)
+
+    def _delete(self, o: MObject) -> None:
+        for ref in o.cls.references.values():
+            if ref.containment:
+                for child in list(o._refs[ref.name]):
+                    self._delete(child)
+        for src, feature in list(o._incoming):
+            self._apply(Change("remove", src.id, src.cls.name, feature, o.id,
+                               index=list(src._refs[feature]).index(o)))
+        for feature, targets in o._refs.items():
+            for t in reversed(list(targets)):
+                self._apply(Change("remove", o.id, o.cls.name, feature, t.id,
+                                   index=len(targets) - 1))
+        self._apply(Change("delete", o.id, o.cls.name, old=dict(o._attrs)))
+
+    # ------------------------------------------------------------ validation helpers
+
+    def _class(self, cls: ModelClass | str) -> ModelClass:
+        if isinstance(cls, ModelClass):
+            if self.metamodel.classes.get(cls.name) is not cls:
+                raise ModelError(f"class {cls.name} is not from metamodel {self.metamodel.name}")
+            return cls
+        try:
+            return self.metamodel[cls]
+        except KeyError as e:
+            raise ModelError(e.args[0]) from None
+
+    def _live(self, obj: ObjRef, src: str | None = None, feature: str | None = None) -> MObject:
+        """The live object for ``obj`` (an object or an id) — of this model."""
+        if isinstance(obj, MObject):
+            if obj.model is not self:
+                raise ModelError(f"{obj.id} belongs to another model", src or obj.id, feature)
+            if not obj.alive:
+                what = f"target {obj.id} is deleted" if src else "object is deleted"
+                raise ModelError(what, src or obj.id, feature)
+            return obj
+        if isinstance(obj, str):
+            o = self._objects.get(obj)
+            if o is None:
+                raise ModelError(f"no object '{obj}'" if src else "no such object",
+                                 src or obj, feature)
+            return o
+        raise ModelError(f"expected an object or an object id, got {obj!r}", src, feature)
+
+    def _coerce(self, cls: ModelClass, obj_id: str | None, name: str, value: Any) -> Any:
+        attr: Attribute | None = cls.attributes.get(name)
+        if attr is None:
+            reason = (f"'{name}' is a reference of {cls.name}, not an attribute"
+                      if name in cls.references else _no_feature(cls, name))
+            raise ModelError(reason, obj_id, name)
+        try:
+            return coerce_value(attr.type, value)
+        except TypeError as e:
+            raise ModelError(f"wrong type: {e}", obj_id, name) from None
+
+    def _reference(self, o: MObject, ref: str) -> Reference:
+        r = o.cls.references.get(ref)
+        if r is None:
+            raise ModelError(_no_reference(o.cls, ref), o.id, ref)
+        return r
+
+    def _check_add(self, o: MObject, ref: Reference, t: MObject,
+                   replacing: MObject | None = None) -> None:
+        where = (o.id, ref.name)
+        if not t.cls.is_a(ref.target):
+            raise ModelError(f"target {t.id} is a {t.cls.name}, not an instance of {ref.target}",
+                             *where)
+        targets = o._refs[ref.name]
+        if t in targets:
+            raise ModelError(f"already contains {t.id}", *where)
+        size = len(targets) - (replacing is not None)
+        if ref.upper != MANY and size >= ref.upper:
+            raise ModelError(f"multiplicity upper bound {ref.upper} exceeded "
+                             f"{ref.multiplicity} by adding {t.id}", *where)
+        if ref.containment:
+            if t._container is not None and t._container != (o, ref.name):
+                c, f = t._container
+                raise ModelError(f"{t.id} is already contained in {c.id}.{f} "
+                                 f"(an object has at most one container)", *where)
+            ancestor: MObject | None = o
+            while ancestor is not None:
+                if ancestor is t:
+                    raise ModelError(f"containment cycle: {t.id} contains {o.id}"
+                                     if t is not o else "containment cycle: an object cannot "
+                                     "contain itself", *where)
+                ancestor = ancestor.container
+
+    def _fresh_id(self, cls_name: str) -> str:
+        while True:
+            candidate = f"{cls_name}#{next(self._ids)}"
+            if candidate not in self._objects:
+                return candidate
+
+    # ------------------------------------------------------------ applying and undoing
+
+    def _apply(self, ch: Change) -> None:
+        """Apply a validated change and log it."""
+        self._do(ch, forward=True)
+        self._log.append(ch)
+
+    def _undo_to(self, mark: int) -> None:
+        revived = False
+        while len(self._log) > mark:
+            ch = self._log.pop()
+            self._do(ch, forward=False)
+            revived = revived or ch.kind == "delete"
+        if revived:  # back in creation order
+            self._objects = dict(sorted(self._objects.items(), key=lambda kv: kv[1]._seq))
+
+    def _do(self, ch: Change, forward: bool) -> None:
+        """Apply ``ch`` (forward) or its inverse; no validation."""
+        kind = ch.kind
+        if kind == "set":
+            assert ch.feature is not None
+            self._objects[ch.obj]._attrs[ch.feature] = ch.new if forward else ch.old
+        elif kind in ("add", "remove"):
+            target = ch.new if kind == "add" else ch.old
+            if (kind == "add") == forward:
+                self._link(ch, target)
+            else:
+                self._unlink(ch, target)
+        elif kind == "create" and forward:
+            self._objects[ch.obj] = MObject(self, ch.obj, self.metamodel.classes[ch.cls],
+                                            dict(ch.new), next(self._seqs))
+        elif kind == "delete" and not forward:  # the same object comes back to life
+            obj = self._graveyard.pop(ch.obj)
+            obj.alive = True
+            self._objects[ch.obj] = obj
+        else:
+            obj = self._objects.pop(ch.obj)
+            obj.alive = False
+            if forward:
+                self._graveyard[ch.obj] = obj
+
+    def _link(self, ch: Change, target_id: str) -> None:
+        src, t, feature = self._objects[ch.obj], self._objects[target_id], ch.feature
+        assert feature is not None and ch.index is not None
+        targets = src._refs[feature]
+        if ch.index >= len(targets):
+            targets[t] = None
+        else:
+            items = list(targets)
+            items.insert(ch.index, t)
+            src._refs[feature] = dict.fromkeys(items)
+        t._incoming[(src, feature)] = None
+        if src.cls.references[feature].containment:
+            t._container = (src, feature)
+
+    def _unlink(self, ch: Change, target_id: str) -> None:
+        src, t, feature = self._objects[ch.obj], self._objects[target_id], ch.feature
+        assert feature is not None
+        del src._refs[feature][t]
+        del t._incoming[(src, feature)]
+        if t._container == (src, feature):
+            t._container = None

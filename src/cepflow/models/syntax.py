@@ -1,0 +1,80 @@
+"""Located syntax errors for the small Lark grammars of cepflow (metamodels, graph queries).
+
+Turns a Lark exception into a :class:`~cepflow.language.diagnostics.Diagnostic` at the
+offending line and column, saying what was found and what the grammar expected there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.lexer import PatternStr
+
+from cepflow.language.diagnostics import Diagnostic
+
+
+class LarkErrors(Exception):
+    """One located syntax error (raised by :func:`parse_located`)."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        self.diagnostic = diagnostic
+        super().__init__(str(diagnostic))
+
+
+def parse_located(parser: Lark, text: str, source: str, names: Mapping[str, str]) -> Tree:
+    """Parse ``text``; on a syntax error raise LarkErrors with a located, readable message.
+
+    ``names`` maps terminal names to how the message shows them (``ID`` -> ``name``).
+    """
+    try:
+        return parser.parse(text)
+    except UnexpectedInput as exc:
+        shown = {t.name: f"'{t.pattern.value}'" for t in parser.terminals
+                 if isinstance(t.pattern, PatternStr)}
+        raise LarkErrors(describe(exc, text, source, {**shown, **names})) from None
+
+
+def describe(exc: UnexpectedInput, text: str, source: str, names: Mapping[str, str]) -> Diagnostic:
+    """The diagnostic for a Lark parse exception (``names``: how to show each terminal)."""
+    if isinstance(exc, UnexpectedToken | UnexpectedEOF):
+        token: Token | None = getattr(exc, "token", None)
+        expected = _expected(exc)
+        shown = ", ".join(sorted({_show(t, names) for t in expected})) or "nothing"
+        if token is None or token.type == "$END":
+            line, col = _end(text)
+            return Diagnostic(source, line, col, f"unexpected end of input, expected {shown}")
+        found = f"'{token.value}'"
+        return Diagnostic(source, token.line or 1, token.column or 1,
+                          f"unexpected {found}, expected {shown}")
+    if isinstance(exc, UnexpectedCharacters):
+        pos = exc.pos_in_stream
+        char = text[pos] if pos < len(text) else ""
+        if char in "\"'":
+            message = "unterminated string"
+        elif text.startswith("/*", pos):
+            message = "unterminated comment"
+        else:
+            message = f"unexpected character {char!r}"
+        return Diagnostic(source, exc.line, exc.column, message)
+    return Diagnostic(source, getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1,
+                      str(exc).splitlines()[0])
+
+
+def _expected(exc: UnexpectedInput) -> set[str]:
+    ip = getattr(exc, "interactive_parser", None)
+    if ip is not None:
+        return {t for t in ip.accepts() if t != "$END"} or set(getattr(exc, "expected", ()))
+    return set(getattr(exc, "expected", ()) or ())
+
+
+def _show(terminal: str, names: Mapping[str, str]) -> str:
+    if terminal in names:
+        return names[terminal]
+    return terminal.lower()
+
+
+def _end(text: str) -> tuple[int, int]:
+    lines = text.split("\n")
+    return len(lines), len(lines[-1]) + 1

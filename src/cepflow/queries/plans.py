@@ -1,0 +1,459 @@
+"""Join plans: how one body is evaluated from one changed tuple (delta join) or from scratch.
+
+A body is a join of *items* — positive atoms over :class:`~cepflow.queries.relations.Relation`
+memories and negative atoms over :class:`~cepflow.queries.relations.Projection` memories — and
+filters. For every item ``k`` the engine compiles a *seeded plan*: given one tuple inserted into
+(or deleted from) item ``k``'s memory, it binds the tuple's variables, joins the other items
+through their indexes, applies each filter as soon as its variables are bound, and adds
+``±1`` per satisfying assignment to the pattern's match counts. The work is proportional to the
+tuple's neighbourhood, not to the model.
+
+Correctness of applying updates one at a time (the delta rule): when tuple ``t`` changes
+relation ``R`` and ``R`` occurs at several items, the change of the join is the sum over the
+occurrences ``k`` of the join with ``t`` at ``k``, the occurrences before ``k`` seeing ``R``
+*after* the update and those after ``k`` seeing it *before*. Memories hold the state before
+the update while it is propagated; steps for an earlier occurrence of the seed's memory read
+``pending`` to see the state after it.
+
+Plans are chains of closures over a slot array (one slot per variable), ordered greedily:
+bound lookups on functional features first, scans last.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from cepflow.models.metamodel import Metamodel
+from cepflow.queries.ir import (
+    Arg,
+    Atom,
+    AttrRel,
+    Check,
+    Compare,
+    CompiledBody,
+    Const,
+    ConstRel,
+    Filter,
+    HistoryRel,
+    MatchRel,
+    RefRel,
+    TypeRel,
+)
+from cepflow.queries.relations import EMPTY, Projection, Relation, key_function
+
+Env = list[Any]
+Step = Callable[[Env], None]
+
+
+class Counter:
+    """A pattern's match counts: how many satisfying assignments project onto each key.
+
+    ``touched`` remembers, for every key changed since the last :meth:`settle`, whether it was
+    a match before; ``sign`` is the sign of the update being propagated.
+    """
+
+    __slots__ = ("counts", "sign", "touched")
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[Any, ...], int] = {}
+        self.touched: dict[tuple[Any, ...], bool] = {}
+        self.sign = 1
+
+    def settle(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """(appeared, disappeared) keys since the last settle."""
+        appeared, disappeared = [], []
+        counts = self.counts
+        for key, was in self.touched.items():
+            now = key in counts
+            if now != was:
+                (appeared if now else disappeared).append(key)
+        self.touched = {}
+        return appeared, disappeared
+
+
+@dataclass
+class Item:
+    """A body item bound to its memory: a positive atom or a negative one."""
+
+    position: int
+    args: tuple[Arg, ...]
+    memory: Relation | Projection
+    atom: Atom | None  # None for negative items
+
+    @property
+    def negative(self) -> bool:
+        return self.atom is None
+
+    @property
+    def variables(self) -> set[str]:
+        return {a for a in self.args if isinstance(a, str)}
+
+
+def prune_implied_types(atoms: Iterable[Atom], mm: Metamodel) -> list[Atom]:
+    """Drop type atoms that other atoms imply: ``Host(H)`` is implied by
+    ``Host.applications(H, A)`` (sources of the reference are Hosts) and by ``SubHost(H)``.
+    Fewer atoms, fewer joins; same matches, since the model only holds well-typed edges."""
+    atoms = list(dict.fromkeys(atoms))
+    kept = []
+    for atom in atoms:
+        if isinstance(atom.rel, TypeRel):
+            var, cls = atom.args[0], atom.rel.cls
+            if any(_implies(other, var, cls, mm) for other in atoms if other is not atom):
+                continue
+        kept.append(atom)
+    return kept
+
+
+def _implies(other: Atom, var: Arg, cls: str, mm: Metamodel) -> bool:
+    for arg, col in zip(other.args, other.columns, strict=True):
+        if arg != var or col is None or not mm[col].is_a(cls):
+            continue
+        # another type atom implies this one only if strictly more specific (not both dropped)
+        if not isinstance(other.rel, TypeRel) or col != cls:
+            return True
+    return False
+
+
+class BodyPlanner:
+    """Compiles the seeded plans and the full plan of one body."""
+
+    def __init__(self, body: CompiledBody, items: list[Item], counter: Counter,
+                 mm: Metamodel) -> None:
+        self.body = body
+        self.items = items
+        self.filters = list(body.filters)
+        self.counter = counter
+        self.mm = mm
+        variables: dict[str, None] = dict.fromkeys(body.params)
+        for item in items:
+            variables.update(dict.fromkeys(item.variables))
+        self.slots = {v: i for i, v in enumerate(variables)}
+
+    # ------------------------------------------------------------ entry points
+
+    def seeded(self, k: int) -> Callable[[Any, int], None]:
+        """The subscriber of item ``k``'s memory: ``entry(tuple_or_key, sign)``."""
+        seed = self.items[k]
+        env: Env = [None] * len(self.slots)
+        chain = self._chain(self._order(seed), seed)
+        counter = self.counter
+        negate = seed.negative
+        bind = self._binder(seed)
+
+        def entry(t: Any, sign: int) -> None:
+            if bind(t, env):
+                counter.sign = -sign if negate else sign
+                chain(env)
+
+        return entry
+
+    def full(self) -> Callable[[], None]:
+        """Evaluate the body from scratch, adding +1 per satisfying assignment."""
+        env: Env = [None] * len(self.slots)
+        chain = self._chain(self._order(None), None)
+        counter = self.counter
+
+        def run() -> None:
+            counter.sign = 1
+            chain(env)
+
+        return run
+
+    # ------------------------------------------------------------ ordering
+
+    def _order(self, seed: Item | None) -> list[Item | Filter]:
+        """Items greedily by estimated fan-out, each filter as soon as it is bound."""
+        bound: set[str] = set(seed.variables) if seed else set()
+        todo = [i for i in self.items if i is not seed]
+        filters = list(self.filters)
+        steps: list[Item | Filter] = []
+
+        def flush() -> None:
+            for f in [f for f in filters if set(f.variables) <= bound]:
+                filters.remove(f)
+                steps.append(f)
+            for item in [i for i in todo if i.negative and i.variables <= bound]:
+                todo.remove(item)
+                steps.append(item)
+
+        flush()
+        while any(not i.negative for i in todo):
+            best = min((i for i in todo if not i.negative), key=lambda i: (
+                self._cost(i, bound), i.position))
+            todo.remove(best)
+            steps.append(best)
+            bound |= best.variables
+            flush()
+        assert not todo and not filters, "the compiler guarantees every variable is bound"
+        return steps
+
+    def _cost(self, item: Item, bound: set[str]) -> float:
+        """Estimated tuples a lookup yields (0: a membership test)."""
+        cols = [isinstance(a, Const) or a in bound for a in item.args]
+        if all(cols):
+            return 0
+        atom = item.atom
+        assert atom is not None
+        rel = atom.rel
+        if isinstance(rel, ConstRel):
+            return 1
+        if not any(cols):
+            return 1000 + (0 if isinstance(rel, TypeRel) else len(cols))
+        if isinstance(rel, AttrRel | HistoryRel):
+            return 1 if cols[0] else 20
+        if isinstance(rel, RefRel):
+            ref = self.mm[rel.owner].references[rel.feature]
+            if cols[0]:
+                return 1 if ref.upper == 1 else 4
+            return 1 if ref.containment else 3
+        assert isinstance(rel, MatchRel)
+        return 2 + cols.count(False)
+
+    # ------------------------------------------------------------ compiling steps
+
+    def _chain(self, steps: list[Item | Filter], seed: Item | None) -> Step:
+        """Closures from the last step (the sink) back to the first."""
+        bound: set[str] = set(seed.variables) if seed else set()
+        bound_before = []
+        for s in steps:
+            bound_before.append(set(bound))
+            bound |= set(s.variables)
+        nxt = self._sink()
+        for step, before in zip(reversed(steps), reversed(bound_before), strict=True):
+            if isinstance(step, Check):
+                nxt = self._check(step, nxt)
+            elif isinstance(step, Compare):
+                nxt = self._compare(step, nxt)
+            else:
+                sees_after = seed is not None and step.memory is seed.memory and \
+                    step.position < seed.position
+                if step.negative:
+                    nxt = self._negative(step, nxt, sees_after)
+                else:
+                    nxt = self._lookup(step, before, nxt, sees_after)
+        return nxt
+
+    def _sink(self) -> Step:
+        counter = self.counter
+        slots = [self.slots[p] for p in self.body.params]
+        key_of = _tuple_getter(slots)
+
+        def sink(env: Env) -> None:
+            key = key_of(env)
+            counts = counter.counts
+            c = counts.get(key, 0)
+            touched = counter.touched
+            if key not in touched:
+                touched[key] = c > 0
+            c += counter.sign
+            if c:
+                counts[key] = c
+            else:
+                del counts[key]
+
+        return sink
+
+    def _binder(self, seed: Item) -> Callable[[Any, Env], bool]:
+        """Binds a seed tuple (or a projection key) into the slots; False if it cannot match
+        (a constant or a repeated variable disagrees)."""
+        binds: list[tuple[int, int]] = []
+        consts: list[tuple[int, Any]] = []
+        equal: list[tuple[int, int]] = []
+        first: dict[str, int] = {}
+        for i, a in enumerate(seed.args):
+            if isinstance(a, Const):
+                consts.append((i, a.value))
+            elif a in first:
+                equal.append((i, first[a]))
+            else:
+                first[a] = i
+                binds.append((i, self.slots[a]))
+        if seed.negative and len(seed.args) == 1:  # a one-column projection key is bare
+            if consts:
+                value = consts[0][1]
+                return lambda key, env: key == value
+            ((_, slot),) = binds
+
+            def bind_key(key: Any, env: Env) -> bool:
+                env[slot] = key
+                return True
+
+            return bind_key
+        if not consts and not equal and len(binds) == 2:
+            (i0, s0), (i1, s1) = binds
+
+            def bind_two(t: Any, env: Env) -> bool:
+                env[s0] = t[i0]
+                env[s1] = t[i1]
+                return True
+
+            return bind_two
+
+        def bind(t: Any, env: Env) -> bool:
+            for i, v in consts:
+                if t[i] != v:
+                    return False
+            for i, j in equal:
+                if t[i] != t[j]:
+                    return False
+            for i, s in binds:
+                env[s] = t[i]
+            return True
+
+        return bind
+
+    def _lookup(self, item: Item, bound: set[str], nxt: Step, sees_after: bool) -> Step:
+        """Join a positive item: a membership test if all its arguments are bound, else an
+        index lookup (or a scan) binding the rest."""
+        rel = item.memory
+        assert isinstance(rel, Relation)
+        key_cols: list[int] = []
+        key_parts: list[tuple[bool, Any]] = []  # (is slot, slot or constant)
+        outs: list[tuple[int, int]] = []
+        equal: list[tuple[int, int]] = []
+        first: dict[str, int] = {}
+        for i, a in enumerate(item.args):
+            if isinstance(a, Const):
+                key_cols.append(i)
+                key_parts.append((False, a.value))
+            elif a in bound:
+                key_cols.append(i)
+                key_parts.append((True, self.slots[a]))
+            elif a in first:
+                equal.append((i, first[a]))
+            else:
+                first[a] = i
+                outs.append((i, self.slots[a]))
+        key_of = _key_builder(key_parts)
+        if not outs:
+            return _member(rel, key_of, nxt, sees_after)
+        index = rel.index(tuple(key_cols)) if key_cols else None
+        pending_key = key_function(tuple(key_cols))
+
+        def candidates(env: Env) -> Iterable[tuple[Any, ...]]:
+            if index is None:
+                bucket: Iterable[tuple[Any, ...]] = rel.tuples
+                key = ()
+            else:
+                key = key_of(env)
+                bucket = index.get(key, EMPTY)
+            if not sees_after:
+                return bucket
+            return _after(bucket, rel, key, pending_key)
+
+        if not equal and len(outs) == 1 and len(key_parts) == 1 and key_parts[0][0] \
+                and index is not None and not sees_after:
+            # the hot path: one bound slot in, one variable out (e.g. B -> its head)
+            ((o, s),), k = outs, key_parts[0][1]
+            get = index.get
+
+            def lookup_one(env: Env) -> None:
+                for t in get(env[k], EMPTY):
+                    env[s] = t[o]
+                    nxt(env)
+
+            return lookup_one
+
+        def lookup(env: Env) -> None:
+            for t in candidates(env):
+                if equal and any(t[i] != t[j] for i, j in equal):
+                    continue
+                for i, s in outs:
+                    env[s] = t[i]
+                nxt(env)
+
+        return lookup
+
+    def _negative(self, item: Item, nxt: Step, sees_after: bool) -> Step:
+        proj = item.memory
+        assert isinstance(proj, Projection)
+        key_of = _key_builder([(False, a.value) if isinstance(a, Const) else (True, self.slots[a])
+                               for a in item.args])
+        counts = proj.counts
+
+        def absent(env: Env) -> None:
+            key = key_of(env)
+            present = key in counts
+            if sees_after and proj.pending_sign and key == proj.pending:
+                present = proj.pending_sign > 0
+            if not present:
+                nxt(env)
+
+        return absent
+
+    def _check(self, check: Check, nxt: Step) -> Step:
+        pairs = [(v, self.slots[v]) for v in check.variables]
+        holds = check.holds
+
+        def filter_check(env: Env) -> None:
+            if holds({v: env[s] for v, s in pairs}):
+                nxt(env)
+
+        return filter_check
+
+    def _compare(self, cmp: Compare, nxt: Step) -> Step:
+        def value(a: Arg) -> Callable[[Env], Any]:
+            if isinstance(a, Const):
+                v = a.value
+                return lambda env: v
+            s = self.slots[a]
+            return lambda env: env[s]
+
+        left, right, holds = value(cmp.left), value(cmp.right), cmp.holds
+
+        def filter_compare(env: Env) -> None:
+            if holds(left(env), right(env)):
+                nxt(env)
+
+        return filter_compare
+
+
+def _tuple_getter(slots: list[int]) -> Callable[[Env], tuple[Any, ...]]:
+    if not slots:
+        return lambda env: ()
+    if len(slots) == 1:
+        (s,) = slots
+        return lambda env: (env[s],)
+    return lambda env: tuple([env[s] for s in slots])
+
+
+def _key_builder(parts: list[tuple[bool, Any]]) -> Callable[[Env], Any]:
+    """The index key from the slots: a bare value for one column, else a tuple."""
+    if len(parts) == 1:
+        is_slot, x = parts[0]
+        if is_slot:
+            return lambda env: env[x]
+        return lambda env: x
+    getters = [(lambda env, s=x: env[s]) if is_slot else (lambda env, c=x: c)
+               for is_slot, x in parts]
+    return lambda env: tuple([g(env) for g in getters])
+
+
+def _member(rel: Relation, key_of: Callable[[Env], Any], nxt: Step, sees_after: bool) -> Step:
+    """All arguments bound: is the tuple in the relation (after the pending update)?"""
+    single = rel.arity == 1
+
+    def member(env: Env) -> None:
+        k = key_of(env)
+        t = (k,) if single else k
+        present = t in rel.tuples
+        if sees_after and t == rel.pending:
+            present = rel.pending_sign > 0
+        if present:
+            nxt(env)
+
+    return member
+
+
+def _after(bucket: Iterable[tuple[Any, ...]], rel: Relation, key: Any,
+           key_of: Callable[[tuple[Any, ...]], Any]) -> Iterator[tuple[Any, ...]]:
+    """``bucket`` as it is after the pending update of ``rel``."""
+    p = rel.pending
+    if rel.pending_sign < 0:
+        return (t for t in bucket if t != p)
+    if p is not None and key_of(p) == key and p not in bucket:
+        return itertools.chain(bucket, (p,))
+    return iter(bucket)

@@ -1,0 +1,96 @@
+"""The engine's memories: sets of tuples with hash indexes, changed one tuple at a time.
+
+A :class:`Relation` holds the tuples of one base relation (class extent, reference edges,
+attribute values, history values) or of a pattern's matches; a :class:`Projection` counts a
+pattern's matches per key of some of their positions (what a ``neg find`` asks about).
+
+While an update is being propagated, ``pending``/``pending_sign`` hold it: join steps that
+must see the relation *after* the update (see :mod:`cepflow.queries.plans`) read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Any
+
+#: Called with (tuple or key, sign) for every update of a relation, before it is applied.
+Subscriber = Callable[[Any, int], None]
+
+EMPTY: frozenset[Any] = frozenset()
+
+
+def key_function(columns: tuple[int, ...]) -> Callable[[tuple[Any, ...]], Any]:
+    """Extract the key of ``columns`` from a tuple: the bare value for one column, else a
+    tuple (how every index and projection keys its entries)."""
+    if not columns:
+        return lambda t: ()
+    return itemgetter(*columns)
+
+
+class Relation:
+    """A set of tuples of one arity, with indexes on column subsets created on demand."""
+
+    __slots__ = ("_indexes", "arity", "name", "pending", "pending_sign", "subscribers",
+                 "tuples")
+
+    def __init__(self, name: str, arity: int) -> None:
+        self.name = name
+        self.arity = arity
+        self.tuples: set[tuple[Any, ...]] = set()
+        self._indexes: dict[tuple[int, ...], tuple[Callable[..., Any], dict[Any, set[Any]]]] = {}
+        self.subscribers: list[Subscriber] = []
+        self.pending: Any = None
+        self.pending_sign = 0
+
+    def index(self, columns: tuple[int, ...]) -> dict[Any, set[tuple[Any, ...]]]:
+        """The index key(columns) -> tuples, built now if it does not exist yet."""
+        entry = self._indexes.get(columns)
+        if entry is None:
+            key = key_function(columns)
+            index: dict[Any, set[tuple[Any, ...]]] = {}
+            for t in self.tuples:
+                index.setdefault(key(t), set()).add(t)
+            entry = self._indexes[columns] = (key, index)
+        return entry[1]
+
+    def insert(self, t: tuple[Any, ...]) -> None:
+        self.tuples.add(t)
+        for key, index in self._indexes.values():
+            k = key(t)
+            bucket = index.get(k)
+            if bucket is None:
+                index[k] = {t}
+            else:
+                bucket.add(t)
+
+    def delete(self, t: tuple[Any, ...]) -> None:
+        self.tuples.discard(t)
+        for key, index in self._indexes.values():
+            k = key(t)
+            bucket = index[k]
+            bucket.discard(t)
+            if not bucket:
+                del index[k]
+
+    def __repr__(self) -> str:
+        return f"<relation {self.name}: {len(self.tuples)} tuples>"
+
+
+class Projection:
+    """How many matches of a pattern have each key at ``columns``; a key is *present* while
+    its count is positive."""
+
+    __slots__ = ("columns", "counts", "key", "name", "pending", "pending_sign", "subscribers")
+
+    def __init__(self, name: str, columns: tuple[int, ...]) -> None:
+        self.name = name
+        self.columns = columns
+        self.key = key_function(columns)
+        self.counts: dict[Any, int] = {}
+        self.subscribers: list[Subscriber] = []
+        self.pending: Any = None
+        self.pending_sign = 0
+
+    def __repr__(self) -> str:
+        return f"<projection {self.name}{list(self.columns)}: {len(self.counts)} keys>"
