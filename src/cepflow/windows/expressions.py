@@ -1,0 +1,142 @@
+"""Expression trees of window statements: finding aggregates, rewriting, naming, parsing.
+
+Statements use ``cepflow.language.ast`` expressions. Before they are compiled by cepflow's own
+evaluator (``cepflow.compiler.expressions.compile_expr``; nothing is ever ``eval``-ed), every
+aggregate call is replaced by a placeholder name bound to the aggregate's current value, the
+stream alias is dropped from ``a1.field`` and ``current_timestamp()`` becomes the output time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from cepflow.language import ast
+from cepflow.language.parser import parse_expr
+from cepflow.language.printer import format_expr
+
+#: aggregate functions (one argument; ``count`` also without, meaning ``count(*)``)
+AGGREGATES = frozenset({"count", "sum", "avg", "min", "max"})
+#: name bound to the output row's timestamp (what ``current_timestamp()`` becomes)
+NOW = "$now"
+CURRENT_TIMESTAMP = "current_timestamp"
+
+Rewrite = Callable[[ast.Expr], ast.Expr | None]
+
+
+def is_star(arg: ast.Expr) -> bool:
+    """``*`` as an argument: ``count(*)`` may arrive as ``Call("count", (Name("*"),))``."""
+    return isinstance(arg, ast.Name) and arg.name == "*" and not arg.path
+
+
+def is_aggregate(expr: ast.Expr) -> bool:
+    """An aggregate call: ``count()``/``count(*)``/``count(x)``, ``sum(x)``, ``avg(x)``,
+    ``min(x)``, ``max(x)``. ``min(a, b)`` and ``max(a, b)`` stay the scalar functions."""
+    if not isinstance(expr, ast.Call) or expr.func not in AGGREGATES:
+        return False
+    return len(expr.args) <= 1 if expr.func == "count" else len(expr.args) == 1
+
+
+def rewrite(expr: ast.Expr, fn: Rewrite) -> ast.Expr:
+    """Rebuild ``expr`` top-down: where ``fn(node)`` returns a node it replaces the subtree."""
+    new = fn(expr)
+    if new is not None:
+        return new
+    if isinstance(expr, ast.Unary):
+        return ast.Unary(expr.op, rewrite(expr.operand, fn), expr.loc)
+    if isinstance(expr, ast.Binary):
+        return ast.Binary(expr.op, rewrite(expr.left, fn), rewrite(expr.right, fn), expr.loc)
+    if isinstance(expr, ast.Call):
+        return ast.Call(expr.func, tuple(rewrite(a, fn) for a in expr.args), expr.loc)
+    return expr
+
+
+def children(expr: ast.Expr) -> tuple[ast.Expr, ...]:
+    if isinstance(expr, ast.Unary):
+        return (expr.operand,)
+    if isinstance(expr, ast.Binary):
+        return (expr.left, expr.right)
+    if isinstance(expr, ast.Call):
+        return expr.args
+    return ()
+
+
+def aggregates_in(expr: ast.Expr) -> list[ast.Call]:
+    """The aggregate calls of ``expr``, outermost first, in reading order (nested ones are
+    inside their outer call's argument and are not listed)."""
+    if is_aggregate(expr):
+        assert isinstance(expr, ast.Call)
+        return [expr]
+    out: list[ast.Call] = []
+    for c in children(expr):
+        out.extend(aggregates_in(c))
+    return out
+
+
+def names_outside_aggregates(expr: ast.Expr) -> set[str]:
+    """Field names ``expr`` reads outside any aggregate (Esper's non-aggregated properties)."""
+    if is_aggregate(expr):
+        return set()
+    if isinstance(expr, ast.Name):
+        return set() if is_star(expr) else {expr.name}
+    out: set[str] = set()
+    for c in children(expr):
+        out |= names_outside_aggregates(c)
+    return out
+
+
+def names_in(expr: ast.Expr) -> set[str]:
+    """Every field name ``expr`` reads, inside aggregates too."""
+    if isinstance(expr, ast.Name):
+        return set() if is_star(expr) else {expr.name}
+    out: set[str] = set()
+    for c in children(expr):
+        out |= names_in(c)
+    return out
+
+
+def strip_alias(expr: ast.Expr, alias: str | None) -> ast.Expr:
+    """``a1.location`` -> ``location`` for the statement's stream alias ``a1``."""
+    if alias is None:
+        return expr
+
+    def fn(e: ast.Expr) -> ast.Expr | None:
+        if isinstance(e, ast.Name) and e.name == alias and len(e.path) == 1:
+            return ast.Name(e.path[0], (), e.loc)
+        return None
+
+    return rewrite(expr, fn)
+
+
+def bind_current_timestamp(expr: ast.Expr) -> ast.Expr:
+    """``current_timestamp()`` -> the placeholder bound to the output row's time."""
+
+    def fn(e: ast.Expr) -> ast.Expr | None:
+        if isinstance(e, ast.Call) and e.func == CURRENT_TIMESTAMP and not e.args:
+            return ast.Name(NOW, (), e.loc)
+        return None
+
+    return rewrite(expr, fn)
+
+
+def default_alias(expr: ast.Expr) -> str:
+    """The output name of an unaliased select item: a field's name, else the expression's
+    text (``count(*)``, ``avg(temp)``), as Esper names such columns."""
+    if isinstance(expr, ast.Name) and not expr.path:
+        return expr.name
+    if isinstance(expr, ast.Name) and len(expr.path) == 1:
+        return expr.path[0]
+    text = format_expr(rewrite(expr, lambda e: ast.Name("*") if is_star(e) else None))
+    return text.replace("count()", "count(*)")
+
+
+_COUNT_STAR = re.compile(r"\bcount\s*\(\s*\*\s*\)")
+
+
+def parse(text: str) -> ast.Expr:
+    """Parse a select, group-by, having or filter expression written as in EPL.
+
+    The pattern language has no ``*`` argument, so ``count(*)`` is read as ``count()`` (the
+    same node); everything else is ``cepflow.language.parser.parse_expr``.
+    """
+    return parse_expr(_COUNT_STAR.sub("count()", text))

@@ -1,0 +1,325 @@
+"""Compiling a :class:`WindowStatement` against the event schemas into an executable plan.
+
+The plan decides, as Esper's result-set processor factory does (docs/windows.md, "Query
+kinds"), whether the statement outputs **one row per group** (every field the select list and
+``having`` read outside aggregates appears in a ``group by`` expression; without ``group by``,
+no such field at all: Esper's *fully aggregated* queries, one row for the whole window) or
+**one row per event** (Esper's *un-aggregated* and *aggregated, not fully grouped* queries).
+It compiles filter, group-by keys, aggregate arguments, select items and ``having`` with
+cepflow's own evaluator: aggregates become placeholder names bound to their current values.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cepflow.compiler.expressions import Evaluator, ExpressionError, compile_expr
+from cepflow.events.model import ComplexEvent, Event, EventType, ParamSpec
+from cepflow.language import ast
+from cepflow.windows.aggregates import AggregateSlot
+from cepflow.windows.expressions import (
+    AGGREGATES,
+    NOW,
+    aggregates_in,
+    bind_current_timestamp,
+    children,
+    default_alias,
+    is_aggregate,
+    is_star,
+    names_in,
+    names_outside_aggregates,
+    rewrite,
+    strip_alias,
+)
+from cepflow.windows.statement import WindowError, WindowStatement
+
+Mode = Literal["group", "event"]
+KeyFn = Callable[[Event], Any]
+_NO_BINDINGS: dict[str, Any] = {}
+
+
+def _placeholder(slot: int) -> str:
+    return f"$a{slot}"
+
+
+class RowBuilder:
+    """Evaluates the select list (and ``having``) for one output row and makes the event.
+
+    Select items that are a bare aggregate, a bare field or ``current_timestamp()`` are read
+    directly; other items and ``having`` are compiled expressions over the input event's
+    fields and the aggregate placeholders. When every item is read directly and there is no
+    ``having``, one ``itemgetter`` over ``aggregate values + event fields + (now,)`` makes the
+    row.
+    """
+
+    def __init__(self, name: str, aliases: tuple[str, ...],
+                 items: list[tuple[str, Any]], having: Evaluator | None,
+                 n_slots: int, match_ids: Callable[[], int]) -> None:
+        self.name = name
+        self.aliases = aliases
+        self.items = items
+        self.having = having
+        self.match_ids = match_ids
+        self._names = tuple(_placeholder(i) for i in range(n_slots))
+        self._needs_bindings = having is not None or any(k == "expr" for k, _ in items)
+        self._getter: Callable[[tuple[Any, ...]], Any] | None = None
+        self._uses_fields = any(k == "field" for k, _ in items)
+        if not self._needs_bindings:
+            # positions in vals + event.params + (now,); "now" is the last element
+            pos = [arg if kind == "agg" else n_slots + arg if kind == "field" else -1
+                   for kind, arg in items]
+            self._getter = _tuple_getter(pos)
+
+    def row(self, event: Event | None, vals: tuple[Any, ...], now: float,
+            trigger: Event | None) -> ComplexEvent | None:
+        """The output event for ``event`` (the row's representative input event) with the
+        aggregate values ``vals`` at time ``now``; None when ``having`` rejects the row."""
+        getter = self._getter
+        if getter is not None:
+            src = vals + event.params if self._uses_fields else vals  # type: ignore[union-attr]
+            params = getter((*src, now))
+        else:
+            bindings = dict(zip(self._names, vals, strict=False))
+            bindings[NOW] = now
+            if self.having is not None and not self.having(event, bindings):
+                return None
+            params = tuple([
+                vals[arg] if kind == "agg" else
+                event.params[arg] if kind == "field" else  # type: ignore[union-attr]
+                now if kind == "now" else
+                arg(event, bindings)
+                for kind, arg in self.items])
+        return ComplexEvent(self.name, params, now, dict(zip(self.aliases, params, strict=False)),
+                            () if trigger is None else (trigger,), self.match_ids())
+
+
+def _tuple_getter(positions: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """``f(t) == tuple(t[i] for i in positions)``, at C speed (``itemgetter``)."""
+    if len(positions) == 1:
+        i = positions[0]
+        return lambda t: (t[i],)
+    return operator.itemgetter(*positions)
+
+
+@dataclass
+class StatementPlan:
+    """Everything a runner needs to execute one statement."""
+
+    statement: WindowStatement
+    mode: Mode
+    fields: dict[str, int]
+    filter: Evaluator | None
+    key: KeyFn
+    group_exprs: tuple[ast.Expr, ...]
+    args: tuple[ast.Expr, ...]
+    arg_fns: tuple[Evaluator, ...]
+    #: the group key and the aggregate arguments read straight from ``event.params`` when
+    #: they are plain fields (an ``itemgetter``), else None (use ``key`` / ``arg_fns``)
+    key_from_params: Callable[[tuple[Any, ...]], Any] | None
+    args_from_params: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None
+    slots: tuple[AggregateSlot, ...]
+    select: tuple[ast.Expr, ...]
+    #: per select item how a row reads it: ("agg", slot), ("field", index), ("now", None)
+    #: or ("expr", evaluator)
+    items: tuple[tuple[str, Any], ...]
+    aliases: tuple[str, ...]
+    output_schema: EventType
+    row_builder: Callable[[Callable[[], int]], RowBuilder]
+
+
+def _walk(expr: ast.Expr) -> Iterator[ast.Expr]:
+    yield expr
+    for c in children(expr):
+        yield from _walk(c)
+
+
+def _check_names(expr: ast.Expr, fields: Mapping[str, int], where: str,
+                 stmt: WindowStatement) -> None:
+    for e in _walk(expr):
+        if isinstance(e, ast.Name) and not is_star(e) and e.name != NOW:
+            if e.path:
+                dotted = ".".join((e.name, *e.path))
+                hint = (f" (the stream alias is '{stmt.alias}')" if stmt.alias
+                        else " (no stream alias is declared)")
+                raise WindowError(f"statement '{stmt.name}': {where}: cannot read '{dotted}'"
+                                  f"{hint}", e.loc or stmt.loc)
+            if e.name not in fields:
+                known = ", ".join(fields) or "none"
+                raise WindowError(f"statement '{stmt.name}': {where}: '{e.name}' is not a "
+                                  f"field of {stmt.input_type} (fields: {known})",
+                                  e.loc or stmt.loc)
+        if isinstance(e, ast.Call) and e.func in AGGREGATES and not is_aggregate(e):
+            if e.func in ("count", "sum", "avg"):
+                raise WindowError(f"statement '{stmt.name}': {where}: {e.func} takes one "
+                                  f"argument, not {len(e.args)}", e.loc or stmt.loc)
+            if not e.args:
+                raise WindowError(f"statement '{stmt.name}': {where}: {e.func} needs an "
+                                  "argument", e.loc or stmt.loc)
+        if is_star(e):
+            raise WindowError(f"statement '{stmt.name}': {where}: '*' is only allowed in "
+                              "count(*)", e.loc or stmt.loc)
+
+
+def _no_aggregates(expr: ast.Expr | None, where: str, stmt: WindowStatement) -> None:
+    if expr is not None and aggregates_in(expr):
+        raise WindowError(f"statement '{stmt.name}': aggregate functions are not allowed in "
+                          f"{where}", aggregates_in(expr)[0].loc or stmt.loc)
+
+
+def _compile(expr: ast.Expr, fields: Mapping[str, int],
+             functions: Mapping[str, Callable[..., Any]] | None,
+             variables: frozenset[str], stmt: WindowStatement, where: str) -> Evaluator:
+    try:
+        return compile_expr(expr, fields, functions, variables)
+    except ExpressionError as e:
+        raise WindowError(f"statement '{stmt.name}': {where}: {e}", e.loc or stmt.loc) from None
+
+
+def _key_fn(fns: list[Evaluator]) -> KeyFn:
+    if not fns:
+        return lambda ev: ()
+    if len(fns) == 1:
+        f = fns[0]
+        return lambda ev: f(ev, _NO_BINDINGS)
+    return lambda ev: tuple([f(ev, _NO_BINDINGS) for f in fns])
+
+
+def _output_type(expr: ast.Expr, slots: list[AggregateSlot], schema: EventType) -> str:
+    if isinstance(expr, ast.Name) and expr.name.startswith("$a"):
+        func = slots[int(expr.name[2:])].func
+        return {"count": "int", "avg": "float"}.get(func, "any")
+    if isinstance(expr, ast.Name) and expr.name in schema.param_names:
+        return schema.params[schema.index_of(expr.name)].type
+    return "any"
+
+
+def compile_statement(
+    stmt: WindowStatement,
+    schemas: Mapping[str, EventType],
+    functions: Mapping[str, Callable[..., Any]] | None = None,
+) -> StatementPlan:
+    """Validate ``stmt`` against the input type's schema and compile every expression."""
+    if stmt.input_type not in schemas:
+        known = ", ".join(sorted(schemas)) or "none"
+        raise WindowError(f"statement '{stmt.name}': unknown input event type "
+                          f"'{stmt.input_type}' (known: {known})", stmt.loc)
+    schema = schemas[stmt.input_type]
+    fields = {n: i for i, n in enumerate(schema.param_names)}
+
+    def prep(e: ast.Expr) -> ast.Expr:
+        return bind_current_timestamp(strip_alias(e, stmt.alias))
+
+    select = tuple(prep(i.expr) for i in stmt.select)
+    group_exprs = tuple(prep(g) for g in stmt.group_by)
+    having = prep(stmt.having) if stmt.having is not None else None
+    filt = prep(stmt.filter) if stmt.filter is not None else None
+    for where, e in [*((f"select item {i + 1}", s) for i, s in enumerate(select)),
+                     *((f"group by {i + 1}", g) for i, g in enumerate(group_exprs)),
+                     ("having", having), ("filter", filt)]:
+        if e is not None:
+            _check_names(e, fields, where, stmt)
+    _no_aggregates(filt, "the filter", stmt)
+    for g in group_exprs:
+        _no_aggregates(g, "group by", stmt)
+        if NOW in names_in(g):
+            raise WindowError(f"statement '{stmt.name}': current_timestamp() cannot be a "
+                              "group by expression", g.loc or stmt.loc)
+    if filt is not None and NOW in names_in(filt):
+        raise WindowError(f"statement '{stmt.name}': current_timestamp() is not available "
+                          "in the filter", filt.loc or stmt.loc)
+
+    # aggregate slots: one per distinct (function, argument); arguments shared by functions
+    slots: list[AggregateSlot] = []
+    args: list[ast.Expr] = []
+    slot_of: dict[tuple[str, ast.Expr | None], int] = {}
+    for e in (*select, *((having,) if having is not None else ())):
+        for call in aggregates_in(e):
+            arg = None if not call.args or is_star(call.args[0]) else call.args[0]
+            if arg is not None:
+                if aggregates_in(arg):
+                    raise WindowError(f"statement '{stmt.name}': aggregate functions cannot "
+                                      "be nested", call.loc or stmt.loc)
+                if NOW in names_in(arg):
+                    raise WindowError(f"statement '{stmt.name}': current_timestamp() cannot "
+                                      "be aggregated", call.loc or stmt.loc)
+            if (call.func, arg) in slot_of:
+                continue
+            if arg is not None and arg not in args:
+                args.append(arg)
+            slot_of[(call.func, arg)] = len(slots)
+            slots.append(AggregateSlot(call.func, arg, args.index(arg) if arg is not None
+                                       else -1))
+
+    def replace_aggregates(e: ast.Expr) -> ast.Expr:
+        def fn(node: ast.Expr) -> ast.Expr | None:
+            if is_aggregate(node):
+                assert isinstance(node, ast.Call)
+                arg = None if not node.args or is_star(node.args[0]) else node.args[0]
+                return ast.Name(_placeholder(slot_of[(node.func, arg)]), (), node.loc)
+            return None
+        return rewrite(e, fn)
+
+    # query kind (Esper's result-set processor choice)
+    outside: set[str] = set()
+    for e in (*select, *((having,) if having is not None else ())):
+        outside |= names_outside_aggregates(e)
+    outside.discard(NOW)
+    has_aggregates = bool(slots)
+    if group_exprs:
+        grouped: set[str] = set()
+        for g in group_exprs:
+            grouped |= names_in(g)
+        mode: Mode = "group" if outside <= grouped else "event"
+    else:
+        mode = "group" if has_aggregates and not outside else "event"
+
+    aliases = tuple(i.alias or default_alias(i.expr) for i in stmt.select)
+    dup = {a for a in aliases if aliases.count(a) > 1}
+    if dup:
+        raise WindowError(f"statement '{stmt.name}': output names must differ; "
+                          f"{', '.join(sorted(dup))} used twice (give the items aliases)",
+                          stmt.loc)
+    placeholders = frozenset({*(_placeholder(i) for i in range(len(slots))), NOW})
+    compiled_items: list[tuple[str, Any]] = []
+    rewritten = [replace_aggregates(e) for e in select]
+    for i, e in enumerate(rewritten):
+        if isinstance(e, ast.Name) and e.name.startswith("$a"):
+            compiled_items.append(("agg", int(e.name[2:])))
+        elif isinstance(e, ast.Name) and e.name == NOW:
+            compiled_items.append(("now", None))
+        elif isinstance(e, ast.Name) and e.name in fields:
+            compiled_items.append(("field", fields[e.name]))
+        else:
+            compiled_items.append(("expr", _compile(e, fields, functions, placeholders, stmt,
+                                                    f"select item {i + 1}")))
+    having_fn = (_compile(replace_aggregates(having), fields, functions, placeholders, stmt,
+                          "having") if having is not None else None)
+    filter_fn = (_compile(filt, fields, functions, frozenset(), stmt, "filter")
+                 if filt is not None else None)
+    key = _key_fn([_compile(g, fields, functions, frozenset(), stmt, f"group by {i + 1}")
+                   for i, g in enumerate(group_exprs)])
+    arg_fns = tuple(_compile(a, fields, functions, frozenset(), stmt, "aggregate argument")
+                    for a in args)
+    output_schema = EventType(stmt.name, tuple(
+        ParamSpec(a, _output_type(e, slots, schema)) for a, e in zip(aliases, rewritten,
+                                                                     strict=True)))
+
+    def row_builder(match_ids: Callable[[], int]) -> RowBuilder:
+        return RowBuilder(stmt.name, aliases, compiled_items, having_fn, len(slots), match_ids)
+
+    key_params: Callable[[tuple[Any, ...]], Any] | None = None
+    if group_exprs and all(_is_field(g, fields) for g in group_exprs):
+        idx = [fields[g.name] for g in group_exprs]  # type: ignore[union-attr]
+        key_params = operator.itemgetter(*idx)  # one index: the value; several: a tuple
+    args_params = (_tuple_getter([fields[a.name] for a in args])  # type: ignore[union-attr]
+                   if args and all(_is_field(a, fields) for a in args) else None)
+    return StatementPlan(stmt, mode, fields, filter_fn, key, group_exprs, tuple(args), arg_fns,
+                         key_params, args_params, tuple(slots), select,
+                         tuple(compiled_items), aliases, output_schema, row_builder)
+
+
+def _is_field(e: ast.Expr, fields: Mapping[str, int]) -> bool:
+    return isinstance(e, ast.Name) and not e.path and e.name in fields
