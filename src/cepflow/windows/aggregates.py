@@ -98,8 +98,14 @@ class Aggregation:
 
     # -- state ------------------------------------------------------------------------------
     def enter(self, key: Any, vals: tuple[Any, ...], seq: int, record: Any) -> State:
-        """Add one event's argument values to its group (created with ``record`` as first)."""
+        """Add one event's argument values to its group (created with ``record`` as first).
+
+        A value the aggregates cannot take (a non-number for sum/avg, a value that does not
+        compare with the group's for min/max) is a :class:`WindowError` raised before any
+        state changes, so the statement goes on as if the event had not come.
+        """
         st = self.groups.get(key)
+        self._check(st, vals)
         if st is None:
             st = self._template.copy()
             st[FIRST] = record
@@ -112,30 +118,43 @@ class Aggregation:
             if v is None:
                 continue
             st[b] += 1
-            try:
-                if tot:
-                    if v.__class__ is not int and v.__class__ is not float and not _is_number(v):
-                        raise TypeError
-                    st[b + TOTAL] += v
-                if mn:
-                    if self.retract:
-                        dq = st[b + LO]
-                        while dq and dq[-1][1] >= v:
-                            dq.pop()
-                        dq.append((seq, v))
-                    elif st[b + LO] is None or v < st[b + LO]:
-                        st[b + LO] = v
-                if mx:
-                    if self.retract:
-                        dq = st[b + HI]
-                        while dq and dq[-1][1] <= v:
-                            dq.pop()
-                        dq.append((seq, v))
-                    elif st[b + HI] is None or v > st[b + HI]:
-                        st[b + HI] = v
-            except TypeError:
-                raise self._bad_value(j, v) from None
+            if tot:
+                st[b + TOTAL] += v
+            if mn:
+                if self.retract:
+                    dq = st[b + LO]
+                    while dq and dq[-1][1] >= v:
+                        dq.pop()
+                    dq.append((seq, v))
+                elif st[b + LO] is None or v < st[b + LO]:
+                    st[b + LO] = v
+            if mx:
+                if self.retract:
+                    dq = st[b + HI]
+                    while dq and dq[-1][1] <= v:
+                        dq.pop()
+                    dq.append((seq, v))
+                elif st[b + HI] is None or v > st[b + HI]:
+                    st[b + HI] = v
         return st
+
+    def _check(self, st: State | None, vals: tuple[Any, ...]) -> None:
+        for j, b, tot, mn, mx in self._args:
+            v = vals[j]
+            if v is None:
+                continue
+            if tot and v.__class__ is not int and v.__class__ is not float \
+                    and not _is_number(v):
+                raise self._bad_value(j, v)
+            if st is not None and (mn or mx):
+                held = st[b + LO] if mn else st[b + HI]
+                if self.retract:
+                    held = held[-1][1] if held else None
+                if held is not None:
+                    try:
+                        v < held  # noqa: B015 — only whether they compare
+                    except TypeError:
+                        raise self._bad_value(j, v) from None
 
     def leave(self, key: Any, vals: tuple[Any, ...], seq: int) -> State:
         """Remove one event (sliding windows: the oldest of its group) from its group."""

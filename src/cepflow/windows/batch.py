@@ -58,13 +58,13 @@ class TimeBatchWindow(Window):
         self._set_k(k)
 
     def insert(self, rec: Record) -> Rows:
+        self.proc.add(rec)  # first: it rejects values it cannot take
         if self.current == 0:
             if self.reference is None:
                 self.reference = rec[TS]
             if self.k is None:
                 self._schedule_after(rec[TS])
         self.current += 1
-        self.proc.add(rec)
         return []
 
     def _close(self) -> Rows:

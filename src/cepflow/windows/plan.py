@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from cepflow.compiler.expressions import Evaluator, ExpressionError, compile_expr
-from cepflow.events.model import ComplexEvent, Event, EventType, ParamSpec
+from cepflow.events.model import Event, EventType, ParamSpec
 from cepflow.language import ast
 from cepflow.windows.aggregates import AggregateSlot
 from cepflow.windows.expressions import (
@@ -34,74 +34,12 @@ from cepflow.windows.expressions import (
     rewrite,
     strip_alias,
 )
+from cepflow.windows.rows import RowBuilder, placeholder, placeholder_slot, tuple_getter
 from cepflow.windows.statement import WindowError, WindowStatement
 
 Mode = Literal["group", "event"]
 KeyFn = Callable[[Event], Any]
 _NO_BINDINGS: dict[str, Any] = {}
-
-
-def _placeholder(slot: int) -> str:
-    return f"$a{slot}"
-
-
-class RowBuilder:
-    """Evaluates the select list (and ``having``) for one output row and makes the event.
-
-    Select items that are a bare aggregate, a bare field or ``current_timestamp()`` are read
-    directly; other items and ``having`` are compiled expressions over the input event's
-    fields and the aggregate placeholders. When every item is read directly and there is no
-    ``having``, one ``itemgetter`` over ``aggregate values + event fields + (now,)`` makes the
-    row.
-    """
-
-    def __init__(self, name: str, aliases: tuple[str, ...],
-                 items: list[tuple[str, Any]], having: Evaluator | None,
-                 n_slots: int, match_ids: Callable[[], int]) -> None:
-        self.name = name
-        self.aliases = aliases
-        self.items = items
-        self.having = having
-        self.match_ids = match_ids
-        self._names = tuple(_placeholder(i) for i in range(n_slots))
-        self._needs_bindings = having is not None or any(k == "expr" for k, _ in items)
-        self._getter: Callable[[tuple[Any, ...]], Any] | None = None
-        self._uses_fields = any(k == "field" for k, _ in items)
-        if not self._needs_bindings:
-            # positions in vals + event.params + (now,); "now" is the last element
-            pos = [arg if kind == "agg" else n_slots + arg if kind == "field" else -1
-                   for kind, arg in items]
-            self._getter = _tuple_getter(pos)
-
-    def row(self, event: Event | None, vals: tuple[Any, ...], now: float,
-            trigger: Event | None) -> ComplexEvent | None:
-        """The output event for ``event`` (the row's representative input event) with the
-        aggregate values ``vals`` at time ``now``; None when ``having`` rejects the row."""
-        getter = self._getter
-        if getter is not None:
-            src = vals + event.params if self._uses_fields else vals  # type: ignore[union-attr]
-            params = getter((*src, now))
-        else:
-            bindings = dict(zip(self._names, vals, strict=False))
-            bindings[NOW] = now
-            if self.having is not None and not self.having(event, bindings):
-                return None
-            params = tuple([
-                vals[arg] if kind == "agg" else
-                event.params[arg] if kind == "field" else  # type: ignore[union-attr]
-                now if kind == "now" else
-                arg(event, bindings)
-                for kind, arg in self.items])
-        return ComplexEvent(self.name, params, now, dict(zip(self.aliases, params, strict=False)),
-                            () if trigger is None else (trigger,), self.match_ids())
-
-
-def _tuple_getter(positions: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """``f(t) == tuple(t[i] for i in positions)``, at C speed (``itemgetter``)."""
-    if len(positions) == 1:
-        i = positions[0]
-        return lambda t: (t[i],)
-    return operator.itemgetter(*positions)
 
 
 @dataclass
@@ -131,7 +69,11 @@ class StatementPlan:
 
 
 def _walk(expr: ast.Expr) -> Iterator[ast.Expr]:
+    """Every node of ``expr`` (the ``*`` of ``count(*)`` excepted)."""
     yield expr
+    if isinstance(expr, ast.Call) and expr.func == "count" and len(expr.args) == 1 \
+            and is_star(expr.args[0]):
+        return
     for c in children(expr):
         yield from _walk(c)
 
@@ -188,9 +130,9 @@ def _key_fn(fns: list[Evaluator]) -> KeyFn:
 
 
 def _output_type(expr: ast.Expr, slots: list[AggregateSlot], schema: EventType) -> str:
-    if isinstance(expr, ast.Name) and expr.name.startswith("$a"):
-        func = slots[int(expr.name[2:])].func
-        return {"count": "int", "avg": "float"}.get(func, "any")
+    slot = placeholder_slot(expr.name) if isinstance(expr, ast.Name) else None
+    if slot is not None:
+        return {"count": "int", "avg": "float"}.get(slots[slot].func, "any")
     if isinstance(expr, ast.Name) and expr.name in schema.param_names:
         return schema.params[schema.index_of(expr.name)].type
     return "any"
@@ -258,7 +200,7 @@ def compile_statement(
             if is_aggregate(node):
                 assert isinstance(node, ast.Call)
                 arg = None if not node.args or is_star(node.args[0]) else node.args[0]
-                return ast.Name(_placeholder(slot_of[(node.func, arg)]), (), node.loc)
+                return ast.Name(placeholder(slot_of[(node.func, arg)]), (), node.loc)
             return None
         return rewrite(e, fn)
 
@@ -282,12 +224,13 @@ def compile_statement(
         raise WindowError(f"statement '{stmt.name}': output names must differ; "
                           f"{', '.join(sorted(dup))} used twice (give the items aliases)",
                           stmt.loc)
-    placeholders = frozenset({*(_placeholder(i) for i in range(len(slots))), NOW})
+    placeholders = frozenset({*(placeholder(i) for i in range(len(slots))), NOW})
     compiled_items: list[tuple[str, Any]] = []
     rewritten = [replace_aggregates(e) for e in select]
     for i, e in enumerate(rewritten):
-        if isinstance(e, ast.Name) and e.name.startswith("$a"):
-            compiled_items.append(("agg", int(e.name[2:])))
+        slot = placeholder_slot(e.name) if isinstance(e, ast.Name) else None
+        if slot is not None:
+            compiled_items.append(("agg", slot))
         elif isinstance(e, ast.Name) and e.name == NOW:
             compiled_items.append(("now", None))
         elif isinstance(e, ast.Name) and e.name in fields:
@@ -314,7 +257,7 @@ def compile_statement(
     if group_exprs and all(_is_field(g, fields) for g in group_exprs):
         idx = [fields[g.name] for g in group_exprs]  # type: ignore[union-attr]
         key_params = operator.itemgetter(*idx)  # one index: the value; several: a tuple
-    args_params = (_tuple_getter([fields[a.name] for a in args])  # type: ignore[union-attr]
+    args_params = (tuple_getter([fields[a.name] for a in args])  # type: ignore[union-attr]
                    if args and all(_is_field(a, fields) for a in args) else None)
     return StatementPlan(stmt, mode, fields, filter_fn, key, group_exprs, tuple(args), arg_fns,
                          key_params, args_params, tuple(slots), select,

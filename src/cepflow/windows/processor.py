@@ -29,8 +29,8 @@ from typing import Any
 
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.windows.aggregates import FIRST, Aggregation, N
-from cepflow.windows.plan import RowBuilder
 from cepflow.windows.records import EVENT, KEY, SEQ, VALS, Record
+from cepflow.windows.rows import RowBuilder
 
 Rows = list[ComplexEvent]
 

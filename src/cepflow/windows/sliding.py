@@ -39,10 +39,11 @@ class TimeWindow(Window):
             agg.enter(rec[KEY], rec[VALS], rec[SEQ], rec)
 
     def insert(self, rec: Record) -> Rows:
+        rows = self.proc.arrive(rec, (), rec[TS])  # first: it rejects values it cannot take
         if not self.items:
             self.due = rec[TS] + self.size
         self.items.append(rec)
-        return self.proc.arrive(rec, (), rec[TS])
+        return rows
 
     def advance(self, t: float) -> Rows:
         items, size = self.items, self.size
@@ -69,13 +70,20 @@ class LengthWindow(Window):
         self.items: deque[Record] = deque()
 
     def insert(self, rec: Record) -> Rows:
-        items = self.items
-        items.append(rec)
-        removed = (items.popleft(),) if len(items) > self.n else ()
-        return self.proc.arrive(rec, removed, rec[TS])
+        return _push(self.items, self.n, rec, self.proc)
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+def _push(items: deque[Record], n: int, rec: Record, proc: Processor) -> Rows:
+    """Append ``rec`` to a length window, pushing out the oldest beyond ``n``; one update."""
+    removed = (items[0],) if len(items) >= n else ()
+    rows = proc.arrive(rec, removed, rec[TS])  # first: it rejects values it cannot take
+    if removed:
+        items.popleft()
+    items.append(rec)
+    return rows
 
 
 class GroupLengthWindow(Window):
@@ -89,10 +97,10 @@ class GroupLengthWindow(Window):
     def insert(self, rec: Record) -> Rows:
         items = self.items.get(rec[KEY])
         if items is None:
-            items = self.items[rec[KEY]] = deque()
-        items.append(rec)
-        removed = (items.popleft(),) if len(items) > self.n else ()
-        return self.proc.arrive(rec, removed, rec[TS])
+            items = deque()
+        rows = _push(items, self.n, rec, self.proc)
+        self.items[rec[KEY]] = items
+        return rows
 
     def __len__(self) -> int:
         return sum(len(d) for d in self.items.values())
