@@ -60,7 +60,8 @@ def test_invalid_windows(make, message: str) -> None:
 
 
 def test_statement_texts_and_output_schema() -> None:
-    assert str(WindowSpec.time_batch(1000, 5)) == "#time_batch(1000, 5)"
+    assert str(WindowSpec.time_batch(86_400_000, 5)) == "#time_batch(86400000, 5)"
+    assert str(WindowSpec.time(12.5)) == "#time(12.5)"
     assert str(WindowSpec.length_batch(100, per_group=True)) == \
         "#groupwin(<group by>)#length_batch(100)"
     assert parse("count(*)") == ast.Call("count", ())

@@ -20,6 +20,7 @@ feed each other)::
 
 from cepflow.windows.columnar import ColumnarOutput, SlidingAggregate, columnar_plan
 from cepflow.windows.expressions import parse
+from cepflow.windows.plan import StatementPlan, compile_statement
 from cepflow.windows.runner import WindowRunner, run_statements
 from cepflow.windows.statement import SelectItem, WindowError, WindowSpec, WindowStatement
 
@@ -27,11 +28,13 @@ __all__ = [
     "ColumnarOutput",
     "SelectItem",
     "SlidingAggregate",
+    "StatementPlan",
     "WindowError",
     "WindowRunner",
     "WindowSpec",
     "WindowStatement",
     "columnar_plan",
+    "compile_statement",
     "parse",
     "run_statements",
 ]

@@ -101,11 +101,15 @@ class WindowSpec:
         return self.kind in ("time_batch", "length_batch")
 
     def __str__(self) -> str:
-        args = [f"{self.size:g}"]
+        args = [_number(self.size)]
         if self.reference_point is not None:
-            args.append(f"{self.reference_point:g}")
+            args.append(_number(self.reference_point))
         text = f"{ESPER_NAMES[self.kind]}({', '.join(args)})"
         return f"#groupwin(<group by>){text}" if self.per_group else text
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
 
 
 @dataclass(frozen=True)
