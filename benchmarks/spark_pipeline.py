@@ -370,7 +370,7 @@ def measure_batch(spark: Any, program: Program, files: Path, out_dir: Path) -> d
         n_out = write_matches(matches, out_dir)
         seconds = time.perf_counter() - t0
     mem = peaks.stop()
-    n_in = prepared.events.count()  # untimed checks (the parsed input is cached)
+    n_in = prepared.count_events()  # untimed checks (from read_events' summary, if it made one)
     n_rej = prepared.rejected.count()
     spark.catalog.clearCache()
     return {"seconds": seconds, "events": n_in, "rejected": n_rej, "complex_events": n_out,

@@ -136,3 +136,37 @@ def test_window_deadlines_pass_with_global_time(spark, tmp_path: Path) -> None:
         warnings.simplefilter("ignore", PartitionWarning)
         got = spark_matches(detect_prepared(read_events(spark, path, program), program))
     assert got == expected
+
+
+def test_folder_of_fast_and_located_files_numbers_events_like_in_process(spark, tmp_path: Path
+                                                                         ) -> None:
+    """Several files — read by the columnar fast path (JSON Lines, Parquet) or, for the file
+    with a bad record, by the located reader — events without ids (named by their number across
+    files), windows (the input's last timestamp passes in every partition)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    program = load(PATTERNS)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rows = [("A", 0, 1), ("B", 1, 1), ("A", 2, 2), ("C", 3, 1), ("A", 4, 3)]
+    (folder / "a.jsonl").write_text("".join(
+        json.dumps({"type": t, "ts": ts, "k": k}) + "\n" for t, ts, k in rows))
+    (folder / "b.jsonl").write_text('{"type": "C", "ts": 5, "k": 2}\nnot json\n'
+                                    '{"type": "B", "ts": 6, "k": 3}\n')
+    pq.write_table(pa.table({"type": ["C", "A", "C"], "ts": [7, 8, 20], "k": [3, 4, 4]}),
+                   folder / "c.parquet")
+    side = SideChannel()
+    local = list(read_local(folder, program.schemas, side))
+    expected = local_matches(program, folder, close=False)
+    assert any(m[0] == "T" for m in expected)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PartitionWarning)
+        prepared = read_events(spark, folder, program)
+        got = spark_matches(detect_prepared(prepared, program))
+    assert got == expected
+    assert sorted(r["seq"] for r in prepared.events.collect()) == [e.seq for e in local]
+    assert {r["file"].split("/")[-1] for r in prepared.events.collect()} == {
+        "a.jsonl", "b.jsonl", "c.parquet"}
+    assert [(r["location"], r["reason"]) for r in prepared.rejected.collect()] == [
+        (r.location, r.reason) for r in side.malformed]

@@ -220,7 +220,7 @@ def _run_spark(program: Program, patterns: Path, inputs: list[Path], output: Pat
         matches = detect_prepared(prepared, program, actions=registered(),
                                   close_windows=close_windows)
         n_out = write_matches(matches, output)
-        n_in = prepared.events.count()
+        n_in = prepared.count_events()
         rej_path = rejected or output.with_suffix(".rejected.jsonl")
         n_rej = write_rejected(prepared.rejected, rej_path)
     for w in caught:

@@ -17,7 +17,7 @@ one (tests/engine/test_batch.py checks this).
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -151,52 +151,179 @@ def run_chain(k: int, items: np.ndarray, stage: np.ndarray, key: np.ndarray, pos
     return pred, cur_items, waiting
 
 
-def _prepare(engine: Any, events: Sequence[Event]) -> tuple[np.ndarray, list, dict]:
-    """Check order and arity, number the events, and code their types (column-wise)."""
-    from cepflow.runtime.engine import EngineError  # (engine imports this module)
+class Rows:
+    """A time-ordered batch as the kernel reads it: ``ts`` (float64) and ``codes`` (the type of
+    each row, an index into ``type_names``) as columns; parameter values and events on demand.
 
-    n = len(events)
-    ts = np.array([e.ts for e in events], dtype=np.float64)
-    if n and (ts[0] < engine.time or bool((ts[1:] < ts[:-1]).any())):
-        bad = 0 if ts[0] < engine.time else int(np.flatnonzero(ts[1:] < ts[:-1])[0]) + 1
-        prev = engine.time if bad == 0 else ts[bad - 1]
-        raise EngineError(f"event {events[bad]!r} at {events[bad].ts} is older than {prev:g}; "
-                          "order the input (cepflow.inputs.reorder) before feeding the engine")
-    types = [e.type for e in events]
-    type_code = {t: i for i, t in enumerate(dict.fromkeys(types))}
-    codes = np.array([type_code[t] for t in types], dtype=np.int64)
-    params = [e.params for e in events]
-    arity = np.array([engine._arity.get(t, -1) for t in type_code], dtype=np.int64)
-    if n:
-        want = arity[codes]
-        lens = np.array(list(map(len, params)), dtype=np.int64)
-        wrong = np.flatnonzero((want >= 0) & (want != lens))
-        if len(wrong):
-            e = events[int(wrong[0])]
-            raise EngineError(f"event {e!r} has {len(e.params)} parameter(s), type "
-                              f"'{e.type}' declares {engine._arity[e.type]}")
-    base = engine._input_seq
-    if n and max(e.seq for e in events) < 0:
-        for e, q in zip(events, range(base, base + n), strict=True):
-            e.seq = q
-        engine._input_seq = base + n
-    else:
+    :class:`EventRows` wraps a list of events. A column source (the Spark path's Arrow batches,
+    :class:`cepflow.spark.columns.ArrowRows`) subclasses this and makes Python objects only for
+    the rows that end up in complex events or partial matches.
+    """
+
+    n: int
+    ts: np.ndarray
+    codes: np.ndarray
+    type_names: list[str]
+
+    def last_ts(self) -> Any:
+        """The timestamp of the last row as the event has it (an int stays an int)."""
+        raise NotImplementedError
+
+    def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+        """Parameter ``param`` of ``rows``: per row an index into the returned list of values
+        (equal values may or may not share an entry)."""
+        raise NotImplementedError
+
+    def lookup(self, rows: np.ndarray) -> Mapping[int, Event] | Sequence[Event]:
+        """The events of ``rows`` (in any order, repeats allowed), indexable by row number."""
+        raise NotImplementedError
+
+    def number(self, engine: Any) -> None:
+        """Give rows without a sequence number the engine's next ones; advance its counter."""
+        raise NotImplementedError
+
+    def check(self, engine: Any) -> None:
+        """Raise EngineError for a row the engine cannot take (beyond the time order)."""
+
+
+class EventRows(Rows):
+    """A list of events as kernel rows."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.events = events
+        self.n = len(events)
+        self.ts = np.array([e.ts for e in events], dtype=np.float64)
+        types = [e.type for e in events]
+        type_code = {t: i for i, t in enumerate(dict.fromkeys(types))}
+        self.type_names = list(type_code)
+        self.codes = np.array([type_code[t] for t in types], dtype=np.int64)
+
+    def last_ts(self) -> Any:
+        return self.events[-1].ts
+
+    def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+        ev = self.events
+        return np.arange(len(rows), dtype=np.int64), [ev[i].params[param] for i in rows.tolist()]
+
+    def lookup(self, rows: np.ndarray) -> Sequence[Event]:
+        return self.events
+
+    def number(self, engine: Any) -> None:
+        events, base = self.events, engine._input_seq
+        if self.n and max(e.seq for e in events) < 0:
+            for e, q in zip(events, range(base, base + self.n), strict=True):
+                e.seq = q
+            engine._input_seq = base + self.n
+            return
         for e in events:
             if e.seq < 0:
                 e.seq = engine._input_seq
             if e.seq >= engine._input_seq:
                 engine._input_seq = e.seq + 1
-    engine.stats.events += n
-    if n:
-        engine.time = events[-1].ts
-    return codes, params, type_code
+
+    def check(self, engine: Any) -> None:
+        from cepflow.runtime.engine import EngineError  # (engine imports this module)
+
+        if not self.n:
+            return
+        arity = np.array([engine._arity.get(t, -1) for t in self.type_names], dtype=np.int64)
+        want = arity[self.codes]
+        lens = np.array([len(e.params) for e in self.events], dtype=np.int64)
+        wrong = np.flatnonzero((want >= 0) & (want != lens))
+        if len(wrong):
+            e = self.events[int(wrong[0])]
+            raise EngineError(f"event {e!r} has {len(e.params)} parameter(s), type "
+                              f"'{e.type}' declares {engine._arity[e.type]}")
+
+
+@dataclass
+class ChainMatches:
+    """The complex events of one chain pattern in a batch, column-wise."""
+
+    pattern: str
+    var: str
+    params: tuple[str, ...]
+    #: batch row of the completing event, per match (ascending)
+    at: np.ndarray
+    #: place of each match in the batch's detection order (0-based)
+    rank: np.ndarray
+    #: (chain length, matches): batch row of each contributing event; -1 for the events of a
+    #: partial match from an earlier batch, which are in ``old``
+    rows: np.ndarray
+    old: dict[int, list[Event]]
+    #: per match, the index of its key value in :attr:`MatchTable.values`
+    value: np.ndarray
+
+    def params_of(self, value: Any) -> tuple[Any, ...]:
+        """The complex event's parameters (the pattern's formal parameters) for a key value."""
+        if self.params == (self.var,):
+            return (value,)
+        return tuple(value if p == self.var else None for p in self.params)
+
+
+@dataclass
+class MatchTable:
+    """The complex events of one batch, column-wise (:func:`process_columns`)."""
+
+    blocks: list[ChainMatches]
+    values: list[Any]
+    first_id: int  # match id of the first complex event in detection order
+    count: int
+    source: Rows
+
+    def positions(self) -> list[int]:
+        """Batch row of the completing event of each complex event, in detection order."""
+        at = np.zeros(self.count, dtype=np.int64)
+        for b in self.blocks:
+            at[b.rank] = b.at
+        return at.tolist()
+
+    def complex_events(self) -> list[ComplexEvent]:
+        """The complex events as objects, in detection order."""
+        out: list[Any] = [None] * self.count
+        values = self.values
+        for b in self.blocks:
+            ev = self.source.lookup(b.rows[b.rows >= 0])
+            cols = b.rows.T.tolist()
+            old = b.old
+            name, var, first_id = b.pattern, b.var, self.first_id
+            only_key = b.params == (var,)
+            for r, (rank, vi) in enumerate(zip(b.rank.tolist(), b.value.tolist(),
+                                               strict=True)):
+                if r in old:
+                    parts = [*old[r], *(ev[q] for q in cols[r] if q >= 0)]
+                else:
+                    parts = [ev[q] for q in cols[r]]
+                value = values[vi]
+                out[rank] = ComplexEvent(name, (value,) if only_key else b.params_of(value),
+                                         parts[-1].ts, {var: value}, parts, first_id + rank)
+        return out
 
 
 def process_batch(engine: Any, chains: list[Chain], events: Sequence[Event]
                   ) -> list[ComplexEvent]:
     """Feed ``events`` (time-ordered) to an engine all of whose patterns are chains."""
     with gc_paused():
-        return _process_batch(engine, chains, events)
+        table = _run(engine, chains, EventRows(events))
+        out = table.complex_events()
+        if engine.rules_by_type:
+            _fire(engine, events, out, table.positions())
+        return out
+
+
+def process_columns(engine: Any, chains: list[Chain], rows: Rows) -> MatchTable:
+    """Feed a column batch to an engine all of whose patterns are chains and none of whose
+    rules has a registered action: the complex events stay columns, rules are counted."""
+    with gc_paused():
+        table = _run(engine, chains, rows)
+        rules = engine._rules_sorted
+        if rules:
+            fired = sum(len(rules.get(b.pattern, ())) * len(b.at) for b in table.blocks)
+            for i, t in enumerate(rows.type_names):
+                if t in rules:
+                    fired += len(rules[t]) * int(np.count_nonzero(rows.codes == i))
+            engine.stats.rule_firings += fired
+        return table
 
 
 @contextmanager
@@ -216,165 +343,177 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _process_batch(engine: Any, chains: list[Chain], events: Sequence[Event]
-                   ) -> list[ComplexEvent]:
-    codes, params, type_code = _prepare(engine, events)
-    per_chain = []
+def _prepare(engine: Any, src: Rows) -> None:
+    """Check order (and what the source checks), number the rows, move the clock."""
+    from cepflow.runtime.engine import EngineError  # (engine imports this module)
+
+    ts, n = src.ts, src.n
+    if n and (ts[0] < engine.time or bool((ts[1:] < ts[:-1]).any())):
+        bad = 0 if ts[0] < engine.time else int(np.flatnonzero(ts[1:] < ts[:-1])[0]) + 1
+        prev = engine.time if bad == 0 else ts[bad - 1]
+        e = src.lookup(np.array([bad]))[bad]
+        raise EngineError(f"event {e!r} at {e.ts} is older than {prev:g}; "
+                          "order the input (cepflow.inputs.reorder) before feeding the engine")
+    src.check(engine)
+    src.number(engine)
+    engine.stats.events += n
+    if n:
+        engine.time = src.last_ts()
+
+
+@dataclass
+class _ChainRun:
+    """One chain's items over a batch: events (``positions`` = their rows) then the partial
+    matches from before the batch (``occupants``), with the queues' result."""
+
+    positions: np.ndarray
+    vidx: np.ndarray  # per item, index of its key value in the batch's value list
+    occupants: list[Token]
+    pred: np.ndarray
+    waiting: dict[int, np.ndarray]
+
+    def walk(self, last: np.ndarray, k: int) -> np.ndarray:
+        """(k, len(last)) items of the paths ending in ``last``, stage by stage; an item from
+        before the batch (an occupant) ends the walk, -1 before it."""
+        n_ev = len(self.positions)
+        items = np.empty((k, len(last)), dtype=np.int64)
+        items[k - 1] = last
+        for j in range(k - 2, -1, -1):
+            prev = items[j + 1]
+            ok = (prev >= 0) & (prev < n_ev)
+            items[j] = np.where(ok, self.pred[np.where(ok, prev, 0)], -1)
+        return items
+
+    def path(self, item: int) -> tuple[list[int], Token | None]:
+        """Items (events of the batch) of the partial match ending in ``item``, and the token
+        it continues if it began before the batch."""
+        n_ev = len(self.positions)
+        chain_items: list[int] = []
+        cur = item
+        while cur >= 0:
+            if cur >= n_ev:
+                chain_items.reverse()
+                return chain_items, self.occupants[cur - n_ev]
+            chain_items.append(cur)
+            cur = int(self.pred[cur])
+        chain_items.reverse()
+        return chain_items, None
+
+
+def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
+    _prepare(engine, src)
+    type_code = {t: i for i, t in enumerate(src.type_names)}
+    codes = src.codes
+    values: list[Any] = []
+    runs: list[_ChainRun] = []
     start_keys = []  # (position * n_chains + slot) of every token start, for token ids
     done_pos, done_slot, done_item = [], [], []
     n_chains = len(chains)
     for slot, c in enumerate(chains):
-        m = c.matcher
-        occupants = m.all_tokens()
-        pos_parts, stage_parts, keys = [], [], []
+        occupants = c.matcher.all_tokens()
+        pos_parts, stage_parts, key_parts, vidx_parts = [], [], [], []
+        table: dict[Any, int] = {}
         for st, t in enumerate(c.types):
             code = type_code.get(t)
             if code is None:
                 continue
             idx = np.flatnonzero(codes == code)
-            pi = c.key_param[t]
-            keys.extend([params[i][pi] for i in idx.tolist()])
+            local, uniq = src.values(c.key_param[t], idx)
+            remap = np.array([table.setdefault(v, len(table)) for v in uniq], dtype=np.int64)
+            key_parts.append(remap[local] if len(remap) else np.zeros(0, np.int64))
+            vidx_parts.append(np.asarray(local, dtype=np.int64) + len(values))
+            values.extend(uniq)
             pos_parts.append(idx)
             stage_parts.append(np.full(len(idx), st, dtype=np.int64))
-        positions = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.int64)
-        stages = np.concatenate(stage_parts) if stage_parts else np.zeros(0, np.int64)
-        n_ev = len(positions)
-        table: dict[Any, int] = {}
-        key_codes = [table.setdefault(k, len(table)) for k in keys]
-        occ_stage = [c.states.index(t.threads[0].state) for t in occupants]
-        key_codes += [table.setdefault(t.threads[0].bindings.get(c.var), len(table))
-                      for t in occupants]
+        occ_values = [t.threads[0].bindings.get(c.var) for t in occupants]
         n_occ = len(occupants)
-        stage = np.concatenate([stages, np.array(occ_stage, dtype=np.int64)])
-        key = np.array(key_codes, dtype=np.int64)
+        key_parts.append(np.array([table.setdefault(v, len(table)) for v in occ_values],
+                                  dtype=np.int64))
+        vidx_parts.append(np.arange(len(values), len(values) + n_occ, dtype=np.int64))
+        values.extend(occ_values)
+        stage_parts.append(np.array([c.states.index(t.threads[0].state) for t in occupants],
+                                    dtype=np.int64))
+        positions = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.int64)
+        n_ev = len(positions)
+        stage = np.concatenate(stage_parts)
+        key = np.concatenate(key_parts)
         pos = np.concatenate([positions, np.arange(-n_occ, 0, dtype=np.int64)])
         items = np.arange(n_ev + n_occ, dtype=np.int64)
         pred, complete, waiting = run_chain(len(c.types), items, stage, key, pos, n_ev + n_occ)
-        start_keys.append(positions[stages == 0] * n_chains + slot)
+        start_keys.append(positions[stage[:n_ev] == 0] * n_chains + slot)
         done_pos.append(positions[complete])
         done_slot.append(np.full(len(complete), slot, dtype=np.int64))
         done_item.append(complete)
-        per_chain.append((positions, keys, occupants, pred, waiting))
+        runs.append(_ChainRun(positions, np.concatenate(vidx_parts), occupants, pred, waiting))
 
     all_starts = np.sort(np.concatenate(start_keys)) if start_keys else np.zeros(0, np.int64)
     first_token = engine._token_id + 1
     engine._token_id += len(all_starts)
 
-    def token_id(slot: int, first_item: int) -> int:
-        k = per_chain[slot][0][first_item] * n_chains + slot
-        return first_token + int(np.searchsorted(all_starts, k))
-
-    def path(slot: int, item: int) -> tuple[list[Event], Token | None, int]:
-        """Events of the partial match ending in ``item``, the token it continues (if it began
-        before the batch) and its first item."""
-        positions, _, occupants, pred, _ = per_chain[slot]
-        n_ev = len(positions)
-        chain_items: list[int] = []
-        old = None
-        cur = item
-        while True:
-            if cur >= n_ev:
-                old = occupants[cur - n_ev]
-                break
-            chain_items.append(cur)
-            p = int(pred[cur])
-            if p < 0:
-                break
-            cur = p
-        chain_items.reverse()
-        evs = [events[int(positions[j])] for j in chain_items]
-        if old is not None:
-            return [*old.threads[0].events, *evs], old, -1
-        return evs, None, chain_items[0]
-
     # complex events, in the order the per-event engine detects them: by position, then pattern
-    out: list[ComplexEvent] = []
-    out_pos: list[int] = []
+    blocks: list[ChainMatches] = []
+    first_id = engine._match_id + 1
+    total = 0
     if done_pos:
         dp, ds, di = (np.concatenate(done_pos), np.concatenate(done_slot),
                       np.concatenate(done_item))
         order = np.lexsort((ds, dp))
-        dp, ds, di = dp[order], ds[order], di[order]
-        match_id = engine._match_id
-        stats = engine.stats
-        by_pattern = stats.by_pattern
+        ds, di = ds[order], di[order]
+        total = len(order)
+        by_pattern = engine.stats.by_pattern
         for slot in np.unique(ds).tolist():
-            sel = np.flatnonzero(ds == slot)
-            c = chains[slot]
-            positions, keys, occupants, pred, _ = per_chain[slot]
-            n_ev = len(positions)
-            # walk the chain back column-wise: rows[j] = item consumed at stage j
-            k = len(c.types)
-            rows = np.empty((k, len(sel)), dtype=np.int64)
-            rows[k - 1] = di[sel]
-            for j in range(k - 2, -1, -1):
-                prev = rows[j + 1]
-                ok = (prev >= 0) & (prev < n_ev)
-                rows[j] = np.where(ok, pred[np.where(ok, prev, 0)], -1)
-            real = (rows >= 0) & (rows < n_ev)
-            clean_rows = real.all(axis=0).tolist()  # False: began before the batch
-            gpos = np.where(real, positions[np.where(real, rows, 0)], -1)
-            name = c.matcher.name
-            var = c.var
-            auto_params = c.matcher.auto.params
-            ev = events
-            cols = gpos.T.tolist()
-            last_items = rows[k - 1].tolist()
-            at = dp[sel].tolist()
-            only_key = auto_params == (var,)
-            for r, item in enumerate(last_items):
-                if clean_rows[r]:
-                    parts = [ev[q] for q in cols[r]]
-                else:
-                    parts, _, _ = path(slot, item)
-                value = keys[item]
-                bindings = {var: value}
-                ce = ComplexEvent(name, (value,) if only_key else tuple(
-                    bindings.get(q) for q in auto_params), ev[at[r]].ts, bindings, parts)
-                out.append(ce)
-                out_pos.append(at[r])
-            by_pattern[name] = by_pattern.get(name, 0) + len(sel)
-        # detection order across patterns: by position, then pattern (out is grouped by
-        # pattern, each group in position order)
-        if len(out) and len(np.unique(ds)) > 1:
-            slot_of_row = np.concatenate([np.full(int((ds == sl).sum()), sl)
-                                          for sl in np.unique(ds).tolist()])
-            order = np.lexsort((slot_of_row, np.array(out_pos, dtype=np.int64)))
-            out = [out[i] for i in order.tolist()]
-            out_pos = [out_pos[i] for i in order.tolist()]
-        for ce in out:
-            match_id += 1
-            ce.match_id = match_id
-        engine._match_id = match_id
-        stats.complex_events += len(out)
+            rank = np.flatnonzero(ds == slot)
+            c, run = chains[slot], runs[slot]
+            n_ev = len(run.positions)
+            items = run.walk(di[rank], len(c.types))
+            real = (items >= 0) & (items < n_ev)
+            rows = np.where(real, run.positions[np.where(real, items, 0)], -1)
+            occ = np.where(items >= n_ev, items, -1).max(axis=0)
+            first = np.where(occ >= 0, occ, items[0])
+            old = {r: run.occupants[o - n_ev].threads[0].events
+                   for r, o in enumerate(occ.tolist()) if o >= 0}
+            blocks.append(ChainMatches(c.matcher.name, c.var, c.matcher.auto.params,
+                                       rows[-1].copy(), rank, rows, old, run.vidx[first]))
+            by_pattern[c.matcher.name] = by_pattern.get(c.matcher.name, 0) + len(rank)
+        engine._match_id += total
+        engine.stats.complex_events += total
 
+    # partial matches left waiting: tokens in their new state (events made only for them)
     for slot, c in enumerate(chains):
-        m = c.matcher
-        positions, keys, occupants, pred, waiting = per_chain[slot]
-        n_ev = len(positions)
-        moved: list[tuple[Token, int, list[Event]]] = []
+        m, run = c.matcher, runs[slot]
+        n_ev = len(run.positions)
+        paths: list[tuple[int, list[int], Token | None]] = []
         unchanged: set[int] = set()
-        for st, its in waiting.items():
+        for st, its in run.waiting.items():
             for item in its.tolist():
                 if item >= n_ev:  # waited through the whole batch: stays registered as is
-                    unchanged.add(occupants[item - n_ev].id)
+                    unchanged.add(run.occupants[item - n_ev].id)
                     continue
-                evs, old, first = path(slot, item)
-                if old is None:
-                    old = Token(token_id(slot, first), None, evs[0].ts,
-                                [Thread(INITIAL, {c.var: keys[item]}, [], None, None)])
-                moved.append((old, c.states[st], evs))
-        for tok in occupants:
+                chain_items, old = run.path(item)
+                paths.append((st, chain_items, old))
+        where = run.positions.tolist() if paths else []
+        ev = src.lookup(run.positions[[j for _, ch, _ in paths for j in ch]]) if paths else ()
+        moved: list[tuple[Token, int, list[Event]]] = []
+        new_starts = [where[ch[0]] * n_chains + slot for _, ch, old in paths if old is None]
+        ids = iter((first_token + np.searchsorted(all_starts, new_starts)).tolist())
+        vidx = run.vidx
+        for st, chain_items, old in paths:
+            evs = [ev[where[j]] for j in chain_items]
+            if old is None:
+                first_item = chain_items[0]
+                tok = Token(next(ids), None, evs[0].ts,
+                            [Thread(INITIAL, {c.var: values[vidx[first_item]]}, [], None, None)])
+            else:
+                tok, evs = old, [*old.threads[0].events, *evs]
+            moved.append((tok, c.states[st], evs))
+        for tok in run.occupants:
             if tok.id not in unchanged:
                 m.unregister(tok)
         for tok, state, evs in sorted(moved, key=lambda x: x[0].id):
             th = tok.threads[0]
             th.state, th.events, th.last = state, evs, evs[-1]
             m.register(tok)
-
-    if engine.rules_by_type:
-        _fire(engine, events, out, out_pos)
-    return out
+    return MatchTable(blocks, values, first_id, total, src)
 
 
 def _fire(engine: Any, events: Sequence[Event], out: list[ComplexEvent],

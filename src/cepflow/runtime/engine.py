@@ -19,7 +19,14 @@ from cepflow.compiler.program import Program
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.language import ast
 from cepflow.runtime.actions import Activation, registered
-from cepflow.runtime.batch import chain_of, gc_paused, process_batch
+from cepflow.runtime.batch import (
+    MatchTable,
+    Rows,
+    chain_of,
+    gc_paused,
+    process_batch,
+    process_columns,
+)
 from cepflow.runtime.matcher import Matcher, Trace
 
 
@@ -251,6 +258,25 @@ class Engine:
                 out.extend(self.process(e))
             return out
         return process_batch(self, self._chains, events)
+
+    @property
+    def columnar(self) -> bool:
+        """Whether :meth:`process_columns` applies: every pattern is a plain keyed sequence
+        (the batch path), no trace is kept and no rule has a registered action (a rule then
+        only counts its firings, so no complex event needs to become an object)."""
+        return (self._chains is not None and self.trace is None
+                and not any(r.action in self.actions for r in self.program.rules if r.action))
+
+    def process_columns(self, rows: Rows) -> MatchTable:
+        """Feed a time-ordered batch of columns (a :class:`cepflow.runtime.batch.Rows`, such
+        as the Spark pipeline's Arrow batches) when :attr:`columnar` holds. The complex events
+        come back column-wise (:class:`cepflow.runtime.batch.MatchTable`; ``complex_events()``
+        makes the objects); Python events are made only for the rows in complex events or
+        partial matches. The same matches, ids, state and statistics as :meth:`process`."""
+        if not self.columnar:
+            raise EngineError("process_columns needs plain keyed sequences, no trace and no "
+                              "registered rule action (see Engine.columnar)")
+        return process_columns(self, self._chains, rows)  # type: ignore[arg-type]
 
     def run(self, events: Iterable[Event], batch_size: int = 1 << 18) -> Iterator[ComplexEvent]:
         """Process a time-ordered stream lazily, yielding complex events as they are detected

@@ -20,22 +20,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, Rejected, SideChannel
 from cepflow.inputs import READERS, RecordConverter, RecordError, options_for
+from cepflow.inputs.columnar import arity_of, constant, read_columns
 from cepflow.runtime.engine import Engine
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
+    ArrowRows,
     decode,
     encode,
+    encode_match_table,
     encode_matches,
     event_schema,
-    key_json,
+    key_column,
     spark_ddl,
+    spark_type,
 )
 from cepflow.spark.plan import Group, plan, subprogram
 
@@ -44,6 +50,10 @@ REJECTED_SCHEMA = pa.schema([
     pa.field("reason", pa.string()), pa.field("field", pa.string()),
     pa.field("record", pa.string()),
 ])
+
+
+#: rows per Arrow batch a file is cut into
+_CHUNK = 1 << 18
 
 
 class PartitionWarning(UserWarning):
@@ -58,34 +68,53 @@ class Prepared:
     rejected: DataFrame
     arity: int
     groups: list[Group]
+    #: the largest timestamp of the input, if ``summarised`` (else computed when needed)
+    horizon: float | None = None
+    summarised: bool = False
+    #: the event columns that hold values (None: unknown); only these go to the engines
+    columns: list[str] | None = None
+    #: the number of events, if ``summarised``
+    total: int | None = None
+
+    def count_events(self) -> int:
+        """The number of events (from the summary when there is one, else a Spark job)."""
+        return self.total if self.total is not None else self.events.count()
 
 
 def _arity(program: Program) -> int:
-    return max([len(t.params) for t in program.schemas.values()] or [0])
+    return arity_of(program.schemas)
 
 
-def _keys(groups: list[Group], e: Event) -> list[str | None]:
-    out = []
-    for g in groups:
-        i = g.key.get(e.type) if g.key is not None else None
-        out.append(key_json(e.params[i]) if i is not None and i < len(e.params) else None)
-    return out
-
-
-def _with_keys(batch: pa.RecordBatch, events: list[Event], groups: list[Group]
-               ) -> pa.RecordBatch:
-    keys = [_keys(groups, e) for e in events]
-    cols = [batch.column(i) for i in range(batch.num_columns)]
-    names = list(batch.schema.names)
-    for gi in range(len(groups)):
-        cols.append(pa.array([k[gi] for k in keys], pa.string()))
-        names.append(f"k{gi}")
-    cols.append(pa.array(["event"] * batch.num_rows, pa.string()))
+def _with_keys(batch: pa.RecordBatch, groups: list[Group],
+               columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """Events of the layout as prepared rows: each group's partition key (``k{gi}``), kind
+    ``event`` and null rejection columns; with ``columns``, those event columns and the keys
+    only (then ``fi`` is the file's number, see :func:`file_parser`)."""
+    n = batch.num_rows
+    keys = [key_column(batch, g.key) for g in groups]
+    knames = [f"k{gi}" for gi in range(len(groups))]
+    if columns is not None:
+        yield pa.RecordBatch.from_arrays([batch.column(c) for c in columns] + keys,
+                                         names=columns + knames)
+        return
+    cols = list(batch.columns) + keys
+    names = list(batch.schema.names) + knames
+    cols.append(constant("event", n))
     names.append("kind")
     for f in REJECTED_SCHEMA:
-        cols.append(pa.nulls(batch.num_rows, f.type))
+        cols.append(pa.nulls(n, f.type))
         names.append(f.name)
-    return pa.RecordBatch.from_arrays(cols, names=names)
+    yield pa.RecordBatch.from_arrays(cols, names=names)
+
+
+def _stream_ids(events: pa.Table, name: str) -> pa.Table:
+    """Ids ``FILE:N`` for the events without one (a stream is not numbered across files)."""
+    missing = pc.and_(pc.is_null(events["id_s"]), pc.is_null(events["id_i"]))
+    if not pc.any(missing).as_py():
+        return events
+    named = pc.binary_join_element_wise(name, events["seq"].cast(pa.string()), ":")
+    return events.set_column(events.schema.get_field_index("id_s"), "id_s",
+                             pc.if_else(missing, named, events["id_s"]))
 
 
 def _prepared_schema(arity: int, groups: list[Group]) -> pa.Schema:
@@ -110,13 +139,56 @@ def _rejected_batch(rows: list[Rejected], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(data, schema=schema)
 
 
+def _file_events(content: bytes, local: str, suffix: str, reader: Callable[..., Any],
+                 schemas: Any, arity: int, opts: dict[str, Any], streaming: bool
+                 ) -> tuple[list[pa.RecordBatch], list[Rejected]]:
+    """One file's events in the layout (columnar fast path, else the located reader) and its
+    rejected records."""
+    fast = read_columns(content, suffix, schemas, arity, local, **opts)
+    if fast is not None:
+        if streaming:
+            fast = _stream_ids(fast, Path(local).name)
+        return fast.to_batches(max_chunksize=_CHUNK), []
+    side = SideChannel()
+    with tempfile.NamedTemporaryFile(suffix=suffix) as tmp:
+        tmp.write(content)
+        tmp.flush()
+        events = list(reader(tmp.name, schemas, side, source=local, **opts))
+    if streaming:
+        base = Path(local).name
+        for e in events:
+            if e.id is None:
+                e.id = f"{base}:{e.seq}"
+    batches = [encode(chunk, arity, [None] * len(chunk), [local] * len(chunk))
+               for chunk in (events[i:i + _CHUNK] for i in range(0, len(events), _CHUNK))]
+    return batches, side.malformed
+
+
+def _local_path(fpath: str) -> str:
+    """The file name a ``binaryFile`` path stands for, as the in-process reader reports it."""
+    local = fpath[len("file:"):] if fpath.startswith("file:") else fpath
+    while local.startswith("//"):
+        local = local[1:]
+    return local
+
+
 def file_parser(program: Program, groups: list[Group], arity: int,
                 reader_options: Mapping[str, Any],
-                streaming: bool = False) -> Callable[[Iterator[pa.RecordBatch]],
-                                                     Iterator[pa.RecordBatch]]:
+                streaming: bool = False, *, output: str = "all",
+                offsets: Mapping[str, int] | None = None, columns: list[str] | None = None
+                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function that turns ``binaryFile`` rows (path, content) into events and
-    rejected records with cepflow's readers. ``streaming``: events without an id get the id
-    ``FILE:N`` (inputs are not numbered across files)."""
+    rejected records with cepflow's readers (each file through the columnar fast path of
+    :func:`cepflow.inputs.columnar.read_columns` when it can decide the file, else through the
+    located reader). ``streaming``: events without an id get the id ``FILE:N`` (inputs are
+    not numbered across files).
+
+    ``output``: ``"all"`` — event rows (kind ``event``) and rejected rows (``rejected``);
+    ``"events"`` — event rows only, their ``seq`` shifted by ``offsets[file]``, with just the
+    event ``columns`` (``fi``: the file's place in ``offsets``) and the keys;
+    ``"summary"`` — per file one row of kind ``file`` (``file``, ``seq`` = its number of
+    events, ``ts`` = its largest timestamp, ``record`` = the JSON list of the event columns
+    that hold a value) and the rejected rows, no events."""
     schema = _prepared_schema(arity, groups)
     schemas = program.schemas
 
@@ -125,63 +197,108 @@ def file_parser(program: Program, groups: list[Group], arity: int,
             paths = batch.column("path").to_pylist()
             contents = batch.column("content").to_pylist()
             for fpath, content in zip(paths, contents, strict=True):
-                local = fpath[len("file:"):] if fpath.startswith("file:") else fpath
-                while local.startswith("//"):
-                    local = local[1:]
+                local = _local_path(fpath)
                 suffix = Path(local).suffix.lower()
                 if Path(local).name.startswith(("_", ".")):
                     continue
-                side = SideChannel()
                 reader = READERS.get(suffix)
                 if reader is None:
-                    yield _rejected_batch([Rejected(local, "file", (
-                        "not a supported event file (expected one of "
-                        f"{', '.join(sorted(READERS))})"))], schema)
+                    if output != "events":
+                        yield _rejected_batch([Rejected(local, "file", (
+                            "not a supported event file (expected one of "
+                            f"{', '.join(sorted(READERS))})"))], schema)
                     continue
-                with tempfile.NamedTemporaryFile(suffix=suffix) as tmp:
-                    tmp.write(content)
-                    tmp.flush()
-                    events = list(reader(tmp.name, schemas, side, source=local,
-                                         **options_for(reader, reader_options)))
-                if streaming:
-                    base = Path(local).name
-                    for e in events:
-                        if e.id is None:
-                            e.id = f"{base}:{e.seq}"
-                for start in range(0, len(events), 65_536):
-                    chunk = events[start:start + 65_536]
-                    enc = encode(chunk, arity, [None] * len(chunk), [local] * len(chunk))
-                    yield _with_keys(enc, chunk, groups)
-                if side.malformed:
-                    yield _rejected_batch(side.malformed, schema)
+                events, bad = _file_events(content, local, suffix, reader, schemas, arity,
+                                           options_for(reader, reader_options), streaming)
+                if output == "summary":
+                    n = sum(b.num_rows for b in events)
+                    top = max((pc.max(b.column("ts")).as_py() for b in events if b.num_rows),
+                              default=None)
+                    used = sorted({f for b in events for f, c in zip(b.schema.names, b.columns,
+                                                                      strict=True)
+                                   if c.null_count < len(c)})
+                    yield _fill_row(schema, kind="file", file=local, seq=n, ts=top,
+                                    record=json.dumps(used))
+                else:
+                    shift = (offsets or {}).get(local, 0)
+                    for b in events:
+                        if shift:
+                            b = b.set_column(b.schema.get_field_index("seq"), "seq",
+                                             pc.add(b.column("seq"), shift))
+                        if columns is not None and "fi" in columns:
+                            number = list(offsets or {}).index(local)
+                            b = b.append_column("fi", pa.array(np.full(b.num_rows, number)))
+                        yield from _with_keys(b, groups, columns)
+                if bad and output != "events":
+                    yield _rejected_batch(bad, schema)
 
     return parse
 
 
+def _fill_row(schema: pa.Schema, **values: Any) -> pa.RecordBatch:
+    """One row of ``schema`` with ``values`` and nulls elsewhere."""
+    return pa.RecordBatch.from_pydict({f.name: [values.get(f.name)] for f in schema},
+                                      schema=schema)
+
+
+def _has_timers(program: Program, groups: list[Group]) -> bool:
+    """Whether a pattern of the groups has a window (timed zone): then the end of the input's
+    time (the horizon) decides matches."""
+    names = {n for g in groups for n in g.patterns}
+    return any(a.zones for a in program.automata if a.name in names)
+
+
 def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Program,
                 **reader_options: Any) -> Prepared:
-    """Read a file or a folder of JSON Lines / CSV / Parquet event files, one task per file."""
+    """Read a file or a folder of JSON Lines / CSV / Parquet event files, one task per file.
+
+    Events are numbered across files as in-process (files by name, in order) and the input's
+    last timestamp is the time every window sees pass at the end: both need each file's event
+    count and largest timestamp, so with several files, or patterns with windows, a first job
+    reads the files for that summary and the rejected records (it returns no events, and the
+    rejected records are kept on the driver); the events are read again, lazily, by the
+    detection job. Otherwise nothing runs until the events are used."""
     groups = plan(program)
     arity = _arity(program)
-    schema = _prepared_schema(arity, groups)
+    ddl = spark_ddl(_prepared_schema(arity, groups))
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
     files = spark.read.format("binaryFile").load(str(p))
-    parse = file_parser(program, groups, arity, reader_options)
-    parsed = files.mapInArrow(parse, spark_ddl(schema)).persist()
-    events = parsed.where(F.col("kind") == "event")
-    rejected = parsed.where(F.col("kind") == "rejected").select(*REJECTED_SCHEMA.names)
-    # number the events across files as the in-process reader does: files by name, in order
-    counts = sorted((r["file"], r["count"]) for r in events.groupBy("file").count().collect())
-    offsets, total = {}, 0
-    for f, n in counts:
-        offsets[f] = total
-        total += n
-    if len(offsets) > 1:
-        mapping = F.create_map(*[x for f, o in offsets.items() for x in (F.lit(f), F.lit(o))])
-        events = events.withColumn("seq", F.col("seq") + mapping[F.col("file")])
-    return Prepared(events, rejected, arity, groups)
+    if len(files.inputFiles()) < 2 and not _has_timers(program, groups):
+        parsed = files.mapInArrow(file_parser(program, groups, arity, reader_options), ddl)
+        return Prepared(parsed.where(F.col("kind") == "event"),
+                        parsed.where(F.col("kind") == "rejected").select(*REJECTED_SCHEMA.names),
+                        arity, groups)
+    rows = files.mapInArrow(file_parser(program, groups, arity, reader_options,
+                                        output="summary"), ddl).collect()
+    offsets, total, horizon = {}, 0, None
+    used: set[str] = {"type", "ts", "seq"}
+    for r in sorted((r for r in rows if r["kind"] == "file"), key=lambda r: r["file"]):
+        offsets[r["file"]] = total
+        total += r["seq"]
+        used.update(json.loads(r["record"]))
+        if r["ts"] is not None and (horizon is None or r["ts"] > horizon):
+            horizon = r["ts"]
+    rejected = spark.createDataFrame(
+        [tuple(r[c] for c in REJECTED_SCHEMA.names) for r in rows if r["kind"] == "rejected"],
+        spark_ddl(REJECTED_SCHEMA))
+    # only the columns that hold values travel; the file name is looked up by number
+    layout = event_schema(arity)
+    columns = [f.name for f in layout if f.name in used and f.name not in ("file", "key")]
+    narrow = pa.schema([layout.field(c) for c in columns] + [pa.field("fi", pa.int64())]
+                       + [pa.field(f"k{gi}", pa.string()) for gi in range(len(groups))])
+    read = files.mapInArrow(file_parser(program, groups, arity, reader_options,
+                                        output="events", offsets=offsets,
+                                        columns=[*columns, "fi"]), spark_ddl(narrow))
+    names = F.array(*[F.lit(f) for f in offsets]) if offsets else F.array().cast("array<string>")
+    full = {f.name: F.lit(None).cast(spark_type(f.type)) for f in layout}
+    full.update({c: F.col(c) for c in columns})
+    full["file"] = F.element_at(names, F.col("fi").cast("int") + 1)
+    events = read.select(*[full[f.name].alias(f.name) for f in layout],
+                         *[f"k{gi}" for gi in range(len(groups))])
+    return Prepared(events, rejected, arity, groups, horizon, summarised=True,
+                    columns=columns, total=total)
 
 
 def prepare(df: DataFrame, program: Program) -> Prepared:
@@ -218,7 +335,7 @@ def prepare(df: DataFrame, program: Program) -> Prepared:
                                         dumps(record), exc.field))
             if events:
                 enc = encode(events, arity, [None] * len(events), [None] * len(events))
-                yield _with_keys(enc, events, groups)
+                yield from _with_keys(enc, groups)
             if bad:
                 yield _rejected_batch(bad, schema)
 
@@ -236,38 +353,33 @@ def detect_prepared(prepared: Prepared, program: Program, *,
     n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
     # in-process, time is global: the last event of the stream lets every earlier window
     # deadline pass; each partition engine advances to that same time before it finishes
-    horizon_row = prepared.events.agg(F.max("ts").alias("h")).collect()[0]
-    horizon = horizon_row["h"]
+    horizon = prepared.horizon
+    if not prepared.summarised and _has_timers(program, prepared.groups):
+        horizon = prepared.events.agg(F.max("ts").alias("h")).collect()[0]["h"]
     arities = {t: len(s.params) for t, s in program.schemas.items()}
     arity = prepared.arity
+    source = prepared.events
+    if len(prepared.groups) > 1:  # read the input once for all groups
+        source = source.persist()
+    # the engine's columns only: the file name, free key and rejection columns stay behind
+    columns = prepared.columns or [f.name for f in event_schema(arity)
+                                   if f.name not in ("file", "key")]
     outs: list[DataFrame] = []
     for gi, group in enumerate(prepared.groups):
         if not group.partitioned:
             warnings.warn(f"patterns {', '.join(group.patterns) or '(rules only)'} run as one "
                           f"partition: {group.reason}", PartitionWarning, stacklevel=2)
         sub = subprogram(program, group)
-        events = prepared.events
+        events = source
         if group.types is not None:
             events = events.where(F.col("type").isin(sorted(group.types)))
+        events = events.select(*columns, f"k{gi}")
         if group.partitioned:
             events = events.repartition(n, f"k{gi}")
         else:
             events = events.repartition(1)
         events = events.sortWithinPartitions("ts", "seq")
-        acts = dict(actions or {})
-
-        def run(batches: Iterator[pa.RecordBatch], sub: Program = sub,
-                acts: dict = acts) -> Iterator[pa.RecordBatch]:
-            engine = Engine(sub, actions=acts, strict_actions=False)
-            for batch in batches:
-                found = engine.process_batch(decode(batch, arities, arity))
-                if found:
-                    yield encode_matches(found)
-            tail = engine.advance_to(horizon) if horizon is not None else []
-            tail += engine.finish(close_windows=close_windows)
-            if tail:
-                yield encode_matches(tail)
-
+        run = match_runner(sub, dict(actions or {}), arities, arity, horizon, close_windows)
         outs.append(events.mapInArrow(run, spark_ddl(MATCH_SCHEMA)))
     if not outs:
         return spark.createDataFrame([], spark_ddl(MATCH_SCHEMA))
@@ -275,6 +387,49 @@ def detect_prepared(prepared: Prepared, program: Program, *,
     for o in outs[1:]:
         result = result.unionByName(o)
     return result
+
+
+def match_runner(sub: Program, actions: dict[str, Any], arities: Mapping[str, int], arity: int,
+                 horizon: float | None, close_windows: bool
+                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of one pattern group: one engine over a partition's events in
+    (ts, seq) order; complex events out. Column batches go straight to the engine's batch
+    path when it applies (:attr:`Engine.columnar`), else they become events."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        engine = Engine(sub, actions=actions, strict_actions=False)
+        columnar = engine.columnar
+        for batch in _regrouped(batches, _CHUNK):
+            if columnar:
+                rows = ArrowRows(batch, arities, arity)
+                table = engine.process_columns(rows)
+                if table.count:
+                    yield encode_match_table(table, rows)
+                continue
+            found = engine.process_batch(decode(batch, arities, arity))
+            if found:
+                yield encode_matches(found)
+        tail = engine.advance_to(horizon) if horizon is not None else []
+        tail += engine.finish(close_windows=close_windows)
+        if tail:
+            yield encode_matches(tail)
+
+    return run
+
+
+def _regrouped(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """The same rows in batches of at least ``rows`` (but the last): partial matches carried
+    from one batch to the next cost the kernel, and Spark hands over 65,536 rows at a time."""
+    held: list[pa.RecordBatch] = []
+    n = 0
+    for b in batches:
+        held.append(b)
+        n += b.num_rows
+        if n >= rows:
+            yield pa.Table.from_batches(held).combine_chunks().to_batches()[0]
+            held, n = [], 0
+    if n:
+        yield pa.Table.from_batches(held).combine_chunks().to_batches()[0]
 
 
 def detect(program: Program, **kw: Any) -> Callable[[DataFrame], DataFrame]:

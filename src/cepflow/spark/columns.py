@@ -1,50 +1,62 @@
 """Events as Arrow/Spark columns and back, without losing a value's type.
 
-Parameters are stored positionally. A parameter value is a JSON scalar of any type, so position
-``i`` has four typed columns — ``s{i}`` (string), ``i{i}`` (long), ``f{i}`` (double), ``b{i}``
-(boolean) — and a value sits in the one of its type (all null for null). Timestamps keep their
-integer-ness (``ts`` for sorting, ``tsi`` when whole), ids likewise; ``seq`` is the event's
-position in the input and ``key`` the JSON text of its partition key.
+The layout (``s{i}``/``i{i}``/``f{i}``/``b{i}`` slots per parameter position, ``ts``/``tsi``,
+``id_s``/``id_i``, ``seq``, ``file``, ``key``) is :mod:`cepflow.inputs.columnar`'s, whose fast
+path reads files straight into it. Here: events to columns (:func:`encode`) and back
+(:func:`decode`), the engine's view of a batch (:class:`ArrowRows`, which makes Python events
+only for the rows that end up in complex events or partial matches), complex events to rows
+(:func:`encode_matches`, or column-wise from a :class:`~cepflow.runtime.batch.MatchTable` with
+:func:`encode_match_table`) and partition keys (:func:`key_json`, :func:`key_column`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cepflow.events.model import ComplexEvent, Event
+from cepflow.inputs.columnar import (
+    SLOTS,
+    column,
+    constant,
+    decode,
+    event_fields,
+    event_schema,
+)
+from cepflow.runtime.batch import MatchTable, Rows
 
-SLOTS = (("s", pa.string()), ("i", pa.int64()), ("f", pa.float64()), ("b", pa.bool_()))
+__all__ = [
+    "MATCH_SCHEMA",
+    "SLOTS",
+    "ArrowRows",
+    "decode",
+    "encode",
+    "encode_match_table",
+    "encode_matches",
+    "event_fields",
+    "event_schema",
+    "key_column",
+    "key_json",
+    "spark_ddl",
+    "spark_type",
+]
 
 
-def event_fields(arity: int) -> list[pa.Field]:
-    fields = [
-        pa.field("type", pa.string()), pa.field("ts", pa.float64()), pa.field("tsi", pa.int64()),
-        pa.field("id_s", pa.string()), pa.field("id_i", pa.int64()),
-        pa.field("seq", pa.int64()), pa.field("file", pa.string()), pa.field("key", pa.string()),
-    ]
-    for i in range(arity):
-        fields.extend(pa.field(f"{p}{i}", t) for p, t in SLOTS)
-    return fields
-
-
-def event_schema(arity: int) -> pa.Schema:
-    return pa.schema(event_fields(arity))
+def spark_type(t: pa.DataType) -> str:
+    """The Spark SQL type of a layout column's Arrow type."""
+    if pa.types.is_list(t):
+        return "array<string>"
+    return {pa.string(): "string", pa.int64(): "long", pa.float64(): "double",
+            pa.bool_(): "boolean"}[t]
 
 
 def spark_ddl(schema: pa.Schema) -> str:
-    names = {pa.string(): "string", pa.int64(): "long", pa.float64(): "double",
-             pa.bool_(): "boolean"}
-    out = []
-    for f in schema:
-        if pa.types.is_list(f.type):
-            out.append(f"`{f.name}` array<string>")
-        else:
-            out.append(f"`{f.name}` {names[f.type]}")
-    return ", ".join(out)
+    return ", ".join(f"`{f.name}` {spark_type(f.type)}" for f in schema)
 
 
 def _slot(v: Any) -> int:
@@ -85,25 +97,59 @@ def encode(events: Iterable[Event], arity: int, keys: Iterable[str | None],
     return pa.RecordBatch.from_pydict(cols, schema=event_schema(arity))
 
 
-def decode(batch: pa.RecordBatch, arities: dict[str, int], arity: int) -> list[Event]:
-    """The events of a record batch; ``arities`` gives each known type's parameter count."""
-    col = {name: batch.column(name).to_pylist() for name in batch.schema.names}
-    types, ts, tsi = col["type"], col["ts"], col["tsi"]
-    id_s, id_i, seq = col["id_s"], col["id_i"], col["seq"]
-    slots = [[col[f"{p}{i}"] for p, _ in SLOTS] for i in range(arity)]
-    out: list[Event] = []
-    for r in range(batch.num_rows):
-        t = types[r]
-        n = arities.get(t, arity)
-        params = []
-        for i in range(min(n, arity)):
-            s, iv, fv, bv = (c[r] for c in slots[i])
-            params.append(s if s is not None else iv if iv is not None else
-                          fv if fv is not None else bv)
-        stamp = tsi[r] if tsi[r] is not None else ts[r]
-        ident = id_s[r] if id_s[r] is not None else id_i[r]
-        out.append(Event(t, tuple(params), stamp, ident, seq[r]))
-    return out
+class ArrowRows(Rows):
+    """A record batch of the layout as the engine's column source (time-ordered rows)."""
+
+    def __init__(self, batch: pa.RecordBatch, arities: Mapping[str, int], arity: int) -> None:
+        self.batch, self.arities, self.arity = batch, arities, arity
+        self.n = batch.num_rows
+        self.ts = column(batch, "ts").to_numpy()
+        enc = pc.dictionary_encode(column(batch, "type"))
+        self.type_names = enc.dictionary.to_pylist()
+        self.codes = enc.indices.to_numpy().astype(np.int64)
+        self._made: dict[int, Event] = {}
+
+    def last_ts(self) -> Any:
+        tsi = column(self.batch, "tsi")[self.n - 1].as_py()
+        return tsi if tsi is not None else float(self.ts[-1])
+
+    def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+        codes = np.full(len(rows), -1, dtype=np.int64)
+        uniques: list[Any] = []
+        take = pa.array(rows)
+        for p, _ in SLOTS:
+            col = column(self.batch, f"{p}{param}")
+            if col.null_count == len(col):
+                continue
+            enc = pc.dictionary_encode(col.take(take))
+            idx = enc.indices.fill_null(-1).to_numpy()
+            found = idx >= 0
+            codes[found] = idx[found] + len(uniques)
+            uniques.extend(enc.dictionary.to_pylist())
+        if bool((codes < 0).any()):
+            codes[codes < 0] = len(uniques)
+            uniques.append(None)
+        return codes, uniques
+
+    def lookup(self, rows: np.ndarray) -> Mapping[int, Event]:
+        made = self._made
+        new = [r for r in np.unique(rows).tolist() if r not in made]
+        if new:
+            evs = decode(self.batch.take(pa.array(new)), self.arities, self.arity)
+            made.update(zip(new, evs, strict=True))
+        return made
+
+    def number(self, engine: Any) -> None:
+        if self.n:
+            top = int(pc.max(column(self.batch, "seq")).as_py())
+            if top >= engine._input_seq:
+                engine._input_seq = top + 1
+
+    def refs(self) -> pa.Array:
+        """The text that names each row's event in outputs: its id, else its number."""
+        b = self.batch
+        return pc.coalesce(column(b, "id_s"), column(b, "id_i").cast(pa.string()),
+                           column(b, "seq").cast(pa.string()))
 
 
 MATCH_SCHEMA = pa.schema([
@@ -125,6 +171,113 @@ def encode_matches(matches: Iterable[ComplexEvent]) -> pa.RecordBatch:
     }, schema=MATCH_SCHEMA)
 
 
+def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
+    """:func:`encode_matches` of a :class:`~cepflow.runtime.batch.MatchTable`, column-wise:
+    ids taken from the batch's columns, the parameters' JSON made once per key value."""
+    from cepflow.outputs.jsonl import dumps
+
+    refs = rows.refs()
+    ts = column(rows.batch, "ts")
+    cols: dict[str, list[pa.Array]] = {f.name: [] for f in MATCH_SCHEMA}
+    ranks = []
+    for b in table.blocks:
+        m, k = len(b.at), b.rows.shape[0]
+        flat = b.rows.T.ravel()
+        ids = refs.take(pa.array(np.where(flat >= 0, flat, 0)))
+        if b.old:  # events from before the batch: the first stages of those matches
+            earlier = [str(e.ref) for r in sorted(b.old) for e in b.old[r]]
+            ids = pc.replace_with_mask(ids, pa.array(flat < 0), pa.array(earlier, pa.string()))
+        offsets = pa.array(np.arange(0, m * k + 1, k, dtype=np.int32))
+        cols["events"].append(pa.ListArray.from_arrays(offsets, ids))
+        cols["pattern"].append(constant(b.pattern, m))
+        cols["ts"].append(ts.take(pa.array(b.at)))
+        keys, which = np.unique(b.value, return_inverse=True)
+        if b.var.startswith("_"):  # internal names are not shown
+            texts = constant("{}", len(keys))
+        else:
+            values = [table.values[v] for v in keys.tolist()]
+            texts = pc.binary_join_element_wise("{" + dumps(b.var) + ":",
+                                                _value_texts(values), "}", "")
+        cols["params"].append(texts.take(pa.array(which.ravel())))
+        ranks.append(b.rank)
+    if not ranks:
+        return pa.RecordBatch.from_pylist([], schema=MATCH_SCHEMA)
+    order = pa.array(np.argsort(np.concatenate(ranks), kind="stable"))
+    return pa.RecordBatch.from_arrays(
+        [pa.concat_arrays(cols[f.name]).take(order) for f in MATCH_SCHEMA], schema=MATCH_SCHEMA)
+
+
 def key_json(value: Any) -> str:
     """The partition key of a value: its JSON text (1 and "1" stay different keys)."""
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def key_column(batch: pa.RecordBatch, key: Mapping[str, int] | None) -> pa.Array:
+    """Per row the partition key of its event (:func:`key_json` of the parameter ``key`` names
+    for its type; null for other types, or for all rows without a key): column-wise, with one
+    ``key_json`` per distinct value."""
+    n = batch.num_rows
+    if not key or n == 0:
+        return pa.nulls(n, pa.string())
+    types = column(batch, "type")
+    out: pa.Array = pa.nulls(n, pa.string())
+    by_param: dict[int, list[str]] = {}
+    for t, i in key.items():
+        by_param.setdefault(i, []).append(t)
+    for i, ts in sorted(by_param.items()):
+        texts = _key_texts(batch, i)
+        mask = pc.is_in(types, value_set=pa.array(sorted(ts), pa.string()))
+        out = pc.if_else(mask, texts, out)
+    return out
+
+
+def _key_texts(batch: pa.RecordBatch, i: int) -> pa.Array:
+    """:func:`key_json` of parameter position ``i`` of every row ("null" where it is None)."""
+    n = batch.num_rows
+    if f"s{i}" not in batch.schema.names:
+        return constant("null", n)
+    out: pa.Array | None = None
+    for p, _ in SLOTS:
+        col = column(batch, f"{p}{i}")
+        if col.null_count == n:
+            continue
+        enc = pc.dictionary_encode(col)
+        part = json_texts(enc.dictionary, ascii_only=True).take(enc.indices)
+        out = part if out is None else pc.coalesce(out, part)
+    return pc.fill_null(out, "null") if out is not None else constant("null", n)
+
+
+def json_texts(values: pa.Array, *, ascii_only: bool) -> pa.Array:
+    """The JSON text of each value, as ``json.dumps`` writes it (``ensure_ascii=ascii_only``):
+    text that needs no escape, integers and booleans column-wise, anything else one by one."""
+    t = values.type
+    if pa.types.is_string(t):
+        unsafe = r'[\x00-\x1f"\\]' + (r"|[^\x00-\x7f]" if ascii_only else "")
+        bad = pc.fill_null(pc.match_substring_regex(values, unsafe), False)
+        out = pc.binary_join_element_wise('"', values, '"', "")
+        if pc.any(bad).as_py():
+            idx = pa.array(np.flatnonzero(bad.to_numpy(zero_copy_only=False)))
+            fixed = [json.dumps(v, ensure_ascii=ascii_only) for v in values.take(idx).to_pylist()]
+            out = pc.replace_with_mask(out, bad, pa.array(fixed, pa.string()))
+    elif pa.types.is_integer(t):
+        out = values.cast(pa.string())
+    elif pa.types.is_boolean(t):
+        out = pc.if_else(values, "true", "false")
+    else:
+        out = pa.array([json.dumps(v, ensure_ascii=ascii_only) for v in values.to_pylist()],
+                       pa.string())
+    return pc.fill_null(out, "null")
+
+
+def _value_texts(values: list[Any]) -> pa.Array:
+    """:func:`json_texts` (``ensure_ascii=False``, as the match writer) of Python values."""
+    try:
+        arr = pa.array(values)
+    except (pa.ArrowException, TypeError, OverflowError):
+        arr = None
+    if arr is None or not (pa.types.is_string(arr.type) or pa.types.is_integer(arr.type)
+                           or pa.types.is_boolean(arr.type)):
+        from cepflow.outputs.jsonl import dumps
+
+        return pa.array([dumps(v) for v in values], pa.string())
+    return json_texts(arr, ascii_only=False)

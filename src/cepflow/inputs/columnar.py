@@ -1,0 +1,397 @@
+"""Events as typed columns, and the readers' columnar fast path.
+
+**Layout.** Parameters are stored positionally. A parameter value is a JSON scalar of any type,
+so position ``i`` has four typed columns — ``s{i}`` (string), ``i{i}`` (long), ``f{i}``
+(double), ``b{i}`` (boolean) — and a value sits in the one of its type (all null for null).
+Timestamps keep their integer-ness (``ts`` for sorting, ``tsi`` when whole), ids likewise
+(``id_s``/``id_i``); ``seq`` is the event's position among the accepted events of its file,
+``file`` the file's name and ``key`` a free column for the caller (the Spark pipeline's
+partition key).
+
+**Fast path.** :func:`read_columns` turns a whole JSON Lines or Parquet file into that layout
+with pyarrow — parsing, type checks and the conversions of :mod:`cepflow.inputs.records`
+column by column, with no Python object per event. It only answers when it can decide the file
+exactly as the record reader would *and* every record is accepted; otherwise (a record that
+would be rejected, a value whose type the columns cannot tell, an event type without a schema,
+CSV, …) it returns ``None`` and the caller reads the file with the located reader, so accepted
+events, rejected records and their locations stay those of the reader. The cases:
+
+* JSON Lines: every line must start with ``{`` and end with ``}`` (no blank lines), which with
+  the row count proves one object per line; invalid UTF-8, duplicate keys, lone surrogates,
+  control characters in strings and nesting make pyarrow fail. ``ts`` must be an integer
+  column (an ISO string or a float needs the reader); a double column is only taken for
+  ``float`` parameters, since pyarrow reads ``1`` next to ``1.5`` as ``1.0``; ``id`` must be
+  text or integers. A JSON ``null`` and a missing field are one null in Arrow: where that
+  matters (a field the event's type does not declare, ``strict_params``) the file takes the
+  reader unless the text has no ``null`` at all.
+* Parquet: the column types are exact; every column is a field of every row, so a column the
+  row's type does not declare means a rejection (unless ``unknown_fields="ignore"``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cepflow.events.model import Event, EventType, ParamSpec
+from cepflow.inputs.records import ENVELOPE_FIELDS
+
+SLOTS = (("s", pa.string()), ("i", pa.int64()), ("f", pa.float64()), ("b", pa.bool_()))
+_SLOT_TYPE = dict(SLOTS)
+
+_UNITS_PER_MS = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
+
+
+def event_fields(arity: int) -> list[pa.Field]:
+    """The columns of the layout for events of at most ``arity`` parameters."""
+    fields = [
+        pa.field("type", pa.string()), pa.field("ts", pa.float64()), pa.field("tsi", pa.int64()),
+        pa.field("id_s", pa.string()), pa.field("id_i", pa.int64()),
+        pa.field("seq", pa.int64()), pa.field("file", pa.string()), pa.field("key", pa.string()),
+    ]
+    for i in range(arity):
+        fields.extend(pa.field(f"{p}{i}", t) for p, t in SLOTS)
+    return fields
+
+
+def event_schema(arity: int) -> pa.Schema:
+    return pa.schema(event_fields(arity))
+
+
+def arity_of(schemas: Mapping[str, EventType]) -> int:
+    """The layout's parameter positions for ``schemas``: the most parameters of a type."""
+    return max([len(t.params) for t in schemas.values()] or [0])
+
+
+def constant(value: str | None, n: int) -> pa.Array:
+    """A string column of ``n`` copies of ``value``."""
+    if value is None:
+        return pa.nulls(n, pa.string())
+    idx = pa.array(np.zeros(n, dtype=np.int32))
+    return pa.DictionaryArray.from_arrays(idx, pa.array([value])).cast(pa.string())
+
+
+_TYPES = {f.name: f.type for f in event_fields(0)} | {p: t for p, t in SLOTS}
+
+
+def column(batch: pa.RecordBatch, name: str) -> pa.Array:
+    """A layout column of ``batch``; nulls if the batch leaves it out (a column known to be
+    empty need not travel)."""
+    i = batch.schema.get_field_index(name)
+    if i >= 0:
+        return batch.column(i)
+    return pa.nulls(batch.num_rows, _TYPES.get(name) or _TYPES[name[0]])
+
+
+def _either(first: pa.Array, second: pa.Array) -> list[Any]:
+    """Per row the value of ``first``, else of ``second`` (Python objects)."""
+    if first.null_count == 0:
+        return first.to_pylist()
+    if first.null_count == len(first):
+        return second.to_pylist()
+    return [a if a is not None else b
+            for a, b in zip(first.to_pylist(), second.to_pylist(), strict=True)]
+
+
+def _param_values(batch: pa.RecordBatch, i: int) -> list[Any]:
+    """The values at parameter position ``i``: the one non-null slot of each row."""
+    cols = [column(batch, f"{p}{i}") for p, _ in SLOTS]
+    used = [c for c in cols if c.null_count < len(c)]
+    if not used:
+        return [None] * batch.num_rows
+    if len(used) == 1:
+        return used[0].to_pylist()
+    lists = [c.to_pylist() for c in used]
+    return [next((v for v in vs if v is not None), None) for vs in zip(*lists, strict=True)]
+
+
+def decode(batch: pa.RecordBatch, arities: Mapping[str, int], arity: int) -> list[Event]:
+    """The events of a record batch; ``arities`` gives each known type's parameter count."""
+    n = batch.num_rows
+    types = column(batch, "type").to_pylist()
+    stamps = _either(column(batch, "tsi"), column(batch, "ts"))
+    ids = _either(column(batch, "id_s"), column(batch, "id_i"))
+    values = [_param_values(batch, i) for i in range(arity)]
+    params: list[tuple[Any, ...]] = list(zip(*values, strict=True)) if arity else [()] * n
+    short = {t for t in set(types) if arities.get(t, arity) < arity}
+    if short:
+        params = [p[:arities[t]] if t in short else p
+                  for t, p in zip(types, params, strict=True)]
+    return list(map(Event, types, params, stamps, ids, column(batch, "seq").to_pylist()))
+
+
+class _Undecided(Exception):
+    """The fast path cannot decide this file exactly as the record reader would."""
+
+
+def read_columns(
+    content: bytes,
+    suffix: str,
+    schemas: Mapping[str, EventType] | None,
+    arity: int,
+    source: str,
+    *,
+    strict_params: bool = False,
+    unknown_fields: str = "reject",
+    unknown_types: str = "keep",
+    **_other: Any,
+) -> pa.Table | None:
+    """The events of one file (its bytes) in the layout, or None when the reader must decide.
+
+    ``suffix`` picks the format as :data:`cepflow.inputs.READERS` does; options are the
+    readers' (others, such as CSV's, are ignored: CSV always takes the reader). A table is
+    returned only if the record reader would accept every record of the file, with the same
+    events in the same order (``seq`` 0, 1, …).
+    """
+    del unknown_types  # an event type without a schema always takes the reader
+    if schemas is None or any(p.name in (*ENVELOPE_FIELDS, "params")
+                              for t in schemas.values() for p in t.params):
+        return None
+    try:
+        if suffix in (".jsonl", ".ndjson", ".json"):
+            records, nulls_are_fields, exact_doubles = _json_records(content)
+        elif suffix in (".parquet", ".pq"):
+            records, nulls_are_fields, exact_doubles = _parquet_records(content), True, True
+        else:
+            return None
+        return _layout(records, schemas, arity, source, strict_params=strict_params,
+                       unknown_fields=unknown_fields, nulls_are_fields=nulls_are_fields,
+                       exact_doubles=exact_doubles)
+    except (_Undecided, pa.ArrowException, OverflowError, UnicodeDecodeError):
+        return None
+
+
+# -- formats -----------------------------------------------------------------------------------
+def _json_records(content: bytes) -> tuple[pa.Table, bool, bool]:
+    """Parse JSON Lines with pyarrow; (records, nulls may be explicit fields, doubles exact)."""
+    import pyarrow.json as pj
+
+    if content.startswith(codecs.BOM_UTF8):
+        content = content[len(codecs.BOM_UTF8):]
+    if not content.isascii():
+        content.decode("utf-8")  # invalid UTF-8 → the reader locates it
+    lines = _object_lines(content)
+    # parameters are inferred: a column stands only for fields that occur in the file
+    explicit: dict[str, pa.DataType] = {"type": pa.string(), "ts": pa.int64()}
+    if not content:
+        return pa.table({k: pa.array([], t) for k, t in explicit.items()}), False, False
+    table = pj.read_json(
+        io.BytesIO(content),
+        read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(content))),
+        parse_options=pj.ParseOptions(explicit_schema=pa.schema(list(explicit.items())),
+                                      unexpected_field_behavior="infer"))
+    if table.num_rows != lines:
+        raise _Undecided("not one object per line")
+    return table, b"null" in content, False
+
+
+def _object_lines(content: bytes) -> int:
+    """The number of lines if every line starts with ``{`` and ends with ``}`` (a ``\\r``
+    before the newline allowed), else _Undecided."""
+    if not content:
+        return 0
+    buf = np.frombuffer(content, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    if len(ends) == 0 or ends[-1] != len(buf) - 1:
+        ends = np.append(ends, len(buf))
+    starts = np.empty(len(ends), dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    last = ends - 1
+    padded = np.append(buf, np.uint8(0))
+    last = np.where((last >= starts) & (padded[np.maximum(last, 0)] == 13), last - 1, last)
+    ok = (last > starts) & (padded[starts] == ord("{")) & (padded[np.maximum(last, 0)] == ord("}"))
+    if not bool(ok.all()):
+        raise _Undecided("a line that is not one object")
+    return len(ends)
+
+
+def _parquet_records(content: bytes) -> pa.Table:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(io.BytesIO(content))
+
+
+# -- records → layout ----------------------------------------------------------------------------
+def _layout(records: pa.Table, schemas: Mapping[str, EventType], arity: int, source: str, *,
+            strict_params: bool, unknown_fields: str, nulls_are_fields: bool,
+            exact_doubles: bool) -> pa.Table:
+    """The layout of ``records`` (columns by field name, Arrow-typed) — or _Undecided."""
+    n = records.num_rows
+    cols = {name: records.column(name).combine_chunks() for name in records.column_names}
+    if any(not _primitive(c.type) for c in cols.values()):
+        raise _Undecided("a nested or unsupported column")
+    rows = _rows_by_type(cols.get("type"), n, schemas)
+    out: dict[str, pa.Array] = {}
+    out["ts"], out["tsi"] = _timestamps(cols.get("ts"), n, exact_doubles)
+    out["id_s"], out["id_i"] = _ids(cols.get("id"), n, exact_doubles)
+    out["type"] = cols["type"].cast(pa.string()) if n else pa.array([], pa.string())
+    out["seq"] = pa.array(np.arange(n, dtype=np.int64))
+    out["file"] = constant(source, n)
+    out["key"] = pa.nulls(n, pa.string())
+    if unknown_fields != "ignore":
+        for name, col in cols.items():
+            if name in ENVELOPE_FIELDS:
+                continue
+            for t, mask in rows.items():
+                if name not in schemas[t].param_names and (
+                        nulls_are_fields or _any_valid(col, mask)):
+                    raise _Undecided(f"field {name!r} is not a parameter of {t!r}")
+    slots: dict[str, list[tuple[np.ndarray, pa.Array]]] = {}
+    for t, mask in rows.items():
+        for i, spec in enumerate(schemas[t].params):
+            col = cols.get(spec.name)
+            if col is None or col.null_count == len(col):
+                if strict_params:
+                    raise _Undecided(f"missing parameter {spec.name!r}")
+                continue
+            if strict_params and not _all_valid(col, mask):
+                raise _Undecided(f"missing parameter {spec.name!r}")
+            slot = _slot_of(spec, col.type, exact_doubles)
+            if slot is None:
+                if _any_valid(col, mask):
+                    raise _Undecided(f"{spec.name!r} has values the reader rejects or the "
+                                     "columns cannot tell apart")
+                continue
+            slots.setdefault(f"{slot}{i}", []).append((mask, col))
+    for f in event_fields(arity):
+        if f.name in out:
+            continue
+        parts = slots.get(f.name)
+        out[f.name] = _combine(parts, f.type, n) if parts else pa.nulls(n, f.type)
+    return pa.table([out[f.name] for f in event_fields(arity)], schema=event_schema(arity))
+
+
+def _primitive(t: pa.DataType) -> bool:
+    return (pa.types.is_null(t) or pa.types.is_boolean(t) or pa.types.is_integer(t)
+            or pa.types.is_floating(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+            or pa.types.is_timestamp(t))
+
+
+def _rows_by_type(col: pa.Array | None, n: int, schemas: Mapping[str, EventType]
+                  ) -> dict[str, np.ndarray]:
+    """Row mask per event type; _Undecided unless every row has a type with a schema."""
+    if n == 0:
+        return {}
+    if col is None or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        raise _Undecided("type is not text in every row")
+    if col.null_count:
+        raise _Undecided("a record without a type")
+    enc = pc.dictionary_encode(col)
+    names = enc.dictionary.to_pylist()
+    if any(name not in schemas for name in names):
+        raise _Undecided("an event type without a schema")
+    idx = enc.indices.to_numpy()
+    return {name: idx == code for code, name in enumerate(names)}
+
+
+def _timestamps(col: pa.Array | None, n: int, exact_doubles: bool
+                ) -> tuple[pa.Array, pa.Array]:
+    """(ts as double, ts when an integer) as the record rules read timestamps."""
+    if n == 0:
+        return pa.array([], pa.float64()), pa.array([], pa.int64())
+    if col is None or col.null_count:
+        raise _Undecided("a record without ts")
+    t = col.type
+    if pa.types.is_integer(t):
+        tsi = col.cast(pa.int64())
+        return tsi.cast(pa.float64()), tsi
+    if pa.types.is_floating(t) and exact_doubles:
+        ts = col.cast(pa.float64())
+        if not pc.all(pc.is_finite(ts)).as_py():
+            raise _Undecided("a timestamp that is not finite")
+        return ts, pa.nulls(n, pa.int64())
+    if pa.types.is_timestamp(t):
+        ticks = col.cast(pa.int64()).to_numpy()
+        per_ms = _UNITS_PER_MS[t.unit]
+        if per_ms is None:
+            ms = ticks * 1000
+        elif bool((ticks % per_ms).any()):
+            raise _Undecided("a timestamp with a fraction of a millisecond")
+        else:
+            ms = ticks // per_ms
+        return pa.array(ms.astype(np.float64)), pa.array(ms)
+    raise _Undecided("ts is not an integer number of milliseconds in every row")
+
+
+def _ids(col: pa.Array | None, n: int, exact_doubles: bool) -> tuple[pa.Array, pa.Array]:
+    """(text ids, integer ids) as the record rules read ids."""
+    if col is None or col.null_count == len(col):
+        return pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())
+    t = col.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return col.cast(pa.string()), pa.nulls(n, pa.int64())
+    if pa.types.is_integer(t):
+        return pa.nulls(n, pa.string()), col.cast(pa.int64())
+    if pa.types.is_floating(t) and exact_doubles:
+        whole = col.cast(pa.int64())  # ArrowInvalid for a fraction or beyond int64 → reader
+        return pa.nulls(n, pa.string()), whole
+    raise _Undecided("an id that is neither text nor an integer")
+
+
+def _slot_of(spec: ParamSpec, t: pa.DataType, exact_doubles: bool) -> str | None:
+    """The slot a column of Arrow type ``t`` fills for parameter ``spec``, or None if the
+    reader would reject its values (or the column cannot tell what they were)."""
+    text = pa.types.is_string(t) or pa.types.is_large_string(t)
+    integer = pa.types.is_integer(t)
+    double = pa.types.is_floating(t)
+    boolean = pa.types.is_boolean(t)
+    kind = spec.type
+    if kind == "str":
+        return "s" if text else None
+    if kind == "int":
+        return "i" if integer else None
+    if kind == "float":
+        return "f" if integer or double else None
+    if kind == "bool":
+        return "b" if boolean else None
+    if text:
+        return "s"
+    if integer:
+        return "i"
+    if boolean:
+        return "b"
+    return "f" if double and exact_doubles else None
+
+
+def _any_valid(col: pa.Array, mask: np.ndarray) -> bool:
+    """Whether ``col`` has a value (not null) in a row of ``mask``."""
+    if col.null_count == len(col):
+        return False
+    valid = col.is_valid().to_numpy(zero_copy_only=False)
+    return bool((valid & mask).any())
+
+
+def _all_valid(col: pa.Array, mask: np.ndarray) -> bool:
+    if col.null_count == 0:
+        return True
+    valid = col.is_valid().to_numpy(zero_copy_only=False)
+    return bool(valid[mask].all())
+
+
+def _combine(parts: list[tuple[np.ndarray, pa.Array]], typ: pa.DataType, n: int) -> pa.Array:
+    """One slot column from (rows, source column) parts: each part's values in its rows."""
+    merged: list[tuple[np.ndarray, pa.Array]] = []
+    for mask, col in parts:  # parts reading one column share one mask
+        for j, (m, c) in enumerate(merged):
+            if c is col:
+                merged[j] = (m | mask, c)
+                break
+        else:
+            merged.append((mask, col))
+    out: pa.Array | None = None
+    for mask, col in merged:
+        # int → float rounds to nearest as Python's float(int); other casts must be exact
+        lossy = pa.types.is_floating(typ) and pa.types.is_integer(col.type)
+        values = pc.cast(col, typ, safe=not lossy)
+        if bool(mask.all()):
+            return values
+        out = pc.if_else(pa.array(mask), values, out if out is not None else pa.nulls(n, typ))
+    assert out is not None
+    return out
