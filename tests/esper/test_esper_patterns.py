@@ -222,3 +222,14 @@ def test_saved_state_keeps_the_esper_start_policy() -> None:
     out += [m for e in seq[2:] for m in second.process(e)]
     assert rows(out) == whole
     assert [m[0] for m in whole] == ["Once", "D", "D"]
+
+
+def test_epl_strings_and_syntax_errors() -> None:
+    """Strings keep non-ASCII text and escapes; a syntax error names what was expected."""
+    module = parse_epl(SCHEMA + "insert into X from pattern [every a = ME(a.id = 'né\\t')]")
+    assert module.decls[1].body.pattern.where.right.value == "né\t"
+    with pytest.raises(PatternSyntaxError) as info:
+        parse_epl(SCHEMA + "insert into X from pattern [every a = ME(a.id = ]", "y.epl")
+    d = info.value.diagnostics[0]
+    assert (d.file, d.line, d.col) == ("y.epl", 2, 49)
+    assert "unexpected ']'" in d.message and "name" in d.message and "_" not in d.message

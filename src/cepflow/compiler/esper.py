@@ -236,13 +236,12 @@ class _Aliases:
         if isinstance(p, ast.Fol | ast.And):
             left = self.pattern(p.left)
             return type(p)(left, self.pattern(p.right), p.loc)
-        if isinstance(p, ast.Or):
+        if isinstance(p, ast.Or):  # after an or, only aliases both branches bind are bound
             before = dict(self.bound)
             left = self.pattern(p.left)
-            after_left, self.bound = self.bound, dict(before)
+            after_left, self.bound = self.bound, before
             right = self.pattern(p.right)
-            self.bound = {k: v for k, v in after_left.items() if k in self.bound} | {
-                k: v for k, v in self.bound.items() if k in after_left}
+            self.bound = {k: v for k, v in self.bound.items() if k in after_left}
             return ast.Or(left, right, p.loc)
         return replace(p, pattern=self.pattern(p.pattern))
 

@@ -40,7 +40,7 @@ class LateEventError(ValueError):
         self.rejected = rejected
 
 
-def _num(value: float) -> str:
+def format_ts(value: float) -> str:
     """A timestamp for messages: whole numbers without a trailing ``.0``."""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -71,7 +71,7 @@ def reorder(
             location = f"position {position}"
             if event.id is not None:
                 location += f" (id {event.id!r})"
-            reason = f"late by {_num(watermark - ts)} ms (watermark {_num(watermark)})"
+            reason = f"late by {format_ts(watermark - ts)} ms (watermark {format_ts(watermark)})"
             rejected = Rejected(source, location, reason, record=event, field="ts")
             if side is None:
                 raise LateEventError(rejected)
@@ -95,7 +95,7 @@ def _ordered(stream: Iterable[Event], index: int) -> Iterator[Event]:
         if event.ts < previous:
             raise ValueError(
                 f"stream {index} is not ordered by ts: event at position {position} has ts "
-                f"{_num(event.ts)} after {_num(previous)}; reorder() it first"
+                f"{format_ts(event.ts)} after {format_ts(previous)}; reorder() it first"
             )
         previous = event.ts
         yield event

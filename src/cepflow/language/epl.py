@@ -16,17 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from cepflow.compiler.esper import guard_windows
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError
+from cepflow.language.parser import decode_string, to_milliseconds
+from cepflow.language.syntax import LarkErrors, parse_located
 
 _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "Long",
           "double": "Double", "float": "Double", "boolean": "Boolean", "bool": "Boolean"}
-_UNITS = {"millisecond": 1, "milliseconds": 1, "msec": 1, "sec": 1000, "second": 1000,
-          "seconds": 1000, "min": 60_000, "minute": 60_000, "minutes": 60_000,
-          "hour": 3_600_000, "hours": 3_600_000, "day": 86_400_000, "days": 86_400_000}
+_NAMES = {"NAME": "name", "NUMBER": "number", "STRING": "string", "CMP": "comparison",
+          "UNIT": "time unit", "_TRUE": "true", "_FALSE": "false", "_NULL": "null",
+          "_NOT": "not", "_EVERY": "every", "_EVERY_DISTINCT": "every-distinct"}
 
 
 @functools.cache
@@ -63,17 +64,17 @@ class _ToAst(Transformer):
     # ---- expressions -------------------------------------------------------------------
     def number(self, meta: Any, c: list[Any]) -> ast.Const:
         text = str(c[0])
-        value: float | int = float(text) if "." in text else int(text)
         if len(c) > 1:
-            return _Duration(value * _UNITS[str(c[1]).lower()], loc=_loc(meta))
-        return ast.Const(value, loc=_loc(meta))
+            unit = str(c[1]).lower()
+            return _Duration(to_milliseconds(text, "ms" if unit == "msec" else unit),
+                             loc=_loc(meta))
+        return ast.Const(float(text) if "." in text else int(text), loc=_loc(meta))
 
     def duration_unit(self, meta: Any, c: list[Token]) -> Token:
         return c[0]
 
     def string(self, meta: Any, c: list[Token]) -> ast.Const:
-        raw = str(c[0])[1:-1]
-        return ast.Const(raw.encode().decode("unicode_escape"), loc=_loc(meta))
+        return ast.Const(decode_string(str(c[0])), loc=_loc(meta))
 
     def true(self, meta: Any, c: list[Any]) -> ast.Const:
         return ast.Const(True, loc=_loc(meta))
@@ -218,27 +219,12 @@ class _ToAst(Transformer):
         return list(c)
 
 
-def _syntax(source: str, e: UnexpectedInput) -> Diagnostic:
-    if isinstance(e, UnexpectedToken) and e.token.type == "$END":
-        return Diagnostic(source, e.line if e.line > 0 else 1, max(e.column, 1),
-                          "unexpected end of file")
-    if isinstance(e, UnexpectedToken):
-        expected = ", ".join(sorted(e.expected)[:8])
-        return Diagnostic(source, e.line, e.column,
-                          f"unexpected '{e.token}' (expected one of: {expected})")
-    if isinstance(e, UnexpectedCharacters):
-        return Diagnostic(source, e.line, e.column, f"unexpected character '{e.char}'")
-    if isinstance(e, UnexpectedEOF):
-        return Diagnostic(source, 1, 1, "unexpected end of file")
-    return Diagnostic(source, getattr(e, "line", 1), getattr(e, "column", 1), str(e))
-
-
 def parse_epl(text: str, source: str = "<string>") -> ast.Module:
     """Parse EPL text into a cepflow module; raise PatternSyntaxError with located messages."""
     try:
-        tree = _parser().parse(text)
-    except UnexpectedInput as e:
-        raise PatternSyntaxError([_syntax(source, e)]) from None
+        tree = parse_located(_parser(), text, source, _NAMES)
+    except LarkErrors as e:
+        raise PatternSyntaxError([e.diagnostic]) from None
     try:
         decls = _ToAst().transform(tree)
     except Exception as e:  # lark wraps transformer errors in VisitError

@@ -7,14 +7,12 @@ Syntax errors and metamodel errors (unknown supertype, duplicate feature …) ar
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
-from typing import Any
 
 from lark import Lark, Token, Tree
 
+from cepflow.language.syntax import LarkErrors, literal, parse_located
 from cepflow.models.metamodel import MANY, Metamodel, MetamodelBuilder, MetamodelError
-from cepflow.models.syntax import LarkErrors, parse_located
 
 _NAMES = {"NAME": "name", "INT": "integer", "SIGNED_NUMBER": "number", "STRING": "string"}
 
@@ -58,7 +56,7 @@ def _class(builder: MetamodelBuilder, decl: Tree) -> None:
         fname, ftype, *rest = member.children
         loc = _loc(fname)
         if member.data == "attr_decl":
-            cb.attr(str(fname), str(ftype), _literal(rest[0]) if rest else None, loc=loc)
+            cb.attr(str(fname), str(ftype), literal(rest[0]) if rest else None, loc=loc)
             continue
         lower, upper, contains = 0, 1, False
         for item in rest:
@@ -74,14 +72,3 @@ def _multiplicity(node: Tree) -> tuple[int, int]:
     if node.data == "exact":
         return (0, MANY) if bounds[0] == MANY else (bounds[0], bounds[0])
     return bounds[0], bounds[1]
-
-
-def _literal(node: Tree) -> Any:
-    if node.data == "true":
-        return True
-    if node.data == "false":
-        return False
-    text = str(node.children[0])
-    if node.data == "string":
-        return json.loads(text)
-    return float(text) if any(c in text for c in ".eE") else int(text)

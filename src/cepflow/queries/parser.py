@@ -7,16 +7,14 @@ checked against a metamodel afterwards by :mod:`cepflow.queries.compiler`.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from lark import Lark, Token, Tree
 
 from cepflow.language import ast as E
 from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
-from cepflow.models.syntax import LarkErrors, parse_located
+from cepflow.language.syntax import LarkErrors, literal, parse_located
 from cepflow.queries import ast as Q
 
 _NAMES = {"NAME": "name", "SIGNED_NUMBER": "number", "STRING": "string",
@@ -94,18 +92,9 @@ def _constraint(node: Tree) -> Q.Constraint:
 def _term(node: Tree) -> Q.Term:
     if node.data == "var":
         return Q.Var(str(node.children[0]), _loc(node))
-    return Q.Literal_(_literal(node), _loc(node))
+    return Q.Literal_(literal(node), _loc(node))
 
 
-def _literal(node: Tree) -> Any:
-    if node.data == "true":
-        return True
-    if node.data == "false":
-        return False
-    text = str(node.children[0])
-    if node.data == "string":
-        return json.loads(text)
-    return float(text) if any(c in text for c in ".eE") else int(text)
 
 
 _BINARY = {"or_expr": "or", "and_expr": "and"}
@@ -116,7 +105,7 @@ def _expr(node: Tree | Token) -> E.Expr:
     assert isinstance(node, Tree)
     kind, ch, loc = node.data, node.children, _loc(node)
     if kind in ("number", "string", "true", "false"):
-        return E.Const(_literal(node), loc)
+        return E.Const(literal(node), loc)
     if kind == "name":
         return E.Name(str(ch[0]), loc=loc)
     if kind == "call":

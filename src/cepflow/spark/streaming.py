@@ -164,12 +164,10 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
 def _late_rows(arities: dict[str, int], arity: int, released: float, watermark: float
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Late events (ts below the last released timestamp) as side-output rows."""
+    from cepflow.inputs.ordering import format_ts as num
     from cepflow.outputs.jsonl import dumps
 
     schema = pa.schema([pa.field("kind", pa.string()), *REJECTED_SCHEMA])
-
-    def num(x: float) -> str:
-        return f"{x:g}" if not float(x).is_integer() else str(int(x))
 
     def late(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

@@ -1,4 +1,4 @@
-"""Located syntax errors for the small Lark grammars of cepflow (metamodels, graph queries).
+"""Located syntax errors for cepflow's smaller Lark grammars (metamodels, graph queries, EPL).
 
 Turns a Lark exception into a :class:`~cepflow.language.diagnostics.Diagnostic` at the
 offending line and column, saying what was found and what the grammar expected there.
@@ -6,7 +6,9 @@ offending line and column, saying what was found and what the grammar expected t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from typing import Any
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -60,6 +62,18 @@ def describe(exc: UnexpectedInput, text: str, source: str, names: Mapping[str, s
         return Diagnostic(source, exc.line, exc.column, message)
     return Diagnostic(source, getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1,
                       str(exc).splitlines()[0])
+
+
+def literal(node: Tree) -> Any:
+    """The value of a ``true`` / ``false`` / ``string`` / number literal node (JSON spelling)."""
+    if node.data == "true":
+        return True
+    if node.data == "false":
+        return False
+    text = str(node.children[0])
+    if node.data == "string":
+        return json.loads(text)
+    return float(text) if any(c in text for c in ".eE") else int(text)
 
 
 def _expected(exc: UnexpectedInput) -> set[str]:
