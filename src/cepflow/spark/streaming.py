@@ -284,15 +284,13 @@ class _MicroBatch:
         """The largest timestamp released after this batch: max(before, ts <= watermark)."""
         if watermark == -math.inf:
             return before
-        cands = [on_time.where(F.col("ts") <= watermark).agg(F.max("ts").alias("m"))]
+        released = on_time.where(F.col("ts") <= watermark).select("ts")
         if state is not None:
-            cands.append(state.where((F.col("part") == "event") & (F.col("ts") <= watermark))
-                         .agg(F.max("ts").alias("m")))
-        best = before
-        for c in cands:
-            m = c.collect()[0]["m"]
-            if m is not None and m > best:
-                best = m
+            released = released.unionByName(
+                state.where((F.col("part") == "event") & (F.col("ts") <= watermark))
+                .select("ts"))
+        m = released.agg(F.max("ts").alias("m")).collect()[0]["m"]
+        best = before if m is None else max(before, m)
         return best
 
     def _detect(self, spark: SparkSession, events: DataFrame, state: DataFrame | None,
