@@ -77,6 +77,18 @@ def test_streaming_equals_in_process(spark, tmp_path: Path) -> None:
     assert {k[0] for k in expected} >= {"G", "T", "I"}
 
 
+def test_streaming_column_path_equals_in_process(spark, tmp_path: Path) -> None:
+    """A plain keyed sequence runs on the engine's column kernel in every micro-batch, with
+    partial matches carried from batch to batch in the saved state."""
+    program = load(PATTERNS.split("complexEvent N")[0])
+    assert Engine(program, strict_actions=False).columnar
+    write_source(tmp_path / "src")
+    run(spark, program, tmp_path / "src", tmp_path)
+    expected = in_process(program, tmp_path / "src")
+    assert streamed(spark, tmp_path / "sink") == expected
+    assert sum(expected.values()) >= 5
+
+
 @pytest.mark.parametrize("fail_at", [1, 2])
 def test_restart_after_failure_loses_and_duplicates_nothing(spark, tmp_path: Path,
                                                            fail_at: int) -> None:

@@ -400,21 +400,27 @@ def match_runner(sub: Program, actions: dict[str, Any], arities: Mapping[str, in
         engine = Engine(sub, actions=actions, strict_actions=False)
         columnar = engine.columnar
         for batch in _regrouped(batches, _CHUNK):
-            if columnar:
-                rows = ArrowRows(batch, arities, arity)
-                table = engine.process_columns(rows)
-                if table.count:
-                    yield encode_match_table(table, rows)
-                continue
-            found = engine.process_batch(decode(batch, arities, arity))
-            if found:
-                yield encode_matches(found)
+            out = feed(engine, columnar, batch, arities, arity)
+            if out is not None:
+                yield out
         tail = engine.advance_to(horizon) if horizon is not None else []
         tail += engine.finish(close_windows=close_windows)
         if tail:
             yield encode_matches(tail)
 
     return run
+
+
+def feed(engine: Engine, columnar: bool, batch: pa.RecordBatch, arities: Mapping[str, int],
+         arity: int) -> pa.RecordBatch | None:
+    """Feed a time-ordered batch of event rows to ``engine``: straight from the columns when
+    ``columnar`` (:attr:`Engine.columnar`), else as events; the match rows found, if any."""
+    if columnar:
+        rows = ArrowRows(batch, arities, arity)
+        table = engine.process_columns(rows)
+        return encode_match_table(table, rows) if table.count else None
+    found = engine.process_batch(decode(batch, arities, arity))
+    return encode_matches(found) if found else None
 
 
 def _regrouped(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:

@@ -49,7 +49,7 @@ from pyspark.sql.streaming import StreamingQuery
 from cepflow.compiler.program import Program
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import restore_state, save_state
-from cepflow.spark.batch import REJECTED_SCHEMA, _arity, _prepared_schema, file_parser
+from cepflow.spark.batch import REJECTED_SCHEMA, _arity, _prepared_schema, feed, file_parser
 from cepflow.spark.columns import MATCH_SCHEMA, decode, encode_matches, event_fields, spark_ddl
 from cepflow.spark.plan import Group, plan, subprogram
 
@@ -146,9 +146,10 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                 ready = events.filter(pc.less_equal(ts, watermark))
                 held = events.filter(pc.greater(ts, watermark))
                 if ready.num_rows:
-                    found = engine.process_batch(decode(ready, arities, arity))
-                    if found:
-                        yield _matches(found)
+                    found = feed(engine, engine.columnar, ready, arities, arity)
+                    if found is not None:
+                        yield _fill(schema, found.num_rows,
+                                    {f"m_{n}": found.column(n) for n in MATCH_COLS})
                 if held.num_rows:
                     cols = {n: held.column(n) for n in ev_names}
                     cols.update(g=pa.array([key[0]] * held.num_rows, pa.int64()),
