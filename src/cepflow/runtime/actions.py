@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -56,9 +56,12 @@ def action(name: str) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
     return lambda fn: register(name, fn)
 
 
-def registered() -> dict[str, Callable[[Any], Any]]:
-    """A snapshot of the registry."""
-    return dict(_REGISTRY)
+def registered(names: Iterable[str] | None = None) -> dict[str, Callable[[Any], Any]]:
+    """A snapshot of the registry; with ``names``, only the registered ones among them (what
+    a program's rules use — the Spark pipeline ships just those to its workers)."""
+    if names is None:
+        return dict(_REGISTRY)
+    return {n: _REGISTRY[n] for n in names if n in _REGISTRY}
 
 
 def import_actions(spec: str) -> ModuleType:
