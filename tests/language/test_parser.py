@@ -323,7 +323,8 @@ def test_mixed_operators_inside_a_module_keep_other_errors() -> None:
     text = "complexEvent X() {\n\tas a -> b OR c\n}\ncomplexEvent Y() { as a -> }\n"
     assert errors_of(text) == [
         (2, 12, "mixed operators '->' and 'OR' need parentheses"),
-        (4, 28, "unexpected '}', expected '(', 'every', 'every-distinct', 'NOT', identifier"),
+        (4, 28, "unexpected '}', expected '(', 'every', 'every-distinct', 'NOT', "
+                "'timer:interval', identifier"),
     ]
 
 
@@ -553,13 +554,15 @@ def test_parse_file_sets_source(tmp_path: Path) -> None:
             "complexEvent X() { as A -> -> B }",
             1,
             28,
-            "unexpected '->', expected '(', 'every', 'every-distinct', 'NOT', identifier",
+            "unexpected '->', expected '(', 'every', 'every-distinct', 'NOT', "
+            "'timer:interval', identifier",
         ),
         (
             "complexEvent X() {\n  as A ->",
             2,
             10,
-            "unexpected end of input, expected '(', 'every', 'every-distinct', 'NOT', identifier",
+            "unexpected end of input, expected '(', 'every', 'every-distinct', 'NOT', "
+            "'timer:interval', identifier",
         ),
         ('complexEvent X() { as A where name == "abc }', 1, 39, "unterminated string"),
         ("atomicEvent A @", 1, 15, "unexpected character '@'"),
@@ -635,7 +638,7 @@ atomicEvent D
     lines = str(info.value).splitlines()
     assert len(lines) == 5 and all(line.startswith("many.vepl:") for line in lines)
     assert lines[0] == ("many.vepl:5:13: error: unexpected '->', expected '(', 'every', "
-                        "'every-distinct', 'NOT', identifier")
+                        "'every-distinct', 'NOT', 'timer:interval', identifier")
 
 
 def test_recovery_does_not_resync_inside_words_or_strings() -> None:
@@ -651,7 +654,7 @@ def test_bare_pattern_and_expression_errors() -> None:
         parse_pattern("A ->\n  OR B", "expr.txt")
     assert (
         str(info.value) == "expr.txt:2:3: error: unexpected 'OR', expected '(', 'every', "
-        "'every-distinct', 'NOT', identifier"
+        "'every-distinct', 'NOT', 'timer:interval', identifier"
     )
     with pytest.raises(PatternSyntaxError):
         parse_expr("a and")

@@ -38,6 +38,9 @@ class Position:
     loc: tuple[int, int] | None = None
     #: ids of the timed zones enclosing this occurrence, outermost first.
     zones: tuple[int, ...] = ()
+    #: Esper's ``every`` on an operand inside a pattern (``A -> every B``): an event taken at
+    #: this occurrence starts a new partial match and the one that took it keeps waiting.
+    every: bool = False
 
 
 @dataclass(slots=True)

@@ -70,7 +70,8 @@ def check(files: Annotated[list[Path], typer.Argument(
         except typer.Exit:
             failed = True
             continue
-        out.print(f"{path}: ok — {len(program.automata)} complex event pattern(s), "
+        windows = f"{len(program.windows)} window statement(s), " if program.windows else ""
+        out.print(f"{path}: ok — {len(program.automata)} complex event pattern(s), {windows}"
                   f"{len(program.schemas)} event type(s), {len(program.rules)} rule(s)",
                   markup=False, highlight=False)
     if failed:
@@ -121,6 +122,7 @@ def run(
         raise typer.Exit(2)
     program = _load(patterns, context)
     if engine == "spark":
+        _refuse_windows_on_spark(program)
         _run_spark(program, patterns, input, output, rejected, close_windows, master, lateness,
                    action_modules)
         return
@@ -182,6 +184,16 @@ def run(
     if len(side):
         err.print(f"{len(side)} record(s) were not processed; see {rej_path}", markup=False)
     err.print(f"wrote {n_out:,} complex event(s) to {output}", markup=False)
+
+
+def _refuse_windows_on_spark(program: Program) -> None:
+    from cepflow.spark.plan import SparkUnsupported, refuse_windows
+
+    try:
+        refuse_windows(program)
+    except SparkUnsupported as e:
+        err.print(f"error: {e}", markup=False)
+        raise typer.Exit(2) from None
 
 
 def _run_spark(program: Program, patterns: Path, inputs: list[Path], output: Path,
@@ -275,6 +287,7 @@ def stream(
         if module.__name__.startswith("cepflow_actions_"):
             cloudpickle.register_pickle_by_value(module)
     program = _load(patterns, context)
+    _refuse_windows_on_spark(program)
     if not source.is_dir():
         err.print(f"--source {source}: not a folder", markup=False)
         raise typer.Exit(2)

@@ -94,7 +94,7 @@ class _Builder:
             elif isinstance(q, ast.Fol | ast.Or | ast.And):
                 walk(q.left)
                 walk(q.right)
-            elif isinstance(q, ast.Mult | ast.Not | ast.Window):
+            elif isinstance(q, ast.Mult | ast.Not | ast.Window | ast.Every):
                 walk(q.pattern)
 
         walk(p)
@@ -162,6 +162,18 @@ class _Builder:
                 "event and negate that", p.loc)
         if isinstance(p, ast.And):  # normalize() expands and; kept for direct callers
             return self.build(ast.Or(ast.Fol(p.left, p.right), ast.Fol(p.right, p.left)))
+        if isinstance(p, ast.Every):  # Esper's every on one event inside a pattern (esper.py)
+            f = self.build(p.pattern)
+            for pos in self.positions:
+                if pos.id in f.first:
+                    pos.every = True
+            return f
+        if isinstance(p, ast.Interval):
+            raise self.err("timer:interval is supported at the end of a pattern, after an "
+                           "event (A -> timer:interval(10 sec))", p.loc)
+        if isinstance(p, ast.Until):
+            raise self.err("until is an Esper operator: use it in an Esper-style pattern "
+                           "(context esper, every or tags)", p.loc)
         raise self.err(f"unsupported pattern node {type(p).__name__}", None)
 
     def link(self, a: _Frag, b: _Frag, reenter: frozenset[int] = frozenset()) -> None:
@@ -173,7 +185,14 @@ class _Builder:
         cur: _Frag | None = None
         pending: list[Position] = []
         bound: set[str] = set()
-        for it in items:
+        wait = False  # a trailing timer:interval: the window's deadline completes the pattern
+        for n, it in enumerate(items):
+            if isinstance(it, ast.Interval) and cur is not None and n == len(items) - 1:
+                if cur.nullable or cur.timer:
+                    raise self.err("timer:interval after an optional operand or a timer",
+                                   it.loc)
+                wait = True
+                continue
             if isinstance(it, ast.Not):
                 atoms = forbidden_atoms(it.pattern)
                 if atoms is None:
@@ -224,7 +243,7 @@ class _Builder:
             pending = []
         if cur is None:
             raise self.err("empty sequence", loc)
-        if pending:
+        if pending or wait:
             tail = {p: list(pending) for p in cur.last}
             for p, negs in cur.tail.items():
                 tail.setdefault(p, []).extend(negs)
@@ -397,7 +416,7 @@ def sure_vars(p: ast.Pattern) -> set[str]:
         return sure_vars(p.left) & sure_vars(p.right)
     if isinstance(p, ast.Mult):
         return set() if p.count == "*" else sure_vars(p.pattern)
-    if isinstance(p, ast.Window):
+    if isinstance(p, ast.Window | ast.Every):
         return sure_vars(p.pattern)
     return set()
 

@@ -7,8 +7,22 @@ same automata and engine:
 * ``every`` placement becomes the pattern's **start policy**: ``every A -> P`` (and
   ``every-distinct(keys) A -> P``) starts a new instance at each ``A`` (*spawn*);
   ``every (P)`` runs one instance at a time and starts the next after it completed
-  (*restart*); without ``every`` the pattern matches once (*once*). ``every`` anywhere else is
-  reported as not supported yet.
+  (*restart*); without ``every`` the pattern matches once (*once*). ``every X or every Y``
+  is ``every (X or Y)`` (Esper documents the equivalence). ``every`` on a single event inside
+  a pattern (``A -> every B``, ``every A -> every B -> C``) marks that event's occurrence: the
+  partial match that takes it stays waiting for the next one, and a new one goes on
+  (:attr:`Position.every <cepflow.automaton.model.Position.every>`, run by the matcher).
+* ``P and not C`` after an event (``A -> (B and not C)``) forbids ``C`` from ``A`` until ``P``
+  completes: it is VEPL's ``A -> NOT C -> B`` (``NOT C`` before every step of ``P``), the
+  same automaton. ``A -> (timer:interval(Δ) and not C)`` is ``(A -> NOT C)[Δ]`` and
+  ``A -> timer:interval(Δ)`` the same window with nothing forbidden: a timed zone that
+  completes when its deadline passes.
+* ``[m:n] P until Q`` (``P``, ``Q`` single events): ``m`` times ``P`` with ``NOT Q`` in every
+  gap, then up to ``n - m`` more ``P`` (any number without ``n``) and ``Q``; with ``m == n``
+  (``[n] P until Q``) it completes at the n-th ``P``. When one event would both advance and
+  end a sub-pattern (it fits ``P`` and ``Q``, or ``B`` and ``C`` of ``B and not C``) the
+  ending wins, as Esper starts ``until`` first (matcher, context ``esper``).
+* Anything else with these operators is reported with its location (:class:`EsperError`).
 * **Aliases** ``a1 = Motorbike(...)`` become unification variables ``a1.<field>`` for every
   field of the event; a top-level conjunct ``a2.f = a1.g`` of ``a2``'s filter, where ``a1`` was
   bound before, becomes unification (``a2``'s ``f`` binds ``a1.g``), so it is served by the
@@ -25,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from cepflow.compiler.normalize import fol_items
+from cepflow.compiler.normalize import fol_items, or_items
 from cepflow.events.model import EventType
 from cepflow.language import ast
 
@@ -57,7 +71,7 @@ def is_esper(decl: ast.ComplexEventDecl) -> bool:
         return True
 
     def walk(p: ast.Pattern) -> bool:
-        if isinstance(p, ast.Every):
+        if isinstance(p, ast.Every | ast.Interval | ast.Until):
             return True
         if isinstance(p, ast.Atom):
             return p.alias is not None
@@ -75,14 +89,35 @@ def _fol(items: list[ast.Pattern]) -> ast.Pattern:
     return out
 
 
+def _single(p: ast.Pattern) -> bool:
+    """One event: an atom or an or of atoms (one step of the automaton)."""
+    return all(isinstance(i, ast.Atom) for i in or_items(p))
+
+
+def _every_or(p: ast.Pattern) -> ast.Pattern:
+    """``every X or every Y`` (single events, no distinct keys) is ``every (X or Y)``."""
+    items = or_items(p)
+    if (len(items) > 1 and all(isinstance(i, ast.Every) and not i.distinct
+                               and i.expiry is None and _single(i.pattern) for i in items)):
+        inner = items[0].pattern  # type: ignore[union-attr]
+        for i in items[1:]:
+            inner = ast.Or(inner, i.pattern, p.loc)  # type: ignore[union-attr]
+        return ast.Every(inner, loc=items[0].loc)
+    return p
+
+
 def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
     """Strip the ``every`` that decides the start policy; reject the others."""
     if isinstance(body, ast.Window):  # (every a = A -> P)[Δ]: the window stays around it all
         inner, plan = _start_policy(body.pattern)
         return replace(body, pattern=inner), plan
+    body = _every_or(body)
+    if isinstance(body, ast.Fol):
+        items = fol_items(body)
+        body = _fol([_every_or(items[0]), *items[1:]])
     if isinstance(body, ast.Every):
         inner = body.pattern
-        single = isinstance(inner, ast.Atom)
+        single = _single(inner)
         if body.distinct and not single:
             raise EsperError("every-distinct around a sequence is not supported yet; put it on "
                              "the first event (every-distinct(k) a = A -> ...)", body.loc)
@@ -90,7 +125,7 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
     items = fol_items(body)
     if len(items) > 1 and isinstance(items[0], ast.Every):
         first = items[0]
-        if not isinstance(first.pattern, ast.Atom):
+        if not _single(first.pattern):
             raise EsperError("every in front of a parenthesised group followed by more pattern "
                              "is not supported yet (write every (A -> B) or every a = A -> B)",
                              first.loc)
@@ -99,16 +134,229 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
     return body, EsperPlan("once")
 
 
-def _reject_inner_every(p: ast.Pattern) -> None:
-    if isinstance(p, ast.Every):
-        raise EsperError("every inside a pattern (A -> every B) is not supported yet; "
-                         "every may stand at the start of the pattern or around all of it",
-                         p.loc)
+_START = ("at the start of a pattern the operator has nothing to begin from: cepflow starts an "
+          "instance at its first event, Esper at the statement's start")
+
+
+class _Lowering:
+    """``not``, ``until``, ``timer:interval`` and inner ``every`` onto the plain algebra (see
+    the module docstring); ``head`` says that nothing precedes the node in its pattern."""
+
+    def __init__(self, start: StartPolicy) -> None:
+        self.start = start
+
+    def pattern(self, p: ast.Pattern, head: bool) -> ast.Pattern:
+        if isinstance(p, ast.Atom):
+            return p
+        if isinstance(p, ast.Fol):
+            return _fol(self.chain(fol_items(p), head))
+        if isinstance(p, ast.Window):
+            return replace(p, pattern=self.pattern(p.pattern, head))
+        if isinstance(p, ast.Or):
+            return ast.Or(self.pattern(p.left, head), self.pattern(p.right, head), p.loc)
+        if isinstance(p, ast.And):
+            if _special(p):
+                return _fol(self.chain([p], head))
+            if any(isinstance(n, ast.Every) for n in _nodes(p)):
+                raise EsperError("every inside 'and' is not supported (Esper's and keeps every "
+                                 "operand's instances; only every X or every Y is)", p.loc)
+            return ast.And(self.pattern(p.left, head), self.pattern(p.right, head), p.loc)
+        if isinstance(p, ast.Mult):
+            self.no_tags(p.pattern, "[n]")
+            return replace(p, pattern=self.pattern(p.pattern, head))
+        if isinstance(p, ast.Every):
+            if head:  # a leading every the start policy did not take
+                raise EsperError("every in front of a group followed by more pattern is not "
+                                 "supported (write every (A -> B) or every a = A -> B)", p.loc)
+            return self.inner_every(p)
+        if isinstance(p, ast.Until | ast.Interval | ast.Not):
+            return _fol(self.chain([p], head))
+        raise EsperError(f"unsupported pattern node {type(p).__name__}", None)
+
+    def inner_every(self, p: ast.Every) -> ast.Pattern:
+        if p.distinct or p.expiry is not None:
+            raise EsperError("every-distinct inside a pattern is not supported; put it on the "
+                             "first event (every-distinct(k) a = A -> ...)", p.loc)
+        if self.start == "restart":
+            raise EsperError("every inside every (...) is not supported", p.loc)
+        if not _single(p.pattern):
+            raise EsperError("every on a group inside a pattern (A -> every (B -> C)) is not "
+                             "supported; every may stand on one event there (A -> every B)",
+                             p.loc)
+        return p
+
+    def no_tags(self, p: ast.Pattern, what: str) -> None:
+        for n in _nodes(p):
+            if isinstance(n, ast.Atom) and n.alias is not None:
+                raise EsperError(f"a tag inside {what} ('{n.alias} = {n.name}') collects an "
+                                 "array of events in Esper (a[0], a[1]); not supported — "
+                                 "leave the repeated events untagged", n.loc)
+
+    def chain(self, items: list[ast.Pattern], head: bool) -> list[ast.Pattern]:
+        out: list[ast.Pattern] = []
+        for i, it in enumerate(items):
+            first = head and i == 0
+            last = i == len(items) - 1
+            if isinstance(it, ast.And) and _special(it):
+                self.and_not(it, out, first, last)
+            elif isinstance(it, ast.Until):
+                self.until(it, out, first)
+            elif isinstance(it, ast.Interval):
+                self.interval(it, None, out, first, last)
+            elif isinstance(it, ast.Not) and first:
+                raise EsperError(f"'not' {_START}; write A -> (B and not C)", it.loc)
+            elif isinstance(it, ast.Not):  # cepflow syntax: VEPL's NOT in a gap (A -> NOT C -> B)
+                out.append(it)
+            else:
+                out.append(self.pattern(it, first))
+        return out
+
+    def and_not(self, p: ast.And, out: list[ast.Pattern], first: bool, last: bool) -> None:
+        ops = _and_items(p)
+        negs = [o for o in ops if isinstance(o, ast.Not)]
+        timers = [o for o in ops if isinstance(o, ast.Interval)]
+        pos = [o for o in ops if not isinstance(o, ast.Not | ast.Interval)]
+        if timers:
+            if len(timers) > 1 or pos:
+                raise EsperError("timer:interval inside 'and' is supported as "
+                                 "(timer:interval(Δ) and not C) only", timers[0].loc)
+            self.interval(timers[0], negs, out, first, last)
+            return
+        if len(pos) != 1 or not negs:
+            raise EsperError("'and' with 'not' is supported as (B and not C [and not D …]) "
+                             "after an event", p.loc)
+        if first:
+            raise EsperError(f"'(... and not ...)' {_START}; write A -> (B and not C)", p.loc)
+        forbid = self.forbidden(negs)
+        for step in self.steps(self.pattern(pos[0], False)):
+            out.extend([forbid, step])
+
+    def forbidden(self, negs: list[ast.Pattern]) -> ast.Not:
+        """``not C and not D`` as one NOT over ``C or D`` (single events, untagged)."""
+        inner: ast.Pattern | None = None
+        for n in negs:
+            assert isinstance(n, ast.Not)
+            if not _single(n.pattern):
+                raise EsperError("'not' over a sequence or group is not supported; declare it "
+                                 "as its own event and write not <that event>", n.loc)
+            for a in or_items(n.pattern):
+                assert isinstance(a, ast.Atom)
+                if a.alias is not None:
+                    raise EsperError(f"a tag inside 'not' ('{a.alias} = {a.name}') never "
+                                     "binds an event; leave it out", a.loc)
+            inner = n.pattern if inner is None else ast.Or(inner, n.pattern, n.loc)
+        assert inner is not None
+        return ast.Not(inner, negs[0].loc)
+
+    def steps(self, p: ast.Pattern) -> list[ast.Pattern]:
+        """The single-event steps of ``p`` (sequences, [n]) for a NOT before each."""
+        out: list[ast.Pattern] = []
+        for it in fol_items(p):
+            if isinstance(it, ast.Mult) and isinstance(it.count, int):
+                out.extend(self.steps(it.pattern) * it.count)
+            elif _single(it) or (isinstance(it, ast.Every) and _single(it.pattern)):
+                out.append(it)
+            else:
+                raise EsperError("'and not' around this operand is not supported (a sequence "
+                                 "of single events is)", it.loc)
+        return out
+
+    def interval(self, t: ast.Interval, negs: list[ast.Pattern] | None,
+                 out: list[ast.Pattern], first: bool, last: bool) -> None:
+        if first or not out:
+            raise EsperError(f"timer:interval {_START} (every timer:interval(…) needs the "
+                             "statement's start time); put an event before it: "
+                             "A -> timer:interval(…)", t.loc)
+        if not last:
+            raise EsperError("timer:interval is supported at the end of a pattern only "
+                             "(A -> timer:interval(…))", t.loc)
+        prev = out.pop()
+        if not (_single(prev) or (isinstance(prev, ast.Every) and _single(prev.pattern))):
+            raise EsperError("timer:interval after a group is not supported; it may follow "
+                             "one event (A -> timer:interval(…))", t.loc)
+        tail: ast.Pattern = self.forbidden(negs) if negs else t
+        out.append(ast.Window(ast.Fol(prev, tail, t.loc), t.duration, "within", t.loc))
+
+    def until(self, u: ast.Until, out: list[ast.Pattern], first: bool) -> None:
+        low = u.low or 0
+        if not _single(u.pattern) or not _single(u.until):
+            raise EsperError("until is supported between single events (or alternatives of "
+                             "events): [m:n] A until B", u.loc)
+        self.no_tags(u.pattern, "until")
+        if first and low > 0 and self.start != "restart":
+            raise EsperError(f"'[{low}…] … until' {_START}, where a '{_name(u.until)}' before "
+                             "the first repetition ends it; write every (…) around it or put "
+                             "an event before it", u.loc)
+        stop = ast.Not(_untagged(u.until), u.loc)
+        items: list[ast.Pattern] = []
+        for k in range(low):
+            if not (first and k == 0):
+                items.append(stop)
+            items.append(u.pattern)
+        if u.high is not None and u.high == low:
+            if low == 0:
+                raise EsperError("[0] repeats nothing", u.loc)
+            out.extend(items)
+            return
+        if u.high is None:  # any number more, kept greedily (the longest run is reported)
+            items.append(ast.Mult(u.pattern, "*", u.loc))
+            items.append(u.until)
+        else:
+            tail: ast.Pattern = u.until
+            for _ in range(u.high - low):
+                tail = ast.Or(u.until, ast.Fol(u.pattern, tail, u.loc), u.loc)
+            items.append(tail)
+        out.extend(items)
+
+
+def _special(p: ast.And) -> bool:
+    """An ``and`` with a ``not`` or ``timer:interval`` operand (lowered, not expanded)."""
+    return any(isinstance(o, ast.Not | ast.Interval) for o in _and_items(p))
+
+
+def _and_items(p: ast.Pattern) -> list[ast.Pattern]:
+    if isinstance(p, ast.And):
+        return [*_and_items(p.left), *_and_items(p.right)]
+    return [p]
+
+
+def _nodes(p: ast.Pattern) -> list[ast.Pattern]:
+    if isinstance(p, ast.Atom | ast.Interval):
+        return [p]
     if isinstance(p, ast.Fol | ast.Or | ast.And):
-        _reject_inner_every(p.left)
-        _reject_inner_every(p.right)
-    elif not isinstance(p, ast.Atom):
-        _reject_inner_every(p.pattern)
+        return [p, *_nodes(p.left), *_nodes(p.right)]
+    if isinstance(p, ast.Until):
+        return [p, *_nodes(p.pattern), *_nodes(p.until)]
+    return [p, *_nodes(p.pattern)]
+
+
+def _name(p: ast.Pattern) -> str:
+    return " or ".join(a.name for a in or_items(p) if isinstance(a, ast.Atom))
+
+
+def _untagged(p: ast.Pattern) -> ast.Pattern:
+    """``b = B(b.x > 1)`` as the forbidden ``B(x > 1)`` (the tag's own fields made bare)."""
+    if isinstance(p, ast.Or):
+        return ast.Or(_untagged(p.left), _untagged(p.right), p.loc)
+    assert isinstance(p, ast.Atom)
+    if p.alias is None:
+        return p
+    alias = p.alias
+
+    def expr(e: ast.Expr) -> ast.Expr:
+        if isinstance(e, ast.Name):
+            if e.name == alias and len(e.path) == 1:
+                return ast.Name(e.path[0], (), e.loc)
+            return e
+        if isinstance(e, ast.Unary):
+            return ast.Unary(e.op, expr(e.operand), e.loc)
+        if isinstance(e, ast.Binary):
+            return ast.Binary(e.op, expr(e.left), expr(e.right), e.loc)
+        if isinstance(e, ast.Call):
+            return ast.Call(e.func, tuple(expr(a) for a in e.args), e.loc)
+        return e
+
+    return ast.Atom(p.name, p.args, None if p.where is None else expr(p.where), None, p.loc)
 
 
 def guard_windows(p: ast.Pattern) -> ast.Pattern:
@@ -130,8 +378,10 @@ def guard_windows(p: ast.Pattern) -> ast.Pattern:
         return _fol(out)
     if isinstance(p, ast.Or | ast.And):
         return type(p)(guard_windows(p.left), guard_windows(p.right), p.loc)
-    if isinstance(p, ast.Atom):
+    if isinstance(p, ast.Atom | ast.Interval):
         return p
+    if isinstance(p, ast.Until):
+        return replace(p, pattern=guard_windows(p.pattern), until=guard_windows(p.until))
     return replace(p, pattern=guard_windows(p.pattern))
 
 
@@ -233,6 +483,8 @@ class _Aliases:
     def pattern(self, p: ast.Pattern) -> ast.Pattern:
         if isinstance(p, ast.Atom):
             return self.atom(p)
+        if isinstance(p, ast.Interval):
+            return p
         if isinstance(p, ast.Fol | ast.And):
             left = self.pattern(p.left)
             return type(p)(left, self.pattern(p.right), p.loc)
@@ -250,7 +502,7 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
           ) -> tuple[ast.ComplexEventDecl, EsperPlan]:
     """The plain-algebra form of an Esper-style declaration and its start policy."""
     body, plan = _start_policy(decl.body)
-    _reject_inner_every(body)
+    body = _Lowering(plan.start).pattern(body, head=True)
     aliases = _Aliases(schemas)
     body = aliases.pattern(body)
     distinct = tuple(aliases.expr(d) for d in plan.distinct)

@@ -83,6 +83,10 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
         return ast.Mult(inner, p.count, loc=p.loc)
     if isinstance(p, ast.Not):
         return _normalize_not(normalize(p.pattern, expand_and), p.loc)
+    if isinstance(p, ast.Every):  # Esper's every on one event inside a pattern (esper.py)
+        return ast.Every(normalize(p.pattern, expand_and), loc=p.loc)
+    if isinstance(p, ast.Interval | ast.Until):  # lowered by compiler.esper; builder reports
+        return p
     if isinstance(p, ast.Window):
         inner = normalize(p.pattern, expand_and)
         if isinstance(inner, ast.Window) and inner.kind == p.kind:

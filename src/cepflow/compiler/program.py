@@ -1,7 +1,11 @@
-"""A compiled pattern module: event schemas, one automaton per complex event, and rules.
+"""A compiled pattern module: event schemas, one automaton per complex event, data-window
+statements, and rules.
 
-Automata are ordered so that a pattern comes after every pattern it references (higher-order
-patterns, 000 §4.1), which gives dependent patterns a deterministic processing order.
+Automata and window statements are ordered so that each comes after every pattern or statement
+whose events it reads (higher-order patterns, 000 §4.1), which gives dependent patterns a
+deterministic processing order. A window statement (``ast.WindowDecl``) compiles to a
+:class:`cepflow.windows.WindowStatement`, validated against the schemas; its output type (from
+its select list) joins the schemas, so patterns, rules and other statements can read its rows.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from cepflow.compiler.automata import CompileError, compile_pattern
 from cepflow.compiler.esper import EsperError, is_esper, lower
 from cepflow.events.model import EventType, ParamSpec, canonical_type
 from cepflow.language import ast
+from cepflow.windows.declaration import statement_of
+from cepflow.windows.plan import compile_statement
+from cepflow.windows.statement import WindowError, WindowStatement
 
 
 @dataclass
@@ -29,6 +36,8 @@ class Program:
     rules: list[ast.RuleDecl]
     module: ast.Module
     query_events: dict[str, ast.QueryEventDecl] = field(default_factory=dict)
+    #: data-window statements, in dependency order (run by the engine with the automata)
+    windows: list[WindowStatement] = field(default_factory=list)
 
     def automaton(self, name: str) -> Automaton:
         for a in self.automata:
@@ -39,8 +48,8 @@ class Program:
     @property
     def fingerprint(self) -> str:
         """Identifies the compiled patterns, so saved engine state is not restored onto others."""
-        text = "\n".join(f"{a.name}|{a.context}|{a.partition_by}|{a.pattern_text}"
-                         for a in self.automata)
+        text = "\n".join([*(f"{a.name}|{a.context}|{a.partition_by}|{a.pattern_text}"
+                           for a in self.automata), *(repr(w) for w in self.windows)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -70,6 +79,10 @@ def _references(p: ast.Pattern) -> set[str]:
         return {p.name}
     if isinstance(p, ast.Fol | ast.Or | ast.And):
         return _references(p.left) | _references(p.right)
+    if isinstance(p, ast.Interval):
+        return set()
+    if isinstance(p, ast.Until):
+        return _references(p.pattern) | _references(p.until)
     return _references(p.pattern)
 
 
@@ -82,24 +95,35 @@ def compile_module(
     """Compile every complex event of ``module``; ``default_context`` overrides the file's."""
     schemas = {**(extra_schemas or {}), **event_schemas(module)}
     context = default_context or module.context or "chronicle"
-    complex_decls = {d.name: d for d in module.complex_events}
+    complex_decls: dict[str, ast.ComplexEventDecl | ast.WindowDecl] = {
+        d.name: d for d in module.decls if isinstance(d, ast.ComplexEventDecl | ast.WindowDecl)}
+    position = {n: i for i, n in enumerate(complex_decls)}
     graph = nx.DiGraph()
     for name, d in complex_decls.items():
         graph.add_node(name)
-        for ref in _references(d.body):
+        refs = ({d.source.name} if isinstance(d, ast.WindowDecl) else _references(d.body))
+        for ref in refs:
             if ref in complex_decls:
                 graph.add_edge(ref, name)
     try:
-        order = list(nx.lexicographical_topological_sort(
-            graph, key=lambda n: list(complex_decls).index(n)))
+        order = list(nx.lexicographical_topological_sort(graph, key=position.__getitem__))
     except nx.NetworkXUnfeasible:
         cycle = nx.find_cycle(graph)
         names = " -> ".join([cycle[0][0], *(v for _, v in cycle)])
         raise CompileError(f"complex events reference each other in a cycle: {names}",
                            complex_decls[cycle[0][0]].loc) from None
     automata = []
+    windows: list[WindowStatement] = []
     for n in order:
         d, plan = complex_decls[n], None
+        if isinstance(d, ast.WindowDecl):
+            try:
+                stmt = statement_of(d)
+                schemas[d.name] = compile_statement(stmt, schemas, functions).output_schema
+            except WindowError as e:
+                raise CompileError(str(e), e.loc or d.loc) from None  # names the statement
+            windows.append(stmt)
+            continue
         if is_esper(d):
             try:
                 d, plan = lower(d, schemas)
@@ -113,4 +137,4 @@ def compile_module(
                 raise CompileError(f"rule '{rule.name}' is triggered by unknown pattern "
                                    f"'{ref.name}'", ref.loc or rule.loc)
     queries = {d.name: d for d in module.decls if isinstance(d, ast.QueryEventDecl)}
-    return Program(schemas, automata, list(module.rules), module, queries)
+    return Program(schemas, automata, list(module.rules), module, queries, windows)

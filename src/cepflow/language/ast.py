@@ -2,7 +2,8 @@
 
 Pattern expressions follow the algebra of 000 §4.1 (Def. 2): atomic pattern references and the
 operators fol (``->``), or, and, mult (``{n}``, ``{*}``, ``{+}``), NOT (NAC) and win (``within`` /
-``holds-for``). Declarations mirror VEPL: atomic events, query events, complex events and rules.
+``holds-for``). Declarations mirror VEPL: atomic events, query events, complex events and
+rules, plus data-window statements (Esper's windows and aggregates, :class:`WindowDecl`).
 ``loc`` (line, column) is kept for diagnostics and ignored by equality.
 """
 
@@ -165,7 +166,31 @@ class Every:
     loc: Loc = _loc()
 
 
-Pattern = Atom | Fol | Or | And | Mult | Not | Window | Every
+@dataclass(frozen=True)
+class Interval:
+    """Esper's observer ``timer:interval(Δ)``: turns true ``duration`` ms after it starts, i.e.
+    after the operand before it in a ``->`` chain completed (compiler.esper lowers it to a
+    timed zone that completes when its deadline passes)."""
+
+    duration: float
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Until:
+    """Esper's repeat-until ``[low:high] pattern until until``: matches of ``pattern`` are
+    collected until ``until`` turns true; fewer than ``low`` of them make the whole false, at
+    most ``high`` are kept. ``low == high`` (``[n] P until Q``) turns true at the n-th match of
+    ``pattern`` unless ``until`` came first. ``None`` bounds are open."""
+
+    pattern: Pattern
+    until: Pattern
+    low: int | None = None
+    high: int | None = None
+    loc: Loc = _loc()
+
+
+Pattern = Atom | Fol | Or | And | Mult | Not | Window | Every | Interval | Until
 
 
 # ---------------------------------------------------------------- declarations
@@ -260,7 +285,46 @@ class RuleDecl:
     loc: Loc = _loc()
 
 
-Decl = Trait | AtomicEventDecl | QueryEventDecl | ComplexEventDecl | RuleDecl
+DataWindowKind = Literal["time", "length", "time_batch", "length_batch"]
+
+
+@dataclass(frozen=True)
+class DataWindow:
+    """An Esper data window (docs/windows.md): ``time`` / ``time_batch`` hold ``size``
+    milliseconds, ``length`` / ``length_batch`` ``size`` events; ``per_group`` keeps one length
+    window per ``group by`` value (Esper's ``#groupwin(<group by>)#length…``)."""
+
+    kind: DataWindowKind
+    size: float
+    per_group: bool = False
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class WindowDecl:
+    """A data-window statement: ``insert into name select … from source#window group by …
+    having …`` (EPL) or ``complexEvent name { from source window … select … }`` (cepflow).
+
+    ``source`` is the input stream: an :class:`Atom` with the event type, an optional alias
+    (``a1`` in ``a1.location``) and an optional filter applied before the window; ``args`` is
+    always None. ``select`` items are ``(output name or None, expression)``; without a name
+    the output parameter is named as Esper names the column (a field by its name, anything
+    else by its text). Aggregates are calls of ``count`` (``count()`` is ``count(*)``),
+    ``sum``, ``avg``, ``min``, ``max``; ``current_timestamp()`` is the row's time. Compiled to
+    a :class:`cepflow.windows.WindowStatement`; its rows re-enter the stream as events of type
+    ``name``.
+    """
+
+    name: str
+    source: Atom
+    window: DataWindow
+    select: tuple[tuple[str | None, Expr], ...]
+    group_by: tuple[Expr, ...] = ()
+    having: Expr | None = None
+    loc: Loc = _loc()
+
+
+Decl = Trait | AtomicEventDecl | QueryEventDecl | ComplexEventDecl | RuleDecl | WindowDecl
 
 
 @dataclass(frozen=True)
@@ -279,6 +343,10 @@ class Module:
     @property
     def complex_events(self) -> list[ComplexEventDecl]:
         return [d for d in self.decls if isinstance(d, ComplexEventDecl)]
+
+    @property
+    def windows(self) -> list[WindowDecl]:
+        return [d for d in self.decls if isinstance(d, WindowDecl)]
 
     @property
     def rules(self) -> list[RuleDecl]:

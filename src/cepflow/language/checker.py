@@ -45,7 +45,9 @@ from cepflow.language.ast import (
     RuleDecl,
     Trait,
     Unary,
+    Until,
     Window,
+    WindowDecl,
     is_wildcard,
 )
 from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
@@ -93,6 +95,8 @@ def _children(node: Pattern) -> tuple[Pattern, ...]:
         return (node.left, node.right)
     if isinstance(node, Mult | Not | Window | Every):
         return (node.pattern,)
+    if isinstance(node, Until):
+        return (node.pattern, node.until)
     return ()
 
 
@@ -133,7 +137,11 @@ def _bound(node: Pattern) -> tuple[set[str], set[str]]:
         return _bound(node.pattern)
     if isinstance(node, Every):
         return _bound(node.pattern)
-    return set(), set()  # Not: a negative condition binds nothing
+    if isinstance(node, Until):  # the repetitions may be none; the until pattern always binds
+        inner_d, inner_p = _bound(node.pattern)
+        until_d, until_p = _bound(node.until)
+        return (until_d | (inner_d if (node.low or 0) > 0 else set())), inner_p | until_p
+    return set(), set()  # Not and Interval bind nothing
 
 
 def _nullable(node: Pattern) -> bool:
@@ -144,9 +152,9 @@ def _nullable(node: Pattern) -> bool:
         return _nullable(node.left) or _nullable(node.right)
     if isinstance(node, Mult):
         return node.count in ("*", 0) or _nullable(node.pattern)
-    if isinstance(node, Window):
+    if isinstance(node, Window | Every):
         return _nullable(node.pattern)
-    return False  # atoms need an event; NOT is checked on its own
+    return False  # atoms need an event; NOT is checked on its own; an interval needs time
 
 
 def _plural(n: int, word: str) -> str:
@@ -183,6 +191,8 @@ class _Checker:
                 self._check_traits(decl)
             elif isinstance(decl, ComplexEventDecl):
                 self._check_complex(decl)
+            elif isinstance(decl, WindowDecl):
+                self._check_window(decl)
             elif isinstance(decl, RuleDecl):
                 self._check_rule(decl)
         self._check_cycles()
@@ -209,7 +219,13 @@ class _Checker:
             if isinstance(decl, Trait | RuleDecl) or decl.name in self.decl_loc:
                 continue
             self.decl_loc[decl.name] = decl.loc
+            if isinstance(decl, WindowDecl):
+                self.events[decl.name] = self._window_signature(decl)
+                continue
             params = tuple((p.name, p.type) for p in decl.params)
+            if isinstance(decl, ComplexEventDecl) and not params and decl.select:
+                # an Esper-style select list names the parameters (types known at compile)
+                params = tuple((n, "any") for n, _ in decl.select)
             if isinstance(decl, AtomicEventDecl):
                 for trait_name in decl.traits:
                     trait = self.traits.get(trait_name)
@@ -331,6 +347,75 @@ class _Checker:
             self._check_not(node.pattern, first, windowed)
         elif isinstance(node, Window):
             self._check_not(node.pattern, first, True)
+
+    # ------------------------------------------------------------ window statements
+
+    def _window_fields(self, decl: WindowDecl, sig: _Signature | None) -> dict[str, str] | None:
+        """The names a window statement's expressions may read, with their declared types:
+        the input's fields, also as ``alias.field``."""
+        if sig is None or sig.params is None:
+            return None
+        fields = dict(sig.params)
+        if decl.source.alias is not None:
+            fields.update({f"{decl.source.alias}.{f}": t for f, t in sig.params})
+        return fields
+
+    def _window_signature(self, decl: WindowDecl) -> _Signature:
+        """Output parameters of a window statement: its select items (named as Esper names
+        unaliased columns), typed where the type is evident (count, avg, a field)."""
+        fields = self._window_fields(decl, self.events.get(decl.source.name)) or {}
+        params = []
+        for name, expr in decl.select:
+            out = name or _column_name(expr)
+            kind = "any"
+            if isinstance(expr, Call) and expr.func in _AGGREGATES and len(expr.args) <= 1:
+                kind = {"count": "Integer", "avg": "Double"}.get(expr.func, "any")
+                if expr.func in ("min", "max", "sum") and expr.args:
+                    kind = fields.get(_dotted(expr.args[0]) or "", "any")
+            elif isinstance(expr, Name) and expr.name == "@ts" and not expr.path:
+                kind = "Long"  # current_timestamp()
+            elif isinstance(expr, Name):
+                kind = fields.get(_dotted(expr) or "", "any")
+            params.append((out, kind))
+        return _Signature("complex", tuple(params), len(params))
+
+    def _check_window(self, decl: WindowDecl) -> None:
+        src = decl.source
+        sig = self._resolve(src.name, None, src.loc or decl.loc)
+        if src.args is not None:
+            self._report(src.loc or decl.loc, f"the input '{src.name}' of window statement "
+                         f"'{decl.name}' takes no parameter list; read its fields by name")
+        fields = self._window_fields(decl, sig)
+        parts: list[tuple[str, Expr]] = []
+        if src.where is not None:
+            parts.append((f"filter on '{src.name}'", src.where))
+        parts += [(f"select item {i + 1}", e) for i, (_, e) in enumerate(decl.select)]
+        parts += [(f"group by {i + 1}", g) for i, g in enumerate(decl.group_by)]
+        if decl.having is not None:
+            parts.append(("having", decl.having))
+        if fields is not None:
+            shown = ", ".join(sorted(fields)) or "(none)"
+            for where, expr in parts:
+                for n in _names(expr):
+                    full = ".".join((n.name, *n.path))
+                    if full not in fields and full not in ("*", "@ts"):
+                        self._report(n.loc or decl.loc, f"unknown name '{full}' in the "
+                                     f"{where} of '{decl.name}'; available: {shown}")
+        typer = _Typer(fields or {}, self._report)
+        for where, expr in parts:
+            kind = typer.infer(expr)
+            if isinstance(expr, Call) and expr.func in ("count", "sum", "avg"):
+                kind = "int" if expr.func == "count" else "float"  # an aggregate's value
+            for call in _calls(expr):
+                if call.func in ("sum", "avg") and len(call.args) == 1:
+                    arg_kind = typer.infer(call.args[0])
+                    if arg_kind in ("str", "bool"):
+                        self._report(call.loc or decl.loc, f"{call.func}() needs numbers, not "
+                                     f"{typer.describe(call.args[0], arg_kind)}")
+            if (where == "having" or where.startswith("filter")) \
+                    and kind not in ("bool", "any", "null"):
+                self._report(_expr_start(expr) or decl.loc, f"the {where} of '{decl.name}' "
+                             f"must be a condition, not {_kind_text(kind)}")
 
     # ------------------------------------------------------------ filters
 
@@ -501,6 +586,35 @@ def _names(expr: Expr) -> Iterator[Name]:
     elif isinstance(expr, Call):
         for arg in expr.args:
             yield from _names(arg)
+
+
+_AGGREGATES = frozenset({"count", "sum", "avg", "min", "max"})
+
+
+def _dotted(expr: Expr) -> str | None:
+    return ".".join((expr.name, *expr.path)) if isinstance(expr, Name) else None
+
+
+def _column_name(expr: Expr) -> str:
+    """Esper's name for an unaliased column: a field by its name, else the expression text
+    (the window runtime names it the same way)."""
+    if isinstance(expr, Name) and len(expr.path) <= 1:
+        return expr.path[0] if expr.path else expr.name
+    from cepflow.language.printer import format_expr
+
+    return format_expr(expr).replace("count()", "count(*)")
+
+
+def _calls(expr: Expr) -> Iterator[Call]:
+    if isinstance(expr, Call):
+        yield expr
+        for arg in expr.args:
+            yield from _calls(arg)
+    elif isinstance(expr, Unary):
+        yield from _calls(expr.operand)
+    elif isinstance(expr, Binary):
+        yield from _calls(expr.left)
+        yield from _calls(expr.right)
 
 
 def _expr_start(expr: Expr) -> Loc:

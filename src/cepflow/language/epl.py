@@ -5,8 +5,18 @@ Supported (docs/esper.md): ``create schema Name(field type, ...)``; ``@Name('...
 ``a = Type(condition)``, ``->``, ``and``, ``or``, ``every``, ``every-distinct(keys)``,
 ``[n]`` repetition and the guard ``where timer:within(duration)``. Each statement becomes the
 declaration a cepflow pattern would give (context ``esper``), so both syntaxes run on the same
-automata. Anything else — data windows (``.win:…``/``#…``), ``group by``, ``not`` in patterns,
-other guards — is reported with file, line, column and the construct, never misread.
+automata.
+
+Data-window statements (docs/windows.md, "In the languages") — ``[insert into X] select …
+from Type(filter)[.win:…|#…][ as a] [group by …] [having …]`` and the seeds' form ``from
+pattern [every a = Type(filter)].win:…`` — become :class:`~cepflow.language.ast.WindowDecl`,
+the node the cepflow syntax ``complexEvent X { from … window … select … }`` gives. Views:
+``win:time``/``#time``, ``win:time_batch``, ``win:length``, ``win:length_batch`` and
+``std:groupwin(<group by>)``/``#groupwin`` before a length window. **Decision:** a time
+window's size without a unit is in seconds, as in Esper. Without ``insert into`` the output
+type is the ``@Name``. Anything else — other views, ``where`` after a window, a window over
+any other pattern, ``select *`` over a window, a stream without a window — is reported with
+file, line, column and the construct, never misread.
 """
 
 from __future__ import annotations
@@ -27,7 +37,25 @@ _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "L
           "double": "Double", "float": "Double", "boolean": "Boolean", "bool": "Boolean"}
 _NAMES = {"NAME": "name", "NUMBER": "number", "STRING": "string", "CMP": "comparison",
           "UNIT": "time unit", "_TRUE": "true", "_FALSE": "false", "_NULL": "null",
-          "_NOT": "not", "_EVERY": "every", "_EVERY_DISTINCT": "every-distinct"}
+          "_NOT": "not", "_UNTIL": "until", "_EVERY": "every", "_EVERY_DISTINCT": "every-distinct",
+          "_HAVING": "having", "_GROUP": "group", "_WHERE": "where"}
+
+
+def _partnered(operands: list[Any]) -> None:
+    """Esper's ``not`` turns true as soon as it starts: outside ``and`` (``A -> not C -> B``)
+    it would be ignored — reported rather than read as VEPL's NOT in a gap."""
+    for o in operands:
+        if isinstance(o, ast.Not):
+            raise _Unsupported(o.loc, "'not' needs a partner: A -> (B and not C), or "
+                               "A -> (timer:interval(10 sec) and not C)")
+
+
+def _count(t: Token) -> int:
+    """A repeat bound: a whole number (a located error otherwise)."""
+    text = str(t)
+    if "." in text:
+        raise _Unsupported(_loc(t), f"a repeat bound must be a whole number, not {text}")
+    return int(text)
 
 
 @functools.cache
@@ -120,18 +148,23 @@ class _ToAst(Transformer):
     # ---- patterns ----------------------------------------------------------------------
     def filter(self, meta: Any, c: list[Any]) -> ast.Atom:
         names = [x for x in c if isinstance(x, Token)]
-        cond = next((x for x in c if not isinstance(x, Token)), None)
+        conds = [x for x in c if not isinstance(x, Token)]
+        cond = None  # Esper's filter lists (T(a = 1, b > 2)) are conjunctions
+        for x in conds:
+            cond = x if cond is None else ast.Binary("and", cond, x, loc=x.loc)
         alias = str(names[0]) if len(names) == 2 else None
         typ = names[-1]
         return ast.Atom(str(typ), None, cond, alias, loc=_loc(typ))
 
     def followed_by(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        _partnered(c)
         out = c[-1]
         for left in reversed(c[:-1]):
             out = ast.Fol(left, out, loc=_loc(meta))
         return out
 
     def or_p(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        _partnered(c)
         out = c[0]
         for right in c[1:]:
             out = ast.Or(out, right, loc=_loc(meta))
@@ -154,10 +187,46 @@ class _ToAst(Transformer):
         return ast.Every(c[-1], tuple(keys), expiry, loc=_loc(meta))
 
     def not_p(self, meta: Any, c: list[Any]) -> ast.Pattern:
-        raise _Unsupported(_loc(meta), "'not' inside a pattern is not supported yet")
+        return ast.Not(c[0], loc=_loc(meta))
+
+    def range_exact(self, meta: Any, c: list[Token]) -> tuple:
+        n = _count(c[0])
+        return ("range", n, n, _loc(meta))
+
+    def range_bounds(self, meta: Any, c: list[Token]) -> tuple:
+        sep = next(i for i, t in enumerate(c) if t.type == "RANGE_SEP")
+        low = _count(c[0]) if sep > 0 else None
+        high = _count(c[sep + 1]) if sep + 1 < len(c) else None
+        if low is None and high is None:
+            raise _Unsupported(_loc(meta), "a repeat range needs a low or a high bound")
+        if low is not None and high is not None and high < low:
+            raise _Unsupported(_loc(meta), f"repeat range [{low}:{high}]: the high bound is "
+                               "below the low bound")
+        return ("range", low, high, _loc(meta))
 
     def repeat(self, meta: Any, c: list[Any]) -> ast.Mult:
-        return ast.Mult(c[1], int(float(str(c[0]))), loc=_loc(meta))
+        _, low, high, loc = c[0]
+        if low != high:
+            raise _Unsupported(loc, "a repeat range [m:n] needs 'until' (… until pattern); "
+                               "[n] alone repeats exactly n times")
+        if low < 1:
+            raise _Unsupported(loc, "[0] repeats nothing; write at least [1]")
+        return ast.Mult(c[1], low, loc=_loc(meta))
+
+    def until(self, meta: Any, c: list[Any]) -> ast.Until:
+        low = high = None
+        if len(c) == 3:
+            _, low, high, _ = c[0]
+        return ast.Until(c[-2], c[-1], low, high, loc=_loc(meta))
+
+    def observer(self, meta: Any, c: list[Any]) -> ast.Interval:
+        ns, fn, arg = c
+        if f"{ns}:{fn}".lower() != "timer:interval":
+            raise _Unsupported(_loc(ns), f"observer '{ns}:{fn}' is not supported (only "
+                               "timer:interval)")
+        if not isinstance(arg, _Duration):
+            raise _Unsupported(_loc(meta), "timer:interval needs a duration such as 10 seconds")
+        return ast.Interval(float(arg.value), loc=_loc(meta))
 
     def guard(self, meta: Any, c: list[Any]) -> ast.Window:
         inner, ns, fn, arg = c
@@ -169,38 +238,46 @@ class _ToAst(Transformer):
         return ast.Window(inner, float(arg.value), "within", loc=_loc(meta))
 
     # ---- statements --------------------------------------------------------------------
-    def view(self, meta: Any, c: list[Any]) -> Any:
+    def view(self, meta: Any, c: list[Any]) -> _View:
         names = [str(x) for x in c if isinstance(x, Token)]
-        raise _Unsupported(_loc(meta), f"data window '{':'.join(names)}' is not supported yet "
-                           "(sliding/batch windows and aggregates are being added)")
+        args = [x for x in c if not isinstance(x, Token)]
+        return _View(names, args, _loc(meta))
 
-    def pattern_source(self, meta: Any, c: list[Any]) -> ast.Pattern:
-        return c[0]
+    def pattern_source(self, meta: Any, c: list[Any]) -> _Source:
+        _partnered(c[:1])
+        return _Source(c[0], [v for v in c[1:] if isinstance(v, _View)], _loc(meta))
 
-    def stream_source(self, meta: Any, c: list[Any]) -> Any:
-        raise _Unsupported(_loc(meta), "selecting from a stream (not a pattern) is not "
-                           "supported yet")
+    def stream_source(self, meta: Any, c: list[Any]) -> _Source:
+        typ = c[0]
+        cond = next((x for x in c[1:] if not isinstance(x, Token | _View)), None)
+        alias = next((str(x) for x in c[1:] if isinstance(x, Token)), None)
+        atom = ast.Atom(str(typ), None, cond, alias, loc=_loc(typ))
+        return _Source(atom, [v for v in c if isinstance(v, _View)], _loc(meta), stream=True)
 
-    def group_by(self, meta: Any, c: list[Any]) -> Any:
-        raise _Unsupported(_loc(meta), "'group by' is not supported yet")
+    def where_after(self, meta: Any, c: list[Any]) -> Any:
+        raise _Unsupported(_loc(meta), "'where' after the stream is not supported; filter "
+                           "the stream instead: Type(condition)")
 
-    def select_item(self, meta: Any, c: list[Any]) -> tuple[str, ast.Expr]:
-        return (str(c[1]), c[0])
+    def group_by(self, meta: Any, c: list[Any]) -> tuple:
+        return ("group_by", tuple(c), _loc(meta))
+
+    def having(self, meta: Any, c: list[Any]) -> tuple:
+        return ("having", c[0], _loc(meta))
+
+    def select_item(self, meta: Any, c: list[Any]) -> tuple[str | None, ast.Expr, ast.Loc]:
+        return (str(c[1]) if len(c) > 1 else None, c[0], _loc(meta))
 
     def select_star(self, meta: Any, c: list[Any]) -> None:
         return None
 
     def select_clause(self, meta: Any, c: list[Any]) -> tuple:
-        return ("select", None if any(x is None for x in c) else tuple(c))
+        return ("select", None if any(x is None for x in c) else tuple(c), _loc(meta))
 
-    def insert_stmt(self, meta: Any, c: list[Any]) -> ast.ComplexEventDecl:
-        name = c[0]
-        select = next((x[1] for x in c if isinstance(x, tuple) and x[:1] == ("select",)),
-                      None)
-        body = guard_windows(c[-1])
-        params = tuple(ast.Param(n) for n, _ in select or ())
-        return ast.ComplexEventDecl(str(name), params, body, "esper", (), select,
-                                    loc=_loc(name))
+    def insert_stmt(self, meta: Any, c: list[Any]) -> ast.Decl:
+        return _statement(str(c[0]), _loc(c[0]), c[1:])
+
+    def select_stmt(self, meta: Any, c: list[Any]) -> _Unnamed:
+        return _Unnamed(c, _loc(meta))
 
     def column(self, meta: Any, c: list[Token]) -> ast.Param:
         typ = str(c[1])
@@ -209,14 +286,184 @@ class _ToAst(Transformer):
     def create_schema(self, meta: Any, c: list[Any]) -> ast.AtomicEventDecl:
         return ast.AtomicEventDecl(str(c[0]), tuple(c[1:]), loc=_loc(c[0]))
 
-    def annotation(self, meta: Any, c: list[Any]) -> None:
-        return None
+    def annotation(self, meta: Any, c: list[Any]) -> tuple[str, str]:
+        return (str(c[0]), decode_string(str(c[1])))
 
     def statement(self, meta: Any, c: list[Any]) -> ast.Decl:
-        return c[-1]
+        last = c[-1]
+        if isinstance(last, _Unnamed):
+            name = next((v for k, v in c[:-1] if k.lower() == "name"), None)
+            if name is None:
+                raise _Unsupported(last.loc, "a select statement without 'insert into' needs "
+                                   "@Name('…') to name its output events")
+            return _statement(name, last.loc, last.parts)
+        return last
 
     def start(self, meta: Any, c: list[Any]) -> list[ast.Decl]:
         return list(c)
+
+
+class _View:
+    """One view of a stream: ``.win:time(10 sec)`` (names ``[win, time]``) or ``#time(…)``."""
+
+    def __init__(self, names: list[str], args: list[Any], loc: ast.Loc) -> None:
+        self.names, self.args, self.loc = names, args, loc
+
+    @property
+    def text(self) -> str:
+        return ":".join(self.names) if len(self.names) > 1 else "#" + self.names[0]
+
+    @property
+    def kind(self) -> str | None:
+        """``time`` … ``length_batch``, ``groupwin``, or None for any other view."""
+        name = self.names[-1].lower()
+        ns = self.names[0].lower() if len(self.names) > 1 else None
+        if name in _WINDOW_KINDS and ns in (None, "win"):
+            return name
+        if name == "groupwin" and ns in (None, "std"):
+            return name
+        return None
+
+
+_WINDOW_KINDS = ("time", "time_batch", "length", "length_batch")
+
+
+class _Source:
+    """What follows ``from``: a pattern or a stream (an atom), and its views."""
+
+    def __init__(self, body: Any, views: list[_View], loc: ast.Loc, stream: bool = False
+                 ) -> None:
+        self.body, self.views, self.loc, self.stream = body, views, loc, stream
+
+
+class _Unnamed:
+    """A ``select … from …`` statement waiting for its @Name annotation."""
+
+    def __init__(self, parts: list[Any], loc: ast.Loc) -> None:
+        self.parts, self.loc = parts, loc
+
+
+def _clause(parts: list[Any], tag: str) -> tuple | None:
+    return next((x for x in parts if isinstance(x, tuple) and x[:1] == (tag,)), None)
+
+
+def _statement(name: str, loc: ast.Loc, parts: list[Any]) -> ast.Decl:
+    """``insert into name select … from source …`` as a pattern or a window declaration."""
+    select = _clause(parts, "select")
+    source = next(x for x in parts if isinstance(x, _Source))
+    group, having = _clause(parts, "group_by"), _clause(parts, "having")
+    if source.stream or source.views:
+        return _window_decl(name, loc, select, source, group, having)
+    if group is not None or having is not None:
+        clause = group if group is not None else having
+        assert clause is not None
+        raise _Unsupported(clause[2], f"'{'group by' if clause is group else 'having'}' needs "
+                           "a data window after the pattern (pattern […].win:time(…))")
+    items = None if select is None else select[1]
+    for n, _, item_loc in items or ():
+        if n is None:
+            raise _Unsupported(item_loc, "a select item of a pattern statement needs a name: "
+                               "expr as name")
+    pairs = None if items is None else tuple((n, e) for n, e, _ in items)
+    body = guard_windows(source.body)
+    params = tuple(ast.Param(n) for n, _ in pairs or ())
+    return ast.ComplexEventDecl(name, params, body, "esper", (), pairs, loc=loc)
+
+
+def _window_expr(e: ast.Expr) -> ast.Expr:
+    """EPL's ``count(*)`` as the cepflow syntax reads it: ``count()``."""
+    if isinstance(e, ast.Unary):
+        return ast.Unary(e.op, _window_expr(e.operand), e.loc)
+    if isinstance(e, ast.Binary):
+        return ast.Binary(e.op, _window_expr(e.left), _window_expr(e.right), e.loc)
+    if isinstance(e, ast.Call):
+        if e.func.lower() == "count" and e.args == (ast.Const("*"),):
+            return ast.Call(e.func, (), e.loc)
+        return ast.Call(e.func, tuple(_window_expr(a) for a in e.args), e.loc)
+    return e
+
+
+def _window_source(source: _Source) -> ast.Atom:
+    """The input stream of a window statement: a stream, or ``pattern [every a = T(…)]``."""
+    if source.stream:
+        atom = source.body
+        assert isinstance(atom, ast.Atom)
+        if not source.views:
+            raise _Unsupported(source.loc, f"selecting from the stream '{atom.name}' without "
+                               "a data window is not supported; add one (.win:time(…), "
+                               ".win:length(…), …) or use from pattern [every …]")
+        return atom
+    body = source.body
+    if (isinstance(body, ast.Every) and not body.distinct and body.expiry is None
+            and isinstance(body.pattern, ast.Atom)):
+        return body.pattern
+    raise _Unsupported(source.loc, "a data window over a pattern is supported for "
+                       "pattern [every a = Type(filter)] only (its events are then the "
+                       "stream's events)")
+
+
+def _duration(arg: Any, view: _View) -> float:
+    if isinstance(arg, _Duration):
+        return float(arg.value)
+    if isinstance(arg, ast.Const) and isinstance(arg.value, int | float) \
+            and not isinstance(arg.value, bool):
+        return float(arg.value) * 1000.0  # Esper: a bare number of seconds
+    raise _Unsupported(getattr(arg, "loc", None) or view.loc,
+                       f"{view.text} needs a duration such as 10 seconds")
+
+
+def _window_of(source: _Source, group_by: tuple[ast.Expr, ...]) -> ast.DataWindow:
+    views = list(source.views)
+    for v in views:
+        if v.kind is None:
+            raise _Unsupported(v.loc, f"view '{v.text}' is not supported (supported: "
+                               "win:time, win:time_batch, win:length, win:length_batch, "
+                               "std:groupwin before a length window)")
+    per_group = False
+    if views and views[0].kind == "groupwin":
+        g = views.pop(0)
+        if not views or views[0].kind not in ("length", "length_batch"):
+            raise _Unsupported(g.loc, f"{g.text} is supported before win:length or "
+                               "win:length_batch only (use group by with one window)")
+        if tuple(_window_expr(a) for a in g.args) != group_by:
+            raise _Unsupported(g.loc, f"{g.text} must name the group by expressions")
+        per_group = True
+    if len(views) != 1:
+        where = views[1].loc if len(views) > 1 else source.loc
+        raise _Unsupported(where, "a statement takes exactly one data window")
+    v = views[0]
+    kind = v.kind
+    assert kind is not None
+    if kind in ("time", "time_batch"):
+        if len(v.args) != 1:
+            what = ("a reference point for time_batch is not supported"
+                    if kind == "time_batch" and len(v.args) > 1 else
+                    f"{v.text} takes one duration")
+            raise _Unsupported(v.loc, what)
+        return ast.DataWindow(kind, _duration(v.args[0], v), per_group, loc=v.loc)
+    arg = v.args[0] if len(v.args) == 1 else None
+    if not (isinstance(arg, ast.Const) and not isinstance(arg, _Duration)
+            and isinstance(arg.value, int) and not isinstance(arg.value, bool)
+            and arg.value > 0):
+        raise _Unsupported(v.loc, f"{v.text} takes one positive whole number of events")
+    return ast.DataWindow(kind, arg.value, per_group, loc=v.loc)  # type: ignore[arg-type]
+
+
+def _window_decl(name: str, loc: ast.Loc, select: tuple | None, source: _Source,
+                 group: tuple | None, having: tuple | None) -> ast.WindowDecl:
+    atom = _window_source(source)
+    if select is None:
+        raise _Unsupported(source.loc, "a window statement needs a select list")
+    if select[1] is None:
+        raise _Unsupported(select[2], "select * over a data window is not supported; list "
+                           "the columns")
+    items = tuple((n, _window_expr(e)) for n, e, _ in select[1])
+    group_by = tuple(_window_expr(g) for g in group[1]) if group is not None else ()
+    window = _window_of(source, group_by)
+    cond = _window_expr(atom.where) if atom.where is not None else None
+    src = ast.Atom(atom.name, None, cond, atom.alias, loc=atom.loc)
+    return ast.WindowDecl(name, src, window, items, group_by,
+                          _window_expr(having[1]) if having is not None else None, loc=loc)
 
 
 def parse_epl(text: str, source: str = "<string>") -> ast.Module:

@@ -55,10 +55,12 @@ from cepflow.language.ast import (
     Call,
     ComplexEventDecl,
     Const,
+    DataWindow,
     Decl,
     Every,
     Expr,
     Fol,
+    Interval,
     Loc,
     Module,
     Mult,
@@ -72,7 +74,9 @@ from cepflow.language.ast import (
     RuleDecl,
     Trait,
     Unary,
+    Until,
     Window,
+    WindowDecl,
 )
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
 
@@ -427,6 +431,11 @@ class _Recovery:
 # ---------------------------------------------------------------- tree -> AST
 
 
+class _RangeMult(Mult):
+    """``P{m..n}`` while parsing: only the left operand of UNTIL may be one (its ``count`` is
+    the ``(low, high)`` pair); anywhere else it is reported."""
+
+
 @dataclass(frozen=True)
 class _Part:
     """A tagged fragment passed from a sub-rule to its parent (never left in the AST)."""
@@ -675,6 +684,60 @@ class _ToAst(Transformer):
 
     old_complex_decl = complex_decl
 
+    # ------------------------------------------------------------ data-window statements
+
+    def window_decl(self, children: list[Any]) -> WindowDecl:
+        name = children[0]
+        parts: dict[str, Any] = {}
+        for part in children[1:]:
+            if isinstance(part, Atom):
+                parts["source"] = part
+            elif part.tag == "params":
+                self._error(_loc(name), f"'{_ident(name)}' is a window statement: its "
+                            "parameters are its select items, not declared")
+            else:
+                parts[part.tag] = part.value
+        return WindowDecl(_ident(name), parts["source"], parts["window"], parts["select"],
+                          parts.get("group_by", ()), parts.get("having"), loc=_loc(name))
+
+    _WINDOW_KINDS = ("time", "time_batch", "length", "length_batch")
+
+    def data_window(self, children: list[Token]) -> _Part:
+        kind, number = children[0], children[1]
+        unit = next((t for t in children[2:] if t.type == "UNIT"), None)
+        per_group = any(t.type == "PER" for t in children)
+        text = _ident(kind)
+        if text not in self._WINDOW_KINDS:
+            self._error(_loc(kind), f"unknown data window '{text}' (one of "
+                        f"{', '.join(self._WINDOW_KINDS)})")
+            text = "time"
+        if text.startswith("time"):
+            size: float = to_milliseconds(str(number), None if unit is None else str(unit))
+        else:
+            if unit is not None:
+                self._error(_loc(unit), f"a {text} window counts events: no time unit")
+            try:
+                value = Decimal(str(number))
+            except InvalidOperation:  # pragma: no cover - the grammar only lets numbers through
+                value = Decimal(0)
+            if value != value.to_integral_value() or value <= 0:
+                self._error(_loc(number), f"a {text} window needs a positive whole number "
+                            f"of events, not {number}")
+            size = int(value)
+        return _Part("window", DataWindow(text, size, per_group, loc=_loc(kind)))  # type: ignore[arg-type]
+
+    def win_item(self, children: list[Any]) -> tuple[str | None, Expr]:
+        return (_ident(children[1]) if len(children) > 1 else None, children[0])
+
+    def win_select(self, children: list[Any]) -> _Part:
+        return _Part("select", tuple(children))
+
+    def win_group(self, children: list[Any]) -> _Part:
+        return _Part("group_by", tuple(children))
+
+    def win_having(self, children: list[Any]) -> _Part:
+        return _Part("having", children[0])
+
     @v_args(meta=True)
     def rule_priority(self, meta: Any, children: list[Token]) -> _Part:
         number = children[-1]
@@ -733,6 +796,8 @@ class _ToAst(Transformer):
     def pattern(self, children: list[Any]) -> Pattern:
         operands = children[0::2]
         ops: list[Token] = children[1::2]
+        for operand in operands:
+            self._no_range(operand)
         if not ops:
             return operands[0]
         kind = str(ops[0])
@@ -753,7 +818,36 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def not_primary(self, meta: Any, children: list[Any]) -> Not:
+        self._no_range(children[0])
         return Not(children[0], loc=_meta_loc(meta))
+
+    @v_args(meta=True)
+    def until_primary(self, meta: Any, children: list[Any]) -> Until:
+        left, _, until = children
+        low = high = None
+        if isinstance(left, Mult) and not isinstance(left, _RangeMult) and left.count != "*":
+            low = 1 if left.count == "+" else left.count
+            high = None if left.count == "+" else left.count
+            left = left.pattern
+        elif isinstance(left, Mult):
+            if isinstance(left, _RangeMult):
+                low, high = left.count  # type: ignore[misc]
+            left = left.pattern
+        self._no_range(until)
+        return Until(left, until, low, high, loc=_meta_loc(meta))
+
+    @v_args(meta=True)
+    def interval_primary(self, meta: Any, children: list[Token]) -> Interval:
+        numbers = [t for t in children if t.type in ("NUMBER", "UNIT")]
+        unit = str(numbers[1]) if len(numbers) > 1 else None
+        return Interval(to_milliseconds(str(numbers[0]), unit), loc=_meta_loc(meta))
+
+    def _no_range(self, p: Any) -> None:
+        """A repeat range ``{m..n}`` means something only before UNTIL."""
+        inner = p.pattern if isinstance(p, Window) else p
+        if isinstance(inner, _RangeMult):
+            self._error(inner.loc, "a repeat range {m..n} needs UNTIL after it "
+                        "(A{2..4} UNTIL B); write {n} for exactly n")
 
     @v_args(meta=True)
     def every_primary(self, meta: Any, children: list[Any]) -> Every:
@@ -765,12 +859,15 @@ class _ToAst(Transformer):
             unit = next((c for c in children if isinstance(c, Token) and c.type == "UNIT"),
                         None)
             expiry = to_milliseconds(str(number), None if unit is None else str(unit))
+        self._no_range(children[-1])
         return Every(children[-1], keys, expiry, loc=_meta_loc(meta))
 
     def normal_primary(self, children: list[Any]) -> Pattern:
         result = children[0]
         for part in children[1:]:
-            if part.tag == "mult":
+            if part.tag == "mult" and isinstance(part.value, tuple):
+                result = _RangeMult(result, part.value, loc=part.loc)  # type: ignore[arg-type]
+            elif part.tag == "mult":
                 result = Mult(result, part.value, loc=part.loc)
             else:
                 result = Window(result, part.value, part.extra, loc=part.loc)
@@ -795,6 +892,17 @@ class _ToAst(Transformer):
         return _Part("where", children[0])
 
     def mult(self, children: list[Token]) -> _Part:
+        if any(t.type == "DOTDOT" for t in children):
+            sep = next(i for i, t in enumerate(children) if t.type == "DOTDOT")
+            low = self._whole(children[sep - 1]) if children[sep - 1].type == "NUMBER" else None
+            high = (self._whole(children[sep + 1]) if children[sep + 1].type == "NUMBER"
+                    else None)
+            if low is None and high is None:
+                self._error(_loc(children[sep]), "a repeat range needs a low or a high bound")
+            elif low is not None and high is not None and high < low:
+                self._error(_loc(children[sep]), f"repeat range {{{low}..{high}}}: the high "
+                            "bound is below the low bound")
+            return _Part("mult", (low, high), _loc(children[0]))
         brace, count, _ = children
         value: Any = str(count)
         if count.type == "NUMBER":
@@ -806,6 +914,15 @@ class _ToAst(Transformer):
                 self._error(_loc(count), f"multiplicity must be a whole number, not {count}")
             value = int(number)
         return _Part("mult", value, _loc(brace))
+
+    def _whole(self, t: Token) -> int:
+        try:
+            number = Decimal(str(t))
+        except InvalidOperation:  # pragma: no cover
+            number = Decimal(-1)
+        if number != number.to_integral_value():
+            self._error(_loc(t), f"a repeat bound must be a whole number, not {t}")
+        return int(number)
 
     def _window(self, meta: Any, children: list[Token], kind: str) -> _Part:
         numbers = [t for t in children if t.type in ("NUMBER", "UNIT")]
@@ -880,9 +997,11 @@ class _ToAst(Transformer):
         parts = children[0]
         return Name(_ident(parts[0]), tuple(_ident(p) for p in parts[1:]), loc=_loc(parts[0]))
 
-    def call(self, children: list[Any]) -> Call:
+    def call(self, children: list[Any]) -> Expr:
         parts, *args = children
         func = ".".join(_ident(p) for p in parts)
+        if func == "current_timestamp" and not args:  # Esper's: the match's / row's time
+            return Name("@ts", loc=_loc(parts[0]))
         return Call(func, tuple(args), loc=_loc(parts[0]))
 
     def paren(self, children: list[Any]) -> Expr:

@@ -26,6 +26,7 @@ from cepflow.language.ast import (
     Every,
     Expr,
     Fol,
+    Interval,
     Module,
     Mult,
     Name,
@@ -38,7 +39,9 @@ from cepflow.language.ast import (
     RuleDecl,
     Trait,
     Unary,
+    Until,
     Window,
+    WindowDecl,
 )
 from cepflow.language.parser import RESERVED_WORDS
 
@@ -48,7 +51,7 @@ _ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 #: Names printed with a ``^`` escape: reserved words, and the words the parser would read as
 #: keywords where a name may also stand (operands of conditions; ``holds_for`` after a primary).
-RESERVED = RESERVED_WORDS | {"not", "true", "false", "null", "holds_for", "every"}
+RESERVED = RESERVED_WORDS | {"not", "true", "false", "null", "holds_for", "every", "UNTIL"}
 
 _UNITS = (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000))
 
@@ -160,6 +163,8 @@ def _expr(node: Expr) -> tuple[str, int]:
     if isinstance(node, Const):
         return _const(node.value)
     if isinstance(node, Name):
+        if node.name == "@ts" and not node.path:  # what current_timestamp() parses to
+            return "current_timestamp()", _ATOM_PREC
         return ".".join(_ident(p) for p in (node.name, *node.path)), _ATOM_PREC
     if isinstance(node, Call):
         args = ", ".join(_expr(a)[0] for a in node.args)
@@ -254,8 +259,25 @@ def _normal_primary(node: Pattern) -> str:
     return f"({_pattern(node)})"
 
 
+def _range(node: Until) -> str:
+    """``{low..high}`` of a repeat-until: ``{n}`` when tight, ``{*}`` when unbounded."""
+    low, high = node.low, node.high
+    if low is None and high is None:
+        return "{*}"
+    if low == high:
+        return f"{{{_count(low)}}}"
+    lo = "" if low is None else _count(low)
+    hi = "" if high is None else _count(high)
+    return f"{{{lo}..{hi}}}"
+
+
 def _operand(node: Pattern) -> str:
     """A node written as a primary of a binary chain."""
+    if isinstance(node, Interval):
+        return f"timer:interval({format_duration(node.duration)})"
+    if isinstance(node, Until):
+        base, filtered = _base(node.pattern)
+        return f"{base}{_sep(filtered)}{_range(node)} UNTIL {_normal_primary(node.until)}"
     if isinstance(node, Not):
         return f"NOT {_normal_primary(node.pattern)}"
     if isinstance(node, Every):
@@ -343,6 +365,8 @@ def format_decl(decl: Decl) -> str:
             lines.append(f"{_INDENT}select {items}")
         lines.append("}")
         return "\n".join(lines)
+    if isinstance(decl, WindowDecl):
+        return _window_decl(decl)
     if isinstance(decl, RuleDecl):
         text = f"rule {_ident(decl.name)} on " + ", ".join(_ref(r) for r in decl.on)
         if decl.priority:
@@ -356,6 +380,27 @@ def format_decl(decl: Decl) -> str:
             text += " " + block
         return text
     raise TypeError(f"not a declaration: {decl!r}")
+
+
+def _window_decl(decl: WindowDecl) -> str:
+    """``complexEvent X { from a = T where … window kind(size) select … group by … }``."""
+    w = decl.window
+    if w.kind in ("time", "time_batch"):
+        size = format_duration(w.size)
+    else:
+        size = _count(w.size if isinstance(w.size, int) else int(w.size))
+    window = f"window {w.kind}({size})" + (" per group" if w.per_group else "")
+    items = ", ".join(_expr(e)[0] + ("" if n is None else f" as {_ident(n)}")
+                      for n, e in decl.select)
+    lines = [f"complexEvent {_ident(decl.name)} {{",
+             f"{_INDENT}from {_atom(decl.source)} {window}",
+             f"{_INDENT}select {items}"]
+    if decl.group_by:
+        lines.append(f"{_INDENT}group by " + ", ".join(_expr(g)[0] for g in decl.group_by))
+    if decl.having is not None:
+        lines.append(f"{_INDENT}having {_expr(decl.having)[0]}")
+    lines.append("}")
+    return "\n".join(lines)
 
 
 def format_module(module: Module) -> str:

@@ -5,6 +5,15 @@ and strict contexts, to the patterns for which it may be noise). Detected comple
 the stream at once, before the next input event, so higher-order patterns see them (002 §3.2);
 patterns are visited in dependency order. After an input event and all it caused, rules fire in
 a deterministic order — higher priority first, then detection order — and get the bindings.
+
+Data-window statements (``Program.windows``, docs/windows.md) run in the same engine, on the
+same clock, and their rows are complex events like pattern matches (they re-enter the stream,
+trigger rules and feed patterns and other statements). Order (docs/windows.md, "In the
+engine"): time passes first — pattern deadlines and window expiries/batch closes up to an
+event's timestamp are processed in time order (deadlines strictly before it, window instants up
+to and including it; at one instant pattern deadlines first) — then the event goes to the
+patterns, then to the window statements, each in dependency order; every complex event a
+pattern or statement produces is delivered breadth first, again patterns before statements.
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from cepflow.runtime.batch import (
     process_columns,
 )
 from cepflow.runtime.matcher import Matcher, Trace
+from cepflow.windows.runner import WindowRunner
+from cepflow.windows.statement import WindowError
 
 
 class EngineError(Exception):
@@ -62,6 +73,13 @@ class Engine:
         self.trace: Trace | None = Trace() if trace else None
         self.max_cascade = max_cascade
         self.matchers = [Matcher(a, self, fast_path) for a in program.automata]
+        #: one runner per data-window statement, in dependency order, numbering rows with
+        #: the engine's match ids
+        self.windows = [WindowRunner(w, program.schemas, match_ids=self.next_match_id)
+                        for w in program.windows]
+        self._window_subs: dict[str, list[WindowRunner]] = {}
+        for r in self.windows:
+            self._window_subs.setdefault(r.statement.input_type, []).append(r)
         self.time = float("-inf")
         self.stats = EngineStats()
         self._token_id = 0
@@ -76,6 +94,7 @@ class Engine:
         self._index_matchers()
         chains = [chain_of(m) for m in self.matchers]
         self._chains = (chains if all(c is not None for c in chains) and not self.noise
+                        and not self.windows
                         and not any(t in program.schemas and t in self.subs_complex
                                     for t in (a.name for a in program.automata))
                         else None)
@@ -157,7 +176,7 @@ class Engine:
             raise EngineError(f"event {event!r} has {len(event.params)} parameter(s), "
                               f"type '{event.type}' declares {n}")
         heap = self._heap
-        if heap and heap[0][0] < ts:
+        if (heap and heap[0][0] < ts) or (self.windows and self._window_due() <= ts):
             self.advance_to(ts, out)
         self.time = ts
         if event.seq < 0:
@@ -168,6 +187,8 @@ class Engine:
         emit = self._emit
         for m in self.subs_input.get(event.type, self.noise):
             m.process(event, emit)
+        for r in self._window_subs.get(event.type, ()):
+            self._emitted.extend(self._window_rows(r, event))
         emitted = self._emitted
         if emitted:
             start = len(out)
@@ -181,16 +202,39 @@ class Engine:
         elif event.type in self.rules_by_type:
             self._fire_rules(event, [])
 
+    def _window_due(self) -> float:
+        """The earliest instant at which a data window expires events or closes a batch."""
+        return min(r.window.due for r in self.windows)
+
+    def _window_rows(self, runner: WindowRunner, event: Event) -> list[ComplexEvent]:
+        try:
+            return runner.process(event)
+        except WindowError as e:
+            raise EngineError(str(e)) from None
+
     def advance_to(self, ts: float, out: list[ComplexEvent] | None = None) -> list[ComplexEvent]:
-        """Let time pass up to ``ts``: expire windows and fire timers whose deadline is < ts."""
+        """Let time pass up to ``ts``: fire pattern timers whose deadline is < ts and process
+        data-window expiries and batch closes at instants <= ts, in time order."""
         out = [] if out is None else out
         heap = self._heap
-        while heap and heap[0][0] < ts:
-            deadline, _, mi, token, zone, start = heapq.heappop(heap)
-            self.time = max(self.time, deadline)
-            first = len(out)
-            emitted: list[ComplexEvent] = []
-            self.matchers[mi].on_deadline(token, zone, start, emitted.append)
+        windows = self.windows
+        while True:
+            due = self._window_due() if windows else float("inf")
+            if heap and heap[0][0] < ts and heap[0][0] <= due:
+                deadline, _, mi, token, zone, start = heapq.heappop(heap)
+                self.time = max(self.time, deadline)
+                first = len(out)
+                emitted: list[ComplexEvent] = []
+                self.matchers[mi].on_deadline(token, zone, start, emitted.append)
+            elif due <= ts and due != float("inf"):
+                self.time = max(self.time, due)
+                first = len(out)
+                emitted = []
+                for r in windows:
+                    if r.window.due == due:
+                        emitted.extend(r.advance_to(due))
+            else:
+                break
             for ce in emitted:
                 self._record(ce, out)
                 self._cascade(ce, out)
@@ -215,6 +259,8 @@ class Engine:
             emitted: list[ComplexEvent] = []
             for m in self.subs_complex.get(ce.type, ()):
                 m.process(ce, emitted.append)
+            for r in self._window_subs.get(ce.type, ()):
+                emitted.extend(self._window_rows(r, ce))
             for nxt in emitted:
                 self._record(nxt, out)
                 queue.append(nxt)

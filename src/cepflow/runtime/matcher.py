@@ -45,6 +45,10 @@ class Matcher:
         self.tokens: dict[Any, dict[int, Token]] = {}
         self.done = False  # a match was completed (Esper's patterns without every stop then)
         self.seen: dict[tuple, float] = {}  # every-distinct keys -> when first seen
+        # Esper's inner every (Position.every): threads that leave their partial match waiting
+        # and go on as new ones; collected by _try_edges, handed over per token by _plan
+        self._forked: list[Thread] = []
+        self._forks: dict[int, list[Thread]] = {}
         self.buckets: dict[int, dict[Any, dict[int, Token]]] = {}
         self.zone_by_id = {z.id: z for z in auto.zones}
         self.timed_zones = {z.id for z in auto.zones if z.kind == "within" or z.timer_accept}
@@ -166,6 +170,7 @@ class Matcher:
         reason: str | None = None
         params = e.params
         keep = False
+        forked = False
         fired = 0
         for edge in edges:
             pos = edge.position
@@ -179,9 +184,14 @@ class Matcher:
                 if why is not None:
                     reason = why
                     continue
-            out.append(Thread(edge.target, nb, [*th.events, e], zs, e))
+            nt = Thread(edge.target, nb, [*th.events, e], zs, e)
+            if pos.every and th.state != INITIAL:  # Esper's inner every: th keeps waiting
+                self._forked.append(nt)
+                forked = keep = True
+                continue
+            out.append(nt)
             keep = keep or edge.keeps_source
-        if not out and reason is None:
+        if not out and reason is None and not forked:
             return None
         if th.state != INITIAL and (keep or fired < self.out_degree[th.state]):
             # other edges of this state did not take e (or one that did trapped): the thread
@@ -311,6 +321,9 @@ class Matcher:
             takers.sort(key=lambda tp: tp[0].id)
             for tok, plan in takers:
                 self._apply(tok, plan, e, emit)
+                forks = self._forks.pop(tok.id, None)
+                if forks:
+                    self._spawn(tok, forks, e, emit)
         if e.type in self.initial:
             start = self.auto.start
             if start == "spawn" or (not takers and not self.tokens
@@ -318,6 +331,23 @@ class Matcher:
                 self._start(e, None, emit)
         if e.type in self.neg_states:
             self._negatives(e)
+
+    def _spawn(self, tok: Token, forks: list[Thread], e: Event,
+               emit: Callable[[ComplexEvent], None]) -> None:
+        """Esper's inner every: each thread that went on from ``tok`` (which keeps waiting) is
+        a partial match of its own, or a match when it completed the pattern."""
+        trace = self.engine.trace
+        for th in forks:
+            new = Token(self.engine.next_token_id(), tok.part, e.ts, [th])
+            if trace is not None:
+                trace.add(kind="start", pattern=self.name, token=new.id, event=e.ref, ts=e.ts,
+                          to=[th.state], reason=f"every: forked from token {tok.id}")
+            if th.state == FINAL:
+                self._complete(new, th, e.ts, emit)
+                continue
+            self.register(new)
+            if th.zstart:
+                self._schedule(new, th)
 
     def _distinct_seen(self, bindings: dict[str, Any], ts: float) -> bool:
         """every-distinct: were the start's key values seen (within the expiry)? Else note them."""
@@ -396,12 +426,22 @@ class Matcher:
     ) -> list[tuple[Thread, tuple[list[Thread], str | None] | None]] | None:
         plan = []
         any_move = False
+        esper = self.context == "esper"
         for th in tok.threads:
             edges = self.auto.edges.get(th.state, {}).get(e.type)
+            if edges and esper:
+                # Esper: an event that ends the sub-pattern (not / until) ends it even when
+                # it also fits the next step (until is started first)
+                fb = self.auto.forbids.get(th.state, {}).get(e.type)
+                if fb and self._forbidden(th, fb, e):
+                    edges = None
             res = self._try_edges(th, edges, e) if edges else None
             if res is not None:
                 any_move = True
             plan.append((th, res))
+        if self._forked:
+            self._forks[tok.id] = self._forked
+            self._forked = []
         return plan if any_move else None
 
     def _apply(

@@ -57,8 +57,28 @@ def pattern_key(auto: Automaton) -> tuple[str, dict[str, int]] | None:
     return None
 
 
+class SparkUnsupported(ValueError):
+    """A program the Spark pipeline cannot run (it says why and what to use instead)."""
+
+
+def refuse_windows(program: Program) -> None:
+    """Data-window statements are not run on Spark (yet): refuse rather than split them.
+
+    **Decision** (docs/windows.md, "In the engine"): a time batch or a sliding window of a
+    statement moves with the time of *every* event, and its rows feed patterns partitioned by
+    other keys, so running a statement per Spark partition would change its output; until
+    statements get their own keyed plan, programs with them run in-process only.
+    """
+    if program.windows:
+        names = ", ".join(w.name for w in program.windows)
+        raise SparkUnsupported(
+            f"the Spark pipeline does not run data-window statements yet ({names}); "
+            "run this program with the in-process engine (--engine local)")
+
+
 def plan(program: Program) -> list[Group]:
     """Split ``program`` into groups (see the module docstring)."""
+    refuse_windows(program)
     autos = {a.name: a for a in program.automata}
     # higher-order dependencies join patterns into one group (union-find)
     parent = {n: n for n in autos}

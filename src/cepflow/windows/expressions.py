@@ -109,10 +109,13 @@ def strip_alias(expr: ast.Expr, alias: str | None) -> ast.Expr:
 
 
 def bind_current_timestamp(expr: ast.Expr) -> ast.Expr:
-    """``current_timestamp()`` -> the placeholder bound to the output row's time."""
+    """``current_timestamp()`` -> the placeholder bound to the output row's time (the call,
+    or ``@ts``, which is what the parsers make of it)."""
 
     def fn(e: ast.Expr) -> ast.Expr | None:
         if isinstance(e, ast.Call) and e.func == CURRENT_TIMESTAMP and not e.args:
+            return ast.Name(NOW, (), e.loc)
+        if isinstance(e, ast.Name) and e.name == "@ts" and not e.path:
             return ast.Name(NOW, (), e.loc)
         return None
 
