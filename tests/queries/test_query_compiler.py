@@ -31,9 +31,9 @@ def test_gesture_queries_compile():
     assert (neg.pattern, neg.positions, neg.args) == ("rightHandAboveHead", (0, 1, 2),
                                                       ("B", "RH", "H"))
     above = qs["rightHandAboveHead"].bodies[0]
-    assert HistoryRel("movingAverage", (3,), "PositionedElement", "y") in [
+    assert HistoryRel("movingAverage", (3,), "RightHand", "y") in [
         a.rel for a in above.atoms]
-    assert qs.history_sites() == {HistoryRel("movingAverage", (3,), "PositionedElement", "y")}
+    assert qs.history_sites() == {HistoryRel("movingAverage", (3,), "RightHand", "y")}
 
 
 def test_normalisation_of_a_body():

@@ -57,3 +57,8 @@ def cps(
     if not run.summary["valid_at_end"]:
         raise typer.Exit(1)
 
+
+# gesture recognition on the live pipeline (its own module: src/cepflow/cli/demo_gesture.py)
+from cepflow.cli.demo_gesture import gesture  # noqa: E402
+
+demo_app.command()(gesture)

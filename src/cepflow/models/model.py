@@ -297,8 +297,12 @@ class Model:
         ref = o.cls.references.get(feature)
         if ref is None:
             new = self._coerce(o.cls, o.id, feature, value)
-            with self._auto():
-                self._apply(Change("set", o.id, o.cls.name, feature, o._attrs[feature], new))
+            change = Change("set", o.id, o.cls.name, feature, o._attrs[feature], new)
+            if self._depth:  # inside a transaction (the hot path of a frame's updates)
+                self._apply(change)
+            else:
+                with self._auto():
+                    self._apply(change)
             return
         if ref.many:
             raise ModelError(f"reference is many-valued {ref.multiplicity}; use add/remove",

@@ -21,6 +21,7 @@ Normalisation of a body:
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,8 +246,25 @@ class _BodyCompiler:
         self._check_bound(params)
         if not self.ok:
             return None
-        return CompiledBody(params, tuple(dict.fromkeys(self.atoms)), tuple(self.negs),
+        return CompiledBody(params, self._drop_history_sources(params), tuple(self.negs),
                             tuple(self.filters))
+
+    def _drop_history_sources(self, params: tuple[str, ...]) -> tuple[Atom, ...]:
+        """The body's atoms without the attribute atoms whose value only feeds history
+        functions: ``RightHand.x(RH, HX)`` used only as ``movingAverage(HX, 3)`` is implied by
+        the history atom (every instance has an accumulator of the attribute), so a ``set`` of
+        x updates one relation of this body instead of two."""
+        atoms = tuple(dict.fromkeys(self.atoms))
+        used = set(params)
+        for item in (*self.negs, *self.filters):
+            used.update(item.variables)
+        histories = {(a.args[0], a.rel.owner, a.rel.feature) for a in atoms
+                     if isinstance(a.rel, HistoryRel)}
+        occurrences = Counter(v for a in atoms for v in a.variables)
+        return tuple(a for a in atoms if not (
+            isinstance(a.rel, AttrRel) and isinstance(a.args[1], str)
+            and a.args[1] not in used and occurrences[a.args[1]] == 1
+            and (a.args[0], a.rel.owner, a.rel.feature) in histories))
 
     def inferred(self, param: str) -> str | None:
         """The most specific type this body gives a parameter (None if unclear)."""
@@ -380,7 +398,9 @@ class _BodyCompiler:
         arg = self._arg(target)
         if isinstance(arg, Const) and feature.type == "float":
             arg = Const(float(arg.value))
-        self._add_atom(AttrRel(feature.owner, feature.name), (src, arg), (feature.owner, None),
+        # keyed by the constraint's class, not the declaring one: RightHand.x holds only the
+        # right hands, so setting x of another PositionedElement does not reach these plans
+        self._add_atom(AttrRel(cls.name, feature.name), (src, arg), (cls.name, None),
                        (None, feature.type), con.loc)
 
     def _literal_ok(self, lit: Q.Literal_, type_name: str, what: str) -> bool:

@@ -85,7 +85,7 @@ class _Routes:
 
     def __init__(self) -> None:
         self.types: list[Relation] = []
-        self.attrs: dict[str, Relation] = {}
+        self.attrs: dict[str, list[Relation]] = {}  # one per class a query names it with
         self.refs: dict[str, Relation] = {}
 
 
@@ -184,7 +184,7 @@ class QueryEngine:
             if isinstance(key, TypeRel) and cls.is_a(key.cls):
                 routes.types.append(rel)
             elif isinstance(key, AttrRel) and cls.is_a(key.owner):
-                routes.attrs[key.feature] = rel
+                routes.attrs.setdefault(key.feature, []).append(rel)
             elif isinstance(key, RefRel) and cls.is_a(key.owner):
                 routes.refs[key.feature] = rel
         return routes
@@ -234,10 +234,11 @@ class QueryEngine:
             r = routes[ch.cls]
             kind = ch.kind
             if kind == "set":
-                rel = r.attrs.get(ch.feature)  # type: ignore[arg-type]
-                if rel is not None and ch.old != ch.new:
-                    update(rel, (ch.obj, ch.old), -1)
-                    update(rel, (ch.obj, ch.new), 1)
+                rels = r.attrs.get(ch.feature)  # type: ignore[arg-type]
+                if rels is not None and ch.old != ch.new:
+                    for rel in rels:
+                        update(rel, (ch.obj, ch.old), -1)
+                        update(rel, (ch.obj, ch.new), 1)
             elif kind == "add" or kind == "remove":
                 rel = r.refs.get(ch.feature)  # type: ignore[arg-type]
                 if rel is not None:
@@ -250,8 +251,9 @@ class QueryEngine:
                 values = ch.new if kind == "create" else ch.old
                 for rel in r.types:
                     update(rel, (ch.obj,), sign)
-                for feature, rel in r.attrs.items():
-                    update(rel, (ch.obj, values[feature]), sign)
+                for feature, rels in r.attrs.items():
+                    for rel in rels:
+                        update(rel, (ch.obj, values[feature]), sign)
         for site, obj, old, new in self._history.apply(commit):
             rel = self._relations[site]
             if old is not ABSENT:

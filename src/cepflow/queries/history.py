@@ -36,6 +36,10 @@ class History:
         self._by_class: dict[str, list[HistoryRel]] = {
             c.name: [s for s in self.sites if c.is_a(s.owner)] for c in metamodel}
         self._features = {s.feature for s in self.sites}
+        # (class name, feature) -> the sites observing it (empty for the unobserved ones)
+        self._observing: dict[tuple[str, str], list[HistoryRel]] = {
+            (c, f): [s for s in sites_of_c if s.feature == f]
+            for c, sites_of_c in self._by_class.items() for f in self._features}
 
     def _new(self, site: HistoryRel, value: Any) -> Accumulator:
         acc = self.functions.history[site.function](*site.args)
@@ -59,12 +63,16 @@ class History:
         created: dict[str, str] = {}            # object -> class, created in this commit
         deleted: dict[str, str] = {}            # object -> class, existed before and deleted
         final: dict[tuple[str, str], Any] = {}  # (object, feature) -> last value set
+        classes: dict[str, str] = {}            # object -> class, of the objects in final
+        observing = self._observing
         for ch in commit.changes:
             kind = ch.kind
             if kind == "set":
-                final[(ch.obj, ch.feature)] = ch.new  # type: ignore[index]
+                if observing.get((ch.cls, ch.feature)):  # type: ignore[arg-type]
+                    final[(ch.obj, ch.feature)] = ch.new  # type: ignore[index]
+                    classes[ch.obj] = ch.cls
             elif kind == "create":
-                created[ch.obj] = ch.cls
+                created[ch.obj] = classes[ch.obj] = ch.cls
                 for f, v in ch.new.items():
                     final[(ch.obj, f)] = v
             elif kind == "delete" and created.pop(ch.obj, None) is None:
@@ -79,9 +87,9 @@ class History:
                 acc = self._state[site][obj] = self._new(site, final[(obj, site.feature)])
                 out.append((site, obj, ABSENT, acc.value()))
         for (obj, feature), value in final.items():
-            if obj in created or feature not in self._features:
+            if obj in created:
                 continue
-            for site in self._sites_of(obj, feature):
+            for site in observing.get((classes[obj], feature), ()):
                 acc = self._state[site].get(obj)
                 if acc is None:  # deleted later in the commit
                     continue
@@ -91,6 +99,3 @@ class History:
                 if new != old:
                     out.append((site, obj, old, new))
         return out
-
-    def _sites_of(self, obj: str, feature: str) -> list[HistoryRel]:
-        return [s for s in self.sites if s.feature == feature and obj in self._state[s]]

@@ -41,7 +41,8 @@ class RefRel:
 
 @dataclass(frozen=True)
 class AttrRel:
-    """Binary (object, value): attribute ``feature`` declared by ``owner``."""
+    """Binary (object, value): attribute ``feature`` of the instances of ``owner`` (the class
+    the constraint names, which declares or inherits the attribute)."""
 
     owner: str
     feature: str

@@ -1,0 +1,236 @@
+"""Gesture benchmark on the live pipeline: 000 §7.4 end to end (model → queries → CEP → rule).
+
+N bodies replay the recorded arm rotation of ``examples/gesture_live`` (12 frames per cycle,
+20 joints, 2 coordinates each per frame = 40 elementary model changes per body and frame,
+one transaction per body and frame) through one :class:`cepflow.live.LiveSession`: the
+incremental posture queries with 3-frame moving averages, their found/lost query events
+(4 gesture + 2 noise per cycle), ``ForwardGesture`` and the rule that advances the body's
+slide. The replay runs as fast as it can; a body count keeps up with the Kinect when the
+sensor frames (all bodies) processed per second reach 25 — VIATRA-CEP did so up to 24 bodies
+(000 §7.4.2, Table 3).
+
+Every run is checked (one gesture per cycle and body, one rule firing each, each body's slide
+= cycles) and measured in its own forked process (fresh heap and peak-RSS counter); the
+model is built before timing (its first frame, where bodies appear, is timed with the rest).
+
+    .venv/bin/python benchmarks/gesture_live.py                  # 1, 10, 100, 240, 1000 bodies
+    .venv/bin/python benchmarks/gesture_live.py --quick          # smoke run, a few seconds
+    .venv/bin/python benchmarks/gesture_live.py --profile        # where the time goes (240)
+    .venv/bin/python benchmarks/gesture_live.py --spark 240      # also per body on Spark
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import pstats
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from common import (
+    ROOT,
+    BenchmarkFailure,
+    console,
+    fmt_bytes,
+    fmt_float,
+    fmt_int,
+    int_list,
+    machine_line,
+    make_table,
+    metadata,
+    peak_rss_kib,
+    positive_int,
+    run_isolated,
+    write_json,
+)
+
+sys.path.insert(0, str(ROOT / "examples"))
+
+from gesture_live import pipeline
+from gesture_live.recording import (
+    FRAME_COLUMNS,
+    FRAMES_PER_CYCLE,
+    frame_records,
+    read_recording,
+)
+
+DEFAULT_JSON = ROOT / "benchmarks" / "results" / "gesture_live.json"
+DEFAULT_BODIES = (1, 10, 100, 240, 1000)
+QUICK_BODIES = (1, 24, 240)
+#: body-frames (transactions) per measurement: cycles = max(MIN_CYCLES, this // (12 N))
+DEFAULT_WORK = 30_000
+QUICK_WORK = 3_000
+MIN_CYCLES = 2
+FPS = 25
+TARGET_BODIES = 240  # 10x VIATRA
+VIATRA_REALTIME_BODIES = 24  # 000 §7.4.2: "scales up to 24 bodies" at 25 x 1.009 FPS
+
+
+def cycles_for(work: int, bodies: int) -> int:
+    """Arm cycles per body so that a run makes about ``work`` body-frames."""
+    return max(MIN_CYCLES, work // (FRAMES_PER_CYCLE * bodies))
+
+
+def verify(run: pipeline.GestureRun) -> None:
+    """Abort unless every arm cycle of every body gave exactly one gesture and rule firing."""
+    b, c = run.bodies, run.cycles
+    problems = []
+    if run.gestures != b * c or run.rule_firings != b * c:
+        problems.append(f"{run.gestures} gestures / {run.rule_firings} firings, expected {b * c}")
+    if run.query_events != 6 * b * c:
+        problems.append(f"{run.query_events} query events, expected {6 * b * c}")
+    wrong = {k: v for k, v in run.per_body.items() if v != c}
+    if wrong or len(run.per_body) != b:
+        shown = dict(list(wrong.items())[:5])
+        problems.append(f"bodies with a gesture count other than {c}: {shown}")
+    if set(run.slides.values()) - {c}:
+        problems.append("some body's slide is not the number of cycles")
+    if problems:
+        raise BenchmarkFailure(f"{b} bodies x {c} cycles: " + "; ".join(problems))
+
+
+def measure(bodies: int, cycles: int) -> dict[str, Any]:
+    """One verified in-process run (call it in a child process): rates and peak memory."""
+    gc.collect()
+    base = peak_rss_kib()
+    cpu0 = time.process_time()
+    run = pipeline.run_local(bodies, cycles)
+    cpu = time.process_time() - cpu0
+    verify(run)
+    el = run.elapsed
+    return {"bodies": bodies, "cycles": cycles, "frames": run.frames,
+            "body_frames": run.body_frames, "changes": run.changes,
+            "query_events": run.query_events, "gestures": run.gestures, "elapsed_s": el,
+            "cpu_s": cpu, "setup_s": run.setup,
+            "frames_per_s": run.frames / el, "body_frames_per_s": run.body_frames / el,
+            "changes_per_s": run.changes / el, "query_events_per_s": run.query_events / el,
+            "gestures_per_s": run.gestures / el, "realtime_x25fps": run.frames / el / FPS,
+            # per CPU second (setup included): what an unshared core would sustain
+            "cpu_body_frames_per_s": run.body_frames / cpu,
+            "peak_rss_kib": peak_rss_kib(), "peak_rss_rise_kib": peak_rss_kib() - base}
+
+
+def measure_spark(bodies: int, cycles: int) -> dict[str, Any]:
+    """The same replay per body on Spark (session start excluded; the DataFrame of frame
+    records is built before timing); checked against the expected counts."""
+    import pandas as pd
+    from pyspark import cloudpickle
+
+    from cepflow.spark import spark_session
+    from cepflow.spark.live import complex_rows, detect_live, stats_by_key
+
+    cloudpickle.register_pickle_by_value(pipeline)
+    spark = spark_session()
+    records = pd.DataFrame(list(frame_records(read_recording(), bodies, cycles)),
+                           columns=list(FRAME_COLUMNS))
+    frames = spark.createDataFrame(records, "body string, frame long, ts long, joint string, "
+                                            "x double, y double, z double").cache()
+    frames.count()
+    t0 = time.perf_counter()
+    result = detect_live(frames, pipeline.live_spec()).cache()
+    rows = complex_rows(result)
+    stats = stats_by_key(result)
+    el = time.perf_counter() - t0
+    result.unpersist()
+    frames.unpersist()
+    if len(rows) != bodies * cycles or any(s["complex_events"] != cycles
+                                           for s in stats.values()):
+        raise BenchmarkFailure(f"Spark: {len(rows)} gestures for {bodies} x {cycles}")
+    n = cycles * FRAMES_PER_CYCLE
+    changes = sum(s["changes"] for s in stats.values())
+    qe = sum(s["query_events"] for s in stats.values())
+    return {"bodies": bodies, "cycles": cycles, "frames": n, "body_frames": n * bodies,
+            "changes": changes, "query_events": qe, "gestures": len(rows), "elapsed_s": el,
+            "frames_per_s": n / el, "body_frames_per_s": n * bodies / el,
+            "changes_per_s": changes / el, "query_events_per_s": qe / el,
+            "gestures_per_s": len(rows) / el, "realtime_x25fps": n / el / FPS,
+            "cores": spark.sparkContext.defaultParallelism}
+
+
+def profile(bodies: int, cycles: int, top: int = 25) -> str:
+    """cProfile of one run: the functions with the most own time."""
+    prof = cProfile.Profile()
+    prof.enable()
+    pipeline.run_local(bodies, cycles)
+    prof.disable()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+    return out.getvalue()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bodies", type=int_list, default=None,
+                    help="body counts, e.g. 1,10,100,240,1000")
+    ap.add_argument("--work", type=positive_int, default=None,
+                    help=f"body-frames per measurement (default {DEFAULT_WORK:,})")
+    ap.add_argument("--quick", action="store_true", help="small smoke run")
+    ap.add_argument("--profile", action="store_true", help="profile one run and stop")
+    ap.add_argument("--spark", type=int_list, default=None,
+                    help="also run these body counts per body on Spark (local[*])")
+    ap.add_argument("--json", default=str(DEFAULT_JSON), help="result file")
+    args = ap.parse_args(argv)
+    bodies = args.bodies or (QUICK_BODIES if args.quick else DEFAULT_BODIES)
+    work = args.work or (QUICK_WORK if args.quick else DEFAULT_WORK)
+    con = console()
+    meta = metadata("gesture_live", {"bodies": list(bodies), "work": work,
+                                     "spark": args.spark})
+    con.print(machine_line(meta["machine"]))
+    if args.profile:
+        n = TARGET_BODIES
+        con.print(profile(n, cycles_for(work, n)), markup=False, highlight=False)
+        return
+    rows = []
+    for n in bodies:
+        rows.append(run_isolated(measure, n, cycles_for(work, n)))
+        r = rows[-1]
+        con.print(f"{n:,} bodies: {fmt_float(r['frames_per_s'], 1)} frames/s "
+                  f"({fmt_float(r['realtime_x25fps'])} x 25 FPS)")
+    spark_rows = [measure_spark(n, cycles_for(work, n)) for n in args.spark or ()]
+    table = make_table(
+        "Gesture recognition on the live pipeline (model -> queries -> query events -> CEP -> "
+        "rule), one process",
+        ["bodies", "cycles", "frames/s", "x 25 FPS", "body-frames/s", "model changes/s",
+         "query events/s", "gestures/s", "body-frames/CPU s", "CPU s / wall s", "peak RSS"])
+    for r in rows:
+        table.add_row(fmt_int(r["bodies"]), fmt_int(r["cycles"]),
+                      fmt_float(r["frames_per_s"], 1), fmt_float(r["realtime_x25fps"]),
+                      fmt_int(r["body_frames_per_s"]), fmt_int(r["changes_per_s"]),
+                      fmt_int(r["query_events_per_s"]), fmt_int(r["gestures_per_s"]),
+                      fmt_int(r["cpu_body_frames_per_s"]),
+                      f"{r['cpu_s']:.1f} / {r['elapsed_s'] + r['setup_s']:.1f}",
+                      fmt_bytes(r["peak_rss_kib"] * 1024))
+    for r in spark_rows:
+        table.add_row(f"{fmt_int(r['bodies'])} (Spark, {r['cores']} cores)",
+                      fmt_int(r["cycles"]), fmt_float(r["frames_per_s"], 1),
+                      fmt_float(r["realtime_x25fps"]), fmt_int(r["body_frames_per_s"]),
+                      fmt_int(r["changes_per_s"]), fmt_int(r["query_events_per_s"]),
+                      fmt_int(r["gestures_per_s"]), "-", "-", "-")
+    con.print(table)
+    realtime = [r["bodies"] for r in rows if r["frames_per_s"] >= FPS]
+    largest = max(realtime, default=0)
+    # bodies the measured per-body throughput sustains at 25 FPS (the rate is ~flat in N)
+    at_scale = [r for r in rows if r["bodies"] >= 100] or rows
+    sustained = min(r["body_frames_per_s"] for r in at_scale) / FPS
+    sustained_cpu = min(r["cpu_body_frames_per_s"] for r in at_scale) / FPS
+    verdict = "met" if largest >= TARGET_BODIES else "missed"
+    con.print(f"Largest measured body count in real time (>= 25 FPS): {largest:,} "
+              f"(VIATRA-CEP: {VIATRA_REALTIME_BODIES}, 000 §7.4); throughput at >= 100 bodies "
+              f"sustains about {sustained:,.0f} bodies at 25 FPS by wall time, "
+              f"{sustained_cpu:,.0f} per CPU core-second. Target {TARGET_BODIES}: {verdict}.")
+    path = write_json(args.json, {**meta, "rows": rows, "spark_rows": spark_rows,
+                                  "largest_realtime_bodies": largest,
+                                  "sustained_bodies_at_25fps": sustained,
+                                  "sustained_bodies_at_25fps_per_cpu": sustained_cpu,
+                                  "viatra_realtime_bodies": VIATRA_REALTIME_BODIES,
+                                  "target_bodies": TARGET_BODIES})
+    con.print(f"Saved {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""``cepflow demo gesture``: gesture recognition on the live pipeline (000 §7, 002).
+
+N bodies replay the recorded arm rotation (``examples/gesture_live``) for M cycles at 25
+frames per second of event time: model updates → posture queries → query events →
+``ForwardGesture`` → rule ``nextSlide``. ``--engine spark`` runs the same pipeline per body on
+Spark (:func:`cepflow.spark.live.detect_live`). The last line is a JSON summary; the exit code
+is 1 unless every arm cycle of every body gave exactly one gesture.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated, Any
+
+import typer
+
+
+def load_case(folder: Path) -> ModuleType:
+    """Import the case study's ``pipeline`` module (the folder is a Python package)."""
+    if not (folder / "pipeline.py").is_file() or not (folder / "__init__.py").is_file():
+        typer.echo(f"{folder}: not a gesture case folder (needs __init__.py and pipeline.py; "
+                   "give it with --dir)", err=True)
+        raise typer.Exit(2)
+    parent = str(folder.resolve().parent)
+    if parent not in sys.path:
+        sys.path.insert(0, parent)
+    return importlib.import_module(f"{folder.resolve().name}.pipeline")
+
+
+def _run_spark(case: ModuleType, bodies: int, cycles: int, master: str | None,
+               report: Any) -> dict[str, Any]:
+    import pandas as pd
+    from pyspark import cloudpickle
+
+    from cepflow.spark import spark_session
+    from cepflow.spark.live import complex_rows, detect_live, stats_by_key
+
+    recording_mod = importlib.import_module(case.__name__.rsplit(".", 1)[0] + ".recording")
+    # the actions and query functions run in the executors: ship the case's code by value
+    cloudpickle.register_pickle_by_value(case)
+    spec = case.live_spec()
+    t0 = time.perf_counter()
+    spark = spark_session(master)
+    records = pd.DataFrame(
+        list(recording_mod.frame_records(recording_mod.read_recording(), bodies, cycles)),
+        columns=list(recording_mod.FRAME_COLUMNS))
+    frames = spark.createDataFrame(
+        records, "body string, frame long, ts long, joint string, x double, y double, "
+                 "z double")
+    started = time.perf_counter()
+    result = detect_live(frames, spec).cache()
+    rows = complex_rows(result)
+    stats = stats_by_key(result)
+    result.unpersist()
+    elapsed = time.perf_counter() - started
+    for body, _type, ts, _params, _parts in rows[:10]:
+        report(f"ForwardGesture {body} at {ts:.0f} ms")
+    per_body = Counter(r[0] for r in rows)
+    frames_n = cycles * recording_mod.FRAMES_PER_CYCLE
+    total = {k: sum(s[k] for s in stats.values()) for k in
+             ("changes", "query_events", "complex_events", "rule_firings")}
+    el = max(elapsed, 1e-9)
+    return {"bodies": bodies, "cycles": cycles, "frames": frames_n,
+            "body_frames": frames_n * bodies, "changes": total["changes"],
+            "query_events": total["query_events"], "gestures": len(rows),
+            "rule_firings": total["rule_firings"], "elapsed": round(elapsed, 3),
+            "frames_per_s": round(frames_n / el, 1),
+            "body_frames_per_s": round(frames_n * bodies / el, 1),
+            "changes_per_s": round(total["changes"] / el, 1),
+            "realtime_x25fps": round(frames_n / el / 25, 3),
+            "spark_start_s": round(started - t0, 3), "engine": "spark",
+            "_per_body": per_body}
+
+
+def gesture(
+    bodies: Annotated[int, typer.Option("--bodies", min=0, help="Bodies in the model")] = 4,
+    cycles: Annotated[int, typer.Option("--cycles", min=0,
+                                        help="Arm cycles (12 frames each) per body")] = 5,
+    engine: Annotated[str, typer.Option(
+        help="local (one in-process live session) or spark (one session per body on Spark)")
+    ] = "local",
+    master: Annotated[str | None, typer.Option(
+        help="Spark master (default: embedded local[*])")] = None,
+    directory: Annotated[Path | None, typer.Option(
+        "--dir", help="The case study folder (default: examples/gesture_live)")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q",
+                                        help="Print only the JSON summary")] = False,
+) -> None:
+    """Gesture recognition (000 §7): N bodies rotate the right arm M times; every cycle of
+    every body must yield exactly one ForwardGesture (and advance that body's slide)."""
+    from cepflow.cli.demo import examples_dir
+
+    if engine not in ("local", "spark"):
+        typer.echo(f"unknown engine '{engine}' (local or spark)", err=True)
+        raise typer.Exit(2)
+    case = load_case(directory or examples_dir() / "gesture_live")
+    report = (lambda line: None) if quiet else typer.echo
+    report(f"gesture recognition: {bodies} bodies x {cycles} arm cycles x 12 frames at 25 fps, "
+           f"40 model changes per body and frame, engine {engine}")
+    if engine == "spark":
+        summary = _run_spark(case, bodies, cycles, master, report)
+        per_body = summary.pop("_per_body")
+    else:
+        shown = [0]
+
+        def on_gesture(ce: Any) -> None:
+            if shown[0] < 10:
+                report(f"ForwardGesture {ce.params[0]} at {ce.ts:.0f} ms "
+                       f"(cycle {int(ce.ts) // (12 * 40) + 1})")
+            shown[0] += 1
+
+        run = case.run_local(bodies, cycles, on_gesture=on_gesture)
+        summary = {**run.summary(), "engine": "local"}
+        per_body = run.per_body
+        if run.slides and set(run.slides.values()) != {cycles}:
+            report(f"slides per body: {dict(Counter(run.slides.values()))}")
+    ok = summary["gestures"] == bodies * cycles and all(
+        per_body.get(f"body{b}", 0) == cycles for b in range(bodies))
+    summary["one_gesture_per_cycle"] = ok
+    typer.echo(json.dumps(summary, separators=(",", ":")))
+    if not ok:
+        raise typer.Exit(1)
