@@ -11,14 +11,18 @@ the work per event does not depend on K; speed is 0 with probability 0.1, else u
     where timer:within(3 seconds)
 
 read from EPL, lowered to the engine's automaton (context esper: a new instance at every fast
-reading, the bike id unified through the key index) and run by ``Engine.process`` event by
-event, the in-process path. Each key count runs in its own forked process; only the processing
-is timed (events built before). Every run is checked against an independent oracle — for every
-reading at >= 50 km/h, the first later stop of the same bike within 3 s — and aborts (exit code
-1) on any difference in the number of matches or their checksum.
+reading, the bike id unified through the key index) and run in process two ways: ``run`` —
+``Engine.run`` over the stream, which takes the column kernel of runtime/batch.py for this
+shape (batches of 2^18 events) — and ``process`` — ``Engine.process`` event by event (the token
+path, with the matcher's direct step for this shape). Each key count and path runs in its own
+forked process; only the processing is timed (events built before). Every run is checked
+against an independent oracle — for every reading at >= 50 km/h, the first later stop of the
+same bike within 3 s — and aborts (exit code 1) on any difference in the number of matches or
+their checksum.
 
     .venv/bin/python benchmarks/esper_patterns.py          # 1M events, 10,000 and 100 keys
     .venv/bin/python benchmarks/esper_patterns.py --quick  # 100,000 events
+    .venv/bin/python benchmarks/esper_patterns.py --paths run   # the column kernel only
 """
 
 from __future__ import annotations
@@ -100,7 +104,11 @@ def crash_program() -> Any:
     return load_module(type(module)((*schema, crash), source=module.source))
 
 
-def measure(n: int, keys: int, repeat: int) -> dict[str, Any]:
+PATHS = ("run", "process")
+PATH_LABEL = {"run": "Engine.run (column kernel)", "process": "Engine.process (per event)"}
+
+
+def measure(n: int, keys: int, repeat: int, path: str = "process") -> dict[str, Any]:
     events = make_events(n, keys)
     expected = oracle(events)
     program = crash_program()
@@ -111,9 +119,12 @@ def measure(n: int, keys: int, repeat: int) -> dict[str, Any]:
     for _ in range(repeat):
         engine = Engine(program)
         t0 = time.perf_counter()
-        out = []
-        for e in events:
-            out.extend(engine.process(e))
+        if path == "run":
+            out = list(engine.run(events))
+        else:
+            out = []
+            for e in events:
+                out.extend(engine.process(e))
         dt = time.perf_counter() - t0
         best = min(best, dt)
         checksum = 0
@@ -124,9 +135,9 @@ def measure(n: int, keys: int, repeat: int) -> dict[str, Any]:
         partial = engine.partial_matches()["Crash"]
         del engine, out
     if got != expected:
-        raise BenchmarkFailure(f"{keys} keys: engine gave {got[0]:,} matches (checksum "
+        raise BenchmarkFailure(f"{keys} keys, {path}: engine gave {got[0]:,} matches (checksum "
                                f"{got[1]}), the oracle {expected[0]:,} ({expected[1]})")
-    return {"events": n, "keys": keys, "seconds": best, "events_per_s": n / best,
+    return {"events": n, "keys": keys, "path": path, "seconds": best, "events_per_s": n / best,
             "matches": got[0], "partial_matches_at_end": partial,
             "peak_rss_increase_kib": peak_rss_kib() - rss_before}
 
@@ -136,11 +147,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--events", type=positive_int, default=None)
     ap.add_argument("--keys", type=int_list, default=list(DEFAULT_KEYS))
     ap.add_argument("--repeat", type=positive_int, default=1)
+    ap.add_argument("--paths", default=",".join(PATHS),
+                    help="comma-separated: run (Engine.run, column kernel), process (per event)")
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_EVENTS:,} events")
     ap.add_argument("--json", default=str(DEFAULT_JSON))
     args = ap.parse_args(argv)
     if args.events is None:
         args.events = QUICK_EVENTS if args.quick else DEFAULT_EVENTS
+    args.paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    if not args.paths or any(p not in PATHS for p in args.paths):
+        ap.error(f"--paths: choose from {', '.join(PATHS)}")
     return args
 
 
@@ -148,28 +164,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     con, log = console(), console(stderr=True)
     rows = []
-    for keys in args.keys:
-        log.print(f"[dim]Crash / {keys:,} keys, {args.events:,} events ...[/dim]")
-        try:
-            rows.append(run_isolated(measure, args.events, keys, args.repeat))
-        except BenchmarkFailure as e:
-            log.print(f"[bold red]ABORTED[/bold red]: {e}")
-            return 1
+    for path in args.paths:
+        for keys in args.keys:
+            log.print(f"[dim]Crash / {path} / {keys:,} keys, {args.events:,} events ...[/dim]")
+            try:
+                rows.append(run_isolated(measure, args.events, keys, args.repeat, path))
+            except BenchmarkFailure as e:
+                log.print(f"[bold red]ABORTED[/bold red]: {e}")
+                return 1
     meta = metadata("esper_patterns", {"events": args.events, "keys": args.keys,
-                                       "repeat": args.repeat, "quick": args.quick,
-                                       "within_ms": WITHIN_MS, "seed": SEED})
+                                       "paths": args.paths, "repeat": args.repeat,
+                                       "quick": args.quick, "within_ms": WITHIN_MS,
+                                       "seed": SEED})
     table = make_table(f"Crash pattern (every a1 -> a2 within 3 s), {fmt_int(args.events)} "
-                       "events, Engine.process", ["keys", "events/s", "vs 1M/s target",
-                                                  "matches", "open at end", "peak RSS Δ"])
+                       "events, in process", ["path", "keys", "events/s", "vs 1M/s target",
+                                              "matches", "open at end", "peak RSS Δ"])
     for r in rows:
-        table.add_row(fmt_int(r["keys"]), fmt_int(r["events_per_s"]),
+        table.add_row(PATH_LABEL[r["path"]], fmt_int(r["keys"]), fmt_int(r["events_per_s"]),
                       f"{r['events_per_s'] / TARGET:.2f}x", fmt_int(r["matches"]),
                       fmt_int(r["partial_matches_at_end"]),
                       fmt_bytes(r["peak_rss_increase_kib"] * 1024))
     con.print(table)
-    rates = [r["events_per_s"] for r in rows]
-    flat = max(rates) / min(rates) if rates else 1.0
-    con.print(f"[bold]Flatness[/bold] (max/min events/s over key counts): {flat:.2f}")
+    flat = {}
+    for p in args.paths:
+        rates = [r["events_per_s"] for r in rows if r["path"] == p]
+        flat[p] = max(rates) / min(rates) if rates else 1.0
+        con.print(f"[bold]Flatness[/bold] of {PATH_LABEL[p]} (max/min events/s over key "
+                  f"counts): {flat[p]:.2f}")
     con.print(machine_line(meta["machine"]))
     path = write_json(args.json, {**meta, "rows": rows,
                                   "summary": {"max_over_min": flat, "target": TARGET}})

@@ -41,6 +41,10 @@ class Position:
     #: Esper's ``every`` on an operand inside a pattern (``A -> every B``): an event taken at
     #: this occurrence starts a new partial match and the one that took it keeps waiting.
     every: bool = False
+    #: the filter's expression (for the column kernel's vectorized evaluation) and whether it
+    #: reads only the event's own fields — then it can be checked before anything is bound.
+    where: Any = None
+    local: bool = False
 
 
 @dataclass(slots=True)
@@ -110,6 +114,9 @@ class Automaton:
     distinct_expiry: float | None = None
     #: Esper's select list: parameter values f(None, bindings) computed at completion.
     select: tuple[Predicate, ...] | None = None
+    #: per select item, the variable it copies (``@ts`` for the match's time) or None when it
+    #: computes something; lets the column kernel fill parameters without a bindings dict.
+    select_vars: tuple[str | None, ...] | None = None
 
     @property
     def alphabet(self) -> set[str]:

@@ -128,7 +128,8 @@ class _Builder:
         label = f"{'¬' if negative else ''}{atom.name}{args}" + (f" where {src}" if src else "")
         pid = len(self.positions) + len(self.negatives) + 1
         pos = Position(pid, atom.name, tuple(binds), flt, src, label, atom.loc,
-                       tuple(self.zone_stack))
+                       tuple(self.zone_stack), where=atom.where,
+                       local=atom.where is not None and _event_only(atom.where, schema))
         (self.negatives if negative else self.positions).append(pos)
         return pos
 
@@ -444,4 +445,23 @@ def compile_pattern(
         auto.distinct_expiry = plan.expiry
     if decl.select is not None:
         auto.select = tuple(builder.expr(e, decl.loc) for _, e in decl.select)
+        auto.select_vars = tuple(".".join((e.name, *e.path)) if isinstance(e, ast.Name) else None
+                                 for _, e in decl.select)
     return auto
+
+
+def _event_only(expr: ast.Expr, schema: EventType) -> bool:
+    """Does ``expr`` read only fields of the filtered event (no pattern variable)? Such a
+    filter gives the same answer whatever the bindings, so the matcher checks it first."""
+    fields = set(schema.param_names)
+    if isinstance(expr, ast.Name):
+        return not expr.path and expr.name in fields
+    if isinstance(expr, ast.Const):
+        return True
+    if isinstance(expr, ast.Unary):
+        return _event_only(expr.operand, schema)
+    if isinstance(expr, ast.Binary):
+        return _event_only(expr.left, schema) and _event_only(expr.right, schema)
+    if isinstance(expr, ast.Call):
+        return all(_event_only(a, schema) for a in expr.args)
+    return False

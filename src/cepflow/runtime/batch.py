@@ -12,14 +12,24 @@ the end become ordinary tokens, those present before the batch take part as the 
 and token and match ids are assigned in the order the per-event engine would assign them, so the
 result — matches, their events and ids, and the saved state — equals feeding the events one by
 one (tests/engine/test_batch.py checks this).
+
+Esper's ``every a = A(f) -> b = B(g, a.k = b.k) [within Δ]`` has a kernel of its own
+(:func:`process_esper_batch`, docs/esper.md "Performance"): events are not consumed, so each
+instance simply completes at the first later ``B`` of its key passing ``g`` within Δ — one
+``searchsorted`` per batch; the instances open after a batch stay rows until tokens are needed
+(tests/esper/test_esper_kernel.py checks it against the token path).
 """
 
 from __future__ import annotations
 
 import gc
+import heapq
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -28,6 +38,8 @@ from cepflow.automaton.model import INITIAL
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.runtime.actions import Activation
 from cepflow.runtime.tokens import Thread, Token
+
+_SEQ, _TS, _TYPE, _PARAMS = (attrgetter(a) for a in ("seq", "ts", "type", "params"))
 
 
 @dataclass
@@ -192,14 +204,23 @@ class EventRows(Rows):
     def __init__(self, events: Sequence[Event]) -> None:
         self.events = events
         self.n = len(events)
-        self.ts = np.array([e.ts for e in events], dtype=np.float64)
-        types = [e.type for e in events]
+        self._params: list[tuple] | None = None
+        self.ts = np.fromiter(map(_TS, events), dtype=np.float64, count=self.n)
+        types = list(map(_TYPE, events))
         type_code = {t: i for i, t in enumerate(dict.fromkeys(types))}
         self.type_names = list(type_code)
-        self.codes = np.array([type_code[t] for t in types], dtype=np.int64)
+        self.codes = (np.zeros(self.n, dtype=np.int64) if len(type_code) == 1 else
+                      np.fromiter(map(type_code.__getitem__, types), dtype=np.int64,
+                                  count=self.n))
 
     def last_ts(self) -> Any:
         return self.events[-1].ts
+
+    def all_params(self) -> list[tuple]:
+        """Every row's parameter tuple (read once)."""
+        if self._params is None:
+            self._params = list(map(_PARAMS, self.events))
+        return self._params
 
     def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
         ev = self.events
@@ -210,7 +231,13 @@ class EventRows(Rows):
 
     def number(self, engine: Any) -> None:
         events, base = self.events, engine._input_seq
-        if self.n and max(e.seq for e in events) < 0:
+        if not self.n:
+            return
+        seqs = list(map(_SEQ, events))
+        if min(seqs) >= 0:  # numbered already (the usual case): only the counter moves
+            engine._input_seq = max(base, max(seqs) + 1)
+            return
+        if max(seqs) < 0:
             for e, q in zip(events, range(base, base + self.n), strict=True):
                 e.seq = q
             engine._input_seq = base + self.n
@@ -228,7 +255,7 @@ class EventRows(Rows):
             return
         arity = np.array([engine._arity.get(t, -1) for t in self.type_names], dtype=np.int64)
         want = arity[self.codes]
-        lens = np.array([len(e.params) for e in self.events], dtype=np.int64)
+        lens = np.fromiter(map(len, self.all_params()), dtype=np.int64, count=self.n)
         wrong = np.flatnonzero((want >= 0) & (want != lens))
         if len(wrong):
             e = self.events[int(wrong[0])]
@@ -549,3 +576,416 @@ def _fire(engine: Any, events: Sequence[Event], out: list[ComplexEvent],
             i = j
     if engine._pending:
         engine._drain(out)
+
+
+# -- Esper's `every a = A(f) -> b = B(g, key) [within Δ]` ----------------------------------
+
+
+@dataclass
+class EsperPair:
+    """A matcher whose automaton is Esper's ``every a = A(f) -> b = B(g)`` (compiler.esper:
+    start policy *spawn*), ``B`` unified with ``a`` on one key, optionally in ``within Δ``;
+    ``f`` reads only its own event. Each ``A`` passing ``f`` opens an instance; it
+    completes at the first later ``B`` of its key passing ``g`` no later than Δ after the ``A``
+    (Esper: events are not consumed, so instances do not compete), else it expires."""
+
+    matcher: Any
+    first: Any  # Edge from the initial state
+    second: Any  # final Edge
+    state: int  # where instances wait
+    key_a: int  # param of A binding the key variable
+    key_b: int  # param of B unified with it
+    window: float  # Δ in ms (inf without a within zone)
+    zone: int | None
+    #: ``g`` reads only B's own fields, so the column kernel applies (else ``g`` also reads
+    #: ``a``'s fields and only the matcher's per-event step does)
+    columnar: bool = True
+
+
+def esper_pair_of(m: Any) -> EsperPair | None:
+    """The pair view of a matcher, or None if its automaton is not of that shape."""
+    auto = m.auto
+    if (m.context != "esper" or m.partitioned or auto.forbids or auto.start != "spawn"
+            or auto.distinct):
+        return None
+    init = auto.edges.get(INITIAL, {})
+    if len(init) != 1:
+        return None
+    ((_, es),) = init.items()
+    if len(es) != 1:
+        return None
+    a = es[0]
+    s = a.target
+    if a.final or a.exits or a.keeps_source or set(auto.edges) != {INITIAL, s}:
+        return None
+    out = auto.edges[s]
+    if len(out) != 1:
+        return None
+    ((tb, es),) = out.items()
+    if len(es) != 1:
+        return None
+    b = es[0]
+    if not b.final or b.enters or b.keeps_source or b.position.every:
+        return None
+    if a.position.filter is not None and not a.position.local:
+        return None
+    a_vars = [v for _, v in a.position.binds]
+    b_vars = [v for _, v in b.position.binds]
+    if len(set(a_vars)) != len(a_vars) or len(set(b_vars)) != len(b_vars):
+        return None
+    shared = [(i, v) for i, v in b.position.binds if v in a_vars]
+    kt = auto.key_index.get(s, {}).get(tb)
+    if len(shared) != 1 or kt is None or shared[0] != kt:
+        return None
+    key_var = kt[1]
+    key_a = next(i for i, v in a.position.binds if v == key_var)
+    if auto.zones:
+        if len(auto.zones) != 1:
+            return None
+        z = auto.zones[0]
+        if (z.kind != "within" or z.timer_accept or a.enters != (z.id,) or b.exits != (z.id,)
+                or a.position.zones != (z.id,) or b.position.zones != (z.id,)):
+            return None
+        window, zone = float(z.length), z.id
+    else:
+        if a.enters or b.exits:
+            return None
+        window, zone = float("inf"), None
+    columnar = b.position.filter is None or b.position.local
+    return EsperPair(m, a, b, s, key_a, kt[0], window, zone, columnar)
+
+
+class _TypeColumns:
+    """Per event type of a batch: its rows, and parameter columns read once (the filters and
+    keys of several patterns often read the same ones)."""
+
+    def __init__(self, src: EventRows, schemas: Any) -> None:
+        self.src, self.schemas = src, schemas
+        self.type_code = {t: i for i, t in enumerate(src.type_names)}
+        self._rows: dict[str, np.ndarray] = {}
+        self._cols: dict[tuple[str, int], np.ndarray] = {}
+        self._params: dict[str, list[tuple]] = {}
+
+    def rows(self, t: str) -> np.ndarray:
+        r = self._rows.get(t)
+        if r is None:
+            code = self.type_code.get(t)
+            r = (np.flatnonzero(self.src.codes == code) if code is not None
+                 else np.zeros(0, np.int64))
+            self._rows[t] = r
+        return r
+
+    def params(self, t: str) -> list[tuple]:
+        p = self._params.get(t)
+        if p is None:
+            ev, rows = self.src.events, self.rows(t)
+            p = self._params[t] = (self.src.all_params() if len(rows) == len(ev)
+                                   else [ev[i].params for i in rows.tolist()])
+        return p
+
+    def column(self, t: str, k: int) -> np.ndarray:
+        """Parameter ``k`` of the type's rows as numpy infers it (object for mixed values)."""
+        c = self._cols.get((t, k))
+        if c is None:
+            c = self._cols[t, k] = _as_column(list(map(itemgetter(k), self.params(t))))
+        return c
+
+    def fields(self, t: str) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.schemas[t].param_names)}
+
+
+def _passing(edge: Any, cols: _TypeColumns) -> np.ndarray:
+    """Indices (into ``cols.rows(type)``) of the events that pass the edge's event-only filter:
+    column-wise when runtime.vector_expr can, else with the compiled closure row by row."""
+    from cepflow.runtime.vector_expr import filter_mask
+
+    pos = edge.position
+    t = pos.type
+    n = len(cols.rows(t))
+    if pos.filter is None or not n:
+        return np.arange(n, dtype=np.int64)
+    mask = (filter_mask(pos.where, cols.fields(t), lambda k: cols.column(t, k))
+            if pos.where is not None else None)
+    if mask is None:
+        flt, nob, ev = pos.filter, {}, cols.src.events
+        mask = np.fromiter((bool(flt(ev[i], nob)) for i in cols.rows(t).tolist()), dtype=bool,
+                           count=n)
+    return np.flatnonzero(mask)
+
+
+def _as_column(values: list[Any]) -> np.ndarray:
+    """``values`` as a numpy column: numbers and booleans as numpy infers them, anything else
+    (strings, None, mixed) as the Python objects themselves."""
+    c = np.array(values)
+    if c.ndim != 1 or c.dtype.kind not in "biuf":
+        c = np.empty(len(values), dtype=object)
+        c[:] = values
+    return c
+
+
+class _Fallback(Exception):
+    """The batch holds key values the kernel cannot code exactly (NaN): go event by event."""
+
+
+def _key_codes(ka: np.ndarray, kb: np.ndarray, old: list[Any], span: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes for the instances' keys (``old`` values, then ``ka``) and the B rows' keys
+    (``kb``), equal iff the values unify (Python ``==``, as Algorithm 1); ``code * span`` must
+    fit in int64. Integer columns are their own codes."""
+    if ka.dtype.kind in "iub" and kb.dtype.kind in "iub":
+        ka, kb = ka.astype(np.int64), kb.astype(np.int64)
+        top = max([int(np.abs(x).max()) for x in (ka, kb) if len(x)], default=0) + 1
+        if top * span < 1 << 62 and all(_small_int(v, top) or type(v) in (str, type(None))
+                                        or (type(v) is float and not v.is_integer())
+                                        for v in old):
+            # (old keys that equal no int get the code top; anything else: the general way)
+            codes = [int(v) if _small_int(v, top) else top for v in old]
+            return np.concatenate([np.array(codes, dtype=np.int64), ka]), kb
+    table: dict[Any, int] = {}
+    out = []
+    for v in [*old, *ka.tolist(), *kb.tolist()]:
+        if v != v:  # NaN unifies with nothing, not even itself
+            raise _Fallback
+        out.append(table.setdefault(v, len(table)))
+    if len(table) * span >= 1 << 62:
+        raise _Fallback
+    codes = np.array(out, dtype=np.int64)
+    return codes[:len(old) + len(ka)], codes[len(old) + len(ka):]
+
+
+def _small_int(v: Any, top: int) -> bool:
+    """Is ``v`` a Python number equal to an int of magnitude below ``top``?"""
+    t = type(v)
+    return (t is int or t is bool or (t is float and v.is_integer())) and abs(v) < top
+
+
+def process_esper_batch(engine: Any, pairs: list[EsperPair], events: Sequence[Event]
+                        ) -> list[ComplexEvent] | None:
+    """Feed ``events`` (time-ordered) to an engine all of whose patterns are Esper pairs.
+
+    Per pattern: the instances (those from before the batch, then one per ``A`` row passing
+    ``f``) each find the first later ``B`` row of their key passing ``g`` by one
+    ``searchsorted`` over the ``B`` rows sorted by (key, row), and complete there if it is
+    within Δ. Token and match ids, the complex events (parts, bindings, select list), the
+    instances left open (with their timers) and the statistics are those of feeding the events
+    one by one (tests/esper/test_esper_kernel.py). Returns None, having changed nothing, when
+    a key value cannot be coded exactly (the caller then goes event by event).
+    """
+    with gc_paused():
+        # (in a function of its own: the batch's big temporaries are freed before the
+        # collector runs again, else its first pass walks them)
+        return _esper_batch(engine, pairs, events)
+
+
+def _esper_batch(engine: Any, pairs: list[EsperPair], events: Sequence[Event]
+                 ) -> list[ComplexEvent] | None:
+    src = EventRows(events)
+    n = src.n
+    clock, counted = engine.time, engine.stats.events
+    _prepare(engine, src)
+    if not n:
+        return []
+    cols = _TypeColumns(src, engine.program.schemas)
+    plans = [_pair_rows(pr, cols) for pr in pairs]
+    if any(p is None for p in plans):
+        engine.time, engine.stats.events = clock, counted  # (sequence numbers stay)
+        return None
+    last_ts = float(src.ts[-1])
+    n_pairs = len(pairs)
+    start_keys = [p["new_rows"] * n_pairs + slot for slot, p in enumerate(plans)]
+    all_starts = np.sort(np.concatenate(start_keys))
+    first_token = engine._token_id + 1
+    engine._token_id += len(all_starts)
+    # detections: by completing row, then pattern, then instance (= token id order)
+    m_row, m_slot, m_inst = [], [], []
+    for slot, p in enumerate(plans):
+        inst = np.flatnonzero(p["match"])
+        m_row.append(p["b_row"][inst])
+        m_slot.append(np.full(len(inst), slot, np.int64))
+        m_inst.append(inst)
+    mr, ms, mi = np.concatenate(m_row), np.concatenate(m_slot), np.concatenate(m_inst)
+    order = np.lexsort((mi, ms, mr))
+    mr, ms, mi = mr[order], ms[order], mi[order]
+    total = len(order)
+    out: list[Any] = [None] * total
+    first_id = engine._match_id + 1
+    engine._match_id += total
+    engine.stats.complex_events += total
+    by_pattern = engine.stats.by_pattern
+    for slot, (pr, p) in enumerate(zip(pairs, plans, strict=True)):
+        rank = np.flatnonzero(ms == slot)
+        m = pr.matcher
+        if len(rank):
+            _emit_pair(pr, p, mi[rank], rank, first_id, events, engine._arity, out)
+            by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
+            m.done = True
+        ids = first_token + np.searchsorted(all_starts, p["new_rows"] * n_pairs + slot)
+        m.pending_ids, m.pending_events = _leave_open(pr, p, ids, last_ts, events)
+    # timers: the per-event path would have run those before last_ts (they only expire
+    # instances, done above); each pattern keeps one engine timer, for its first deadline
+    # (Matcher._schedule, Matcher.materialize)
+    slots = {pr.matcher.slot for pr in pairs}
+    heap = engine._heap
+    heap[:] = [h for h in heap if h[0] >= last_ts and not (h[3] == -1 and h[2] in slots)]
+    heapq.heapify(heap)
+    for pr in pairs:
+        m = pr.matcher
+        m.deadlines = deque(d for d in m.deadlines if d[0] >= last_ts)
+        if pr.zone is None:
+            continue
+        firsts = [m.deadlines[0][0]] if m.deadlines else []
+        if m.pending_events:
+            firsts.append(m.pending_events[0].ts + pr.window)
+        if firsts:
+            engine.schedule(min(firsts), m, -1, pr.zone, min(firsts) - pr.window)
+    if engine.rules_by_type:
+        _fire(engine, events, out, mr.tolist())
+    return out
+
+
+def _pair_rows(pr: EsperPair, cols: _TypeColumns) -> dict | None:
+    """Instances and their completing rows for one pattern over a batch (numpy)."""
+    src = cols.src
+    a, b = pr.first, pr.second
+    ta, tb = a.position.type, b.position.type
+    a_loc, b_loc = _passing(a, cols), _passing(b, cols)
+    new_rows, b_rows = cols.rows(ta)[a_loc], cols.rows(tb)[b_loc]
+    m = pr.matcher
+    old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
+    pend_ids, pend_events = m.pending_ids, m.pending_events
+    key_var = a.position.binds[[i for i, _ in a.position.binds].index(pr.key_a)][1]
+    n = src.n
+    span = n + 2
+    ka = pr.key_a
+    try:
+        pend_keys = _as_column([e.params[ka] for e in pend_events])
+        a_keys = cols.column(ta, ka)[a_loc]
+        if len(pend_keys) and len(a_keys) and pend_keys.dtype.kind != a_keys.dtype.kind:
+            pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
+        i_code, b_code = _key_codes(np.concatenate([pend_keys, a_keys]) if len(pend_keys)
+                                    else a_keys,
+                                    cols.column(tb, pr.key_b)[b_loc],
+                                    [t.threads[0].bindings.get(key_var) for t in old], span)
+    except _Fallback:
+        return None
+    n_old = len(old) + len(pend_ids)
+    n_inst = n_old + len(new_rows)
+    z = pr.zone
+    i_row = np.concatenate([np.full(n_old, -1, np.int64), new_rows])
+    i_ts = np.concatenate([np.array([t.threads[0].zstart[z] if z is not None else t.created
+                                     for t in old] + [e.ts for e in pend_events],
+                                    dtype=np.float64), src.ts[new_rows]])
+    b_comb = b_code * span + b_rows + 1
+    order = np.argsort(b_comb, kind="stable")
+    b_comb_sorted = b_comb[order]
+    j = np.searchsorted(b_comb_sorted, i_code * span + i_row + 1, side="right")
+    has = j < len(b_comb_sorted)
+    jj = np.where(has, j, 0)
+    cand = order[jj] if len(order) else np.zeros(n_inst, np.int64)
+    has &= (b_code[cand] == i_code) if len(order) else has
+    b_row = np.where(has, b_rows[cand] if len(order) else -1, -1)
+    within = has & (src.ts[np.where(has, b_row, 0)] - i_ts <= pr.window)
+    return {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "new_rows": new_rows,
+            "i_ts": i_ts, "b_row": b_row, "match": within}
+
+
+def _emit_pair(pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
+               events: Sequence[Event], arity: dict[str, int], out: list[Any]) -> None:
+    """The complex events of one pattern, as Matcher._complete makes them."""
+    m = pr.matcher
+    auto = m.auto
+    name, params_names, select = m.name, auto.params, auto.select
+    a_binds, b_binds = pr.first.position.binds, pr.second.position.binds
+    key_var = next(v for i, v in b_binds if i == pr.key_b)
+    b_new = [(i, v) for i, v in b_binds if v != key_var]
+    a_vars = [v for _, v in a_binds]
+    a_idx = [i for i, _ in a_binds]
+    b_vars = [v for _, v in b_new]
+    b_idx = [i for i, _ in b_new]
+    old, pend, new_rows, b_row = p["old"], p["pend_events"], p["new_rows"], p["b_row"]
+    n_real = len(old)
+    n_old = n_real + len(pend)
+
+    def a_events(qs: list[int]) -> list[Event]:
+        """The A event of instances ``qs`` (pending from the last batch or new)."""
+        return [pend[q - n_real] if q < n_old else events[new_list[q - n_old]] for q in qs]
+
+    svars = auto.select_vars
+    pick = None  # the select list as positions in a.params + b.params + (ts, None)
+    if select is not None and svars is not None and all(v is not None for v in svars):
+        na, nb = arity[pr.first.position.type], arity[pr.second.position.type]
+        where = {v: i for i, v in a_binds} | {v: na + i for i, v in b_new}
+        pick = [na + nb if v == "@ts" else where.get(v, na + nb + 1) for v in svars]
+    b_list = b_row.tolist()
+    new_list = new_rows.tolist()
+    if pick is not None:  # the instances begun by an A event in hand, column by column
+        fresh = inst >= n_real
+        q_new = inst[fresh]
+        r_new = rank[fresh].tolist()
+        ae = (a_events(q_new.tolist()) if n_old > n_real else
+              [events[i] for i in new_rows[q_new - n_old].tolist()])
+        be = [events[i] for i in b_row[q_new].tolist()]
+        ap, bp, ts = list(map(_PARAMS, ae)), list(map(_PARAMS, be)), list(map(_TS, be))
+        na, nb = arity[pr.first.position.type], arity[pr.second.position.type]
+
+        def column(i: int) -> list[Any]:
+            if i < na:
+                return list(map(itemgetter(i), ap))
+            if i < na + nb:
+                return list(map(itemgetter(i - na), bp))
+            return ts if i == na + nb else [None] * len(ts)
+
+        cols = [column(i) for i in pick]
+        vals = list(zip(*cols, strict=True)) if cols else [()] * len(ae)
+        binds = list(map(dict, map(zip, repeat(params_names), vals)))
+        ids = [first_id + r for r in r_new]
+        for r, ce in zip(r_new, map(ComplexEvent, repeat(name), vals, ts, binds,
+                                    zip(ae, be, strict=True), ids), strict=True):
+            out[r] = ce
+        keep = ~fresh
+        inst, rank = inst[keep], rank[keep]
+    for q, r in zip(inst.tolist(), rank.tolist(), strict=True):
+        be = events[b_list[q]]
+        bp = be.params
+        ts = be.ts
+        if q < n_real:
+            th = old[q].threads[0]
+            parts = [*th.events, be]
+            full = dict(th.bindings)
+        else:
+            ae = a_events([q])[0]
+            parts = [ae, be]
+            ap = ae.params
+            full = dict(zip(a_vars, [ap[i] for i in a_idx], strict=True))
+        full.update(zip(b_vars, [bp[i] for i in b_idx], strict=True))
+        if select is None:
+            vals = tuple(full.get(x) for x in params_names)
+            bindings: dict[str, Any] = full
+        else:
+            full["@ts"] = ts
+            vals = tuple(f(None, full) for f in select)
+            bindings = dict(zip(params_names, vals, strict=True))
+        out[r] = ComplexEvent(name, vals, ts, bindings, parts, first_id + r)
+
+
+def _leave_open(pr: EsperPair, p: dict, new_ids: np.ndarray, last_ts: float,
+                events: Sequence[Event]) -> tuple[list[int], list[Event]]:
+    """Tokens from before the batch that completed or expired are dropped; the instances still
+    waiting after it (from the last batch's pending rows or new) are returned as the pattern's
+    pending rows (ids, A events) — tokens are made of them only when needed
+    (Matcher.materialize)."""
+    m = pr.matcher
+    old, pend_ids, pend_events = p["old"], p["pend_ids"], p["pend_events"]
+    new_rows, i_ts, match = p["new_rows"], p["i_ts"], p["match"]
+    n_real = len(old)
+    n_old = n_real + len(pend_ids)
+    alive = ~match & (i_ts + pr.window >= last_ts)
+    for q in np.flatnonzero(~alive[:n_real]).tolist():
+        m.unregister(old[q])
+    keep = np.flatnonzero(alive[n_real:n_old]).tolist()
+    ids = [pend_ids[q] for q in keep]
+    evs = [pend_events[q] for q in keep]
+    live = np.flatnonzero(alive[n_old:])
+    ids += new_ids[live].tolist()
+    evs += [events[i] for i in new_rows[live].tolist()]
+    return ids, evs

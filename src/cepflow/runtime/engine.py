@@ -22,6 +22,7 @@ import heapq
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from cepflow.compiler.program import Program
@@ -35,6 +36,7 @@ from cepflow.runtime.batch import (
     gc_paused,
     process_batch,
     process_columns,
+    process_esper_batch,
 )
 from cepflow.runtime.matcher import Matcher, Trace
 from cepflow.windows.runner import WindowRunner
@@ -73,6 +75,8 @@ class Engine:
         self.trace: Trace | None = Trace() if trace else None
         self.max_cascade = max_cascade
         self.matchers = [Matcher(a, self, fast_path) for a in program.automata]
+        for i, m in enumerate(self.matchers):
+            m.slot = i
         #: one runner per data-window statement, in dependency order, numbering rows with
         #: the engine's match ids
         self.windows = [WindowRunner(w, program.schemas, match_ids=self.next_match_id)
@@ -98,6 +102,13 @@ class Engine:
                         and not any(t in program.schemas and t in self.subs_complex
                                     for t in (a.name for a in program.automata))
                         else None)
+        # Esper's `every a = A(f) -> b = B(g, key) [within Δ]` patterns: their column kernel
+        pairs = [m.pair for m in self.matchers]  # (None without fast_path)
+        self._pairs = (pairs if self._chains is None and pairs
+                       and all(p is not None and p.columnar for p in pairs) and not self.noise
+                       and not self.windows
+                       and not any(a.name in self.subs_complex for a in program.automata)
+                       else None)
         self.rules_by_type: dict[str, list[tuple[int, ast.RuleDecl]]] = {}
         for order, rule in enumerate(program.rules):
             if rule.action is not None and rule.action not in self.actions and strict_actions:
@@ -111,7 +122,9 @@ class Engine:
                               for t, rs in self.rules_by_type.items()}
 
     def _index_matchers(self) -> None:
-        self.noise = [m for m in self.matchers if m.context != "chronicle"]
+        # patterns that see every input event (its type may be noise to them); Esper's never
+        # dispose partial matches on noise, so they get only the types they name
+        self.noise = [m for m in self.matchers if m.context not in ("chronicle", "esper")]
         by_type: dict[str, list[Matcher]] = {}
         for m in self.matchers:
             for t in m.types:
@@ -135,8 +148,7 @@ class Engine:
     def schedule(self, deadline: float, matcher: Matcher, token: int, zone: int,
                  start: float) -> None:
         self._timer_seq += 1
-        heapq.heappush(self._heap, (deadline, self._timer_seq, self.matchers.index(matcher),
-                                    token, zone, start))
+        heapq.heappush(self._heap, (deadline, self._timer_seq, matcher.slot, token, zone, start))
 
     # -- feeding --------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
@@ -294,10 +306,15 @@ class Engine:
         """Feed many time-ordered events at once; the same result as ``process`` on each.
 
         When every pattern is a plain keyed sequence under chronicle (the gesture pattern, for
-        instance) the batch is matched column-wise (cepflow.runtime.batch); otherwise the events
-        are processed one by one. Rules fire in the same order as with ``process``; events that
-        rule actions emit are processed after the batch.
+        instance), or every pattern is Esper's ``every a = A(f) -> b = B(g, key) [within Δ]``
+        (the motorbike Crash), the batch is matched column-wise (cepflow.runtime.batch);
+        otherwise the events are processed one by one. Rules fire in the same order as with
+        ``process``; events that rule actions emit are processed after the batch.
         """
+        if self._pairs is not None and self.trace is None:
+            found = process_esper_batch(self, self._pairs, events)
+            if found is not None:
+                return found
         if self._chains is None or self.trace is not None:
             out: list[ComplexEvent] = []
             for e in events:
@@ -327,7 +344,7 @@ class Engine:
     def run(self, events: Iterable[Event], batch_size: int = 1 << 18) -> Iterator[ComplexEvent]:
         """Process a time-ordered stream lazily, yielding complex events as they are detected
         (in batches of ``batch_size`` events when the batch path applies)."""
-        if self._chains is None or self.trace is not None:
+        if (self._chains is None and self._pairs is None) or self.trace is not None:
             chunk_out: list[ComplexEvent] = []
             it = iter(events)
             while True:
@@ -342,14 +359,14 @@ class Engine:
                 chunk_out.clear()
                 if n < batch_size:
                     return
-        chunk: list[Event] = []
-        for e in events:
-            chunk.append(e)
-            if len(chunk) >= batch_size:
-                yield from self.process_batch(chunk)
-                chunk = []
-        if chunk:
+        it = iter(events)
+        while True:
+            chunk = list(islice(it, batch_size))
+            if not chunk:
+                return
             yield from self.process_batch(chunk)
+            if len(chunk) < batch_size:
+                return
 
     def finish(self, close_windows: bool = False) -> list[ComplexEvent]:
         """End of input. With ``close_windows`` time runs out: pending timers fire."""

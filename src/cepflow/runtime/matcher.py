@@ -9,15 +9,20 @@ that can take it (chronicle: ``e ↦ min_τstart(P)``), else a new token from th
 it and also starts a new one.
 Tokens are indexed by state and by the value of a unification variable, so finding the token an
 event belongs to costs the same whatever the number of keys (bodies, vehicles) in the stream.
+Two Esper shapes are stepped directly (``pair``: ``every a = A(f) -> b = B(g, key) [within Δ]``,
+``single``: ``every e = T(f)``) with the general path's result (tests/esper/
+test_esper_kernel.py); ``fast_path=False`` turns these and the chronicle fast path off.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from cepflow.automaton.model import FINAL, INITIAL, Automaton, Edge
 from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.batch import esper_pair_of
 from cepflow.runtime.tokens import Thread, Token
 
 NOPART = object()  # the event belongs to no partition of a partitioned pattern
@@ -69,6 +74,23 @@ class Matcher:
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
         self.key_var = {s: next(iter(m.values()))[1] for s, m in self.key_index.items() if m}
         self.fast = self._fast_paths() if fast_path else {}
+        #: Esper's ``every a = A(f) -> b = B(g, key) [within Δ]`` (runtime.batch.EsperPair):
+        #: stepped directly, see _pair_step
+        self.pair = esper_pair_of(self) if fast_path else None
+        if self.pair is not None:
+            b = self.pair.second.position.binds
+            self._pair_key = next(v for i, v in b if i == self.pair.key_b)
+            self._pair_new = tuple((i, v) for i, v in b if v != self._pair_key)
+        #: Esper's ``every e = T(f)`` (one event per match): completed directly, see
+        #: _single_step
+        self.single = self._single_edge() if fast_path else None
+        #: instance deadlines of a pair pattern, in time order (one engine timer at a time)
+        self.deadlines: deque[tuple[float, int, int, float]] = deque()
+        #: a pair pattern's open instances left by the column kernel: token ids and A events
+        #: (see materialize)
+        self.pending_ids: list[int] = []
+        self.pending_events: list[Event] = []
+        self.slot = -1  # index in the engine's matchers (set by the engine)
         self.fast_start = {
             t: es[0] for t, es in self.initial.items()
             if t in self.fast and len(es) == 1 and not es[0].final and es[0].position.filter
@@ -107,6 +129,25 @@ class Matcher:
                 out[t] = entries
         return out
 
+    def _single_edge(self) -> Edge | None:
+        """The edge of ``every e = T(f)`` under Esper (spawn, one final step, ``f`` reading
+        only ``e``, no window), whose every event passing ``f`` is a match; else None."""
+        auto = self.auto
+        if (self.context != "esper" or auto.start != "spawn" or auto.distinct or auto.forbids
+                or auto.zones or self.partitioned or set(auto.edges) != {INITIAL}
+                or len(self.initial) != 1):
+            return None
+        (es,) = self.initial.values()
+        if len(es) != 1:
+            return None
+        edge = es[0]
+        pos = edge.position
+        if (not edge.final or edge.enters or edge.exits or pos.every
+                or (pos.filter is not None and not pos.local)
+                or len({v for _, v in pos.binds}) != len(pos.binds)):
+            return None
+        return edge
+
     def _fast_begin(self, edge: Edge, e: Event) -> None:
         """Start a token along a plain initial edge (see _fast_paths)."""
         params = e.params
@@ -120,9 +161,14 @@ class Matcher:
 
     # -- registry -------------------------------------------------------------------------
     def count(self) -> int:
-        return sum(len(d) for d in self.tokens.values())
+        return sum(len(d) for d in self.tokens.values()) + len(self.pending_ids)
 
     def all_tokens(self) -> list[Token]:
+        self.materialize()
+        return self.registered_tokens()
+
+    def registered_tokens(self) -> list[Token]:
+        """The tokens, oldest first, without the column kernel's pending instances."""
         out = [t for d in self.tokens.values() for t in d.values()]
         out.sort(key=lambda t: t.id)
         return out
@@ -140,6 +186,49 @@ class Matcher:
                 regs.append(k)
                 _insert(self.buckets.setdefault(k[0], {}).setdefault(k[1], {}), tok)
         tok.regs = regs
+
+    def materialize(self) -> None:
+        """Make tokens of the instances the column kernel left pending (a pair pattern's open
+        instances after a batch, kept as their ``A`` events until something needs tokens):
+        the same tokens _pair_step would have made, younger than every registered one."""
+        ids, evs = self.pending_ids, self.pending_events
+        if not ids:
+            return
+        self.pending_ids, self.pending_events = [], []
+        pr = self.pair
+        binds, state, z = pr.first.position.binds, pr.state, pr.zone
+        dl = self.deadlines
+        for tid, e in zip(ids, evs, strict=True):
+            params, ts = e.params, e.ts
+            th = Thread(state, {v: params[i] for i, v in binds}, [e],
+                        None if z is None else {z: ts}, e)
+            tok = Token(tid, None, ts, [th])
+            self.register_newest(tok)
+            if z is not None:  # (the engine holds the timer of the first deadline already)
+                deadline = ts + pr.window
+                if not dl or dl[-1][0] <= deadline:
+                    dl.append((deadline, tid, z, ts))
+                else:
+                    self.engine.schedule(deadline, self, tid, z, ts)
+
+    def register_newest(self, tok: Token) -> None:
+        """register() for a single-thread token younger than every registered one (the column
+        kernel's instances): appending keeps the buckets in age order."""
+        th = tok.threads[0]
+        key = (th.state, self._key(th.state, th))
+        part = self.tokens.get(tok.part)
+        if part is None:
+            part = self.tokens[tok.part] = {}
+        part[tok.id] = tok
+        bm = self.buckets.get(key[0])
+        if bm is None:
+            bm = self.buckets[key[0]] = {}
+        b = bm.get(key[1])
+        if b is None:
+            bm[key[1]] = {tok.id: tok}
+        else:
+            b[tok.id] = tok
+        tok.regs = [key]
 
     def unregister(self, tok: Token) -> None:
         part = self.tokens.get(tok.part)
@@ -174,9 +263,17 @@ class Matcher:
         fired = 0
         for edge in edges:
             pos = edge.position
-            nb = _bind(pos, params, th.bindings)
-            if nb is None or (pos.filter is not None and not pos.filter(e, nb)):
-                continue
+            flt = pos.filter
+            if flt is not None and pos.local:  # reads only e: check it before binding
+                if not flt(e, _NOB):
+                    continue
+                nb = _bind(pos, params, th.bindings)
+                if nb is None:
+                    continue
+            else:
+                nb = _bind(pos, params, th.bindings)
+                if nb is None or (flt is not None and not flt(e, nb)):
+                    continue
             fired += 1
             zs = th.zstart
             if edge.enters or edge.exits or (zs and edge.target != FINAL):
@@ -239,6 +336,8 @@ class Matcher:
 
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Feed one event (already time-ordered) to this pattern."""
+        if self.pending_ids:
+            self.materialize()
         t = e.type
         fast = self.fast.get(t)
         if fast is not None:
@@ -293,7 +392,18 @@ class Matcher:
                 best.regs = [(target, key)]
                 return
         if self.context == "esper":
-            self._process_esper(e, emit)
+            if self.pair is not None and self.engine.trace is None:
+                self._pair_step(e, emit)
+            elif self.single is not None and self.engine.trace is None:
+                pos = self.single.position
+                if pos.filter is None or pos.filter(e, _NOB):
+                    # _start + _complete of the general path: a token id, then the match
+                    params = e.params
+                    tok = Token(self.engine.next_token_id(), None, e.ts, [])
+                    th = Thread(FINAL, {v: params[i] for i, v in pos.binds}, [e], None, e)
+                    self._complete(tok, th, e.ts, emit)
+            else:
+                self._process_esper(e, emit)
             return
         takers = self._find(e)
         unrestricted = self.context == "unrestricted"
@@ -331,6 +441,44 @@ class Matcher:
                 self._start(e, None, emit)
         if e.type in self.neg_states:
             self._negatives(e)
+
+    def _pair_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """_process_esper for a pair pattern without planning: the ``B`` event completes every
+        instance waiting on its key (in age order) within Δ, then an ``A`` passing ``f`` opens
+        one. The same tokens, bindings and matches (tests/esper/test_esper_kernel.py)."""
+        pr = self.pair
+        t = e.type
+        params = e.params
+        second = pr.second.position
+        if t == second.type:
+            bm = self.buckets.get(pr.state)
+            group = bm.get(params[pr.key_b]) if bm else None
+            flt = second.filter
+            if group and (flt is None or not pr.columnar or flt(e, _NOB)):
+                ts = e.ts
+                z, window, key, kv = pr.zone, pr.window, self._pair_key, params[pr.key_b]
+                pair_filter = flt if not pr.columnar else None  # g reads a's fields too
+                for tok in list(group.values()):
+                    th = tok.threads[0]
+                    b = th.bindings
+                    if (z is not None and ts - th.zstart[z] > window) or b.get(key) != kv:
+                        continue  # (expired at this very instant / NaN: unifies with nothing)
+                    nb = dict(b)
+                    for i, v in self._pair_new:
+                        nb[v] = params[i]
+                    if pair_filter is not None and not pair_filter(e, nb):
+                        continue
+                    self.unregister(tok)
+                    self._complete(tok, Thread(FINAL, nb, [*th.events, e], None, e), ts, emit)
+        first = pr.first.position
+        if t == first.type and (first.filter is None or first.filter(e, _NOB)):
+            ts = e.ts
+            th = Thread(pr.state, {v: params[i] for i, v in first.binds}, [e],
+                        None if pr.zone is None else {pr.zone: ts}, e)
+            tok = Token(self.engine.next_token_id(), None, ts, [th])
+            if th.zstart:
+                self._schedule(tok, th)
+            self.register(tok)
 
     def _spawn(self, tok: Token, forks: list[Thread], e: Event,
                emit: Callable[[ComplexEvent], None]) -> None:
@@ -591,10 +739,36 @@ class Matcher:
         for z, start in (th.zstart or {}).items():
             if z in self.timed_zones:
                 zone = self.zone_by_id[z]
-                self.engine.schedule(start + zone.length, self, tok.id, z, start)
+                deadline = start + zone.length
+                dl = self.deadlines
+                if self.pair is not None and (not dl or dl[-1][0] <= deadline):
+                    # a pair's deadlines come in time order: queue them, the engine holds a
+                    # timer for the first only (on_deadline with token -1)
+                    if not dl:
+                        self.engine.schedule(deadline, self, -1, z, start)
+                    dl.append((deadline, tok.id, z, start))
+                else:
+                    self.engine.schedule(deadline, self, tok.id, z, start)
+
+    def _expire_queued(self, emit: Callable) -> None:
+        """The engine's timer for the first queued deadline is due: run every queued deadline
+        up to it (they only expire instances), then ask for a timer for the next one."""
+        dl = self.deadlines
+        now = dl[0][0]
+        while dl and dl[0][0] <= now:
+            _, token_id, z, start = dl.popleft()
+            self.on_deadline(token_id, z, start, emit)
+        if dl:
+            deadline, _, z, start = dl[0]
+            self.engine.schedule(deadline, self, -1, z, start)
 
     def on_deadline(self, token_id: int, z: int, start: float, emit: Callable) -> None:
         """The deadline of zone ``z`` entered at ``start`` has passed for token ``token_id``."""
+        if self.pending_ids:
+            self.materialize()
+        if token_id == -1:
+            self._expire_queued(emit)
+            return
         tok = None
         for d in self.tokens.values():
             tok = d.get(token_id)
@@ -641,6 +815,7 @@ class Matcher:
 
 
 _MISSING = object()
+_NOB: dict[str, Any] = {}  # the bindings a filter that reads only its event is given
 _INF = float("inf")
 _KEEP = Thread(INITIAL, {}, [], None, None)  # marker: keep the source thread as well
 
@@ -649,6 +824,14 @@ def _bind(pos: Any, params: tuple, b: dict[str, Any]) -> dict[str, Any] | None:
     """Algorithm 1: the bindings after unifying occurrence ``pos`` with the event's parameters
     (``b`` itself when nothing new is bound — binding dicts are never changed in place), or
     None when a bound variable has another value."""
+    if not b:  # nothing bound yet (a start): one dict, checking repeated variables
+        newb = {}
+        for i, var in pos.binds:
+            v = params[i]
+            cur = newb.setdefault(var, v)
+            if cur is not v and cur != v:
+                return None
+        return newb
     newb = None
     for i, var in pos.binds:
         v = params[i]

@@ -1,0 +1,108 @@
+"""Column-wise evaluation of an event's own filter (the column kernel's vectorized filters).
+
+The column kernels (runtime/batch.py) check an atom's filter for all rows of a batch at once.
+This evaluates the same ``Expr`` AST as compiler/expressions.py, over numpy columns, for the
+subset where numpy's answer is provably the closure's answer: numeric and boolean columns (no
+``None``, no Python objects), numeric constants, comparisons, ``and``/``or``/``not``, unary minus
+and ``+ - *`` while integers stay far from int64 overflow. Anything else — strings, ``null``,
+division, function calls, big integers — gives None and the kernel calls the compiled closure
+per row instead, so both ways give the same rows (tests/esper/test_esper_kernel.py).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from cepflow.language import ast
+
+_CMP: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+_ARITH: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul,
+}
+_SAFE_INT = 1 << 31  # |x|, |y| below this: x + y, x - y, x * y fit in int64
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def filter_mask(expr: ast.Expr, fields: dict[str, int],
+                values: Callable[[int], Sequence[Any]]) -> np.ndarray | None:
+    """Truth of ``expr`` (a filter reading only the event's fields ``fields``) for each row,
+    ``values(i)`` giving parameter ``i`` of every row, or None when it cannot be evaluated
+    column-wise exactly."""
+    cols: dict[int, np.ndarray] = {}
+    n = -1
+
+    def column(i: int) -> np.ndarray:
+        nonlocal n
+        c = cols.get(i)
+        if c is None:
+            c = np.asarray(values(i))
+            n = len(c)
+            kind = c.dtype.kind
+            if c.ndim != 1 or kind not in "biuf" or (kind in "iu" and len(c) and int(
+                    np.abs(c).max()) >= _SAFE_INT) or (kind == "f" and len(c) and float(
+                    np.nanmax(np.abs(c), initial=0.0)) >= 2.0 ** 53):
+                raise _Unsupported  # (big numbers: numpy would round what Python compares)
+            cols[i] = c
+        return c
+
+    def num(v: Any) -> Any:  # booleans take part in arithmetic as 0/1, as in Python
+        if isinstance(v, np.ndarray):
+            if v.dtype.kind == "b":
+                return v.astype(np.int64)
+            if v.dtype.kind in "iu" and len(v) and int(np.abs(v).max()) >= _SAFE_INT:
+                raise _Unsupported  # (a product of products could leave int64)
+            return v
+        if isinstance(v, bool):
+            return int(v)
+        return v
+
+    def ev(e: ast.Expr) -> Any:
+        if isinstance(e, ast.Const):
+            v = e.value
+            if isinstance(v, bool | float) or (isinstance(v, int) and abs(v) < _SAFE_INT):
+                return v
+            raise _Unsupported
+        if isinstance(e, ast.Name):
+            if e.path or e.name not in fields:
+                raise _Unsupported
+            return column(fields[e.name])
+        if isinstance(e, ast.Unary):
+            inner = ev(e.operand)
+            if e.op == "not":
+                return ~_truth(inner, n)
+            return -num(inner)
+        if isinstance(e, ast.Binary):
+            if e.op == "and":
+                return _truth(ev(e.left), n) & _truth(ev(e.right), n)
+            if e.op == "or":
+                return _truth(ev(e.left), n) | _truth(ev(e.right), n)
+            if e.op in _CMP:
+                return _CMP[e.op](ev(e.left), ev(e.right))
+            if e.op in _ARITH:
+                return _ARITH[e.op](num(ev(e.left)), num(ev(e.right)))
+        raise _Unsupported
+
+    try:
+        with np.errstate(all="ignore"):
+            v = ev(expr)
+        if not isinstance(v, np.ndarray) or len(v) != n:  # no field read: the closure decides
+            return None
+        return _truth(v, n)
+    except (_Unsupported, TypeError, ValueError, OverflowError):
+        return None
+
+
+def _truth(v: Any, n: int) -> np.ndarray:
+    if isinstance(v, np.ndarray):
+        return v.astype(bool) if v.dtype.kind != "b" else v
+    return np.full(n, bool(v))
