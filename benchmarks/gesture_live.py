@@ -15,7 +15,8 @@ model is built before timing (its first frame, where bodies appear, is timed wit
 
     .venv/bin/python benchmarks/gesture_live.py                  # 1, 10, 100, 240, 1000 bodies
     .venv/bin/python benchmarks/gesture_live.py --quick          # smoke run, a few seconds
-    .venv/bin/python benchmarks/gesture_live.py --profile        # where the time goes (240)
+    .venv/bin/python benchmarks/gesture_live.py --profile        # where the time goes (240,
+                                                                 # steady state)
     .venv/bin/python benchmarks/gesture_live.py --spark 240      # also per body on Spark
 """
 
@@ -152,10 +153,18 @@ def measure_spark(bodies: int, cycles: int) -> dict[str, Any]:
 
 
 def profile(bodies: int, cycles: int, top: int = 25) -> str:
-    """cProfile of one run: the functions with the most own time."""
+    """cProfile of one run from its second sensor frame on (the steady state: loading,
+    compiling and the frame where the bodies appear are left out): the functions with the
+    most own time."""
     prof = cProfile.Profile()
-    prof.enable()
-    pipeline.run_local(bodies, cycles)
+    started: list[int] = []
+
+    def on_frame(g: int) -> None:
+        if not started:
+            started.append(g)
+            prof.enable()
+
+    pipeline.run_local(bodies, cycles, on_frame=on_frame)
     prof.disable()
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)

@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 
 from cepflow.compiler.program import Program
@@ -204,8 +204,7 @@ class LiveSession:
         """The session's clock: the later of the last commit and the engine's clock."""
         return max(self.model.ts, self.engine.time)
 
-    @contextmanager
-    def transaction(self, ts: float | None = None) -> Iterator[Model]:
+    def transaction(self, ts: float | None = None) -> _SessionTransaction:
         """Group model changes into one commit; on exit of the outermost transaction run all
         it causes (queries, events, CEP, rules) to completion."""
         self._check_open()
@@ -216,10 +215,7 @@ class LiveSession:
             elif ts < self.engine.time:
                 raise LiveSessionError(f"transaction timestamp {ts} is older than the session's "
                                        f"clock {self.engine.time}")
-        with self.model.transaction(ts=ts) as m:
-            yield m
-        if outer:
-            self.settle()
+        return _SessionTransaction(self, self.model.transaction(ts=ts), outer)
 
     def publish(self, event: Event) -> None:
         """Publish an external (atomic) event into the stream and run what it causes."""
@@ -311,8 +307,9 @@ class LiveSession:
             self.stats.commits += 1
             self.stats.changes += len(commit.changes)
         agenda = self.agenda
-        for q in self.queries.queries.queries:
-            if q not in agenda.queries:
+        reacting = agenda.queries  # a copy: read once per commit
+        for q in self.queries.queries.queries if reacting else ():
+            if q not in reacting:
                 continue
             delta = update[q]
             updated = self._updated(q, commit, delta.appeared) if agenda.needs_updates(q) else ()
@@ -363,3 +360,24 @@ class LiveSession:
         finally:
             self._current = None
         self.stats.rule_firings += 1
+
+
+class _SessionTransaction:
+    """``with session.transaction(ts)``: the model's transaction, then (outermost, if the
+    block and the commit succeeded) the settle. A plain context manager: one per frame."""
+
+    __slots__ = ("inner", "outer", "session")
+
+    def __init__(self, session: LiveSession, inner: Any, outer: bool) -> None:
+        self.session = session
+        self.inner = inner
+        self.outer = outer
+
+    def __enter__(self) -> Model:
+        return self.inner.__enter__()  # type: ignore[no-any-return]
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.inner.__exit__(kind, error, tb)
+        if kind is None and self.outer:
+            self.session.settle()

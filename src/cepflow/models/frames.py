@@ -11,7 +11,9 @@ layout's order. :class:`FrameLayout` applies a frame to a model:
   part's class, the first time a frame reports it. Part ids are ``KEY.Part``;
 * afterwards every value that is not None is an attribute ``set`` — also when it equals the
   current value (a reading is an observation; history functions such as moving averages count
-  it); None means "not reported in this frame" and changes nothing.
+  it); None means "not reported in this frame" and changes nothing. The readings of existing
+  parts go to the model as one :meth:`~cepflow.models.Model.set_many` (one validation pass;
+  a bad value changes none of them).
 
 The caller decides the transaction: one frame = one transaction (000 §7.1), e.g.
 ``with session.transaction(ts=frame_ts): layout.apply(model, "body0", rows)``. Nothing is
@@ -25,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from cepflow.models.metamodel import Metamodel
-from cepflow.models.model import Model, ModelError
+from cepflow.models.model import MObject, Model, ModelError
 
 
 class FrameError(ValueError):
@@ -64,7 +66,7 @@ class FrameLayout:
         self.attributes = tuple(attributes)
         self.parts = dict(parts)
         self._columns = tuple(enumerate(self.attributes, start=1))
-        self._ids: dict[str, dict[Any, str]] = {}  # root -> part -> id, of the parts seen
+        self._parts: dict[str, dict[Any, MObject]] = {}  # root -> part -> the part object
 
     def apply(self, model: Model, key: str, rows: Iterable[Sequence[Any]]) -> int:
         """Apply one frame of root ``key`` to ``model``; returns the number of elementary
@@ -73,37 +75,78 @@ class FrameLayout:
         if key not in model:
             model.create(self.root, key)
             changes += 1
-        ids = self._ids.get(key)
-        if ids is None:
-            ids = self._ids[key] = {}
+        parts = self._parts.get(key)
+        if parts is None:
+            parts = self._parts[key] = {}
+        rows = rows if isinstance(rows, list | tuple) else list(rows)
         width = len(self.attributes) + 1
         columns = self._columns
+        sets: list[tuple[MObject, str, Any]] = []  # the readings of existing parts, in order
+        append = sets.append
+        first = 0  # the row of sets[0]
         for n, row in enumerate(rows):
             if len(row) != width:
                 raise FrameError(f"{key}: row {n}: expected a part and {width - 1} value(s) "
                                  f"{list(self.attributes)}, got {len(row)} field(s)")
             part = row[0]
-            obj_id = ids.get(part)
+            o = parts.get(part)
+            if o is None or not o.alive or o.model is not model:
+                # not created yet, or deleted (and maybe re-created under its id) since
+                o = model.get(f"{key}.{part}") if part in parts else None
+                if o is not None:
+                    parts[part] = o
+            if o is not None:
+                for i, attr in columns:
+                    value = row[i]
+                    if value is not None:
+                        append((o, attr, value))
+                continue
+            if sets:  # keep the frame's order: readings before this part's creation
+                changes += self._set(model, key, sets, rows, first)
+                sets = []
+                append = sets.append
+            first = n + 1
             try:
-                if obj_id is not None and obj_id in model:
-                    for i, attr in columns:
-                        value = row[i]
-                        if value is not None:
-                            model.set(obj_id, attr, value)
-                            changes += 1
-                    continue
-                changes += self._create(model, key, part, row, n)
-                ids[part] = f"{key}.{part}"
+                parts[part] = self._create(model, key, part, row, n)
             except ModelError as e:
                 raise FrameError(f"{key}: row {n} ({part}): {e}", e.feature) from None
+            changes += 2
+        if sets:
+            changes += self._set(model, key, sets, rows, first)
         return changes
 
-    def _create(self, model: Model, key: str, part: Any, row: Sequence[Any], n: int) -> int:
+    @staticmethod
+    def _set(model: Model, key: str, sets: list[tuple[MObject, str, Any]],
+             rows: Sequence[Sequence[Any]], first: int) -> int:
+        """One bulk set (checked as a whole before any value is applied) of the readings of
+        rows ``first``, ``first + 1``, …"""
+        try:
+            return model.set_many(sets)
+        except ModelError as e:
+            n, part = _row_of(rows, first, e.row or 0)
+            where = e.obj if e.feature is None else f"{e.obj}.{e.feature}"
+            raise FrameError(f"{key}: row {n} ({part}): {where}: {e.reason}",
+                             e.feature) from None
+
+    def _create(self, model: Model, key: str, part: Any, row: Sequence[Any],
+                n: int) -> MObject:
         """Create part ``part`` of root ``key`` from its first reading and attach it."""
         ref = self.parts.get(part)
         if ref is None:
             raise FrameError(f"{key}: row {n}: unknown part '{part}' (one of "
                              f"{', '.join(self.parts)})", "part")
         values = {attr: row[i] for i, attr in self._columns if row[i] is not None}
-        model.set(key, ref, model.create(part, f"{key}.{part}", **values))
-        return 2
+        obj = model.create(part, f"{key}.{part}", **values)
+        model.set(key, ref, obj)
+        return obj
+
+
+def _row_of(rows: Sequence[Sequence[Any]], first: int, index: int) -> tuple[int, Any]:
+    """The row (number, part) of the ``index``-th reading (non-None value) from row ``first``
+    on — where a bulk set's bad value came from."""
+    for n in range(first, len(rows)):
+        count = sum(v is not None for v in rows[n][1:])
+        if index < count:
+            return n, rows[n][0]
+        index -= count
+    return first, rows[first][0] if first < len(rows) else "?"  # pragma: no cover

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from types import TracebackType
 from typing import Any
 
 from cepflow.models.changes import Change, Commit
@@ -36,12 +36,15 @@ Listener = Callable[[Commit], None]
 class ModelError(Exception):
     """An invalid change or lookup, naming the object, the feature and the reason."""
 
-    def __init__(self, reason: str, obj: str | None = None, feature: str | None = None) -> None:
+    def __init__(self, reason: str, obj: str | None = None, feature: str | None = None,
+                 row: int | None = None) -> None:
         self.reason = reason
         self.obj = obj
         self.feature = feature
+        self.row = row  # the position of the offending row of a bulk change (set_many)
         where = obj if feature is None else f"{obj}.{feature}"
-        super().__init__(f"{where}: {reason}" if where else reason)
+        message = f"{where}: {reason}" if where else reason
+        super().__init__(message if row is None else f"row {row}: {message}")
 
 
 class MObject:
@@ -109,6 +112,7 @@ def _no_reference(cls: ModelClass, feature: str) -> str:
 
 
 ObjRef = MObject | str
+_NOTHING: Any = object()
 
 
 class Model:
@@ -128,6 +132,7 @@ class Model:
         self._listeners: list[Listener] = []
         self._pending: deque[Commit] = deque()
         self._delivering = False
+        self._floats: dict[str, frozenset[str]] = {}  # class -> its float attributes
 
     # ------------------------------------------------------------ reading
 
@@ -198,8 +203,7 @@ class Model:
 
     # ------------------------------------------------------------ transactions
 
-    @contextmanager
-    def transaction(self, ts: float | None = None) -> Iterator[Model]:
+    def transaction(self, ts: float | None = None) -> _Transaction:
         """Group changes; listeners get them at the end of the outermost transaction.
 
         ``ts`` (ms, the time of the changes — a Kinect frame's timestamp) must not be older
@@ -216,21 +220,7 @@ class Model:
             if self._depth > 0 and ts != self._txn_ts:
                 raise ModelError(f"nested transaction timestamp {ts} differs from the outer "
                                  f"transaction's ({self._txn_ts})")
-        if self._depth == 0:
-            self._txn_ts = self._ts if ts is None else ts
-        mark = len(self._log)
-        self._depth += 1
-        try:
-            yield self
-        except BaseException:
-            self._undo_to(mark)
-            self._depth -= 1
-            if self._depth == 0:
-                self._txn_ts = None
-            raise
-        self._depth -= 1
-        if self._depth == 0:
-            self._commit()
+        return _Transaction(self, ts)
 
     def _commit(self) -> None:
         changes, self._log = tuple(self._log), []
@@ -259,11 +249,9 @@ class Model:
         if error is not None:
             raise error
 
-    @contextmanager
-    def _auto(self) -> Iterator[None]:
+    def _auto(self) -> _Transaction:
         """The implicit transaction around a mutation made outside any transaction."""
-        with self.transaction():
-            yield
+        return _Transaction(self, None)
 
     # ------------------------------------------------------------ mutations
 
@@ -318,6 +306,70 @@ class Model:
                 self._apply(Change("remove", o.id, o.cls.name, feature, current.id, index=0))
             if target is not None:
                 self._apply(Change("add", o.id, o.cls.name, feature, new=target.id, index=0))
+
+    def set_many(self, rows: Iterable[tuple[ObjRef, str, Any]]) -> int:
+        """Set many attributes at once — the readings of a sensor frame — and return how many
+        ``set`` changes that made (one per row, in order, also for an unchanged value).
+
+        Each row ``(object, attribute, value)`` is checked as it is applied; a bad row undoes
+        the rows before it and raises :class:`ModelError` naming its object, attribute and row
+        number (``.row``): the model is unchanged. The rows form one transaction, or join the
+        open one. Attributes only: references change through :meth:`set`, :meth:`add` and
+        :meth:`remove`. Why: one pass and one commit instead of a call (and, outside a
+        transaction, a commit) per value — a sensor frame's hot path (docs/models.md).
+        """
+        if self._depth:
+            return self._set_rows(rows)
+        rows = list(rows)
+        if not rows:
+            return 0
+        with self._auto():
+            return self._set_rows(rows)
+
+    def _set_rows(self, rows: Iterable[tuple[ObjRef, str, Any]]) -> int:
+        """set_many inside a transaction: check and apply row by row; a bad row undoes the
+        rows applied before it (the log is the undo record) and raises."""
+        log = self._log
+        mark = len(log)
+        make = tuple.__new__
+        last_ref: Any = _NOTHING
+        o: Any = None
+        floats: frozenset[str] = frozenset()
+        n = 0
+        try:
+            for n, row in enumerate(rows):  # noqa: B007 - n names the bad row
+                try:
+                    obj, feature, value = row
+                except (TypeError, ValueError):
+                    raise ModelError(f"expected (object, attribute, value), got {row!r}"
+                                     ) from None
+                if feature.__class__ is not str:
+                    raise ModelError(f"attribute names are strings, got {feature!r}")
+                if obj is not last_ref or not o.alive:
+                    if obj.__class__ is MObject and obj.model is self and obj.alive:
+                        o = obj
+                    else:
+                        o = self._live(obj)
+                    last_ref = obj
+                    floats = self._floats.get(o.cls.name) or self._float_attributes(o.cls)
+                if type(value) is not float or feature not in floats:
+                    value = self._coerce(o.cls, o.id, feature, value)
+                attrs = o._attrs
+                log.append(make(Change, ("set", o.id, o.cls.name, feature, attrs[feature],
+                                         value, None)))
+                attrs[feature] = value
+        except ModelError as e:
+            self._undo_to(mark)
+            raise ModelError(e.reason, e.obj, e.feature, row=n) from None
+        return len(log) - mark
+
+    def _float_attributes(self, cls: ModelClass) -> frozenset[str]:
+        """The float attributes of ``cls`` (a float value needs no conversion for them)."""
+        floats = self._floats.get(cls.name)
+        if floats is None:
+            floats = self._floats[cls.name] = frozenset(
+                a.name for a in cls.attributes.values() if a.type == "float")
+        return floats
 
     def add(self, obj: ObjRef, ref: str, target: ObjRef) -> None:
         """Add ``target`` at the end of reference ``ref`` of ``obj``."""
@@ -500,3 +552,36 @@ class Model:
         del t._incoming[(src, feature)]
         if t._container == (src, feature):
             t._container = None
+
+
+class _Transaction:
+    """``with model.transaction(ts)``: a plain context manager (not a generator — one is
+    entered per sensor frame and body)."""
+
+    __slots__ = ("mark", "model", "ts")
+
+    def __init__(self, model: Model, ts: float | None) -> None:
+        self.model = model
+        self.ts = ts
+        self.mark = 0
+
+    def __enter__(self) -> Model:
+        m = self.model
+        if m._depth == 0:
+            m._txn_ts = m._ts if self.ts is None else self.ts
+        self.mark = len(m._log)
+        m._depth += 1
+        return m
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        m = self.model
+        if kind is not None:
+            m._undo_to(self.mark)
+            m._depth -= 1
+            if m._depth == 0:
+                m._txn_ts = None
+            return  # the exception propagates
+        m._depth -= 1
+        if m._depth == 0:
+            m._commit()

@@ -81,6 +81,15 @@ def load_queries(path: str | Path, metamodel: Metamodel, *,
     return compile_queries(text, metamodel, functions=functions, name=str(path))
 
 
+class _SlotView:
+    """What a compiled condition reads its "event fields" from: the join plans' slot array."""
+
+    __slots__ = ("params",)
+
+    def __init__(self) -> None:
+        self.params: list[Any] = []
+
+
 # ---------------------------------------------------------------- whole file
 
 
@@ -522,7 +531,23 @@ class _BodyCompiler:
         def evaluate(bindings: dict[str, Any], _fn: Any = fn) -> Any:
             return _fn(None, bindings)
 
-        self.filters.append(Check(evaluate, tuple(names), format_expr(con.expr), con.loc))
+        functions = self.c.functions.plain
+
+        def at_slots(slots: dict[str, int], _expr: E.Expr = expr,
+                     _names: list[str] = names) -> Any:
+            # the same evaluator, the variables read as "fields" of the slot array
+            at = compile_expr(_expr, {n: slots[n] for n in _names}, functions)
+            view = _SlotView()
+            empty: dict[str, Any] = {}
+
+            def on_slots(env: list[Any]) -> Any:
+                view.params = env
+                return at(view, empty)
+
+            return on_slots
+
+        self.filters.append(Check(evaluate, tuple(names), format_expr(con.expr), con.loc,
+                                  at_slots))
 
     def _rewrite(self, expr: E.Expr) -> E.Expr | None:
         """Names of unified variables -> their representative; history function calls ->

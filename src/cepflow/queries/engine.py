@@ -7,7 +7,10 @@ of the projections that ``neg find`` asks about. A commit is processed in two ph
 1. each change becomes updates of base relations (a ``set`` deletes ``(obj, old)`` and inserts
    ``(obj, new)``); each update runs the seeded join plans of every atom over that relation
    (:mod:`cepflow.queries.plans`), adjusting the affected patterns' match counts — pattern
-   matches are still as they were before the commit;
+   matches are still as they were before the commit. A value that a body only filters on is
+   updated in place (one join counting ``holds(new) - holds(old)``), and the values of one
+   object that a commit changes together (a joint's x and y averages) in one join per body
+   that reads them all (:meth:`BodyPlanner.modifier`, :meth:`BodyPlanner.group_modifier`);
 2. patterns in dependency order: the keys whose count went from 0 to positive appeared, those
    that went to 0 disappeared; these become updates of the pattern's match relation and
    projections, which run the plans of the patterns that ``find`` / ``neg find`` it.
@@ -24,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cepflow.models.changes import Commit
+from cepflow.models.changes import Change, Commit
 from cepflow.models.model import Model
 from cepflow.queries.history import ABSENT, History
 from cepflow.queries.ir import (
@@ -81,12 +84,30 @@ def match_sort_key(match: Match) -> tuple[Any, ...]:
 class _Routes:
     """The base relations that changes of one class's instances update."""
 
-    __slots__ = ("attrs", "refs", "types")
+    __slots__ = ("attrs", "observed", "refs", "sets", "types")
 
     def __init__(self) -> None:
+        self.observed: frozenset[str] = frozenset()  # attributes history functions observe
+        # attribute -> (observed?, its relations or None), for the attributes that matter
+        self.sets: dict[str, tuple[bool, list[Relation] | None]] = {}
         self.types: list[Relation] = []
         self.attrs: dict[str, list[Relation]] = {}  # one per class a query names it with
         self.refs: dict[str, Relation] = {}
+
+
+Modifier = Callable[[Any, Any, Any], None]
+
+
+class _GroupPlan:
+    """How a group of value changes of one object runs: the bodies that take them in one
+    join (updater, positions in the group) and, per relation, the in-place updaters left."""
+
+    __slots__ = ("groups", "rest")
+
+    def __init__(self) -> None:
+        self.groups: list[tuple[Callable[[Any, list[tuple[Any, Any]]], None],
+                                tuple[int, ...]]] = []
+        self.rest: list[list[Modifier]] = []
 
 
 class QueryEngine:
@@ -110,6 +131,11 @@ class QueryEngine:
         self._projections: dict[str, dict[tuple[int, ...], Projection]] = {}
         self._counters: dict[str, Counter] = {}
         self._full: dict[str, list[Callable[[], None]]] = {}
+        # for updating several values of one object at once (_modify_group): the in-place
+        # updaters of each relation, the planners that read it otherwise, and the plans
+        self._modifying: dict[Relation, list[tuple[BodyPlanner, int, Modifier]]] = {}
+        self._readers: dict[Relation, set[BodyPlanner]] = {}
+        self._group_plans: dict[tuple[Relation, ...], _GroupPlan] = {}
         self._history = History(queries.history_sites(), queries.functions, self._mm)
         for name in queries.order:
             self._build(queries[name])
@@ -173,7 +199,17 @@ class QueryEngine:
                       for j, n in enumerate(body.negs)]
             planner = BodyPlanner(body, items, counter, self._mm)
             for k, item in enumerate(items):
-                item.memory.subscribers.append(planner.seeded(k))
+                entry = planner.seeded(k)
+                memory = item.memory
+                memory.subscribers.append(entry)
+                if isinstance(memory, Relation):
+                    modify = planner.modifier(k)
+                    if modify is None:
+                        memory.unmodified.append(entry)
+                        self._readers.setdefault(memory, set()).add(planner)
+                    else:
+                        memory.modifiers.append(modify)
+                        self._modifying.setdefault(memory, []).append((planner, k, modify))
             fulls.append(planner.full())
         self._full[query.name] = fulls
 
@@ -187,6 +223,9 @@ class QueryEngine:
                 routes.attrs.setdefault(key.feature, []).append(rel)
             elif isinstance(key, RefRel) and cls.is_a(key.owner):
                 routes.refs[key.feature] = rel
+        routes.observed = self._history.observes(cls_name)
+        routes.sets = {f: (f in routes.observed, routes.attrs.get(f))
+                       for f in routes.observed | set(routes.attrs)}
         return routes
 
     def _initialize(self) -> None:
@@ -229,48 +268,74 @@ class QueryEngine:
 
     def _on_commit(self, commit: Commit) -> None:
         update = self._update
+        modify = self._modify
         routes = self._routes
+        observed: list[Change] = []  # what the history functions need to see
         for ch in commit.changes:
-            r = routes[ch.cls]
-            kind = ch.kind
+            kind, obj, cls, feature, old, new, _ = ch
+            r = routes[cls]
             if kind == "set":
-                rels = r.attrs.get(ch.feature)  # type: ignore[arg-type]
-                if rels is not None and ch.old != ch.new:
+                hit = r.sets.get(feature)  # type: ignore[arg-type]
+                if hit is None:  # nothing reads this attribute
+                    continue
+                watched, rels = hit
+                if watched:
+                    observed.append(ch)
+                if rels is not None and old != new:
                     for rel in rels:
-                        update(rel, (ch.obj, ch.old), -1)
-                        update(rel, (ch.obj, ch.new), 1)
+                        modify(rel, obj, old, new)
             elif kind == "add" or kind == "remove":
-                rel = r.refs.get(ch.feature)  # type: ignore[arg-type]
+                rel = r.refs.get(feature)  # type: ignore[arg-type]
                 if rel is not None:
                     if kind == "add":
-                        update(rel, (ch.obj, ch.new), 1)
+                        update(rel, (obj, new), 1)
                     else:
-                        update(rel, (ch.obj, ch.old), -1)
+                        update(rel, (obj, old), -1)
             else:
+                if r.observed:
+                    observed.append(ch)
                 sign = 1 if kind == "create" else -1
-                values = ch.new if kind == "create" else ch.old
+                values = new if kind == "create" else old
                 for rel in r.types:
-                    update(rel, (ch.obj,), sign)
-                for feature, rels in r.attrs.items():
+                    update(rel, (obj,), sign)
+                for attr, rels in r.attrs.items():
                     for rel in rels:
-                        update(rel, (ch.obj, values[feature]), sign)
-        for site, obj, old, new in self._history.apply(commit):
-            rel = self._relations[site]
-            if old is not ABSENT:
-                update(rel, (obj, old), -1)
-            if new is not ABSENT:
-                update(rel, (obj, new), 1)
+                        update(rel, (obj, values[attr]), sign)
+        history = self._history.apply_changes(observed) if observed else ()
+        relations = self._relations
+        i, n = 0, len(history)
+        while i < n:
+            site, obj, old, new = history[i]
+            i += 1
+            if old is ABSENT:
+                update(relations[site], (obj, new), 1)
+            elif new is ABSENT:
+                update(relations[site], (obj, old), -1)
+            elif i < n and history[i][1] == obj and history[i][2] is not ABSENT \
+                    and history[i][3] is not ABSENT:  # several values of one object
+                group = [(relations[site], old, new)]
+                while i < n and history[i][1] == obj and history[i][2] is not ABSENT \
+                        and history[i][3] is not ABSENT:
+                    group.append((relations[history[i][0]], history[i][2], history[i][3]))
+                    i += 1
+                self._modify_group(obj, group)
+            else:
+                modify(relations[site], obj, old, new)
         deltas: dict[str, QueryDelta] = {}
+        counters = self._counters
         for name in self.queries.order:
-            appeared, disappeared = self._counters[name].settle()
+            counter = counters[name]
+            if not counter.touched:
+                continue
+            appeared, disappeared = counter.settle()
             if not appeared and not disappeared:
                 continue
             self._propagate(name, appeared, disappeared)
             if not self.queries[name].private:
                 deltas[name] = QueryDelta(name, tuple(sorted(appeared, key=match_sort_key)),
                                           tuple(sorted(disappeared, key=match_sort_key)))
-        result = MatchUpdate(commit.ts, commit.number,
-                             tuple(deltas[n] for n in self.queries.queries if n in deltas))
+        result = MatchUpdate(commit.ts, commit.number, tuple(
+            deltas[n] for n in self.queries.queries if n in deltas) if deltas else ())
         self.last_update = result
         for listener in list(self._listeners):
             listener(result)
@@ -289,6 +354,68 @@ class QueryEngine:
             rel.insert(t)
         else:
             rel.delete(t)
+
+    def _modify(self, rel: Relation, obj: Any, old: Any, new: Any,
+                modifiers: list[Modifier] | None = None) -> None:
+        """Object ``obj``'s value in a functional relation goes from ``old`` to ``new``: the
+        same as deleting ``(obj, old)`` and then inserting ``(obj, new)``, but the plans that
+        can (:meth:`BodyPlanner.modifier`) take both in one join. ``modifiers``: those of
+        ``rel`` to run (default: all)."""
+        t_old, t_new = (obj, old), (obj, new)
+        tuples = rel.tuples
+        if t_old not in tuples or t_new in tuples:  # pragma: no cover - not functional
+            self._update(rel, t_old, -1)
+            self._update(rel, t_new, 1)
+            return
+        for m in rel.modifiers if modifiers is None else modifiers:
+            m(obj, old, new)  # they do not read rel (it occurs once in their body)
+        rest = rel.unmodified
+        if rest:
+            rel.pending, rel.pending_sign = t_old, -1
+            for entry in rest:
+                entry(t_old, -1)
+            rel.delete(t_old)
+            rel.pending, rel.pending_sign = t_new, 1
+            for entry in rest:
+                entry(t_new, 1)
+            rel.pending, rel.pending_sign = None, 0
+            rel.insert(t_new)
+        else:
+            rel.replace(t_old, t_new)
+
+    def _modify_group(self, obj: Any, changes: list[tuple[Relation, Any, Any]]) -> None:
+        """Several functional relations change their value for ``obj`` in one commit (a
+        frame's x and y of a joint). A body that reads them all in place, through one object
+        variable, takes them in one join (:meth:`BodyPlanner.group_modifier`); the rest is
+        :meth:`_modify` one relation after the other. The result is the same: a grouped
+        body reads none of these relations' memories."""
+        key = tuple(rel for rel, _, _ in changes)
+        plan = self._group_plans.get(key)
+        if plan is None:
+            plan = self._group_plans[key] = self._plan_group(key)
+        for fn, positions in plan.groups:
+            fn(obj, [changes[i][1:] for i in positions])
+        for (rel, old, new), rest in zip(changes, plan.rest, strict=True):
+            self._modify(rel, obj, old, new, rest)
+
+    def _plan_group(self, rels: tuple[Relation, ...]) -> _GroupPlan:
+        by_planner: dict[BodyPlanner, list[tuple[int, int]]] = {}
+        for i, rel in enumerate(rels):
+            for planner, k, _ in self._modifying.get(rel, ()):
+                by_planner.setdefault(planner, []).append((i, k))
+        blocked = set().union(*(self._readers.get(rel, set()) for rel in rels))
+        plan = _GroupPlan()
+        grouped: set[tuple[BodyPlanner, int]] = set()
+        for planner, entries in by_planner.items():
+            if len(entries) < 2 or planner in blocked:
+                continue
+            fn = planner.group_modifier(tuple(k for _, k in entries))
+            if fn is not None:
+                plan.groups.append((fn, tuple(i for i, _ in entries)))
+                grouped.update((planner, k) for _, k in entries)
+        plan.rest = [[m for planner, k, m in self._modifying.get(rel, ())
+                      if (planner, k) not in grouped] for rel in rels]
+        return plan
 
     def _propagate(self, name: str, appeared: list[Match], disappeared: list[Match]) -> None:
         """A pattern's changed matches become updates of its match relation and projections."""

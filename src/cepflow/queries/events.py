@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from cepflow.events.model import Event, EventType, ParamSpec
-from cepflow.queries.engine import MatchUpdate, QueryEngine
+from cepflow.queries.engine import MatchUpdate, QueryDelta, QueryEngine
 
 _CHANGES = {"found": "found", "lost": "lost", "appear": "found", "disappear": "lost",
             "new_match_found": "found", "existing_match_lost": "lost"}
@@ -78,7 +78,10 @@ class _Compiled:
 
     def params(self, update: MatchUpdate) -> list[tuple[Any, ...]]:
         """The parameters of the events this spec raises for ``update``, in order."""
-        delta = update[self.spec.query]
+        return self.params_of(update[self.spec.query])
+
+    def params_of(self, delta: QueryDelta) -> list[tuple[Any, ...]]:
+        """The parameters of the events this spec raises for its query's ``delta``."""
         return [tuple(m[i] for i in self.pick)
                 for m in (delta.appeared if self.found else delta.disappeared)
                 if all(m[i] == m[j] for i, j in self.equal)]
@@ -144,15 +147,21 @@ class QueryEventSource:
         self._unsubscribe = engine.subscribe(self._on_update)
 
     def _on_update(self, update: MatchUpdate) -> None:
-        events = []
-        for c in self._compiled:
-            name = c.spec.event
-            for params in c.params(update):
-                self._counts[name] += 1
-                events.append(Event(name, params, update.ts, f"{name}#{self._counts[name]}"))
-        self._buffer.extend(events)
-        for listener in list(self._listeners):
-            listener(events)
+        events: list[Event] = []
+        if update.deltas:  # most commits change no match
+            deltas = {d.query: d for d in update.deltas}
+            for c in self._compiled:
+                delta = deltas.get(c.spec.query)
+                if delta is None:
+                    continue
+                name = c.spec.event
+                for params in c.params_of(delta):
+                    self._counts[name] += 1
+                    events.append(Event(name, params, update.ts, f"{name}#{self._counts[name]}"))
+            self._buffer.extend(events)
+        if self._listeners:
+            for listener in list(self._listeners):
+                listener(events)
 
     def drain(self) -> list[Event]:
         """The events produced since the last drain, in order."""

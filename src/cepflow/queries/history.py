@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cepflow.models.changes import Commit
+from cepflow.models.changes import Change, Commit
 from cepflow.models.metamodel import Metamodel
 from cepflow.models.model import Model
 from cepflow.queries.functions import Accumulator, FunctionRegistry
@@ -35,11 +35,11 @@ class History:
         # class name -> the sites observing one of its attributes
         self._by_class: dict[str, list[HistoryRel]] = {
             c.name: [s for s in self.sites if c.is_a(s.owner)] for c in metamodel}
-        self._features = {s.feature for s in self.sites}
-        # (class name, feature) -> the sites observing it (empty for the unobserved ones)
-        self._observing: dict[tuple[str, str], list[HistoryRel]] = {
-            (c, f): [s for s in sites_of_c if s.feature == f]
-            for c, sites_of_c in self._by_class.items() for f in self._features}
+        # class name -> feature -> the sites observing it (only the observed features)
+        self._observed: dict[str, dict[str, list[HistoryRel]]] = {
+            c: {f: [s for s in sites_of_c if s.feature == f]
+                for f in {s.feature for s in sites_of_c}}
+            for c, sites_of_c in self._by_class.items()}
 
     def _new(self, site: HistoryRel, value: Any) -> Accumulator:
         acc = self.functions.history[site.function](*site.args)
@@ -58,39 +58,53 @@ class History:
 
     def apply(self, commit: Commit) -> list[HistoryChange]:
         """Observe a commit: each set attribute's final value once per object."""
+        return self.apply_changes(commit.changes)
+
+    def observes(self, cls: str) -> frozenset[str]:
+        """The attributes of class ``cls`` that some site observes."""
+        return frozenset(self._observed[cls])
+
+    def apply_changes(self, changes: Iterable[Change]) -> list[HistoryChange]:
+        """:meth:`apply` for a commit's changes — or only those that matter here (the sets
+        of observed attributes, the creations and deletions of their classes' objects, in
+        order), as the query engine passes them."""
         if not self.sites:
             return []
-        created: dict[str, str] = {}            # object -> class, created in this commit
-        deleted: dict[str, str] = {}            # object -> class, existed before and deleted
-        final: dict[tuple[str, str], Any] = {}  # (object, feature) -> last value set
-        classes: dict[str, str] = {}            # object -> class, of the objects in final
-        observing = self._observing
-        for ch in commit.changes:
-            kind = ch.kind
+        created: dict[str, dict[str, Any]] = {}  # object -> its values, created in this commit
+        classes: dict[str, str] = {}  # object -> class, of the created ones
+        deleted: dict[str, str] = {}  # object -> class, existed before and deleted
+        # (object, feature) -> (last value set, the sites observing it)
+        final: dict[tuple[str, str], tuple[Any, list[HistoryRel]]] = {}
+        observed = self._observed
+        for kind, obj, cls, feature, _, new, _ in changes:
             if kind == "set":
-                if observing.get((ch.cls, ch.feature)):  # type: ignore[arg-type]
-                    final[(ch.obj, ch.feature)] = ch.new  # type: ignore[index]
-                    classes[ch.obj] = ch.cls
+                sites = observed[cls].get(feature)  # type: ignore[arg-type]
+                if sites is not None:
+                    values = created.get(obj)
+                    if values is None:
+                        final[(obj, feature)] = (new, sites)  # type: ignore[index]
+                    else:
+                        values[feature] = new  # type: ignore[index]
             elif kind == "create":
-                created[ch.obj] = classes[ch.obj] = ch.cls
-                for f, v in ch.new.items():
-                    final[(ch.obj, f)] = v
-            elif kind == "delete" and created.pop(ch.obj, None) is None:
-                deleted[ch.obj] = ch.cls  # existed before the commit
+                created[obj] = dict(new)
+                classes[obj] = cls
+            elif kind == "delete" and created.pop(obj, None) is None:
+                deleted[obj] = cls  # existed before the commit
         out: list[HistoryChange] = []
+        state = self._state
         for obj, cls in deleted.items():
             for site in self._by_class[cls]:
-                acc = self._state[site].pop(obj)
+                acc = state[site].pop(obj)
                 out.append((site, obj, acc.value(), ABSENT))
-        for obj, cls in created.items():
-            for site in self._by_class[cls]:
-                acc = self._state[site][obj] = self._new(site, final[(obj, site.feature)])
+        for obj, values in created.items():
+            for site in self._by_class[classes[obj]]:
+                acc = state[site][obj] = self._new(site, values[site.feature])
                 out.append((site, obj, ABSENT, acc.value()))
-        for (obj, feature), value in final.items():
-            if obj in created:
+        for (obj, _), (value, sites) in final.items():
+            if obj in created:  # deleted and created again in this commit: started above
                 continue
-            for site in observing.get((classes[obj], feature), ()):
-                acc = self._state[site].get(obj)
+            for site in sites:
+                acc = state[site].get(obj)
                 if acc is None:  # deleted later in the commit
                     continue
                 old = acc.value()

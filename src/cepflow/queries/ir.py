@@ -57,6 +57,14 @@ class HistoryRel:
     owner: str
     feature: str
 
+    def __post_init__(self) -> None:
+        # cached: a site keys the engine's dictionaries once per changed value
+        object.__setattr__(self, "_hash", hash((self.function, self.args, self.owner,
+                                                self.feature)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined, no-any-return]
+
 
 @dataclass(frozen=True)
 class ConstRel:
@@ -127,6 +135,26 @@ class Check:
     variables: tuple[str, ...]
     text: str
     loc: Loc = None
+    #: ``at_slots(slots)`` compiles the condition once more, reading each variable from
+    #: position ``slots[var]`` of a list (the join plans' slot array) instead of a dict
+    at_slots: Callable[[dict[str, int]], Callable[[list[Any]], Any]] | None = field(
+        default=None, repr=False)
+
+    def test(self, slots: dict[str, int]) -> Callable[[list[Any]], bool]:
+        """``holds`` over a slot array: the join plans' form (no dict per evaluation)."""
+        if self.at_slots is None:
+            pairs = [(v, slots[v]) for v in self.variables]
+            holds = self.holds
+            return lambda env: holds({v: env[s] for v, s in pairs})
+        at = self.at_slots(slots)
+
+        def test(env: list[Any]) -> bool:
+            try:
+                return bool(at(env))
+            except Exception:  # as in holds
+                return False
+
+        return test
 
     def holds(self, bindings: dict[str, Any]) -> bool:
         """True iff the condition evaluates to a true value. Decision: a registered function

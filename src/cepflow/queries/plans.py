@@ -131,6 +131,7 @@ class BodyPlanner:
         for item in items:
             variables.update(dict.fromkeys(item.variables))
         self.slots = {v: i for i, v in enumerate(variables)}
+        self._groups: dict[tuple[int, ...], Any] = {}  # group_modifier's, compiled on demand
 
     # ------------------------------------------------------------ entry points
 
@@ -150,6 +151,100 @@ class BodyPlanner:
 
         return entry
 
+    def modifier(self, k: int) -> Callable[[Any, Any, Any], None] | None:
+        """An in-place update of item ``k``: ``modify(obj, old, new)`` when object ``obj``'s
+        value in item ``k``'s functional relation (an attribute or a history function) goes
+        from ``old`` to ``new`` — one join instead of a deletion and an insertion.
+
+        Only when the value's variable is used by filters alone (no other item, not a
+        parameter) and the relation occurs once in the body: then the join does not depend
+        on the value, and each assignment counts ``holds(new) - holds(old)`` (nothing when
+        both agree — the common case of a small movement). None when not applicable.
+        """
+        var = self._modifiable(k)
+        if var is None:
+            return None
+        if not any(var in f.variables for f in self.filters):
+            return _unchanged  # the value is not looked at: no assignment changes
+        first = self.items[k].args[0]
+        env, chain, (old_slot,), (new_slot,), flags = self._dual_chain((k,))
+        if isinstance(first, Const):
+            value = first.value
+
+            def modify_const(obj: Any, old: Any, new: Any) -> None:
+                if obj == value:
+                    env[old_slot], env[new_slot], env[flags] = old, new, 3
+                    chain(env)
+
+            return modify_const
+        obj_slot = self.slots[first]
+
+        def modify(obj: Any, old: Any, new: Any) -> None:
+            env[obj_slot], env[old_slot], env[new_slot], env[flags] = obj, old, new, 3
+            chain(env)
+
+        return modify
+
+    def group_modifier(self, ks: tuple[int, ...]
+                       ) -> Callable[[Any, list[tuple[Any, Any]]], None] | None:
+        """Several in-place updates of one object at once (a frame moves a joint's x and y):
+        ``modify(obj, [(old, new), …])`` for items ``ks``, one join for all. The same as
+        applying them one after the other, since no item reads another's relation. None
+        unless every item qualifies for :meth:`modifier` and all bind the same variable to
+        the object."""
+        if ks in self._groups:
+            return self._groups[ks]
+        variables = [self._modifiable(k) for k in ks]
+        firsts = {self.items[k].args[0] for k in ks}
+        fn: Callable[[Any, list[tuple[Any, Any]]], None] | None = None
+        if None not in variables and len(firsts) == 1:
+            (first,) = firsts
+            if not any(v in f.variables for f in self.filters for v in variables):
+                fn = _unchanged_group  # no value is looked at
+            elif isinstance(first, str):
+                obj_slot = self.slots[first]
+                env, chain, olds, news, flags = self._dual_chain(ks)
+                pairs = list(zip(olds, news, strict=True))
+
+                def modify_group(obj: Any, values: list[tuple[Any, Any]]) -> None:
+                    env[obj_slot] = obj
+                    for (o, n), (old, new) in zip(pairs, values, strict=True):
+                        env[o] = old
+                        env[n] = new
+                    env[flags] = 3
+                    chain(env)
+
+                fn = modify_group
+        self._groups[ks] = fn
+        return fn
+
+    def _modifiable(self, k: int) -> str | None:
+        """The value variable of item ``k`` if it can be updated in place (:meth:`modifier`)."""
+        seed = self.items[k]
+        atom = seed.atom
+        if atom is None or not isinstance(atom.rel, AttrRel | HistoryRel):
+            return None
+        first, var = seed.args
+        if not isinstance(var, str) or var == first or var in self.body.params:
+            return None
+        if any(i is not seed and (i.memory is seed.memory or var in i.variables)
+               for i in self.items):
+            return None
+        return var
+
+    def _dual_chain(self, ks: tuple[int, ...]
+                    ) -> tuple[Env, Step, tuple[int, ...], tuple[int, ...], int]:
+        """The join of an in-place update of items ``ks``: (env, chain, old value slots, new
+        value slots, flags slot)."""
+        n = len(self.slots)
+        seeds = [self.items[k] for k in ks]
+        m = len(ks)
+        dual = _Dual(tuple(self.slots[s.args[1]] for s in seeds),  # type: ignore[index]
+                     tuple(range(n, n + m)), tuple(range(n + m, n + 2 * m)), n + 2 * m)
+        env: Env = [None] * (n + 2 * m + 1)
+        chain = self._chain(self._order(seeds[0], seeds[1:]), seeds[0], dual, seeds[1:])
+        return env, chain, dual.old, dual.new, dual.flags
+
     def full(self) -> Callable[[], None]:
         """Evaluate the body from scratch, adding +1 per satisfying assignment."""
         env: Env = [None] * len(self.slots)
@@ -164,10 +259,13 @@ class BodyPlanner:
 
     # ------------------------------------------------------------ ordering
 
-    def _order(self, seed: Item | None) -> list[Item | Filter]:
-        """Items greedily by estimated fan-out, each filter as soon as it is bound."""
-        bound: set[str] = set(seed.variables) if seed else set()
-        todo = [i for i in self.items if i is not seed]
+    def _order(self, seed: Item | None, extra: list[Item] | None = None
+               ) -> list[Item | Filter]:
+        """Items greedily by estimated fan-out, each filter as soon as it is bound; ``extra``
+        are further seeds (bound from the start, like ``seed``)."""
+        seeds = ([] if seed is None else [seed]) + (extra or [])
+        bound: set[str] = set().union(*(s.variables for s in seeds))
+        todo = [i for i in self.items if all(i is not s for s in seeds)]
         filters = list(self.filters)
         steps: list[Item | Filter] = []
 
@@ -214,19 +312,27 @@ class BodyPlanner:
 
     # ------------------------------------------------------------ compiling steps
 
-    def _chain(self, steps: list[Item | Filter], seed: Item | None) -> Step:
-        """Closures from the last step (the sink) back to the first."""
+    def _chain(self, steps: list[Item | Filter], seed: Item | None,
+               dual: _Dual | None = None, extra: list[Item] | None = None) -> Step:
+        """Closures from the last step (the sink) back to the first. With ``dual`` the chain
+        evaluates an in-place update (:meth:`modifier`): the filters over its variables test
+        the old and the new values, and the sink counts the difference."""
         bound: set[str] = set(seed.variables) if seed else set()
+        for s in extra or ():
+            bound |= s.variables
         bound_before = []
         for s in steps:
             bound_before.append(set(bound))
             bound |= set(s.variables)
-        nxt = self._sink()
+        nxt = self._sink() if dual is None else self._dual_sink(dual)
+        duals = set() if dual is None else {v for v, i in self.slots.items() if i in dual.slots}
         for step, before in zip(reversed(steps), reversed(bound_before), strict=True):
-            if isinstance(step, Check):
-                nxt = self._check(step, nxt)
-            elif isinstance(step, Compare):
-                nxt = self._compare(step, nxt)
+            if isinstance(step, Check | Compare):
+                test = self._test(step)
+                if duals.intersection(step.variables):
+                    nxt = _dual_filter(test, dual, nxt)
+                else:
+                    nxt = _filter(test, nxt)
             else:
                 sees_after = seed is not None and step.memory is seed.memory and \
                     step.position < seed.position
@@ -255,6 +361,33 @@ class BodyPlanner:
                 del counts[key]
 
         return sink
+
+    def _dual_sink(self, dual: _Dual) -> Step:
+        """The sink of an in-place update: +1 if only the new value satisfies the filters, -1
+        if only the old one did, nothing if both (or neither — never reached) do."""
+        counter = self.counter
+        slots = [self.slots[p] for p in self.body.params]
+        key_of = _tuple_getter(slots)
+        flags = dual.flags
+
+        def dual_sink(env: Env) -> None:
+            f = env[flags]
+            sign = (f >> 1) - (f & 1)  # 1: old only, 2: new only, 3: both
+            if not sign:
+                return
+            key = key_of(env)
+            counts = counter.counts
+            c = counts.get(key, 0)
+            touched = counter.touched
+            if key not in touched:
+                touched[key] = c > 0
+            c += sign
+            if c:
+                counts[key] = c
+            else:
+                del counts[key]
+
+        return dual_sink
 
     def _binder(self, seed: Item) -> Callable[[Any, Env], bool]:
         """Binds a seed tuple (or a projection key) into the slots; False if it cannot match
@@ -384,17 +517,11 @@ class BodyPlanner:
 
         return absent
 
-    def _check(self, check: Check, nxt: Step) -> Step:
-        pairs = [(v, self.slots[v]) for v in check.variables]
-        holds = check.holds
+    def _test(self, f: Filter) -> Callable[[Env], bool]:
+        """A filter as a test over the slot array."""
+        if isinstance(f, Check):
+            return f.test(self.slots)
 
-        def filter_check(env: Env) -> None:
-            if holds({v: env[s] for v, s in pairs}):
-                nxt(env)
-
-        return filter_check
-
-    def _compare(self, cmp: Compare, nxt: Step) -> Step:
         def value(a: Arg) -> Callable[[Env], Any]:
             if isinstance(a, Const):
                 v = a.value
@@ -402,13 +529,83 @@ class BodyPlanner:
             s = self.slots[a]
             return lambda env: env[s]
 
-        left, right, holds = value(cmp.left), value(cmp.right), cmp.holds
+        left, right, holds = value(f.left), value(f.right), f.holds
+        return lambda env: holds(left(env), right(env))
 
-        def filter_compare(env: Env) -> None:
-            if holds(left(env), right(env)):
+
+@dataclass(frozen=True)
+class _Dual:
+    """The slots of an in-place update: the updated variables, their old and new values, and
+    the flags (bit 0: the old values still satisfy the filters so far, bit 1: the new ones)."""
+
+    slots: tuple[int, ...]
+    old: tuple[int, ...]
+    new: tuple[int, ...]
+    flags: int
+
+
+def _unchanged(obj: Any, old: Any, new: Any) -> None:
+    """The in-place update of a value that no filter reads: no assignment changes."""
+
+
+def _unchanged_group(obj: Any, values: list[tuple[Any, Any]]) -> None:
+    """The grouped in-place update of values that no filter reads: nothing changes."""
+
+
+def _filter(test: Callable[[Env], bool], nxt: Step) -> Step:
+    def filter_step(env: Env) -> None:
+        if test(env):
+            nxt(env)
+
+    return filter_step
+
+
+def _dual_filter(test: Callable[[Env], bool], dual: _Dual, nxt: Step) -> Step:
+    """A filter over updated variables: tests the old and/or the new values (those still
+    alive) and goes on if either passes, with the flags of those that did."""
+    flags = dual.flags
+    if len(dual.slots) == 1:
+        (slot,), (old,), (new,) = dual.slots, dual.old, dual.new
+
+        def dual_filter(env: Env) -> None:
+            alive = env[flags]
+            passed = 0
+            if alive & 1:
+                env[slot] = env[old]
+                if test(env):
+                    passed = 1
+            if alive & 2:
+                env[slot] = env[new]
+                if test(env):
+                    passed |= 2
+            if passed:
+                env[flags] = passed
                 nxt(env)
+                env[flags] = alive
 
-        return filter_compare
+        return dual_filter
+    olds = list(zip(dual.slots, dual.old, strict=True))
+    news = list(zip(dual.slots, dual.new, strict=True))
+
+    def dual_filter_many(env: Env) -> None:
+        alive = env[flags]
+        passed = 0
+        if alive & 1:
+            for s, o in olds:
+                env[s] = env[o]
+            if test(env):
+                passed = 1
+        if alive & 2:
+            for s, n in news:
+                env[s] = env[n]
+            if test(env):
+                passed |= 2
+        if passed:
+            env[flags] = passed
+            nxt(env)
+            env[flags] = alive
+
+    return dual_filter_many
 
 
 def _tuple_getter(slots: list[int]) -> Callable[[Env], tuple[Any, ...]]:

@@ -31,8 +31,8 @@ def key_function(columns: tuple[int, ...]) -> Callable[[tuple[Any, ...]], Any]:
 class Relation:
     """A set of tuples of one arity, with indexes on column subsets created on demand."""
 
-    __slots__ = ("_indexes", "arity", "name", "pending", "pending_sign", "subscribers",
-                 "tuples")
+    __slots__ = ("_indexes", "arity", "modifiers", "name", "pending", "pending_sign",
+                 "subscribers", "tuples", "unmodified")
 
     def __init__(self, name: str, arity: int) -> None:
         self.name = name
@@ -40,6 +40,10 @@ class Relation:
         self.tuples: set[tuple[Any, ...]] = set()
         self._indexes: dict[tuple[int, ...], tuple[Callable[..., Any], dict[Any, set[Any]]]] = {}
         self.subscribers: list[Subscriber] = []
+        # an in-place update of a functional relation (object, value): the plans that take it
+        # in one join (``modify(obj, old, new)``) and the subscribers of the others
+        self.modifiers: list[Callable[[Any, Any, Any], None]] = []
+        self.unmodified: list[Subscriber] = []
         self.pending: Any = None
         self.pending_sign = 0
 
@@ -72,6 +76,27 @@ class Relation:
             bucket.discard(t)
             if not bucket:
                 del index[k]
+
+    def replace(self, old: tuple[Any, ...], new: tuple[Any, ...]) -> None:
+        """``delete(old)`` then ``insert(new)``, keeping the buckets they share (an object's
+        value changing in an index on the object)."""
+        tuples = self.tuples
+        tuples.discard(old)
+        tuples.add(new)
+        for key, index in self._indexes.values():
+            k_old, k_new = key(old), key(new)
+            bucket = index[k_old]
+            bucket.discard(old)
+            if k_old == k_new:
+                bucket.add(new)
+                continue
+            if not bucket:
+                del index[k_old]
+            target = index.get(k_new)
+            if target is None:
+                index[k_new] = {new}
+            else:
+                target.add(new)
 
     def __repr__(self) -> str:
         return f"<relation {self.name}: {len(self.tuples)} tuples>"
