@@ -7,13 +7,13 @@ result from scratch — for queries covering find, neg find, checks, history fun
 self-joins over base and derived relations, inheritance, constants, unification and or.
 """
 
-import contextlib
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.models import Model, ModelError, parse_metamodel
-from cepflow.queries import History, QueryEngine, compile_queries, evaluate
+from cepflow.models import Model, parse_metamodel
+from cepflow.queries import compile_queries
+from support_queries import check_deltas_equal_reevaluation
 
 MM = parse_metamodel("""
 metamodel g
@@ -95,45 +95,7 @@ def apply_op(model: Model, op: tuple) -> None:
         model.set(o, "link", None if k == 0 else t)
 
 
-def run(model: Model, ops: list, ts: int, abort: bool) -> None:
-    try:
-        with model.transaction(ts=ts):
-            for op in ops:
-                with contextlib.suppress(ModelError):
-                    apply_op(model, op)
-            if abort:
-                raise RuntimeError("roll back")
-    except RuntimeError:
-        pass
-
-
 @settings(max_examples=80, deadline=None)
 @given(st.lists(OP, max_size=14), st.lists(TRANSACTION, min_size=1, max_size=7))
 def test_incremental_deltas_equal_naive_reevaluation(setup, transactions):
-    model = Model(MM)
-    run(model, setup, 0, False)
-    oracle_history = History(QUERIES.history_sites(), QUERIES.functions, MM)
-    oracle_history.reset(model)
-    model.subscribe(oracle_history.apply)  # the oracle's own, independent history
-    engine = QueryEngine(model, QUERIES)   # starts on a populated model
-    updates = []
-    engine.subscribe(updates.append)
-    previous = evaluate(QUERIES, model, oracle_history)
-    assert {q: engine.matches(q) for q in QUERIES.queries} == previous
-    for ts, (ops, abort) in enumerate(transactions, start=1):
-        n = len(updates)
-        run(model, ops, ts * 40, abort)
-        expected = evaluate(QUERIES, model, oracle_history)
-        if abort:
-            assert len(updates) == n and expected == previous
-            continue
-        (update,) = updates[n:]
-        assert update.ts == ts * 40
-        for q in QUERIES.queries:
-            delta = update[q]
-            appeared, disappeared = set(delta.appeared), set(delta.disappeared)
-            assert len(appeared) == len(delta.appeared) and not appeared & disappeared
-            assert appeared.isdisjoint(previous[q]) and disappeared <= previous[q]
-            assert (previous[q] - disappeared) | appeared == expected[q], q
-            assert engine.matches(q) == expected[q], q
-        previous = expected
+    check_deltas_equal_reevaluation(MM, QUERIES, apply_op, setup, transactions)

@@ -5,14 +5,14 @@ still equal naive re-evaluation after every commit, and history functions still 
 definition over the commit history.
 """
 
-import contextlib
 from collections import defaultdict
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.models import Model, ModelError, parse_metamodel
-from cepflow.queries import History, QueryEngine, compile_queries, evaluate
+from cepflow.models import Model, parse_metamodel
+from cepflow.queries import History, QueryEngine, compile_queries
+from support_queries import check_deltas_equal_reevaluation, run_ops
 
 MM = parse_metamodel("""
 metamodel p
@@ -57,44 +57,10 @@ def apply_op(model: Model, op: tuple) -> None:
         model.delete(o)
 
 
-def run(model: Model, ops: list, ts: int, abort: bool) -> None:
-    try:
-        with model.transaction(ts=ts):
-            for op in ops:
-                with contextlib.suppress(ModelError):
-                    apply_op(model, op)
-            if abort:
-                raise RuntimeError("roll back")
-    except RuntimeError:
-        pass
-
-
 @settings(max_examples=60, deadline=None)
 @given(st.lists(OP, max_size=8), st.lists(TRANSACTION, min_size=1, max_size=8))
 def test_in_place_and_grouped_updates_equal_naive_reevaluation(setup, transactions):
-    model = Model(MM)
-    run(model, setup, 0, False)
-    oracle = History(QUERIES.history_sites(), QUERIES.functions, MM)
-    oracle.reset(model)
-    model.subscribe(oracle.apply)
-    engine = QueryEngine(model, QUERIES)
-    updates = []
-    engine.subscribe(updates.append)
-    previous = evaluate(QUERIES, model, oracle)
-    assert {q: engine.matches(q) for q in QUERIES.queries} == previous
-    for ts, (ops, abort) in enumerate(transactions, start=1):
-        n = len(updates)
-        run(model, ops, ts * 40, abort)
-        expected = evaluate(QUERIES, model, oracle)
-        if abort:
-            assert len(updates) == n and expected == previous
-            continue
-        (update,) = updates[n:]
-        for q in QUERIES.queries:
-            delta = update[q]
-            assert (previous[q] - set(delta.disappeared)) | set(delta.appeared) == expected[q], q
-            assert engine.matches(q) == expected[q], q
-        previous = expected
+    check_deltas_equal_reevaluation(MM, QUERIES, apply_op, setup, transactions)
 
 
 def test_the_gesture_patterns_take_grouped_updates():
@@ -144,7 +110,7 @@ def test_history_is_the_moving_average_of_the_committed_values(transactions):
 
     model.subscribe(observe)
     for ts, (ops, abort) in enumerate(transactions):
-        run(model, ops, ts, abort)
+        run_ops(model, apply_op, ops, ts, abort)
     for site in history.sites:
         (window,) = site.args
         for o in model.instances("P"):
