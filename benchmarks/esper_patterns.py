@@ -53,8 +53,7 @@ from common import (
 )
 
 from cepflow.events.model import Event
-from cepflow.language.epl import parse_epl_file
-from cepflow.loader import load_module
+from cepflow.loader import load_module, parse_path
 from cepflow.runtime.engine import Engine
 
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "esper_patterns.json"
@@ -98,7 +97,7 @@ def oracle(events: list[Event]) -> tuple[int, int]:
 
 
 def crash_program() -> Any:
-    module = parse_epl_file(ROOT / "examples" / "motorbike" / "motorbike.epl")
+    module = parse_path(ROOT / "examples" / "motorbike" / "motorbike.epl")
     crash = next(d for d in module.decls if getattr(d, "name", None) == "Crash")
     schema = [d for d in module.decls if getattr(d, "name", None) == "Motorbike"]
     return load_module(type(module)((*schema, crash), source=module.source))

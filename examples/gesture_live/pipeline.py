@@ -58,7 +58,6 @@ ROOT = "Body"
 ATTRIBUTES = ("x", "y", "z")
 #: the posture query events of one arm cycle: the gesture's four and the two noise events
 GESTURE_EVENTS = ("ForwardStartFound", "ForwardStartLost", "ForwardEndFound", "ForwardEndLost")
-NOISE_EVENTS = ("RightHandAboveHeadFound", "RightHandAboveHeadLost")
 
 
 def joint_angle(ax: float, ay: float, bx: float, by: float, cx: float, cy: float) -> float:
@@ -170,5 +169,5 @@ def live_spec() -> LiveSpec:
                     sources=(str(METAMODEL), str(QUERIES), str(PATTERNS)))
 
 
-__all__ = ["ACTIONS", "FRAME_MS", "FUNCTIONS", "GESTURE_EVENTS", "JOINTS", "NOISE_EVENTS",
+__all__ = ["ACTIONS", "FRAME_MS", "FUNCTIONS", "GESTURE_EVENTS", "JOINTS",
            "GestureRun", "joint_angle", "live_spec", "load_case", "next_slide", "run_local"]

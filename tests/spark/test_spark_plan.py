@@ -1,5 +1,8 @@
 """How pattern sets are split for Spark (pure Python, no Spark needed)."""
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cepflow.loader import load
 from cepflow.spark.plan import plan
 
@@ -52,3 +55,30 @@ def test_rules_go_where_their_trigger_is_detected_once() -> None:
     assert by[("P",)] == [("r", ["P", "B"]), ("s", ["A"])]
     # C is read (and keyed) by R: t goes with R's group, so each C fires it once
     assert by[("R",)] == [("r", ["R"]), ("t", ["C"])]
+
+
+def test_only_the_actions_the_rules_name_are_shipped() -> None:
+    from cepflow.spark.batch import actions_for
+
+    prog = load(BASE + "complexEvent P(k: Integer) { as A(k, _) -> B(k) }\n"
+                       "rule r on P action mine.act")
+    mine, other = (lambda act: None), (lambda act: None)
+    assert actions_for(prog, {"mine.act": mine, "other.act": other}) == {"mine.act": mine}
+
+
+KEY_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**62), max_value=2**62),
+    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("AB"), KEY_VALUES), min_size=1, max_size=12))
+def test_key_column_equals_key_json_per_event(rows) -> None:
+    """The column-wise partition keys are the definition (key_json) of each keyed event."""
+    from cepflow.events.model import Event
+    from cepflow.spark.columns import encode, key_column, key_json
+
+    events = [Event(t, (v,), i) for i, (t, v) in enumerate(rows)]
+    batch = encode(events, 1, [None] * len(events), [None] * len(events))
+    got = key_column(batch, {"A": 0}).to_pylist()
+    assert got == [key_json(e.params[0]) if e.type == "A" else None for e in events]

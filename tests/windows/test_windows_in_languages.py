@@ -19,10 +19,10 @@ from cepflow.events.model import Event, SideChannel
 from cepflow.inputs import read_events
 from cepflow.language import ast
 from cepflow.language.diagnostics import PatternSyntaxError
-from cepflow.language.epl import parse_epl, parse_epl_file
+from cepflow.language.epl import parse_epl
 from cepflow.language.parser import parse, parse_file
 from cepflow.language.printer import format_module
-from cepflow.loader import load, load_module
+from cepflow.loader import load, load_module, parse_path
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import StateError, restore_state, save_state
 from cepflow.windows import run_statements
@@ -51,7 +51,7 @@ def windows_of(module: ast.Module) -> list[ast.WindowDecl]:
 @pytest.mark.parametrize("example", ["motorbike/motorbike", "contractions/contractions",
                                      "temperature/temperature"])
 def test_epl_and_cepflow_syntax_give_the_same_window_declarations(example: str) -> None:
-    epl = parse_epl_file(EXAMPLES / f"{example}.epl")
+    epl = parse_path(EXAMPLES / f"{example}.epl")
     vepl = parse_file(EXAMPLES / f"{example}.vepl")
     assert windows_of(epl) and windows_of(epl) == windows_of(vepl)
     # and the printer writes them back as cepflow syntax that reads to the same AST
@@ -59,7 +59,7 @@ def test_epl_and_cepflow_syntax_give_the_same_window_declarations(example: str) 
 
 
 def test_motorbike_files_are_the_same_module() -> None:
-    epl = parse_epl_file(EXAMPLES / "motorbike" / "motorbike.epl")
+    epl = parse_path(EXAMPLES / "motorbike" / "motorbike.epl")
     assert epl.decls == parse_file(EXAMPLES / "motorbike" / "motorbike.vepl").decls
 
 
@@ -364,3 +364,15 @@ def test_cli_runs_window_statements_and_refuses_them_on_spark(tmp_path: Path) ->
     res = runner.invoke(app, ["run", str(epl), "-i", str(out), "-o", str(tmp_path / "s.jsonl"),
                               "--engine", "spark"])
     assert res.exit_code == 2 and "data-window statements yet (Monitor)" in res.output
+
+
+def test_window_statements_call_the_functions_the_module_was_loaded_with() -> None:
+    from cepflow.loader import load
+    from cepflow.runtime.engine import Engine
+
+    program = load("atomicEvent R(k: String, v: Integer)\n"
+                   "complexEvent M { from R window length(2) select twice(v) as d }",
+                   functions={"twice": lambda x: 2 * x})
+    engine = Engine(program)
+    rows = [ce for i, v in enumerate((3, 5)) for ce in engine.process(Event("R", ("a", v), i))]
+    assert [ce.params for ce in rows] == [(6,), (10,)]

@@ -230,8 +230,8 @@ def _run_spark(program: Program, patterns: Path, inputs: list[Path], output: Pat
         for module in action_modules:  # actions run in the executors: ship them by value
             if module.__name__.startswith("cepflow_actions_"):
                 cloudpickle.register_pickle_by_value(module)
-        used = registered(r.action for r in program.rules)
-        matches = detect_prepared(prepared, program, actions=used, close_windows=close_windows)
+        matches = detect_prepared(prepared, program, actions=registered(),
+                                  close_windows=close_windows)
         n_out = write_matches(matches, output)
         n_in = prepared.count_events()
         rej_path = rejected or output.with_suffix(".rejected.jsonl")
@@ -293,9 +293,9 @@ def stream(
         raise typer.Exit(2)
     with err.status("starting Spark"):
         spark = spark_session(master)
-    used = registered(r.action for r in program.rules)
     query = stream_query(spark, program, source, sink, checkpoint, lateness_ms=lateness,
-                         files_per_trigger=files_per_trigger, actions=used, available_now=once)
+                         files_per_trigger=files_per_trigger, actions=registered(),
+                         available_now=once)
     err.print(f"streaming {source} -> {sink} (checkpoint {checkpoint}); Ctrl-C to stop",
               markup=False)
     last = None

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from cepflow.compiler.normalize import fol_items, or_items
+from cepflow.compiler.normalize import and_items, fol_items, or_items
 from cepflow.events.model import EventType
 from cepflow.language import ast
 
@@ -212,7 +212,7 @@ class _Lowering:
         return out
 
     def and_not(self, p: ast.And, out: list[ast.Pattern], first: bool, last: bool) -> None:
-        ops = _and_items(p)
+        ops = and_items(p)
         negs = [o for o in ops if isinstance(o, ast.Not)]
         timers = [o for o in ops if isinstance(o, ast.Interval)]
         pos = [o for o in ops if not isinstance(o, ast.Not | ast.Interval)]
@@ -311,13 +311,7 @@ class _Lowering:
 
 def _special(p: ast.And) -> bool:
     """An ``and`` with a ``not`` or ``timer:interval`` operand (lowered, not expanded)."""
-    return any(isinstance(o, ast.Not | ast.Interval) for o in _and_items(p))
-
-
-def _and_items(p: ast.Pattern) -> list[ast.Pattern]:
-    if isinstance(p, ast.And):
-        return [*_and_items(p.left), *_and_items(p.right)]
-    return [p]
+    return any(isinstance(o, ast.Not | ast.Interval) for o in and_items(p))
 
 
 def _nodes(p: ast.Pattern) -> list[ast.Pattern]:

@@ -38,6 +38,9 @@ class Program:
     query_events: dict[str, ast.QueryEventDecl] = field(default_factory=dict)
     #: data-window statements, in dependency order (run by the engine with the automata)
     windows: list[WindowStatement] = field(default_factory=list)
+    #: the registered functions the module was compiled with (window statements call them
+    #: at run time)
+    functions: Mapping[str, Callable[..., Any]] | None = None
 
     def automaton(self, name: str) -> Automaton:
         for a in self.automata:
@@ -137,4 +140,5 @@ def compile_module(
                 raise CompileError(f"rule '{rule.name}' is triggered by unknown pattern "
                                    f"'{ref.name}'", ref.loc or rule.loc)
     queries = {d.name: d for d in module.decls if isinstance(d, ast.QueryEventDecl)}
-    return Program(schemas, automata, list(module.rules), module, queries, windows)
+    return Program(schemas, automata, list(module.rules), module, queries, windows,
+                   functions)

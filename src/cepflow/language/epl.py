@@ -87,7 +87,6 @@ class _Unsupported(Exception):
 class _ToAst(Transformer):
     def __init__(self) -> None:
         super().__init__()
-        self.problems: list[tuple[ast.Loc, str]] = []
 
     # ---- expressions -------------------------------------------------------------------
     def number(self, meta: Any, c: list[Any]) -> ast.Const:
@@ -482,8 +481,3 @@ def parse_epl(text: str, source: str = "<string>") -> ast.Module:
         raise
     return ast.Module(tuple(decls), source=source)
 
-
-def parse_epl_file(path: str | Path) -> ast.Module:
-    """Parse an ``.epl`` file."""
-    p = Path(path)
-    return parse_epl(p.read_text(encoding="utf-8"), str(p))

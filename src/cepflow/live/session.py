@@ -46,9 +46,9 @@ from typing import Any
 from cepflow.compiler.program import Program
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.language import ast
-from cepflow.models.changes import Commit
+from cepflow.models.changes import Commit, add_listener
 from cepflow.models.model import Model
-from cepflow.queries.engine import MatchUpdate, QueryEngine
+from cepflow.queries.engine import MatchUpdate, QueryEngine, match_sort_key
 from cepflow.queries.events import QueryEventSource, QueryEventSpec
 from cepflow.queries.ir import QuerySet
 from cepflow.rules.agenda import Agenda
@@ -190,13 +190,7 @@ class LiveSession:
     def on_complex_event(self, callback: Callable[[ComplexEvent], Any]) -> Callable[[], None]:
         """Call ``callback(event)`` for every complex event, in detection order (before the
         rules it triggers fire). Returns a function that unsubscribes."""
-        self._callbacks.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._callbacks:
-                self._callbacks.remove(callback)
-
-        return unsubscribe
+        return add_listener(self._callbacks, callback)
 
     # ------------------------------------------------------------ driving
     @property
@@ -329,8 +323,9 @@ class LiveSession:
         if not changed or not positions:
             return []
         new = set(appeared)
-        return [m for m in self.queries.sorted_matches(query)
-                if m not in new and any(m[i] in changed for i in positions)]
+        return sorted((m for m in self.queries.matches(query)
+                       if m not in new and any(m[i] in changed for i in positions)),
+                      key=match_sort_key)
 
     def _feed(self, event: Event, cause: RuleActivation | None) -> None:
         out = self.engine.process(event)

@@ -9,6 +9,7 @@ ran before it may already have changed the model again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 ChangeKind = Literal["create", "delete", "set", "add", "remove"]
@@ -54,3 +55,15 @@ class Commit(NamedTuple):
     changes: tuple[Change, ...]
     ts: float
     number: int
+
+
+def add_listener(listeners: list[Any], listener: Any) -> Callable[[], None]:
+    """Append ``listener`` to ``listeners``; return the function that removes it again (the
+    subscribe protocol of models, query engines, query event sources and live sessions)."""
+    listeners.append(listener)
+
+    def unsubscribe() -> None:
+        if listener in listeners:
+            listeners.remove(listener)
+
+    return unsubscribe

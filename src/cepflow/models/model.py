@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
-from cepflow.models.changes import Change, Commit
+from cepflow.models.changes import Change, Commit, add_listener
 from cepflow.models.metamodel import (
     MANY,
     Attribute,
@@ -193,13 +193,7 @@ class Model:
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(commit)`` after each commit; returns a function that unsubscribes."""
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return add_listener(self._listeners, listener)
 
     # ------------------------------------------------------------ transactions
 

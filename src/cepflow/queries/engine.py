@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cepflow.models.changes import Change, Commit
+from cepflow.models.changes import Change, Commit, add_listener
 from cepflow.models.model import Model
 from cepflow.queries.history import ABSENT, History
 from cepflow.queries.ir import (
@@ -160,13 +160,7 @@ class QueryEngine:
 
     def subscribe(self, listener: UpdateListener) -> Callable[[], None]:
         """Call ``listener(update)`` after every commit; returns a function that unsubscribes."""
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return add_listener(self._listeners, listener)
 
     def close(self) -> None:
         """Stop following the model."""

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from cepflow.events.model import Event, EventType, ParamSpec
+from cepflow.models.changes import add_listener
 from cepflow.queries.engine import MatchUpdate, QueryDelta, QueryEngine
 
 _CHANGES = {"found": "found", "lost": "lost", "appear": "found", "disappear": "lost",
@@ -75,10 +76,6 @@ class _Compiled:
         self.pick = tuple(positions[n] for n in order)
         self.type = EventType(spec.event, tuple(
             ParamSpec(n, _event_param_type(types[n], is_class), types[n] or "") for n in order))
-
-    def params(self, update: MatchUpdate) -> list[tuple[Any, ...]]:
-        """The parameters of the events this spec raises for ``update``, in order."""
-        return self.params_of(update[self.spec.query])
 
     def params_of(self, delta: QueryDelta) -> list[tuple[Any, ...]]:
         """The parameters of the events this spec raises for its query's ``delta``."""
@@ -170,13 +167,7 @@ class QueryEventSource:
 
     def subscribe(self, listener: Callable[[list[Event]], None]) -> Callable[[], None]:
         """Call ``listener(events)`` after every commit; returns a function that unsubscribes."""
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return add_listener(self._listeners, listener)
 
     def close(self) -> None:
         """Stop following the engine."""

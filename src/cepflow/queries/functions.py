@@ -44,13 +44,9 @@ class MovingAverage:
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"movingAverage window must be a positive integer, got {window!r}")
         self._values: deque[float] = deque(maxlen=window)
-        self._sum = 0.0
 
     def add(self, value: Any) -> None:
-        if len(self._values) == self._values.maxlen:
-            self._sum -= self._values[0]
         self._values.append(value)
-        self._sum += value
 
     def value(self) -> Any:
         # recomputed exactly (not the running sum) so equal histories give equal floats

@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.model import Event
 from cepflow.language import ast
+from cepflow.runtime.actions import event_bindings
 
 if TYPE_CHECKING:
     from cepflow.compiler.program import Program
@@ -71,13 +72,6 @@ class Rule:
             if bad or not self.on:
                 raise RuleError(f"rule '{self.name}': 'on' must name some of "
                                 f"{', '.join(QUERY_CHANGES)}, got {list(self.on)}")
-
-    @property
-    def action_name(self) -> str:
-        """The registered name of the action (a callable's ``__name__``)."""
-        if isinstance(self.action, str):
-            return self.action
-        return getattr(self.action, "__name__", repr(self.action))
 
 
 def event_rule(name: str, events: str | Iterable[str], action: str | ActionFn, *,
@@ -146,14 +140,9 @@ class RuleActivation:
         if self.match is not None:
             params = self.session.queries.queries[self.rule.query].params
             return dict(zip(params, self.match, strict=True))
-        if isinstance(self.event, ComplexEvent):
-            return self.event.bindings_for_output()
         if self.event is None:
             return {}
-        schema = self.session.engine.program.schemas.get(self.event.type)
-        if schema is None:
-            return {}
-        return dict(zip(schema.param_names, self.event.params, strict=False))
+        return event_bindings(self.event, self.session.engine.program.schemas)
 
     @property
     def model(self) -> Model:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.model import ComplexEvent, Event, EventType
 from cepflow.language import ast
 
 _REGISTRY: dict[str, Callable[[Any], Any]] = {}
@@ -32,17 +32,23 @@ class Activation:
 
     @property
     def bindings(self) -> dict[str, Any]:
-        if isinstance(self.event, ComplexEvent):
-            return self.event.bindings_for_output()
-        schema = self.engine.program.schemas.get(self.event.type)
-        if schema is None:
-            return {}
-        return dict(zip(schema.param_names, self.event.params, strict=False))
+        return event_bindings(self.event, self.engine.program.schemas)
 
     def emit(self, event: Event) -> None:
         """Publish a new event into the stream (processed after the current one)."""
         self.engine.emit(event)
 
+
+
+def event_bindings(event: Event, schemas: Mapping[str, EventType]) -> dict[str, Any]:
+    """An event's parameters by name: a complex event's output bindings, an atomic event's
+    parameters under its schema's names (none for a type without a schema)."""
+    if isinstance(event, ComplexEvent):
+        return event.bindings_for_output()
+    schema = schemas.get(event.type)
+    if schema is None:
+        return {}
+    return dict(zip(schema.param_names, event.params, strict=False))
 
 
 def register(name: str, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -56,12 +62,9 @@ def action(name: str) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
     return lambda fn: register(name, fn)
 
 
-def registered(names: Iterable[str] | None = None) -> dict[str, Callable[[Any], Any]]:
-    """A snapshot of the registry; with ``names``, only the registered ones among them (what
-    a program's rules use — the Spark pipeline ships just those to its workers)."""
-    if names is None:
-        return dict(_REGISTRY)
-    return {n: _REGISTRY[n] for n in names if n in _REGISTRY}
+def registered() -> dict[str, Callable[[Any], Any]]:
+    """A snapshot of the registry."""
+    return dict(_REGISTRY)
 
 
 def import_actions(spec: str) -> ModuleType:

@@ -79,7 +79,8 @@ class Engine:
             m.slot = i
         #: one runner per data-window statement, in dependency order, numbering rows with
         #: the engine's match ids
-        self.windows = [WindowRunner(w, program.schemas, match_ids=self.next_match_id)
+        self.windows = [WindowRunner(w, program.schemas, program.functions,
+                                     match_ids=self.next_match_id)
                         for w in program.windows]
         self._window_subs: dict[str, list[WindowRunner]] = {}
         for r in self.windows:
@@ -96,19 +97,16 @@ class Engine:
         self._emit = self._emitted.append
         self._arity = {name: len(t.params) for name, t in program.schemas.items()}
         self._index_matchers()
+        # the column kernels need independent patterns: no noise, no data windows, and no
+        # pattern reading another's output
+        plain = not self.noise and not self.windows and not any(
+            a.name in self.subs_complex for a in program.automata)
         chains = [chain_of(m) for m in self.matchers]
-        self._chains = (chains if all(c is not None for c in chains) and not self.noise
-                        and not self.windows
-                        and not any(t in program.schemas and t in self.subs_complex
-                                    for t in (a.name for a in program.automata))
-                        else None)
+        self._chains = chains if plain and all(c is not None for c in chains) else None
         # Esper's `every a = A(f) -> b = B(g, key) [within Δ]` patterns: their column kernel
         pairs = [m.pair for m in self.matchers]  # (None without fast_path)
-        self._pairs = (pairs if self._chains is None and pairs
-                       and all(p is not None and p.columnar for p in pairs) and not self.noise
-                       and not self.windows
-                       and not any(a.name in self.subs_complex for a in program.automata)
-                       else None)
+        self._pairs = (pairs if plain and self._chains is None and pairs
+                       and all(p is not None and p.columnar for p in pairs) else None)
         self.rules_by_type: dict[str, list[tuple[int, ast.RuleDecl]]] = {}
         for order, rule in enumerate(program.rules):
             if rule.action is not None and rule.action not in self.actions and strict_actions:

@@ -81,10 +81,6 @@ class Prepared:
         return self.total if self.total is not None else self.events.count()
 
 
-def _arity(program: Program) -> int:
-    return arity_of(program.schemas)
-
-
 def _with_keys(batch: pa.RecordBatch, groups: list[Group],
                columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
     """Events of the layout as prepared rows: each group's partition key (``k{gi}``), kind
@@ -217,8 +213,8 @@ def file_parser(program: Program, groups: list[Group], arity: int,
                     used = sorted({f for b in events for f, c in zip(b.schema.names, b.columns,
                                                                       strict=True)
                                    if c.null_count < len(c)})
-                    yield _fill_row(schema, kind="file", file=local, seq=n, ts=top,
-                                    record=json.dumps(used))
+                    yield fill(schema, 1, {"kind": ["file"], "file": [local], "seq": [n],
+                                           "ts": [top], "record": [json.dumps(used)]})
                 else:
                     shift = (offsets or {}).get(local, 0)
                     for b in events:
@@ -235,10 +231,18 @@ def file_parser(program: Program, groups: list[Group], arity: int,
     return parse
 
 
-def _fill_row(schema: pa.Schema, **values: Any) -> pa.RecordBatch:
-    """One row of ``schema`` with ``values`` and nulls elsewhere."""
-    return pa.RecordBatch.from_pydict({f.name: [values.get(f.name)] for f in schema},
-                                      schema=schema)
+def fill(schema: pa.Schema, n: int, columns: Mapping[str, Any]) -> pa.RecordBatch:
+    """A batch of ``schema`` with the given columns and nulls elsewhere."""
+    arrays = []
+    for f in schema:
+        v = columns.get(f.name)
+        if v is None:
+            arrays.append(pa.nulls(n, f.type))
+        elif isinstance(v, pa.Array | pa.ChunkedArray):
+            arrays.append(v.cast(f.type) if v.type != f.type else v)
+        else:
+            arrays.append(pa.array(v, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _has_timers(program: Program, groups: list[Group]) -> bool:
@@ -259,7 +263,7 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Prog
     rejected records are kept on the driver); the events are read again, lazily, by the
     detection job. Otherwise nothing runs until the events are used."""
     groups = plan(program)
-    arity = _arity(program)
+    arity = arity_of(program.schemas)
     ddl = spark_ddl(_prepared_schema(arity, groups))
     p = Path(path)
     if not p.exists():
@@ -307,7 +311,7 @@ def prepare(df: DataFrame, program: Program) -> Prepared:
     that breaks them goes to ``rejected`` with its reason. Without a ``seq`` column rows are
     numbered in the DataFrame's order (``monotonically_increasing_id``)."""
     groups = plan(program)
-    arity = _arity(program)
+    arity = arity_of(program.schemas)
     schema = _prepared_schema(arity, groups)
     if "seq" not in df.columns:
         df = df.withColumn("seq", F.monotonically_increasing_id())
@@ -379,7 +383,8 @@ def detect_prepared(prepared: Prepared, program: Program, *,
         else:
             events = events.repartition(1)
         events = events.sortWithinPartitions("ts", "seq")
-        run = match_runner(sub, dict(actions or {}), arities, arity, horizon, close_windows)
+        run = match_runner(sub, actions_for(sub, actions or {}), arities, arity, horizon,
+                           close_windows)
         outs.append(events.mapInArrow(run, spark_ddl(MATCH_SCHEMA)))
     if not outs:
         return spark.createDataFrame([], spark_ddl(MATCH_SCHEMA))
@@ -387,6 +392,13 @@ def detect_prepared(prepared: Prepared, program: Program, *,
     for o in outs[1:]:
         result = result.unionByName(o)
     return result
+
+
+def actions_for(sub: Program, actions: Mapping[str, Any]) -> dict[str, Any]:
+    """The actions ``sub``'s rules name: only those are shipped to the workers (an unrelated
+    registered action may live in a module the workers cannot import)."""
+    names = {r.action for r in sub.rules}
+    return {n: f for n, f in actions.items() if n in names}
 
 
 def match_runner(sub: Program, actions: dict[str, Any], arities: Mapping[str, int], arity: int,

@@ -47,15 +47,22 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from cepflow.compiler.program import Program
+from cepflow.inputs.columnar import arity_of
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import restore_state, save_state
-from cepflow.spark.batch import REJECTED_SCHEMA, _arity, _prepared_schema, feed, file_parser
+from cepflow.spark.batch import (
+    REJECTED_SCHEMA,
+    _prepared_schema,
+    actions_for,
+    feed,
+    file_parser,
+    fill,
+)
 from cepflow.spark.columns import MATCH_SCHEMA, decode, encode_matches, event_fields, spark_ddl
 from cepflow.spark.plan import Group, plan, subprogram
 
 STATE_DIR = "cepflow-state"
 MATCH_COLS = ["pattern", "ts", "params", "events"]
-REJECTED_COLS = ["kind", *REJECTED_SCHEMA.names]
 
 
 def _shard_fields(arity: int) -> list[pa.Field]:
@@ -69,20 +76,6 @@ def _out_schema(arity: int) -> pa.Schema:
     return pa.schema([*_shard_fields(arity), pa.field("m_pattern", pa.string()),
                       pa.field("m_ts", pa.float64()), pa.field("m_params", pa.string()),
                       pa.field("m_events", pa.list_(pa.string()))])
-
-
-def _fill(schema: pa.Schema, n: int, columns: Mapping[str, Any]) -> pa.RecordBatch:
-    """A batch of ``schema`` with the given columns and nulls elsewhere."""
-    arrays = []
-    for f in schema:
-        v = columns.get(f.name)
-        if v is None:
-            arrays.append(pa.nulls(n, f.type))
-        elif isinstance(v, pa.Array | pa.ChunkedArray):
-            arrays.append(v.cast(f.type) if v.type != f.type else v)
-        else:
-            arrays.append(pa.array(v, f.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 @dataclass(frozen=True)
@@ -113,15 +106,15 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
             assert engine is not None and current is not None
             tail = engine.advance_to(released) if released > -math.inf else []
             if tail:
-                yield _matches(tail)
+                yield _matches(encode_matches(tail))
             if any(engine.partial_matches().values()):
-                yield _fill(schema, 1, {"g": [current[0]], "pid": [current[1]],
+                yield fill(schema, 1, {"g": [current[0]], "pid": [current[1]],
                                         "part": ["engine"],
                                         "engine": [json.dumps(save_state(engine))]})
 
-        def _matches(found: list) -> pa.RecordBatch:
-            m = encode_matches(found)
-            return _fill(schema, len(found), {f"m_{n}": m.column(n) for n in MATCH_COLS})
+        def _matches(m: pa.RecordBatch) -> pa.RecordBatch:
+            """Match rows (MATCH_SCHEMA) as rows of the shard output."""
+            return fill(schema, m.num_rows, {f"m_{n}": m.column(n) for n in MATCH_COLS})
 
         for batch in batches:
             if batch.num_rows == 0:
@@ -148,14 +141,13 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                 if ready.num_rows:
                     found = feed(engine, engine.columnar, ready, arities, arity)
                     if found is not None:
-                        yield _fill(schema, found.num_rows,
-                                    {f"m_{n}": found.column(n) for n in MATCH_COLS})
+                        yield _matches(found)
                 if held.num_rows:
                     cols = {n: held.column(n) for n in ev_names}
                     cols.update(g=pa.array([key[0]] * held.num_rows, pa.int64()),
                                 pid=pa.array([key[1]] * held.num_rows, pa.int64()),
                                 part=pa.array(["event"] * held.num_rows, pa.string()))
-                    yield _fill(schema, held.num_rows, cols)
+                    yield fill(schema, held.num_rows, cols)
         if engine is not None:
             yield from close()
 
@@ -198,7 +190,8 @@ class _MicroBatch:
         self.subs = [subprogram(program, g) for g in groups]
         self.arities = {t: len(s.params) for t, s in program.schemas.items()}
         self.sink, self.state_dir, self.lateness = sink, state_dir, lateness
-        self.actions, self.on_batch = actions, on_batch
+        self.actions = actions_for(program, actions)
+        self.on_batch = on_batch
         self.shard_ddl = spark_ddl(pa.schema(_shard_fields(arity)))
 
     # ---- state folders -------------------------------------------------------------------
@@ -340,7 +333,7 @@ def stream_query(
     if not lateness_ms >= 0:
         raise ValueError(f"lateness must be >= 0, not {lateness_ms!r}")
     groups = plan(program)
-    arity = _arity(program)
+    arity = arity_of(program.schemas)
     schema = _prepared_schema(arity, groups)
     reader = spark.readStream.format("binaryFile").schema(
         "path string, modificationTime timestamp, length long, content binary")

@@ -49,7 +49,6 @@ class ColumnarSpec:
     #: per select item: ("agg", slot) | ("key", None) | ("now", None)
     items: tuple[tuple[str, int | None], ...]
     aliases: tuple[str, ...]
-    has_filter: bool
 
 
 def columnar_plan(plan: StatementPlan) -> ColumnarSpec | None:
@@ -82,7 +81,7 @@ def columnar_plan(plan: StatementPlan) -> ColumnarSpec | None:
     return ColumnarSpec(stmt.name, stmt.window.size, key_field,
                         tuple(a.name for a in plan.args if isinstance(a, ast.Name)),
                         tuple((s.func, s.arg_index) for s in plan.slots), tuple(items),
-                        plan.aliases, stmt.filter is not None)
+                        plan.aliases)
 
 
 @dataclass

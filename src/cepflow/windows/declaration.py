@@ -41,8 +41,3 @@ def statement_of(decl: ast.WindowDecl) -> WindowStatement:
         alias=src.alias,
         loc=decl.loc,
     )
-
-
-def input_type(decl: ast.WindowDecl) -> str:
-    """The event type the statement reads (for dependency ordering)."""
-    return decl.source.name

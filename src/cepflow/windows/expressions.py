@@ -8,7 +8,6 @@ stream alias is dropped from ``a1.field`` and ``current_timestamp()`` becomes th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from cepflow.language import ast
@@ -129,17 +128,16 @@ def default_alias(expr: ast.Expr) -> str:
         return expr.name
     if isinstance(expr, ast.Name) and len(expr.path) == 1:
         return expr.path[0]
-    text = format_expr(rewrite(expr, lambda e: ast.Name("*") if is_star(e) else None))
-    return text.replace("count()", "count(*)")
+    def star_count(e: ast.Expr) -> ast.Expr | None:  # count(*) in either form → count()
+        if (isinstance(e, ast.Call) and e.func.lower() == "count" and len(e.args) == 1
+                and is_star(e.args[0])):
+            return ast.Call(e.func, (), e.loc)
+        return None
 
-
-_COUNT_STAR = re.compile(r"\bcount\s*\(\s*\*\s*\)")
+    return format_expr(rewrite(expr, star_count)).replace("count()", "count(*)")
 
 
 def parse(text: str) -> ast.Expr:
-    """Parse a select, group-by, having or filter expression written as in EPL.
-
-    The pattern language has no ``*`` argument, so ``count(*)`` is read as ``count()`` (the
-    same node); everything else is ``cepflow.language.parser.parse_expr``.
-    """
-    return parse_expr(_COUNT_STAR.sub("count()", text))
+    """Parse a select, group-by, having or filter expression written as in EPL
+    (``cepflow.language.parser.parse_expr``, which reads ``count(*)`` as ``count()``)."""
+    return parse_expr(text)
