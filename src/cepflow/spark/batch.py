@@ -68,12 +68,12 @@ class Prepared:
     rejected: DataFrame
     arity: int
     groups: list[Group]
-    #: the largest timestamp of the input, if ``summarised`` (else computed when needed)
+    #: the largest timestamp of the input, if summarised (``total`` known; else computed
+    #: when needed)
     horizon: float | None = None
-    summarised: bool = False
     #: the event columns that hold values (None: unknown); only these go to the engines
     columns: list[str] | None = None
-    #: the number of events, if ``summarised``
+    #: the number of events, when the input was summarised while it was read
     total: int | None = None
 
     def count_events(self) -> int:
@@ -82,7 +82,7 @@ class Prepared:
 
 
 def _with_keys(batch: pa.RecordBatch, groups: list[Group],
-               columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+               columns: list[str] | None = None) -> pa.RecordBatch:
     """Events of the layout as prepared rows: each group's partition key (``k{gi}``), kind
     ``event`` and null rejection columns; with ``columns``, those event columns and the keys
     only (then ``fi`` is the file's number, see :func:`file_parser`)."""
@@ -90,9 +90,8 @@ def _with_keys(batch: pa.RecordBatch, groups: list[Group],
     keys = [key_column(batch, g.key) for g in groups]
     knames = [f"k{gi}" for gi in range(len(groups))]
     if columns is not None:
-        yield pa.RecordBatch.from_arrays([batch.column(c) for c in columns] + keys,
-                                         names=columns + knames)
-        return
+        return pa.RecordBatch.from_arrays([batch.column(c) for c in columns] + keys,
+                                          names=columns + knames)
     cols = list(batch.columns) + keys
     names = list(batch.schema.names) + knames
     cols.append(constant("event", n))
@@ -100,7 +99,7 @@ def _with_keys(batch: pa.RecordBatch, groups: list[Group],
     for f in REJECTED_SCHEMA:
         cols.append(pa.nulls(n, f.type))
         names.append(f.name)
-    yield pa.RecordBatch.from_arrays(cols, names=names)
+    return pa.RecordBatch.from_arrays(cols, names=names)
 
 
 def _stream_ids(events: pa.Table, name: str) -> pa.Table:
@@ -187,6 +186,7 @@ def file_parser(program: Program, groups: list[Group], arity: int,
     that hold a value) and the rejected rows, no events."""
     schema = _prepared_schema(arity, groups)
     schemas = program.schemas
+    number_of = {f: i for i, f in enumerate(offsets or {})}  # a file's number (the fi column)
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -222,9 +222,9 @@ def file_parser(program: Program, groups: list[Group], arity: int,
                             b = b.set_column(b.schema.get_field_index("seq"), "seq",
                                              pc.add(b.column("seq"), shift))
                         if columns is not None and "fi" in columns:
-                            number = list(offsets or {}).index(local)
-                            b = b.append_column("fi", pa.array(np.full(b.num_rows, number)))
-                        yield from _with_keys(b, groups, columns)
+                            fi = np.full(b.num_rows, number_of[local])
+                            b = b.append_column("fi", pa.array(fi))
+                        yield _with_keys(b, groups, columns)
                 if bad and output != "events":
                     yield _rejected_batch(bad, schema)
 
@@ -301,8 +301,7 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Prog
     full["file"] = F.element_at(names, F.col("fi").cast("int") + 1)
     events = read.select(*[full[f.name].alias(f.name) for f in layout],
                          *[f"k{gi}" for gi in range(len(groups))])
-    return Prepared(events, rejected, arity, groups, horizon, summarised=True,
-                    columns=columns, total=total)
+    return Prepared(events, rejected, arity, groups, horizon, columns=columns, total=total)
 
 
 def prepare(df: DataFrame, program: Program) -> Prepared:
@@ -339,7 +338,7 @@ def prepare(df: DataFrame, program: Program) -> Prepared:
                                         dumps(record), exc.field))
             if events:
                 enc = encode(events, arity, [None] * len(events), [None] * len(events))
-                yield from _with_keys(enc, groups)
+                yield _with_keys(enc, groups)
             if bad:
                 yield _rejected_batch(bad, schema)
 
@@ -358,7 +357,7 @@ def detect_prepared(prepared: Prepared, program: Program, *,
     # in-process, time is global: the last event of the stream lets every earlier window
     # deadline pass; each partition engine advances to that same time before it finishes
     horizon = prepared.horizon
-    if not prepared.summarised and _has_timers(program, prepared.groups):
+    if prepared.total is None and _has_timers(program, prepared.groups):
         horizon = prepared.events.agg(F.max("ts").alias("h")).collect()[0]["h"]
     arities = {t: len(s.params) for t, s in program.schemas.items()}
     arity = prepared.arity
