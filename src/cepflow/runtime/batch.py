@@ -283,8 +283,6 @@ class ChainMatches:
 
     def params_of(self, value: Any) -> tuple[Any, ...]:
         """The complex event's parameters (the pattern's formal parameters) for a key value."""
-        if self.params == (self.var,):
-            return (value,)
         return tuple(value if p == self.var else None for p in self.params)
 
 
@@ -597,6 +595,9 @@ class EsperPair:
     key_b: int  # param of B unified with it
     window: float  # Δ in ms (inf without a within zone)
     zone: int | None
+    key_var: str  # the key variable (bound by A, unified by B)
+    #: B's other bindings (param, variable): the ones it adds to A's
+    b_new: tuple[tuple[int, str], ...]
     #: ``g`` reads only B's own fields, so the column kernel applies (else ``g`` also reads
     #: ``a``'s fields and only the matcher's per-event step does)
     columnar: bool = True
@@ -652,7 +653,8 @@ def esper_pair_of(m: Any) -> EsperPair | None:
             return None
         window, zone = float("inf"), None
     columnar = b.position.filter is None or b.position.local
-    return EsperPair(m, a, b, s, key_a, kt[0], window, zone, columnar)
+    b_new = tuple((i, v) for i, v in b.position.binds if v != key_var)
+    return EsperPair(m, a, b, s, key_a, kt[0], window, zone, key_var, b_new, columnar)
 
 
 class _TypeColumns:
@@ -853,7 +855,6 @@ def _pair_rows(pr: EsperPair, cols: _TypeColumns) -> dict | None:
     m = pr.matcher
     old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
     pend_ids, pend_events = m.pending_ids, m.pending_events
-    key_var = a.position.binds[[i for i, _ in a.position.binds].index(pr.key_a)][1]
     n = src.n
     span = n + 2
     ka = pr.key_a
@@ -865,7 +866,7 @@ def _pair_rows(pr: EsperPair, cols: _TypeColumns) -> dict | None:
         i_code, b_code = _key_codes(np.concatenate([pend_keys, a_keys]) if len(pend_keys)
                                     else a_keys,
                                     cols.column(tb, pr.key_b)[b_loc],
-                                    [t.threads[0].bindings.get(key_var) for t in old], span)
+                                    [t.threads[0].bindings.get(pr.key_var) for t in old], span)
     except _Fallback:
         return None
     n_old = len(old) + len(pend_ids)
@@ -895,9 +896,7 @@ def _emit_pair(pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first
     m = pr.matcher
     auto = m.auto
     name, params_names, select = m.name, auto.params, auto.select
-    a_binds, b_binds = pr.first.position.binds, pr.second.position.binds
-    key_var = next(v for i, v in b_binds if i == pr.key_b)
-    b_new = [(i, v) for i, v in b_binds if v != key_var]
+    a_binds, b_new = pr.first.position.binds, pr.b_new
     a_vars = [v for _, v in a_binds]
     a_idx = [i for i, _ in a_binds]
     b_vars = [v for _, v in b_new]
@@ -958,13 +957,7 @@ def _emit_pair(pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first
             ap = ae.params
             full = dict(zip(a_vars, [ap[i] for i in a_idx], strict=True))
         full.update(zip(b_vars, [bp[i] for i in b_idx], strict=True))
-        if select is None:
-            vals = tuple(full.get(x) for x in params_names)
-            bindings: dict[str, Any] = full
-        else:
-            full["@ts"] = ts
-            vals = tuple(f(None, full) for f in select)
-            bindings = dict(zip(params_names, vals, strict=True))
+        vals, bindings = m.result(full, ts)
         out[r] = ComplexEvent(name, vals, ts, bindings, parts, first_id + r)
 
 

@@ -77,12 +77,8 @@ class Matcher:
         #: Esper's ``every a = A(f) -> b = B(g, key) [within Δ]`` (runtime.batch.EsperPair):
         #: stepped directly, see _pair_step
         self.pair = esper_pair_of(self) if fast_path else None
-        if self.pair is not None:
-            b = self.pair.second.position.binds
-            self._pair_key = next(v for i, v in b if i == self.pair.key_b)
-            self._pair_new = tuple((i, v) for i, v in b if v != self._pair_key)
-        #: Esper's ``every e = T(f)`` (one event per match): completed directly, see
-        #: _single_step
+        #: Esper's ``every e = T(f)`` (one event per match): completed directly, inline in
+        #: process()
         self.single = self._single_edge() if fast_path else None
         #: instance deadlines of a pair pattern, in time order (one engine timer at a time)
         self.deadlines: deque[tuple[float, int, int, float]] = deque()
@@ -456,7 +452,7 @@ class Matcher:
             flt = second.filter
             if group and (flt is None or not pr.columnar or flt(e, _NOB)):
                 ts = e.ts
-                z, window, key, kv = pr.zone, pr.window, self._pair_key, params[pr.key_b]
+                z, window, key, kv = pr.zone, pr.window, pr.key_var, params[pr.key_b]
                 pair_filter = flt if not pr.columnar else None  # g reads a's fields too
                 for tok in list(group.values()):
                     th = tok.threads[0]
@@ -464,7 +460,7 @@ class Matcher:
                     if (z is not None and ts - th.zstart[z] > window) or b.get(key) != kv:
                         continue  # (expired at this very instant / NaN: unifies with nothing)
                     nb = dict(b)
-                    for i, v in self._pair_new:
+                    for i, v in pr.b_new:
                         nb[v] = params[i]
                     if pair_filter is not None and not pair_filter(e, nb):
                         continue
@@ -647,15 +643,20 @@ class Matcher:
         tok.threads = threads
         self.register(tok)
 
-    def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
+    def result(self, bindings: dict[str, Any], ts: float
+               ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """A match's parameters and bindings, from the bindings of its final thread and its
+        completion time (also used by runtime.batch._emit_pair)."""
         select = self.auto.select
-        bindings = th.bindings
         if select is None:
-            params = tuple(bindings.get(p) for p in self.auto.params)
-        else:  # Esper's select list: the complex event carries what it selects
-            b = {**bindings, "@ts": ts}
-            params = tuple(f(None, b) for f in select)
-            bindings = dict(zip(self.auto.params, params, strict=True))
+            return tuple(bindings.get(p) for p in self.auto.params), bindings
+        # Esper's select list: the complex event carries what it selects
+        b = {**bindings, "@ts": ts}
+        params = tuple(f(None, b) for f in select)
+        return params, dict(zip(self.auto.params, params, strict=True))
+
+    def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
+        params, bindings = self.result(th.bindings, ts)
         self.done = True
         ce = ComplexEvent(self.name, params, ts, bindings, th.events,
                           match_id=self.engine.next_match_id())
