@@ -10,7 +10,7 @@ rules, plus data-window statements (Esper's windows and aggregates, :class:`Wind
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Loc = tuple[int, int] | None
 
@@ -69,6 +69,10 @@ class Call:
 
 
 Expr = Const | Name | Unary | Binary | Call
+
+#: aggregate functions of window statements (one argument; ``count`` also without, meaning
+#: ``count(*)``)
+AGGREGATES = frozenset({"count", "sum", "avg", "min", "max"})
 
 
 # ---------------------------------------------------------------- pattern expressions
@@ -285,7 +289,9 @@ class RuleDecl:
     loc: Loc = _loc()
 
 
-DataWindowKind = Literal["time", "length", "time_batch", "length_batch"]
+DataWindowKind = Literal["time", "time_batch", "length", "length_batch"]
+#: the data window kinds, in the order messages list them
+DATA_WINDOW_KINDS: tuple[str, ...] = get_args(DataWindowKind)
 
 
 @dataclass(frozen=True)

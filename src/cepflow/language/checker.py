@@ -19,10 +19,11 @@ import difflib
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from cepflow.events.model import EventType, ParamSpec, canonical_type
 from cepflow.language.ast import (
+    AGGREGATES,
     And,
     Atom,
     AtomicEventDecl,
@@ -51,6 +52,7 @@ from cepflow.language.ast import (
     is_wildcard,
 )
 from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
+from cepflow.language.printer import column_name
 
 __all__ = ["check", "errors_only"]
 
@@ -288,13 +290,13 @@ class _Checker:
         sigs = {atom: self._resolve(atom.name, atom.args, atom.loc) for atom in _atoms(body)}
         for atom, sig in sigs.items():
             if atom.alias is not None and sig is not None and sig.params is not None:
-                variables |= {f"{atom.alias}.{f}" for f, _ in sig.params}
+                variables |= set(_aliased(atom.alias, sig.params))
         for atom, sig in sigs.items():
             if atom.where is not None:
                 self._check_filter(atom, sig, variables)
         for name, expr in decl.select or ():
             for n in _names(expr):
-                full = ".".join((n.name, *n.path))
+                full = _dotted(n)
                 if full not in variables and full != "@ts":
                     self._report(n.loc or decl.loc, f"unknown name '{full}' in the select "
                                  f"item '{name}' of '{decl.name}'")
@@ -357,7 +359,7 @@ class _Checker:
             return None
         fields = dict(sig.params)
         if decl.source.alias is not None:
-            fields.update({f"{decl.source.alias}.{f}": t for f, t in sig.params})
+            fields.update(_aliased(decl.source.alias, sig.params))
         return fields
 
     def _window_signature(self, decl: WindowDecl) -> _Signature:
@@ -366,9 +368,9 @@ class _Checker:
         fields = self._window_fields(decl, self.events.get(decl.source.name)) or {}
         params = []
         for name, expr in decl.select:
-            out = name or _column_name(expr)
+            out = name or column_name(expr)
             kind = "any"
-            if isinstance(expr, Call) and expr.func in _AGGREGATES and len(expr.args) <= 1:
+            if isinstance(expr, Call) and expr.func in AGGREGATES and len(expr.args) <= 1:
                 kind = {"count": "Integer", "avg": "Double"}.get(expr.func, "any")
                 if expr.func in ("min", "max", "sum") and expr.args:
                     kind = fields.get(_dotted(expr.args[0]) or "", "any")
@@ -397,7 +399,7 @@ class _Checker:
             shown = ", ".join(sorted(fields)) or "(none)"
             for where, expr in parts:
                 for n in _names(expr):
-                    full = ".".join((n.name, *n.path))
+                    full = _dotted(n)
                     if full not in fields and full not in ("*", "@ts"):
                         self._report(n.loc or decl.loc, f"unknown name '{full}' in the "
                                      f"{where} of '{decl.name}'; available: {shown}")
@@ -426,11 +428,11 @@ class _Checker:
             fields = dict(sig.params)
         if fields is not None:
             if atom.alias is not None:
-                fields.update({f"{atom.alias}.{f}": t for f, t in list(fields.items())})
+                fields.update(_aliased(atom.alias, sig.params))
             available = sorted(set(fields) | variables)
             aliases = {v.split(".", 1)[0] for v in (*fields, *variables) if "." in v}
             for name in _names(atom.where):
-                full = ".".join((name.name, *name.path))
+                full = _dotted(name)
                 if name.name not in aliases:
                     full = name.name  # a dotted path into a value: only its head is checked
                 if full not in fields and full not in variables:
@@ -588,21 +590,21 @@ def _names(expr: Expr) -> Iterator[Name]:
             yield from _names(arg)
 
 
-_AGGREGATES = frozenset({"count", "sum", "avg", "min", "max"})
+@overload
+def _dotted(expr: Name) -> str: ...
+
+
+@overload
+def _dotted(expr: Expr) -> str | None: ...
 
 
 def _dotted(expr: Expr) -> str | None:
     return ".".join((expr.name, *expr.path)) if isinstance(expr, Name) else None
 
 
-def _column_name(expr: Expr) -> str:
-    """Esper's name for an unaliased column: a field by its name, else the expression text
-    (the window runtime names it the same way)."""
-    if isinstance(expr, Name) and len(expr.path) <= 1:
-        return expr.path[0] if expr.path else expr.name
-    from cepflow.language.printer import format_expr
-
-    return format_expr(expr).replace("count()", "count(*)")
+def _aliased(alias: str, params: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """Esper-style ``alias.field`` names of an aliased input's fields, with their types."""
+    return {f"{alias}.{f}": t for f, t in params}
 
 
 def _calls(expr: Expr) -> Iterator[Call]:

@@ -317,14 +317,11 @@ class _View:
         """``time`` … ``length_batch``, ``groupwin``, or None for any other view."""
         name = self.names[-1].lower()
         ns = self.names[0].lower() if len(self.names) > 1 else None
-        if name in _WINDOW_KINDS and ns in (None, "win"):
+        if name in ast.DATA_WINDOW_KINDS and ns in (None, "win"):
             return name
         if name == "groupwin" and ns in (None, "std"):
             return name
         return None
-
-
-_WINDOW_KINDS = ("time", "time_batch", "length", "length_batch")
 
 
 class _Source:

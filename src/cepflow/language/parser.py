@@ -48,6 +48,7 @@ from lark.lexer import PatternStr
 from lark.parsers.lalr_analysis import Shift
 
 from cepflow.language.ast import (
+    DATA_WINDOW_KINDS,
     And,
     Atom,
     AtomicEventDecl,
@@ -700,16 +701,14 @@ class _ToAst(Transformer):
         return WindowDecl(_ident(name), parts["source"], parts["window"], parts["select"],
                           parts.get("group_by", ()), parts.get("having"), loc=_loc(name))
 
-    _WINDOW_KINDS = ("time", "time_batch", "length", "length_batch")
-
     def data_window(self, children: list[Token]) -> _Part:
         kind, number = children[0], children[1]
         unit = next((t for t in children[2:] if t.type == "UNIT"), None)
         per_group = any(t.type == "PER" for t in children)
         text = _ident(kind)
-        if text not in self._WINDOW_KINDS:
+        if text not in DATA_WINDOW_KINDS:
             self._error(_loc(kind), f"unknown data window '{text}' (one of "
-                        f"{', '.join(self._WINDOW_KINDS)})")
+                        f"{', '.join(DATA_WINDOW_KINDS)})")
             text = "time"
         if text.startswith("time"):
             size: float = to_milliseconds(str(number), None if unit is None else str(unit))

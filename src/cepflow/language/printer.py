@@ -45,7 +45,8 @@ from cepflow.language.ast import (
 )
 from cepflow.language.parser import RESERVED_WORDS
 
-__all__ = ["format_decl", "format_duration", "format_expr", "format_module", "format_pattern"]
+__all__ = ["column_name", "format_decl", "format_duration", "format_expr", "format_module",
+           "format_pattern"]
 
 _ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -197,6 +198,30 @@ def _wrap(text: str, needed: bool) -> str:
 def format_expr(node: Expr) -> str:
     """A filter condition in canonical syntax (lower-case ``and``/``or``/``not``)."""
     return _expr(node)[0]
+
+
+def column_name(node: Expr) -> str:
+    """Esper's name for an unaliased select column: a field by its name, else the expression's
+    text (``count(*)``, ``avg(temp)``). The checker and the window runtime both use it."""
+    if isinstance(node, Name) and len(node.path) <= 1:
+        return node.path[0] if node.path else node.name
+    return format_expr(_star_count(node)).replace("count()", "count(*)")
+
+
+def _star_count(node: Expr) -> Expr:
+    """``node`` with ``count(*)`` in either form as ``count()`` (``*`` is not printable):
+    ``count(*)`` may arrive as ``Call("count", (Name("*"),))``."""
+    if isinstance(node, Call):
+        arg = node.args[0] if len(node.args) == 1 else None
+        if node.func.lower() == "count" and isinstance(arg, Name) and arg.name == "*" \
+                and not arg.path:
+            return Call(node.func, (), node.loc)
+        return Call(node.func, tuple(_star_count(a) for a in node.args), node.loc)
+    if isinstance(node, Unary):
+        return Unary(node.op, _star_count(node.operand), node.loc)
+    if isinstance(node, Binary):
+        return Binary(node.op, _star_count(node.left), _star_count(node.right), node.loc)
+    return node
 
 
 # ---------------------------------------------------------------- patterns

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cepflow.language import ast
+from cepflow.language.ast import AGGREGATES
 from cepflow.language.parser import parse_expr
-from cepflow.language.printer import format_expr
+from cepflow.language.printer import column_name
 
-#: aggregate functions (one argument; ``count`` also without, meaning ``count(*)``)
-AGGREGATES = frozenset({"count", "sum", "avg", "min", "max"})
 #: name bound to the output row's timestamp (what ``current_timestamp()`` becomes)
 NOW = "$now"
 CURRENT_TIMESTAMP = "current_timestamp"
@@ -121,20 +120,9 @@ def bind_current_timestamp(expr: ast.Expr) -> ast.Expr:
     return rewrite(expr, fn)
 
 
-def default_alias(expr: ast.Expr) -> str:
-    """The output name of an unaliased select item: a field's name, else the expression's
-    text (``count(*)``, ``avg(temp)``), as Esper names such columns."""
-    if isinstance(expr, ast.Name) and not expr.path:
-        return expr.name
-    if isinstance(expr, ast.Name) and len(expr.path) == 1:
-        return expr.path[0]
-    def star_count(e: ast.Expr) -> ast.Expr | None:  # count(*) in either form → count()
-        if (isinstance(e, ast.Call) and e.func.lower() == "count" and len(e.args) == 1
-                and is_star(e.args[0])):
-            return ast.Call(e.func, (), e.loc)
-        return None
-
-    return format_expr(rewrite(expr, star_count)).replace("count()", "count(*)")
+#: the output name of an unaliased select item (a field's name, else the expression's text,
+#: as Esper names such columns); shared with the checker
+default_alias = column_name
 
 
 def parse(text: str) -> ast.Expr:

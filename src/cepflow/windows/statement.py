@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from cepflow.language import ast
 
-WindowKind = Literal["time", "length", "time_batch", "length_batch"]
+WindowKind = ast.DataWindowKind
 
 #: Esper's view names (``#time``, ``win:time`` …) for each kind, for messages and docs.
 ESPER_NAMES: dict[str, str] = {
