@@ -61,21 +61,16 @@ def _run_spark(case: ModuleType, bodies: int, cycles: int, master: str | None,
     elapsed = time.perf_counter() - started
     for body, _type, ts, _params, _parts in rows[:10]:
         report(f"ForwardGesture {body} at {ts:.0f} ms")
-    per_body = Counter(r[0] for r in rows)
     frames_n = cycles * recording_mod.FRAMES_PER_CYCLE
     total = {k: sum(s[k] for s in stats.values()) for k in
              ("changes", "query_events", "complex_events", "rule_firings")}
-    el = max(elapsed, 1e-9)
-    return {"bodies": bodies, "cycles": cycles, "frames": frames_n,
-            "body_frames": frames_n * bodies, "changes": total["changes"],
-            "query_events": total["query_events"], "gestures": len(rows),
-            "rule_firings": total["rule_firings"], "elapsed": round(elapsed, 3),
-            "frames_per_s": round(frames_n / el, 1),
-            "body_frames_per_s": round(frames_n * bodies / el, 1),
-            "changes_per_s": round(total["changes"] / el, 1),
-            "realtime_x25fps": round(frames_n / el / 25, 3),
-            "spark_start_s": round(started - t0, 3), "engine": "spark",
-            "_per_body": per_body}
+    run = case.GestureRun(
+        bodies=bodies, cycles=cycles, frames=frames_n, body_frames=frames_n * bodies,
+        changes=total["changes"], query_events=total["query_events"], gestures=len(rows),
+        rule_firings=total["rule_firings"], elapsed=elapsed, setup=started - t0,
+        per_body=Counter(r[0] for r in rows))
+    return {**run.summary(), "spark_start_s": round(started - t0, 3), "engine": "spark",
+            "_per_body": run.per_body}
 
 
 def gesture(

@@ -170,21 +170,22 @@ def explore(model: Model, queries: QuerySet, hard: Iterable[HardObjective],
     ex = _Explorer(queries, list(hard), list(rules), list(soft),
                    registered() if actions is None else actions)
     work = model_from_dict(model_to_dict(model, embed_metamodel=False), model.metamodel)
-    visited = {fingerprint(work)}
-    frontier: list[tuple[Step, ...]] = [()]
+    root = fingerprint(work)
+    visited = {root}
+    frontier: list[tuple[tuple[Step, ...], str]] = [((), root)]  # (path, its state's fingerprint)
     found: list[tuple[int, float, int, Solution]] = []
     expanded = duplicates = skipped = 0
     truncated = False
     for depth in range(max_depth + 1):
-        nxt: list[tuple[Step, ...]] = []
-        for path in frontier:
+        nxt: list[tuple[tuple[Step, ...], str]] = []
+        for path, path_fp in frontier:
             try:
                 with work.transaction():
                     for step in path:
                         ex.apply_step(work, step)
                     results = evaluate(queries, work)
                     if all(not results[h.query] for h in ex.hard):
-                        sol = Solution(path, ex.cost(work, results), fingerprint(work), ex)
+                        sol = Solution(path, ex.cost(work, results), path_fp, ex)
                         found.append((len(path), sol.cost, len(found), sol))
                     elif depth < max_depth:
                         expanded += 1
@@ -207,7 +208,7 @@ def explore(model: Model, queries: QuerySet, hard: Iterable[HardObjective],
                                     truncated = True
                                 else:
                                     visited.add(fp)
-                                    nxt.append((*path, step))
+                                    nxt.append(((*path, step), fp))
                     raise _Undo
             except _Undo:
                 pass

@@ -37,8 +37,8 @@ def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     return sorted(diagnostics, key=lambda d: (d.line, d.col, d.severity != "error", d.message))
 
 
-class PatternSyntaxError(Exception):
-    """Raised by the parser with every syntax error it found (not only the first one)."""
+class DiagnosticError(Exception):
+    """An error carrying located diagnostics (sorted into file order), one per line of its text."""
 
     def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.diagnostics: list[Diagnostic] = sort_diagnostics(diagnostics)
@@ -46,3 +46,7 @@ class PatternSyntaxError(Exception):
 
     def __str__(self) -> str:
         return "\n".join(str(d) for d in self.diagnostics)
+
+
+class PatternSyntaxError(DiagnosticError):
+    """Raised by the parser with every syntax error it found (not only the first one)."""

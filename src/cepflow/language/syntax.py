@@ -6,8 +6,10 @@ offending line and column, saying what was found and what the grammar expected t
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token, Tree
@@ -36,6 +38,21 @@ def parse_located(parser: Lark, text: str, source: str, names: Mapping[str, str]
         shown = {t.name: f"'{t.pattern.value}'" for t in parser.terminals
                  if isinstance(t.pattern, PatternStr)}
         raise LarkErrors(describe(exc, text, source, {**shown, **names})) from None
+
+
+@functools.cache
+def lark_parser(grammar_path: Path, **options: Any) -> Lark:
+    """The LALR parser (with positions) for the grammar file at ``grammar_path``, built once per
+    path and options; ``options`` go to :class:`lark.Lark` (e.g. ``maybe_placeholders``)."""
+    grammar = grammar_path.read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", propagate_positions=True, **options)
+
+
+def node_loc(node: Tree | Token) -> tuple[int, int]:
+    """The (1-based) line and column where a parse-tree node or token starts."""
+    if isinstance(node, Token):
+        return node.line or 1, node.column or 1
+    return node.meta.line, node.meta.column
 
 
 def describe(exc: UnexpectedInput, text: str, source: str, names: Mapping[str, str]) -> Diagnostic:

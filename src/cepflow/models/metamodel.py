@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
+from cepflow.language.diagnostics import Diagnostic, DiagnosticError
 
 #: Upper bound of a reference that takes any number of targets.
 MANY = -1
@@ -73,12 +73,8 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-class MetamodelError(Exception):
+class MetamodelError(DiagnosticError):
     """Problems found in a metamodel declaration: every one of them, located where possible."""
-
-    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
-        self.diagnostics: list[Diagnostic] = sort_diagnostics(diagnostics)
-        super().__init__(str(self))
 
     def __str__(self) -> str:
         return "\n".join(format_diagnostic(d) for d in self.diagnostics)

@@ -6,27 +6,23 @@ Syntax errors and metamodel errors (unknown supertype, duplicate feature …) ar
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
-from lark import Lark, Token, Tree
+from lark import Token, Tree
 
-from cepflow.language.syntax import LarkErrors, literal, parse_located
+from cepflow.language.syntax import LarkErrors, lark_parser, literal, node_loc, parse_located
 from cepflow.models.metamodel import MANY, Metamodel, MetamodelBuilder, MetamodelError
 
 _NAMES = {"NAME": "name", "INT": "integer", "SIGNED_NUMBER": "number", "STRING": "string"}
 
 
-@functools.cache
-def _parser() -> Lark:
-    grammar = Path(__file__).with_name("metamodel.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+_GRAMMAR = Path(__file__).with_name("metamodel.lark")
 
 
 def parse_metamodel(text: str, source: str = "<string>") -> Metamodel:
     """Parse the text format; raise MetamodelError with every located problem."""
     try:
-        tree = parse_located(_parser(), text, source, _NAMES)
+        tree = parse_located(lark_parser(_GRAMMAR, maybe_placeholders=False), text, source, _NAMES)
     except LarkErrors as e:
         raise MetamodelError([e.diagnostic]) from None
     name = tree.children[0]
@@ -34,12 +30,6 @@ def parse_metamodel(text: str, source: str = "<string>") -> Metamodel:
     for decl in tree.children[1:]:
         _class(builder, decl)
     return builder.build()
-
-
-def _loc(node: Tree | Token) -> tuple[int, int]:
-    if isinstance(node, Token):
-        return node.line or 1, node.column or 1
-    return node.meta.line, node.meta.column
 
 
 def _class(builder: MetamodelBuilder, decl: Tree) -> None:
@@ -51,10 +41,10 @@ def _class(builder: MetamodelBuilder, decl: Tree) -> None:
     supers: list[str] = []
     if parts and isinstance(parts[0], Tree) and parts[0].data == "supertypes":
         supers = [str(t) for t in parts.pop(0).children]
-    cb = builder.add_class(str(name), supers, abstract=abstract, loc=_loc(name))
+    cb = builder.add_class(str(name), supers, abstract=abstract, loc=node_loc(name))
     for member in parts:
         fname, ftype, *rest = member.children
-        loc = _loc(fname)
+        loc = node_loc(fname)
         if member.data == "attr_decl":
             cb.attr(str(fname), str(ftype), literal(rest[0]) if rest else None, loc=loc)
             continue

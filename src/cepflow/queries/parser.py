@@ -6,15 +6,13 @@ checked against a metamodel afterwards by :mod:`cepflow.queries.compiler`.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable
 from pathlib import Path
 
-from lark import Lark, Token, Tree
+from lark import Token, Tree
 
 from cepflow.language import ast as E
-from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
-from cepflow.language.syntax import LarkErrors, literal, parse_located
+from cepflow.language.diagnostics import DiagnosticError
+from cepflow.language.syntax import LarkErrors, lark_parser, literal, node_loc, parse_located
 from cepflow.queries import ast as Q
 
 _NAMES = {"NAME": "name", "SIGNED_NUMBER": "number", "STRING": "string",
@@ -22,36 +20,20 @@ _NAMES = {"NAME": "name", "SIGNED_NUMBER": "number", "STRING": "string",
           "MUL_OP": "'*', '/' or '%'"}
 
 
-class QueryError(Exception):
+class QueryError(DiagnosticError):
     """Errors in a query file (syntax, names, types), each at ``FILE:LINE:COL``."""
 
-    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
-        self.diagnostics: list[Diagnostic] = sort_diagnostics(diagnostics)
-        super().__init__(str(self))
 
-    def __str__(self) -> str:
-        return "\n".join(str(d) for d in self.diagnostics)
-
-
-@functools.cache
-def _parser() -> Lark:
-    grammar = Path(__file__).with_name("grammar.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
 
 
 def parse_queries(text: str, source: str = "<string>") -> Q.QueryFile:
     """Parse a query file; raise QueryError at the first syntax error."""
     try:
-        tree = parse_located(_parser(), text, source, _NAMES)
+        tree = parse_located(lark_parser(_GRAMMAR, maybe_placeholders=True), text, source, _NAMES)
     except LarkErrors as e:
         raise QueryError([e.diagnostic]) from None
     return Q.QueryFile(tuple(_pattern(p) for p in tree.children), source)
-
-
-def _loc(node: Tree | Token) -> tuple[int, int]:
-    if isinstance(node, Token):
-        return node.line or 1, node.column or 1
-    return node.meta.line, node.meta.column
 
 
 def _pattern(node: Tree) -> Q.PatternDecl:
@@ -64,20 +46,20 @@ def _pattern(node: Tree) -> Q.PatternDecl:
         if child.data == "param":
             pname, ptype = child.children
             params.append(Q.Param(str(pname), None if ptype is None else str(ptype),
-                                  _loc(pname)))
+                                  node_loc(pname)))
         else:
-            bodies.append(Q.Body(tuple(_constraint(c) for c in child.children), _loc(child)))
+            bodies.append(Q.Body(tuple(_constraint(c) for c in child.children), node_loc(child)))
     return Q.PatternDecl(str(name), tuple(params), tuple(bodies), private is not None,
-                         _loc(name))
+                         node_loc(name))
 
 
 def _constraint(node: Tree) -> Q.Constraint:
-    kind, ch, loc = node.data, node.children, _loc(node)
+    kind, ch, loc = node.data, node.children, node_loc(node)
     if kind == "type_constraint":
         return Q.TypeConstraint(str(ch[0]), _term(ch[1]), loc)
     if kind == "path_constraint":
         return Q.PathConstraint(str(ch[0]), str(ch[1]), _term(ch[2]), _term(ch[3]), loc,
-                                _loc(ch[1]))
+                                node_loc(ch[1]))
     if kind in ("find", "neg_find"):
         negative = kind == "neg_find"
         name, *args = ch[1:] if negative else ch
@@ -91,8 +73,8 @@ def _constraint(node: Tree) -> Q.Constraint:
 
 def _term(node: Tree) -> Q.Term:
     if node.data == "var":
-        return Q.Var(str(node.children[0]), _loc(node))
-    return Q.Literal_(literal(node), _loc(node))
+        return Q.Var(str(node.children[0]), node_loc(node))
+    return Q.Literal_(literal(node), node_loc(node))
 
 
 
@@ -103,7 +85,7 @@ _BINARY = {"or_expr": "or", "and_expr": "and"}
 def _expr(node: Tree | Token) -> E.Expr:
     """The cepflow expression AST for a parse tree of a check condition."""
     assert isinstance(node, Tree)
-    kind, ch, loc = node.data, node.children, _loc(node)
+    kind, ch, loc = node.data, node.children, node_loc(node)
     if kind in ("number", "string", "true", "false"):
         return E.Const(literal(node), loc)
     if kind == "name":
@@ -126,5 +108,5 @@ def _expr(node: Tree | Token) -> E.Expr:
     # comparison, sum, product: operand (OP operand)*
     result = _expr(ch[0])
     for i in range(1, len(ch), 2):
-        result = E.Binary(str(ch[i]), result, _expr(ch[i + 1]), _loc(ch[i]))
+        result = E.Binary(str(ch[i]), result, _expr(ch[i + 1]), node_loc(ch[i]))
     return result
