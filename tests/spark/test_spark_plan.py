@@ -1,6 +1,6 @@
 """How pattern sets are split for Spark (pure Python, no Spark needed)."""
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cepflow.loader import load
@@ -73,6 +73,7 @@ KEY_VALUES = st.one_of(
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from("AB"), KEY_VALUES), min_size=1, max_size=12))
+@example([("A", "\x7f"), ("A", "é"), ("B", "x"), ("A", -0.0), ("A", True), ("A", 1)])
 def test_key_column_equals_key_json_per_event(rows) -> None:
     """The column-wise partition keys are the definition (key_json) of each keyed event."""
     from cepflow.events.model import Event

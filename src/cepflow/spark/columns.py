@@ -252,7 +252,9 @@ def json_texts(values: pa.Array, *, ascii_only: bool) -> pa.Array:
     text that needs no escape, integers and booleans column-wise, anything else one by one."""
     t = values.type
     if pa.types.is_string(t):
-        unsafe = r'[\x00-\x1f"\\]' + (r"|[^\x00-\x7f]" if ascii_only else "")
+        # json.dumps escapes control characters, quote and backslash; with ensure_ascii also
+        # everything outside printable ASCII (DEL \x7f included)
+        unsafe = r'[\x00-\x1f"\\]' + (r"|[^\x20-\x7e]" if ascii_only else "")
         bad = pc.fill_null(pc.match_substring_regex(values, unsafe), False)
         out = pc.binary_join_element_wise('"', values, '"', "")
         if pc.any(bad).as_py():
