@@ -56,6 +56,7 @@ from cepflow.spark.batch import (
     actions_for,
     feed,
     file_parser,
+    file_rows,
     fill,
 )
 from cepflow.spark.columns import MATCH_SCHEMA, decode, encode_matches, event_fields, spark_ddl
@@ -339,7 +340,7 @@ def stream_query(
         "path string, modificationTime timestamp, length long, content binary")
     if files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", files_per_trigger)
-    files = reader.load(str(source))
+    files = file_rows(reader.load(str(source)), source)
     parsed = files.mapInArrow(file_parser(program, groups, arity, {}, streaming=True),
                               spark_ddl(schema))
     runner = _MicroBatch(program, groups, arity, Path(sink), Path(checkpoint) / STATE_DIR,
