@@ -53,10 +53,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 from gesture_live import pipeline
 from gesture_live.recording import (
-    FRAME_COLUMNS,
     FRAMES_PER_CYCLE,
-    frame_records,
-    read_recording,
 )
 
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "gesture_live.json"
@@ -102,54 +99,34 @@ def measure(bodies: int, cycles: int) -> dict[str, Any]:
     run = pipeline.run_local(bodies, cycles)
     cpu = time.process_time() - cpu0
     verify(run)
-    el = run.elapsed
-    return {"bodies": bodies, "cycles": cycles, "frames": run.frames,
-            "body_frames": run.body_frames, "changes": run.changes,
-            "query_events": run.query_events, "gestures": run.gestures, "elapsed_s": el,
-            "cpu_s": cpu, "setup_s": run.setup,
-            "frames_per_s": run.frames / el, "body_frames_per_s": run.body_frames / el,
-            "changes_per_s": run.changes / el, "query_events_per_s": run.query_events / el,
-            "gestures_per_s": run.gestures / el, "realtime_x25fps": run.frames / el / FPS,
+    return {**_rates(run), "cpu_s": cpu, "setup_s": run.setup,
             # per CPU second (setup included): what an unshared core would sustain
             "cpu_body_frames_per_s": run.body_frames / cpu,
             "peak_rss_kib": peak_rss_kib(), "peak_rss_rise_kib": peak_rss_kib() - base}
 
 
 def measure_spark(bodies: int, cycles: int) -> dict[str, Any]:
-    """The same replay per body on Spark (session start excluded; the DataFrame of frame
-    records is built before timing); checked against the expected counts."""
-    import pandas as pd
-    from pyspark import cloudpickle
+    """The same replay per body on Spark (session start and the cached frame records
+    excluded: ``pipeline.run_spark``); checked against the expected counts."""
+    from pyspark.sql import SparkSession
 
-    from cepflow.spark import spark_session
-    from cepflow.spark.live import complex_rows, detect_live, stats_by_key
+    run = pipeline.run_spark(bodies, cycles)
+    if run.gestures != bodies * cycles or any(run.per_body[b] != cycles for b in run.per_body) \
+            or len(run.per_body) != bodies:
+        raise BenchmarkFailure(f"Spark: {run.gestures} gestures for {bodies} x {cycles}")
+    spark = SparkSession.getActiveSession()
+    return {**_rates(run), "cores": spark.sparkContext.defaultParallelism if spark else None}
 
-    cloudpickle.register_pickle_by_value(pipeline)
-    spark = spark_session()
-    records = pd.DataFrame(list(frame_records(read_recording(), bodies, cycles)),
-                           columns=list(FRAME_COLUMNS))
-    frames = spark.createDataFrame(records, "body string, frame long, ts long, joint string, "
-                                            "x double, y double, z double").cache()
-    frames.count()
-    t0 = time.perf_counter()
-    result = detect_live(frames, pipeline.live_spec()).cache()
-    rows = complex_rows(result)
-    stats = stats_by_key(result)
-    el = time.perf_counter() - t0
-    result.unpersist()
-    frames.unpersist()
-    if len(rows) != bodies * cycles or any(s["complex_events"] != cycles
-                                           for s in stats.values()):
-        raise BenchmarkFailure(f"Spark: {len(rows)} gestures for {bodies} x {cycles}")
-    n = cycles * FRAMES_PER_CYCLE
-    changes = sum(s["changes"] for s in stats.values())
-    qe = sum(s["query_events"] for s in stats.values())
-    return {"bodies": bodies, "cycles": cycles, "frames": n, "body_frames": n * bodies,
-            "changes": changes, "query_events": qe, "gestures": len(rows), "elapsed_s": el,
-            "frames_per_s": n / el, "body_frames_per_s": n * bodies / el,
-            "changes_per_s": changes / el, "query_events_per_s": qe / el,
-            "gestures_per_s": len(rows) / el, "realtime_x25fps": n / el / FPS,
-            "cores": spark.sparkContext.defaultParallelism}
+
+def _rates(run: pipeline.GestureRun) -> dict[str, Any]:
+    """A result row's sizes and rates (per second of replay)."""
+    el = run.elapsed
+    return {"bodies": run.bodies, "cycles": run.cycles, "frames": run.frames,
+            "body_frames": run.body_frames, "changes": run.changes,
+            "query_events": run.query_events, "gestures": run.gestures, "elapsed_s": el,
+            "frames_per_s": run.frames / el, "body_frames_per_s": run.body_frames / el,
+            "changes_per_s": run.changes / el, "query_events_per_s": run.query_events / el,
+            "gestures_per_s": run.gestures / el, "realtime_x25fps": run.frames / el / FPS}
 
 
 def profile(bodies: int, cycles: int, top: int = 25) -> str:

@@ -23,6 +23,7 @@ returns counts and timings. :func:`live_spec` describes the same pipeline for
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -39,10 +40,12 @@ from cepflow.models.frames import FrameLayout
 from cepflow.queries import FunctionRegistry, QuerySet, load_queries
 
 from .recording import (
+    FRAME_COLUMNS,
     FRAME_MS,
     FRAMES_PER_CYCLE,
     JOINTS,
     JointPosition,
+    frame_records,
     read_recording,
     replay,
 )
@@ -158,6 +161,42 @@ def run_local(bodies: int, cycles: int, *, recording: list[JointPosition] | None
                       setup, per_body, slides)
 
 
+def run_spark(bodies: int, cycles: int, *, master: str | None = None,
+              recording: list[JointPosition] | None = None) -> GestureRun:
+    """The same replay with one live session per body on Spark
+    (:func:`cepflow.spark.live.detect_live`). ``setup`` covers the session start and the
+    frame records (built, then cached); ``elapsed`` the detection alone."""
+    import pandas as pd
+    from pyspark import cloudpickle
+
+    import cepflow.spark.live as spark_live
+    from cepflow.spark import spark_session
+
+    # the actions and query functions run in the executors: ship this module by value
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    t0 = time.perf_counter()
+    spark = spark_session(master)
+    recording = read_recording() if recording is None else recording
+    records = pd.DataFrame(list(frame_records(recording, bodies, cycles)),
+                           columns=list(FRAME_COLUMNS))
+    frames = spark.createDataFrame(records, "body string, frame long, ts long, joint string, "
+                                            "x double, y double, z double").cache()
+    frames.count()
+    t1 = time.perf_counter()
+    result = spark_live.detect_live(frames, live_spec()).cache()
+    rows = spark_live.complex_rows(result)
+    stats = spark_live.stats_by_key(result)
+    elapsed = time.perf_counter() - t1
+    result.unpersist()
+    frames.unpersist()
+    total = {k: sum(s[k] for s in stats.values()) for k in
+             ("changes", "query_events", "complex_events", "rule_firings")}
+    n = cycles * FRAMES_PER_CYCLE
+    return GestureRun(bodies, cycles, n, n * bodies, total["changes"], total["query_events"],
+                      len(rows), total["rule_firings"], elapsed, t1 - t0,
+                      Counter(r[0] for r in rows))
+
+
 def live_spec() -> LiveSpec:
     """The same pipeline for Spark workers (texts, not compiled objects: they travel)."""
     from cepflow.spark.live import LiveSpec
@@ -170,4 +209,5 @@ def live_spec() -> LiveSpec:
 
 
 __all__ = ["ACTIONS", "FRAME_MS", "FUNCTIONS", "GESTURE_EVENTS", "JOINTS",
-           "GestureRun", "joint_angle", "live_spec", "load_case", "next_slide", "run_local"]
+           "GestureRun", "joint_angle", "live_spec", "load_case", "next_slide", "run_local",
+           "run_spark"]

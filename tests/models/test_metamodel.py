@@ -158,3 +158,13 @@ def test_builder_errors_without_location_name_the_source():
     with pytest.raises(MetamodelError) as e:
         b.build()
     assert str(e.value).startswith("<mine>: error: reference A.r has an invalid multiplicity")
+
+
+def test_event_schemas_and_metamodels_share_one_type_table():
+    from cepflow.events.model import PRIMITIVE_ALIASES, canonical_type
+    from cepflow.models.metamodel import primitive_type
+
+    for name, canonical in PRIMITIVE_ALIASES.items():
+        assert primitive_type(name.upper()) == canonical == canonical_type(name.capitalize())
+    assert primitive_type("Object") is None and canonical_type("Object") == "any"
+    assert canonical_type("Body") == "any" and primitive_type("Body") is None

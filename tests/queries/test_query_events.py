@@ -109,7 +109,9 @@ def test_one_event_per_match_and_repeated_names_unify():
     (("E", "ForwardStart", "seen"), "change must be 'found' or 'lost'"),
     (("E", "ForwardStart"), "a query event is (event, query, change"),
     (("E", "ForwardStart", "found", ["a", "b", "c", "d", "e", "f"]), "has 5 parameter(s), 6"),
-    (("E", "ForwardStart", "found", ["B"], ["X"]), "params ['X'] must name exactly"),
+    (("E", "ForwardStart", "found", ["B"], ["X"]), "parameter(s) X not bound by ForwardStart"),
+    (("E", "ForwardStart", "found", ["B", "RH"], ["B"]), "RH bound by the query but not a decl"),
+    (("E", "ForwardStart", "found", ["B"], ["B", "B"]), "name one parameter twice"),
 ])
 def test_invalid_declarations(spec, message):
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -35,41 +34,10 @@ def load_case(folder: Path) -> ModuleType:
 
 def _run_spark(case: ModuleType, bodies: int, cycles: int, master: str | None,
                report: Any) -> dict[str, Any]:
-    import pandas as pd
-    from pyspark import cloudpickle
-
-    from cepflow.spark import spark_session
-    from cepflow.spark.live import complex_rows, detect_live, stats_by_key
-
-    recording_mod = importlib.import_module(case.__name__.rsplit(".", 1)[0] + ".recording")
-    # the actions and query functions run in the executors: ship the case's code by value
-    cloudpickle.register_pickle_by_value(case)
-    spec = case.live_spec()
-    t0 = time.perf_counter()
-    spark = spark_session(master)
-    records = pd.DataFrame(
-        list(recording_mod.frame_records(recording_mod.read_recording(), bodies, cycles)),
-        columns=list(recording_mod.FRAME_COLUMNS))
-    frames = spark.createDataFrame(
-        records, "body string, frame long, ts long, joint string, x double, y double, "
-                 "z double")
-    started = time.perf_counter()
-    result = detect_live(frames, spec).cache()
-    rows = complex_rows(result)
-    stats = stats_by_key(result)
-    result.unpersist()
-    elapsed = time.perf_counter() - started
-    for body, _type, ts, _params, _parts in rows[:10]:
-        report(f"ForwardGesture {body} at {ts:.0f} ms")
-    frames_n = cycles * recording_mod.FRAMES_PER_CYCLE
-    total = {k: sum(s[k] for s in stats.values()) for k in
-             ("changes", "query_events", "complex_events", "rule_firings")}
-    run = case.GestureRun(
-        bodies=bodies, cycles=cycles, frames=frames_n, body_frames=frames_n * bodies,
-        changes=total["changes"], query_events=total["query_events"], gestures=len(rows),
-        rule_firings=total["rule_firings"], elapsed=elapsed, setup=started - t0,
-        per_body=Counter(r[0] for r in rows))
-    return {**run.summary(), "spark_start_s": round(started - t0, 3), "engine": "spark",
+    run = case.run_spark(bodies, cycles, master=master)
+    for body, n in sorted(run.per_body.items())[:10]:
+        report(f"ForwardGesture {body}: {n} gesture(s)")
+    return {**run.summary(), "spark_start_s": round(run.setup, 3), "engine": "spark",
             "_per_body": run.per_body}
 
 

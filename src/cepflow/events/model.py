@@ -17,13 +17,18 @@ from typing import Any
 PARAM_TYPES = ("int", "float", "str", "bool", "any")
 
 #: VEPL/Java type names accepted as aliases of ours.
-TYPE_ALIASES = {
-    "int": "int", "integer": "int", "long": "int", "short": "int",
-    "float": "float", "double": "float", "number": "float",
-    "str": "str", "string": "str",
-    "bool": "bool", "boolean": "bool",
-    "any": "any", "object": "any", "eobject": "any",
+#: Names of the primitive types, lower-case, in event schemas and metamodels alike (Java's and
+#: Ecore's spellings included, since seeds and models use them).
+PRIMITIVE_ALIASES = {
+    "int": "int", "integer": "int", "long": "int", "short": "int", "eint": "int",
+    "elong": "int", "eshort": "int",
+    "float": "float", "double": "float", "number": "float", "real": "float",
+    "edouble": "float", "efloat": "float",
+    "str": "str", "string": "str", "estring": "str",
+    "bool": "bool", "boolean": "bool", "eboolean": "bool",
 }
+
+TYPE_ALIASES = {**PRIMITIVE_ALIASES, "any": "any", "object": "any", "eobject": "any"}
 
 
 def canonical_type(name: str) -> str:

@@ -49,7 +49,7 @@ from cepflow.language import ast
 from cepflow.models.changes import Commit, add_listener
 from cepflow.models.model import Model
 from cepflow.queries.engine import MatchUpdate, QueryEngine, match_sort_key
-from cepflow.queries.events import QueryEventSource, QueryEventSpec
+from cepflow.queries.events import QueryEventError, QueryEventSource, QueryEventSpec, check_spec
 from cepflow.queries.ir import QuerySet
 from cepflow.rules.agenda import Agenda
 from cepflow.rules.rule import (
@@ -89,31 +89,16 @@ def query_event_specs(program: Program, queries: QuerySet) -> list[QueryEventSpe
     queries (errors name the declaration's ``file:line:col``)."""
     specs = []
     for decl in program.query_events.values():
-        where = _where(program, decl)
-        if decl.query not in queries.queries:
-            known = ", ".join(q for q in queries.queries if not queries[q].private) or "none"
-            raise LiveSessionError(f"{where}: queryEvent {decl.name}: unknown query "
-                                   f"'{decl.query}' (queries: {known})")
-        query = queries[decl.query]
-        if query.private:
-            raise LiveSessionError(f"{where}: queryEvent {decl.name}: query '{decl.query}' is "
-                                   "private")
         names = tuple(p.name for p in decl.params)
         # `as Q` without arguments maps the declared parameters positionally
         args = decl.query_args if decl.query_args is not None else names
-        if len(args) > len(query.params):
-            raise LiveSessionError(f"{where}: queryEvent {decl.name}: query {decl.query} has "
-                                   f"{len(query.params)} parameter(s), {len(args)} given")
-        kept = [a for a in args if a is not None and not a.startswith("_")]
-        missing = [n for n in names if n not in kept]
-        if missing:
-            raise LiveSessionError(f"{where}: queryEvent {decl.name}: parameter(s) "
-                                   f"{', '.join(missing)} not bound by {decl.query}(…)")
-        extra = [a for a in dict.fromkeys(kept) if a not in names]
-        if extra:
-            raise LiveSessionError(f"{where}: queryEvent {decl.name}: {', '.join(extra)} bound "
-                                   "by the query but not a declared parameter (use _ to drop it)")
-        specs.append(QueryEventSpec(decl.name, decl.query, decl.change, tuple(args), names))
+        spec = QueryEventSpec(decl.name, decl.query, decl.change, tuple(args), names)
+        try:
+            check_spec(spec, queries)
+        except QueryEventError as e:
+            raise LiveSessionError(f"{_where(program, decl)}: queryEvent {decl.name}: "
+                                   f"{e.reason}") from None
+        specs.append(spec)
     return specs
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cepflow.events.model import PRIMITIVE_ALIASES
 from cepflow.language.diagnostics import Diagnostic, DiagnosticError
 
 #: Upper bound of a reference that takes any number of targets.
@@ -26,13 +27,6 @@ MANY = -1
 
 #: The attribute types of a metamodel (canonical names).
 PRIMITIVE_TYPES = ("int", "float", "str", "bool")
-
-_TYPE_ALIASES = {
-    "int": "int", "integer": "int", "long": "int", "eint": "int",
-    "float": "float", "double": "float", "real": "float", "edouble": "float",
-    "str": "str", "string": "str", "estring": "str",
-    "bool": "bool", "boolean": "bool", "eboolean": "bool",
-}
 
 _ZERO: dict[str, Any] = {"int": 0, "float": 0.0, "str": "", "bool": False}
 
@@ -42,7 +36,7 @@ Loc = tuple[int, int] | str | None
 
 def primitive_type(name: str) -> str | None:
     """The canonical primitive type for ``name`` (``Integer`` -> ``int``), None if not one."""
-    return _TYPE_ALIASES.get(name.lower())
+    return PRIMITIVE_ALIASES.get(name.lower())
 
 
 def coerce_value(type_name: str, value: Any) -> Any:

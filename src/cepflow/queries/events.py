@@ -28,6 +28,7 @@ from typing import Any, Literal
 from cepflow.events.model import Event, EventType, ParamSpec
 from cepflow.models.changes import add_listener
 from cepflow.queries.engine import MatchUpdate, QueryDelta, QueryEngine
+from cepflow.queries.ir import Query, QuerySet
 
 _CHANGES = {"found": "found", "lost": "lost", "appear": "found", "disappear": "lost",
             "new_match_found": "found", "existing_match_lost": "lost"}
@@ -47,20 +48,62 @@ class QueryEventSpec:
 SpecLike = QueryEventSpec | Sequence[Any]
 
 
+class QueryEventError(ValueError):
+    """A query event that does not fit its query (``reason`` without the event's name, so a
+    caller can say where the declaration is)."""
+
+    def __init__(self, event: str, reason: str) -> None:
+        super().__init__(f"query event {event}: {reason}")
+        self.event, self.reason = event, reason
+
+
+def _kept(name: str | None) -> bool:
+    return name is not None and not name.startswith("_")
+
+
+def check_spec(spec: QueryEventSpec, queries: QuerySet) -> Query:
+    """The query ``spec`` raises its events from, after checking that the spec fits it: a
+    known public query, no more arguments than the query has parameters, and (when ``params``
+    is given) every event parameter bound by the query and every bound name declared."""
+    def fail(reason: str) -> QueryEventError:
+        return QueryEventError(spec.event, reason)
+
+    if spec.query not in queries.queries:
+        known = ", ".join(q for q in queries.queries if not queries[q].private) or "none"
+        raise fail(f"unknown query '{spec.query}' (queries: {known})")
+    query = queries[spec.query]
+    if query.private:
+        raise fail(f"query '{spec.query}' is private")
+    args = query.params if spec.args is None else spec.args
+    if len(args) > len(query.params):
+        raise fail(f"query {spec.query} has {len(query.params)} parameter(s), "
+                   f"{len(args)} given")
+    if spec.params is not None:
+        kept = list(dict.fromkeys(a for a in args if _kept(a)))
+        missing = [n for n in spec.params if n not in kept]
+        if missing:
+            raise fail(f"parameter(s) {', '.join(missing)} not bound by {spec.query}(…)")
+        extra = [a for a in kept if a not in spec.params]
+        if extra:
+            raise fail(f"{', '.join(extra)} bound by the query but not a declared parameter "
+                       "(use _ to drop it)")
+        if len(set(spec.params)) != len(spec.params):
+            raise fail(f"parameters {list(spec.params)} name one parameter twice")
+    return query
+
+
 class _Compiled:
-    """A spec resolved against its query: which positions feed which event parameter."""
+    """A spec resolved against its (checked) query: which positions feed which event
+    parameter."""
 
     def __init__(self, spec: QueryEventSpec, query_params: tuple[str, ...],
                  query_types: tuple[str | None, ...], is_class: Callable[[str], bool]) -> None:
         args: Sequence[str | None] = query_params if spec.args is None else spec.args
-        if len(args) > len(query_params):
-            raise ValueError(f"query event {spec.event}: query {spec.query} has "
-                             f"{len(query_params)} parameter(s), {len(args)} given")
         positions: dict[str, int] = {}
         self.equal: list[tuple[int, int]] = []
         types: dict[str, str | None] = {}
         for i, name in enumerate(args):
-            if name is None or name.startswith("_"):
+            if not _kept(name):
                 continue
             if name in positions:
                 self.equal.append((i, positions[name]))
@@ -68,9 +111,6 @@ class _Compiled:
                 positions[name] = i
                 types[name] = query_types[i]
         order = tuple(positions) if spec.params is None else tuple(spec.params)
-        if sorted(order) != sorted(positions):
-            raise ValueError(f"query event {spec.event}: params {list(order)} must name exactly "
-                             f"the kept parameters {list(positions)}")
         self.spec = spec
         self.found = spec.change == "found"
         self.pick = tuple(positions[n] for n in order)
@@ -123,11 +163,7 @@ class QueryEventSource:
         mm = engine.queries.metamodel
         for item in specs:
             spec = _spec(item)
-            if spec.query not in engine.queries.queries:
-                raise ValueError(f"query event {spec.event}: unknown query '{spec.query}'")
-            query = engine.queries[spec.query]
-            if query.private:
-                raise ValueError(f"query event {spec.event}: query '{spec.query}' is private")
+            query = check_spec(spec, engine.queries)
             self._compiled.append(_Compiled(spec, query.params, query.param_types,
                                             lambda t: t in mm))
         names = [c.spec.event for c in self._compiled]
