@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from cepflow.events.model import Event
 from cepflow.language import ast as A
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.state import FORMAT, StateError, restore_state, save_state
+from cepflow.runtime.state import FORMAT, VERSION, StateError, restore_state, save_state
 from support import at, program, seq, stream
 
 BODIES = [
@@ -44,7 +44,7 @@ def test_restore_continues_like_uninterrupted(which: int, spec: list, cut: int) 
     first = Engine(prog)
     head = feed(first, evs[:cut])
     saved = json.loads(json.dumps(save_state(first)))
-    assert saved["format"] == FORMAT and saved["version"] == 1
+    assert saved["format"] == FORMAT and saved["version"] == VERSION
     second = restore_state(Engine(prog), saved)
     fresh = [Event(e.type, e.params, e.ts, e.id) for e in evs[cut:]]
     assert head + feed(second, fresh) == whole

@@ -3,8 +3,8 @@
 The case studies' window statements with their published facts — 003 Listings 3-4
 (AccidentsReport, DangerousLocation) on a generated motorbike stream whose expected output is
 computed from the generator's scenarios alone, 003 §V.F.1 Monitor, 004 §IV Counter (the
-published PCPN marking) — each in both syntaxes; the engine's order of outputs; located errors;
-what is refused (Spark, saved state).
+published PCPN marking) — each in both syntaxes; the engine's order of outputs; located errors.
+(Saved state: tests/windows/test_window_state.py; Spark: tests/spark/test_spark_windows.py.)
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from cepflow.language.parser import parse, parse_file
 from cepflow.language.printer import format_module
 from cepflow.loader import load, load_module, parse_path
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.state import StateError, restore_state, save_state
 from cepflow.windows import run_statements
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -325,25 +324,7 @@ complexEvent B { as every b = A select b.n as n }
     assert "cycle" in str(info.value)
 
 
-# -- refused clearly ----------------------------------------------------------------------------
-def test_saved_state_refuses_window_statements() -> None:
-    program = load(EXAMPLES / "temperature" / "temperature.vepl")
-    engine = Engine(program)
-    with pytest.raises(StateError, match="data-window statements \\(Monitor\\)"):
-        save_state(engine)
-    with pytest.raises(StateError, match="cannot be saved or restored"):
-        restore_state(engine, {})
-
-
-def test_spark_plan_refuses_window_statements() -> None:
-    from cepflow.spark.plan import SparkUnsupported, plan
-
-    program = load(EXAMPLES / "contractions" / "contractions.epl")
-    with pytest.raises(SparkUnsupported, match=r"Counter.*--engine local"):
-        plan(program)
-
-
-def test_cli_runs_window_statements_and_refuses_them_on_spark(tmp_path: Path) -> None:
+def test_cli_runs_window_statements(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from cepflow.cli.main import app
@@ -361,9 +342,6 @@ def test_cli_runs_window_statements_and_refuses_them_on_spark(tmp_path: Path) ->
     assert [r["pattern"] for r in rows] == ["Monitor"] * 6
     assert rows[0] == {"pattern": "Monitor", "ts": 1500000010000, "params": {"avgTemp": 74.1},
                        "events": []}
-    res = runner.invoke(app, ["run", str(epl), "-i", str(out), "-o", str(tmp_path / "s.jsonl"),
-                              "--engine", "spark"])
-    assert res.exit_code == 2 and "data-window statements yet (Monitor)" in res.output
 
 
 def test_window_statements_call_the_functions_the_module_was_loaded_with() -> None:

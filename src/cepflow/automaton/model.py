@@ -24,6 +24,19 @@ Predicate = Callable[[Any, dict[str, Any]], Any]
 
 
 @dataclass(slots=True)
+class Collect:
+    """How an occurrence of a repeated tag (Esper's ``[n] a=A``, ``a=A until B``) keeps the
+    event it takes: the k-th one assigns ``a[k].<field>`` and the current-event variables
+    (``current``, what ``a.<field>`` means inside the repetition); ``count`` is the variable
+    counting them. Assigned, not unified: every repetition takes another event."""
+
+    alias: str
+    fields: tuple[str, ...]
+    current: tuple[str, ...]
+    count: str
+
+
+@dataclass(slots=True)
 class Position:
     """One atom occurrence: the event type it matches and how it binds parameters."""
 
@@ -45,6 +58,8 @@ class Position:
     #: reads only the event's own fields — then it can be checked before anything is bound.
     where: Any = None
     local: bool = False
+    #: Esper's tag inside a repetition: the event is collected (see :class:`Collect`)
+    collect: Collect | None = None
 
 
 @dataclass(slots=True)
@@ -89,6 +104,18 @@ class Zone:
     loc: tuple[int, int] | None = None
 
 
+@dataclass(slots=True)
+class StartClock:
+    """The leading ``timer:interval(length)`` of a pattern that starts at the statement's start
+    (compiler.esper.Clock): ``length`` ms after it starts, unless an event matching one of
+    ``forbids`` came (they bind nothing: nothing is bound yet), it feeds the automaton one
+    synthetic event of type ``type``; the rest of the pattern follows that event."""
+
+    length: float
+    forbids: list[Position]
+    type: str
+
+
 @dataclass
 class Automaton:
     """The compiled form of one complex event pattern."""
@@ -117,6 +144,23 @@ class Automaton:
     #: per select item, the variable it copies (``@ts`` for the match's time) or None when it
     #: computes something; lets the column kernel fill parameters without a bindings dict.
     select_vars: tuple[str | None, ...] | None = None
+    #: a pattern that starts with timer:interval: its clock (run by the matcher from the
+    #: engine's statement start); None for every other pattern
+    clock: StartClock | None = None
+
+    def spawn_edge(self) -> Edge | None:
+        """The one edge that begins an Esper spawn pattern (``every a = A(f) -> …``: context
+        esper, start spawn, no every-distinct, no NOT, no clock, not partitioned, a single
+        initial edge), else None: the first checks of the direct Esper shapes (the matcher's
+        ``single``, the column kernel's pair)."""
+        if (self.context != "esper" or self.start != "spawn" or self.distinct or self.forbids
+                or self.partition_by or self.clock is not None):
+            return None
+        init = self.edges.get(INITIAL, {})
+        if len(init) != 1:
+            return None
+        ((_, es),) = init.items()
+        return es[0] if len(es) == 1 else None
 
     @property
     def alphabet(self) -> set[str]:

@@ -107,6 +107,9 @@ def run(
     progress: Annotated[bool, typer.Option(help="Show a progress bar")] = True,
     actions: Annotated[list[str] | None, typer.Option(
         help="Python module or .py file registering rule actions")] = None,
+    start: Annotated[float | None, typer.Option(
+        help="The statements' start time (ms), where patterns that begin with "
+             "timer:interval start (default: the first event's time)")] = None,
 ) -> None:
     """Detect complex events in EVENTS and write one JSON object per match."""
     _check_context(context)
@@ -122,12 +125,16 @@ def run(
         raise typer.Exit(2)
     program = _load(patterns, context)
     if engine == "spark":
-        _refuse_windows_on_spark(program)
+        if start is not None:
+            err.print("--start applies to the local engine (on Spark the statements start at "
+                      "the first event)")
+            raise typer.Exit(2)
         _run_spark(program, patterns, input, output, rejected, close_windows, master, lateness,
                    action_modules)
         return
     side = SideChannel()
-    eng = Engine(program, strict_actions=False)
+    # input a window statement cannot take goes to the side channel too (Engine, side=)
+    eng = Engine(program, strict_actions=False, side=side, start=start)
     for rule, name in eng.missing_actions():
         err.print(f"warning: rule {rule}: action '{name}' is not registered (use --actions); "
                   "its firings are counted only", markup=False)
@@ -170,6 +177,9 @@ def run(
     table.add_row("events processed", f"{n_in:,}")
     table.add_row("malformed (side channel)", f"{len(side.malformed):,}")
     table.add_row("late (side channel)", f"{len(side.late):,}")
+    if eng.stats.rejected:  # (counted among the malformed records above)
+        table.add_row("refused by window statements (side channel)",
+                      f"{eng.stats.rejected:,}")
     for name, k in sorted(eng.stats.by_pattern.items()):
         table.add_row(f"complex events {name}", f"{k:,}")
     for name, k in eng.partial_matches().items():
@@ -184,16 +194,6 @@ def run(
     if len(side):
         err.print(f"{len(side)} record(s) were not processed; see {rej_path}", markup=False)
     err.print(f"wrote {n_out:,} complex event(s) to {output}", markup=False)
-
-
-def _refuse_windows_on_spark(program: Program) -> None:
-    from cepflow.spark.plan import SparkUnsupported, refuse_windows
-
-    try:
-        refuse_windows(program)
-    except SparkUnsupported as e:
-        err.print(f"error: {e}", markup=False)
-        raise typer.Exit(2) from None
 
 
 def _run_spark(program: Program, patterns: Path, inputs: list[Path], output: Path,
@@ -287,7 +287,6 @@ def stream(
         if module.__name__.startswith("cepflow_actions_"):
             cloudpickle.register_pickle_by_value(module)
     program = _load(patterns, context)
-    _refuse_windows_on_spark(program)
     if not source.is_dir():
         err.print(f"--source {source}: not a folder", markup=False)
         raise typer.Exit(2)

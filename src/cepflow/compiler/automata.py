@@ -19,21 +19,27 @@ from cepflow.automaton.model import (
     FINAL,
     INITIAL,
     Automaton,
+    Collect,
     Edge,
     Forbid,
     Position,
+    StartClock,
     Zone,
 )
-from cepflow.compiler.esper import EsperPlan
+from cepflow.compiler.esper import CLOCK, EsperPlan, current
 from cepflow.compiler.expressions import ExpressionError, compile_expr
 from cepflow.compiler.normalize import (
     NormalizationError,
     fol_items,
     forbidden_atoms,
     normalize,
+    or_items,
 )
 from cepflow.events.model import EventType
 from cepflow.language import ast
+from cepflow.language.tags import indexed
+from cepflow.language.walk import atoms, sure_variables
+from cepflow.language.walk import names as expr_names
 
 
 class CompileError(Exception):
@@ -69,10 +75,12 @@ class _Builder:
         decl: ast.ComplexEventDecl,
         schemas: Mapping[str, EventType],
         functions: Mapping[str, Callable[..., Any]] | None,
+        extra: tuple[ast.Expr, ...] = (),
     ) -> None:
         self.decl = decl
         self.schemas = schemas
         self.functions = functions
+        self.extra = extra  # other expressions over the bindings (every-distinct keys)
         self.positions: list[Position] = []
         self.negatives: list[Position] = []
         self.raw: list[tuple[int, int, frozenset[int]]] = []
@@ -86,18 +94,20 @@ class _Builder:
         return CompileError(msg, loc or self.decl.loc, self.decl.name)
 
     def _variables(self, p: ast.Pattern) -> frozenset[str]:
-        out: set[str] = set()
-
-        def walk(q: ast.Pattern) -> None:
-            if isinstance(q, ast.Atom):
-                out.update(a for a in (q.args or ()) if not ast.is_wildcard(a))
-            elif isinstance(q, ast.Fol | ast.Or | ast.And):
-                walk(q.left)
-                walk(q.right)
-            elif isinstance(q, ast.Mult | ast.Not | ast.Window | ast.Every):
-                walk(q.pattern)
-
-        walk(p)
+        out = {a for atom in atoms(p) for a in (atom.args or ()) if not ast.is_wildcard(a)}
+        # repeated tags (compiler.esper): their current-event and indexed variables
+        fields = {atom.alias: self.schemas[atom.name].param_names for atom in atoms(p)
+                  if atom.alias is not None and atom.name in self.schemas}
+        for tag, names in fields.items():
+            out.update(current(tag, f) for f in names)
+        exprs = [a.where for a in atoms(p) if a.where is not None]
+        exprs += [e for _, e in self.decl.select or ()]
+        exprs += list(self.extra)
+        for e in exprs:
+            for n in expr_names(e):
+                ix = indexed(n.name)
+                if ix is not None and ix[0] in fields and n.path and n.path[0] in fields[ix[0]]:
+                    out.add(".".join((n.name, *n.path)))
         return frozenset(out | {p.name for p in self.decl.params})
 
     def atom_position(self, atom: ast.Atom, negative: bool = False) -> Position:
@@ -127,9 +137,15 @@ class _Builder:
         args = "" if atom.args is None else "(" + ", ".join(a or "_" for a in atom.args) + ")"
         label = f"{'¬' if negative else ''}{atom.name}{args}" + (f" where {src}" if src else "")
         pid = len(self.positions) + len(self.negatives) + 1
+        collect = None
+        if atom.alias is not None:  # a repeated tag's event is collected (compiler.esper)
+            names = schema.param_names
+            collect = Collect(atom.alias, names, tuple(current(atom.alias, f) for f in names),
+                              f"_{atom.alias}[]")
         pos = Position(pid, atom.name, tuple(binds), flt, src, label, atom.loc,
                        tuple(self.zone_stack), where=atom.where,
-                       local=atom.where is not None and _event_only(atom.where, schema))
+                       local=atom.where is not None and _event_only(atom.where, schema),
+                       collect=collect)
         (self.negatives if negative else self.positions).append(pos)
         return pos
 
@@ -219,7 +235,7 @@ class _Builder:
                 pending.extend(self.atom_position(a, negative=True) for a in atoms)
                 continue
             f = self.build(it)
-            bound |= sure_vars(it)
+            bound |= sure_variables(it)
             if cur is None:
                 cur = f
                 continue
@@ -407,21 +423,6 @@ class _Builder:
                     pos.loc)
 
 
-def sure_vars(p: ast.Pattern) -> set[str]:
-    """Variables every match of ``p`` binds."""
-    if isinstance(p, ast.Atom):
-        return {a for a in (p.args or ()) if not ast.is_wildcard(a)}
-    if isinstance(p, ast.Fol | ast.And):
-        return sure_vars(p.left) | sure_vars(p.right)
-    if isinstance(p, ast.Or):
-        return sure_vars(p.left) & sure_vars(p.right)
-    if isinstance(p, ast.Mult):
-        return set() if p.count == "*" else sure_vars(p.pattern)
-    if isinstance(p, ast.Window | ast.Every):
-        return sure_vars(p.pattern)
-    return set()
-
-
 def compile_pattern(
     decl: ast.ComplexEventDecl,
     schemas: Mapping[str, EventType],
@@ -432,8 +433,16 @@ def compile_pattern(
     """Compile one complex event declaration; ``schemas`` gives every referable event type.
     ``plan``: the start policy of a declaration lowered by :func:`cepflow.compiler.esper.lower`.
     """
-    builder = _Builder(decl, schemas, functions)
+    clock = plan.clock if plan is not None else None
+    if clock is not None:  # the synthetic event its clock feeds the pattern
+        schemas = {**schemas, CLOCK: EventType(CLOCK, ())}
+    builder = _Builder(decl, schemas, functions, plan.distinct if plan is not None else ())
     auto = builder.assemble(default_context)
+    if clock is not None:
+        forbids = [] if clock.forbidden is None else [
+            builder.atom_position(a, negative=True) for a in or_items(clock.forbidden)
+            if isinstance(a, ast.Atom)]
+        auto.clock = StartClock(clock.duration, forbids, CLOCK)
     from cepflow.language.printer import format_pattern
 
     if plan is None:

@@ -29,6 +29,18 @@ same automata and engine:
   same per-key index as VEPL parameters and costs nothing more; other conditions stay filters.
 * Esper's guard ``X -> (P where timer:within(Δ))`` starts when ``P`` is activated, i.e. at
   ``X``'s event: the EPL reader writes it as the window ``(X -> P)[Δ]`` (:func:`guard_windows`).
+* A pattern that **starts with** ``timer:interval(Δ)`` or ``(timer:interval(Δ) and not C …)``
+  (``every timer:interval(Δ)``, ``timer:interval(Δ) -> A``, ``every (timer:interval(Δ) and
+  not A)``) begins at the statement's start, not at an event: the interval becomes the
+  pattern's :class:`Clock`, run by the matcher from the engine's statement start time, and
+  the rest of the pattern follows the synthetic event :data:`CLOCK` that the clock feeds when
+  its interval passed without a forbidden event. The start policy says when the next interval
+  begins: ``every`` on the interval alone restarts it at once (each end starts a new rest),
+  ``every (…)`` around the pattern when the instance ended, without ``every`` never.
+* **Tags inside a repetition** (``[n] a=A``, ``a=A until B``) collect every event they tag
+  (:mod:`cepflow.language.tags`): the atom keeps its alias, and the automaton's position
+  assigns ``a[k].<field>`` for the k-th event and ``_a.<field>`` for the current one (what
+  ``a.field`` means inside the repetition) instead of unifying.
 * The **select list** is kept, with names rewritten to the variables above; it computes the
   complex event's parameters at completion (``@ts`` is the match's time).
 """
@@ -42,8 +54,13 @@ from typing import Literal
 from cepflow.compiler.normalize import and_items, fol_items, or_items
 from cepflow.events.model import EventType
 from cepflow.language import ast
+from cepflow.language.tags import RepeatedTag, indexed, misuses, repeated_tags
+from cepflow.language.walk import rewrite, strip_alias, walk
 
 StartPolicy = Literal["once", "restart", "spawn"]
+
+#: the synthetic event type a pattern's :class:`Clock` feeds it (never an input event)
+CLOCK = "@clock"
 
 
 class EsperError(Exception):
@@ -55,6 +72,16 @@ class EsperError(Exception):
 
 
 @dataclass(frozen=True)
+class Clock:
+    """A leading ``timer:interval(duration)`` (and ``not forbidden``): true ``duration`` ms
+    after it starts unless a ``forbidden`` event (untagged atoms, or an or of them) came."""
+
+    duration: float
+    forbidden: ast.Pattern | None = None
+    loc: ast.Loc = None
+
+
+@dataclass(frozen=True)
 class EsperPlan:
     """How instances of a lowered pattern begin (see module docstring)."""
 
@@ -63,23 +90,16 @@ class EsperPlan:
     expiry: float | None = None
     #: the pattern as written (the lowered one has variables like ``a1.speed``)
     text: str = ""
+    #: the leading interval of a pattern that starts at the statement's start
+    clock: Clock | None = None
 
 
 def is_esper(decl: ast.ComplexEventDecl) -> bool:
     """Does ``decl`` use Esper's pattern semantics (context, ``every``, aliases, select)?"""
     if decl.context == "esper" or decl.select is not None:
         return True
-
-    def walk(p: ast.Pattern) -> bool:
-        if isinstance(p, ast.Every | ast.Interval | ast.Until):
-            return True
-        if isinstance(p, ast.Atom):
-            return p.alias is not None
-        if isinstance(p, ast.Fol | ast.Or | ast.And):
-            return walk(p.left) or walk(p.right)
-        return walk(p.pattern)
-
-    return walk(decl.body)
+    return any(isinstance(n, ast.Every | ast.Interval | ast.Until)
+               or (isinstance(n, ast.Atom) and n.alias is not None) for n in walk(decl.body))
 
 
 def _fol(items: list[ast.Pattern]) -> ast.Pattern:
@@ -125,6 +145,11 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
     items = fol_items(body)
     if len(items) > 1 and isinstance(items[0], ast.Every):
         first = items[0]
+        if _timer_head(first.pattern):  # every timer:interval(Δ) -> P: a new P every Δ
+            if first.distinct or first.expiry is not None:
+                raise EsperError("every-distinct on timer:interval has no tagged event to "
+                                 "compare; write every timer:interval(…)", first.loc)
+            return _fol([first.pattern, *items[1:]]), EsperPlan("spawn")
         if not _single(first.pattern):
             raise EsperError("every in front of a parenthesised group followed by more pattern "
                              "is not supported yet (write every (A -> B) or every a = A -> B)",
@@ -136,6 +161,39 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
 
 _START = ("at the start of a pattern the operator has nothing to begin from: cepflow starts an "
           "instance at its first event, Esper at the statement's start")
+
+
+def _timer_head(p: ast.Pattern) -> bool:
+    """``timer:interval(Δ)`` or ``(timer:interval(Δ) and not C …)``: what a clock starts."""
+    if isinstance(p, ast.Interval):
+        return True
+    return isinstance(p, ast.And) and any(isinstance(o, ast.Interval) for o in and_items(p))
+
+
+def _clock_of(body: ast.Pattern) -> tuple[ast.Pattern, Clock | None]:
+    """A pattern that starts with a timer (see :func:`_timer_head`), as the :class:`Clock` and
+    the rest after the synthetic :data:`CLOCK` event; a window around the start (Esper's
+    ``timer:interval(Δ) -> (P where timer:within(w))``) then starts with the clock's event."""
+    items = fol_items(body)
+    head = items[0]
+    if isinstance(head, ast.Window):
+        inner, clock = _clock_of(head.pattern)
+        if clock is None:
+            return body, None
+        return _fol([replace(head, pattern=inner), *items[1:]]), clock
+    if not _timer_head(head):
+        return body, None
+    if isinstance(head, ast.Interval):
+        clock = Clock(head.duration, None, head.loc)
+    else:
+        ops = and_items(head)
+        timers = [o for o in ops if isinstance(o, ast.Interval)]
+        negs = [o for o in ops if isinstance(o, ast.Not)]
+        if len(timers) > 1 or len(negs) + 1 != len(ops):
+            raise EsperError("timer:interval inside 'and' is supported as (timer:interval(Δ) "
+                             "and not C) only", timers[0].loc)
+        clock = Clock(timers[0].duration, _forbidden(negs).pattern, timers[0].loc)
+    return _fol([ast.Atom(CLOCK, (), None, None, head.loc), *items[1:]]), clock
 
 
 class _Lowering:
@@ -157,14 +215,18 @@ class _Lowering:
         if isinstance(p, ast.And):
             if _special(p):
                 return _fol(self.chain([p], head))
-            if any(isinstance(n, ast.Every) for n in _nodes(p)):
+            if any(isinstance(n, ast.Every) for n in walk(p)):
                 raise EsperError("every inside 'and' is not supported (Esper's and keeps every "
                                  "operand's instances; only every X or every Y is)", p.loc)
             return ast.And(self.pattern(p.left, head), self.pattern(p.right, head), p.loc)
         if isinstance(p, ast.Mult):
-            self.no_tags(p.pattern, "[n]")
             return replace(p, pattern=self.pattern(p.pattern, head))
         if isinstance(p, ast.Every):
+            if head and _timer_head(p.pattern):
+                raise EsperError("every timer:interval(…) is supported as the start of a "
+                                 "pattern (every timer:interval(Δ) [-> …], every "
+                                 "(timer:interval(Δ) and not C) [-> …]), not inside "
+                                 "'or' or 'and'", p.loc)
             if head:  # a leading every the start policy did not take
                 raise EsperError("every in front of a group followed by more pattern is not "
                                  "supported (write every (A -> B) or every a = A -> B)", p.loc)
@@ -184,13 +246,6 @@ class _Lowering:
                              "supported; every may stand on one event there (A -> every B)",
                              p.loc)
         return p
-
-    def no_tags(self, p: ast.Pattern, what: str) -> None:
-        for n in _nodes(p):
-            if isinstance(n, ast.Atom) and n.alias is not None:
-                raise EsperError(f"a tag inside {what} ('{n.alias} = {n.name}') collects an "
-                                 "array of events in Esper (a[0], a[1]); not supported — "
-                                 "leave the repeated events untagged", n.loc)
 
     def chain(self, items: list[ast.Pattern], head: bool) -> list[ast.Pattern]:
         out: list[ast.Pattern] = []
@@ -227,26 +282,9 @@ class _Lowering:
                              "after an event", p.loc)
         if first:
             raise EsperError(f"'(... and not ...)' {_START}; write A -> (B and not C)", p.loc)
-        forbid = self.forbidden(negs)
+        forbid = _forbidden(negs)
         for step in self.steps(self.pattern(pos[0], False)):
             out.extend([forbid, step])
-
-    def forbidden(self, negs: list[ast.Pattern]) -> ast.Not:
-        """``not C and not D`` as one NOT over ``C or D`` (single events, untagged)."""
-        inner: ast.Pattern | None = None
-        for n in negs:
-            assert isinstance(n, ast.Not)
-            if not _single(n.pattern):
-                raise EsperError("'not' over a sequence or group is not supported; declare it "
-                                 "as its own event and write not <that event>", n.loc)
-            for a in or_items(n.pattern):
-                assert isinstance(a, ast.Atom)
-                if a.alias is not None:
-                    raise EsperError(f"a tag inside 'not' ('{a.alias} = {a.name}') never "
-                                     "binds an event; leave it out", a.loc)
-            inner = n.pattern if inner is None else ast.Or(inner, n.pattern, n.loc)
-        assert inner is not None
-        return ast.Not(inner, negs[0].loc)
 
     def steps(self, p: ast.Pattern) -> list[ast.Pattern]:
         """The single-event steps of ``p`` (sequences, [n]) for a NOT before each."""
@@ -263,18 +301,16 @@ class _Lowering:
 
     def interval(self, t: ast.Interval, negs: list[ast.Pattern] | None,
                  out: list[ast.Pattern], first: bool, last: bool) -> None:
-        if first or not out:
-            raise EsperError(f"timer:interval {_START} (every timer:interval(…) needs the "
-                             "statement's start time); put an event before it: "
-                             "A -> timer:interval(…)", t.loc)
-        if not last:
-            raise EsperError("timer:interval is supported at the end of a pattern only "
-                             "(A -> timer:interval(…))", t.loc)
+        if first or not out or not last:
+            raise EsperError("timer:interval is supported at the start of a pattern "
+                             "(timer:interval(Δ) -> …, every timer:interval(Δ), "
+                             "every (timer:interval(Δ) and not C)) and at its end after one "
+                             "event (A -> timer:interval(Δ))", t.loc)
         prev = out.pop()
         if not (_single(prev) or (isinstance(prev, ast.Every) and _single(prev.pattern))):
             raise EsperError("timer:interval after a group is not supported; it may follow "
                              "one event (A -> timer:interval(…))", t.loc)
-        tail: ast.Pattern = self.forbidden(negs) if negs else t
+        tail: ast.Pattern = _forbidden(negs) if negs else t
         out.append(ast.Window(ast.Fol(prev, tail, t.loc), t.duration, "within", t.loc))
 
     def until(self, u: ast.Until, out: list[ast.Pattern], first: bool) -> None:
@@ -282,7 +318,6 @@ class _Lowering:
         if not _single(u.pattern) or not _single(u.until):
             raise EsperError("until is supported between single events (or alternatives of "
                              "events): [m:n] A until B", u.loc)
-        self.no_tags(u.pattern, "until")
         if first and low > 0 and self.start != "restart":
             raise EsperError(f"'[{low}…] … until' {_START}, where a '{_name(u.until)}' before "
                              "the first repetition ends it; write every (…) around it or put "
@@ -309,19 +344,27 @@ class _Lowering:
         out.extend(items)
 
 
+def _forbidden(negs: list[ast.Pattern]) -> ast.Not:
+    """``not C and not D`` as one NOT over ``C or D`` (single events, untagged)."""
+    inner: ast.Pattern | None = None
+    for n in negs:
+        assert isinstance(n, ast.Not)
+        if not _single(n.pattern):
+            raise EsperError("'not' over a sequence or group is not supported; declare it "
+                             "as its own event and write not <that event>", n.loc)
+        for a in or_items(n.pattern):
+            assert isinstance(a, ast.Atom)
+            if a.alias is not None:
+                raise EsperError(f"a tag inside 'not' ('{a.alias} = {a.name}') never "
+                                 "binds an event; leave it out", a.loc)
+        inner = n.pattern if inner is None else ast.Or(inner, n.pattern, n.loc)
+    assert inner is not None
+    return ast.Not(inner, negs[0].loc)
+
+
 def _special(p: ast.And) -> bool:
     """An ``and`` with a ``not`` or ``timer:interval`` operand (lowered, not expanded)."""
     return any(isinstance(o, ast.Not | ast.Interval) for o in and_items(p))
-
-
-def _nodes(p: ast.Pattern) -> list[ast.Pattern]:
-    if isinstance(p, ast.Atom | ast.Interval):
-        return [p]
-    if isinstance(p, ast.Fol | ast.Or | ast.And):
-        return [p, *_nodes(p.left), *_nodes(p.right)]
-    if isinstance(p, ast.Until):
-        return [p, *_nodes(p.pattern), *_nodes(p.until)]
-    return [p, *_nodes(p.pattern)]
 
 
 def _name(p: ast.Pattern) -> str:
@@ -335,35 +378,22 @@ def _untagged(p: ast.Pattern) -> ast.Pattern:
     assert isinstance(p, ast.Atom)
     if p.alias is None:
         return p
-    alias = p.alias
-
-    def expr(e: ast.Expr) -> ast.Expr:
-        if isinstance(e, ast.Name):
-            if e.name == alias and len(e.path) == 1:
-                return ast.Name(e.path[0], (), e.loc)
-            return e
-        if isinstance(e, ast.Unary):
-            return ast.Unary(e.op, expr(e.operand), e.loc)
-        if isinstance(e, ast.Binary):
-            return ast.Binary(e.op, expr(e.left), expr(e.right), e.loc)
-        if isinstance(e, ast.Call):
-            return ast.Call(e.func, tuple(expr(a) for a in e.args), e.loc)
-        return e
-
-    return ast.Atom(p.name, p.args, None if p.where is None else expr(p.where), None, p.loc)
+    where = None if p.where is None else strip_alias(p.where, p.alias)
+    return ast.Atom(p.name, p.args, where, None, p.loc)
 
 
 def guard_windows(p: ast.Pattern) -> ast.Pattern:
     """Esper's guard ``X -> (P where timer:within(Δ))`` starts when ``P`` is activated, i.e. at
-    ``X``'s event: with ``X`` one event that is the window ``(X -> P)[Δ]`` (used by the EPL
-    reader; in cepflow syntax a window means what it says)."""
+    ``X``'s event: with ``X`` one event (or the timer a pattern starts with) that is the window
+    ``(X -> P)[Δ]`` (used by the EPL reader; in cepflow syntax a window means what it says)."""
     if isinstance(p, ast.Fol):
         items = [guard_windows(i) for i in fol_items(p)]
         out: list[ast.Pattern] = [items[0]]
         for it in items[1:]:
             prev = out[-1]
-            single = isinstance(prev, ast.Atom) or (isinstance(prev, ast.Every)
-                                                    and isinstance(prev.pattern, ast.Atom))
+            single = isinstance(prev, ast.Atom) or (isinstance(prev, ast.Every) and (
+                isinstance(prev.pattern, ast.Atom) or _timer_head(prev.pattern))) or (
+                len(out) == 1 and _timer_head(prev))  # a leading timer: the clock's event
             if isinstance(it, ast.Window) and it.kind == "within" and single:
                 out[-1] = ast.Window(ast.Fol(prev, it.pattern, it.loc), it.duration,
                                      it.kind, it.loc)
@@ -392,43 +422,62 @@ def _and(items: list[ast.Expr]) -> ast.Expr | None:
     return out
 
 
-class _Aliases:
-    """Rewrites aliased atoms to unification variables, left to right (binding order)."""
+def current(alias: str, fld: str) -> str:
+    """The variable holding a repeated tag's field for the current repetition (``a.id``
+    inside ``[n] (a=A -> B(id = a.id))``); hidden from outputs like every ``_`` name."""
+    return f"_{alias}.{fld}"
 
-    def __init__(self, schemas: Mapping[str, EventType]) -> None:
+
+class _Aliases:
+    """Rewrites aliased atoms to unification variables, left to right (binding order). An
+    atom with a repeated tag keeps its alias: its position collects (module docstring)."""
+
+    def __init__(self, schemas: Mapping[str, EventType],
+                 repeated: Mapping[str, RepeatedTag]) -> None:
         self.schemas = schemas
-        self.bound: dict[str, EventType] = {}   # alias -> its event type
+        self.repeated = repeated
+        self.bound: dict[str, EventType] = {}   # alias -> its event type (surely bound)
+        self.seen: dict[str, EventType] = {}    # every alias so far, in binding order
         self.rename: dict[str, str] = {}        # "a2.f" -> the variable holding it
 
     def var(self, alias: str, fld: str, loc: ast.Loc) -> str:
         et = self.bound.get(alias)
         if et is None:
             raise EsperError(f"'{alias}' is not bound before this point", loc)
+        self._field(alias, et, fld, loc)
+        name = current(alias, fld) if alias in self.repeated else f"{alias}.{fld}"
+        return self.rename.get(name, name)
+
+    @staticmethod
+    def _field(alias: str, et: EventType, fld: str, loc: ast.Loc) -> None:
         if fld not in et.param_names:
             raise EsperError(f"'{alias}' ({et.name}) has no field '{fld}' "
                              f"(fields: {', '.join(et.param_names)})", loc)
-        name = f"{alias}.{fld}"
-        return self.rename.get(name, name)
 
     def expr(self, e: ast.Expr, own: str | None = None) -> ast.Expr:
-        """Names ``alias.field`` → the variable; the atom's own alias → its bare field."""
-        if isinstance(e, ast.Name):
-            if not e.path:
-                return e
-            if len(e.path) != 1:
-                raise EsperError(f"'{e.name}.{'.'.join(e.path)}': only alias.field is "
-                                 "supported", e.loc)
-            if e.name == own:
-                return ast.Name(e.path[0], (), e.loc)
-            alias, fld = self.var(e.name, e.path[0], e.loc).split(".", 1)
-            return ast.Name(alias, (fld,), e.loc)
-        if isinstance(e, ast.Unary):
-            return ast.Unary(e.op, self.expr(e.operand, own), e.loc)
-        if isinstance(e, ast.Binary):
-            return ast.Binary(e.op, self.expr(e.left, own), self.expr(e.right, own), e.loc)
-        if isinstance(e, ast.Call):
-            return ast.Call(e.func, tuple(self.expr(a, own) for a in e.args), e.loc)
-        return e
+        """Names ``alias.field`` → the variable; the atom's own alias → its bare field;
+        ``a[k].field`` (a repeated tag's k-th event) stays as it is, a variable itself."""
+
+        def fn(n: ast.Expr) -> ast.Expr | None:
+            if not isinstance(n, ast.Name) or not n.path:
+                return n if isinstance(n, ast.Name) else None
+            if len(n.path) != 1:
+                raise EsperError(f"'{n.name}.{'.'.join(n.path)}': only alias.field is "
+                                 "supported", n.loc)
+            ix = indexed(n.name)
+            if ix is not None:
+                et = self.seen.get(ix[0])
+                if et is None or ix[0] not in self.repeated:
+                    raise EsperError(f"'{ix[0]}' is not a repeated tag bound before this "
+                                     "point", n.loc)
+                self._field(ix[0], et, n.path[0], n.loc)
+                return n
+            if n.name == own:
+                return ast.Name(n.path[0], (), n.loc)
+            alias, fld = self.var(n.name, n.path[0], n.loc).split(".", 1)
+            return ast.Name(alias, (fld,), n.loc)
+
+        return rewrite(e, fn)
 
     def atom(self, a: ast.Atom) -> ast.Atom:
         if a.alias is None:
@@ -441,9 +490,12 @@ class _Aliases:
         if a.args is not None:
             raise EsperError(f"'{a.alias} = {a.name}(...)': an aliased event takes a filter, "
                              "not positional parameters", a.loc)
-        if a.alias in self.bound:
+        repeated = a.alias in self.repeated
+        if a.alias in self.bound and not repeated:
             raise EsperError(f"alias '{a.alias}' is bound twice", a.loc)
-        args: list[str] = [f"{a.alias}.{f}" for f in et.param_names]
+        # a repeated tag's own fields are collected (assigned), not unified
+        args: list[str | None] = ([None] * len(et.param_names) if repeated else
+                                  [f"{a.alias}.{f}" for f in et.param_names])
         rest: list[ast.Expr] = []
         for c in _conjuncts(a.where) if a.where is not None else []:
             unified = self._unify(c, a.alias, et)
@@ -451,17 +503,19 @@ class _Aliases:
                 rest.append(c)
                 continue
             i, var = unified
-            if args[i] != f"{a.alias}.{et.param_names[i]}":
+            if args[i] not in (None, f"{a.alias}.{et.param_names[i]}"):
                 rest.append(c)  # this field already unifies with another variable
                 continue
             args[i] = var
-            self.rename[f"{a.alias}.{et.param_names[i]}"] = var
+            if not repeated:
+                self.rename[f"{a.alias}.{et.param_names[i]}"] = var
         where = _and([self.expr(c, a.alias) for c in rest])
-        self.bound[a.alias] = et
-        return ast.Atom(a.name, tuple(args), where, None, a.loc)
+        self.bound[a.alias] = self.seen[a.alias] = et
+        return ast.Atom(a.name, tuple(args), where, a.alias if repeated else None, a.loc)
 
     def _unify(self, c: ast.Expr, own: str, et: EventType) -> tuple[int, str] | None:
-        """``own.f == other.g`` (either order, ``=`` or ``==``) with ``other`` bound before."""
+        """``own.f == other.g`` (either order, ``=`` or ``==``) with ``other`` bound before
+        (not a repeated tag's current event: that one changes, so it stays a filter)."""
         if not (isinstance(c, ast.Binary) and c.op == "=="):
             return None
         sides = [c.left, c.right]
@@ -469,6 +523,7 @@ class _Aliases:
             if (isinstance(mine, ast.Name) and isinstance(theirs, ast.Name)
                     and len(mine.path) == 1 and len(theirs.path) == 1
                     and mine.name == own and theirs.name != own and theirs.name in self.bound
+                    and theirs.name not in self.repeated
                     and mine.path[0] in et.param_names):
                 return et.param_names.index(mine.path[0]), self.var(theirs.name,
                                                                     theirs.path[0], theirs.loc)
@@ -491,21 +546,48 @@ class _Aliases:
             return ast.Or(left, right, p.loc)
         return replace(p, pattern=self.pattern(p.pattern))
 
+    def default_select(self, loc: ast.Loc) -> tuple[tuple[str, ast.Expr], ...]:
+        """Without a select list: the fields of every tag, as Esper's ``select *`` gives the
+        tagged events; a repeated tag's as ``a[0].f`` … up to the most it collects."""
+        out: list[tuple[str, ast.Expr]] = []
+        for alias, et in self.seen.items():
+            rep = self.repeated.get(alias)
+            if rep is None:
+                if alias in self.bound:
+                    out.extend((f"{alias}.{f}", ast.Name(alias, (f,))) for f in et.param_names)
+                continue
+            if rep.most is None:
+                raise EsperError(f"'{alias}' collects any number of events, so the complex event "
+                                 "has no fixed fields without a select list: select them "
+                                 f"({alias}[0].{et.param_names[0] if et.param_names else 'f'} "
+                                 "as …) or bound the repetition ([m:n] … until …)",
+                                 rep.loc or loc)
+            for k in range(rep.most):
+                head = f"{alias}[{k}]"
+                out.extend((f"{head}.{f}", ast.Name(head, (f,))) for f in et.param_names)
+        return tuple(out)
+
 
 def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
           ) -> tuple[ast.ComplexEventDecl, EsperPlan]:
     """The plain-algebra form of an Esper-style declaration and its start policy."""
+    for m in misuses(decl):
+        if m.severity == "error":
+            raise EsperError(m.message, m.loc)
+    repeated = repeated_tags(decl.body)
     body, plan = _start_policy(decl.body)
+    body, clock = _clock_of(body)
+    if clock is not None and decl.partition_by:
+        raise EsperError("a pattern that starts with timer:interval runs from the statement's "
+                         "start over the whole stream; 'partition by' does not apply", decl.loc)
     body = _Lowering(plan.start).pattern(body, head=True)
-    aliases = _Aliases(schemas)
+    aliases = _Aliases(schemas, repeated)
     body = aliases.pattern(body)
     distinct = tuple(aliases.expr(d) for d in plan.distinct)
     select = decl.select
     params = decl.params
     if select is None and not decl.params:
-        # no select list: the fields of every alias, as Esper's select * gives the tagged events
-        select = tuple((f"{a}.{f}", ast.Name(a, (f,)))
-                       for a, et in aliases.bound.items() for f in et.param_names)
+        select = aliases.default_select(decl.loc)
     if select is not None:
         select = tuple((name, aliases.expr(e)) for name, e in select)
         if not params:
@@ -513,4 +595,5 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     lowered = replace(decl, body=body, context="esper", select=select, params=params)
     from cepflow.language.printer import format_pattern
 
-    return lowered, replace(plan, distinct=distinct, text=format_pattern(decl.body))
+    return lowered, replace(plan, distinct=distinct, text=format_pattern(decl.body),
+                            clock=clock)

@@ -22,6 +22,7 @@ from cepflow.compiler.automata import CompileError, compile_pattern
 from cepflow.compiler.esper import EsperError, is_esper, lower
 from cepflow.events.model import EventType, ParamSpec, canonical_type
 from cepflow.language import ast
+from cepflow.language.walk import atoms
 from cepflow.windows.declaration import statement_of
 from cepflow.windows.plan import compile_statement
 from cepflow.windows.statement import WindowError, WindowStatement
@@ -77,18 +78,6 @@ def event_schemas(module: ast.Module) -> dict[str, EventType]:
     return out
 
 
-def _references(p: ast.Pattern) -> set[str]:
-    if isinstance(p, ast.Atom):
-        return {p.name}
-    if isinstance(p, ast.Fol | ast.Or | ast.And):
-        return _references(p.left) | _references(p.right)
-    if isinstance(p, ast.Interval):
-        return set()
-    if isinstance(p, ast.Until):
-        return _references(p.pattern) | _references(p.until)
-    return _references(p.pattern)
-
-
 def compile_module(
     module: ast.Module,
     functions: Mapping[str, Callable[..., Any]] | None = None,
@@ -104,7 +93,8 @@ def compile_module(
     graph = nx.DiGraph()
     for name, d in complex_decls.items():
         graph.add_node(name)
-        refs = ({d.source.name} if isinstance(d, ast.WindowDecl) else _references(d.body))
+        refs = ({d.source.name} if isinstance(d, ast.WindowDecl)
+                else {a.name for a in atoms(d.body)})
         for ref in refs:
             if ref in complex_decls:
                 graph.add_edge(ref, name)

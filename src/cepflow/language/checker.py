@@ -34,6 +34,7 @@ from cepflow.language.ast import (
     Every,
     Expr,
     Fol,
+    Interval,
     Loc,
     Module,
     Mult,
@@ -46,13 +47,15 @@ from cepflow.language.ast import (
     RuleDecl,
     Trait,
     Unary,
-    Until,
     Window,
     WindowDecl,
     is_wildcard,
 )
 from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
 from cepflow.language.printer import column_name
+from cepflow.language.tags import indexed, misuses, repeated_tags
+from cepflow.language.walk import atoms, bound_variables, expr_nodes, walk
+from cepflow.language.walk import names as _names
 
 __all__ = ["check", "errors_only"]
 
@@ -92,58 +95,10 @@ def errors_only(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 # ---------------------------------------------------------------- pattern helpers
 
 
-def _children(node: Pattern) -> tuple[Pattern, ...]:
-    if isinstance(node, Fol | Or | And):
-        return (node.left, node.right)
-    if isinstance(node, Mult | Not | Window | Every):
-        return (node.pattern,)
-    if isinstance(node, Until):
-        return (node.pattern, node.until)
-    return ()
-
-
-def _walk(node: Pattern) -> Iterator[Pattern]:
-    yield node
-    for child in _children(node):
-        yield from _walk(child)
-
-
-def _atoms(node: Pattern) -> Iterator[Atom]:
-    return (n for n in _walk(node) if isinstance(n, Atom))
-
-
 def _start(node: Pattern) -> Loc:
     """Earliest location in a pattern (where its source text begins)."""
-    locs = [n.loc for n in _walk(node) if n.loc is not None]
+    locs = [n.loc for n in walk(node) if n.loc is not None]
     return min(locs) if locs else None
-
-
-def _bound(node: Pattern) -> tuple[set[str], set[str]]:
-    """(variables bound by every match, variables bound by some match) of a pattern."""
-    if isinstance(node, Atom):
-        names = {a for a in node.args or () if not is_wildcard(a)}
-        return set(names), set(names)
-    if isinstance(node, Fol | And):
-        ld, lp = _bound(node.left)
-        rd, rp = _bound(node.right)
-        return ld | rd, lp | rp
-    if isinstance(node, Or):
-        ld, lp = _bound(node.left)
-        rd, rp = _bound(node.right)
-        return ld & rd, lp | rp
-    if isinstance(node, Mult):
-        inner_d, inner_p = _bound(node.pattern)
-        optional = node.count == "*" or node.count == 0
-        return (set() if optional else inner_d), inner_p
-    if isinstance(node, Window):
-        return _bound(node.pattern)
-    if isinstance(node, Every):
-        return _bound(node.pattern)
-    if isinstance(node, Until):  # the repetitions may be none; the until pattern always binds
-        inner_d, inner_p = _bound(node.pattern)
-        until_d, until_p = _bound(node.until)
-        return (until_d | (inner_d if (node.low or 0) > 0 else set())), inner_p | until_p
-    return set(), set()  # Not and Interval bind nothing
 
 
 def _nullable(node: Pattern) -> bool:
@@ -285,27 +240,36 @@ class _Checker:
 
     def _check_complex(self, decl: ComplexEventDecl) -> None:
         body = decl.body
-        variables = {a for atom in _atoms(body) for a in atom.args or () if not is_wildcard(a)}
+        variables = {a for atom in atoms(body) for a in atom.args or () if not is_wildcard(a)}
         # Esper-style aliases: ``a1 = Motorbike`` makes ``a1.<field>`` a variable
-        sigs = {atom: self._resolve(atom.name, atom.args, atom.loc) for atom in _atoms(body)}
+        sigs = {atom: self._resolve(atom.name, atom.args, atom.loc) for atom in atoms(body)}
         for atom, sig in sigs.items():
             if atom.alias is not None and sig is not None and sig.params is not None:
                 variables |= set(_aliased(atom.alias, sig.params))
+        # Esper's tags inside a repetition: arrays, read as a[k].<field> (language/tags.py)
+        for m in misuses(decl):
+            self._report(m.loc, m.message, m.severity)
+        typed = self._indexed_fields(decl, sigs)
         for atom, sig in sigs.items():
             if atom.where is not None:
-                self._check_filter(atom, sig, variables)
+                self._check_filter(atom, sig, variables, typed)
+        tag_types = {**typed}
+        for atom, sig in sigs.items():
+            if atom.alias is not None and sig is not None and sig.params is not None:
+                tag_types.update(_aliased(atom.alias, sig.params))
         for name, expr in decl.select or ():
             for n in _names(expr):
                 full = _dotted(n)
-                if full not in variables and full != "@ts":
+                if full not in variables and full != "@ts" and indexed(n.name) is None:
                     self._report(n.loc or decl.loc, f"unknown name '{full}' in the select "
                                  f"item '{name}' of '{decl.name}'")
+            _Typer(tag_types, self._report).infer(expr)
         if decl.select is not None or any(a.alias for a in sigs):
             decl = ComplexEventDecl(decl.name, (), body, decl.context, (), loc=decl.loc)
-        for node in _walk(body):
+        for node in walk(body):
             if isinstance(node, Mult) and node.count == 0:
                 self._report(node.loc, "multiplicity {0} matches nothing; use NOT for absence")
-        definitely, possibly = _bound(body)
+        definitely, possibly = bound_variables(body)
         for p in decl.params:
             if p.name not in possibly:
                 self._report(
@@ -333,6 +297,31 @@ class _Checker:
             )
         self._check_not(body, first=True, windowed=False)
 
+    def _indexed_fields(self, decl: ComplexEventDecl, sigs: Mapping[Atom, _Signature | None]
+                        ) -> dict[str, str]:
+        """``a[k].<field>`` names of repeated tags that ``decl`` reads, with the field's type;
+        an unknown field is reported (other misuses are :func:`misuses`')."""
+        repeated = repeated_tags(decl.body)
+        params = {a.alias: sig.params for a, sig in sigs.items()
+                  if a.alias is not None and sig is not None and sig.params is not None}
+        exprs = [a.where for a in sigs if a.where is not None]
+        exprs += [e for _, e in decl.select or ()]
+        exprs += [d for n in walk(decl.body) if isinstance(n, Every) for d in n.distinct]
+        out: dict[str, str] = {}
+        for expr in exprs:
+            for n in _names(expr):
+                ix = indexed(n.name)
+                if ix is None or ix[0] not in repeated or ix[0] not in params or not n.path:
+                    continue
+                fields = dict(params[ix[0]])  # type: ignore[arg-type]
+                if n.path[0] in fields:
+                    out[_dotted(n)] = fields[n.path[0]]
+                else:
+                    self._report(n.loc or decl.loc, f"unknown field '{n.path[0]}' in "
+                                 f"'{_dotted(n)}'; '{ix[0]}' ({repeated[ix[0]].type}) has: "
+                                 f"{', '.join(fields) or '(none)'}")
+        return out
+
     def _check_not(self, node: Pattern, first: bool, windowed: bool) -> None:
         """Report NOT operands that start a sequence without a window around them."""
         if isinstance(node, Not):
@@ -343,8 +332,11 @@ class _Checker:
             self._check_not(node.left, first, windowed)
             self._check_not(node.right, False, windowed)
         elif isinstance(node, Or | And):
-            self._check_not(node.left, first, windowed)
-            self._check_not(node.right, first, windowed)
+            # (timer:interval(Δ) and not C): the NOT is partnered with the interval
+            timed = windowed or (isinstance(node, And) and any(
+                isinstance(o, Interval) for o in (node.left, node.right)))
+            self._check_not(node.left, first, timed)
+            self._check_not(node.right, first, timed)
         elif isinstance(node, Mult):
             self._check_not(node.pattern, first, windowed)
         elif isinstance(node, Window):
@@ -421,7 +413,8 @@ class _Checker:
 
     # ------------------------------------------------------------ filters
 
-    def _check_filter(self, atom: Atom, sig: _Signature | None, variables: set[str]) -> None:
+    def _check_filter(self, atom: Atom, sig: _Signature | None, variables: set[str],
+                      typed: Mapping[str, str]) -> None:
         assert atom.where is not None
         fields: dict[str, str] | None = None
         if sig is not None and sig.params is not None:
@@ -431,7 +424,10 @@ class _Checker:
                 fields.update(_aliased(atom.alias, sig.params))
             available = sorted(set(fields) | variables)
             aliases = {v.split(".", 1)[0] for v in (*fields, *variables) if "." in v}
+            fields.update(typed)  # a[k].<field> of repeated tags (checked on their own)
             for name in _names(atom.where):
+                if indexed(name.name) is not None:
+                    continue
                 full = _dotted(name)
                 if name.name not in aliases:
                     full = name.name  # a dotted path into a value: only its head is checked
@@ -471,11 +467,11 @@ class _Checker:
             if isinstance(d, ComplexEventDecl) and sig is not None and sig.kind == "complex":
                 complexes.setdefault(d.name, d)
         graph = {
-            name: [a for a in _atoms(d.body) if a.name in complexes]
+            name: [a for a in atoms(d.body) if a.name in complexes]
             for name, d in complexes.items()
         }
         for component in _strongly_connected(
-            list(complexes), {n: [a.name for a in atoms] for n, atoms in graph.items()}
+            list(complexes), {n: [a.name for a in refs] for n, refs in graph.items()}
         ):
             members = set(component)
             start = component[0]
@@ -577,19 +573,6 @@ def _external_signature(spec: Any) -> _Signature:
 # ---------------------------------------------------------------- filter typing
 
 
-def _names(expr: Expr) -> Iterator[Name]:
-    if isinstance(expr, Name):
-        yield expr
-    elif isinstance(expr, Unary):
-        yield from _names(expr.operand)
-    elif isinstance(expr, Binary):
-        yield from _names(expr.left)
-        yield from _names(expr.right)
-    elif isinstance(expr, Call):
-        for arg in expr.args:
-            yield from _names(arg)
-
-
 @overload
 def _dotted(expr: Name) -> str: ...
 
@@ -608,28 +591,12 @@ def _aliased(alias: str, params: tuple[tuple[str, str], ...]) -> dict[str, str]:
 
 
 def _calls(expr: Expr) -> Iterator[Call]:
-    if isinstance(expr, Call):
-        yield expr
-        for arg in expr.args:
-            yield from _calls(arg)
-    elif isinstance(expr, Unary):
-        yield from _calls(expr.operand)
-    elif isinstance(expr, Binary):
-        yield from _calls(expr.left)
-        yield from _calls(expr.right)
+    return (e for e in expr_nodes(expr) if isinstance(e, Call))
 
 
 def _expr_start(expr: Expr) -> Loc:
     """Earliest location in a condition (where its source text begins)."""
-    locs = [expr.loc] if expr.loc is not None else []
-    children: tuple[Expr, ...] = ()
-    if isinstance(expr, Unary):
-        children = (expr.operand,)
-    elif isinstance(expr, Binary):
-        children = (expr.left, expr.right)
-    elif isinstance(expr, Call):
-        children = expr.args
-    locs.extend(loc for child in children if (loc := _expr_start(child)) is not None)
+    locs = [e.loc for e in expr_nodes(expr) if e.loc is not None]
     return min(locs) if locs else None
 
 

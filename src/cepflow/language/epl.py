@@ -32,6 +32,8 @@ from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError
 from cepflow.language.parser import decode_string, to_milliseconds
 from cepflow.language.syntax import LarkErrors, parse_located
+from cepflow.language.tags import index_name
+from cepflow.language.walk import rewrite
 
 _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "Long",
           "double": "Double", "float": "Double", "boolean": "Boolean", "bool": "Boolean"}
@@ -115,6 +117,14 @@ class _ToAst(Transformer):
     def name(self, meta: Any, c: list[Token]) -> ast.Name:
         return ast.Name(str(c[0]), tuple(str(t) for t in c[1:]), loc=_loc(meta))
 
+    def indexed(self, meta: Any, c: list[Token]) -> ast.Name:
+        """Esper's indexed tag ``a[0].id``: the k-th event a repetition collected."""
+        k = str(c[1])
+        if "." in k:
+            raise _Unsupported(_loc(c[1]), f"an index must be a whole number, not {k}")
+        return ast.Name(index_name(str(c[0]), int(k)), tuple(str(t) for t in c[2:]),
+                        loc=_loc(meta))
+
     def call(self, meta: Any, c: list[Any]) -> ast.Expr:
         func = str(c[0])
         if func.lower() == "current_timestamp" and len(c) == 1:
@@ -177,6 +187,10 @@ class _ToAst(Transformer):
 
     def every(self, meta: Any, c: list[Any]) -> ast.Every:
         return ast.Every(c[0], loc=_loc(meta))
+
+    def every_repeat(self, meta: Any, c: list[Any]) -> ast.Every:
+        """``every [n] P`` (Esper's grammar lets every take a repeat count)."""
+        return ast.Every(self.repeat(meta, c), loc=_loc(meta))
 
     def every_distinct(self, meta: Any, c: list[Any]) -> ast.Every:
         keys = list(c[:-1])
@@ -368,15 +382,13 @@ def _statement(name: str, loc: ast.Loc, parts: list[Any]) -> ast.Decl:
 
 def _window_expr(e: ast.Expr) -> ast.Expr:
     """EPL's ``count(*)`` as the cepflow syntax reads it: ``count()``."""
-    if isinstance(e, ast.Unary):
-        return ast.Unary(e.op, _window_expr(e.operand), e.loc)
-    if isinstance(e, ast.Binary):
-        return ast.Binary(e.op, _window_expr(e.left), _window_expr(e.right), e.loc)
-    if isinstance(e, ast.Call):
-        if e.func.lower() == "count" and e.args == (ast.Const("*"),):
-            return ast.Call(e.func, (), e.loc)
-        return ast.Call(e.func, tuple(_window_expr(a) for a in e.args), e.loc)
-    return e
+
+    def fn(n: ast.Expr) -> ast.Expr | None:
+        if isinstance(n, ast.Call) and n.func.lower() == "count" and n.args == (ast.Const("*"),):
+            return ast.Call(n.func, (), n.loc)
+        return None
+
+    return rewrite(e, fn)
 
 
 def _window_source(source: _Source) -> ast.Atom:

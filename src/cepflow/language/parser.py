@@ -80,6 +80,7 @@ from cepflow.language.ast import (
     WindowDecl,
 )
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
+from cepflow.language.tags import index_name
 
 __all__ = [
     "DECL_KEYWORDS",
@@ -995,6 +996,14 @@ class _ToAst(Transformer):
     def name(self, children: list[Any]) -> Name:
         parts = children[0]
         return Name(_ident(parts[0]), tuple(_ident(p) for p in parts[1:]), loc=_loc(parts[0]))
+
+    def indexed_name(self, children: list[Token]) -> Name:
+        """``a[0].id``: Esper's indexed tag (cepflow.language.tags)."""
+        tok = children[0]
+        head, *path = str(tok).split(".")
+        tag, k = head[:-1].split("[")
+        return Name(index_name(_ident(tag), int(k)), tuple(_ident(p) for p in path),
+                    loc=_loc(tok))
 
     def call(self, children: list[Any]) -> Expr:
         parts, *args = children

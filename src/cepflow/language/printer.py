@@ -44,6 +44,8 @@ from cepflow.language.ast import (
     WindowDecl,
 )
 from cepflow.language.parser import RESERVED_WORDS
+from cepflow.language.tags import indexed
+from cepflow.language.walk import rewrite
 
 __all__ = ["column_name", "format_decl", "format_duration", "format_expr", "format_module",
            "format_pattern"]
@@ -166,7 +168,9 @@ def _expr(node: Expr) -> tuple[str, int]:
     if isinstance(node, Name):
         if node.name == "@ts" and not node.path:  # what current_timestamp() parses to
             return "current_timestamp()", _ATOM_PREC
-        return ".".join(_ident(p) for p in (node.name, *node.path)), _ATOM_PREC
+        ix = indexed(node.name)
+        head = _ident(node.name) if ix is None else f"{_ident(ix[0])}[{ix[1]}]"
+        return ".".join((head, *(_ident(p) for p in node.path))), _ATOM_PREC
     if isinstance(node, Call):
         args = ", ".join(_expr(a)[0] for a in node.args)
         return f"{_qname(node.func)}({args})", _ATOM_PREC
@@ -211,17 +215,15 @@ def column_name(node: Expr) -> str:
 def _star_count(node: Expr) -> Expr:
     """``node`` with ``count(*)`` in either form as ``count()`` (``*`` is not printable):
     ``count(*)`` may arrive as ``Call("count", (Name("*"),))``."""
-    if isinstance(node, Call):
-        arg = node.args[0] if len(node.args) == 1 else None
-        if node.func.lower() == "count" and isinstance(arg, Name) and arg.name == "*" \
-                and not arg.path:
-            return Call(node.func, (), node.loc)
-        return Call(node.func, tuple(_star_count(a) for a in node.args), node.loc)
-    if isinstance(node, Unary):
-        return Unary(node.op, _star_count(node.operand), node.loc)
-    if isinstance(node, Binary):
-        return Binary(node.op, _star_count(node.left), _star_count(node.right), node.loc)
-    return node
+
+    def fn(e: Expr) -> Expr | None:
+        arg = e.args[0] if isinstance(e, Call) and len(e.args) == 1 else None
+        if isinstance(e, Call) and e.func.lower() == "count" and isinstance(arg, Name) \
+                and arg.name == "*" and not arg.path:
+            return Call(e.func, (), e.loc)
+        return None
+
+    return rewrite(node, fn)
 
 
 # ---------------------------------------------------------------- patterns

@@ -620,16 +620,9 @@ class EsperPair:
 def esper_pair_of(m: Any) -> EsperPair | None:
     """The pair view of a matcher, or None if its automaton is not of that shape."""
     auto = m.auto
-    if (m.context != "esper" or m.partitioned or auto.forbids or auto.start != "spawn"
-            or auto.distinct):
+    a = auto.spawn_edge()  # (context esper, spawn, not partitioned, no clock, one first edge)
+    if a is None:
         return None
-    init = auto.edges.get(INITIAL, {})
-    if len(init) != 1:
-        return None
-    ((_, es),) = init.items()
-    if len(es) != 1:
-        return None
-    a = es[0]
     s = a.target
     if a.final or a.exits or a.keeps_source or set(auto.edges) != {INITIAL, s}:
         return None

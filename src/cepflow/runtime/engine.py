@@ -14,6 +14,19 @@ event's timestamp are processed in time order (deadlines strictly before it, win
 to and including it; at one instant pattern deadlines first) — then the event goes to the
 patterns, then to the window statements, each in dependency order; every complex event a
 pattern or statement produces is delivered breadth first, again patterns before statements.
+
+**Statement start** (docs/esper.md): Esper starts a pattern when its statement starts, which
+matters to the patterns that begin with ``timer:interval``. The engine's statements start at
+``start`` when it is given, else at the timestamp of the first event it processes (the replayed
+stream's beginning): their clocks begin then, and their timers fire in time order with every
+other timer. At ``advance_to(inf)`` (``finish(close_windows=True)``) the intervals under way
+end, and no new one begins: the statement stops with its input.
+
+**Input a statement cannot take** (a value an aggregate cannot aggregate, an unhashable group
+key) is, with a :class:`~cepflow.events.model.SideChannel` given as ``side``, put there with
+its reason (statement, field, value) while the statement's state stays as it was and the event
+goes on to every other pattern and statement; without one it stops the run with an
+:class:`EngineError`, as before.
 """
 
 from __future__ import annotations
@@ -26,7 +39,7 @@ from itertools import islice
 from typing import Any
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel
 from cepflow.language import ast
 from cepflow.runtime.actions import Activation, registered
 from cepflow.runtime.batch import (
@@ -38,7 +51,7 @@ from cepflow.runtime.batch import (
     process_columns,
     process_esper_batch,
 )
-from cepflow.runtime.matcher import Matcher, Trace
+from cepflow.runtime.matcher import CLOCK_TOKEN, Matcher, Trace
 from cepflow.windows.runner import WindowRunner
 from cepflow.windows.statement import WindowError
 
@@ -56,6 +69,8 @@ class EngineStats:
     complex_events: int = 0
     by_pattern: dict[str, int] = field(default_factory=dict)
     rule_firings: int = 0
+    #: events a window statement could not take (put on the side channel)
+    rejected: int = 0
 
 
 class Engine:
@@ -69,8 +84,12 @@ class Engine:
         max_cascade: int = 100_000,
         strict_actions: bool = True,
         fast_path: bool = True,
+        start: float | None = None,
+        side: SideChannel | None = None,
     ) -> None:
         self.program = program
+        #: where input a window statement cannot take goes (None: it is an EngineError)
+        self.side = side
         self.actions = registered() if actions is None else dict(actions)
         self.trace: Trace | None = Trace() if trace else None
         self.max_cascade = max_cascade
@@ -86,6 +105,11 @@ class Engine:
         for r in self.windows:
             self._window_subs.setdefault(r.statement.input_type, []).append(r)
         self.time = float("-inf")
+        #: the time the statements started (None: not yet; see the module docstring)
+        self.statement_start: float | None = None
+        #: the input has ended (advance_to(inf)): no pattern clock starts any more
+        self.stopped = False
+        self._clocks = [m for m in self.matchers if m.clock is not None]
         self.stats = EngineStats()
         self._token_id = 0
         self._match_id = 0
@@ -118,6 +142,17 @@ class Engine:
         #: per trigger type, its rules by priority (then declaration order)
         self._rules_sorted = {t: [r for _, r in sorted(rs, key=lambda x: (-x[1].priority, x[0]))]
                               for t, rs in self.rules_by_type.items()}
+        if start is not None:
+            self.start_statements(start)
+
+    def start_statements(self, t: float) -> None:
+        """Start the statements at ``t``: the clocks of patterns that begin with
+        ``timer:interval`` (at most once; the first event does it when nobody did)."""
+        if self.statement_start is not None:
+            return
+        self.statement_start = t
+        for m in self._clocks:
+            m.start_clock(t)
 
     def _index_matchers(self) -> None:
         # patterns that see every input event (its type may be noise to them); Esper's never
@@ -185,6 +220,8 @@ class Engine:
         if n is not None and len(event.params) != n:
             raise EngineError(f"event {event!r} has {len(event.params)} parameter(s), "
                               f"type '{event.type}' declares {n}")
+        if self.statement_start is None:
+            self.start_statements(ts)
         heap = self._heap
         if (heap and heap[0][0] < ts) or (self.windows and self._window_due() <= ts):
             self.advance_to(ts, out)
@@ -220,12 +257,25 @@ class Engine:
         try:
             return runner.process(event)
         except WindowError as e:
-            raise EngineError(str(e)) from None
+            if self.side is None:
+                raise EngineError(str(e)) from None
+            self.reject(runner.statement.name, event, e)
+            return []
+
+    def reject(self, statement: str, event: Event, error: WindowError) -> None:
+        """Put ``event``, which ``statement`` could not take, on the side channel."""
+        assert self.side is not None
+        self.stats.rejected += 1
+        self.side.malformed.append(Rejected(
+            f"statement {statement}", f"event {event.ref} at {event.ts:g}", str(error),
+            event, getattr(error, "field", None)))
 
     def advance_to(self, ts: float, out: list[ComplexEvent] | None = None) -> list[ComplexEvent]:
         """Let time pass up to ``ts``: fire pattern timers whose deadline is < ts and process
         data-window expiries and batch closes at instants <= ts, in time order."""
         out = [] if out is None else out
+        if ts == float("inf"):
+            self.stopped = True  # the input has ended: pattern clocks do not start again
         heap = self._heap
         windows = self.windows
         while True:
@@ -381,6 +431,36 @@ class Engine:
 
     def partial_matches(self) -> dict[str, int]:
         return {m.name: m.count() for m in self.matchers}
+
+    def clock_state(self) -> dict[str, Any] | None:
+        """The statement start and the intervals under way of the patterns that begin with
+        ``timer:interval``, as JSON data (None without such patterns); see restore_clocks."""
+        if not self._clocks:
+            return None
+        return {"start": self.statement_start, "stopped": self.stopped,
+                "intervals": {m.name: m.clock_start for m in self._clocks}}
+
+    def restore_clocks(self, state: Mapping[str, Any] | None) -> None:
+        """Resume the clocks saved by :meth:`clock_state` (a fresh engine, same program):
+        an interval under way gets its timer again."""
+        if not state:
+            return
+        # the saved intervals replace any an explicit start began
+        self._heap = [h for h in self._heap if h[3] != CLOCK_TOKEN]
+        heapq.heapify(self._heap)
+        for m in self._clocks:
+            m.clock_start = None
+        self.statement_start = state.get("start")
+        self.stopped = bool(state.get("stopped"))
+        by_name = {m.name: m for m in self._clocks}
+        for name, begun in state.get("intervals", {}).items():
+            m = by_name.get(name)
+            if m is None:
+                raise EngineError(f"saved clock state names an unknown pattern '{name}'")
+            if begun is not None:
+                stopped, self.stopped = self.stopped, False
+                m.start_clock(begun)
+                self.stopped = stopped
 
 
 def run_patterns(program: Program, events: Iterable[Event], **kw: Any) -> list[ComplexEvent]:

@@ -60,6 +60,8 @@ def trace_run(program: Program, events: Iterable[Event], pattern: str | None = N
             st.outcome, st.reason = "trap", ent.get("reason") or ""
         elif kind == "dispose":
             st.outcome, st.reason = "disposed", ent.get("reason") or ""
+        elif kind == "clock":  # a pattern's leading timer:interval (token -2)
+            st.outcome = "clock"
     alive = {(m.name, t.id): t for m in eng.matchers for t in m.all_tokens()}
     for key, st in stories.items():
         tok = alive.get(key)
@@ -103,4 +105,7 @@ def format_stories(program: Program, stories: list[TokenStory]) -> str:
                 out.append(f"    {when} {src}: -> x (trap): {ent.get('reason')}")
             elif kind == "dispose":
                 out.append(f"    {when} event {ev}: disposed: {ent.get('reason')}")
+            elif kind == "clock":
+                src = f"event {ev}: " if ev is not None else ""
+                out.append(f"    {when} clock: {src}{ent.get('reason')}")
     return "\n".join(out) + ("\n" if out else "")

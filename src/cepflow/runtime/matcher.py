@@ -20,8 +20,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from cepflow.automaton.model import FINAL, INITIAL, Automaton, Edge
+from cepflow.automaton.model import FINAL, INITIAL, Automaton, Collect, Edge
 from cepflow.events.model import ComplexEvent, Event
+from cepflow.language.tags import index_name
 from cepflow.runtime.batch import esper_pair_of
 from cepflow.runtime.tokens import Thread, Token
 
@@ -70,6 +71,17 @@ class Matcher:
                 self.neg_states.setdefault(t, []).append(s)
         self.initial = auto.edges.get(INITIAL, {})
         self.types = set(self.pos_states) | set(self.neg_states) | set(self.initial)
+        #: a pattern that starts with timer:interval (compiler.esper): its clock, the start
+        #: of the interval under way (None: none), and the event types that end it early
+        self.clock = auto.clock
+        self.clock_start: float | None = None
+        self.clock_types: set[str] = set()
+        if self.clock is not None:
+            self.clock_types = {p.type for p in self.clock.forbids}
+            self.types = (self.types | self.clock_types) - {self.clock.type}
+        # the direct steps below know neither clocks nor collected (repeated) tags
+        fast_path = fast_path and self.clock is None and not any(
+            p.collect is not None for p in auto.positions)
         self.key_index = auto.key_index
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
         self.key_var = {s: next(iter(m.values()))[1] for s, m in self.key_index.items() if m}
@@ -129,14 +141,9 @@ class Matcher:
         """The edge of ``every e = T(f)`` under Esper (spawn, one final step, ``f`` reading
         only ``e``, no window), whose every event passing ``f`` is a match; else None."""
         auto = self.auto
-        if (self.context != "esper" or auto.start != "spawn" or auto.distinct or auto.forbids
-                or auto.zones or self.partitioned or set(auto.edges) != {INITIAL}
-                or len(self.initial) != 1):
+        edge = auto.spawn_edge()
+        if edge is None or auto.zones or set(auto.edges) != {INITIAL}:
             return None
-        (es,) = self.initial.values()
-        if len(es) != 1:
-            return None
-        edge = es[0]
         pos = edge.position
         if (not edge.final or edge.enters or edge.exits or pos.every
                 or (pos.filter is not None and not pos.local)
@@ -271,6 +278,8 @@ class Matcher:
                 if nb is None or (flt is not None and not flt(e, nb)):
                     continue
             fired += 1
+            if pos.collect is not None:  # a repeated tag: assign, not unify
+                nb = _collect(pos.collect, params, nb)
             zs = th.zstart
             if edge.enters or edge.exits or (zs and edge.target != FINAL):
                 zs, why = self._zones(th, edge, e)
@@ -437,6 +446,62 @@ class Matcher:
                 self._start(e, None, emit)
         if e.type in self.neg_states:
             self._negatives(e)
+        if self.clock is not None:
+            if self.clock_start is not None and e.type in self.clock_types:
+                self._clock_forbid(e)
+            self._clock_idle(e.ts)
+
+    # -- a pattern's clock (a leading timer:interval) ------------------------------------------
+    def start_clock(self, t: float) -> None:
+        """Begin the pattern's leading interval at ``t`` (the statement's start, or when the
+        start policy restarts it); nothing once the engine's input has ended."""
+        clock = self.clock
+        if clock is None or self.engine.stopped:
+            return
+        self.clock_start = t
+        self.engine.schedule(t + clock.length, self, CLOCK_TOKEN, -1, t)
+        if self.engine.trace is not None:
+            self.engine.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
+                                  event=None, ts=t,
+                                  reason=f"interval of {_ms(clock.length)} starts")
+
+    def _clock_forbid(self, e: Event) -> None:
+        """An event that ends the interval under way (``timer:interval(Δ) and not C``)."""
+        assert self.clock is not None and self.clock_start is not None
+        if e.ts < self.clock_start:
+            return
+        for pos in self.clock.forbids:
+            if pos.type == e.type and _bind(pos, e.params, {}) is not None and (
+                    pos.filter is None or pos.filter(e, _NOB)):
+                break
+        else:
+            return
+        self.clock_start = None  # (its timer, still in the engine's heap, is now stale)
+        if self.engine.trace is not None:
+            self.engine.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
+                                  event=e.ref, ts=e.ts,
+                                  reason=f"interval ended: NOT {pos.label.lstrip('¬')} observed")
+        if self.auto.start == "spawn":  # every on the interval alone: it starts again
+            self.start_clock(e.ts)
+
+    def _clock_fired(self, start: float, emit: Callable[[ComplexEvent], None]) -> None:
+        """The interval begun at ``start`` passed: the rest of the pattern begins (or the
+        pattern completes) with the clock's event at the interval's end."""
+        clock = self.clock
+        assert clock is not None
+        if start != self.clock_start:
+            return  # an interval that ended early (or restarted)
+        self.clock_start = None
+        at = start + clock.length
+        self._start(Event(clock.type, (), at, clock.type), None, emit)
+        if self.auto.start == "spawn":
+            self.start_clock(at)
+
+    def _clock_idle(self, t: float) -> None:
+        """``every (timer:interval(…) …)``: one instance at a time; when it has ended (the
+        interval ended early, the rest completed or died) the next begins at ``t``."""
+        if (self.auto.start == "restart" and self.clock_start is None and not self.tokens):
+            self.start_clock(t)
 
     def _pair_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """_process_esper for a pair pattern without planning: the ``B`` event completes every
@@ -658,7 +723,10 @@ class Matcher:
     def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
         params, bindings = self.result(th.bindings, ts)
         self.done = True
-        ce = ComplexEvent(self.name, params, ts, bindings, th.events,
+        events = th.events
+        if self.clock is not None:  # the clock's synthetic event is no part of the match
+            events = [x for x in events if x.type != self.clock.type]
+        ce = ComplexEvent(self.name, params, ts, bindings, events,
                           match_id=self.engine.next_match_id())
         if self.engine.trace is not None:
             self.engine.trace.add(kind="match", pattern=self.name, token=tok.id, ts=ts,
@@ -770,6 +838,17 @@ class Matcher:
         if token_id == -1:
             self._expire_queued(emit)
             return
+        if token_id == CLOCK_TOKEN:
+            assert self.clock is not None
+            self._clock_fired(start, emit)
+            self._clock_idle(start + self.clock.length)
+            return
+        self._deadline(token_id, z, start, emit)
+        if self.clock is not None:
+            self._clock_idle(start + self.zone_by_id[z].length)
+
+    def _deadline(self, token_id: int, z: int, start: float, emit: Callable) -> None:
+        """on_deadline for one token's zone."""
         tok = None
         for d in self.tokens.values():
             tok = d.get(token_id)
@@ -816,6 +895,8 @@ class Matcher:
 
 
 _MISSING = object()
+#: the token id of a pattern's clock in the engine's timer heap (no token has it)
+CLOCK_TOKEN = -2
 _NOB: dict[str, Any] = {}  # the bindings a filter that reads only its event is given
 _INF = float("inf")
 _KEEP = Thread(INITIAL, {}, [], None, None)  # marker: keep the source thread as well
@@ -844,6 +925,18 @@ def _bind(pos: Any, params: tuple, b: dict[str, Any]) -> dict[str, Any] | None:
         elif cur != v:
             return None
     return b if newb is None else newb
+
+
+def _collect(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
+    """The bindings after a repeated tag took its k-th event: ``a[k].<field>``, the current
+    event's variables and the count (a new dict; binding dicts are never changed in place)."""
+    k = b.get(c.count, 0)
+    nb = dict(b)
+    head = index_name(c.alias, k)
+    for i, f in enumerate(c.fields):
+        nb[c.current[i]] = nb[f"{head}.{f}"] = params[i]
+    nb[c.count] = k + 1
+    return nb
 
 
 def _insert(bucket: dict[int, Token], tok: Token) -> None:

@@ -1,17 +1,20 @@
 """Saving and restoring engine state — a documented, versioned JSON format (no pickle).
 
-Format ``cepflow.engine-state`` version 1 (see docs/state-format.md)::
+Format ``cepflow.engine-state`` version 2 (see docs/state-format.md)::
 
-    {"format": "cepflow.engine-state", "version": 1, "program": "<fingerprint>",
+    {"format": "cepflow.engine-state", "version": 2, "program": "<fingerprint>",
      "time": <ms or null>, "counters": {"token": n, "match": n, "input": n},
      "patterns": {"<name>": [{"id": n, "part": <key or null>, "created": <ms>,
                               "threads": [{"state": n, "bindings": {...},
                                            "zones": {"<zone id>": <entry ms>},
-                                           "events": [<event>, ...]}]}]}}
+                                           "events": [<event>, ...]}]}]},
+     "windows": {"<statement>": {...}}}
 
 ``<event>`` is ``{"type", "params": [...], "ts", "id", "seq"}`` for an atomic event and
 ``{"type", "params", "ts", "bindings", "match", "parts": [<event>, ...]}`` for a complex one.
 Timers are not stored: they are derived from the zone entry times of the restored threads.
+``windows`` holds each data-window statement's state (:mod:`cepflow.windows.snapshot`).
+Version 1 (the same without ``windows``, for programs without window statements) is still read.
 """
 
 from __future__ import annotations
@@ -23,9 +26,13 @@ from typing import Any
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.tokens import Thread, Token
+from cepflow.windows.snapshot import load_runner, save_runner
+from cepflow.windows.statement import WindowError
 
 FORMAT = "cepflow.engine-state"
-VERSION = 1
+VERSION = 2
+#: the versions :func:`restore_state` reads (1: patterns only, before window statements)
+READS = (1, 2)
 
 
 class StateError(Exception):
@@ -51,18 +58,20 @@ def _num(x: float) -> float | None:
     return None if x is None or math.isinf(x) else x
 
 
-def _refuse_windows(engine: Engine) -> None:
-    """Data-window state (window contents, aggregates, batch boundaries) is not part of
-    format version 1: refuse instead of saving a state that would lose it."""
-    if getattr(engine, "windows", None):
-        names = ", ".join(r.statement.name for r in engine.windows)
-        raise StateError(f"engine state with data-window statements ({names}) cannot be saved "
-                         "or restored yet (format version 1 holds pattern state only)")
+def has_state(engine: Engine) -> bool:
+    """Whether the engine holds anything a fresh engine lacks besides its clock and counters:
+    partial matches, Esper start/every-distinct state, or a window statement that has taken an
+    event (its contents, batches and reference point). Without it, a fresh engine given the
+    same later events produces the same complex events (their match ids aside)."""
+    return (any(m.count() for m in engine.matchers)
+            or any(m.done or m.seen for m in engine.matchers if m.context == "esper")
+            or any(r.time != float("-inf") for r in engine.windows)
+            or (engine.statement_start is not None and engine.clock_state() is not None))
 
 
 def save_state(engine: Engine) -> dict[str, Any]:
-    """The engine's partial matches and clocks as a JSON-compatible dict."""
-    _refuse_windows(engine)
+    """The engine's partial matches, window statements' state and clocks as a
+    JSON-compatible dict."""
     patterns: dict[str, list[dict[str, Any]]] = {}
     for m in engine.matchers:
         toks = []
@@ -81,11 +90,15 @@ def save_state(engine: Engine) -> dict[str, Any]:
         "counters": {"token": engine._token_id, "match": engine._match_id,
                      "input": engine._input_seq},
         "patterns": patterns,
+        "windows": {r.statement.name: save_runner(r, _event) for r in engine.windows},
     }
     esper = {m.name: {"done": m.done, "seen": [[list(k), t] for k, t in m.seen.items()]}
              for m in engine.matchers if m.context == "esper" and (m.done or m.seen)}
     if esper:  # optional: Esper start policies (once) and every-distinct keys
         state["esper"] = esper
+    clocks = engine.clock_state()
+    if clocks is not None:  # optional: patterns that start with timer:interval
+        state["clocks"] = clocks
     try:
         json.dumps(state, allow_nan=False)
     except (TypeError, ValueError) as err:
@@ -94,18 +107,20 @@ def save_state(engine: Engine) -> dict[str, Any]:
 
 
 def restore_state(engine: Engine, state: dict[str, Any]) -> Engine:
-    """Load ``state`` (from :func:`save_state`) into a fresh engine for the same program."""
-    _refuse_windows(engine)
-    if state.get("format") != FORMAT:
-        raise StateError(f"not a cepflow engine state (format {state.get('format')!r})")
-    if state.get("version") != VERSION:
+    """Load ``state`` (from :func:`save_state`, version 1 or 2) into a fresh engine for the
+    same program."""
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise StateError(f"not a cepflow engine state (format {found!r})")
+    if state.get("version") not in READS:
         raise StateError(f"engine state version {state.get('version')} is not supported "
-                         f"(this cepflow reads version {VERSION})")
+                         f"(this cepflow reads versions {', '.join(map(str, READS))})")
     if state.get("program") != engine.program.fingerprint:
         raise StateError("engine state was saved for different patterns "
                          f"({state.get('program')} != {engine.program.fingerprint})")
-    if any(m.count() for m in engine.matchers):
+    if any(m.count() for m in engine.matchers) or engine.time != float("-inf"):
         raise StateError("restore into a fresh engine")
+    _restore_windows(engine, state.get("windows", {}))
     by_name = {m.name: m for m in engine.matchers}
     engine.time = state["time"] if state["time"] is not None else float("-inf")
     c = state["counters"]
@@ -132,4 +147,24 @@ def restore_state(engine: Engine, state: dict[str, Any]) -> Engine:
             for th in threads:
                 if th.zstart:
                     m._schedule(tok, th)
+    engine.restore_clocks(state.get("clocks"))
     return engine
+
+
+def _restore_windows(engine: Engine, saved: dict[str, Any]) -> None:
+    """Each window statement's state (all of them: the fingerprint says the program has the
+    same statements, so a missing or extra one is a damaged state)."""
+    names = {r.statement.name for r in engine.windows}
+    if set(saved) != names:
+        missing, extra = sorted(names - set(saved)), sorted(set(saved) - names)
+        raise StateError("engine state does not match the window statements: "
+                         + "; ".join([*(f"no state for '{n}'" for n in missing),
+                                      *(f"unknown statement '{n}'" for n in extra)]))
+    for r in engine.windows:
+        try:
+            load_runner(r, saved[r.statement.name], _unevent)
+        except WindowError as e:
+            raise StateError(str(e)) from None
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            raise StateError(f"malformed state of window statement '{r.statement.name}': "
+                             f"{type(e).__name__}: {e}") from None

@@ -261,10 +261,11 @@ def fill(schema: pa.Schema, n: int, columns: Mapping[str, Any]) -> pa.RecordBatc
 
 
 def _has_timers(program: Program, groups: list[Group]) -> bool:
-    """Whether a pattern of the groups has a window (timed zone): then the end of the input's
-    time (the horizon) decides matches."""
+    """Whether a pattern of the groups has a window (timed zone), or a window statement a
+    window that time moves: then the end of the input's time (the horizon) decides matches."""
     names = {n for g in groups for n in g.patterns}
-    return any(a.zones for a in program.automata if a.name in names)
+    return any(a.zones for a in program.automata if a.name in names) or any(
+        w.window.kind in ("time", "time_batch") for w in program.windows if w.name in names)
 
 
 def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Program,

@@ -7,6 +7,14 @@ partial matches of different key values never interact; ``partition by`` makes i
 immediate and strict. Patterns that use each other's complex events (higher-order) run in one
 group, keyed only if their keys agree. Anything else runs as one partition — with a warning
 that says why — which gives the same result, only without parallelism.
+
+Data-window statements join the group of the pattern or statement that produces their input
+and of every pattern or statement that reads their rows. Such a group is keyed only when each
+statement keeps its groups apart (:func:`_window_spans_keys`), the keys agree as for patterns,
+and no statement's window and pattern deadline wait for time together (:func:`_time_coupled`:
+then the group runs in one partition on every event of the stream). Window updates depend on
+the time of events, not on which events moved the clock, and every partition advances to the
+input's last timestamp at the end (docs/spark.md, "Window statements").
 """
 
 from __future__ import annotations
@@ -16,12 +24,15 @@ from dataclasses import dataclass, field, replace
 from cepflow.automaton.model import Automaton
 from cepflow.compiler.program import Program
 from cepflow.language import ast
+from cepflow.windows.plan import compile_statement
+from cepflow.windows.statement import ESPER_NAMES, WindowStatement
 
 
 @dataclass
 class Group:
-    """Patterns that run in one engine per partition."""
+    """Patterns and window statements that run in one engine per partition."""
 
+    #: the complex events the group detects: pattern and window statement names
     patterns: list[str]
     #: event type -> parameter index holding the key; None: the group runs as one partition
     key: dict[str, int] | None
@@ -57,31 +68,94 @@ def pattern_key(auto: Automaton) -> tuple[str, dict[str, int]] | None:
     return None
 
 
-class SparkUnsupported(ValueError):
-    """A program the Spark pipeline cannot run (it says why and what to use instead)."""
+#: window kinds whose contents time changes (expiries, batch boundaries)
+TIMED_WINDOWS = ("time", "time_batch")
 
 
-def refuse_windows(program: Program) -> None:
-    """Data-window statements are not run on Spark (yet): refuse rather than split them.
+def _window_spans_keys(stmt: WindowStatement) -> str | None:
+    """Why one window of ``stmt`` must see the events of every key (None: it is per group).
 
-    **Decision** (docs/windows.md, "In the engine"): a time batch or a sliding window of a
-    statement moves with the time of *every* event, and its rows feed patterns partitioned by
-    other keys, so running a statement per Spark partition would change its output; until
-    statements get their own keyed plan, programs with them run in-process only.
-    """
-    if program.windows:
-        names = ", ".join(w.name for w in program.windows)
-        raise SparkUnsupported(
-            f"the Spark pipeline does not run data-window statements yet ({names}); "
-            "run this program with the in-process engine (--engine local)")
+    **Decision** (docs/spark.md, "Window statements"): a statement is split by key only when
+    each of its groups lives in one partition and nothing about a group depends on events of
+    other groups: a sliding ``#time`` window with ``group by`` (per-group aggregates, expiry
+    at each event's ts + Δ), ``#groupwin`` length windows, and a ``#time_batch`` with a
+    reference point and ``group by`` (boundaries fixed at r + kΔ; the rows of a close are those
+    of the groups in this or the previous batch). Without a reference point the first event of
+    the whole stream fixes every boundary; ``#length`` / ``#length_batch`` count the events of
+    all keys together; without ``group by`` there is one group."""
+    spec = stmt.window
+    if not stmt.group_by:
+        return "without group by it aggregates the events of every key together"
+    if spec.kind in ("length", "length_batch") and not spec.per_group:
+        return (f"{ESPER_NAMES[spec.kind]}({int(spec.size)}) counts the events of every key "
+                "together (use per group / #groupwin to count per key)")
+    if spec.kind == "time_batch" and spec.reference_point is None:
+        return ("its batches start at the first event of the whole stream (no reference "
+                "point)")
+    return None
+
+
+def _time_coupled(wins: list[WindowStatement], program: Program, names: list[str]) -> str:
+    """Why the group's engine must see every event of the stream ("" if it need not).
+
+    **Decision**: in-process, an event at ``t`` first processes the window updates due at
+    instants up to ``t`` but the pattern deadlines strictly before ``t``; with no event at
+    ``t`` a deadline at ``t`` comes first. So when a statement's window moves with time and a
+    pattern of the group has a deadline, their order at one instant depends on whether *any*
+    event arrives then (tests/spark/test_spark_windows.py shows a match that depends on it):
+    such a group runs in one partition on the whole stream, which reproduces that exactly."""
+    timed_w = [w.name for w in wins if w.window.kind in TIMED_WINDOWS]
+    timed_p = [a.name for a in program.automata if a.name in names and a.zones]
+    if timed_w and timed_p:
+        return (f"window statement {timed_w[0]} and pattern {timed_p[0]} both wait for time: "
+                "which of a window update and a pattern deadline at one instant comes first "
+                "depends on whether any event arrives then, so the group runs on the whole "
+                "stream")
+    return ""
+
+
+def _keyed_windows(wins: list[WindowStatement], program: Program, names: list[str],
+                   mapping: dict[str, int]) -> str:
+    """Extend the group's key ``mapping`` by its statements (input type at a group-by field;
+    output type at the select item of that field when the group reads it). Returns why the
+    group cannot be keyed, or ""."""
+    autos = {a.name: a for a in program.automata if a.name in names}
+    readers = {t for a in autos.values() for t in a.alphabet} | {w.input_type for w in wins}
+    for w in wins:
+        why = _window_spans_keys(w)
+        if why:
+            return f"window statement {w.name}: {why}"
+        plan_ = compile_statement(w, program.schemas, program.functions)
+        fields = [plan_.fields[g.name] for g in plan_.group_exprs
+                  if isinstance(g, ast.Name) and not g.path and g.name in plan_.fields]
+        if not fields:
+            return f"window statement {w.name} groups by no field of {w.input_type}"
+        want = mapping.get(w.input_type)
+        idx = want if want in fields else fields[0]
+        if mapping.setdefault(w.input_type, idx) != idx:
+            return (f"window statement {w.name} groups {w.input_type} by another parameter than "
+                    "the patterns it joins key it on")
+        if w.name in readers:
+            out = [i for i, (kind, arg) in enumerate(plan_.items)
+                   if kind == "field" and arg == idx]
+            if not out:
+                field_ = next(f for f, i in plan_.fields.items() if i == idx)
+                return (f"window statement {w.name} does not pass its key '{field_}' on to "
+                        "the patterns and statements using it (select it)")
+            if mapping.setdefault(w.name, out[0]) != out[0]:
+                return (f"window statement {w.name} passes its key at another parameter than "
+                        "its users read")
+    return ""
 
 
 def plan(program: Program) -> list[Group]:
     """Split ``program`` into groups (see the module docstring)."""
-    refuse_windows(program)
     autos = {a.name: a for a in program.automata}
-    # higher-order dependencies join patterns into one group (union-find)
-    parent = {n: n for n in autos}
+    stmts = {w.name: w for w in program.windows}
+    # higher-order dependencies join patterns and window statements into one group
+    # (union-find): a pattern with the producers of its events, a statement with the producer
+    # of its input
+    parent = {n: n for n in [*autos, *stmts]}
 
     def find(n: str) -> str:
         while parent[n] != n:
@@ -91,57 +165,16 @@ def plan(program: Program) -> list[Group]:
 
     for a in program.automata:
         for t in a.alphabet:
-            if t in autos:
+            if t in parent:
                 parent[find(t)] = find(a.name)
+    for w in program.windows:
+        if w.input_type in parent:
+            parent[find(w.input_type)] = find(w.name)
     members: dict[str, list[str]] = {}
-    for a in program.automata:
-        members.setdefault(find(a.name), []).append(a.name)
+    for n in parent:
+        members.setdefault(find(n), []).append(n)
 
-    groups: list[Group] = []
-    for names in members.values():
-        needs_all = [n for n in names if autos[n].context in ("immediate", "strict")
-                     and not autos[n].partition_by]
-        alphabet = set().union(*(autos[n].alphabet for n in names))
-        if needs_all:
-            groups.append(Group(names, None, None, reason=(
-                f"{needs_all[0]} uses the {autos[needs_all[0]].context} context, where any "
-                "event of the stream can be noise; declare 'partition by <key>' to run it per "
-                "key")))
-            continue
-        # Esper: without a leading `every` (or with every-distinct) instances are global
-        global_esper = [n for n in names if autos[n].context == "esper"
-                        and (autos[n].start != "spawn" or autos[n].distinct)]
-        if global_esper:
-            a = autos[global_esper[0]]
-            why = "every-distinct keeps one set of seen keys" if a.distinct else (
-                f"its instances run one at a time over the whole stream ({a.start})")
-            groups.append(Group(names, None, None, reason=f"{a.name}: {why}"))
-            continue
-        keys = {n: pattern_key(autos[n]) for n in names}
-        missing = [n for n, k in keys.items() if k is None]
-        if missing:
-            groups.append(Group(names, None, alphabet, reason=(
-                f"no variable of {missing[0]} is bound by all of its events at one parameter, "
-                "so its events cannot be split by key")))
-            continue
-        mapping: dict[str, int] = {}
-        conflict = ""
-        for n in names:
-            var, m = keys[n]  # type: ignore[misc]
-            for t, i in m.items():
-                if mapping.setdefault(t, i) != i:
-                    conflict = f"{n} keys '{t}' on another parameter than a pattern it joins"
-            # its own complex events carry the key at the position of the variable
-            pidx = autos[n].params.index(var) if var in autos[n].params else None
-            if any(n in autos[o].alphabet for o in names):
-                if pidx is None:
-                    conflict = f"{n} does not pass its key '{var}' on to the patterns using it"
-                elif mapping.setdefault(n, pidx) != pidx:
-                    conflict = f"{n} passes its key at another parameter than its users read"
-        if conflict:
-            groups.append(Group(names, None, alphabet, reason=conflict))
-        else:
-            groups.append(Group(names, mapping, alphabet))
+    groups = [_group(names, program) for names in members.values()]
 
     # rules go with the group that detects their trigger; a rule on atomic events with the
     # first group that reads (and keys) that type, or with a group of its own; a rule with
@@ -150,7 +183,7 @@ def plan(program: Program) -> list[Group]:
         refs_of: dict[int, list[ast.PatternRef]] = {}
         for ref in rule.on:
             home = next((gi for gi, g in enumerate(groups) if ref.name in g.patterns or (
-                ref.name not in autos and (g.types is None or ref.name in g.types)
+                ref.name not in parent and (g.types is None or ref.name in g.types)
                 and (g.key is None or ref.name in g.key))), None)
             if home is None:
                 groups.append(Group([], None, {ref.name}, reason=(
@@ -163,7 +196,84 @@ def plan(program: Program) -> list[Group]:
     return groups
 
 
+def _group(names: list[str], program: Program) -> Group:
+    """The group of ``names`` (patterns and window statements that read each other): keyed
+    if every member can be, else one partition; with every event of the stream when its
+    windows and deadlines are coupled in time (:func:`_time_coupled`)."""
+    group = _pattern_group(names, program)
+    wins = [w for w in program.windows if w.name in names]
+    if not wins:
+        return group
+    coupled = _time_coupled(wins, program, names)
+    if group.types is not None:
+        group.types |= {w.input_type for w in wins}
+    if group.partitioned:
+        assert group.key is not None
+        why = coupled or _keyed_windows(wins, program, names, group.key)
+        if not why:
+            return group
+        group.reason = why
+    group.key = None
+    if coupled:
+        group.types = None
+    return group
+
+
+def _pattern_group(names: list[str], program: Program) -> Group:
+    """The group as its patterns decide it (key, event types, or why one partition)."""
+    autos = {a.name: a for a in program.automata}
+    pats = [n for n in names if n in autos]
+    inputs = {w.input_type for w in program.windows if w.name in names}
+    needs_all = [n for n in pats if autos[n].context in ("immediate", "strict")
+                 and not autos[n].partition_by]
+    alphabet = set().union(*(autos[n].alphabet for n in pats))
+    if needs_all:
+        return Group(names, None, None, reason=(
+            f"{needs_all[0]} uses the {autos[needs_all[0]].context} context, where any "
+            "event of the stream can be noise; declare 'partition by <key>' to run it per "
+            "key"))
+    # a pattern that starts with timer:interval begins at the statement's start: the first
+    # event of the whole stream (docs/esper.md), so its engine must see every event
+    clocked = [n for n in pats if autos[n].clock is not None]
+    if clocked:
+        return Group(names, None, None, reason=(
+            f"{clocked[0]} starts with timer:interval: its intervals begin at the statement's "
+            "start, the first event of the whole stream"))
+    # Esper: without a leading `every` (or with every-distinct) instances are global
+    global_esper = [n for n in pats if autos[n].context == "esper"
+                    and (autos[n].start != "spawn" or autos[n].distinct)]
+    if global_esper:
+        a = autos[global_esper[0]]
+        why = "every-distinct keeps one set of seen keys" if a.distinct else (
+            f"its instances run one at a time over the whole stream ({a.start})")
+        return Group(names, None, None, reason=f"{a.name}: {why}")
+    keys = {n: pattern_key(autos[n]) for n in pats}
+    missing = [n for n, k in keys.items() if k is None]
+    if missing:
+        return Group(names, None, alphabet, reason=(
+            f"no variable of {missing[0]} is bound by all of its events at one parameter, "
+            "so its events cannot be split by key"))
+    mapping: dict[str, int] = {}
+    conflict = ""
+    for n in pats:
+        var, m = keys[n]  # type: ignore[misc]
+        for t, i in m.items():
+            if mapping.setdefault(t, i) != i:
+                conflict = f"{n} keys '{t}' on another parameter than a pattern it joins"
+        # its own complex events carry the key at the position of the variable
+        pidx = autos[n].params.index(var) if var in autos[n].params else None
+        if any(n in autos[o].alphabet for o in pats) or n in inputs:
+            if pidx is None:
+                conflict = f"{n} does not pass its key '{var}' on to the patterns using it"
+            elif mapping.setdefault(n, pidx) != pidx:
+                conflict = f"{n} passes its key at another parameter than its users read"
+    if conflict:
+        return Group(names, None, alphabet, reason=conflict)
+    return Group(names, mapping, alphabet)
+
+
 def subprogram(program: Program, group: Group) -> Program:
-    """The part of ``program`` one group runs."""
+    """The part of ``program`` one group runs (its patterns, window statements and rules)."""
     return Program(program.schemas, [a for a in program.automata if a.name in group.patterns],
-                   list(group.rules), program.module, program.query_events)
+                   list(group.rules), program.module, program.query_events,
+                   [w for w in program.windows if w.name in group.patterns], program.functions)

@@ -49,7 +49,7 @@ from pyspark.sql.streaming import StreamingQuery
 from cepflow.compiler.program import Program
 from cepflow.inputs.columnar import arity_of
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.state import restore_state, save_state
+from cepflow.runtime.state import has_state, restore_state, save_state
 from cepflow.spark.batch import (
     REJECTED_SCHEMA,
     _prepared_schema,
@@ -108,7 +108,7 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
             tail = engine.advance_to(released) if released > -math.inf else []
             if tail:
                 yield _matches(encode_matches(tail))
-            if any(engine.partial_matches().values()):
+            if has_state(engine):
                 yield fill(schema, 1, {"g": [current[0]], "pid": [current[1]],
                                         "part": ["engine"],
                                         "engine": [json.dumps(save_state(engine))]})

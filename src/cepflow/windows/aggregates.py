@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cepflow.language import ast
+from cepflow.language.printer import format_expr
 from cepflow.windows.statement import WindowError
 
 #: fixed slots of a group's state list
@@ -179,8 +180,10 @@ class Aggregation:
 
     def _bad_value(self, j: int, v: Any) -> WindowError:
         funcs = sorted({s.func for s in self.slots if s.arg_index == j and s.arg is not None})
+        arg = next(s.arg for s in self.slots if s.arg_index == j and s.arg is not None)
         return WindowError(f"statement '{self.statement}': {'/'.join(funcs)} cannot aggregate "
-                           f"the value {v!r} ({type(v).__name__})")
+                           f"the value {v!r} ({type(v).__name__})", statement=self.statement,
+                           field=format_expr(arg), value=v)
 
     def _read(self, slot: AggregateSlot) -> tuple[int, int, int]:
         if slot.arg is None:

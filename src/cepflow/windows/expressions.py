@@ -8,18 +8,19 @@ stream alias is dropped from ``a1.field`` and ``current_timestamp()`` becomes th
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from cepflow.language import ast
 from cepflow.language.ast import AGGREGATES
 from cepflow.language.parser import parse_expr
 from cepflow.language.printer import column_name
 
+# the expression walk is the language's (cepflow.language.walk); re-exported for the runtime
+from cepflow.language.walk import expr_children as children
+from cepflow.language.walk import rewrite as rewrite
+from cepflow.language.walk import strip_alias as strip_alias
+
 #: name bound to the output row's timestamp (what ``current_timestamp()`` becomes)
 NOW = "$now"
 CURRENT_TIMESTAMP = "current_timestamp"
-
-Rewrite = Callable[[ast.Expr], ast.Expr | None]
 
 
 def is_star(arg: ast.Expr) -> bool:
@@ -33,30 +34,6 @@ def is_aggregate(expr: ast.Expr) -> bool:
     if not isinstance(expr, ast.Call) or expr.func not in AGGREGATES:
         return False
     return len(expr.args) <= 1 if expr.func == "count" else len(expr.args) == 1
-
-
-def rewrite(expr: ast.Expr, fn: Rewrite) -> ast.Expr:
-    """Rebuild ``expr`` top-down: where ``fn(node)`` returns a node it replaces the subtree."""
-    new = fn(expr)
-    if new is not None:
-        return new
-    if isinstance(expr, ast.Unary):
-        return ast.Unary(expr.op, rewrite(expr.operand, fn), expr.loc)
-    if isinstance(expr, ast.Binary):
-        return ast.Binary(expr.op, rewrite(expr.left, fn), rewrite(expr.right, fn), expr.loc)
-    if isinstance(expr, ast.Call):
-        return ast.Call(expr.func, tuple(rewrite(a, fn) for a in expr.args), expr.loc)
-    return expr
-
-
-def children(expr: ast.Expr) -> tuple[ast.Expr, ...]:
-    if isinstance(expr, ast.Unary):
-        return (expr.operand,)
-    if isinstance(expr, ast.Binary):
-        return (expr.left, expr.right)
-    if isinstance(expr, ast.Call):
-        return expr.args
-    return ()
 
 
 def aggregates_in(expr: ast.Expr) -> list[ast.Call]:
@@ -91,19 +68,6 @@ def names_in(expr: ast.Expr) -> set[str]:
     for c in children(expr):
         out |= names_in(c)
     return out
-
-
-def strip_alias(expr: ast.Expr, alias: str | None) -> ast.Expr:
-    """``a1.location`` -> ``location`` for the statement's stream alias ``a1``."""
-    if alias is None:
-        return expr
-
-    def fn(e: ast.Expr) -> ast.Expr | None:
-        if isinstance(e, ast.Name) and e.name == alias and len(e.path) == 1:
-            return ast.Name(e.path[0], (), e.loc)
-        return None
-
-    return rewrite(expr, fn)
 
 
 def bind_current_timestamp(expr: ast.Expr) -> ast.Expr:

@@ -34,6 +34,7 @@ from cepflow.windows.expressions import (
     rewrite,
     strip_alias,
 )
+from cepflow.windows.records import Record
 from cepflow.windows.rows import RowBuilder, placeholder, placeholder_slot, tuple_getter
 from cepflow.windows.statement import WindowError, WindowStatement
 
@@ -66,6 +67,16 @@ class StatementPlan:
     aliases: tuple[str, ...]
     output_schema: EventType
     row_builder: Callable[[Callable[[], int]], RowBuilder]
+
+    def record(self, event: Event, seq: int, ts: float | None = None) -> Record:
+        """The record a window keeps for an accepted ``event`` (``cepflow.windows.records``):
+        its group key and aggregate arguments evaluated now; ``ts`` defaults to the event's."""
+        params = event.params
+        kp, ap = self.key_from_params, self.args_from_params
+        return (event.ts if ts is None else ts, seq,
+                kp(params) if kp is not None else self.key(event),
+                ap(params) if ap is not None else
+                tuple([f(event, _NO_BINDINGS) for f in self.arg_fns]), event)
 
 
 def _walk(expr: ast.Expr) -> Iterator[ast.Expr]:

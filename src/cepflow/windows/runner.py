@@ -153,17 +153,12 @@ class WindowRunner:
         if plan.filter is not None and not plan.filter(event, _NO_BINDINGS):
             return out
         seq = self._seq
-        self._seq = seq + 1
-        params = event.params
-        kp, ap = plan.key_from_params, plan.args_from_params
-        try:
-            rec = (event.ts, seq, kp(params) if kp is not None else plan.key(event),
-                   ap(params) if ap is not None else
-                   tuple([f(event, _NO_BINDINGS) for f in plan.arg_fns]), event)
-            rows = self.window.insert(rec)
+        try:  # (a value the statement cannot take is refused before any state changes)
+            rows = self.window.insert(plan.record(event, seq))
         except TypeError as e:  # an unhashable group-by value, for one
             raise WindowError(f"statement '{self.statement.name}': cannot process {event!r}: "
-                              f"{e}") from None
+                              f"{e}", statement=self.statement.name) from None
+        self._seq = seq + 1
         if out:
             out.extend(rows)
             return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cepflow.language import ast
 
@@ -31,11 +32,14 @@ ESPER_NAMES: dict[str, str] = {
 
 
 class WindowError(Exception):
-    """A statement that cannot run (invalid description) or input it cannot take."""
+    """A statement that cannot run (invalid description) or input it cannot take; for input,
+    ``statement``, ``field`` (the expression it could not use) and ``value`` say what."""
 
-    def __init__(self, message: str, loc: ast.Loc = None) -> None:
+    def __init__(self, message: str, loc: ast.Loc = None, *, statement: str | None = None,
+                 field: str | None = None, value: Any = None) -> None:
         super().__init__(message)
         self.loc = loc
+        self.statement, self.field, self.value = statement, field, value
 
 
 @dataclass(frozen=True)
