@@ -1,16 +1,13 @@
-"""The column kernels' bulk helpers: the same objects as the one-at-a-time constructors, and
-the collector pause that leaves an application's frozen objects alone."""
+"""The column kernels' bulk helpers: the same objects as the one-at-a-time constructors."""
 
 from __future__ import annotations
-
-import gc
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cepflow.events.model import ComplexEvent, Event
-from cepflow.runtime.batch import _dicts, gc_paused
+from cepflow.runtime.batch import _dicts
 
 
 @given(st.integers(0, 5), st.integers(0, 6))
@@ -35,20 +32,3 @@ def test_many_equals_constructor() -> None:
             o.params, o.id, o.seq, o.match_id, o.parts, o.event_refs)
     with pytest.raises(ValueError):
         ComplexEvent.many("P", [(1,)], [1.0, 2.0], [{}], [()], [1])
-
-
-def test_gc_pause_restores_collector_and_keeps_frozen_objects() -> None:
-    assert gc.isenabled()
-    with gc_paused():
-        assert not gc.isenabled()
-        junk = [[i] for i in range(1000)]
-    assert gc.isenabled() and gc.get_freeze_count() == 0
-    gc.freeze()  # an application's frozen objects (pre-fork servers do this)
-    try:
-        frozen = gc.get_freeze_count()
-        with gc_paused():
-            more = [[i] for i in range(1000)]
-        assert gc.get_freeze_count() == frozen  # not released by the pause
-    finally:
-        gc.unfreeze()
-    del junk, more

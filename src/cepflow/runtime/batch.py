@@ -366,20 +366,7 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was:
-            _promote_young()
             gc.enable()
-
-
-def _promote_young() -> None:
-    """Move the objects allocated during the pause to the oldest generation without walking
-    them (``gc.freeze()`` then ``gc.unfreeze()``: two list splices). Otherwise the first
-    allocation after ``gc.enable()`` walks every one of them in a young collection — measured at
-    10% of the Crash benchmark's time. Only the collector's timing changes: cyclic garbage among
-    them waits for the next full collection. Skipped when the application froze objects
-    itself (``unfreeze`` would release them)."""
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
 
 
 def _prepare(engine: Any, src: Rows) -> None:
