@@ -250,8 +250,14 @@ class Engine:
             self._fire_rules(event, [])
 
     def _window_due(self) -> float:
-        """The earliest instant at which a data window expires events or closes a batch."""
-        return min(r.window.due for r in self.windows)
+        """The earliest instant at which a data window expires events or closes a batch
+        (a plain loop: called at every event and timer, where a generator's set-up shows)."""
+        due = float("inf")
+        for r in self.windows:
+            d = r.window.due
+            if d < due:
+                due = d
+        return due
 
     def _window_rows(self, runner: WindowRunner, event: Event) -> list[ComplexEvent]:
         try:
