@@ -119,10 +119,16 @@ def test_late_and_malformed_events_reach_the_side_output(spark, tmp_path: Path) 
     arrive(src / "part-001.jsonl",
            '{"type":"C","ts":5,"k":1,"id":"c-late"}\nnot json\n'
            '{"type":"C","ts":13,"k":1,"id":"c1"}\n', 1)
+    # a micro-batch of late events only, then one between them and the released time: the
+    # released time never goes back, so it is late too
+    arrive(src / "part-002.jsonl", '{"type":"A","ts":3,"k":2,"id":"a-late"}\n', 2)
+    arrive(src / "part-003.jsonl", '{"type":"A","ts":8,"k":2,"id":"a-late2"}\n', 3)
     run(spark, program, src, tmp_path)
     matches, rejected = read_sink(spark, tmp_path / "sink")
     got = {(r["kind"], r["location"], r["reason"].split(":")[0]) for r in rejected.collect()}
     assert ("late", "event c-late", "late by 7 ms") in got
+    assert {("late", "event a-late", "late by 10 ms"), ("late", "event a-late2", "late by 5 ms")
+            } <= got
     assert ("malformed", "line 2, column 1", "invalid JSON") in got
     assert ("G", ("a1", "b1", "c1")) in {(r["pattern"], tuple(r["events"]))
                                          for r in matches.collect()}

@@ -246,7 +246,13 @@ class _MicroBatch:
                 clock.max_ts if top is None else max(clock.max_ts, top))
             clock = _Clock(max_ts, clock.released)
             watermark = clock.watermark(self.lateness)
-            released = self._released(on_time, state, watermark, released_before)
+            if self.lateness == 0 and (state is None or meta.get("lateness") == 0):
+                # nothing is held back without lateness (watermark = the largest timestamp),
+                # so the released time is this batch's largest on-time timestamp: no job
+                released = (max(released_before, top) if top is not None
+                            and top >= released_before else released_before)
+            else:
+                released = self._released(on_time, state, watermark, released_before)
             result = self._detect(spark, on_time, state, shards, watermark, released)
             try:
                 name = f"batch={batch_id:09d}"
@@ -272,7 +278,7 @@ class _MicroBatch:
         self._commit(batch_id, prev, {
             "format": "cepflow.stream-state", "version": 1, "shards": shards,
             "max_ts": clock.max_ts, "released": None if released == -math.inf else released,
-            "state": batch_id, "program": self.program.fingerprint})
+            "state": batch_id, "program": self.program.fingerprint, "lateness": self.lateness})
 
     def _released(self, on_time: DataFrame, state: DataFrame | None, watermark: float,
                   before: float) -> float:
