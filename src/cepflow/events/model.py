@@ -8,7 +8,7 @@ that made them, and re-enter the stream like any other event (higher-order patte
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -167,24 +167,6 @@ class ComplexEvent(Event):
         self.bindings = bindings if type_is_dict(bindings) else dict(bindings)
         self.parts = tuple(parts)
         self.match_id = match_id
-
-    @classmethod
-    def many(cls, type: str, params: Iterable[tuple[Any, ...]], ts: Iterable[float],
-             bindings: Iterable[dict[str, Any]], parts: Iterable[tuple[Event, ...]],
-             match_ids: Iterable[int]) -> list[ComplexEvent]:
-        """Complex events of one pattern in bulk (the column kernels): the same objects as
-        the constructor makes, with ``bindings`` dicts and ``parts`` tuples taken as they are
-        (the caller hands over fresh ones), at about two thirds of the cost."""
-        new = object.__new__
-        out: list[ComplexEvent] = []
-        add = out.append
-        for vals, t, binds, evs, mid in zip(params, ts, bindings, parts, match_ids,
-                                             strict=True):
-            ce = new(cls)
-            ce.type, ce.params, ce.ts, ce.id, ce.seq = type, vals, t, None, -1
-            ce.bindings, ce.parts, ce.match_id = binds, evs, mid
-            add(ce)
-        return out
 
     def leaves(self) -> Iterator[Event]:
         for p in self.parts:

@@ -932,9 +932,9 @@ def _emit_pair(pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first
         cols = [column(i) for i in pick]
         vals = list(zip(*cols, strict=True)) if cols else [()] * len(ae)
         ids = [first_id + r for r in r_new]
-        made = ComplexEvent.many(name, vals, ts, _dicts(params_names, cols, len(ae)),
-                                 zip(ae, be, strict=True), ids)
-        for r, ce in zip(r_new, made, strict=True):
+        for r, ce in zip(r_new, map(ComplexEvent, repeat(name), vals, ts,
+                                    _dicts(params_names, cols, len(ae)),
+                                    zip(ae, be, strict=True), ids), strict=True):
             out[r] = ce
         keep = ~fresh
         inst, rank = inst[keep], rank[keep]
