@@ -39,3 +39,20 @@ def test_local_read_equals_shipped_content(tmp_path: Path) -> None:
     kinds = [(r["kind"], r["ts"], r["source"]) for r in rows]
     assert ("event", 1.0, None) in kinds and ("event", 4.0, None) in kinds
     assert ("rejected", None, str(bad)) in kinds  # the located reader's side channel
+
+
+class _Files:
+    """Stands for the binaryFile DataFrame: records the columns selected."""
+
+    def select(self, *cols: str) -> tuple[str, ...]:
+        return cols
+
+
+def test_only_local_sources_drop_the_content_column() -> None:
+    from cepflow.spark.batch import file_rows
+
+    files = _Files()
+    for local in ("/data/in", "in", "file:/data/in", "file:///data/in", "C:/data/in"):
+        assert file_rows(files, local) == ("path",), local  # type: ignore[arg-type]
+    for remote in ("hdfs:/data/in", "hdfs://nn/data", "s3a://b/in", "dbfs:/mnt/in"):
+        assert file_rows(files, remote) is files, remote  # type: ignore[arg-type]

@@ -263,7 +263,9 @@ class Engine:
         try:
             return runner.process(event)
         except WindowError as e:
-            if self.side is None:
+            # only input a statement refuses (it names itself) is bad data; anything else
+            # (time going back, input after finish) is the engine driven wrongly
+            if self.side is None or e.statement is None:
                 raise EngineError(str(e)) from None
             self.reject(runner.statement.name, event, e)
             return []
@@ -274,7 +276,7 @@ class Engine:
         self.stats.rejected += 1
         self.side.malformed.append(Rejected(
             f"statement {statement}", f"event {event.ref} at {event.ts:g}", str(error),
-            event, getattr(error, "field", None)))
+            event, error.field))
 
     def advance_to(self, ts: float, out: list[ComplexEvent] | None = None) -> list[ComplexEvent]:
         """Let time pass up to ``ts``: fire pattern timers whose deadline is < ts and process
@@ -457,16 +459,15 @@ class Engine:
         for m in self._clocks:
             m.clock_start = None
         self.statement_start = state.get("start")
-        self.stopped = bool(state.get("stopped"))
         by_name = {m.name: m for m in self._clocks}
         for name, begun in state.get("intervals", {}).items():
             m = by_name.get(name)
             if m is None:
                 raise EngineError(f"saved clock state names an unknown pattern '{name}'")
             if begun is not None:
-                stopped, self.stopped = self.stopped, False
                 m.start_clock(begun)
-                self.stopped = stopped
+        # (a state saved after the input ended has no interval under way)
+        self.stopped = bool(state.get("stopped"))
 
 
 def run_patterns(program: Program, events: Iterable[Event], **kw: Any) -> list[ComplexEvent]:

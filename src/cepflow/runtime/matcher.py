@@ -824,9 +824,12 @@ class Matcher:
         up to it (they only expire instances), then ask for a timer for the next one."""
         dl = self.deadlines
         now = dl[0][0]
-        while dl and dl[0][0] <= now:
+        clocked = self.clock is not None
+        while dl and dl[0][0] <= now:  # (on_deadline made the pending rows tokens already)
             _, token_id, z, start = dl.popleft()
-            self.on_deadline(token_id, z, start, emit)
+            self._deadline(token_id, z, start, emit)
+            if clocked:
+                self._clock_idle(start + self.zone_by_id[z].length)
         if dl:
             deadline, _, z, start = dl[0]
             self.engine.schedule(deadline, self, -1, z, start)

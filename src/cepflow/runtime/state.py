@@ -66,7 +66,7 @@ def has_state(engine: Engine) -> bool:
     return (any(m.count() for m in engine.matchers)
             or any(m.done or m.seen for m in engine.matchers if m.context == "esper")
             or any(r.time != float("-inf") for r in engine.windows)
-            or (engine.statement_start is not None and engine.clock_state() is not None))
+            or (engine.statement_start is not None and bool(engine._clocks)))
 
 
 def save_state(engine: Engine) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +44,7 @@ from cepflow.spark.columns import (
     spark_ddl,
     spark_type,
 )
-from cepflow.spark.plan import Group, plan, subprogram
+from cepflow.spark.plan import TIMED_WINDOWS, Group, plan, subprogram
 
 REJECTED_SCHEMA = pa.schema([
     pa.field("source", pa.string()), pa.field("location", pa.string()),
@@ -164,9 +165,9 @@ def file_rows(files: DataFrame, source: str | os.PathLike[str]) -> DataFrame:
     ``content`` column when ``source`` is a local folder or file, so each task reads its files
     itself instead of Spark reading them and shipping the bytes through Arrow (67 MB: 0.70 s →
     0.22 s, docs/spark.md); Spark's ``binaryFile`` source then skips the contents. Other
-    file systems (``hdfs://``, ``s3a://``, …) keep Spark's reader."""
-    text = os.fspath(source)
-    if "://" in text and not text.startswith("file:"):
+    file systems (``hdfs:``, ``s3a://``, ``dbfs:/``, …) keep Spark's reader."""
+    scheme = urlsplit(os.fspath(source)).scheme
+    if len(scheme) > 1 and scheme != "file":  # (one letter: a Windows drive)
         return files
     return files.select("path")
 
@@ -210,8 +211,6 @@ def file_parser(program: Program, groups: list[Group], arity: int,
                 suffix = Path(local).suffix.lower()
                 if Path(local).name.startswith(("_", ".")):
                     continue
-                if content is None:  # a local file, read here rather than shipped by Spark
-                    content = Path(local).read_bytes()
                 reader = READERS.get(suffix)
                 if reader is None:
                     if output != "events":
@@ -219,6 +218,8 @@ def file_parser(program: Program, groups: list[Group], arity: int,
                             "not a supported event file (expected one of "
                             f"{', '.join(sorted(READERS))})"))], schema)
                     continue
+                if content is None:  # a local file, read here rather than shipped by Spark
+                    content = Path(local).read_bytes()
                 events, bad = _file_events(content, local, suffix, reader, schemas, arity,
                                            options_for(reader, reader_options), streaming)
                 if output == "summary":
@@ -265,7 +266,7 @@ def _has_timers(program: Program, groups: list[Group]) -> bool:
     window that time moves: then the end of the input's time (the horizon) decides matches."""
     names = {n for g in groups for n in g.patterns}
     return any(a.zones for a in program.automata if a.name in names) or any(
-        w.window.kind in ("time", "time_batch") for w in program.windows if w.name in names)
+        w.window.kind in TIMED_WINDOWS for w in program.windows if w.name in names)
 
 
 def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Program,

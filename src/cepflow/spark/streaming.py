@@ -249,8 +249,7 @@ class _MicroBatch:
             if self.lateness == 0 and (state is None or meta.get("lateness") == 0):
                 # nothing is held back without lateness (watermark = the largest timestamp),
                 # so the released time is this batch's largest on-time timestamp: no job
-                released = (max(released_before, top) if top is not None
-                            and top >= released_before else released_before)
+                released = released_before if top is None else max(released_before, top)
             else:
                 released = self._released(on_time, state, watermark, released_before)
             result = self._detect(spark, on_time, state, shards, watermark, released)
