@@ -1,0 +1,36 @@
+"""The Esper pair kernel's lazy complex events read like the ones Matcher._complete builds,
+and pickle and copy as plain complex events."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.batch import _PairMatch, _PairShape
+
+values = st.one_of(st.integers(), st.text(max_size=3), st.none(), st.booleans())
+
+
+@given(st.lists(values, max_size=4), st.lists(values, max_size=4), st.data())
+def test_lazy_fields_equal_eager_ones(ap: list, bp: list, data: st.DataObject) -> None:
+    a = Event("A", tuple(ap), 1.0, seq=3)
+    b = Event("B", tuple(bp), 2.5, id="b1")
+    row = [*ap, *bp, 2.5, None]
+    pick = data.draw(st.lists(st.integers(0, len(row) - 1), max_size=4))
+    names = [f"p{j}" for j in range(len(pick))]
+    lazy = _PairMatch(a, b, _PairShape("P", names, pick), 7)
+    params = tuple(row[i] for i in pick)
+    eager = ComplexEvent("P", params, 2.5, dict(zip(names, params, strict=True)), [a, b], 7)
+    assert (lazy.type, lazy.ts, lazy.match_id, lazy.id, lazy.seq) == ("P", 2.5, 7, None, -1)
+    assert lazy.params == eager.params and lazy.bindings == eager.bindings
+    assert lazy.parts == (a, b) and lazy.event_refs == [3, "b1"]
+    assert lazy == eager and hash(lazy) == hash(eager)
+    assert lazy.bindings is lazy.bindings  # made once
+    lazy.seq = 11
+    for twin in (pickle.loads(pickle.dumps(lazy)), copy.copy(lazy)):
+        assert type(twin) is ComplexEvent and twin == eager
+        assert (twin.seq, twin.match_id, twin.params) == (11, 7, params)
