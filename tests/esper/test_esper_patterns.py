@@ -112,6 +112,38 @@ def test_a_condition_between_aliases_is_unification() -> None:
     assert any(v == "a1.id" for m in auto.key_index.values() for _, v in m.values())
 
 
+BARE_FORMS = {
+    "tagged": "every a = ME(a.id = 'A') -> b = ME(b.id = 'B' and b.k = a.k)",
+    "bare": "every a = ME(a.id = 'A') -> b = ME(id = 'B' and k = a.k)",
+    "untagged": "every a = ME(a.id = 'A') -> ME(id = 'B' and a.k = k)",
+    "filter": "every a = ME(a.id = 'A') -> b = ME(b.id = 'B' and b.k + 0 = a.k)",
+}
+
+
+def _bare_form(form: str):
+    return load_module(parse_epl(SCHEMA + "insert into P select a.k as k from pattern ["
+                                 + BARE_FORMS[form] + "]"))
+
+
+@pytest.mark.parametrize("form", ["tagged", "bare", "untagged"])
+def test_an_own_field_named_bare_unifies_too(form: str) -> None:
+    """Esper lets a filter name its event's fields bare (with or without a tag): an equality
+    with an earlier tag's field still goes through the key index."""
+    auto = _bare_form(form).automaton("P")
+    assert any(v == "a.k" for m in auto.key_index.values() for _, v in m.values())
+    assert (1, "a.k") in auto.positions[-1].binds
+    plain = _bare_form("filter").automaton("P")  # (an expression is no field: a filter)
+    assert (1, "a.k") not in plain.positions[-1].binds
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("ABC"), st.integers(0, 3)), max_size=14))
+def test_bare_untagged_tagged_and_filter_forms_agree(seq) -> None:
+    outs = {form: [(m.params, [e.seq for e in m.parts])
+                   for m in run(_bare_form(form), me(seq))] for form in BARE_FORMS}
+    assert outs["bare"] == outs["tagged"] == outs["untagged"] == outs["filter"]
+
+
 @pytest.mark.parametrize(("text", "line", "col", "what"), [
     ("insert into X select count(*) as n from pattern [every a = ME].win:ext_timed(1 sec)",
      2, 63, "view 'win:ext_timed' is not supported"),

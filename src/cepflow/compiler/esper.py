@@ -26,7 +26,9 @@ same automata and engine:
 * **Aliases** ``a1 = Motorbike(...)`` become unification variables ``a1.<field>`` for every
   field of the event; a top-level conjunct ``a2.f = a1.g`` of ``a2``'s filter, where ``a1`` was
   bound before, becomes unification (``a2``'s ``f`` binds ``a1.g``), so it is served by the
-  same per-key index as VEPL parameters and costs nothing more; other conditions stay filters.
+  same per-key index as VEPL parameters and costs nothing more; so does ``f = a1.g`` (the own
+  field named bare, as Esper allows, also in an event without a tag, which then binds only
+  such fields); other conditions stay filters.
 * Esper's guard ``X -> (P where timer:within(Δ))`` starts when ``P`` is activated, i.e. at
   ``X``'s event: the EPL reader writes it as the window ``(X -> P)[Δ]`` (:func:`guard_windows`).
 * A pattern that **starts with** ``timer:interval(Δ)`` or ``(timer:interval(Δ) and not C …)``
@@ -480,22 +482,24 @@ class _Aliases:
         return rewrite(e, fn)
 
     def atom(self, a: ast.Atom) -> ast.Atom:
-        if a.alias is None:
-            if a.where is not None:
-                return replace(a, where=self.expr(a.where))
-            return a
         et = self.schemas.get(a.name)
-        if et is None:
+        if a.alias is None:
+            if a.where is None:
+                return a
+            if et is None or a.args is not None:
+                return replace(a, where=self.expr(a.where))
+        elif et is None:
             raise EsperError(f"unknown event type '{a.name}'", a.loc)
-        if a.args is not None:
+        elif a.args is not None:
             raise EsperError(f"'{a.alias} = {a.name}(...)': an aliased event takes a filter, "
                              "not positional parameters", a.loc)
         repeated = a.alias in self.repeated
         if a.alias in self.bound and not repeated:
             raise EsperError(f"alias '{a.alias}' is bound twice", a.loc)
-        # a repeated tag's own fields are collected (assigned), not unified
-        args: list[str | None] = ([None] * len(et.param_names) if repeated else
-                                  [f"{a.alias}.{f}" for f in et.param_names])
+        # a repeated tag's own fields are collected (assigned), not unified; an event without
+        # a tag binds only the fields its filter equates to an earlier tag's
+        args: list[str | None] = ([None] * len(et.param_names) if repeated or a.alias is None
+                                  else [f"{a.alias}.{f}" for f in et.param_names])
         rest: list[ast.Expr] = []
         for c in _conjuncts(a.where) if a.where is not None else []:
             unified = self._unify(c, a.alias, et)
@@ -507,26 +511,34 @@ class _Aliases:
                 rest.append(c)  # this field already unifies with another variable
                 continue
             args[i] = var
-            if not repeated:
+            if not repeated and a.alias is not None:
                 self.rename[f"{a.alias}.{et.param_names[i]}"] = var
         where = _and([self.expr(c, a.alias) for c in rest])
+        if a.alias is None:
+            return ast.Atom(a.name, tuple(args) if any(args) else None, where, None, a.loc)
         self.bound[a.alias] = self.seen[a.alias] = et
         return ast.Atom(a.name, tuple(args), where, a.alias if repeated else None, a.loc)
 
-    def _unify(self, c: ast.Expr, own: str, et: EventType) -> tuple[int, str] | None:
-        """``own.f == other.g`` (either order, ``=`` or ``==``) with ``other`` bound before
-        (not a repeated tag's current event: that one changes, so it stays a filter)."""
+    def _unify(self, c: ast.Expr, own: str | None, et: EventType) -> tuple[int, str] | None:
+        """``own.f == other.g`` or ``f == other.g`` (the event's own field named bare, as
+        Esper allows inside its filter; either order, ``=`` or ``==``) with ``other`` bound
+        before (not a repeated tag's current event: that one changes, so it stays a filter)."""
         if not (isinstance(c, ast.Binary) and c.op == "=="):
             return None
         sides = [c.left, c.right]
         for mine, theirs in (sides, sides[::-1]):
-            if (isinstance(mine, ast.Name) and isinstance(theirs, ast.Name)
-                    and len(mine.path) == 1 and len(theirs.path) == 1
-                    and mine.name == own and theirs.name != own and theirs.name in self.bound
-                    and theirs.name not in self.repeated
-                    and mine.path[0] in et.param_names):
-                return et.param_names.index(mine.path[0]), self.var(theirs.name,
-                                                                    theirs.path[0], theirs.loc)
+            if not (isinstance(mine, ast.Name) and isinstance(theirs, ast.Name)):
+                continue
+            if len(mine.path) == 1 and mine.name == own:
+                fld = mine.path[0]
+            elif not mine.path and mine.name not in self.seen and mine.name != own:
+                fld = mine.name  # (a bare name that is no tag is the event's own field)
+            else:
+                continue
+            if (len(theirs.path) == 1 and theirs.name != own and theirs.name in self.bound
+                    and theirs.name not in self.repeated and fld in et.param_names):
+                return et.param_names.index(fld), self.var(theirs.name, theirs.path[0],
+                                                           theirs.loc)
         return None
 
     def pattern(self, p: ast.Pattern) -> ast.Pattern:
