@@ -41,11 +41,15 @@ def _text_output(path_or_file: PathOrFile) -> Iterator[TextIO]:
 
 
 def write_jsonl(matches: Iterable[ComplexEvent], path_or_file: PathOrFile) -> int:
-    """Write one ``{"pattern", "ts", "params", "events"}`` object per match; returns the count."""
+    """Write one ``{"pattern", "ts", "params", "events"}`` object per match; returns the count.
+    Event ids are written as strings, as the Parquet writer and the Spark pipeline write them
+    (an id column holds one type), so the outputs of every engine and format compare equal."""
     count = 0
     with _text_output(path_or_file) as out:
         for match in matches:
-            out.write(dumps(match.to_dict()))
+            d = match.to_dict()
+            d["events"] = [str(r) for r in d["events"]]
+            out.write(dumps(d))
             out.write("\n")
             count += 1
     return count
