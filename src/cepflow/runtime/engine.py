@@ -280,7 +280,9 @@ class Engine:
 
     def advance_to(self, ts: float, out: list[ComplexEvent] | None = None) -> list[ComplexEvent]:
         """Let time pass up to ``ts``: fire pattern timers whose deadline is < ts and process
-        data-window expiries and batch closes at instants <= ts, in time order."""
+        data-window expiries and batch closes at instants <= ts, in time order; at one instant
+        the window updates first, as they come before an event arriving then and a deadline
+        comes after it (docs/windows.md), so the order never depends on such an event."""
         out = [] if out is None else out
         if ts == float("inf"):
             self.stopped = True  # the input has ended: pattern clocks do not start again
@@ -288,7 +290,7 @@ class Engine:
         windows = self.windows
         while True:
             due = self._window_due() if windows else float("inf")
-            if heap and heap[0][0] < ts and heap[0][0] <= due:
+            if heap and heap[0][0] < ts and heap[0][0] < due:
                 deadline, _, mi, token, zone, start = heapq.heappop(heap)
                 self.time = max(self.time, deadline)
                 first = len(out)

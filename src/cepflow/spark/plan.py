@@ -10,11 +10,11 @@ that says why — which gives the same result, only without parallelism.
 
 Data-window statements join the group of the pattern or statement that produces their input
 and of every pattern or statement that reads their rows. Such a group is keyed only when each
-statement keeps its groups apart (:func:`_window_spans_keys`), the keys agree as for patterns,
-and no statement's window and pattern deadline wait for time together (:func:`_time_coupled`:
-then the group runs in one partition on every event of the stream). Window updates depend on
-the time of events, not on which events moved the clock, and every partition advances to the
-input's last timestamp at the end (docs/spark.md, "Window statements").
+statement keeps its groups apart (:func:`_window_spans_keys`) and the keys agree as for
+patterns. Window updates depend on the time of events, not on which events moved the clock
+(at one instant the engine orders window updates, events and pattern deadlines the same way
+whether or not an event arrives then), and every partition advances to the input's last
+timestamp at the end (docs/spark.md, "Window statements").
 """
 
 from __future__ import annotations
@@ -93,25 +93,6 @@ def _window_spans_keys(stmt: WindowStatement) -> str | None:
         return ("its batches start at the first event of the whole stream (no reference "
                 "point)")
     return None
-
-
-def _time_coupled(wins: list[WindowStatement], program: Program, names: list[str]) -> str:
-    """Why the group's engine must see every event of the stream ("" if it need not).
-
-    **Decision**: in-process, an event at ``t`` first processes the window updates due at
-    instants up to ``t`` but the pattern deadlines strictly before ``t``; with no event at
-    ``t`` a deadline at ``t`` comes first. So when a statement's window moves with time and a
-    pattern of the group has a deadline, their order at one instant depends on whether *any*
-    event arrives then (tests/spark/test_spark_windows.py shows a match that depends on it):
-    such a group runs in one partition on the whole stream, which reproduces that exactly."""
-    timed_w = [w.name for w in wins if w.window.kind in TIMED_WINDOWS]
-    timed_p = [a.name for a in program.automata if a.name in names and a.zones]
-    if timed_w and timed_p:
-        return (f"window statement {timed_w[0]} and pattern {timed_p[0]} both wait for time: "
-                "which of a window update and a pattern deadline at one instant comes first "
-                "depends on whether any event arrives then, so the group runs on the whole "
-                "stream")
-    return ""
 
 
 def _keyed_windows(wins: list[WindowStatement], program: Program, names: list[str],
@@ -198,24 +179,20 @@ def plan(program: Program) -> list[Group]:
 
 def _group(names: list[str], program: Program) -> Group:
     """The group of ``names`` (patterns and window statements that read each other): keyed
-    if every member can be, else one partition; with every event of the stream when its
-    windows and deadlines are coupled in time (:func:`_time_coupled`)."""
+    if every member can be, else one partition."""
     group = _pattern_group(names, program)
     wins = [w for w in program.windows if w.name in names]
     if not wins:
         return group
-    coupled = _time_coupled(wins, program, names)
     if group.types is not None:
         group.types |= {w.input_type for w in wins}
     if group.partitioned:
         assert group.key is not None
-        why = coupled or _keyed_windows(wins, program, names, group.key)
+        why = _keyed_windows(wins, program, names, group.key)
         if not why:
             return group
         group.reason = why
     group.key = None
-    if coupled:
-        group.types = None
     return group
 
 
