@@ -174,14 +174,21 @@ class ComplexEvent(Event):
 
     @property
     def event_refs(self) -> list[Any]:
-        """Ids of the contributing *input* events, in match order."""
-        return [e.ref for e in self.leaves()]
+        """Ids of the contributing *input* events, in match order (:meth:`leaves`' refs,
+        without a generator per level: every match written pays for this)."""
+        out: list[Any] = []
+        for p in self.parts:
+            if isinstance(p, ComplexEvent):
+                out += p.event_refs
+            else:
+                out.append(p.id if p.id is not None else p.seq)
+        return out
 
     def to_dict(self, schema: EventType | None = None) -> dict[str, Any]:
         return {
             "pattern": self.type,
             "ts": self.ts,
-            "params": dict(self.bindings_for_output()),
+            "params": self.bindings_for_output(),
             "events": self.event_refs,
         }
 

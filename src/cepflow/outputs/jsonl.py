@@ -25,9 +25,13 @@ def json_default(value: Any) -> Any:
     return str(value)
 
 
+#: (one encoder for every line: ``json.dumps`` with options builds a new one per call)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=json_default)
+
+
 def dumps(value: Any) -> str:
     """One compact JSON line (UTF-8 text kept as is, non-JSON values via :func:`json_default`)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=json_default)
+    return _ENCODER.encode(value)
 
 
 @contextmanager
