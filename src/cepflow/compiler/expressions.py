@@ -3,8 +3,9 @@
 Nothing from a pattern file is ever handed to ``eval``/``exec``: every node maps to a small
 closure over values. Names resolve first to fields of the filtered event (by the event type's
 declared parameter names), then to variables bound earlier in the match. ``null`` (None) is
-absorbing in arithmetic and makes comparisons false, as in SQL; ``and``/``or`` treat None as
-false. Functions are looked up in a registry of Python callables registered by name.
+absorbing in arithmetic and makes the ordering comparisons false, as in SQL; ``==``/``!=``
+compare it as a value (``x == null`` is the null test; unification agrees); ``and``/``or``
+treat None as false. Functions are looked up in a registry of Python callables registered by name.
 """
 
 from __future__ import annotations
