@@ -12,11 +12,8 @@ from cepflow.language import ast
 from cepflow.language.ast import AGGREGATES
 from cepflow.language.parser import parse_expr
 from cepflow.language.printer import column_name
-
-# the expression walk is the language's (cepflow.language.walk); re-exported for the runtime
 from cepflow.language.walk import expr_children as children
-from cepflow.language.walk import rewrite as rewrite
-from cepflow.language.walk import strip_alias as strip_alias
+from cepflow.language.walk import rewrite
 
 #: name bound to the output row's timestamp (what ``current_timestamp()`` becomes)
 NOW = "$now"

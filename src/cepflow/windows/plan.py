@@ -19,20 +19,19 @@ from typing import Any, Literal
 from cepflow.compiler.expressions import Evaluator, ExpressionError, compile_expr
 from cepflow.events.model import Event, EventType, ParamSpec
 from cepflow.language import ast
+from cepflow.language.walk import expr_children as children
+from cepflow.language.walk import rewrite, strip_alias
 from cepflow.windows.aggregates import AggregateSlot
 from cepflow.windows.expressions import (
     AGGREGATES,
     NOW,
     aggregates_in,
     bind_current_timestamp,
-    children,
     default_alias,
     is_aggregate,
     is_star,
     names_in,
     names_outside_aggregates,
-    rewrite,
-    strip_alias,
 )
 from cepflow.windows.records import Record
 from cepflow.windows.rows import RowBuilder, placeholder, placeholder_slot, tuple_getter
