@@ -10,6 +10,11 @@ batch's events plus the engine state left by the previous micro-batch*:
   held back for the allowed lateness. A small ``meta-N.json`` written last marks batch ``N``
   complete and carries the clocks. One engine serves all keys of a shard, so the cost of a
   micro-batch grows with its events and the live partial matches, not with the key count.
+* **Narrow rows**: only the event columns that hold a value travel through the shuffle to the
+  engines and into the saved state — those of the batch's events (counted by the batch's first
+  job, which also takes its largest timestamp) and those of the events held back in the state
+  (listed in the meta file). A column that is null in every row costs in each Arrow ↔ row
+  conversion and in the shuffle.
 * **Time** is cepflow's own out-of-order policy (:func:`cepflow.inputs.reorder`) applied per
   micro-batch: the watermark is the largest timestamp seen so far minus the allowed lateness;
   events up to the watermark are released to the engines in (ts, file, position) order; later
@@ -59,22 +64,48 @@ from cepflow.spark.batch import (
     file_rows,
     fill,
 )
-from cepflow.spark.columns import MATCH_SCHEMA, decode, encode_matches, event_fields, spark_ddl
+from cepflow.spark.columns import (
+    MATCH_SCHEMA,
+    decode,
+    encode_matches,
+    event_fields,
+    spark_ddl,
+    spark_type,
+)
 from cepflow.spark.plan import Group, plan, subprogram
 
 STATE_DIR = "cepflow-state"
 MATCH_COLS = ["pattern", "ts", "params", "events"]
+#: the side output's rows: kind (late | malformed) and the rejected record's columns
+SIDE_SCHEMA = pa.schema([pa.field("kind", pa.string()), *REJECTED_SCHEMA])
 
 
-def _shard_fields(arity: int) -> list[pa.Field]:
-    """Rows of the per-shard job: (group, shard, row kind, engine JSON) + the event columns."""
-    return [pa.field("g", pa.int64()), pa.field("pid", pa.int64()), pa.field("part", pa.string()),
-            pa.field("engine", pa.string()), *event_fields(arity)]
+#: the saved state's layout (``version`` in ``meta-N.json``): 2 — ``part`` an int code and only
+#: the event columns the held-back events use (:data:`ALWAYS` and those listed as ``held``);
+#: 1 — ``part`` the text "engine"/"event" and every column of the layout (read, and the next
+#: state written as 2)
+STATE_VERSION = 2
+#: ``part`` of a shard's rows: its saved engine sorts before its events
+ENGINE, EVENT = 0, 1
+#: event columns every shard row carries (the engine's order and clock: every event has them);
+#: the others travel when an event uses them; ``key`` never travels (no engine reads it)
+ALWAYS = ("type", "ts", "seq", "file")
 
 
-def _out_schema(arity: int) -> pa.Schema:
+def _layout_fields(arity: int, columns: list[str]) -> list[pa.Field]:
+    """The fields of the event ``columns`` of the layout, in layout order."""
+    return [f for f in event_fields(arity) if f.name in columns]
+
+
+def _shard_fields(arity: int, columns: list[str]) -> list[pa.Field]:
+    """Rows of the per-shard job: (group, shard, part, engine JSON) + the event ``columns``."""
+    return [pa.field("g", pa.int64()), pa.field("pid", pa.int64()), pa.field("part", pa.int64()),
+            pa.field("engine", pa.string()), *_layout_fields(arity, columns)]
+
+
+def _out_schema(arity: int, columns: list[str]) -> pa.Schema:
     """What a shard returns: state rows (as :func:`_shard_fields`) and match rows (m_*)."""
-    return pa.schema([*_shard_fields(arity), pa.field("m_pattern", pa.string()),
+    return pa.schema([*_shard_fields(arity, columns), pa.field("m_pattern", pa.string()),
                       pa.field("m_ts", pa.float64()), pa.field("m_params", pa.string()),
                       pa.field("m_events", pa.list_(pa.string()))])
 
@@ -91,13 +122,13 @@ class _Clock:
 
 
 def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int],
-                  arity: int, watermark: float, released: float
+                  arity: int, columns: list[str], watermark: float, released: float
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of one micro-batch: rows sorted by (g, pid, part, ts, file,
-    seq) — per (group, shard) first its saved engine, then its events — in; matches and the
-    new state out."""
-    schema = _out_schema(arity)
-    ev_names = [f.name for f in event_fields(arity)]
+    seq) — per (group, shard) first its saved engine, then its events, with the event
+    ``columns`` only (the others are null: :func:`cepflow.inputs.columnar.column`) — in;
+    matches and the new state (the same columns) out."""
+    schema = _out_schema(arity, columns)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         engine: Engine | None = None
@@ -110,7 +141,7 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                 yield _matches(encode_matches(tail))
             if has_state(engine):
                 yield fill(schema, 1, {"g": [current[0]], "pid": [current[1]],
-                                        "part": ["engine"],
+                                        "part": [ENGINE],
                                         "engine": [json.dumps(save_state(engine))]})
 
         def _matches(m: pa.RecordBatch) -> pa.RecordBatch:
@@ -133,9 +164,9 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                     current = key
                 seg = batch.slice(a, b - a)
                 parts = seg.column("part")
-                for text in seg.filter(pc.equal(parts, "engine")).column("engine").to_pylist():
+                for text in seg.filter(pc.equal(parts, ENGINE)).column("engine").to_pylist():
                     restore_state(engine, json.loads(text))
-                events = seg.filter(pc.equal(parts, "event"))
+                events = seg.filter(pc.equal(parts, EVENT))
                 ts = events.column("ts")
                 ready = events.filter(pc.less_equal(ts, watermark))
                 held = events.filter(pc.greater(ts, watermark))
@@ -144,10 +175,10 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                     if found is not None:
                         yield _matches(found)
                 if held.num_rows:
-                    cols = {n: held.column(n) for n in ev_names}
+                    cols = {n: held.column(n) for n in columns}
                     cols.update(g=pa.array([key[0]] * held.num_rows, pa.int64()),
                                 pid=pa.array([key[1]] * held.num_rows, pa.int64()),
-                                part=pa.array(["event"] * held.num_rows, pa.string()))
+                                part=pa.array([EVENT] * held.num_rows, pa.int64()))
                     yield fill(schema, held.num_rows, cols)
         if engine is not None:
             yield from close()
@@ -161,7 +192,7 @@ def _late_rows(arities: dict[str, int], arity: int, released: float, watermark: 
     from cepflow.inputs.ordering import format_ts as num
     from cepflow.outputs.jsonl import dumps
 
-    schema = pa.schema([pa.field("kind", pa.string()), *REJECTED_SCHEMA])
+    schema = SIDE_SCHEMA
 
     def late(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -193,7 +224,8 @@ class _MicroBatch:
         self.sink, self.state_dir, self.lateness = sink, state_dir, lateness
         self.actions = actions_for(program, actions)
         self.on_batch = on_batch
-        self.shard_ddl = spark_ddl(pa.schema(_shard_fields(arity)))
+        #: the layout's event columns that may travel (all but ``key``), in layout order
+        self.columns = [f.name for f in event_fields(arity) if f.name != "key"]
 
     # ---- state folders -------------------------------------------------------------------
     def _previous(self, batch_id: int) -> tuple[int | None, dict[str, Any]]:
@@ -223,6 +255,31 @@ class _MicroBatch:
                 else:
                     p.unlink(missing_ok=True)
 
+    def _read_state(self, spark: SparkSession, meta: dict[str, Any]
+                    ) -> tuple[DataFrame | None, list[str]]:
+        """The saved state rows of ``meta``'s batch as rows of the current layout (version 1
+        converted) and the event columns beyond :data:`ALWAYS` its held-back events use."""
+        n = meta.get("state")
+        version = meta.get("version", STATE_VERSION) if meta else STATE_VERSION
+        if version not in (1, STATE_VERSION):
+            raise ValueError(f"{self.state_dir}: stream state version {version!r} is newer than "
+                             f"this cepflow reads (1 to {STATE_VERSION}); use the cepflow that "
+                             "wrote the checkpoint, or a new checkpoint")
+        if n is None:
+            return None, []
+        path = str(self.state_dir / f"batch={n:09d}")
+        if version == 1:  # every layout column, part as text
+            wide = [pa.field("g", pa.int64()), pa.field("pid", pa.int64()),
+                    pa.field("part", pa.string()), pa.field("engine", pa.string()),
+                    *_layout_fields(self.arity, self.columns)]
+            rows = spark.read.schema(spark_ddl(pa.schema(wide))).parquet(path)
+            code = F.when(F.col("part") == "engine", F.lit(ENGINE)).otherwise(F.lit(EVENT))
+            return (rows.withColumn("part", code.cast("long")),
+                    [c for c in self.columns if c not in ALWAYS])
+        held = [c for c in self.columns if c in meta.get("held", [])]
+        ddl = spark_ddl(pa.schema(_shard_fields(self.arity, [*ALWAYS, *held])))
+        return spark.read.schema(ddl).parquet(path), held
+
     # ---- one micro-batch -----------------------------------------------------------------
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         spark = batch.sparkSession
@@ -232,27 +289,29 @@ class _MicroBatch:
         clock = _Clock(meta.get("max_ts"), meta.get("released"))
         watermark_before = clock.watermark(self.lateness)
         released_before = -math.inf if clock.released is None else clock.released
-        state_path = meta.get("state")
-        state = (spark.read.schema(self.shard_ddl).parquet(
-            str(self.state_dir / f"batch={state_path:09d}")) if state_path is not None else None)
+        state, held_before = self._read_state(spark, meta)
 
         batch = batch.persist()
         try:
             events = batch.where(F.col("kind") == "event")
             on_time = events.where(F.col("ts") >= F.lit(released_before))
             late = events.where(F.col("ts") < F.lit(released_before))
-            top = events.agg(F.max("ts").alias("m")).collect()[0]["m"]
+            top, used, rejects = self._summary(batch, released_before)
             max_ts = top if clock.max_ts is None else (
                 clock.max_ts if top is None else max(clock.max_ts, top))
             clock = _Clock(max_ts, clock.released)
             watermark = clock.watermark(self.lateness)
+            # what travels to the engines: the columns this batch's events or the held ones use
+            columns = [c for c in self.columns if c in ALWAYS or c in used or c in held_before]
             if self.lateness == 0 and (state is None or meta.get("lateness") == 0):
                 # nothing is held back without lateness (watermark = the largest timestamp),
                 # so the released time is this batch's largest on-time timestamp: no job
                 released = released_before if top is None else max(released_before, top)
+                held: list[str] = []
             else:
-                released = self._released(on_time, state, watermark, released_before)
-            result = self._detect(spark, on_time, state, shards, watermark, released)
+                released, held = self._released(on_time, state, watermark, released_before,
+                                                columns, held_before)
+            result = self._detect(spark, on_time, state, shards, watermark, released, columns)
             try:
                 name = f"batch={batch_id:09d}"
                 result.where(F.col("m_pattern").isNotNull()).select(
@@ -260,43 +319,72 @@ class _MicroBatch:
                 ).write.mode("overwrite").json(str(self.sink / "matches" / name))
                 if self.on_batch is not None:
                     self.on_batch(batch_id)  # (tests: fail between the writes)
-                malformed = batch.where(F.col("kind") == "rejected").select(
-                    F.lit("malformed").alias("kind"), *REJECTED_SCHEMA.names)
-                late_rows = late.mapInArrow(
-                    _late_rows(self.arities, self.arity, released_before, watermark_before),
-                    spark_ddl(pa.schema([pa.field("kind", pa.string()), *REJECTED_SCHEMA])))
-                malformed.unionByName(late_rows).write.mode("overwrite").json(
-                    str(self.sink / "rejected" / name))
+                if rejects:
+                    malformed = batch.where(F.col("kind") == "rejected").select(
+                        F.lit("malformed").alias("kind"), *REJECTED_SCHEMA.names)
+                    late_rows = late.mapInArrow(
+                        _late_rows(self.arities, self.arity, released_before, watermark_before),
+                        spark_ddl(SIDE_SCHEMA))
+                    malformed.unionByName(late_rows).write.mode("overwrite").json(
+                        str(self.sink / "rejected" / name))
+                else:  # counted by the summary: an empty folder, no Spark job
+                    _empty_output(self.sink / "rejected" / name)
                 new_state = result.where(F.col("m_pattern").isNull()).select(
-                    *[f.name for f in _shard_fields(self.arity)])
+                    *[f.name for f in _shard_fields(self.arity, columns)])
                 new_state.write.mode("overwrite").parquet(str(self.state_dir / name))
             finally:
                 result.unpersist()
         finally:
             batch.unpersist()
         self._commit(batch_id, prev, {
-            "format": "cepflow.stream-state", "version": 1, "shards": shards,
+            "format": "cepflow.stream-state", "version": STATE_VERSION, "shards": shards,
             "max_ts": clock.max_ts, "released": None if released == -math.inf else released,
-            "state": batch_id, "program": self.program.fingerprint, "lateness": self.lateness})
+            "state": batch_id, "held": held, "program": self.program.fingerprint,
+            "lateness": self.lateness})
+
+    def _summary(self, batch: DataFrame, released_before: float
+                 ) -> tuple[float | None, set[str], int]:
+        """One job over the micro-batch: its largest event timestamp, the event columns its
+        events use (late ones included: a plain count per column is cheaper than a
+        conditional one, measured) and the number of rows for the side output (malformed +
+        late)."""
+        kind, ts = F.col("kind"), F.col("ts")
+        late = (kind == "event") & (ts < F.lit(released_before))
+        counted = [c for c in self.columns if c not in ALWAYS]
+        row = batch.agg(
+            F.max(F.when(kind == "event", ts)).alias("m"),
+            F.count(F.when((kind == "rejected") | late, F.lit(1))).alias("rejects"),
+            *[F.count(c).alias(f"n_{c}") for c in counted],
+        ).collect()[0]
+        return row["m"], {c for c in counted if row[f"n_{c}"]}, row["rejects"]
 
     def _released(self, on_time: DataFrame, state: DataFrame | None, watermark: float,
-                  before: float) -> float:
-        """The largest timestamp released after this batch: max(before, ts <= watermark)."""
+                  before: float, columns: list[str], held_before: list[str]
+                  ) -> tuple[float, list[str]]:
+        """The largest timestamp released after this batch — max(before, ts <= watermark) —
+        and the event columns beyond :data:`ALWAYS` that the events held back after it use
+        (one job)."""
         if watermark == -math.inf:
-            return before
-        released = on_time.where(F.col("ts") <= watermark).select("ts")
+            return before, held_before
+        ts = F.col("ts")
+        rows = on_time.select(*columns)
         if state is not None:
-            released = released.unionByName(
-                state.where((F.col("part") == "event") & (F.col("ts") <= watermark))
-                .select("ts"))
-        m = released.agg(F.max("ts").alias("m")).collect()[0]["m"]
-        best = before if m is None else max(before, m)
-        return best
+            rows = rows.unionByName(
+                state.where(F.col("part") == EVENT).select(*_columns_of(state, self.arity,
+                                                                        columns)))
+        counted = [c for c in columns if c not in ALWAYS]
+        row = rows.agg(F.max(F.when(ts <= watermark, ts)).alias("m"),
+                       *[F.count(F.when(ts > watermark, F.col(c))).alias(f"n_{c}")
+                         for c in counted]).collect()[0]
+        m = row["m"]
+        return (before if m is None else max(before, m)), [c for c in counted if row[f"n_{c}"]]
 
     def _detect(self, spark: SparkSession, events: DataFrame, state: DataFrame | None,
-                shards: int, watermark: float, released: float) -> DataFrame:
-        """Events of every group + saved state → one engine per (group, shard) → persisted."""
-        cols = [f.name for f in event_fields(self.arity)]
+                shards: int, watermark: float, released: float, columns: list[str]
+                ) -> DataFrame:
+        """Events of every group + saved state → one engine per (group, shard) → persisted.
+        Only the event ``columns`` travel (the shuffle and Arrow cost grows with each)."""
+        out = spark_ddl(_out_schema(self.arity, columns))
         parts: list[DataFrame] = []
         for gi, group in enumerate(self.groups):
             ev = events
@@ -305,20 +393,36 @@ class _MicroBatch:
             pid = (F.pmod(F.xxhash64(F.col(f"k{gi}")), F.lit(shards)) if group.partitioned
                    else F.lit(0).cast("long"))
             parts.append(ev.select(F.lit(gi).cast("long").alias("g"), pid.alias("pid"),
-                                   F.lit("event").alias("part"),
-                                   F.lit(None).cast("string").alias("engine"), *cols))
+                                   F.lit(EVENT).cast("long").alias("part"),
+                                   F.lit(None).cast("string").alias("engine"), *columns))
         if state is not None:
-            parts.append(state)
+            parts.append(state.select("g", "pid", "part", "engine",
+                                      *_columns_of(state, self.arity, columns)))
         if not parts:
-            return spark.createDataFrame([], spark_ddl(_out_schema(self.arity))).persist()
+            return spark.createDataFrame([], out).persist()
         rows = parts[0]
         for p in parts[1:]:
             rows = rows.unionByName(p)
-        rows = (rows.repartition(shards, "g", "pid")
-                .sortWithinPartitions("g", "pid", "part", "ts", "file", "seq"))
-        runner = _shard_runner(self.subs, self.actions, self.arities, self.arity, watermark,
-                               released)
-        return rows.mapInArrow(runner, spark_ddl(_out_schema(self.arity))).persist()
+        order = ["g", "pid", "part", "ts", *(["file"] if "file" in columns else []), "seq"]
+        rows = rows.repartition(shards, "g", "pid").sortWithinPartitions(*order)
+        runner = _shard_runner(self.subs, self.actions, self.arities, self.arity, columns,
+                               watermark, released)
+        return rows.mapInArrow(runner, out).persist()
+
+
+def _empty_output(folder: Path) -> None:
+    """What Spark's ``write.mode("overwrite")`` of no rows leaves: ``folder`` with only a
+    ``_SUCCESS`` marker (a failed attempt's files removed first)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / "_SUCCESS").touch()
+
+
+def _columns_of(rows: DataFrame, arity: int, columns: list[str]) -> list[Any]:
+    """The event ``columns`` of ``rows``, null where ``rows`` has no such column."""
+    have = set(rows.columns)
+    return [F.col(f.name) if f.name in have else F.lit(None).cast(spark_type(f.type)).alias(f.name)
+            for f in _layout_fields(arity, columns)]
 
 
 def stream_query(
@@ -363,6 +467,5 @@ def read_sink(spark: SparkSession, sink: str | os.PathLike[str]) -> tuple[DataFr
     """The matches and the side output written by :func:`stream_query` (complete batches)."""
     base = Path(sink)
     m = spark.read.schema(spark_ddl(MATCH_SCHEMA)).json(str(base / "matches"))
-    r = spark.read.schema(spark_ddl(pa.schema([pa.field("kind", pa.string()),
-                                               *REJECTED_SCHEMA]))).json(str(base / "rejected"))
+    r = spark.read.schema(spark_ddl(SIDE_SCHEMA)).json(str(base / "rejected"))
     return m, r
