@@ -21,11 +21,14 @@ of ~250,000 events with ids and increasing modification times: **gesture** (the 
 ``examples/gesture/events.py`` with ``keys`` bodies, pattern ``examples/gesture/gesture.vepl``) and
 **filter** (seeded random ``Reading(sensor, temp)`` events of ``keys`` sensors, pattern
 ``Overheat(s)``: two hot readings of one sensor within 10 s). Every Spark run must produce as
-many complex events as the local run, or the benchmark aborts.
+many complex events as the local run, or the benchmark aborts. ``--input-format parquet`` runs
+every mode on the same events converted once to Parquet (one file per JSON Lines file; the floor
+then uses Spark's Parquet reader).
 
     .venv/bin/python benchmarks/spark_pipeline.py            # 1M and 10M events, keys 64..100k
     .venv/bin/python benchmarks/spark_pipeline.py --quick    # a few minutes
     .venv/bin/python benchmarks/spark_pipeline.py --events 1000000 --keys 64,100000
+    .venv/bin/python benchmarks/spark_pipeline.py --events 1000000 --keys 64 --input-format parquet
 """
 
 from __future__ import annotations
@@ -215,6 +218,38 @@ def generate(pattern: str, events: int, keys: int, file_events: int) -> dict[str
     return {**manifest, "generated_seconds": time.perf_counter() - t0, "reused": False}
 
 
+def input_files(pattern: str, events: int, keys: int, file_events: int, fmt: str) -> Path:
+    """The folder of the workload's input files in ``fmt``: the generated JSON Lines, or the
+    same events as Parquet (one file per JSON Lines file, same names and modification times
+    but the suffix; written once, from the JSON Lines with the workload's column types)."""
+    base = case_folder(pattern, events, keys, file_events)
+    jsonl = base / "files"
+    if fmt == "jsonl":
+        return jsonl
+    import pyarrow as pa
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    target = base / "files-parquet"
+    sources = sorted(jsonl.glob("*.jsonl"))
+    done = target / "_COMPLETE"
+    if done.exists() and done.read_text("utf-8") == str(len(sources)):
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir()
+    types = {"string": pa.string(), "long": pa.int64(), "double": pa.float64()}
+    schema = pa.schema([(name, types[kind]) for name, kind in
+                        (c.split() for c in FLOOR_SCHEMA[pattern][0].split(", "))])
+    for src in sources:
+        table = pj.read_json(src, parse_options=pj.ParseOptions(explicit_schema=schema))
+        out = target / (src.stem + ".parquet")
+        pq.write_table(table, out)
+        stamp = src.stat().st_mtime
+        os.utime(out, (stamp, stamp))
+    done.write_text(str(len(sources)), "utf-8")
+    return target
+
+
 # -- memory of this process and its descendants -----------------------------------------------
 def _status_kib(pid: int | str, field: str) -> int | None:
     try:
@@ -397,7 +432,7 @@ def _count_rows(batches: Iterator[Any]) -> Iterator[Any]:
     yield pa.RecordBatch.from_pydict({"n": [n]})
 
 
-def measure_floor(spark: Any, pattern: str, files: Path) -> dict[str, Any]:
+def measure_floor(spark: Any, pattern: str, files: Path, fmt: str = "jsonl") -> dict[str, Any]:
     """Spark alone: read → shuffle by key → sort by time → Arrow to Python (counted). Best of
     two runs: the first also warms up the JIT for Spark's JSON reader, which the session's
     warm-up query does not use (a favour the other modes do not get: a floor, not a rival)."""
@@ -407,7 +442,9 @@ def measure_floor(spark: Any, pattern: str, files: Path) -> dict[str, Any]:
     best, n = float("inf"), 0
     for _ in range(2):
         t0 = time.perf_counter()
-        df = (spark.read.schema(schema).json(str(files)).repartition(parts, key)
+        reader = spark.read.schema(schema)
+        rows = reader.json(str(files)) if fmt == "jsonl" else reader.parquet(str(files))
+        df = (rows.repartition(parts, key)
               .sortWithinPartitions("ts"))
         n = sum(r["n"] for r in df.mapInArrow(_count_rows, "n long").collect())
         best = min(best, time.perf_counter() - t0)
@@ -524,9 +561,9 @@ def kib(n: int | None) -> str:
 
 
 def print_results(con: Console, rows: list[dict[str, Any]], spark_info: dict[str, Any] | None,
-                  machine: dict[str, Any]) -> None:
+                  machine: dict[str, Any], fmt: str = "jsonl") -> None:
     table = make_table(
-        "cepflow end to end: read → detect → write (events/s over the whole run)",
+        f"cepflow end to end: read ({fmt} files) → detect → write (events/s over the whole run)",
         [("pattern", "left"), "events", "keys", ("mode", "left"), "seconds", "events/s",
          "complex events", ("target", "left"), "driver peak RSS", "JVM peak RSS",
          "Python workers peak RSS"])
@@ -545,7 +582,8 @@ def print_results(con: Console, rows: list[dict[str, Any]], spark_info: dict[str
         "own peak RSS; the child starts with the parent's pages). batch = cepflow.spark "
         "read_events → detect_prepared → write_matches (Parquet), Spark jobs included, session "
         "start and warm-up not. stream = stream_query(availableNow, maxFilesPerTrigger) → "
-        "awaitTermination, query start included. floor = Spark alone (its JSON reader → "
+        "awaitTermination, query start included. floor = Spark alone (its "
+        f"{'JSON' if fmt == 'jsonl' else 'Parquet'} reader → "
         "repartition by key → sortWithinPartitions(ts) → mapInArrow counting rows; no cepflow, "
         "no output; best of 2). Spark peaks: the driver (this Python "
         "process, peak reset per run via /proc/self/clear_refs), the JVM (Spark driver and "
@@ -654,6 +692,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help=f"events per input file (default {FILE_EVENTS:,})")
     ap.add_argument("--files-per-trigger", type=positive_int, default=FILES_PER_TRIGGER,
                     help=f"files per streaming micro-batch (default {FILES_PER_TRIGGER})")
+    ap.add_argument("--input-format", choices=("jsonl", "parquet"), default="jsonl",
+                    help="format of the input files (default jsonl; parquet: the same events "
+                    "converted once, one Parquet file per JSON Lines file)")
     ap.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON,
                     help=f"result file (default {DEFAULT_JSON.relative_to(ROOT)})")
@@ -672,6 +713,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "events": args.events, "keys": args.keys, "patterns": args.patterns,
         "modes": args.modes, "quick": args.quick, "file_events": args.file_events,
         "files_per_trigger": args.files_per_trigger, "master": args.master,
+        "input_format": args.input_format,
     })
     cases = [(p, n, k) for p in args.patterns for n in args.events for k in args.keys]
     manifests: dict[tuple[str, int, int], dict[str, Any]] = {}
@@ -701,7 +743,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{fmt_bytes(m['bytes'])}"
                       + (" (reused)" if m["reused"] else
                          f", generated in {m['generated_seconds']:.1f} s") + "[/dim]")
-            files = case_folder(pattern, n, k, args.file_events) / "files"
+            files = input_files(pattern, n, k, args.file_events, args.input_format)
             out_file = OUT / f"{files.parent.name}-local.jsonl"
             raw = run_isolated(measure_local, pattern, str(files), str(out_file))
             out_file.unlink(missing_ok=True)
@@ -747,7 +789,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     pattern, n, k = case
                     m = manifests[case]
                     ref = locals_[case]
-                    files = case_folder(pattern, n, k, args.file_events) / "files"
+                    files = input_files(pattern, n, k, args.file_events, args.input_format)
                     program = load_program(pattern)
                     for mode in spark_modes:
                         log.print(f"[dim][{i}/{len(cases)}] {pattern}, {m['events']:,} "
@@ -756,9 +798,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         if mode == "batch":
                             raw = measure_batch(spark, program, files, work)
                         elif mode == "floor":
-                            raw = measure_floor(spark, pattern, files)
+                            raw = measure_floor(spark, pattern, files, args.input_format)
                         else:
-                            counts = {f["name"]: f["events"] for f in m["files"]}
+                            suffix = "" if args.input_format == "jsonl" else ".parquet"
+                            counts = {(Path(f["name"]).stem + suffix if suffix else f["name"]):
+                                      f["events"] for f in m["files"]}
                             raw = measure_stream(spark, program, files, work, counts,
                                                  args.files_per_trigger)
                             raw["micro_summary"] = micro_summary(raw["micro_batches"])
@@ -790,7 +834,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows.sort(key=lambda r: (PATTERNS.index(r["pattern"]), r["events_requested"], r["keys"],
                              order[r["mode"]]))
     con.print()
-    print_results(con, rows, spark_info, meta["machine"])
+    print_results(con, rows, spark_info, meta["machine"], args.input_format)
     path = write_json(args.json, {
         **meta, "targets": {"master": TARGET_MASTER, **{f"{k}_events_per_s": v
                                                          for k, v in TARGETS.items()}},
