@@ -64,6 +64,27 @@ def event_schema(arity: int) -> pa.Schema:
     return pa.schema(event_fields(arity))
 
 
+#: the one slot a value of a typed parameter sits in (both readers convert to the declared
+#: type: :func:`_slot_of`, :mod:`cepflow.inputs.records`); ``any`` may fill each of them
+_TYPED_SLOT = {"str": "s", "int": "i", "float": "f", "bool": "b"}
+
+
+def slot_columns(schemas: Mapping[str, EventType], types: set[str] | None,
+                 arity: int) -> set[str]:
+    """The parameter columns (``s0``, ``i0``, …) that events of ``types`` can fill — known
+    before any file is read: a typed parameter its one slot, an ``any`` parameter all four;
+    ``types`` None (every event) or a type without a schema (kept untyped, parameters by
+    field order) every slot up to ``arity``."""
+    if types is None or any(t not in schemas for t in types):
+        return {f"{p}{i}" for i in range(arity) for p, _ in SLOTS}
+    out: set[str] = set()
+    for t in types:
+        for i, spec in enumerate(schemas[t].params[:arity]):
+            typed = _TYPED_SLOT.get(spec.type)
+            out.update(f"{p}{i}" for p, _ in SLOTS if typed is None or p == typed)
+    return out
+
+
 def arity_of(schemas: Mapping[str, EventType]) -> int:
     """The layout's parameter positions for ``schemas``: the most parameters of a type."""
     return max([len(t.params) for t in schemas.values()] or [0])

@@ -10,11 +10,21 @@ batch's events plus the engine state left by the previous micro-batch*:
   held back for the allowed lateness. A small ``meta-N.json`` written last marks batch ``N``
   complete and carries the clocks. One engine serves all keys of a shard, so the cost of a
   micro-batch grows with its events and the live partial matches, not with the key count.
-* **Narrow rows**: only the event columns that hold a value travel through the shuffle to the
-  engines and into the saved state — those of the batch's events (counted by the batch's first
-  job, which also takes its largest timestamp) and those of the events held back in the state
-  (listed in the meta file). A column that is null in every row costs in each Arrow ↔ row
-  conversion and in the shuffle.
+* **One job** when nothing is held back (lateness 0 now and in the previous batch): a single
+  Python pass per map task parses the batch's files and routes each row once — an event to
+  every pattern group that reads its type, a late event or a malformed record to the side
+  output — and ends with *summary rows*, the task's largest timestamp, sent to every (group,
+  shard) and to the side rows' shard, where they sort before the state and the events; each
+  shard's runner so knows the batch's largest timestamp (the released time) before it feeds
+  its engine. The runner of the side rows' shard returns one *clock row* (that timestamp and
+  the number of side rows) to the driver. The files are parsed once, inside the detection job,
+  and nothing but the (small) result is cached.
+* **Narrow rows**: only the event columns that can hold a value travel through the shuffle to
+  the engines and into the saved state. In one job: those the program's event types can fill
+  (:func:`cepflow.inputs.columnar.slot_columns`, known before the files are read). Otherwise
+  the batch's first job (over the cached parsed rows, which also takes the largest timestamp)
+  counts them; the columns of the events held back in the state are listed in the meta file.
+  A column that is null in every row costs in each Arrow ↔ row conversion and in the shuffle.
 * **Time** is cepflow's own out-of-order policy (:func:`cepflow.inputs.reorder`) applied per
   micro-batch: the watermark is the largest timestamp seen so far minus the allowed lateness;
   events up to the watermark are released to the engines in (ts, file, position) order; later
@@ -52,7 +62,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from cepflow.compiler.program import Program
-from cepflow.inputs.columnar import arity_of
+from cepflow.inputs.columnar import arity_of, constant, slot_columns
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import has_state, restore_state, save_state
 from cepflow.spark.batch import (
@@ -87,6 +97,12 @@ SIDE_SCHEMA = pa.schema([pa.field("kind", pa.string()), *REJECTED_SCHEMA])
 STATE_VERSION = 2
 #: ``part`` of a shard's rows: its saved engine sorts before its events
 ENGINE, EVENT = 0, 1
+#: ``part`` of the rows only the one-job micro-batch has (never saved): a map task's largest
+#: timestamp (sorts before a shard's state), a side-output row (its SIDE_SCHEMA record as JSON
+#: in ``engine``) and the clock row the runner returns to the driver (ts, seq = side rows)
+SUMMARY, SIDE, CLOCK = -1, 2, 3
+#: the (group, shard) of the side rows and of the clock row: no engine runs there
+SIDE_SHARD = (-1, 0)
 #: event columns every shard row carries (the engine's order and clock: every event has them);
 #: the others travel when an event uses them; ``key`` never travels (no engine reads it)
 ALWAYS = ("type", "ts", "seq", "file")
@@ -110,6 +126,12 @@ def _out_schema(arity: int, columns: list[str]) -> pa.Schema:
                       pa.field("m_events", pa.list_(pa.string()))])
 
 
+def _routed_schema(arity: int, columns: list[str]) -> pa.Schema:
+    """What the one-job parse returns: shard rows (``pid`` null where Spark hashes ``k``, the
+    row's key in its group) — events, side rows and summary rows."""
+    return pa.schema([*_shard_fields(arity, columns), pa.field("k", pa.string())])
+
+
 @dataclass(frozen=True)
 class _Clock:
     """The stream's clocks after a micro-batch (None = no event yet)."""
@@ -120,6 +142,16 @@ class _Clock:
     def watermark(self, lateness: float) -> float:
         return -math.inf if self.max_ts is None else self.max_ts - lateness
 
+    def seen(self, top: float | None) -> _Clock:
+        """The clocks once events up to ``top`` (None: none) arrived; released unchanged."""
+        if top is None:
+            return self
+        return _Clock(top if self.max_ts is None else max(self.max_ts, top), self.released)
+
+
+def _longs(value: int, n: int) -> pa.Array:
+    return pa.array(np.full(n, value, dtype=np.int64))
+
 
 def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int],
                   arity: int, columns: list[str], watermark: float, released: float
@@ -127,16 +159,29 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
     """The mapInArrow function of one micro-batch: rows sorted by (g, pid, part, ts, file,
     seq) — per (group, shard) first its saved engine, then its events, with the event
     ``columns`` only (the others are null: :func:`cepflow.inputs.columnar.column`) — in;
-    matches and the new state (the same columns) out."""
+    matches and the new state (the same columns) out.
+
+    Summary rows (one job, lateness 0) sort first and raise ``watermark`` and ``released`` to
+    the largest timestamp they carry; a shard with nothing but them gets no engine. The rows of
+    :data:`SIDE_SHARD` are passed on, followed by one clock row."""
     schema = _out_schema(arity, columns)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         engine: Engine | None = None
         current: tuple[int, int] | None = None
+        top, sides = -math.inf, 0  # of the current (group, shard)
 
         def close() -> Iterator[pa.RecordBatch]:
-            assert engine is not None and current is not None
-            tail = engine.advance_to(released) if released > -math.inf else []
+            assert current is not None
+            if current == SIDE_SHARD:
+                yield fill(schema, 1, {"g": [current[0]], "pid": [current[1]], "part": [CLOCK],
+                                        "ts": [top if top > -math.inf else None],
+                                        "seq": [sides]})
+                return
+            if engine is None:
+                return
+            until = max(released, top)
+            tail = engine.advance_to(until) if until > -math.inf else []
             if tail:
                 yield _matches(encode_matches(tail))
             if has_state(engine):
@@ -158,58 +203,145 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
             for a, b in itertools.pairwise(bounds):
                 key = (int(g[a]), int(pid[a]))
                 if key != current:
-                    if engine is not None:
+                    if current is not None:
                         yield from close()
-                    engine = Engine(subs[key[0]], actions=actions, strict_actions=False)
-                    current = key
+                    engine, current, top, sides = None, key, -math.inf, 0
                 seg = batch.slice(a, b - a)
-                parts = seg.column("part")
-                for text in seg.filter(pc.equal(parts, ENGINE)).column("engine").to_pylist():
+                # part is sorted within the (group, shard): summary < engine < event < side
+                parts = seg.column("part").to_numpy()
+                at = np.searchsorted(parts, [ENGINE, EVENT, SIDE]).tolist()
+                if at[0]:
+                    m = pc.max(seg.slice(0, at[0]).column("ts")).as_py()
+                    top = top if m is None else max(top, m)
+                if key == SIDE_SHARD:
+                    if at[2] < seg.num_rows:
+                        n = seg.num_rows - at[2]
+                        sides += n
+                        yield fill(schema, n, {"g": _longs(key[0], n), "pid": _longs(key[1], n),
+                                               "part": _longs(SIDE, n),
+                                               "engine": seg.column("engine").slice(at[2])})
+                    continue
+                if at[0] == at[2]:  # summary rows only
+                    continue
+                if engine is None:
+                    engine = Engine(subs[key[0]], actions=actions, strict_actions=False)
+                for text in seg.slice(at[0], at[1] - at[0]).column("engine").to_pylist():
                     restore_state(engine, json.loads(text))
-                events = seg.filter(pc.equal(parts, EVENT))
+                events = seg.slice(at[1], at[2] - at[1])
                 ts = events.column("ts")
-                ready = events.filter(pc.less_equal(ts, watermark))
-                held = events.filter(pc.greater(ts, watermark))
+                until = max(watermark, top)
+                ready = events.filter(pc.less_equal(ts, until))
+                held = events.filter(pc.greater(ts, until))
                 if ready.num_rows:
                     found = feed(engine, engine.columnar, ready, arities, arity)
                     if found is not None:
                         yield _matches(found)
                 if held.num_rows:
                     cols = {n: held.column(n) for n in columns}
-                    cols.update(g=pa.array([key[0]] * held.num_rows, pa.int64()),
-                                pid=pa.array([key[1]] * held.num_rows, pa.int64()),
-                                part=pa.array([EVENT] * held.num_rows, pa.int64()))
+                    cols.update(g=_longs(key[0], held.num_rows),
+                                pid=_longs(key[1], held.num_rows),
+                                part=_longs(EVENT, held.num_rows))
                     yield fill(schema, held.num_rows, cols)
-        if engine is not None:
+        if current is not None:
             yield from close()
 
     return run
 
 
-def _late_rows(arities: dict[str, int], arity: int, released: float, watermark: float
-               ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Late events (ts below the last released timestamp) as side-output rows."""
+def _late_batch(events: pa.RecordBatch, arities: dict[str, int], arity: int, released: float,
+                watermark: float) -> pa.RecordBatch | None:
+    """Late events (rows of the layout, ts below the last released timestamp ``released``) as
+    side-output rows (:data:`SIDE_SCHEMA`); None for no rows."""
     from cepflow.inputs.ordering import format_ts as num
     from cepflow.outputs.jsonl import dumps
 
-    schema = SIDE_SCHEMA
+    decoded = decode(events, arities, arity)
+    if not decoded:
+        return None
+    return pa.RecordBatch.from_pydict({
+        "kind": ["late"] * len(decoded),
+        "source": events.column("file").to_pylist(),
+        "location": [f"event {e.ref}" for e in decoded],
+        "reason": [f"late by {num(released - e.ts)} ms: events up to {num(released)} "
+                   f"were already released (watermark {num(watermark)})" for e in decoded],
+        "field": ["ts"] * len(decoded),
+        "record": [dumps(e.to_dict()) for e in decoded]}, schema=SIDE_SCHEMA)
+
+
+def _late_rows(arities: dict[str, int], arity: int, released: float, watermark: float
+               ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Late events as side-output rows (:func:`_late_batch`), a mapInArrow function."""
 
     def late(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            events = decode(batch, arities, arity)
-            if not events:
-                continue
-            yield pa.RecordBatch.from_pydict({
-                "kind": ["late"] * len(events),
-                "source": batch.column("file").to_pylist(),
-                "location": [f"event {e.ref}" for e in events],
-                "reason": [f"late by {num(released - e.ts)} ms: events up to {num(released)} "
-                           f"were already released (watermark {num(watermark)})"
-                           for e in events],
-                "field": ["ts"] * len(events),
-                "record": [dumps(e.to_dict()) for e in events]}, schema=schema)
+            rows = _late_batch(batch, arities, arity, released, watermark)
+            if rows is not None:
+                yield rows
 
     return late
+
+
+def _routed(parse: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+            groups: list[Group], shards: int, arities: dict[str, int], arity: int,
+            columns: list[str], released: float, watermark: float
+            ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of the one-job micro-batch over file rows: ``parse`` them and
+    route each row once — an on-time event to every group that reads its type (``pid`` null
+    for a keyed group: Spark hashes ``k`` as before; else 0), a late event (ts below
+    ``released``) or a malformed record to :data:`SIDE_SHARD` as a side row — then one summary
+    row with the task's largest event timestamp per (group, shard) and for the side shard."""
+    schema = _routed_schema(arity, columns)
+    names = SIDE_SCHEMA.names
+    reads = [None if g.types is None else pa.array(sorted(g.types), pa.string())
+             for g in groups]
+    targets = [SIDE_SHARD, *((gi, p) for gi, g in enumerate(groups)
+                             for p in (range(shards) if g.partitioned else [0]))]
+
+    def side_rows(rows: pa.RecordBatch) -> pa.RecordBatch:
+        n = rows.num_rows
+        texts = [json.dumps(dict(zip(names, r, strict=True)))
+                 for r in zip(*(rows.column(c).to_pylist() for c in names), strict=True)]
+        return fill(schema, n, {"g": _longs(SIDE_SHARD[0], n), "pid": _longs(SIDE_SHARD[1], n),
+                                "part": _longs(SIDE, n), "engine": texts})
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        top: float | None = None
+        for batch in parse(batches):
+            if batch.num_rows == 0:
+                continue
+            is_event = pc.equal(batch.column("kind"), "event")
+            bad = batch.filter(pc.invert(is_event))
+            if bad.num_rows:
+                yield side_rows(pa.RecordBatch.from_arrays(
+                    [constant("malformed", bad.num_rows),
+                     *[bad.column(c) for c in REJECTED_SCHEMA.names]], schema=SIDE_SCHEMA))
+            events = batch if not bad.num_rows else batch.filter(is_event)
+            if not events.num_rows:
+                continue
+            ts = events.column("ts")
+            m = pc.max(ts).as_py()
+            top = m if top is None else max(top, m)
+            if released > -math.inf:
+                is_late = pc.less(ts, released)
+                late = _late_batch(events.filter(is_late), arities, arity, released, watermark)
+                if late is not None:
+                    yield side_rows(late)
+                    events = events.filter(pc.invert(is_late))
+            for gi, group in enumerate(groups):
+                rows = events if reads[gi] is None else events.filter(
+                    pc.is_in(events.column("type"), value_set=reads[gi]))
+                n = rows.num_rows
+                if not n:
+                    continue
+                cols: dict[str, Any] = {c: rows.column(c) for c in columns}
+                cols.update(g=_longs(gi, n), part=_longs(EVENT, n), k=rows.column(f"k{gi}"),
+                            pid=None if group.partitioned else _longs(0, n))
+                yield fill(schema, n, cols)
+        n = len(targets)
+        yield fill(schema, n, {"g": [t[0] for t in targets], "pid": [t[1] for t in targets],
+                               "part": _longs(SUMMARY, n), "ts": [top] * n})
+
+    return run
 
 
 class _MicroBatch:
@@ -226,6 +358,12 @@ class _MicroBatch:
         self.on_batch = on_batch
         #: the layout's event columns that may travel (all but ``key``), in layout order
         self.columns = [f.name for f in event_fields(arity) if f.name != "key"]
+        #: those the events the groups read can fill: ids, integer time, their slots
+        reads: set[str] | None = set()
+        for g in groups:
+            reads = None if reads is None or g.types is None else reads | g.types
+        self.fillable = {"tsi", "id_s", "id_i",
+                         *slot_columns(program.schemas, reads, arity)} if groups else set()
 
     # ---- state folders -------------------------------------------------------------------
     def _previous(self, batch_id: int) -> tuple[int | None, dict[str, Any]]:
@@ -281,66 +419,114 @@ class _MicroBatch:
         return spark.read.schema(ddl).parquet(path), held
 
     # ---- one micro-batch -----------------------------------------------------------------
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        spark = batch.sparkSession
+    def __call__(self, files: DataFrame, batch_id: int) -> None:
+        """Micro-batch ``batch_id`` over its ``files`` (the file source's rows)."""
+        spark = files.sparkSession
         self.state_dir.mkdir(parents=True, exist_ok=True)
         prev, meta = self._previous(batch_id)
         shards = int(meta.get("shards") or spark.conf.get("spark.sql.shuffle.partitions") or 2)
         clock = _Clock(meta.get("max_ts"), meta.get("released"))
+        state, held_before = self._read_state(spark, meta)
+        if self.lateness == 0 and (state is None or meta.get("lateness") == 0):
+            # nothing is held back without lateness (watermark = the largest timestamp)
+            clock, held = self._one_job(files, batch_id, state, held_before, shards, clock)
+        else:
+            clock, held = self._summarised(files, batch_id, state, held_before, shards, clock)
+        self._commit(batch_id, prev, {
+            "format": "cepflow.stream-state", "version": STATE_VERSION, "shards": shards,
+            "max_ts": clock.max_ts, "released": clock.released, "state": batch_id,
+            "held": held, "program": self.program.fingerprint, "lateness": self.lateness})
+
+    def _one_job(self, files: DataFrame, batch_id: int, state: DataFrame | None,
+                 held_before: list[str], shards: int, clock: _Clock) -> tuple[_Clock, list[str]]:
+        """Lateness 0: the files parsed and routed in the detection job (module docstring,
+        "One job"); its clock row gives the batch's largest timestamp. The new clocks and the
+        columns of held events (none)."""
+        released = -math.inf if clock.released is None else clock.released
+        watermark = clock.watermark(0)
+        columns = [c for c in self.columns
+                   if c in ALWAYS or c in self.fillable or c in held_before]
+        parse = file_parser(self.program, self.groups, self.arity, {}, streaming=True)
+        routed = files.mapInArrow(
+            _routed(parse, self.groups, shards, self.arities, self.arity, columns, released,
+                    watermark), spark_ddl(_routed_schema(self.arity, columns)))
+        pid = F.coalesce(F.col("pid"), F.pmod(F.xxhash64(F.col("k")), F.lit(shards)))
+        rows = routed.select("g", pid.alias("pid"), "part", "engine", *columns)
+        result = self._detect(files.sparkSession, rows, state, shards, watermark, released,
+                              columns)
+        try:
+            # the one job over the files: it fills the cache the writes below read
+            clocks = result.where(F.col("part") == CLOCK).select("ts", "seq").collect()
+            tops = [r["ts"] for r in clocks if r["ts"] is not None]
+            top = max(tops) if tops else None
+            side = None
+            if any(r["seq"] for r in clocks):
+                record = F.from_json(F.col("engine"), spark_ddl(SIDE_SCHEMA))
+                side = result.where(F.col("part") == SIDE).select(record.alias("r")).select(
+                    *[F.col(f"r.{c}").alias(c) for c in SIDE_SCHEMA.names])
+            self._write(result, columns, batch_id, side)
+        finally:
+            result.unpersist()
+        return _Clock(clock.seen(top).max_ts, clock.released if top is None
+                      else max(released, top)), []
+
+    def _summarised(self, files: DataFrame, batch_id: int, state: DataFrame | None,
+                    held_before: list[str], shards: int, clock: _Clock
+                    ) -> tuple[_Clock, list[str]]:
+        """With lateness (now or in the previous batch): the parsed batch cached, a first job
+        for its largest timestamp, used columns and side rows, one for the released time, then
+        detection. The new clocks and the columns the held-back events use."""
+        spark = files.sparkSession
         watermark_before = clock.watermark(self.lateness)
         released_before = -math.inf if clock.released is None else clock.released
-        state, held_before = self._read_state(spark, meta)
-
-        batch = batch.persist()
+        batch = files.mapInArrow(
+            file_parser(self.program, self.groups, self.arity, {}, streaming=True),
+            spark_ddl(_prepared_schema(self.arity, self.groups))).persist()
         try:
             events = batch.where(F.col("kind") == "event")
             on_time = events.where(F.col("ts") >= F.lit(released_before))
             late = events.where(F.col("ts") < F.lit(released_before))
             top, used, rejects = self._summary(batch, released_before)
-            max_ts = top if clock.max_ts is None else (
-                clock.max_ts if top is None else max(clock.max_ts, top))
-            clock = _Clock(max_ts, clock.released)
+            clock = clock.seen(top)
             watermark = clock.watermark(self.lateness)
             # what travels to the engines: the columns this batch's events or the held ones use
             columns = [c for c in self.columns if c in ALWAYS or c in used or c in held_before]
-            if self.lateness == 0 and (state is None or meta.get("lateness") == 0):
-                # nothing is held back without lateness (watermark = the largest timestamp),
-                # so the released time is this batch's largest on-time timestamp: no job
-                released = released_before if top is None else max(released_before, top)
-                held: list[str] = []
-            else:
-                released, held = self._released(on_time, state, watermark, released_before,
-                                                columns, held_before)
-            result = self._detect(spark, on_time, state, shards, watermark, released, columns)
+            released, held = self._released(on_time, state, watermark, released_before,
+                                            columns, held_before)
+            result = self._detect(spark, self._group_rows(on_time, shards, columns), state,
+                                  shards, watermark, released, columns)
             try:
-                name = f"batch={batch_id:09d}"
-                result.where(F.col("m_pattern").isNotNull()).select(
-                    *[F.col(f"m_{c}").alias(c) for c in MATCH_COLS]
-                ).write.mode("overwrite").json(str(self.sink / "matches" / name))
-                if self.on_batch is not None:
-                    self.on_batch(batch_id)  # (tests: fail between the writes)
+                side = None
                 if rejects:
                     malformed = batch.where(F.col("kind") == "rejected").select(
                         F.lit("malformed").alias("kind"), *REJECTED_SCHEMA.names)
-                    late_rows = late.mapInArrow(
+                    side = malformed.unionByName(late.mapInArrow(
                         _late_rows(self.arities, self.arity, released_before, watermark_before),
-                        spark_ddl(SIDE_SCHEMA))
-                    malformed.unionByName(late_rows).write.mode("overwrite").json(
-                        str(self.sink / "rejected" / name))
-                else:  # counted by the summary: an empty folder, no Spark job
-                    _empty_output(self.sink / "rejected" / name)
-                new_state = result.where(F.col("m_pattern").isNull()).select(
-                    *[f.name for f in _shard_fields(self.arity, columns)])
-                new_state.write.mode("overwrite").parquet(str(self.state_dir / name))
+                        spark_ddl(SIDE_SCHEMA)))
+                self._write(result, columns, batch_id, side)
             finally:
                 result.unpersist()
         finally:
             batch.unpersist()
-        self._commit(batch_id, prev, {
-            "format": "cepflow.stream-state", "version": STATE_VERSION, "shards": shards,
-            "max_ts": clock.max_ts, "released": None if released == -math.inf else released,
-            "state": batch_id, "held": held, "program": self.program.fingerprint,
-            "lateness": self.lateness})
+        return _Clock(clock.max_ts, None if released == -math.inf else released), held
+
+    def _write(self, result: DataFrame, columns: list[str], batch_id: int,
+               side: DataFrame | None) -> None:
+        """Matches, side output (``side``; None: counted empty, no Spark job) and the new state
+        of batch ``batch_id``, each folder overwritten, from the persisted ``result``."""
+        name = f"batch={batch_id:09d}"
+        result.where(F.col("m_pattern").isNotNull()).select(
+            *[F.col(f"m_{c}").alias(c) for c in MATCH_COLS]
+        ).write.mode("overwrite").json(str(self.sink / "matches" / name))
+        if self.on_batch is not None:
+            self.on_batch(batch_id)  # (tests: fail between the writes)
+        if side is not None:
+            side.write.mode("overwrite").json(str(self.sink / "rejected" / name))
+        else:
+            _empty_output(self.sink / "rejected" / name)
+        new_state = result.where(F.col("part").isin(ENGINE, EVENT)).select(
+            *[f.name for f in _shard_fields(self.arity, columns)])
+        new_state.write.mode("overwrite").parquet(str(self.state_dir / name))
 
     def _summary(self, batch: DataFrame, released_before: float
                  ) -> tuple[float | None, set[str], int]:
@@ -379,12 +565,9 @@ class _MicroBatch:
         m = row["m"]
         return (before if m is None else max(before, m)), [c for c in counted if row[f"n_{c}"]]
 
-    def _detect(self, spark: SparkSession, events: DataFrame, state: DataFrame | None,
-                shards: int, watermark: float, released: float, columns: list[str]
-                ) -> DataFrame:
-        """Events of every group + saved state → one engine per (group, shard) → persisted.
-        Only the event ``columns`` travel (the shuffle and Arrow cost grows with each)."""
-        out = spark_ddl(_out_schema(self.arity, columns))
+    def _group_rows(self, events: DataFrame, shards: int, columns: list[str]
+                    ) -> DataFrame | None:
+        """Shard rows of ``events`` for every group that reads them (one select per group)."""
         parts: list[DataFrame] = []
         for gi, group in enumerate(self.groups):
             ev = events
@@ -395,19 +578,35 @@ class _MicroBatch:
             parts.append(ev.select(F.lit(gi).cast("long").alias("g"), pid.alias("pid"),
                                    F.lit(EVENT).cast("long").alias("part"),
                                    F.lit(None).cast("string").alias("engine"), *columns))
+        return _union(parts)
+
+    def _detect(self, spark: SparkSession, rows: DataFrame | None, state: DataFrame | None,
+                shards: int, watermark: float, released: float, columns: list[str]
+                ) -> DataFrame:
+        """Shard ``rows`` + saved state → one engine per (group, shard) → persisted.
+        Only the event ``columns`` travel (the shuffle and Arrow cost grows with each)."""
+        out = _out_schema(self.arity, columns)
         if state is not None:
-            parts.append(state.select("g", "pid", "part", "engine",
-                                      *_columns_of(state, self.arity, columns)))
-        if not parts:
-            return spark.createDataFrame([], out).persist()
-        rows = parts[0]
-        for p in parts[1:]:
-            rows = rows.unionByName(p)
+            rows = _union([*([rows] if rows is not None else []),
+                           state.select("g", "pid", "part", "engine",
+                                        *_columns_of(state, self.arity, columns))])
+        if rows is None:
+            return spark.createDataFrame([], spark_ddl(out)).persist()
         order = ["g", "pid", "part", "ts", *(["file"] if "file" in columns else []), "seq"]
         rows = rows.repartition(shards, "g", "pid").sortWithinPartitions(*order)
         runner = _shard_runner(self.subs, self.actions, self.arities, self.arity, columns,
                                watermark, released)
-        return rows.mapInArrow(runner, out).persist()
+        return rows.mapInArrow(runner, spark_ddl(out)).persist()
+
+
+def _union(parts: list[DataFrame]) -> DataFrame | None:
+    """The rows of ``parts`` (by column name); None for no parts."""
+    if not parts:
+        return None
+    rows = parts[0]
+    for p in parts[1:]:
+        rows = rows.unionByName(p)
+    return rows
 
 
 def _empty_output(folder: Path) -> None:
@@ -444,18 +643,16 @@ def stream_query(
         raise ValueError(f"lateness must be >= 0, not {lateness_ms!r}")
     groups = plan(program)
     arity = arity_of(program.schemas)
-    schema = _prepared_schema(arity, groups)
     reader = spark.readStream.format("binaryFile").schema(
         "path string, modificationTime timestamp, length long, content binary")
     if files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", files_per_trigger)
+    # each micro-batch parses its files itself (in its detection job when it can)
     files = file_rows(reader.load(str(source)), source)
-    parsed = files.mapInArrow(file_parser(program, groups, arity, {}, streaming=True),
-                              spark_ddl(schema))
     runner = _MicroBatch(program, groups, arity, Path(sink), Path(checkpoint) / STATE_DIR,
                          float(lateness_ms), dict(actions or {}), on_batch)
-    writer = parsed.writeStream.foreachBatch(runner).option("checkpointLocation",
-                                                             str(checkpoint))
+    writer = files.writeStream.foreachBatch(runner).option("checkpointLocation",
+                                                            str(checkpoint))
     if available_now:
         writer = writer.trigger(availableNow=True)
     elif processing_time:
