@@ -1,5 +1,6 @@
 """Saved engine state: a restored engine continues exactly where the saved one stopped."""
 
+import gc
 import json
 
 import pytest
@@ -9,7 +10,15 @@ from hypothesis import strategies as st
 from cepflow.events.model import Event
 from cepflow.language import ast as A
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.state import FORMAT, VERSION, StateError, restore_state, save_state
+from cepflow.runtime.state import (
+    FORMAT,
+    VERSION,
+    StateError,
+    restore_state,
+    restore_text,
+    save_state,
+    state_text,
+)
 from support import at, program, seq, stream
 
 BODIES = [
@@ -45,9 +54,13 @@ def test_restore_continues_like_uninterrupted(which: int, spec: list, cut: int) 
     head = feed(first, evs[:cut])
     saved = json.loads(json.dumps(save_state(first)))
     assert saved["format"] == FORMAT and saved["version"] == VERSION == 2  # docs/state-format.md
+    assert json.loads(state_text(first)) == saved  # the text form is the same state
     second = restore_state(Engine(prog), saved)
     fresh = [Event(e.type, e.params, e.ts, e.id) for e in evs[cut:]]
     assert head + feed(second, fresh) == whole
+    third = restore_text(Engine(prog), state_text(first))
+    fresh = [Event(e.type, e.params, e.ts, e.id) for e in evs[cut:]]
+    assert head + feed(third, fresh) == whole
 
 
 def test_state_of_other_patterns_is_refused() -> None:
@@ -65,3 +78,21 @@ def test_non_json_values_are_reported() -> None:
     eng.process(Event("a", (object(),), 0))
     with pytest.raises(StateError, match="JSON"):
         save_state(eng)
+
+
+def test_text_errors_are_state_errors_and_the_collector_runs_again() -> None:
+    """Saving and restoring pause the cyclic garbage collector; an error must not leave it
+    off (a process that no longer collects cycles grows without bound)."""
+    assert gc.isenabled()
+    eng = Engine(program(seq(at("a", "x"), at("b", "x")), params=("x",), arity=1))
+    eng.process(Event("a", (object(),), 0))
+    with pytest.raises(StateError, match="JSON cannot represent"):
+        state_text(eng)
+    assert gc.isenabled()
+    with pytest.raises(StateError, match="not JSON"):
+        restore_text(Engine(program(seq(A.Atom("a"), A.Atom("b")))), "{not json")
+    assert gc.isenabled()
+    with pytest.raises(StateError, match="different patterns"):
+        restore_text(Engine(program(seq(A.Atom("a"), A.Atom("c")))),
+                     state_text(Engine(program(seq(A.Atom("a"), A.Atom("b"))))))
+    assert gc.isenabled()

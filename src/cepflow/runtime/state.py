@@ -24,6 +24,7 @@ import math
 from typing import Any
 
 from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.batch import gc_paused
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.tokens import Thread, Token
 from cepflow.windows.snapshot import load_runner, save_runner
@@ -69,9 +70,43 @@ def has_state(engine: Engine) -> bool:
             or (engine.statement_start is not None and bool(engine._clocks)))
 
 
+# Saving and restoring make objects per saved event: the cyclic garbage collector is paused
+# meanwhile (it would walk them all again and again; nothing here makes a reference cycle) —
+# 2 to 4x faster with 50,000 partial matches (docs/spark.md, streaming state).
 def save_state(engine: Engine) -> dict[str, Any]:
     """The engine's partial matches, window statements' state and clocks as a
     JSON-compatible dict."""
+    with gc_paused():
+        state = _saved(engine)
+        _encoded(state)
+    return state
+
+
+def state_text(engine: Engine) -> str:
+    """:func:`save_state` as JSON text, encoded once (the encoding is the JSON check)."""
+    with gc_paused():
+        return _encoded(_saved(engine))
+
+
+def restore_text(engine: Engine, text: str) -> Engine:
+    """:func:`restore_state` from the JSON text of :func:`state_text`."""
+    with gc_paused():
+        try:
+            state = json.loads(text)
+        except ValueError as err:
+            raise StateError(f"engine state is not JSON: {err}") from None
+        return restore_state(engine, state)
+
+
+def _encoded(state: dict[str, Any]) -> str:
+    try:
+        return json.dumps(state, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise StateError(f"engine state holds a value JSON cannot represent: {err}") from None
+
+
+def _saved(engine: Engine) -> dict[str, Any]:
+    """The state dict of :func:`save_state`, not yet checked for JSON."""
     patterns: dict[str, list[dict[str, Any]]] = {}
     for m in engine.matchers:
         toks = []
@@ -99,16 +134,17 @@ def save_state(engine: Engine) -> dict[str, Any]:
     clocks = engine.clock_state()
     if clocks is not None:  # optional: patterns that start with timer:interval
         state["clocks"] = clocks
-    try:
-        json.dumps(state, allow_nan=False)
-    except (TypeError, ValueError) as err:
-        raise StateError(f"engine state holds a value JSON cannot represent: {err}") from None
     return state
 
 
 def restore_state(engine: Engine, state: dict[str, Any]) -> Engine:
     """Load ``state`` (from :func:`save_state`, version 1 or 2) into a fresh engine for the
     same program."""
+    with gc_paused():
+        return _restore(engine, state)
+
+
+def _restore(engine: Engine, state: dict[str, Any]) -> Engine:
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise StateError(f"not a cepflow engine state (format {found!r})")

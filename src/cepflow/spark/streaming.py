@@ -64,7 +64,7 @@ from pyspark.sql.streaming import StreamingQuery
 from cepflow.compiler.program import Program
 from cepflow.inputs.columnar import arity_of, constant, slot_columns
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.state import has_state, restore_state, save_state
+from cepflow.runtime.state import has_state, restore_text, state_text
 from cepflow.spark.batch import (
     REJECTED_SCHEMA,
     _prepared_schema,
@@ -187,7 +187,7 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
             if has_state(engine):
                 yield fill(schema, 1, {"g": [current[0]], "pid": [current[1]],
                                         "part": [ENGINE],
-                                        "engine": [json.dumps(save_state(engine))]})
+                                        "engine": [state_text(engine)]})
 
         def _matches(m: pa.RecordBatch) -> pa.RecordBatch:
             """Match rows (MATCH_SCHEMA) as rows of the shard output."""
@@ -226,7 +226,7 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                 if engine is None:
                     engine = Engine(subs[key[0]], actions=actions, strict_actions=False)
                 for text in seg.slice(at[0], at[1] - at[0]).column("engine").to_pylist():
-                    restore_state(engine, json.loads(text))
+                    restore_text(engine, text)
                 events = seg.slice(at[1], at[2] - at[1])
                 ts = events.column("ts")
                 until = max(watermark, top)
