@@ -1,4 +1,4 @@
-"""Columnar detection of plain keyed sequences — the batch fast path of the engine.
+"""Columnar detection of keyed sequences — the batch fast path of the engine.
 
 For a pattern ``T0(k) -> T1(k) -> … -> Tn(k)`` under chronicle (distinct event types, one key
 variable, no filter, window or NOT) the token semantics of 000 §4.4/§5 reduce to a FIFO queue of
@@ -12,6 +12,15 @@ the end become ordinary tokens, those present before the batch take part as the 
 and token and match ids are assigned in the order the per-event engine would assign them, so the
 result — matches, their events and ids, and the saved state — equals feeding the events one by
 one (tests/engine/test_batch.py checks this).
+
+Filters, a type at several stages and a window ``[Δ]`` over the whole sequence (the chains
+:func:`chain_of` also accepts) are decided column-wise for the filters (runtime.vector_expr,
+else the compiled closure per row) and by :func:`step_chain` for the rest, which steps only the
+rows some stage takes, in a plain loop: with a recurring type an event may advance the oldest
+partial match of its key at any stage or else start one, and with a window the partial matches
+expire at their deadlines, so the stages no longer decouple into queues. Distinct types without
+a window keep the numpy queues (a filter only drops rows). Both give the per-event engine's
+matches, ids, state, timers and statistics (tests/engine/test_batch_filters.py).
 
 Esper's ``every a = A(f) -> b = B(g, a.k = b.k) [within Δ]`` has a kernel of its own
 (:func:`process_esper_batch`, docs/esper.md "Performance"): events are not consumed, so each
@@ -44,22 +53,42 @@ _SEQ, _TS, _TYPE, _PARAMS = (attrgetter(a) for a in ("seq", "ts", "type", "param
 
 @dataclass
 class Chain:
-    """A matcher whose automaton is a plain keyed sequence."""
+    """A matcher whose automaton is a keyed sequence (see :func:`chain_of`)."""
 
     matcher: Any
     types: tuple[str, ...]
     key_param: dict[str, int]
     var: str
     states: tuple[int, ...]  # states[m]: waiting for types[m] (states[0] is the initial state)
+    #: per stage, the position whose filter (reading only its event) an event must pass
+    positions: tuple[Any, ...] = ()
+    #: the window ``[Δ]`` over the whole sequence (ms) and its zone, or None
+    window: float | None = None
+    zone: int | None = None
+
+    @property
+    def queued(self) -> bool:
+        """Whether the numpy queue kernel (:func:`run_chain`) applies: distinct types and no
+        window (filters only drop rows); else :func:`step_chain` steps the rows."""
+        return self.window is None and len(set(self.types)) == len(self.types)
 
 
 def chain_of(m: Any) -> Chain | None:
-    """The chain view of a matcher, or None if its automaton is not a plain keyed sequence."""
+    """The chain view of a matcher, or None if its automaton is not a keyed sequence under
+    chronicle: one event type per stage binding the one key variable (a type may recur at
+    several stages with the same key field), each stage's filter reading only its event, and
+    at most one ``within`` window around the whole sequence; no NOT, no other zone."""
     auto = m.auto
-    if m.context != "chronicle" or m.partitioned or auto.forbids or auto.zones:
+    if (m.context != "chronicle" or m.partitioned or auto.forbids or len(auto.zones) > 1
+            or auto.distinct or auto.select is not None or m.clock is not None):
         return None
+    zone = auto.zones[0] if auto.zones else None
+    if zone is not None and (zone.kind != "within" or zone.timer_accept):
+        return None
+    zid = () if zone is None else (zone.id,)
     types: list[str] = []
     states = [INITIAL]
+    positions: list[Any] = []
     key_param: dict[str, int] = {}
     var: str | None = None
     state = INITIAL
@@ -68,26 +97,37 @@ def chain_of(m: Any) -> Chain | None:
         if len(out) != 1:
             return None
         (t, es), = out.items()
-        if len(es) != 1 or t in key_param:
+        if len(es) != 1:
             return None
         e = es[0]
         pos = e.position
-        if pos.filter is not None or e.enters or e.exits or e.keeps_source or len(pos.binds) != 1:
+        first = state == INITIAL
+        if (e.keeps_source or len(pos.binds) != 1 or pos.every or pos.collect is not None
+                or (pos.filter is not None and not pos.local) or pos.zones != zid
+                or e.enters != (zid if first else ()) or e.exits != (zid if e.final else ())):
             return None
         i, v = pos.binds[0]
         if var is None:
             var = v
         elif v != var:
             return None
+        if key_param.setdefault(t, i) != i:
+            return None
         types.append(t)
-        key_param[t] = i
+        positions.append(pos)
         if e.final:
             break
         state = e.target
+        if state in states:
+            return None
         states.append(state)
     if var is None or any(p != var for p in auto.params):
         return None
-    return Chain(m, tuple(types), key_param, var, tuple(states))
+    if zone is not None and zone.last & set(states):
+        return None
+    return Chain(m, tuple(types), key_param, var, tuple(states), tuple(positions),
+                 None if zone is None else float(zone.length),
+                 None if zone is None else zone.id)
 
 
 def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -161,6 +201,90 @@ def run_chain(k: int, items: np.ndarray, stage: np.ndarray, key: np.ndarray, pos
         waiting[m] = itm[left]
         cur_items, cur_key, cur_pos = itm[s_rows], allk[s_rows], allp[s_rows]
     return pred, cur_items, waiting
+
+
+def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: Sequence[float],
+               occupants: Sequence[tuple[int, int, float]], window: float | None, end: float
+               ) -> tuple[np.ndarray, list[int], dict[int, list[int]], list[int],
+                          list[tuple[int, float]]]:
+    """The chain's partial matches stepped row by row (repeated types, windows: the stages
+    interact, so no per-stage queue).
+
+    Event ``i`` (items ``0..n-1``, in row order) may take stages ``stages[i]`` (its type's
+    stages whose filter it passes; 0 = it may start one) with key code ``key[i]`` at ``ts[i]``;
+    the partial matches from before the batch are items ``n..``, ``occupants`` (stage, key
+    code, window start), oldest first. As Matcher._find/_start under chronicle: first the
+    partial matches whose window deadline ``start + Δ`` is before ``ts`` expire (the engine's
+    timers); then the oldest partial match of the key waiting at one of the event's stages
+    takes it — it is trapped instead when the span ``ts - start`` exceeds Δ (Matcher._zones)
+    — and only if none took it may the event start a new one. Returns ``pred``, the
+    completing items (row order), per stage the items left waiting (their partial matches'
+    last items; those whose deadline is before ``end``, the batch's last timestamp, expired),
+    the items that started a partial match, and the timers the engine still holds after the
+    batch (every start and non-final step in a window sets one, Matcher._schedule; those
+    before ``end`` fired): per partial match, its first item (start or occupant) and start.
+    """
+    n, n_occ = len(key), len(occupants)
+    pred = np.full(n + n_occ, -1, dtype=np.int64)
+    pr = pred.tolist()
+    queues: dict[tuple[int, int], deque[list]] = {}
+    for j, (st, kc, start) in enumerate(occupants):
+        # a partial match: [age, window start, last item, first item]
+        queues.setdefault((kc, st), deque()).append([j, start, n + j, n + j])
+    timed: dict[int, float] = {}  # first item -> window start, of those that set a timer
+    age = n_occ
+    done: list[int] = []
+    started: list[int] = []
+    inf = float("inf")
+    w = inf if window is None else window
+    last = k - 1
+    for i in range(n):
+        kc, t, sts = key[i], ts[i], stages[i]
+        best = None
+        for s in sts:
+            if not s:
+                continue
+            q = queues.get((kc, s))
+            if not q:
+                continue
+            while q and q[0][1] + w < t:  # its deadline passed before t (the engine's timer)
+                q.popleft()
+            if q and (best is None or q[0][0] < best[0]):
+                best, bq, bs = q[0], q, s
+        if best is not None:
+            bq.popleft()
+            if t - best[1] > w:  # the window exceeded at this very event: trapped
+                continue
+            pr[i] = best[2]
+            if bs == last:
+                done.append(i)
+            else:
+                best[2] = i
+                if window is not None:
+                    timed[best[3]] = best[1]
+                nq = queues.get((kc, bs + 1))
+                if nq is None:
+                    nq = queues[kc, bs + 1] = deque()
+                nq.append(best)
+        elif sts[0] == 0:
+            started.append(i)
+            if k == 1:
+                done.append(i)
+                continue
+            q = queues.get((kc, 1))
+            if q is None:
+                q = queues[kc, 1] = deque()
+            q.append([age, t, i, i])
+            age += 1
+            if window is not None:
+                timed[i] = t
+    waiting: dict[int, list[tuple[int, int]]] = {}
+    for (_, s), q in queues.items():
+        waiting.setdefault(s, []).extend((tok[0], tok[2]) for tok in q
+                                         if not (tok[1] + w < end))
+    pred[:] = pr
+    return (pred, done, {s: [it for _, it in sorted(v)] for s, v in waiting.items()}, started,
+            [(it, start) for it, start in timed.items() if not (start + w < end)])
 
 
 class Rows:
@@ -435,42 +559,96 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
     start_keys = []  # (position * n_chains + slot) of every token start, for token ids
     done_pos, done_slot, done_item = [], [], []
     n_chains = len(chains)
+    last_ts = float(src.ts[-1]) if src.n else float("-inf")
+    filter_cols: dict[tuple[str, int], np.ndarray] = {}
+    timers: list[tuple[int, list[tuple[int, float]]]] = []  # per windowed chain (step_chain)
     for slot, c in enumerate(chains):
         occupants = c.matcher.all_tokens()
-        pos_parts, stage_parts, key_parts, vidx_parts = [], [], [], []
+        k = len(c.types)
+        pos_parts, bits_parts, key_parts, vidx_parts = [], [], [], []
         table: dict[Any, int] = {}
-        for st, t in enumerate(c.types):
+        # stages where a NaN key never unifies (the matcher's general step: Algorithm 1's
+        # ``!=``); on a fast step (a dict lookup) it unifies with the very same object
+        strict = [st > 0 and t not in c.matcher.fast for st, t in enumerate(c.types)]
+        for t in dict.fromkeys(c.types):
             code = type_code.get(t)
             if code is None:
                 continue
             idx = np.flatnonzero(codes == code)
+            sts = [st for st, u in enumerate(c.types) if u == t]
+            passes = [_filter_rows(c.positions[st], src, idx, engine.program.schemas,
+                                   filter_cols) for st in sts]
+            if any(p is not None for p in passes):
+                keep = np.zeros(len(idx), dtype=bool)
+                for p in passes:
+                    keep |= True if p is None else p
+                idx = idx[keep]
+                passes = [None if p is None else p[keep] for p in passes]
             local, uniq = src.values(c.key_param[t], idx)
+            local = np.asarray(local, dtype=np.int64)
             remap = np.array([table.setdefault(v, len(table)) for v in uniq], dtype=np.int64)
+            nan = (np.array([v != v for v in uniq], dtype=bool)[local]
+                   if len(uniq) and any(strict[st] for st in sts) else None)
+            bits = np.zeros(len(idx), dtype=np.int64)
+            for st, p in zip(sts, passes, strict=True):
+                if p is None and (nan is None or not strict[st]):
+                    bits |= 1 << st
+                    continue
+                take = np.ones(len(idx), dtype=bool) if p is None else p
+                if strict[st] and nan is not None:
+                    take = take & ~nan
+                bits |= take.astype(np.int64) << st
             key_parts.append(remap[local] if len(remap) else np.zeros(0, np.int64))
-            vidx_parts.append(np.asarray(local, dtype=np.int64) + len(values))
+            vidx_parts.append(local + len(values))
             values.extend(uniq)
             pos_parts.append(idx)
-            stage_parts.append(np.full(len(idx), st, dtype=np.int64))
+            bits_parts.append(bits)
         occ_values = [t.threads[0].bindings.get(c.var) for t in occupants]
         n_occ = len(occupants)
-        key_parts.append(np.array([table.setdefault(v, len(table)) for v in occ_values],
-                                  dtype=np.int64))
-        vidx_parts.append(np.arange(len(values), len(values) + n_occ, dtype=np.int64))
+        occ_key = np.array([table.setdefault(v, len(table)) for v in occ_values], dtype=np.int64)
+        occ_vidx = np.arange(len(values), len(values) + n_occ, dtype=np.int64)
         values.extend(occ_values)
-        stage_parts.append(np.array([c.states.index(t.threads[0].state) for t in occupants],
-                                    dtype=np.int64))
+        occ_stage = [c.states.index(t.threads[0].state) for t in occupants]
         positions = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.int64)
-        n_ev = len(positions)
-        stage = np.concatenate(stage_parts)
-        key = np.concatenate(key_parts)
-        pos = np.concatenate([positions, np.arange(-n_occ, 0, dtype=np.int64)])
-        items = np.arange(n_ev + n_occ, dtype=np.int64)
-        pred, complete, waiting = run_chain(len(c.types), items, stage, key, pos, n_ev + n_occ)
-        start_keys.append(positions[stage[:n_ev] == 0] * n_chains + slot)
+        bits = np.concatenate(bits_parts) if bits_parts else np.zeros(0, np.int64)
+        key = np.concatenate(key_parts) if key_parts else np.zeros(0, np.int64)
+        vidx = np.concatenate(vidx_parts) if vidx_parts else np.zeros(0, np.int64)
+        live = bits != 0  # (a row no stage takes: a NaN key at a general step)
+        if not live.all():
+            positions, bits, key, vidx = positions[live], bits[live], key[live], vidx[live]
+        if c.queued:
+            n_ev = len(positions)
+            stage = np.concatenate([np.log2(bits).astype(np.int64) if n_ev else bits,
+                                    np.array(occ_stage, dtype=np.int64)])
+            pos = np.concatenate([positions, np.arange(-n_occ, 0, dtype=np.int64)])
+            items = np.arange(n_ev + n_occ, dtype=np.int64)
+            pred, complete, waiting = run_chain(k, items, stage, np.concatenate([key, occ_key]),
+                                                pos, n_ev + n_occ)
+            started = np.flatnonzero(stage[:n_ev] == 0)
+        else:
+            order = np.argsort(positions, kind="stable")
+            positions, bits, key, vidx = positions[order], bits[order], key[order], vidx[order]
+            n_ev = len(positions)
+            stage_sets = {b: [st for st in range(k) if b >> st & 1]
+                          for b in np.unique(bits).tolist()}
+            z = c.zone
+            pred, done, left, begun, timed = step_chain(
+                k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
+                src.ts[positions].tolist(),
+                [(st, kc, tok.threads[0].zstart[z] if z is not None else 0.0)
+                 for st, kc, tok in zip(occ_stage, occ_key.tolist(), occupants, strict=True)],
+                c.window, last_ts)
+            complete = np.array(done, dtype=np.int64)
+            waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
+            started = np.array(begun, dtype=np.int64)
+            if c.zone is not None:
+                timers.append((slot, timed))
+        start_keys.append(positions[started] * n_chains + slot)
         done_pos.append(positions[complete])
         done_slot.append(np.full(len(complete), slot, dtype=np.int64))
         done_item.append(complete)
-        runs.append(_ChainRun(positions, np.concatenate(vidx_parts), occupants, pred, waiting))
+        runs.append(_ChainRun(positions, np.concatenate([vidx, occ_vidx]), occupants, pred,
+                              waiting))
 
     all_starts = np.sort(np.concatenate(start_keys)) if start_keys else np.zeros(0, np.int64)
     first_token = engine._token_id + 1
@@ -528,7 +706,9 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
             if old is None:
                 first_item = chain_items[0]
                 tok = Token(next(ids), None, evs[0].ts,
-                            [Thread(INITIAL, {c.var: values[vidx[first_item]]}, [], None, None)])
+                            [Thread(INITIAL, {c.var: values[vidx[first_item]]}, [],
+                                    None if c.zone is None else {c.zone: evs[0].ts}, None)])
+
             else:
                 tok, evs = old, [*old.threads[0].events, *evs]
             moved.append((tok, c.states[st], evs))
@@ -539,7 +719,56 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
             th = tok.threads[0]
             th.state, th.events, th.last = state, evs, evs[-1]
             m.register(tok)
+    if src.n and timers:
+        # the timers before the last event have fired (they only expired partial matches,
+        # which the kernel did); the later ones of the batch's partial matches are set, also
+        # those of completed ones (they fire idle, as in the per-event engine)
+        heap = engine._heap
+        heap[:] = [h for h in heap if h[0] >= last_ts]
+        heapq.heapify(heap)
+        for slot, timed in timers:
+            c, run = chains[slot], runs[slot]
+            n_ev = len(run.positions)
+            length = c.matcher.zone_by_id[c.zone].length
+            firsts = [it for it, _ in timed if it < n_ev]
+            ids = iter((first_token + np.searchsorted(
+                all_starts, run.positions[firsts] * n_chains + slot)).tolist())
+            for it, start in timed:
+                tid = next(ids) if it < n_ev else run.occupants[it - n_ev].id
+                engine.schedule(start + length, c.matcher, tid, c.zone, start)
     return MatchTable(blocks, values, first_id, total, src)
+
+
+_NOB: dict[str, Any] = {}  # the bindings given to a filter that reads only its event
+
+
+def _filter_rows(pos: Any, src: Rows, idx: np.ndarray, schemas: Any,
+                 cols: dict[tuple[str, int], np.ndarray]) -> np.ndarray | None:
+    """Which rows ``idx`` (all of the position's type) pass the position's filter (None: it
+    has none): column-wise when runtime.vector_expr can, else the compiled closure per row.
+    ``cols`` caches the columns read (per type and field) for the other stages."""
+    from cepflow.runtime.vector_expr import filter_mask
+
+    if pos.filter is None:
+        return None
+    t = pos.type
+
+    def column(k: int) -> np.ndarray:
+        c = cols.get((t, k))
+        if c is None:
+            local, uniq = src.values(k, idx)
+            c = cols[t, k] = _as_column(uniq)[np.asarray(local, dtype=np.int64)]
+        return c
+
+    mask = None
+    if pos.where is not None and len(idx):
+        fields = {name: i for i, name in enumerate(schemas[t].param_names)}
+        mask = filter_mask(pos.where, fields, column)
+    if mask is None:
+        ev, flt = src.lookup(idx), pos.filter
+        mask = np.fromiter((bool(flt(ev[i], _NOB)) for i in idx.tolist()), dtype=bool,
+                           count=len(idx))
+    return mask
 
 
 def _fire(engine: Any, events: Sequence[Event], out: list[ComplexEvent],

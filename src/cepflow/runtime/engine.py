@@ -363,11 +363,13 @@ class Engine:
     def process_batch(self, events: Sequence[Event]) -> list[ComplexEvent]:
         """Feed many time-ordered events at once; the same result as ``process`` on each.
 
-        When every pattern is a plain keyed sequence under chronicle (the gesture pattern, for
-        instance), or every pattern is Esper's ``every a = A(f) -> b = B(g, key) [within Δ]``
-        (the motorbike Crash), the batch is matched column-wise (cepflow.runtime.batch);
-        otherwise the events are processed one by one. Rules fire in the same order as with
-        ``process``; events that rule actions emit are processed after the batch.
+        When every pattern is a keyed sequence under chronicle (the gesture pattern; also with
+        filters on the events' own fields, a type at several stages and a window over the
+        whole sequence, runtime.batch.chain_of), or every pattern is Esper's
+        ``every a = A(f) -> b = B(g, key) [within Δ]`` (the motorbike Crash), the batch is
+        matched column-wise (cepflow.runtime.batch); otherwise the events are processed one by
+        one. Rules fire in the same order as with ``process``; events that rule actions emit
+        are processed after the batch.
         """
         if self._pairs is not None and self.trace is None:
             found = process_esper_batch(self, self._pairs, events)
@@ -382,9 +384,10 @@ class Engine:
 
     @property
     def columnar(self) -> bool:
-        """Whether :meth:`process_columns` applies: every pattern is a plain keyed sequence
-        (the batch path), no trace is kept and no rule has a registered action (a rule then
-        only counts its firings, so no complex event needs to become an object)."""
+        """Whether :meth:`process_columns` applies: every pattern is a keyed sequence
+        (the batch path, runtime.batch.chain_of), no trace is kept and no rule has a
+        registered action (a rule then only counts its firings, so no complex event needs to
+        become an object)."""
         return (self._chains is not None and self.trace is None
                 and not any(r.action in self.actions for r in self.program.rules if r.action))
 
@@ -395,7 +398,7 @@ class Engine:
         makes the objects); Python events are made only for the rows in complex events or
         partial matches. The same matches, ids, state and statistics as :meth:`process`."""
         if not self.columnar:
-            raise EngineError("process_columns needs plain keyed sequences, no trace and no "
+            raise EngineError("process_columns needs keyed sequences, no trace and no "
                               "registered rule action (see Engine.columnar)")
         return process_columns(self, self._chains, rows)  # type: ignore[arg-type]
 
