@@ -8,10 +8,12 @@ per state, a queue with balking, whose length is the reflected walk
 ``L_t = S_t - min(0, min_{s<=t} S_s)`` of the arrivals (+1) and attempts (-1) of each key; an
 attempt succeeds iff ``L`` was positive before it, and FIFO order pairs the j-th success with the
 j-th arrival. numpy evaluates this stage by stage for all keys at once. Partial matches left at
-the end become ordinary tokens, those present before the batch take part as the oldest arrivals,
-and token and match ids are assigned in the order the per-event engine would assign them, so the
-result — matches, their events and ids, and the saved state — equals feeding the events one by
-one (tests/engine/test_batch.py checks this).
+the end stay rows of the matcher (Matcher.pending; tokens are made of them only when something
+else needs them, Matcher.materialize), those present before the batch (rows, or tokens of
+per-event steps) take part as the oldest arrivals, and token and match ids are assigned in the
+order the per-event engine would assign them, so the result — matches, their events and ids,
+and the saved state — equals feeding the events one by one (tests/engine/test_batch.py and
+test_batch_rows.py check this).
 
 Filters, a type at several stages and a window ``[Δ]`` over the whole sequence (the chains
 :func:`chain_of` also accepts) are decided column-wise for the filters (runtime.vector_expr,
@@ -46,7 +48,7 @@ import numpy as np
 from cepflow.automaton.model import INITIAL
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.runtime.actions import Activation
-from cepflow.runtime.tokens import Thread, Token
+from cepflow.runtime.tokens import PendingRows
 
 _SEQ, _TS, _TYPE, _PARAMS = (attrgetter(a) for a in ("seq", "ts", "type", "params"))
 
@@ -514,11 +516,11 @@ def _prepare(engine: Any, src: Rows) -> None:
 @dataclass
 class _ChainRun:
     """One chain's items over a batch: events (``positions`` = their rows) then the partial
-    matches from before the batch (``occupants``), with the queues' result."""
+    matches from before the batch (``occupants``, as rows), with the queues' result."""
 
     positions: np.ndarray
     vidx: np.ndarray  # per item, index of its key value in the batch's value list
-    occupants: list[Token]
+    occupants: PendingRows
     pred: np.ndarray
     waiting: dict[int, np.ndarray]
 
@@ -534,20 +536,15 @@ class _ChainRun:
             items[j] = np.where(ok, self.pred[np.where(ok, prev, 0)], -1)
         return items
 
-    def path(self, item: int) -> tuple[list[int], Token | None]:
-        """Items (events of the batch) of the partial match ending in ``item``, and the token
-        it continues if it began before the batch."""
+    def paths(self, last: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The paths of :meth:`walk`: their items, the batch row of each of their events (-1
+        where the path is not in the batch) and per path the occupant item it continues (-1:
+        it began in the batch, at ``items[0]``)."""
         n_ev = len(self.positions)
-        chain_items: list[int] = []
-        cur = item
-        while cur >= 0:
-            if cur >= n_ev:
-                chain_items.reverse()
-                return chain_items, self.occupants[cur - n_ev]
-            chain_items.append(cur)
-            cur = int(self.pred[cur])
-        chain_items.reverse()
-        return chain_items, None
+        items = self.walk(last, k)
+        real = (items >= 0) & (items < n_ev)
+        rows = np.where(real, self.positions[np.where(real, items, 0)], -1)
+        return items, rows, np.where(items >= n_ev, items, -1).max(axis=0)
 
 
 def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
@@ -563,7 +560,7 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
     filter_cols: dict[tuple[str, int], np.ndarray] = {}
     timers: list[tuple[int, list[tuple[int, float]]]] = []  # per windowed chain (step_chain)
     for slot, c in enumerate(chains):
-        occupants = c.matcher.all_tokens()
+        occupants = _occupants(c)
         k = len(c.types)
         pos_parts, bits_parts, key_parts, vidx_parts = [], [], [], []
         table: dict[Any, int] = {}
@@ -603,12 +600,13 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
             values.extend(uniq)
             pos_parts.append(idx)
             bits_parts.append(bits)
-        occ_values = [t.threads[0].bindings.get(c.var) for t in occupants]
+        occ_values = occupants.keys
         n_occ = len(occupants)
         occ_key = np.array([table.setdefault(v, len(table)) for v in occ_values], dtype=np.int64)
         occ_vidx = np.arange(len(values), len(values) + n_occ, dtype=np.int64)
         values.extend(occ_values)
-        occ_stage = [c.states.index(t.threads[0].state) for t in occupants]
+        stage_of = {s: st for st, s in enumerate(c.states)}
+        occ_stage = [stage_of[s] for s in occupants.states]
         positions = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.int64)
         bits = np.concatenate(bits_parts) if bits_parts else np.zeros(0, np.int64)
         key = np.concatenate(key_parts) if key_parts else np.zeros(0, np.int64)
@@ -635,8 +633,8 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
             pred, done, left, begun, timed = step_chain(
                 k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
                 src.ts[positions].tolist(),
-                [(st, kc, tok.threads[0].zstart[z] if z is not None else 0.0)
-                 for st, kc, tok in zip(occ_stage, occ_key.tolist(), occupants, strict=True)],
+                [(st, kc, evs[0].ts if z is not None else 0.0) for st, kc, evs
+                 in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
                 c.window, last_ts)
             complete = np.array(done, dtype=np.int64)
             waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
@@ -669,12 +667,9 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
             rank = np.flatnonzero(ds == slot)
             c, run = chains[slot], runs[slot]
             n_ev = len(run.positions)
-            items = run.walk(di[rank], len(c.types))
-            real = (items >= 0) & (items < n_ev)
-            rows = np.where(real, run.positions[np.where(real, items, 0)], -1)
-            occ = np.where(items >= n_ev, items, -1).max(axis=0)
+            items, rows, occ = run.paths(di[rank], len(c.types))
             first = np.where(occ >= 0, occ, items[0])
-            old = {r: run.occupants[o - n_ev].threads[0].events
+            old = {r: run.occupants.events[o - n_ev]
                    for r, o in enumerate(occ.tolist()) if o >= 0}
             blocks.append(ChainMatches(c.matcher.name, c.var, c.matcher.auto.params,
                                        rows[-1].copy(), rank, rows, old, run.vidx[first]))
@@ -682,43 +677,40 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
         engine._match_id += total
         engine.stats.complex_events += total
 
-    # partial matches left waiting: tokens in their new state (events made only for them)
+    # partial matches left waiting: rows of the matcher in their new state (tokens are made
+    # of them only when needed, Matcher.materialize), events made only for them
     for slot, c in enumerate(chains):
         m, run = c.matcher, runs[slot]
+        occ = run.occupants
         n_ev = len(run.positions)
-        paths: list[tuple[int, list[int], Token | None]] = []
-        unchanged: set[int] = set()
+        left: list[tuple[int, int, Any, list[Event]]] = []  # (token id, state, key, events)
         for st, its in run.waiting.items():
-            for item in its.tolist():
-                if item >= n_ev:  # waited through the whole batch: stays registered as is
-                    unchanged.add(run.occupants[item - n_ev].id)
-                    continue
-                chain_items, old = run.path(item)
-                paths.append((st, chain_items, old))
-        where = run.positions.tolist() if paths else []
-        ev = src.lookup(run.positions[[j for _, ch, _ in paths for j in ch]]) if paths else ()
-        moved: list[tuple[Token, int, list[Event]]] = []
-        new_starts = [where[ch[0]] * n_chains + slot for _, ch, old in paths if old is None]
-        ids = iter((first_token + np.searchsorted(all_starts, new_starts)).tolist())
-        vidx = run.vidx
-        for st, chain_items, old in paths:
-            evs = [ev[where[j]] for j in chain_items]
-            if old is None:
-                first_item = chain_items[0]
-                tok = Token(next(ids), None, evs[0].ts,
-                            [Thread(INITIAL, {c.var: values[vidx[first_item]]}, [],
-                                    None if c.zone is None else {c.zone: evs[0].ts}, None)])
-
-            else:
-                tok, evs = old, [*old.threads[0].events, *evs]
-            moved.append((tok, c.states[st], evs))
-        for tok in run.occupants:
-            if tok.id not in unchanged:
-                m.unregister(tok)
-        for tok, state, evs in sorted(moved, key=lambda x: x[0].id):
-            th = tok.threads[0]
-            th.state, th.events, th.last = state, evs, evs[-1]
-            m.register(tok)
+            stay = its >= n_ev
+            for o in (its[stay] - n_ev).tolist():  # waited through the whole batch: unchanged
+                left.append((occ.ids[o], occ.states[o], occ.keys[o], occ.events[o]))
+            moved = its[~stay]
+            if not len(moved):
+                continue
+            items, rows, old = run.paths(moved, st)
+            ev = src.lookup(rows[rows >= 0])
+            new = old < 0
+            ids = iter((first_token + np.searchsorted(
+                all_starts, rows[0, new] * n_chains + slot)).tolist())
+            new_keys = iter([values[v] for v in run.vidx[items[0, new]].tolist()])
+            state = c.states[st]
+            for o, path in zip((old - n_ev).tolist(), rows.T.tolist(), strict=True):
+                if o < 0:
+                    left.append((next(ids), state, next(new_keys), [ev[r] for r in path]))
+                else:
+                    left.append((occ.ids[o], state, occ.keys[o],
+                                 [*occ.events[o], *(ev[r] for r in path if r >= 0)]))
+        left.sort(key=itemgetter(0))
+        m.tokens.clear()  # (every token of the matcher was an occupant: now a row or gone)
+        m.buckets.clear()
+        m.pending = None
+        if left:
+            tids, states, keys, evss = map(list, zip(*left, strict=True))
+            m.pending = PendingRows(tids, evss, c.zone, states, keys, c.var)
     if src.n and timers:
         # the timers before the last event have fired (they only expired partial matches,
         # which the kernel did); the later ones of the batch's partial matches are set, also
@@ -734,9 +726,26 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
             ids = iter((first_token + np.searchsorted(
                 all_starts, run.positions[firsts] * n_chains + slot)).tolist())
             for it, start in timed:
-                tid = next(ids) if it < n_ev else run.occupants[it - n_ev].id
+                tid = next(ids) if it < n_ev else run.occupants.ids[it - n_ev]
                 engine.schedule(start + length, c.matcher, tid, c.zone, start)
     return MatchTable(blocks, values, first_id, total, src)
+
+
+def _occupants(c: Chain) -> PendingRows:
+    """The chain's partial matches as rows, oldest first: its tokens (from per-event steps or
+    a restored state; the batch drops them) and then the rows the last batch left."""
+    m = c.matcher
+    rows = m.pending
+    toks = m.registered_tokens()
+    if not toks:
+        return rows if rows is not None else PendingRows([], [], c.zone, [], [], c.var)
+    ths = [t.threads[0] for t in toks]
+    out = PendingRows([t.id for t in toks], [th.events for th in ths], c.zone,
+                      [th.state for th in ths], [th.bindings.get(c.var) for th in ths], c.var)
+    if rows is not None:  # (younger than every token)
+        for col in ("ids", "events", "states", "keys"):
+            getattr(out, col).extend(getattr(rows, col))
+    return out
 
 
 _NOB: dict[str, Any] = {}  # the bindings given to a filter that reads only its event
@@ -1046,7 +1055,8 @@ def _esper_batch(engine: Any, pairs: list[EsperPair], events: Sequence[Event]
             m.done = True
         ids = (first_token + np.arange(len(all_starts)) if n_pairs == 1 else
                first_token + np.searchsorted(all_starts, p["new_rows"] * n_pairs + slot))
-        m.pending_ids, m.pending_events = _leave_open(pr, p, ids, last_ts, events)
+        open_ids, open_events = _leave_open(pr, p, ids, last_ts, events)
+        m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
     # timers: the per-event path would have run those before last_ts (they only expire
     # instances, done above); each pattern keeps one engine timer, for its first deadline
     # (Matcher._schedule, Matcher.materialize)
@@ -1060,8 +1070,8 @@ def _esper_batch(engine: Any, pairs: list[EsperPair], events: Sequence[Event]
         if pr.zone is None:
             continue
         firsts = [m.deadlines[0][0]] if m.deadlines else []
-        if m.pending_events:
-            firsts.append(m.pending_events[0].ts + pr.window)
+        if m.pending is not None:
+            firsts.append(m.pending.events[0].ts + pr.window)
         if firsts:
             engine.schedule(min(firsts), m, -1, pr.zone, min(firsts) - pr.window)
     if engine.rules_by_type:
@@ -1078,7 +1088,7 @@ def _pair_rows(pr: EsperPair, cols: _TypeColumns) -> dict | None:
     new_rows, b_rows = cols.rows(ta)[a_loc], cols.rows(tb)[b_loc]
     m = pr.matcher
     old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
-    pend_ids, pend_events = m.pending_ids, m.pending_events
+    pend_ids, pend_events = (m.pending.ids, m.pending.events) if m.pending else ([], [])
     n = src.n
     span = n + 2
     ka = pr.key_a

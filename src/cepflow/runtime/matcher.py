@@ -24,7 +24,7 @@ from cepflow.automaton.model import FINAL, INITIAL, Automaton, Collect, Edge
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.language.tags import index_name
 from cepflow.runtime.batch import esper_pair_of
-from cepflow.runtime.tokens import Thread, Token
+from cepflow.runtime.tokens import PendingRows, Thread, Token
 
 NOPART = object()  # the event belongs to no partition of a partitioned pattern
 
@@ -94,10 +94,8 @@ class Matcher:
         self.single = self._single_edge() if fast_path else None
         #: instance deadlines of a pair pattern, in time order (one engine timer at a time)
         self.deadlines: deque[tuple[float, int, int, float]] = deque()
-        #: a pair pattern's open instances left by the column kernel: token ids and A events
-        #: (see materialize)
-        self.pending_ids: list[int] = []
-        self.pending_events: list[Event] = []
+        #: partial matches a column kernel left as rows, not tokens (see materialize)
+        self.pending: PendingRows | None = None
         self.slot = -1  # index in the engine's matchers (set by the engine)
         self.fast_start = {
             t: es[0] for t, es in self.initial.items()
@@ -164,7 +162,8 @@ class Matcher:
 
     # -- registry -------------------------------------------------------------------------
     def count(self) -> int:
-        return sum(len(d) for d in self.tokens.values()) + len(self.pending_ids)
+        rows = self.pending
+        return sum(len(d) for d in self.tokens.values()) + (len(rows.ids) if rows else 0)
 
     def all_tokens(self) -> list[Token]:
         self.materialize()
@@ -191,23 +190,32 @@ class Matcher:
         tok.regs = regs
 
     def materialize(self) -> None:
-        """Make tokens of the instances the column kernel left pending (a pair pattern's open
-        instances after a batch, kept as their ``A`` events until something needs tokens):
-        the same tokens _pair_step would have made, younger than every registered one."""
-        ids, evs = self.pending_ids, self.pending_events
-        if not ids:
+        """Make tokens of the partial matches a column kernel left as rows (PendingRows): the
+        very tokens its per-event step would hold — same ids, threads and bucket order, each
+        younger than every registered one. Everything that reads tokens calls this first."""
+        rows = self.pending
+        if rows is None:
             return
-        self.pending_ids, self.pending_events = [], []
+        self.pending = None
         pr = self.pair
-        binds, state, z = pr.first.position.binds, pr.state, pr.zone
+        chain = rows.states is not None
+        z = rows.zone
         dl = self.deadlines
-        for tid, e in zip(ids, evs, strict=True):
-            params, ts = e.params, e.ts
-            th = Thread(state, {v: params[i] for i, v in binds}, [e],
-                        None if z is None else {z: ts}, e)
-            tok = Token(tid, None, ts, [th])
+        for q, tid in enumerate(rows.ids):
+            if chain:
+                evs = rows.events[q]
+                state, bindings = rows.states[q], {rows.var: rows.keys[q]}
+            else:  # a pair's instance: its A event
+                e = rows.events[q]
+                evs, state = [e], pr.state
+                bindings = {v: e.params[i] for i, v in pr.first.position.binds}
+            ts = evs[0].ts
+            tok = Token(tid, None, ts, [Thread(state, bindings, evs,
+                                                None if z is None else {z: ts}, evs[-1])])
             self.register_newest(tok)
-            if z is not None:  # (the engine holds the timer of the first deadline already)
+            if z is not None and not chain:
+                # a pair queues its deadlines (the engine holds the timer of the first one
+                # already); a chain's timers, one per token, are in the engine's heap
                 deadline = ts + pr.window
                 if not dl or dl[-1][0] <= deadline:
                     dl.append((deadline, tid, z, ts))
@@ -341,7 +349,7 @@ class Matcher:
 
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Feed one event (already time-ordered) to this pattern."""
-        if self.pending_ids:
+        if self.pending is not None:
             self.materialize()
         t = e.type
         fast = self.fast.get(t)
@@ -836,7 +844,7 @@ class Matcher:
 
     def on_deadline(self, token_id: int, z: int, start: float, emit: Callable) -> None:
         """The deadline of zone ``z`` entered at ``start`` has passed for token ``token_id``."""
-        if self.pending_ids:
+        if self.pending is not None:
             self.materialize()
         if token_id == -1:
             self._expire_queued(emit)

@@ -1,0 +1,126 @@
+"""The chain kernel leaves the partial matches it carries between batches as rows
+(Matcher.pending, runtime.tokens.PendingRows), not tokens: the next batch reads them directly,
+and every other reader (a per-event step, a timer, count, all_tokens, save_state, finish) sees
+exactly the tokens the per-event engine holds. Batches mixed at random points with single
+events, reads, save/restore and advance_to, over many keys, equal the per-event engine."""
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cepflow.compiler.program import compile_module
+from cepflow.events.model import Event
+from cepflow.language.parser import parse
+from cepflow.runtime.engine import Engine
+from cepflow.runtime.state import has_state, restore_state, save_state
+
+DECLS = "".join(f"atomicEvent {t}(k: Int, v: Int)\n" for t in "ABC")
+#: queued kernel (distinct types), filtered, repeated types, windows (step_chain)
+BODIES = ("A(s, _) -> B(s, _) -> C(s, _)", "A(s, _) -> B(s, _) where v > 1",
+          "A(s, _) -> A(s, _) -> B(s, _)", "(A(s, _) -> B(s, _) -> C(s, _))[4 ms]",
+          "(A(s, _) where v != 2 -> A(s, _) -> B(s, _))[6 ms]", "A(s, _)")
+
+#: (type, key, v, dt): many keys, ties in ts
+specs = st.lists(st.tuples(st.sampled_from("ABC"), st.integers(0, 40), st.integers(0, 3),
+                           st.sampled_from([0, 0, 1, 2])), max_size=160)
+#: what happens next: a batch of n events, n events one by one, a read of count() /
+#: all_tokens(), save and restore, time passing by dt
+ops = st.lists(st.one_of(st.tuples(st.just("batch"), st.integers(0, 60)),
+                         st.tuples(st.just("events"), st.integers(1, 5)),
+                         st.tuples(st.sampled_from(["count", "tokens", "save"]), st.just(0)),
+                         st.tuples(st.just("advance"), st.integers(0, 8))), max_size=10)
+
+
+def compile_(bodies: list[str]):
+    src = DECLS + "".join(f"complexEvent P{i}(s: Int) {{ as {b} }}\n"
+                          for i, b in enumerate(bodies))
+    return compile_module(parse(src))
+
+
+def rows(found) -> list:
+    return [(m.type, m.ts, tuple(m.event_refs), m.params, m.match_id) for m in found]
+
+
+def partial(eng: Engine) -> list:
+    """The partial matches as tokens (materializes the rows) and the counters."""
+    return [eng.time, eng._token_id, eng._match_id, eng._input_seq,
+            [(m.name, [(t.id, t.created, [(th.state, th.bindings, th.zstart, th.last.id,
+                                           [e.id for e in th.events]) for th in t.threads])
+                       for t in m.all_tokens()]) for m in eng.matchers]]
+
+
+def buckets(eng: Engine) -> list:
+    """The matchers' token index, in its order (the fast path takes a bucket's first)."""
+    return [[(s, k, list(b)) for s, bm in sorted(m.buckets.items()) for k, b in bm.items()]
+            for m in eng.matchers]
+
+
+class Feed:
+    """Makes the same events twice (engines number them in place)."""
+
+    def __init__(self, spec: list) -> None:
+        self.spec, self.i, self.ts = spec, 0, 0
+
+    def take(self, n: int) -> tuple[list[Event], list[Event]]:
+        out: tuple[list[Event], list[Event]] = ([], [])
+        for t, k, v, dt in self.spec[self.i:self.i + n]:
+            self.ts += dt
+            for evs in out:
+                evs.append(Event(t, (k, v), self.ts, id=self.i))
+            self.i += 1
+        return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(BODIES), min_size=1, max_size=3), specs, ops)
+def test_rows_behave_as_tokens(bodies: list[str], spec: list, plan: list) -> None:
+    prog = compile_(bodies)
+    one, many = Engine(prog), Engine(prog)
+    assert many._chains is not None
+    feed = Feed(spec)
+    for op, n in [*plan, ("batch", len(spec))]:
+        if op in ("batch", "events"):
+            a, b = feed.take(n)
+            ref = rows(x for e in a for x in one.process(e))
+            got = (rows(many.process_batch(b)) if op == "batch" else
+                   rows(x for e in b for x in many.process(e)))
+            assert got == ref
+        elif op == "count":  # (reads the rows without making tokens)
+            assert many.partial_matches() == one.partial_matches()
+            assert has_state(many) == has_state(one)
+        elif op == "tokens":
+            assert partial(many) == partial(one)
+            assert buckets(many) == buckets(one)
+        elif op == "save":
+            text = json.dumps(save_state(many), sort_keys=True)
+            assert text == json.dumps(save_state(one), sort_keys=True)
+            one = restore_state(Engine(prog), json.loads(text))
+            many = restore_state(Engine(prog), json.loads(text))
+        else:
+            feed.ts += n
+            assert rows(many.advance_to(feed.ts)) == rows(one.advance_to(feed.ts))
+    assert many.partial_matches() == one.partial_matches()
+    assert rows(many.finish(True)) == rows(one.finish(True))
+    assert partial(many) == partial(one)
+    assert buckets(many) == buckets(one)
+
+
+def test_rows_carried_between_batches() -> None:
+    """After a batch the chain's partial matches are rows (no tokens, no index entries); the
+    next batch takes them as they are; a per-event step makes them the per-event tokens."""
+    prog = compile_(["A(s, _) -> B(s, _) -> C(s, _)"])
+    one, many = Engine(prog), Engine(prog)
+    feed = Feed([("A", k, 0, 1) for k in range(50)] + [("B", k, 0, 1) for k in range(0, 50, 2)]
+                + [("C", k, 0, 1) for k in range(0, 50, 4)] + [("A", 7, 0, 1)])
+    for n in (55, 30):
+        a, b = feed.take(n)
+        assert rows(many.process_batch(b)) == rows(x for e in a for x in one.process(e))
+        m = many.matchers[0]
+        assert m.pending is not None and not m.tokens and not m.buckets
+        assert m.count() == one.matchers[0].count() == len(m.pending)
+    a, b = feed.take(1)
+    assert rows(many.process(b[0])) == rows(one.process(a[0]))
+    assert many.matchers[0].pending is None
+    assert partial(many) == partial(one)
+    assert buckets(many) == buckets(one)
