@@ -753,11 +753,9 @@ _NOB: dict[str, Any] = {}  # the bindings given to a filter that reads only its 
 
 def _filter_rows(pos: Any, src: Rows, idx: np.ndarray, schemas: Any,
                  cols: dict[tuple[str, int], np.ndarray]) -> np.ndarray | None:
-    """Which rows ``idx`` (all of the position's type) pass the position's filter (None: it
-    has none): column-wise when runtime.vector_expr can, else the compiled closure per row.
-    ``cols`` caches the columns read (per type and field) for the other stages."""
-    from cepflow.runtime.vector_expr import filter_mask
-
+    """Which rows ``idx`` (all of the position's type) pass the position's filter
+    (:func:`_filter_mask`; None: it has none). ``cols`` caches the columns read (per type and
+    field) for the other stages."""
     if pos.filter is None:
         return None
     t = pos.type
@@ -769,14 +767,26 @@ def _filter_rows(pos: Any, src: Rows, idx: np.ndarray, schemas: Any,
             c = cols[t, k] = _as_column(uniq)[np.asarray(local, dtype=np.int64)]
         return c
 
-    mask = None
-    if pos.where is not None and len(idx):
-        fields = {name: i for i, name in enumerate(schemas[t].param_names)}
-        mask = filter_mask(pos.where, fields, column)
+    fields = {name: i for i, name in enumerate(schemas[t].param_names)}
+    return _filter_mask(pos, idx, fields, column, src.lookup)
+
+
+def _filter_mask(pos: Any, rows: np.ndarray, fields: Mapping[str, int],
+                 column: Any, lookup: Any) -> np.ndarray | None:
+    """Mask over ``rows`` (event positions) of the events passing ``pos``'s filter, which reads
+    only its event (None: no filter): column-wise when runtime.vector_expr can decide it
+    (``column(k)``: parameter ``k`` of those rows), else the compiled closure per event
+    (``lookup(rows)[i]``: the event at position ``i``)."""
+    from cepflow.runtime.vector_expr import filter_mask
+
+    if pos.filter is None:
+        return None
+    mask = (filter_mask(pos.where, fields, column)
+            if pos.where is not None and len(rows) else None)
     if mask is None:
-        ev, flt = src.lookup(idx), pos.filter
-        mask = np.fromiter((bool(flt(ev[i], _NOB)) for i in idx.tolist()), dtype=bool,
-                           count=len(idx))
+        ev, flt = lookup(rows), pos.filter
+        mask = np.fromiter((bool(flt(ev[i], _NOB)) for i in rows.tolist()), dtype=bool,
+                           count=len(rows))
     return mask
 
 
@@ -929,22 +939,14 @@ class _TypeColumns:
 
 
 def _passing(edge: Any, cols: _TypeColumns) -> np.ndarray:
-    """Indices (into ``cols.rows(type)``) of the events that pass the edge's event-only filter:
-    column-wise when runtime.vector_expr can, else with the compiled closure row by row."""
-    from cepflow.runtime.vector_expr import filter_mask
-
+    """Indices (into ``cols.rows(type)``) of the events that pass the edge's event-only
+    filter (:func:`_filter_mask`)."""
     pos = edge.position
     t = pos.type
-    n = len(cols.rows(t))
-    if pos.filter is None or not n:
-        return np.arange(n, dtype=np.int64)
-    mask = (filter_mask(pos.where, cols.fields(t), lambda k: cols.column(t, k))
-            if pos.where is not None else None)
-    if mask is None:
-        flt, nob, ev = pos.filter, {}, cols.src.events
-        mask = np.fromiter((bool(flt(ev[i], nob)) for i in cols.rows(t).tolist()), dtype=bool,
-                           count=n)
-    return np.flatnonzero(mask)
+    rows = cols.rows(t)
+    mask = _filter_mask(pos, rows, cols.fields(t), lambda k: cols.column(t, k),
+                        lambda _rows: cols.src.events)
+    return np.arange(len(rows), dtype=np.int64) if mask is None else np.flatnonzero(mask)
 
 
 def _as_column(values: list[Any]) -> np.ndarray:
