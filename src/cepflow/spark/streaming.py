@@ -592,7 +592,7 @@ class _MicroBatch:
                                         *_columns_of(state, self.arity, columns))])
         if rows is None:
             return spark.createDataFrame([], spark_ddl(out)).persist()
-        order = ["g", "pid", "part", "ts", *(["file"] if "file" in columns else []), "seq"]
+        order = ["g", "pid", "part", "ts", "file", "seq"]  # (file and seq: in ALWAYS)
         rows = rows.repartition(shards, "g", "pid").sortWithinPartitions(*order)
         runner = _shard_runner(self.subs, self.actions, self.arities, self.arity, columns,
                                watermark, released)
