@@ -51,8 +51,13 @@ def partial(eng: Engine) -> list:
 
 
 def buckets(eng: Engine) -> list:
-    """The matchers' token index, in its order (the fast path takes a bucket's first)."""
-    return [[(s, k, list(b)) for s, bm in sorted(m.buckets.items()) for k, b in bm.items()]
+    """The matchers' token index: per state and key its tokens in their order (the fast path
+    takes a bucket's first). The order of the keys within a state is the dict's insertion
+    history, which rows cannot and need not keep: steps look a bucket up by key, and a chain
+    (chronicle) takes the oldest token across buckets by id (Matcher._find), so it is sorted
+    out here."""
+    return [[(s, k, list(b)) for s, bm in sorted(m.buckets.items())
+             for k, b in sorted(bm.items(), key=lambda kv: repr(kv[0]))]
             for m in eng.matchers]
 
 
