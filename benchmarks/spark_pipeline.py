@@ -5,8 +5,8 @@ Three ways to run the same compiled patterns over the same JSON Lines files:
 * **local** — what ``cepflow run`` does: ``cepflow.inputs.read_events`` (through ``reorder``
   with lateness 0, as the CLI) → ``Engine(program).run`` (+ ``finish``) →
   ``cepflow.outputs.write_jsonl``; in a forked child process, so its peak RSS is its own.
-* **batch** — ``cepflow.spark.read_events`` → ``detect_prepared`` → ``write_matches`` into a
-  Parquet folder; Spark jobs included, session start not (reported separately).
+* **batch** — ``cepflow.spark.replay`` (one job) into a Parquet folder; Spark jobs included,
+  session start not (reported separately).
 * **stream** — ``cepflow.spark.streaming.stream_query(..., available_now=True,
   files_per_trigger=K)`` + ``awaitTermination()`` over the pre-written files; events/s over the
   whole run and per micro-batch (``query.recentProgress``).
@@ -398,23 +398,20 @@ def measure_local(pattern: str, files: str, out_file: str) -> dict[str, Any]:
 
 # -- Spark batch and streaming (in this process, one session) ---------------------------------
 def measure_batch(spark: Any, program: Program, files: Path, out_dir: Path) -> dict[str, Any]:
-    """cepflow.spark.read_events → detect_prepared → write_matches (Parquet folder)."""
-    from cepflow.spark import PartitionWarning, detect_prepared, read_events, write_matches
+    """cepflow.spark.replay into a Parquet folder, as ``cepflow run --engine spark``: one
+    Spark job (matches, rejected records and counts)."""
+    from cepflow.spark import PartitionWarning, replay
 
     shutil.rmtree(out_dir, ignore_errors=True)
     peaks = ProcessPeaks().start()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PartitionWarning)
         t0 = time.perf_counter()
-        prepared = read_events(spark, files, program)
-        matches = detect_prepared(prepared, program)
-        n_out = write_matches(matches, out_dir)
+        run = replay(spark, files, program, out_dir, out_dir.with_suffix(".rejected.jsonl"))
         seconds = time.perf_counter() - t0
     mem = peaks.stop()
-    n_in = prepared.count_events()  # untimed checks (from read_events' summary, if it made one)
-    n_rej = prepared.rejected.count()
-    spark.catalog.clearCache()
-    return {"seconds": seconds, "events": n_in, "rejected": n_rej, "complex_events": n_out,
+    return {"seconds": seconds, "events": run.events, "rejected": run.rejected,
+            "complex_events": run.complex_events,
             "warnings": [str(w.message) for w in caught], **mem}
 
 

@@ -15,7 +15,7 @@ from cepflow.events.model import SideChannel
 from cepflow.inputs import read_events as read_local
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
-from cepflow.spark import PartitionWarning, detect, detect_prepared, read_events
+from cepflow.spark import PartitionWarning, detect, detect_prepared, read_events, replay
 
 PATTERNS = """
 atomicEvent A(k: Integer)
@@ -45,6 +45,24 @@ def spark_matches(df) -> Counter:
                     tuple(r["events"])) for r in df.collect())
 
 
+def replayed(spark, path: Path, program, close: bool = False) -> tuple[Counter, list, int]:
+    """The one-job replay's matches, rejected records (source name, location, reason, field)
+    and event count."""
+    out = path.parent / f"{path.name}-replayed"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PartitionWarning)
+        run = replay(spark, path, program, out, close_windows=close)
+    matches = spark_matches(spark.read.parquet(str(out)))
+    assert run.complex_events == sum(matches.values())
+    rejected = []
+    side = out.with_suffix(".rejected.jsonl")
+    if side.exists():
+        rejected = [json.loads(line) for line in side.read_text().splitlines()]
+    assert run.rejected == len(rejected)
+    return (matches, sorted((r["source"].split("/")[-1], r["location"], r["reason"], r["field"])
+                            for r in rejected), run.events)
+
+
 events = st.lists(st.tuples(st.sampled_from("ABCD"), st.integers(0, 3), st.integers(0, 2),
                             st.sampled_from(["x", "y"]), st.booleans()),
                   min_size=1, max_size=40)
@@ -71,6 +89,7 @@ def test_spark_batch_equals_in_process(spark, tmp_path_factory, spec, close: boo
         prepared = read_events(spark, path, program)
         got = spark_matches(detect_prepared(prepared, program, close_windows=close))
     assert got == expected
+    assert replayed(spark, path, program, close) == (expected, [], len(spec))
 
 
 def test_rejected_records_are_located_like_in_process(spark, tmp_path: Path) -> None:
@@ -93,6 +112,8 @@ def test_rejected_records_are_located_like_in_process(spark, tmp_path: Path) -> 
                  for r in prepared.rejected.collect())
     assert got == want and len(got) == 5
     assert prepared.events.count() == len(local)
+    _, rejected, n = replayed(spark, folder, program)
+    assert rejected == want and n == len(local)
 
 
 def test_unkeyed_pattern_warns_and_still_matches(spark, tmp_path: Path) -> None:
@@ -136,6 +157,7 @@ def test_window_deadlines_pass_with_global_time(spark, tmp_path: Path) -> None:
         warnings.simplefilter("ignore", PartitionWarning)
         got = spark_matches(detect_prepared(read_events(spark, path, program), program))
     assert got == expected
+    assert replayed(spark, path, program)[0] == expected
 
 
 def test_folder_of_fast_and_located_files_numbers_events_like_in_process(spark, tmp_path: Path
@@ -170,3 +192,101 @@ def test_folder_of_fast_and_located_files_numbers_events_like_in_process(spark, 
         "a.jsonl", "b.jsonl", "c.parquet"}
     assert [(r["location"], r["reason"]) for r in prepared.rejected.collect()] == [
         (r.location, r.reason) for r in side.malformed]
+    matches, rejected, n = replayed(spark, folder, program)
+    assert matches == expected and n == len(local)
+    assert [(r[1], r[2]) for r in rejected] == [(r.location, r.reason) for r in side.malformed]
+
+
+def test_partition_hash_keeps_equal_keys_together(spark) -> None:
+    """Rows whose keys are equal (key_json) get the same JVM-side partition hash, whatever slot
+    the value sits in; rows of types without the key get null; distinct keys spread out."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    from cepflow.events.model import Event
+    from cepflow.spark.columns import encode, key_column, partition_hash, spark_ddl
+
+    rnd = random.Random(7)
+    values = [None, True, False, 0, 1, -1, 2**40, 0.5, -2.25, 1e300, "", "a", "b", "é", "1"]
+    # A and C hold the key at different positions; B has no key
+    events = []
+    for i in range(300):
+        t = rnd.choice("ABC")
+        v = rnd.choice(values)
+        params = (v, "pad") if t != "C" else ("pad", v)
+        events.append(Event(t, params, float(i), None, i))
+    batch = encode(events, 2, [None] * len(events), [None] * len(events))
+    key = {"A": 0, "C": 1}
+    keys = key_column(batch, key).to_pylist()
+    df = spark.createDataFrame(batch.to_pandas(), spark_ddl(batch.schema))
+    hashes = [r["h"] for r in df.select(partition_hash(key, df.columns).alias("h"),
+                                        F.col("seq")).orderBy("seq").collect()]
+    by_key: dict[str, set[int]] = {}
+    for k, h, e in zip(keys, hashes, events, strict=True):
+        if e.type == "B":
+            assert h is None
+        else:
+            by_key.setdefault(k, set()).add(h)
+    assert all(len(hs) == 1 for hs in by_key.values()), by_key
+    assert len({next(iter(hs)) for hs in by_key.values()}) == len(by_key)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_routed_rows_land_in_the_partition_chosen(spark, n: int) -> None:
+    """route_values/routed_to send a row to the partition its code names (hashing the
+    partition numbers themselves would leave some partitions empty for n = 3 and 4)."""
+    from pyspark.sql import functions as F
+
+    from cepflow.spark.columns import route_values, routed_to
+
+    target = F.pmod(F.col("id") * 7, F.lit(n))
+    rows = (spark.range(40).repartition(n, routed_to(target, route_values(spark, n)))
+            .select(target.alias("t"), F.spark_partition_id().alias("p")).collect())
+    assert all(r["t"] == r["p"] for r in rows) and {r["p"] for r in rows} == set(range(n))
+
+
+def test_parquet_folder_ships_only_the_slots_the_files_fill(spark, tmp_path: Path) -> None:
+    """Parquet in: the replay reads the files' footers and ships one slot for an untyped
+    parameter; same matches as in-process."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cepflow.spark.plan import plan
+    from cepflow.spark.replay import _travelling
+
+    program = load("atomicEvent A(b: Thing)\natomicEvent B(b: Thing)\n"
+                   "complexEvent P(b: Thing) { as (A(b) -> B(b))[5] }\n")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(pa.table({"type": ["A", "A", "B"], "ts": [0, 1, 2], "b": ["x", "y", "x"]}),
+                   folder / "a.parquet")
+    pq.write_table(pa.table({"type": ["B", "A", "B"], "ts": [3, 9, 20], "b": ["y", "x", "x"]}),
+                   folder / "b.parquet")
+    names = sorted(str(p) for p in folder.iterdir())
+    assert _travelling(names, program, plan(program), 1) == {"tsi", "s0"}
+    expected = local_matches(program, folder, close=False)
+    assert len(expected) == 2
+    assert replayed(spark, folder, program) == (expected, [], 6)
+
+
+def test_replay_parse_stops_rather_than_lose_a_value(tmp_path: Path) -> None:
+    """A value in a column the replay does not ship stops the task with the file's name."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cepflow.spark.plan import plan
+    from cepflow.spark.replay import _routed
+
+    program = load("atomicEvent A(b: Thing)\ncomplexEvent P(b: Thing) { as A(b) -> A(b) }\n")
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"type": ["A"], "ts": [0], "b": [7]}), path)
+
+    class Sink:
+        def add(self, value) -> None:
+            pass
+
+    parse = _routed(program, plan(program), 1, ["type", "ts", "seq", "s0"], {str(path): 0}, 2,
+                    Sink())
+    with pytest.raises(RuntimeError, match="a.parquet: values in column.*i0"):
+        list(parse(iter([pa.RecordBatch.from_pydict({"path": [str(path)]})])))

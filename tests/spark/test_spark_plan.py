@@ -83,3 +83,58 @@ def test_key_column_equals_key_json_per_event(rows) -> None:
     batch = encode(events, 1, [None] * len(events), [None] * len(events))
     got = key_column(batch, {"A": 0}).to_pylist()
     assert got == [key_json(e.params[0]) if e.type == "A" else None for e in events]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_parquet_columns_cover_what_the_parse_fills(data) -> None:
+    """Every layout column the replay's parse (fast path or located reader) fills from a
+    Parquet file is among parquet_columns of the file's schema: a narrower set would lose
+    values (the replay's guard would stop the job)."""
+    import io
+    from datetime import datetime, timezone
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cepflow.events.model import EventType, ParamSpec
+    from cepflow.inputs import READERS
+    from cepflow.inputs.columnar import arity_of, parquet_columns
+    from cepflow.spark.batch import _file_events
+
+    schemas = {
+        "Temp": EventType("Temp", (ParamSpec("sensor", "str", "String"),
+                                   ParamSpec("value", "float", "Double"),
+                                   ParamSpec("count", "int", "Integer"))),
+        "Door": EventType("Door", (ParamSpec("room", "any", "Room"),)),
+    }
+    arity = arity_of(schemas)
+    kinds = {
+        "string": (pa.string(), st.text(max_size=3)),
+        "int": (pa.int64(), st.integers(-5, 5)),
+        "double": (pa.float64(), st.floats(-4, 4).map(lambda x: round(x, 1))),
+        "bool": (pa.bool_(), st.booleans()),
+        "time": (pa.timestamp("ms"), st.integers(0, 10).map(
+            lambda s: datetime.fromtimestamp(s, timezone.utc))),
+    }
+    n = data.draw(st.integers(1, 6))
+    cols: dict[str, pa.Array] = {
+        "type": pa.array(data.draw(st.lists(st.sampled_from(["Temp", "Door"]),
+                                            min_size=n, max_size=n))),
+        "ts": pa.array(list(range(n)), pa.int64())}
+    for name in ("sensor", "value", "count", "room", "id"):
+        kind = data.draw(st.sampled_from([None, *kinds]))
+        if kind is None:
+            continue
+        typ, values = kinds[kind]
+        cols[name] = pa.array(data.draw(st.lists(st.one_of(st.none(), values),
+                                                 min_size=n, max_size=n)), typ)
+    table = pa.table(cols)
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    batches, _ = _file_events(buf.getvalue(), "f.parquet", ".parquet", READERS[".parquet"],
+                              schemas, arity, {}, False)
+    filled = {f for b in batches for f, c in zip(b.schema.names, b.columns, strict=True)
+              if c.null_count < len(c)}
+    allowed = parquet_columns(table.schema, schemas, {"Temp", "Door"}, arity)
+    assert filled - {"type", "ts", "seq", "file"} <= allowed

@@ -207,11 +207,8 @@ def _run_spark(program: Program, patterns: Path, inputs: list[Path], output: Pat
     from cepflow.runtime.actions import registered
     from cepflow.spark import (
         PartitionWarning,
-        detect_prepared,
-        read_events,
+        replay,
         spark_session,
-        write_matches,
-        write_rejected,
     )
     from cepflow.spark.session import local_cores
 
@@ -226,16 +223,13 @@ def _run_spark(program: Program, patterns: Path, inputs: list[Path], output: Pat
         spark = spark_session(master)
     with warnings.catch_warnings(record=True) as caught, err.status("detecting on Spark"):
         warnings.simplefilter("always", PartitionWarning)
-        prepared = read_events(spark, inputs[0], program)
         for module in action_modules:  # actions run in the executors: ship them by value
             if module.__name__.startswith("cepflow_actions_"):
                 cloudpickle.register_pickle_by_value(module)
-        matches = detect_prepared(prepared, program, actions=registered(),
-                                  close_windows=close_windows)
-        n_out = write_matches(matches, output)
-        n_in = prepared.count_events()
         rej_path = rejected or output.with_suffix(".rejected.jsonl")
-        n_rej = write_rejected(prepared.rejected, rej_path)
+        run = replay(spark, inputs[0], program, output, rej_path, actions=registered(),
+                     close_windows=close_windows)
+        n_in, n_out, n_rej = run.events, run.complex_events, run.rejected
     for w in caught:
         err.print(f"warning: {w.message}", markup=False)
     elapsed = time.perf_counter() - t0
@@ -245,7 +239,7 @@ def _run_spark(program: Program, patterns: Path, inputs: list[Path], output: Pat
     table.add_row("events processed", f"{n_in:,}")
     table.add_row("malformed (side channel)", f"{n_rej:,}")
     table.add_row("complex events", f"{n_out:,}")
-    for gi, g in enumerate(prepared.groups):
+    for gi, g in enumerate(run.groups):
         how = "by key" if g.partitioned else "one partition"
         table.add_row(f"group {gi}: {', '.join(g.patterns) or 'rules'}", how)
     table.add_row("wall time (incl. Spark start)", f"{elapsed:,.1f} s")

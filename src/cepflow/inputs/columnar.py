@@ -85,6 +85,38 @@ def slot_columns(schemas: Mapping[str, EventType], types: set[str] | None,
     return out
 
 
+def parquet_columns(schema: pa.Schema, schemas: Mapping[str, EventType],
+                    types: set[str] | None, arity: int) -> set[str]:
+    """The optional layout columns (``tsi``, ids, parameter slots) that events of ``types``
+    read from a Parquet file whose Arrow schema is ``schema`` (its footer) can fill. A column's
+    type decides its slot for both readers (:func:`_slot_of`); a type that does not decide it
+    counts for every slot the parameter may fill (:func:`slot_columns`), and ``tsi`` always
+    counts."""
+    if types is None or any(t not in schemas for t in types):
+        return {"tsi", "id_s", "id_i"} | slot_columns(schemas, types, arity)
+    out = {"tsi"}
+
+    def type_of(name: str) -> pa.DataType | None:
+        i = schema.get_field_index(name)
+        return None if i < 0 or pa.types.is_null(schema.field(i).type) else schema.field(i).type
+
+    ids = type_of("id")
+    if ids is not None:
+        text = pa.types.is_string(ids) or pa.types.is_large_string(ids)
+        out.update(["id_s"] if text else ["id_i"] if pa.types.is_integer(ids)
+                   else ["id_s", "id_i"])
+    for t in types:
+        for i, spec in enumerate(schemas[t].params[:arity]):
+            typ = type_of(spec.name)
+            if typ is None:
+                continue
+            slot = _slot_of(spec, typ, True)
+            typed = _TYPED_SLOT.get(spec.type)
+            out.update([f"{slot}{i}"] if slot is not None else
+                       [f"{p}{i}" for p, _ in SLOTS if typed is None or p == typed])
+    return out
+
+
 def arity_of(schemas: Mapping[str, EventType]) -> int:
     """The layout's parameter positions for ``schemas``: the most parameters of a type."""
     return max([len(t.params) for t in schemas.values()] or [0])

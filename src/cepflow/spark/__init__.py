@@ -12,17 +12,20 @@ from cepflow.spark.batch import (
     write_rejected,
 )
 from cepflow.spark.plan import Group, plan
+from cepflow.spark.replay import Replayed, replay
 from cepflow.spark.session import spark_session
 
 __all__ = [
     "Group",
     "PartitionWarning",
     "Prepared",
+    "Replayed",
     "detect",
     "detect_prepared",
     "plan",
     "prepare",
     "read_events",
+    "replay",
     "spark_session",
     "write_matches",
     "write_rejected",

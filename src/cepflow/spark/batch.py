@@ -7,6 +7,7 @@ field — exactly as in-process. Events are then split into the groups of
 position) within each partition and fed through Arrow (``mapInArrow``) to one engine per
 partition, which uses its column-wise batch path where it applies. No semantics are
 re-implemented here: every match comes from :class:`cepflow.runtime.engine.Engine`.
+From files to complex events and rejected records in one job: :mod:`cepflow.spark.replay`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from cepflow.spark.columns import (
     encode_matches,
     event_schema,
     key_column,
+    partition_hash,
     spark_ddl,
     spark_type,
 )
@@ -85,14 +87,14 @@ class Prepared:
 def _with_keys(batch: pa.RecordBatch, groups: list[Group],
                columns: list[str] | None = None) -> pa.RecordBatch:
     """Events of the layout as prepared rows: each group's partition key (``k{gi}``), kind
-    ``event`` and null rejection columns; with ``columns``, those event columns and the keys
-    only (then ``fi`` is the file's number, see :func:`file_parser`)."""
+    ``event`` and null rejection columns; with ``columns``, those event columns only (then
+    ``fi`` is the file's number, see :func:`file_parser`; the batch job hashes the key
+    slots in the JVM, :func:`~cepflow.spark.columns.partition_hash`)."""
     n = batch.num_rows
+    if columns is not None:
+        return pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
     keys = [key_column(batch, g.key) for g in groups]
     knames = [f"k{gi}" for gi in range(len(groups))]
-    if columns is not None:
-        return pa.RecordBatch.from_arrays([batch.column(c) for c in columns] + keys,
-                                          names=columns + knames)
     cols = list(batch.columns) + keys
     names = list(batch.schema.names) + knames
     cols.append(constant("event", n))
@@ -122,17 +124,21 @@ def _prepared_schema(arity: int, groups: list[Group]) -> pa.Schema:
 
 
 def _rejected_batch(rows: list[Rejected], schema: pa.Schema) -> pa.RecordBatch:
-    from cepflow.outputs.jsonl import dumps
-
     data: dict[str, list[Any]] = {f.name: [None] * len(rows) for f in schema}
     data["kind"] = ["rejected"] * len(rows)
     data["source"] = [r.source for r in rows]
     data["location"] = [r.location for r in rows]
     data["reason"] = [r.reason for r in rows]
     data["field"] = [r.field for r in rows]
-    data["record"] = [r.record if isinstance(r.record, str) or r.record is None
-                      else dumps(r.record) for r in rows]
+    data["record"] = [record_text(r) for r in rows]
     return pa.RecordBatch.from_pydict(data, schema=schema)
+
+
+def record_text(r: Rejected) -> str | None:
+    """A rejected record's ``record`` as text: the raw line as read, or the JSON of a row."""
+    from cepflow.outputs.jsonl import dumps
+
+    return r.record if isinstance(r.record, str) or r.record is None else dumps(r.record)
 
 
 def _file_events(content: bytes, local: str, suffix: str, reader: Callable[..., Any],
@@ -193,58 +199,67 @@ def file_parser(program: Program, groups: list[Group], arity: int,
 
     ``output``: ``"all"`` — event rows (kind ``event``) and rejected rows (``rejected``);
     ``"events"`` — event rows only, their ``seq`` shifted by ``offsets[file]``, with just the
-    event ``columns`` (``fi``: the file's place in ``offsets``) and the keys;
+    event ``columns`` (``fi``: the file's place in ``offsets``), no keys;
     ``"summary"`` — per file one row of kind ``file`` (``file``, ``seq`` = its number of
     events, ``ts`` = its largest timestamp, ``record`` = the JSON list of the event columns
     that hold a value) and the rejected rows, no events."""
     schema = _prepared_schema(arity, groups)
-    schemas = program.schemas
     number_of = {f: i for i, f in enumerate(offsets or {})}  # a file's number (the fi column)
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            paths = batch.column("path").to_pylist()
-            contents = (batch.column("content").to_pylist()
-                        if "content" in batch.schema.names else [None] * len(paths))
-            for fpath, content in zip(paths, contents, strict=True):
-                local = _local_path(fpath)
-                suffix = Path(local).suffix.lower()
-                if Path(local).name.startswith(("_", ".")):
-                    continue
-                reader = READERS.get(suffix)
-                if reader is None:
-                    if output != "events":
-                        yield _rejected_batch([Rejected(local, "file", (
-                            "not a supported event file (expected one of "
-                            f"{', '.join(sorted(READERS))})"))], schema)
-                    continue
-                if content is None:  # a local file, read here rather than shipped by Spark
-                    content = Path(local).read_bytes()
-                events, bad = _file_events(content, local, suffix, reader, schemas, arity,
-                                           options_for(reader, reader_options), streaming)
-                if output == "summary":
-                    n = sum(b.num_rows for b in events)
-                    top = max((pc.max(b.column("ts")).as_py() for b in events if b.num_rows),
-                              default=None)
-                    used = sorted({f for b in events for f, c in zip(b.schema.names, b.columns,
-                                                                      strict=True)
-                                   if c.null_count < len(c)})
-                    yield fill(schema, 1, {"kind": ["file"], "file": [local], "seq": [n],
-                                           "ts": [top], "record": [json.dumps(used)]})
-                else:
-                    shift = (offsets or {}).get(local, 0)
-                    for b in events:
-                        if shift:
-                            b = b.set_column(b.schema.get_field_index("seq"), "seq",
-                                             pc.add(b.column("seq"), shift))
-                        if columns is not None and "fi" in columns:
-                            fi = np.full(b.num_rows, number_of[local])
-                            b = b.append_column("fi", pa.array(fi))
-                        yield _with_keys(b, groups, columns)
-                if bad and output != "events":
-                    yield _rejected_batch(bad, schema)
+        for local, events, bad in parsed_files(batches, program, arity, reader_options,
+                                               streaming):
+            if output == "summary" and events is not None:
+                n = sum(b.num_rows for b in events)
+                top = max((pc.max(b.column("ts")).as_py() for b in events if b.num_rows),
+                          default=None)
+                used = sorted({f for b in events for f, c in zip(b.schema.names, b.columns,
+                                                                  strict=True)
+                               if c.null_count < len(c)})
+                yield fill(schema, 1, {"kind": ["file"], "file": [local], "seq": [n],
+                                       "ts": [top], "record": [json.dumps(used)]})
+            elif events is not None:
+                shift = (offsets or {}).get(local, 0)
+                for b in events:
+                    if shift:
+                        b = b.set_column(b.schema.get_field_index("seq"), "seq",
+                                         pc.add(b.column("seq"), shift))
+                    if columns is not None and "fi" in columns:
+                        fi = np.full(b.num_rows, number_of[local])
+                        b = b.append_column("fi", pa.array(fi))
+                    yield _with_keys(b, groups, columns)
+            if bad and output != "events":
+                yield _rejected_batch(bad, schema)
 
     return parse
+
+
+def parsed_files(batches: Iterator[pa.RecordBatch], program: Program, arity: int,
+                 reader_options: Mapping[str, Any], streaming: bool = False
+                 ) -> Iterator[tuple[str, list[pa.RecordBatch] | None, list[Rejected]]]:
+    """Per ``binaryFile`` row (path, optional content) the file's name as the in-process reader
+    reports it, its events in the layout (None: not an event file) and its rejected records;
+    files named ``_*`` or ``.*`` are skipped, as Spark's file sources do."""
+    for batch in batches:
+        paths = batch.column("path").to_pylist()
+        contents = (batch.column("content").to_pylist()
+                    if "content" in batch.schema.names else [None] * len(paths))
+        for fpath, content in zip(paths, contents, strict=True):
+            local = _local_path(fpath)
+            suffix = Path(local).suffix.lower()
+            if Path(local).name.startswith(("_", ".")):
+                continue
+            reader = READERS.get(suffix)
+            if reader is None:
+                yield local, None, [Rejected(local, "file", (
+                    "not a supported event file (expected one of "
+                    f"{', '.join(sorted(READERS))})"))]
+                continue
+            if content is None:  # a local file, read here rather than shipped by Spark
+                content = Path(local).read_bytes()
+            events, bad = _file_events(content, local, suffix, reader, program.schemas, arity,
+                                       options_for(reader, reader_options), streaming)
+            yield local, events, bad
 
 
 def fill(schema: pa.Schema, n: int, columns: Mapping[str, Any]) -> pa.RecordBatch:
@@ -259,6 +274,11 @@ def fill(schema: pa.Schema, n: int, columns: Mapping[str, Any]) -> pa.RecordBatc
         else:
             arrays.append(pa.array(v, f.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def longs(value: int, n: int) -> pa.Array:
+    """An int64 column of ``n`` copies of ``value``."""
+    return pa.array(np.full(n, value, dtype=np.int64))
 
 
 def _has_timers(program: Program, groups: list[Group]) -> bool:
@@ -307,8 +327,7 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Prog
     # only the columns that hold values travel; the file name is looked up by number
     layout = event_schema(arity)
     columns = [f.name for f in layout if f.name in used and f.name not in ("file", "key")]
-    narrow = pa.schema([layout.field(c) for c in columns] + [pa.field("fi", pa.int64())]
-                       + [pa.field(f"k{gi}", pa.string()) for gi in range(len(groups))])
+    narrow = pa.schema([layout.field(c) for c in columns] + [pa.field("fi", pa.int64())])
     read = files.mapInArrow(file_parser(program, groups, arity, reader_options,
                                         output="events", offsets=offsets,
                                         columns=[*columns, "fi"]), spark_ddl(narrow))
@@ -316,8 +335,7 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Prog
     full = {f.name: F.lit(None).cast(spark_type(f.type)) for f in layout}
     full.update({c: F.col(c) for c in columns})
     full["file"] = F.element_at(names, F.col("fi").cast("int") + 1)
-    events = read.select(*[full[f.name].alias(f.name) for f in layout],
-                         *[f"k{gi}" for gi in range(len(groups))])
+    events = read.select(*[full[f.name].alias(f.name) for f in layout])
     return Prepared(events, rejected, arity, groups, horizon, columns=columns, total=total)
 
 
@@ -385,21 +403,18 @@ def detect_prepared(prepared: Prepared, program: Program, *,
     columns = prepared.columns or [f.name for f in event_schema(arity)
                                    if f.name not in ("file", "key")]
     outs: list[DataFrame] = []
-    for gi, group in enumerate(prepared.groups):
-        if not group.partitioned:
-            warnings.warn(f"patterns {', '.join(group.patterns) or '(rules only)'} run as one "
-                          f"partition: {group.reason}", PartitionWarning, stacklevel=2)
+    warn_unpartitioned(prepared.groups, stacklevel=3)
+    for group in prepared.groups:
         sub = subprogram(program, group)
         events = source
         if group.types is not None:
             events = events.where(F.col("type").isin(sorted(group.types)))
-        events = events.select(*columns, f"k{gi}")
-        if group.partitioned:
-            events = events.repartition(n, f"k{gi}")
+        events = events.select(*columns)
+        if group.partitioned:  # hashed in the JVM: no key column travels
+            events = events.repartition(n, partition_hash(group.key, columns))
         else:
             events = events.repartition(1)
-        # the key has done its work (each string column costs ~0.1 s per 1M rows to ship)
-        events = events.sortWithinPartitions("ts", "seq").drop(f"k{gi}")
+        events = events.sortWithinPartitions("ts", "seq")
         run = match_runner(sub, actions_for(sub, actions or {}), arities, arity, horizon,
                            close_windows)
         outs.append(events.mapInArrow(run, spark_ddl(MATCH_SCHEMA)))
@@ -409,6 +424,14 @@ def detect_prepared(prepared: Prepared, program: Program, *,
     for o in outs[1:]:
         result = result.unionByName(o)
     return result
+
+
+def warn_unpartitioned(groups: list[Group], stacklevel: int = 2) -> None:
+    """A :class:`PartitionWarning` per group that runs as one partition, with the reason."""
+    for group in groups:
+        if not group.partitioned:
+            warnings.warn(f"patterns {', '.join(group.patterns) or '(rules only)'} run as one "
+                          f"partition: {group.reason}", PartitionWarning, stacklevel=stacklevel)
 
 
 def actions_for(sub: Program, actions: Mapping[str, Any]) -> dict[str, Any]:
@@ -511,12 +534,19 @@ def write_matches(matches: DataFrame, path: str | os.PathLike[str]) -> int:
 
 def write_rejected(rejected: DataFrame, path: str | os.PathLike[str]) -> int:
     """The side channel as JSON Lines (one file), in source order."""
-    from cepflow.outputs.jsonl import dumps
 
     rows = rejected.orderBy("source", "location").collect()
+    return write_rejected_rows([{k: r[k] for k in REJECTED_SCHEMA.names} for r in rows], path)
+
+
+def write_rejected_rows(rows: list[dict[str, Any]], path: str | os.PathLike[str]) -> int:
+    """Rejected records (dicts of :data:`REJECTED_SCHEMA`'s fields) as JSON Lines, in the order
+    given; no file for none. Returns the number written."""
+    from cepflow.outputs.jsonl import dumps
+
     if not rows:
         return 0
     with Path(path).open("w", encoding="utf-8") as fh:
         for r in rows:
-            fh.write(dumps({k: r[k] for k in REJECTED_SCHEMA.names}) + "\n")
+            fh.write(dumps(r) + "\n")
     return len(rows)

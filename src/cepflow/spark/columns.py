@@ -12,12 +12,14 @@ only for the rows that end up in complex events or partial matches), complex eve
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
 
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.inputs.columnar import (
@@ -42,6 +44,9 @@ __all__ = [
     "event_schema",
     "key_column",
     "key_json",
+    "partition_hash",
+    "route_values",
+    "routed_to",
     "spark_ddl",
     "spark_type",
 ]
@@ -229,6 +234,54 @@ def key_column(batch: pa.RecordBatch, key: Mapping[str, int] | None) -> pa.Array
         mask = pc.is_in(types, value_set=pa.array(sorted(ts), pa.string()))
         out = pc.if_else(mask, texts, out)
     return out
+
+
+def partition_hash(key: Mapping[str, int] | None, columns: Collection[str]) -> Column:
+    """The JVM-side counterpart of :func:`key_column` for partitioning: per row a hash of its
+    key parameter's slot columns (``xxhash64`` skips the null slots), null for other types.
+    Equal keys (equal :func:`key_json` texts: the same value in the same slot) hash equally,
+    so rows can be partitioned by key without a key column made in Python and shipped
+    (docs/spark.md, "Partition keys")."""
+    out = F.lit(None).cast("long")
+    if not key:
+        return out
+    by_param: dict[int, list[str]] = {}
+    for t, i in key.items():
+        by_param.setdefault(i, []).append(t)
+    for i, types in sorted(by_param.items()):
+        slots = [F.col(f"{p}{i}") for p, _ in SLOTS if f"{p}{i}" in columns]
+        value = F.xxhash64(*slots) if slots else F.lit(0).cast("long")
+        out = F.when(F.col("type").isin(sorted(types)), value).otherwise(out)
+    return out
+
+
+#: route values per partition count (Spark's hash partitioning is fixed: Murmur3, seed 42)
+_ROUTES: dict[int, list[int]] = {}
+
+
+def route_values(spark: SparkSession, n: int) -> list[int]:
+    """Per partition ``p`` a long whose hash partitioning into ``n`` partitions
+    (``pmod(hash(v), n)``, what ``repartition(n, col)`` computes) is ``p``: rows given that
+    value land in partition ``p`` — rows can be sent to a partition chosen in code, and ``n``
+    shards fill ``n`` partitions (hashing the shard numbers themselves can put two shards in
+    one partition and leave another empty). One tiny query per partition count."""
+    if n not in _ROUTES:
+        rows = spark.range(0, 64 * n).select(
+            "id", F.pmod(F.hash("id"), F.lit(n)).alias("p")).collect()
+        first: dict[int, int] = {}
+        for r in rows:
+            first.setdefault(r["p"], r["id"])
+        if len(first) < n:
+            raise RuntimeError(f"no route value found for every one of {n} partitions")
+        _ROUTES[n] = [first[p] for p in range(n)]
+    return _ROUTES[n]
+
+
+def routed_to(target: Column, routes: list[int]) -> Column:
+    """The value to hash-partition by (``repartition(len(routes), …)``) so that a row lands in
+    partition ``target`` (0-based; null: the partition of a null value)."""
+    return F.element_at(F.array(*[F.lit(v).cast("long") for v in routes]),
+                        target.cast("int") + 1)
 
 
 def _key_texts(batch: pa.RecordBatch, i: int) -> pa.Array:

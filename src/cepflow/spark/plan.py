@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from cepflow.automaton.model import Automaton
 from cepflow.compiler.program import Program
+from cepflow.inputs.columnar import slot_columns
 from cepflow.language import ast
 from cepflow.windows.plan import compile_statement
 from cepflow.windows.statement import ESPER_NAMES, WindowStatement
@@ -254,3 +255,20 @@ def subprogram(program: Program, group: Group) -> Program:
     return Program(program.schemas, [a for a in program.automata if a.name in group.patterns],
                    list(group.rules), program.module, program.query_events,
                    [w for w in program.windows if w.name in group.patterns], program.functions)
+
+
+def fillable_columns(program: Program, groups: list[Group], arity: int) -> set[str]:
+    """The optional event columns of the layout that events the ``groups`` read can fill —
+    ids, integer time and their parameter slots — known before any file is read (the
+    columns that must travel when no summary of the input says which hold values)."""
+    if not groups:
+        return set()
+    return {"tsi", "id_s", "id_i", *slot_columns(program.schemas, read_types(groups), arity)}
+
+
+def read_types(groups: list[Group]) -> set[str] | None:
+    """The event types the ``groups`` read (None: every type)."""
+    reads: set[str] | None = set()
+    for g in groups:
+        reads = None if reads is None or g.types is None else reads | g.types
+    return reads

@@ -62,7 +62,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from cepflow.compiler.program import Program
-from cepflow.inputs.columnar import arity_of, constant, slot_columns
+from cepflow.inputs.columnar import arity_of, constant
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import has_state, restore_text, state_text
 from cepflow.spark.batch import (
@@ -73,16 +73,19 @@ from cepflow.spark.batch import (
     file_parser,
     file_rows,
     fill,
+    longs,
 )
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
     decode,
     encode_matches,
     event_fields,
+    route_values,
+    routed_to,
     spark_ddl,
     spark_type,
 )
-from cepflow.spark.plan import Group, plan, subprogram
+from cepflow.spark.plan import Group, fillable_columns, plan, subprogram
 
 STATE_DIR = "cepflow-state"
 MATCH_COLS = ["pattern", "ts", "params", "events"]
@@ -149,10 +152,6 @@ class _Clock:
         return _Clock(top if self.max_ts is None else max(self.max_ts, top), self.released)
 
 
-def _longs(value: int, n: int) -> pa.Array:
-    return pa.array(np.full(n, value, dtype=np.int64))
-
-
 def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int],
                   arity: int, columns: list[str], watermark: float, released: float
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -217,8 +216,8 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                     if at[2] < seg.num_rows:
                         n = seg.num_rows - at[2]
                         sides += n
-                        yield fill(schema, n, {"g": _longs(key[0], n), "pid": _longs(key[1], n),
-                                               "part": _longs(SIDE, n),
+                        yield fill(schema, n, {"g": longs(key[0], n), "pid": longs(key[1], n),
+                                               "part": longs(SIDE, n),
                                                "engine": seg.column("engine").slice(at[2])})
                     continue
                 if at[0] == at[2]:  # summary rows only
@@ -238,9 +237,9 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                         yield _matches(found)
                 if held.num_rows:
                     cols = {n: held.column(n) for n in columns}
-                    cols.update(g=_longs(key[0], held.num_rows),
-                                pid=_longs(key[1], held.num_rows),
-                                part=_longs(EVENT, held.num_rows))
+                    cols.update(g=longs(key[0], held.num_rows),
+                                pid=longs(key[1], held.num_rows),
+                                part=longs(EVENT, held.num_rows))
                     yield fill(schema, held.num_rows, cols)
         if current is not None:
             yield from close()
@@ -301,8 +300,8 @@ def _routed(parse: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]
         n = rows.num_rows
         texts = [json.dumps(dict(zip(names, r, strict=True)))
                  for r in zip(*(rows.column(c).to_pylist() for c in names), strict=True)]
-        return fill(schema, n, {"g": _longs(SIDE_SHARD[0], n), "pid": _longs(SIDE_SHARD[1], n),
-                                "part": _longs(SIDE, n), "engine": texts})
+        return fill(schema, n, {"g": longs(SIDE_SHARD[0], n), "pid": longs(SIDE_SHARD[1], n),
+                                "part": longs(SIDE, n), "engine": texts})
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         top: float | None = None
@@ -334,12 +333,12 @@ def _routed(parse: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]
                 if not n:
                     continue
                 cols: dict[str, Any] = {c: rows.column(c) for c in columns}
-                cols.update(g=_longs(gi, n), part=_longs(EVENT, n), k=rows.column(f"k{gi}"),
-                            pid=None if group.partitioned else _longs(0, n))
+                cols.update(g=longs(gi, n), part=longs(EVENT, n), k=rows.column(f"k{gi}"),
+                            pid=None if group.partitioned else longs(0, n))
                 yield fill(schema, n, cols)
         n = len(targets)
         yield fill(schema, n, {"g": [t[0] for t in targets], "pid": [t[1] for t in targets],
-                               "part": _longs(SUMMARY, n), "ts": [top] * n})
+                               "part": longs(SUMMARY, n), "ts": [top] * n})
 
     return run
 
@@ -359,11 +358,7 @@ class _MicroBatch:
         #: the layout's event columns that may travel (all but ``key``), in layout order
         self.columns = [f.name for f in event_fields(arity) if f.name != "key"]
         #: those the events the groups read can fill: ids, integer time, their slots
-        reads: set[str] | None = set()
-        for g in groups:
-            reads = None if reads is None or g.types is None else reads | g.types
-        self.fillable = {"tsi", "id_s", "id_i",
-                         *slot_columns(program.schemas, reads, arity)} if groups else set()
+        self.fillable = fillable_columns(program, groups, arity)
 
     # ---- state folders -------------------------------------------------------------------
     def _previous(self, batch_id: int) -> tuple[int | None, dict[str, Any]]:
@@ -593,7 +588,10 @@ class _MicroBatch:
         if rows is None:
             return spark.createDataFrame([], spark_ddl(out)).persist()
         order = ["g", "pid", "part", "ts", "file", "seq"]  # (file and seq: in ALWAYS)
-        rows = rows.repartition(shards, "g", "pid").sortWithinPartitions(*order)
+        # shard p of every group (and the side rows, shard 0) to partition p: hashing
+        # (g, pid) itself can put two shards in one partition and leave another idle
+        rows = rows.repartition(shards, routed_to(F.col("pid"), route_values(spark, shards))
+                                ).sortWithinPartitions(*order)
         runner = _shard_runner(self.subs, self.actions, self.arities, self.arity, columns,
                                watermark, released)
         return rows.mapInArrow(runner, spark_ddl(out)).persist()
