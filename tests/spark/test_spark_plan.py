@@ -138,3 +138,30 @@ def test_parquet_columns_cover_what_the_parse_fills(data) -> None:
               if c.null_count < len(c)}
     allowed = parquet_columns(table.schema, schemas, {"Temp", "Door"}, arity)
     assert filled - {"type", "ts", "seq", "file"} <= allowed
+
+
+def test_feeder_holds_batches_until_enough_rows(monkeypatch) -> None:
+    """Feeder feeds FEED_ROWS rows at once (not Spark's batch size) and the rest on flush; the
+    complex events are those of one engine fed everything."""
+    from cepflow.events.model import Event
+    from cepflow.runtime.engine import Engine
+    from cepflow.spark import batch as spark_batch
+    from cepflow.spark.columns import encode
+
+    prog = load(BASE + "complexEvent P(k: Integer) { as A(k, _) -> B(k) }")
+    events = [Event("A" if i % 3 else "B", (i % 4, 0) if i % 3 else (i % 4,), float(i), None, i)
+              for i in range(40)]
+    arities = {t: len(s.params) for t, s in prog.schemas.items()}
+    rows = encode(events, 2, [None] * 40, [None] * 40)
+    monkeypatch.setattr(spark_batch, "FEED_ROWS", 16)
+    fed: list[int] = []
+    feeder = spark_batch.Feeder(Engine(prog), arities, 2)
+    real = spark_batch.feed
+    monkeypatch.setattr(spark_batch, "feed", lambda e, c, b, a, n: fed.append(b.num_rows)
+                        or real(e, c, b, a, n))
+    out = [m for i in range(0, 40, 5) for m in feeder.add(rows.slice(i, 5))]
+    out += list(feeder.flush())
+    assert fed == [20, 20]
+    whole = real(Engine(prog), Engine(prog).columnar, rows, arities, 2)
+    got = sorted(repr(r) for b in out for r in b.to_pylist())
+    assert got == sorted(repr(r) for r in whole.to_pylist()) and len(got) > 0

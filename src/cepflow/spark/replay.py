@@ -47,11 +47,10 @@ from cepflow.compiler.program import Program
 from cepflow.inputs.columnar import arity_of, parquet_columns
 from cepflow.runtime.engine import Engine
 from cepflow.spark.batch import (
-    _CHUNK,
     REJECTED_SCHEMA,
+    Feeder,
     _local_path,
     actions_for,
-    feed,
     file_rows,
     fill,
     longs,
@@ -176,21 +175,7 @@ def _runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int
         counts = np.zeros(files, dtype=np.int64)
         horizon = -math.inf
         offsets: np.ndarray | None = None
-        engines: dict[int, Engine] = {}
-        held: dict[int, list[pa.RecordBatch]] = {}
-        sizes: dict[int, int] = {}
-
-        def flush(gi: int) -> Iterator[pa.RecordBatch]:
-            if not held.get(gi):
-                return
-            batch = pa.Table.from_batches(held[gi]).combine_chunks().to_batches()[0]
-            held[gi], sizes[gi] = [], 0
-            engine = engines.get(gi)
-            if engine is None:
-                engine = engines[gi] = Engine(subs[gi], actions=actions, strict_actions=False)
-            found = feed(engine, engine.columnar, batch, arities, arity)
-            if found is not None:
-                yield found
+        feeders: dict[int, Feeder] = {}  # per group present in the partition
 
         for batch in batches:
             if not batch.num_rows:
@@ -215,15 +200,14 @@ def _runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int
                 if eg is not None:
                     mask = pa.array(eg == gi)
                     cols = [pc.filter(c, mask) for c in cols]
-                rows = pa.RecordBatch.from_arrays(cols, names=event_cols)
-                held.setdefault(gi, []).append(rows)
-                sizes[gi] = sizes.get(gi, 0) + rows.num_rows
-                if sizes[gi] >= _CHUNK:
-                    yield from flush(gi)
-        for gi in sorted(held):
-            yield from flush(gi)
-        for gi in sorted(engines):
-            engine = engines[gi]
+                feeder = feeders.get(gi)
+                if feeder is None:
+                    feeder = feeders[gi] = Feeder(
+                        Engine(subs[gi], actions=actions, strict_actions=False), arities, arity)
+                yield from feeder.add(pa.RecordBatch.from_arrays(cols, names=event_cols))
+        for gi in sorted(feeders):
+            yield from feeders[gi].flush()
+            engine = feeders[gi].engine
             tail = engine.advance_to(horizon) if horizon > -math.inf else []
             tail += engine.finish(close_windows=close_windows)
             if tail:

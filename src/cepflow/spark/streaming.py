@@ -67,9 +67,9 @@ from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import has_state, restore_text, state_text
 from cepflow.spark.batch import (
     REJECTED_SCHEMA,
+    Feeder,
     _prepared_schema,
     actions_for,
-    feed,
     file_parser,
     file_rows,
     fill,
@@ -166,7 +166,7 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
     schema = _out_schema(arity, columns)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        engine: Engine | None = None
+        feeder: Feeder | None = None  # the current shard's engine, fed FEED_ROWS at once
         current: tuple[int, int] | None = None
         top, sides = -math.inf, 0  # of the current (group, shard)
 
@@ -177,8 +177,11 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                                         "ts": [top if top > -math.inf else None],
                                         "seq": [sides]})
                 return
-            if engine is None:
+            if feeder is None:
                 return
+            engine = feeder.engine
+            for m in feeder.flush():
+                yield _matches(m)
             until = max(released, top)
             tail = engine.advance_to(until) if until > -math.inf else []
             if tail:
@@ -204,7 +207,7 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                 if key != current:
                     if current is not None:
                         yield from close()
-                    engine, current, top, sides = None, key, -math.inf, 0
+                    feeder, current, top, sides = None, key, -math.inf, 0
                 seg = batch.slice(a, b - a)
                 # part is sorted within the (group, shard): summary < engine < event < side
                 parts = seg.column("part").to_numpy()
@@ -222,19 +225,18 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                     continue
                 if at[0] == at[2]:  # summary rows only
                     continue
-                if engine is None:
-                    engine = Engine(subs[key[0]], actions=actions, strict_actions=False)
+                if feeder is None:
+                    feeder = Feeder(Engine(subs[key[0]], actions=actions, strict_actions=False),
+                                    arities, arity)
                 for text in seg.slice(at[0], at[1] - at[0]).column("engine").to_pylist():
-                    restore_text(engine, text)
+                    restore_text(feeder.engine, text)
                 events = seg.slice(at[1], at[2] - at[1])
                 ts = events.column("ts")
                 until = max(watermark, top)
-                ready = events.filter(pc.less_equal(ts, until))
+                released_rows = events.filter(pc.less_equal(ts, until))
                 held = events.filter(pc.greater(ts, until))
-                if ready.num_rows:
-                    found = feed(engine, engine.columnar, ready, arities, arity)
-                    if found is not None:
-                        yield _matches(found)
+                for m in feeder.add(released_rows):
+                    yield _matches(m)
                 if held.num_rows:
                     cols = {n: held.column(n) for n in columns}
                     cols.update(g=longs(key[0], held.num_rows),
