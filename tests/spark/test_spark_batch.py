@@ -288,5 +288,5 @@ def test_replay_parse_stops_rather_than_lose_a_value(tmp_path: Path) -> None:
 
     parse = _routed(program, plan(program), 1, ["type", "ts", "seq", "s0"], {str(path): 0}, 2,
                     Sink())
-    with pytest.raises(RuntimeError, match="a.parquet: values in column.*i0"):
+    with pytest.raises(RuntimeError, match=r"a\.parquet: values in column.*i0"):
         list(parse(iter([pa.RecordBatch.from_pydict({"path": [str(path)]})])))

@@ -92,7 +92,7 @@ def test_parquet_columns_cover_what_the_parse_fills(data) -> None:
     Parquet file is among parquet_columns of the file's schema: a narrower set would lose
     values (the replay's guard would stop the job)."""
     import io
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -115,7 +115,7 @@ def test_parquet_columns_cover_what_the_parse_fills(data) -> None:
         "double": (pa.float64(), st.floats(-4, 4).map(lambda x: round(x, 1))),
         "bool": (pa.bool_(), st.booleans()),
         "time": (pa.timestamp("ms"), st.integers(0, 10).map(
-            lambda s: datetime.fromtimestamp(s, timezone.utc))),
+            lambda s: datetime.fromtimestamp(s, UTC))),
     }
     n = data.draw(st.integers(1, 6))
     cols: dict[str, pa.Array] = {
