@@ -80,3 +80,25 @@ def seq(*items: A.Pattern) -> A.Pattern:
     for it in reversed(items[:-1]):
         out = A.Fol(it, out)
     return out
+
+
+def tokens_form(state: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A saved engine state with its chain rows (``"rows"``, version 3) written as the tokens
+    they stand for (docs/state-format.md, "Rows") — what the per-event engine saves for the
+    same partial matches. Pure data: an oracle independent of Matcher.materialize."""
+    if state is None or "rows" not in state:
+        return state
+    out = {k: v for k, v in state.items() if k != "rows"}
+    patterns = out["patterns"] = {n: list(toks) for n, toks in state["patterns"].items()}
+    for name, r in state["rows"].items():
+        for tid, st, key, evs in zip(r["ids"], r["states"], r["keys"], r["events"], strict=True):
+            events = [e if isinstance(e, dict) else dict(zip(
+                ("type", "params", "ts", "id", "seq"), [e[0], list(e[1]), *e[2:]], strict=True))
+                for e in evs]
+            ts = events[0]["ts"]
+            patterns[name].append({
+                "id": tid, "part": None, "created": ts,
+                "threads": [{"state": st, "bindings": {r["var"]: key},
+                             "zones": {} if r["zone"] is None else {str(r["zone"]): ts},
+                             "events": events}]})
+    return out

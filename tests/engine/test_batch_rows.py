@@ -2,10 +2,13 @@
 (Matcher.pending, runtime.tokens.PendingRows), not tokens: the next batch reads them directly,
 and every other reader (a per-event step, a timer, count, all_tokens, save_state, finish) sees
 exactly the tokens the per-event engine holds. Batches mixed at random points with single
-events, reads, save/restore and advance_to, over many keys, equal the per-event engine."""
+events, reads, save/restore and advance_to, over many keys, equal the per-event engine. A saved
+state keeps the rows as rows (``"rows"``, version 3) and restores them as rows; the per-event
+engine's state (tokens only) is read as the version 2 state it also is."""
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +16,15 @@ from cepflow.compiler.program import compile_module
 from cepflow.events.model import Event
 from cepflow.language.parser import parse
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.state import has_state, restore_state, save_state
+from cepflow.runtime.state import (
+    StateError,
+    has_state,
+    restore_state,
+    restore_text,
+    save_state,
+    state_text,
+)
+from support import tokens_form
 
 DECLS = "".join(f"atomicEvent {t}(k: Int, v: Int)\n" for t in "ABC")
 #: queued kernel (distinct types), filtered, repeated types, windows (step_chain)
@@ -44,9 +55,12 @@ def rows(found) -> list:
 
 def partial(eng: Engine) -> list:
     """The partial matches as tokens (materializes the rows) and the counters."""
+    def events(th) -> list:
+        return [(e.type, e.params, e.ts, e.id, e.seq) for e in th.events]
+
     return [eng.time, eng._token_id, eng._match_id, eng._input_seq,
             [(m.name, [(t.id, t.created, [(th.state, th.bindings, th.zstart, th.last.id,
-                                           [e.id for e in th.events]) for th in t.threads])
+                                           events(th)) for th in t.threads])
                        for t in m.all_tokens()]) for m in eng.matchers]]
 
 
@@ -59,6 +73,22 @@ def buckets(eng: Engine) -> list:
     return [[(s, k, list(b)) for s, bm in sorted(m.buckets.items())
              for k, b in sorted(bm.items(), key=lambda kv: repr(kv[0]))]
             for m in eng.matchers]
+
+
+def saved_and_restored(prog, one: Engine, many: Engine) -> tuple[Engine, Engine]:
+    """Both engines saved and restored: ``many`` from its own state (its chains' rows as rows),
+    ``one`` from its state labelled version 2 (it has no rows: the per-event path makes none).
+    The saved states differ only there; restored, both hold the same tokens."""
+    held = {m.name: len(m.pending) for m in many.matchers if m.pending is not None}
+    mine, theirs = save_state(many), save_state(one)
+    assert "rows" not in theirs and tokens_form(mine) == theirs
+    assert {n: len(r["ids"]) for n, r in mine.get("rows", {}).items()} == held
+    theirs["version"] = 2
+    many = restore_state(Engine(prog), json.loads(json.dumps(mine)))
+    one = restore_state(Engine(prog), json.loads(json.dumps(theirs)))
+    assert {m.name: len(m.pending) for m in many.matchers if m.pending is not None} == held
+    assert partial(restore_state(Engine(prog), json.loads(json.dumps(mine)))) == partial(one)
+    return one, many
 
 
 class Feed:
@@ -98,10 +128,7 @@ def test_rows_behave_as_tokens(bodies: list[str], spec: list, plan: list) -> Non
             assert partial(many) == partial(one)
             assert buckets(many) == buckets(one)
         elif op == "save":
-            text = json.dumps(save_state(many), sort_keys=True)
-            assert text == json.dumps(save_state(one), sort_keys=True)
-            one = restore_state(Engine(prog), json.loads(text))
-            many = restore_state(Engine(prog), json.loads(text))
+            one, many = saved_and_restored(prog, one, many)
         else:
             feed.ts += n
             assert rows(many.advance_to(feed.ts)) == rows(one.advance_to(feed.ts))
@@ -129,3 +156,49 @@ def test_rows_carried_between_batches() -> None:
     assert many.matchers[0].pending is None
     assert partial(many) == partial(one)
     assert buckets(many) == buckets(one)
+
+
+def test_rows_saved_and_restored_as_rows() -> None:
+    """A windowed chain's rows are saved as ``"rows"`` and restored as rows — no tokens, one
+    window timer per partial match — and the restored engine continues like the uninterrupted
+    one (batches, timers firing, a per-event step)."""
+    prog = compile_(["(A(s, _) -> B(s, _) -> C(s, _))[10 ms]"])
+    one, many = Engine(prog), Engine(prog)
+    feed = Feed([("A", k, 0, 1 if k == 0 else 0) for k in range(8)]
+                + [("B", k, 0, 1) for k in range(0, 8, 2)]
+                + [("A", 3, 0, 1), ("C", 0, 0, 1), ("B", 3, 0, 1), ("C", 2, 0, 1)])
+    a, b = feed.take(12)
+    assert rows(many.process_batch(b)) == rows(x for e in a for x in one.process(e))
+    state = json.loads(state_text(many))
+    assert state["version"] == 3 and state["patterns"] == {"P0": []}
+    saved = state["rows"]["P0"]
+    assert saved["ids"] == many.matchers[0].pending.ids
+    assert saved["events"][2] == [["A", [2, 0], 1, 2, 2], ["B", [2, 0], 3, 9, 9]]
+    many = restore_text(Engine(prog), json.dumps(state))
+    m = many.matchers[0]
+    assert not m.tokens and m.pending is not None and len(m.pending) == len(saved["ids"])
+    assert sorted((d, t, s) for d, _, _, t, _, s in many._heap) == sorted(
+        (evs[0][2] + 10, tid, evs[0][2]) for tid, evs in zip(saved["ids"], saved["events"],
+                                                           strict=True))
+    a, b = feed.take(4)
+    found = rows(many.process_batch(b))
+    assert found == rows(x for e in a for x in one.process(e))
+    assert [(f[1], f[2]) for f in found] == [(7, (0, 8, 13)), (9, (2, 9, 15))]
+    assert rows(many.advance_to(12)) == rows(one.advance_to(12))
+    assert partial(many) == partial(one) and partial(one)[-1] == [("P0", [(9, 6, [
+        (1, {"s": 3}, {0: 6}, 12, [("A", (3, 0), 6, 12, 12)])])])]  # the others expired
+
+
+def test_damaged_rows_are_state_errors() -> None:
+    prog = compile_(["A(s, _) -> B(s, _)"])
+    eng = Engine(prog)
+    eng.process_batch([Event("A", (k, 0), k) for k in range(3)])
+    state = save_state(eng)
+    assert len(state["rows"]["P0"]["ids"]) == 3
+    short = {**state["rows"]["P0"], "keys": [0]}
+    with pytest.raises(StateError, match="malformed rows"):
+        restore_state(Engine(prog), {**state, "rows": {"P0": short}})
+    with pytest.raises(StateError, match="unknown pattern"):
+        restore_state(Engine(prog), {**state, "rows": {"Q": state["rows"]["P0"]}})
+    with pytest.raises(StateError, match="version"):
+        restore_state(Engine(prog), {**state, "version": 4})

@@ -53,7 +53,7 @@ def test_restore_continues_like_uninterrupted(which: int, spec: list, cut: int) 
     first = Engine(prog)
     head = feed(first, evs[:cut])
     saved = json.loads(json.dumps(save_state(first)))
-    assert saved["format"] == FORMAT and saved["version"] == VERSION == 2  # docs/state-format.md
+    assert saved["format"] == FORMAT and saved["version"] == VERSION == 3  # docs/state-format.md
     assert json.loads(state_text(first)) == saved  # the text form is the same state
     second = restore_state(Engine(prog), saved)
     fresh = [Event(e.type, e.params, e.ts, e.id) for e in evs[cut:]]

@@ -1,6 +1,7 @@
 """Streaming ships only the event columns in use: a held-back event keeps the values of a column
 that only it uses while later micro-batches narrow to their own columns; a saved state of the
-first layout (version 1) is read and continued; a newer one is refused with a clear error."""
+first layout (version 1, with its engine JSON of version 2: partial matches as tokens) is read
+and continued; a newer one is refused with a clear error."""
 
 import json
 import os
@@ -18,6 +19,7 @@ from cepflow.inputs.columnar import arity_of, event_fields
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
 from cepflow.spark.streaming import STATE_DIR, _MicroBatch, read_sink, stream_query
+from support import tokens_form
 
 # W's text parameter (slot s1) is used by W alone; A and B use the integer slot i0 only
 PATTERNS = """
@@ -62,15 +64,23 @@ def _meta(tmp_path: Path, n: int) -> dict:
 
 def _to_version_1(state: Path, arity: int) -> None:
     """Rewrite the newest saved state as the first layout wrote it: every layout column,
-    ``part`` as the text engine/event, no ``held`` list in the meta."""
+    ``part`` as the text engine/event, no ``held`` list in the meta, the engine JSON as engine
+    state version 2 (any chain rows as tokens, docs/state-format.md "Rows")."""
     metas = sorted(state.glob("meta-*.json"))
     meta = json.loads(metas[-1].read_text())
     folder = state / f"batch={meta['state']:09d}"
     table = pq.read_table(folder)
     parts = table.column("part").to_pylist()
+    engines = []
+    for p, text in zip(parts, table.column("engine").to_pylist(), strict=True):
+        if p == 0:
+            saved = json.loads(text)
+            assert saved["version"] == 3
+            text = json.dumps({**tokens_form(saved), "version": 2})
+        engines.append(text)
     cols = {"g": table.column("g"), "pid": table.column("pid"),
             "part": pa.array(["engine" if p == 0 else "event" for p in parts], pa.string()),
-            "engine": table.column("engine")}
+            "engine": pa.array(engines, pa.string())}
     for f in event_fields(arity):
         cols[f.name] = (table.column(f.name) if f.name in table.column_names
                         else pa.nulls(table.num_rows, f.type))

@@ -1,4 +1,4 @@
-"""Saved engine state with data-window statements (``cepflow.engine-state`` version 2).
+"""Saved engine state with data-window statements (``cepflow.engine-state`` version 2 and later).
 
 The property: run the first events, save, go through JSON text, restore into a fresh engine,
 run the rest — the outputs are exactly those of one uninterrupted run (same types, times,
@@ -165,7 +165,7 @@ def test_a_running_float_sum_is_kept_to_the_last_bit() -> None:
         engine.process(e)
     engine.advance_to(5)  # 0.1 leaves
     saved = save_state(engine)
-    assert saved["format"] == FORMAT and saved["version"] == VERSION == 2
+    assert saved["format"] == FORMAT and saved["version"] == VERSION == 3
     (group,) = saved["windows"]["X"]["groups"]
     assert group[0] == [] and group[1] == 2 and group[4] == 0.1 + 0.2 + 0.3 - 0.1
 

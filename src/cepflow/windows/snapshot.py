@@ -1,4 +1,4 @@
-"""A window statement's state as JSON-compatible data, and back (``cepflow.engine-state`` v2).
+"""A window statement's state as JSON-compatible data, and back (``cepflow.engine-state`` v2+).
 
 :func:`save_runner` writes everything a :class:`~cepflow.windows.runner.WindowRunner` needs
 to go on exactly as if it had never stopped (docs/state-format.md, "Window statements"):
