@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -69,6 +70,31 @@ def compiled(p: A.Pattern, context: str = "chronicle"):
         assume(False)
 
 
+def _iterates(p: A.Pattern) -> bool:
+    if isinstance(p, A.Mult):
+        return p.count in ("+", "*") or _iterates(p.pattern)
+    if isinstance(p, A.Fol | A.Or | A.And):
+        return _iterates(p.left) or _iterates(p.right)
+    if isinstance(p, A.Window | A.Not):
+        return _iterates(p.pattern)
+    return False
+
+
+def iteration_before_not(p: A.Pattern) -> bool:
+    """A sequence ``P -> NOT Q …`` where ``P`` iterates: the known gap between the automaton and
+    the semantics (docs/semantics.md, "Known gap"; test_iteration_before_not_known_gap)."""
+    if isinstance(p, A.Fol):
+        right = p.right.left if isinstance(p.right, A.Fol) else p.right
+        if isinstance(right, A.Not) and _iterates(p.left):
+            return True
+        return iteration_before_not(p.left) or iteration_before_not(p.right)
+    if isinstance(p, A.Or | A.And):
+        return iteration_before_not(p.left) or iteration_before_not(p.right)
+    if isinstance(p, A.Window | A.Mult | A.Not):
+        return iteration_before_not(p.pattern)
+    return False
+
+
 def has_holds_for(p: A.Pattern) -> bool:
     if isinstance(p, A.Window):
         return p.kind == "holds_for" or has_holds_for(p.pattern)
@@ -106,10 +132,26 @@ def test_automaton_is_complete(p: A.Pattern, events: list[Event]) -> None:
     runs (chronicle may give an event to an older partial match that then never completes), so
     this is checked under the unrestricted context, where every run is followed."""
     assume(not has_holds_for(p))
+    assume(not iteration_before_not(p))  # known gap: test_iteration_before_not_known_gap
     prog = compiled(p, "unrestricted")
     found = run(prog, events, close=True)
     sem = matches(p, events, prog.schemas, horizon=float("inf"))
     assert bool(found) == bool(sem), (found, sorted(sem))
+
+
+@pytest.mark.xfail(strict=True, reason="known gap (docs/semantics.md): an event forbidden after "
+                   "an iteration traps the partial match, although the iteration may go on")
+def test_iteration_before_not_known_gap() -> None:
+    """``(b(x)+ -> NOT a(x))[1]`` over b@0 a@0 b@1 a@2: the semantics matches b@0 b@1 (the gap
+    after the last b has no a), the engine traps the partial match at a@0. Found by
+    test_automaton_is_complete; strict, so a fix shows up here."""
+    b, a = A.Atom("b", ("x",)), A.Atom("a", ("x",))
+    p = A.Window(A.Fol(A.Mult(b, "+"), A.Not(a)), 1)
+    events = [Event(t, (1,), ts, id=i) for i, (t, ts) in enumerate(
+        [("b", 0), ("a", 0), ("b", 1), ("a", 2)])]
+    prog = compiled(p, "unrestricted")
+    sem = matches(p, events, prog.schemas, horizon=float("inf"))
+    assert sem and bool(run(prog, events, close=True)) == bool(sem)
 
 
 def same_everywhere(lhs: A.Pattern, rhs: A.Pattern, events: list[Event]) -> None:
