@@ -290,3 +290,13 @@ def test_replay_parse_stops_rather_than_lose_a_value(tmp_path: Path) -> None:
                     Sink())
     with pytest.raises(RuntimeError, match=r"a\.parquet: values in column.*i0"):
         list(parse(iter([pa.RecordBatch.from_pydict({"path": [str(path)]})])))
+
+
+def test_local_session_heap_follows_the_machine(spark) -> None:
+    """local masters: the driver (also the executor) gets a quarter of the machine's memory,
+    between 2 and 8 GiB (2 GiB made the detection sort spill on 10M events)."""
+    from cepflow.spark.session import local_memory_mb
+
+    mb = local_memory_mb()
+    assert 2048 <= mb <= 8192
+    assert spark.conf.get("spark.driver.memory") == f"{mb}m"
