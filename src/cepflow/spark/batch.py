@@ -90,17 +90,18 @@ class Prepared:
 
 
 def _with_keys(batch: pa.RecordBatch, groups: list[Group],
-               columns: list[str] | None = None) -> pa.RecordBatch:
-    """Events of the layout as prepared rows: each group's partition key (``k{gi}``), kind
-    ``event`` and null rejection columns; with ``columns``, those event columns only (then
-    ``fi`` is the file's number, see :func:`file_parser`; the batch job hashes the key
-    slots in the JVM, :func:`~cepflow.spark.columns.partition_hash`)."""
+               columns: list[str] | None = None, keys: bool = True) -> pa.RecordBatch:
+    """Events of the layout as prepared rows: each group's partition key (``k{gi}``; null
+    unless ``keys`` — only streaming shards by it, the batch job hashes the key slots in the
+    JVM, :func:`~cepflow.spark.columns.partition_hash`), kind ``event`` and null rejection
+    columns; with ``columns``, those event columns only (then ``fi`` is the file's number, see
+    :func:`file_parser`)."""
     n = batch.num_rows
     if columns is not None:
         return pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
-    keys = [key_column(batch, g.key) for g in groups]
+    kcols = [key_column(batch, g.key) if keys else pa.nulls(n, pa.string()) for g in groups]
     knames = [f"k{gi}" for gi in range(len(groups))]
-    cols = list(batch.columns) + keys
+    cols = list(batch.columns) + kcols
     names = list(batch.schema.names) + knames
     cols.append(constant("event", n))
     names.append("kind")
@@ -202,7 +203,8 @@ def file_parser(program: Program, groups: list[Group], arity: int,
     located reader). ``streaming``: events without an id get the id ``FILE:N`` (inputs are
     not numbered across files).
 
-    ``output``: ``"all"`` — event rows (kind ``event``) and rejected rows (``rejected``);
+    ``output``: ``"all"`` — event rows (kind ``event``; the key columns ``k{gi}`` filled only
+    when ``streaming``) and rejected rows (``rejected``);
     ``"events"`` — event rows only, their ``seq`` shifted by ``offsets[file]``, with just the
     event ``columns`` (``fi``: the file's place in ``offsets``), no keys;
     ``"summary"`` — per file one row of kind ``file`` (``file``, ``seq`` = its number of
@@ -232,7 +234,7 @@ def file_parser(program: Program, groups: list[Group], arity: int,
                     if columns is not None and "fi" in columns:
                         fi = np.full(b.num_rows, number_of[local])
                         b = b.append_column("fi", pa.array(fi))
-                    yield _with_keys(b, groups, columns)
+                    yield _with_keys(b, groups, columns, keys=streaming)
             if bad and output != "events":
                 yield _rejected_batch(bad, schema)
 
@@ -378,7 +380,7 @@ def prepare(df: DataFrame, program: Program) -> Prepared:
                                         dumps(record), exc.field))
             if events:
                 enc = encode(events, arity, [None] * len(events), [None] * len(events))
-                yield _with_keys(enc, groups)
+                yield _with_keys(enc, groups, keys=False)
             if bad:
                 yield _rejected_batch(bad, schema)
 
