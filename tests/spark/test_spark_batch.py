@@ -300,3 +300,13 @@ def test_local_session_heap_follows_the_machine(spark) -> None:
     mb = local_memory_mb()
     assert 2048 <= mb <= 8192
     assert spark.conf.get("spark.driver.memory") == f"{mb}m"
+
+
+def test_arrow_batches_to_python_have_no_byte_limit(spark) -> None:
+    """Spark's byte limit on Arrow batches sizes the batch after every row (a fifth of the
+    replay's detection stage): the session turns it off; the row limit bounds a batch."""
+    from cepflow.spark.session import ARROW_BATCH
+
+    assert spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch") in (
+        str(2**31 - 1), f"{2**31 - 1}b")
+    assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == str(ARROW_BATCH)

@@ -15,6 +15,11 @@ from pyspark.sql import SparkSession
 
 #: Arrow batch size for the Python side (the engine's batch path wants large batches)
 ARROW_BATCH = 65_536
+#: no byte limit on the Arrow batches sent to Python (``Int.MaxValue`` turns Spark's check
+#: off): with a limit (64 MiB by default) Spark sizes the batch being built after every row,
+#: which took a fifth of the JVM's time in the replay's detection stage (docs/spark.md,
+#: "Settings"); :data:`ARROW_BATCH` rows bound a batch instead
+ARROW_BYTES = 2**31 - 1
 
 
 def local_cores() -> int:
@@ -54,6 +59,7 @@ def spark_session(
         "spark.sql.shuffle.partitions": str(cores),
         "spark.default.parallelism": str(cores),
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH),
+        "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_BYTES),
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": (f"{local_memory_mb()}m" if (master or "local").startswith(
             "local") else "2g"),
