@@ -230,6 +230,12 @@ def test_partition_hash_keeps_equal_keys_together(spark) -> None:
             by_key.setdefault(k, set()).add(h)
     assert all(len(hs) == 1 for hs in by_key.values()), by_key
     assert len({next(iter(hs)) for hs in by_key.values()}) == len(by_key)
+    # told the rows' types, the hash skips the type test only where that cannot change it
+    for types in ({"A"}, {"C"}, {"A", "C"}, {"A", "B"}):
+        rows = df.where(F.col("type").isin(sorted(types)))
+        told = [r["h"] for r in rows.select(partition_hash(key, df.columns, types).alias("h"),
+                                            F.col("seq")).orderBy("seq").collect()]
+        assert told == [h for h, e in zip(hashes, events, strict=True) if e.type in types]
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])

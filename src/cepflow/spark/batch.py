@@ -418,7 +418,7 @@ def detect_prepared(prepared: Prepared, program: Program, *,
             events = events.where(F.col("type").isin(sorted(group.types)))
         events = events.select(*columns)
         if group.partitioned:  # hashed in the JVM: no key column travels
-            events = events.repartition(n, partition_hash(group.key, columns))
+            events = events.repartition(n, partition_hash(group.key, columns, group.types))
         else:
             events = events.repartition(1)
         events = events.sortWithinPartitions("ts", "seq")

@@ -236,22 +236,31 @@ def key_column(batch: pa.RecordBatch, key: Mapping[str, int] | None) -> pa.Array
     return out
 
 
-def partition_hash(key: Mapping[str, int] | None, columns: Collection[str]) -> Column:
+def partition_hash(key: Mapping[str, int] | None, columns: Collection[str],
+                   types: Collection[str] | None = None) -> Column:
     """The JVM-side counterpart of :func:`key_column` for partitioning: per row a hash of its
     key parameter's slot columns (``xxhash64`` skips the null slots), null for other types.
     Equal keys (equal :func:`key_json` texts: the same value in the same slot) hash equally,
     so rows can be partitioned by key without a key column made in Python and shipped
-    (docs/spark.md, "Partition keys")."""
+    (docs/spark.md, "Partition keys"). ``types``: the event types the rows can have, if known;
+    when all of them hold the key at one position, the hash needs no test of the type (a
+    string comparison per row)."""
     out = F.lit(None).cast("long")
     if not key:
         return out
     by_param: dict[int, list[str]] = {}
     for t, i in key.items():
         by_param.setdefault(i, []).append(t)
-    for i, types in sorted(by_param.items()):
+
+    def value(i: int) -> Column:
         slots = [F.col(f"{p}{i}") for p, _ in SLOTS if f"{p}{i}" in columns]
-        value = F.xxhash64(*slots) if slots else F.lit(0).cast("long")
-        out = F.when(F.col("type").isin(sorted(types)), value).otherwise(out)
+        return F.xxhash64(*slots) if slots else F.lit(0).cast("long")
+
+    positions = {key.get(t) for t in types} if types is not None else set()
+    if len(positions) == 1 and None not in positions:
+        return value(positions.pop())
+    for i, ts in sorted(by_param.items()):
+        out = F.when(F.col("type").isin(sorted(ts)), value(i)).otherwise(out)
     return out
 
 

@@ -295,7 +295,8 @@ def _route(groups: list[Group], columns: list[str], n: int, routes: list[int]) -
     event the hash of its group's key (partition 0 for a group without a key), for a summary
     row (null ts) its ``seq``."""
     def target(g: Group) -> Column:
-        return F.pmod(partition_hash(g.key, columns), F.lit(n)) if g.partitioned else F.lit(0)
+        return (F.pmod(partition_hash(g.key, columns, g.types), F.lit(n)) if g.partitioned
+                else F.lit(0))
 
     events: Column = target(groups[0]) if groups else F.lit(0)
     for gi in range(1, len(groups)):
