@@ -26,6 +26,8 @@ BODIES = [
     A.Window(seq(at("a", "x"), A.Not(at("b", "x")), at("c", "x")), 5),
     A.Window(seq(at("a", "x"), A.Not(at("b", "x"))), 4),
     seq(at("a", "x"), A.Mult(at("b", "y"), "+"), at("c", "x")),
+    # an iteration before a NOT: threads at restricted copies of a state are saved too
+    A.Window(seq(A.Mult(at("b", "x"), "+"), A.Not(at("a", "x")), at("c", "x")), 6),
 ]
 
 

@@ -1,5 +1,6 @@
 """Graphviz export of a compiled automaton: states, typed and guarded transitions, negative
-transitions to the trap, and timed zones as clusters of the states they enclose."""
+transitions to the trap (or to a restricted copy of their state), and timed zones as clusters
+of the states they enclose."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from cepflow.automaton.model import INITIAL, Automaton
+from cepflow.automaton.model import INITIAL, TRAP, Automaton
 
 
 def _q(s: str) -> str:
@@ -30,8 +31,11 @@ def to_dot(auto: Automaton) -> str:
     pos_by_id = {p.id: p for p in auto.positions}
     zone_states: dict[int, list[int]] = {z.id: [] for z in auto.zones}
     for s in rest:
-        pos = pos_by_id.get(s)
+        copied = auto.restricted.get(s)  # a restricted copy: only the operand before the NOT
+        pos = pos_by_id.get(s if copied is None else copied)
         text = f"q{s}\\nafter {pos.label}" if pos else f"q{s}"
+        if copied is not None:
+            text += f"\\n(NOT seen: copy of q{copied})"
         lines.append(f"  q{s} [label={_q(text)}];")
         for z in (pos.zones if pos else ()):
             zone_states[z].append(s)
@@ -61,7 +65,8 @@ def to_dot(auto: Automaton) -> str:
             for f in fs:
                 guard = ", ".join(f"{v}=${i}" for i, v in f.position.binds)
                 text = f"¬ {t}" + (f" [{guard}]" if guard else "")
-                lines.append(f"  {label(src)} -> x [label={_q(text)}, style=dashed, "
+                dst = "x" if f.target == TRAP else label(f.target)
+                lines.append(f"  {label(src)} -> {dst} [label={_q(text)}, style=dashed, "
                              "color=red, fontcolor=red];")
     for z in auto.zones:
         for s in sorted(z.timer_accept):

@@ -3,11 +3,12 @@
 ``M = (Q, q0, f, x, E, δ, T)``: states are the initial state ``q0``, one resting state per atom
 occurrence that does not complete the pattern, the final state ``f`` and the trap state ``x``.
 Transitions are typed by an event type and guarded by unification (Algorithm 1) and filters;
-negative transitions (NAC) lead to the trap; timed zones (within / holds-for) are recorded on the
-edges that enter and leave them. The construction is Glushkov's: one position per atom
-occurrence, which keeps the automaton linear in the pattern size and deterministic whenever no
-two alternatives start with the same event type (otherwise a token follows each alternative as a
-separate thread, see docs/semantics.md).
+negative transitions (NAC) lead to the trap, or to a restricted copy of their state when an
+iteration before the NOT may go on (:class:`Forbid`); timed zones (within / holds-for) are
+recorded on the edges that enter and leave them. The construction is Glushkov's: one position
+per atom occurrence, which keeps the automaton linear in the pattern size and deterministic
+whenever no two alternatives start with the same event type (otherwise a token follows each
+alternative as a separate thread, see docs/semantics.md).
 """
 
 from __future__ import annotations
@@ -82,10 +83,14 @@ class Edge:
 
 @dataclass(slots=True)
 class Forbid:
-    """A negative transition: while resting in ``source``, an event matching ``position`` traps."""
+    """A negative transition: while resting in ``source``, an event matching ``position`` ends
+    the gap. The thread goes to ``target``: the trap, or — when ``source`` can also continue the
+    operand before the NOT (``B{+} -> NOT A``) — a restricted copy of ``source`` that may only
+    continue that operand (see :attr:`Automaton.restricted`)."""
 
     source: int
     position: Position
+    target: int = TRAP
 
 
 @dataclass(slots=True)
@@ -147,6 +152,10 @@ class Automaton:
     #: a pattern that starts with timer:interval: its clock (run by the matcher from the
     #: engine's statement start); None for every other pattern
     clock: StartClock | None = None
+    #: restricted copy -> the state it copies: where a forbidden event moves a thread that may
+    #: still continue the operand before the NOT (an iteration); the copy keeps only the edges
+    #: that stay inside that operand, so the gap is measured again from its next event
+    restricted: dict[int, int] = field(default_factory=dict)
 
     def spawn_edge(self) -> Edge | None:
         """The one edge that begins an Esper spawn pattern (``every a = A(f) -> …``: context

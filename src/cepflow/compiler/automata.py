@@ -4,8 +4,10 @@ Glushkov construction over the normalised pattern: every atom occurrence becomes
 ``fol`` links the last positions of its left operand to the first positions of its right one,
 ``or`` unites alternatives, ``mult`` copies (``{n}``) or loops (``{*}``, ``{+}``) its operand,
 ``win`` opens a timed zone whose entering and leaving edges record and compare timestamps, and a
-NOT between two operands becomes negative transitions to the trap from the resting states of
-the gap. A trailing NOT inside a window completes the pattern when the window's deadline passes.
+NOT between two operands becomes negative transitions from the resting states of the gap to the
+trap, or to a restricted copy of the state when the operand before the NOT may go on (an
+iteration: ``_Builder._restrict``). A trailing NOT inside a window completes the pattern when
+the window's deadline passes.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from cepflow.automaton.model import (
     FINAL,
     INITIAL,
+    TRAP,
     Automaton,
     Collect,
     Edge,
@@ -83,6 +86,10 @@ class _Builder:
         self.extra = extra  # other expressions over the bindings (every-distinct keys)
         self.positions: list[Position] = []
         self.negatives: list[Position] = []
+        #: negative position -> the positions of the operand before its NOT (what a thread
+        #: that observed the forbidden event may still continue: Forbid.target)
+        self.neg_keeps: dict[int, frozenset[int]] = {}
+        self.n_ids = 0  # position and restricted-copy ids (state ids), 1, 2, …
         self.raw: list[tuple[int, int, frozenset[int]]] = []
         self.forbid: dict[int, list[Position]] = defaultdict(list)
         self.zones: list[Zone] = []
@@ -136,7 +143,7 @@ class _Builder:
             src = format_expr(atom.where)
         args = "" if atom.args is None else "(" + ", ".join(a or "_" for a in atom.args) + ")"
         label = f"{'¬' if negative else ''}{atom.name}{args}" + (f" where {src}" if src else "")
-        pid = len(self.positions) + len(self.negatives) + 1
+        pid = self.next_id()
         collect = None
         if atom.alias is not None:  # a repeated tag's event is collected (compiler.esper)
             names = schema.param_names
@@ -148,6 +155,11 @@ class _Builder:
                        collect=collect)
         (self.negatives if negative else self.positions).append(pos)
         return pos
+
+    def next_id(self) -> int:
+        """A fresh state id (positions and restricted copies share one numbering)."""
+        self.n_ids += 1
+        return self.n_ids
 
     def expr(self, e: ast.Expr, loc: ast.Loc) -> Any:
         """A condition over the match's bindings only (select list, distinct keys)."""
@@ -232,7 +244,10 @@ class _Builder:
                     raise self.err("NOT after an optional ({*}) operand is ambiguous", it.loc)
                 if cur.timer:
                     raise self.err("a window ending in NOT must end the pattern", it.loc)
-                pending.extend(self.atom_position(a, negative=True) for a in atoms)
+                for a in atoms:
+                    neg = self.atom_position(a, negative=True)
+                    self.neg_keeps[neg.id] = frozenset(cur.created)
+                    pending.append(neg)
                 continue
             f = self.build(it)
             bound |= sure_variables(it)
@@ -316,34 +331,42 @@ class _Builder:
         zone_of[INITIAL] = set()
         edges: dict[int, dict[str, list[Edge]]] = defaultdict(lambda: defaultdict(list))
         raw = [(INITIAL, q, frozenset()) for q in sorted(top.first)] + self.raw
-        seen: set[tuple[int, int]] = set()
+        # one edge per source, target and zone steps: nested loops over the same position
+        # (((c{+})[1 s]){+}) link it to itself twice, staying in the inner window and leaving
+        # and re-entering it; both runs are possible
+        seen: set[tuple[int, int, tuple[int, ...], tuple[int, ...]]] = set()
         for src, q, reenter in raw:
-            if src in accept_now or (src, q) in seen:
+            if src in accept_now:
                 continue  # a completing position is never a resting state
-            seen.add((src, q))
             final = q in accept_now
             zs, zq = zone_of[src], zone_of[q]
-            enters = (zq - zs) | (reenter & zq)
-            exits = (zs | zq) if final else ((zs - zq) | (reenter & zs))
+            enters = tuple(sorted((zq - zs) | (reenter & zq)))
+            exits = tuple(sorted((zs | zq) if final else ((zs - zq) | (reenter & zs))))
+            if (src, q, exits, enters) in seen:
+                continue
+            seen.add((src, q, exits, enters))
             pos = by_id[q]
             edges[src][pos.type].append(
-                Edge(src, FINAL if final else q, pos, tuple(sorted(exits)),
-                     tuple(sorted(enters)), final))
+                Edge(src, FINAL if final else q, pos, exits, enters, final))
         forbids: dict[int, dict[str, list[Forbid]]] = defaultdict(lambda: defaultdict(list))
         for src, negs in self.forbid.items():
             if src in accept_now:
                 continue
             for n in negs:
                 forbids[src][n.type].append(Forbid(src, n))
+        context = decl.context or default_context
+        # Esper's not ends its sub-pattern for good (compiler.esper): no restricted copies
+        restricted = self._restrict(edges, forbids) if context != "esper" else {}
         auto = Automaton(
             name=decl.name,
             params=tuple(p.name for p in decl.params),
-            context=decl.context or default_context,
+            context=context,
             positions=self.positions + self.negatives,
             edges={s: dict(m) for s, m in edges.items()},
             forbids={s: dict(m) for s, m in forbids.items()},
             zones=self.zones,
             partition_by=tuple(decl.partition_by),
+            restricted=restricted,
         )
         sure = self._sure_bound(auto)
         timer_states = {s for z in self.zones for s in z.timer_accept}
@@ -358,15 +381,63 @@ class _Builder:
         self._partition_index(auto)
         return auto
 
+    def _restrict(self, edges: dict[int, dict[str, list[Edge]]],
+                  forbids: dict[int, dict[str, list[Forbid]]]) -> dict[int, int]:
+        """Point each negative transition at the trap or at a restricted copy of its state.
+
+        A state inside a NOT's gap may also continue the operand before the NOT (``B{+} ->
+        NOT A``: the state after a ``B`` loops on ``B``). A forbidden event there ends only the
+        gap, not the operand: the thread moves to a copy that keeps the edges into that
+        operand's positions (the iteration goes on, and the gap restarts at its next event) and
+        drops the others (crossing the gap, completing at a window's deadline). A copy is named
+        by the edges it keeps, so NOTs observed in any order lead to the same copy; with no
+        edge left the target is the trap, as before. Returns copy -> copied state.
+        """
+        timers = {s for z in self.zones for s in z.timer_accept}
+        copies: dict[int, int] = {}
+        for src in sorted(forbids):
+            out = [e for es in edges.get(src, {}).values() for e in es]
+            full = frozenset(e.target for e in out) | ({_DEADLINE} if src in timers else set())
+            ids = {full: src}
+            todo = [full]
+            while todo:
+                allowed = todo.pop()
+                at = ids[allowed]
+                for t, fs in list(forbids[src].items()):
+                    for f in fs:
+                        keep = allowed & self.neg_keeps[f.position.id]
+                        if keep == allowed:
+                            continue  # nothing left for this NOT to end
+                        target = ids.get(keep, TRAP) if keep else TRAP
+                        if keep and target == TRAP:
+                            target = ids[keep] = self.next_id()
+                            copies[target] = src
+                            todo.append(keep)
+                            for e in out:
+                                if e.target in keep:
+                                    edges[target][e.position.type].append(
+                                        Edge(target, e.target, e.position, e.exits, e.enters,
+                                             e.final))
+                        if at == src:
+                            f.target = target
+                        else:
+                            forbids[at][t].append(Forbid(at, f.position, target))
+        for z in self.zones:  # a copy can leave a zone only by an edge it kept
+            z.last = z.last | {c for c, s in copies.items() if s in z.last and any(
+                z.id in e.exits for es in edges[c].values() for e in es)}
+        return copies
+
     def _sure_bound(self, auto: Automaton) -> dict[int, set[str]]:
-        """Variables bound on every path into each resting state (greatest fixpoint)."""
+        """Variables bound on every path into each resting state (greatest fixpoint); a
+        restricted copy has its state's (it is entered from there, binding nothing)."""
         all_vars = {v for p in self.positions for _, v in p.binds}
+        orig = auto.restricted
         preds: dict[int, list[tuple[int, Position]]] = defaultdict(list)
         for src, m in auto.edges.items():
             for es in m.values():
                 for e in es:
                     if not e.final:
-                        preds[e.target].append((src, e.position))
+                        preds[e.target].append((orig.get(src, src), e.position))
         sure = {s: set(all_vars) for s in preds}
         sure[INITIAL] = set()
         changed = True
@@ -378,6 +449,8 @@ class _Builder:
                 if new != sure[s]:
                     sure[s] = new
                     changed = True
+        for c, s in orig.items():
+            sure[c] = sure.get(s, set())
         return sure
 
     def _key_index(self, auto: Automaton, sure: dict[int, set[str]]) -> None:
@@ -457,6 +530,9 @@ def compile_pattern(
         auto.select_vars = tuple(".".join((e.name, *e.path)) if isinstance(e, ast.Name) else None
                                  for _, e in decl.select)
     return auto
+
+
+_DEADLINE = object()  # in _restrict's edge sets: the state completes at a window's deadline
 
 
 def _event_only(expr: ast.Expr, schema: EventType) -> bool:

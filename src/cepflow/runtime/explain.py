@@ -30,9 +30,11 @@ def _state(auto: Automaton, s: int) -> str:
         return "f"
     if s == INITIAL:
         return "q0"
+    copied = auto.restricted.get(s)  # a restricted copy (Forbid.target)
     for p in auto.positions:
-        if p.id == s:
-            return f"q{s}(after {p.label})"
+        if p.id == (s if copied is None else copied):
+            seen = "" if copied is None else f", NOT seen: copy of q{copied}"
+            return f"q{s}(after {p.label}{seen})"
     return f"q{s}"
 
 

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from cepflow.automaton.model import FINAL, INITIAL, Automaton, Collect, Edge
+from cepflow.automaton.model import FINAL, INITIAL, TRAP, Automaton, Collect, Edge, Forbid
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.language.tags import index_name
 from cepflow.runtime.batch import esper_pair_of
@@ -114,6 +114,7 @@ class Matcher:
         if self.context != "chronicle" or self.partitioned:
             return {}
         zones = {p.id: p.zones for p in auto.positions}
+        zones.update({c: zones[s] for c, s in auto.restricted.items()})
         out: dict[str, list[tuple[int, int, Edge]]] = {}
         for t in [*self.pos_states, *(t for t in self.initial if t not in self.pos_states)]:
             if t in self.neg_states:
@@ -678,9 +679,10 @@ class Matcher:
         forbids = self.auto.forbids
         for th, res in plan:
             if res is None:
-                fb = forbids.get(th.state, {}).get(e.type)
-                if fb and self._forbidden(th, fb, e):
-                    reasons.append(f"NOT {fb[0].position.label.lstrip('¬')} observed")
+                if th.state in forbids:
+                    kept = self._observe(th, e, reasons, tok.id)
+                    if kept is not None:
+                        threads.append(kept)
                     continue
                 threads.append(th)
                 continue
@@ -689,9 +691,9 @@ class Matcher:
                 reasons.append(why)
             for nt in moved:
                 if nt is _KEEP:  # the source thread may also skip e (see Edge.keeps_source)
-                    fb = forbids.get(th.state, {}).get(e.type)
-                    if not (fb and self._forbidden(th, fb, e)):
-                        threads.append(th)
+                    kept = self._observe(th, e, reasons, tok.id) if th.state in forbids else th
+                    if kept is not None:
+                        threads.append(kept)
                     continue
                 if nt.state == FINAL:
                     if done is None or _age(nt) < _age(done):
@@ -758,33 +760,67 @@ class Matcher:
                 self._forbid(tok, s, e)
 
     def _forbid(self, tok: Token, state: int, e: Event) -> None:
-        forbids = self.auto.forbids[state][e.type]
+        """``e`` is forbidden at ``state`` for some thread of ``tok`` that rests there (not
+        one that has just taken ``e``): such threads move to the trap or a restricted copy."""
         keep = []
-        killed = None
+        moved: list[int] | None = None
+        reasons: list[str] = []
         for th in tok.threads:
-            if th.state == state and th.last is not e and self._forbidden(th, forbids, e):
-                killed = forbids
-                continue
+            if th.state == state and th.last is not e:
+                kept = self._observe(th, e, reasons, None)
+                if kept is not th:
+                    moved = moved or []
+                    if kept is not None:
+                        keep.append(kept)
+                        moved.append(kept.state)
+                    continue
             keep.append(th)
-        if killed is None:
+        if moved is None:
             return
         self.unregister(tok)
         if self.engine.trace is not None:
             self.engine.trace.add(kind="trap" if not keep else "step", pattern=self.name,
-                                  token=tok.id, event=e.ref, ts=e.ts, frm=state, to=[],
-                                  reason=f"NOT {killed[0].position.label.lstrip('¬')} observed")
+                                  token=tok.id, event=e.ref, ts=e.ts, frm=state, to=moved,
+                                  reason="; ".join(dict.fromkeys(reasons)))
         if keep:
-            tok.threads = keep
+            tok.threads = _dedupe(keep) if len(keep) > 1 else keep
             self.register(tok)
 
+    def _observe(self, th: Thread, e: Event, reasons: list[str],
+                 traced: int | None) -> Thread | None:
+        """``th`` after the event ``e`` it did not take: itself when no negative transition of
+        its state forbids ``e``, else a thread at the restricted copy the forbidden event leads
+        to (the operand before the NOT may go on, Forbid.target) or None (the trap). Copies
+        have the negative transitions that restrict them further, so this follows them until
+        none forbids ``e``. ``traced``: the token id, to trace a move to a copy."""
+        forbids = self.auto.forbids
+        state = th.state
+        while True:
+            fb = forbids.get(state, {}).get(e.type)
+            hit = self._forbidden(th, fb, e) if fb else None
+            if hit is None:
+                break
+            reasons.append(f"NOT {hit.position.label.lstrip('¬')} observed")
+            state = hit.target
+            if state == TRAP:
+                return None
+        if state == th.state:
+            return th
+        trace = self.engine.trace
+        if trace is not None and traced is not None:
+            trace.add(kind="step", pattern=self.name, token=traced, event=e.ref, ts=e.ts,
+                      frm=th.state, to=[state], reason=reasons[-1])
+        return Thread(state, th.bindings, th.events, th.zstart, th.last)
+
     @staticmethod
-    def _forbidden(th: Thread, forbids: list, e: Event) -> bool:
+    def _forbidden(th: Thread, forbids: list[Forbid], e: Event) -> Forbid | None:
+        """The first negative transition of ``forbids`` that ``e`` fires for ``th``, if any."""
         for f in forbids:
             pos = f.position
             nb = _bind(pos, e.params, th.bindings)
             if nb is not None and (pos.filter is None or pos.filter(e, nb)):
-                return True
-        return False
+                return f
+        return None
 
     def _dispose_noise(self, e: Event, part: Any) -> None:
         if self.partitioned:
