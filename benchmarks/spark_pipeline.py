@@ -585,9 +585,10 @@ def print_results(con: Console, rows: list[dict[str, Any]], spark_info: dict[str
     con.print(table)
     con.print(
         "local = read_events → reorder(0) → Engine.run → write_jsonl in a forked child (its "
-        "own peak RSS; the child starts with the parent's pages). batch = cepflow.spark "
-        "read_events → detect_prepared → write_matches (Parquet), Spark jobs included, session "
-        "start and warm-up not. stream = stream_query(availableNow, maxFilesPerTrigger) → "
+        "own peak RSS; the child starts with the parent's pages). batch = cepflow.spark.replay "
+        "(one job: parse → shuffle by key → sort → engines → Parquet matches; counts and "
+        "rejected records through an accumulator), Spark jobs included, session start and "
+        "warm-up not. stream = stream_query(availableNow, maxFilesPerTrigger) → "
         "awaitTermination, query start included. floor = Spark alone (its "
         f"{'JSON' if fmt == 'jsonl' else 'Parquet'} reader → "
         "repartition by key → sortWithinPartitions(ts) → mapInArrow counting rows; no cepflow, "

@@ -529,9 +529,12 @@ def detect(program: Program, **kw: Any) -> Callable[[DataFrame], DataFrame]:
     return apply
 
 
-def write_matches(matches: DataFrame, path: str | os.PathLike[str]) -> int:
+def write_matches(matches: DataFrame, path: str | os.PathLike[str], *,
+                  written: Callable[[], int] | None = None) -> int:
     """Write complex events: ``.jsonl`` → one JSON Lines file (rows streamed to the driver in
-    timestamp order); anything else → a Parquet folder. Returns the number written."""
+    timestamp order); anything else → a Parquet folder. Returns the number written — for a
+    Parquet folder ``written()`` once the write is done if given (an accumulator the job
+    filled), else the folder read back."""
     from cepflow.outputs.jsonl import dumps
 
     target = Path(path)
@@ -549,6 +552,8 @@ def write_matches(matches: DataFrame, path: str | os.PathLike[str]) -> int:
                 n += 1
         return n
     matches.write.mode("overwrite").parquet(str(target))
+    if written is not None:
+        return written()
     return matches.sparkSession.read.parquet(str(target)).count()
 
 

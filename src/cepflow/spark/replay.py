@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import TaskContext
 from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
@@ -80,9 +81,9 @@ ALWAYS = ("type", "ts", "seq")
 FILE_SHIFT = 40
 
 
-class _ByFile(AccumulatorParam):
-    """Accumulator of per file ``[events, rejected records]``: merged by file name, so entries
-    a re-run task adds again change nothing."""
+class _Merged(AccumulatorParam):
+    """A dict accumulator merged by key (per file ``[events, rejected records]``, per output
+    partition its complex events): entries a re-run task adds again change nothing."""
 
     def zero(self, value: dict[str, Any]) -> dict[str, Any]:
         return {}
@@ -163,13 +164,23 @@ def _routed(program: Program, groups: list[Group], arity: int, columns: list[str
 
 
 def _runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int], arity: int,
-            columns: list[str], files: int, close_windows: bool
+            columns: list[str], files: int, close_windows: bool,
+            written: Accumulator[dict[int, int]]
             ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of a partition sorted by (ts, seq): summary rows (null ts)
     first, then events; one engine per group present, each fed its events in order; complex
-    events out."""
+    events out, their number added to ``written`` under the partition's index (so the output
+    need not be read back to be counted)."""
     event_cols = [f.name for f in event_fields(arity) if f.name in columns]
     several = len(subs) > 1
+
+    def counted(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        n = 0
+        for b in run(batches):
+            n += b.num_rows
+            yield b
+        task = TaskContext.get()
+        written.add({task.partitionId() if task is not None else 0: n})
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         counts = np.zeros(files, dtype=np.int64)
@@ -213,7 +224,7 @@ def _runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int
             if tail:
                 yield encode_matches(tail)
 
-    return run
+    return counted
 
 
 def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
@@ -241,7 +252,7 @@ def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
         files = files.repartition(n)
     fillable = _travelling(names, program, groups, arity)
     columns = [f.name for f in event_fields(arity) if f.name in ALWAYS or f.name in fillable]
-    by_file = spark.sparkContext.accumulator({}, _ByFile())
+    by_file = spark.sparkContext.accumulator({}, _Merged())
     if len(names) >= 1 << (63 - FILE_SHIFT):
         raise ValueError(f"{path}: {len(names)} files; at most {(1 << (63 - FILE_SHIFT)) - 1}")
     rows = files.mapInArrow(_routed(program, groups, arity, columns, numbers, n, by_file),
@@ -249,11 +260,12 @@ def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
     rows = rows.repartition(n, _route(groups, columns, n, route_values(spark, n)))
     subs = [subprogram(program, g) for g in groups]
     arities = {t: len(s.params) for t, s in program.schemas.items()}
+    written = spark.sparkContext.accumulator({}, _Merged())
     runner = _runner(subs, actions_for(program, actions or {}), arities, arity, columns,
-                     len(names), close_windows)
+                     len(names), close_windows, written)
     matches = rows.sortWithinPartitions("ts", "seq").mapInArrow(
         runner, spark_ddl(MATCH_SCHEMA))
-    n_out = write_matches(matches, output)
+    n_out = write_matches(matches, output, written=lambda: sum(written.value.values()))
     seen = by_file.value
     missing = [f for f in names if f not in seen and not Path(f).name.startswith(("_", "."))]
     if missing:  # (cannot happen: every file row is parsed by the job that wrote the output)
