@@ -134,6 +134,28 @@ def test_late_and_malformed_events_reach_the_side_output(spark, tmp_path: Path) 
                                          for r in matches.collect()}
 
 
+def test_records_forwarded_from_a_stream_are_detected_like_files(spark, tmp_path: Path) -> None:
+    """forward_json, as docs/spark.md ("Kafka") runs it on Kafka's ``value``, here over a text
+    stream of the same JSON records: the folder it writes streams to the in-process matches,
+    and a record that does not parse reaches the side output with its text."""
+    from cepflow.spark.forward import RAW, forward_json
+
+    program = load(PATTERNS)
+    src = tmp_path / "src"
+    write_source(src, files=3, per_file=25)
+    with (src / "part-002.jsonl").open("a") as f:
+        f.write("not json\n")
+    records = spark.readStream.option("maxFilesPerTrigger", 1).text(str(src))
+    forward_json(records, tmp_path / "inbox", tmp_path / "inbox-ckpt",
+                 "type string, ts long, k long, id string", available_now=True
+                 ).awaitTermination()
+    run(spark, program, tmp_path / "inbox", tmp_path)
+    expected = in_process(program, src)
+    assert streamed(spark, tmp_path / "sink") == expected and expected
+    _, rejected = read_sink(spark, tmp_path / "sink")
+    assert [json.loads(r["record"]) for r in rejected.collect()] == [{RAW: "not json"}]
+
+
 def _disordered_files(folder: Path, seed: int) -> None:
     """Files that arrive in name order; each file is sorted by ts, but later files carry events
     (often of new keys) older than earlier ones, and the first timestamps are <= 0."""
