@@ -316,3 +316,31 @@ def test_arrow_batches_to_python_have_no_byte_limit(spark) -> None:
     assert spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch") in (
         str(2**31 - 1), f"{2**31 - 1}b")
     assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == str(ARROW_BATCH)
+
+
+def test_feeder_holds_more_rows_while_many_partial_matches_are_carried() -> None:
+    """Each carried partial match costs the kernel per feed, so the Feeder waits for
+    CARRY_ROWS rows per carried partial match (between FEED_ROWS and MAX_FEED_ROWS) — and the
+    matches are those of one engine fed everything."""
+    from cepflow.events.model import Event
+    from cepflow.spark.batch import CARRY_ROWS, FEED_ROWS, MAX_FEED_ROWS, Feeder
+    from cepflow.spark.columns import encode
+
+    program = load("atomicEvent A(k: Integer)\natomicEvent B(k: Integer)\n"
+                   "complexEvent G(k: Integer) { as A(k) -> B(k) }\n")
+    arities = {"A": 1, "B": 1}
+    n = FEED_ROWS // CARRY_ROWS + 1000  # open partial matches: above the plain feed size
+
+    def batch(events: list[Event]):
+        return encode(events, 1, [None] * len(events), [None] * len(events))
+
+    starts = [Event("A", (i,), float(i), f"a{i}", i) for i in range(n)]
+    ends = [Event("B", (i,), float(n + i), f"b{i}", n + i) for i in range(n)]
+    feeder = Feeder(Engine(program, strict_actions=False), arities, 1)
+    assert feeder.target == FEED_ROWS
+    found = [*feeder.add(batch(starts)), *feeder.flush()]
+    assert not found and feeder.target == min(MAX_FEED_ROWS, CARRY_ROWS * n) > FEED_ROWS
+    found = [*feeder.add(batch(ends)), *feeder.flush()]
+    assert feeder.target == FEED_ROWS  # nothing carried any more
+    expected = list(Engine(program, strict_actions=False).run(starts + ends))
+    assert sum(b.num_rows for b in found) == len(expected) == n

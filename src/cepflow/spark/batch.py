@@ -62,6 +62,11 @@ _CHUNK = 1 << 18
 #: faster — filter, 100,000 keys, 4M events in-process: 0.58M events/s at 2^18, 1.15M at
 #: 2^20, 1.49M at 2^21; at 64 keys no change (docs/spark.md)
 FEED_ROWS = 1 << 20
+#: ... and at least this many rows per partial match carried after the last feed, up to
+#: :data:`MAX_FEED_ROWS`: each carried partial match costs the kernel per batch (filter,
+#: 100,000 keys: ~60,000 carried, 2^20 rows spent ~45% of the kernel's time on them)
+CARRY_ROWS = 64
+MAX_FEED_ROWS = 1 << 22
 
 
 class PartitionWarning(UserWarning):
@@ -490,13 +495,15 @@ class Feeder:
         self.engine, self.arities, self.arity = engine, arities, arity
         self.held: list[pa.RecordBatch] = []
         self.rows = 0
+        self.target = FEED_ROWS  # rows to hold before the next feed
 
     def add(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        """Hold ``batch``; feed what is held once it reaches :data:`FEED_ROWS` rows."""
+        """Hold ``batch``; feed what is held once it reaches the target: :data:`FEED_ROWS`
+        rows, more with many partial matches carried (:data:`CARRY_ROWS`)."""
         if batch.num_rows:
             self.held.append(batch)
             self.rows += batch.num_rows
-        if self.rows >= FEED_ROWS:
+        if self.rows >= self.target:
             yield from self.flush()
 
     def flush(self) -> Iterator[pa.RecordBatch]:
@@ -506,6 +513,8 @@ class Feeder:
         batch = pa.Table.from_batches(self.held).combine_chunks().to_batches()[0]
         self.held, self.rows = [], 0
         found = feed(self.engine, self.engine.columnar, batch, self.arities, self.arity)
+        carried = sum(self.engine.partial_matches().values())
+        self.target = min(MAX_FEED_ROWS, max(FEED_ROWS, CARRY_ROWS * carried))
         if found is not None:
             yield found
 
