@@ -130,26 +130,35 @@ class _Denote:
                 groups[-1][1].extend(negs)
             else:
                 groups.append((it, []))
-        acc = self.denote(groups[0][0])
+        # per partial sequence also the forbidden atoms whose gap is still open: an operand
+        # that matched nothing ({*} zero times) leaves the gap before it open up to the next
+        # operand's first event (the engine's gap state has edges to both)
+        acc: set[tuple[tuple[int, ...], Any, tuple[ast.Atom, ...]]] = {
+            (s0, b0, ()) for s0, b0 in self.denote(groups[0][0])}
         for k in range(1, len(groups)):
-            negs = groups[k - 1][1]
+            negs = tuple(groups[k - 1][1])
             nxt = self.denote(groups[k][0])
-            out: set[Match] = set()
-            for s1, b1 in acc:
+            out: set[tuple[tuple[int, ...], Any, tuple[ast.Atom, ...]]] = set()
+            for s1, b1, open_ in acc:
                 for s2, b2 in nxt:
                     if s1 and s2 and s1[-1] >= s2[0]:
                         continue
                     b = _merge(b1, b2)
                     if b is None:
                         continue
-                    if negs and not self.absent(negs, s1, b, s1[-1] + 1, s2[0]):
+                    gap = open_ + negs
+                    if not s2:
+                        out.add((s1, b, gap))
                         continue
-                    out.add((s1 + s2, b))
+                    if gap and s1 and not self.absent(list(gap), s1, b, s1[-1] + 1, s2[0]):
+                        continue
+                    out.add((s1 + s2, b, ()))
             acc = out
         trailing = groups[-1][1]
         if trailing:
             self._trailing = trailing
-        return acc
+        # a gap still open at the end closes with the match (its last event completes it)
+        return {(s, b) for s, b, _ in acc}
 
     def window(self, p: ast.Window) -> set[Match]:
         self._trailing = []
