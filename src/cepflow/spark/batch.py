@@ -13,6 +13,7 @@ From files to complex events and rejected records in one job: :mod:`cepflow.spar
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import warnings
@@ -464,12 +465,7 @@ def match_runner(sub: Program, actions: dict[str, Any], arities: Mapping[str, in
         feeder = Feeder(Engine(sub, actions=actions, strict_actions=False), arities, arity)
         for batch in batches:
             yield from feeder.add(batch)
-        yield from feeder.flush()
-        engine = feeder.engine
-        tail = engine.advance_to(horizon) if horizon is not None else []
-        tail += engine.finish(close_windows=close_windows)
-        if tail:
-            yield encode_matches(tail)
+        yield from feeder.end(horizon, close_windows=close_windows)
 
     return run
 
@@ -518,6 +514,19 @@ class Feeder:
         self.target = min(MAX_FEED_ROWS, max(FEED_ROWS, CARRY_ROWS * carried))
         if found is not None:
             yield found
+
+    def end(self, until: float | None, *, finish: bool = True,
+            close_windows: bool = False) -> Iterator[pa.RecordBatch]:
+        """Feed what is held, move the engine's time to ``until`` (None or -inf: not at all;
+        window deadlines before it fire) and, with ``finish``, end its input; the match rows
+        found on the way."""
+        yield from self.flush()
+        engine = self.engine
+        tail = engine.advance_to(until) if until is not None and until > -math.inf else []
+        if finish:
+            tail += engine.finish(close_windows=close_windows)
+        if tail:
+            yield encode_matches(tail)
 
 
 def detect(program: Program, **kw: Any) -> Callable[[DataFrame], DataFrame]:

@@ -248,9 +248,6 @@ def partition_hash(key: Mapping[str, int] | None, columns: Collection[str],
     out = F.lit(None).cast("long")
     if not key:
         return out
-    by_param: dict[int, list[str]] = {}
-    for t, i in key.items():
-        by_param.setdefault(i, []).append(t)
 
     def value(i: int) -> Column:
         slots = [F.col(f"{p}{i}") for p, _ in SLOTS if f"{p}{i}" in columns]
@@ -259,6 +256,9 @@ def partition_hash(key: Mapping[str, int] | None, columns: Collection[str],
     positions = {key.get(t) for t in types} if types is not None else set()
     if len(positions) == 1 and None not in positions:
         return value(positions.pop())
+    by_param: dict[int, list[str]] = {}
+    for t, i in key.items():
+        by_param.setdefault(i, []).append(t)
     for i, ts in sorted(by_param.items()):
         out = F.when(F.col("type").isin(sorted(ts)), value(i)).otherwise(out)
     return out

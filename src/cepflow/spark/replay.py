@@ -63,7 +63,6 @@ from cepflow.spark.batch import (
 )
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
-    encode_matches,
     event_fields,
     partition_hash,
     route_values,
@@ -217,12 +216,7 @@ def _runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int
                         Engine(subs[gi], actions=actions, strict_actions=False), arities, arity)
                 yield from feeder.add(pa.RecordBatch.from_arrays(cols, names=event_cols))
         for gi in sorted(feeders):
-            yield from feeders[gi].flush()
-            engine = feeders[gi].engine
-            tail = engine.advance_to(horizon) if horizon > -math.inf else []
-            tail += engine.finish(close_windows=close_windows)
-            if tail:
-                yield encode_matches(tail)
+            yield from feeders[gi].end(horizon, close_windows=close_windows)
 
     return counted
 

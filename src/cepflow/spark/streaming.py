@@ -78,7 +78,6 @@ from cepflow.spark.batch import (
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
     decode,
-    encode_matches,
     event_fields,
     route_values,
     routed_to,
@@ -180,12 +179,8 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
             if feeder is None:
                 return
             engine = feeder.engine
-            for m in feeder.flush():
+            for m in feeder.end(max(released, top), finish=False):
                 yield _matches(m)
-            until = max(released, top)
-            tail = engine.advance_to(until) if until > -math.inf else []
-            if tail:
-                yield _matches(encode_matches(tail))
             if has_state(engine):
                 yield fill(schema, 1, {"g": [current[0]], "pid": [current[1]],
                                         "part": [ENGINE],
