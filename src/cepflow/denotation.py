@@ -7,7 +7,11 @@ timestamps of the first and last contributing events, Prop. 1; NOT as the absenc
 the gap between its neighbours; unification by consistent bindings, Def. 7). It enumerates
 subsequences, so it is exponential and meant for streams of a dozen events in tests. The engine
 is *sound* w.r.t. it (every match the engine reports is in this set, 000 Prop. 3) under every
-context, and *complete* (000 Prop. 2: a match exists ⇒ the engine reports one) under chronicle.
+context, and *complete* (000 Prop. 2: a match exists ⇒ the engine reports one) under
+unrestricted, which follows every run.
+
+``context_matches(pattern, events, schemas, context)`` is §4.4 on top of it: the matches the
+chronicle, immediate and strict contexts report, from viable partial matches (below).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from cepflow.compiler.expressions import compile_expr
 from cepflow.compiler.normalize import fol_items, forbidden_atoms
 from cepflow.events.model import Event, EventType
 from cepflow.language import ast
+from cepflow.language.walk import unused_variables
 
 Match = tuple[tuple[int, ...], frozenset[tuple[str, Any]]]
 
@@ -204,3 +209,232 @@ def matches(
     d = _Denote(events, schemas, functions, horizon)
     d._trailing = []
     return {m for m in d.denote(pattern) if m[0]}
+
+
+# -- 000 §4.4: the event processing contexts, evaluated naively ----------------------------
+#
+# A partial match (Def. 8) is the sequence of events it has taken: some sub-patterns matched,
+# others not yet. It is *viable* while some parse of exactly those events is a prefix of a match
+# of the pattern (the NOT gaps seen so far clean, its windows still open). An event contributes
+# to a partial match (P_c(e), Def. 11) iff appending it keeps it viable or completes a match.
+# chronicle gives the event to the oldest such partial match, else it starts a new one;
+# immediate also disposes every partial match when the event contributes to none and starts
+# none (noise); strict allows one partial match at a time. Nothing of the automata is used:
+# this is the oracle the engine's contexts are tested against (tests/engine/test_contexts.py).
+
+# holds-for windows are left out: the automata trap a run that leaves one too early at the event
+# that tries to (docs/semantics.md, "violations trap"), which this reference does not model.
+
+#: kinds of a prefix: may take more events / is a match / is a match of a window ending in NOT
+#: at its deadline
+PART, DONE, TIMER = "part", "done", "timer"
+#: (event positions, bindings, kind, forbidden atoms of a gap still open after the last event,
+#: the deadline of a TIMER match)
+Prefix = tuple[tuple[int, ...], frozenset, str, tuple, float | None]
+
+
+class _Prefixes(_Denote):
+    """Prefixes of matches over the first ``h`` events, at time ``now`` (see above)."""
+
+    def __init__(self, events: Sequence[Event], schemas: Mapping[str, EventType],
+                 functions: Mapping[str, Callable[..., Any]] | None, h: int,
+                 now: float) -> None:
+        super().__init__(events[:h], schemas, functions, None)
+        self.h = h
+        self.now = now
+        self._atoms: dict[int, set[Match]] = {}
+
+    def _atom(self, a: ast.Atom) -> set[Match]:
+        got = self._atoms.get(id(a))
+        if got is None:
+            got = self._atoms[id(a)] = self.atom(a)
+        return got
+
+    def clean(self, negs: Sequence[ast.Atom], b: frozenset, lo: int, hi: int) -> bool:
+        return not negs or self.absent(list(negs), (), b, lo, hi)
+
+    def pre(self, p: ast.Pattern) -> set[Prefix]:
+        if isinstance(p, ast.Atom):
+            return {((), frozenset(), PART, (), None)} | {
+                (s, b, DONE, (), None) for s, b in self._atom(p)}
+        if isinstance(p, ast.Or):
+            return self.pre(p.left) | self.pre(p.right)
+        if isinstance(p, ast.And):
+            return self.pre(ast.Or(ast.Fol(p.left, p.right), ast.Fol(p.right, p.left)))
+        if isinstance(p, ast.Fol):
+            return self.pre_fol(fol_items(p))
+        if isinstance(p, ast.Mult):
+            if isinstance(p.count, int):
+                return self.pre_fol([p.pattern] * p.count)
+            return self.pre_loop(p)
+        if isinstance(p, ast.Window):
+            return self.pre_window(p)
+        raise ValueError(f"no prefix semantics for {type(p).__name__}")
+
+    def then(self, acc: set[Prefix], nxt: set[Prefix], negs: tuple) -> set[Prefix]:
+        """``acc`` followed by ``nxt`` with ``negs`` forbidden in the gap between them."""
+        out: set[Prefix] = set()
+        for s1, b1, k1, open1, d1 in acc:
+            if k1 != DONE:
+                out.add((s1, b1, k1, open1, d1))
+                continue
+            gap = open1 + negs
+            if not s1 or self.clean(gap, b1, s1[-1] + 1, self.h):
+                out.add((s1, b1, PART, (), None))  # waiting for the next operand's first event
+            for s2, b2, k2, open2, _ in nxt:
+                if not s2:
+                    if k2 == DONE:  # the next operand matched nothing: the gap stays open
+                        out.add((s1, b1, DONE, gap + open2, None))
+                    continue
+                if s1 and s1[-1] >= s2[0]:
+                    continue
+                b = _merge(b1, b2)
+                if b is None:
+                    continue
+                if s1 and not self.clean(gap, b, s1[-1] + 1, s2[0]):
+                    continue
+                out.add((s1 + s2, b, k2, open2, None))
+        return out
+
+    def pre_fol(self, items: list[ast.Pattern]) -> set[Prefix]:
+        groups: list[tuple[ast.Pattern, list[ast.Atom]]] = []
+        for it in items:
+            if isinstance(it, ast.Not):
+                negs = forbidden_atoms(it.pattern)
+                if negs is None or not groups:
+                    raise ValueError("unsupported NOT")
+                groups[-1][1].extend(negs)
+            else:
+                groups.append((it, []))
+        acc = self.pre(groups[0][0])
+        for k in range(1, len(groups)):
+            acc = self.then(acc, self.pre(groups[k][0]), tuple(groups[k - 1][1]))
+        trailing = tuple(groups[-1][1])
+        if trailing:  # only inside a window (the compiler checks): its deadline closes it
+            acc = {(s, b, k, o + trailing if k == DONE else o, d) for s, b, k, o, d in acc}
+        return acc
+
+    def pre_loop(self, p: ast.Mult) -> set[Prefix]:
+        base = self.pre(p.pattern)
+        acc = set(base)
+        if p.count == "*":
+            acc.add(((), frozenset(), DONE, (), None))
+        layer = {x for x in base if x[2] == DONE and x[0]}
+        while layer:
+            nxt = {x for x in self.then(layer, base, ()) if x[0] and x not in acc}
+            acc |= nxt
+            layer = {x for x in nxt if x[2] == DONE}
+        return acc
+
+    def pre_window(self, p: ast.Window) -> set[Prefix]:
+        out: set[Prefix] = set()
+        if p.kind != "within":
+            raise ValueError("no context reference for holds-for windows")
+        for s, b, k, open_, d in self.pre(p.pattern):
+            if not s or k == TIMER:
+                out.add((s, b, k, open_, d))
+                continue
+            t0 = self.events[s[0]].ts
+            span = self.events[s[-1]].ts - t0
+            if k == PART:
+                if self.now - t0 <= p.duration:
+                    out.add((s, b, PART, (), None))
+                continue
+            if open_:  # a window ending in NOT: complete at its deadline if the gap stays clean
+                deadline = t0 + p.duration
+                if span > p.duration:
+                    continue
+                if deadline < self.now:
+                    upto = s[-1] + 1
+                    while upto < self.h and self.events[upto].ts <= deadline:
+                        upto += 1
+                    if self.clean(open_, b, s[-1] + 1, upto):
+                        out.add((s, b, TIMER, (), deadline))
+                elif self.clean(open_, b, s[-1] + 1, self.h):
+                    out.add((s, b, PART, (), None))
+                continue
+            if span <= p.duration:
+                out.add((s, b, DONE, (), None))
+        return out
+
+
+def context_matches(
+    pattern: ast.Pattern,
+    events: Sequence[Event],
+    schemas: Mapping[str, EventType],
+    context: str,
+    functions: Mapping[str, Callable[..., Any]] | None = None,
+    close: bool = False,
+) -> list[tuple[float, tuple[int, ...], frozenset]]:
+    """The matches ``pattern`` reports over ``events`` under ``context`` (chronicle, immediate
+    or strict), in report order: (timestamp, event positions, bindings), from the definitions
+    of 000 §4.4 over viable partial matches (see above). ``close``: at the end of the input,
+    windows ending in NOT complete once their deadline has passed (``--close-windows``)."""
+    if context not in ("chronicle", "immediate", "strict"):
+        raise ValueError(f"no reference for context {context!r}")
+    out: list[tuple[float, tuple[int, ...], frozenset]] = []
+    pms: list[tuple[int, ...]] = []  # partial matches, oldest first
+
+    unused = unused_variables(pattern)
+
+    def best(entries: list[Prefix]) -> frozenset:
+        """Of several parses of the same events, the engine's choice (runtime.matcher._age)."""
+        return min((b for _, b, *_ in entries), key=lambda b: tuple(sorted(
+            (kv for kv in b if kv[0] not in unused), key=repr)))
+
+    def by_events(pre: set[Prefix]) -> dict[tuple[int, ...], list[Prefix]]:
+        got: dict[tuple[int, ...], list[Prefix]] = {}
+        for x in pre:
+            got.setdefault(x[0], []).append(x)
+        return got
+
+    def expire(h: int, now: float) -> None:
+        """Time passes to ``now`` (before the event at ``h``): deadlines strictly before it
+        complete windows ending in NOT, in time order; expired partial matches go."""
+        table = by_events(_Prefixes(events, schemas, functions, h, now).pre(pattern))
+        fired = []
+        for age, pm in enumerate(pms):
+            timers = [x for x in table.get(pm, ()) if x[2] == TIMER]
+            if timers:
+                deadline = min(x[4] for x in timers)
+                fired.append((deadline, age, pm, best([x for x in timers if x[4] == deadline])))
+        for deadline, _, pm, b in sorted(fired, key=lambda f: (f[0], f[1])):
+            out.append((deadline, pm, b))
+        gone = {f[2] for f in fired}
+        pms[:] = [pm for pm in pms if pm not in gone and any(
+            x[2] == PART for x in table.get(pm, ()))]
+
+    for i, e in enumerate(events):
+        expire(i, e.ts)
+        table = by_events(_Prefixes(events, schemas, functions, i + 1, e.ts).pre(pattern))
+        taken = False
+        for age, pm in enumerate(pms):
+            ext = table.get((*pm, i))
+            if not ext:
+                continue
+            taken = True
+            done = [x for x in ext if x[2] == DONE]
+            if done:
+                out.append((e.ts, (*pm, i), best(done)))
+                del pms[age]
+            else:
+                pms[age] = (*pm, i)
+            break
+        started = False
+        if not taken and not (context == "strict" and pms):
+            ext = table.get((i,))
+            if ext:
+                started = True
+                done = [x for x in ext if x[2] == DONE]
+                if done:
+                    out.append((e.ts, (i,), best(done)))
+                else:
+                    pms.append((i,))
+        # e may end NOT gaps of partial matches that did not take it
+        pms[:] = [pm for pm in pms if pm[-1] == i or any(
+            x[2] == PART for x in table.get(pm, ()))]
+        if not taken and not started and context in ("immediate", "strict"):
+            pms.clear()  # noise
+    if close:
+        expire(len(events), float("inf"))
+    return out

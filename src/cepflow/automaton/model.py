@@ -74,11 +74,6 @@ class Edge:
     exits: tuple[int, ...] = ()
     enters: tuple[int, ...] = ()
     final: bool = False
-    #: after taking this edge the source thread also stays where it is, because a later event
-    #: could lead somewhere this one does not: the target opens a NOT gap (a later event gives a
-    #: shorter gap), the edge binds a new variable (a later event may bind another value), or
-    #: the source completes the pattern when its window closes.
-    keeps_source: bool = False
 
 
 @dataclass(slots=True)
@@ -156,6 +151,9 @@ class Automaton:
     #: still continue the operand before the NOT (an iteration); the copy keeps only the edges
     #: that stay inside that operand, so the gap is measured again from its next event
     restricted: dict[int, int] = field(default_factory=dict)
+    #: variables one atom binds and nothing reads (language.walk.unused_variables): like ``_``
+    #: they decide nothing, not even which of two runs over the same events is reported
+    unused: frozenset[str] = frozenset()
 
     def spawn_edge(self) -> Edge | None:
         """The one edge that begins an Esper spawn pattern (``every a = A(f) -> …``: context

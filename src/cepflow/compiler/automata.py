@@ -41,7 +41,7 @@ from cepflow.compiler.normalize import (
 from cepflow.events.model import EventType
 from cepflow.language import ast
 from cepflow.language.tags import indexed
-from cepflow.language.walk import atoms, sure_variables
+from cepflow.language.walk import atoms, dotted, sure_variables, unused_variables
 from cepflow.language.walk import names as expr_names
 
 
@@ -369,14 +369,6 @@ class _Builder:
             restricted=restricted,
         )
         sure = self._sure_bound(auto)
-        timer_states = {s for z in self.zones for s in z.timer_accept}
-        for src, m in auto.edges.items():
-            for es in m.values():
-                for e in es:
-                    binds_new = any(v not in sure.get(src, set()) for _, v in e.position.binds)
-                    e.keeps_source = src != INITIAL and auto.context != "esper" and (
-                        src in timer_states
-                        or (not e.final and (e.target in auto.forbids or binds_new)))
         self._key_index(auto, sure)
         self._partition_index(auto)
         return auto
@@ -529,6 +521,11 @@ def compile_pattern(
         auto.select = tuple(builder.expr(e, decl.loc) for _, e in decl.select)
         auto.select_vars = tuple(".".join((e.name, *e.path)) if isinstance(e, ast.Name) else None
                                  for _, e in decl.select)
+    reads = [p.name for p in decl.params] + [
+        dotted(n) for e in [*(e for _, e in decl.select or ()),
+                            *(plan.distinct if plan is not None else ())]
+        for n in expr_names(e)]
+    auto.unused = unused_variables(decl.body, tuple(reads))
     return auto
 
 

@@ -73,6 +73,31 @@ def sure_variables(node: ast.Pattern) -> set[str]:
     return bound_variables(node)[0]
 
 
+def unused_variables(node: ast.Pattern, reads: tuple[str, ...] = ()) -> frozenset[str]:
+    """Variables one atom binds that nothing else reads — no other atom, no filter, none of
+    ``reads`` (the complex event's parameters, select list, distinct keys): like ``_`` they
+    constrain nothing."""
+    count: dict[str, int] = {}
+    read = set(reads)
+
+    def visit(n: ast.Pattern, times: int) -> None:
+        if isinstance(n, ast.Atom):
+            for v in n.args or ():
+                if not ast.is_wildcard(v):
+                    count[v] = count.get(v, 0) + times
+            if n.where is not None:
+                read.update(dotted(x) for x in names(n.where))
+            return
+        if isinstance(n, ast.Mult | ast.Until) or (
+                isinstance(n, ast.Every) and n is not node):
+            times = 2  # a repetition unifies the variable with itself across its rounds
+        for child in pattern_children(n):
+            visit(child, times)
+
+    visit(node, 1)
+    return frozenset(v for v, k in count.items() if k == 1 and v not in read)
+
+
 # ---------------------------------------------------------------- expressions
 
 #: a rewriting step: the replacement of a node, or None to keep it (and rewrite below it)
@@ -98,6 +123,11 @@ def expr_nodes(expr: ast.Expr) -> Iterator[ast.Expr]:
 def names(expr: ast.Expr) -> Iterator[ast.Name]:
     """The names ``expr`` reads, left to right."""
     return (n for n in expr_nodes(expr) if isinstance(n, ast.Name))
+
+
+def dotted(name: ast.Name) -> str:
+    """The variable a name reads: ``a1.speed`` for the field of a tag, else the name."""
+    return ".".join((name.name, *name.path))
 
 
 def rewrite(expr: ast.Expr, fn: Rewrite) -> ast.Expr:

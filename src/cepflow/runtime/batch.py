@@ -104,7 +104,7 @@ def chain_of(m: Any) -> Chain | None:
         e = es[0]
         pos = e.position
         first = state == INITIAL
-        if (e.keeps_source or len(pos.binds) != 1 or pos.every or pos.collect is not None
+        if (len(pos.binds) != 1 or pos.every or pos.collect is not None
                 or (pos.filter is not None and not pos.local) or pos.zones != zid
                 or e.enters != (zid if first else ()) or e.exits != (zid if e.final else ())):
             return None
@@ -859,7 +859,7 @@ def esper_pair_of(m: Any) -> EsperPair | None:
     if a is None:
         return None
     s = a.target
-    if a.final or a.exits or a.keeps_source or set(auto.edges) != {INITIAL, s}:
+    if a.final or a.exits or set(auto.edges) != {INITIAL, s}:
         return None
     out = auto.edges[s]
     if len(out) != 1:
@@ -868,7 +868,7 @@ def esper_pair_of(m: Any) -> EsperPair | None:
     if len(es) != 1:
         return None
     b = es[0]
-    if not b.final or b.enters or b.keeps_source or b.position.every:
+    if not b.final or b.enters or b.position.every:
         return None
     if a.position.filter is not None and not a.position.local:
         return None

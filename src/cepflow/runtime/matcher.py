@@ -48,6 +48,12 @@ class Matcher:
         self.name = auto.name
         self.context = auto.context
         self.partitioned = bool(auto.partition_by)
+        #: a partial match is the sequence of events it took (000 §4.4, Def. 8), and its
+        #: threads are the runs of the automaton over exactly those events — except under
+        #: unrestricted, which follows every run: a thread may also skip an event it takes
+        #: (docs/semantics.md, "Decision — a partial match is the events it took")
+        self.skips = self.context == "unrestricted"
+        self.exact = self.context in ("chronicle", "immediate", "strict")
         self.tokens: dict[Any, dict[int, Token]] = {}
         self.done = False  # a match was completed (Esper's patterns without every stop then)
         self.seen: dict[tuple, float] = {}  # every-distinct keys -> when first seen
@@ -127,7 +133,7 @@ class Matcher:
                     break
                 edge = es[0]
                 if (edge.position.filter is not None or edge.enters or edge.exits
-                        or edge.keeps_source or s in auto.forbids or zones.get(s)
+                        or s in auto.forbids or zones.get(s)
                         or edge.position.zones
                         or any(v != kt[1] for _, v in edge.position.binds)):
                     break
@@ -270,7 +276,6 @@ class Matcher:
         out: list[Thread] = []
         reason: str | None = None
         params = e.params
-        keep = False
         forked = False
         fired = 0
         for edge in edges:
@@ -298,15 +303,16 @@ class Matcher:
             nt = Thread(edge.target, nb, [*th.events, e], zs, e)
             if pos.every and th.state != INITIAL:  # Esper's inner every: th keeps waiting
                 self._forked.append(nt)
-                forked = keep = True
+                forked = True
                 continue
             out.append(nt)
-            keep = keep or edge.keeps_source
         if not out and reason is None and not forked:
             return None
-        if th.state != INITIAL and (keep or fired < self.out_degree[th.state]):
-            # other edges of this state did not take e (or one that did trapped): the thread
-            # may still follow them
+        if th.state != INITIAL and (self.skips or (self.context == "esper" and (
+                forked or fired < self.out_degree[th.state]))):
+            # unrestricted follows every run: the thread may also skip e. Under esper the
+            # operands of an or run side by side: one that did not take e (another edge of
+            # this state did) still waits, and so does an inner every's source
             out.append(_KEEP)
         return out, reason
 
@@ -677,8 +683,12 @@ class Matcher:
         done: Thread | None = None
         reasons = []
         forbids = self.auto.forbids
+        exact = self.exact and not new
+        unused = self.auto.unused
         for th, res in plan:
             if res is None:
+                if exact:  # a run that cannot take e ends: the partial match took e
+                    continue
                 if th.state in forbids:
                     kept = self._observe(th, e, reasons, tok.id)
                     if kept is not None:
@@ -690,13 +700,13 @@ class Matcher:
             if why and not moved:
                 reasons.append(why)
             for nt in moved:
-                if nt is _KEEP:  # the source thread may also skip e (see Edge.keeps_source)
+                if nt is _KEEP:  # the source thread may also skip e (see _try_edges)
                     kept = self._observe(th, e, reasons, tok.id) if th.state in forbids else th
                     if kept is not None:
                         threads.append(kept)
                     continue
                 if nt.state == FINAL:
-                    if done is None or _age(nt) < _age(done):
+                    if done is None or _age(nt, unused) < _age(done, unused):
                         done = nt
                 else:
                     threads.append(nt)
@@ -913,8 +923,11 @@ class Matcher:
                 keep.append(th)
                 continue
             if th.state in zone.timer_accept:
-                if fired is None and self._zones_hold(th, z):
-                    fired = th
+                if self._zones_hold(th, z):
+                    # of several runs completing at once, the one of the oldest events (as
+                    # for an event that completes them, _apply)
+                    if fired is None or _age(th, self.auto.unused) < _age(fired, self.auto.unused):
+                        fired = th
                 else:
                     expired = True
                 continue
@@ -1010,15 +1023,19 @@ def _dedupe(threads: list[Thread]) -> list[Thread]:
     return [th for th in threads if seen.get(_key_of(th)) is th]
 
 
-def _age(th: Thread) -> tuple:
+def _age(th: Thread, unused: frozenset[str] = frozenset()) -> tuple:
     """Orders threads by the events they consumed: at the first difference the older event
-    wins, and of two runs one of which extends the other the longer wins (greedy loops). When
+    wins, and of two runs one of which extends the other the longer wins (greedy loops); then
+    by their bindings, leaving out the ``unused`` variables (which decide nothing). When
     several alternatives complete or coincide at once this picks one whatever the order they
     were written in, so or/and stay commutative in the engine."""
     key = [(e.ts, 1, e.match_id) if isinstance(e, ComplexEvent) else (e.ts, 0, e.seq)
            for e in th.events]
     key.append((_INF,))  # a longer run of the same events wins: loops are greedy
-    return tuple(key), tuple(sorted(th.bindings.items(), key=repr))
+    items = th.bindings.items()
+    if unused:
+        items = [kv for kv in items if kv[0] not in unused]
+    return tuple(key), tuple(sorted(items, key=repr))
 
 
 def _key_of(th: Thread) -> tuple:
