@@ -177,7 +177,7 @@ def test_rows_saved_and_restored_as_rows() -> None:
     many = restore_text(Engine(prog), json.dumps(state))
     m = many.matchers[0]
     assert not m.tokens and m.pending is not None and len(m.pending) == len(saved["ids"])
-    assert sorted((d, t, s) for d, _, _, t, _, s in many._heap) == sorted(
+    assert sorted((d, t, s) for d, _, _, _, t, _, s in many._heap) == sorted(
         (evs[0][2] + 10, tid, evs[0][2]) for tid, evs in zip(saved["ids"], saved["events"],
                                                            strict=True))
     a, b = feed.take(4)

@@ -116,14 +116,17 @@ def test_the_first_event_is_seen_by_the_statement_it_starts() -> None:
         ("", 10_000), ("", 20_000)]
 
 
-def test_an_event_at_the_end_of_the_interval_is_still_inside_it() -> None:
-    """**Decision** (docs/esper.md): as for every timed zone, an event at exactly start + Δ
-    comes before the timer of that instant: it still ends the interval (and is not yet seen by
-    what follows it)."""
+def test_the_timer_fires_before_an_event_at_the_end_of_the_interval() -> None:
+    """Esper's timers fire before the events of their instant (docs/esper.md, "One instant"):
+    at exactly start + Δ the interval has passed, so an ``A`` then no longer ends it; under
+    ``every (…)`` the next interval begins at that instant and the ``A`` ends *that* one, the
+    one after it fires at 20 s. What follows the interval already sees the event."""
     p = epl("every (timer:interval(10 sec) and not A)")
-    assert matches(p, "B1@0 A1@10000 B2@25000") == [("", 20_000)]
+    assert matches(p, "B1@0 A1@10000 B2@25000") == [("", 10_000), ("", 20_000)]
     assert matches(epl("timer:interval(10 sec) -> A"), "B1@0 A1@10000 A2@10001") == [
-        ("A2", 10_001)]
+        ("A1", 10_000)]
+    # one millisecond earlier the A still ends the first interval
+    assert matches(p, "B1@0 A1@9999 B2@25000") == [("", 19_999)]
 
 
 def test_the_interval_ends_with_the_input_and_does_not_start_again() -> None:

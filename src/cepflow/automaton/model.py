@@ -102,6 +102,15 @@ class Zone:
     last: frozenset[int] = frozenset()
     timer_accept: frozenset[int] = frozenset()
     loc: tuple[int, int] | None = None
+    #: the end instant is outside the window: Esper's ``timer:within`` / ``timer:interval``
+    #: fire before the events of their instant, so a within span must stay *below* the length
+    #: and a trailing NOT's timer completes before an event at the deadline; VEPL's windows
+    #: include it (000 §4.3.1: ``|c1.τ - c2.τ| ≤ Δ``). Set for patterns of context esper.
+    open_end: bool = False
+
+    def exceeded(self, span: float) -> bool:
+        """Does a within span of ``span`` ms break this window?"""
+        return span > self.length or (self.open_end and span == self.length)
 
 
 @dataclass(slots=True)

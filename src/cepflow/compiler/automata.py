@@ -357,6 +357,8 @@ class _Builder:
         context = decl.context or default_context
         # Esper's not ends its sub-pattern for good (compiler.esper): no restricted copies
         restricted = self._restrict(edges, forbids) if context != "esper" else {}
+        for z in self.zones:  # Esper's timers fire before the events of their instant
+            z.open_end = context == "esper"
         auto = Automaton(
             name=decl.name,
             params=tuple(p.name for p in decl.params),

@@ -716,7 +716,7 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
         # which the kernel did); the later ones of the batch's partial matches are set, also
         # those of completed ones (they fire idle, as in the per-event engine)
         heap = engine._heap
-        heap[:] = [h for h in heap if h[0] >= last_ts]
+        heap[:] = [h for h in heap if not engine_fired(h, last_ts)]
         heapq.heapify(heap)
         for slot, timed in timers:
             c, run = chains[slot], runs[slot]
@@ -729,6 +729,11 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
                 tid = next(ids) if it < n_ev else run.occupants.ids[it - n_ev]
                 engine.schedule(start + length, c.matcher, tid, c.zone, start)
     return MatchTable(blocks, values, first_id, total, src)
+
+
+def engine_fired(timer: tuple, ts: float) -> bool:
+    """Has the engine fired this heap entry before an event at ``ts`` (Engine.fires_before)?"""
+    return timer[0] < ts or (timer[0] == ts and timer[1] == 0)
 
 
 def _occupants(c: Chain) -> PendingRows:
@@ -1064,11 +1069,12 @@ def _esper_batch(engine: Any, pairs: list[EsperPair], events: Sequence[Event]
     # (Matcher._schedule, Matcher.materialize)
     slots = {pr.matcher.slot for pr in pairs}
     heap = engine._heap
-    heap[:] = [h for h in heap if h[0] >= last_ts and not (h[3] == -1 and h[2] in slots)]
+    heap[:] = [h for h in heap if not engine_fired(h, last_ts)
+               and not (h[4] == -1 and h[3] in slots)]
     heapq.heapify(heap)
     for pr in pairs:
         m = pr.matcher
-        m.deadlines = deque(d for d in m.deadlines if d[0] >= last_ts)
+        m.deadlines = deque(d for d in m.deadlines if d[0] > last_ts)  # (Esper: fired at =)
         if pr.zone is None:
             continue
         firsts = [m.deadlines[0][0]] if m.deadlines else []
@@ -1121,9 +1127,11 @@ def _pair_rows(pr: EsperPair, cols: _TypeColumns) -> dict | None:
     cand = order[jj] if len(order) else np.zeros(n_inst, np.int64)
     has &= (b_code[cand] == i_code) if len(order) else has
     b_row = np.where(has, b_rows[cand] if len(order) else -1, -1)
-    within = has & (src.ts[np.where(has, b_row, 0)] - i_ts <= pr.window)
+    # Esper's timer:within fires before an event at its deadline: a B exactly Δ after its A
+    # is too late (docs/esper.md, "One instant")
+    within = has & (src.ts[np.where(has, b_row, 0)] - i_ts < pr.window)
     return {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "new_rows": new_rows,
-            "i_ts": i_ts, "b_row": b_row, "match": within}
+            "i_ts": i_ts, "i_row": i_row, "b_row": b_row, "match": within}
 
 
 def _emit_pair(pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
@@ -1248,7 +1256,11 @@ def _leave_open(pr: EsperPair, p: dict, new_ids: np.ndarray, last_ts: float,
     new_rows, i_ts, match = p["new_rows"], p["i_ts"], p["match"]
     n_real = len(old)
     n_old = n_real + len(pend_ids)
-    alive = ~match & (i_ts + pr.window >= last_ts)
+    # an instance whose deadline is last_ts expired before the batch's last event (Esper's
+    # timer fires first) unless that very event began it (Δ = 0: its timer is still to come)
+    deadline = i_ts + pr.window
+    alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (
+        p["i_row"] == len(events) - 1)))
     for q in np.flatnonzero(~alive[:n_real]).tolist():
         m.unregister(old[q])
     keep = np.flatnonzero(alive[n_real:n_old]).tolist()

@@ -115,7 +115,10 @@ class Engine:
         self._match_id = 0
         self._input_seq = 0
         self._timer_seq = 0
-        self._heap: list[tuple[float, int, int, int, int, float]] = []
+        #: pattern timers: (deadline, phase, seq, matcher slot, token, zone, start); phase 0
+        #: fires before the events of its instant (Esper's timers), 1 after them (VEPL's
+        #: windows include their end instant) — see fires_before
+        self._heap: list[tuple[float, int, int, int, int, int, float]] = []
         self._pending: deque[Event] = deque()
         self._emitted: list[ComplexEvent] = []
         self._emit = self._emitted.append
@@ -181,7 +184,18 @@ class Engine:
     def schedule(self, deadline: float, matcher: Matcher, token: int, zone: int,
                  start: float) -> None:
         self._timer_seq += 1
-        heapq.heappush(self._heap, (deadline, self._timer_seq, matcher.slot, token, zone, start))
+        heapq.heappush(self._heap, (deadline, 0 if matcher.timers_first else 1,
+                                    self._timer_seq, matcher.slot, token, zone, start))
+
+    def fires_before(self, ts: float) -> bool:
+        """Is the first pattern timer due before an event at ``ts``? A VEPL window's deadline
+        is the last instant inside it (000 §4.3.1: span ≤ Δ), so it fires after the events of
+        its instant; an Esper timer fires before them (docs/esper.md, "One instant")."""
+        heap = self._heap
+        if not heap:
+            return False
+        top = heap[0]
+        return top[0] < ts or (top[0] == ts and top[1] == 0)
 
     # -- feeding --------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
@@ -223,7 +237,8 @@ class Engine:
         if self.statement_start is None:
             self.start_statements(ts)
         heap = self._heap
-        if (heap and heap[0][0] < ts) or (self.windows and self._window_due() <= ts):
+        if (heap and (heap[0][0] < ts or (heap[0][0] == ts and heap[0][1] == 0))) or (
+                self.windows and self._window_due() <= ts):
             self.advance_to(ts, out)
         self.time = ts
         if event.seq < 0:
@@ -279,10 +294,12 @@ class Engine:
             event, error.field))
 
     def advance_to(self, ts: float, out: list[ComplexEvent] | None = None) -> list[ComplexEvent]:
-        """Let time pass up to ``ts``: fire pattern timers whose deadline is < ts and process
-        data-window expiries and batch closes at instants <= ts, in time order; at one instant
-        the window updates first, as they come before an event arriving then and a deadline
-        comes after it (docs/windows.md), so the order never depends on such an event."""
+        """Let time pass up to ``ts`` (before any event at ``ts``): fire the pattern timers
+        due before such an event (:meth:`fires_before`: VEPL deadlines < ts, Esper timers
+        <= ts) and process data-window expiries and batch closes at instants <= ts, in time
+        order; at one instant the window updates first, then Esper's timers, then (after the
+        events of that instant) VEPL deadlines (docs/windows.md), so the order never depends
+        on whether an event arrives then."""
         out = [] if out is None else out
         if ts == float("inf"):
             self.stopped = True  # the input has ended: pattern clocks do not start again
@@ -290,8 +307,8 @@ class Engine:
         windows = self.windows
         while True:
             due = self._window_due() if windows else float("inf")
-            if heap and heap[0][0] < ts and heap[0][0] < due:
-                deadline, _, mi, token, zone, start = heapq.heappop(heap)
+            if self.fires_before(ts) and heap[0][0] < due:
+                deadline, _, _, mi, token, zone, start = heapq.heappop(heap)
                 self.time = max(self.time, deadline)
                 first = len(out)
                 emitted: list[ComplexEvent] = []
@@ -459,7 +476,7 @@ class Engine:
         if not state:
             return
         # the saved intervals replace any an explicit start began
-        self._heap = [h for h in self._heap if h[3] != CLOCK_TOKEN]
+        self._heap = [h for h in self._heap if h[4] != CLOCK_TOKEN]
         heapq.heapify(self._heap)
         for m in self._clocks:
             m.clock_start = None

@@ -53,6 +53,9 @@ class Matcher:
         #: unrestricted, which follows every run: a thread may also skip an event it takes
         #: (docs/semantics.md, "Decision — a partial match is the events it took")
         self.skips = self.context == "unrestricted"
+        #: Esper's timers fire before the events of their instant (its windows exclude their
+        #: end: span < Δ); VEPL's windows include it (span ≤ Δ) — see Zone.open_end
+        self.timers_first = self.context == "esper"
         self.exact = self.context in ("chronicle", "immediate", "strict")
         self.tokens: dict[Any, dict[int, Token]] = {}
         self.done = False  # a match was completed (Esper's patterns without every stop then)
@@ -330,7 +333,7 @@ class Matcher:
             else:  # entered and left by this very event
                 start = out = tau
             span = out - start
-            if zone.kind == "within" and span > zone.length:
+            if zone.kind == "within" and zone.exceeded(span):
                 return zs, f"window of {_ms(zone.length)} exceeded (span {_ms(span)})"
             if zone.kind == "holds_for" and span < zone.length:
                 return zs, f"holds-for {_ms(zone.length)} not reached (span {_ms(span)})"
@@ -341,7 +344,7 @@ class Matcher:
         if edge.target != FINAL:
             for z, start in zs.items():
                 zone = self.zone_by_id[z]
-                if zone.kind == "within" and tau - start > zone.length:
+                if zone.kind == "within" and z not in edge.enters and zone.exceeded(tau - start):
                     return zs, f"window of {_ms(zone.length)} exceeded (span {_ms(tau - start)})"
         return (zs or None), None
 
@@ -537,8 +540,9 @@ class Matcher:
                 for tok in list(group.values()):
                     th = tok.threads[0]
                     b = th.bindings
-                    if (z is not None and ts - th.zstart[z] > window) or b.get(key) != kv:
-                        continue  # (expired at this very instant / NaN: unifies with nothing)
+                    if (z is not None and ts - th.zstart[z] >= window) or b.get(key) != kv:
+                        continue  # (expired at this very instant — Esper's timer fires before
+                        # the event — / NaN: unifies with nothing)
                     nb = dict(b)
                     for i, v in pr.b_new:
                         nb[v] = params[i]
@@ -579,9 +583,9 @@ class Matcher:
         seen = self.seen
         expiry = self.auto.distinct_expiry
         if expiry is not None:
-            while seen:
+            while seen:  # a key expires when now >= its time + expiry (Esper's timer fires first)
                 k, t0 = next(iter(seen.items()))
-                if ts - t0 <= expiry:
+                if ts - t0 < expiry:
                     break
                 del seen[k]
         if key in seen:
@@ -853,7 +857,7 @@ class Matcher:
                 continue
             zone = self.zone_by_id[z]
             span = th.last_ts - start
-            if (zone.kind == "within" and span > zone.length) or (
+            if (zone.kind == "within" and zone.exceeded(span)) or (
                     zone.kind == "holds_for" and span < zone.length):
                 return False
         return True
