@@ -61,6 +61,10 @@ class Position:
     local: bool = False
     #: Esper's tag inside a repetition: the event is collected (see :class:`Collect`)
     collect: Collect | None = None
+    #: a step of Esper's ``and`` (compiler.conjunction): (the and's id, the operands it
+    #: moves). Of the steps of one ``and`` that fire on an event only those moving a maximal
+    #: set of operands are taken: every operand that can take the event takes it
+    conj: tuple[int, frozenset[int]] | None = None
 
 
 @dataclass(slots=True)

@@ -29,6 +29,7 @@ from cepflow.automaton.model import (
     StartClock,
     Zone,
 )
+from cepflow.compiler.conjunction import ConjunctionError, Step, product
 from cepflow.compiler.esper import CLOCK, EsperPlan, current
 from cepflow.compiler.expressions import ExpressionError, compile_expr
 from cepflow.compiler.normalize import (
@@ -95,6 +96,9 @@ class _Builder:
         self.zones: list[Zone] = []
         self.zone_stack: list[int] = []
         self.variables = self._variables(decl.body)
+        #: Esper's and is a product of its operands (compiler.conjunction), VEPL's 000's sugar
+        self.esper = decl.context == "esper"
+        self.n_conj = 0
 
     # -- helpers -------------------------------------------------------------------------
     def err(self, msg: str, loc: ast.Loc) -> CompileError:
@@ -118,6 +122,53 @@ class _Builder:
         return frozenset(out | {p.name for p in self.decl.params})
 
     def atom_position(self, atom: ast.Atom, negative: bool = False) -> Position:
+        binds, flt, src, label, local = self._atom_parts(atom, negative)
+        pid = self.next_id()
+        collect = None
+        if atom.alias is not None:  # a repeated tag's event is collected (compiler.esper)
+            names = self.schemas[atom.name].param_names
+            collect = Collect(atom.alias, names, tuple(current(atom.alias, f) for f in names),
+                              f"_{atom.alias}[]")
+        pos = Position(pid, atom.name, tuple(binds), flt, src, label, atom.loc,
+                       tuple(self.zone_stack), where=atom.where, local=local, collect=collect)
+        (self.negatives if negative else self.positions).append(pos)
+        return pos
+
+    def step_position(self, step: Step, conj: int) -> Position:
+        """A step of Esper's ``and``: its atoms (one type) merged into one position."""
+        binds: list[tuple[int, str]] = []
+        filters, srcs, labels, wheres = [], [], [], []
+        local = True
+        for atom in step.atoms:
+            b, flt, src, label, loc_only = self._atom_parts(atom, False)
+            binds.extend(x for x in b if x not in binds)
+            if flt is not None:
+                filters.append(flt)
+                srcs.append(src)
+                wheres.append(atom.where)
+                local = local and loc_only
+            labels.append(label)
+        flt = None
+        if len(filters) == 1:
+            flt = filters[0]
+        elif filters:
+            def flt(e: Any, b: dict[str, Any], fs: tuple = tuple(filters)) -> bool:
+                return all(f(e, b) for f in fs)
+        where = None
+        for w in wheres:
+            where = w if where is None else ast.Binary("and", where, w, w.loc)
+        first = step.atoms[0]
+        pos = Position(self.next_id(), first.name, tuple(binds), flt,
+                       " and ".join(f"({s})" for s in srcs) if srcs else None,
+                       " ∧ ".join(labels), first.loc, tuple(self.zone_stack), where=where,
+                       local=bool(filters) and local, conj=(conj, step.moved))
+        self.positions.append(pos)
+        return pos
+
+    def _atom_parts(self, atom: ast.Atom, negative: bool
+                    ) -> tuple[list[tuple[int, str]], Any, str | None, str, bool]:
+        """An atom's bindings (Algorithm 1), compiled filter, its source, label and whether
+        the filter reads only the event's own fields."""
         schema = self.schemas.get(atom.name)
         if schema is None:
             raise self.err(f"unknown event pattern '{atom.name}'", atom.loc)
@@ -143,18 +194,8 @@ class _Builder:
             src = format_expr(atom.where)
         args = "" if atom.args is None else "(" + ", ".join(a or "_" for a in atom.args) + ")"
         label = f"{'¬' if negative else ''}{atom.name}{args}" + (f" where {src}" if src else "")
-        pid = self.next_id()
-        collect = None
-        if atom.alias is not None:  # a repeated tag's event is collected (compiler.esper)
-            names = schema.param_names
-            collect = Collect(atom.alias, names, tuple(current(atom.alias, f) for f in names),
-                              f"_{atom.alias}[]")
-        pos = Position(pid, atom.name, tuple(binds), flt, src, label, atom.loc,
-                       tuple(self.zone_stack), where=atom.where,
-                       local=atom.where is not None and _event_only(atom.where, schema),
-                       collect=collect)
-        (self.negatives if negative else self.positions).append(pos)
-        return pos
+        local = atom.where is not None and _event_only(atom.where, schema)
+        return binds, flt, src, label, local
 
     def next_id(self) -> int:
         """A fresh state id (positions and restricted copies share one numbering)."""
@@ -189,7 +230,10 @@ class _Builder:
                 "NOT needs a preceding event in a '->' sequence (e.g. A -> NOT B -> C, or "
                 "(A -> NOT B)[10 s]); to forbid a whole sequence, declare it as a complex "
                 "event and negate that", p.loc)
-        if isinstance(p, ast.And):  # normalize() expands and; kept for direct callers
+        if isinstance(p, ast.And):
+            if self.esper:  # Esper's and: both operands at once, one event may serve both
+                return self.build_product(p)
+            # normalize() expands 000's and; kept for direct callers
             return self.build(ast.Or(ast.Fol(p.left, p.right), ast.Fol(p.right, p.left)))
         if isinstance(p, ast.Every):  # Esper's every on one event inside a pattern (esper.py)
             f = self.build(p.pattern)
@@ -204,6 +248,20 @@ class _Builder:
             raise self.err("until is an Esper operator: use it in an Esper-style pattern "
                            "(context esper, every or tags)", p.loc)
         raise self.err(f"unsupported pattern node {type(p).__name__}", None)
+
+    def build_product(self, p: ast.And) -> _Frag:
+        """Esper's ``and`` as the product of its operands (compiler.conjunction)."""
+        try:
+            prod = product(p)
+        except ConjunctionError as e:
+            raise self.err(str(e), e.loc or p.loc) from None
+        self.n_conj += 1
+        ids = [self.step_position(s, self.n_conj).id for s in prod.steps]
+        for k, nxt in prod.follow.items():
+            for j in nxt:
+                self.raw.append((ids[k], ids[j], frozenset()))
+        return _Frag({ids[k] for k in prod.first}, {ids[k] for k in prod.last}, False,
+                     set(ids), set())
 
     def link(self, a: _Frag, b: _Frag, reenter: frozenset[int] = frozenset()) -> None:
         for p in a.last:
@@ -315,7 +373,7 @@ class _Builder:
     def assemble(self, default_context: str) -> Automaton:
         decl = self.decl
         try:
-            body = normalize(decl.body)
+            body = normalize(decl.body, expand_and=not self.esper)
         except NormalizationError as e:
             raise self.err(str(e), e.loc) from None
         top = self.build(body)

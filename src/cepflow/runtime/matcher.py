@@ -93,6 +93,15 @@ class Matcher:
             p.collect is not None for p in auto.positions)
         self.key_index = auto.key_index
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
+        #: per state, how many of its edges are steps of each Esper and (by the and's id)
+        self.conj_degree: dict[int, dict[int, int]] = {}
+        for s, m in auto.edges.items():
+            for es in m.values():
+                for edge in es:
+                    if edge.position.conj is not None:
+                        c = edge.position.conj[0]
+                        d = self.conj_degree.setdefault(s, {})
+                        d[c] = d.get(c, 0) + 1
         self.key_var = {s: next(iter(m.values()))[1] for s, m in self.key_index.items() if m}
         self.fast = self._fast_paths() if fast_path else {}
         #: Esper's ``every a = A(f) -> b = B(g, key) [within Δ]`` (runtime.batch.EsperPair):
@@ -281,6 +290,7 @@ class Matcher:
         params = e.params
         forked = False
         fired = 0
+        steps: list[tuple[tuple[int, frozenset[int]], Thread]] | None = None
         for edge in edges:
             pos = edge.position
             flt = pos.filter
@@ -308,16 +318,38 @@ class Matcher:
                 self._forked.append(nt)
                 forked = True
                 continue
+            if pos.conj is not None:  # a step of Esper's and: see below
+                if steps is None:
+                    steps = []
+                steps.append((pos.conj, nt))
+                continue
             out.append(nt)
+        if steps is not None:
+            # every operand of an and that can take e takes it: of its steps that fired, only
+            # those moving a maximal set of operands go on (compiler.conjunction)
+            out.extend(nt for (c, moved), nt in steps
+                       if not any(c2 == c and moved < m2 for (c2, m2), _ in steps))
         if not out and reason is None and not forked:
             return None
         if th.state != INITIAL and (self.skips or (self.context == "esper" and (
-                forked or fired < self.out_degree[th.state]))):
+                forked or self._others_wait(th.state, fired, steps)))):
             # unrestricted follows every run: the thread may also skip e. Under esper the
             # operands of an or run side by side: one that did not take e (another edge of
             # this state did) still waits, and so does an inner every's source
             out.append(_KEEP)
         return out, reason
+
+    def _others_wait(self, state: int, fired: int,
+                     steps: list[tuple[tuple[int, frozenset[int]], Thread]] | None) -> bool:
+        """Under esper: does an edge of ``state`` that did not fire belong to another operand
+        of an or (not to an and one of whose steps fired: the and as a whole took e)?"""
+        unfired = self.out_degree[state] - fired
+        if steps and unfired:
+            fired_in = {c for (c, _), _ in steps}
+            for c, k in self.conj_degree.get(state, {}).items():
+                if c in fired_in:
+                    unfired -= k - sum(1 for (c2, _), _ in steps if c2 == c)
+        return unfired > 0
 
     def _zones(
         self, th: Thread, edge: Edge, e: Event

@@ -1,0 +1,183 @@
+"""Esper's ``and`` as a product of its operands (docs/esper.md, "and").
+
+In Esper ``P and Q`` starts both operands at once and is true when both have turned true; each
+operand takes the *first* event that satisfies its next step, and one event may satisfy steps of
+both (``A and A`` fires on a single ``A``; ``a=A(v > 1) and b=A(v < 5)`` on one ``A(v=3)``, with
+``a`` and ``b`` the same event). 000's ``and`` — ``or(fol(P, Q), fol(Q, P))`` — needs two events
+and no interleaving, so Esper-style patterns get this construction instead (VEPL keeps 000's).
+
+Each operand (atoms, sequences, alternatives, ``[n]`` repetitions) gets its own Glushkov
+positions; a state of the product is one position (or "not begun") per operand, and a step
+moves a non-empty set ``S`` of the unfinished operands on one event whose type all their next
+atoms share. A step of the product is one automaton position (:class:`Step`): the atoms of
+``S`` merged — every binding, the conjunction of the filters. Every subset of the operands that
+can take an event is a candidate, so the matcher keeps, of the steps that fire, only those whose
+``S`` is maximal (``Position.conj``): every operand that can take the event takes it, which is
+Esper's "first event" rule, and the product stays deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cepflow.compiler.normalize import and_items, fol_items, or_items
+from cepflow.language import ast
+
+#: the most product steps one ``and`` may have (states grow with the product of operand sizes)
+MAX_STEPS = 4096
+
+
+class ConjunctionError(Exception):
+    """An ``and`` this construction does not take, with the operand's location."""
+
+    def __init__(self, message: str, loc: ast.Loc = None) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+@dataclass
+class _Glushkov:
+    """An operand's own positions: atoms, first/last positions and the follow relation."""
+
+    atoms: list[ast.Atom] = field(default_factory=list)
+    follow: dict[int, set[int]] = field(default_factory=dict)
+
+    def build(self, p: ast.Pattern) -> tuple[set[int], set[int], bool]:
+        """(first, last, nullable) of ``p``, adding its positions."""
+        if isinstance(p, ast.Atom):
+            if p.alias is not None:
+                raise ConjunctionError("a tag inside a repetition inside 'and' is not supported",
+                                       p.loc)
+            i = len(self.atoms)
+            self.atoms.append(p)
+            self.follow[i] = set()
+            return {i}, {i}, False
+        if isinstance(p, ast.Or):
+            parts = [self.build(x) for x in or_items(p)]
+            first = set().union(*(f for f, _, _ in parts))
+            return first, set().union(*(la for _, la, _ in parts)), any(n for _, _, n in parts)
+        if isinstance(p, ast.Fol):
+            return self.seq(fol_items(p))
+        if isinstance(p, ast.Mult):
+            if isinstance(p.count, int):
+                return self.seq([p.pattern] * p.count)
+            first, last, nullable = self.build(p.pattern)
+            for q in last:
+                self.follow[q] |= first
+            return first, last, nullable or p.count == "*"
+        what = {ast.Not: "'not'", ast.Window: "timer:within", ast.Every: "every",
+                ast.Until: "until", ast.Interval: "timer:interval", ast.And: "a nested 'and'"}
+        raise ConjunctionError(f"{what.get(type(p), type(p).__name__)} inside an operand of "
+                               "'and' is not supported (operands of single events, sequences, "
+                               "alternatives and [n] repetitions are)", p.loc)
+
+    def seq(self, items: list[ast.Pattern]) -> tuple[set[int], set[int], bool]:
+        first: set[int] = set()
+        last: set[int] = set()
+        nullable = True
+        for it in items:
+            f, la, n = self.build(it)
+            for q in last:
+                self.follow[q] |= f
+            if nullable:
+                first |= f
+            last = la | (last if n else set())
+            nullable = nullable and n
+        return first, last, nullable
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the product: the operands ``moved`` (indices) take the event with the atoms
+    ``atoms`` (one per moved operand), reaching ``target`` (per operand its last position, or -1
+    when it has not begun). Its ``state`` is the product position's identity."""
+
+    moved: frozenset[int]
+    atoms: tuple[ast.Atom, ...]
+    target: tuple[int, ...]
+
+    @property
+    def state(self) -> tuple[frozenset[int], tuple[int, ...]]:
+        return self.moved, self.target
+
+
+@dataclass
+class Product:
+    """The product of an ``and``'s operands: its steps, which start it, which end it (every
+    operand done) and which may follow which."""
+
+    steps: list[Step]
+    first: list[int]
+    last: list[int]
+    follow: dict[int, list[int]]
+
+
+def product(p: ast.And) -> Product:
+    """The product automaton of ``p``'s operands (``and`` chains are flattened: Esper's ``and``
+    is n-ary)."""
+    operands = and_items(p)
+    parts = []
+    for op in operands:
+        g = _Glushkov()
+        first, last, nullable = g.build(op)
+        if nullable:
+            raise ConjunctionError("an operand of 'and' that can match nothing", op.loc or p.loc)
+        parts.append((g, first, last))
+    n = len(parts)
+    index: dict[tuple, int] = {}
+    steps: list[Step] = []
+    follow: dict[int, list[int]] = {}
+
+    def nexts(state: tuple[int, ...]) -> list[int]:
+        """Indices of the steps from ``state``, creating them."""
+        out = []
+        moves: list[dict[str, list[tuple[int, int]]]] = []  # per operand: type -> (op, pos)
+        for i, (g, first, last) in enumerate(parts):
+            at = state[i]
+            if at in last:
+                moves.append({})
+                continue
+            cand = first if at < 0 else g.follow[at]
+            by_type: dict[str, list[tuple[int, int]]] = {}
+            for q in sorted(cand):
+                by_type.setdefault(g.atoms[q].name, []).append((i, q))
+            moves.append(by_type)
+        types = sorted({t for m in moves for t in m})
+        for t in types:
+            options = [m.get(t, []) for m in moves]
+            # every non-empty choice of operands, each with one of its candidate positions
+            combos: list[list[tuple[int, int]]] = [[]]
+            for opts in options:
+                combos = combos + [[*c, o] for c in combos for o in opts]
+            for combo in combos:
+                if not combo:
+                    continue
+                target = list(state)
+                for i, q in combo:
+                    target[i] = q
+                step = Step(frozenset(i for i, _ in combo),
+                            tuple(parts[i][0].atoms[q] for i, q in combo), tuple(target))
+                k = index.get(step.state)
+                if k is None:
+                    if len(steps) >= MAX_STEPS:
+                        raise ConjunctionError(f"this 'and' has more than {MAX_STEPS} steps "
+                                               "(the product of its operands); split it into "
+                                               "complex events", p.loc)
+                    k = index[step.state] = len(steps)
+                    steps.append(step)
+                out.append(k)
+        return out
+
+    start = nexts(tuple([-1] * n))
+    todo = list(start)
+    seen = set(start)
+    while todo:
+        k = todo.pop()
+        follow[k] = nexts(steps[k].target)
+        for j in follow[k]:
+            if j not in seen:
+                seen.add(j)
+                todo.append(j)
+    done = [k for k, s in enumerate(steps)
+            if all(s.target[i] in parts[i][2] for i in range(n))]
+    return Product(steps, start, done, follow)

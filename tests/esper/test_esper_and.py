@@ -1,0 +1,148 @@
+"""Esper's ``and`` (docs/esper.md, "and"; compiler/conjunction.py): both operands start at once,
+each takes the first event that satisfies its next step, one event may satisfy both, and the
+``and`` is true when every operand is. From the Esper reference ("and": "A and A fires when a
+single A arrives"; EvalAndStateNode: each child reports the same event independently) and a
+brute-force oracle of that definition; VEPL keeps 000's ``and`` (two events, one after the
+other)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cepflow.events.model import Event
+from cepflow.language.diagnostics import PatternSyntaxError
+from cepflow.language.epl import parse_epl
+from cepflow.loader import load, load_module
+from cepflow.runtime.engine import Engine
+
+SCHEMA = "".join(f"create schema {t}(v int);\n" for t in "ABCD")
+CEP_SCHEMA = "".join(f"atomicEvent {t}(v: Integer)\n" for t in "ABCD")
+
+
+def epl(pattern: str, select: str = ""):
+    return load_module(parse_epl(SCHEMA + f"insert into P {select}from pattern [{pattern}]"))
+
+
+def events(spec: str) -> list[Event]:
+    """``"A3 A0 B1"``: type and value; ids are the tokens themselves."""
+    return [Event(t[0], (int(t[1:]),), i, id=t) for i, t in enumerate(spec.split())]
+
+
+def found(program, spec: str) -> list[list]:
+    eng = Engine(program)
+    out = [m for e in events(spec) for m in eng.process(e)] + eng.finish()
+    return [m.event_refs for m in out]
+
+
+def test_one_event_satisfies_both_operands() -> None:
+    assert found(epl("A and A"), "A1") == [["A1"]]
+    p = epl("a=A(v > 1) and b=A(v < 5)", "select a.v as av, b.v as bv ")
+    m = Engine(p).process(events("A3")[0])
+    assert [(x.event_refs, x.params) for x in m] == [(["A3"], (3, 3))]
+    # A6 satisfies only the first operand, A0 only the second: two events
+    eng = Engine(p)
+    out = [x for e in events("A6 A0") for x in eng.process(e)]
+    assert [(x.event_refs, x.params) for x in out] == [(["A6", "A0"], (6, 0))]
+
+
+def test_operands_interleave_and_take_their_first_events() -> None:
+    p = epl("(a=A -> b=B) and (c=C -> d=D)")
+    assert found(p, "A1 C1 B1 D1") == [["A1", "C1", "B1", "D1"]]
+    assert found(p, "C1 A1 D1 B1") == [["C1", "A1", "D1", "B1"]]
+    # both operands begin with an A: both take the first one
+    q = epl("(a=A -> b=B) and (c=A -> d=C)", "select a.v as av, c.v as cv ")
+    eng = Engine(q)
+    out = [x for e in events("A1 A2 B1 C1") for x in eng.process(e)]
+    assert [(x.event_refs, x.params) for x in out] == [(["A1", "B1", "C1"], (1, 1))]
+
+
+def test_every_around_and_restarts_after_each_match() -> None:
+    p = epl("every (a=A and b=B)")
+    assert found(p, "A1 A2 B3 B4 A5") == [["A1", "B3"], ["B4", "A5"]]
+
+
+def test_and_after_an_event() -> None:
+    """Each instance's and starts at its C: B1 completes the first instance and is the second
+    one's first operand; A2 then completes the second."""
+    p = epl("every x=C -> (a=A and b=B)")
+    assert found(p, "C1 A1 C2 B1 A2") == [["C1", "A1", "B1"], ["C2", "B1", "A2"]]
+
+
+def test_and_in_cepflow_syntax_under_esper() -> None:
+    p = load(CEP_SCHEMA + "complexEvent P { as every (a = A where v > 1 AND b = A where v < 5) "
+                          "}\n")
+    assert p.automata[0].context == "esper"
+    assert found(p, "A3 A6 A0") == [["A3"], ["A6", "A0"]]
+
+
+def test_vepl_and_keeps_000s_definition() -> None:
+    """000 §4.3.1: and(c1, c2) ≡ or(fol(c1, c2), fol(c2, c1)): two events, one after the
+    other."""
+    p = load(CEP_SCHEMA + "complexEvent P { as A AND A }\n")
+    assert found(p, "A1") == []
+    assert found(p, "A1 A2") == [["A1", "A2"]]
+
+
+@pytest.mark.parametrize(("pattern", "what"), [
+    ("(a=A -> b=B where timer:within(5 sec)) and c=C", "timer:within inside an operand"),
+    ("(a=A -> (b=B and c=C)) and d=D", "a nested 'and' inside an operand"),
+])
+def test_operands_it_does_not_take_are_named(pattern: str, what: str) -> None:
+    with pytest.raises(PatternSyntaxError) as err:
+        epl(pattern)
+    assert what in str(err.value)
+
+
+# ---- a brute-force oracle of Esper's and ------------------------------------------------
+
+FILTERS = ["", "v > 1", "v < 3", "v = 2"]
+
+
+def holds(flt: str, v: int) -> bool:
+    return {"": True, "v > 1": v > 1, "v < 3": v < 3, "v = 2": v == 2}[flt]
+
+
+def oracle(operands: list[list[tuple[str, str]]], evs: list[Event], every: bool) -> list[list]:
+    """Each operand is a sequence of steps (type, filter); each takes the first event that
+    satisfies its next step; the and is true when all are done (every: then it restarts with
+    the next event)."""
+    out: list[list] = []
+    at = [0] * len(operands)
+    taken: list[Event] = []
+    for e in evs:
+        moved = False
+        for i, steps in enumerate(operands):
+            if at[i] < len(steps) and steps[at[i]][0] == e.type and holds(steps[at[i]][1],
+                                                                          e.params[0]):
+                at[i] += 1
+                moved = True
+        if moved:
+            taken.append(e)
+        if all(at[i] == len(s) for i, s in enumerate(operands)):
+            out.append([x.id for x in taken])
+            if not every:
+                break
+            at, taken = [0] * len(operands), []
+    return out
+
+
+steps = st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from(FILTERS)), min_size=1,
+                 max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(steps, min_size=2, max_size=3),
+       st.lists(st.tuples(st.sampled_from("AB"), st.integers(0, 3)), min_size=1, max_size=10),
+       st.booleans())
+def test_and_equals_the_oracle(operands: list[list[tuple[str, str]]],
+                               spec: list[tuple[str, int]], every: bool) -> None:
+    tag = iter(range(100))
+    text = " and ".join(
+        "(" + " -> ".join(f"t{next(tag)}={t}({f})" for t, f in op) + ")" for op in operands)
+    p = epl(f"every ({text})" if every else text, "select 1 as one ")
+    evs = [Event(t, (v,), i, id=f"{t}{i}") for i, (t, v) in enumerate(spec)]
+    eng = Engine(p)
+    got = [m.event_refs for e in evs for m in eng.process(e)]
+    assert got == oracle(operands, evs, every)
