@@ -140,11 +140,16 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
     if isinstance(body, ast.Every):
         inner = body.pattern
         single = _single(inner)
-        if body.distinct and not single:
-            raise EsperError("every-distinct around a sequence is not supported yet; put it on "
-                             "the first event (every-distinct(k) a = A -> ...)", body.loc)
+        # every-distinct around a sequence restarts like every (…) and drops a match whose
+        # keys were seen (Esper's EvalEveryDistinctStateNode: the keys of each result)
         return inner, EsperPlan("spawn" if single else "restart", body.distinct, body.expiry)
     items = fol_items(body)
+    if len(items) > 1 and isinstance(items[0], ast.Window):
+        # (every x = X -> P where timer:within(Δ)) -> Q: the guard of P starts at X (the EPL
+        # reader made it the window (X -> P)[Δ]), and every x = X is still the start policy
+        head, plan = _start_policy(items[0])
+        if plan.start == "spawn":
+            return _fol([head, *items[1:]]), plan
     if len(items) > 1 and isinstance(items[0], ast.Every):
         first = items[0]
         if _timer_head(first.pattern):  # every timer:interval(Δ) -> P: a new P every Δ
@@ -443,7 +448,10 @@ class _Aliases:
         self.rename: dict[str, str] = {}        # "a2.f" -> the variable holding it
 
     def var(self, alias: str, fld: str, loc: ast.Loc) -> str:
-        et = self.bound.get(alias)
+        """The variable of ``alias.fld``. An alias only some branch of an earlier ``or``
+        binds reads as null when another branch matched (Esper: the tag is null), so it is
+        never unified (``_unify`` takes surely bound aliases only)."""
+        et = self.bound.get(alias) or self.seen.get(alias)
         if et is None:
             raise EsperError(f"'{alias}' is not bound before this point", loc)
         self._field(alias, et, fld, loc)
@@ -564,9 +572,8 @@ class _Aliases:
         out: list[tuple[str, ast.Expr]] = []
         for alias, et in self.seen.items():
             rep = self.repeated.get(alias)
-            if rep is None:
-                if alias in self.bound:
-                    out.extend((f"{alias}.{f}", ast.Name(alias, (f,))) for f in et.param_names)
+            if rep is None:  # (null when a branch of an or without it matched)
+                out.extend((f"{alias}.{f}", ast.Name(alias, (f,))) for f in et.param_names)
                 continue
             if rep.most is None:
                 raise EsperError(f"'{alias}' collects any number of events, so the complex event "

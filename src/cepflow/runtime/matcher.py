@@ -669,7 +669,7 @@ class Matcher:
         res = self._try_edges(root, self.initial[e.type], e)
         if res is None:
             return False
-        if self.auto.distinct:
+        if self.auto.distinct and self.auto.start == "spawn":
             first = next(th for th in res[0] if th is not _KEEP)
             if self._distinct_seen(first.bindings, e.ts):
                 return False
@@ -777,8 +777,16 @@ class Matcher:
         return params, dict(zip(self.auto.params, params, strict=True))
 
     def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
-        params, bindings = self.result(th.bindings, ts)
         self.done = True
+        if (self.auto.distinct and self.auto.start == "restart"
+                and self._distinct_seen(th.bindings, ts)):
+            # every-distinct around a sequence: a match whose keys were seen is dropped (the
+            # instance ended all the same, and the next one begins)
+            if self.engine.trace is not None:
+                self.engine.trace.add(kind="dispose", pattern=self.name, token=tok.id,
+                                      event=None, ts=ts, reason="every-distinct: keys seen")
+            return
+        params, bindings = self.result(th.bindings, ts)
         events = th.events
         if self.clock is not None:  # the clock's synthetic event is no part of the match
             events = [x for x in events if x.type != self.clock.type]
