@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Creates .venv (if missing or stale) and installs cepflow with its development tools.
+# Creates .venv (if missing or stale) and installs cepflow with its development tools and the
+# Spark extra (pip install -e '.[dev,spark]'); on Debian/Ubuntu, also what the system lacks:
+# Java (Spark) and Graphviz (`cepflow graph -o x.svg`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-# Spark (the data pipeline) needs a JVM; Debian/Ubuntu machines get one from apt
-if ! command -v java >/dev/null 2>&1; then
+missing=()
+# Spark (the data pipeline) needs a JVM
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+# `cepflow graph -o x.svg|png|pdf` draws with Graphviz's `dot`
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "setup: Java 17 is needed for the Spark pipeline (install openjdk-17-jre)" >&2
+    echo "setup: please install ${missing[*]} (Java 17 for the Spark pipeline, Graphviz for" \
+         "cepflow graph's SVG/PNG/PDF)" >&2
   fi
 fi
 if ! "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
@@ -18,8 +26,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.cepflow-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  .venv/bin/python -m pip install -q -e '.[dev,spark]'
   touch "$stamp"
 fi

@@ -1,6 +1,7 @@
 """``cepflow demo gesture``: gesture recognition on the live pipeline (000 §7, 002).
 
-N bodies replay the recorded arm rotation (``examples/gesture_live``) for M cycles at 25
+N bodies replay the recorded arm rotation (``cepflow.examples.gesture_live``, the
+repository's ``examples/gesture_live``) for M cycles at 25
 frames per second of event time: model updates → posture queries → query events →
 ``ForwardGesture`` → rule ``nextSlide``. ``--engine spark`` runs the same pipeline per body on
 Spark (:func:`cepflow.spark.live.detect_live`). The last line is a JSON summary; the exit code
@@ -19,9 +20,14 @@ from typing import Annotated, Any
 
 import typer
 
+from cepflow.cli.options import EngineName, need_spark
 
-def load_case(folder: Path) -> ModuleType:
-    """Import the case study's ``pipeline`` module (the folder is a Python package)."""
+
+def load_case(folder: Path | None) -> ModuleType:
+    """Import the case study's ``pipeline`` module: the shipped one, or that of the folder
+    given with ``--dir`` (a Python package)."""
+    if folder is None:
+        return importlib.import_module("cepflow.examples.gesture_live.pipeline")
     if not (folder / "pipeline.py").is_file() or not (folder / "__init__.py").is_file():
         typer.echo(f"{folder}: not a gesture case folder (needs __init__.py and pipeline.py; "
                    "give it with --dir)", err=True)
@@ -45,24 +51,22 @@ def gesture(
     bodies: Annotated[int, typer.Option("--bodies", min=0, help="Bodies in the model")] = 4,
     cycles: Annotated[int, typer.Option("--cycles", min=0,
                                         help="Arm cycles (12 frames each) per body")] = 5,
-    engine: Annotated[str, typer.Option(
-        help="local (one in-process live session) or spark (one session per body on Spark)")
-    ] = "local",
+    engine: Annotated[EngineName, typer.Option(
+        help="local (one in-process live session) or spark (one session per body on Spark; "
+             "needs the spark extra)")] = EngineName.local,
     master: Annotated[str | None, typer.Option(
         help="Spark master (default: embedded local[*])")] = None,
     directory: Annotated[Path | None, typer.Option(
-        "--dir", help="The case study folder (default: examples/gesture_live)")] = None,
+        "--dir", help="A copy of the case study's folder (default: the shipped one, "
+        "cepflow demo path gesture_live)")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q",
                                         help="Print only the JSON summary")] = False,
 ) -> None:
     """Gesture recognition (000 §7): N bodies rotate the right arm M times; every cycle of
     every body must yield exactly one ForwardGesture (and advance that body's slide)."""
-    from cepflow.cli.demo import examples_dir
-
-    if engine not in ("local", "spark"):
-        typer.echo(f"unknown engine '{engine}' (local or spark)", err=True)
-        raise typer.Exit(2)
-    case = load_case(directory or examples_dir() / "gesture_live")
+    if engine == "spark":
+        need_spark("demo gesture --engine spark")
+    case = load_case(directory)
     report = (lambda line: None) if quiet else typer.echo
     report(f"gesture recognition: {bodies} bodies x {cycles} arm cycles x 12 frames at 25 fps, "
            f"40 model changes per body and frame, engine {engine}")

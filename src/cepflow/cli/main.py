@@ -15,24 +15,38 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cepflow.automaton.dot import render, to_dot
+from cepflow.automaton.dot import RenderError, render, to_dot, window_to_dot
 from cepflow.cli.demo import demo_app
+from cepflow.cli.options import (
+    ACTIONS_HELP,
+    HELP_OPTIONS,
+    ContextName,
+    EngineName,
+    import_action_modules,
+    need_spark,
+    show_version,
+)
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, SideChannel
 from cepflow.inputs import merge, read_events, reorder
-from cepflow.language.ast import CONTEXTS
 from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.loader import diagnose, parse_path
 from cepflow.outputs import write_rejected_jsonl
 from cepflow.outputs.jsonl import dumps
-from cepflow.runtime.actions import import_actions
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.explain import format_stories, trace_run
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings=HELP_OPTIONS,
                   help="Complex event processing over live models and event streams.")
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
+
+
+@app.callback()
+def _app(version: Annotated[bool, typer.Option(
+        "--version", callback=show_version, is_eager=True,
+        help="Print cepflow's version and exit")] = False) -> None:
+    """Complex event processing over live models and event streams."""
 
 
 def _load(path: Path, context: str | None) -> Program:
@@ -45,18 +59,12 @@ def _load(path: Path, context: str | None) -> Program:
     except OSError as e:
         err.print(f"{path}: {e.strerror}", markup=False)
         raise typer.Exit(2) from None
-    diags, program = diagnose(module, context=context)
+    diags, program = diagnose(module, context=None if context is None else str(context))
     for d in diags:
         err.print(str(d), markup=False, highlight=False)
     if program is None:
         raise typer.Exit(1)
     return program
-
-
-def _check_context(context: str | None) -> None:
-    if context is not None and context not in CONTEXTS:
-        err.print(f"unknown context '{context}' (one of {', '.join(CONTEXTS)})")
-        raise typer.Exit(2)
 
 
 @app.command()
@@ -94,36 +102,29 @@ def run(
     patterns: Annotated[Path, typer.Argument(help="Pattern file")],
     input: Annotated[list[Path], typer.Option("--input", "-i", help="Event file(s) or folder")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Complex events (.jsonl)")],
-    engine: Annotated[str, typer.Option(
-        help="local (in-process engine) or spark (batch pipeline on Spark)")] = "local",
+    engine: Annotated[EngineName, typer.Option(
+        help="local (in-process engine) or spark (batch pipeline on Spark; needs the spark "
+             "extra)")] = EngineName.local,
     master: Annotated[str | None, typer.Option(
         help="Spark master (default: embedded local[*])")] = None,
-    context: Annotated[str | None, typer.Option(help="Override the default context")] = None,
+    context: Annotated[ContextName | None, typer.Option(
+        help="Override the default context")] = None,
     lateness: Annotated[float, typer.Option(help="Allowed lateness (ms) for reordering")] = 0,
     rejected: Annotated[Path | None, typer.Option(
         help="Where malformed and late records go (default OUTPUT.rejected.jsonl)")] = None,
     close_windows: Annotated[bool, typer.Option(
         help="At end of input, let open windows close (fires trailing-NOT timers)")] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar")] = True,
-    actions: Annotated[list[str] | None, typer.Option(
-        help="Python module or .py file registering rule actions")] = None,
+    actions: Annotated[list[str] | None, typer.Option(help=ACTIONS_HELP)] = None,
     start: Annotated[float | None, typer.Option(
         help="The statements' start time (ms), where patterns that begin with "
              "timer:interval start (default: the first event's time)")] = None,
 ) -> None:
     """Detect complex events in EVENTS and write one JSON object per match."""
-    _check_context(context)
-    action_modules = []
-    for spec in actions or []:
-        try:
-            action_modules.append(import_actions(spec))
-        except (ImportError, OSError) as ex:
-            err.print(f"--actions {spec}: {ex}", markup=False)
-            raise typer.Exit(2) from None
-    if engine not in ("local", "spark"):
-        err.print(f"unknown engine '{engine}' (local or spark)")
-        raise typer.Exit(2)
+    if engine == "spark":
+        need_spark("--engine spark")
     program = _load(patterns, context)
+    action_modules = import_action_modules(actions)
     if engine == "spark":
         if start is not None:
             err.print("--start applies to the local engine (on Spark the statements start at "
@@ -257,30 +258,30 @@ def stream(
     checkpoint: Annotated[Path, typer.Option(help="Checkpoint folder (restart from here)")],
     master: Annotated[str | None, typer.Option(
         help="Spark master (default: embedded local[*])")] = None,
-    context: Annotated[str | None, typer.Option(help="Override the default context")] = None,
+    context: Annotated[ContextName | None, typer.Option(
+        help="Override the default context")] = None,
     lateness: Annotated[float, typer.Option(help="Allowed lateness of the watermark (ms)")
                         ] = 0,
     files_per_trigger: Annotated[int | None, typer.Option(
         help="At most this many new files per micro-batch")] = None,
     once: Annotated[bool, typer.Option(
         help="Process what is there and stop (availableNow) instead of running on")] = False,
-    actions: Annotated[list[str] | None, typer.Option(
-        help="Python module or .py file registering rule actions")] = None,
+    actions: Annotated[list[str] | None, typer.Option(help=ACTIONS_HELP)] = None,
 ) -> None:
     """Detect complex events continuously in a folder of event files (Spark Structured
     Streaming); restarting with the same checkpoint neither loses nor duplicates output."""
-    _check_context(context)
+    need_spark("cepflow stream")
+    program = _load(patterns, context)
+    action_modules = import_action_modules(actions)
     from pyspark import cloudpickle
 
     from cepflow.runtime.actions import registered
     from cepflow.spark import spark_session
     from cepflow.spark.streaming import stream_query
 
-    for spec in actions or []:
-        module = import_actions(spec)
+    for module in action_modules:
         if module.__name__.startswith("cepflow_actions_"):
             cloudpickle.register_pickle_by_value(module)
-    program = _load(patterns, context)
     if not source.is_dir():
         err.print(f"--source {source}: not a folder", markup=False)
         raise typer.Exit(2)
@@ -313,14 +314,15 @@ def explain(
     patterns: Annotated[Path, typer.Argument(help="Pattern file")],
     input: Annotated[list[Path], typer.Option("--input", "-i", help="Event file(s)")],
     pattern: Annotated[str | None, typer.Option(help="Explain only this pattern")] = None,
-    context: Annotated[str | None, typer.Option(help="Override the default context")] = None,
+    context: Annotated[ContextName | None, typer.Option(
+        help="Override the default context")] = None,
     lateness: Annotated[float, typer.Option(help="Allowed lateness (ms)")] = 0,
     close_windows: Annotated[bool, typer.Option(help="Let open windows close at the end")
                              ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
-    """Show each token's path through the automaton and why partial matches died."""
-    _check_context(context)
+    """Show each token's path through the automaton and why partial matches died (times in
+    ISO-8601 UTC for epoch milliseconds, else in ms)."""
     program = _load(patterns, context)
     if pattern is not None and pattern not in {a.name for a in program.automata}:
         err.print(f"no complex event pattern '{pattern}' in {patterns}", markup=False)
@@ -339,26 +341,35 @@ def explain(
 @app.command()
 def graph(
     patterns: Annotated[Path, typer.Argument(help="Pattern file")],
-    pattern: Annotated[str, typer.Argument(help="Complex event pattern name")],
-    output: Annotated[Path | None, typer.Option("--output", "-o",
-                                                help=".dot, .png, .svg or .pdf")] = None,
+    pattern: Annotated[str, typer.Argument(
+        help="A complex event pattern or a window statement of the file")],
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help=".dot/.gv (DOT text), .svg, .png or .pdf (drawn by Graphviz)")
+    ] = None,
 ) -> None:
-    """Write the automaton of PATTERN as Graphviz DOT (PNG/SVG when `dot` is installed)."""
+    """Draw PATTERN: a pattern's automaton, or a window statement's dataflow (input stream,
+    window, select/group by/having, output type). DOT on stdout, or the file of --output."""
     program = _load(patterns, None)
-    try:
-        auto = program.automaton(pattern)
-    except KeyError:
-        names = ", ".join(a.name for a in program.automata)
-        err.print(f"no complex event pattern '{pattern}' (have: {names})", markup=False)
-        raise typer.Exit(2) from None
-    dot = to_dot(auto)
+    windows = {w.name: w for w in program.windows}
+    if pattern in windows:
+        dot = window_to_dot(windows[pattern], program.schemas.get(pattern))
+    else:
+        try:
+            dot = to_dot(program.automaton(pattern))
+        except KeyError:
+            names = ", ".join([a.name for a in program.automata] + list(windows))
+            err.print(f"no complex event pattern or window statement '{pattern}' "
+                      f"(have: {names})", markup=False)
+            raise typer.Exit(2) from None
     if output is None:
         out.print(dot, markup=False, highlight=False, end="")
         return
-    if not render(dot, output):
-        err.print(f"Graphviz 'dot' is not installed: wrote {output.with_suffix('.dot')} "
-                  "instead", markup=False)
-        raise typer.Exit(1)
+    try:
+        render(dot, output)
+    except (RenderError, OSError) as e:
+        err.print(str(e) if isinstance(e, RenderError) else f"{output}: {e.strerror}",
+                  markup=False, highlight=False)
+        raise typer.Exit(2) from None
     err.print(f"wrote {output}", markup=False)
 
 

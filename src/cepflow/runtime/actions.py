@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,19 +68,72 @@ def registered() -> dict[str, Callable[[Any], Any]]:
     return dict(_REGISTRY)
 
 
+class ActionsError(ImportError):
+    """An actions module that could not be imported, in one line: ``FILE:LINE: what`` (a
+    syntax error, a missing module, an exception raised while the module ran)."""
+
+
+def _where(error: BaseException, origin: str | None) -> str:
+    """``FILE:LINE`` of the failure: the innermost line of the actions module itself (or, when
+    the error came from elsewhere, the innermost line of user code) that was running."""
+    if isinstance(error, SyntaxError) and error.filename:
+        col = f":{error.offset}" if error.offset else ""
+        return f"{error.filename}:{error.lineno}{col}"
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith("<frozen ") and f.filename != __file__]
+    mine = Path(origin).resolve() if origin else None
+    own = [f for f in frames if Path(f.filename).resolve() == mine]
+    if own or frames:
+        frame = (own or frames)[-1]
+        return f"{frame.filename}:{frame.lineno}"
+    return origin or "?"
+
+
+def _message(error: BaseException, origin: str | None) -> str:
+    """``FILE:LINE: kind: message`` on one line."""
+    what = error.msg if isinstance(error, SyntaxError) else str(error)
+    what = " ".join(what.splitlines())
+    kind = "syntax error" if isinstance(error, SyntaxError) else type(error).__name__
+    return f"{_where(error, origin)}: {kind}: {what}"
+
+
 def import_actions(spec: str) -> ModuleType:
-    """Import a Python module (dotted name or .py path) whose import registers actions."""
+    """Import a Python module (dotted name or .py path) whose import registers actions.
+
+    This runs the module's code: actions files are trusted Python, unlike pattern files. Any
+    failure — no such file or module, a syntax error, an exception at import — raises
+    :class:`ActionsError` saying where, in one line."""
     path = Path(spec)
-    if spec.endswith(".py") and path.is_file():
+    if spec.endswith(".py") or "/" in spec or "\\" in spec:
+        if not path.is_file():
+            raise ActionsError(f"{spec}: no such file")
         name = f"cepflow_actions_{path.stem}"
         mod_spec = importlib.util.spec_from_file_location(name, path)
         if mod_spec is None or mod_spec.loader is None:
-            raise ImportError(f"cannot load actions from {spec}")
+            raise ActionsError(f"{spec}: cannot load Python code from this file")
         module = importlib.util.module_from_spec(mod_spec)
         sys.modules[name] = module
-        mod_spec.loader.exec_module(module)
+        try:
+            mod_spec.loader.exec_module(module)
+        except Exception as e:
+            del sys.modules[name]
+            raise ActionsError(_message(e, str(path))) from e
         return module
-    return importlib.import_module(spec)
+    missing = ActionsError(f"{spec}: no such module (give a module on the Python path or a "
+                           ".py file)")
+    try:
+        found = importlib.util.find_spec(spec)
+    except Exception as e:  # a parent package is missing or failed to import
+        if isinstance(e, ModuleNotFoundError) and e.name and f"{spec}.".startswith(f"{e.name}."):
+            raise missing from e
+        raise ActionsError(_message(e, None)) from e
+    if found is None:
+        raise missing
+    try:
+        return importlib.import_module(spec)
+    except Exception as e:
+        sys.modules.pop(spec, None)
+        raise ActionsError(_message(e, found.origin)) from e
 
 
 @action("log")

@@ -11,6 +11,7 @@ from cepflow.automaton.model import FINAL, INITIAL, Automaton
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event
 from cepflow.runtime.engine import Engine
+from cepflow.timefmt import instant_text
 
 
 @dataclass
@@ -73,7 +74,8 @@ def trace_run(program: Program, events: Iterable[Event], pattern: str | None = N
 
 
 def format_stories(program: Program, stories: list[TokenStory]) -> str:
-    """Human-readable explanation, one block per token."""
+    """Human-readable explanation, one block per token; times as :mod:`cepflow.timefmt`
+    writes them (ISO-8601 UTC for epoch milliseconds, else ``N ms``)."""
     autos = {a.name: a for a in program.automata}
     out: list[str] = []
     current = None
@@ -91,7 +93,7 @@ def format_stories(program: Program, stories: list[TokenStory]) -> str:
         for ent in st.steps:
             kind = ent["kind"]
             ev = ent.get("event")
-            when = f"@{ent['ts']:g}"
+            when = f"@{instant_text(ent['ts'])}"
             if kind == "start":
                 tos = ", ".join(_state(auto, s) for s in ent["to"])
                 out.append(f"    {when} event {ev}: q0 -> {tos}")

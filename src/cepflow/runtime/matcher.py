@@ -25,6 +25,7 @@ from cepflow.events.model import ComplexEvent, Event
 from cepflow.language.tags import index_name
 from cepflow.runtime.batch import esper_pair_of
 from cepflow.runtime.tokens import PendingRows, Thread, Token
+from cepflow.timefmt import duration_text as _ms
 
 NOPART = object()  # the event belongs to no partition of a partitioned pattern
 
@@ -1086,7 +1087,4 @@ def _key_of(th: Thread) -> tuple:
     return (th.state, tuple(sorted(th.bindings.items(), key=lambda kv: kv[0])),
             tuple(sorted((th.zstart or {}).items())))
 
-
-def _ms(x: float) -> str:
-    return f"{x:g} ms"
 

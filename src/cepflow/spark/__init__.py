@@ -1,5 +1,13 @@
 """The data pipeline on Apache Spark: the same compiled patterns and engine as in-process,
-over Spark DataFrames (batch replay), partitioned by the key the patterns unify on."""
+over Spark DataFrames (batch replay), partitioned by the key the patterns unify on.
+
+PySpark is an extra (``pip install "cepflow[spark]"``); without it, importing this package
+raises :class:`cepflow.extras.MissingExtra` saying so."""
+# ruff: noqa: E402 (the package's imports follow the check for PySpark)
+
+from cepflow.extras import require_spark
+
+require_spark("cepflow.spark")
 
 from cepflow.spark.batch import (
     PartitionWarning,

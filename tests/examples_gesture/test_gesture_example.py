@@ -1,4 +1,5 @@
-"""Gesture case study (000 §7.4): every arm cycle of every body yields exactly one gesture."""
+"""Gesture case study (000 §7.4, examples/gesture): every arm cycle of every body yields
+exactly one gesture."""
 
 import sys
 from collections import Counter
@@ -9,7 +10,7 @@ import pytest
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[2] / "examples" / "gesture"
 sys.path.insert(0, str(HERE))
 
 from events import EVENTS_PER_CYCLE, gesture_events  # noqa: E402
