@@ -28,6 +28,8 @@ fi
 stamp=.venv/.cepflow-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev,spark]'
+  # (setuptools warns that a mapped folder — examples/ as cepflow.examples — makes the editable
+  # install an import hook; docs/packaging.md says why that is intended)
+  PYTHONWARNINGS="ignore:Editable installation" .venv/bin/python -m pip install -q -e '.[dev,spark]'
   touch "$stamp"
 fi
