@@ -17,6 +17,7 @@ from cepflow.language import ast
 from cepflow.language.checker import check
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
 from cepflow.language.parser import parse, parse_warnings
+from cepflow.language.source import read_source
 
 
 def diagnose(module: ast.Module, functions: Mapping[str, Callable[..., Any]] | None = None,
@@ -47,9 +48,11 @@ def load_module(module: ast.Module, functions: Mapping[str, Callable[..., Any]] 
 
 
 def parse_path(path: str | Path) -> ast.Module:
-    """Parse a pattern file by its suffix: ``.epl`` is Esper EPL, anything else cepflow/VEPL."""
+    """Parse a pattern file by its suffix: ``.epl`` is Esper EPL, anything else cepflow/VEPL.
+
+    Bytes that are not text are a located PatternSyntaxError (language/source.py)."""
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
+    text = read_source(p)
     if p.suffix.lower() == ".epl":
         from cepflow.language.epl import parse_epl
 

@@ -30,6 +30,7 @@ from cepflow.language.ast import (
     Unary,
     Window,
 )
+from cepflow.language.limits import MAX_INT
 from cepflow.language.parser import keywords, parse, parse_expr, parse_file, parse_pattern
 from cepflow.language.printer import format_duration, format_expr, format_module, format_pattern
 
@@ -189,7 +190,8 @@ types = st.one_of(
 constants = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(min_value=-(10**20), max_value=10**20),
+    # integer literals are 64-bit (docs/language.md, Limits)
+    st.integers(min_value=-MAX_INT, max_value=MAX_INT),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(st.characters(exclude_categories=("Cs",)), max_size=8),
 ).map(Const)

@@ -52,6 +52,7 @@ from cepflow.language.ast import (
     is_wildcard,
 )
 from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
+from cepflow.language.limits import MAX_UNROLLED, declaration_roots, too_deep, unrolled_size
 from cepflow.language.printer import column_name
 from cepflow.language.tags import indexed, misuses, repeated_tags
 from cepflow.language.walk import atoms, bound_variables, expr_nodes, walk
@@ -129,6 +130,8 @@ class _Checker:
         self.traits: dict[str, Trait] = {}
         self.events: dict[str, _Signature] = {}
         self.decl_loc: dict[str, Loc] = {}
+        #: declarations nested beyond limits.MAX_NESTING: not walked (the walks recurse)
+        self.deep: set[str] = set()
 
     # ------------------------------------------------------------ reporting
 
@@ -142,6 +145,11 @@ class _Checker:
     def run(self) -> list[Diagnostic]:
         self._collect()
         for decl in self.module.decls:
+            found = too_deep(*declaration_roots(decl))
+            if found is not None:  # (a module built in Python: the parsers refuse these)
+                self._report(found[0] or decl.loc, f"in '{decl.name}': {found[1]}")
+                self.deep.add(decl.name)
+                continue
             if isinstance(decl, Trait | AtomicEventDecl | QueryEventDecl | ComplexEventDecl):
                 self._check_params(decl.name, decl.params, decl.loc)
             if isinstance(decl, AtomicEventDecl):
@@ -269,6 +277,12 @@ class _Checker:
         for node in walk(body):
             if isinstance(node, Mult) and node.count == 0:
                 self._report(node.loc, "multiplicity {0} matches nothing; use NOT for absence")
+        steps, where = unrolled_size(body)
+        if steps > MAX_UNROLLED:
+            self._report(where or decl.loc, f"'{decl.name}' unrolls to more than "
+                         f"{MAX_UNROLLED} automaton steps (P{{n}} repeats P n times, P{{m..n}} "
+                         "UNTIL Q and Esper's [m:n] P until Q up to n + 1 times, P AND Q "
+                         "compiles both orders; see Limits in docs/language.md)")
         definitely, possibly = bound_variables(body)
         for p in decl.params:
             if p.name not in possibly:
@@ -464,7 +478,8 @@ class _Checker:
         complexes: dict[str, ComplexEventDecl] = {}
         for d in self.module.decls:
             sig = self.events.get(d.name)
-            if isinstance(d, ComplexEventDecl) and sig is not None and sig.kind == "complex":
+            if isinstance(d, ComplexEventDecl) and sig is not None and sig.kind == "complex" \
+                    and d.name not in self.deep:
                 complexes.setdefault(d.name, d)
         graph = {
             name: [a for a in atoms(d.body) if a.name in complexes]

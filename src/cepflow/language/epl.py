@@ -22,25 +22,34 @@ file, line, column and the construct, never misread.
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
+from lark.exceptions import UnexpectedInput, VisitError
 
 from cepflow.compiler.esper import guard_windows
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError
+from cepflow.language.limits import LimitError, number_value, too_deep, whole_number
 from cepflow.language.parser import decode_string, to_milliseconds
-from cepflow.language.syntax import LarkErrors, parse_located
+from cepflow.language.syntax import StatementRecovery, describe, terminal_names
 from cepflow.language.tags import index_name
 from cepflow.language.walk import rewrite
 
 _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "Long",
           "double": "Double", "float": "Double", "boolean": "Boolean", "bool": "Boolean"}
-_NAMES = {"NAME": "name", "NUMBER": "number", "STRING": "string", "CMP": "comparison",
-          "UNIT": "time unit", "_TRUE": "true", "_FALSE": "false", "_NULL": "null",
-          "_NOT": "not", "_UNTIL": "until", "_EVERY": "every", "_EVERY_DISTINCT": "every-distinct",
-          "_HAVING": "having", "_GROUP": "group", "_WHERE": "where"}
+#: how messages show the terminals syntax.terminal_names cannot name itself
+_NAMES = {"CMP": "comparison operator", "ADD": "'+', '-'", "MULOP": "'/', '%'",
+          "RANGE_SEP": "':', '..'", "UNIT": "time unit"}
+#: terminals only a statement begins with: error recovery resumes at them
+_STARTERS = ("_CREATE", "_INSERT", "AT")
+#: what skipping the rest of a bad statement steps over whole (strings, comments) and where it
+#: stops: after a ``;``, or at a line that begins a statement (``@``, ``create``, ``insert``)
+_SKIP = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*[\s\S]*?(?:\*/|\Z)"""
+                   r"|(?P<end>;)|^(?P<line>[ \t]*)(?=@|(?i:create|insert)\b)", re.M)
 
 
 def _partnered(operands: list[Any]) -> None:
@@ -55,15 +64,33 @@ def _partnered(operands: list[Any]) -> None:
 def _count(t: Token) -> int:
     """A repeat bound: a whole number (a located error otherwise)."""
     text = str(t)
-    if "." in text:
+    value = _limited(_loc(t), lambda: whole_number(text, "a repeat bound"))
+    if value is None:
         raise _Unsupported(_loc(t), f"a repeat bound must be a whole number, not {text}")
-    return int(text)
+    return value
+
+
+def _limited(loc: ast.Loc, convert: Callable[[], Any]) -> Any:
+    """``convert()`` of a literal; a limit it passes is a located error."""
+    try:
+        return convert()
+    except LimitError as e:
+        raise _Unsupported(loc, str(e)) from None
 
 
 @functools.cache
 def _parser() -> Lark:
     grammar = (Path(__file__).with_name("epl.lark")).read_text(encoding="utf-8")
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+def _resume(text: str, pos: int) -> int:
+    """Where reading goes on after an error in a statement (before ``pos`` nothing is read):
+    after its ``;``, or at the next line that begins a statement; else the end of the text."""
+    for m in _SKIP.finditer(text, pos):
+        if m.group("end") is not None or m.group("line") is not None:
+            return m.end()
+    return len(text)
 
 
 class _Duration(ast.Const):
@@ -86,7 +113,10 @@ class _Unsupported(Exception):
 
 
 @v_args(meta=True)
-class _ToAst(Transformer):
+class _ToAst(Transformer_NonRecursive):
+    """One statement's parse tree to its declaration, walked without recursion (any nesting
+    depth reaches the limit check of :func:`_bounded`, never Python's stack limit)."""
+
     def __init__(self) -> None:
         super().__init__()
 
@@ -95,9 +125,9 @@ class _ToAst(Transformer):
         text = str(c[0])
         if len(c) > 1:
             unit = str(c[1]).lower()
-            return _Duration(to_milliseconds(text, "ms" if unit == "msec" else unit),
-                             loc=_loc(meta))
-        return ast.Const(float(text) if "." in text else int(text), loc=_loc(meta))
+            return _Duration(_limited(_loc(meta), lambda: to_milliseconds(
+                text, "ms" if unit == "msec" else unit)), loc=_loc(meta))
+        return ast.Const(_limited(_loc(meta), lambda: number_value(text)), loc=_loc(meta))
 
     def duration_unit(self, meta: Any, c: list[Token]) -> Token:
         return c[0]
@@ -120,9 +150,10 @@ class _ToAst(Transformer):
     def indexed(self, meta: Any, c: list[Token]) -> ast.Name:
         """Esper's indexed tag ``a[0].id``: the k-th event a repetition collected."""
         k = str(c[1])
-        if "." in k:
+        index = _limited(_loc(c[1]), lambda: whole_number(k, "an index"))
+        if index is None:
             raise _Unsupported(_loc(c[1]), f"an index must be a whole number, not {k}")
-        return ast.Name(index_name(str(c[0]), int(k)), tuple(str(t) for t in c[2:]),
+        return ast.Name(index_name(str(c[0]), index), tuple(str(t) for t in c[2:]),
                         loc=_loc(meta))
 
     def call(self, meta: Any, c: list[Any]) -> ast.Expr:
@@ -287,7 +318,7 @@ class _ToAst(Transformer):
         return ("select", None if any(x is None for x in c) else tuple(c), _loc(meta))
 
     def insert_stmt(self, meta: Any, c: list[Any]) -> ast.Decl:
-        return _statement(str(c[0]), _loc(c[0]), c[1:])
+        return _statement(str(c[0]), _loc(c[0]), _bounded(c[1:]))
 
     def select_stmt(self, meta: Any, c: list[Any]) -> _Unnamed:
         return _Unnamed(c, _loc(meta))
@@ -309,11 +340,8 @@ class _ToAst(Transformer):
             if name is None:
                 raise _Unsupported(last.loc, "a select statement without 'insert into' needs "
                                    "@Name('…') to name its output events")
-            return _statement(name, last.loc, last.parts)
+            return _statement(name, last.loc, _bounded(last.parts))
         return last
-
-    def start(self, meta: Any, c: list[Any]) -> list[ast.Decl]:
-        return list(c)
 
 
 class _View:
@@ -351,6 +379,27 @@ class _Unnamed:
 
     def __init__(self, parts: list[Any], loc: ast.Loc) -> None:
         self.parts, self.loc = parts, loc
+
+
+def _bounded(parts: list[Any]) -> list[Any]:
+    """A statement's parts, once their nesting is checked against limits.MAX_NESTING (before
+    the lowering walks them recursively)."""
+    patterns: list[ast.Pattern] = []
+    exprs: list[ast.Expr] = []
+    for x in parts:
+        if isinstance(x, _Source):
+            patterns.append(x.body)
+            exprs.extend(a for v in x.views for a in v.args)
+        elif isinstance(x, tuple) and x[0] == "select":
+            exprs.extend(e for _, e, _ in x[1] or ())
+        elif isinstance(x, tuple) and x[0] == "group_by":
+            exprs.extend(x[1])
+        elif isinstance(x, tuple) and x[0] == "having":
+            exprs.append(x[1])
+    found = too_deep(patterns, exprs)
+    if found is not None:
+        raise _Unsupported(*found)
+    return parts
 
 
 def _clause(parts: list[Any], tag: str) -> tuple | None:
@@ -475,18 +524,29 @@ def _window_decl(name: str, loc: ast.Loc, select: tuple | None, source: _Source,
 
 
 def parse_epl(text: str, source: str = "<string>") -> ast.Module:
-    """Parse EPL text into a cepflow module; raise PatternSyntaxError with located messages."""
+    """Parse EPL text into a cepflow module; raise PatternSyntaxError with every located error:
+    one per statement (a statement with an error is skipped, the next one is read)."""
+    parser = _parser()
+    shown = terminal_names(parser, _NAMES)
+    recovery = StatementRecovery(text, source, shown, _STARTERS, _resume)
+    tree: Tree | None
     try:
-        tree = parse_located(_parser(), text, source, _NAMES)
-    except LarkErrors as e:
-        raise PatternSyntaxError([e.diagnostic]) from None
-    try:
-        decls = _ToAst().transform(tree)
-    except Exception as e:  # lark wraps transformer errors in VisitError
-        inner = getattr(e, "orig_exc", e)
-        if isinstance(inner, _Unsupported):
-            line, col = inner.loc or (1, 1)
-            raise PatternSyntaxError([Diagnostic(source, line, col, str(inner))]) from None
-        raise
+        tree = parser.parse(text, on_error=recovery)
+    except UnexpectedInput as e:  # recovery gave up (too many errors)
+        if not recovery.errors:
+            recovery.errors.append(describe(e, text, source, shown))
+        tree = None
+    errors = list(recovery.errors)
+    decls: list[ast.Decl] = []
+    for statement in tree.children if tree is not None else ():
+        try:
+            decls.append(_ToAst().transform(statement))
+        except VisitError as e:
+            if not isinstance(e.orig_exc, _Unsupported):
+                raise
+            line, col = e.orig_exc.loc or (1, 1)
+            errors.append(Diagnostic(source, line, col, str(e.orig_exc)))
+    if errors:
+        raise PatternSyntaxError(errors)
     return ast.Module(tuple(decls), source=source)
 

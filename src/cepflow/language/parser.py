@@ -36,16 +36,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
-from lark.parsers.lalr_analysis import Shift
 
 from cepflow.language.ast import (
     DATA_WINDOW_KINDS,
@@ -80,6 +78,24 @@ from cepflow.language.ast import (
     WindowDecl,
 )
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
+from cepflow.language.limits import (
+    MAX_ERRORS,
+    LimitError,
+    duration_ms,
+    nesting_errors,
+    number_value,
+    too_deep,
+    whole_number,
+)
+from cepflow.language.source import read_source
+from cepflow.language.syntax import (
+    cut_to,
+    expected_text,
+    shifting_states,
+    show_terminal,
+    terminal_names,
+    too_many_errors,
+)
 from cepflow.language.tags import index_name
 
 __all__ = [
@@ -93,6 +109,8 @@ __all__ = [
     "parse_pattern",
     "parse_warnings",
 ]
+
+T = TypeVar("T")
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 
@@ -139,20 +157,20 @@ TIME_UNITS: dict[str, int] = {
 
 _ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+#: how messages show the terminals syntax.terminal_names cannot name itself
 _TERMINAL_NAMES = {
-    "ID": "identifier",
-    "NUMBER": "number",
-    "STRING": "string",
     "OPAQUE": "'{ ... }' block",
     "UNIT": "time unit",
     "HOLDS_FOR": "'holds-for'",
-    "$END": "end of input",
+    "INDEXED": "indexed tag (a[0].field)",
 }
 
 _BLOCK_ERROR = (
     "cannot read this block: unbalanced braces, an unterminated string or comment, "
     "or nesting deeper than 10 levels"
 )
+#: lexical errors after which the rest of the file cannot be read sensibly (recovery stops)
+_SWALLOWING = frozenset({_BLOCK_ERROR, "unterminated comment"})
 
 
 class _IdentifiersEverywhere:
@@ -192,13 +210,10 @@ def _lark() -> Lark:
 def _keyword_table() -> tuple[frozenset[str], frozenset[str], dict[str, str]]:
     """(word keywords, terminal names of declaration keywords, terminal -> display text)."""
     words: set[str] = set()
-    display: dict[str, str] = dict(_TERMINAL_NAMES)
+    display = terminal_names(_lark(), _TERMINAL_NAMES)
     for term in _lark().terminals:
-        if isinstance(term.pattern, PatternStr):
-            value = term.pattern.value
-            display.setdefault(term.name, f"'{value}'")
-            if _ID_RE.fullmatch(value):
-                words.add(value)
+        if isinstance(term.pattern, PatternStr) and _ID_RE.fullmatch(term.pattern.value):
+            words.add(term.pattern.value)
     words.update(("holds_for", *TIME_UNITS))
     return frozenset(words), frozenset(_DECL_TERMINALS), display
 
@@ -219,6 +234,8 @@ def parse(
     tree, errors = _run(text, source, "module")
     module = builder.transform(tree) if tree is not None else None
     errors.extend(builder.errors)
+    if module is not None:
+        errors.extend(nesting_errors(module.decls, source))
     if errors or module is None:
         raise PatternSyntaxError(errors)
     module = Module(
@@ -236,9 +253,9 @@ def parse(
 
 
 def parse_file(path: str | Path, *, warnings: list[Diagnostic] | None = None) -> Module:
-    """Read and parse a pattern file (UTF-8); diagnostics name the file as given."""
-    p = Path(path)
-    return parse(p.read_text(encoding="utf-8"), str(path), warnings=warnings)
+    """Read and parse a pattern file (UTF-8, see language/source.py); diagnostics name the
+    file as given."""
+    return parse(read_source(path), str(path), warnings=warnings)
 
 
 def parse_pattern(text: str, source: str = "<string>") -> Pattern:
@@ -261,6 +278,11 @@ def _parse_fragment(text: str, source: str, start: str) -> Any:
     tree, errors = _run(text, source, start)
     result = builder.transform(tree) if tree is not None else None
     errors.extend(builder.errors)
+    if result is not None:
+        deep = too_deep([result]) if start == "pattern_only" else too_deep([], [result])
+        if deep is not None:
+            line, col = deep[0] or (1, 1)
+            errors.append(Diagnostic(source, line, col, deep[1]))
     if errors or result is None:
         raise PatternSyntaxError(errors)
     return result
@@ -281,22 +303,6 @@ def _run(text: str, source: str, start: str) -> tuple[Tree | None, list[Diagnost
     return tree, recovery.errors
 
 
-_TOP_LEVEL: dict[int, frozenset[Any]] = {}
-
-
-def _top_level_states(states: dict[Any, dict[str, Any]]) -> frozenset[Any]:
-    """Parser states that can shift every declaration keyword: between declarations."""
-    key = id(states)
-    if key not in _TOP_LEVEL:
-        _, decl_terms, _ = _keyword_table()
-        _TOP_LEVEL[key] = frozenset(
-            state
-            for state, actions in states.items()
-            if all(actions.get(t, (None,))[0] is Shift for t in decl_terms)
-        )
-    return _TOP_LEVEL[key]
-
-
 class _Recovery:
     """Lark ``on_error`` handler: record the error, then skip to the next declaration."""
 
@@ -313,15 +319,15 @@ class _Recovery:
         if self._skipping(state):
             return True
         self.errors.append(self.describe(exc))
-        if not self.recover:
+        if len(self.errors) >= MAX_ERRORS:
+            self.errors.append(too_many_errors(self.errors[-1]))
             return False
-        depth = self._top_level_depth(state)
-        if depth is None:
-            return False
-        del state.state_stack[depth + 1 :]
-        del state.value_stack[depth:]
-        token = getattr(exc, "token", None)
+        if not self.recover or self.errors[-1].message in _SWALLOWING:
+            return False  # (an unterminated comment or block leaves nothing to read after it)
         _, decl_terms, _ = _keyword_table()
+        if not cut_to(state, shifting_states(state.parse_conf.states, decl_terms)):
+            return False
+        token = getattr(exc, "token", None)
         if (
             isinstance(exc, UnexpectedToken)
             and token is not None
@@ -349,14 +355,6 @@ class _Recovery:
             return True
         self._skip_depth = None
         return False
-
-    @staticmethod
-    def _top_level_depth(state: Any) -> int | None:
-        top = _top_level_states(state.parse_conf.states)
-        for depth in range(len(state.state_stack) - 1, -1, -1):
-            if state.state_stack[depth] in top:
-                return depth
-        return None
 
     def describe(self, exc: UnexpectedInput) -> Diagnostic:
         """Turn a Lark exception into a located, readable diagnostic."""
@@ -403,9 +401,9 @@ class _Recovery:
     @staticmethod
     def _show(expected: set[str]) -> str:
         _, _, display = _keyword_table()
-        shown = {display.get(t, t) for t in expected}
-        shown = {s for s in shown if _LEGACY.get(s) not in shown}
-        return ", ".join(sorted(shown, key=lambda s: (s == "end of input", s.lower())))
+        shown = {show_terminal(t, display) for t in expected}
+        return expected_text((t for t in expected
+                              if _LEGACY.get(show_terminal(t, display)) not in shown), display)
 
     def _describe_token(self, token: Token) -> str:
         if token.type == "ID":
@@ -463,9 +461,9 @@ def _ident(token: Token | str) -> str:
 
 
 def to_milliseconds(number: str, unit: str | None) -> float:
-    """Convert a written window length (``1.5`` and ``s``) to milliseconds without drift."""
-    factor = TIME_UNITS[unit] if unit else 1
-    return float(Decimal(number) * factor)
+    """Convert a written window length (``1.5`` and ``s``) to milliseconds without drift;
+    raise LimitError beyond MAX_DURATION_MS."""
+    return duration_ms(number, TIME_UNITS[unit] if unit else 1)
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "b": "\b", "f": "\f"}
@@ -492,7 +490,7 @@ def decode_string(literal: str) -> str:
     return "".join(out)
 
 
-class _ToAst(Transformer):
+class _ToAst(Transformer_NonRecursive):
     """Build ``ast`` nodes from the Lark tree, collecting semantic syntax errors on the way."""
 
     def __init__(self, source: str) -> None:
@@ -507,6 +505,19 @@ class _ToAst(Transformer):
         line, col = loc or (1, 1)
         diag = Diagnostic(self.source, line, col, message, severity)  # type: ignore[arg-type]
         (self.errors if severity == "error" else self.warnings).append(diag)
+
+    def _checked(self, token: Token, convert: Callable[[], T], default: T) -> T:
+        """``convert()``, or ``default`` with a located error if a literal passes a limit."""
+        try:
+            return convert()
+        except LimitError as e:
+            self._error(_loc(token), str(e))
+            return default
+
+    def _duration(self, number: Token, unit: Token | None = None) -> float:
+        """A written duration in milliseconds (a located error beyond the limit)."""
+        return self._checked(number, lambda: to_milliseconds(
+            str(number), None if unit is None else str(unit)), 1.0)
 
     # ------------------------------------------------------------ names and header
 
@@ -712,18 +723,16 @@ class _ToAst(Transformer):
                         f"{', '.join(DATA_WINDOW_KINDS)})")
             text = "time"
         if text.startswith("time"):
-            size: float = to_milliseconds(str(number), None if unit is None else str(unit))
+            size: float = self._duration(number, unit)
         else:
             if unit is not None:
                 self._error(_loc(unit), f"a {text} window counts events: no time unit")
-            try:
-                value = Decimal(str(number))
-            except InvalidOperation:  # pragma: no cover - the grammar only lets numbers through
-                value = Decimal(0)
-            if value != value.to_integral_value() or value <= 0:
+            count = self._checked(number, lambda: whole_number(str(number), f"a {text} "
+                                  "window's length"), 1)
+            if count is None or count <= 0:
                 self._error(_loc(number), f"a {text} window needs a positive whole number "
                             f"of events, not {number}")
-            size = int(value)
+            size = count or 1
         return _Part("window", DataWindow(text, size, per_group, loc=_loc(kind)))  # type: ignore[arg-type]
 
     def win_item(self, children: list[Any]) -> tuple[str | None, Expr]:
@@ -742,13 +751,11 @@ class _ToAst(Transformer):
     def rule_priority(self, meta: Any, children: list[Token]) -> _Part:
         number = children[-1]
         negative = len(children) > 1
-        try:
-            value = Decimal(str(number))
-        except InvalidOperation:  # pragma: no cover - the grammar only lets numbers through
-            value = Decimal(0)
-        if value != value.to_integral_value():
+        value = self._checked(number, lambda: whole_number(str(number), "priority"), 0)
+        if value is None:
             self._error(_loc(number), f"priority must be an integer, not {number}")
-        return _Part("priority", -int(value) if negative else int(value), _meta_loc(meta))
+            value = 0
+        return _Part("priority", -value if negative else value, _meta_loc(meta))
 
     @v_args(meta=True)
     def rule_action(self, meta: Any, children: list[Any]) -> _Part:
@@ -839,8 +846,7 @@ class _ToAst(Transformer):
     @v_args(meta=True)
     def interval_primary(self, meta: Any, children: list[Token]) -> Interval:
         numbers = [t for t in children if t.type in ("NUMBER", "UNIT")]
-        unit = str(numbers[1]) if len(numbers) > 1 else None
-        return Interval(to_milliseconds(str(numbers[0]), unit), loc=_meta_loc(meta))
+        return Interval(self._duration(*numbers), loc=_meta_loc(meta))
 
     def _no_range(self, p: Any) -> None:
         """A repeat range ``{m..n}`` means something only before UNTIL."""
@@ -858,7 +864,7 @@ class _ToAst(Transformer):
         if number is not None:
             unit = next((c for c in children if isinstance(c, Token) and c.type == "UNIT"),
                         None)
-            expiry = to_milliseconds(str(number), None if unit is None else str(unit))
+            expiry = self._duration(number, unit)
         self._no_range(children[-1])
         return Every(children[-1], keys, expiry, loc=_meta_loc(meta))
 
@@ -906,29 +912,22 @@ class _ToAst(Transformer):
         brace, count, _ = children
         value: Any = str(count)
         if count.type == "NUMBER":
-            try:
-                number = Decimal(value)
-            except InvalidOperation:  # pragma: no cover
-                number = Decimal(-1)
-            if number != number.to_integral_value():
+            value = self._checked(count, lambda: whole_number(str(count), "multiplicity"), 1)
+            if value is None:
                 self._error(_loc(count), f"multiplicity must be a whole number, not {count}")
-            value = int(number)
+                value = 1
         return _Part("mult", value, _loc(brace))
 
     def _whole(self, t: Token) -> int:
-        try:
-            number = Decimal(str(t))
-        except InvalidOperation:  # pragma: no cover
-            number = Decimal(-1)
-        if number != number.to_integral_value():
+        value = self._checked(t, lambda: whole_number(str(t), "a repeat bound"), 0)
+        if value is None:
             self._error(_loc(t), f"a repeat bound must be a whole number, not {t}")
-        return int(number)
+            return 0
+        return value
 
     def _window(self, meta: Any, children: list[Token], kind: str) -> _Part:
         numbers = [t for t in children if t.type in ("NUMBER", "UNIT")]
-        number = numbers[0]
-        unit = str(numbers[1]) if len(numbers) > 1 else None
-        return _Part("window", to_milliseconds(str(number), unit), _meta_loc(meta), kind)
+        return _Part("window", self._duration(*numbers), _meta_loc(meta), kind)
 
     @v_args(meta=True)
     def bracket_window(self, meta: Any, children: list[Token]) -> _Part:
@@ -964,8 +963,8 @@ class _ToAst(Transformer):
 
     def number(self, children: list[Token]) -> Const:
         text = str(children[0])
-        value: int | float = float(text) if any(c in text for c in ".eE") else int(text)
-        const = Const(value, loc=_loc(children[0]))
+        const = Const(self._checked(children[0], lambda: number_value(text), 0),
+                      loc=_loc(children[0]))
         self._literals[id(const)] = const
         return const
 
@@ -1002,7 +1001,8 @@ class _ToAst(Transformer):
         tok = children[0]
         head, *path = str(tok).split(".")
         tag, k = head[:-1].split("[")
-        return Name(index_name(_ident(tag), int(k)), tuple(_ident(p) for p in path),
+        index = self._checked(tok, lambda: whole_number(k, "an index"), 0) or 0
+        return Name(index_name(_ident(tag), index), tuple(_ident(p) for p in path),
                     loc=_loc(tok))
 
     def call(self, children: list[Any]) -> Expr:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cepflow.language.source import read_source
 from cepflow.models.metamodel import (
     MANY,
     Metamodel,
@@ -111,7 +112,7 @@ def save_metamodel(mm: Metamodel, path: str | Path) -> None:
 def read_metamodel(path: str | Path) -> Metamodel:
     """Read a metamodel file: JSON if it ends in ``.json``, the text format otherwise."""
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
+    text = read_source(p, MetamodelError)
     if p.suffix.lower() == ".json":
         return metamodel_from_dict(_json(text, str(path)), str(path))
     return parse_metamodel(text, str(path))

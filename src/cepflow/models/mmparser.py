@@ -10,10 +10,12 @@ from pathlib import Path
 
 from lark import Token, Tree
 
+from cepflow.language.diagnostics import Diagnostic
+from cepflow.language.limits import LimitError, whole_number
 from cepflow.language.syntax import LarkErrors, lark_parser, literal, node_loc, parse_located
 from cepflow.models.metamodel import MANY, Metamodel, MetamodelBuilder, MetamodelError
 
-_NAMES = {"NAME": "name", "INT": "integer", "SIGNED_NUMBER": "number", "STRING": "string"}
+_NAMES = {"INT": "integer"}
 
 
 _GRAMMAR = Path(__file__).with_name("metamodel.lark")
@@ -23,16 +25,16 @@ def parse_metamodel(text: str, source: str = "<string>") -> Metamodel:
     """Parse the text format; raise MetamodelError with every located problem."""
     try:
         tree = parse_located(lark_parser(_GRAMMAR, maybe_placeholders=False), text, source, _NAMES)
+        name = tree.children[0]
+        builder = MetamodelBuilder(str(name), source)
+        for decl in tree.children[1:]:
+            _class(builder, decl, source)
     except LarkErrors as e:
         raise MetamodelError([e.diagnostic]) from None
-    name = tree.children[0]
-    builder = MetamodelBuilder(str(name), source)
-    for decl in tree.children[1:]:
-        _class(builder, decl)
     return builder.build()
 
 
-def _class(builder: MetamodelBuilder, decl: Tree) -> None:
+def _class(builder: MetamodelBuilder, decl: Tree, source: str) -> None:
     parts = list(decl.children)
     abstract = bool(parts) and isinstance(parts[0], Token) and parts[0].type == "ABSTRACT"
     if abstract:
@@ -46,19 +48,28 @@ def _class(builder: MetamodelBuilder, decl: Tree) -> None:
         fname, ftype, *rest = member.children
         loc = node_loc(fname)
         if member.data == "attr_decl":
-            cb.attr(str(fname), str(ftype), literal(rest[0]) if rest else None, loc=loc)
+            cb.attr(str(fname), str(ftype), literal(rest[0], source) if rest else None, loc=loc)
             continue
         lower, upper, contains = 0, 1, False
         for item in rest:
             if isinstance(item, Token):
                 contains = True
             else:
-                lower, upper = _multiplicity(item)
+                lower, upper = _multiplicity(item, source)
         cb.ref(str(fname), str(ftype), lower, upper, contains=contains, loc=loc)
 
 
-def _multiplicity(node: Tree) -> tuple[int, int]:
-    bounds = [MANY if b.type == "STAR" else int(b) for b in node.children]
+def _multiplicity(node: Tree, source: str) -> tuple[int, int]:
+    bounds = [MANY if b.type == "STAR" else _bound(b, source) for b in node.children]
     if node.data == "exact":
         return (0, MANY) if bounds[0] == MANY else (bounds[0], bounds[0])
     return bounds[0], bounds[1]
+
+
+def _bound(t: Token, source: str) -> int:
+    """A multiplicity bound (digits only): at most 64 bits (docs/language.md, Limits)."""
+    try:
+        return whole_number(str(t), "a multiplicity bound") or 0
+    except LimitError as e:
+        line, col = node_loc(t)
+        raise LarkErrors(Diagnostic(source, line, col, str(e))) from None

@@ -31,6 +31,7 @@ from cepflow.compiler.expressions import ExpressionError, compile_expr, names_in
 from cepflow.language import ast as E
 from cepflow.language.diagnostics import Diagnostic
 from cepflow.language.printer import format_expr
+from cepflow.language.source import read_source
 from cepflow.models.metamodel import (
     PRIMITIVE_TYPES,
     Metamodel,
@@ -77,7 +78,7 @@ def compile_queries(source: str | Q.QueryFile, metamodel: Metamodel, *,
 def load_queries(path: str | Path, metamodel: Metamodel, *,
                  functions: FunctionRegistry | None = None) -> QuerySet:
     """Read and compile a query file (UTF-8); diagnostics name the file as given."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_source(path, QueryError)
     return compile_queries(text, metamodel, functions=functions, name=str(path))
 
 
