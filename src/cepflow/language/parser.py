@@ -80,6 +80,7 @@ from cepflow.language.ast import (
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
 from cepflow.language.limits import (
     MAX_ERRORS,
+    MAX_INT,
     LimitError,
     duration_ms,
     nesting_errors,
@@ -919,7 +920,7 @@ class _ToAst(Transformer_NonRecursive):
         return _Part("mult", value, _loc(brace))
 
     def _whole(self, t: Token) -> int:
-        value = self._checked(t, lambda: whole_number(str(t), "a repeat bound"), 0)
+        value = self._checked(t, lambda: whole_number(str(t), "a repeat bound"), MAX_INT)
         if value is None:
             self._error(_loc(t), f"a repeat bound must be a whole number, not {t}")
             return 0

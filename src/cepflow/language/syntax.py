@@ -151,7 +151,8 @@ def check_depth(tree: Tree, source: str, limit: int, what: str) -> None:
         if depth > limit:
             line, col = node_loc(node)
             raise LarkErrors(Diagnostic(source, line, col, f"{what} nested more than {limit} "
-                                        "levels deep (see Limits in docs/language.md)"))
+                                        "levels deep (each operator of a chain counts one "
+                                        "level; see Limits in docs/language.md)"))
         stack.extend((c, depth + 1) for c in node.children)
 
 
@@ -241,8 +242,9 @@ class StatementRecovery:
 
 
 def too_many_errors(last: Diagnostic) -> Diagnostic:
-    """The note that ends the list once MAX_ERRORS errors were reported."""
-    return Diagnostic(last.file, last.line, last.col, f"stopped after {MAX_ERRORS} errors: "
+    """The note that ends the list once MAX_ERRORS errors were reported (just after the last
+    one, so that it sorts after it)."""
+    return Diagnostic(last.file, last.line, last.col + 1, f"stopped after {MAX_ERRORS} errors: "
                       "the rest of the file is not read (see Limits in docs/language.md)")
 
 
