@@ -26,6 +26,7 @@ from cepflow.language.limits import (
     MAX_ERRORS,
     MAX_INT,
     MAX_NESTING,
+    MAX_SOURCE_SIZE,
     MAX_UNROLLED,
     unrolled_size,
 )
@@ -285,6 +286,19 @@ def test_query_and_metamodel_numbers_beyond_the_limits() -> None:
         parse_queries('pattern p(x) { C.n(x, "\\q"); }')
 
 
+def test_repeating_a_string_is_the_type_error_it_is() -> None:
+    """``str(s) * 200000000`` passed ``check`` and allocated 2 GB per event: the checker now
+    knows what the built-in string functions return, and arithmetic on a string is an error."""
+    module = parse("atomicEvent A(s : String, x : Integer)\n"
+                   "complexEvent C { as A where len(str(s) * 200000000) > 0 }\n"
+                   "complexEvent D { as A where len(upper(s)) > 2 and str(x) + \"a\" == \"3a\" }\n"
+                   "complexEvent E { as A where len(lower(s)) == \"3\" }\n")
+    assert [(d.line, d.col, d.message) for d in check(module)] == [
+        (2, 40, "arithmetic '*' on a string"),
+        (4, 43, "cannot compare a number with a string"),
+    ]
+
+
 # ---------------------------------------------------------------- action blocks
 
 
@@ -351,6 +365,30 @@ def test_unrolled_size_bounds_the_compiled_automaton(body: str) -> None:
     positions = sum(len(a.positions) for a in program.automata)
     estimate, _ = unrolled_size(parse_pattern(body))
     assert positions <= estimate <= 2 * positions + 2
+
+
+# ---------------------------------------------------------------- size
+
+
+def test_files_and_texts_above_the_size_limit_are_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.vepl"
+    big.write_bytes(b"// " + b"x" * MAX_SOURCE_SIZE + b"\natomicEvent A\n")
+    with deadline(5), pytest.raises(PatternSyntaxError) as info:
+        parse_path(big)
+    assert str(info.value) == (f"{big}:1:1: error: more than {MAX_SOURCE_SIZE} bytes (1 MiB): "
+                               "too large to read as one file (see Limits in docs/language.md)")
+    text = "atomicEvent A\n" + " " * MAX_SOURCE_SIZE
+    for read in (parse, parse_epl, parse_pattern):
+        with deadline(5), pytest.raises(PatternSyntaxError, match="more than 1048576 characters"):
+            read(text)
+    at_limit = "atomicEvent A\n" + "//" + "x" * (MAX_SOURCE_SIZE - 17) + "\n"
+    assert len(at_limit) == MAX_SOURCE_SIZE
+    assert parse(at_limit).decls == (A.AtomicEventDecl("A"),)
+
+
+def test_a_device_is_never_read_past_the_limit() -> None:
+    with deadline(5), pytest.raises(PatternSyntaxError, match="more than 1048576 bytes"):
+        parse_path("/dev/zero")
 
 
 # ---------------------------------------------------------------- many errors

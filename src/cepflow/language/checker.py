@@ -68,6 +68,9 @@ NOT_POSITION_ERROR = "NOT needs a preceding event or a window"
 _COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
 _ARITHMETIC = {"+", "-", "*", "/", "%"}
 _NUMERIC = {"int", "float"}
+#: what built-in functions of one argument return (compiler.expressions.BUILTINS): so that
+#: ``str(s) * 200000000`` is the error arithmetic on a string is, not an allocation per event
+_RETURNS = {"str": "str", "upper": "str", "lower": "str", "len": "int"}
 
 
 @dataclass(frozen=True)
@@ -668,7 +671,7 @@ class _Typer:
         if isinstance(expr, Call):
             for arg in expr.args:
                 self.infer(arg)
-            return "any"
+            return _RETURNS.get(expr.func, "any") if len(expr.args) == 1 else "any"
         if isinstance(expr, Unary):
             kind = self.infer(expr.operand)
             if expr.op == "not":

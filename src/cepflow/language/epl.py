@@ -33,7 +33,13 @@ from lark.exceptions import UnexpectedInput, VisitError
 from cepflow.compiler.esper import guard_windows
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError
-from cepflow.language.limits import LimitError, number_value, too_deep, whole_number
+from cepflow.language.limits import (
+    LimitError,
+    number_value,
+    size_error,
+    too_deep,
+    whole_number,
+)
 from cepflow.language.parser import decode_string, to_milliseconds
 from cepflow.language.syntax import StatementRecovery, describe, terminal_names
 from cepflow.language.tags import index_name
@@ -526,6 +532,9 @@ def _window_decl(name: str, loc: ast.Loc, select: tuple | None, source: _Source,
 def parse_epl(text: str, source: str = "<string>") -> ast.Module:
     """Parse EPL text into a cepflow module; raise PatternSyntaxError with every located error:
     one per statement (a statement with an error is skipped, the next one is read)."""
+    too_large = size_error(len(text), source)
+    if too_large is not None:
+        raise PatternSyntaxError([too_large])
     parser = _parser()
     shown = terminal_names(parser, _NAMES)
     recovery = StatementRecovery(text, source, shown, _STARTERS, _resume)

@@ -22,12 +22,14 @@ __all__ = [
     "MAX_ERRORS",
     "MAX_INT",
     "MAX_NESTING",
+    "MAX_SOURCE_SIZE",
     "MAX_UNROLLED",
     "LimitError",
     "declaration_roots",
     "duration_ms",
     "nesting_errors",
     "number_value",
+    "size_error",
     "too_deep",
     "unrolled_size",
     "whole_number",
@@ -53,6 +55,10 @@ MAX_DURATION_MS = sys.float_info.max
 
 #: Errors reported per file; the rest of the file is then not read.
 MAX_ERRORS = 100
+
+#: Size of one file (bytes) or text (characters). Reading takes about 15 s and 150 MB per
+#: MiB on a busy machine, growing linearly; a file of patterns is rarely more than a few KiB.
+MAX_SOURCE_SIZE = 2**20
 
 _LIMITS = "see Limits in docs/language.md"
 
@@ -107,6 +113,14 @@ def duration_ms(text: str, factor: int) -> float:
         raise LimitError(f"duration {_shown(text)} is too long for a 64-bit floating-point "
                          f"number of milliseconds ({_LIMITS})")
     return float(value * factor)
+
+
+def size_error(size: int, source: str, unit: str = "characters") -> Diagnostic | None:
+    """The error for a file or text of ``size`` bytes or characters above MAX_SOURCE_SIZE."""
+    if size <= MAX_SOURCE_SIZE:
+        return None
+    return Diagnostic(source, 1, 1, f"more than {MAX_SOURCE_SIZE} {unit} (1 MiB): too large "
+                      f"to read as one file ({_LIMITS})")
 
 
 # ---------------------------------------------------------------- nesting depth

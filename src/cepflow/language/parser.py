@@ -85,6 +85,7 @@ from cepflow.language.limits import (
     duration_ms,
     nesting_errors,
     number_value,
+    size_error,
     too_deep,
     whole_number,
 )
@@ -294,6 +295,9 @@ def _parse_fragment(text: str, source: str, start: str) -> Any:
 
 def _run(text: str, source: str, start: str) -> tuple[Tree | None, list[Diagnostic]]:
     """Parse ``text`` from ``start``; return the tree (None if unusable) and syntax errors."""
+    too_large = size_error(len(text), source)
+    if too_large is not None:
+        return None, [too_large]
     recovery = _Recovery(text, source, recover=start == "module")
     try:
         tree = _lark().parse(text, start=start, on_error=recovery)

@@ -12,6 +12,7 @@ import codecs
 from pathlib import Path
 
 from cepflow.language.diagnostics import Diagnostic, DiagnosticError, PatternSyntaxError
+from cepflow.language.limits import MAX_SOURCE_SIZE, size_error
 
 __all__ = ["decode_source", "read_source"]
 
@@ -27,8 +28,14 @@ _BOMS = (
 
 def read_source(path: str | Path, error: type[DiagnosticError] = PatternSyntaxError) -> str:
     """The text of the file at ``path``; raise ``error`` (a located diagnostic) if its bytes
-    are not text. OSError (missing file, permissions) passes through."""
-    return decode_source(Path(path).read_bytes(), str(path), error)
+    are not text or there are more than MAX_SOURCE_SIZE of them (never reading more, even
+    from a device or a pipe). OSError (missing file, permissions) passes through."""
+    with Path(path).open("rb") as f:
+        data = f.read(MAX_SOURCE_SIZE + 1)
+    too_large = size_error(len(data), str(path), "bytes")
+    if too_large is not None:
+        raise error([too_large])
+    return decode_source(data, str(path), error)
 
 
 def decode_source(data: bytes, source: str,
