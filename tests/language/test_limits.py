@@ -408,6 +408,18 @@ def test_error_count_is_capped() -> None:
     assert len(info.value.diagnostics) == MAX_ERRORS + 1
 
 
+def test_errors_found_while_building_the_tree_are_capped_too() -> None:
+    text = HEAD + "complexEvent C(x : Integer) { as " + "(A(x) -> B(x) OR " * 300 + "A(x)" \
+        + ")" * 300 + " }\n"
+    with deadline(10), pytest.raises(PatternSyntaxError) as info:
+        parse(text, "f.vepl")
+    found = info.value.diagnostics
+    assert len(found) == MAX_ERRORS + 1
+    assert sum("mixed operators '->' and 'OR'" in d.message for d in found) == MAX_ERRORS - 1
+    assert sum("nested more than 100 levels" in d.message for d in found) == 1
+    assert found[-1].message.startswith(f"stopped after {MAX_ERRORS} errors")
+
+
 def test_every_limit_error_is_a_diagnostic_error() -> None:
     """What callers catch: every error above is a DiagnosticError (a PatternSyntaxError for
     pattern files), never a bare ValueError."""

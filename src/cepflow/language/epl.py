@@ -41,7 +41,7 @@ from cepflow.language.limits import (
     whole_number,
 )
 from cepflow.language.parser import decode_string, to_milliseconds
-from cepflow.language.syntax import StatementRecovery, describe, terminal_names
+from cepflow.language.syntax import StatementRecovery, capped, describe, terminal_names
 from cepflow.language.tags import index_name
 from cepflow.language.walk import rewrite
 
@@ -556,6 +556,6 @@ def parse_epl(text: str, source: str = "<string>") -> ast.Module:
             line, col = e.orig_exc.loc or (1, 1)
             errors.append(Diagnostic(source, line, col, str(e.orig_exc)))
     if errors:
-        raise PatternSyntaxError(errors)
+        raise PatternSyntaxError(capped(errors))
     return ast.Module(tuple(decls), source=source)
 

@@ -91,6 +91,7 @@ from cepflow.language.limits import (
 )
 from cepflow.language.source import read_source
 from cepflow.language.syntax import (
+    capped,
     cut_to,
     expected_text,
     shifting_states,
@@ -239,7 +240,7 @@ def parse(
     if module is not None:
         errors.extend(nesting_errors(module.decls, source))
     if errors or module is None:
-        raise PatternSyntaxError(errors)
+        raise PatternSyntaxError(capped(errors))
     module = Module(
         decls=module.decls,
         package=module.package,
@@ -286,7 +287,7 @@ def _parse_fragment(text: str, source: str, start: str) -> Any:
             line, col = deep[0] or (1, 1)
             errors.append(Diagnostic(source, line, col, deep[1]))
     if errors or result is None:
-        raise PatternSyntaxError(errors)
+        raise PatternSyntaxError(capped(errors))
     return result
 
 

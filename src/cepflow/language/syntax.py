@@ -22,7 +22,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.lexer import PatternStr
 from lark.parsers.lalr_analysis import Shift
 
-from cepflow.language.diagnostics import Diagnostic
+from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
 from cepflow.language.limits import MAX_ERRORS, LimitError, number_value
 
 #: how messages show the terminals several grammars share
@@ -241,11 +241,31 @@ class StatementRecovery:
         counter.column = pos - start + 1
 
 
+_STOPPED = f"stopped after {MAX_ERRORS} errors: "
+
+
 def too_many_errors(last: Diagnostic) -> Diagnostic:
     """The note that ends the list once MAX_ERRORS errors were reported (just after the last
     one, so that it sorts after it)."""
-    return Diagnostic(last.file, last.line, last.col + 1, f"stopped after {MAX_ERRORS} errors: "
-                      "the rest of the file is not read (see Limits in docs/language.md)")
+    return Diagnostic(last.file, last.line, last.col + 1, _STOPPED + "the rest of the file is "
+                      "not read (see Limits in docs/language.md)")
+
+
+def capped(errors: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """``errors`` in file order, the first MAX_ERRORS of them and the note that there were
+    more (the parser stops at that many; converting the tree may find more)."""
+    note = None
+    found = []
+    for d in errors:
+        if d.message.startswith(_STOPPED):
+            note = d
+        else:
+            found.append(d)
+    found = sort_diagnostics(found)
+    if len(found) > MAX_ERRORS or note is not None:
+        found = found[:MAX_ERRORS]
+        found.append(too_many_errors(found[-1]) if found else note)
+    return found
 
 
 def _expected(exc: UnexpectedInput) -> set[str]:
