@@ -65,8 +65,16 @@ def load(source: str | Path, functions: Mapping[str, Callable[..., Any]] | None 
     """Load patterns from a file path (``.epl``: Esper EPL) or from pattern text (if it is not
     an existing path)."""
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
-                                    and Path(source).is_file()):
+                                    and _is_file(source)):
         module = parse_path(source)
     else:
         module = parse(str(source))
     return load_module(module, functions, context)
+
+
+def _is_file(text: str) -> bool:
+    """True if ``text`` names an existing file (pattern text too long for a path is not one)."""
+    try:
+        return Path(text).is_file()
+    except OSError:
+        return False

@@ -420,6 +420,13 @@ def test_errors_found_while_building_the_tree_are_capped_too() -> None:
     assert found[-1].message.startswith(f"stopped after {MAX_ERRORS} errors")
 
 
+def test_pattern_text_too_long_for_a_path_is_read_as_text() -> None:
+    import cepflow
+
+    with pytest.raises(PatternSyntaxError, match="<string>:1:1: error: unexpected identifier"):
+        cepflow.load("A" * 5000)  # (was: OSError, file name too long)
+
+
 def test_every_limit_error_is_a_diagnostic_error() -> None:
     """What callers catch: every error above is a DiagnosticError (a PatternSyntaxError for
     pattern files), never a bare ValueError."""
