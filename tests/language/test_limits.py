@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import codecs
 import signal
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,7 +70,8 @@ def epl(pattern: str) -> str:
 
 
 def diagnostics(text: str, source: str = "f.vepl") -> list[tuple[int, int, str]]:
-    """The errors ``cepflow check`` reports for ``text`` (parse, check and compile)."""
+    """The errors ``cepflow check`` reports for ``text`` (parse, check and compile), within 5 s
+    (each input here takes milliseconds; before the fixes some took minutes)."""
     with deadline(5):
         try:
             module = parse_epl(text, source) if source.endswith(".epl") else parse(text, source)
@@ -307,33 +307,52 @@ def test_unterminated_action_block_fails_fast(lines: int) -> None:
     """The block's regular expression once backtracked exponentially in the number of comment
     lines after an unterminated ``action {`` (16 lines: 33 s, 24: over two minutes)."""
     text = HEAD + "rule R on A action {\n" + "  // comment line\n" * lines
-    start = time.perf_counter()
     assert diagnostics(text) == [(3, 20, "cannot read this block: unbalanced braces, an "
                                   "unterminated string or comment, or nesting deeper than 10 "
                                   "levels")]
-    assert time.perf_counter() - start < 1.0
 
 
 def test_unterminated_blocks_of_every_kind_fail_fast() -> None:
     body = "{ x } // c { \n \"s}\\\"\" /* c } */ 'q' / y\n" * 2000
     for tail in (body, "\"" + body, "/*" + body, "{ " * 9 + body):
-        start = time.perf_counter()
         assert diagnostics(HEAD + "rule R on A action {\n" + tail)
-        assert time.perf_counter() - start < 1.0
     closed = HEAD + "rule R on A action {\n" + body + "}\n"
     assert parse(closed).rules[0].opaque_action == "{\n" + body + "}"
+
+
+@pytest.mark.parametrize(("tail", "col", "message"), [
+    ("/* x" * 64000, 24, "unterminated comment"),
+    ("{ /*" * 64000, 24, "cannot read this block"),
+    ("{ x } {" * 30000, 30, "cannot read this block"),  # (the first block is read)
+    ('"x /*\n' * 64000, 27, "unterminated comment"),
+])
+def test_skipping_after_an_error_stops_at_an_unterminated_comment_or_block(
+        tail: str, col: int, message: str) -> None:
+    """After an error the parser skips to the next declaration; each unterminated ``/*`` or
+    ``{`` it met made the lexer scan the rest of the file again (32 KB: 4.5 s, growing with
+    the square of the size). Reading now stops at the first."""
+    errors = diagnostics(HEAD + "complexEvent C { as -> " + tail)
+    assert errors[0][2].startswith("unexpected '->'")
+    assert errors[-1][:2] == (3, col) and errors[-1][2].startswith(message), errors
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    (HEAD + "complexEvent C { as A where x > 1 /* x", (3, 35)),
+    (SCHEMA + "insert into C select * from pattern [A(x > 1 /* x", (3, 46)),
+])
+def test_a_comment_without_its_end_is_called_so(text: str, where: tuple[int, int]) -> None:
+    source = "f.epl" if "create schema" in text else "f.vepl"
+    assert diagnostics(text * 1000, source)[0] == (*where, "unterminated comment")
 
 
 # ---------------------------------------------------------------- unrolled repetitions
 
 
 def test_huge_repetition_is_refused_by_the_checker_before_compiling() -> None:
-    start = time.perf_counter()
     assert diagnostics(vepl("A(x){100000}")) == [
         (3, 38, f"'C' unrolls to more than {MAX_UNROLLED} automaton steps (P{{n}} repeats P n "
          "times, P{m..n} UNTIL Q and Esper's [m:n] P until Q up to n + 1 times, P AND Q "
          "compiles both orders; see Limits in docs/language.md)")]
-    assert time.perf_counter() - start < 1.0
 
 
 @pytest.mark.parametrize(("body", "col"), [

@@ -92,6 +92,7 @@ from cepflow.language.limits import (
 from cepflow.language.source import read_source
 from cepflow.language.syntax import (
     capped,
+    comment_start,
     cut_to,
     expected_text,
     shifting_states,
@@ -323,7 +324,11 @@ class _Recovery:
     def __call__(self, exc: UnexpectedInput) -> bool:
         state = exc.interactive_parser.parser_state
         if self._skipping(state):
-            return True
+            swallowing = self._swallowing(exc)
+            if swallowing is None:
+                return True
+            self.errors.append(swallowing)
+            return False
         self.errors.append(self.describe(exc))
         if len(self.errors) >= MAX_ERRORS:
             self.errors.append(too_many_errors(self.errors[-1]))
@@ -345,6 +350,21 @@ class _Recovery:
         self._skip_depth = len(state.state_stack)
         self._skip_top = state.value_stack[-1] if state.value_stack else None
         return True
+
+    def _swallowing(self, exc: UnexpectedInput) -> Diagnostic | None:
+        """While skipping: the error for an unterminated comment or block the skipped text
+        runs into (the token is then what the lexer made of its first character). Reading
+        stops there: the lexer would scan the rest of the file again at each later one."""
+        token = getattr(exc, "token", None)
+        if not isinstance(exc, UnexpectedToken) or token is None or token.type == "$END":
+            return None
+        start = comment_start(self.text, token)
+        if start is not None:
+            return self._diag(token.line, token.column - (token.start_pos - start),
+                              "unterminated comment")
+        if token.type == "LBRACE":  # (a block that can be read is one OPAQUE token)
+            return self._diag(token.line, token.column, _BLOCK_ERROR)
+        return None
 
     def _starts_line(self, token: Token) -> bool:
         """True if only whitespace precedes ``token`` on its line."""
@@ -373,8 +393,10 @@ class _Recovery:
                 return self._diag(line, col, f"unexpected end of input, expected {shown}")
             if token.type == "LBRACE" and "OPAQUE" in expected:
                 return self._diag(token.line, token.column, _BLOCK_ERROR)
-            if self.text.startswith("/*", token.start_pos or 0):
-                return self._diag(token.line, token.column, "unterminated comment")
+            start = comment_start(self.text, token)
+            if start is not None:
+                return self._diag(token.line, token.column - (token.start_pos - start),
+                                  "unterminated comment")
             what = self._describe_token(token)
             _, decl_terms, _ = _keyword_table()
             reserved = token.type in decl_terms or token.type in ("OR", "AND", "_NOT")

@@ -107,6 +107,9 @@ def describe(exc: UnexpectedInput, text: str, source: str, names: Mapping[str, s
         if token is None or token.type == "$END":
             line, col = _end(text)
             return Diagnostic(source, line, col, f"unexpected end of input, expected {shown}")
+        if comment_start(text, token) is not None:
+            return Diagnostic(source, token.line or 1, (token.column or 1) - (
+                token.start_pos - comment_start(text, token)), "unterminated comment")
         found = f"'{token.value}'"
         return Diagnostic(source, token.line or 1, token.column or 1,
                           f"unexpected {found}, expected {shown}")
@@ -122,6 +125,18 @@ def describe(exc: UnexpectedInput, text: str, source: str, names: Mapping[str, s
         return Diagnostic(source, exc.line, exc.column, message)
     return Diagnostic(source, getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1,
                       str(exc).splitlines()[0])
+
+
+def comment_start(text: str, token: Token) -> int | None:
+    """Where the unterminated ``/*`` comment ``token`` was lexed from begins, or None: a
+    terminated comment is never a token, so a ``/`` at ``/*``, or a ``*`` right after one
+    taken as division, is what the lexer made of a comment without its ``*/``."""
+    pos = token.start_pos or 0
+    if text.startswith("/*", pos):
+        return pos
+    if token.value == "*" and pos > 0 and text.startswith("/*", pos - 1):
+        return pos - 1
+    return None
 
 
 def literal(node: Tree, source: str) -> Any:
