@@ -40,7 +40,7 @@ VOCABULARY: tuple[bytes, ...] = (
     b"{99999999999999999999}", b"{100000}", b"{0}", b"{1.5}", b"{..}", b"{3..2}",
     b"1e999", b"1e-999", b"0.5", b"9" * 5000, b"-9223372036854775808", b"[1e400 s]",
     b"timer:interval(1e999 sec)", b"a[99999999999999999999].x", b"a[0].x",
-    b"action {", b"action { // x\n", b"{ \"", b"{ /*", b"\"\\", b"'\\",
+    b"action {", b"action { // x\n", b"{ \"", b"{ /*", b"/* x", b"\"\\", b"'\\",
     b"rule R on A action x", b"complexEvent X { as A }", b"atomicEvent A(x : Integer)",
     b"create schema S(x int);", b"insert into Y select * from pattern [every a = A];",
     b"@Name('n') ", b"#time(10 sec)", b".win:length(99999999999999999999)", b"group by x",
@@ -86,7 +86,7 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
         elif kind == 1:
             out[i:i] = out[i:j] * rng.choice((1, 2, 30))
         elif kind in (2, 3):
-            out[i:i] = rng.choice(VOCABULARY) * rng.choice((1, 1, 1, 3, 50))
+            out[i:i] = rng.choice(VOCABULARY) * rng.choice((1, 1, 1, 3, 50, 2000))
         elif kind == 4:
             out[i:j] = rng.choice(VOCABULARY)
         elif kind == 5 and n:

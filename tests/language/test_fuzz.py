@@ -40,13 +40,13 @@ def _report(findings: list) -> str:
 
 @pytest.mark.parametrize("seed", [16, 61])
 def test_mutated_shipped_files_end_in_diagnostics(seed: int) -> None:
-    findings = fuzz.campaign(seed, mutations=150, deep=0, limit=LIMIT)
+    findings = fuzz.campaign(seed, mutations=100, deep=0, limit=LIMIT)
     assert not findings, _report(findings)
 
 
 @pytest.mark.parametrize("seed", [6, 66])
 def test_deep_nesting_ends_in_diagnostics(seed: int) -> None:
-    findings = fuzz.campaign(seed, mutations=0, deep=8, limit=LIMIT)
+    findings = fuzz.campaign(seed, mutations=0, deep=6, limit=LIMIT)
     assert not findings, _report(findings)
 
 
