@@ -36,9 +36,11 @@ __all__ = [
 ]
 
 #: Levels of nesting of a pattern, and separately of a condition (a ``where`` filter, a select
-#: item): each operator of a chain is one level (``A -> B -> C`` is two ``->`` deep, ``x + y +
-#: z`` two ``+`` deep); parentheses alone add none. The checker, the compiler and the engine
-#: walk these trees recursively; twice this depth still leaves Python's stack room to spare.
+#: item): the nodes on the longest path of its tree, so each operator of a chain is one level
+#: (``A -> B -> C`` is ``A -> (B -> C)``, 3 levels; a chain of 100 operands is 100); parentheses
+#: alone add none. The checker, the compiler and the engine walk these trees recursively; a
+#: pattern and its conditions at this depth still leave Python's stack room to spare
+#: (measured: 250 levels pass everything below 150 frames of callers).
 MAX_NESTING = 100
 
 #: Automaton steps one complex event may unroll to: ``P{n}`` repeats ``P`` n times,

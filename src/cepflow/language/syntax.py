@@ -247,7 +247,7 @@ class StatementRecovery:
     def _move(self, counter: Any, pos: int) -> None:
         """Set Lark's line counter to ``pos`` (its line and column too)."""
         if self._lines is None:
-            self._lines = [i for i, c in enumerate(self.text) if c == "\n"]
+            self._lines = [m.start() for m in re.finditer("\n", self.text)]
         newlines = bisect.bisect_left(self._lines, pos)
         start = self._lines[newlines - 1] + 1 if newlines else 0
         counter.char_pos = pos
