@@ -17,8 +17,8 @@ shape (batches of 2^18 events) — and ``process`` — ``Engine.process`` event 
 path, with the matcher's direct step for this shape). Each key count and path runs in its own
 forked process; only the processing is timed (events built before). Every run is checked
 against an independent oracle — for every reading at >= 50 km/h, the first later stop of the
-same bike less than 3 s later — and aborts (exit code 1) on any difference in the number of matches or
-their checksum.
+same bike, if less than 3 s later — and aborts (exit code 1) on any difference in the number of
+matches or their checksum.
 
     .venv/bin/python benchmarks/esper_patterns.py          # 1M events, 10,000 and 100 keys
     .venv/bin/python benchmarks/esper_patterns.py --quick  # 100,000 events

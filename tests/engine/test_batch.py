@@ -12,7 +12,7 @@ from cepflow.events.model import Event
 from cepflow.language import ast as A
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import save_state
-from support import at, program, tokens_form
+from support import at, program, run, tokens_form
 
 TYPES = ("a", "b", "c", "d")
 
@@ -124,3 +124,15 @@ def test_columns_equal_event_by_event(p1: A.Pattern, p2: A.Pattern, spec, cuts) 
     assert many.stats == one.stats
     assert json.dumps(tokens_form(save_state(many)), sort_keys=True) == json.dumps(
         save_state(one), sort_keys=True)
+
+
+def test_a_chain_longer_than_the_kernel_takes_runs_event_by_event() -> None:
+    """A keyed sequence of more than 62 stages does not fit the kernel's int64 stage masks
+    (it overflowed): Engine.run declines it and gives the per-event answer."""
+    body = A.Mult(A.Atom("a", ("k",)), 64)
+    prog = program(body, params=("k",), types=("a",), arity=1)
+    events = [Event("a", (1,), i, id=i) for i in range(2 * 64 + 3)]
+    eng = Engine(prog)
+    got = [m.event_refs for m in eng.run(events)]
+    ref = [m.event_refs for m in run(prog, events)]
+    assert got == ref and len(got) == 2

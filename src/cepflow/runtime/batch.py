@@ -75,6 +75,10 @@ class Chain:
         return self.window is None and len(set(self.types)) == len(self.types)
 
 
+#: the most stages the chain kernel takes: an event's stages are a bit mask in an int64
+MAX_CHAIN = 62
+
+
 def chain_of(m: Any) -> Chain | None:
     """The chain view of a matcher, or None if its automaton is not a keyed sequence under
     chronicle: one event type per stage binding the one key variable (a type may recur at
@@ -117,6 +121,8 @@ def chain_of(m: Any) -> Chain | None:
             return None
         types.append(t)
         positions.append(pos)
+        if len(types) > MAX_CHAIN:
+            return None  # (the stages of an event are bits of an int64)
         if e.final:
             break
         state = e.target
