@@ -59,3 +59,23 @@ def test_every_distinct_around_a_sequence() -> None:
             "[every-distinct(a.k, 10 sec) (a=A -> b=B)]")
     assert run(q, "A1@0 B1@1000 A1@2000 B1@3000 A1@4000 B1@11000") == [
         (["A1", "B1"], (1,)), (["A1", "B1"], (1,))]
+
+
+def test_a_bare_not_in_a_sequence_is_true_at_once() -> None:
+    """Esper: "pattern expressions prefixed with not are automatically permanently true upon
+    start" (EvalNotStateNode.start reports true at once), so in ``A -> not C -> B`` the B
+    starts right after the A and a C in between changes nothing: it is ``A -> B``. The reader
+    says so with a warning (VEPL's ``A -> NOT C -> B`` forbids the C)."""
+    from cepflow.language.parser import parse_warnings
+    from cepflow.loader import diagnose
+
+    text = SCHEMA + "insert into P select a.k as k from pattern [every a=A -> not C -> b=B]"
+    module = parse_epl(text, "t.epl")
+    warnings = [str(w) for w in parse_warnings(module)]
+    assert len(warnings) == 1 and warnings[0].startswith("t.epl:7:58: warning:")
+    assert "true at once" in warnings[0]
+    assert any("true at once" in str(d) for d in diagnose(module)[0])
+    p = load_module(module)
+    assert run(p, "A1@0 C1@1 B1@2") == [(["A1", "B1"], (1,))]
+    assert run(epl("insert into P from pattern [a=A -> not C]"), "A1@0 C1@1") == [
+        (["A1"], (1,))]

@@ -147,7 +147,7 @@ def test_bare_untagged_tagged_and_filter_forms_agree(seq) -> None:
 @pytest.mark.parametrize(("text", "line", "col", "what"), [
     ("insert into X select count(*) as n from pattern [every a = ME].win:ext_timed(1 sec)",
      2, 63, "view 'win:ext_timed' is not supported"),
-    ("insert into X from pattern [every a = ME -> not b = ME]", 2, 45, "'not' needs a partner"),
+    ("insert into X from pattern [not b = ME]", 2, 29, "'not' needs a partner"),
     ("insert into X from pattern [every a = ME where timer:interval(1 sec)]", 2, 48,
      "guard 'timer:interval'"),
     ("insert into X from pattern [every (a = ME -> every b = ME)]", 2, 1, "every inside every"),

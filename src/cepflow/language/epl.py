@@ -32,7 +32,7 @@ from lark.exceptions import UnexpectedInput, VisitError
 
 from cepflow.compiler.esper import guard_windows
 from cepflow.language import ast
-from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError
+from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
 from cepflow.language.limits import (
     LimitError,
     number_value,
@@ -123,8 +123,11 @@ class _ToAst(Transformer_NonRecursive):
     """One statement's parse tree to its declaration, walked without recursion (any nesting
     depth reaches the limit check of :func:`_bounded`, never Python's stack limit)."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: str = "<string>") -> None:
         super().__init__()
+        self.source = source
+        #: warnings found while building (a bare ``not`` in a followed-by)
+        self.warnings: list[Diagnostic] = []
 
     # ---- expressions -------------------------------------------------------------------
     def number(self, meta: Any, c: list[Any]) -> ast.Const:
@@ -203,14 +206,33 @@ class _ToAst(Transformer_NonRecursive):
         return ast.Atom(str(typ), None, cond, alias, loc=_loc(typ))
 
     def followed_by(self, meta: Any, c: list[Any]) -> ast.Pattern:
-        _partnered(c)
+        c = self._true_at_once(c)
         out = c[-1]
         for left in reversed(c[:-1]):
             out = ast.Fol(left, out, loc=_loc(meta))
         return out
 
+    def _true_at_once(self, items: list[Any]) -> list[Any]:
+        """Esper's ``not C`` is true as soon as it starts and never looked at again: in a
+        followed-by (``A -> not C -> B``) it lets the next operand start at once, so it is
+        left out — with a warning, as VEPL's ``A -> NOT C -> B`` means something else. A
+        followed-by of nothing but ``not`` still needs a partner."""
+        kept = [o for o in items if not isinstance(o, ast.Not)]
+        if not kept:
+            _partnered(items)
+        for o in items:
+            if isinstance(o, ast.Not):
+                line, col = o.loc or (1, 1)
+                self.warnings.append(Diagnostic(
+                    self.source, line, col, "Esper's 'not' here is true at once and never "
+                    "looked at again, so it forbids nothing (A -> not C -> B matches as "
+                    "A -> B); to forbid C between A and B write A -> (B and not C)",
+                    "warning"))
+        return kept
+
     def or_p(self, meta: Any, c: list[Any]) -> ast.Pattern:
-        _partnered(c)
+        if len(c) > 1:  # (one operand: the rule is only on the way to a followed-by)
+            _partnered(c)
         out = c[0]
         for right in c[1:]:
             out = ast.Or(out, right, loc=_loc(meta))
@@ -547,15 +569,20 @@ def parse_epl(text: str, source: str = "<string>") -> ast.Module:
         tree = None
     errors = list(recovery.errors)
     decls: list[ast.Decl] = []
+    warnings: list[Diagnostic] = []
     for statement in tree.children if tree is not None else ():
+        builder = _ToAst(source)
         try:
-            decls.append(_ToAst().transform(statement))
+            decls.append(builder.transform(statement))
         except VisitError as e:
             if not isinstance(e.orig_exc, _Unsupported):
                 raise
             line, col = e.orig_exc.loc or (1, 1)
             errors.append(Diagnostic(source, line, col, str(e.orig_exc)))
+        warnings.extend(builder.warnings)
     if errors:
         raise PatternSyntaxError(capped(errors))
-    return ast.Module(tuple(decls), source=source)
+    module = ast.Module(tuple(decls), source=source)
+    object.__setattr__(module, "_parse_warnings", tuple(sort_diagnostics(warnings)))
+    return module
 
