@@ -162,6 +162,21 @@ def install_hint() -> str:
     return "see https://graphviz.org/download/"
 
 
+def to_svg(dot: str) -> str:
+    """``dot`` drawn by Graphviz as SVG text (for report pages); :class:`RenderError` (one
+    line, with the install command) when Graphviz is missing or fails."""
+    exe = shutil.which("dot")
+    if exe is None:
+        raise RenderError(f"drawing needs Graphviz's 'dot', which is not installed: "
+                          f"{install_hint()}")
+    done = subprocess.run([exe, "-Tsvg"], input=dot.encode(), capture_output=True,
+                          check=False)
+    if done.returncode != 0:
+        why = (done.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[0]
+        raise RenderError(f"Graphviz failed: {why}")
+    return done.stdout.decode("utf-8")
+
+
 def render(dot: str, path: Path) -> None:
     """Write ``dot`` to ``path``: DOT text for .dot/.gv, a drawing by Graphviz's ``dot`` for
     .svg/.png/.pdf. Raises :class:`RenderError` (one line, nothing written) when the format is
