@@ -1,16 +1,32 @@
-"""Writers: matches round-trip through JSON Lines and Parquet; the side channel is written too."""
+"""Writers: one encoding of matches and rejected records (docs/formats.md) in JSON Lines, CSV and
+Parquet; every line is valid JSON; output files appear whole or not at all."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import math
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel
-from cepflow.outputs import write_jsonl, write_parquet, write_rejected_jsonl
+from cepflow.outputs import (
+    MatchFile,
+    OutputError,
+    dumps,
+    match_batch,
+    match_lines,
+    output_format,
+    write_csv,
+    write_jsonl,
+    write_parquet,
+    write_rejected_jsonl,
+    write_side_file,
+)
 
 
 def matches() -> list[ComplexEvent]:
@@ -23,17 +39,22 @@ def matches() -> list[ComplexEvent]:
     ]
 
 
+EXPECTED = [
+    {"pattern": "P", "ts": 10, "params": {"v": 1, "w": "ü"}, "events": ["a1", "3"]},
+    # a time with a fraction of a millisecond is rounded up (never before the match was whole)
+    {"pattern": "Q", "ts": 13, "params": {"n": None, "f": 0.5}, "events": ["a1", "3", "7"]},
+]
+
+
 def test_write_jsonl_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "m.jsonl"
     assert write_jsonl(matches(), path) == 2
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    assert rows == [
-        {"pattern": "P", "ts": 10, "params": {"v": 1, "w": "ü"}, "events": ["a1", "3"]},
-        {"pattern": "Q", "ts": 12.5, "params": {"n": None, "f": 0.5},
-         "events": ["a1", "3", "7"]},
-    ]
-    # (ids as strings, as the Parquet writer and Spark write them; to_dict keeps their type)
-    assert [m.to_dict()["events"] for m in matches()] == [["a1", 3], ["a1", 3, 7]]
+    text = path.read_text(encoding="utf-8")
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert rows == EXPECTED
+    assert all(type(r["ts"]) is int for r in rows)
+    # the encoding is compact and keeps UTF-8 text, exactly as dumps writes a value
+    assert text.splitlines()[0] == dumps(EXPECTED[0])
 
 
 def test_write_jsonl_to_open_file() -> None:
@@ -44,15 +65,39 @@ def test_write_jsonl_to_open_file() -> None:
     assert write_jsonl([], io.StringIO()) == 0
 
 
+def test_match_lines_equal_dumps_of_the_record() -> None:
+    """The column-wise encoder (what Spark runners use) writes exactly the bytes dumps does."""
+    odd = ComplexEvent("P\u2028\"q\\", (), 1, {"s": 'a"b\n\u00e9', "t": True, "big": 2**70,
+                                              "f": 1e16, "neg": -0.0, "l": [1, "x"]},
+                       [Event("A", (), 1, id='e"1\u00e9')])
+    for m in [*matches(), odd]:
+        d = m.to_dict()
+        d["ts"] = math.ceil(d["ts"])
+        d["events"] = [str(r) for r in d["events"]]
+        assert match_lines(match_batch([m])).to_pylist() == [dumps(d)]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_nonfinite_values_are_valid_json(tmp_path: Path, value: float) -> None:
+    m = ComplexEvent("P", (value,), 1, {"x": value, "ok": 1.5}, [Event("A", (value,), 1)])
+    path = tmp_path / "m.jsonl"
+    write_jsonl([m], path)
+    line = path.read_text().strip()
+    row = json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c} in {line}"))
+    assert row["params"] == {"x": {"nan": "NaN", "inf": "Infinity"}.get(repr(value),
+                                                                       "-Infinity"), "ok": 1.5}
+    json.dumps(row, allow_nan=False)
+
+
 def test_write_parquet_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "m.parquet"
     assert write_parquet(matches() * 3, path, batch_size=2) == 6
     table = pq.read_table(path)
-    assert table.schema.field("ts").type == pa.float64()
+    assert table.schema.field("ts").type == pa.int64()
     assert table.schema.field("events").type == pa.list_(pa.string())
     rows = table.to_pylist()
     assert len(rows) == 6
-    assert rows[0] == {"pattern": "P", "ts": 10.0, "params": '{"v":1,"w":"ü"}',
+    assert rows[0] == {"pattern": "P", "ts": 10, "params": '{"v":1,"w":"ü"}',
                        "events": ["a1", "3"]}
     assert json.loads(rows[1]["params"]) == {"n": None, "f": 0.5}
     assert rows[1]["events"] == ["a1", "3", "7"]
@@ -66,21 +111,90 @@ def test_write_parquet_empty_keeps_schema(tmp_path: Path) -> None:
     assert table.column_names == ["pattern", "ts", "params", "events"]
 
 
+def test_write_csv(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    assert write_csv(matches(), path) == 2
+    rows = list(csv.DictReader(path.open(encoding="utf-8", newline="")))
+    assert [{"pattern": r["pattern"], "ts": int(r["ts"]), "params": json.loads(r["params"]),
+             "events": json.loads(r["events"])} for r in rows] == EXPECTED
+
+
 def test_write_rejected_jsonl(tmp_path: Path) -> None:
     side = SideChannel()
     side.malformed.append(Rejected("in.jsonl", "line 3", "bad", '{"x"', "x"))
     side.malformed.append(Rejected("in.bin", "row 1", "odd", b"\x00"))
-    side.late.append(Rejected("<stream>", "position 4", "late by 2 ms (watermark 8)",
-                              Event("A", (1,), 6, id="e"), "ts"))
+    side.malformed.append(Rejected("in.parquet", "row 2", "not a finite number: NaN",
+                                   {"type": "A", "x": float("nan")}, "x"))
+    side.late.append(Rejected("in.jsonl", "line 4", "late by 2 ms", Event("A", (1,), 6, id="e"),
+                              "ts"))
     path = tmp_path / "rejected.jsonl"
-    assert write_rejected_jsonl(side, path) == 3
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert write_rejected_jsonl(side, path) == 4
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
     assert rows[0] == {"kind": "malformed", "source": "in.jsonl", "location": "line 3",
                        "reason": "bad", "field": "x", "record": '{"x"'}
-    assert rows[1]["record"] == repr(b"\x00")
-    assert rows[2]["kind"] == "late"
-    assert rows[2]["record"] == {"type": "A", "ts": 6, "id": "e", "params": [1]}
+    assert rows[1]["record"] == repr(b"\x00") and rows[1]["field"] is None
+    # the record is text as read: a row's NaN shown as NaN, inside a string
+    assert rows[2]["record"] == '{"type":"A","x":NaN}'
+    assert rows[3]["kind"] == "late"
+    assert json.loads(rows[3]["record"]) == {"type": "A", "ts": 6, "id": "e", "params": [1]}
+    assert list(rows[0]) == ["kind", "source", "location", "reason", "field", "record"]
 
     buf = io.StringIO()
-    assert write_rejected_jsonl(side.malformed, buf) == 2
-    assert "kind" not in json.loads(buf.getvalue().splitlines()[0])
+    assert write_rejected_jsonl([("late", side.late[0])], buf) == 1
+    assert json.loads(buf.getvalue())["kind"] == "late"
+
+
+def test_output_format_by_extension() -> None:
+    assert [output_format(p) for p in ("a.jsonl", "a.JSON", "a.ndjson", "a.csv", "a.parquet",
+                                       "a.pq", "-")] == ["jsonl"] * 3 + ["csv"] + ["parquet"] * 2 + ["jsonl"]
+    with pytest.raises(OutputError, match=r"a\.txt: unsupported output format '\.txt'"):
+        output_format("a.txt")
+    with pytest.raises(OutputError, match="without an extension"):
+        output_format("matches")
+
+
+@pytest.mark.parametrize("name", ["m.jsonl", "m.csv", "m.parquet"])
+def test_match_file_writes_its_format_whole_or_not_at_all(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "out" / name
+    with MatchFile(path) as out:
+        out.write_matches(matches())
+        assert not path.exists()  # in place only when complete
+    assert out.count == 2
+    if name.endswith(".parquet"):
+        assert pq.read_table(path).num_rows == 2
+    else:
+        assert len(path.read_text().splitlines()) == 2 + name.endswith(".csv")
+    before = path.read_bytes()
+    with pytest.raises(RuntimeError), MatchFile(path) as out:
+        out.write_matches(matches()[:1])
+        raise RuntimeError("the run failed")
+    assert path.read_bytes() == before  # a failed run leaves the earlier file as it was
+    assert sorted(p.name for p in path.parent.iterdir()) == [name]  # no staging file left
+
+
+def test_match_file_refuses_what_it_cannot_write(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").mkdir()
+    with pytest.raises(OutputError, match="is a folder"):
+        MatchFile(tmp_path / "d.jsonl")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OutputError, match="cannot write"):
+        MatchFile(blocker / "m.jsonl")
+
+
+def test_match_file_to_stdout() -> None:
+    buf = io.StringIO()
+    with MatchFile("-", stdout=buf) as out:
+        out.write_matches(matches())
+    assert [json.loads(line) for line in buf.getvalue().splitlines()] == EXPECTED
+
+
+def test_side_file_replaces_or_removes_an_earlier_one(tmp_path: Path) -> None:
+    path = tmp_path / "m.rejected.jsonl"
+    side = SideChannel()
+    side.malformed.append(Rejected("in.jsonl", "line 1", "bad", "x"))
+    assert write_side_file(side, path) == 1
+    assert json.loads(path.read_text())["reason"] == "bad"
+    assert write_side_file(SideChannel(), path) == 0
+    assert not path.exists()  # a run that rejects nothing leaves no stale side file

@@ -30,6 +30,10 @@ PRIMITIVE_ALIASES = {
 
 TYPE_ALIASES = {**PRIMITIVE_ALIASES, "any": "any", "object": "any", "eobject": "any"}
 
+#: the floats JSON has no number for (by ``repr``), as cepflow names them in reasons and writes
+#: them in outputs (docs/formats.md, "NaN and Infinity")
+NONFINITE_TEXT = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
 
 def canonical_type(name: str) -> str:
     """Map a declared parameter type (``Integer``, ``String``, ``Body`` …) to one of PARAM_TYPES.
@@ -248,3 +252,7 @@ class SideChannel:
 
     def all(self) -> list[Rejected]:
         return [*self.malformed, *self.late]
+
+    def items(self) -> list[tuple[str, Rejected]]:
+        """Every record with its kind (``malformed``, ``late``), as the side file writes them."""
+        return [*(("malformed", r) for r in self.malformed), *(("late", r) for r in self.late)]

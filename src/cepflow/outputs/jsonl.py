@@ -1,41 +1,44 @@
-"""JSON Lines writers for detected matches and for the side channel of rejected records."""
+"""JSON Lines writers for matches and for the side channel of rejected records.
+
+Both write the lines of :mod:`cepflow.outputs.records` — the one encoding every engine uses.
+"""
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import date, datetime
 from typing import Any, TextIO
 
-from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel
+import pyarrow as pa
+
+from cepflow.events.model import ComplexEvent, Rejected, SideChannel
+from cepflow.outputs.encoding import dumps, json_default
+from cepflow.outputs.records import match_batches, match_lines, rejected_batch, rejected_lines
+
+__all__ = ["JsonLinesWriter", "dumps", "json_default", "write_jsonl", "write_rejected_jsonl"]
 
 PathOrFile = str | os.PathLike[str] | TextIO
 
 
-def json_default(value: Any) -> Any:
-    """``json.dumps`` fallback: events become their ref, sets lists, dates ISO text, else str."""
-    if isinstance(value, Event):
-        return value.ref
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=repr)
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    return str(value)
+class JsonLinesWriter:
+    """Rows of an output schema as JSON lines on an open text stream (``lines`` encodes a
+    batch: :func:`~cepflow.outputs.records.match_lines` or ``rejected_lines``)."""
 
+    def __init__(self, out: TextIO,
+                 lines: Callable[[pa.RecordBatch], pa.Array] = match_lines) -> None:
+        self.out, self.lines = out, lines
 
-#: (one encoder for every line: ``json.dumps`` with options builds a new one per call)
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=json_default)
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows:
+            self.out.write("\n".join(self.lines(batch).to_pylist()) + "\n")
 
-
-def dumps(value: Any) -> str:
-    """One compact JSON line (UTF-8 text kept as is, non-JSON values via :func:`json_default`)."""
-    return _ENCODER.encode(value)
+    def close(self) -> None:
+        self.out.flush()
 
 
 @contextmanager
-def _text_output(path_or_file: PathOrFile) -> Iterator[TextIO]:
+def text_output(path_or_file: PathOrFile) -> Iterator[TextIO]:
     """An open text stream: the given file object (left open) or a new UTF-8 file (closed)."""
     if hasattr(path_or_file, "write"):
         yield path_or_file  # type: ignore[misc]
@@ -44,66 +47,33 @@ def _text_output(path_or_file: PathOrFile) -> Iterator[TextIO]:
             yield f
 
 
+def write_text_matches(matches: Iterable[ComplexEvent], path_or_file: PathOrFile,
+                       writer: Callable[[TextIO], Any]) -> int:
+    """Write matches with a text format's ``writer`` (:class:`JsonLinesWriter`,
+    :class:`~cepflow.outputs.csvfile.CsvWriter`) to a path or an open text stream; returns the
+    count."""
+    count = 0
+    with text_output(path_or_file) as out:
+        rows = writer(out)
+        for batch in match_batches(matches):
+            rows.write_batch(batch)
+            count += batch.num_rows
+        rows.close()
+    return count
+
+
 def write_jsonl(matches: Iterable[ComplexEvent], path_or_file: PathOrFile) -> int:
-    """Write one ``{"pattern", "ts", "params", "events"}`` object per match; returns the count.
-    Event ids are written as strings, as the Parquet writer and the Spark pipeline write them
-    (an id column holds one type), so the outputs of every engine and format compare equal."""
-    count = 0
-    with _text_output(path_or_file) as out:
-        for match in matches:
-            d = match.to_dict()
-            d["events"] = [str(r) for r in d["events"]]
-            out.write(dumps(d))
-            out.write("\n")
-            count += 1
-    return count
+    """Write one ``{"pattern", "ts", "params", "events"}`` object per match (docs/formats.md);
+    returns the count."""
+    return write_text_matches(matches, path_or_file, JsonLinesWriter)
 
 
-def _jsonable_record(record: Any) -> Any:
-    """The rejected record as JSON data: an Event as its dict, other values as is or as repr."""
-    if isinstance(record, Event):
-        return record.to_dict()
-    try:
-        json.dumps(record, allow_nan=True)
-    except (TypeError, ValueError, RecursionError):
-        return repr(record)
-    return record
-
-
-def rejected_to_dict(rejected: Rejected, kind: str | None = None) -> dict[str, Any]:
-    """The side-channel entry as a JSON-able dict (``kind`` is ``malformed``/``late`` if known)."""
-    d: dict[str, Any] = {}
-    if kind is not None:
-        d["kind"] = kind
-    d.update(
-        source=rejected.source,
-        location=rejected.location,
-        reason=rejected.reason,
-        field=rejected.field,
-        record=_jsonable_record(rejected.record),
-    )
-    return d
-
-
-def write_rejected_jsonl(
-    rejected: Iterable[Rejected] | SideChannel, path_or_file: PathOrFile
-) -> int:
-    """Write the side channel, one JSON object per rejected record, so it can be reviewed.
-
-    Given a whole :class:`SideChannel`, each line also carries ``kind`` (malformed or late).
-    Returns the number of lines written.
-    """
-    if isinstance(rejected, SideChannel):
-        items: Iterable[tuple[Rejected, str | None]] = [
-            *((r, "malformed") for r in rejected.malformed),
-            *((r, "late") for r in rejected.late),
-        ]
-    else:
-        items = ((r, None) for r in rejected)
-    count = 0
-    with _text_output(path_or_file) as out:
-        for r, kind in items:
-            out.write(dumps(rejected_to_dict(r, kind)))
-            out.write("\n")
-            count += 1
-    return count
+def write_rejected_jsonl(rejected: SideChannel | Iterable[tuple[str, Rejected]],
+                         path_or_file: PathOrFile) -> int:
+    """Write the side channel (or (kind, record) pairs), one
+    ``{"kind", "source", "location", "reason", "field", "record"}`` object per rejected
+    record; returns the number written."""
+    batch = rejected_batch(rejected)
+    with text_output(path_or_file) as out:
+        JsonLinesWriter(out, rejected_lines).write_batch(batch)
+    return batch.num_rows

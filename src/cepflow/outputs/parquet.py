@@ -10,43 +10,35 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cepflow.events.model import ComplexEvent
-from cepflow.outputs.jsonl import dumps
-
-#: Match table schema. ``params`` is JSON text because bindings differ per pattern and type.
-MATCH_SCHEMA = pa.schema(
-    [
-        pa.field("pattern", pa.string(), nullable=False),
-        pa.field("ts", pa.float64(), nullable=False),
-        pa.field("params", pa.string(), nullable=False),
-        pa.field("events", pa.list_(pa.string()), nullable=False),
-    ]
-)
+from cepflow.outputs.records import MATCH_SCHEMA, match_batches
 
 
-def _batch(rows: dict[str, list[Any]]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pydict(rows, schema=MATCH_SCHEMA)
+class ParquetWriter:
+    """Rows of :data:`~cepflow.outputs.records.MATCH_SCHEMA` into a Parquet file (a path or
+    a binary file object); an empty output still has the schema."""
+
+    def __init__(self, where: str | os.PathLike[str] | Any) -> None:
+        self.writer = pq.ParquetWriter(where, MATCH_SCHEMA)
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows:
+            self.writer.write_batch(batch)
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 def write_parquet(
     matches: Iterable[ComplexEvent], path: str | os.PathLike[str], *, batch_size: int = 10_000
 ) -> int:
-    """Write matches as columns pattern, ts (double), params (JSON), events (list<string>).
-
-    Returns the number of rows; an empty input still writes a file with the schema.
-    """
+    """Write matches as columns pattern, ts (integer ms), params (JSON object text), events
+    (list of id strings). Returns the number of rows."""
     count = 0
-    rows: dict[str, list[Any]] = {name: [] for name in MATCH_SCHEMA.names}
-    with pq.ParquetWriter(path, MATCH_SCHEMA) as writer:
-        for match in matches:
-            d = match.to_dict()
-            rows["pattern"].append(d["pattern"])
-            rows["ts"].append(float(d["ts"]))
-            rows["params"].append(dumps(d["params"]))
-            rows["events"].append([str(ref) for ref in d["events"]])
-            count += 1
-            if len(rows["pattern"]) >= batch_size:
-                writer.write_batch(_batch(rows))
-                rows = {name: [] for name in MATCH_SCHEMA.names}
-        if rows["pattern"] or count == 0:
-            writer.write_batch(_batch(rows))
+    writer = ParquetWriter(path)
+    try:
+        for batch in match_batches(matches, batch_size):
+            writer.write_batch(batch)
+            count += batch.num_rows
+    finally:
+        writer.close()
     return count

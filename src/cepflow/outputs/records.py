@@ -1,0 +1,142 @@
+"""The two output records — a match and a rejected record — as Arrow rows and as JSON lines.
+
+Every writer of every engine goes through here (docs/formats.md): the in-process file job,
+Spark's batch replay and Spark streaming make rows of :data:`MATCH_SCHEMA` /
+:data:`REJECTED_SCHEMA` (:func:`match_batch`, :func:`rejected_batch`, or column-wise in the
+Spark runners) and :func:`match_lines` / :func:`rejected_lines` turn rows into lines, so the
+same input gives the same bytes whichever engine wrote them.
+
+* A match: ``{"pattern", "ts", "params", "events"}`` — ``ts`` integer milliseconds (a time
+  with a fraction of a millisecond, from fractional input timestamps or window lengths, is
+  rounded *up*: a match is never stamped before the instant it was complete), ``params`` a JSON
+  object of the pattern's bindings (internal ``_`` names left out), ``events`` the ids of the
+  contributing input events in match order, always strings.
+* A rejected record: ``{"kind", "source", "location", "reason", "field", "record"}`` — ``kind``
+  ``malformed`` or ``late``; ``location`` ``line N`` (JSON Lines, CSV; 1-based), ``row N``
+  (Parquet; 0-based) or ``file``; ``field`` null when the reason is not one field's;
+  ``record`` the record as text (a JSON Lines line as read, a CSV or Parquet row or a late
+  event as compact JSON), null when there is none (a whole file).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel
+from cepflow.outputs.encoding import dumps, dumps_as_read, json_texts
+
+#: A match as a row; ``params`` is the JSON text of an object (bindings differ per pattern).
+MATCH_SCHEMA = pa.schema([
+    pa.field("pattern", pa.string()), pa.field("ts", pa.int64()),
+    pa.field("params", pa.string()), pa.field("events", pa.list_(pa.string())),
+])
+
+#: A rejected record as a row (every field text; ``field`` and ``record`` may be null).
+REJECTED_SCHEMA = pa.schema([
+    pa.field("kind", pa.string()), pa.field("source", pa.string()),
+    pa.field("location", pa.string()), pa.field("reason", pa.string()),
+    pa.field("field", pa.string()), pa.field("record", pa.string()),
+])
+
+
+def match_ts(ts: float) -> int:
+    """A match's time as written: integer milliseconds, a fraction rounded up."""
+    return ts if isinstance(ts, int) else math.ceil(ts)
+
+
+def match_ts_column(ts: pa.Array) -> pa.Array:
+    """:func:`match_ts` of a column of times (double or integer)."""
+    if pa.types.is_integer(ts.type):
+        return ts.cast(pa.int64())
+    return pc.ceil(ts).cast(pa.int64())
+
+
+def match_batch(matches: Iterable[ComplexEvent]) -> pa.RecordBatch:
+    """Matches as rows of :data:`MATCH_SCHEMA`."""
+    ms = list(matches)
+    return pa.RecordBatch.from_pydict({
+        "pattern": [m.type for m in ms],
+        "ts": [match_ts(m.ts) for m in ms],
+        "params": [dumps(m.bindings_for_output()) for m in ms],
+        "events": [[str(r) for r in m.event_refs] for m in ms],
+    }, schema=MATCH_SCHEMA)
+
+
+def match_batches(matches: Iterable[ComplexEvent], size: int = 4096
+                  ) -> Iterator[pa.RecordBatch]:
+    """Matches as rows of :data:`MATCH_SCHEMA`, ``size`` at a time (memory stays bounded)."""
+    it = iter(matches)
+    while chunk := list(islice(it, size)):
+        yield match_batch(chunk)
+
+
+def record_text(record: Any) -> str | None:
+    """A rejected record's ``record`` field: text as read stays text, an event becomes the
+    JSON of :meth:`Event.to_dict`, other data (a row) its JSON."""
+    if record is None or isinstance(record, str):
+        return record
+    if isinstance(record, Event):
+        record = record.to_dict()
+    return dumps_as_read(record)
+
+
+def rejected_batch(records: Iterable[tuple[str, Rejected]] | SideChannel) -> pa.RecordBatch:
+    """Rejected records — (kind, record) pairs or a whole side channel — as rows of
+    :data:`REJECTED_SCHEMA`."""
+    items = list(records.items() if isinstance(records, SideChannel) else records)
+    return pa.RecordBatch.from_pydict({
+        "kind": [k for k, _ in items],
+        "source": [r.source for _, r in items],
+        "location": [r.location for _, r in items],
+        "reason": [r.reason for _, r in items],
+        "field": [r.field for _, r in items],
+        "record": [record_text(r.record) for _, r in items],
+    }, schema=REJECTED_SCHEMA)
+
+
+def _join(names: list[str], texts: list[pa.Array]) -> pa.Array:
+    """``{"name":text,...}`` per row from the JSON texts of each field."""
+    parts: list[Any] = []
+    for i, (name, text) in enumerate(zip(names, texts, strict=True)):
+        parts += [("{" if i == 0 else ",") + dumps(name) + ":", text]
+    return pc.binary_join_element_wise(*parts, "}", "")
+
+
+def json_lists(lists: pa.Array) -> pa.Array:
+    """The JSON array text of each list of strings."""
+    texts = json_texts(lists.values, ascii_only=False)
+    joined = pc.binary_join(pa.ListArray.from_arrays(lists.offsets, texts), ",")
+    return pc.binary_join_element_wise("[", joined, "]", "")
+
+
+def match_lines(batch: pa.RecordBatch | pa.Table) -> pa.Array:
+    """The JSON line (without newline) of each row of :data:`MATCH_SCHEMA` — the one
+    encoding of a match (module docstring)."""
+    col = _column(batch)
+    return _join(MATCH_SCHEMA.names, [
+        json_texts(col("pattern"), ascii_only=False), match_ts_column(col("ts")).cast(pa.string()),
+        col("params"), json_lists(col("events"))])
+
+
+def rejected_lines(batch: pa.RecordBatch | pa.Table) -> pa.Array:
+    """The JSON line (without newline) of each row of :data:`REJECTED_SCHEMA` — the one
+    encoding of a rejected record."""
+    col = _column(batch)
+    return _join(REJECTED_SCHEMA.names,
+                 [json_texts(col(n).cast(pa.string()), ascii_only=False)
+                  for n in REJECTED_SCHEMA.names])
+
+
+def _column(batch: pa.RecordBatch | pa.Table) -> Callable[[str], pa.Array]:
+    """A column of ``batch`` by name, as one array."""
+    def col(name: str) -> pa.Array:
+        c = batch.column(name)
+        return c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+
+    return col
