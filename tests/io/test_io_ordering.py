@@ -85,7 +85,7 @@ def test_reorder_reports_late_with_watermark() -> None:
     (late,) = side.late
     assert late.record.ts == 5
     assert (late.source, late.location) == ("s1", "position 3 (id 3)")
-    assert late.reason == "late by 15 ms (watermark 20)"
+    assert late.reason == "late by 10 ms: events up to 15 were already released (watermark 20)"
 
 
 def test_reorder_zero_lateness_requires_order() -> None:

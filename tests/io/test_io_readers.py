@@ -97,7 +97,7 @@ def test_parse_timestamp_text_reads_numbers_as_ms() -> None:
 
 
 def test_record_typed_and_untyped() -> None:
-    rec = {"type": "Temp", "ts": 5, "count": 3, "value": 2, "sensor": "s1"}
+    rec = {"type": "Temp", "ts": 5, "count": 3, "value": 2, "sensor": "s1", "ok": None}
     ev = record_to_event(rec, SCHEMAS)
     assert ev == Event("Temp", ("s1", 2.0, 3, None), 5)
     assert isinstance(ev.params[1], float)
@@ -105,15 +105,17 @@ def test_record_typed_and_untyped() -> None:
 
 
 def test_record_params_list_and_strict_params() -> None:
-    assert record_to_event({"type": "Temp", "ts": 1, "params": ["s", 1]}, SCHEMAS).params == (
-        "s", 1.0, None, None,
-    )
+    lenient = record_to_event({"type": "Temp", "ts": 1, "params": ["s", 1]}, SCHEMAS,
+                              strict_params=False)
+    assert lenient.params == ("s", 1.0, None, None)
+    # by default a record that leaves out a declared parameter is rejected, not given a null
     with pytest.raises(RecordError) as info:
-        record_to_event({"type": "Temp", "ts": 1, "params": ["s", 1]}, SCHEMAS, strict_params=True)
+        record_to_event({"type": "Temp", "ts": 1, "params": ["s", 1]}, SCHEMAS)
     assert info.value.field == "count"
     with pytest.raises(RecordError) as info:
-        record_to_event({"type": "Temp", "ts": 1, "sensor": "s"}, SCHEMAS, strict_params=True)
+        record_to_event({"type": "Temp", "ts": 1, "sensor": "s"}, SCHEMAS)
     assert info.value.field == "value"
+    assert info.value.reason == "missing required parameter 'value'"
     with pytest.raises(RecordError):
         record_to_event({"type": "Door", "ts": 1, "params": [1, 2]}, SCHEMAS)
     with pytest.raises(RecordError):
@@ -152,7 +154,7 @@ def test_jsonl_good_records(tmp_path: Path) -> None:
         '   ',
         '{"type": "Pos", "ts": "2024-01-01T01:00:00+01:00", "params": [1, "two", false]}',
     )
-    events, side = read_all(read_jsonl, path, SCHEMAS)
+    events, side = read_all(read_jsonl, path, SCHEMAS, unknown_types="keep")
     assert events == [
         Event("Temp", ("s1", 21.0, 2, True), 10),
         Event("Door", ("hall",), JAN1, "d1"),
@@ -189,7 +191,7 @@ def test_jsonl_malformed_goes_to_side_channel(
 ) -> None:
     good = '{"type": "Door", "ts": 1, "room": 1}'
     path = jsonl(tmp_path, good, line, good)
-    events, side = read_all(read_jsonl, path, SCHEMAS)
+    events, side = read_all(read_jsonl, path, SCHEMAS, strict_params=False)
     assert [e.seq for e in events] == [0, 1]
     assert len(side.malformed) == 1
     rej = side.malformed[0]
@@ -207,9 +209,9 @@ def test_jsonl_bad_json_column_from_decoder(tmp_path: Path) -> None:
 
 def test_jsonl_unknown_types(tmp_path: Path) -> None:
     path = jsonl(tmp_path, '{"type": "Nope", "ts": 1, "x": 1}')
-    events, side = read_all(read_jsonl, path, SCHEMAS)
+    events, side = read_all(read_jsonl, path, SCHEMAS, unknown_types="keep")
     assert events == [Event("Nope", (1,), 1)]
-    events, side = read_all(read_jsonl, path, SCHEMAS, unknown_types="reject")
+    events, side = read_all(read_jsonl, path, SCHEMAS)  # the default: rejected, with a reason
     assert events == []
     assert side.malformed[0].reason == "unknown event type 'Nope'"
     assert side.malformed[0].field == "type"
@@ -234,7 +236,7 @@ def test_jsonl_deep_nesting_is_rejected_not_a_crash(tmp_path: Path) -> None:
 def test_jsonl_strict_raises_with_location(tmp_path: Path) -> None:
     path = jsonl(tmp_path, '{"type": "Temp", "ts": 1}', '{"type": "Temp", "ts": 1, "count": 1.5}')
     with pytest.raises(EventFormatError) as info:
-        list(read_jsonl(path, SCHEMAS, side=SideChannel(), strict=True))
+        list(read_jsonl(path, SCHEMAS, side=SideChannel(), strict=True, strict_params=False))
     assert str(info.value) == f"{path}:2: expected Integer, got 1.5 (field 'count')"
     assert info.value.rejected.location == "line 2"
     bad_json = jsonl(tmp_path, '{"type": }')
@@ -300,7 +302,8 @@ def test_csv_good_records(tmp_path: Path) -> None:
         'Temp,2024-01-01T00:00:00Z,7,"multi\nline",1.5,,false\n'
         "Free,11,007,1.50,-3,abc,true\n",
     )
-    events, side = read_all(read_csv, path, SCHEMAS, unknown_fields="reject")
+    events, side = read_all(read_csv, path, SCHEMAS, unknown_fields="reject",
+                            unknown_types="keep")
     assert events == [
         Event("Temp", ("s1", 21.0, 2, True), 10),
         Event("Temp", ("multi\nline", 1.5, None, False), JAN1, 7),
@@ -354,7 +357,7 @@ def test_csv_trailing_empty_cells_are_fine(tmp_path: Path) -> None:
 
 def test_csv_unknown_column_for_typed_event(tmp_path: Path) -> None:
     path = write(tmp_path, "e.csv", "type,ts,room,colour\nDoor,1,r,\nX,2,r,red\n")
-    events, side = read_all(read_csv, path, SCHEMAS)
+    events, side = read_all(read_csv, path, SCHEMAS, unknown_types="keep")
     assert events == [Event("X", ("r", "red"), 2)]
     assert (side.malformed[0].field, side.malformed[0].location) == ("colour", "line 2")
 
@@ -408,7 +411,7 @@ def test_parquet_good_and_bad_rows(tmp_path: Path) -> None:
         }
     )
     pq.write_table(table, path)
-    events, side = read_all(read_parquet, path, SCHEMAS, batch_size=2)
+    events, side = read_all(read_parquet, path, SCHEMAS, batch_size=2, strict_params=False)
     assert events == [
         Event("Temp", ("s", 1.5, 1, None), JAN1),
         Event("Temp", ("s", 2.0, None, None), JAN1 + 1, "b"),
@@ -427,7 +430,8 @@ def test_parquet_typed_errors_and_timestamps(tmp_path: Path) -> None:
                   "room": [None, None, "r"]}),
         path,
     )
-    events, side = read_all(read_parquet, path, SCHEMAS, unknown_fields="ignore")
+    events, side = read_all(read_parquet, path, SCHEMAS, unknown_fields="ignore",
+                            strict_params=False)
     assert events == [Event("Door", ("r",), 2)]
     assert [(r.location, r.field) for r in side.malformed] == [("row 0", "count"),
                                                                ("row 1", "count")]
@@ -469,14 +473,16 @@ def test_read_events_by_suffix_and_directory(tmp_path: Path) -> None:
     (d / "notes.txt").write_text("hi", encoding="utf-8")
     side = SideChannel()
     events = list(read_events(d, side=side, delimiter=","))
-    assert events == [Event("A", (), 1), Event("B", (1,), 2), Event("C", (), 3)]
+    # a folder's events are named FILE:N (N: the position among the file's events)
+    assert events == [Event("A", (), 1, "a.ndjson:0"), Event("B", (1,), 2, "b.csv:0"),
+                      Event("C", (), 3, "c.parquet:0")]
     assert [e.seq for e in events] == [0, 1, 2]
     assert [(Path(r.source).name, r.location) for r in side.malformed] == [
-        ("a.ndjson", "line 2"),
         ("notes.txt", "file"),
+        ("a.ndjson", "line 2"),
     ]
     assert list(read_events(d / "b.csv")) == [Event("B", (1,), 2)]
-    with pytest.raises(ValueError, match="unsupported file type"):
+    with pytest.raises(ValueError, match="unsupported input format '.txt'"):
         read_events(d / "notes.txt")
     with pytest.raises(TypeError, match="delimeter"):
         read_events(d, delimeter=";")
@@ -489,12 +495,13 @@ def test_out_of_range_numbers_are_rejected_not_crashes(tmp_path: Path) -> None:
         '{"type": "A", "ts": 1, "x": ' + huge + "}",
         '{"type": "Temp", "ts": 1, "value": ' + "9" * 400 + "}",
     )
-    events, side = read_all(read_jsonl, path, SCHEMAS)
+    events, side = read_all(read_jsonl, path, SCHEMAS, strict_params=False)
     assert events == []
     assert [(r.location, r.field) for r in side.malformed] == [("line 1", None),
                                                                ("line 2", "value")]
     path = write(tmp_path, "e.csv", f"type,ts,count,x\nTemp,1,{huge},\nB,2,,{huge}\n")
-    events, side = read_all(read_csv, path, SCHEMAS, unknown_fields="ignore")
+    events, side = read_all(read_csv, path, SCHEMAS, unknown_fields="ignore",
+                            unknown_types="keep", strict_params=False)
     assert events == [Event("B", (None, huge), 2)]
     assert side.malformed[0].field == "count"
 

@@ -3,23 +3,34 @@
 Every reader streams :class:`~cepflow.events.model.Event` objects with ``seq`` = 0-based position
 among the accepted events of the source; bad records go to a
 :class:`~cepflow.events.model.SideChannel` (or raise :class:`EventFormatError` in strict mode or
-when no side channel is given), so nothing is lost silently.
+when no side channel is given), so nothing is lost silently. Folders and several files are read
+as one stream in time order (:mod:`cepflow.inputs.files`).
 """
 
 from __future__ import annotations
 
-import inspect
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cepflow.events.model import Event, EventType, Rejected, SideChannel
+from cepflow.events.model import Event, EventType, SideChannel
 from cepflow.inputs.csvfile import read_csv
+from cepflow.inputs.files import (
+    READERS,
+    InputError,
+    check_options,
+    input_files,
+    location_unit,
+    options_for,
+    ordered_events,
+    reader_for,
+)
 from cepflow.inputs.jsonl import read_jsonl
-from cepflow.inputs.ordering import LateEventError, merge, reorder
+from cepflow.inputs.ordering import LateEventError, late_reason, merge, reorder
 from cepflow.inputs.parquet import read_parquet
 from cepflow.inputs.records import (
+    Cursor,
     EventFormatError,
     RecordConverter,
     RecordError,
@@ -29,12 +40,18 @@ from cepflow.inputs.records import (
 
 __all__ = [
     "READERS",
+    "Cursor",
     "EventFormatError",
+    "InputError",
     "LateEventError",
     "RecordConverter",
     "RecordError",
+    "input_files",
+    "late_reason",
+    "location_unit",
     "merge",
     "options_for",
+    "ordered_events",
     "parse_timestamp",
     "read_csv",
     "read_events",
@@ -45,82 +62,29 @@ __all__ = [
     "reorder",
 ]
 
-#: File suffix → reader. ``.json`` is read as JSON Lines (what Spark and most tools write).
-READERS: dict[str, Callable[..., Iterator[Event]]] = {
-    ".jsonl": read_jsonl,
-    ".ndjson": read_jsonl,
-    ".json": read_jsonl,
-    ".csv": read_csv,
-    ".parquet": read_parquet,
-    ".pq": read_parquet,
-}
-
-
-def reader_for(path: str | os.PathLike[str]) -> Callable[..., Iterator[Event]] | None:
-    """The reader for a file by its (case-insensitive) suffix, or None if unsupported."""
-    return READERS.get(Path(path).suffix.lower())
-
-
-def options_for(reader: Callable[..., Any], opts: dict[str, Any]) -> dict[str, Any]:
-    """The subset of ``opts`` that ``reader`` accepts (format-specific options in a mixed dir)."""
-    accepted = inspect.signature(reader).parameters
-    return {k: v for k, v in opts.items() if k in accepted}
-
-
-def _check_options(opts: dict[str, Any]) -> None:
-    known = {name for r in set(READERS.values()) for name in inspect.signature(r).parameters}
-    unknown = sorted(set(opts) - known)
-    if unknown:
-        raise TypeError(f"unknown reader option(s): {', '.join(unknown)}")
-
 
 def read_events(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     schemas: Mapping[str, EventType] | None = None,
     side: SideChannel | None = None,
     strict: bool = False,
+    *,
+    lateness: float = 0,
     **opts: Any,
 ) -> Iterator[Event]:
-    """Stream Events from a file (format by suffix) or a directory of such files, by name.
+    """Stream Events from a file (format by suffix), a folder of such files, or several paths.
 
-    A directory's files are read one after the other in sorted name order and ``seq`` runs
-    on across them. Names starting with ``_`` or ``.`` (``_SUCCESS``, ``.crc``) are metadata
-    and skipped; any other entry that is not a supported file is reported on the side channel
-    (or raises in strict mode) rather than ignored. Options a format does not have (CSV's
-    ``delimiter`` for JSON Lines) are not passed to its reader; unknown options are a TypeError.
+    One file: its records in file order (``seq`` their position among its accepted events;
+    order them with :func:`reorder`). A folder or several paths: the files in time order,
+    merged — each file ordered within ``lateness`` ms, later events reported late, events
+    without an id named ``NAME:N`` (:func:`~cepflow.inputs.files.ordered_events`). Options a
+    format does not have (CSV's ``delimiter`` for JSON Lines) are not passed to its reader;
+    unknown options are a TypeError; a missing path or an unsupported file an InputError.
     """
-    _check_options(opts)
-    p = Path(path)
-    if not p.is_dir():
-        reader = reader_for(p)
-        if reader is None:
-            raise ValueError(f"{path}: unsupported file type (expected one of {sorted(READERS)})")
+    check_options(opts)
+    if isinstance(path, str | os.PathLike) and not Path(path).is_dir():
+        (file,) = input_files(path)
+        reader = reader_for(file)
+        assert reader is not None
         return reader(path, schemas, side, strict, **options_for(reader, opts))
-    return _read_directory(p, schemas, side, strict, opts)
-
-
-def _read_directory(
-    directory: Path,
-    schemas: Mapping[str, EventType] | None,
-    side: SideChannel | None,
-    strict: bool,
-    opts: dict[str, Any],
-) -> Iterator[Event]:
-    seq = 0
-    for entry in sorted(directory.iterdir(), key=lambda e: e.name):
-        if entry.name.startswith(("_", ".")):
-            continue
-        reader = reader_for(entry) if entry.is_file() else None
-        if reader is None:
-            rejected = Rejected(
-                os.fspath(entry), "file",
-                f"not a supported event file (expected one of {', '.join(sorted(READERS))})",
-            )
-            if strict or side is None:
-                raise EventFormatError(rejected)
-            side.malformed.append(rejected)
-            continue
-        for event in reader(entry, schemas, side, strict, **options_for(reader, opts)):
-            event.seq = seq
-            seq += 1
-            yield event
+    return ordered_events(path, schemas, side, lateness=lateness, strict=strict, **opts)

@@ -22,10 +22,13 @@ events, rejected records and their locations stay those of the reader. The cases
   column (an ISO string or a float needs the reader); a double column is only taken for
   ``float`` parameters, since pyarrow reads ``1`` next to ``1.5`` as ``1.0``; ``id`` must be
   text or integers. A JSON ``null`` and a missing field are one null in Arrow: where that
-  matters (a field the event's type does not declare, ``strict_params``) the file takes the
+  matters (a field the event's type does not declare, a declared one left out) the file takes the
   reader unless the text has no ``null`` at all.
 * Parquet: the column types are exact; every column is a field of every row, so a column the
   row's type does not declare means a rejection (unless ``unknown_fields="ignore"``).
+* Both: a parameter value that is not a finite number (JSON's ``NaN``, which pyarrow reads; a
+  Parquet NaN) or an id that two records share makes the file take the reader, which rejects
+  the record (:mod:`cepflow.inputs.records`).
 """
 
 from __future__ import annotations
@@ -190,9 +193,10 @@ def read_columns(
     arity: int,
     source: str,
     *,
-    strict_params: bool = False,
+    strict_params: bool = True,
     unknown_fields: str = "reject",
-    unknown_types: str = "keep",
+    unknown_types: str = "reject",
+    unique_ids: bool = True,
     **_other: Any,
 ) -> pa.Table | None:
     """The events of one file (its bytes) in the layout, or None when the reader must decide.
@@ -215,7 +219,7 @@ def read_columns(
             return None
         return _layout(records, schemas, arity, source, strict_params=strict_params,
                        unknown_fields=unknown_fields, nulls_are_fields=nulls_are_fields,
-                       exact_doubles=exact_doubles)
+                       exact_doubles=exact_doubles, unique_ids=unique_ids)
     except (_Undecided, pa.ArrowException, OverflowError, UnicodeDecodeError):
         return None
 
@@ -274,7 +278,7 @@ def _parquet_records(content: bytes) -> pa.Table:
 # -- records → layout ----------------------------------------------------------------------------
 def _layout(records: pa.Table, schemas: Mapping[str, EventType], arity: int, source: str, *,
             strict_params: bool, unknown_fields: str, nulls_are_fields: bool,
-            exact_doubles: bool) -> pa.Table:
+            exact_doubles: bool, unique_ids: bool) -> pa.Table:
     """The layout of ``records`` (columns by field name, Arrow-typed) — or _Undecided."""
     n = records.num_rows
     cols = {name: records.column(name).combine_chunks() for name in records.column_names}
@@ -283,7 +287,7 @@ def _layout(records: pa.Table, schemas: Mapping[str, EventType], arity: int, sou
     rows = _rows_by_type(cols.get("type"), n, schemas)
     out: dict[str, pa.Array] = {}
     out["ts"], out["tsi"] = _timestamps(cols.get("ts"), n, exact_doubles)
-    out["id_s"], out["id_i"] = _ids(cols.get("id"), n, exact_doubles)
+    out["id_s"], out["id_i"] = _ids(cols.get("id"), n, exact_doubles, unique_ids)
     out["type"] = cols["type"].cast(pa.string()) if n else pa.array([], pa.string())
     out["seq"] = pa.array(np.arange(n, dtype=np.int64))
     out["file"] = constant(source, n)
@@ -307,6 +311,8 @@ def _layout(records: pa.Table, schemas: Mapping[str, EventType], arity: int, sou
             if strict_params and not _all_valid(col, mask):
                 raise _Undecided(f"missing parameter {spec.name!r}")
             slot = _slot_of(spec, col.type, exact_doubles)
+            if pa.types.is_floating(col.type) and not pc.all(pc.is_finite(col)).as_py():
+                raise _Undecided(f"{spec.name!r} has a value that is not a finite number")
             if slot is None:
                 if _any_valid(col, mask):
                     raise _Undecided(f"{spec.name!r} has values the reader rejects or the "
@@ -373,19 +379,27 @@ def _timestamps(col: pa.Array | None, n: int, exact_doubles: bool
     raise _Undecided("ts is not an integer number of milliseconds in every row")
 
 
-def _ids(col: pa.Array | None, n: int, exact_doubles: bool) -> tuple[pa.Array, pa.Array]:
-    """(text ids, integer ids) as the record rules read ids."""
+def _ids(col: pa.Array | None, n: int, exact_doubles: bool, unique: bool
+         ) -> tuple[pa.Array, pa.Array]:
+    """(text ids, integer ids) as the record rules read ids; with ``unique``, _Undecided when
+    two records have one id (the reader rejects the second)."""
     if col is None or col.null_count == len(col):
         return pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())
     t = col.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return col.cast(pa.string()), pa.nulls(n, pa.int64())
-    if pa.types.is_integer(t):
-        return pa.nulls(n, pa.string()), col.cast(pa.int64())
-    if pa.types.is_floating(t) and exact_doubles:
-        whole = col.cast(pa.int64())  # ArrowInvalid for a fraction or beyond int64 → reader
-        return pa.nulls(n, pa.string()), whole
-    raise _Undecided("an id that is neither text nor an integer")
+        text, whole = col.cast(pa.string()), pa.nulls(n, pa.int64())
+    elif pa.types.is_integer(t):
+        text, whole = pa.nulls(n, pa.string()), col.cast(pa.int64())
+    elif pa.types.is_floating(t) and exact_doubles:
+        # ArrowInvalid for a fraction or beyond int64 → reader
+        text, whole = pa.nulls(n, pa.string()), col.cast(pa.int64())
+    else:
+        raise _Undecided("an id that is neither text nor an integer")
+    if unique:
+        ids = whole if text.null_count == n else text
+        if pc.count_distinct(ids).as_py() < n - ids.null_count:
+            raise _Undecided("a duplicate id")
+    return text, whole
 
 
 def _slot_of(spec: ParamSpec, t: pa.DataType, exact_doubles: bool) -> str | None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from cepflow.events.model import Event, EventType, SideChannel
 from cepflow.inputs.records import (
+    Cursor,
     RecordConverter,
     RecordError,
     Rejector,
@@ -52,10 +53,12 @@ def read_csv(
     *,
     delimiter: str = ",",
     infer_types: bool = True,
-    strict_params: bool = False,
+    strict_params: bool = True,
     unknown_fields: UnknownFields = "reject",
-    unknown_types: UnknownTypes = "keep",
+    unknown_types: UnknownTypes = "reject",
+    unique_ids: bool = True,
     source: str | None = None,
+    cursor: Cursor | None = None,
 ) -> Iterator[Event]:
     """Stream the Events of a CSV file with a header row; bad rows go to ``side`` (or raise)."""
     source = source or os.fspath(path)  # the name reported (a copy may be what is read)
@@ -66,6 +69,7 @@ def read_csv(
         strict_params=strict_params,
         unknown_fields=unknown_fields,
         unknown_types=unknown_types,
+        unique_ids=unique_ids,
     )
     reject = Rejector(source, side, strict)
     bad_utf8: dict[int, str] = {}
@@ -133,6 +137,8 @@ def read_csv(
                 reject(where, exc.reason, exc.field, shown, line=start)
                 continue
             seq += 1
+            if cursor is not None:
+                cursor.at = start
             yield event
     finally:
         source_lines.close()

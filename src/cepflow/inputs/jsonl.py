@@ -16,6 +16,7 @@ from typing import Any
 
 from cepflow.events.model import Event, EventType, SideChannel
 from cepflow.inputs.records import (
+    Cursor,
     RecordConverter,
     RecordError,
     Rejector,
@@ -54,10 +55,12 @@ def read_jsonl(
     side: SideChannel | None = None,
     strict: bool = False,
     *,
-    strict_params: bool = False,
+    strict_params: bool = True,
     unknown_fields: UnknownFields = "reject",
-    unknown_types: UnknownTypes = "keep",
+    unknown_types: UnknownTypes = "reject",
+    unique_ids: bool = True,
     source: str | None = None,
+    cursor: Cursor | None = None,
 ) -> Iterator[Event]:
     """Stream the Events of a JSON Lines file; bad lines go to ``side`` (or raise if strict)."""
     source = source or os.fspath(path)  # the name reported (a copy may be what is read)
@@ -66,6 +69,7 @@ def read_jsonl(
         strict_params=strict_params,
         unknown_fields=unknown_fields,
         unknown_types=unknown_types,
+        unique_ids=unique_ids,
     )
     reject = Rejector(source, side, strict)
     seq = 0
@@ -109,4 +113,6 @@ def read_jsonl(
                 reject(where, exc.reason, exc.field, line, line=lineno)
                 continue
             seq += 1
+            if cursor is not None:
+                cursor.at = lineno
             yield event

@@ -9,9 +9,11 @@ order. :func:`reorder` repairs that within a declared bound:
   ``ts <= w``; so ties keep their arrival order and the output is sorted by ``ts``.
 * An event whose ``ts`` is below that of an event already released cannot be put in its place
   any more: it is **late**. It is never dropped silently: it goes to ``side.late`` as a
-  :class:`~cepflow.events.model.Rejected` (``late by X ms (watermark W)``, with the event as
-  record), or, without a side channel, raises :class:`LateEventError`. An event is late only if
-  it trails the newest timestamp seen before it by more than ``allowed_lateness``.
+  :class:`~cepflow.events.model.Rejected` (:func:`late_reason`, with the event as record; its
+  location that of its record in the file when the caller can tell it, ``locate``), or, without
+  a side channel, raises :class:`LateEventError`. An event is late only if it trails the
+  newest timestamp seen before it by more than ``allowed_lateness``. Spark streaming reports
+  late events with the same reason (:mod:`cepflow.spark.streaming`).
 * ``allowed_lateness=0`` means the input must already be ordered (equal timestamps are fine);
   every event is released at once and out-of-order ones are reported as late.
 * At the end of the input everything still buffered is released in order.
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from cepflow.events.model import Event, Rejected, SideChannel
 
@@ -47,17 +49,25 @@ def format_ts(value: float) -> str:
     return str(value)
 
 
+def late_reason(ts: float, released: float, watermark: float) -> str:
+    """Why an event at ``ts`` is late: events up to ``released`` were already passed on."""
+    return (f"late by {format_ts(released - ts)} ms: events up to {format_ts(released)} were "
+            f"already released (watermark {format_ts(watermark)})")
+
+
 def reorder(
     events: Iterable[Event],
     allowed_lateness: float,
     side: SideChannel | None = None,
     *,
     source: str = "<stream>",
+    locate: Callable[[], str] | None = None,
 ) -> Iterator[Event]:
     """Yield ``events`` sorted by ts within ``allowed_lateness`` ms; report later ones as late.
 
-    ``source`` names the stream in late reports, whose location is the 0-based arrival
-    position (and the event's id, if it has one).
+    ``source`` names the stream in late reports; their location is ``locate()`` — called as the
+    late event arrives, e.g. :meth:`cepflow.inputs.records.Cursor.location` of its reader —
+    else the 0-based arrival position (and the event's id, if it has one).
     """
     if not allowed_lateness >= 0:  # also rejects NaN
         raise ValueError(f"allowed_lateness must be >= 0, not {allowed_lateness!r}")
@@ -67,11 +77,13 @@ def reorder(
     for position, event in enumerate(events):
         ts = event.ts
         if ts < last_released:
-            watermark = max_ts - allowed_lateness
-            location = f"position {position}"
-            if event.id is not None:
-                location += f" (id {event.id!r})"
-            reason = f"late by {format_ts(watermark - ts)} ms (watermark {format_ts(watermark)})"
+            if locate is not None:
+                location = locate()
+            else:
+                location = f"position {position}"
+                if event.id is not None:
+                    location += f" (id {event.id!r})"
+            reason = late_reason(ts, last_released, max_ts - allowed_lateness)
             rejected = Rejected(source, location, reason, record=event, field="ts")
             if side is None:
                 raise LateEventError(rejected)

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from cepflow.events.model import Event, EventType, SideChannel
 from cepflow.inputs.records import (
+    Cursor,
     RecordConverter,
     RecordError,
     Rejector,
@@ -61,10 +62,12 @@ def read_parquet(
     strict: bool = False,
     *,
     batch_size: int = 65_536,
-    strict_params: bool = False,
+    strict_params: bool = True,
     unknown_fields: UnknownFields = "reject",
-    unknown_types: UnknownTypes = "keep",
+    unknown_types: UnknownTypes = "reject",
+    unique_ids: bool = True,
     source: str | None = None,
+    cursor: Cursor | None = None,
 ) -> Iterator[Event]:
     """Stream the Events of a Parquet file batch by batch; bad rows go to ``side`` (or raise)."""
     source = source or os.fspath(path)  # the name reported (a copy may be what is read)
@@ -73,6 +76,7 @@ def read_parquet(
         strict_params=strict_params,
         unknown_fields=unknown_fields,
         unknown_types=unknown_types,
+        unique_ids=unique_ids,
     )
     reject = Rejector(source, side, strict)
     row = 0
@@ -98,12 +102,14 @@ def read_parquet(
             for record in records:
                 for name, unit in units.items():
                     record[name] = _ticks_to_ms(record[name], unit)
-                where = f"row {row}"
+                at = row
                 row += 1
                 try:
                     event = convert(record, seq)
                 except RecordError as exc:
-                    reject(where, exc.reason, exc.field, record)
+                    reject(f"row {at}", exc.reason, exc.field, record)
                     continue
                 seq += 1
+                if cursor is not None:
+                    cursor.at = at
                 yield event

@@ -9,33 +9,43 @@ A *record* is a mapping (a JSON object, a CSV row keyed by header, a Parquet row
   are read as milliseconds, not as basic-format ISO dates.
 * ``id`` — optional ``str`` or ``int`` (a whole float such as Parquet's ``7.0`` becomes ``7``;
   in CSV a canonical integer such as ``"7"`` becomes ``7``, while ``"007"`` stays a string).
+  Ids are unique within a file: a record whose id an earlier record of the same file has is
+  rejected (``duplicate id``; ``unique_ids=False`` turns the check off). The check keeps the
+  file's ids while it is read.
 * the event parameters — every other field.
+
+**Numbers are finite** in every format: a NaN or an infinity — JSON's ``NaN``/``Infinity``
+tokens, a Parquet double, a CSV cell such as ``nan``, ``inf`` or ``1e999`` for a ``Double``
+parameter — makes the record rejected (``not a finite number``), never an event whose value
+no output could write as JSON (docs/formats.md, "NaN and Infinity").
 
 Parameters:
 
 * **Typed** (the record's type has a schema): ``params`` is built in the schema's declared
-  order by field name. A parameter the record lacks becomes ``None`` (with
-  ``strict_params=True`` the record is rejected instead). Each value must satisfy
-  ``ParamSpec.accepts``; an ``int`` for a ``float`` parameter is converted to ``float``. From
-  text sources, numeric strings are converted for ``int``/``float`` parameters and
-  ``true``/``false`` (any case) for ``bool``. A field that is not a declared parameter is
-  rejected by default (``unknown_fields="reject"``: silently dropping it would be data loss);
-  ``unknown_fields="ignore"`` opts into ignoring such fields.
+  order by field name. A record that lacks a declared parameter is rejected (``missing
+  required parameter``); with ``strict_params=False`` the parameter becomes ``None``
+  instead. (An explicit JSON ``null`` or an empty CSV cell is a value: ``None``.) Each
+  value must satisfy ``ParamSpec.accepts``; an ``int`` for a ``float`` parameter is converted
+  to ``float``. From text sources, numeric strings are converted for ``int``/``float``
+  parameters and ``true``/``false`` (any case) for ``bool``. A field that is not a declared
+  parameter is rejected by default (``unknown_fields="reject"``: silently dropping it would
+  be data loss); ``unknown_fields="ignore"`` opts into ignoring such fields.
 * **Untyped** (no schema for the type, or no schemas at all): ``params`` are the remaining
   fields in the record's own order (JSON key order, CSV column order; an empty CSV cell is
   ``None``). With ``infer_types=True`` (CSV default) untyped cells (and cells of ``any``
   parameters) that look like a canonical integer (no leading zeros), a decimal number or
   ``true``/``false`` are converted; everything else stays text.
 * A field ``params`` holding a list gives the parameters positionally (typed: at most as many
-  as the schema declares, missing trailing ones are ``None`` unless ``strict_params``). A
-  record may not combine such a list with named parameter fields.
+  as the schema declares; a shorter list is rejected, or with ``strict_params=False`` padded
+  with ``None``). A record may not combine such a list with named parameter fields.
 * A schema parameter named like an envelope field (``type``, ``ts``, ``id``) receives that
   field's value as well.
 * Parameter values must be scalars (``None``, ``bool``, ``int``, ``float``, ``str``); dates
   and date-times (Parquet) become epoch milliseconds like ``ts``; anything else is rejected.
 
-Records whose type is not in ``schemas`` are kept untyped (``unknown_types="keep"``) or
-rejected with ``unknown event type 'X'`` (``unknown_types="reject"``).
+Records whose type is not in ``schemas`` are rejected with ``unknown event type 'X'``
+(``unknown_types="reject"``, the default: no pattern reads them, and counting them as processed
+would hide a misspelt type) or kept untyped (``unknown_types="keep"``).
 
 A record that cannot be converted raises :class:`RecordError` (reason and field); readers turn
 it into a :class:`~cepflow.events.model.Rejected` on the side channel, or, in strict mode,
@@ -50,7 +60,14 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, time
 from typing import Any, Literal
 
-from cepflow.events.model import Event, EventType, ParamSpec, Rejected, SideChannel
+from cepflow.events.model import (
+    NONFINITE_TEXT,
+    Event,
+    EventType,
+    ParamSpec,
+    Rejected,
+    SideChannel,
+)
 
 UnknownFields = Literal["reject", "ignore"]
 UnknownTypes = Literal["keep", "reject"]
@@ -141,6 +158,21 @@ class Rejector:
         self.side.malformed.append(rejected)
 
 
+class Cursor:
+    """Where a reader is: the line (JSON Lines, CSV: 1-based, where the record starts) or the
+    row (Parquet: 0-based) of the record it yielded last — so a later report about an event
+    (it came too late) can name its record as a rejection would."""
+
+    __slots__ = ("at", "unit")
+
+    def __init__(self, unit: str = "line") -> None:
+        self.unit = unit
+        self.at: int | None = None
+
+    def location(self) -> str:
+        return f"{self.unit} {self.at}"
+
+
 def _fmt(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
@@ -176,12 +208,26 @@ def _parse_number(text: str) -> int | float | None:
 
 
 def _to_float(value: int | float, name: str) -> float:
-    """``float(value)``, or RecordError for integers beyond the float range."""
+    """``float(value)``, or RecordError for integers beyond the float range and for values that
+    are not finite (``1e999`` read from text)."""
     try:
-        return float(value)
+        number = float(value)
     except OverflowError:
         digits = len(str(abs(int(value))))
         raise RecordError(f"a {digits}-digit integer is out of range for a float", name) from None
+    return _finite(number, name)
+
+
+def _finite(value: float, name: str) -> float:
+    """``value``, or RecordError if it is NaN or an infinity (module docstring)."""
+    if math.isfinite(value):
+        return value
+    raise RecordError(f"not a finite number: {NONFINITE_TEXT[repr(value)]}", name)
+
+
+#: CSV text that spells a non-finite float (read by Python's ``float``), for the reason given
+_NONFINITE_WORDS = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity",
+                    "-infinity"}
 
 
 def parse_timestamp(value: Any, *, text: bool = False) -> int | float:
@@ -234,14 +280,15 @@ def _parse_id(value: Any, *, text: bool) -> str | int | None:
     raise RecordError(f"id must be a string or an integer, got {_fmt(value)}", "id")
 
 
-def _infer(text: str) -> Any:
-    """Best-effort typing of an untyped text cell: canonical int, decimal number, bool, or text."""
+def _infer(text: str, name: str) -> Any:
+    """Best-effort typing of an untyped text cell: canonical int, decimal number, bool, or text
+    (RecordError for a number beyond the float range, such as ``1e999``)."""
     s = text.strip()
     if _CANONICAL_INT_RE.fullmatch(s):
         number = _parse_int(s)
         return text if number is None else number
     if _NUMBER_RE.fullmatch(s) and any(c in s for c in ".eE"):
-        return float(s)
+        return _finite(float(s), name)
     low = s.lower()
     if low in ("true", "false"):
         return low == "true"
@@ -249,7 +296,10 @@ def _infer(text: str) -> Any:
 
 
 def _scalar(value: Any, name: str) -> Any:
-    """``value`` as an event parameter scalar, or RecordError for nested/unsupported values."""
+    """``value`` as an event parameter scalar, or RecordError for nested/unsupported values
+    and for numbers that are not finite."""
+    if isinstance(value, float):
+        return _finite(value, name)
     if value is None or isinstance(value, _SCALARS):
         return value
     if isinstance(value, datetime | date):
@@ -267,7 +317,7 @@ def _coerce(spec: ParamSpec, value: Any, *, text: bool, infer: bool) -> Any:
         if spec.type == "str":
             return value
         if spec.type == "any":
-            return _infer(value) if infer else value
+            return _infer(value, spec.name) if infer else value
         if spec.type == "bool":
             low = value.strip().lower()
             if low in ("true", "false"):
@@ -280,6 +330,8 @@ def _coerce(spec: ParamSpec, value: Any, *, text: bool, infer: bool) -> Any:
             number = _parse_number(value)
             if number is not None:
                 return _to_float(number, spec.name)
+            if value.strip().lower() in _NONFINITE_WORDS:
+                raise RecordError(f"not a finite number: {value.strip()}", spec.name)
     elif spec.accepts(value):
         return _to_float(value, spec.name) if spec.type == "float" else value
     expected = spec.declared_type or spec.type
@@ -295,9 +347,10 @@ class RecordConverter:
         *,
         text: bool = False,
         infer_types: bool = False,
-        strict_params: bool = False,
+        strict_params: bool = True,
         unknown_fields: UnknownFields = "reject",
-        unknown_types: UnknownTypes = "keep",
+        unknown_types: UnknownTypes = "reject",
+        unique_ids: bool = True,
     ) -> None:
         if unknown_fields not in ("reject", "ignore"):
             raise ValueError(f"unknown_fields must be 'reject' or 'ignore', not {unknown_fields!r}")
@@ -309,6 +362,8 @@ class RecordConverter:
         self.strict_params = strict_params
         self.unknown_fields = unknown_fields
         self.unknown_types = unknown_types
+        #: the ids taken so far (None: not checked)
+        self.ids: set[Any] | None = set() if unique_ids else None
 
     def __call__(self, record: Mapping[str, Any], seq: int = -1) -> Event:
         """The Event for ``record`` (with ``seq``), or RecordError naming the bad field."""
@@ -330,6 +385,12 @@ class RecordConverter:
             params = self._untyped(record)
         else:
             params = self._typed(record, schema)
+        ids = self.ids
+        if ident is not None and ids is not None:
+            if ident in ids:
+                raise RecordError(f"duplicate id {ident!r}: an earlier record of this file has "
+                                  "it", "id")
+            ids.add(ident)
         return Event(etype, params, ts, ident, seq)
 
     def _untyped(self, record: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -340,11 +401,11 @@ class RecordConverter:
                 other = next(k for k in named if k != "params")
                 raise RecordError("a 'params' list cannot be combined with named fields", other)
             return tuple(_scalar(v, f"params[{i}]") for i, v in enumerate(positional))
-        convert = _infer if self.text and self.infer_types else None
+        infer = self.text and self.infer_types
         out = []
         for k in named:
             v = _scalar(record[k], k)
-            out.append(convert(v) if convert is not None and isinstance(v, str) else v)
+            out.append(_infer(v, k) if infer and isinstance(v, str) else v)
         return tuple(out)
 
     def _typed(self, record: Mapping[str, Any], schema: EventType) -> tuple[Any, ...]:
