@@ -21,7 +21,9 @@ Format ``cepflow.engine-state`` version 3 (see docs/state-format.md)::
 continues from them without making a token of each (docs/state-format.md, "Rows").
 Timers are not stored: they are derived from the zone entry times of the restored threads and
 rows. ``windows`` holds each data-window statement's state (:mod:`cepflow.windows.snapshot`).
-Versions 1 (without ``windows``) and 2 (without ``rows``) are still read.
+Versions 1 (without ``windows``) and 2 (without ``rows``) are still read. A NaN or infinite value
+(JSON has no number for it) is saved as ``{"$float": "NaN"}`` and ``"nonfinite": true`` marks
+such a state (:mod:`cepflow.events.jsonvalues`), so the state stays JSON and comes back exactly.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import json
 import math
 from typing import Any
 
+from cepflow.events.jsonvalues import tagged, untagged
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.runtime.batch import gc_paused
 from cepflow.runtime.engine import Engine
@@ -103,15 +106,13 @@ def save_state(engine: Engine) -> dict[str, Any]:
     """The engine's partial matches, window statements' state and clocks as a
     JSON-compatible dict."""
     with gc_paused():
-        state = _saved(engine)
-        _encoded(state)
-    return state
+        return _encoded(_saved(engine))[0]
 
 
 def state_text(engine: Engine) -> str:
     """:func:`save_state` as JSON text, encoded once (the encoding is the JSON check)."""
     with gc_paused():
-        return _encoded(_saved(engine))
+        return _encoded(_saved(engine))[1]
 
 
 def restore_text(engine: Engine, text: str) -> Engine:
@@ -124,9 +125,14 @@ def restore_text(engine: Engine, text: str) -> Engine:
         return restore_state(engine, state)
 
 
-def _encoded(state: dict[str, Any]) -> str:
+def _encoded(state: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The state as JSON data and as text: NaN and infinities tagged (module docstring)."""
     try:
-        return json.dumps(state, allow_nan=False)
+        try:
+            return state, json.dumps(state, allow_nan=False)
+        except ValueError:  # a NaN or an infinity (rare: the state is walked only then)
+            state = {**tagged(state), "nonfinite": True}
+            return state, json.dumps(state, allow_nan=False)
     except (TypeError, ValueError) as err:
         raise StateError(f"engine state holds a value JSON cannot represent: {err}") from None
 
@@ -182,6 +188,8 @@ def restore_state(engine: Engine, state: dict[str, Any]) -> Engine:
 
 
 def _restore(engine: Engine, state: dict[str, Any]) -> Engine:
+    if isinstance(state, dict) and state.get("nonfinite"):
+        state = untagged(state)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise StateError(f"not a cepflow engine state (format {found!r})")
