@@ -77,5 +77,5 @@ def test_cepflow_run_reports_and_writes_the_refused_events(tmp_path: Path) -> No
     assert totals == [1, 3]
     rejected = [json.loads(ln) for ln in out.with_suffix(".rejected.jsonl").read_text()
                 .splitlines()]
-    assert [(r["source"], r["field"], r["record"]["params"][1]) for r in rejected] == [
-        ("statement Total", "v", "x"), ("statement Total", "v", True)]
+    assert [(r["source"], r["field"], json.loads(r["record"])["params"][1])
+            for r in rejected] == [("statement Total", "v", "x"), ("statement Total", "v", True)]

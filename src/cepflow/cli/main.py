@@ -1,14 +1,20 @@
-"""The ``cepflow`` command line: check, run, explain and graph pattern files."""
+"""The ``cepflow`` command line: check, run, explain and graph pattern files.
+
+Conventions (docs/formats.md, "Command line"): ``-o -`` writes the matches to standard output;
+the output format follows the extension; a path that cannot be read or written and an option
+out of range are one-line errors, reported before anything is read or written. Exit codes:
+0 done; 1 the pattern file has errors; 2 an unusable option, input or output; 3 no event could
+be processed; 4 more records were rejected than ``--max-rejects`` allows.
+"""
 
 from __future__ import annotations
 
-import json
 import resource
 import sys
 import time
-from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -28,18 +34,53 @@ from cepflow.cli.options import (
 )
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, SideChannel
-from cepflow.inputs import merge, read_events, reorder
+from cepflow.inputs import InputError, input_files, ordered_events
 from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.loader import diagnose, parse_path
-from cepflow.outputs import write_rejected_jsonl
-from cepflow.outputs.jsonl import dumps
-from cepflow.runtime.engine import Engine
+from cepflow.outputs import OutputError, dumps, output_format, rejected_lines
+from cepflow.outputs.files import check_writable
+from cepflow.replay import Replayed, replay
 from cepflow.runtime.explain import format_stories, trace_run
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings=HELP_OPTIONS,
                   help="Complex event processing over live models and event streams.")
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
+
+#: exit codes (module docstring)
+EXIT_PATTERNS, EXIT_USAGE, EXIT_NOTHING_PROCESSED, EXIT_TOO_MANY_REJECTED = 1, 2, 3, 4
+
+
+class UnknownTypes(StrEnum):
+    """What becomes of records whose event type the patterns do not declare."""
+
+    reject = "reject"
+    keep = "keep"
+
+
+class MissingFields(StrEnum):
+    """What becomes of records that leave out a declared parameter."""
+
+    reject = "reject"
+    null = "null"
+
+
+class DuplicateIds(StrEnum):
+    """What becomes of records whose id an earlier record of their file has."""
+
+    reject = "reject"
+    keep = "keep"
+
+
+UnknownTypesOption = Annotated[UnknownTypes, typer.Option(
+    help="Records of an event type the patterns do not declare: reject them to the side "
+         "file, or keep them (counted as processed; no pattern reads them)")]
+MissingFieldsOption = Annotated[MissingFields, typer.Option(
+    help="Records that leave out a declared parameter: reject them to the side file, or "
+         "read the parameter as null")]
+DuplicateIdsOption = Annotated[DuplicateIds, typer.Option(
+    help="Records whose id an earlier record of the same file has: reject them to the side "
+         "file, or keep them (the check keeps a file's ids in memory while it is read)")]
 
 
 @app.callback()
@@ -49,22 +90,66 @@ def _app(version: Annotated[bool, typer.Option(
     """Complex event processing over live models and event streams."""
 
 
+def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    """Print a one-line error; the Exit to raise."""
+    err.print(message, markup=False, highlight=False)
+    return typer.Exit(code)
+
+
 def _load(path: Path, context: str | None) -> Program:
     try:
         module = parse_path(path)
     except PatternSyntaxError as e:
         for d in e.diagnostics:
             err.print(str(d), markup=False, highlight=False)
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_PATTERNS) from None
     except OSError as e:
-        err.print(f"{path}: {e.strerror}", markup=False)
-        raise typer.Exit(2) from None
+        raise _fail(f"{path}: {e.strerror}") from None
     diags, program = diagnose(module, context=None if context is None else str(context))
     for d in diags:
         err.print(str(d), markup=False, highlight=False)
     if program is None:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_PATTERNS)
+    _check_context_conflicts(path, program, context)
     return program
+
+
+def _check_context_conflicts(path: Path, program: Program, context: str | None) -> None:
+    """``--context`` sets the context of every pattern that does not declare its own (the
+    file's default included); a pattern that declares another one (Esper-style patterns have
+    Esper's) is refused rather than silently left as it is."""
+    if context is None:
+        return
+    own = [f"{a.name} ({a.context})" for a in program.automata if a.context != context]
+    if own:
+        raise _fail(f"{path}: --context {context} conflicts with the context pattern(s) "
+                    f"{', '.join(own)} declare; leave out --context or make them agree")
+
+
+def _check_lateness(lateness: float) -> None:
+    if not lateness >= 0:  # (NaN too)
+        raise _fail(f"--lateness must be 0 or more milliseconds, not {lateness:g}")
+
+
+def _reader_options(unknown_types: UnknownTypes, missing_fields: MissingFields,
+                    duplicate_ids: DuplicateIds) -> dict[str, Any]:
+    return {"unknown_types": unknown_types.value,
+            "strict_params": missing_fields is MissingFields.reject,
+            "unique_ids": duplicate_ids is DuplicateIds.reject}
+
+
+def _import_actions(specs: list[str] | None, ship: bool = False) -> list[Any]:
+    """The ``--actions`` modules (trusted code, imported once the patterns checked:
+    :func:`~cepflow.cli.options.import_action_modules`); with ``ship``, registered with
+    Spark's pickler by value (actions run in the executors)."""
+    modules = import_action_modules(specs)
+    if ship:
+        from pyspark import cloudpickle
+
+        for module in modules:
+            if module.__name__.startswith("cepflow_actions_"):
+                cloudpickle.register_pickle_by_value(module)
+    return modules
 
 
 @app.command()
@@ -83,35 +168,33 @@ def check(files: Annotated[list[Path], typer.Argument(
                   f"{len(program.schemas)} event type(s), {len(program.rules)} rule(s)",
                   markup=False, highlight=False)
     if failed:
-        raise typer.Exit(1)
-
-
-def _events(inputs: list[Path], program: Program, side: SideChannel, lateness: float):
-    streams = [reorder(read_events(p, program.schemas, side), lateness, side, source=str(p))
-               for p in inputs]
-    if len(streams) == 1:
-        yield from streams[0]
-        return
-    for e in merge(*streams):
-        e.seq = -1  # renumbered in merged order by the engine
-        yield e
+        raise typer.Exit(EXIT_PATTERNS)
 
 
 @app.command()
 def run(
     patterns: Annotated[Path, typer.Argument(help="Pattern file")],
     input: Annotated[list[Path], typer.Option("--input", "-i", help="Event file(s) or folder")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Complex events (.jsonl)")],
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", help="Complex events: .jsonl, .csv or .parquet by the extension; "
+                               "- for standard output (JSON Lines)")],
     engine: Annotated[EngineName, typer.Option(
         help="local (in-process engine) or spark (batch pipeline on Spark; needs the spark "
              "extra)")] = EngineName.local,
     master: Annotated[str | None, typer.Option(
         help="Spark master (default: embedded local[*])")] = None,
     context: Annotated[ContextName | None, typer.Option(
-        help="Override the default context")] = None,
+        help="The context of every pattern that does not declare one (a pattern that "
+             "declares another is an error)")] = None,
     lateness: Annotated[float, typer.Option(help="Allowed lateness (ms) for reordering")] = 0,
     rejected: Annotated[Path | None, typer.Option(
-        help="Where malformed and late records go (default OUTPUT.rejected.jsonl)")] = None,
+        help="Where malformed and late records go (default OUTPUT.rejected.jsonl; with "
+             "-o -, standard error)")] = None,
+    max_rejects: Annotated[int | None, typer.Option(
+        help="Exit with code 4 when more records than this are rejected")] = None,
+    unknown_types: UnknownTypesOption = UnknownTypes.reject,
+    missing_fields: MissingFieldsOption = MissingFields.reject,
+    duplicate_ids: DuplicateIdsOption = DuplicateIds.reject,
     close_windows: Annotated[bool, typer.Option(
         help="At end of input, let open windows close (fires trailing-NOT timers)")] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar")] = True,
@@ -120,134 +203,137 @@ def run(
         help="The statements' start time (ms), where patterns that begin with "
              "timer:interval start (default: the first event's time)")] = None,
 ) -> None:
-    """Detect complex events in EVENTS and write one JSON object per match."""
+    """Detect complex events in EVENTS and write one record per match."""
+    _check_lateness(lateness)
     if engine == "spark":
         need_spark("--engine spark")
+    if max_rejects is not None and max_rejects < 0:
+        raise _fail(f"--max-rejects must be 0 or more, not {max_rejects}")
+    if engine == "spark" and start is not None:
+        raise _fail("--start applies to the local engine (on Spark the statements start at "
+                    "the first event)")
+    if engine == "spark" and len(input) != 1:
+        raise _fail("--engine spark reads one file or folder; put the event files in one folder")
+    try:
+        fmt = output_format(output)
+        input_files(input, SideChannel())
+        check_writable(output, folder=engine == "spark" and fmt == "parquet")
+    except (InputError, OutputError) as e:
+        raise _fail(str(e)) from None
     program = _load(patterns, context)
-    action_modules = import_action_modules(actions)
-    if engine == "spark":
-        if start is not None:
-            err.print("--start applies to the local engine (on Spark the statements start at "
-                      "the first event)")
-            raise typer.Exit(2)
-        _run_spark(program, patterns, input, output, rejected, close_windows, master, lateness,
-                   action_modules)
-        return
-    side = SideChannel()
-    # input a window statement cannot take goes to the side channel too (Engine, side=)
-    eng = Engine(program, strict_actions=False, side=side, start=start)
-    for rule, name in eng.missing_actions():
-        err.print(f"warning: rule {rule}: action '{name}' is not registered (use --actions); "
-                  "its firings are counted only", markup=False)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    n_in = n_out = 0
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    _import_actions(actions, ship=engine == "spark")
+    options = _reader_options(unknown_types, missing_fields, duplicate_ids)
     t0 = time.perf_counter()
-    show = progress and sys.stderr.isatty()
-    with output.open("w", encoding="utf-8") as fh, Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn(
-                "{task.completed:,} events · {task.fields[matches]:,} matches"),
+    if engine == "spark":
+        result = _run_spark(program, input[0], output, rejected, close_windows, master,
+                            lateness, options)
+        title, extra = f"cepflow run --engine spark — {patterns}", {}
+    else:
+        result, extra = _run_local(program, input, output, rejected, close_windows, lateness,
+                                   options, start, progress)
+        title = f"cepflow run — {patterns}"
+    _report(title, result, output, time.perf_counter() - t0, extra)
+    if result.events == 0:
+        raise _fail(f"no event could be processed ({result.rejected:,} record(s) rejected)",
+                    EXIT_NOTHING_PROCESSED)
+    if max_rejects is not None and result.rejected > max_rejects:
+        raise _fail(f"{result.rejected:,} record(s) were rejected, more than --max-rejects "
+                    f"{max_rejects:,}", EXIT_TOO_MANY_REJECTED)
+
+
+def _run_local(program: Program, inputs: list[Path], output: Path, rejected: Path | None,
+               close_windows: bool, lateness: float, options: dict[str, Any],
+               start: float | None, show_progress: bool) -> tuple[Replayed, dict[str, str]]:
+    """``cepflow run``: :func:`cepflow.replay.replay` with a progress bar and the process's
+    memory."""
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    show = show_progress and sys.stderr.isatty()
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn(
+            "{task.completed:,} events · {task.fields[matches]:,} matches"),
             TimeElapsedColumn(), console=err, disable=not show, transient=True) as bar:
         task = bar.add_task("detecting", total=None, matches=0)
-        def counted(events: Iterator[Event]) -> Iterator[Event]:
-            nonlocal n_in
-            for e in events:
-                n_in += 1
-                if n_in % 20000 == 0:
-                    bar.update(task, completed=n_in, matches=n_out)
-                yield e
-
         try:
-            for ce in eng.run(counted(_events(input, program, side, lateness))):
-                fh.write(dumps(ce.to_dict()) + "\n")
-                n_out += 1
-            for ce in eng.finish(close_windows=close_windows):
-                fh.write(dumps(ce.to_dict()) + "\n")
-                n_out += 1
-        except OSError as ex:
-            err.print(f"{ex.filename}: {ex.strerror}", markup=False)
-            raise typer.Exit(2) from None
-    elapsed = time.perf_counter() - t0
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    rej_path = rejected or output.with_suffix(".rejected.jsonl")
-    if len(side):
-        write_rejected_jsonl(side, rej_path)
-    table = Table(title=f"cepflow run — {patterns}", show_header=True)
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    table.add_row("events processed", f"{n_in:,}")
-    table.add_row("malformed (side channel)", f"{len(side.malformed):,}")
-    table.add_row("late (side channel)", f"{len(side.late):,}")
-    if eng.stats.rejected:  # (counted among the malformed records above)
-        table.add_row("refused by window statements (side channel)",
-                      f"{eng.stats.rejected:,}")
-    for name, k in sorted(eng.stats.by_pattern.items()):
-        table.add_row(f"complex events {name}", f"{k:,}")
-    for name, k in eng.partial_matches().items():
-        if k:
-            table.add_row(f"partial matches left {name}", f"{k:,}")
-    if program.rules:
-        table.add_row("rule firings", f"{eng.stats.rule_firings:,}")
-    table.add_row("throughput", f"{n_in / elapsed:,.0f} events/s" if elapsed else "-")
-    table.add_row("peak memory (process RSS)",
-                  f"{peak_kib / 1024:,.1f} MiB (+{(peak_kib - rss0) / 1024:,.1f} during run)")
-    err.print(table)
-    if len(side):
-        err.print(f"{len(side)} record(s) were not processed; see {rej_path}", markup=False)
-    err.print(f"wrote {n_out:,} complex event(s) to {output}", markup=False)
+            result = replay(inputs, program, output, rejected, close_windows=close_windows,
+                            lateness=lateness, start=start, reader_options=options,
+                            progress=lambda n, m: bar.update(task, completed=n, matches=m))
+        except (InputError, OutputError) as e:
+            raise _fail(str(e)) from None
+        except OSError as e:
+            raise _fail(f"{e.filename}: {e.strerror}") from None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return result, {"peak memory (process RSS)":
+                    f"{peak / 1024:,.1f} MiB (+{(peak - rss0) / 1024:,.1f} during run)"}
 
 
-def _run_spark(program: Program, patterns: Path, inputs: list[Path], output: Path,
-               rejected: Path | None, close_windows: bool, master: str | None,
-               lateness: float, action_modules: list) -> None:
-    """``cepflow run --engine spark``: read, detect and write with the Spark batch pipeline."""
+def _run_spark(program: Program, source: Path, output: Path, rejected: Path | None,
+               close_windows: bool, master: str | None, lateness: float,
+               options: dict[str, Any]) -> Replayed:
+    """``cepflow run --engine spark``: :func:`cepflow.spark.replay.replay`."""
     import warnings
 
-    from pyspark import cloudpickle
-
     from cepflow.runtime.actions import registered
-    from cepflow.spark import (
-        PartitionWarning,
-        replay,
-        spark_session,
-    )
+    from cepflow.spark import PartitionWarning, spark_session
+    from cepflow.spark.replay import replay as spark_replay
     from cepflow.spark.session import local_cores
 
-    if len(inputs) != 1:
-        err.print("--engine spark reads one file or folder; put the event files in one folder")
-        raise typer.Exit(2)
     if lateness:
         err.print("note: the Spark batch pipeline orders each partition by timestamp (history "
                   "replay), so --lateness does not apply", markup=False)
-    t0 = time.perf_counter()
     with err.status(f"starting Spark ({master or f'local[{local_cores()}]'})"):
         spark = spark_session(master)
     with warnings.catch_warnings(record=True) as caught, err.status("detecting on Spark"):
         warnings.simplefilter("always", PartitionWarning)
-        for module in action_modules:  # actions run in the executors: ship them by value
-            if module.__name__.startswith("cepflow_actions_"):
-                cloudpickle.register_pickle_by_value(module)
-        rej_path = rejected or output.with_suffix(".rejected.jsonl")
-        run = replay(spark, inputs[0], program, output, rej_path, actions=registered(),
-                     close_windows=close_windows)
-        n_in, n_out, n_rej = run.events, run.complex_events, run.rejected
+        try:
+            result = spark_replay(spark, source, program, output, rejected,
+                                  actions=registered(), close_windows=close_windows,
+                                  reader_options=options)
+        except (InputError, OutputError) as e:
+            raise _fail(str(e)) from None
     for w in caught:
         err.print(f"warning: {w.message}", markup=False)
-    elapsed = time.perf_counter() - t0
-    table = Table(title=f"cepflow run --engine spark — {patterns}", show_header=True)
+    return result
+
+
+def _report(title: str, result: Replayed, output: Path, elapsed: float,
+            extra: dict[str, str]) -> None:
+    """The run's summary on standard error (and the rejected records there, when they have
+    no side file)."""
+    for rule, name in result.missing_actions:
+        err.print(f"warning: rule {rule}: action '{name}' is not registered (use --actions); "
+                  "its firings were counted only", markup=False)
+    if result.rejected and result.side_file is None:
+        for line in rejected_lines(result.side).to_pylist():
+            err.print(line, markup=False, highlight=False, soft_wrap=True)
+    table = Table(title=title, show_header=True)
     table.add_column("what")
     table.add_column("count", justify="right")
-    table.add_row("events processed", f"{n_in:,}")
-    table.add_row("malformed (side channel)", f"{n_rej:,}")
-    table.add_row("complex events", f"{n_out:,}")
-    for gi, g in enumerate(run.groups):
+    table.add_row("events processed", f"{result.events:,}")
+    for kind in ("malformed", "late", *sorted(set(result.by_kind) - {"malformed", "late"})):
+        table.add_row(f"{kind} (side file)", f"{result.by_kind.get(kind, 0):,}")
+    if result.refused_by_windows:  # (counted among the malformed records above)
+        table.add_row("refused by window statements (side file)",
+                      f"{result.refused_by_windows:,}")
+    for name, k in result.by_pattern.items():
+        table.add_row(f"complex events {name}", f"{k:,}")
+    if not result.by_pattern:
+        table.add_row("complex events", f"{result.complex_events:,}")
+    for name, k in result.partial_matches.items():
+        table.add_row(f"partial matches left {name}", f"{k:,}")
+    if result.rule_firings:
+        table.add_row("rule firings", f"{result.rule_firings:,}")
+    for gi, g in enumerate(result.groups):
         how = "by key" if g.partitioned else "one partition"
         table.add_row(f"group {gi}: {', '.join(g.patterns) or 'rules'}", how)
-    table.add_row("wall time (incl. Spark start)", f"{elapsed:,.1f} s")
+    table.add_row("throughput", f"{result.events / elapsed:,.0f} events/s" if elapsed else "-")
+    table.add_row("wall time", f"{elapsed:,.1f} s")
+    for what, value in extra.items():
+        table.add_row(what, value)
     err.print(table)
-    if n_rej:
-        err.print(f"{n_rej} record(s) were not processed; see {rej_path}", markup=False)
-    err.print(f"wrote {n_out:,} complex event(s) to {output}", markup=False)
+    if result.side_file is not None:
+        err.print(f"{result.rejected:,} record(s) were not processed; see {result.side_file}",
+                  markup=False)
+    where = "standard output" if str(output) == "-" else str(output)
+    err.print(f"wrote {result.complex_events:,} complex event(s) to {where}", markup=False)
 
 
 @app.command()
@@ -259,9 +345,13 @@ def stream(
     master: Annotated[str | None, typer.Option(
         help="Spark master (default: embedded local[*])")] = None,
     context: Annotated[ContextName | None, typer.Option(
-        help="Override the default context")] = None,
+        help="The context of every pattern that does not declare one (a pattern that "
+             "declares another is an error)")] = None,
     lateness: Annotated[float, typer.Option(help="Allowed lateness of the watermark (ms)")
                         ] = 0,
+    unknown_types: UnknownTypesOption = UnknownTypes.reject,
+    missing_fields: MissingFieldsOption = MissingFields.reject,
+    duplicate_ids: DuplicateIdsOption = DuplicateIds.reject,
     files_per_trigger: Annotated[int | None, typer.Option(
         help="At most this many new files per micro-batch")] = None,
     once: Annotated[bool, typer.Option(
@@ -271,25 +361,27 @@ def stream(
     """Detect complex events continuously in a folder of event files (Spark Structured
     Streaming); restarting with the same checkpoint neither loses nor duplicates output."""
     need_spark("cepflow stream")
+    _check_lateness(lateness)
+    if not source.is_dir():
+        raise _fail(f"--source {source}: not a folder")
+    for folder, name in ((sink, "--sink"), (checkpoint, "--checkpoint")):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise _fail(f"{name} {folder}: {e.strerror}") from None
     program = _load(patterns, context)
-    action_modules = import_action_modules(actions)
-    from pyspark import cloudpickle
-
+    _import_actions(actions, ship=True)
     from cepflow.runtime.actions import registered
     from cepflow.spark import spark_session
     from cepflow.spark.streaming import stream_query
 
-    for module in action_modules:
-        if module.__name__.startswith("cepflow_actions_"):
-            cloudpickle.register_pickle_by_value(module)
-    if not source.is_dir():
-        err.print(f"--source {source}: not a folder", markup=False)
-        raise typer.Exit(2)
     with err.status("starting Spark"):
         spark = spark_session(master)
     query = stream_query(spark, program, source, sink, checkpoint, lateness_ms=lateness,
                          files_per_trigger=files_per_trigger, actions=registered(),
-                         available_now=once)
+                         available_now=once,
+                         reader_options=_reader_options(unknown_types, missing_fields,
+                                                        duplicate_ids))
     err.print(f"streaming {source} -> {sink} (checkpoint {checkpoint}); Ctrl-C to stop",
               markup=False)
     last = None
@@ -305,37 +397,45 @@ def stream(
         err.print("stopping (the checkpoint keeps the progress)")
         query.stop()
     if query.exception() is not None:
-        err.print(f"query failed: {query.exception()}", markup=False)
-        raise typer.Exit(1)
+        raise _fail(f"query failed: {query.exception()}", 1)
 
 
 @app.command()
 def explain(
     patterns: Annotated[Path, typer.Argument(help="Pattern file")],
-    input: Annotated[list[Path], typer.Option("--input", "-i", help="Event file(s)")],
+    input: Annotated[list[Path], typer.Option("--input", "-i", help="Event file(s) or folder")],
     pattern: Annotated[str | None, typer.Option(help="Explain only this pattern")] = None,
     context: Annotated[ContextName | None, typer.Option(
-        help="Override the default context")] = None,
+        help="The context of every pattern that does not declare one (a pattern that "
+             "declares another is an error)")] = None,
     lateness: Annotated[float, typer.Option(help="Allowed lateness (ms)")] = 0,
+    unknown_types: UnknownTypesOption = UnknownTypes.reject,
+    missing_fields: MissingFieldsOption = MissingFields.reject,
+    duplicate_ids: DuplicateIdsOption = DuplicateIds.reject,
     close_windows: Annotated[bool, typer.Option(help="Let open windows close at the end")
                              ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Show each token's path through the automaton and why partial matches died (times in
     ISO-8601 UTC for epoch milliseconds, else in ms)."""
+    _check_lateness(lateness)
     program = _load(patterns, context)
     if pattern is not None and pattern not in {a.name for a in program.automata}:
-        err.print(f"no complex event pattern '{pattern}' in {patterns}", markup=False)
-        raise typer.Exit(2)
+        raise _fail(f"no complex event pattern '{pattern}' in {patterns}")
     side = SideChannel()
-    events: list[Event] = list(_events(input, program, side, lateness))
+    try:
+        events: list[Event] = list(ordered_events(
+            input, program.schemas, side, lateness=lateness,
+            **_reader_options(unknown_types, missing_fields, duplicate_ids)))
+    except InputError as e:
+        raise _fail(str(e)) from None
     stories, _ = trace_run(program, events, pattern, close_windows)
     if as_json:
-        out.print_json(json.dumps([s.__dict__ for s in stories], default=str))
+        out.print_json(dumps([s.__dict__ for s in stories]))
     else:
         out.print(format_stories(program, stories), markup=False, highlight=False, end="")
-    for r in side.all():
-        err.print(f"not processed: {r}", markup=False)
+    for kind, r in side.items():
+        err.print(f"not processed ({kind}): {r}", markup=False)
 
 
 @app.command()
