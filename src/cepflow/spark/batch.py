@@ -12,6 +12,7 @@ From files to complex events and rejected records in one job: :mod:`cepflow.spar
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -20,7 +21,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -31,8 +32,13 @@ from pyspark.sql import functions as F
 
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, Rejected, SideChannel
-from cepflow.inputs import READERS, RecordConverter, RecordError, options_for
+from cepflow.inputs import READERS, Cursor, RecordConverter, RecordError, options_for
 from cepflow.inputs.columnar import arity_of, constant, read_columns
+from cepflow.inputs.files import UNSUPPORTED, location_unit
+from cepflow.outputs import MatchFile, match_batch, write_side_file
+from cepflow.outputs.files import STDOUT
+from cepflow.outputs.records import REJECTED_SCHEMA as SIDE_FILE_SCHEMA
+from cepflow.outputs.records import record_text
 from cepflow.runtime.engine import Engine
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
@@ -40,7 +46,6 @@ from cepflow.spark.columns import (
     decode,
     encode,
     encode_match_table,
-    encode_matches,
     event_schema,
     key_column,
     partition_hash,
@@ -49,11 +54,9 @@ from cepflow.spark.columns import (
 )
 from cepflow.spark.plan import TIMED_WINDOWS, Group, plan, subprogram
 
-REJECTED_SCHEMA = pa.schema([
-    pa.field("source", pa.string()), pa.field("location", pa.string()),
-    pa.field("reason", pa.string()), pa.field("field", pa.string()),
-    pa.field("record", pa.string()),
-])
+#: a rejected record's fields besides its kind (:data:`cepflow.outputs.records.REJECTED_SCHEMA`:
+#: the records of a file are all ``malformed``)
+REJECTED_SCHEMA = pa.schema([f for f in SIDE_FILE_SCHEMA if f.name != "kind"])
 
 
 #: rows per Arrow batch a file is cut into
@@ -97,14 +100,17 @@ class Prepared:
 
 def _with_keys(batch: pa.RecordBatch, groups: list[Group],
                columns: list[str] | None = None, keys: bool = True) -> pa.RecordBatch:
-    """Events of the layout as prepared rows: each group's partition key (``k{gi}``; null
-    unless ``keys`` — only streaming shards by it, the batch job hashes the key slots in the
-    JVM, :func:`~cepflow.spark.columns.partition_hash`), kind ``event`` and null rejection
-    columns; with ``columns``, those event columns only (then ``fi`` is the file's number, see
+    """Events of the layout and their ``at`` (:func:`_file_events`; null if missing) as
+    prepared rows: each group's partition key (``k{gi}``; null unless ``keys`` — only
+    streaming shards by it, the batch job hashes the key slots in the JVM,
+    :func:`~cepflow.spark.columns.partition_hash`), kind ``event`` and null rejection columns;
+    with ``columns``, those event columns only (then ``fi`` is the file's number, see
     :func:`file_parser`)."""
     n = batch.num_rows
     if columns is not None:
         return pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
+    if "at" not in batch.schema.names:
+        batch = batch.append_column("at", pa.nulls(n, pa.int64()))
     kcols = [key_column(batch, g.key) if keys else pa.nulls(n, pa.string()) for g in groups]
     knames = [f"k{gi}" for gi in range(len(groups))]
     cols = list(batch.columns) + kcols
@@ -117,8 +123,9 @@ def _with_keys(batch: pa.RecordBatch, groups: list[Group],
     return pa.RecordBatch.from_arrays(cols, names=names)
 
 
-def _stream_ids(events: pa.Table, name: str) -> pa.Table:
-    """Ids ``FILE:N`` for the events without one (a stream is not numbered across files)."""
+def _named_ids(events: pa.Table, name: str) -> pa.Table:
+    """Ids ``NAME:N`` for the events without one, N their position in the file (a folder is
+    not numbered across files: :mod:`cepflow.inputs.files`)."""
     missing = pc.and_(pc.is_null(events["id_s"]), pc.is_null(events["id_i"]))
     if not pc.any(missing).as_py():
         return events
@@ -128,7 +135,10 @@ def _stream_ids(events: pa.Table, name: str) -> pa.Table:
 
 
 def _prepared_schema(arity: int, groups: list[Group]) -> pa.Schema:
-    fields = list(event_schema(arity))
+    """Parsed rows: an event's layout columns, ``at`` (the line or row of its record, for a
+    late report) and its keys; kind ``event``, ``rejected`` (the record's columns filled) or,
+    in a summary, ``file``."""
+    fields = [*event_schema(arity), pa.field("at", pa.int64())]
     fields += [pa.field(f"k{gi}", pa.string()) for gi in range(len(groups))]
     fields.append(pa.field("kind", pa.string()))
     fields += list(REJECTED_SCHEMA)
@@ -142,40 +152,68 @@ def _rejected_batch(rows: list[Rejected], schema: pa.Schema) -> pa.RecordBatch:
     data["location"] = [r.location for r in rows]
     data["reason"] = [r.reason for r in rows]
     data["field"] = [r.field for r in rows]
-    data["record"] = [record_text(r) for r in rows]
+    data["record"] = [record_text(r.record) for r in rows]
     return pa.RecordBatch.from_pydict(data, schema=schema)
 
 
-def record_text(r: Rejected) -> str | None:
-    """A rejected record's ``record`` as text: the raw line as read, or the JSON of a row."""
-    from cepflow.outputs.jsonl import dumps
-
-    return r.record if isinstance(r.record, str) or r.record is None else dumps(r.record)
-
-
 def _file_events(content: bytes, local: str, suffix: str, reader: Callable[..., Any],
-                 schemas: Any, arity: int, opts: dict[str, Any], streaming: bool
+                 schemas: Any, arity: int, opts: dict[str, Any], named: bool, shown: str
                  ) -> tuple[list[pa.RecordBatch], list[Rejected]]:
-    """One file's events in the layout (columnar fast path, else the located reader) and its
-    rejected records."""
+    """One file's events in the layout (columnar fast path, else the located reader), each
+    with ``at``, the line or row of its record (a late event is reported where it was read),
+    and its rejected records (named ``shown``, the file as the user named it). ``named``: events
+    without an id get ``NAME:N``."""
     fast = read_columns(content, suffix, schemas, arity, local, **opts)
-    if fast is not None:
-        if streaming:
-            fast = _stream_ids(fast, Path(local).name)
+    if fast is not None:  # every record accepted: record N is line N + 1 (no blank line) / row N
+        if named:
+            fast = _named_ids(fast, Path(local).name)
+        seq = fast.column("seq")
+        fast = fast.append_column("at", pc.add(seq, 1) if location_unit(local) == "line"
+                                  else seq)
         return fast.to_batches(max_chunksize=_CHUNK), []
     side = SideChannel()
+    cursor = Cursor()
+    events: list[Event] = []
+    ats: list[int | None] = []
     with tempfile.NamedTemporaryFile(suffix=suffix) as tmp:
         tmp.write(content)
         tmp.flush()
-        events = list(reader(tmp.name, schemas, side, source=local, **opts))
-    if streaming:
+        for e in reader(tmp.name, schemas, side, source=shown, cursor=cursor, **opts):
+            events.append(e)
+            ats.append(cursor.at)
+    if named:
         base = Path(local).name
         for e in events:
             if e.id is None:
                 e.id = f"{base}:{e.seq}"
-    batches = [encode(chunk, arity, [None] * len(chunk), [local] * len(chunk))
-               for chunk in (events[i:i + _CHUNK] for i in range(0, len(events), _CHUNK))]
+    batches = [encode(events[i:i + _CHUNK], arity, [None] * len(events[i:i + _CHUNK]),
+                      [local] * len(events[i:i + _CHUNK]))
+               .append_column("at", pa.array(ats[i:i + _CHUNK], pa.int64()))
+               for i in range(0, len(events), _CHUNK)]
     return batches, side.malformed
+
+
+def shown_names(source: str | os.PathLike[str]) -> Callable[[str], str]:
+    """How a file of ``source`` (as Spark lists it: :func:`_local_path`) is named in reports:
+    as the in-process reader names it — the path given, joined with the file's path inside it
+    (Spark lists absolute paths); other file systems' paths as they are."""
+    scheme = urlsplit(os.fspath(source)).scheme
+    if len(scheme) > 1 and scheme != "file":
+        return str
+    return _Shown(Path(_local_path(os.fspath(source))))
+
+
+class _Shown:
+    """:func:`shown_names` of a local ``given`` path (a picklable function)."""
+
+    def __init__(self, given: Path) -> None:
+        self.given, self.absolute = given, os.path.abspath(given)
+
+    def __call__(self, local: str) -> str:
+        inside = os.path.relpath(local, self.absolute)
+        if inside == ".":
+            return os.fspath(self.given)
+        return local if inside.startswith("..") else os.fspath(self.given / inside)
 
 
 def file_rows(files: DataFrame, source: str | os.PathLike[str]) -> DataFrame:
@@ -201,13 +239,15 @@ def _local_path(fpath: str) -> str:
 def file_parser(program: Program, groups: list[Group], arity: int,
                 reader_options: Mapping[str, Any],
                 streaming: bool = False, *, output: str = "all",
-                offsets: Mapping[str, int] | None = None, columns: list[str] | None = None
+                offsets: Mapping[str, int] | None = None, columns: list[str] | None = None,
+                named: bool | None = None, shown: Callable[[str], str] = str
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function that turns ``binaryFile`` rows (path, content) into events and
     rejected records with cepflow's readers (each file through the columnar fast path of
     :func:`cepflow.inputs.columnar.read_columns` when it can decide the file, else through the
-    located reader). ``streaming``: events without an id get the id ``FILE:N`` (inputs are
-    not numbered across files).
+    located reader). ``named`` (default: ``streaming``): events without an id get the id
+    ``NAME:N`` (a folder is not numbered across files); ``shown`` names a file in the
+    rejected records (:func:`shown_names`).
 
     ``output``: ``"all"`` — event rows (kind ``event``; the key columns ``k{gi}`` filled only
     when ``streaming``) and rejected rows (``rejected``);
@@ -221,7 +261,7 @@ def file_parser(program: Program, groups: list[Group], arity: int,
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for local, events, bad in parsed_files(batches, program, arity, reader_options,
-                                               streaming):
+                                               streaming if named is None else named, shown):
             if output == "summary" and events is not None:
                 n = sum(b.num_rows for b in events)
                 top = max((pc.max(b.column("ts")).as_py() for b in events if b.num_rows),
@@ -248,11 +288,13 @@ def file_parser(program: Program, groups: list[Group], arity: int,
 
 
 def parsed_files(batches: Iterator[pa.RecordBatch], program: Program, arity: int,
-                 reader_options: Mapping[str, Any], streaming: bool = False
+                 reader_options: Mapping[str, Any], named: bool = False,
+                 shown: Callable[[str], str] = str
                  ) -> Iterator[tuple[str, list[pa.RecordBatch] | None, list[Rejected]]]:
-    """Per ``binaryFile`` row (path, optional content) the file's name as the in-process reader
-    reports it, its events in the layout (None: not an event file) and its rejected records;
-    files named ``_*`` or ``.*`` are skipped, as Spark's file sources do."""
+    """Per ``binaryFile`` row (path, optional content) the file's local path, its events in the
+    layout with ``at`` (None: not an event file; :func:`_file_events`) and its rejected records
+    (the file named ``shown(path)``); files named ``_*`` or ``.*`` are skipped, as Spark's file
+    sources do."""
     for batch in batches:
         paths = batch.column("path").to_pylist()
         contents = (batch.column("content").to_pylist()
@@ -264,14 +306,13 @@ def parsed_files(batches: Iterator[pa.RecordBatch], program: Program, arity: int
                 continue
             reader = READERS.get(suffix)
             if reader is None:
-                yield local, None, [Rejected(local, "file", (
-                    "not a supported event file (expected one of "
-                    f"{', '.join(sorted(READERS))})"))]
+                yield local, None, [Rejected(shown(local), "file", UNSUPPORTED)]
                 continue
             if content is None:  # a local file, read here rather than shipped by Spark
                 content = Path(local).read_bytes()
             events, bad = _file_events(content, local, suffix, reader, program.schemas, arity,
-                                       options_for(reader, reader_options), streaming)
+                                       options_for(reader, reader_options), named,
+                                       shown(local))
             yield local, events, bad
 
 
@@ -352,17 +393,19 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Prog
     return Prepared(events, rejected, arity, groups, horizon, columns=columns, total=total)
 
 
-def prepare(df: DataFrame, program: Program) -> Prepared:
+def prepare(df: DataFrame, program: Program, **reader_options: Any) -> Prepared:
     """Events from a DataFrame with columns ``type``, ``ts``, optional ``id`` and ``seq``, and
-    one column per parameter name. Rows are checked by the same record rules as files; a row
-    that breaks them goes to ``rejected`` with its reason. Without a ``seq`` column rows are
-    numbered in the DataFrame's order (``monotonically_increasing_id``)."""
+    one column per parameter name. Rows are checked by the same record rules as files
+    (``reader_options`` as :class:`cepflow.inputs.RecordConverter`'s; ids are not checked
+    for duplicates: a DataFrame is not a file); a row that breaks them goes to ``rejected``
+    with its reason. Without a ``seq`` column rows are numbered in the DataFrame's order
+    (``monotonically_increasing_id``)."""
     groups = plan(program)
     arity = arity_of(program.schemas)
     schema = _prepared_schema(arity, groups)
     if "seq" not in df.columns:
         df = df.withColumn("seq", F.monotonically_increasing_id())
-    convert = RecordConverter(program.schemas, unknown_fields="reject")
+    convert = RecordConverter(program.schemas, unique_ids=False, **reader_options)
     columns = [c for c in df.columns if c != "seq"]
 
     def conv(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -380,10 +423,8 @@ def prepare(df: DataFrame, program: Program) -> Prepared:
                 try:
                     events.append(convert(record, seqs[r]))
                 except RecordError as exc:
-                    from cepflow.outputs.jsonl import dumps
-
                     bad.append(Rejected("<dataframe>", f"row seq {seqs[r]}", exc.reason,
-                                        dumps(record), exc.field))
+                                        record, exc.field))
             if events:
                 enc = encode(events, arity, [None] * len(events), [None] * len(events))
                 yield _with_keys(enc, groups, keys=False)
@@ -479,7 +520,7 @@ def feed(engine: Engine, columnar: bool, batch: pa.RecordBatch, arities: Mapping
         table = engine.process_columns(rows)
         return encode_match_table(table, rows) if table.count else None
     found = engine.process_batch(decode(batch, arities, arity))
-    return encode_matches(found) if found else None
+    return match_batch(found) if found else None
 
 
 class Feeder:
@@ -526,7 +567,7 @@ class Feeder:
         if finish:
             tail += engine.finish(close_windows=close_windows)
         if tail:
-            yield encode_matches(tail)
+            yield match_batch(tail)
 
 
 def detect(program: Program, **kw: Any) -> Callable[[DataFrame], DataFrame]:
@@ -549,48 +590,42 @@ def detect(program: Program, **kw: Any) -> Callable[[DataFrame], DataFrame]:
 
 
 def write_matches(matches: DataFrame, path: str | os.PathLike[str], *,
-                  written: Callable[[], int] | None = None) -> int:
-    """Write complex events: ``.jsonl`` → one JSON Lines file (rows streamed to the driver in
-    timestamp order); anything else → a Parquet folder. Returns the number written — for a
-    Parquet folder ``written()`` once the write is done if given (an accumulator the job
-    filled), else the folder read back."""
-    from cepflow.outputs.jsonl import dumps
-
-    target = Path(path)
-    if target.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        n = 0
+                  written: Callable[[], int] | None = None, stdout: TextIO | None = None
+                  ) -> int:
+    """Write complex events in the format the extension of ``path`` names
+    (:mod:`cepflow.outputs.files`): ``.jsonl`` or ``.csv`` (or ``-``, standard output) → one
+    file, the rows streamed to the driver in timestamp order and written in the one encoding of
+    :mod:`cepflow.outputs.records`; ``.parquet`` or a path without such an extension → a
+    Parquet folder written by Spark. Returns the number written — for a Parquet folder
+    ``written()`` once the write is done if given (an accumulator the job filled), else the
+    folder read back."""
+    target = os.fspath(path)
+    suffix = Path(target).suffix.lower()
+    if target == STDOUT or suffix in (".jsonl", ".ndjson", ".json", ".csv"):
         ordered = matches.orderBy("ts", "pattern", "events")
-        with target.open("w", encoding="utf-8") as fh:
-            for row in ordered.toLocalIterator():
-                ts = row["ts"]
-                fh.write(dumps({"pattern": row["pattern"],
-                                "ts": int(ts) if float(ts).is_integer() else ts,
-                                "params": json.loads(row["params"]),
-                                "events": list(row["events"])}) + "\n")
-                n += 1
-        return n
-    matches.write.mode("overwrite").parquet(str(target))
+        with MatchFile(target, stdout=stdout) as out:
+            rows = ordered.toLocalIterator()
+            while chunk := [r.asDict() for r in itertools.islice(rows, 4096)]:
+                out.write(pa.RecordBatch.from_pylist(chunk, schema=MATCH_SCHEMA))
+        return out.count
+    matches.write.mode("overwrite").parquet(target)
     if written is not None:
         return written()
-    return matches.sparkSession.read.parquet(str(target)).count()
+    return matches.sparkSession.read.parquet(target).count()
 
 
 def write_rejected(rejected: DataFrame, path: str | os.PathLike[str]) -> int:
-    """The side channel as JSON Lines (one file), in source order."""
-
+    """The side channel (:attr:`Prepared.rejected`) as a side file (one JSON Lines file, in
+    source order; none, and an earlier one removed, for no records)."""
     rows = rejected.orderBy("source", "location").collect()
     return write_rejected_rows([{k: r[k] for k in REJECTED_SCHEMA.names} for r in rows], path)
 
 
-def write_rejected_rows(rows: list[dict[str, Any]], path: str | os.PathLike[str]) -> int:
-    """Rejected records (dicts of :data:`REJECTED_SCHEMA`'s fields) as JSON Lines, in the order
-    given; no file for none. Returns the number written."""
-    from cepflow.outputs.jsonl import dumps
-
-    if not rows:
-        return 0
-    with Path(path).open("w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(dumps(r) + "\n")
-    return len(rows)
+def write_rejected_rows(rows: list[dict[str, Any]], path: str | os.PathLike[str],
+                        kind: str = "malformed") -> int:
+    """Rejected records (dicts of :data:`REJECTED_SCHEMA`'s fields, all of one ``kind``) as the
+    side file, in the order given (:func:`cepflow.outputs.write_side_file`: none, and an earlier
+    one removed, for no records). Returns the number written."""
+    batch = pa.RecordBatch.from_pylist([{"kind": kind, **r} for r in rows],
+                                       schema=SIDE_FILE_SCHEMA)
+    return write_side_file(batch, path)

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.model import Event
 from cepflow.inputs.columnar import (
     SLOTS,
     column,
@@ -30,6 +30,9 @@ from cepflow.inputs.columnar import (
     event_fields,
     event_schema,
 )
+from cepflow.outputs.encoding import dumps, json_texts
+from cepflow.outputs.records import MATCH_SCHEMA, match_ts_column
+from cepflow.outputs.records import match_batch as encode_matches
 from cepflow.runtime.batch import MatchTable, Rows
 
 __all__ = [
@@ -157,30 +160,10 @@ class ArrowRows(Rows):
                            column(b, "seq").cast(pa.string()))
 
 
-MATCH_SCHEMA = pa.schema([
-    pa.field("pattern", pa.string()), pa.field("ts", pa.float64()),
-    pa.field("params", pa.string()), pa.field("events", pa.list_(pa.string())),
-])
-
-
-def encode_matches(matches: Iterable[ComplexEvent]) -> pa.RecordBatch:
-    """Complex events as rows: pattern, ts, params (JSON object), contributing event ids."""
-    from cepflow.outputs.jsonl import dumps
-
-    ms = list(matches)
-    return pa.RecordBatch.from_pydict({
-        "pattern": [m.type for m in ms],
-        "ts": [float(m.ts) for m in ms],
-        "params": [dumps(m.bindings_for_output()) for m in ms],
-        "events": [[str(r) for r in m.event_refs] for m in ms],
-    }, schema=MATCH_SCHEMA)
-
-
 def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
-    """:func:`encode_matches` of a :class:`~cepflow.runtime.batch.MatchTable`, column-wise:
-    ids taken from the batch's columns, the parameters' JSON made once per key value."""
-    from cepflow.outputs.jsonl import dumps
-
+    """:func:`encode_matches` (:func:`cepflow.outputs.records.match_batch`) of a
+    :class:`~cepflow.runtime.batch.MatchTable`, column-wise: ids taken from the batch's
+    columns, the parameters' JSON made once per key value."""
     refs = rows.refs()
     ts = column(rows.batch, "ts")
     cols: dict[str, list[pa.Array]] = {f.name: [] for f in MATCH_SCHEMA}
@@ -195,7 +178,7 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
         offsets = pa.array(np.arange(0, m * k + 1, k, dtype=np.int32))
         cols["events"].append(pa.ListArray.from_arrays(offsets, ids))
         cols["pattern"].append(constant(b.pattern, m))
-        cols["ts"].append(ts.take(pa.array(b.at)))
+        cols["ts"].append(match_ts_column(ts.take(pa.array(b.at))))
         keys, which = np.unique(b.value, return_inverse=True)
         if b.var.startswith("_"):  # internal names are not shown
             texts = constant("{}", len(keys))
@@ -309,30 +292,6 @@ def _key_texts(batch: pa.RecordBatch, i: int) -> pa.Array:
     return pc.fill_null(out, "null") if out is not None else constant("null", n)
 
 
-def json_texts(values: pa.Array, *, ascii_only: bool) -> pa.Array:
-    """The JSON text of each value, as ``json.dumps`` writes it (``ensure_ascii=ascii_only``):
-    text that needs no escape, integers and booleans column-wise, anything else one by one."""
-    t = values.type
-    if pa.types.is_string(t):
-        # json.dumps escapes control characters, quote and backslash; with ensure_ascii also
-        # everything outside printable ASCII (DEL \x7f included)
-        unsafe = r'[\x00-\x1f"\\]' + (r"|[^\x20-\x7e]" if ascii_only else "")
-        bad = pc.fill_null(pc.match_substring_regex(values, unsafe), False)
-        out = pc.binary_join_element_wise('"', values, '"', "")
-        if pc.any(bad).as_py():
-            idx = pa.array(np.flatnonzero(bad.to_numpy(zero_copy_only=False)))
-            fixed = [json.dumps(v, ensure_ascii=ascii_only) for v in values.take(idx).to_pylist()]
-            out = pc.replace_with_mask(out, bad, pa.array(fixed, pa.string()))
-    elif pa.types.is_integer(t):
-        out = values.cast(pa.string())
-    elif pa.types.is_boolean(t):
-        out = pc.if_else(values, "true", "false")
-    else:
-        out = pa.array([json.dumps(v, ensure_ascii=ascii_only) for v in values.to_pylist()],
-                       pa.string())
-    return pc.fill_null(out, "null")
-
-
 def _value_texts(values: list[Any]) -> pa.Array:
     """:func:`json_texts` (``ensure_ascii=False``, as the match writer) of Python values."""
     try:
@@ -341,7 +300,5 @@ def _value_texts(values: list[Any]) -> pa.Array:
         arr = None
     if arr is None or not (pa.types.is_string(arr.type) or pa.types.is_integer(arr.type)
                            or pa.types.is_boolean(arr.type)):
-        from cepflow.outputs.jsonl import dumps
-
         return pa.array([dumps(v) for v in values], pa.string())
     return json_texts(arr, ascii_only=False)

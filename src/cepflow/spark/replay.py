@@ -21,9 +21,13 @@ events (docs/spark.md, "One job"):
   first reads all summary rows, so it knows every file's offset in the input numbering and the
   input's last timestamp (the horizon windows see pass) before it feeds its first event.
 * The driver learns each file's event count and rejected records through an accumulator keyed
-  by file (:class:`_ByFile`): a re-run task adds the same entries again, so the result is the
+  by file (:class:`_Merged`): a re-run task adds the same entries again, so the result is the
   same under retries. Nothing is cached: caching the job's result for a second look (measured:
   gesture, 10M events) made the sort spill 0.9 GB and cost more than the summary job it saved.
+
+The input, its events' names (``NAME:N`` in a folder), the rejected records and the outputs are
+those of the in-process job, :func:`cepflow.replay.replay`, which returns the same
+:class:`~cepflow.replay.Replayed` (docs/formats.md).
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +48,16 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from cepflow.compiler.program import Program
+from cepflow.events.model import SideChannel
 from cepflow.inputs.columnar import arity_of, parquet_columns
+from cepflow.inputs.files import check_options, input_files
+from cepflow.outputs.files import check_writable
+from cepflow.outputs.records import record_text
+from cepflow.replay import Replayed, side_path
 from cepflow.runtime.engine import Engine
 from cepflow.spark.batch import (
     REJECTED_SCHEMA,
+    SIDE_FILE_SCHEMA,
     Feeder,
     _local_path,
     actions_for,
@@ -56,7 +65,7 @@ from cepflow.spark.batch import (
     fill,
     longs,
     parsed_files,
-    record_text,
+    shown_names,
     warn_unpartitioned,
     write_matches,
     write_rejected_rows,
@@ -82,7 +91,8 @@ FILE_SHIFT = 40
 
 class _Merged(AccumulatorParam):
     """A dict accumulator merged by key (per file ``[events, rejected records]``, per output
-    partition its complex events): entries a re-run task adds again change nothing."""
+    partition its complex events by pattern): entries a re-run task adds again change
+    nothing."""
 
     def zero(self, value: dict[str, Any]) -> dict[str, Any]:
         return {}
@@ -90,16 +100,6 @@ class _Merged(AccumulatorParam):
     def addInPlace(self, value1: dict[str, Any], value2: dict[str, Any]) -> dict[str, Any]:
         value1.update(value2)
         return value1
-
-
-@dataclass
-class Replayed:
-    """What :func:`replay` read and wrote."""
-
-    events: int
-    complex_events: int
-    rejected: int
-    groups: list[Group]
 
 
 def _row_fields(arity: int, columns: list[str], groups: int) -> list[pa.Field]:
@@ -111,10 +111,12 @@ def _row_fields(arity: int, columns: list[str], groups: int) -> list[pa.Field]:
 
 
 def _routed(program: Program, groups: list[Group], arity: int, columns: list[str],
-            numbers: Mapping[str, int], partitions: int, by_file: Accumulator[dict[str, Any]]
+            numbers: Mapping[str, int], partitions: int, by_file: Accumulator[dict[str, Any]],
+            reader_options: Mapping[str, Any], named: bool, shown: Callable[[str], str]
             ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function over ``binaryFile`` rows: events per group that reads them, then
-    the task's summary rows to every partition; counts and rejected records to ``by_file``."""
+    the task's summary rows to every partition; counts and rejected records to ``by_file``.
+    ``named``, ``shown``: :func:`cepflow.spark.batch.file_parser`'s."""
     schema = pa.schema(_row_fields(arity, columns, len(groups)))
     reads = [None if g.types is None else pa.array(sorted(g.types), pa.string())
              for g in groups]
@@ -125,7 +127,8 @@ def _routed(program: Program, groups: list[Group], arity: int, columns: list[str
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         summary: list[list[Any]] = []
-        for local, events, bad in parsed_files(batches, program, arity, {}):
+        for local, events, bad in parsed_files(batches, program, arity, reader_options,
+                                               named, shown):
             n, top = 0, None
             for b in events or []:
                 if not b.num_rows:
@@ -149,8 +152,8 @@ def _routed(program: Program, groups: list[Group], arity: int, columns: list[str
                         yield fill(schema, sel.num_rows, cols)
             if events is not None:
                 summary.append([numbers[local], n, top])
-            by_file.add({local: [n, [[r.source, r.location, r.reason, r.field, record_text(r)]
-                                     for r in bad]]})
+            by_file.add({local: [n, [[r.source, r.location, r.reason, r.field,
+                                      record_text(r.record)] for r in bad]]})
         if summary:
             text = json.dumps(summary)
             cols = {"type": [text] * partitions,
@@ -168,15 +171,16 @@ def _runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int
             ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of a partition sorted by (ts, seq): summary rows (null ts)
     first, then events; one engine per group present, each fed its events in order; complex
-    events out, their number added to ``written`` under the partition's index (so the output
-    need not be read back to be counted)."""
+    events out, their number by pattern added to ``written`` under the partition's index (so
+    the output need not be read back to be counted)."""
     event_cols = [f.name for f in event_fields(arity) if f.name in columns]
     several = len(subs) > 1
 
     def counted(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        n = 0
+        n: dict[str, int] = {}
         for b in run(batches):
-            n += b.num_rows
+            for p in pc.value_counts(b.column("pattern")).to_pylist():
+                n[p["values"]] = n.get(p["values"], 0) + p["counts"]
             yield b
         task = TaskContext.get()
         written.add({task.partitionId() if task is not None else 0: n})
@@ -224,17 +228,25 @@ def _runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int
 def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
            output: str | os.PathLike[str], rejected: str | os.PathLike[str] | None = None, *,
            actions: Mapping[str, Callable[..., Any]] | None = None,
-           close_windows: bool = False, partitions: int | None = None) -> Replayed:
+           close_windows: bool = False, partitions: int | None = None,
+           reader_options: Mapping[str, Any] | None = None) -> Replayed:
     """Complex events of ``program`` over a file or folder of JSON Lines / CSV / Parquet event
-    files, written to ``output`` (:func:`cepflow.spark.batch.write_matches`: ``.jsonl`` or a
-    Parquet folder), and the rejected records as JSON Lines to ``rejected`` (default
-    ``OUTPUT.rejected.jsonl``; none written when there are none), in one Spark job (module
-    docstring)."""
+    files, written to ``output`` (:func:`cepflow.spark.batch.write_matches`: ``.jsonl``,
+    ``.csv``, ``-`` or a Parquet folder), and the rejected records to the side file
+    ``rejected`` (:func:`cepflow.replay.side_path`; none, and an earlier one removed, when
+    there are none), in one Spark job (module docstring). ``reader_options`` as for
+    :func:`cepflow.inputs.read_events`. A missing input, an input file that is not an event
+    file (:class:`~cepflow.inputs.InputError`) or a side file that cannot be written
+    (:class:`~cepflow.outputs.OutputError`) is refused before the job."""
     groups = plan(program)
     arity = arity_of(program.schemas)
+    options = dict(reader_options or {})
+    check_options(options)
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{path}: no such file or folder")
+    input_files(p, SideChannel())  # (a folder's entries that are not event files: the job's)
+    target = side_path(output, rejected)
+    if target is not None:
+        check_writable(target)
     n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
     warn_unpartitioned(groups, stacklevel=3)
     files = file_rows(spark.read.format("binaryFile").load(str(p)), p)
@@ -249,8 +261,10 @@ def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
     by_file = spark.sparkContext.accumulator({}, _Merged())
     if len(names) >= 1 << (63 - FILE_SHIFT):
         raise ValueError(f"{path}: {len(names)} files; at most {(1 << (63 - FILE_SHIFT)) - 1}")
-    rows = files.mapInArrow(_routed(program, groups, arity, columns, numbers, n, by_file),
-                            spark_ddl(pa.schema(_row_fields(arity, columns, len(groups)))))
+    router = _routed(program, groups, arity, columns, numbers, n, by_file, options, p.is_dir(),
+                     shown_names(p))
+    rows = files.mapInArrow(router, spark_ddl(pa.schema(_row_fields(arity, columns,
+                                                                    len(groups)))))
     rows = rows.repartition(n, _route(groups, columns, n, route_values(spark, n)))
     subs = [subprogram(program, g) for g in groups]
     arities = {t: len(s.params) for t, s in program.schemas.items()}
@@ -259,17 +273,26 @@ def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
                      len(names), close_windows, written)
     matches = rows.sortWithinPartitions("ts", "seq").mapInArrow(
         runner, spark_ddl(MATCH_SCHEMA))
-    n_out = write_matches(matches, output, written=lambda: sum(written.value.values()))
+    n_out = write_matches(matches, output, written=lambda: sum(
+        k for by_pattern in written.value.values() for k in by_pattern.values()))
     seen = by_file.value
     missing = [f for f in names if f not in seen and not Path(f).name.startswith(("_", "."))]
     if missing:  # (cannot happen: every file row is parsed by the job that wrote the output)
         raise RuntimeError(f"files not read by the replay job: {', '.join(missing[:5])}")
     bad = [dict(zip(REJECTED_SCHEMA.names, r, strict=True))
            for f in sorted(seen) for r in seen[f][1]]
-    target = Path(rejected) if rejected is not None else Path(output).with_suffix(
-        ".rejected.jsonl")
-    n_bad = write_rejected_rows(bad, target)
-    return Replayed(sum(v[0] for v in seen.values()), n_out, n_bad, groups)
+    side = pa.RecordBatch.from_pylist([{"kind": "malformed", **r} for r in bad],
+                                      schema=SIDE_FILE_SCHEMA)
+    if target is not None:
+        write_rejected_rows(bad, target)
+    by_pattern: dict[str, int] = {}
+    for counts in written.value.values():
+        for name, k in counts.items():
+            by_pattern[name] = by_pattern.get(name, 0) + k
+    return Replayed(sum(v[0] for v in seen.values()), n_out, len(bad), groups,
+                    by_kind={"malformed": len(bad)} if bad else {},
+                    by_pattern=dict(sorted(by_pattern.items())), side=side,
+                    side_file=target if target is not None and bad else None)
 
 
 def _travelling(names: list[str], program: Program, groups: list[Group],

@@ -39,7 +39,9 @@ batch's events plus the engine state left by the previous micro-batch*:
   exactly the same output and state.
 
 Output folders under ``sink``: ``matches/batch=N`` (pattern, ts, params, events) and
-``rejected/batch=N`` (kind late|malformed, source, location, reason, field, record).
+``rejected/batch=N`` (kind late|malformed, source, location, reason, field, record), JSON Lines
+in Spark's part files, each line in the one encoding of every engine
+(:mod:`cepflow.outputs.records`, docs/formats.md).
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ from pyspark.sql.streaming import StreamingQuery
 
 from cepflow.compiler.program import Program
 from cepflow.inputs.columnar import arity_of, constant
+from cepflow.inputs.files import check_options, location_unit
+from cepflow.inputs.ordering import late_reason
+from cepflow.outputs.records import REJECTED_SCHEMA as SIDE_SCHEMA
+from cepflow.outputs.records import match_lines, record_text, rejected_lines
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import has_state, restore_text, state_text
 from cepflow.spark.batch import (
@@ -74,6 +80,7 @@ from cepflow.spark.batch import (
     file_rows,
     fill,
     longs,
+    shown_names,
 )
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
@@ -88,8 +95,6 @@ from cepflow.spark.plan import Group, fillable_columns, plan, subprogram
 
 STATE_DIR = "cepflow-state"
 MATCH_COLS = ["pattern", "ts", "params", "events"]
-#: the side output's rows: kind (late | malformed) and the rejected record's columns
-SIDE_SCHEMA = pa.schema([pa.field("kind", pa.string()), *REJECTED_SCHEMA])
 
 
 #: the saved state's layout (``version`` in ``meta-N.json``): 2 — ``part`` an int code and only
@@ -123,9 +128,8 @@ def _shard_fields(arity: int, columns: list[str]) -> list[pa.Field]:
 
 def _out_schema(arity: int, columns: list[str]) -> pa.Schema:
     """What a shard returns: state rows (as :func:`_shard_fields`) and match rows (m_*)."""
-    return pa.schema([*_shard_fields(arity, columns), pa.field("m_pattern", pa.string()),
-                      pa.field("m_ts", pa.float64()), pa.field("m_params", pa.string()),
-                      pa.field("m_events", pa.list_(pa.string()))])
+    return pa.schema([*_shard_fields(arity, columns),
+                      *[pa.field(f"m_{f.name}", f.type) for f in MATCH_SCHEMA]])
 
 
 def _routed_schema(arity: int, columns: list[str]) -> pa.Schema:
@@ -245,41 +249,55 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
 
 
 def _late_batch(events: pa.RecordBatch, arities: dict[str, int], arity: int, released: float,
-                watermark: float) -> pa.RecordBatch | None:
-    """Late events (rows of the layout, ts below the last released timestamp ``released``) as
-    side-output rows (:data:`SIDE_SCHEMA`); None for no rows."""
-    from cepflow.inputs.ordering import format_ts as num
-    from cepflow.outputs.jsonl import dumps
-
+                watermark: float, shown: Callable[[str], str]) -> pa.RecordBatch | None:
+    """Late events (parsed rows: the layout and ``at``, ts below the last released timestamp
+    ``released``) as side-output rows (:data:`SIDE_SCHEMA`) — the file (``shown``), the line
+    or row and the reason as in-process (:func:`cepflow.inputs.late_reason`); None for no
+    rows."""
     decoded = decode(events, arities, arity)
     if not decoded:
         return None
+    files = events.column("file").to_pylist()
     return pa.RecordBatch.from_pydict({
         "kind": ["late"] * len(decoded),
-        "source": events.column("file").to_pylist(),
-        "location": [f"event {e.ref}" for e in decoded],
-        "reason": [f"late by {num(released - e.ts)} ms: events up to {num(released)} "
-                   f"were already released (watermark {num(watermark)})" for e in decoded],
+        "source": [shown(f) for f in files],
+        "location": [f"{location_unit(f)} {at}"
+                     for f, at in zip(files, events.column("at").to_pylist(), strict=True)],
+        "reason": [late_reason(e.ts, released, watermark) for e in decoded],
         "field": ["ts"] * len(decoded),
-        "record": [dumps(e.to_dict()) for e in decoded]}, schema=SIDE_SCHEMA)
+        "record": [record_text(e) for e in decoded]}, schema=SIDE_SCHEMA)
 
 
-def _late_rows(arities: dict[str, int], arity: int, released: float, watermark: float
+def _late_rows(arities: dict[str, int], arity: int, released: float, watermark: float,
+               shown: Callable[[str], str]
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Late events as side-output rows (:func:`_late_batch`), a mapInArrow function."""
 
     def late(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            rows = _late_batch(batch, arities, arity, released, watermark)
+            rows = _late_batch(batch, arities, arity, released, watermark, shown)
             if rows is not None:
                 yield rows
 
     return late
 
 
+def _lines(encode: Callable[[pa.RecordBatch], pa.Array]
+           ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Rows as their JSON lines (``encode``: :func:`~cepflow.outputs.records.match_lines` or
+    ``rejected_lines``), a mapInArrow function to a ``value`` text column."""
+
+    def lines(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows:
+                yield pa.RecordBatch.from_arrays([encode(batch)], names=["value"])
+
+    return lines
+
+
 def _routed(parse: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
             groups: list[Group], shards: int, arities: dict[str, int], arity: int,
-            columns: list[str], released: float, watermark: float
+            columns: list[str], released: float, watermark: float, shown: Callable[[str], str]
             ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of the one-job micro-batch over file rows: ``parse`` them and
     route each row once — an on-time event to every group that reads its type (``pid`` null
@@ -319,7 +337,8 @@ def _routed(parse: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]
             top = m if top is None else max(top, m)
             if released > -math.inf:
                 is_late = pc.less(ts, released)
-                late = _late_batch(events.filter(is_late), arities, arity, released, watermark)
+                late = _late_batch(events.filter(is_late), arities, arity, released,
+                                   watermark, shown)
                 if late is not None:
                     yield side_rows(late)
                     events = events.filter(pc.invert(is_late))
@@ -345,13 +364,16 @@ class _MicroBatch:
 
     def __init__(self, program: Program, groups: list[Group], arity: int, sink: Path,
                  state_dir: Path, lateness: float, actions: dict[str, Any],
-                 on_batch: Callable[[int], None] | None) -> None:
+                 on_batch: Callable[[int], None] | None, reader_options: dict[str, Any],
+                 shown: Callable[[str], str]) -> None:
         self.program, self.groups, self.arity = program, groups, arity
         self.subs = [subprogram(program, g) for g in groups]
         self.arities = {t: len(s.params) for t, s in program.schemas.items()}
         self.sink, self.state_dir, self.lateness = sink, state_dir, lateness
         self.actions = actions_for(program, actions)
         self.on_batch = on_batch
+        #: the readers' options; how a file is named in the side output
+        self.reader_options, self.shown = reader_options, shown
         #: the layout's event columns that may travel (all but ``key``), in layout order
         self.columns = [f.name for f in event_fields(arity) if f.name != "key"]
         #: those the events the groups read can fill: ids, integer time, their slots
@@ -438,10 +460,11 @@ class _MicroBatch:
         watermark = clock.watermark(0)
         columns = [c for c in self.columns
                    if c in ALWAYS or c in self.fillable or c in held_before]
-        parse = file_parser(self.program, self.groups, self.arity, {}, streaming=True)
+        parse = file_parser(self.program, self.groups, self.arity, self.reader_options,
+                            streaming=True, shown=self.shown)
         routed = files.mapInArrow(
             _routed(parse, self.groups, shards, self.arities, self.arity, columns, released,
-                    watermark), spark_ddl(_routed_schema(self.arity, columns)))
+                    watermark, self.shown), spark_ddl(_routed_schema(self.arity, columns)))
         pid = F.coalesce(F.col("pid"), F.pmod(F.xxhash64(F.col("k")), F.lit(shards)))
         rows = routed.select("g", pid.alias("pid"), "part", "engine", *columns)
         result = self._detect(files.sparkSession, rows, state, shards, watermark, released,
@@ -472,7 +495,8 @@ class _MicroBatch:
         watermark_before = clock.watermark(self.lateness)
         released_before = -math.inf if clock.released is None else clock.released
         batch = files.mapInArrow(
-            file_parser(self.program, self.groups, self.arity, {}, streaming=True),
+            file_parser(self.program, self.groups, self.arity, self.reader_options,
+                        streaming=True, shown=self.shown),
             spark_ddl(_prepared_schema(self.arity, self.groups))).persist()
         try:
             events = batch.where(F.col("kind") == "event")
@@ -493,7 +517,8 @@ class _MicroBatch:
                     malformed = batch.where(F.col("kind") == "rejected").select(
                         F.lit("malformed").alias("kind"), *REJECTED_SCHEMA.names)
                     side = malformed.unionByName(late.mapInArrow(
-                        _late_rows(self.arities, self.arity, released_before, watermark_before),
+                        _late_rows(self.arities, self.arity, released_before, watermark_before,
+                                   self.shown),
                         spark_ddl(SIDE_SCHEMA)))
                 self._write(result, columns, batch_id, side)
             finally:
@@ -509,11 +534,13 @@ class _MicroBatch:
         name = f"batch={batch_id:09d}"
         result.where(F.col("m_pattern").isNotNull()).select(
             *[F.col(f"m_{c}").alias(c) for c in MATCH_COLS]
-        ).write.mode("overwrite").json(str(self.sink / "matches" / name))
+        ).mapInArrow(_lines(match_lines), "value string").write.mode("overwrite").text(
+            str(self.sink / "matches" / name))
         if self.on_batch is not None:
             self.on_batch(batch_id)  # (tests: fail between the writes)
         if side is not None:
-            side.write.mode("overwrite").json(str(self.sink / "rejected" / name))
+            side.mapInArrow(_lines(rejected_lines), "value string").write.mode(
+                "overwrite").text(str(self.sink / "rejected" / name))
         else:
             _empty_output(self.sink / "rejected" / name)
         new_state = result.where(F.col("part").isin(ENGINE, EVENT)).select(
@@ -632,10 +659,14 @@ def stream_query(
     available_now: bool = False,
     processing_time: str | None = None,
     on_batch: Callable[[int], None] | None = None,
+    reader_options: Mapping[str, Any] | None = None,
 ) -> StreamingQuery:
-    """Start the streaming detection of ``program`` from ``source`` into ``sink``."""
+    """Start the streaming detection of ``program`` from ``source`` into ``sink``
+    (``reader_options`` as for :func:`cepflow.inputs.read_events`)."""
     if not lateness_ms >= 0:
         raise ValueError(f"lateness must be >= 0, not {lateness_ms!r}")
+    options = dict(reader_options or {})
+    check_options(options)
     groups = plan(program)
     arity = arity_of(program.schemas)
     reader = spark.readStream.format("binaryFile").schema(
@@ -645,7 +676,8 @@ def stream_query(
     # each micro-batch parses its files itself (in its detection job when it can)
     files = file_rows(reader.load(str(source)), source)
     runner = _MicroBatch(program, groups, arity, Path(sink), Path(checkpoint) / STATE_DIR,
-                         float(lateness_ms), dict(actions or {}), on_batch)
+                         float(lateness_ms), dict(actions or {}), on_batch, options,
+                         shown_names(source))
     writer = files.writeStream.foreachBatch(runner).option("checkpointLocation",
                                                             str(checkpoint))
     if available_now:
