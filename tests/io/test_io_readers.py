@@ -510,3 +510,81 @@ def test_csv_any_params_are_inferred(tmp_path: Path) -> None:
     path = write(tmp_path, "e.csv", "type,ts,room\nDoor,1,12\nDoor,2,007\n")
     events, _ = read_all(read_csv, path, SCHEMAS)
     assert [e.params for e in events] == [(12,), ("007",)]
+
+
+# ----------------------------------------------------------------------------- one rule
+
+
+def _parquet(tmp_path: Path, name: str, **columns: Any) -> Path:
+    path = tmp_path / name
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_nonfinite_numbers_are_rejected_in_json_lines(tmp_path: Path, token: str) -> None:
+    """JSON has no such number; Python's decoder reads them: every reader rejects them."""
+    good = '{"type": "Door", "ts": 1, "room": 1}'
+    path = jsonl(tmp_path, good,
+                 '{"type": "Temp", "ts": 2, "sensor": "s", "value": %s, "count": 1, "ok": true}'
+                 % token, '{"type": "Door", "ts": 3, "room": %s}' % token,  # (untyped: any)
+                 '{"type": "Free", "ts": 4, "x": %s}' % token)
+    events, side = read_all(read_jsonl, path, SCHEMAS, unknown_types="keep")
+    assert [e.ts for e in events] == [1]
+    assert [(r.location, r.field) for r in side.malformed] == [
+        ("line 2", "value"), ("line 3", "room"), ("line 4", "x")]
+    assert all(r.reason.startswith("not a finite number") for r in side.malformed)
+
+
+def test_nonfinite_numbers_are_rejected_in_csv_and_parquet(tmp_path: Path) -> None:
+    path = write(tmp_path, "e.csv", "type,ts,sensor,value,count,ok\n"
+                 "Temp,1,s,1.5,1,true\nTemp,2,s,nan,1,true\nTemp,3,s,-Infinity,1,true\n"
+                 "Temp,4,s,1e999,1,true\n")
+    events, side = read_all(read_csv, path, SCHEMAS)
+    assert [e.ts for e in events] == [1]
+    assert [(r.location, r.field, r.reason) for r in side.malformed] == [
+        ("line 3", "value", "not a finite number: nan"),
+        ("line 4", "value", "not a finite number: -Infinity"),
+        ("line 5", "value", "not a finite number: Infinity")]
+    # an untyped CSV cell that reads as a number beyond the float range is no number either
+    path = write(tmp_path, "u.csv", "type,ts,x\nFree,1,1e999\nFree,2,nan\n")
+    events, side = read_all(read_csv, path, unknown_types="keep")
+    assert events == [Event("Free", ("nan",), 2)]  # (text: CSV cells are text unless numbers)
+    assert side.malformed[0].field == "x"
+    path = _parquet(tmp_path, "e.parquet", type=["Door", "Door", "Door"], ts=[1, 2, 3],
+                    room=[1.5, float("nan"), float("inf")])
+    events, side = read_all(read_parquet, path, SCHEMAS)
+    assert [e.ts for e in events] == [1]
+    assert [(r.location, r.reason) for r in side.malformed] == [
+        ("row 1", "not a finite number: NaN"), ("row 2", "not a finite number: Infinity")]
+
+
+def test_a_record_that_leaves_out_a_declared_field_is_rejected(tmp_path: Path) -> None:
+    path = jsonl(tmp_path, '{"type": "Door", "ts": 1}', '{"type": "Door", "ts": 2, "room": null}')
+    events, side = read_all(read_jsonl, path, SCHEMAS)
+    assert events == [Event("Door", (None,), 2)]  # an explicit null is a value
+    assert (side.malformed[0].location, side.malformed[0].field,
+            side.malformed[0].reason) == ("line 1", "room", "missing required parameter 'room'")
+    events, side = read_all(read_jsonl, path, SCHEMAS, strict_params=False)
+    assert [e.params for e in events] == [(None,), (None,)] and not side.malformed
+
+
+def test_ids_repeated_in_a_file_are_rejected(tmp_path: Path) -> None:
+    path = jsonl(tmp_path, '{"type": "Door", "ts": 1, "id": "a", "room": 1}',
+                 '{"type": "Door", "ts": 2, "id": "b", "room": 1}',
+                 '{"type": "Door", "ts": 3, "id": "a", "room": 2}',
+                 '{"type": "Door", "ts": 4, "id": 7, "room": 2}',
+                 '{"type": "Door", "ts": 5, "id": "7", "room": 2}')  # (7 and "7" differ)
+    events, side = read_all(read_jsonl, path, SCHEMAS)
+    assert [e.id for e in events] == ["a", "b", 7, "7"]
+    assert [(r.location, r.field) for r in side.malformed] == [("line 3", "id")]
+    assert side.malformed[0].reason == "duplicate id 'a': an earlier record of this file has it"
+    path = write(tmp_path, "e.csv", "type,ts,id,room\nDoor,1,x,1\nDoor,2,x,1\n")
+    assert [r.location for r in read_all(read_csv, path, SCHEMAS)[1].malformed] == ["line 3"]
+    path = _parquet(tmp_path, "e.parquet", type=["Door", "Door"], ts=[1, 2], id=[5, 5],
+                    room=[1, 2])
+    assert [r.location for r in read_all(read_parquet, path, SCHEMAS)[1].malformed] == ["row 1"]
+    # each file is checked on its own; the check can be turned off
+    assert len(read_all(read_jsonl, jsonl(tmp_path, '{"type": "Door", "ts": 1, "id": "a", '
+                                                    '"room": 1}'), SCHEMAS)[0]) == 1
+    assert len(read_all(read_parquet, path, SCHEMAS, unique_ids=False)[0]) == 2

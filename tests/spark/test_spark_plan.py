@@ -137,7 +137,7 @@ def test_parquet_columns_cover_what_the_parse_fills(data) -> None:
     filled = {f for b in batches for f, c in zip(b.schema.names, b.columns, strict=True)
               if c.null_count < len(c)}
     allowed = parquet_columns(table.schema, schemas, {"Temp", "Door"}, arity)
-    assert filled - {"type", "ts", "seq", "file"} <= allowed
+    assert filled - {"type", "ts", "seq", "file", "at"} <= allowed  # (at: never travels)
 
 
 def test_feeder_holds_batches_until_enough_rows(monkeypatch) -> None:

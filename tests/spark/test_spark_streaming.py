@@ -125,11 +125,13 @@ def test_late_and_malformed_events_reach_the_side_output(spark, tmp_path: Path) 
     arrive(src / "part-003.jsonl", '{"type":"A","ts":8,"k":2,"id":"a-late2"}\n', 3)
     run(spark, program, src, tmp_path)
     matches, rejected = read_sink(spark, tmp_path / "sink")
-    got = {(r["kind"], r["location"], r["reason"].split(":")[0]) for r in rejected.collect()}
-    assert ("late", "event c-late", "late by 7 ms") in got
-    assert {("late", "event a-late", "late by 10 ms"), ("late", "event a-late2", "late by 5 ms")
-            } <= got
-    assert ("malformed", "line 2, column 1", "invalid JSON") in got
+    got = {(Path(r["source"]).name, r["kind"], r["location"], r["reason"].split(":")[0])
+           for r in rejected.collect()}
+    # late events are reported where they were read, as in-process
+    assert ("part-001.jsonl", "late", "line 1", "late by 7 ms") in got
+    assert {("part-002.jsonl", "late", "line 1", "late by 10 ms"),
+            ("part-003.jsonl", "late", "line 1", "late by 5 ms")} <= got
+    assert ("part-001.jsonl", "malformed", "line 2, column 1", "invalid JSON") in got
     assert ("G", ("a1", "b1", "c1")) in {(r["pattern"], tuple(r["events"]))
                                          for r in matches.collect()}
 
@@ -200,7 +202,14 @@ def test_out_of_order_files_follow_the_in_process_lateness_policy(spark, tmp_pat
     _disordered_files(src, seed)
     run(spark, program, src, tmp_path, lateness_ms=lateness)
     side = SideChannel()
-    events = list(reorder(read_local(src, program.schemas, SideChannel()), lateness, side))
+    # the stream as it arrives: the files one after the other (a folder read in-process is
+    # merged by time instead), each event's file and line noted for the late reports
+    arrived, where = [], {}
+    for f in sorted(src.iterdir()):
+        for line, e in enumerate(read_local(f, program.schemas), 1):
+            arrived.append(e)
+            where[e.id] = (f.name, f"line {line}")
+    events = list(reorder(arrived, lateness, side))
     # the stream has not ended: events still held back for the lateness stay in the state
     front = max(e.ts for e in events) - lateness
     engine = Engine(program, strict_actions=False)
@@ -209,8 +218,9 @@ def test_out_of_order_files_follow_the_in_process_lateness_policy(spark, tmp_pat
                        for e in events if e.ts <= front for m in engine.process(e))
     assert streamed(spark, tmp_path / "sink") == expected
     _, rejected = read_sink(spark, tmp_path / "sink")
-    late = sorted(r["location"] for r in rejected.collect() if r["kind"] == "late")
-    assert late == sorted(f"event {r.record.id}" for r in side.late)
+    late = sorted((Path(r["source"]).name, r["location"]) for r in rejected.collect()
+                  if r["kind"] == "late")
+    assert late == sorted(where[r.record.id] for r in side.late)
     assert side.late, "the input must exercise lateness"
     assert any(e.ts <= 0 for e in events) and expected
     assert not windows or {"Cnt", "Hot", "Tb"} <= {k[0] for k in expected}

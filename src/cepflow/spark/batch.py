@@ -157,12 +157,12 @@ def _rejected_batch(rows: list[Rejected], schema: pa.Schema) -> pa.RecordBatch:
 
 
 def _file_events(content: bytes, local: str, suffix: str, reader: Callable[..., Any],
-                 schemas: Any, arity: int, opts: dict[str, Any], named: bool, shown: str
-                 ) -> tuple[list[pa.RecordBatch], list[Rejected]]:
+                 schemas: Any, arity: int, opts: dict[str, Any], named: bool = False,
+                 shown: str | None = None) -> tuple[list[pa.RecordBatch], list[Rejected]]:
     """One file's events in the layout (columnar fast path, else the located reader), each
     with ``at``, the line or row of its record (a late event is reported where it was read),
-    and its rejected records (named ``shown``, the file as the user named it). ``named``: events
-    without an id get ``NAME:N``."""
+    and its rejected records (named ``shown``, the file as the user named it; default
+    ``local``). ``named``: events without an id get ``NAME:N``."""
     fast = read_columns(content, suffix, schemas, arity, local, **opts)
     if fast is not None:  # every record accepted: record N is line N + 1 (no blank line) / row N
         if named:
@@ -178,7 +178,8 @@ def _file_events(content: bytes, local: str, suffix: str, reader: Callable[..., 
     with tempfile.NamedTemporaryFile(suffix=suffix) as tmp:
         tmp.write(content)
         tmp.flush()
-        for e in reader(tmp.name, schemas, side, source=shown, cursor=cursor, **opts):
+        for e in reader(tmp.name, schemas, side, source=shown or local, cursor=cursor,
+                        **opts):
             events.append(e)
             ats.append(cursor.at)
     if named:
@@ -347,7 +348,8 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Prog
                 **reader_options: Any) -> Prepared:
     """Read a file or a folder of JSON Lines / CSV / Parquet event files, one task per file.
 
-    Events are numbered across files as in-process (files by name, in order) and the input's
+    Events are numbered across files (files by name, in order; in a folder, events without an
+    id are named ``NAME:N`` as in-process: :mod:`cepflow.inputs.files`) and the input's
     last timestamp is the time every window sees pass at the end: both need each file's event
     count and largest timestamp, so with several files, or patterns with windows, a first job
     reads the files for that summary and the rejected records (it returns no events, and the
@@ -360,13 +362,16 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Prog
     if not p.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
     files = file_rows(spark.read.format("binaryFile").load(str(p)), p)
+    # a folder's events without an id are named NAME:N; files are named as given
+    naming: dict[str, Any] = {"named": p.is_dir(), "shown": shown_names(p)}
     if len(files.inputFiles()) < 2 and not _has_timers(program, groups):
-        parsed = files.mapInArrow(file_parser(program, groups, arity, reader_options), ddl)
+        parsed = files.mapInArrow(file_parser(program, groups, arity, reader_options,
+                                              **naming), ddl)
         return Prepared(parsed.where(F.col("kind") == "event"),
                         parsed.where(F.col("kind") == "rejected").select(*REJECTED_SCHEMA.names),
                         arity, groups)
     rows = files.mapInArrow(file_parser(program, groups, arity, reader_options,
-                                        output="summary"), ddl).collect()
+                                        output="summary", **naming), ddl).collect()
     offsets, total, horizon = {}, 0, None
     used: set[str] = {"type", "ts", "seq"}
     for r in sorted((r for r in rows if r["kind"] == "file"), key=lambda r: r["file"]):
@@ -384,7 +389,7 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], program: Prog
     narrow = pa.schema([layout.field(c) for c in columns] + [pa.field("fi", pa.int64())])
     read = files.mapInArrow(file_parser(program, groups, arity, reader_options,
                                         output="events", offsets=offsets,
-                                        columns=[*columns, "fi"]), spark_ddl(narrow))
+                                        columns=[*columns, "fi"], **naming), spark_ddl(narrow))
     names = F.array(*[F.lit(f) for f in offsets]) if offsets else F.array().cast("array<string>")
     full = {f.name: F.lit(None).cast(spark_type(f.type)) for f in layout}
     full.update({c: F.col(c) for c in columns})

@@ -112,7 +112,8 @@ def _row_fields(arity: int, columns: list[str], groups: int) -> list[pa.Field]:
 
 def _routed(program: Program, groups: list[Group], arity: int, columns: list[str],
             numbers: Mapping[str, int], partitions: int, by_file: Accumulator[dict[str, Any]],
-            reader_options: Mapping[str, Any], named: bool, shown: Callable[[str], str]
+            reader_options: Mapping[str, Any] | None = None, named: bool = False,
+            shown: Callable[[str], str] = str
             ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function over ``binaryFile`` rows: events per group that reads them, then
     the task's summary rows to every partition; counts and rejected records to ``by_file``.
@@ -127,7 +128,7 @@ def _routed(program: Program, groups: list[Group], arity: int, columns: list[str
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         summary: list[list[Any]] = []
-        for local, events, bad in parsed_files(batches, program, arity, reader_options,
+        for local, events, bad in parsed_files(batches, program, arity, reader_options or {},
                                                named, shown):
             n, top = 0, None
             for b in events or []:
@@ -256,7 +257,8 @@ def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
         # one parse task per core: Spark splits the path rows by file size (3 tasks for 40
         # files of 19 MB on 2 cores, the third alone); shuffling 40 paths costs nothing
         files = files.repartition(n)
-    fillable = _travelling(names, program, groups, arity)
+    # (in a folder, events without an id get one: NAME:N)
+    fillable = _travelling(names, program, groups, arity) | ({"id_s"} if p.is_dir() else set())
     columns = [f.name for f in event_fields(arity) if f.name in ALWAYS or f.name in fillable]
     by_file = spark.sparkContext.accumulator({}, _Merged())
     if len(names) >= 1 << (63 - FILE_SHIFT):

@@ -364,8 +364,9 @@ class _MicroBatch:
 
     def __init__(self, program: Program, groups: list[Group], arity: int, sink: Path,
                  state_dir: Path, lateness: float, actions: dict[str, Any],
-                 on_batch: Callable[[int], None] | None, reader_options: dict[str, Any],
-                 shown: Callable[[str], str]) -> None:
+                 on_batch: Callable[[int], None] | None,
+                 reader_options: dict[str, Any] | None = None,
+                 shown: Callable[[str], str] = str) -> None:
         self.program, self.groups, self.arity = program, groups, arity
         self.subs = [subprogram(program, g) for g in groups]
         self.arities = {t: len(s.params) for t, s in program.schemas.items()}
@@ -373,7 +374,7 @@ class _MicroBatch:
         self.actions = actions_for(program, actions)
         self.on_batch = on_batch
         #: the readers' options; how a file is named in the side output
-        self.reader_options, self.shown = reader_options, shown
+        self.reader_options, self.shown = reader_options or {}, shown
         #: the layout's event columns that may travel (all but ``key``), in layout order
         self.columns = [f.name for f in event_fields(arity) if f.name != "key"]
         #: those the events the groups read can fill: ids, integer time, their slots
