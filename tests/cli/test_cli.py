@@ -145,7 +145,7 @@ def test_run_output_format_follows_the_extension(tmp_path: Path) -> None:
     assert table.num_rows == 3 and table.schema.field("ts").type == pa.int64()
     assert invoke(tmp_path, "-i", str(src), "-o", str(tmp_path / "m.csv")).exit_code == 0
     rows = list(csv.DictReader((tmp_path / "m.csv").open()))
-    assert [json.loads(r["events"]) for r in rows][0] == ["b.jsonl:0", "a.jsonl:1"]
+    assert json.loads(rows[0]["events"]) == ["b.jsonl:0", "a.jsonl:1"]
     res = invoke(tmp_path, "-i", str(src), "-o", str(tmp_path / "m.txt"))
     assert res.exit_code == 2 and "unsupported output format '.txt'" in res.stderr
     assert not (tmp_path / "m.txt").exists()

@@ -482,7 +482,7 @@ def test_read_events_by_suffix_and_directory(tmp_path: Path) -> None:
         ("a.ndjson", "line 2"),
     ]
     assert list(read_events(d / "b.csv")) == [Event("B", (1,), 2)]
-    with pytest.raises(ValueError, match="unsupported input format '.txt'"):
+    with pytest.raises(ValueError, match=r"unsupported input format '\.txt'"):
         read_events(d / "notes.txt")
     with pytest.raises(TypeError, match="delimeter"):
         read_events(d, delimeter=";")
@@ -526,9 +526,9 @@ def test_nonfinite_numbers_are_rejected_in_json_lines(tmp_path: Path, token: str
     """JSON has no such number; Python's decoder reads them: every reader rejects them."""
     good = '{"type": "Door", "ts": 1, "room": 1}'
     path = jsonl(tmp_path, good,
-                 '{"type": "Temp", "ts": 2, "sensor": "s", "value": %s, "count": 1, "ok": true}'
-                 % token, '{"type": "Door", "ts": 3, "room": %s}' % token,  # (untyped: any)
-                 '{"type": "Free", "ts": 4, "x": %s}' % token)
+                 f'{{"type": "Temp", "ts": 2, "sensor": "s", "value": {token}, "count": 1, '
+                 '"ok": true}', f'{{"type": "Door", "ts": 3, "room": {token}}}',  # (any)
+                 f'{{"type": "Free", "ts": 4, "x": {token}}}')
     events, side = read_all(read_jsonl, path, SCHEMAS, unknown_types="keep")
     assert [e.ts for e in events] == [1]
     assert [(r.location, r.field) for r in side.malformed] == [

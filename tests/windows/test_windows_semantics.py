@@ -126,7 +126,7 @@ def test_rows_are_complex_events_with_parts_and_ids() -> None:
     assert [e.match_id for e in out] == [100, 101, 102, 103]
     assert [e.parts for e in out] == [(evs[0],), (evs[1],), (), ()]  # expiry rows: no trigger
     assert out[1].to_dict() == {"pattern": "Out", "ts": 1, "params": {"k": "a", "n": 2},
-                                "events": [-1]}
+                                "events": ["-1"]}
     assert out[1].bindings == {"k": "a", "n": 2}
 
 

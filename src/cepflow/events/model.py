@@ -8,6 +8,7 @@ that made them, and re-enter the stream like any other event (higher-order patte
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -189,11 +190,14 @@ class ComplexEvent(Event):
         return out
 
     def to_dict(self, schema: EventType | None = None) -> dict[str, Any]:
+        """The match as the record every engine writes (docs/formats.md): ``ts`` integer
+        milliseconds (:func:`output_ts`), ``params`` the bindings, ``events`` the ids of the
+        contributing input events as strings."""
         return {
             "pattern": self.type,
-            "ts": self.ts,
+            "ts": output_ts(self.ts),
             "params": self.bindings_for_output(),
-            "events": self.event_refs,
+            "events": [str(r) for r in self.event_refs],
         }
 
     def bindings_for_output(self) -> dict[str, Any]:
@@ -218,6 +222,12 @@ class ComplexEvent(Event):
 
     def __hash__(self) -> int:
         return hash((self.type, self.ts, tuple(self.event_refs)))
+
+
+def output_ts(ts: float) -> int:
+    """A match's time as written: integer milliseconds, a fraction of a millisecond rounded up
+    (a match is never stamped before the instant it was complete)."""
+    return ts if isinstance(ts, int) else math.ceil(ts)
 
 
 def type_is_dict(x: object) -> bool:

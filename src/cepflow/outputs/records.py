@@ -20,7 +20,6 @@ same input gives the same bytes whichever engine wrote them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel
+from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel, output_ts
 from cepflow.outputs.encoding import dumps, dumps_as_read, json_texts
 
 #: A match as a row; ``params`` is the JSON text of an object (bindings differ per pattern).
@@ -45,13 +44,8 @@ REJECTED_SCHEMA = pa.schema([
 ])
 
 
-def match_ts(ts: float) -> int:
-    """A match's time as written: integer milliseconds, a fraction rounded up."""
-    return ts if isinstance(ts, int) else math.ceil(ts)
-
-
 def match_ts_column(ts: pa.Array) -> pa.Array:
-    """:func:`match_ts` of a column of times (double or integer)."""
+    """:func:`~cepflow.events.model.output_ts` of a column of times (double or integer)."""
     if pa.types.is_integer(ts.type):
         return ts.cast(pa.int64())
     return pc.ceil(ts).cast(pa.int64())
@@ -62,7 +56,7 @@ def match_batch(matches: Iterable[ComplexEvent]) -> pa.RecordBatch:
     ms = list(matches)
     return pa.RecordBatch.from_pydict({
         "pattern": [m.type for m in ms],
-        "ts": [match_ts(m.ts) for m in ms],
+        "ts": [output_ts(m.ts) for m in ms],
         "params": [dumps(m.bindings_for_output()) for m in ms],
         "events": [[str(r) for r in m.event_refs] for m in ms],
     }, schema=MATCH_SCHEMA)
