@@ -2,9 +2,9 @@
 
 Three ways to run the same compiled patterns over the same JSON Lines files:
 
-* **local** — what ``cepflow run`` does: ``cepflow.inputs.read_events`` (through ``reorder``
-  with lateness 0, as the CLI) → ``Engine(program).run`` (+ ``finish``) →
-  ``cepflow.outputs.write_jsonl``; in a forked child process, so its peak RSS is its own.
+* **local** — what ``cepflow run`` does: ``cepflow.replay.replay`` (the folder's files merged by
+  time, lateness 0 → ``Engine(program).run`` + ``finish`` → the JSON Lines writer); in a forked
+  child process, so its peak RSS is its own.
 * **batch** — ``cepflow.spark.replay`` (one job) into a Parquet folder; Spark jobs included,
   session start not (reported separately).
 * **stream** — ``cepflow.spark.streaming.stream_query(..., available_now=True,
@@ -69,9 +69,7 @@ from common import (
 from rich.console import Console
 
 from cepflow.compiler.program import Program, compile_module
-from cepflow.events.model import SideChannel
 from cepflow.language.parser import parse_file
-from cepflow.runtime.engine import Engine
 
 # NB: pyspark and cepflow.spark are imported only in the Spark phase, after every local run:
 # the local runs are forked from a driver that has no JVM, no py4j threads and no pyspark heap.
@@ -360,38 +358,23 @@ class ProcessPeaks:
 
 # -- local: what `cepflow run` does, in a forked child ----------------------------------------
 def measure_local(pattern: str, files: str, out_file: str) -> dict[str, Any]:
-    """read_events → reorder(lateness 0) → Engine.run + finish → write_jsonl, timed end to end
-    (runs in a forked child: its peak RSS is this run's)."""
-    from cepflow.inputs import read_events, reorder
-    from cepflow.outputs import write_jsonl
+    """``cepflow.replay.replay`` (read the folder merged by time → Engine.run + finish → the
+    JSON Lines writer), timed end to end (runs in a forked child: its peak RSS is this run's)."""
+    from cepflow.replay import replay
 
     program = load_program(pattern)
     gc.collect()
     reset_peak()
     rss_start = peak_rss_kib()
-    side = SideChannel()
-    n_in = 0
     t0 = time.perf_counter()
-    engine = Engine(program, strict_actions=False)  # the gesture rule's action is unregistered
-
-    def counted() -> Iterator[Any]:
-        nonlocal n_in
-        for e in reorder(read_events(files, program.schemas, side), 0, side, source=files):
-            n_in += 1
-            yield e
-
-    def matches() -> Iterator[Any]:
-        yield from engine.run(counted())
-        yield from engine.finish()
-
-    n_out = write_jsonl(matches(), out_file)
+    run = replay(files, program, out_file)  # (the gesture rule's action is unregistered)
     seconds = time.perf_counter() - t0
-    if len(side):
-        first = next(iter(side.all()))
-        raise BenchmarkFailure(f"local {pattern}: {len(side):,} records not processed "
+    if run.rejected:
+        first = run.side.to_pylist()[0]
+        raise BenchmarkFailure(f"local {pattern}: {run.rejected:,} records not processed "
                                f"(first: {first})")
-    return {"seconds": seconds, "events": n_in, "complex_events": n_out,
-            "by_pattern": dict(engine.stats.by_pattern),
+    return {"seconds": seconds, "events": run.events, "complex_events": run.complex_events,
+            "by_pattern": run.by_pattern,
             "driver_peak_rss_kib": peak_rss_kib(), "driver_start_rss_kib": rss_start,
             "jvm_peak_rss_kib": None, "python_workers": None, "peaks_reset": True}
 

@@ -220,3 +220,17 @@ def test_context_is_applied_or_refused_never_ignored(tmp_path: Path) -> None:
     assert first_a() == ["0"]  # chronicle: the oldest A
     # applied to G: B(2) is noise to A(1) under immediate, so the match starts at the next A
     assert first_a("--context", "immediate") == ["2"]
+
+
+def test_repeated_ids_are_rejected_unless_kept(tmp_path: Path) -> None:
+    events = tmp_path / "e.jsonl"
+    events.write_text('{"type":"A","ts":1,"k":1,"id":"a"}\n{"type":"B","ts":2,"k":1,"x":0,'
+                      '"id":"a"}\n')
+    out = tmp_path / "m.jsonl"
+    assert invoke(tmp_path, "-i", str(events), "-o", str(out)).exit_code == 0
+    (rejected,) = out.with_suffix(".rejected.jsonl").read_text().splitlines()
+    assert json.loads(rejected)["reason"].startswith("duplicate id 'a'")
+    assert out.read_text() == ""
+    assert invoke(tmp_path, "-i", str(events), "-o", str(out), "--duplicate-ids",
+                  "keep").exit_code == 0
+    assert json.loads(out.read_text())["events"] == ["a", "a"]
