@@ -11,6 +11,8 @@ contexts, rules, explanations, saved state); ``inputs``/``outputs`` read and wri
     for event in cepflow.read_events("events.jsonl", program.schemas):
         for match in engine.process(event):
             print(match.to_dict())
+
+``cepflow.replay.replay(inputs, program, output)`` is the whole file job of ``cepflow run``.
 """
 
 from cepflow.compiler.program import Program, compile_module

@@ -172,6 +172,12 @@ def test_run_refuses_unusable_paths_and_options_in_one_line(tmp_path: Path) -> N
     res = invoke(tmp_path, "-i", str(src), "-o", str(out), "--lateness", "-5")
     assert res.exit_code == 2 and "--lateness must be 0 or more" in one_line_error(res)
     assert not out.exists() and not out.with_suffix(".rejected.jsonl").exists()
+    pat = str(tmp_path / "p.vepl")
+    res = runner.invoke(app, ["stream", pat, "--source", str(src), "--sink", str(tmp_path / "s"),
+                              "--checkpoint", str(tmp_path / "c"), "--lateness", "-1"])
+    assert res.exit_code == 2 and "--lateness" in one_line_error(res)
+    res = runner.invoke(app, ["explain", pat, "-i", str(tmp_path / "notes.txt")])
+    assert res.exit_code == 2 and "unsupported input format" in one_line_error(res)
 
 
 def test_a_stale_side_file_does_not_survive_a_clean_run(tmp_path: Path) -> None:

@@ -98,3 +98,24 @@ def test_text_errors_are_state_errors_and_the_collector_runs_again() -> None:
         restore_text(Engine(program(seq(A.Atom("a"), A.Atom("c")))),
                      state_text(Engine(program(seq(A.Atom("a"), A.Atom("b"))))))
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_a_partial_match_holding_nan_is_saved_and_continues(value: float) -> None:
+    """A value JSON has no number for (given through the Python API: readers reject it) used to
+    make every save fail — a stream could never pass that micro-batch (issue 16). It is saved
+    tagged, the state stays JSON, and the restored engine completes the match with it."""
+    from cepflow.loader import load
+
+    prog = load("atomicEvent A(k: Integer, v: Double)\natomicEvent B(k: Integer)\n"
+                "complexEvent P(k: Integer, v: Double) { as A(k, v) -> B(k) }\n")
+    eng = Engine(prog)
+    eng.process(Event("A", (1, value), 1, "a"))
+    eng.process(Event("A", (2, "NaN"), 2, "s"))  # a string that reads like one stays a string
+    text = state_text(eng)
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in the state"))
+    again = restore_text(Engine(prog), text)
+    (m,) = again.process(Event("B", (1,), 3, "b"))
+    assert repr(m.bindings["v"]) == repr(value) and m.event_refs == ["a", "b"]
+    (s,) = again.process(Event("B", (2,), 4, "c"))
+    assert s.bindings["v"] == "NaN"

@@ -123,12 +123,14 @@ class MatchFile:
             self.discard()
 
 
-def check_writable(path: str | os.PathLike[str]) -> None:
-    """OutputError unless a file could be written at ``path`` (checked by making, then
-    removing, the hidden file it would be written to): an output is checked before a run."""
+def check_writable(path: str | os.PathLike[str], *, folder: bool = False) -> None:
+    """OutputError unless a file (with ``folder``: a folder, as Spark writes Parquet) could be
+    written at ``path`` — checked by making, then removing, a hidden file next to it: an
+    output is checked before a run."""
     if os.fspath(path) == STDOUT:
         return
-    tmp, raw = _staging(Path(path))
+    target = Path(path)
+    tmp, raw = _staging(target.with_name(f".{target.name}.probe") if folder else target)
     raw.close()
     tmp.unlink(missing_ok=True)
 
