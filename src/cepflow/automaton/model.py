@@ -65,6 +65,12 @@ class Position:
     #: moves). Of the steps of one ``and`` that fire on an event only those moving a maximal
     #: set of operands are taken: every operand that can take the event takes it
     conj: tuple[int, frozenset[int]] | None = None
+    #: a step of Esper's ``or`` product: the hidden variable recording which operands took
+    #: each event of the product (a tuple of operand sets, one per step, in order)
+    track: str | None = None
+    #: a step of Esper's ``or`` that completes operand ``settle[0]``: the match keeps that
+    #: operand's events and drops the variables ``settle[1]`` the other operands bound
+    settle: tuple[int, frozenset[str]] | None = None
 
 
 @dataclass(slots=True)

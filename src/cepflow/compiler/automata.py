@@ -134,7 +134,8 @@ class _Builder:
         (self.negatives if negative else self.positions).append(pos)
         return pos
 
-    def step_position(self, step: Step, conj: int) -> Position:
+    def step_position(self, step: Step, conj: int, track: str | None = None,
+                      settle: tuple[int, frozenset[str]] | None = None) -> Position:
         """A step of Esper's ``and``: its atoms (one type) merged into one position."""
         binds: list[tuple[int, str]] = []
         filters, srcs, labels, wheres = [], [], [], []
@@ -161,7 +162,8 @@ class _Builder:
         pos = Position(self.next_id(), first.name, tuple(binds), flt,
                        " and ".join(f"({s})" for s in srcs) if srcs else None,
                        " ∧ ".join(labels), first.loc, tuple(self.zone_stack), where=where,
-                       local=bool(filters) and local, conj=(conj, step.moved))
+                       local=bool(filters) and local, conj=(conj, step.moved), track=track,
+                       settle=settle)
         self.positions.append(pos)
         return pos
 
@@ -217,6 +219,10 @@ class _Builder:
         if isinstance(p, ast.Fol):
             return self.build_seq(fol_items(p), p.loc)
         if isinstance(p, ast.Or):
+            if self.esper and not p.choice and not all(_single_event(x)
+                                                       for x in or_items(p)):
+                # Esper's or of operands longer than one event: side by side (conjunction)
+                return self.build_product(p)
             a, b = self.build(p.left), self.build(p.right)
             return _Frag(a.first | b.first, a.last | b.last, a.nullable or b.nullable,
                          a.created | b.created, a.zones | b.zones, {**a.tail, **b.tail},
@@ -249,14 +255,28 @@ class _Builder:
                            "(context esper, every or tags)", p.loc)
         raise self.err(f"unsupported pattern node {type(p).__name__}", None)
 
-    def build_product(self, p: ast.And) -> _Frag:
-        """Esper's ``and`` as the product of its operands (compiler.conjunction)."""
+    def build_product(self, p: ast.And | ast.Or) -> _Frag:
+        """Esper's ``and`` / ``or`` as the product of its operands (compiler.conjunction)."""
         try:
             prod = product(p)
         except ConjunctionError as e:
             raise self.err(str(e), e.loc or p.loc) from None
         self.n_conj += 1
-        ids = [self.step_position(s, self.n_conj).id for s in prod.steps]
+        cid = self.n_conj
+        track = None if isinstance(p, ast.And) else f"_or{cid}"
+        # variables an operand of an or binds that no atom outside it binds: dropped when
+        # another operand completes the or (Esper: its tags are null)
+        inside = [a for a in atoms(p)]
+        outside = {v for a in atoms(self.decl.body) if not any(a is b for b in inside)
+                   for v in a.args or ()} if track else set()
+        ids = []
+        for s in prod.steps:
+            settle = None
+            if s.settles is not None:
+                others = set().union(*(vs for j, vs in enumerate(prod.variables)
+                                       if j != s.settles))
+                settle = (s.settles, frozenset(others - prod.variables[s.settles] - outside))
+            ids.append(self.step_position(s, cid, track, settle).id)
         for k, nxt in prod.follow.items():
             for j in nxt:
                 self.raw.append((ids[k], ids[j], frozenset()))
@@ -590,6 +610,11 @@ def compile_pattern(
 
 
 _DEADLINE = object()  # in _restrict's edge sets: the state completes at a window's deadline
+
+
+def _single_event(p: ast.Pattern) -> bool:
+    """One event: an atom (an or of them is flattened by the caller)."""
+    return isinstance(p, ast.Atom)
 
 
 def _event_only(expr: ast.Expr, schema: EventType) -> bool:

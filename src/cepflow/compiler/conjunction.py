@@ -1,4 +1,4 @@
-"""Esper's ``and`` as a product of its operands (docs/esper.md, "and").
+"""Esper's ``and`` and ``or`` as products of their operands (docs/esper.md, "and", "or").
 
 In Esper ``P and Q`` starts both operands at once and is true when both have turned true; each
 operand takes the *first* event that satisfies its next step, and one event may satisfy steps of
@@ -14,6 +14,13 @@ atoms share. A step of the product is one automaton position (:class:`Step`): th
 can take an event is a candidate, so the matcher keeps, of the steps that fire, only those whose
 ``S`` is maximal (``Position.conj``): every operand that can take the event takes it, which is
 Esper's "first event" rule, and the product stays deterministic.
+
+Esper's ``or`` runs its operands side by side in the same way and is true as soon as one of them
+is (EvalOrStateNode): its product ends at the first step that completes an operand (the lowest
+one when an event completes several), and the match keeps only that operand's events and tags
+— the others' tags are null, as Esper's result carries only the child that turned true
+(:attr:`Step.settles`, applied by the matcher). An ``or`` of single events needs none of this:
+the plain automaton already is its product.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ class ConjunctionError(Exception):
 class _Glushkov:
     """An operand's own positions: atoms, first/last positions and the follow relation."""
 
+    word: str = "'and'"
     atoms: list[ast.Atom] = field(default_factory=list)
     follow: dict[int, set[int]] = field(default_factory=dict)
 
@@ -46,8 +54,8 @@ class _Glushkov:
         """(first, last, nullable) of ``p``, adding its positions."""
         if isinstance(p, ast.Atom):
             if p.alias is not None:
-                raise ConjunctionError("a tag inside a repetition inside 'and' is not supported",
-                                       p.loc)
+                raise ConjunctionError(f"a tag inside a repetition inside {self.word} is not "
+                                       "supported", p.loc)
             i = len(self.atoms)
             self.atoms.append(p)
             self.follow[i] = set()
@@ -68,8 +76,8 @@ class _Glushkov:
         what = {ast.Not: "'not'", ast.Window: "timer:within", ast.Every: "every",
                 ast.Until: "until", ast.Interval: "timer:interval", ast.And: "a nested 'and'"}
         raise ConjunctionError(f"{what.get(type(p), type(p).__name__)} inside an operand of "
-                               "'and' is not supported (operands of single events, sequences, "
-                               "alternatives and [n] repetitions are)", p.loc)
+                               f"{self.word} is not supported (operands of single events, "
+                               "sequences, alternatives and [n] repetitions are)", p.loc)
 
     def seq(self, items: list[ast.Pattern]) -> tuple[set[int], set[int], bool]:
         first: set[int] = set()
@@ -95,6 +103,8 @@ class Step:
     moved: frozenset[int]
     atoms: tuple[ast.Atom, ...]
     target: tuple[int, ...]
+    #: an ``or``'s step that completes operand ``settles``: the match keeps its events only
+    settles: int | None = None
 
     @property
     def state(self) -> tuple[frozenset[int], tuple[int, ...]]:
@@ -103,25 +113,30 @@ class Step:
 
 @dataclass
 class Product:
-    """The product of an ``and``'s operands: its steps, which start it, which end it (every
-    operand done) and which may follow which."""
+    """The product of an ``and``'s or an ``or``'s operands: its steps, which start it, which
+    end it (every operand done / one operand done) and which may follow which; per operand, the
+    variables its atoms bind (an ``or`` drops the others' at the end)."""
 
     steps: list[Step]
     first: list[int]
     last: list[int]
     follow: dict[int, list[int]]
+    variables: list[frozenset[str]]
 
 
-def product(p: ast.And) -> Product:
-    """The product automaton of ``p``'s operands (``and`` chains are flattened: Esper's ``and``
-    is n-ary)."""
-    operands = and_items(p)
+def product(p: ast.And | ast.Or) -> Product:
+    """The product automaton of ``p``'s operands (chains are flattened: Esper's ``and`` and
+    ``or`` are n-ary)."""
+    conj = isinstance(p, ast.And)
+    word = "'and'" if conj else "'or'"
+    operands = and_items(p) if conj else or_items(p)
     parts = []
     for op in operands:
-        g = _Glushkov()
+        g = _Glushkov(word)
         first, last, nullable = g.build(op)
         if nullable:
-            raise ConjunctionError("an operand of 'and' that can match nothing", op.loc or p.loc)
+            raise ConjunctionError(f"an operand of {word} that can match nothing",
+                                   op.loc or p.loc)
         parts.append((g, first, last))
     n = len(parts)
     index: dict[tuple, int] = {}
@@ -134,7 +149,7 @@ def product(p: ast.And) -> Product:
         moves: list[dict[str, list[tuple[int, int]]]] = []  # per operand: type -> (op, pos)
         for i, (g, first, last) in enumerate(parts):
             at = state[i]
-            if at in last:
+            if at in last and conj:  # (an or ends when one operand is done)
                 moves.append({})
                 continue
             cand = first if at < 0 else g.follow[at]
@@ -155,12 +170,15 @@ def product(p: ast.And) -> Product:
                 target = list(state)
                 for i, q in combo:
                     target[i] = q
+                settles = None if conj else next(
+                    (i for i, q in sorted(combo) if q in parts[i][2]), None)
                 step = Step(frozenset(i for i, _ in combo),
-                            tuple(parts[i][0].atoms[q] for i, q in combo), tuple(target))
+                            tuple(parts[i][0].atoms[q] for i, q in combo), tuple(target),
+                            settles)
                 k = index.get(step.state)
                 if k is None:
                     if len(steps) >= MAX_STEPS:
-                        raise ConjunctionError(f"this 'and' has more than {MAX_STEPS} steps "
+                        raise ConjunctionError(f"this {word} has more than {MAX_STEPS} steps "
                                                "(the product of its operands); split it into "
                                                "complex events", p.loc)
                     k = index[step.state] = len(steps)
@@ -173,11 +191,16 @@ def product(p: ast.And) -> Product:
     seen = set(start)
     while todo:
         k = todo.pop()
-        follow[k] = nexts(steps[k].target)
+        follow[k] = [] if steps[k].settles is not None else nexts(steps[k].target)
         for j in follow[k]:
             if j not in seen:
                 seen.add(j)
                 todo.append(j)
-    done = [k for k, s in enumerate(steps)
-            if all(s.target[i] in parts[i][2] for i in range(n))]
-    return Product(steps, start, done, follow)
+    if conj:
+        done = [k for k, s in enumerate(steps)
+                if all(s.target[i] in parts[i][2] for i in range(n))]
+    else:
+        done = [k for k, s in enumerate(steps) if s.settles is not None]
+    variables = [frozenset(v for a in g.atoms for v in a.args or () if not ast.is_wildcard(v))
+                 for g, _, _ in parts]
+    return Product(steps, start, done, follow, variables)

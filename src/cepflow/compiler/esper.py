@@ -218,7 +218,8 @@ class _Lowering:
         if isinstance(p, ast.Window):
             return replace(p, pattern=self.pattern(p.pattern, head))
         if isinstance(p, ast.Or):
-            return ast.Or(self.pattern(p.left, head), self.pattern(p.right, head), p.loc)
+            return replace(p, left=self.pattern(p.left, head),
+                           right=self.pattern(p.right, head))
         if isinstance(p, ast.And):
             if _special(p):
                 return _fol(self.chain([p], head))
@@ -346,7 +347,7 @@ class _Lowering:
         else:
             tail: ast.Pattern = u.until
             for _ in range(u.high - low):
-                tail = ast.Or(u.until, ast.Fol(u.pattern, tail, u.loc), u.loc)
+                tail = ast.Or(u.until, ast.Fol(u.pattern, tail, u.loc), u.loc, choice=True)
             items.append(tail)
         out.extend(items)
 
@@ -563,7 +564,7 @@ class _Aliases:
             after_left, self.bound = self.bound, before
             right = self.pattern(p.right)
             self.bound = {k: v for k, v in self.bound.items() if k in after_left}
-            return ast.Or(left, right, p.loc)
+            return replace(p, left=left, right=right)
         return replace(p, pattern=self.pattern(p.pattern))
 
     def default_select(self, loc: ast.Loc) -> tuple[tuple[str, ast.Expr], ...]:

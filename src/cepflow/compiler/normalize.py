@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from cepflow.language import ast
 
 
@@ -65,7 +67,8 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
     if isinstance(p, ast.Fol):
         return fold_fol([normalize(i, expand_and) for i in fol_items(p)])
     if isinstance(p, ast.Or):
-        return fold_left([normalize(i, expand_and) for i in or_items(p)], ast.Or)
+        return fold_left([normalize(i, expand_and) for i in or_items(p)],
+                         partial(ast.Or, choice=p.choice) if p.choice else ast.Or)
     if isinstance(p, ast.And):
         # nested ands keep their structure: with operands that can interleave, and is not
         # associative (docs/semantics.md); Def. 10 applies to a flat chain, which the parser

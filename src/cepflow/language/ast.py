@@ -107,9 +107,14 @@ class Fol:
 
 @dataclass(frozen=True)
 class Or:
+    """``or(c1, c2)``. ``choice`` marks an alternative the Esper lowering made itself (an
+    ``until``'s "end now or take one more"): a plain alternative of the automaton, never run
+    side by side like a written Esper ``or`` (compiler.conjunction)."""
+
     left: Pattern
     right: Pattern
     loc: Loc = _loc()
+    choice: bool = False
 
 
 @dataclass(frozen=True)

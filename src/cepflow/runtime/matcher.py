@@ -314,7 +314,10 @@ class Matcher:
                 if why is not None:
                     reason = why
                     continue
-            nt = Thread(edge.target, nb, [*th.events, e], zs, e)
+            if pos.track is not None:  # a step of Esper's or (compiler.conjunction)
+                nt = _or_step(pos, nb, th, e, edge.target, zs)
+            else:
+                nt = Thread(edge.target, nb, [*th.events, e], zs, e)
             if pos.every and th.state != INITIAL:  # Esper's inner every: th keeps waiting
                 self._forked.append(nt)
                 forked = True
@@ -1030,6 +1033,27 @@ def _bind(pos: Any, params: tuple, b: dict[str, Any]) -> dict[str, Any] | None:
         elif cur != v:
             return None
     return b if newb is None else newb
+
+
+def _or_step(pos: Any, nb: dict[str, Any], th: Thread, e: Event, target: int,
+             zs: dict[int, float] | None) -> Thread:
+    """A step of Esper's ``or`` product: note which operands took ``e``; when the step completes
+    an operand (``pos.settle``) the thread keeps only that operand's events of the product and
+    drops the variables the others bound (their tags are null, as in Esper)."""
+    assert pos.conj is not None
+    # (a string of operand bit masks, one per step: hashable, and saved state keeps it as is)
+    mask = sum(1 << i for i in pos.conj[1])
+    before = nb.get(pos.track)
+    track = f"{before},{mask}" if before else str(mask)
+    events = [*th.events, e]
+    if pos.settle is None:
+        return Thread(target, {**nb, pos.track: track}, events, zs, e)
+    done, drop = pos.settle
+    masks = [int(m) for m in track.split(",")]
+    n = len(masks)
+    kept = [ev for ev, m in zip(events[-n:], masks, strict=True) if m >> done & 1]
+    bindings = {k: v for k, v in nb.items() if k not in drop and k != pos.track}
+    return Thread(target, bindings, [*events[:-n], *kept], zs, e)
 
 
 def _collect(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:

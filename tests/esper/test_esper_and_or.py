@@ -1,9 +1,9 @@
-"""Esper's ``and`` (docs/esper.md, "and"; compiler/conjunction.py): both operands start at once,
-each takes the first event that satisfies its next step, one event may satisfy both, and the
-``and`` is true when every operand is. From the Esper reference ("and": "A and A fires when a
-single A arrives"; EvalAndStateNode: each child reports the same event independently) and a
-brute-force oracle of that definition; VEPL keeps 000's ``and`` (two events, one after the
-other)."""
+"""Esper's ``and`` and ``or`` (docs/esper.md; compiler/conjunction.py): the operands start at
+once, each takes the first event that satisfies its next step, one event may satisfy several;
+``and`` is true when every operand is, ``or`` when one is (and carries only that operand's
+tags). From the Esper reference ("and": "A and A fires when a single A arrives";
+EvalAndStateNode / EvalOrStateNode: each child reports independently) and brute-force oracles
+of those definitions; VEPL keeps 000's ``and`` (two events, one after the other)."""
 
 from __future__ import annotations
 
@@ -146,3 +146,71 @@ def test_and_equals_the_oracle(operands: list[list[tuple[str, str]]],
     eng = Engine(p)
     got = [m.event_refs for e in evs for m in eng.process(e)]
     assert got == oracle(operands, evs, every)
+
+
+def or_oracle(operands: list[list[tuple[str, str]]], evs: list[Event], every: bool
+              ) -> list[list]:
+    """Esper's or: the operands run side by side, each taking the first event that satisfies
+    its next step; the first operand to finish (the lowest when one event finishes several)
+    gives the match, made of its own events."""
+    out: list[list] = []
+    at = [0] * len(operands)
+    taken: list[list[Event]] = [[] for _ in operands]
+    for e in evs:
+        done = None
+        for i, steps in enumerate(operands):
+            if at[i] < len(steps) and steps[at[i]][0] == e.type and holds(steps[at[i]][1],
+                                                                          e.params[0]):
+                at[i] += 1
+                taken[i].append(e)
+                if at[i] == len(steps) and done is None:
+                    done = i
+        if done is not None:
+            out.append([x.id for x in taken[done]])
+            if not every:
+                break
+            at, taken = [0] * len(operands), [[] for _ in operands]
+    return out
+
+
+def test_or_operands_run_side_by_side() -> None:
+    """A0 does not satisfy the right operand, yet that operand is waiting from the start: it
+    takes A2 (the left one has taken A0 and A2 and still waits)."""
+    p = epl("(a=A -> b=A -> c=A) or d=A(v > 1)", "select a.v as av, d.v as dv ")
+    eng = Engine(p)
+    out = [x for e in events("A0 A2") for x in eng.process(e)]
+    assert [(x.event_refs, x.params) for x in out] == [(["A2"], (None, 2))]
+    # the left operand finishing first carries only its events; the right one's tag is null
+    eng = Engine(p)
+    out = [x for e in events("A0 A1 A0") for x in eng.process(e)]
+    assert [(x.event_refs, x.params) for x in out] == [(["A0", "A1", "A0"], (0, None))]
+
+
+def test_an_or_under_way_is_saved_and_restored() -> None:
+    from cepflow.runtime.state import restore_state, save_state
+
+    p = epl("every ((a=A -> b=A -> c=A) or d=A(v > 1))", "select a.v as av, d.v as dv ")
+    evs = events("A0 A1 A0 A2 A0 A0 A5")
+    whole = [(m.event_refs, m.params) for m in Engine(p).run(evs)]
+    eng = Engine(p)
+    out = [(m.event_refs, m.params) for e in evs[:2] for m in eng.process(e)]
+    eng = restore_state(Engine(p), save_state(eng))
+    out += [(m.event_refs, m.params) for e in evs[2:] for m in eng.process(e)]
+    assert out == whole == [(["A0", "A1", "A0"], (0, None)), (["A2"], (None, 2)),
+                            (["A0", "A0", "A5"], (0, None))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(steps, min_size=2, max_size=3),
+       st.lists(st.tuples(st.sampled_from("AB"), st.integers(0, 3)), min_size=1, max_size=10),
+       st.booleans())
+def test_or_equals_the_oracle(operands: list[list[tuple[str, str]]],
+                              spec: list[tuple[str, int]], every: bool) -> None:
+    tag = iter(range(100))
+    text = " or ".join(
+        "(" + " -> ".join(f"t{next(tag)}={t}({f})" for t, f in op) + ")" for op in operands)
+    p = epl(f"every ({text})" if every else text, "select 1 as one ")
+    evs = [Event(t, (v,), i, id=f"{t}{i}") for i, (t, v) in enumerate(spec)]
+    eng = Engine(p)
+    got = [m.event_refs for e in evs for m in eng.process(e)]
+    assert got == or_oracle(operands, evs, every)
