@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing or stale) and installs cepflow with its development tools and the
 # Spark extra (pip install -e '.[dev,spark]'); on Debian/Ubuntu, also what the system lacks:
-# Java (Spark) and Graphviz (`cepflow graph -o x.svg`).
+# Java (Spark), Graphviz (`cepflow graph -o x.svg`) and Chromium (the report tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -10,13 +10,15 @@ missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 # `cepflow graph -o x.svg|png|pdf` draws with Graphviz's `dot`
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+# the report tests open the HTML reports in headless Chromium (Playwright drives Debian's)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
   else
     echo "setup: please install ${missing[*]} (Java 17 for the Spark pipeline, Graphviz for" \
-         "cepflow graph's SVG/PNG/PDF)" >&2
+         "cepflow graph's SVG/PNG/PDF, Chromium for the report tests)" >&2
   fi
 fi
 if ! "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then

@@ -28,6 +28,7 @@ from cepflow.outputs.records import REJECTED_SCHEMA, rejected_batch
 from cepflow.runtime.engine import Engine
 
 if TYPE_CHECKING:
+    from cepflow.reports.record import RunRecord
     from cepflow.spark.plan import Group
 
 #: the engine's progress is reported every this many events
@@ -93,6 +94,7 @@ def replay(
     reader_options: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
     stdout: TextIO | None = None,
+    record: RunRecord | None = None,
 ) -> Replayed:
     """Complex events of ``program`` over ``inputs`` (files and folders of JSON Lines / CSV /
     Parquet events, in time order within ``lateness`` ms) written to ``output`` (``.jsonl``,
@@ -100,7 +102,9 @@ def replay(
     (:func:`side_path`). ``actions`` are the rule actions (default: the registered ones);
     ``start`` the statements' start (default: the first event's time); ``reader_options`` as
     for :func:`cepflow.inputs.read_events`; ``progress(events, matches)`` is called now and
-    then. Raises :class:`~cepflow.inputs.InputError`,
+    then. ``record`` (for ``run --report``) is shown the events, the tokens' moves (the engine
+    traces into it, which turns the column kernels off) and the matches. Raises
+    :class:`~cepflow.inputs.InputError`,
     :class:`~cepflow.outputs.OutputError` or ValueError before reading anything when a path
     or an option is unusable."""
     output_format(output)
@@ -110,11 +114,17 @@ def replay(
     side = SideChannel()
     events = ordered_events(inputs, program.schemas, side, lateness=lateness,
                             **dict(reader_options or {}))
-    engine = Engine(program, actions=actions, strict_actions=False, side=side, start=start)
+    engine = Engine(program, actions=actions, strict_actions=False, side=side, start=start,
+                    trace=record if record is not None else False)
+    if record is not None:
+        events = record.events(events)
     counted = _Counted(events, progress)
+    noted = record.matches if record is not None else _as_is
     with MatchFile(output, stdout=stdout) as out:
-        out.write_matches(counted.matches(engine.run(counted)))
-        out.write_matches(counted.matches(engine.finish(close_windows=close_windows)))
+        out.write_matches(noted(counted.matches(engine.run(counted))))
+        out.write_matches(noted(counted.matches(engine.finish(close_windows=close_windows))))
+    if record is not None:
+        record.finish(engine)
     rows = rejected_batch(side)
     if side_file is not None:
         write_side_file(rows, side_file)
@@ -128,6 +138,10 @@ def replay(
         partial_matches={n: k for n, k in engine.partial_matches().items() if k},
         rule_firings=stats.rule_firings, refused_by_windows=stats.rejected,
         missing_actions=engine.missing_actions())
+
+
+def _as_is(found: Iterator[Any]) -> Iterator[Any]:
+    return found
 
 
 class _Counted:

@@ -66,7 +66,8 @@ def to_dot(auto: Automaton) -> str:
         text = [f"q{s}"] + ([f"after {pos.label}"] if pos else [])
         if copied is not None:
             text.append(f"(NOT seen: copy of q{copied})")
-        lines.append(f"  q{s} [label={_label(*text)}];")
+        # (a box, not a circle: a circle grows with its longest line, a state's label is long)
+        lines.append(f"  q{s} [label={_label(*text)}, shape=box, style=rounded];")
         for z in (pos.zones if pos else ()):
             zone_states[z].append(s)
     for z in auto.zones:

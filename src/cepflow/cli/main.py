@@ -12,9 +12,8 @@ from __future__ import annotations
 import resource
 import sys
 import time
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
 import typer
 from rich.console import Console
@@ -27,11 +26,18 @@ from cepflow.cli.options import (
     ACTIONS_HELP,
     HELP_OPTIONS,
     ContextName,
+    DuplicateIds,
+    DuplicateIdsOption,
     EngineName,
+    MissingFields,
+    MissingFieldsOption,
+    UnknownTypes,
+    UnknownTypesOption,
     import_action_modules,
     need_spark,
     show_version,
 )
+from cepflow.cli.report import check_report_path, report, write_report
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, SideChannel
 from cepflow.inputs import InputError, input_files, ordered_events
@@ -40,6 +46,7 @@ from cepflow.loader import diagnose, parse_path
 from cepflow.outputs import OutputError, dumps, output_format, rejected_lines
 from cepflow.outputs.files import check_writable
 from cepflow.replay import Replayed, replay
+from cepflow.reports.record import RunRecord
 from cepflow.runtime.explain import format_stories, trace_run
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings=HELP_OPTIONS,
@@ -49,38 +56,6 @@ out = Console(soft_wrap=True)
 
 #: exit codes (module docstring)
 EXIT_PATTERNS, EXIT_USAGE, EXIT_NOTHING_PROCESSED, EXIT_TOO_MANY_REJECTED = 1, 2, 3, 4
-
-
-class UnknownTypes(StrEnum):
-    """What becomes of records whose event type the patterns do not declare."""
-
-    reject = "reject"
-    keep = "keep"
-
-
-class MissingFields(StrEnum):
-    """What becomes of records that leave out a declared parameter."""
-
-    reject = "reject"
-    null = "null"
-
-
-class DuplicateIds(StrEnum):
-    """What becomes of records whose id an earlier record of their file has."""
-
-    reject = "reject"
-    keep = "keep"
-
-
-UnknownTypesOption = Annotated[UnknownTypes, typer.Option(
-    help="Records of an event type the patterns do not declare: reject them to the side "
-         "file, or keep them (counted as processed; no pattern reads them)")]
-MissingFieldsOption = Annotated[MissingFields, typer.Option(
-    help="Records that leave out a declared parameter: reject them to the side file, or "
-         "read the parameter as null")]
-DuplicateIdsOption = Annotated[DuplicateIds, typer.Option(
-    help="Records whose id an earlier record of the same file has: reject them to the side "
-         "file, or keep them (the check keeps a file's ids in memory while it is read)")]
 
 
 @app.callback()
@@ -202,6 +177,10 @@ def run(
     start: Annotated[float | None, typer.Option(
         help="The statements' start time (ms), where patterns that begin with "
              "timer:interval start (default: the first event's time)")] = None,
+    report_path: Annotated[Path | None, typer.Option(
+        "--report", help="Also write an HTML report of the run: summary, matches over time, "
+                         "timeline, step-through of matches on their automata, rejected "
+                         "records (local engine; the run is traced for it)")] = None,
 ) -> None:
     """Detect complex events in EVENTS and write one record per match."""
     _check_lateness(lateness)
@@ -214,10 +193,13 @@ def run(
                     "the first event)")
     if engine == "spark" and len(input) != 1:
         raise _fail("--engine spark reads one file or folder; put the event files in one folder")
+    if engine == "spark" and report_path is not None:
+        raise _fail("--report applies to the local engine (the report traces every token)")
     try:
         fmt = output_format(output)
         input_files(input, SideChannel())
         check_writable(output, folder=engine == "spark" and fmt == "parquet")
+        check_report_path(report_path)
     except (InputError, OutputError) as e:
         raise _fail(str(e)) from None
     program = _load(patterns, context)
@@ -229,10 +211,14 @@ def run(
                             lateness, options)
         title, extra = f"cepflow run --engine spark — {patterns}", {}
     else:
+        record = None if report_path is None else RunRecord(program)
         result, extra = _run_local(program, input, output, rejected, close_windows, lateness,
-                                   options, start, progress)
+                                   options, start, progress, record=record)
         title = f"cepflow run — {patterns}"
-    _report(title, result, output, time.perf_counter() - t0, extra)
+    elapsed = time.perf_counter() - t0
+    _report(title, result, output, elapsed, extra)
+    if report_path is not None and record is not None:
+        write_report(report_path, record, result, title, input, elapsed)
     if result.events == 0:
         raise _fail(f"no event could be processed ({result.rejected:,} record(s) rejected)",
                     EXIT_NOTHING_PROCESSED)
@@ -243,9 +229,10 @@ def run(
 
 def _run_local(program: Program, inputs: list[Path], output: Path, rejected: Path | None,
                close_windows: bool, lateness: float, options: dict[str, Any],
-               start: float | None, show_progress: bool) -> tuple[Replayed, dict[str, str]]:
+               start: float | None, show_progress: bool, record: RunRecord | None = None,
+               stdout: TextIO | None = None) -> tuple[Replayed, dict[str, str]]:
     """``cepflow run``: :func:`cepflow.replay.replay` with a progress bar and the process's
-    memory."""
+    memory (``record`` and ``stdout`` as for replay)."""
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     show = show_progress and sys.stderr.isatty()
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn(
@@ -255,7 +242,8 @@ def _run_local(program: Program, inputs: list[Path], output: Path, rejected: Pat
         try:
             result = replay(inputs, program, output, rejected, close_windows=close_windows,
                             lateness=lateness, start=start, reader_options=options,
-                            progress=lambda n, m: bar.update(task, completed=n, matches=m))
+                            progress=lambda n, m: bar.update(task, completed=n, matches=m),
+                            record=record, stdout=stdout)
         except (InputError, OutputError) as e:
             raise _fail(str(e)) from None
         except OSError as e:
@@ -473,6 +461,7 @@ def graph(
     err.print(f"wrote {output}", markup=False)
 
 
+app.command()(report)
 app.add_typer(demo_app, name="demo")
 
 

@@ -1,11 +1,13 @@
 """What the commands share: ``-h`` as ``--help``, ``--version``, the choices ``--help`` lists
-(engines, contexts), ``--actions`` (trusted code, imported with one-line errors), and the
-one-line refusal when Spark is not installed."""
+(engines, contexts, what becomes of unusable records), ``--actions`` (trusted code, imported
+with one-line errors), and the one-line refusal when Spark is not installed."""
 
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from types import ModuleType
+from typing import Annotated
 
 import typer
 
@@ -27,6 +29,50 @@ class EngineName(StrEnum):
 
 #: the event processing contexts (docs/semantics.md)
 ContextName = StrEnum("ContextName", [(c, c) for c in CONTEXTS])
+
+class UnknownTypes(StrEnum):
+    """What becomes of records whose event type the patterns do not declare."""
+
+    reject = "reject"
+    keep = "keep"
+
+
+class MissingFields(StrEnum):
+    """What becomes of records that leave out a declared parameter."""
+
+    reject = "reject"
+    null = "null"
+
+
+class DuplicateIds(StrEnum):
+    """What becomes of records whose id an earlier record of their file has."""
+
+    reject = "reject"
+    keep = "keep"
+
+
+UnknownTypesOption = Annotated[UnknownTypes, typer.Option(
+    help="Records of an event type the patterns do not declare: reject them to the side "
+         "file, or keep them (counted as processed; no pattern reads them)")]
+MissingFieldsOption = Annotated[MissingFields, typer.Option(
+    help="Records that leave out a declared parameter: reject them to the side file, or "
+         "read the parameter as null")]
+DuplicateIdsOption = Annotated[DuplicateIds, typer.Option(
+    help="Records whose id an earlier record of the same file has: reject them to the side "
+         "file, or keep them (the check keeps a file's ids in memory while it is read)")]
+
+
+#: the options a command that runs patterns over event files shares with ``run``
+InputsOption = Annotated[list[Path], typer.Option(
+    "--input", "-i", help="Event file(s) or folder")]
+ContextOption = Annotated[ContextName | None, typer.Option(
+    help="The context of every pattern that does not declare one (a pattern that declares "
+         "another is an error)")]
+CloseWindowsOption = Annotated[bool, typer.Option(
+    help="At end of input, let open windows close (fires trailing-NOT timers)")]
+StartOption = Annotated[float | None, typer.Option(
+    help="The statements' start time (ms), where patterns that begin with timer:interval "
+         "start (default: the first event's time)")]
 
 ACTIONS_HELP = ("Trusted Python code: a module or .py file whose import registers rule "
                 "actions; it is imported (run) after the pattern file checks")

@@ -14,7 +14,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -91,16 +91,21 @@ class Section:
         self.blocks.append("".join(out))
         return self
 
-    def svg(self, svg: str, caption: str | None = None, css: str = "figure") -> Section:
+    def svg(self, svg: str, caption: str | None = None, css: str = "figure",
+            attrs: Mapping[str, str] | None = None) -> Section:
         """An SVG drawing made by cepflow (Graphviz, matplotlib), inlined without its XML
-        prolog; ``caption`` is escaped."""
+        prolog; ``caption`` is escaped, and so are ``attrs``, more attributes of its figure
+        (e.g. ``data-pattern`` for a script, ``hidden``; a ``class`` there replaces ``css``)."""
         start = svg.find("<svg")
         if start < 0:
             raise ValueError("not an SVG document")
         # (matplotlib's RDF metadata names its maker: nothing a reader of the page needs)
         body = re.sub(r"<metadata>.*?</metadata>", "", svg[start:], flags=re.S)
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
-        self.blocks.append(f'<figure class="{html.escape(css)}">{body}{cap}</figure>')
+        more = {"class": css, **(attrs or {})}
+        attr = "".join(f' {html.escape(k)}="{html.escape(v)}"' if v else f" {html.escape(k)}"
+                       for k, v in more.items())
+        self.blocks.append(f"<figure{attr}>{body}{cap}</figure>")
         return self
 
     def html(self, fragment: str) -> Section:

@@ -80,7 +80,7 @@ class Engine:
         self,
         program: Program,
         actions: Mapping[str, Action] | None = None,
-        trace: bool = False,
+        trace: bool | Trace = False,
         max_cascade: int = 100_000,
         strict_actions: bool = True,
         fast_path: bool = True,
@@ -91,7 +91,10 @@ class Engine:
         #: where input a window statement cannot take goes (None: it is an EngineError)
         self.side = side
         self.actions = registered() if actions is None else dict(actions)
-        self.trace: Trace | None = Trace() if trace else None
+        #: the trace of every token's moves (``trace=True``, or a Trace of one's own that keeps
+        #: what it wants: cepflow.reports.record), None when not tracing
+        self.trace: Trace | None = (trace if isinstance(trace, Trace)
+                                    else Trace() if trace else None)
         self.max_cascade = max_cascade
         self.matchers = [Matcher(a, self, fast_path) for a in program.automata]
         for i, m in enumerate(self.matchers):

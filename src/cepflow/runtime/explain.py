@@ -24,6 +24,8 @@ class TokenStory:
     outcome: str = "partial"  # match | trap | disposed | partial
     reason: str = ""
     state: str = ""
+    #: the match's id (ComplexEvent.match_id) when the outcome is a match
+    match_id: int | None = None
 
 
 def _state(auto: Automaton, s: int) -> str:
@@ -58,7 +60,7 @@ def trace_run(program: Program, events: Iterable[Event], pattern: str | None = N
         st.steps.append(ent)
         kind = ent["kind"]
         if kind == "match":
-            st.outcome = "match"
+            st.outcome, st.match_id = "match", ent.get("match")
         elif kind == "trap":
             st.outcome, st.reason = "trap", ent.get("reason") or ""
         elif kind == "dispose":

@@ -17,7 +17,7 @@ test_esper_kernel.py); ``fast_path=False`` turns these and the chronicle fast pa
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from cepflow.automaton.model import FINAL, INITIAL, TRAP, Automaton, Collect, Edge, Forbid
@@ -31,7 +31,12 @@ NOPART = object()  # the event belongs to no partition of a partitioned pattern
 
 
 class Trace:
-    """Records what happened to every token, for ``explain`` (off unless asked for)."""
+    """Records what happened to every token, for ``explain`` and the run report (off unless
+    asked for). An entry is a dict: ``kind`` (start, step, match, trap, dispose, clock),
+    ``pattern``, ``token``, ``ts``, ``event`` (the input id), ``frm``/``to`` (states),
+    ``reason``; a move's entry has ``threads``, per state of ``to`` the bindings and the
+    windows' deadlines then (:meth:`Matcher.snapshot`), a match's ``match`` (its match id),
+    ``events`` and ``bindings``. A subclass may keep less (cepflow.reports.record)."""
 
     def __init__(self) -> None:
         self.entries: list[dict[str, Any]] = []
@@ -177,8 +182,17 @@ class Matcher:
                     [Thread(edge.target, bindings, [e], None, e)])
         if self.engine.trace is not None:
             self.engine.trace.add(kind="start", pattern=self.name, token=tok.id, event=e.ref,
-                                  ts=e.ts, to=[edge.target])
+                                  ts=e.ts, to=[edge.target], threads=self.snapshot(tok.threads))
         self.register(tok)
+
+    def snapshot(self, threads: Iterable[Thread]) -> list[dict[str, Any]]:
+        """What a trace keeps of threads after a move: their bindings (without internal
+        names) and the deadlines of the timed zones they are in, ``[zone id, deadline]``."""
+        zones = self.zone_by_id
+        return [{"bindings": {k: v for k, v in th.bindings.items() if not k.startswith("_")},
+                 "deadlines": sorted([z, start + zones[z].length]
+                                     for z, start in (th.zstart or {}).items())}
+                for th in threads]
 
     # -- registry -------------------------------------------------------------------------
     def count(self) -> int:
@@ -429,7 +443,8 @@ class Matcher:
                 th.last = e
                 if self.engine.trace is not None:
                     self.engine.trace.add(kind="step", pattern=self.name, token=best.id,
-                                          event=e.ref, ts=e.ts, frm=hs, to=[he.target])
+                                          event=e.ref, ts=e.ts, frm=hs, to=[he.target],
+                                          threads=self.snapshot([th]))
                 if he.final:
                     part = self.tokens[None]
                     del part[best.id]
@@ -605,7 +620,8 @@ class Matcher:
             new = Token(self.engine.next_token_id(), tok.part, e.ts, [th])
             if trace is not None:
                 trace.add(kind="start", pattern=self.name, token=new.id, event=e.ref, ts=e.ts,
-                          to=[th.state], reason=f"every: forked from token {tok.id}")
+                          to=[th.state], reason=f"every: forked from token {tok.id}",
+                          threads=self.snapshot([th]))
             if th.state == FINAL:
                 self._complete(new, th, e.ts, emit)
                 continue
@@ -680,8 +696,9 @@ class Matcher:
         tok = Token(self.engine.next_token_id(), part, e.ts, [])
         trace = self.engine.trace
         if trace is not None:
+            began = [th for th in res[0] if th is not _KEEP]
             trace.add(kind="start", pattern=self.name, token=tok.id, event=e.ref,
-                      ts=e.ts, to=[th.state for th in res[0] if th is not _KEEP])
+                      ts=e.ts, to=[th.state for th in began], threads=self.snapshot(began))
         self._apply(tok, [(root, res)], e, emit, new=True)
         return True
 
@@ -753,8 +770,10 @@ class Matcher:
                     if nt.zstart:
                         self._schedule(tok, nt)
             if trace is not None and not new:
+                went = [m for m in moved if m is not _KEEP]
                 trace.add(kind="step", pattern=self.name, token=tok.id, event=e.ref, ts=e.ts,
-                          frm=th.state, to=[m.state for m in moved if m is not _KEEP], reason=why)
+                          frm=th.state, to=[m.state for m in went], reason=why,
+                          threads=self.snapshot(went))
         if done is not None:
             self._complete(tok, done, e.ts, emit)
             return
@@ -798,7 +817,8 @@ class Matcher:
                           match_id=self.engine.next_match_id())
         if self.engine.trace is not None:
             self.engine.trace.add(kind="match", pattern=self.name, token=tok.id, ts=ts,
-                                  events=ce.event_refs, bindings=ce.bindings_for_output())
+                                  events=ce.event_refs, bindings=ce.bindings_for_output(),
+                                  match=ce.match_id)
         emit(ce)
 
     def _negatives(self, e: Event) -> None:
@@ -821,7 +841,7 @@ class Matcher:
         """``e`` is forbidden at ``state`` for some thread of ``tok`` that rests there (not
         one that has just taken ``e``): such threads move to the trap or a restricted copy."""
         keep = []
-        moved: list[int] | None = None
+        moved: list[Thread] | None = None
         reasons: list[str] = []
         for th in tok.threads:
             if th.state == state and th.last is not e:
@@ -830,7 +850,7 @@ class Matcher:
                     moved = moved or []
                     if kept is not None:
                         keep.append(kept)
-                        moved.append(kept.state)
+                        moved.append(kept)
                     continue
             keep.append(th)
         if moved is None:
@@ -838,8 +858,10 @@ class Matcher:
         self.unregister(tok)
         if self.engine.trace is not None:
             self.engine.trace.add(kind="trap" if not keep else "step", pattern=self.name,
-                                  token=tok.id, event=e.ref, ts=e.ts, frm=state, to=moved,
-                                  reason="; ".join(dict.fromkeys(reasons)))
+                                  token=tok.id, event=e.ref, ts=e.ts, frm=state,
+                                  to=[th.state for th in moved],
+                                  reason="; ".join(dict.fromkeys(reasons)),
+                                  threads=self.snapshot(moved))
         if keep:
             tok.threads = _dedupe(keep) if len(keep) > 1 else keep
             self.register(tok)
@@ -864,11 +886,13 @@ class Matcher:
                 return None
         if state == th.state:
             return th
+        new = Thread(state, th.bindings, th.events, th.zstart, th.last)
         trace = self.engine.trace
         if trace is not None and traced is not None:
             trace.add(kind="step", pattern=self.name, token=traced, event=e.ref, ts=e.ts,
-                      frm=th.state, to=[state], reason=reasons[-1])
-        return Thread(state, th.bindings, th.events, th.zstart, th.last)
+                      frm=th.state, to=[state], reason=reasons[-1],
+                      threads=self.snapshot([new]))
+        return new
 
     @staticmethod
     def _forbidden(th: Thread, forbids: list[Forbid], e: Event) -> Forbid | None:
@@ -991,7 +1015,8 @@ class Matcher:
             if trace is not None:
                 trace.add(kind="step", pattern=self.name, token=tok.id, event=None,
                           ts=deadline, frm=fired.state, to=[FINAL],
-                          reason=f"window of {_ms(zone.length)} closed with no forbidden event")
+                          reason=f"window of {_ms(zone.length)} closed with no forbidden event",
+                          threads=self.snapshot([fired]))
             self._complete(tok, fired, deadline, emit)
             return
         if keep:
