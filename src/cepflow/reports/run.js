@@ -138,24 +138,32 @@
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
   }
 
+  /* each row's event counts per time bin as one path of bars (one element a row: the page
+     stays quick with a million events) */
+  var binMax = {};
+  (function () {
+    var B = TL.bins;
+    for (var i = 0; i < B.row.length; i++) {
+      binMax[B.row[i]] = Math.max(binMax[B.row[i]] || 0, B.count[i]);
+    }
+  })();
+
   function binsSvg(x, v0, v1) {
-    var B = TL.bins, n = B.n, out = [], max = {};
+    var B = TL.bins, n = B.n, paths = {};
     if (!B.row.length) return "";
     var w = (B.t1 - B.t0) / n || 1;
     for (var i = 0; i < B.row.length; i++) {
-      max[B.row[i]] = Math.max(max[B.row[i]] || 0, B.count[i]);
-    }
-    for (i = 0; i < B.row.length; i++) {
-      var s = B.t0 + B.bin[i] * w, e = s + w;
+      var s = B.t0 + B.bin[i] * w, e = s + w, r = B.row[i];
       if (e < v0 || s > v1) continue;
-      var h = Math.max(1, (EV_H - 4) * Math.sqrt(B.count[i] / max[B.row[i]]));
+      var h = Math.max(1, (EV_H - 4) * Math.sqrt(B.count[i] / binMax[r]));
       var xa = x(s), xb = Math.max(xa + 1, x(e));
-      out.push('<rect class="bin" x="' + xa.toFixed(1) + '" y="' +
-               (rowTop[B.row[i]] + EV_H - 1 - h).toFixed(1) + '" width="' +
-               (xb - xa).toFixed(1) + '" height="' + h.toFixed(1) + '"><title>' +
-               B.count[i] + ' events</title></rect>');
+      (paths[r] = paths[r] || []).push("M" + xa.toFixed(1) + " " +
+        (rowTop[r] + EV_H - 1).toFixed(1) + "v" + (-h).toFixed(1) + "h" +
+        (xb - xa).toFixed(1) + "v" + h.toFixed(1) + "z");
     }
-    return out.join("");
+    return Object.keys(paths).map(function (r) {
+      return '<path class="bin" d="' + paths[r].join("") + '"/>';
+    }).join("");
   }
 
   function zoom(factor, at) {
