@@ -17,7 +17,6 @@ traced run finds the same matches as the plain one.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import tempfile
 import time
@@ -47,9 +46,6 @@ from cepflow.replay import replay
 PATTERNS = ROOT / "examples" / "gesture" / "gesture.vepl"
 #: what the issue asks of a million events' report
 TARGET_MB, TARGET_OPEN_S = 10.0, 3.0
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
 
 
 def write_events(path: Path, events: int, bodies: int) -> int:
@@ -95,23 +91,18 @@ def with_report(source: Path, out: Path, page_path: Path) -> dict[str, Any]:
 
 def open_seconds(page_path: Path) -> float | None:
     """Seconds from navigation to the drawn timeline in headless Chromium (None without it)."""
-    exe = shutil.which("chromium")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
+    from cepflow.reports import browser
+
+    if browser.missing() is not None:
         return None
-    if exe is None:
-        return None
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
+    with browser.launch() as chromium:
+        page = chromium.new_page(viewport={"width": 1300, "height": 900})
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         t0 = time.perf_counter()
         page.goto(page_path.as_uri(), wait_until="load")
         page.wait_for_selector("#run-timeline svg")
         took = time.perf_counter() - t0
-        browser.close()
     if errors:
         raise BenchmarkFailure(f"the page raised: {errors[0]}")
     return took

@@ -23,11 +23,6 @@ CASES = {
     "every": ("every/every.epl", "every/events.jsonl", ()),
 }
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
-
 
 @dataclass
 class CaseReport:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from cepflow.cli.main import app
-from report_cases import CASES, CHROMIUM, CHROMIUM_ARGS, EXAMPLES, CaseReport
+from cepflow.reports import browser as reports_browser
+from report_cases import CASES, EXAMPLES, CaseReport
 
 
 @pytest.fixture(scope="session")
@@ -34,19 +33,13 @@ def case_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CaseRepo
 
 @pytest.fixture(scope="session")
 def browser():
-    """One headless Chromium (Debian's, never a downloaded one) for the session's browser
-    tests; skipped where it or Playwright is missing (scripts/setup.sh installs both)."""
-    exe = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
-    try:
-        from playwright import sync_api
-    except ImportError:
-        sync_api = None
-    if sync_api is None or exe is None:
-        missing = "Playwright" if sync_api is None else "Chromium"
-        if os.environ.get("CI"):  # (CI runs scripts/setup.sh: there it must be installed)
-            pytest.fail(f"{missing} is not installed (scripts/setup.sh installs it)")
-        pytest.skip(f"{missing} is not installed (scripts/setup.sh installs it)")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+    """One headless Chromium (the system's, never a downloaded one) for the session's browser
+    tests; skipped where it or Playwright is missing, failed in CI (scripts/setup.sh installs
+    both there)."""
+    absent = reports_browser.missing()
+    if absent is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{absent} is not installed")
+        pytest.skip(f"{absent} is not installed")
+    with reports_browser.launch() as b:
         yield b
-        b.close()
