@@ -133,7 +133,7 @@ def test_partial_matches_that_died_and_were_left(tmp_path: Path) -> None:
     outcomes = sorted((s["outcome"], s["steps"][-1]["kind"]) for s in data["stories"])
     # a and b expired (their window closed at the B's time), c is left waiting
     assert outcomes == [("partial", "start"), ("trap", "trap"), ("trap", "trap")]
-    assert record.died_reasons == {("P", "trap", "window of N s expired"): 2}
+    assert record.died_reasons == {("P", "trap", "window of 5 s expired"): 2}
     left = next(s for s in data["stories"] if s["outcome"] == "partial")
     assert left["steps"][0]["threads"][0]["deadlines"][0]["text"] == "14500 ms"
     assert left["steps"][0]["event"] == {"id": "3", "type": "A", "params": {"k": "c", "v": 3}}

@@ -130,7 +130,7 @@ class RunRecord(Trace):
         self._rows: dict[str, Reservoir] = {}
         #: every complex event's time, by pattern or statement
         self.match_ts: dict[str, array] = {}
-        #: partial matches that died, by (pattern, outcome, reason with values left out)
+        #: partial matches that died, by (pattern, outcome, reason)
         self.died_reasons: dict[tuple[str, str, str], int] = {}
         self.left: list[TokenStory] = []
         self.partial_counts: dict[str, int] = {}
@@ -208,7 +208,7 @@ class RunRecord(Trace):
             del self._live[key]
             story.outcome = "trap" if kind == "trap" else "disposed"
             story.reason = kw.get("reason") or ""
-            why = (name, story.outcome, reason_class(story.reason))
+            why = (name, story.outcome, story.reason)  # (a pattern's reasons are few)
             self.died_reasons[why] = self.died_reasons.get(why, 0) + 1
             self._sample(self._died, name, self.limits.partials, story)
 

@@ -362,7 +362,7 @@ def _partials(page: Page, record: RunRecord) -> None:
         record.died_reasons.items(), key=lambda kv: (kv[0][0], -kv[1]))]
     if rows:
         s.table(["pattern", "ended", "why", "count"], rows, numeric=[3],
-                caption="Partial matches that died, by reason (values left out)")
+                caption="Partial matches that died, by reason")
     left = [(p, n) for p, n in sorted(record.partial_counts.items())]
     if left:
         s.table(["pattern", "left at the end"], left, numeric=[1])
