@@ -572,7 +572,9 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
         table: dict[Any, int] = {}
         # stages where a NaN key never unifies (the matcher's general step: Algorithm 1's
         # ``!=``); on a fast step (a dict lookup) it unifies with the very same object
-        strict = [st > 0 and t not in c.matcher.fast for st, t in enumerate(c.types)]
+        # a NaN key unifies with nothing (Algorithm 1 compares values): at any stage after
+        # the first a NaN row takes no partial match
+        strict = [st > 0 for st in range(len(c.types))]
         for t in dict.fromkeys(c.types):
             code = type_code.get(t)
             if code is None:

@@ -421,8 +421,9 @@ class Matcher:
             for s, i, edge in fast:
                 bm = buckets.get(s)
                 if bm:
-                    b = bm.get(params[i])
-                    if b:
+                    v = params[i]
+                    b = bm.get(v)
+                    if b and v == v:  # (a NaN unifies with nothing, not even itself)
                         tok = next(iter(b.values()))
                         if best is None or tok.id < best.id:
                             best, hs, hb, he = tok, s, b, edge
