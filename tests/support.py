@@ -102,3 +102,20 @@ def tokens_form(state: dict[str, Any] | None) -> dict[str, Any] | None:
                              "zones": {} if r["zone"] is None else {str(r["zone"]): ts},
                              "events": events}]})
     return out
+
+
+def keyed_chains(filters: Sequence[str], windows: Sequence[float | None]) -> Any:
+    """A hypothesis strategy of keyed sequences over ``A(s, _)`` and ``B(s, _)`` (1 to 3
+    stages, each with one of ``filters`` or none, in one of ``windows`` or none): the shape the
+    engine's chain kernel runs (runtime.batch.chain_of)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def chains(draw: st.DrawFn) -> str:
+        stages = draw(st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from(filters)),
+                               min_size=1, max_size=3))
+        body = " -> ".join(f"{t}(s, _)" + (f" where {f}" if f else "") for t, f in stages)
+        window = draw(st.sampled_from(list(windows)))
+        return body if window is None else f"({body})[{window} ms]"
+
+    return chains()

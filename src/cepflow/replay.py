@@ -25,7 +25,7 @@ from cepflow.inputs import ordered_events
 from cepflow.inputs.files import Paths
 from cepflow.outputs.files import STDOUT, MatchFile, check_writable, output_format, write_side_file
 from cepflow.outputs.records import REJECTED_SCHEMA, rejected_batch
-from cepflow.runtime.engine import Engine
+from cepflow.runtime.engine import Engine, RunStopped
 
 if TYPE_CHECKING:
     from cepflow.reports.record import RunRecord
@@ -63,6 +63,12 @@ class Replayed:
     refused_by_windows: int = 0
     #: (rule, action) pairs whose action is not registered: such rules fire without effect
     missing_actions: list[tuple[str, str]] = field(default_factory=list)
+    #: events an expression or rule action failed on (records of kind ``error``, among the
+    #: rejected ones; docs/semantics.md, "Evaluation errors")
+    errors: int = 0
+    #: why engines stopped the run, one (kind, message) per engine: kind ``EvaluationFailed``
+    #: (``on_error="fail"``) or ``PartialMatchLimit`` (``max_partial_matches``)
+    stopped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _no_rows() -> pa.RecordBatch:
@@ -95,6 +101,8 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     stdout: TextIO | None = None,
     record: RunRecord | None = None,
+    on_error: str = "skip",
+    max_partial_matches: int | None = None,
 ) -> Replayed:
     """Complex events of ``program`` over ``inputs`` (files and folders of JSON Lines / CSV /
     Parquet events, in time order within ``lateness`` ms) written to ``output`` (``.jsonl``,
@@ -103,7 +111,9 @@ def replay(
     ``start`` the statements' start (default: the first event's time); ``reader_options`` as
     for :func:`cepflow.inputs.read_events`; ``progress(events, matches)`` is called now and
     then. ``record`` (for ``run --report``) is shown the events, the tokens' moves (the engine
-    traces into it, which turns the column kernels off) and the matches. Raises
+    traces into it, which turns the column kernels off) and the matches. ``on_error`` and
+    ``max_partial_matches`` are the engine's (docs/semantics.md): an engine that stops the run
+    has its matches written and the reason in :attr:`Replayed.stopped`. Raises
     :class:`~cepflow.inputs.InputError`,
     :class:`~cepflow.outputs.OutputError` or ValueError before reading anything when a path
     or an option is unusable."""
@@ -115,14 +125,20 @@ def replay(
     events = ordered_events(inputs, program.schemas, side, lateness=lateness,
                             **dict(reader_options or {}))
     engine = Engine(program, actions=actions, strict_actions=False, side=side, start=start,
-                    trace=record if record is not None else False)
+                    trace=record if record is not None else False,
+                    on_error=on_error, max_partial_matches=max_partial_matches)
     if record is not None:
         events = record.events(events)
     counted = _Counted(events, progress)
     noted = record.matches if record is not None else _as_is
+    stopped: list[tuple[str, str]] = []
     with MatchFile(output, stdout=stdout) as out:
-        out.write_matches(noted(counted.matches(engine.run(counted))))
-        out.write_matches(noted(counted.matches(engine.finish(close_windows=close_windows))))
+        try:
+            out.write_matches(noted(counted.matches(engine.run(counted))))
+            out.write_matches(noted(counted.matches(engine.finish(close_windows=close_windows))))
+        except RunStopped as ex:  # (what the engine found until then is written)
+            out.write_matches(noted(counted.matches(iter(ex.complex_events))))
+            stopped.append((type(ex).__name__, str(ex)))
     if record is not None:
         record.finish(engine)
     rows = rejected_batch(side)
@@ -132,12 +148,12 @@ def replay(
     return Replayed(
         events=stats.events, complex_events=out.count, rejected=rows.num_rows,
         by_kind={k: n for k, n in (("malformed", len(side.malformed)),
-                                   ("late", len(side.late))) if n},
+                                   ("late", len(side.late)), ("error", len(side.errors))) if n},
         by_pattern=dict(sorted(stats.by_pattern.items())), side=rows,
         side_file=side_file if side_file is not None and rows.num_rows else None,
         partial_matches={n: k for n, k in engine.partial_matches().items() if k},
         rule_firings=stats.rule_firings, refused_by_windows=stats.rejected,
-        missing_actions=engine.missing_actions())
+        missing_actions=engine.missing_actions(), errors=stats.errors, stopped=stopped)
 
 
 def _as_is(found: Iterator[Any]) -> Iterator[Any]:

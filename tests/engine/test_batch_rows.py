@@ -196,9 +196,9 @@ def test_damaged_rows_are_state_errors() -> None:
     state = save_state(eng)
     assert len(state["rows"]["P0"]["ids"]) == 3
     short = {**state["rows"]["P0"], "keys": [0]}
-    with pytest.raises(StateError, match="malformed rows"):
+    with pytest.raises(StateError, match=r"rows\.P0: ids, states, keys and events of different"):
         restore_state(Engine(prog), {**state, "rows": {"P0": short}})
-    with pytest.raises(StateError, match="unknown pattern"):
+    with pytest.raises(StateError, match=r"patterns\.Q: not a pattern of the program"):
         restore_state(Engine(prog), {**state, "rows": {"Q": state["rows"]["P0"]}})
     with pytest.raises(StateError, match="version"):
         restore_state(Engine(prog), {**state, "version": 4})

@@ -244,6 +244,27 @@ def test_failing_action_rolls_back_its_changes_and_names_the_rule():
     assert s.model["n0"]["v"] == 20             # the user's commit stands
 
 
+def test_on_error_skip_records_a_failing_action_and_fires_the_next():
+    """``on_error="skip"``: the failing firing is rolled back and recorded (kind error, as
+    the CEP engine's records), the next activation fires, nothing propagates."""
+    log: list = []
+
+    def bad(act):
+        act.model.set("n3", "v", 77)
+        raise RuntimeError("boom")
+
+    s = make(rules=[query_rule("bad", "bigNode", bad, priority=2),
+                    query_rule("good", "bigNode", recorder(log))], on_error="skip")
+    with s.transaction(ts=1):
+        s.model.set("n0", "v", 20)
+    assert s.model["n3"]["v"] == 0 and s.model["n0"]["v"] == 20
+    assert [e[0] for e in log] == ["good"]
+    (rec,) = s.errors
+    assert rec.source == "rule bad" and rec.field == "action bad"
+    assert rec.reason.endswith("`action bad` failed: RuntimeError: boom")
+    assert s.stats.rule_firings == 2 and s.engine.stats.errors == 1
+
+
 def test_rule_set_up_errors():
     with pytest.raises(RuleError, match="action 'nope' is not registered"):
         make(VEPL + "rule r on P action nope")

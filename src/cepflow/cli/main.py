@@ -4,7 +4,9 @@ Conventions (docs/formats.md, "Command line"): ``-o -`` writes the matches to st
 the output format follows the extension; a path that cannot be read or written and an option
 out of range are one-line errors, reported before anything is read or written. Exit codes:
 0 done; 1 the pattern file has errors; 2 an unusable option, input or output; 3 no event could
-be processed; 4 more records were rejected than ``--max-rejects`` allows.
+be processed; 4 more records were rejected than ``--max-rejects`` allows; 5 an expression or
+rule action failed on some events (docs/semantics.md, "Evaluation errors"); 6 the run stopped
+at ``--max-partial-matches``.
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ from cepflow.cli.options import (
     DuplicateIds,
     DuplicateIdsOption,
     EngineName,
+    MaxPartialMatchesOption,
     MissingFields,
     MissingFieldsOption,
+    OnError,
+    OnErrorOption,
     UnknownTypes,
     UnknownTypesOption,
     import_action_modules,
@@ -38,6 +43,7 @@ from cepflow.cli.options import (
     show_version,
 )
 from cepflow.cli.report import check_report_path, report, write_report
+from cepflow.compiler.growth import warnings as growth_warnings
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, SideChannel
 from cepflow.inputs import InputError, input_files, ordered_events
@@ -56,6 +62,7 @@ out = Console(soft_wrap=True)
 
 #: exit codes (module docstring)
 EXIT_PATTERNS, EXIT_USAGE, EXIT_NOTHING_PROCESSED, EXIT_TOO_MANY_REJECTED = 1, 2, 3, 4
+EXIT_EVALUATION_ERRORS, EXIT_PARTIAL_MATCH_LIMIT = 5, 6
 
 
 @app.callback()
@@ -138,6 +145,7 @@ def check(files: Annotated[list[Path], typer.Argument(
         except typer.Exit:
             failed = True
             continue
+        _announce_growth(program)
         windows = f"{len(program.windows)} window statement(s), " if program.windows else ""
         out.print(f"{path}: ok — {len(program.automata)} complex event pattern(s), {windows}"
                   f"{len(program.schemas)} event type(s), {len(program.rules)} rule(s)",
@@ -181,6 +189,8 @@ def run(
         "--report", help="Also write an HTML report of the run: summary, matches over time, "
                          "timeline, step-through of matches on their automata, rejected "
                          "records (local engine; the run is traced for it)")] = None,
+    on_error: OnErrorOption = OnError.skip,
+    max_partial_matches: MaxPartialMatchesOption = None,
 ) -> None:
     """Detect complex events in EVENTS and write one record per match."""
     _check_lateness(lateness)
@@ -204,33 +214,53 @@ def run(
         raise _fail(str(e)) from None
     program = _load(patterns, context)
     _import_actions(actions, ship=engine == "spark")
+    _announce_growth(program)
     options = _reader_options(unknown_types, missing_fields, duplicate_ids)
+    engine_options = {"on_error": str(on_error), "max_partial_matches": max_partial_matches}
     t0 = time.perf_counter()
     if engine == "spark":
         result = _run_spark(program, input[0], output, rejected, close_windows, master,
-                            lateness, options)
+                            lateness, options, engine_options)
         title, extra = f"cepflow run --engine spark — {patterns}", {}
     else:
         record = None if report_path is None else RunRecord(program)
         result, extra = _run_local(program, input, output, rejected, close_windows, lateness,
-                                   options, start, progress, record=record)
+                                   options, start, progress, record=record,
+                                   engine_options=engine_options)
         title = f"cepflow run — {patterns}"
     elapsed = time.perf_counter() - t0
     _report(title, result, output, elapsed, extra)
     if report_path is not None and record is not None:
         write_report(report_path, record, result, title, input, elapsed)
+    for kind, message in result.stopped:
+        why = ("more partial matches than --max-partial-matches" if kind == "PartialMatchLimit"
+               else "the first evaluation error (--on-error fail)")
+        err.print(f"stopped at {why}: {message}", markup=False)
+    if any(kind == "PartialMatchLimit" for kind, _ in result.stopped):
+        raise typer.Exit(EXIT_PARTIAL_MATCH_LIMIT)
     if result.events == 0:
         raise _fail(f"no event could be processed ({result.rejected:,} record(s) rejected)",
                     EXIT_NOTHING_PROCESSED)
     if max_rejects is not None and result.rejected > max_rejects:
         raise _fail(f"{result.rejected:,} record(s) were rejected, more than --max-rejects "
                     f"{max_rejects:,}", EXIT_TOO_MANY_REJECTED)
+    if result.errors:
+        raise _fail(f"{result.errors:,} evaluation error(s): the events they failed on are in "
+                    "the side file (kind error)", EXIT_EVALUATION_ERRORS)
+
+
+def _announce_growth(program: Program) -> None:
+    """Warn about the patterns whose partial matches can grow with the stream (no window
+    bounds them: cepflow.compiler.growth)."""
+    for d in growth_warnings(program.automata, program.module):
+        err.print(str(d), markup=False, highlight=False)
 
 
 def _run_local(program: Program, inputs: list[Path], output: Path, rejected: Path | None,
                close_windows: bool, lateness: float, options: dict[str, Any],
                start: float | None, show_progress: bool, record: RunRecord | None = None,
-               stdout: TextIO | None = None) -> tuple[Replayed, dict[str, str]]:
+               stdout: TextIO | None = None, engine_options: dict[str, Any] | None = None
+               ) -> tuple[Replayed, dict[str, str]]:
     """``cepflow run``: :func:`cepflow.replay.replay` with a progress bar and the process's
     memory (``record`` and ``stdout`` as for replay)."""
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -243,7 +273,7 @@ def _run_local(program: Program, inputs: list[Path], output: Path, rejected: Pat
             result = replay(inputs, program, output, rejected, close_windows=close_windows,
                             lateness=lateness, start=start, reader_options=options,
                             progress=lambda n, m: bar.update(task, completed=n, matches=m),
-                            record=record, stdout=stdout)
+                            record=record, stdout=stdout, **(engine_options or {}))
         except (InputError, OutputError) as e:
             raise _fail(str(e)) from None
         except OSError as e:
@@ -255,7 +285,7 @@ def _run_local(program: Program, inputs: list[Path], output: Path, rejected: Pat
 
 def _run_spark(program: Program, source: Path, output: Path, rejected: Path | None,
                close_windows: bool, master: str | None, lateness: float,
-               options: dict[str, Any]) -> Replayed:
+               options: dict[str, Any], engine_options: dict[str, Any]) -> Replayed:
     """``cepflow run --engine spark``: :func:`cepflow.spark.replay.replay`."""
     import warnings
 
@@ -274,7 +304,7 @@ def _run_spark(program: Program, source: Path, output: Path, rejected: Path | No
         try:
             result = spark_replay(spark, source, program, output, rejected,
                                   actions=registered(), close_windows=close_windows,
-                                  reader_options=options)
+                                  reader_options=options, **engine_options)
         except (InputError, OutputError) as e:
             raise _fail(str(e)) from None
     for w in caught:
@@ -345,9 +375,13 @@ def stream(
     once: Annotated[bool, typer.Option(
         help="Process what is there and stop (availableNow) instead of running on")] = False,
     actions: Annotated[list[str] | None, typer.Option(help=ACTIONS_HELP)] = None,
+    on_error: OnErrorOption = OnError.skip,
+    max_partial_matches: MaxPartialMatchesOption = None,
 ) -> None:
     """Detect complex events continuously in a folder of event files (Spark Structured
-    Streaming); restarting with the same checkpoint neither loses nor duplicates output."""
+    Streaming); restarting with the same checkpoint neither loses nor duplicates output. An
+    engine that stops (``--on-error fail``, ``--max-partial-matches``) stops the query before
+    its micro-batch is committed."""
     need_spark("cepflow stream")
     _check_lateness(lateness)
     if not source.is_dir():
@@ -359,6 +393,7 @@ def stream(
             raise _fail(f"{name} {folder}: {e.strerror}") from None
     program = _load(patterns, context)
     _import_actions(actions, ship=True)
+    _announce_growth(program)
     from cepflow.runtime.actions import registered
     from cepflow.spark import spark_session
     from cepflow.spark.streaming import stream_query
@@ -369,7 +404,8 @@ def stream(
                          files_per_trigger=files_per_trigger, actions=registered(),
                          available_now=once,
                          reader_options=_reader_options(unknown_types, missing_fields,
-                                                        duplicate_ids))
+                                                        duplicate_ids),
+                         on_error=str(on_error), max_partial_matches=max_partial_matches)
     err.print(f"streaming {source} -> {sink} (checkpoint {checkpoint}); Ctrl-C to stop",
               markup=False)
     last = None

@@ -63,6 +63,19 @@ DuplicateIdsOption = Annotated[DuplicateIds, typer.Option(
 
 
 #: the options a command that runs patterns over event files shares with ``run``
+class OnError(StrEnum):
+    """What an expression or rule action that fails on an event does (docs/semantics.md)."""
+
+    skip = "skip"
+    fail = "fail"
+
+
+OnErrorOption = Annotated[OnError, typer.Option(
+    help="An expression or rule action that fails on an event: skip (the condition is false, "
+         "the event goes to the side file as kind error) or fail (record it and stop)")]
+MaxPartialMatchesOption = Annotated[int | None, typer.Option(
+    min=1, help="Stop when an engine holds more partial matches than this at once (on Spark "
+                "per partition or shard)")]
 InputsOption = Annotated[list[Path], typer.Option(
     "--input", "-i", help="Event file(s) or folder")]
 ContextOption = Annotated[ContextName | None, typer.Option(

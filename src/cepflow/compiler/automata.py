@@ -188,7 +188,8 @@ class _Builder:
         if atom.where is not None:
             fields = {name: i for i, name in enumerate(schema.param_names)}
             try:
-                flt = compile_expr(atom.where, fields, self.functions, self.variables)
+                flt = compile_expr(atom.where, fields, self.functions, self.variables,
+                                   origin=f"pattern {self.decl.name}")
             except ExpressionError as e:
                 raise self.err(str(e), e.loc or atom.loc) from None
             from cepflow.language.printer import format_expr
@@ -207,7 +208,8 @@ class _Builder:
     def expr(self, e: ast.Expr, loc: ast.Loc) -> Any:
         """A condition over the match's bindings only (select list, distinct keys)."""
         try:
-            return compile_expr(e, {}, self.functions, self.variables | {"@ts"})
+            return compile_expr(e, {}, self.functions, self.variables | {"@ts"},
+                                origin=f"pattern {self.decl.name}")
         except ExpressionError as err:
             raise self.err(str(err), err.loc or loc) from None
 

@@ -252,17 +252,22 @@ class Rejected:
 
 @dataclass(slots=True)
 class SideChannel:
-    """Collects rejected and late records so that nothing is dropped silently."""
+    """Collects rejected and late records, and the events an expression or rule action failed
+    on (``errors``, docs/semantics.md "Evaluation errors"), so that nothing is dropped
+    silently."""
 
     malformed: list[Rejected] = field(default_factory=list)
     late: list[Rejected] = field(default_factory=list)
+    errors: list[Rejected] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.malformed) + len(self.late)
+        return len(self.malformed) + len(self.late) + len(self.errors)
 
     def all(self) -> list[Rejected]:
-        return [*self.malformed, *self.late]
+        return [*self.malformed, *self.late, *self.errors]
 
     def items(self) -> list[tuple[str, Rejected]]:
-        """Every record with its kind (``malformed``, ``late``), as the side file writes them."""
-        return [*(("malformed", r) for r in self.malformed), *(("late", r) for r in self.late)]
+        """Every record with its kind (``malformed``, ``late``, ``error``), as the side file
+        writes them."""
+        return [*(("malformed", r) for r in self.malformed), *(("late", r) for r in self.late),
+                *(("error", r) for r in self.errors)]

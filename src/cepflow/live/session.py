@@ -26,9 +26,12 @@ Decisions (docs/live.md):
 * **Loop guard.** At most ``max_cascade`` rule firings per settle (one top-level transaction or
   publish). Beyond it :class:`~cepflow.rules.RuleCascadeError` names the causal chain of rules;
   the remaining activations are dropped; changes committed before stay (they were committed).
-* **Errors in actions** roll back that firing's transaction and propagate (with a note naming
-  the rule and its chain) out of the ``with`` statement; the user's own commit stands; the
-  activations still waiting fire at the next settle.
+* **Errors in actions** roll back that firing's transaction. With ``on_error="fail"`` (the
+  default) they propagate (with a note naming the rule and its chain) out of the ``with``
+  statement; the user's own commit stands; the activations still waiting fire at the next
+  settle. With ``on_error="skip"`` the error becomes a record in :attr:`LiveSession.errors`
+  (kind ``error``, as the CEP engine's, docs/semantics.md "Evaluation errors") and the next
+  activation fires. The session's CEP engine runs with the same ``on_error``.
 * Changes made directly on ``session.model`` (outside ``session.transaction``) are seen by the
   queries at once and processed by the CEP engine and the agenda at the next settle
   (the next session transaction, :meth:`LiveSession.publish` or :meth:`LiveSession.settle`).
@@ -43,8 +46,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from cepflow.compiler.expressions import Failure
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.model import ComplexEvent, Event, Rejected
 from cepflow.language import ast
 from cepflow.models.changes import Commit, add_listener
 from cepflow.models.model import Model
@@ -116,7 +120,8 @@ class LiveSession:
 
     def __init__(self, model: Model, queries: QuerySet, program: Program | None = None, *,
                  actions: Mapping[str, Callable[..., Any]] | None = None,
-                 max_cascade: int = 1000, rules: Iterable[Rule] = ()) -> None:
+                 max_cascade: int = 1000, rules: Iterable[Rule] = (),
+                 on_error: str = "fail") -> None:
         if model.in_transaction:
             raise LiveSessionError("create the session outside a transaction")
         if max_cascade < 1:
@@ -131,7 +136,10 @@ class LiveSession:
         self.query_events = QueryEventSource(self.queries, specs)
         # the agenda owns the rules: the engine runs the patterns only
         self.engine = Engine(dataclasses.replace(program, rules=[]), actions={},
-                             strict_actions=False)
+                             strict_actions=False, on_error=on_error)
+        self.on_error = on_error
+        #: error records (failed expressions and, with on_error="skip", failed actions)
+        self.errors: list[Rejected] = self.engine.errors
         self.agenda = Agenda()
         self.stats = LiveStats()
         self._pending: deque[tuple[Any, ...]] = deque()
@@ -334,12 +342,29 @@ class LiveSession:
             with self.model.transaction(ts=self.time):
                 fn(act)
         except Exception as e:
+            if self.on_error == "skip":  # (its transaction was rolled back)
+                self._failed(act, e)
+                self.stats.rule_firings += 1
+                return
             e.add_note(f"while firing rule '{act.rule.name}' ({act.describe()}); chain: "
                        f"{' -> '.join(act.chain())}")
             raise
         finally:
             self._current = None
         self.stats.rule_firings += 1
+
+    def _failed(self, act: RuleActivation, error: Exception) -> None:
+        """A failed firing as an error record (``on_error="skip"``)."""
+        name = act.rule.action if isinstance(act.rule.action, str) else getattr(
+            act.rule.action, "__name__", "action")
+        loc = act.rule.decl.loc if act.rule.decl is not None else None
+        f = Failure(None, f"rule {act.rule.name}", error, act.event,
+                    label=f"action {name}", loc=loc)
+        self.errors.append(Rejected(f.origin or "rule", act.describe(),
+                                    f.describe(self.program.module.source, origin=False),
+                                    act.event if act.event is not None else act.match,
+                                    f.text))
+        self.engine.stats.errors += 1
 
 
 class _SessionTransaction:

@@ -12,10 +12,11 @@ same input gives the same bytes whichever engine wrote them.
   object of the pattern's bindings (internal ``_`` names left out), ``events`` the ids of the
   contributing input events in match order, always strings.
 * A rejected record: ``{"kind", "source", "location", "reason", "field", "record"}`` — ``kind``
-  ``malformed`` or ``late``; ``location`` ``line N`` (JSON Lines, CSV; 1-based), ``row N``
-  (Parquet; 0-based) or ``file``; ``field`` null when the reason is not one field's;
-  ``record`` the record as text (a JSON Lines line as read, a CSV or Parquet row or a late
-  event as compact JSON), null when there is none (a whole file).
+  ``malformed``, ``late`` or ``error`` (docs/semantics.md, "Evaluation errors"); ``location``
+  ``line N`` (JSON Lines, CSV; 1-based), ``row N`` (Parquet; 0-based) or ``file``; ``field``
+  null when the reason is not one field's; ``record`` the record as text (a JSON Lines line as
+  read, a CSV or Parquet row or a late event as compact JSON), null when there is none (a whole
+  file).
 """
 
 from __future__ import annotations

@@ -46,11 +46,17 @@ from typing import Any
 import numpy as np
 
 from cepflow.automaton.model import INITIAL
+from cepflow.compiler.expressions import current_sink
 from cepflow.events.model import ComplexEvent, Event
-from cepflow.runtime.actions import Activation
 from cepflow.runtime.tokens import PendingRows
 
 _SEQ, _TS, _TYPE, _PARAMS = (attrgetter(a) for a in ("seq", "ts", "type", "params"))
+
+
+class Declined(Exception):
+    """A column kernel gave a batch back, having changed nothing: a filter failed on some of
+    its rows (docs/semantics.md, "Evaluation errors"), so the batch goes event by event, where
+    the failures are reported exactly as for events fed one at a time."""
 
 
 @dataclass
@@ -329,6 +335,9 @@ class Rows:
     def check(self, engine: Any) -> None:
         """Raise EngineError for a row the engine cannot take (beyond the time order)."""
 
+    def unnumber(self) -> None:
+        """Undo what :meth:`number` changed in events the caller holds (a declined batch)."""
+
 
 class EventRows(Rows):
     """A list of events as kernel rows."""
@@ -336,6 +345,8 @@ class EventRows(Rows):
     def __init__(self, events: Sequence[Event]) -> None:
         self.events = events
         self.n = len(events)
+        #: events number() shifted after a restore, with their reader's numbers
+        self._shifted: list[tuple[Event, int]] = []
         self._params: list[tuple] | None = None
         self.ts = np.fromiter(map(_TS, events), dtype=np.float64, count=self.n)
         types = list(map(_TYPE, events))
@@ -365,6 +376,10 @@ class EventRows(Rows):
         events, base = self.events, engine._input_seq
         if not self.n:
             return
+        if engine._renumber:  # (after a restore: the saved stream's numbering goes on)
+            self._shifted = [(e, e.seq) for e in events if e.seq >= 0]
+            for e, seq in self._shifted:
+                e.seq = engine.continued(seq)
         seqs = np.fromiter(map(_SEQ, events), dtype=np.int64, count=self.n)
         low, high = int(seqs.min()), int(seqs.max())
         if low >= 0:  # numbered already (the usual case): only the counter moves
@@ -380,6 +395,11 @@ class EventRows(Rows):
                 e.seq = engine._input_seq
             if e.seq >= engine._input_seq:
                 engine._input_seq = e.seq + 1
+
+    def unnumber(self) -> None:
+        for e, seq in self._shifted:
+            e.seq = seq
+        self._shifted = []
 
     def check(self, engine: Any) -> None:
         from cepflow.runtime.engine import EngineError  # (engine imports this module)
@@ -460,7 +480,8 @@ class MatchTable:
 
 def process_batch(engine: Any, chains: list[Chain], events: Sequence[Event]
                   ) -> list[ComplexEvent]:
-    """Feed ``events`` (time-ordered) to an engine all of whose patterns are chains."""
+    """Feed ``events`` (time-ordered) to an engine all of whose patterns are chains (raises
+    :class:`Declined`, having changed nothing, when a filter fails on a row)."""
     with gc_paused():
         table = _run(engine, chains, EventRows(events))
         out = table.complex_events()
@@ -471,7 +492,8 @@ def process_batch(engine: Any, chains: list[Chain], events: Sequence[Event]
 
 def process_columns(engine: Any, chains: list[Chain], rows: Rows) -> MatchTable:
     """Feed a column batch to an engine all of whose patterns are chains and none of whose
-    rules has a registered action: the complex events stay columns, rules are counted."""
+    rules has a registered action: the complex events stay columns, rules are counted (raises
+    :class:`Declined`, having changed nothing, when a filter fails on a row)."""
     with gc_paused():
         table = _run(engine, chains, rows)
         rules = engine._rules_sorted
@@ -554,7 +576,33 @@ class _ChainRun:
 
 
 def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
+    before = _counters(engine)
     _prepare(engine, src)
+    try:
+        return _chains(engine, chains, src)
+    except Declined:
+        # (the chains' loop changes nothing before every filter is decided)
+        _unprepare(engine, before, src)
+        raise
+
+
+def _counters(engine: Any) -> tuple[Any, ...]:
+    """What :func:`_prepare` changes in the engine (for :func:`_unprepare`)."""
+    return (engine.time, engine.stats.events, engine._input_seq, engine._renumber,
+            engine._seq_shift)
+
+
+def _unprepare(engine: Any, before: tuple[Any, ...], src: Rows) -> None:
+    """Undo :func:`_prepare` when a kernel gives its batch back: the clock, counters and a
+    restored stream's numbering as they were (the numbers given to unnumbered events stay:
+    fed one by one they get the same ones)."""
+    (engine.time, engine.stats.events, engine._input_seq, engine._renumber,
+     engine._seq_shift) = before
+    src.unnumber()
+
+
+def _chains(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
+    """The chain kernel over a prepared batch (:func:`_run`)."""
     type_code = {t: i for i, t in enumerate(src.type_names)}
     codes = src.codes
     values: list[Any] = []
@@ -798,8 +846,15 @@ def _filter_mask(pos: Any, rows: np.ndarray, fields: Mapping[str, int],
             if pos.where is not None and len(rows) else None)
     if mask is None:
         ev, flt = lookup(rows), pos.filter
+        sink = current_sink()
+        mark = len(sink) if sink is not None else 0
         mask = np.fromiter((bool(flt(ev[i], _NOB)) for i in rows.tolist()), dtype=bool,
                            count=len(rows))
+        if sink is not None and len(sink) > mark:
+            # the per-event engine evaluates a filter only where a partial match could take
+            # the event: to report the same failures, the batch goes event by event
+            del sink[mark:]
+            raise Declined(f"a filter failed on {len(rows)} row(s)")
     return mask
 
 
@@ -832,7 +887,7 @@ def _fire(engine: Any, events: Sequence[Event], out: list[ComplexEvent],
                     stats.rule_firings += 1
                     fn = actions.get(rule.action) if rule.action else None
                     if fn is not None:
-                        fn(Activation(rule, ce, engine))
+                        engine.call_action(fn, rule, ce)
             i = j
     if engine._pending:
         engine._drain(out)
@@ -1030,14 +1085,17 @@ def _esper_batch(engine: Any, pairs: list[EsperPair], events: Sequence[Event]
                  ) -> list[ComplexEvent] | None:
     src = EventRows(events)
     n = src.n
-    clock, counted = engine.time, engine.stats.events
+    before = _counters(engine)
     _prepare(engine, src)
     if not n:
         return []
     cols = _TypeColumns(src, engine.program.schemas)
-    plans = [_pair_rows(pr, cols) for pr in pairs]
+    try:
+        plans = [_pair_rows(pr, cols) for pr in pairs]
+    except Declined:
+        plans = [None]
     if any(p is None for p in plans):
-        engine.time, engine.stats.events = clock, counted  # (sequence numbers stay)
+        _unprepare(engine, before, src)
         return None
     last_ts = float(src.ts[-1])
     n_pairs = len(pairs)
@@ -1196,7 +1254,7 @@ def _emit_pair(pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first
             ap = ae.params
             full = dict(zip(a_vars, [ap[i] for i in a_idx], strict=True))
         full.update(zip(b_vars, [bp[i] for i in b_idx], strict=True))
-        vals, bindings = m.result(full, ts)
+        vals, bindings = m.result(full, ts, be)
         out[r] = ComplexEvent(name, vals, ts, bindings, parts, first_id + r)
 
 

@@ -27,6 +27,15 @@ key) is, with a :class:`~cepflow.events.model.SideChannel` given as ``side``, pu
 its reason (statement, field, value) while the statement's state stays as it was and the event
 goes on to every other pattern and statement; without one it stops the run with an
 :class:`EngineError`, as before.
+
+**Evaluation errors** (docs/semantics.md, "Evaluation errors"): an expression that fails on a
+value (``sqrt(-4)``, ``floor(NaN)``, a text over the size limit, a registered function that
+raises) and a rule action that raises never abort the run. A failing condition is false for
+that evaluation and a failing value (select list, distinct key) is null — nothing else about
+the engine's state changes — and each (event, expression) failure becomes one record of kind
+``error`` in :attr:`Engine.errors` (the side channel's ``errors`` when one is given). With
+``on_error="fail"`` the engine raises :class:`EvaluationFailed` once the event that failed has
+been processed; the column kernels are then not used, so it stops at that very event.
 """
 
 from __future__ import annotations
@@ -36,13 +45,18 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
+from threading import get_ident
 from typing import Any
 
+import numpy as np
+
+from cepflow.compiler.expressions import SINKS, Failure, install_sink
 from cepflow.compiler.program import Program
 from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel
 from cepflow.language import ast
 from cepflow.runtime.actions import Activation, registered
 from cepflow.runtime.batch import (
+    Declined,
     MatchTable,
     Rows,
     chain_of,
@@ -60,6 +74,41 @@ class EngineError(Exception):
     """Misuse of the engine: out-of-order input, a malformed event, a runaway rule cascade."""
 
 
+class RunStopped(EngineError):
+    """The engine stopped the run as it was asked to (:class:`EvaluationFailed`,
+    :class:`PartialMatchLimit`), after the event that caused it: ``complex_events`` are what
+    the stopped call detected and did not deliver (:meth:`Engine.run` yields them before
+    raising, leaving none here)."""
+
+    def __init__(self, message: str, complex_events: list[ComplexEvent]) -> None:
+        super().__init__(message)
+        self.complex_events = complex_events
+
+
+class EvaluationFailed(RunStopped):
+    """``on_error="fail"``: an expression or rule action failed; ``records`` are the error
+    records of the event that failed."""
+
+    def __init__(self, message: str, records: list[Rejected],
+                 complex_events: list[ComplexEvent]) -> None:
+        super().__init__(message, complex_events)
+        self.records = records
+
+
+class PartialMatchLimit(RunStopped):
+    """More partial matches than ``max_partial_matches`` (docs/semantics.md, "Resources:
+    partial matches"); ``held`` is the number per pattern at that event."""
+
+    def __init__(self, message: str, held: dict[str, int],
+                 complex_events: list[ComplexEvent]) -> None:
+        super().__init__(message, complex_events)
+        self.held = held
+
+
+#: what an evaluation error does (docs/semantics.md, "Evaluation errors")
+ON_ERROR = ("skip", "fail")
+
+
 Action = Callable[[Activation], Any]
 
 
@@ -71,6 +120,8 @@ class EngineStats:
     rule_firings: int = 0
     #: events a window statement could not take (put on the side channel)
     rejected: int = 0
+    #: failed evaluations and rule actions (records in Engine.errors)
+    errors: int = 0
 
 
 class Engine:
@@ -86,10 +137,30 @@ class Engine:
         fast_path: bool = True,
         start: float | None = None,
         side: SideChannel | None = None,
+        on_error: str = "skip",
+        max_partial_matches: int | None = None,
     ) -> None:
+        if on_error not in ON_ERROR:
+            raise EngineError(f"on_error must be one of {', '.join(ON_ERROR)}, not {on_error!r}")
+        if max_partial_matches is not None and (type(max_partial_matches) is not int
+                                                or max_partial_matches < 1):
+            raise EngineError("max_partial_matches must be a positive integer, not "
+                              f"{max_partial_matches!r}")
+        #: the most partial matches held at once (None: no limit); more stop the run
+        #: (PartialMatchLimit). Checked when enough tokens were made since the last count
+        #: for the limit to be passed (_next_check), so unlimited engines pay one comparison.
+        self.max_partial_matches = max_partial_matches
+        self._next_check: float = -1 if max_partial_matches is not None else float("inf")
         self.program = program
         #: where input a window statement cannot take goes (None: it is an EngineError)
         self.side = side
+        #: skip (record evaluation errors, go on) or fail (record, then raise EvaluationFailed)
+        self.on_error = on_error
+        #: the error records (kind ``error``): the side channel's when one is given
+        self.errors: list[Rejected] = side.errors if side is not None else []
+        #: the sink the compiled expressions report failures to while the engine runs
+        self._failures: list[Failure] = []
+        self._evaluates = _has_expressions(program)
         self.actions = registered() if actions is None else dict(actions)
         #: the trace of every token's moves (``trace=True``, or a Trace of one's own that keeps
         #: what it wants: cepflow.reports.record), None when not tracing
@@ -117,6 +188,9 @@ class Engine:
         self._token_id = 0
         self._match_id = 0
         self._input_seq = 0
+        #: after restore_state: the saved stream's numbering goes on (see continued)
+        self._renumber = False
+        self._seq_shift: int | None = 0
         self._timer_seq = 0
         #: pattern timers: (deadline, phase, seq, matcher slot, token, zone, start); phase 0
         #: fires before the events of its instant (Esper's timers), 1 after them (VEPL's
@@ -126,6 +200,12 @@ class Engine:
         self._emitted: list[ComplexEvent] = []
         self._emit = self._emitted.append
         self._arity = {name: len(t.params) for name, t in program.schemas.items()}
+        #: per event type, how many patterns an event of it can start a partial match of
+        #: (a kernel's batch bound for max_partial_matches)
+        self._starts: dict[str, int] = {}
+        for m in self.matchers:
+            for t in m.initial:
+                self._starts[t] = self._starts.get(t, 0) + 1
         self._index_matchers()
         # the column kernels need independent patterns: no noise, no data windows, and no
         # pattern reading another's output
@@ -180,6 +260,24 @@ class Engine:
         self._token_id += 1
         return self._token_id
 
+    def continue_numbering(self) -> None:
+        """The engine holds a restored stream whose events were numbered up to its input
+        counter: see :meth:`continued` (called by ``restore_state``)."""
+        if self._input_seq > 0:
+            self._renumber, self._seq_shift = True, None
+
+    def continued(self, seq: int) -> int:
+        """The position in the whole stream of an event numbered ``seq`` by its reader, fed
+        after a restore (docs/state-format.md, "Event numbers after a restore"): when the
+        first numbered event is below the saved counter, its reader started again at 0 (the
+        second half read from its own file), and every numbered event is shifted by the
+        counter; else the numbering already goes on and stays."""
+        shift = self._seq_shift
+        if shift is None:
+            shift = self._seq_shift = self._input_seq if seq < self._input_seq else 0
+            self._renumber = shift != 0
+        return seq + shift
+
     def next_match_id(self) -> int:
         self._match_id += 1
         return self._match_id
@@ -208,10 +306,61 @@ class Engine:
         """Feed one input event; returns the complex events it caused, in detection order
         (including those caused by events that rule actions emitted in response)."""
         out: list[ComplexEvent] = []
+        if not self._evaluates:  # (no compiled expression: no sink to install per event)
+            self._feed(event, out)
+            return out
+        # (install_sink inlined: this runs once per event)
+        sinks, ident = SINKS, get_ident()
+        before = sinks.get(ident)
+        sinks[ident] = self._failures
+        try:
+            self._step(event, out)
+            if self._pending:
+                self._drain(out)
+            if self._failures:
+                self._report(out)
+        finally:
+            sinks[ident] = before
+        return out
+
+    def _feed(self, event: Event, out: list[ComplexEvent]) -> None:
+        """:meth:`process` with the failure sink installed by the caller."""
         self._step(event, out)
         if self._pending:
             self._drain(out)
-        return out
+        if self._failures:
+            self._report(out)
+
+    def _report(self, out: list[ComplexEvent]) -> None:
+        """The failures collected since the last report as error records, one per (event,
+        expression); with ``on_error="fail"`` raise :class:`EvaluationFailed` after them."""
+        failures = self._failures[:]
+        self._failures.clear()
+        source = self.program.module.source
+        seen: set[tuple[int, int, str | None]] = set()
+        records = []
+        for f in failures:
+            key = (id(f.event), id(f.expr), f.origin)
+            if key in seen:
+                continue
+            seen.add(key)
+            records.append(Rejected(f.origin or "expression", _event_location(f.event, self.time),
+                                    f.describe(source, origin=False), f.event, f.text))
+        self.errors.extend(records)
+        self.stats.errors += len(records)
+        if self.on_error == "fail":
+            first = records[0]
+            raise EvaluationFailed(f"{first.source}, {first.location}: {first.reason}",
+                                   records, out)
+
+    def call_action(self, fn: Action, rule: ast.RuleDecl, event: Event) -> None:
+        """Run a rule's action; an exception it raises becomes an error record (see
+        :meth:`_report`) and the engine goes on with the next firing."""
+        try:
+            fn(Activation(rule, event, self))
+        except Exception as err:
+            self._failures.append(Failure(None, f"rule {rule.name}", err, event,
+                                          label=f"action {rule.action}", loc=rule.loc))
 
     def _drain(self, out: list[ComplexEvent]) -> None:
         """Process the events rule actions emitted, breadth first, with a runaway guard."""
@@ -242,10 +391,12 @@ class Engine:
         heap = self._heap
         if (heap and (heap[0][0] < ts or (heap[0][0] == ts and heap[0][1] == 0))) or (
                 self.windows and self._window_due() <= ts):
-            self.advance_to(ts, out)
+            self._advance(ts, out)
         self.time = ts
         if event.seq < 0:
             event.seq = self._input_seq
+        elif self._renumber:  # (only after restore_state)
+            event.seq = self.continued(event.seq)
         if event.seq >= self._input_seq:
             self._input_seq = event.seq + 1
         self.stats.events += 1
@@ -266,6 +417,36 @@ class Engine:
                 self._fire_rules(event, out[start:])
         elif event.type in self.rules_by_type:
             self._fire_rules(event, [])
+        if self._token_id > self._next_check:
+            self._bound(event, out)
+
+    def _bound(self, event: Event | None, out: list[ComplexEvent]) -> None:
+        """Count the partial matches held (tokens were made since the last count): raise
+        :class:`PartialMatchLimit` above ``max_partial_matches``, else note how many tokens
+        may be made before the limit can be passed."""
+        limit = self.max_partial_matches
+        assert limit is not None
+        held = self.partial_matches()
+        total = sum(held.values())
+        if total <= limit:
+            self._next_check = self._token_id + (limit - total)
+            return
+        where = f"event {event.ref} at {event.ts:g}" if event is not None else (
+            f"time {self.time:g}")
+        top = ", ".join(f"{n} {k:,}" for n, k in sorted(held.items(), key=lambda x: -x[1]) if k)
+        raise PartialMatchLimit(
+            f"{total:,} partial matches held at {where}, more than max_partial_matches "
+            f"{limit:,} ({top}): bound them with a window or raise the limit", held, out)
+
+    def _room_for(self, starts: int) -> bool:
+        """Whether a batch in which at most ``starts`` partial matches can start keeps
+        within ``max_partial_matches`` (always without a limit): else it goes event by event,
+        which stops at the very event that passes the limit."""
+        limit = self.max_partial_matches
+        if limit is None:
+            return True
+        self._next_check = -1  # (the kernels make tokens in bulk: count again after them)
+        return sum(self.partial_matches().values()) + starts <= limit
 
     def _window_due(self) -> float:
         """The earliest instant at which a data window expires events or closes a batch
@@ -304,6 +485,17 @@ class Engine:
         events of that instant) VEPL deadlines (docs/windows.md), so the order never depends
         on whether an event arrives then."""
         out = [] if out is None else out
+        before = install_sink(self._failures)
+        try:
+            self._advance(ts, out)
+            if self._failures:
+                self._report(out)
+        finally:
+            install_sink(before)
+        return out
+
+    def _advance(self, ts: float, out: list[ComplexEvent]) -> None:
+        """:meth:`advance_to` (the failure sink installed by the caller)."""
         if ts == float("inf"):
             self.stopped = True  # the input has ended: pattern clocks do not start again
         heap = self._heap
@@ -331,7 +523,8 @@ class Engine:
             self._fire_rules(None, out[first:])
             if self._pending:
                 self._drain(out)
-        return out
+            if self._token_id > self._next_check:  # (a pattern's clock starts instances)
+                self._bound(None, out)
 
     def _record(self, ce: ComplexEvent, out: list[ComplexEvent]) -> None:
         out.append(ce)
@@ -378,7 +571,7 @@ class Engine:
             self.stats.rule_firings += 1
             fn = self.actions.get(rule.action) if rule.action else None
             if fn is not None:
-                fn(Activation(rule, ev, self))
+                self.call_action(fn, rule, ev)
 
     def process_batch(self, events: Sequence[Event]) -> list[ComplexEvent]:
         """Feed many time-ordered events at once; the same result as ``process`` on each.
@@ -389,18 +582,36 @@ class Engine:
         ``every a = A(f) -> b = B(g, key) [within Δ]`` (the motorbike Crash), the batch is
         matched column-wise (cepflow.runtime.batch); otherwise the events are processed one by
         one. Rules fire in the same order as with ``process``; events that rule actions emit
-        are processed after the batch.
+        are processed after the batch. A batch in which a filter fails on some row goes event
+        by event, as does every batch with ``on_error="fail"`` (see the module docstring).
         """
-        if self._pairs is not None and self.trace is None:
-            found = process_esper_batch(self, self._pairs, events)
-            if found is not None:
-                return found
-        if self._chains is None or self.trace is not None:
-            out: list[ComplexEvent] = []
+        out: list[ComplexEvent] = []
+        before = install_sink(self._failures)
+        try:
+            starts = self._starts
+            kernels = (self.trace is None and self.on_error != "fail"
+                       and self._room_for(sum(starts.get(e.type, 0) for e in events)
+                                          if self.max_partial_matches is not None else 0))
+            if self._pairs is not None and kernels:
+                found = process_esper_batch(self, self._pairs, events)
+                if found is not None:
+                    if self._failures:
+                        self._report(found)
+                    return found
+            if self._chains is not None and kernels:
+                try:
+                    out = process_batch(self, self._chains, events)
+                except Declined:
+                    pass
+                else:
+                    if self._failures:
+                        self._report(out)
+                    return out
             for e in events:
-                out.extend(self.process(e))
+                self._feed(e, out)
             return out
-        return process_batch(self, self._chains, events)
+        finally:
+            install_sink(before)
 
     @property
     def columnar(self) -> bool:
@@ -408,7 +619,7 @@ class Engine:
         (the batch path, runtime.batch.chain_of), no trace is kept and no rule has a
         registered action (a rule then only counts its firings, so no complex event needs to
         become an object)."""
-        return (self._chains is not None and self.trace is None
+        return (self._chains is not None and self.trace is None and self.on_error != "fail"
                 and not any(r.action in self.actions for r in self.program.rules if r.action))
 
     def process_columns(self, rows: Rows) -> MatchTable:
@@ -416,27 +627,48 @@ class Engine:
         as the Spark pipeline's Arrow batches) when :attr:`columnar` holds. The complex events
         come back column-wise (:class:`cepflow.runtime.batch.MatchTable`; ``complex_events()``
         makes the objects); Python events are made only for the rows in complex events or
-        partial matches. The same matches, ids, state and statistics as :meth:`process`."""
+        partial matches. The same matches, ids, state and statistics as :meth:`process`.
+        Raises :class:`~cepflow.runtime.batch.Declined`, having changed nothing, when a filter
+        fails on some row: feed the batch as events then (:meth:`process_batch`)."""
         if not self.columnar:
-            raise EngineError("process_columns needs keyed sequences, no trace and no "
-                              "registered rule action (see Engine.columnar)")
-        return process_columns(self, self._chains, rows)  # type: ignore[arg-type]
+            raise EngineError("process_columns needs keyed sequences, no trace, no registered "
+                              "rule action and on_error=skip (see Engine.columnar)")
+        if self.max_partial_matches is not None:
+            per_code = np.array([self._starts.get(t, 0) for t in rows.type_names], np.int64)
+            if not self._room_for(int(per_code[rows.codes].sum()) if rows.n else 0):
+                raise Declined("the batch could pass max_partial_matches: event by event")
+        before = install_sink(self._failures)
+        try:
+            return process_columns(self, self._chains, rows)  # type: ignore[arg-type]
+        finally:
+            install_sink(before)
 
     def run(self, events: Iterable[Event], batch_size: int = 1 << 18) -> Iterator[ComplexEvent]:
         """Process a time-ordered stream lazily, yielding complex events as they are detected
         (in batches of ``batch_size`` events when the batch path applies)."""
-        if (self._chains is None and self._pairs is None) or self.trace is not None:
+        if ((self._chains is None and self._pairs is None) or self.trace is not None
+                or self.on_error == "fail"):
             chunk_out: list[ComplexEvent] = []
             it = iter(events)
             while True:
+                failed: RunStopped | None = None
                 with gc_paused():
                     n = 0
-                    for e in it:
-                        chunk_out.extend(self.process(e))
-                        n += 1
-                        if n >= batch_size:
-                            break
-                yield from chunk_out
+                    before = install_sink(self._failures)
+                    try:
+                        for e in it:
+                            self._feed(e, chunk_out)
+                            n += 1
+                            if n >= batch_size:
+                                break
+                    except RunStopped as err:
+                        failed = err
+                    finally:
+                        install_sink(before)
+                yield from chunk_out  # (what was detected up to a failure, then the failure)
+                if failed is not None:
+                    failed.complex_events = []  # (delivered)
+                    raise failed
                 chunk_out.clear()
                 if n < batch_size:
                     return
@@ -493,6 +725,30 @@ class Engine:
                 m.start_clock(begun)
         # (a state saved after the input ended has no interval under way)
         self.stopped = bool(state.get("stopped"))
+
+
+def _has_expressions(program: Program) -> bool:
+    """Whether ``program`` has compiled expressions (filters, select lists, distinct keys,
+    window statements), which report failures to the sink the engine installs."""
+    if program.windows:
+        return True
+    for a in program.automata:
+        forbidden = [f.position for m in a.forbids.values() for fs in m.values() for f in fs]
+        clock = a.clock.forbids if a.clock is not None else []
+        if a.select or a.distinct or any(p.filter is not None
+                                         for p in [*a.positions, *forbidden, *clock]):
+            return True
+    return False
+
+
+def _event_location(event: Event | None, now: float) -> str:
+    """Where an error record's event is: ``event <ref> at <ts>``, a complex event by its match
+    number, or the engine's time when the expression read no event."""
+    if event is None:
+        return f"at {now:g}"
+    if isinstance(event, ComplexEvent):
+        return f"match {event.match_id} of {event.type} at {event.ts:g}"
+    return f"event {event.ref} at {event.ts:g}"
 
 
 def run_patterns(program: Program, events: Iterable[Event], **kw: Any) -> list[ComplexEvent]:

@@ -788,16 +788,17 @@ class Matcher:
         tok.threads = threads
         self.register(tok)
 
-    def result(self, bindings: dict[str, Any], ts: float
+    def result(self, bindings: dict[str, Any], ts: float, last: Event | None = None
                ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """A match's parameters and bindings, from the bindings of its final thread and its
-        completion time (also used by runtime.batch._emit_pair)."""
+        completion time (also used by runtime.batch._emit_pair). ``last``, the match's last
+        event, is what a failing select expression is reported on (it reads only bindings)."""
         select = self.auto.select
         if select is None:
             return tuple(bindings.get(p) for p in self.auto.params), bindings
         # Esper's select list: the complex event carries what it selects
         b = {**bindings, "@ts": ts}
-        params = tuple(f(None, b) for f in select)
+        params = tuple(f(last, b) for f in select)
         return params, dict(zip(self.auto.params, params, strict=True))
 
     def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
@@ -810,7 +811,7 @@ class Matcher:
                 self.engine.trace.add(kind="dispose", pattern=self.name, token=tok.id,
                                       event=None, ts=ts, reason="every-distinct: keys seen")
             return
-        params, bindings = self.result(th.bindings, ts)
+        params, bindings = self.result(th.bindings, ts, th.last)
         events = th.events
         if self.clock is not None:  # the clock's synthetic event is no part of the match
             events = [x for x in events if x.type != self.clock.type]

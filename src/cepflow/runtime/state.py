@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import json
 import math
+import reprlib
 from typing import Any
 
+from cepflow.compiler.expressions import EvaluationError
 from cepflow.events.jsonvalues import tagged, untagged
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.runtime.batch import gc_paused
@@ -60,13 +62,6 @@ def _event(e: Event) -> dict[str, Any]:
     return {"type": e.type, "params": list(e.params), "ts": e.ts, "id": e.id, "seq": e.seq}
 
 
-def _unevent(d: dict[str, Any]) -> Event:
-    if "parts" in d:
-        return ComplexEvent(d["type"], tuple(d["params"]), d["ts"], d["bindings"],
-                            [_unevent(p) for p in d["parts"]], d.get("match", -1))
-    return Event(d["type"], tuple(d["params"]), d["ts"], d.get("id"), d.get("seq", -1))
-
-
 def _rows(rows: PendingRows) -> dict[str, Any]:
     """A chain's pending rows as saved (the ``rows`` entry of a pattern). An atomic event is
     the list ``[type, params, ts, id, seq]`` (no key names to write and read per event; made
@@ -76,12 +71,6 @@ def _rows(rows: PendingRows) -> dict[str, Any]:
             "events": [[_event(e) if isinstance(e, ComplexEvent)
                         else [e.type, e.params, e.ts, e.id, e.seq] for e in evs]
                        for evs in rows.events]}
-
-
-def _unrows(saved: list[list[Any]]) -> list[list[Event]]:
-    """The events of saved rows (:func:`_rows`)."""
-    return [[_unevent(d) if isinstance(d, dict) else Event(d[0], tuple(d[1]), d[2], d[3], d[4])
-             for d in evs] for evs in saved]
 
 
 def _num(x: float) -> float | None:
@@ -122,6 +111,8 @@ def restore_text(engine: Engine, text: str) -> Engine:
             state = json.loads(text)
         except ValueError as err:
             raise StateError(f"engine state is not JSON: {err}") from None
+        except RecursionError:
+            raise StateError("engine state is nested too deeply to be read") from None
         return restore_state(engine, state)
 
 
@@ -182,95 +173,493 @@ def _saved(engine: Engine) -> dict[str, Any]:
 
 def restore_state(engine: Engine, state: dict[str, Any]) -> Engine:
     """Load ``state`` (from :func:`save_state`, version 1, 2 or 3) into a fresh engine for the
-    same program."""
+    same program. Every value is checked as it is read (:class:`_Reader`): a damaged or foreign
+    state is a :class:`StateError` naming the bad field, and nothing else is raised."""
     with gc_paused():
         return _restore(engine, state)
 
 
+#: the deepest nesting a saved value may have (a complex event's parts, a binding's value):
+#: far beyond what patterns make (one level per higher-order pattern), and well within
+#: Python's recursion limit
+MAX_NESTING = 64
+
+
 def _restore(engine: Engine, state: dict[str, Any]) -> Engine:
     if isinstance(state, dict) and state.get("nonfinite"):
-        state = untagged(state)
+        try:
+            state = untagged(state)
+        except RecursionError:
+            raise StateError(f"engine state: nested more than {MAX_NESTING} levels deep"
+                             ) from None
+        except (KeyError, TypeError):  # ({"$float": <not a float's text>})
+            raise StateError('engine state: a tagged number {"$float": …} that is not NaN, '
+                             "Infinity or -Infinity") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
-        raise StateError(f"not a cepflow engine state (format {found!r})")
+        raise StateError(f"not a cepflow engine state (format {_show(found)})")
     if state.get("version") not in READS:
-        raise StateError(f"engine state version {state.get('version')} is not supported "
+        raise StateError(f"engine state version {_show(state.get('version'))} is not supported "
                          f"(this cepflow reads versions {', '.join(map(str, READS))})")
     if state.get("program") != engine.program.fingerprint:
-        raise StateError("engine state was saved for different patterns "
-                         f"({state.get('program')} != {engine.program.fingerprint})")
+        raise StateError(_other_program(engine, state))
     if any(m.count() for m in engine.matchers) or engine.time != float("-inf"):
         raise StateError("restore into a fresh engine")
-    _restore_windows(engine, state.get("windows", {}))
-    by_name = {m.name: m for m in engine.matchers}
-    engine.time = state["time"] if state["time"] is not None else float("-inf")
-    c = state["counters"]
-    engine._token_id, engine._match_id, engine._input_seq = c["token"], c["match"], c["input"]
-    for name, extra in state.get("esper", {}).items():
-        m = by_name.get(name)
-        if m is None:
-            raise StateError(f"engine state has unknown pattern '{name}'")
-        m.done = bool(extra.get("done"))
-        m.seen = {tuple(k): t for k, t in extra.get("seen", [])}
-    for name, toks in state["patterns"].items():
-        m = by_name.get(name)
-        if m is None:
-            raise StateError(f"engine state has unknown pattern '{name}'")
-        for t in toks:
-            threads = []
-            for th in t["threads"]:
-                evs = [_unevent(e) for e in th["events"]]
-                zs = {int(z): s for z, s in th["zones"].items()} or None
-                threads.append(Thread(th["state"], dict(th["bindings"]), evs, zs,
-                                      evs[-1] if evs else None))
-            tok = Token(t["id"], t["part"], t["created"], threads)
-            m.register(tok)
-            for th in threads:
-                if th.zstart:
-                    m._schedule(tok, th)
-    for name, saved in state.get("rows", {}).items():
-        m = by_name.get(name)
-        if m is None:
-            raise StateError(f"engine state has unknown pattern '{name}'")
-        _restore_rows(m, saved)
-    engine.restore_clocks(state.get("clocks"))
+    _Reader(engine, state).restore()
     return engine
 
 
-def _restore_rows(m: Matcher, saved: dict[str, Any]) -> None:
-    """A chain's saved rows as its pending rows again (younger than its restored tokens), with
-    the window timer each partial match holds (Matcher._schedule of its token)."""
-    ids, states, keys = list(saved["ids"]), list(saved["states"]), list(saved["keys"])
-    events = _unrows(saved["events"])
-    z = saved["zone"]
-    if not (len(ids) == len(states) == len(keys) == len(events)) or not all(events):
-        raise StateError(f"malformed rows of pattern '{m.name}'")
-    if z is not None and z not in m.zone_by_id:
-        raise StateError(f"rows of pattern '{m.name}' name an unknown zone {z}")
-    if ids:
-        m.pending = PendingRows(ids, events, z, states, keys, saved["var"])
-    if z is not None and z in m.timed_zones:
-        length = m.zone_by_id[z].length
-        schedule = m.engine.schedule
-        for tid, evs in zip(ids, events, strict=True):
-            start = evs[0].ts
-            schedule(start + length, m, tid, z, start)
+def _other_program(engine: Engine, state: dict[str, Any]) -> str:
+    """Why ``state`` is not this program's, with the pattern and statement names of both."""
+    def names(kind: str, saved: Any, have: list[str]) -> str | None:
+        ours = ", ".join(have) or "none"
+        if not isinstance(saved, dict):
+            return None
+        theirs = ", ".join(str(n) for n in saved) or "none"
+        return None if theirs == ours else f"it has {kind} {theirs}, this program {ours}"
+
+    ours = [m.name for m in engine.matchers]
+    diffs = [d for d in (
+        names("patterns", state.get("patterns"), ours),
+        names("window statements", state.get("windows", {}),
+              [r.statement.name for r in engine.windows])) if d]
+    fp = (f"fingerprint {_show(state.get('program'))}, this program's "
+          f"{engine.program.fingerprint}")
+    if diffs:
+        return f"engine state was saved for different patterns: {'; '.join(diffs)} ({fp})"
+    return (f"engine state was saved for different patterns: the same names "
+            f"({', '.join(ours) or 'none'}) but another version of them — pattern text, "
+            f"context, partitioning or window statements differ ({fp})")
 
 
-def _restore_windows(engine: Engine, saved: dict[str, Any]) -> None:
-    """Each window statement's state (all of them: the fingerprint says the program has the
-    same statements, so a missing or extra one is a damaged state)."""
-    names = {r.statement.name for r in engine.windows}
-    if set(saved) != names:
-        missing, extra = sorted(names - set(saved)), sorted(set(saved) - names)
-        raise StateError("engine state does not match the window statements: "
-                         + "; ".join([*(f"no state for '{n}'" for n in missing),
-                                      *(f"unknown statement '{n}'" for n in extra)]))
-    for r in engine.windows:
-        try:
-            load_runner(r, saved[r.statement.name], _unevent)
-        except WindowError as e:
-            raise StateError(str(e)) from None
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-            raise StateError(f"malformed state of window statement '{r.statement.name}': "
-                             f"{type(e).__name__}: {e}") from None
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 2, 40, 40
+
+
+def _show(value: Any) -> str:
+    """A value for a message, cut short (also one nested without end)."""
+    return _SHORT.repr(value)
+
+
+_NUMBER = (int, float)
+_MISSING = object()
+_LOW = -math.inf
+_SCALAR = frozenset((str, int, float, bool, type(None)))
+
+
+class _Reader:
+    """Reads a saved state into a fresh engine, checking every value as it decodes it: types,
+    ranges (counters, token ids, automaton states and zones of the pattern, event types and
+    their arity, sequence and match numbers not beyond the saved counters, times not after
+    the engine's clock) and nesting (:data:`MAX_NESTING`). The first bad value is a
+    :class:`StateError` naming its place, e.g. ``patterns.P[0].threads[0].state``."""
+
+    def __init__(self, engine: Engine, state: dict[str, Any]) -> None:
+        self.engine, self.state = engine, state
+        self.arity = {name: len(t.params) for name, t in engine.program.schemas.items()}
+        for m in engine.matchers:  # the synthetic event of a leading timer:interval
+            if m.clock is not None:
+                self.arity.setdefault(m.clock.type, 0)
+        #: per pattern, the automaton states a partial match can rest in
+        self._states = {m.name: {p.id for p in m.auto.positions} | set(m.auto.restricted)
+                        for m in engine.matchers}
+
+    # -- values ---------------------------------------------------------------------------
+    @staticmethod
+    def bad(where: str, what: str, value: Any = None, show: bool = True) -> StateError:
+        got = f", not {_show(value)}" if show else ""
+        return StateError(f"engine state: {where}: {what}{got}")
+
+    def field(self, d: Any, key: str, where: str) -> Any:
+        if not isinstance(d, dict):
+            raise self.bad(where, "expected an object", d)
+        if key not in d:
+            raise self.bad(f"{where}.{key}" if where else key, "missing", show=False)
+        return d[key]
+
+    def int_(self, v: Any, where: str, lo: int = 0, hi: int | None = None) -> int:
+        if type(v) is not int or v < lo or (hi is not None and v > hi):
+            rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+            raise self.bad(where, f"expected an integer {rng}", v)
+        return v
+
+    def time(self, v: Any, where: str, null: bool = False) -> float | None:
+        if v is None and null:
+            return None
+        if type(v) not in (int, float) or not math.isfinite(v):
+            raise self.bad(where, "expected a finite number (ms)" + (" or null" if null else ""),
+                           v)
+        return v
+
+    def list_(self, v: Any, where: str, nonempty: bool = False) -> list[Any]:
+        if not isinstance(v, list) or (nonempty and not v):
+            raise self.bad(where, "expected a non-empty list" if nonempty else "expected a list",
+                           v)
+        return v
+
+    def dict_(self, v: Any, where: str) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            raise self.bad(where, "expected an object", v)
+        return v
+
+    def scalar(self, v: Any, where: str) -> Any:
+        """A JSON scalar: what keys, partitions and ids may be (they index dicts)."""
+        if v is not None and type(v) not in (str, int, float, bool):
+            raise self.bad(where, "expected a string, number, boolean or null", v)
+        return v
+
+    def value(self, v: Any, where: str, depth: int = 0) -> Any:
+        """Any JSON value (a parameter, a binding), nested at most :data:`MAX_NESTING` deep;
+        lists stay lists (as JSON gives them)."""
+        if v is None or type(v) in (str, int, float, bool):
+            return v
+        if depth >= MAX_NESTING:
+            raise self.bad(where, f"nested more than {MAX_NESTING} levels deep", show=False)
+        if isinstance(v, list):
+            for i, x in enumerate(v):
+                self.value(x, f"{where}[{i}]", depth + 1)
+            return v
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise self.bad(where, "expected text keys", k)
+                self.value(x, f"{where}.{k}", depth + 1)
+            return v
+        raise self.bad(where, "expected a JSON value", v)
+
+    def bindings(self, v: Any, where: str) -> dict[str, Any]:
+        self.value(self.dict_(v, where), where)
+        return dict(v)
+
+    # -- events ---------------------------------------------------------------------------
+    def params(self, v: Any, etype: str, where: str) -> tuple[Any, ...]:
+        self.list_(v, where)
+        if len(v) != self.arity[etype]:
+            raise self.bad(where, f"type '{etype}' has {self.arity[etype]} parameter(s)",
+                           len(v))
+        self.value(v, where)
+        return tuple(v)
+
+    def etype(self, v: Any, where: str) -> str:
+        if not isinstance(v, str) or v not in self.arity:
+            raise self.bad(where, "expected an event type of the program", v)
+        return v
+
+    def seq(self, v: Any, where: str) -> int:
+        return self.int_(v, where, -1, max(self.inputs - 1, -1))
+
+    def event(self, d: Any, where: str, depth: int = 0) -> Event:
+        """An ``<event>`` object: atomic, or complex with its parts."""
+        if type(d) is dict and "parts" not in d:
+            e = self.atomic(d.get("type"), d.get("params"), d.get("ts"), d.get("id"),
+                            d.get("seq", -1))
+            if e is not None:
+                return e
+        self.dict_(d, where)
+        t = self.etype(self.field(d, "type", where), f"{where}.type")
+        params = self.params(self.field(d, "params", where), t, f"{where}.params")
+        ts = self.time(self.field(d, "ts", where), f"{where}.ts")
+        if ts > self.clock:
+            raise self.bad(f"{where}.ts", f"after the engine's time {self.clock:g}", ts)
+        if "parts" not in d:
+            return Event(t, params, ts, self.scalar(d.get("id"), f"{where}.id"),
+                         self.seq(d.get("seq", -1), f"{where}.seq"))
+        if depth >= MAX_NESTING:
+            raise self.bad(where, f"complex events nested more than {MAX_NESTING} deep",
+                           show=False)
+        parts = self.list_(d["parts"], f"{where}.parts")  # (a window row may have none)
+        return ComplexEvent(
+            t, params, ts, self.bindings(self.field(d, "bindings", where), f"{where}.bindings"),
+            [self.event(p, f"{where}.parts[{i}]", depth + 1) for i, p in enumerate(parts)],
+            self.int_(d.get("match", -1), f"{where}.match", -1, self.matches))
+
+    def atomic(self, t: Any, params: Any, ts: Any, ident: Any, seq: Any) -> Event | None:
+        """The atomic event of these values when each is as it should be (flat parameters),
+        else None: the caller then reads it again value by value, to say what is wrong. (Most
+        saved events are of this kind: checking them this way halves the time to restore.)"""
+        n = self.arity.get(t) if type(t) is str else None
+        if (n is None or type(params) is not list or len(params) != n
+                or type(ts) not in _NUMBER or not _LOW < ts <= self.clock
+                or type(ident) not in _SCALAR or type(seq) is not int
+                or not -1 <= seq < self.inputs):
+            return None
+        for x in params:
+            if type(x) not in _SCALAR:
+                return None
+        return Event(t, tuple(params), ts, ident, seq)
+
+    def plain_row(self, evs: Any) -> list[Event] | None:
+        """The events of a saved row when all are ``[type, params, ts, id, seq]`` as they
+        should be (:meth:`atomic`, inlined: this runs once per saved event), else None."""
+        if type(evs) is not list or not evs:
+            return None
+        arity, clock, inputs, scalar, number = (self.arity, self.clock, self.inputs, _SCALAR,
+                                                _NUMBER)
+        out = []
+        for d in evs:
+            if type(d) is not list or len(d) != 5:
+                return None
+            t, params, ts, ident, seq = d
+            n = arity.get(t) if type(t) is str else None
+            if (n is None or type(params) is not list or len(params) != n
+                    or type(ts) not in number or not _LOW < ts <= clock
+                    or type(ident) not in scalar or type(seq) is not int
+                    or not -1 <= seq < inputs):
+                return None
+            for x in params:
+                if type(x) not in scalar:
+                    return None
+            out.append(Event(t, tuple(params), ts, ident, seq))
+        return out
+
+    def row_event(self, d: Any, where: str) -> Event:
+        """A ``<row event>``: ``[type, params, ts, id, seq]``, or an ``<event>`` object."""
+        if type(d) is list and len(d) == 5:
+            e = self.atomic(*d)
+            if e is not None:
+                return e
+        if isinstance(d, dict):
+            return self.event(d, where)
+        if not isinstance(d, list) or len(d) != 5:
+            raise self.bad(where, "expected [type, params, ts, id, seq] or an event object", d)
+        t = self.etype(d[0], f"{where}[0]")
+        ts = self.time(d[2], f"{where}[2]")
+        if ts > self.clock:
+            raise self.bad(f"{where}[2]", f"after the engine's time {self.clock:g}", ts)
+        return Event(t, self.params(d[1], t, f"{where}[1]"), ts, self.scalar(d[3], f"{where}[3]"),
+                     self.seq(d[4], f"{where}[4]"))
+
+    # -- partial matches ------------------------------------------------------------------
+
+    def plain_token(self, m: Matcher, t: Any, ids: set[int]) -> Token | None:
+        """The token of ``t`` when every value is as it should be and its events are atomic
+        with flat parameters and bindings, else None: the caller then reads it again value by
+        value (:meth:`token`), to say what is wrong. (Checking the usual token this way, with
+        no message made, is most of what keeps a checked restore fast.)"""
+        if type(t) is not dict:
+            return None
+        tid, part, created, raw = (t.get("id"), t.get("part", _MISSING), t.get("created"),
+                                   t.get("threads"))
+        if (type(tid) is not int or not 1 <= tid <= self.tokens or tid in ids
+                or (part is not None and (not m.partitioned or type(part) not in _SCALAR))
+                or type(created) not in _NUMBER or not math.isfinite(created)
+                or type(raw) is not list or not raw):
+            return None
+        states, zones, atomic = self._states[m.name], m.zone_by_id, self.atomic
+        threads = []
+        for th in raw:
+            if type(th) is not dict:
+                return None
+            state, bindings, zs, evs = (th.get("state"), th.get("bindings"), th.get("zones"),
+                                        th.get("events"))
+            if (type(state) is not int or state not in states or type(bindings) is not dict
+                    or type(zs) is not dict or type(evs) is not list or not evs):
+                return None
+            for k, v in bindings.items():
+                if type(k) is not str or type(v) not in _SCALAR:
+                    return None
+            entered = {}
+            for z, start in zs.items():
+                zid = int(z) if type(z) is str and z.isdigit() else None
+                if zid not in zones or type(start) not in _NUMBER or not math.isfinite(start):
+                    return None
+                entered[zid] = start
+            events = [atomic(e.get("type"), e.get("params"), e.get("ts"), e.get("id"),
+                             e.get("seq", -1))
+                      if type(e) is dict and "parts" not in e else None for e in evs]
+            if any(e is None for e in events):
+                return None
+            threads.append(Thread(state, dict(bindings), events, entered or None, events[-1]))
+        ids.add(tid)
+        return Token(tid, part, created, threads)
+
+    def token(self, m: Matcher, t: Any, where: str, ids: set[int]) -> Token:
+        """A token read value by value (:meth:`plain_token` first)."""
+        tok = self.plain_token(m, t, ids)
+        if tok is not None:
+            return tok
+        self.dict_(t, where)
+        tid = self.int_(self.field(t, "id", where), f"{where}.id", 1, self.tokens)
+        if tid in ids:
+            raise self.bad(f"{where}.id", "a token id used twice", tid)
+        ids.add(tid)
+        part = self.scalar(self.field(t, "part", where), f"{where}.part")
+        if part is not None and not m.partitioned:
+            raise self.bad(f"{where}.part", f"pattern '{m.name}' is not partitioned: "
+                           "expected null", part)
+        created = self.time(self.field(t, "created", where), f"{where}.created")
+        states = self._states[m.name]
+        threads = []
+        raw = self.list_(self.field(t, "threads", where), f"{where}.threads", nonempty=True)
+        for i, th in enumerate(raw):
+            at = f"{where}.threads[{i}]"
+            self.dict_(th, at)
+            state = self.field(th, "state", at)
+            if type(state) is not int or state not in states:
+                raise self.bad(f"{at}.state", f"expected a state of pattern '{m.name}' "
+                               f"({', '.join(map(str, sorted(states)))})", state)
+            bindings = self.bindings(self.field(th, "bindings", at), f"{at}.bindings")
+            var = m.key_var.get(state)
+            if var is not None:
+                self.scalar(bindings.get(var), f"{at}.bindings.{var}")
+            zs = {}
+            for z, start in self.dict_(self.field(th, "zones", at), f"{at}.zones").items():
+                zid = int(z) if isinstance(z, str) and z.lstrip("-").isdigit() else None
+                if zid not in m.zone_by_id:
+                    raise self.bad(f"{at}.zones", f"expected zone ids of pattern '{m.name}'", z)
+                zs[zid] = self.time(start, f"{at}.zones.{z}")
+            evs = [self.event(e, f"{at}.events[{j}]") for j, e in enumerate(
+                self.list_(self.field(th, "events", at), f"{at}.events", nonempty=True))]
+            threads.append(Thread(state, bindings, evs, zs or None, evs[-1]))
+        return Token(tid, part, created, threads)
+
+    def rows(self, m: Matcher, saved: Any, where: str, ids: set[int]) -> None:
+        """A chain's saved rows as its pending rows again (younger than its restored tokens),
+        with the window timer each partial match holds (Matcher._schedule of its token)."""
+        self.dict_(saved, where)
+        z = self.field(saved, "zone", where)
+        if z is not None and (type(z) is not int or z not in m.zone_by_id):
+            raise self.bad(f"{where}.zone", f"expected a zone id of pattern '{m.name}' or null",
+                           z)
+        var = self.field(saved, "var", where)
+        if not isinstance(var, str) or not var:
+            raise self.bad(f"{where}.var", "expected a variable name", var)
+        cols = [self.list_(self.field(saved, c, where), f"{where}.{c}")
+                for c in ("ids", "states", "keys", "events")]
+        if len({len(c) for c in cols}) != 1:
+            raise self.bad(where, "ids, states, keys and events of different lengths",
+                           [len(c) for c in cols])
+        tids, states = cols[0], self._states[m.name]
+        for i, (tid, st, key) in enumerate(zip(tids, cols[1], cols[2], strict=True)):
+            # (messages are made only for a bad value: this runs once per partial match)
+            if type(tid) is not int or not 1 <= tid <= self.tokens or tid in ids:
+                self.int_(tid, f"{where}.ids[{i}]", 1, self.tokens)
+                raise self.bad(f"{where}.ids[{i}]", "a token id used twice", tid)
+            ids.add(tid)
+            if type(st) is not int or st not in states:
+                raise self.bad(f"{where}.states[{i}]", f"expected a state of pattern "
+                               f"'{m.name}'", st)
+            if type(key) not in _SCALAR:
+                self.scalar(key, f"{where}.keys[{i}]")
+        events = []
+        plain = self.plain_row
+        for i, evs in enumerate(cols[3]):
+            row = plain(evs)
+            if row is None:  # (something to say: read it again value by value)
+                row = [self.row_event(e, f"{where}.events[{i}][{j}]") for j, e in enumerate(
+                    self.list_(evs, f"{where}.events[{i}]", nonempty=True))]
+            events.append(row)
+        if tids:
+            m.pending = PendingRows(list(tids), events, z, list(cols[1]), list(cols[2]), var)
+        if z is not None and z in m.timed_zones:
+            length = m.zone_by_id[z].length
+            schedule = m.engine.schedule
+            for tid, evs in zip(tids, events, strict=True):
+                start = evs[0].ts
+                schedule(start + length, m, tid, z, start)
+
+    # -- the document ---------------------------------------------------------------------
+    def restore(self) -> None:
+        engine, state = self.engine, self.state
+        by_name = {m.name: m for m in engine.matchers}
+        c = self.dict_(self.field(state, "counters", ""), "counters")
+        self.tokens = self.int_(self.field(c, "token", "counters"), "counters.token")
+        self.matches = self.int_(self.field(c, "match", "counters"), "counters.match")
+        self.inputs = self.int_(self.field(c, "input", "counters"), "counters.input")
+        time = self.time(self.field(state, "time", ""), "time", null=True)
+        self.clock = -math.inf if time is None else time
+        patterns = self.dict_(self.field(state, "patterns", ""), "patterns")
+        for name in [*patterns, *self.dict_(state.get("rows", {}), "rows")]:
+            if name not in by_name:
+                raise self.bad(f"patterns.{name}", "not a pattern of the program "
+                               f"({', '.join(by_name) or 'none'})", show=False)
+        self.windows(self.dict_(state.get("windows", {}), "windows"))
+        engine.time = self.clock
+        engine._token_id, engine._match_id, engine._input_seq = (
+            self.tokens, self.matches, self.inputs)
+        engine.continue_numbering()
+        if engine.max_partial_matches is not None:
+            engine._next_check = -1  # (count the restored partial matches at the next step)
+        for name, extra in self.dict_(state.get("esper", {}), "esper").items():
+            m = by_name.get(name)
+            if m is None or m.context != "esper":
+                raise self.bad(f"esper.{name}", "not an Esper pattern of the program",
+                               show=False)
+            where = f"esper.{name}"
+            self.dict_(extra, where)
+            done = extra.get("done", False)
+            if type(done) is not bool:
+                raise self.bad(f"{where}.done", "expected true or false", done)
+            m.done = done
+            seen: dict[tuple, float] = {}
+            for i, item in enumerate(self.list_(extra.get("seen", []), f"{where}.seen")):
+                if not isinstance(item, list) or len(item) != 2:
+                    raise self.bad(f"{where}.seen[{i}]", "expected [[key values], ms]", item)
+                key = self.list_(item[0], f"{where}.seen[{i}][0]")
+                for j, k in enumerate(key):
+                    self.scalar(k, f"{where}.seen[{i}][0][{j}]")
+                seen[tuple(key)] = self.time(item[1], f"{where}.seen[{i}][1]")
+            m.seen = seen
+        for name, toks in patterns.items():
+            m, ids = by_name[name], set()
+            for i, t in enumerate(self.list_(toks, f"patterns.{name}")):
+                tok = self.token(m, t, f"patterns.{name}[{i}]", ids)
+                m.register(tok)
+                for th in tok.threads:
+                    if th.zstart:
+                        m._schedule(tok, th)
+            saved = state.get("rows", {}).get(name)
+            if saved is not None:
+                self.rows(m, saved, f"rows.{name}", ids)
+        for name, saved in state.get("rows", {}).items():
+            if name not in patterns:
+                self.rows(by_name[name], saved, f"rows.{name}", set())
+        self.clocks(state.get("clocks"))
+
+    def clocks(self, saved: Any) -> None:
+        if saved is None:
+            return
+        self.dict_(saved, "clocks")
+        self.time(saved.get("start"), "clocks.start", null=True)
+        if type(saved.get("stopped", False)) is not bool:
+            raise self.bad("clocks.stopped", "expected true or false", saved.get("stopped"))
+        clocked = {m.name for m in self.engine.matchers if m.clock is not None}
+        for name, begun in self.dict_(saved.get("intervals", {}), "clocks.intervals").items():
+            if name not in clocked:
+                raise self.bad(f"clocks.intervals.{name}", "not a pattern that starts with "
+                               f"timer:interval ({', '.join(sorted(clocked)) or 'none'})",
+                               show=False)
+            self.time(begun, f"clocks.intervals.{name}", null=True)
+        self.engine.restore_clocks(saved)
+
+    def windows(self, saved: dict[str, Any]) -> None:
+        """Each window statement's state (all of them: the fingerprint says the program has
+        the same statements, so a missing or extra one is a damaged state)."""
+        engine = self.engine
+        names = {r.statement.name for r in engine.windows}
+        if set(saved) != names:
+            missing, extra = sorted(names - set(saved)), sorted(set(saved) - names)
+            raise StateError("engine state does not match the window statements: "
+                             + "; ".join([*(f"no state for '{n}'" for n in missing),
+                                          *(f"unknown statement '{n}'" for n in extra)]))
+        for r in engine.windows:
+            name = r.statement.name
+            where = f"windows.{name}"
+            def decode(d: Any, where: str = where, n: list[int] = [0]) -> Event:  # noqa: B006
+                n[0] += 1  # (a fresh list per statement: the record's place in messages)
+                return self.event(d, f"{where}.records[{n[0] - 1}]")
+
+            if isinstance(saved[name], dict) and saved[name].get("finished") is not False:
+                # (the engine never ends a statement's input: it goes on after a restore)
+                raise self.bad(f"{where}.finished", "expected false", saved[name].get("finished"))
+            try:
+                self.value(saved[name], where)
+                load_runner(r, saved[name], decode)
+            except StateError:
+                raise
+            except WindowError as e:
+                raise StateError(str(e)) from None
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError,
+                    OverflowError, EvaluationError) as e:
+                raise StateError(f"malformed state of window statement '{name}': "
+                                 f"{type(e).__name__}: {e}") from None

@@ -39,7 +39,8 @@ from cepflow.outputs import MatchFile, match_batch, write_side_file
 from cepflow.outputs.files import STDOUT
 from cepflow.outputs.records import REJECTED_SCHEMA as SIDE_FILE_SCHEMA
 from cepflow.outputs.records import record_text
-from cepflow.runtime.engine import Engine
+from cepflow.runtime.batch import Declined
+from cepflow.runtime.engine import Engine, RunStopped
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
     ArrowRows,
@@ -508,10 +509,15 @@ def match_runner(sub: Program, actions: dict[str, Any], arities: Mapping[str, in
     path when it applies (:attr:`Engine.columnar`), else they become events."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        feeder = Feeder(Engine(sub, actions=actions, strict_actions=False), arities, arity)
+        # (a DataFrame of matches has no side output: an evaluation error fails the job with
+        # its located message, as a malformed row does in detect(); replay() writes them)
+        feeder = Feeder(Engine(sub, actions=actions, strict_actions=False, on_error="fail"),
+                        arities, arity)
         for batch in batches:
             yield from feeder.add(batch)
         yield from feeder.end(horizon, close_windows=close_windows)
+        if feeder.failed is not None:
+            raise feeder.failed
 
     return run
 
@@ -522,8 +528,12 @@ def feed(engine: Engine, columnar: bool, batch: pa.RecordBatch, arities: Mapping
     ``columnar`` (:attr:`Engine.columnar`), else as events; the match rows found, if any."""
     if columnar:
         rows = ArrowRows(batch, arities, arity)
-        table = engine.process_columns(rows)
-        return encode_match_table(table, rows) if table.count else None
+        try:
+            table = engine.process_columns(rows)
+        except Declined:  # (a filter failed on a row: the batch goes event by event)
+            pass
+        else:
+            return encode_match_table(table, rows) if table.count else None
     found = engine.process_batch(decode(batch, arities, arity))
     return match_batch(found) if found else None
 
@@ -539,11 +549,14 @@ class Feeder:
         self.held: list[pa.RecordBatch] = []
         self.rows = 0
         self.target = FEED_ROWS  # rows to hold before the next feed
+        #: the engine stopped the run (an evaluation error under ``on_error="fail"``, more
+        #: partial matches than ``max_partial_matches``): nothing more is fed
+        self.failed: RunStopped | None = None
 
     def add(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Hold ``batch``; feed what is held once it reaches the target: :data:`FEED_ROWS`
         rows, more with many partial matches carried (:data:`CARRY_ROWS`)."""
-        if batch.num_rows:
+        if batch.num_rows and self.failed is None:
             self.held.append(batch)
             self.rows += batch.num_rows
         if self.rows >= self.target:
@@ -555,11 +568,22 @@ class Feeder:
             return
         batch = pa.Table.from_batches(self.held).combine_chunks().to_batches()[0]
         self.held, self.rows = [], 0
-        found = feed(self.engine, self.engine.columnar, batch, self.arities, self.arity)
+        try:
+            found = feed(self.engine, self.engine.columnar, batch, self.arities, self.arity)
+        except RunStopped as err:
+            yield from self._stopped(err)
+            return
         carried = sum(self.engine.partial_matches().values())
         self.target = min(MAX_FEED_ROWS, max(FEED_ROWS, CARRY_ROWS * carried))
         if found is not None:
             yield found
+
+    def _stopped(self, err: RunStopped) -> Iterator[pa.RecordBatch]:
+        """The engine stopped the run: what it found until then, and no more."""
+        self.failed = err
+        self.held, self.rows = [], 0
+        if err.complex_events:
+            yield match_batch(err.complex_events)
 
     def end(self, until: float | None, *, finish: bool = True,
             close_windows: bool = False) -> Iterator[pa.RecordBatch]:
@@ -567,12 +591,26 @@ class Feeder:
         window deadlines before it fire) and, with ``finish``, end its input; the match rows
         found on the way."""
         yield from self.flush()
+        if self.failed is not None:
+            return
         engine = self.engine
-        tail = engine.advance_to(until) if until is not None and until > -math.inf else []
-        if finish:
-            tail += engine.finish(close_windows=close_windows)
+        try:
+            tail = engine.advance_to(until) if until is not None and until > -math.inf else []
+            if finish:
+                tail += engine.finish(close_windows=close_windows)
+        except RunStopped as err:
+            yield from self._stopped(err)
+            return
         if tail:
             yield match_batch(tail)
+
+
+def error_rows(records: list[Rejected]) -> list[list[Any]]:
+    """Error records (kind ``error``) as rows of :data:`REJECTED_SCHEMA`, the event they
+    failed on as JSON text; ``records`` is emptied."""
+    rows = [[r.source, r.location, r.reason, r.field, record_text(r.record)] for r in records]
+    records.clear()
+    return rows
 
 
 def detect(program: Program, **kw: Any) -> Callable[[DataFrame], DataFrame]:

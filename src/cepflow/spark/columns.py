@@ -148,6 +148,13 @@ class ArrowRows(Rows):
         return made
 
     def number(self, engine: Any) -> None:
+        if self.n and engine._renumber:  # (after a restore: the saved numbering goes on)
+            seq = column(self.batch, "seq")
+            first = seq[0].as_py()
+            shift = 0 if first is None or first < 0 else engine.continued(first) - first
+            if shift:
+                self.batch = self.batch.set_column(self.batch.schema.get_field_index("seq"),
+                                                   "seq", pc.add(seq, shift))
         if self.n:
             top = int(pc.max(column(self.batch, "seq")).as_py())
             if top >= engine._input_seq:

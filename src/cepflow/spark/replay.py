@@ -51,7 +51,7 @@ from cepflow.compiler.program import Program
 from cepflow.events.model import SideChannel
 from cepflow.inputs.columnar import arity_of, parquet_columns
 from cepflow.inputs.files import check_options, input_files
-from cepflow.outputs.files import check_writable
+from cepflow.outputs.files import check_writable, write_side_file
 from cepflow.outputs.records import record_text
 from cepflow.replay import Replayed, side_path
 from cepflow.runtime.engine import Engine
@@ -61,6 +61,7 @@ from cepflow.spark.batch import (
     Feeder,
     _local_path,
     actions_for,
+    error_rows,
     file_rows,
     fill,
     longs,
@@ -68,7 +69,6 @@ from cepflow.spark.batch import (
     shown_names,
     warn_unpartitioned,
     write_matches,
-    write_rejected_rows,
 )
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
@@ -168,29 +168,36 @@ def _routed(program: Program, groups: list[Group], arity: int, columns: list[str
 
 def _runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int], arity: int,
             columns: list[str], files: int, close_windows: bool,
-            written: Accumulator[dict[int, int]]
+            written: Accumulator[dict[int, Any]], options: dict[str, Any] | None = None
             ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of a partition sorted by (ts, seq): summary rows (null ts)
     first, then events; one engine per group present, each fed its events in order; complex
-    events out, their number by pattern added to ``written`` under the partition's index (so
-    the output need not be read back to be counted)."""
+    events out. Added to ``written`` under the partition's index (so the output need not be
+    read back to be counted): the complex events by pattern, the engines' error records and
+    why an engine stopped the run (the engines' ``options``: ``on_error``,
+    ``max_partial_matches``; docs/semantics.md)."""
     event_cols = [f.name for f in event_fields(arity) if f.name in columns]
     several = len(subs) > 1
 
     def counted(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         n: dict[str, int] = {}
-        for b in run(batches):
+        feeders: dict[int, Feeder] = {}
+        for b in run(batches, feeders):
             for p in pc.value_counts(b.column("pattern")).to_pylist():
                 n[p["values"]] = n.get(p["values"], 0) + p["counts"]
             yield b
         task = TaskContext.get()
-        written.add({task.partitionId() if task is not None else 0: n})
+        errors = [r for gi in sorted(feeders) for r in error_rows(feeders[gi].engine.errors)]
+        stopped = [[type(f.failed).__name__, str(f.failed)] for f in feeders.values()
+                   if f.failed is not None]
+        written.add({task.partitionId() if task is not None else 0: [n, errors, stopped]})
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterator[pa.RecordBatch], feeders: dict[int, Feeder]
+            ) -> Iterator[pa.RecordBatch]:
+        """(``feeders``: per group present in the partition, filled here)"""
         counts = np.zeros(files, dtype=np.int64)
         horizon = -math.inf
         offsets: np.ndarray | None = None
-        feeders: dict[int, Feeder] = {}  # per group present in the partition
 
         for batch in batches:
             if not batch.num_rows:
@@ -218,7 +225,8 @@ def _runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int
                 feeder = feeders.get(gi)
                 if feeder is None:
                     feeder = feeders[gi] = Feeder(
-                        Engine(subs[gi], actions=actions, strict_actions=False), arities, arity)
+                        Engine(subs[gi], actions=actions, strict_actions=False,
+                               **(options or {})), arities, arity)
                 yield from feeder.add(pa.RecordBatch.from_arrays(cols, names=event_cols))
         for gi in sorted(feeders):
             yield from feeders[gi].end(horizon, close_windows=close_windows)
@@ -230,7 +238,8 @@ def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
            output: str | os.PathLike[str], rejected: str | os.PathLike[str] | None = None, *,
            actions: Mapping[str, Callable[..., Any]] | None = None,
            close_windows: bool = False, partitions: int | None = None,
-           reader_options: Mapping[str, Any] | None = None) -> Replayed:
+           reader_options: Mapping[str, Any] | None = None, on_error: str = "skip",
+           max_partial_matches: int | None = None) -> Replayed:
     """Complex events of ``program`` over a file or folder of JSON Lines / CSV / Parquet event
     files, written to ``output`` (:func:`cepflow.spark.batch.write_matches`: ``.jsonl``,
     ``.csv``, ``-`` or a Parquet folder), and the rejected records to the side file
@@ -238,7 +247,10 @@ def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
     there are none), in one Spark job (module docstring). ``reader_options`` as for
     :func:`cepflow.inputs.read_events`. A missing input, an input file that is not an event
     file (:class:`~cepflow.inputs.InputError`) or a side file that cannot be written
-    (:class:`~cepflow.outputs.OutputError`) is refused before the job."""
+    (:class:`~cepflow.outputs.OutputError`) is refused before the job. Evaluation errors are
+    rejected records of kind ``error``; ``on_error="fail"`` stops each engine at its first,
+    and ``max_partial_matches`` an engine holding more (docs/semantics.md; the engines that
+    stopped are in :attr:`Replayed.stopped`)."""
     groups = plan(program)
     arity = arity_of(program.schemas)
     options = dict(reader_options or {})
@@ -272,29 +284,35 @@ def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
     arities = {t: len(s.params) for t, s in program.schemas.items()}
     written = spark.sparkContext.accumulator({}, _Merged())
     runner = _runner(subs, actions_for(program, actions or {}), arities, arity, columns,
-                     len(names), close_windows, written)
+                     len(names), close_windows, written,
+                     {"on_error": on_error, "max_partial_matches": max_partial_matches})
     matches = rows.sortWithinPartitions("ts", "seq").mapInArrow(
         runner, spark_ddl(MATCH_SCHEMA))
     n_out = write_matches(matches, output, written=lambda: sum(
-        k for by_pattern in written.value.values() for k in by_pattern.values()))
+        k for done in written.value.values() for k in done[0].values()))
     seen = by_file.value
     missing = [f for f in names if f not in seen and not Path(f).name.startswith(("_", "."))]
     if missing:  # (cannot happen: every file row is parsed by the job that wrote the output)
         raise RuntimeError(f"files not read by the replay job: {', '.join(missing[:5])}")
-    bad = [dict(zip(REJECTED_SCHEMA.names, r, strict=True))
-           for f in sorted(seen) for r in seen[f][1]]
-    side = pa.RecordBatch.from_pylist([{"kind": "malformed", **r} for r in bad],
-                                      schema=SIDE_FILE_SCHEMA)
+    done = written.value
+    rows = [{"kind": "malformed", **dict(zip(REJECTED_SCHEMA.names, r, strict=True))}
+            for f in sorted(seen) for r in seen[f][1]]
+    n_bad = len(rows)
+    rows += [{"kind": "error", **dict(zip(REJECTED_SCHEMA.names, r, strict=True))}
+             for p in sorted(done) for r in done[p][1]]
+    side = pa.RecordBatch.from_pylist(rows, schema=SIDE_FILE_SCHEMA)
     if target is not None:
-        write_rejected_rows(bad, target)
+        write_side_file(side, target)
     by_pattern: dict[str, int] = {}
-    for counts in written.value.values():
+    for counts, _, _ in done.values():
         for name, k in counts.items():
             by_pattern[name] = by_pattern.get(name, 0) + k
-    return Replayed(sum(v[0] for v in seen.values()), n_out, len(bad), groups,
-                    by_kind={"malformed": len(bad)} if bad else {},
-                    by_pattern=dict(sorted(by_pattern.items())), side=side,
-                    side_file=target if target is not None and bad else None)
+    by_kind = {k: n for k, n in (("malformed", n_bad), ("error", len(rows) - n_bad)) if n}
+    return Replayed(sum(v[0] for v in seen.values()), n_out, len(rows), groups,
+                    by_kind=by_kind, by_pattern=dict(sorted(by_pattern.items())), side=side,
+                    side_file=target if target is not None and rows else None,
+                    errors=len(rows) - n_bad,
+                    stopped=[(k, m) for p in sorted(done) for k, m in done[p][2]])
 
 
 def _travelling(names: list[str], program: Program, groups: list[Group],

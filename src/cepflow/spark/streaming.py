@@ -36,11 +36,14 @@ batch's events plus the engine state left by the previous micro-batch*:
 * **Exactly once**: batch ``N`` reads the state of the newest complete batch before ``N`` and
   overwrites its outputs ``matches/batch=N``, ``rejected/batch=N`` and state ``batch=N``; Spark
   re-runs an uncommitted batch with the same id and the same files, so a restart reproduces
-  exactly the same output and state.
+  exactly the same output and state. The state read must be that of the batch Spark's commit
+  log (``CHECKPOINT/commits``) committed last: a state behind it (files lost) or ahead of it
+  stops the query with what is missing and how to recover (:class:`StreamStateError`), never
+  a silent step back in time.
 
 Output folders under ``sink``: ``matches/batch=N`` (pattern, ts, params, events) and
-``rejected/batch=N`` (kind late|malformed, source, location, reason, field, record), JSON Lines
-in Spark's part files, each line in the one encoding of every engine
+``rejected/batch=N`` (kind late|malformed|error, source, location, reason, field, record),
+JSON Lines in Spark's part files, each line in the one encoding of every engine
 (:mod:`cepflow.outputs.records`, docs/formats.md).
 """
 
@@ -76,6 +79,7 @@ from cepflow.spark.batch import (
     Feeder,
     _prepared_schema,
     actions_for,
+    error_rows,
     file_parser,
     file_rows,
     fill,
@@ -156,7 +160,8 @@ class _Clock:
 
 
 def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[str, int],
-                  arity: int, columns: list[str], watermark: float, released: float
+                  arity: int, columns: list[str], watermark: float, released: float,
+                  options: dict[str, Any] | None = None
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of one micro-batch: rows sorted by (g, pid, part, ts, file,
     seq) — per (group, shard) first its saved engine, then its events, with the event
@@ -165,7 +170,10 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
 
     Summary rows (one job, lateness 0) sort first and raise ``watermark`` and ``released`` to
     the largest timestamp they carry; a shard with nothing but them gets no engine. The rows of
-    :data:`SIDE_SHARD` are passed on, followed by one clock row."""
+    :data:`SIDE_SHARD` are passed on, followed by one clock row. A shard whose engine recorded
+    evaluation errors returns them as side rows (kind ``error``) and a clock row with a null
+    ``ts``, their number in ``seq`` and, when the engine stopped the run (``options``:
+    ``on_error="fail"``, ``max_partial_matches``), why in ``engine``."""
     schema = _out_schema(arity, columns)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -185,6 +193,20 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
             engine = feeder.engine
             for m in feeder.end(max(released, top), finish=False):
                 yield _matches(m)
+            errors = error_rows(engine.errors)
+            if errors or feeder.failed is not None:
+                n = len(errors)
+                names = ["kind", *REJECTED_SCHEMA.names]
+                texts = [json.dumps(dict(zip(names, ["error", *r], strict=True)))
+                         for r in errors]
+                yield fill(schema, n, {"g": longs(current[0], n), "pid": longs(current[1], n),
+                                       "part": longs(SIDE, n), "engine": texts})
+                yield fill(schema, 1, {"g": [current[0]], "pid": [current[1]],
+                                        "part": [CLOCK], "seq": [n],
+                                        "engine": [None if feeder.failed is None
+                                                   else str(feeder.failed)]})
+                if feeder.failed is not None:
+                    return  # (the query stops: no state for a batch never committed)
             if has_state(engine):
                 yield fill(schema, 1, {"g": [current[0]], "pid": [current[1]],
                                         "part": [ENGINE],
@@ -225,8 +247,8 @@ def _shard_runner(subs: list[Program], actions: dict[str, Any], arities: dict[st
                 if at[0] == at[2]:  # summary rows only
                     continue
                 if feeder is None:
-                    feeder = Feeder(Engine(subs[key[0]], actions=actions, strict_actions=False),
-                                    arities, arity)
+                    feeder = Feeder(Engine(subs[key[0]], actions=actions, strict_actions=False,
+                                           **(options or {})), arities, arity)
                 for text in seg.slice(at[0], at[1] - at[0]).column("engine").to_pylist():
                     restore_text(feeder.engine, text)
                 events = seg.slice(at[1], at[2] - at[1])
@@ -366,7 +388,8 @@ class _MicroBatch:
                  state_dir: Path, lateness: float, actions: dict[str, Any],
                  on_batch: Callable[[int], None] | None,
                  reader_options: dict[str, Any] | None = None,
-                 shown: Callable[[str], str] = str) -> None:
+                 shown: Callable[[str], str] = str,
+                 options: dict[str, Any] | None = None) -> None:
         self.program, self.groups, self.arity = program, groups, arity
         self.subs = [subprogram(program, g) for g in groups]
         self.arities = {t: len(s.params) for t, s in program.schemas.items()}
@@ -375,6 +398,8 @@ class _MicroBatch:
         self.on_batch = on_batch
         #: the readers' options; how a file is named in the side output
         self.reader_options, self.shown = reader_options or {}, shown
+        #: the engines' options (on_error, max_partial_matches)
+        self.options = dict(options or {})
         #: the layout's event columns that may travel (all but ``key``), in layout order
         self.columns = [f.name for f in event_fields(arity) if f.name != "key"]
         #: those the events the groups read can fill: ids, integer time, their slots
@@ -433,12 +458,60 @@ class _MicroBatch:
         ddl = spark_ddl(pa.schema(_shard_fields(self.arity, [*ALWAYS, *held])))
         return spark.read.schema(ddl).parquet(path), held
 
+    def _committed(self, batch_id: int) -> int | None:
+        """The newest micro-batch before ``batch_id`` that Spark's commit log
+        (``CHECKPOINT/commits``) marks committed, None for none."""
+        commits = self.state_dir.parent / "commits"
+        done = [int(p.name) for p in commits.iterdir()
+                if p.name.isdigit() and int(p.name) < batch_id] if commits.is_dir() else []
+        return max(done) if done else None
+
+    def _check_in_step(self, batch_id: int, prev: int | None, meta: dict[str, Any]) -> None:
+        """The state to restore must be that of the micro-batch Spark committed last: each
+        batch's state is written before Spark commits it, so a newest state older than Spark's
+        commit log means state files were lost (going on would drop the partial matches and
+        held-back events of the batches since, and emit matches again), a newer one that
+        Spark's log was (it would run batches the state already holds). Either stops the query
+        with what is missing and how to recover; so do a state of other patterns and a
+        missing state folder."""
+        committed = self._committed(batch_id)
+        where = self.state_dir
+        recover = (f"to recover, put back the files of {where} from a copy of the checkpoint, "
+                   "or start over with a new checkpoint folder (and an empty sink: every file "
+                   "of the source is then read again)")
+        if committed != prev:
+            if committed is None:
+                raise StreamStateError(
+                    f"micro-batch {batch_id}: {where} holds the state of micro-batch {prev}, but "
+                    f"Spark's commit log ({where.parent / 'commits'}) has no committed "
+                    f"micro-batch: the checkpoint's logs were removed or replaced; {recover}")
+            newest = "none" if prev is None else f"micro-batch {prev}'s"
+            raise StreamStateError(
+                f"micro-batch {batch_id}: Spark committed micro-batch {committed}, but the newest "
+                f"complete cepflow state in {where} is {newest} — meta-{committed:09d}.json "
+                f"or batch={committed:09d} of micro-batch {committed} is missing; going on "
+                "would lose the partial matches and held-back events since then and emit "
+                f"matches again; {recover}")
+        if prev is None:
+            return
+        if meta.get("state") != prev or not (where / f"batch={prev:09d}").is_dir():
+            raise StreamStateError(
+                f"micro-batch {batch_id}: the state files of micro-batch {prev} "
+                f"({where / f'batch={prev:09d}'}) are missing or do not belong to its meta "
+                f"file; {recover}")
+        if meta.get("program") not in (None, self.program.fingerprint):
+            raise StreamStateError(
+                f"micro-batch {batch_id}: the checkpoint {where.parent} was written for other "
+                "patterns (its state cannot go on with these); use a new checkpoint folder "
+                "for the new patterns")
+
     # ---- one micro-batch -----------------------------------------------------------------
     def __call__(self, files: DataFrame, batch_id: int) -> None:
         """Micro-batch ``batch_id`` over its ``files`` (the file source's rows)."""
         spark = files.sparkSession
         self.state_dir.mkdir(parents=True, exist_ok=True)
         prev, meta = self._previous(batch_id)
+        self._check_in_step(batch_id, prev, meta)
         shards = int(meta.get("shards") or spark.conf.get("spark.sql.shuffle.partitions") or 2)
         clock = _Clock(meta.get("max_ts"), meta.get("released"))
         state, held_before = self._read_state(spark, meta)
@@ -472,14 +545,12 @@ class _MicroBatch:
                               columns)
         try:
             # the one job over the files: it fills the cache the writes below read
-            clocks = result.where(F.col("part") == CLOCK).select("ts", "seq").collect()
+            clocks = result.where(F.col("part") == CLOCK).select("ts", "seq",
+                                                                 "engine").collect()
+            _stop_on_failure(clocks, batch_id)
             tops = [r["ts"] for r in clocks if r["ts"] is not None]
             top = max(tops) if tops else None
-            side = None
-            if any(r["seq"] for r in clocks):
-                record = F.from_json(F.col("engine"), spark_ddl(SIDE_SCHEMA))
-                side = result.where(F.col("part") == SIDE).select(record.alias("r")).select(
-                    *[F.col(f"r.{c}").alias(c) for c in SIDE_SCHEMA.names])
+            side = _side_rows(result) if any(r["seq"] for r in clocks) else None
             self._write(result, columns, batch_id, side)
         finally:
             result.unpersist()
@@ -513,14 +584,18 @@ class _MicroBatch:
             result = self._detect(spark, self._group_rows(on_time, shards, columns), state,
                                   shards, watermark, released, columns)
             try:
-                side = None
+                # (computes the persisted result the writes below read)
+                clocks = result.where(F.col("part") == CLOCK).select("seq", "engine").collect()
+                _stop_on_failure(clocks, batch_id)
+                side = _side_rows(result) if any(r["seq"] for r in clocks) else None
                 if rejects:
                     malformed = batch.where(F.col("kind") == "rejected").select(
                         F.lit("malformed").alias("kind"), *REJECTED_SCHEMA.names)
-                    side = malformed.unionByName(late.mapInArrow(
+                    rows = malformed.unionByName(late.mapInArrow(
                         _late_rows(self.arities, self.arity, released_before, watermark_before,
                                    self.shown),
                         spark_ddl(SIDE_SCHEMA)))
+                    side = rows if side is None else rows.unionByName(side)
                 self._write(result, columns, batch_id, side)
             finally:
                 result.unpersist()
@@ -618,8 +693,39 @@ class _MicroBatch:
         rows = rows.repartition(shards, routed_to(F.col("pid"), route_values(spark, shards))
                                 ).sortWithinPartitions(*order)
         runner = _shard_runner(self.subs, self.actions, self.arities, self.arity, columns,
-                               watermark, released)
+                               watermark, released, self.options)
         return rows.mapInArrow(runner, spark_ddl(out)).persist()
+
+
+def _side_rows(result: DataFrame) -> DataFrame:
+    """The side rows of a detection result (:data:`SIDE_SCHEMA` records as JSON in
+    ``engine``: malformed and late records of the one-job parse, error records of the
+    engines) as side-output rows."""
+    record = F.from_json(F.col("engine"), spark_ddl(SIDE_SCHEMA))
+    return result.where(F.col("part") == SIDE).select(record.alias("r")).select(
+        *[F.col(f"r.{c}").alias(c) for c in SIDE_SCHEMA.names])
+
+
+def _stop_on_failure(clocks: list[Any], batch_id: int) -> None:
+    """An engine stopped the run (its clock row says why: an evaluation error under
+    ``on_error="fail"``, more partial matches than ``max_partial_matches``): stop the query
+    before anything of the batch is written or committed."""
+    stopped = [r["engine"] for r in clocks if r["engine"]]
+    if stopped:
+        raise EngineStopped(f"micro-batch {batch_id} stopped: {stopped[0]}; nothing of this "
+                            "batch was written or committed — fix the patterns or the input, "
+                            "or restart with other options (on_error=skip, a higher "
+                            "max_partial_matches), and the batch runs again")
+
+
+class EngineStopped(RuntimeError):
+    """The streaming query stopped because an engine did (an evaluation error under
+    ``on_error="fail"``, more partial matches than ``max_partial_matches``)."""
+
+
+class StreamStateError(RuntimeError):
+    """The saved stream state does not belong to the micro-batch Spark committed last (or to
+    these patterns): the query stops rather than go on from the wrong state."""
 
 
 def _union(parts: list[DataFrame]) -> DataFrame | None:
@@ -661,9 +767,14 @@ def stream_query(
     processing_time: str | None = None,
     on_batch: Callable[[int], None] | None = None,
     reader_options: Mapping[str, Any] | None = None,
+    on_error: str = "skip",
+    max_partial_matches: int | None = None,
 ) -> StreamingQuery:
     """Start the streaming detection of ``program`` from ``source`` into ``sink``
-    (``reader_options`` as for :func:`cepflow.inputs.read_events`)."""
+    (``reader_options`` as for :func:`cepflow.inputs.read_events`). ``on_error``: an
+    evaluation error goes to ``rejected/`` (skip) or stops the query before its micro-batch is
+    committed (fail); an engine (a shard) holding more than ``max_partial_matches`` partial
+    matches stops it too (docs/spark.md)."""
     if not lateness_ms >= 0:
         raise ValueError(f"lateness must be >= 0, not {lateness_ms!r}")
     options = dict(reader_options or {})
@@ -678,7 +789,8 @@ def stream_query(
     files = file_rows(reader.load(str(source)), source)
     runner = _MicroBatch(program, groups, arity, Path(sink), Path(checkpoint) / STATE_DIR,
                          float(lateness_ms), dict(actions or {}), on_batch, options,
-                         shown_names(source))
+                         shown_names(source),
+                         {"on_error": on_error, "max_partial_matches": max_partial_matches})
     writer = files.writeStream.foreachBatch(runner).option("checkpointLocation",
                                                             str(checkpoint))
     if available_now:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from cepflow.compiler.expressions import Evaluator, ExpressionError, compile_expr
 from cepflow.events.model import Event, EventType, ParamSpec
 from cepflow.language import ast
+from cepflow.language.printer import format_expr
 from cepflow.language.walk import expr_children as children
 from cepflow.language.walk import rewrite, strip_alias
 from cepflow.windows.aggregates import AggregateSlot
@@ -123,9 +124,14 @@ def _no_aggregates(expr: ast.Expr | None, where: str, stmt: WindowStatement) -> 
 
 def _compile(expr: ast.Expr, fields: Mapping[str, int],
              functions: Mapping[str, Callable[..., Any]] | None,
-             variables: frozenset[str], stmt: WindowStatement, where: str) -> Evaluator:
+             variables: frozenset[str], stmt: WindowStatement, where: str,
+             original: ast.Expr | None = None) -> Evaluator:
+    """``expr`` compiled; failures name the statement, ``where`` in it and the
+    ``original`` expression's text (before aliases and aggregates were rewritten)."""
     try:
-        return compile_expr(expr, fields, functions, variables)
+        return compile_expr(expr, fields, functions, variables,
+                            origin=f"statement {stmt.name}, {where}",
+                            text=format_expr(original if original is not None else expr))
     except ExpressionError as e:
         raise WindowError(f"statement '{stmt.name}': {where}: {e}", e.loc or stmt.loc) from None
 
@@ -247,12 +253,14 @@ def compile_statement(
             compiled_items.append(("field", fields[e.name]))
         else:
             compiled_items.append(("expr", _compile(e, fields, functions, placeholders, stmt,
-                                                    f"select item {i + 1}")))
+                                                    f"select item {i + 1}",
+                                                    stmt.select[i].expr)))
     having_fn = (_compile(replace_aggregates(having), fields, functions, placeholders, stmt,
-                          "having") if having is not None else None)
-    filter_fn = (_compile(filt, fields, functions, frozenset(), stmt, "filter")
+                          "having", stmt.having) if having is not None else None)
+    filter_fn = (_compile(filt, fields, functions, frozenset(), stmt, "filter", stmt.filter)
                  if filt is not None else None)
-    key = _key_fn([_compile(g, fields, functions, frozenset(), stmt, f"group by {i + 1}")
+    key = _key_fn([_compile(g, fields, functions, frozenset(), stmt, f"group by {i + 1}",
+                            stmt.group_by[i])
                    for i, g in enumerate(group_exprs)])
     arg_fns = tuple(_compile(a, fields, functions, frozenset(), stmt, "aggregate argument")
                     for a in args)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from cepflow.compiler.expressions import current_sink
 from cepflow.events.model import ComplexEvent, Event, EventType
 from cepflow.runtime.batch import gc_paused
 from cepflow.windows.aggregates import Aggregation
@@ -153,8 +154,15 @@ class WindowRunner:
         if plan.filter is not None and not plan.filter(event, _NO_BINDINGS):
             return out
         seq = self._seq
+        sink = current_sink()
+        mark = len(sink) if sink is not None else 0
+        record = plan.record(event, seq)
+        if sink is not None and len(sink) > mark:
+            # its group key or an aggregate argument failed (reported by the engine from the
+            # sink): the statement does not take the event, as a failing filter
+            return out
         try:  # (a value the statement cannot take is refused before any state changes)
-            rows = self.window.insert(plan.record(event, seq))
+            rows = self.window.insert(record)
         except TypeError as e:  # an unhashable group-by value, for one
             raise WindowError(f"statement '{self.statement.name}': cannot process {event!r}: "
                               f"{e}", statement=self.statement.name) from None

@@ -28,17 +28,18 @@ would do); the rows that follow are the same either way.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from cepflow.events.model import Event
-from cepflow.windows.aggregates import FIRST, Aggregation
+from cepflow.windows.aggregates import CNT, FIRST, TOTAL, Aggregation, N
 from cepflow.windows.base import Window
 from cepflow.windows.batch import GroupLengthBatchWindow, LengthBatchWindow, TimeBatchWindow
 from cepflow.windows.processor import EventRows, GroupRows
-from cepflow.windows.records import EVENT, KEY, SEQ, TS, Record
+from cepflow.windows.records import EVENT, KEY, SEQ, TS, VALS, Record
 from cepflow.windows.runner import WindowRunner
 from cepflow.windows.sliding import GroupLengthWindow, LengthWindow, TimeWindow
 from cepflow.windows.statement import WindowError
@@ -173,6 +174,110 @@ def load_runner(runner: WindowRunner, state: dict[str, Any], decode: Decode) -> 
     runner.time = -math.inf if state["time"] is None else state["time"]
     runner._seq = int(state["seq"])
     runner.finished = bool(state["finished"])
+    _check_loaded(runner, ld)
+
+
+def _check_loaded(runner: WindowRunner, ld: _Loader) -> None:
+    """Raise ValueError unless the loaded state is one a running statement can hold: record
+    numbers below the next one, times not after the clock, a sliding window's items in
+    arrival (and time) order within its length, and aggregates that agree with what it holds
+    — for a sliding window the groups, counts and min/max deques its items give (a sum only
+    by type: a running float sum is not a sum of the remaining values), for a batch window
+    counts that add up to its batch. A state that passes cannot fail later for what it is."""
+    window = runner.window
+    proc = window.proc  # type: ignore[attr-defined]
+    agg: Aggregation = proc.agg
+    if type(runner._seq) is not int or runner._seq < 0 or not isinstance(runner.finished, bool):
+        raise ValueError("seq must be a count and finished a boolean")
+    if runner.time != -math.inf and (type(runner.time) not in (int, float)
+                                     or not math.isfinite(runner.time)):
+        raise ValueError(f"time {runner.time!r} is not a finite number")
+    for seq, rec in ld.records.items():
+        if not 0 <= seq < runner._seq:
+            raise ValueError(f"record {seq} is not below the next record number {runner._seq}")
+        if type(rec[TS]) not in (int, float) or not math.isfinite(rec[TS]) \
+                or rec[TS] > runner.time:
+            raise ValueError(f"record {seq}: time {rec[TS]!r} is not a time up to the "
+                             f"statement's clock {runner.time}")
+    if isinstance(window, TimeWindow | LengthWindow | GroupLengthWindow):
+        lanes = (list(window.items.values()) if isinstance(window, GroupLengthWindow)
+                 else [window.items])
+        limit = getattr(window, "n", None)
+        for items in lanes:
+            if any(a[SEQ] >= b[SEQ] or a[TS] > b[TS] for a, b in itertools.pairwise(items)):
+                raise ValueError("the window's items are not in arrival and time order")
+            if limit is not None and len(items) > limit:
+                raise ValueError(f"the window holds {len(items)} items, more than {limit}")
+        if isinstance(window, GroupLengthWindow) and any(
+                r[KEY] != k for k, items in window.items.items() for r in items):
+            raise ValueError("a group's window holds records of another group")
+        ref = Aggregation(agg.slots, agg.statement, agg.retract)
+        for items in lanes:
+            for r in items:
+                ref.enter(r[KEY], r[VALS], r[SEQ], r)
+        _same_aggregates(agg, ref)
+        return
+    total = sum(st[0] for st in agg.groups.values())
+    for key, st in agg.groups.items():
+        if type(st[0]) is not int or st[0] < 1:
+            raise ValueError(f"group {key!r}: count {st[0]!r} is not a positive count")
+        _check_slots(agg, key, st)
+    if isinstance(window, GroupLengthBatchWindow):
+        for key, n in window.current.items():
+            if type(n) is not int or not 0 < n < window.n:
+                raise ValueError(f"group {key!r}: {n!r} events in its batch of {window.n}")
+        return
+    if isinstance(window, LengthBatchWindow) and not 0 <= window.current < window.n:
+        raise ValueError(f"{window.current} events in a batch of {window.n}")
+    if window.current < 0 or getattr(window, "previous", 0) < 0:  # type: ignore[attr-defined]
+        raise ValueError("a negative number of events in a batch")
+    if agg.groups and total != window.current:  # type: ignore[attr-defined]
+        raise ValueError(f"the groups count {total} events, the batch "
+                         f"{window.current}")  # type: ignore[attr-defined]
+    if isinstance(proc, EventRows) and len(proc.batch) != window.current:  # type: ignore[attr-defined]
+        raise ValueError(f"{len(proc.batch)} records of the batch, which counts "
+                         f"{window.current}")  # type: ignore[attr-defined]
+
+
+def _same_aggregates(agg: Aggregation, ref: Aggregation) -> None:
+    """A sliding window's loaded aggregates against those its items give (``ref``)."""
+    if set(agg.groups) != set(ref.groups):
+        raise ValueError("the groups differ from those of the window's items")
+    counts = {N, *(b + CNT for _, b, *_ in agg._args)}
+    sums = {b + TOTAL for _, b, *_ in agg._args}
+    for key, st in agg.groups.items():
+        want = ref.groups[key]
+        if not isinstance(st, list) or len(st) != len(want):
+            raise ValueError(f"group {key!r}: not the {len(want)} slots of its state")
+        for i, (got, exp) in enumerate(zip(st, want, strict=True)):
+            if i == FIRST:
+                continue
+            if i in counts:
+                ok = type(got) is int and got == exp
+            elif i in sums:  # (a running float sum drifts from a sum of the values)
+                ok = type(got) in (int, float) and (type(got) is not int or type(exp) is not int
+                                                    or got == exp)
+            elif isinstance(exp, deque):
+                ok = isinstance(got, deque) and list(got) == list(exp)
+            else:
+                ok = got == exp
+            if not ok:
+                raise ValueError(f"group {key!r}: {got!r} is not the window items' {exp!r}")
+
+
+def _check_slots(agg: Aggregation, key: Any, st: list[Any]) -> None:
+    """A batch window's group state: counts within the group's, numeric sums, extremes of
+    one kind (they are compared with the next values)."""
+    for j, b, _tot, _mn, _mx in agg._args:
+        cnt, total = st[b], st[b + 1]
+        if type(cnt) is not int or not 0 <= cnt <= st[0]:
+            raise ValueError(f"group {key!r}: argument {j} count {cnt!r} is not within "
+                             f"{st[0]}")
+        if type(total) not in (int, float):
+            raise ValueError(f"group {key!r}: sum {total!r} is not a number")
+        for extreme in (st[b + 2], st[b + 3]):
+            if extreme is not None and type(extreme) not in (int, float, str, bool):
+                raise ValueError(f"group {key!r}: minimum/maximum {extreme!r} is not a value")
 
 
 def _load_window(window: Window, data: dict[str, Any], ld: _Loader) -> None:
