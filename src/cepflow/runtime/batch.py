@@ -618,8 +618,6 @@ def _chains(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
         k = len(c.types)
         pos_parts, bits_parts, key_parts, vidx_parts = [], [], [], []
         table: dict[Any, int] = {}
-        # stages where a NaN key never unifies (the matcher's general step: Algorithm 1's
-        # ``!=``); on a fast step (a dict lookup) it unifies with the very same object
         # a NaN key unifies with nothing (Algorithm 1 compares values): at any stage after
         # the first a NaN row takes no partial match
         strict = [st > 0 for st in range(len(c.types))]
