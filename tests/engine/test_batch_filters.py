@@ -59,7 +59,7 @@ def rows(found) -> list:
 def snapshot(eng: Engine) -> list:
     """The partial matches (also with NaN keys, which save_state refuses) and counters."""
     s = eng.stats
-    return [eng.time, eng._token_id, eng._match_id, eng._input_seq, s.events,
+    return [eng.time, eng.host.counters.token, eng.host.counters.match, eng.host.counters.input, s.events,
             s.complex_events, sorted(s.by_pattern.items()), s.rule_firings,
             [(m.name, [(t.id, t.created, [(th.state, repr(th.bindings), th.zstart,
                                            [e.id for e in th.events]) for th in t.threads])
@@ -170,7 +170,7 @@ def test_overheat_by_hand(batched: bool) -> None:
     found = eng.process_batch(evs) if batched else [m for e in evs for m in eng.process(e)]
     assert [(m.event_refs, m.params, m.match_id) for m in found] == [
         (["a", "b"], ("x",), 1), (["c", "e"], ("x",), 2), (["f", "i"], ("y",), 3)]
-    assert eng._token_id == 6
+    assert eng.host.counters.token == 6
     assert [(t["id"], [e["id"] for e in t["threads"][0]["events"]])
             for t in tokens_form(save_state(eng))["patterns"]["Overheat"]] == [(6, ["j"])]
 
@@ -250,7 +250,7 @@ def test_window_exceeded_at_the_event_traps(batched: bool) -> None:
     eng = Engine(prog)
     found = eng.process_batch(evs) if batched else [m for e in evs for m in eng.process(e)]
     assert found == []
-    assert eng._token_id == 2
+    assert eng.host.counters.token == 2
     assert [t.id for t in eng.matchers[0].all_tokens()] == [2]
 
 

@@ -58,7 +58,7 @@ def partial(eng: Engine) -> list:
     def events(th) -> list:
         return [(e.type, e.params, e.ts, e.id, e.seq) for e in th.events]
 
-    return [eng.time, eng._token_id, eng._match_id, eng._input_seq,
+    return [eng.time, eng.host.counters.token, eng.host.counters.match, eng.host.counters.input,
             [(m.name, [(t.id, t.created, [(th.state, th.bindings, th.zstart, th.last.id,
                                            events(th)) for th in t.threads])
                        for t in m.all_tokens()]) for m in eng.matchers]]
@@ -177,7 +177,7 @@ def test_rows_saved_and_restored_as_rows() -> None:
     many = restore_text(Engine(prog), json.dumps(state))
     m = many.matchers[0]
     assert not m.tokens and m.pending is not None and len(m.pending) == len(saved["ids"])
-    assert sorted((d, t, s) for d, _, _, _, t, _, s in many._heap) == sorted(
+    assert sorted((d, t, s) for d, _, _, _, t, _, s in many.host.timers.entries()) == sorted(
         (evs[0][2] + 10, tid, evs[0][2]) for tid, evs in zip(saved["ids"], saved["events"],
                                                            strict=True))
     a, b = feed.take(4)

@@ -97,4 +97,4 @@ def test_column_entry_point_after_a_restore() -> None:
     table = again.process_columns(ArrowRows(encode(chunk, 1, [None] * 2, [None] * 2),
                                             {"Start": 1, "Stop": 1}, 1))
     assert refs(table.complex_events()) == [("Gesture", 5, (0, 1, 2))]
-    assert again._input_seq == 4
+    assert again.host.counters.input == 4

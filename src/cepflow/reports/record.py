@@ -28,7 +28,8 @@ from cepflow.automaton.model import Automaton
 from cepflow.compiler.program import Program
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.runtime.explain import TokenStory
-from cepflow.runtime.matcher import CLOCK_TOKEN, Trace
+from cepflow.runtime.host import Trace
+from cepflow.runtime.matcher import CLOCK_TOKEN
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,6 @@ instance simply completes at the first later ``B`` of its key passing ``g`` with
 from __future__ import annotations
 
 import gc
-import heapq
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -48,6 +47,8 @@ import numpy as np
 from cepflow.automaton.model import INITIAL
 from cepflow.compiler.expressions import current_sink
 from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.errors import EngineError
+from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows
 
 _SEQ, _TS, _TYPE, _PARAMS = (attrgetter(a) for a in ("seq", "ts", "type", "params"))
@@ -373,28 +374,29 @@ class EventRows(Rows):
         return self.events
 
     def number(self, engine: Any) -> None:
-        events, base = self.events, engine._input_seq
+        counters = engine.host.counters
+        events, base = self.events, counters.input
         if not self.n:
             return
-        if engine._renumber:  # (after a restore: the saved stream's numbering goes on)
+        if counters.renumber:  # (after a restore: the saved stream's numbering goes on)
             self._shifted = [(e, e.seq) for e in events if e.seq >= 0]
             for e, seq in self._shifted:
-                e.seq = engine.continued(seq)
+                e.seq = counters.continued(seq)
         seqs = np.fromiter(map(_SEQ, events), dtype=np.int64, count=self.n)
         low, high = int(seqs.min()), int(seqs.max())
         if low >= 0:  # numbered already (the usual case): only the counter moves
-            engine._input_seq = max(base, high + 1)
+            counters.input = max(base, high + 1)
             return
         if high < 0:
             for e, q in zip(events, range(base, base + self.n), strict=True):
                 e.seq = q
-            engine._input_seq = base + self.n
+            counters.input = base + self.n
             return
         for e in events:
             if e.seq < 0:
-                e.seq = engine._input_seq
-            if e.seq >= engine._input_seq:
-                engine._input_seq = e.seq + 1
+                e.seq = counters.input
+            if e.seq >= counters.input:
+                counters.input = e.seq + 1
 
     def unnumber(self) -> None:
         for e, seq in self._shifted:
@@ -402,18 +404,17 @@ class EventRows(Rows):
         self._shifted = []
 
     def check(self, engine: Any) -> None:
-        from cepflow.runtime.engine import EngineError  # (engine imports this module)
-
         if not self.n:
             return
-        arity = np.array([engine._arity.get(t, -1) for t in self.type_names], dtype=np.int64)
+        arities = engine.host.arity
+        arity = np.array([arities.get(t, -1) for t in self.type_names], dtype=np.int64)
         want = arity[self.codes]
         lens = np.fromiter(map(len, self.all_params()), dtype=np.int64, count=self.n)
         wrong = np.flatnonzero((want >= 0) & (want != lens))
         if len(wrong):
             e = self.events[int(wrong[0])]
             raise EngineError(f"event {e!r} has {len(e.params)} parameter(s), type "
-                              f"'{e.type}' declares {engine._arity[e.type]}")
+                              f"'{e.type}' declares {arities[e.type]}")
 
 
 @dataclass
@@ -485,8 +486,8 @@ def process_batch(engine: Any, chains: list[Chain], events: Sequence[Event]
     with gc_paused():
         table = _run(engine, chains, EventRows(events))
         out = table.complex_events()
-        if engine.rules_by_type:
-            _fire(engine, events, out, table.positions())
+        if engine.host.rules:
+            _fire(engine.host, events, out, table.positions())
         return out
 
 
@@ -496,13 +497,15 @@ def process_columns(engine: Any, chains: list[Chain], rows: Rows) -> MatchTable:
     :class:`Declined`, having changed nothing, when a filter fails on a row)."""
     with gc_paused():
         table = _run(engine, chains, rows)
-        rules = engine._rules_sorted
+        rules = engine.host.rules
         if rules:
-            fired = sum(len(rules.get(b.pattern, ())) * len(b.at) for b in table.blocks)
+            counts: dict[str, int] = {}
+            for b in table.blocks:
+                counts[b.pattern] = counts.get(b.pattern, 0) + len(b.at)
             for i, t in enumerate(rows.type_names):
-                if t in rules:
-                    fired += len(rules[t]) * int(np.count_nonzero(rows.codes == i))
-            engine.stats.rule_firings += fired
+                if rules.triggers(t):
+                    counts[t] = counts.get(t, 0) + int(np.count_nonzero(rows.codes == i))
+            engine.host.stats.rule_firings += rules.count(counts)
         return table
 
 
@@ -525,20 +528,19 @@ def gc_paused() -> Iterator[None]:
 
 def _prepare(engine: Any, src: Rows) -> None:
     """Check order (and what the source checks), number the rows, move the clock."""
-    from cepflow.runtime.engine import EngineError  # (engine imports this module)
-
+    host = engine.host
     ts, n = src.ts, src.n
-    if n and (ts[0] < engine.time or bool((ts[1:] < ts[:-1]).any())):
-        bad = 0 if ts[0] < engine.time else int(np.flatnonzero(ts[1:] < ts[:-1])[0]) + 1
-        prev = engine.time if bad == 0 else ts[bad - 1]
+    if n and (ts[0] < host.time or bool((ts[1:] < ts[:-1]).any())):
+        bad = 0 if ts[0] < host.time else int(np.flatnonzero(ts[1:] < ts[:-1])[0]) + 1
+        prev = host.time if bad == 0 else ts[bad - 1]
         e = src.lookup(np.array([bad]))[bad]
         raise EngineError(f"event {e!r} at {e.ts} is older than {prev:g}; "
                           "order the input (cepflow.inputs.reorder) before feeding the engine")
     src.check(engine)
     src.number(engine)
-    engine.stats.events += n
+    host.stats.events += n
     if n:
-        engine.time = src.last_ts()
+        host.time = src.last_ts()
 
 
 @dataclass
@@ -588,16 +590,17 @@ def _run(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
 
 def _counters(engine: Any) -> tuple[Any, ...]:
     """What :func:`_prepare` changes in the engine (for :func:`_unprepare`)."""
-    return (engine.time, engine.stats.events, engine._input_seq, engine._renumber,
-            engine._seq_shift)
+    host = engine.host
+    return host.time, host.stats.events, host.counters.snapshot()
 
 
 def _unprepare(engine: Any, before: tuple[Any, ...], src: Rows) -> None:
     """Undo :func:`_prepare` when a kernel gives its batch back: the clock, counters and a
     restored stream's numbering as they were (the numbers given to unnumbered events stay:
     fed one by one they get the same ones)."""
-    (engine.time, engine.stats.events, engine._input_seq, engine._renumber,
-     engine._seq_shift) = before
+    host = engine.host
+    host.time, host.stats.events, numbering = before
+    host.counters.rewind(numbering)
     src.unnumber()
 
 
@@ -702,13 +705,13 @@ def _chains(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
         runs.append(_ChainRun(positions, np.concatenate([vidx, occ_vidx]), occupants, pred,
                               waiting))
 
+    host = engine.host
     all_starts = np.sort(np.concatenate(start_keys)) if start_keys else np.zeros(0, np.int64)
-    first_token = engine._token_id + 1
-    engine._token_id += len(all_starts)
+    first_token = host.counters.reserve_tokens(len(all_starts))
 
     # complex events, in the order the per-event engine detects them: by position, then pattern
     blocks: list[ChainMatches] = []
-    first_id = engine._match_id + 1
+    first_id = host.counters.match + 1
     total = 0
     if done_pos:
         dp, ds, di = (np.concatenate(done_pos), np.concatenate(done_slot),
@@ -716,7 +719,7 @@ def _chains(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
         order = np.lexsort((ds, dp))
         ds, di = ds[order], di[order]
         total = len(order)
-        by_pattern = engine.stats.by_pattern
+        by_pattern = host.stats.by_pattern
         for slot in np.unique(ds).tolist():
             rank = np.flatnonzero(ds == slot)
             c, run = chains[slot], runs[slot]
@@ -728,8 +731,8 @@ def _chains(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
             blocks.append(ChainMatches(c.matcher.name, c.var, c.matcher.auto.params,
                                        rows[-1].copy(), rank, rows, old, run.vidx[first]))
             by_pattern[c.matcher.name] = by_pattern.get(c.matcher.name, 0) + len(rank)
-        engine._match_id += total
-        engine.stats.complex_events += total
+        host.counters.reserve_matches(total)
+        host.stats.complex_events += total
 
     # partial matches left waiting: rows of the matcher in their new state (tokens are made
     # of them only when needed, Matcher.materialize), events made only for them
@@ -769,9 +772,7 @@ def _chains(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
         # the timers before the last event have fired (they only expired partial matches,
         # which the kernel did); the later ones of the batch's partial matches are set, also
         # those of completed ones (they fire idle, as in the per-event engine)
-        heap = engine._heap
-        heap[:] = [h for h in heap if not engine_fired(h, last_ts)]
-        heapq.heapify(heap)
+        host.timers.keep(lambda h: not fired_before(h, last_ts))
         for slot, timed in timers:
             c, run = chains[slot], runs[slot]
             n_ev = len(run.positions)
@@ -781,13 +782,8 @@ def _chains(engine: Any, chains: list[Chain], src: Rows) -> MatchTable:
                 all_starts, run.positions[firsts] * n_chains + slot)).tolist())
             for it, start in timed:
                 tid = next(ids) if it < n_ev else run.occupants.ids[it - n_ev]
-                engine.schedule(start + length, c.matcher, tid, c.zone, start)
+                host.schedule(start + length, c.matcher, tid, c.zone, start)
     return MatchTable(blocks, values, first_id, total, src)
-
-
-def engine_fired(timer: tuple, ts: float) -> bool:
-    """Has the engine fired this heap entry before an event at ``ts`` (Engine.fires_before)?"""
-    return timer[0] < ts or (timer[0] == ts and timer[1] == 0)
 
 
 def _occupants(c: Chain) -> PendingRows:
@@ -856,39 +852,20 @@ def _filter_mask(pos: Any, rows: np.ndarray, fields: Mapping[str, int],
     return mask
 
 
-def _fire(engine: Any, events: Sequence[Event], out: list[ComplexEvent],
+def _fire(host: Any, events: Sequence[Event], out: list[ComplexEvent],
           out_pos: list[int]) -> None:
-    """Fire rules as the per-event engine would: per input event, after its detections."""
-    rules = engine.rules_by_type
-    detected = {c.type for c in out}
-    atomic = [t for t in rules if t not in detected]
-    if atomic and any(e.type in rules for e in events):
-        marks: dict[int, list[ComplexEvent]] = {}
-        for ce, p in zip(out, out_pos, strict=True):
-            marks.setdefault(p, []).append(ce)
-        for i in sorted({i for i, e in enumerate(events) if e.type in rules} | set(marks)):
-            engine._fire_rules(events[i], marks.get(i, []))
-    else:
-        # only complex events trigger rules: one input event's detections are adjacent in out
-        stats, actions, ordered = engine.stats, engine.actions, engine._rules_sorted
-        n = len(out)
-        i = 0
-        while i < n:
-            j = i + 1
-            while j < n and out_pos[j] == out_pos[i]:
-                j += 1
-            if j - i > 1:
-                engine._fire_rules(events[out_pos[i]], out[i:j])
-            else:
-                ce = out[i]
-                for rule in ordered.get(ce.type, ()):
-                    stats.rule_firings += 1
-                    fn = actions.get(rule.action) if rule.action else None
-                    if fn is not None:
-                        engine.call_action(fn, rule, ce)
-            i = j
-    if engine._pending:
-        engine._drain(out)
+    """Fire rules as the per-event engine would: per input event, after its detections
+    (``out_pos``: the batch row each complex event was detected at), through the host's one
+    rule-firing implementation; then the events actions emitted."""
+    rules = host.rules
+    marks: dict[int, list[ComplexEvent]] = {}
+    for ce, p in zip(out, out_pos, strict=True):
+        marks.setdefault(p, []).append(ce)
+    triggered = {i for i, e in enumerate(events) if rules.triggers(e.type)} | set(marks)
+    for i in sorted(triggered):
+        host.fire(events[i], marks.get(i, []))
+    if host.pending:
+        host.drain(out)
 
 
 # -- Esper's `every a = A(f) -> b = B(g, key) [within Δ]` ----------------------------------
@@ -1098,9 +1075,9 @@ def _esper_batch(engine: Any, pairs: list[EsperPair], events: Sequence[Event]
     last_ts = float(src.ts[-1])
     n_pairs = len(pairs)
     start_keys = [p["new_rows"] * n_pairs + slot for slot, p in enumerate(plans)]
+    host = engine.host
     all_starts = np.sort(np.concatenate(start_keys))
-    first_token = engine._token_id + 1
-    engine._token_id += len(all_starts)
+    first_token = host.counters.reserve_tokens(len(all_starts))
     # detections: by completing row, then pattern, then instance (= token id order)
     m_row, m_slot, m_inst = [], [], []
     for slot, p in enumerate(plans):
@@ -1113,15 +1090,14 @@ def _esper_batch(engine: Any, pairs: list[EsperPair], events: Sequence[Event]
     mr, ms, mi = mr[order], ms[order], mi[order]
     total = len(order)
     out: list[Any] = [None] * total
-    first_id = engine._match_id + 1
-    engine._match_id += total
-    engine.stats.complex_events += total
-    by_pattern = engine.stats.by_pattern
+    first_id = host.counters.reserve_matches(total)
+    host.stats.complex_events += total
+    by_pattern = host.stats.by_pattern
     for slot, (pr, p) in enumerate(zip(pairs, plans, strict=True)):
         rank = np.flatnonzero(ms == slot)
         m = pr.matcher
         if len(rank):
-            _emit_pair(pr, p, mi[rank], rank, first_id, events, engine._arity, out)
+            _emit_pair(pr, p, mi[rank], rank, first_id, events, host.arity, out)
             by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
             m.done = True
         ids = (first_token + np.arange(len(all_starts)) if n_pairs == 1 else
@@ -1132,10 +1108,8 @@ def _esper_batch(engine: Any, pairs: list[EsperPair], events: Sequence[Event]
     # instances, done above); each pattern keeps one engine timer, for its first deadline
     # (Matcher._schedule, Matcher.materialize)
     slots = {pr.matcher.slot for pr in pairs}
-    heap = engine._heap
-    heap[:] = [h for h in heap if not engine_fired(h, last_ts)
-               and not (h[4] == -1 and h[3] in slots)]
-    heapq.heapify(heap)
+    host.timers.keep(lambda h: not fired_before(h, last_ts)
+                     and not (h[4] == -1 and h[3] in slots))
     for pr in pairs:
         m = pr.matcher
         m.deadlines = deque(d for d in m.deadlines if d[0] > last_ts)  # (Esper: fired at =)
@@ -1145,9 +1119,9 @@ def _esper_batch(engine: Any, pairs: list[EsperPair], events: Sequence[Event]
         if m.pending is not None:
             firsts.append(m.pending.events[0].ts + pr.window)
         if firsts:
-            engine.schedule(min(firsts), m, -1, pr.zone, min(firsts) - pr.window)
-    if engine.rules_by_type:
-        _fire(engine, events, out, mr.tolist())
+            host.schedule(min(firsts), m, -1, pr.zone, min(firsts) - pr.window)
+    if host.rules:
+        _fire(host, events, out, mr.tolist())
     return out
 
 

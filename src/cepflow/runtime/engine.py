@@ -40,21 +40,18 @@ been processed; the column kernels are then not used, so it stops at that very e
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from threading import get_ident
 from typing import Any
 
 import numpy as np
 
-from cepflow.compiler.expressions import SINKS, Failure, install_sink
+from cepflow.compiler.expressions import SINKS, install_sink
 from cepflow.compiler.program import Program
 from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel
-from cepflow.language import ast
-from cepflow.runtime.actions import Activation, registered
+from cepflow.runtime.actions import registered
 from cepflow.runtime.batch import (
     Declined,
     MatchTable,
@@ -65,63 +62,14 @@ from cepflow.runtime.batch import (
     process_columns,
     process_esper_batch,
 )
-from cepflow.runtime.matcher import CLOCK_TOKEN, Matcher, Trace
+from cepflow.runtime.errors import EngineError, EvaluationFailed, PartialMatchLimit, RunStopped
+from cepflow.runtime.host import Action, EngineStats, Host, Trace
+from cepflow.runtime.matcher import CLOCK_TOKEN, Matcher
 from cepflow.windows.runner import WindowRunner
 from cepflow.windows.statement import WindowError
 
-
-class EngineError(Exception):
-    """Misuse of the engine: out-of-order input, a malformed event, a runaway rule cascade."""
-
-
-class RunStopped(EngineError):
-    """The engine stopped the run as it was asked to (:class:`EvaluationFailed`,
-    :class:`PartialMatchLimit`), after the event that caused it: ``complex_events`` are what
-    the stopped call detected and did not deliver (:meth:`Engine.run` yields them before
-    raising, leaving none here)."""
-
-    def __init__(self, message: str, complex_events: list[ComplexEvent]) -> None:
-        super().__init__(message)
-        self.complex_events = complex_events
-
-
-class EvaluationFailed(RunStopped):
-    """``on_error="fail"``: an expression or rule action failed; ``records`` are the error
-    records of the event that failed."""
-
-    def __init__(self, message: str, records: list[Rejected],
-                 complex_events: list[ComplexEvent]) -> None:
-        super().__init__(message, complex_events)
-        self.records = records
-
-
-class PartialMatchLimit(RunStopped):
-    """More partial matches than ``max_partial_matches`` (docs/semantics.md, "Resources:
-    partial matches"); ``held`` is the number per pattern at that event."""
-
-    def __init__(self, message: str, held: dict[str, int],
-                 complex_events: list[ComplexEvent]) -> None:
-        super().__init__(message, complex_events)
-        self.held = held
-
-
 #: what an evaluation error does (docs/semantics.md, "Evaluation errors")
 ON_ERROR = ("skip", "fail")
-
-
-Action = Callable[[Activation], Any]
-
-
-@dataclass
-class EngineStats:
-    events: int = 0
-    complex_events: int = 0
-    by_pattern: dict[str, int] = field(default_factory=dict)
-    rule_firings: int = 0
-    #: events a window statement could not take (put on the side channel)
-    rejected: int = 0
-    #: failed evaluations and rule actions (records in Engine.errors)
-    errors: int = 0
 
 
 class Engine:
@@ -158,48 +106,30 @@ class Engine:
         self.on_error = on_error
         #: the error records (kind ``error``): the side channel's when one is given
         self.errors: list[Rejected] = side.errors if side is not None else []
-        #: the sink the compiled expressions report failures to while the engine runs
-        self._failures: list[Failure] = []
         self._evaluates = _has_expressions(program)
-        self.actions = registered() if actions is None else dict(actions)
-        #: the trace of every token's moves (``trace=True``, or a Trace of one's own that keeps
-        #: what it wants: cepflow.reports.record), None when not tracing
-        self.trace: Trace | None = (trace if isinstance(trace, Trace)
-                                    else Trace() if trace else None)
-        self.max_cascade = max_cascade
-        self.matchers = [Matcher(a, self, fast_path) for a in program.automata]
+        #: the clock, numbering, timers, trace, statistics, rule firing and emitted events
+        #: every path shares (runtime/host.py); the trace records every token's moves
+        #: (``trace=True``, or a Trace of one's own that keeps what it wants:
+        #: cepflow.reports.record), None when not tracing
+        self.host = host = Host(self, program, registered() if actions is None else actions,
+                                trace if isinstance(trace, Trace) else Trace() if trace
+                                else None, max_cascade)
+        self.matchers = [Matcher(a, host, fast_path) for a in program.automata]
         for i, m in enumerate(self.matchers):
             m.slot = i
         #: one runner per data-window statement, in dependency order, numbering rows with
         #: the engine's match ids
         self.windows = [WindowRunner(w, program.schemas, program.functions,
-                                     match_ids=self.next_match_id)
+                                     match_ids=host.counters.next_match)
                         for w in program.windows]
         self._window_subs: dict[str, list[WindowRunner]] = {}
         for r in self.windows:
             self._window_subs.setdefault(r.statement.input_type, []).append(r)
-        self.time = float("-inf")
         #: the time the statements started (None: not yet; see the module docstring)
         self.statement_start: float | None = None
-        #: the input has ended (advance_to(inf)): no pattern clock starts any more
-        self.stopped = False
         self._clocks = [m for m in self.matchers if m.clock is not None]
-        self.stats = EngineStats()
-        self._token_id = 0
-        self._match_id = 0
-        self._input_seq = 0
-        #: after restore_state: the saved stream's numbering goes on (see continued)
-        self._renumber = False
-        self._seq_shift: int | None = 0
-        self._timer_seq = 0
-        #: pattern timers: (deadline, phase, seq, matcher slot, token, zone, start); phase 0
-        #: fires before the events of its instant (Esper's timers), 1 after them (VEPL's
-        #: windows include their end instant) — see fires_before
-        self._heap: list[tuple[float, int, int, int, int, int, float]] = []
-        self._pending: deque[Event] = deque()
         self._emitted: list[ComplexEvent] = []
         self._emit = self._emitted.append
-        self._arity = {name: len(t.params) for name, t in program.schemas.items()}
         #: per event type, how many patterns an event of it can start a partial match of
         #: (a kernel's batch bound for max_partial_matches)
         self._starts: dict[str, int] = {}
@@ -217,17 +147,11 @@ class Engine:
         pairs = [m.pair for m in self.matchers]  # (None without fast_path)
         self._pairs = (pairs if plain and self._chains is None and pairs
                        and all(p is not None and p.columnar for p in pairs) else None)
-        self.rules_by_type: dict[str, list[tuple[int, ast.RuleDecl]]] = {}
-        for order, rule in enumerate(program.rules):
-            if rule.action is not None and rule.action not in self.actions and strict_actions:
-                known = ", ".join(sorted(self.actions)) or "none registered"
+        for rule in program.rules:
+            if rule.action is not None and rule.action not in host.actions and strict_actions:
+                known = ", ".join(sorted(host.actions)) or "none registered"
                 raise EngineError(f"rule '{rule.name}': action '{rule.action}' is not "
                                   f"registered (registered: {known})")
-            for ref in rule.on:
-                self.rules_by_type.setdefault(ref.name, []).append((order, rule))
-        #: per trigger type, its rules by priority (then declaration order)
-        self._rules_sorted = {t: [r for _, r in sorted(rs, key=lambda x: (-x[1].priority, x[0]))]
-                              for t, rs in self.rules_by_type.items()}
         if start is not None:
             self.start_statements(start)
 
@@ -255,52 +179,33 @@ class Engine:
             merged = {id(m): m for m in [*ms, *self.noise]}
             self.subs_input[t] = sorted(merged.values(), key=lambda m: order[id(m)])
 
-    # -- counters -------------------------------------------------------------------------
-    def next_token_id(self) -> int:
-        self._token_id += 1
-        return self._token_id
+    # -- what the host holds, as the engine's users read it ----------------------------------
+    @property
+    def time(self) -> float:
+        """The engine's clock: the last event's time, or the time it advanced to."""
+        return self.host.time
 
-    def continue_numbering(self) -> None:
-        """The engine holds a restored stream whose events were numbered up to its input
-        counter: see :meth:`continued` (called by ``restore_state``)."""
-        if self._input_seq > 0:
-            self._renumber, self._seq_shift = True, None
+    @property
+    def stats(self) -> EngineStats:
+        return self.host.stats
 
-    def continued(self, seq: int) -> int:
-        """The position in the whole stream of an event numbered ``seq`` by its reader, fed
-        after a restore (docs/state-format.md, "Event numbers after a restore"): when the
-        first numbered event is below the saved counter, its reader started again at 0 (the
-        second half read from its own file), and every numbered event is shifted by the
-        counter; else the numbering already goes on and stays."""
-        shift = self._seq_shift
-        if shift is None:
-            shift = self._seq_shift = self._input_seq if seq < self._input_seq else 0
-            self._renumber = shift != 0
-        return seq + shift
+    @property
+    def trace(self) -> Trace | None:
+        return self.host.trace
 
-    def next_match_id(self) -> int:
-        self._match_id += 1
-        return self._match_id
+    @property
+    def actions(self) -> dict[str, Action]:
+        return self.host.actions
 
-    def schedule(self, deadline: float, matcher: Matcher, token: int, zone: int,
-                 start: float) -> None:
-        self._timer_seq += 1
-        heapq.heappush(self._heap, (deadline, 0 if matcher.timers_first else 1,
-                                    self._timer_seq, matcher.slot, token, zone, start))
-
-    def fires_before(self, ts: float) -> bool:
-        """Is the first pattern timer due before an event at ``ts``? A VEPL window's deadline
-        is the last instant inside it (000 §4.3.1: span ≤ Δ), so it fires after the events of
-        its instant; an Esper timer fires before them (docs/esper.md, "One instant")."""
-        heap = self._heap
-        if not heap:
-            return False
-        top = heap[0]
-        return top[0] < ts or (top[0] == ts and top[1] == 0)
+    @property
+    def stopped(self) -> bool:
+        """The input has ended (advance_to(inf)): no pattern clock starts any more."""
+        return self.host.stopped
 
     # -- feeding --------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
-        self._pending.append(event)
+        """Publish an event into the stream (processed after the current one)."""
+        self.host.emit(event)
 
     def process(self, event: Event) -> list[ComplexEvent]:
         """Feed one input event; returns the complex events it caused, in detection order
@@ -310,14 +215,15 @@ class Engine:
             self._feed(event, out)
             return out
         # (install_sink inlined: this runs once per event)
+        host = self.host
         sinks, ident = SINKS, get_ident()
         before = sinks.get(ident)
-        sinks[ident] = self._failures
+        sinks[ident] = host.failures
         try:
-            self._step(event, out)
-            if self._pending:
-                self._drain(out)
-            if self._failures:
+            self.step(event, out)
+            if host.pending:
+                host.drain(out)
+            if host.failures:
                 self._report(out)
         finally:
             sinks[ident] = before
@@ -325,17 +231,18 @@ class Engine:
 
     def _feed(self, event: Event, out: list[ComplexEvent]) -> None:
         """:meth:`process` with the failure sink installed by the caller."""
-        self._step(event, out)
-        if self._pending:
-            self._drain(out)
-        if self._failures:
+        host = self.host
+        self.step(event, out)
+        if host.pending:
+            host.drain(out)
+        if host.failures:
             self._report(out)
 
     def _report(self, out: list[ComplexEvent]) -> None:
         """The failures collected since the last report as error records, one per (event,
         expression); with ``on_error="fail"`` raise :class:`EvaluationFailed` after them."""
-        failures = self._failures[:]
-        self._failures.clear()
+        failures = self.host.failures[:]
+        self.host.failures.clear()
         source = self.program.module.source
         seen: set[tuple[int, int, str | None]] = set()
         records = []
@@ -353,53 +260,27 @@ class Engine:
             raise EvaluationFailed(f"{first.source}, {first.location}: {first.reason}",
                                    records, out)
 
-    def call_action(self, fn: Action, rule: ast.RuleDecl, event: Event) -> None:
-        """Run a rule's action; an exception it raises becomes an error record (see
-        :meth:`_report`) and the engine goes on with the next firing."""
-        try:
-            fn(Activation(rule, event, self))
-        except Exception as err:
-            self._failures.append(Failure(None, f"rule {rule.name}", err, event,
-                                          label=f"action {rule.action}", loc=rule.loc))
-
-    def _drain(self, out: list[ComplexEvent]) -> None:
-        """Process the events rule actions emitted, breadth first, with a runaway guard."""
-        n = 0
-        while self._pending:
-            n += 1
-            if n > self.max_cascade:
-                self._pending.clear()
-                raise EngineError(f"rule actions emitted more than {self.max_cascade} events "
-                                  "in response to one input event (a feedback loop?)")
-            nxt = self._pending.popleft()
-            if nxt.ts < self.time:
-                nxt.ts = self.time
-            self._step(nxt, out)
-
-    def _step(self, event: Event, out: list[ComplexEvent]) -> None:
+    def step(self, event: Event, out: list[ComplexEvent]) -> None:
+        """One event and everything it causes (the host's drain feeds emitted events here):
+        time passes to it, the patterns and statements take it, complex events cascade,
+        rules fire."""
+        host = self.host
         ts = event.ts
-        if ts < self.time:
+        if ts < host.time:
             raise EngineError(
-                f"event {event!r} at {ts} is older than the engine clock {self.time}; "
+                f"event {event!r} at {ts} is older than the engine clock {host.time}; "
                 "order the input (cepflow.inputs.reorder) before feeding the engine")
-        n = self._arity.get(event.type)
+        n = host.arity.get(event.type)
         if n is not None and len(event.params) != n:
             raise EngineError(f"event {event!r} has {len(event.params)} parameter(s), "
                               f"type '{event.type}' declares {n}")
         if self.statement_start is None:
             self.start_statements(ts)
-        heap = self._heap
-        if (heap and (heap[0][0] < ts or (heap[0][0] == ts and heap[0][1] == 0))) or (
-                self.windows and self._window_due() <= ts):
+        if host.timers.due_before(ts) or (self.windows and self._window_due() <= ts):
             self._advance(ts, out)
-        self.time = ts
-        if event.seq < 0:
-            event.seq = self._input_seq
-        elif self._renumber:  # (only after restore_state)
-            event.seq = self.continued(event.seq)
-        if event.seq >= self._input_seq:
-            self._input_seq = event.seq + 1
-        self.stats.events += 1
+        host.time = ts
+        event.seq = host.counters.number(event.seq)
+        host.stats.events += 1
         emit = self._emit
         for m in self.subs_input.get(event.type, self.noise):
             m.process(event, emit)
@@ -413,12 +294,18 @@ class Engine:
             for ce in batch:
                 self._record(ce, out)
                 self._cascade(ce, out)
-            if self.rules_by_type:
-                self._fire_rules(event, out[start:])
-        elif event.type in self.rules_by_type:
-            self._fire_rules(event, [])
-        if self._token_id > self._next_check:
+            if host.rules:
+                host.fire(event, out[start:])
+        elif host.rules.triggers(event.type):
+            host.fire(event, [])
+        if host.counters.token > self._next_check:
             self._bound(event, out)
+
+    def recount(self) -> None:
+        """Count the partial matches held at the next step (after partial matches were made
+        other than one token at a time: a restored state)."""
+        if self.max_partial_matches is not None:
+            self._next_check = -1
 
     def _bound(self, event: Event | None, out: list[ComplexEvent]) -> None:
         """Count the partial matches held (tokens were made since the last count): raise
@@ -429,7 +316,7 @@ class Engine:
         held = self.partial_matches()
         total = sum(held.values())
         if total <= limit:
-            self._next_check = self._token_id + (limit - total)
+            self._next_check = self.host.counters.token + (limit - total)
             return
         where = f"event {event.ref} at {event.ts:g}" if event is not None else (
             f"time {self.time:g}")
@@ -479,16 +366,16 @@ class Engine:
 
     def advance_to(self, ts: float, out: list[ComplexEvent] | None = None) -> list[ComplexEvent]:
         """Let time pass up to ``ts`` (before any event at ``ts``): fire the pattern timers
-        due before such an event (:meth:`fires_before`: VEPL deadlines < ts, Esper timers
+        due before such an event (``TimerQueue.due_before``: VEPL deadlines < ts, Esper timers
         <= ts) and process data-window expiries and batch closes at instants <= ts, in time
         order; at one instant the window updates first, then Esper's timers, then (after the
         events of that instant) VEPL deadlines (docs/windows.md), so the order never depends
         on whether an event arrives then."""
         out = [] if out is None else out
-        before = install_sink(self._failures)
+        before = install_sink(self.host.failures)
         try:
             self._advance(ts, out)
-            if self._failures:
+            if self.host.failures:
                 self._report(out)
         finally:
             install_sink(before)
@@ -496,20 +383,21 @@ class Engine:
 
     def _advance(self, ts: float, out: list[ComplexEvent]) -> None:
         """:meth:`advance_to` (the failure sink installed by the caller)."""
+        host = self.host
         if ts == float("inf"):
-            self.stopped = True  # the input has ended: pattern clocks do not start again
-        heap = self._heap
+            host.stopped = True  # the input has ended: pattern clocks do not start again
+        timers = host.timers
         windows = self.windows
         while True:
             due = self._window_due() if windows else float("inf")
-            if self.fires_before(ts) and heap[0][0] < due:
-                deadline, _, _, mi, token, zone, start = heapq.heappop(heap)
-                self.time = max(self.time, deadline)
+            if timers.due_before(ts) and timers.first() < due:  # type: ignore[operator]
+                deadline, _, _, mi, token, zone, start = timers.pop()
+                host.time = max(host.time, deadline)
                 first = len(out)
                 emitted: list[ComplexEvent] = []
                 self.matchers[mi].on_deadline(token, zone, start, emitted.append)
             elif due <= ts and due != float("inf"):
-                self.time = max(self.time, due)
+                host.time = max(host.time, due)
                 first = len(out)
                 emitted = []
                 for r in windows:
@@ -520,10 +408,10 @@ class Engine:
             for ce in emitted:
                 self._record(ce, out)
                 self._cascade(ce, out)
-            self._fire_rules(None, out[first:])
-            if self._pending:
-                self._drain(out)
-            if self._token_id > self._next_check:  # (a pattern's clock starts instances)
+            host.fire(None, out[first:])
+            if host.pending:
+                host.drain(out)
+            if host.counters.token > self._next_check:  # (a pattern's clock starts instances)
                 self._bound(None, out)
 
     def _record(self, ce: ComplexEvent, out: list[ComplexEvent]) -> None:
@@ -537,8 +425,9 @@ class Engine:
         while queue:
             ce = queue.popleft()
             n += 1
-            if n > self.max_cascade:
-                raise EngineError(f"more than {self.max_cascade} complex events from one event")
+            if n > self.host.max_cascade:
+                raise EngineError(f"more than {self.host.max_cascade} complex events from one "
+                                  "event")
             emitted: list[ComplexEvent] = []
             for m in self.subs_complex.get(ce.type, ()):
                 m.process(ce, emitted.append)
@@ -547,31 +436,6 @@ class Engine:
             for nxt in emitted:
                 self._record(nxt, out)
                 queue.append(nxt)
-
-    def _fire_rules(self, event: Event | None, detected: list[ComplexEvent]) -> None:
-        """Fire the rules triggered by ``event`` and the complex events it caused: higher
-        priority first, then detection order. Emitted events are queued (see _drain)."""
-        rules = self.rules_by_type
-        trig = [ev for ev in ([event] if event is not None else []) + detected
-                if ev.type in rules]
-        if not trig:
-            return
-        if len(trig) == 1:
-            ev = trig[0]
-            acts = [(0, 0, rule, ev) for rule in self._rules_sorted[ev.type]]
-        else:
-            acts = []
-            seq = 0
-            for ev in trig:
-                for rule in self._rules_sorted[ev.type]:
-                    acts.append((-rule.priority, seq, rule, ev))
-                    seq += 1
-            acts.sort(key=lambda a: (a[0], a[1]))
-        for _, _, rule, ev in acts:
-            self.stats.rule_firings += 1
-            fn = self.actions.get(rule.action) if rule.action else None
-            if fn is not None:
-                self.call_action(fn, rule, ev)
 
     def process_batch(self, events: Sequence[Event]) -> list[ComplexEvent]:
         """Feed many time-ordered events at once; the same result as ``process`` on each.
@@ -586,7 +450,7 @@ class Engine:
         by event, as does every batch with ``on_error="fail"`` (see the module docstring).
         """
         out: list[ComplexEvent] = []
-        before = install_sink(self._failures)
+        before = install_sink(self.host.failures)
         try:
             starts = self._starts
             kernels = (self.trace is None and self.on_error != "fail"
@@ -595,7 +459,7 @@ class Engine:
             if self._pairs is not None and kernels:
                 found = process_esper_batch(self, self._pairs, events)
                 if found is not None:
-                    if self._failures:
+                    if self.host.failures:
                         self._report(found)
                     return found
             if self._chains is not None and kernels:
@@ -604,7 +468,7 @@ class Engine:
                 except Declined:
                     pass
                 else:
-                    if self._failures:
+                    if self.host.failures:
                         self._report(out)
                     return out
             for e in events:
@@ -637,7 +501,7 @@ class Engine:
             per_code = np.array([self._starts.get(t, 0) for t in rows.type_names], np.int64)
             if not self._room_for(int(per_code[rows.codes].sum()) if rows.n else 0):
                 raise Declined("the batch could pass max_partial_matches: event by event")
-        before = install_sink(self._failures)
+        before = install_sink(self.host.failures)
         try:
             return process_columns(self, self._chains, rows)  # type: ignore[arg-type]
         finally:
@@ -654,7 +518,7 @@ class Engine:
                 failed: RunStopped | None = None
                 with gc_paused():
                     n = 0
-                    before = install_sink(self._failures)
+                    before = install_sink(self.host.failures)
                     try:
                         for e in it:
                             self._feed(e, chunk_out)
@@ -687,7 +551,7 @@ class Engine:
 
     def next_deadline(self) -> float | None:
         """The earliest pending window deadline (it may have become moot), or None."""
-        return self._heap[0][0] if self._heap else None
+        return self.host.timers.first()
 
     def missing_actions(self) -> list[tuple[str, str]]:
         """(rule, action) pairs whose action is not registered (they fire without effect)."""
@@ -711,8 +575,7 @@ class Engine:
         if not state:
             return
         # the saved intervals replace any an explicit start began
-        self._heap = [h for h in self._heap if h[4] != CLOCK_TOKEN]
-        heapq.heapify(self._heap)
+        self.host.timers.keep(lambda h: h[4] != CLOCK_TOKEN)
         for m in self._clocks:
             m.clock_start = None
         self.statement_start = state.get("start")
@@ -724,7 +587,7 @@ class Engine:
             if begun is not None:
                 m.start_clock(begun)
         # (a state saved after the input ended has no interval under way)
-        self.stopped = bool(state.get("stopped"))
+        self.host.stopped = bool(state.get("stopped"))
 
 
 def _has_expressions(program: Program) -> bool:

@@ -30,27 +30,13 @@ from cepflow.timefmt import duration_text as _ms
 NOPART = object()  # the event belongs to no partition of a partitioned pattern
 
 
-class Trace:
-    """Records what happened to every token, for ``explain`` and the run report (off unless
-    asked for). An entry is a dict: ``kind`` (start, step, match, trap, dispose, clock),
-    ``pattern``, ``token``, ``ts``, ``event`` (the input id), ``frm``/``to`` (states),
-    ``reason``; a move's entry has ``threads``, per state of ``to`` the bindings and the
-    windows' deadlines then (:meth:`Matcher.snapshot`), a match's ``match`` (its match id),
-    ``events`` and ``bindings``. A subclass may keep less (cepflow.reports.record)."""
-
-    def __init__(self) -> None:
-        self.entries: list[dict[str, Any]] = []
-
-    def add(self, **kw: Any) -> None:
-        self.entries.append(kw)
-
-
 class Matcher:
     """Run-time state of one compiled pattern."""
 
-    def __init__(self, auto: Automaton, engine: Any, fast_path: bool = True) -> None:
+    def __init__(self, auto: Automaton, host: Any, fast_path: bool = True) -> None:
         self.auto = auto
-        self.engine = engine
+        #: the engine's shared state and services (runtime/host.py)
+        self.host = host
         self.name = auto.name
         self.context = auto.context
         self.partitioned = bool(auto.partition_by)
@@ -178,10 +164,10 @@ class Matcher:
         """Start a token along a plain initial edge (see _fast_paths)."""
         params = e.params
         bindings = {v: params[i] for i, v in edge.position.binds}
-        tok = Token(self.engine.next_token_id(), None, e.ts,
+        tok = Token(self.host.counters.next_token(), None, e.ts,
                     [Thread(edge.target, bindings, [e], None, e)])
-        if self.engine.trace is not None:
-            self.engine.trace.add(kind="start", pattern=self.name, token=tok.id, event=e.ref,
+        if self.host.trace is not None:
+            self.host.trace.add(kind="start", pattern=self.name, token=tok.id, event=e.ref,
                                   ts=e.ts, to=[edge.target], threads=self.snapshot(tok.threads))
         self.register(tok)
 
@@ -254,7 +240,7 @@ class Matcher:
                 if not dl or dl[-1][0] <= deadline:
                     dl.append((deadline, tid, z, ts))
                 else:
-                    self.engine.schedule(deadline, self, tid, z, ts)
+                    self.host.schedule(deadline, self, tid, z, ts)
 
     def register_newest(self, tok: Token) -> None:
         """register() for a single-thread token younger than every registered one (the column
@@ -442,8 +428,8 @@ class Matcher:
                     del buckets[hs][key]
                 th.events.append(e)
                 th.last = e
-                if self.engine.trace is not None:
-                    self.engine.trace.add(kind="step", pattern=self.name, token=best.id,
+                if self.host.trace is not None:
+                    self.host.trace.add(kind="step", pattern=self.name, token=best.id,
                                           event=e.ref, ts=e.ts, frm=hs, to=[he.target],
                                           threads=self.snapshot([th]))
                 if he.final:
@@ -467,14 +453,14 @@ class Matcher:
                 best.regs = [(target, key)]
                 return
         if self.context == "esper":
-            if self.pair is not None and self.engine.trace is None:
+            if self.pair is not None and self.host.trace is None:
                 self._pair_step(e, emit)
-            elif self.single is not None and self.engine.trace is None:
+            elif self.single is not None and self.host.trace is None:
                 pos = self.single.position
                 if pos.filter is None or pos.filter(e, _NOB):
                     # _start + _complete of the general path: a token id, then the match
                     params = e.params
-                    tok = Token(self.engine.next_token_id(), None, e.ts, [])
+                    tok = Token(self.host.counters.next_token(), None, e.ts, [])
                     th = Thread(FINAL, {v: params[i] for i, v in pos.binds}, [e], None, e)
                     self._complete(tok, th, e.ts, emit)
             else:
@@ -526,12 +512,12 @@ class Matcher:
         """Begin the pattern's leading interval at ``t`` (the statement's start, or when the
         start policy restarts it); nothing once the engine's input has ended."""
         clock = self.clock
-        if clock is None or self.engine.stopped:
+        if clock is None or self.host.stopped:
             return
         self.clock_start = t
-        self.engine.schedule(t + clock.length, self, CLOCK_TOKEN, -1, t)
-        if self.engine.trace is not None:
-            self.engine.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
+        self.host.schedule(t + clock.length, self, CLOCK_TOKEN, -1, t)
+        if self.host.trace is not None:
+            self.host.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
                                   event=None, ts=t,
                                   reason=f"interval of {_ms(clock.length)} starts")
 
@@ -547,8 +533,8 @@ class Matcher:
         else:
             return
         self.clock_start = None  # (its timer, still in the engine's heap, is now stale)
-        if self.engine.trace is not None:
-            self.engine.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
+        if self.host.trace is not None:
+            self.host.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
                                   event=e.ref, ts=e.ts,
                                   reason=f"interval ended: NOT {pos.label.lstrip('¬')} observed")
         if self.auto.start == "spawn":  # every on the interval alone: it starts again
@@ -607,7 +593,7 @@ class Matcher:
             ts = e.ts
             th = Thread(pr.state, {v: params[i] for i, v in first.binds}, [e],
                         None if pr.zone is None else {pr.zone: ts}, e)
-            tok = Token(self.engine.next_token_id(), None, ts, [th])
+            tok = Token(self.host.counters.next_token(), None, ts, [th])
             if th.zstart:
                 self._schedule(tok, th)
             self.register(tok)
@@ -616,9 +602,9 @@ class Matcher:
                emit: Callable[[ComplexEvent], None]) -> None:
         """Esper's inner every: each thread that went on from ``tok`` (which keeps waiting) is
         a partial match of its own, or a match when it completed the pattern."""
-        trace = self.engine.trace
+        trace = self.host.trace
         for th in forks:
-            new = Token(self.engine.next_token_id(), tok.part, e.ts, [th])
+            new = Token(self.host.counters.next_token(), tok.part, e.ts, [th])
             if trace is not None:
                 trace.add(kind="start", pattern=self.name, token=new.id, event=e.ref, ts=e.ts,
                           to=[th.state], reason=f"every: forked from token {tok.id}",
@@ -694,8 +680,8 @@ class Matcher:
             first = next(th for th in res[0] if th is not _KEEP)
             if self._distinct_seen(first.bindings, e.ts):
                 return False
-        tok = Token(self.engine.next_token_id(), part, e.ts, [])
-        trace = self.engine.trace
+        tok = Token(self.host.counters.next_token(), part, e.ts, [])
+        trace = self.host.trace
         if trace is not None:
             began = [th for th in res[0] if th is not _KEEP]
             trace.add(kind="start", pattern=self.name, token=tok.id, event=e.ref,
@@ -734,7 +720,7 @@ class Matcher:
         emit: Callable[[ComplexEvent], None],
         new: bool = False,
     ) -> None:
-        trace = self.engine.trace
+        trace = self.host.trace
         if not new:
             self.unregister(tok)
         threads: list[Thread] = []
@@ -807,8 +793,8 @@ class Matcher:
                 and self._distinct_seen(th.bindings, ts)):
             # every-distinct around a sequence: a match whose keys were seen is dropped (the
             # instance ended all the same, and the next one begins)
-            if self.engine.trace is not None:
-                self.engine.trace.add(kind="dispose", pattern=self.name, token=tok.id,
+            if self.host.trace is not None:
+                self.host.trace.add(kind="dispose", pattern=self.name, token=tok.id,
                                       event=None, ts=ts, reason="every-distinct: keys seen")
             return
         params, bindings = self.result(th.bindings, ts, th.last)
@@ -816,9 +802,9 @@ class Matcher:
         if self.clock is not None:  # the clock's synthetic event is no part of the match
             events = [x for x in events if x.type != self.clock.type]
         ce = ComplexEvent(self.name, params, ts, bindings, events,
-                          match_id=self.engine.next_match_id())
-        if self.engine.trace is not None:
-            self.engine.trace.add(kind="match", pattern=self.name, token=tok.id, ts=ts,
+                          match_id=self.host.counters.next_match())
+        if self.host.trace is not None:
+            self.host.trace.add(kind="match", pattern=self.name, token=tok.id, ts=ts,
                                   events=ce.event_refs, bindings=ce.bindings_for_output(),
                                   match=ce.match_id)
         emit(ce)
@@ -858,8 +844,8 @@ class Matcher:
         if moved is None:
             return
         self.unregister(tok)
-        if self.engine.trace is not None:
-            self.engine.trace.add(kind="trap" if not keep else "step", pattern=self.name,
+        if self.host.trace is not None:
+            self.host.trace.add(kind="trap" if not keep else "step", pattern=self.name,
                                   token=tok.id, event=e.ref, ts=e.ts, frm=state,
                                   to=[th.state for th in moved],
                                   reason="; ".join(dict.fromkeys(reasons)),
@@ -889,7 +875,7 @@ class Matcher:
         if state == th.state:
             return th
         new = Thread(state, th.bindings, th.events, th.zstart, th.last)
-        trace = self.engine.trace
+        trace = self.host.trace
         if trace is not None and traced is not None:
             trace.add(kind="step", pattern=self.name, token=traced, event=e.ref, ts=e.ts,
                       frm=th.state, to=[state], reason=reasons[-1],
@@ -913,8 +899,8 @@ class Matcher:
             victims = [t for d in self.tokens.values() for t in d.values()]
         for tok in victims:
             self.unregister(tok)
-            if self.engine.trace is not None:
-                self.engine.trace.add(kind="dispose", pattern=self.name, token=tok.id,
+            if self.host.trace is not None:
+                self.host.trace.add(kind="dispose", pattern=self.name, token=tok.id,
                                       event=e.ref, ts=e.ts,
                                       reason=f"noise under {self.context}: {e.type} "
                                              "contributes to no partial match")
@@ -942,10 +928,10 @@ class Matcher:
                     # a pair's deadlines come in time order: queue them, the engine holds a
                     # timer for the first only (on_deadline with token -1)
                     if not dl:
-                        self.engine.schedule(deadline, self, -1, z, start)
+                        self.host.schedule(deadline, self, -1, z, start)
                     dl.append((deadline, tok.id, z, start))
                 else:
-                    self.engine.schedule(deadline, self, tok.id, z, start)
+                    self.host.schedule(deadline, self, tok.id, z, start)
 
     def _expire_queued(self, emit: Callable) -> None:
         """The engine's timer for the first queued deadline is due: run every queued deadline
@@ -960,7 +946,7 @@ class Matcher:
                 self._clock_idle(start + self.zone_by_id[z].length)
         if dl:
             deadline, _, z, start = dl[0]
-            self.engine.schedule(deadline, self, -1, z, start)
+            self.host.schedule(deadline, self, -1, z, start)
 
     def on_deadline(self, token_id: int, z: int, start: float, emit: Callable) -> None:
         """The deadline of zone ``z`` entered at ``start`` has passed for token ``token_id``."""
@@ -1012,7 +998,7 @@ class Matcher:
         if fired is None and not expired:
             return
         self.unregister(tok)
-        trace = self.engine.trace
+        trace = self.host.trace
         if fired is not None:
             if trace is not None:
                 trace.add(kind="step", pattern=self.name, token=tok.id, event=None,

@@ -85,7 +85,8 @@ def has_state(engine: Engine) -> bool:
     return (any(m.count() for m in engine.matchers)
             or any(m.done or m.seen for m in engine.matchers if m.context == "esper")
             or any(r.time != float("-inf") for r in engine.windows)
-            or (engine.statement_start is not None and bool(engine._clocks)))
+            or (engine.statement_start is not None and any(m.clock is not None
+                                                           for m in engine.matchers)))
 
 
 # Saving and restoring make objects per saved event: the cyclic garbage collector is paused
@@ -154,8 +155,9 @@ def _saved(engine: Engine) -> dict[str, Any]:
     state = {
         "format": FORMAT, "version": VERSION, "program": engine.program.fingerprint,
         "time": _num(engine.time),
-        "counters": {"token": engine._token_id, "match": engine._match_id,
-                     "input": engine._input_seq},
+        "counters": {"token": engine.host.counters.token,
+                     "match": engine.host.counters.match,
+                     "input": engine.host.counters.input},
         "patterns": patterns,
         "windows": {r.statement.name: save_runner(r, _event) for r in engine.windows},
     }
@@ -553,7 +555,7 @@ class _Reader:
             m.pending = PendingRows(list(tids), events, z, list(cols[1]), list(cols[2]), var)
         if z is not None and z in m.timed_zones:
             length = m.zone_by_id[z].length
-            schedule = m.engine.schedule
+            schedule = m.host.schedule
             for tid, evs in zip(tids, events, strict=True):
                 start = evs[0].ts
                 schedule(start + length, m, tid, z, start)
@@ -574,12 +576,12 @@ class _Reader:
                 raise self.bad(f"patterns.{name}", "not a pattern of the program "
                                f"({', '.join(by_name) or 'none'})", show=False)
         self.windows(self.dict_(state.get("windows", {}), "windows"))
-        engine.time = self.clock
-        engine._token_id, engine._match_id, engine._input_seq = (
-            self.tokens, self.matches, self.inputs)
-        engine.continue_numbering()
-        if engine.max_partial_matches is not None:
-            engine._next_check = -1  # (count the restored partial matches at the next step)
+        host = engine.host
+        host.time = self.clock
+        counters = host.counters
+        counters.token, counters.match, counters.input = self.tokens, self.matches, self.inputs
+        counters.continue_numbering()
+        engine.recount()  # (count the restored partial matches at the next step)
         for name, extra in self.dict_(state.get("esper", {}), "esper").items():
             m = by_name.get(name)
             if m is None or m.context != "esper":

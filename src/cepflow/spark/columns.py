@@ -148,17 +148,18 @@ class ArrowRows(Rows):
         return made
 
     def number(self, engine: Any) -> None:
-        if self.n and engine._renumber:  # (after a restore: the saved numbering goes on)
+        counters = engine.host.counters
+        if self.n and counters.renumber:  # (after a restore: the saved numbering goes on)
             seq = column(self.batch, "seq")
             first = seq[0].as_py()
-            shift = 0 if first is None or first < 0 else engine.continued(first) - first
+            shift = 0 if first is None or first < 0 else counters.continued(first) - first
             if shift:
                 self.batch = self.batch.set_column(self.batch.schema.get_field_index("seq"),
                                                    "seq", pc.add(seq, shift))
         if self.n:
             top = int(pc.max(column(self.batch, "seq")).as_py())
-            if top >= engine._input_seq:
-                engine._input_seq = top + 1
+            if top >= counters.input:
+                counters.input = top + 1
 
     def refs(self) -> pa.Array:
         """The text that names each row's event in outputs: its id, else its number."""

@@ -1,0 +1,131 @@
+"""What an engine owns that every path through it shares (docs/architecture.md): the clock,
+the numbering (:class:`~cepflow.runtime.counters.Counters`), the pattern timers
+(:class:`~cepflow.runtime.timers.TimerQueue`), the trace, the statistics, rule firing
+(:class:`~cepflow.runtime.firing.RuleTable` and the actions), the events actions emit, and the
+sink evaluation failures go to. The matchers, the column kernels, saved state and the Spark
+runners reach these through the host, never through the engine's private fields.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cepflow.compiler.expressions import Failure
+from cepflow.compiler.program import Program
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.language import ast
+from cepflow.runtime.actions import Activation
+from cepflow.runtime.counters import Counters
+from cepflow.runtime.errors import EngineError
+from cepflow.runtime.firing import RuleTable
+from cepflow.runtime.timers import AFTER_EVENTS, BEFORE_EVENTS, TimerQueue
+
+if TYPE_CHECKING:
+    from cepflow.runtime.engine import Engine
+
+Action = Callable[[Activation], Any]
+
+
+@dataclass
+class EngineStats:
+    events: int = 0
+    complex_events: int = 0
+    by_pattern: dict[str, int] = field(default_factory=dict)
+    rule_firings: int = 0
+    #: events a window statement could not take (put on the side channel)
+    rejected: int = 0
+    #: failed evaluations and rule actions (records in Engine.errors)
+    errors: int = 0
+
+
+class Trace:
+    """Records what happened to every token, for ``explain`` and the run report (off unless
+    asked for). An entry is a dict: ``kind`` (start, step, match, trap, dispose, clock),
+    ``pattern``, ``token``, ``ts``, ``event`` (the input id), ``frm``/``to`` (states),
+    ``reason``; a move's entry has ``threads``, per state of ``to`` the bindings and the
+    windows' deadlines then (:meth:`Matcher.snapshot`), a match's ``match`` (its match id),
+    ``events`` and ``bindings``. A subclass may keep less (cepflow.reports.record)."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    def add(self, **kw: Any) -> None:
+        self.entries.append(kw)
+
+
+class Host:
+    """The shared state and services of one engine (see the module docstring)."""
+
+    def __init__(self, engine: Engine, program: Program, actions: Mapping[str, Action],
+                 trace: Trace | None, max_cascade: int) -> None:
+        #: the engine whose these are (actions receive it, emitted events go through it)
+        self.engine = engine
+        self.time = float("-inf")
+        #: the input has ended (advance_to(inf)): no pattern clock starts any more
+        self.stopped = False
+        self.counters = Counters()
+        self.timers = TimerQueue()
+        self.trace = trace
+        self.stats = EngineStats()
+        self.rules = RuleTable(program.rules)
+        self.actions = dict(actions)
+        self.max_cascade = max_cascade
+        #: events rule actions emitted, processed after the current one (breadth first)
+        self.pending: deque[Event] = deque()
+        #: where compiled expressions report failures while the engine runs
+        self.failures: list[Failure] = []
+        #: declared number of parameters per event type
+        self.arity = {name: len(t.params) for name, t in program.schemas.items()}
+
+    # -- timers ---------------------------------------------------------------------------
+    def schedule(self, deadline: float, run: Any, token: int, zone: int, start: float
+                 ) -> None:
+        """A timer of pattern ``run`` (its matcher): Esper's fire before the events of their
+        instant, VEPL's after them (timers.py)."""
+        self.timers.schedule(deadline, BEFORE_EVENTS if run.timers_first else AFTER_EVENTS,
+                             run.slot, token, zone, start)
+
+    # -- rules ----------------------------------------------------------------------------
+    def fire(self, event: Event | None, detected: Sequence[ComplexEvent]) -> None:
+        """Fire the rules ``event`` and the complex events it caused trigger (firing.py)."""
+        if not self.rules:
+            return
+        stats, actions = self.stats, self.actions
+        for rule, ev in self.rules.firings(event, detected):
+            stats.rule_firings += 1
+            fn = actions.get(rule.action) if rule.action else None
+            if fn is not None:
+                self.call_action(fn, rule, ev)
+
+    def call_action(self, fn: Action, rule: ast.RuleDecl, event: Event) -> None:
+        """Run a rule's action; an exception it raises becomes an evaluation failure (an
+        error record, docs/semantics.md "Evaluation errors") and the next firing runs."""
+        try:
+            fn(Activation(rule, event, self.engine))
+        except Exception as err:
+            self.failures.append(Failure(None, f"rule {rule.name}", err, event,
+                                         label=f"action {rule.action}", loc=rule.loc))
+
+    # -- events actions emit ----------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        """An event a rule action publishes: processed after the current one."""
+        self.pending.append(event)
+
+    def drain(self, out: list[ComplexEvent]) -> None:
+        """Process the events actions emitted, breadth first, with a runaway guard; an event
+        older than the clock takes the clock's time."""
+        pending = self.pending
+        n = 0
+        while pending:
+            n += 1
+            if n > self.max_cascade:
+                pending.clear()
+                raise EngineError(f"rule actions emitted more than {self.max_cascade} events "
+                                  "in response to one input event (a feedback loop?)")
+            nxt = pending.popleft()
+            if nxt.ts < self.time:
+                nxt.ts = self.time
+            self.engine.step(nxt, out)
