@@ -59,7 +59,8 @@ def rows(found) -> list:
 def snapshot(eng: Engine) -> list:
     """The partial matches (also with NaN keys, which save_state refuses) and counters."""
     s = eng.stats
-    return [eng.time, eng.host.counters.token, eng.host.counters.match, eng.host.counters.input, s.events,
+    c = eng.host.counters
+    return [eng.time, c.token, c.match, c.input, s.events,
             s.complex_events, sorted(s.by_pattern.items()), s.rule_firings,
             [(m.name, [(t.id, t.created, [(th.state, repr(th.bindings), th.zstart,
                                            [e.id for e in th.events]) for th in t.threads])
