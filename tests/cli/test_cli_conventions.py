@@ -70,7 +70,8 @@ def test_unknown_engine_and_context_refused_before_any_work(tmp_path: Path) -> N
 def test_context_choice_compiles_like_the_library() -> None:
     """The choice reaches the compiler as the plain context name: the same program (and
     fingerprint, which saved states carry) as ``cepflow.load(..., context=...)``."""
+    from cepflow.automaton.context import Context
+
     program = _load(GESTURE, ContextName("strict"))
-    assert {type(a.context) for a in program.automata} == {str}
-    assert {a.context for a in program.automata} == {"strict"}
+    assert {a.context for a in program.automata} == {Context.STRICT}
     assert program.fingerprint == cepflow.load(GESTURE, context="strict").fingerprint

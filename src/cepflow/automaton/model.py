@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cepflow.automaton.context import Context
+
 INITIAL = 0
 FINAL = -1
 TRAP = -2
@@ -141,7 +143,7 @@ class Automaton:
 
     name: str
     params: tuple[str, ...]
-    context: str
+    context: Context
     positions: list[Position]
     #: state id -> event type -> edges leaving that state on that type (insertion = pattern order).
     edges: dict[int, dict[str, list[Edge]]]
@@ -179,7 +181,7 @@ class Automaton:
         esper, start spawn, no every-distinct, no NOT, no clock, not partitioned, a single
         initial edge), else None: the first checks of the direct Esper shapes (the matcher's
         ``single``, the column kernel's pair)."""
-        if (self.context != "esper" or self.start != "spawn" or self.distinct or self.forbids
+        if (not self.context.esper or self.start != "spawn" or self.distinct or self.forbids
                 or self.partition_by or self.clock is not None):
             return None
         init = self.edges.get(INITIAL, {})

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cepflow.automaton.context import Context
 from cepflow.automaton.model import (
     FINAL,
     INITIAL,
@@ -97,7 +98,7 @@ class _Builder:
         self.zone_stack: list[int] = []
         self.variables = self._variables(decl.body)
         #: Esper's and is a product of its operands (compiler.conjunction), VEPL's 000's sugar
-        self.esper = decl.context == "esper"
+        self.esper = decl.context == Context.ESPER
         self.n_conj = 0
 
     # -- helpers -------------------------------------------------------------------------
@@ -434,11 +435,11 @@ class _Builder:
                 continue
             for n in negs:
                 forbids[src][n.type].append(Forbid(src, n))
-        context = decl.context or default_context
+        context = Context(decl.context or default_context)
         # Esper's not ends its sub-pattern for good (compiler.esper): no restricted copies
-        restricted = self._restrict(edges, forbids) if context != "esper" else {}
+        restricted = self._restrict(edges, forbids) if not context.esper else {}
         for z in self.zones:  # Esper's timers fire before the events of their instant
-            z.open_end = context == "esper"
+            z.open_end = context.timers_first
         auto = Automaton(
             name=decl.name,
             params=tuple(p.name for p in decl.params),

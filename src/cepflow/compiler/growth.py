@@ -25,6 +25,7 @@ the located warnings ``cepflow check`` and ``cepflow run`` print.
 
 from __future__ import annotations
 
+from cepflow.automaton.context import Context
 from cepflow.automaton.model import FINAL, TRAP, Automaton
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic
@@ -57,11 +58,11 @@ def growth(auto: Automaton) -> str | None:
     waiting = labels.get(auto.restricted.get(open_states[0], open_states[0]), "?")
     after = f"a partial match waiting after {waiting} is held until it completes"
     ctx = auto.context
-    if ctx in ("chronicle", "unrestricted"):
-        start = "every event that can start one starts one" if ctx == "unrestricted" else (
-            "every event that can start one and that no waiting one takes starts one")
+    if ctx in (Context.CHRONICLE, Context.UNRESTRICTED):
+        start = ("every event that can start one starts one" if ctx.follows_every_run else
+                 "every event that can start one and that no waiting one takes starts one")
         return f"under {ctx}, {start}, and {after}"
-    if ctx == "esper":
+    if ctx.esper:
         if auto.start == "spawn":
             return f"every at its start spawns an instance per event, and {after}"
         if any(p.every for p in auto.positions):

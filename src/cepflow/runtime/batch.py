@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from cepflow.automaton.context import Context
 from cepflow.automaton.model import INITIAL
 from cepflow.compiler.expressions import current_sink
 from cepflow.events.model import ComplexEvent, Event
@@ -92,7 +93,8 @@ def chain_of(m: Any) -> Chain | None:
     several stages with the same key field), each stage's filter reading only its event, and
     at most one ``within`` window around the whole sequence; no NOT, no other zone."""
     auto = m.auto
-    if (m.context != "chronicle" or m.partitioned or auto.forbids or len(auto.zones) > 1
+    if (m.context is not Context.CHRONICLE or m.partitioned or auto.forbids
+            or len(auto.zones) > 1
             or auto.distinct or auto.select is not None or m.clock is not None):
         return None
     zone = auto.zones[0] if auto.zones else None

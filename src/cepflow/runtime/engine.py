@@ -167,7 +167,7 @@ class Engine:
     def _index_matchers(self) -> None:
         # patterns that see every input event (its type may be noise to them); Esper's never
         # dispose partial matches on noise, so they get only the types they name
-        self.noise = [m for m in self.matchers if m.context not in ("chronicle", "esper")]
+        self.noise = [m for m in self.matchers if m.context.sees_every_event]
         by_type: dict[str, list[Matcher]] = {}
         for m in self.matchers:
             for t in m.types:

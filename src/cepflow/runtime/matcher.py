@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from cepflow.automaton.context import Context
 from cepflow.automaton.model import FINAL, INITIAL, TRAP, Automaton, Collect, Edge, Forbid
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.language.tags import index_name
@@ -44,11 +45,11 @@ class Matcher:
         #: threads are the runs of the automaton over exactly those events — except under
         #: unrestricted, which follows every run: a thread may also skip an event it takes
         #: (docs/semantics.md, "Decision — a partial match is the events it took")
-        self.skips = self.context == "unrestricted"
+        self.skips = self.context.follows_every_run
         #: Esper's timers fire before the events of their instant (its windows exclude their
         #: end: span < Δ); VEPL's windows include it (span ≤ Δ) — see Zone.open_end
-        self.timers_first = self.context == "esper"
-        self.exact = self.context in ("chronicle", "immediate", "strict")
+        self.timers_first = self.context.timers_first
+        self.exact = self.context.exact
         self.tokens: dict[Any, dict[int, Token]] = {}
         self.done = False  # a match was completed (Esper's patterns without every stop then)
         self.seen: dict[tuple, float] = {}  # every-distinct keys -> when first seen
@@ -121,7 +122,7 @@ class Matcher:
         path gives the same result (tests/engine/test_fast_path.py checks one against the
         other)."""
         auto = self.auto
-        if self.context != "chronicle" or self.partitioned:
+        if self.context is not Context.CHRONICLE or self.partitioned:
             return {}
         zones = {p.id: p.zones for p in auto.positions}
         zones.update({c: zones[s] for c, s in auto.restricted.items()})
@@ -335,7 +336,7 @@ class Matcher:
                        if not any(c2 == c and moved < m2 for (c2, m2), _ in steps))
         if not out and reason is None and not forked:
             return None
-        if th.state != INITIAL and (self.skips or (self.context == "esper" and (
+        if th.state != INITIAL and (self.skips or (self.context.esper and (
                 forked or self._others_wait(th.state, fired, steps)))):
             # unrestricted follows every run: the thread may also skip e. Under esper the
             # operands of an or run side by side: one that did not take e (another edge of
@@ -452,7 +453,7 @@ class Matcher:
                     _insert(b, best)
                 best.regs = [(target, key)]
                 return
-        if self.context == "esper":
+        if self.context.esper:
             if self.pair is not None and self.host.trace is None:
                 self._pair_step(e, emit)
             elif self.single is not None and self.host.trace is None:
@@ -467,7 +468,7 @@ class Matcher:
                 self._process_esper(e, emit)
             return
         takers = self._find(e)
-        unrestricted = self.context == "unrestricted"
+        shares = self.context.shares_events
         part = self.partition_of(e) if self.partitioned else None
         contributed = bool(takers)
         if takers:
@@ -475,12 +476,12 @@ class Matcher:
             for tok, plan in takers:
                 self._apply(tok, plan, e, emit)
         # strict immediate tracks one partial match at a time (else e is noise)
-        if ((not takers or unrestricted) and t in self.initial and part is not NOPART
-                and not (self.context == "strict" and self.tokens.get(part))):
+        if ((not takers or shares) and t in self.initial and part is not NOPART
+                and not (self.context.one_at_a_time and self.tokens.get(part))):
             contributed = self._start(e, part, emit) or contributed
         if t in self.neg_states:
             self._negatives(e)
-        if not contributed and self.context in ("immediate", "strict") and part is not NOPART:
+        if not contributed and self.context.disposes_on_noise and part is not NOPART:
             self._dispose_noise(e, part)
 
     def _process_esper(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
@@ -637,7 +638,7 @@ class Matcher:
         under unrestricted). Buckets keep tokens in id order, so the scan of a bucket stops at
         the first token that can take ``e``, and at the first one younger than the best so far."""
         t = e.type
-        unrestricted = self.context in ("unrestricted", "esper")
+        unrestricted = self.context.shares_events
         takers: list[tuple[Token, list]] = []
         best: Token | None = None
         states = self.pos_states.get(t)
@@ -694,7 +695,7 @@ class Matcher:
     ) -> list[tuple[Thread, tuple[list[Thread], str | None] | None]] | None:
         plan = []
         any_move = False
-        esper = self.context == "esper"
+        esper = self.context.esper
         for th in tok.threads:
             edges = self.auto.edges.get(th.state, {}).get(e.type)
             if edges and esper:

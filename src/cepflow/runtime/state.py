@@ -83,7 +83,7 @@ def has_state(engine: Engine) -> bool:
     event (its contents, batches and reference point). Without it, a fresh engine given the
     same later events produces the same complex events (their match ids aside)."""
     return (any(m.count() for m in engine.matchers)
-            or any(m.done or m.seen for m in engine.matchers if m.context == "esper")
+            or any(m.done or m.seen for m in engine.matchers if m.context.esper)
             or any(r.time != float("-inf") for r in engine.windows)
             or (engine.statement_start is not None and any(m.clock is not None
                                                            for m in engine.matchers)))
@@ -162,7 +162,7 @@ def _saved(engine: Engine) -> dict[str, Any]:
         "windows": {r.statement.name: save_runner(r, _event) for r in engine.windows},
     }
     esper = {m.name: {"done": m.done, "seen": [[list(k), t] for k, t in m.seen.items()]}
-             for m in engine.matchers if m.context == "esper" and (m.done or m.seen)}
+             for m in engine.matchers if m.context.esper and (m.done or m.seen)}
     if rows:  # optional (version 3): partial matches a chain kernel holds as rows
         state["rows"] = rows
     if esper:  # optional: Esper start policies (once) and every-distinct keys
@@ -584,7 +584,7 @@ class _Reader:
         engine.recount()  # (count the restored partial matches at the next step)
         for name, extra in self.dict_(state.get("esper", {}), "esper").items():
             m = by_name.get(name)
-            if m is None or m.context != "esper":
+            if m is None or not m.context.esper:
                 raise self.bad(f"esper.{name}", "not an Esper pattern of the program",
                                show=False)
             where = f"esper.{name}"

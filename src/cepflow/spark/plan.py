@@ -202,7 +202,7 @@ def _pattern_group(names: list[str], program: Program) -> Group:
     autos = {a.name: a for a in program.automata}
     pats = [n for n in names if n in autos]
     inputs = {w.input_type for w in program.windows if w.name in names}
-    needs_all = [n for n in pats if autos[n].context in ("immediate", "strict")
+    needs_all = [n for n in pats if autos[n].context.disposes_on_noise
                  and not autos[n].partition_by]
     alphabet = set().union(*(autos[n].alphabet for n in pats))
     if needs_all:
@@ -218,7 +218,7 @@ def _pattern_group(names: list[str], program: Program) -> Group:
             f"{clocked[0]} starts with timer:interval: its intervals begin at the statement's "
             "start, the first event of the whole stream"))
     # Esper: without a leading `every` (or with every-distinct) instances are global
-    global_esper = [n for n in pats if autos[n].context == "esper"
+    global_esper = [n for n in pats if autos[n].context.esper
                     and (autos[n].start != "spawn" or autos[n].distinct)]
     if global_esper:
         a = autos[global_esper[0]]
