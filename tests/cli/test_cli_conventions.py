@@ -8,7 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 import cepflow
-from cepflow.cli.main import ContextName, _load, app
+from cepflow.cli.common import load_patterns
+from cepflow.cli.main import ContextName, app
 from cepflow.language.ast import CONTEXTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +73,6 @@ def test_context_choice_compiles_like_the_library() -> None:
     fingerprint, which saved states carry) as ``cepflow.load(..., context=...)``."""
     from cepflow.automaton.context import Context
 
-    program = _load(GESTURE, ContextName("strict"))
+    program = load_patterns(GESTURE, ContextName("strict"))
     assert {a.context for a in program.automata} == {Context.STRICT}
     assert program.fingerprint == cepflow.load(GESTURE, context="strict").fingerprint

@@ -11,18 +11,30 @@ at ``--max-partial-matches``.
 
 from __future__ import annotations
 
-import resource
-import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from cepflow.automaton.dot import RenderError, render, to_dot, window_to_dot
+from cepflow.cli.common import (
+    EXIT_EVALUATION_ERRORS,
+    EXIT_NOTHING_PROCESSED,
+    EXIT_PARTIAL_MATCH_LIMIT,
+    EXIT_PATTERNS,
+    EXIT_TOO_MANY_REJECTED,
+    announce_growth,
+    check_lateness,
+    err,
+    fail,
+    import_actions,
+    load_patterns,
+    out,
+    reader_options,
+    run_local,
+)
 from cepflow.cli.demo import demo_app
 from cepflow.cli.options import (
     ACTIONS_HELP,
@@ -38,31 +50,21 @@ from cepflow.cli.options import (
     OnErrorOption,
     UnknownTypes,
     UnknownTypesOption,
-    import_action_modules,
     need_spark,
     show_version,
 )
 from cepflow.cli.report import check_report_path, report, write_report
-from cepflow.compiler.growth import warnings as growth_warnings
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, SideChannel
 from cepflow.inputs import InputError, input_files, ordered_events
-from cepflow.language.diagnostics import PatternSyntaxError
-from cepflow.loader import diagnose, parse_path
 from cepflow.outputs import OutputError, dumps, output_format, rejected_lines
 from cepflow.outputs.files import check_writable
-from cepflow.replay import Replayed, replay
+from cepflow.replay import Replayed
 from cepflow.reports.record import RunRecord
 from cepflow.runtime.explain import format_stories, trace_run
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings=HELP_OPTIONS,
                   help="Complex event processing over live models and event streams.")
-err = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
-
-#: exit codes (module docstring)
-EXIT_PATTERNS, EXIT_USAGE, EXIT_NOTHING_PROCESSED, EXIT_TOO_MANY_REJECTED = 1, 2, 3, 4
-EXIT_EVALUATION_ERRORS, EXIT_PARTIAL_MATCH_LIMIT = 5, 6
 
 
 @app.callback()
@@ -72,68 +74,6 @@ def _app(version: Annotated[bool, typer.Option(
     """Complex event processing over live models and event streams."""
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    """Print a one-line error; the Exit to raise."""
-    err.print(message, markup=False, highlight=False)
-    return typer.Exit(code)
-
-
-def _load(path: Path, context: str | None) -> Program:
-    try:
-        module = parse_path(path)
-    except PatternSyntaxError as e:
-        for d in e.diagnostics:
-            err.print(str(d), markup=False, highlight=False)
-        raise typer.Exit(EXIT_PATTERNS) from None
-    except OSError as e:
-        raise _fail(f"{path}: {e.strerror}") from None
-    diags, program = diagnose(module, context=None if context is None else str(context))
-    for d in diags:
-        err.print(str(d), markup=False, highlight=False)
-    if program is None:
-        raise typer.Exit(EXIT_PATTERNS)
-    _check_context_conflicts(path, program, context)
-    return program
-
-
-def _check_context_conflicts(path: Path, program: Program, context: str | None) -> None:
-    """``--context`` sets the context of every pattern that does not declare its own (the
-    file's default included); a pattern that declares another one (Esper-style patterns have
-    Esper's) is refused rather than silently left as it is."""
-    if context is None:
-        return
-    own = [f"{a.name} ({a.context})" for a in program.automata if a.context != context]
-    if own:
-        raise _fail(f"{path}: --context {context} conflicts with the context pattern(s) "
-                    f"{', '.join(own)} declare; leave out --context or make them agree")
-
-
-def _check_lateness(lateness: float) -> None:
-    if not lateness >= 0:  # (NaN too)
-        raise _fail(f"--lateness must be 0 or more milliseconds, not {lateness:g}")
-
-
-def _reader_options(unknown_types: UnknownTypes, missing_fields: MissingFields,
-                    duplicate_ids: DuplicateIds) -> dict[str, Any]:
-    return {"unknown_types": unknown_types.value,
-            "strict_params": missing_fields is MissingFields.reject,
-            "unique_ids": duplicate_ids is DuplicateIds.reject}
-
-
-def _import_actions(specs: list[str] | None, ship: bool = False) -> list[Any]:
-    """The ``--actions`` modules (trusted code, imported once the patterns checked:
-    :func:`~cepflow.cli.options.import_action_modules`); with ``ship``, registered with
-    Spark's pickler by value (actions run in the executors)."""
-    modules = import_action_modules(specs)
-    if ship:
-        from pyspark import cloudpickle
-
-        for module in modules:
-            if module.__name__.startswith("cepflow_actions_"):
-                cloudpickle.register_pickle_by_value(module)
-    return modules
-
-
 @app.command()
 def check(files: Annotated[list[Path], typer.Argument(
         help="Pattern files (.vepl, .cep; .epl = Esper EPL)")]) -> None:
@@ -141,11 +81,11 @@ def check(files: Annotated[list[Path], typer.Argument(
     failed = False
     for path in files:
         try:
-            program = _load(path, None)
+            program = load_patterns(path, None)
         except typer.Exit:
             failed = True
             continue
-        _announce_growth(program)
+        announce_growth(program)
         windows = f"{len(program.windows)} window statement(s), " if program.windows else ""
         out.print(f"{path}: ok — {len(program.automata)} complex event pattern(s), {windows}"
                   f"{len(program.schemas)} event type(s), {len(program.rules)} rule(s)",
@@ -193,29 +133,29 @@ def run(
     max_partial_matches: MaxPartialMatchesOption = None,
 ) -> None:
     """Detect complex events in EVENTS and write one record per match."""
-    _check_lateness(lateness)
+    check_lateness(lateness)
     if engine == "spark":
         need_spark("--engine spark")
     if max_rejects is not None and max_rejects < 0:
-        raise _fail(f"--max-rejects must be 0 or more, not {max_rejects}")
+        raise fail(f"--max-rejects must be 0 or more, not {max_rejects}")
     if engine == "spark" and start is not None:
-        raise _fail("--start applies to the local engine (on Spark the statements start at "
+        raise fail("--start applies to the local engine (on Spark the statements start at "
                     "the first event)")
     if engine == "spark" and len(input) != 1:
-        raise _fail("--engine spark reads one file or folder; put the event files in one folder")
+        raise fail("--engine spark reads one file or folder; put the event files in one folder")
     if engine == "spark" and report_path is not None:
-        raise _fail("--report applies to the local engine (the report traces every token)")
+        raise fail("--report applies to the local engine (the report traces every token)")
     try:
         fmt = output_format(output)
         input_files(input, SideChannel())
         check_writable(output, folder=engine == "spark" and fmt == "parquet")
         check_report_path(report_path)
     except (InputError, OutputError) as e:
-        raise _fail(str(e)) from None
-    program = _load(patterns, context)
-    _import_actions(actions, ship=engine == "spark")
-    _announce_growth(program)
-    options = _reader_options(unknown_types, missing_fields, duplicate_ids)
+        raise fail(str(e)) from None
+    program = load_patterns(patterns, context)
+    import_actions(actions, ship=engine == "spark")
+    announce_growth(program)
+    options = reader_options(unknown_types, missing_fields, duplicate_ids)
     engine_options = {"on_error": str(on_error), "max_partial_matches": max_partial_matches}
     t0 = time.perf_counter()
     if engine == "spark":
@@ -224,7 +164,7 @@ def run(
         title, extra = f"cepflow run --engine spark — {patterns}", {}
     else:
         record = None if report_path is None else RunRecord(program)
-        result, extra = _run_local(program, input, output, rejected, close_windows, lateness,
+        result, extra = run_local(program, input, output, rejected, close_windows, lateness,
                                    options, start, progress, record=record,
                                    engine_options=engine_options)
         title = f"cepflow run — {patterns}"
@@ -239,48 +179,14 @@ def run(
     if any(kind == "PartialMatchLimit" for kind, _ in result.stopped):
         raise typer.Exit(EXIT_PARTIAL_MATCH_LIMIT)
     if result.events == 0:
-        raise _fail(f"no event could be processed ({result.rejected:,} record(s) rejected)",
+        raise fail(f"no event could be processed ({result.rejected:,} record(s) rejected)",
                     EXIT_NOTHING_PROCESSED)
     if max_rejects is not None and result.rejected > max_rejects:
-        raise _fail(f"{result.rejected:,} record(s) were rejected, more than --max-rejects "
+        raise fail(f"{result.rejected:,} record(s) were rejected, more than --max-rejects "
                     f"{max_rejects:,}", EXIT_TOO_MANY_REJECTED)
     if result.errors:
-        raise _fail(f"{result.errors:,} evaluation error(s): the events they failed on are in "
+        raise fail(f"{result.errors:,} evaluation error(s): the events they failed on are in "
                     "the side file (kind error)", EXIT_EVALUATION_ERRORS)
-
-
-def _announce_growth(program: Program) -> None:
-    """Warn about the patterns whose partial matches can grow with the stream (no window
-    bounds them: cepflow.compiler.growth)."""
-    for d in growth_warnings(program.automata, program.module):
-        err.print(str(d), markup=False, highlight=False)
-
-
-def _run_local(program: Program, inputs: list[Path], output: Path, rejected: Path | None,
-               close_windows: bool, lateness: float, options: dict[str, Any],
-               start: float | None, show_progress: bool, record: RunRecord | None = None,
-               stdout: TextIO | None = None, engine_options: dict[str, Any] | None = None
-               ) -> tuple[Replayed, dict[str, str]]:
-    """``cepflow run``: :func:`cepflow.replay.replay` with a progress bar and the process's
-    memory (``record`` and ``stdout`` as for replay)."""
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    show = show_progress and sys.stderr.isatty()
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn(
-            "{task.completed:,} events · {task.fields[matches]:,} matches"),
-            TimeElapsedColumn(), console=err, disable=not show, transient=True) as bar:
-        task = bar.add_task("detecting", total=None, matches=0)
-        try:
-            result = replay(inputs, program, output, rejected, close_windows=close_windows,
-                            lateness=lateness, start=start, reader_options=options,
-                            progress=lambda n, m: bar.update(task, completed=n, matches=m),
-                            record=record, stdout=stdout, **(engine_options or {}))
-        except (InputError, OutputError) as e:
-            raise _fail(str(e)) from None
-        except OSError as e:
-            raise _fail(f"{e.filename}: {e.strerror}") from None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return result, {"peak memory (process RSS)":
-                    f"{peak / 1024:,.1f} MiB (+{(peak - rss0) / 1024:,.1f} during run)"}
 
 
 def _run_spark(program: Program, source: Path, output: Path, rejected: Path | None,
@@ -306,7 +212,7 @@ def _run_spark(program: Program, source: Path, output: Path, rejected: Path | No
                                   actions=registered(), close_windows=close_windows,
                                   reader_options=options, **engine_options)
         except (InputError, OutputError) as e:
-            raise _fail(str(e)) from None
+            raise fail(str(e)) from None
     for w in caught:
         err.print(f"warning: {w.message}", markup=False)
     return result
@@ -383,17 +289,17 @@ def stream(
     engine that stops (``--on-error fail``, ``--max-partial-matches``) stops the query before
     its micro-batch is committed."""
     need_spark("cepflow stream")
-    _check_lateness(lateness)
+    check_lateness(lateness)
     if not source.is_dir():
-        raise _fail(f"--source {source}: not a folder")
+        raise fail(f"--source {source}: not a folder")
     for folder, name in ((sink, "--sink"), (checkpoint, "--checkpoint")):
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise _fail(f"{name} {folder}: {e.strerror}") from None
-    program = _load(patterns, context)
-    _import_actions(actions, ship=True)
-    _announce_growth(program)
+            raise fail(f"{name} {folder}: {e.strerror}") from None
+    program = load_patterns(patterns, context)
+    import_actions(actions, ship=True)
+    announce_growth(program)
     from cepflow.runtime.actions import registered
     from cepflow.spark import spark_session
     from cepflow.spark.streaming import stream_query
@@ -403,7 +309,7 @@ def stream(
     query = stream_query(spark, program, source, sink, checkpoint, lateness_ms=lateness,
                          files_per_trigger=files_per_trigger, actions=registered(),
                          available_now=once,
-                         reader_options=_reader_options(unknown_types, missing_fields,
+                         reader_options=reader_options(unknown_types, missing_fields,
                                                         duplicate_ids),
                          on_error=str(on_error), max_partial_matches=max_partial_matches)
     err.print(f"streaming {source} -> {sink} (checkpoint {checkpoint}); Ctrl-C to stop",
@@ -421,7 +327,7 @@ def stream(
         err.print("stopping (the checkpoint keeps the progress)")
         query.stop()
     if query.exception() is not None:
-        raise _fail(f"query failed: {query.exception()}", 1)
+        raise fail(f"query failed: {query.exception()}", 1)
 
 
 @app.command()
@@ -442,17 +348,17 @@ def explain(
 ) -> None:
     """Show each token's path through the automaton and why partial matches died (times in
     ISO-8601 UTC for epoch milliseconds, else in ms)."""
-    _check_lateness(lateness)
-    program = _load(patterns, context)
+    check_lateness(lateness)
+    program = load_patterns(patterns, context)
     if pattern is not None and pattern not in {a.name for a in program.automata}:
-        raise _fail(f"no complex event pattern '{pattern}' in {patterns}")
+        raise fail(f"no complex event pattern '{pattern}' in {patterns}")
     side = SideChannel()
     try:
         events: list[Event] = list(ordered_events(
             input, program.schemas, side, lateness=lateness,
-            **_reader_options(unknown_types, missing_fields, duplicate_ids)))
+            **reader_options(unknown_types, missing_fields, duplicate_ids)))
     except InputError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     stories, _ = trace_run(program, events, pattern, close_windows)
     if as_json:
         out.print_json(dumps([s.__dict__ for s in stories]))
@@ -473,7 +379,7 @@ def graph(
 ) -> None:
     """Draw PATTERN: a pattern's automaton, or a window statement's dataflow (input stream,
     window, select/group by/having, output type). DOT on stdout, or the file of --output."""
-    program = _load(patterns, None)
+    program = load_patterns(patterns, None)
     windows = {w.name: w for w in program.windows}
     if pattern in windows:
         dot = window_to_dot(windows[pattern], program.schemas.get(pattern))

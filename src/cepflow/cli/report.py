@@ -11,8 +11,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from cepflow.cli.common import (
+    EXIT_NOTHING_PROCESSED,
+    check_lateness,
+    err,
+    fail,
+    import_actions,
+    load_patterns,
+    reader_options,
+    run_local,
+)
 from cepflow.cli.options import (
     ACTIONS_HELP,
     CloseWindowsOption,
@@ -26,13 +35,12 @@ from cepflow.cli.options import (
     UnknownTypes,
     UnknownTypesOption,
 )
+from cepflow.events.model import SideChannel
 from cepflow.inputs import InputError, input_files
 from cepflow.outputs import OutputError
 from cepflow.outputs.files import STDOUT, check_writable
 from cepflow.replay import Replayed
 from cepflow.reports.record import RunRecord
-
-err = Console(stderr=True, soft_wrap=True)
 
 
 def check_report_path(path: Path | None) -> None:
@@ -73,25 +81,23 @@ def report(
 ) -> None:
     """Run PATTERNS over EVENTS on the local engine and write an HTML report of the run
     (what `cepflow run --report` writes, without writing the matches)."""
-    from cepflow.cli import main as cli  # (the run's own steps; main imports this module)
-
-    cli._check_lateness(lateness)
+    check_lateness(lateness)
     try:
-        input_files(input, cli.SideChannel())
+        input_files(input, SideChannel())
         check_report_path(output)
     except (InputError, OutputError) as e:
-        raise cli._fail(str(e)) from None
-    program = cli._load(patterns, context)
-    cli._import_actions(actions)
+        raise fail(str(e)) from None
+    program = load_patterns(patterns, context)
+    import_actions(actions)
     record = RunRecord(program)
     t0 = time.perf_counter()
     with open(os.devnull, "w", encoding="utf-8") as nowhere:
-        result, _ = cli._run_local(program, input, Path(STDOUT), None, close_windows, lateness,
-                                   cli._reader_options(unknown_types, missing_fields,
+        result, _ = run_local(program, input, Path(STDOUT), None, close_windows, lateness,
+                                   reader_options(unknown_types, missing_fields,
                                                        duplicate_ids),
                                    start, progress, record=record, stdout=nowhere)
     elapsed = time.perf_counter() - t0
     write_report(output, record, result, f"cepflow report — {patterns}", input, elapsed)
     if result.events == 0:
-        raise cli._fail(f"no event could be processed ({result.rejected:,} record(s) "
-                        "rejected)", cli.EXIT_NOTHING_PROCESSED)
+        raise fail(f"no event could be processed ({result.rejected:,} record(s) "
+                        "rejected)", EXIT_NOTHING_PROCESSED)

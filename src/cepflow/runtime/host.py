@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from cepflow.compiler.expressions import Failure
 from cepflow.compiler.program import Program
@@ -23,8 +23,16 @@ from cepflow.runtime.errors import EngineError
 from cepflow.runtime.firing import RuleTable
 from cepflow.runtime.timers import AFTER_EVENTS, BEFORE_EVENTS, TimerQueue
 
-if TYPE_CHECKING:
-    from cepflow.runtime.engine import Engine
+
+class Stepper(Protocol):
+    """What the host needs of its engine (cepflow.runtime.engine.Engine): actions receive it,
+    and the events they emit are stepped through it."""
+
+    program: Program
+
+    def step(self, event: Event, out: list[ComplexEvent]) -> None: ...
+
+    def emit(self, event: Event) -> None: ...
 
 Action = Callable[[Activation], Any]
 
@@ -59,7 +67,7 @@ class Trace:
 class Host:
     """The shared state and services of one engine (see the module docstring)."""
 
-    def __init__(self, engine: Engine, program: Program, actions: Mapping[str, Action],
+    def __init__(self, engine: Stepper, program: Program, actions: Mapping[str, Action],
                  trace: Trace | None, max_cascade: int) -> None:
         #: the engine whose these are (actions receive it, emitted events go through it)
         self.engine = engine
