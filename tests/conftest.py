@@ -1,5 +1,5 @@
 """One local SparkSession for the whole test run, for the tests that need Spark
-(start-up costs ~6 s; see SPARK-NOTES)."""
+(start-up costs about 6 s on a 2-core machine; docs/spark.md, "Settings")."""
 
 import pytest
 

@@ -107,7 +107,7 @@ def tokens_form(state: dict[str, Any] | None) -> dict[str, Any] | None:
 def keyed_chains(filters: Sequence[str], windows: Sequence[float | None]) -> Any:
     """A hypothesis strategy of keyed sequences over ``A(s, _)`` and ``B(s, _)`` (1 to 3
     stages, each with one of ``filters`` or none, in one of ``windows`` or none): the shape the
-    engine's chain kernel runs (runtime.batch.chain_of)."""
+    engine's chain kernel runs (runtime.shapes.chain_of)."""
     from hypothesis import strategies as st
 
     @st.composite

@@ -1,7 +1,7 @@
 """The column path for keyed sequences with per-stage filters, a type at several stages and a
-window ``[Δ]`` (runtime.batch.step_chain and the filtered queue kernel) equals the per-event
-engine: same complex events (ids, order, events, parameters), statistics, saved state, and the
-same later behaviour (advance_to, finish, restored state, more events one by one)."""
+window ``[Δ]`` (runtime.kernels.queues.step_chain, the filtered queue kernel) equals the
+per-event engine: same complex events (ids, order, events, parameters), statistics, saved
+state, and the same later behaviour (advance_to, finish, restored state, more events one by one)."""
 
 import itertools
 import json

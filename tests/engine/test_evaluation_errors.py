@@ -23,8 +23,8 @@ from cepflow.language import ast as A
 from cepflow.language.epl import parse_epl
 from cepflow.language.parser import parse, parse_expr
 from cepflow.loader import load_module
-from cepflow.runtime.batch import EventRows
 from cepflow.runtime.engine import Engine, EvaluationFailed
+from cepflow.runtime.rows import EventRows
 from cepflow.runtime.state import StateError, save_state
 from support import keyed_chains, tokens_form
 
@@ -279,7 +279,7 @@ def test_chain_paths_agree_with_failing_filters(p1: str, p2: str, spec, cuts) ->
 def test_column_entry_point_agrees_with_failing_filters(p: str, spec, cuts) -> None:
     """``process_columns`` gives a batch back (Declined, nothing changed) when a filter fails
     on a row; fed as events then, the records and matches are the per-event engine's."""
-    from cepflow.runtime.batch import Declined
+    from cepflow.runtime.kernels import Declined
 
     prog = compile_module(parse(DECLS + f"complexEvent P(s: Int) {{ as {p} }}\n"))
     one, many = Engine(prog), Engine(prog)

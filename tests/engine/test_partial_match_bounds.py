@@ -18,8 +18,9 @@ from cepflow.events.model import Event
 from cepflow.language.epl import parse_epl
 from cepflow.language.parser import parse
 from cepflow.loader import load_module
-from cepflow.runtime.batch import Declined, EventRows
 from cepflow.runtime.engine import Engine, EngineError, PartialMatchLimit
+from cepflow.runtime.kernels import Declined
+from cepflow.runtime.rows import EventRows
 from support import keyed_chains
 
 DECLS = "atomicEvent A(k: Integer, v: Integer)\natomicEvent B(k: Integer, v: Integer)\n"

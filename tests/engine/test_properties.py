@@ -255,7 +255,7 @@ def test_iteration_before_not(p: A.Pattern, spec: str, expected: dict[str, list]
     ["chronicle", "immediate", "strict", "unrestricted"]))
 def test_execution_paths_agree(p: A.Pattern, events: list[Event], context: str) -> None:
     """The general token path, the chronicle fast path and Engine.run (the batch path, which
-    declines patterns with NOT: runtime.batch.chain_of) report the same matches, also where a
+    declines patterns with NOT: runtime.shapes.chain_of) report the same matches, also where a
     forbidden event moves a partial match to a restricted copy of its state."""
     prog = compiled(p, context)
 

@@ -100,7 +100,7 @@ def check(text: str, spec, cuts, tail: int) -> None:
     one, fast, many = engine("one", fast_path=False), engine("fast"), engine("many")
     columnar = not any(f in text for f in PAIR_FILTERS)
     assert (many._pairs is not None) == columnar and one._pairs is None
-    assert all(m.pair is not None for m in fast.matchers)
+    assert all(m.pattern.pair is not None for m in fast.matchers)
     evs_one, evs_many = events(spec), events(spec)
     cut = len(spec) - min(tail, len(spec))
     ref = rows([m for e in evs_one for m in one.process(e)])
@@ -212,7 +212,7 @@ def test_single_event_step_equals_the_token_path(pair, flt, t, spec) -> None:
                    f"[every e = {t}({cond})];\n")
     prog = load_module(parse_epl(SCHEMA + text))
     one, fast = Engine(prog, fast_path=False), Engine(prog)
-    assert any(m.single is not None for m in fast.matchers)
+    assert any(m.pattern.single is not None for m in fast.matchers)
     ref = rows([m for e in events(spec) for m in one.process(e)])
     assert rows([m for e in events(spec) for m in fast.process(e)]) == ref
     assert state(fast) == state(one) and fast.stats == one.stats

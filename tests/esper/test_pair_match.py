@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cepflow.events.model import ComplexEvent, Event
-from cepflow.runtime.batch import _PairMatch, _PairShape
+from cepflow.runtime.kernels.pair import _PairMatch, _PairShape
 
 values = st.one_of(st.integers(), st.text(max_size=3), st.none(), st.booleans())
 

@@ -52,19 +52,13 @@ from cepflow.compiler.expressions import SINKS, install_sink
 from cepflow.compiler.program import Program
 from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel
 from cepflow.runtime.actions import registered
-from cepflow.runtime.batch import (
-    Declined,
-    MatchTable,
-    Rows,
-    chain_of,
-    gc_paused,
-    process_batch,
-    process_columns,
-    process_esper_batch,
-)
+from cepflow.runtime.collector import gc_paused
+from cepflow.runtime.compiled import CompiledPattern
 from cepflow.runtime.errors import EngineError, EvaluationFailed, PartialMatchLimit, RunStopped
 from cepflow.runtime.host import Action, EngineStats, Host, Trace
+from cepflow.runtime.kernels import Declined, process_batch, process_columns, process_esper_batch
 from cepflow.runtime.matcher import CLOCK_TOKEN, Matcher
+from cepflow.runtime.rows import MatchTable, Rows
 from cepflow.windows.runner import WindowRunner
 from cepflow.windows.statement import WindowError
 
@@ -114,7 +108,7 @@ class Engine:
         self.host = host = Host(self, program, registered() if actions is None else actions,
                                 trace if isinstance(trace, Trace) else Trace() if trace
                                 else None, max_cascade)
-        self.matchers = [Matcher(a, host, fast_path) for a in program.automata]
+        self.matchers = [Matcher(CompiledPattern(a, fast_path), host) for a in program.automata]
         for i, m in enumerate(self.matchers):
             m.slot = i
         #: one runner per data-window statement, in dependency order, numbering rows with
@@ -127,26 +121,29 @@ class Engine:
             self._window_subs.setdefault(r.statement.input_type, []).append(r)
         #: the time the statements started (None: not yet; see the module docstring)
         self.statement_start: float | None = None
-        self._clocks = [m for m in self.matchers if m.clock is not None]
+        self._clocks = [m for m in self.matchers if m.pattern.clock is not None]
         self._emitted: list[ComplexEvent] = []
         self._emit = self._emitted.append
         #: per event type, how many patterns an event of it can start a partial match of
         #: (a kernel's batch bound for max_partial_matches)
         self._starts: dict[str, int] = {}
         for m in self.matchers:
-            for t in m.initial:
+            for t in m.pattern.initial:
                 self._starts[t] = self._starts.get(t, 0) + 1
         self._index_matchers()
         # the column kernels need independent patterns: no noise, no data windows, and no
         # pattern reading another's output
         plain = not self.noise and not self.windows and not any(
             a.name in self.subs_complex for a in program.automata)
-        chains = [chain_of(m) for m in self.matchers]
-        self._chains = chains if plain and all(c is not None for c in chains) else None
+        #: the matchers, when the chain kernel takes them all (every one a keyed sequence:
+        #: CompiledPattern.chain), else None
+        self._chains = (self.matchers if plain and all(
+            m.pattern.chain is not None for m in self.matchers) else None)
         # Esper's `every a = A(f) -> b = B(g, key) [within Δ]` patterns: their column kernel
-        pairs = [m.pair for m in self.matchers]  # (None without fast_path)
-        self._pairs = (pairs if plain and self._chains is None and pairs
-                       and all(p is not None and p.columnar for p in pairs) else None)
+        # (CompiledPattern.pair is None without fast_path)
+        self._pairs = (self.matchers if plain and self._chains is None and self.matchers
+                       and all(m.pattern.pair is not None and m.pattern.pair.columnar
+                               for m in self.matchers) else None)
         for rule in program.rules:
             if rule.action is not None and rule.action not in host.actions and strict_actions:
                 known = ", ".join(sorted(host.actions)) or "none registered"
@@ -167,10 +164,10 @@ class Engine:
     def _index_matchers(self) -> None:
         # patterns that see every input event (its type may be noise to them); Esper's never
         # dispose partial matches on noise, so they get only the types they name
-        self.noise = [m for m in self.matchers if m.context.sees_every_event]
+        self.noise = [m for m in self.matchers if m.pattern.context.sees_every_event]
         by_type: dict[str, list[Matcher]] = {}
         for m in self.matchers:
-            for t in m.types:
+            for t in m.pattern.types:
                 by_type.setdefault(t, []).append(m)
         order = {id(m): i for i, m in enumerate(self.matchers)}
         self.subs_complex = by_type
@@ -442,9 +439,9 @@ class Engine:
 
         When every pattern is a keyed sequence under chronicle (the gesture pattern; also with
         filters on the events' own fields, a type at several stages and a window over the
-        whole sequence, runtime.batch.chain_of), or every pattern is Esper's
+        whole sequence, runtime.shapes.chain_of), or every pattern is Esper's
         ``every a = A(f) -> b = B(g, key) [within Δ]`` (the motorbike Crash), the batch is
-        matched column-wise (cepflow.runtime.batch); otherwise the events are processed one by
+        matched column-wise (cepflow.runtime.kernels); otherwise the events are processed one by
         one. Rules fire in the same order as with ``process``; events that rule actions emit
         are processed after the batch. A batch in which a filter fails on some row goes event
         by event, as does every batch with ``on_error="fail"`` (see the module docstring).
@@ -480,19 +477,19 @@ class Engine:
     @property
     def columnar(self) -> bool:
         """Whether :meth:`process_columns` applies: every pattern is a keyed sequence
-        (the batch path, runtime.batch.chain_of), no trace is kept and no rule has a
+        (the batch path, runtime.shapes.chain_of), no trace is kept and no rule has a
         registered action (a rule then only counts its firings, so no complex event needs to
         become an object)."""
         return (self._chains is not None and self.trace is None and self.on_error != "fail"
                 and not any(r.action in self.actions for r in self.program.rules if r.action))
 
     def process_columns(self, rows: Rows) -> MatchTable:
-        """Feed a time-ordered batch of columns (a :class:`cepflow.runtime.batch.Rows`, such
+        """Feed a time-ordered batch of columns (a :class:`cepflow.runtime.rows.Rows`, such
         as the Spark pipeline's Arrow batches) when :attr:`columnar` holds. The complex events
-        come back column-wise (:class:`cepflow.runtime.batch.MatchTable`; ``complex_events()``
+        come back column-wise (:class:`cepflow.runtime.rows.MatchTable`; ``complex_events()``
         makes the objects); Python events are made only for the rows in complex events or
         partial matches. The same matches, ids, state and statistics as :meth:`process`.
-        Raises :class:`~cepflow.runtime.batch.Declined`, having changed nothing, when a filter
+        Raises :class:`~cepflow.runtime.kernels.Declined`, having changed nothing, when a filter
         fails on some row: feed the batch as events then (:meth:`process_batch`)."""
         if not self.columnar:
             raise EngineError("process_columns needs keyed sequences, no trace, no registered "

@@ -24,7 +24,7 @@ from cepflow.runtime.firing import RuleTable
 from cepflow.runtime.timers import AFTER_EVENTS, BEFORE_EVENTS, TimerQueue
 
 
-class Stepper(Protocol):
+class HostedEngine(Protocol):
     """What the host needs of its engine (cepflow.runtime.engine.Engine): actions receive it,
     and the events they emit are stepped through it."""
 
@@ -67,7 +67,7 @@ class Trace:
 class Host:
     """The shared state and services of one engine (see the module docstring)."""
 
-    def __init__(self, engine: Stepper, program: Program, actions: Mapping[str, Action],
+    def __init__(self, engine: HostedEngine, program: Program, actions: Mapping[str, Action],
                  trace: Trace | None, max_cascade: int) -> None:
         #: the engine whose these are (actions receive it, emitted events go through it)
         self.engine = engine
@@ -93,8 +93,8 @@ class Host:
                  ) -> None:
         """A timer of pattern ``run`` (its matcher): Esper's fire before the events of their
         instant, VEPL's after them (timers.py)."""
-        self.timers.schedule(deadline, BEFORE_EVENTS if run.timers_first else AFTER_EVENTS,
-                             run.slot, token, zone, start)
+        phase = BEFORE_EVENTS if run.pattern.timers_first else AFTER_EVENTS
+        self.timers.schedule(deadline, phase, run.slot, token, zone, start)
 
     # -- rules ----------------------------------------------------------------------------
     def fire(self, event: Event | None, detected: Sequence[ComplexEvent]) -> None:

@@ -20,11 +20,10 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cepflow.automaton.context import Context
-from cepflow.automaton.model import FINAL, INITIAL, TRAP, Automaton, Collect, Edge, Forbid
+from cepflow.automaton.model import FINAL, INITIAL, TRAP, Collect, Edge, Forbid
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.language.tags import index_name
-from cepflow.runtime.batch import esper_pair_of
+from cepflow.runtime.compiled import CompiledPattern
 from cepflow.runtime.tokens import PendingRows, Thread, Token
 from cepflow.timefmt import duration_text as _ms
 
@@ -34,22 +33,12 @@ NOPART = object()  # the event belongs to no partition of a partitioned pattern
 class Matcher:
     """Run-time state of one compiled pattern."""
 
-    def __init__(self, auto: Automaton, host: Any, fast_path: bool = True) -> None:
-        self.auto = auto
+    def __init__(self, pattern: CompiledPattern, host: Any) -> None:
+        #: what is fixed for the pattern (runtime.compiled), shared by every run of it
+        self.pattern = pattern
         #: the engine's shared state and services (runtime/host.py)
         self.host = host
-        self.name = auto.name
-        self.context = auto.context
-        self.partitioned = bool(auto.partition_by)
-        #: a partial match is the sequence of events it took (000 §4.4, Def. 8), and its
-        #: threads are the runs of the automaton over exactly those events — except under
-        #: unrestricted, which follows every run: a thread may also skip an event it takes
-        #: (docs/semantics.md, "Decision — a partial match is the events it took")
-        self.skips = self.context.follows_every_run
-        #: Esper's timers fire before the events of their instant (its windows exclude their
-        #: end: span < Δ); VEPL's windows include it (span ≤ Δ) — see Zone.open_end
-        self.timers_first = self.context.timers_first
-        self.exact = self.context.exact
+        self.name = pattern.name
         self.tokens: dict[Any, dict[int, Token]] = {}
         self.done = False  # a match was completed (Esper's patterns without every stop then)
         self.seen: dict[tuple, float] = {}  # every-distinct keys -> when first seen
@@ -58,108 +47,14 @@ class Matcher:
         self._forked: list[Thread] = []
         self._forks: dict[int, list[Thread]] = {}
         self.buckets: dict[int, dict[Any, dict[int, Token]]] = {}
-        self.zone_by_id = {z.id: z for z in auto.zones}
-        self.timed_zones = {z.id for z in auto.zones if z.kind == "within" or z.timer_accept}
-        # event type -> states with positive / negative transitions on it
-        self.pos_states: dict[str, list[int]] = {}
-        self.neg_states: dict[str, list[int]] = {}
-        for s, m in auto.edges.items():
-            if s == INITIAL:
-                continue
-            for t in m:
-                self.pos_states.setdefault(t, []).append(s)
-        for s, m in auto.forbids.items():
-            for t in m:
-                self.neg_states.setdefault(t, []).append(s)
-        self.initial = auto.edges.get(INITIAL, {})
-        self.types = set(self.pos_states) | set(self.neg_states) | set(self.initial)
-        #: a pattern that starts with timer:interval (compiler.esper): its clock, the start
-        #: of the interval under way (None: none), and the event types that end it early
-        self.clock = auto.clock
+        #: the start of the interval under way of a pattern that starts with timer:interval
+        #: (None: none; CompiledPattern.clock)
         self.clock_start: float | None = None
-        self.clock_types: set[str] = set()
-        if self.clock is not None:
-            self.clock_types = {p.type for p in self.clock.forbids}
-            self.types = (self.types | self.clock_types) - {self.clock.type}
-        # the direct steps below know neither clocks nor collected (repeated) tags
-        fast_path = fast_path and self.clock is None and not any(
-            p.collect is not None for p in auto.positions)
-        self.key_index = auto.key_index
-        self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
-        #: per state, how many of its edges are steps of each Esper and (by the and's id)
-        self.conj_degree: dict[int, dict[int, int]] = {}
-        for s, m in auto.edges.items():
-            for es in m.values():
-                for edge in es:
-                    if edge.position.conj is not None:
-                        c = edge.position.conj[0]
-                        d = self.conj_degree.setdefault(s, {})
-                        d[c] = d.get(c, 0) + 1
-        self.key_var = {s: next(iter(m.values()))[1] for s, m in self.key_index.items() if m}
-        self.fast = self._fast_paths() if fast_path else {}
-        #: Esper's ``every a = A(f) -> b = B(g, key) [within Δ]`` (runtime.batch.EsperPair):
-        #: stepped directly, see _pair_step
-        self.pair = esper_pair_of(self) if fast_path else None
-        #: Esper's ``every e = T(f)`` (one event per match): completed directly, inline in
-        #: process()
-        self.single = self._single_edge() if fast_path else None
         #: instance deadlines of a pair pattern, in time order (one engine timer at a time)
         self.deadlines: deque[tuple[float, int, int, float]] = deque()
         #: partial matches a column kernel left as rows, not tokens (see materialize)
         self.pending: PendingRows | None = None
         self.slot = -1  # index in the engine's matchers (set by the engine)
-        self.fast_start = {
-            t: es[0] for t, es in self.initial.items()
-            if t in self.fast and len(es) == 1 and not es[0].final and es[0].position.filter
-            is None and not es[0].enters and not es[0].position.zones
-            and len({v for _, v in es[0].position.binds}) == len(es[0].position.binds)
-            and es[0].target in self.key_var}
-
-    def _fast_paths(self) -> dict[str, list[tuple[int, int, Edge]]]:
-        """Event types whose every transition is a plain keyed step (the common case of a
-        sequence unifying on one key under chronicle): no filter, zone, NOT, fork or new
-        binding. For them a single-thread token moves in place without planning; the general
-        path gives the same result (tests/engine/test_fast_path.py checks one against the
-        other)."""
-        auto = self.auto
-        if self.context is not Context.CHRONICLE or self.partitioned:
-            return {}
-        zones = {p.id: p.zones for p in auto.positions}
-        zones.update({c: zones[s] for c, s in auto.restricted.items()})
-        out: dict[str, list[tuple[int, int, Edge]]] = {}
-        for t in [*self.pos_states, *(t for t in self.initial if t not in self.pos_states)]:
-            if t in self.neg_states:
-                continue
-            entries = []
-            for s in self.pos_states.get(t, ()):
-                es = auto.edges[s][t]
-                kt = self.key_index.get(s, {}).get(t)
-                if len(es) != 1 or kt is None or self.out_degree[s] != 1:
-                    break
-                edge = es[0]
-                if (edge.position.filter is not None or edge.enters or edge.exits
-                        or s in auto.forbids or zones.get(s)
-                        or edge.position.zones
-                        or any(v != kt[1] for _, v in edge.position.binds)):
-                    break
-                entries.append((s, kt[0], edge))
-            else:
-                out[t] = entries
-        return out
-
-    def _single_edge(self) -> Edge | None:
-        """The edge of ``every e = T(f)`` under Esper (spawn, one final step, ``f`` reading
-        only ``e``, no window), whose every event passing ``f`` is a match; else None."""
-        auto = self.auto
-        edge = auto.spawn_edge()
-        if edge is None or auto.zones or set(auto.edges) != {INITIAL}:
-            return None
-        pos = edge.position
-        if (not edge.final or edge.enters or edge.exits or pos.every
-                or (pos.filter is not None and not pos.local)
-                or len({v for _, v in pos.binds}) != len(pos.binds)):
-            return None
-        return edge
 
     def _fast_begin(self, edge: Edge, e: Event) -> None:
         """Start a token along a plain initial edge (see _fast_paths)."""
@@ -175,7 +70,7 @@ class Matcher:
     def snapshot(self, threads: Iterable[Thread]) -> list[dict[str, Any]]:
         """What a trace keeps of threads after a move: their bindings (without internal
         names) and the deadlines of the timed zones they are in, ``[zone id, deadline]``."""
-        zones = self.zone_by_id
+        zones = self.pattern.zone_by_id
         return [{"bindings": {k: v for k, v in th.bindings.items() if not k.startswith("_")},
                  "deadlines": sorted([z, start + zones[z].length]
                                      for z, start in (th.zstart or {}).items())}
@@ -197,7 +92,7 @@ class Matcher:
         return out
 
     def _key(self, state: int, th: Thread) -> Any:
-        var = self.key_var.get(state)
+        var = self.pattern.key_var.get(state)
         return None if var is None else th.bindings.get(var)
 
     def register(self, tok: Token) -> None:
@@ -218,7 +113,7 @@ class Matcher:
         if rows is None:
             return
         self.pending = None
-        pr = self.pair
+        pr = self.pattern.pair
         chain = rows.states is not None
         z = rows.zone
         dl = self.deadlines
@@ -336,7 +231,7 @@ class Matcher:
                        if not any(c2 == c and moved < m2 for (c2, m2), _ in steps))
         if not out and reason is None and not forked:
             return None
-        if th.state != INITIAL and (self.skips or (self.context.esper and (
+        if th.state != INITIAL and (self.pattern.skips or (self.pattern.context.esper and (
                 forked or self._others_wait(th.state, fired, steps)))):
             # unrestricted follows every run: the thread may also skip e. Under esper the
             # operands of an or run side by side: one that did not take e (another edge of
@@ -348,10 +243,10 @@ class Matcher:
                      steps: list[tuple[tuple[int, frozenset[int]], Thread]] | None) -> bool:
         """Under esper: does an edge of ``state`` that did not fire belong to another operand
         of an or (not to an and one of whose steps fired: the and as a whole took e)?"""
-        unfired = self.out_degree[state] - fired
+        unfired = self.pattern.out_degree[state] - fired
         if steps and unfired:
             fired_in = {c for (c, _), _ in steps}
-            for c, k in self.conj_degree.get(state, {}).items():
+            for c, k in self.pattern.conj_degree.get(state, {}).items():
                 if c in fired_in:
                     unfired -= k - sum(1 for (c2, _), _ in steps if c2 == c)
         return unfired > 0
@@ -362,7 +257,7 @@ class Matcher:
         zs = dict(th.zstart) if th.zstart else {}
         tau = e.ts
         for z in edge.exits:
-            zone = self.zone_by_id[z]
+            zone = self.pattern.zone_by_id[z]
             if z in zs:  # leaving a zone the thread is in: compare entry and last inside event
                 start = zs[z]
                 inside_now = edge.final and z in edge.position.zones and z not in edge.enters
@@ -380,16 +275,16 @@ class Matcher:
             zs[z] = tau
         if edge.target != FINAL:
             for z, start in zs.items():
-                zone = self.zone_by_id[z]
+                zone = self.pattern.zone_by_id[z]
                 if zone.kind == "within" and z not in edge.enters and zone.exceeded(tau - start):
                     return zs, f"window of {_ms(zone.length)} exceeded (span {_ms(tau - start)})"
         return (zs or None), None
 
     # -- processing -----------------------------------------------------------------------
     def partition_of(self, e: Event) -> Any:
-        if not self.partitioned:
+        if not self.pattern.partitioned:
             return None
-        i = self.auto.partition_index.get(e.type)
+        i = self.pattern.auto.partition_index.get(e.type)
         if i is None:
             return NOPART
         return e.params[i]
@@ -399,7 +294,8 @@ class Matcher:
         if self.pending is not None:
             self.materialize()
         t = e.type
-        fast = self.fast.get(t)
+        pat = self.pattern
+        fast = pat.fast.get(t)
         if fast is not None:
             # plain keyed steps (see _fast_paths): find the oldest token and move it in place
             params = e.params
@@ -415,10 +311,10 @@ class Matcher:
                         if best is None or tok.id < best.id:
                             best, hs, hb, he = tok, s, b, edge
             if best is None:
-                start = self.fast_start.get(t)
+                start = pat.fast_start.get(t)
                 if start is not None:
                     self._fast_begin(start, e)
-                elif t in self.initial:
+                elif t in pat.initial:
                     self._start(e, None, emit)
                 return
             if len(best.threads) == 1 and len(best.regs) == 1:
@@ -453,11 +349,11 @@ class Matcher:
                     _insert(b, best)
                 best.regs = [(target, key)]
                 return
-        if self.context.esper:
-            if self.pair is not None and self.host.trace is None:
+        if pat.context.esper:
+            if pat.pair is not None and self.host.trace is None:
                 self._pair_step(e, emit)
-            elif self.single is not None and self.host.trace is None:
-                pos = self.single.position
+            elif pat.single is not None and self.host.trace is None:
+                pos = pat.single.position
                 if pos.filter is None or pos.filter(e, _NOB):
                     # _start + _complete of the general path: a token id, then the match
                     params = e.params
@@ -468,20 +364,20 @@ class Matcher:
                 self._process_esper(e, emit)
             return
         takers = self._find(e)
-        shares = self.context.shares_events
-        part = self.partition_of(e) if self.partitioned else None
+        shares = pat.context.shares_events
+        part = self.partition_of(e) if pat.partitioned else None
         contributed = bool(takers)
         if takers:
             takers.sort(key=lambda tp: tp[0].id)
             for tok, plan in takers:
                 self._apply(tok, plan, e, emit)
         # strict immediate tracks one partial match at a time (else e is noise)
-        if ((not takers or shares) and t in self.initial and part is not NOPART
-                and not (self.context.one_at_a_time and self.tokens.get(part))):
+        if ((not takers or shares) and t in pat.initial and part is not NOPART
+                and not (pat.context.one_at_a_time and self.tokens.get(part))):
             contributed = self._start(e, part, emit) or contributed
-        if t in self.neg_states:
+        if t in pat.neg_states:
             self._negatives(e)
-        if not contributed and self.context.disposes_on_noise and part is not NOPART:
+        if not contributed and pat.context.disposes_on_noise and part is not NOPART:
             self._dispose_noise(e, part)
 
     def _process_esper(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
@@ -496,15 +392,15 @@ class Matcher:
                 forks = self._forks.pop(tok.id, None)
                 if forks:
                     self._spawn(tok, forks, e, emit)
-        if e.type in self.initial:
-            start = self.auto.start
+        if e.type in self.pattern.initial:
+            start = self.pattern.auto.start
             if start == "spawn" or (not takers and not self.tokens
                                     and not (start == "once" and self.done)):
                 self._start(e, None, emit)
-        if e.type in self.neg_states:
+        if e.type in self.pattern.neg_states:
             self._negatives(e)
-        if self.clock is not None:
-            if self.clock_start is not None and e.type in self.clock_types:
+        if self.pattern.clock is not None:
+            if self.clock_start is not None and e.type in self.pattern.clock_types:
                 self._clock_forbid(e)
             self._clock_idle(e.ts)
 
@@ -512,7 +408,7 @@ class Matcher:
     def start_clock(self, t: float) -> None:
         """Begin the pattern's leading interval at ``t`` (the statement's start, or when the
         start policy restarts it); nothing once the engine's input has ended."""
-        clock = self.clock
+        clock = self.pattern.clock
         if clock is None or self.host.stopped:
             return
         self.clock_start = t
@@ -524,10 +420,10 @@ class Matcher:
 
     def _clock_forbid(self, e: Event) -> None:
         """An event that ends the interval under way (``timer:interval(Δ) and not C``)."""
-        assert self.clock is not None and self.clock_start is not None
+        assert self.pattern.clock is not None and self.clock_start is not None
         if e.ts < self.clock_start:
             return
-        for pos in self.clock.forbids:
+        for pos in self.pattern.clock.forbids:
             if pos.type == e.type and _bind(pos, e.params, {}) is not None and (
                     pos.filter is None or pos.filter(e, _NOB)):
                 break
@@ -538,33 +434,33 @@ class Matcher:
             self.host.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
                                   event=e.ref, ts=e.ts,
                                   reason=f"interval ended: NOT {pos.label.lstrip('¬')} observed")
-        if self.auto.start == "spawn":  # every on the interval alone: it starts again
+        if self.pattern.auto.start == "spawn":  # every on the interval alone: it starts again
             self.start_clock(e.ts)
 
     def _clock_fired(self, start: float, emit: Callable[[ComplexEvent], None]) -> None:
         """The interval begun at ``start`` passed: the rest of the pattern begins (or the
         pattern completes) with the clock's event at the interval's end."""
-        clock = self.clock
+        clock = self.pattern.clock
         assert clock is not None
         if start != self.clock_start:
             return  # an interval that ended early (or restarted)
         self.clock_start = None
         at = start + clock.length
         self._start(Event(clock.type, (), at, clock.type), None, emit)
-        if self.auto.start == "spawn":
+        if self.pattern.auto.start == "spawn":
             self.start_clock(at)
 
     def _clock_idle(self, t: float) -> None:
         """``every (timer:interval(…) …)``: one instance at a time; when it has ended (the
         interval ended early, the rest completed or died) the next begins at ``t``."""
-        if (self.auto.start == "restart" and self.clock_start is None and not self.tokens):
+        if (self.pattern.auto.start == "restart" and self.clock_start is None and not self.tokens):
             self.start_clock(t)
 
     def _pair_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """_process_esper for a pair pattern without planning: the ``B`` event completes every
         instance waiting on its key (in age order) within Δ, then an ``A`` passing ``f`` opens
         one. The same tokens, bindings and matches (tests/esper/test_esper_kernel.py)."""
-        pr = self.pair
+        pr = self.pattern.pair
         t = e.type
         params = e.params
         second = pr.second.position
@@ -619,9 +515,9 @@ class Matcher:
 
     def _distinct_seen(self, bindings: dict[str, Any], ts: float) -> bool:
         """every-distinct: were the start's key values seen (within the expiry)? Else note them."""
-        key = tuple(f(None, bindings) for f in self.auto.distinct)
+        key = tuple(f(None, bindings) for f in self.pattern.auto.distinct)
         seen = self.seen
-        expiry = self.auto.distinct_expiry
+        expiry = self.pattern.auto.distinct_expiry
         if expiry is not None:
             while seen:  # a key expires when now >= its time + expiry (Esper's timer fires first)
                 k, t0 = next(iter(seen.items()))
@@ -638,16 +534,16 @@ class Matcher:
         under unrestricted). Buckets keep tokens in id order, so the scan of a bucket stops at
         the first token that can take ``e``, and at the first one younger than the best so far."""
         t = e.type
-        unrestricted = self.context.shares_events
+        unrestricted = self.pattern.context.shares_events
         takers: list[tuple[Token, list]] = []
         best: Token | None = None
-        states = self.pos_states.get(t)
+        states = self.pattern.pos_states.get(t)
         if states:
             for s in states:
                 bm = self.buckets.get(s)
                 if not bm:
                     continue
-                ki = self.key_index.get(s)
+                ki = self.pattern.key_index.get(s)
                 kt = ki.get(t) if ki else None
                 if kt is not None:
                     b = bm.get(e.params[kt[0]])
@@ -674,10 +570,10 @@ class Matcher:
     def _start(self, e: Event, part: Any, emit: Callable[[ComplexEvent], None]) -> bool:
         """A new partial match from the initial state, if ``e`` can begin one."""
         root = Thread(INITIAL, {}, [], None, None)
-        res = self._try_edges(root, self.initial[e.type], e)
+        res = self._try_edges(root, self.pattern.initial[e.type], e)
         if res is None:
             return False
-        if self.auto.distinct and self.auto.start == "spawn":
+        if self.pattern.auto.distinct and self.pattern.auto.start == "spawn":
             first = next(th for th in res[0] if th is not _KEEP)
             if self._distinct_seen(first.bindings, e.ts):
                 return False
@@ -695,13 +591,13 @@ class Matcher:
     ) -> list[tuple[Thread, tuple[list[Thread], str | None] | None]] | None:
         plan = []
         any_move = False
-        esper = self.context.esper
+        esper = self.pattern.context.esper
         for th in tok.threads:
-            edges = self.auto.edges.get(th.state, {}).get(e.type)
+            edges = self.pattern.auto.edges.get(th.state, {}).get(e.type)
             if edges and esper:
                 # Esper: an event that ends the sub-pattern (not / until) ends it even when
                 # it also fits the next step (until is started first)
-                fb = self.auto.forbids.get(th.state, {}).get(e.type)
+                fb = self.pattern.auto.forbids.get(th.state, {}).get(e.type)
                 if fb and self._forbidden(th, fb, e):
                     edges = None
             res = self._try_edges(th, edges, e) if edges else None
@@ -727,9 +623,9 @@ class Matcher:
         threads: list[Thread] = []
         done: Thread | None = None
         reasons = []
-        forbids = self.auto.forbids
-        exact = self.exact and not new
-        unused = self.auto.unused
+        forbids = self.pattern.auto.forbids
+        exact = self.pattern.exact and not new
+        unused = self.pattern.auto.unused
         for th, res in plan:
             if res is None:
                 if exact:  # a run that cannot take e ends: the partial match took e
@@ -778,19 +674,19 @@ class Matcher:
     def result(self, bindings: dict[str, Any], ts: float, last: Event | None = None
                ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """A match's parameters and bindings, from the bindings of its final thread and its
-        completion time (also used by runtime.batch._emit_pair). ``last``, the match's last
+        completion time (also used by runtime.kernels.pair._emit_pair). ``last``, the match's last
         event, is what a failing select expression is reported on (it reads only bindings)."""
-        select = self.auto.select
+        select = self.pattern.auto.select
         if select is None:
-            return tuple(bindings.get(p) for p in self.auto.params), bindings
+            return tuple(bindings.get(p) for p in self.pattern.auto.params), bindings
         # Esper's select list: the complex event carries what it selects
         b = {**bindings, "@ts": ts}
         params = tuple(f(last, b) for f in select)
-        return params, dict(zip(self.auto.params, params, strict=True))
+        return params, dict(zip(self.pattern.auto.params, params, strict=True))
 
     def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
         self.done = True
-        if (self.auto.distinct and self.auto.start == "restart"
+        if (self.pattern.auto.distinct and self.pattern.auto.start == "restart"
                 and self._distinct_seen(th.bindings, ts)):
             # every-distinct around a sequence: a match whose keys were seen is dropped (the
             # instance ended all the same, and the next one begins)
@@ -800,8 +696,8 @@ class Matcher:
             return
         params, bindings = self.result(th.bindings, ts, th.last)
         events = th.events
-        if self.clock is not None:  # the clock's synthetic event is no part of the match
-            events = [x for x in events if x.type != self.clock.type]
+        if self.pattern.clock is not None:  # the clock's synthetic event is no part of the match
+            events = [x for x in events if x.type != self.pattern.clock.type]
         ce = ComplexEvent(self.name, params, ts, bindings, events,
                           match_id=self.host.counters.next_match())
         if self.host.trace is not None:
@@ -812,11 +708,11 @@ class Matcher:
 
     def _negatives(self, e: Event) -> None:
         t = e.type
-        for s in self.neg_states[t]:
+        for s in self.pattern.neg_states[t]:
             bm = self.buckets.get(s)
             if not bm:
                 continue
-            ki = self.key_index.get(s)
+            ki = self.pattern.key_index.get(s)
             kt = ki.get(t) if ki else None
             if kt is not None:
                 b = bm.get(e.params[kt[0]])
@@ -862,7 +758,7 @@ class Matcher:
         to (the operand before the NOT may go on, Forbid.target) or None (the trap). Copies
         have the negative transitions that restrict them further, so this follows them until
         none forbids ``e``. ``traced``: the token id, to trace a move to a copy."""
-        forbids = self.auto.forbids
+        forbids = self.pattern.auto.forbids
         state = th.state
         while True:
             fb = forbids.get(state, {}).get(e.type)
@@ -894,7 +790,7 @@ class Matcher:
         return None
 
     def _dispose_noise(self, e: Event, part: Any) -> None:
-        if self.partitioned:
+        if self.pattern.partitioned:
             victims = list(self.tokens.get(part, {}).values())
         else:
             victims = [t for d in self.tokens.values() for t in d.values()]
@@ -903,7 +799,7 @@ class Matcher:
             if self.host.trace is not None:
                 self.host.trace.add(kind="dispose", pattern=self.name, token=tok.id,
                                       event=e.ref, ts=e.ts,
-                                      reason=f"noise under {self.context}: {e.type} "
+                                      reason=f"noise under {self.pattern.context}: {e.type} "
                                              "contributes to no partial match")
 
     # -- time -----------------------------------------------------------------------------
@@ -912,7 +808,7 @@ class Matcher:
         for z, start in (th.zstart or {}).items():
             if z == closing:
                 continue
-            zone = self.zone_by_id[z]
+            zone = self.pattern.zone_by_id[z]
             span = th.last_ts - start
             if (zone.kind == "within" and zone.exceeded(span)) or (
                     zone.kind == "holds_for" and span < zone.length):
@@ -921,11 +817,11 @@ class Matcher:
 
     def _schedule(self, tok: Token, th: Thread) -> None:
         for z, start in (th.zstart or {}).items():
-            if z in self.timed_zones:
-                zone = self.zone_by_id[z]
+            if z in self.pattern.timed_zones:
+                zone = self.pattern.zone_by_id[z]
                 deadline = start + zone.length
                 dl = self.deadlines
-                if self.pair is not None and (not dl or dl[-1][0] <= deadline):
+                if self.pattern.pair is not None and (not dl or dl[-1][0] <= deadline):
                     # a pair's deadlines come in time order: queue them, the engine holds a
                     # timer for the first only (on_deadline with token -1)
                     if not dl:
@@ -939,12 +835,12 @@ class Matcher:
         up to it (they only expire instances), then ask for a timer for the next one."""
         dl = self.deadlines
         now = dl[0][0]
-        clocked = self.clock is not None
+        clocked = self.pattern.clock is not None
         while dl and dl[0][0] <= now:  # (on_deadline made the pending rows tokens already)
             _, token_id, z, start = dl.popleft()
             self._deadline(token_id, z, start, emit)
             if clocked:
-                self._clock_idle(start + self.zone_by_id[z].length)
+                self._clock_idle(start + self.pattern.zone_by_id[z].length)
         if dl:
             deadline, _, z, start = dl[0]
             self.host.schedule(deadline, self, -1, z, start)
@@ -957,13 +853,13 @@ class Matcher:
             self._expire_queued(emit)
             return
         if token_id == CLOCK_TOKEN:
-            assert self.clock is not None
+            assert self.pattern.clock is not None
             self._clock_fired(start, emit)
-            self._clock_idle(start + self.clock.length)
+            self._clock_idle(start + self.pattern.clock.length)
             return
         self._deadline(token_id, z, start, emit)
-        if self.clock is not None:
-            self._clock_idle(start + self.zone_by_id[z].length)
+        if self.pattern.clock is not None:
+            self._clock_idle(start + self.pattern.zone_by_id[z].length)
 
     def _deadline(self, token_id: int, z: int, start: float, emit: Callable) -> None:
         """on_deadline for one token's zone."""
@@ -974,7 +870,7 @@ class Matcher:
                 break
         if tok is None:
             return
-        zone = self.zone_by_id[z]
+        zone = self.pattern.zone_by_id[z]
         deadline = start + zone.length
         keep = []
         fired: Thread | None = None
@@ -987,7 +883,8 @@ class Matcher:
                 if self._zones_hold(th, z):
                     # of several runs completing at once, the one of the oldest events (as
                     # for an event that completes them, _apply)
-                    if fired is None or _age(th, self.auto.unused) < _age(fired, self.auto.unused):
+                    unused = self.pattern.auto.unused
+                    if fired is None or _age(th, unused) < _age(fired, unused):
                         fired = th
                 else:
                     expired = True

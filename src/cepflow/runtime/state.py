@@ -36,7 +36,7 @@ from typing import Any
 from cepflow.compiler.expressions import EvaluationError
 from cepflow.events.jsonvalues import tagged, untagged
 from cepflow.events.model import ComplexEvent, Event
-from cepflow.runtime.batch import gc_paused
+from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.matcher import Matcher
 from cepflow.runtime.tokens import PendingRows, Thread, Token
@@ -83,9 +83,9 @@ def has_state(engine: Engine) -> bool:
     event (its contents, batches and reference point). Without it, a fresh engine given the
     same later events produces the same complex events (their match ids aside)."""
     return (any(m.count() for m in engine.matchers)
-            or any(m.done or m.seen for m in engine.matchers if m.context.esper)
+            or any(m.done or m.seen for m in engine.matchers if m.pattern.context.esper)
             or any(r.time != float("-inf") for r in engine.windows)
-            or (engine.statement_start is not None and any(m.clock is not None
+            or (engine.statement_start is not None and any(m.pattern.clock is not None
                                                            for m in engine.matchers)))
 
 
@@ -162,7 +162,7 @@ def _saved(engine: Engine) -> dict[str, Any]:
         "windows": {r.statement.name: save_runner(r, _event) for r in engine.windows},
     }
     esper = {m.name: {"done": m.done, "seen": [[list(k), t] for k, t in m.seen.items()]}
-             for m in engine.matchers if m.context.esper and (m.done or m.seen)}
+             for m in engine.matchers if m.pattern.context.esper and (m.done or m.seen)}
     if rows:  # optional (version 3): partial matches a chain kernel holds as rows
         state["rows"] = rows
     if esper:  # optional: Esper start policies (once) and every-distinct keys
@@ -260,11 +260,11 @@ class _Reader:
         self.engine, self.state = engine, state
         self.arity = {name: len(t.params) for name, t in engine.program.schemas.items()}
         for m in engine.matchers:  # the synthetic event of a leading timer:interval
-            if m.clock is not None:
-                self.arity.setdefault(m.clock.type, 0)
+            if m.pattern.clock is not None:
+                self.arity.setdefault(m.pattern.clock.type, 0)
         #: per pattern, the automaton states a partial match can rest in
-        self._states = {m.name: {p.id for p in m.auto.positions} | set(m.auto.restricted)
-                        for m in engine.matchers}
+        self._states = {m.name: {p.id for p in m.pattern.auto.positions}
+                        | set(m.pattern.auto.restricted) for m in engine.matchers}
 
     # -- values ---------------------------------------------------------------------------
     @staticmethod
@@ -443,11 +443,11 @@ class _Reader:
         tid, part, created, raw = (t.get("id"), t.get("part", _MISSING), t.get("created"),
                                    t.get("threads"))
         if (type(tid) is not int or not 1 <= tid <= self.tokens or tid in ids
-                or (part is not None and (not m.partitioned or type(part) not in _SCALAR))
+                or (part is not None and (not m.pattern.partitioned or type(part) not in _SCALAR))
                 or type(created) not in _NUMBER or not math.isfinite(created)
                 or type(raw) is not list or not raw):
             return None
-        states, zones, atomic = self._states[m.name], m.zone_by_id, self.atomic
+        states, zones, atomic = self._states[m.name], m.pattern.zone_by_id, self.atomic
         threads = []
         for th in raw:
             if type(th) is not dict:
@@ -486,7 +486,7 @@ class _Reader:
             raise self.bad(f"{where}.id", "a token id used twice", tid)
         ids.add(tid)
         part = self.scalar(self.field(t, "part", where), f"{where}.part")
-        if part is not None and not m.partitioned:
+        if part is not None and not m.pattern.partitioned:
             raise self.bad(f"{where}.part", f"pattern '{m.name}' is not partitioned: "
                            "expected null", part)
         created = self.time(self.field(t, "created", where), f"{where}.created")
@@ -501,13 +501,13 @@ class _Reader:
                 raise self.bad(f"{at}.state", f"expected a state of pattern '{m.name}' "
                                f"({', '.join(map(str, sorted(states)))})", state)
             bindings = self.bindings(self.field(th, "bindings", at), f"{at}.bindings")
-            var = m.key_var.get(state)
+            var = m.pattern.key_var.get(state)
             if var is not None:
                 self.scalar(bindings.get(var), f"{at}.bindings.{var}")
             zs = {}
             for z, start in self.dict_(self.field(th, "zones", at), f"{at}.zones").items():
                 zid = int(z) if isinstance(z, str) and z.lstrip("-").isdigit() else None
-                if zid not in m.zone_by_id:
+                if zid not in m.pattern.zone_by_id:
                     raise self.bad(f"{at}.zones", f"expected zone ids of pattern '{m.name}'", z)
                 zs[zid] = self.time(start, f"{at}.zones.{z}")
             evs = [self.event(e, f"{at}.events[{j}]") for j, e in enumerate(
@@ -520,7 +520,7 @@ class _Reader:
         with the window timer each partial match holds (Matcher._schedule of its token)."""
         self.dict_(saved, where)
         z = self.field(saved, "zone", where)
-        if z is not None and (type(z) is not int or z not in m.zone_by_id):
+        if z is not None and (type(z) is not int or z not in m.pattern.zone_by_id):
             raise self.bad(f"{where}.zone", f"expected a zone id of pattern '{m.name}' or null",
                            z)
         var = self.field(saved, "var", where)
@@ -553,8 +553,8 @@ class _Reader:
             events.append(row)
         if tids:
             m.pending = PendingRows(list(tids), events, z, list(cols[1]), list(cols[2]), var)
-        if z is not None and z in m.timed_zones:
-            length = m.zone_by_id[z].length
+        if z is not None and z in m.pattern.timed_zones:
+            length = m.pattern.zone_by_id[z].length
             schedule = m.host.schedule
             for tid, evs in zip(tids, events, strict=True):
                 start = evs[0].ts
@@ -584,7 +584,7 @@ class _Reader:
         engine.recount()  # (count the restored partial matches at the next step)
         for name, extra in self.dict_(state.get("esper", {}), "esper").items():
             m = by_name.get(name)
-            if m is None or not m.context.esper:
+            if m is None or not m.pattern.context.esper:
                 raise self.bad(f"esper.{name}", "not an Esper pattern of the program",
                                show=False)
             where = f"esper.{name}"
@@ -625,7 +625,7 @@ class _Reader:
         self.time(saved.get("start"), "clocks.start", null=True)
         if type(saved.get("stopped", False)) is not bool:
             raise self.bad("clocks.stopped", "expected true or false", saved.get("stopped"))
-        clocked = {m.name for m in self.engine.matchers if m.clock is not None}
+        clocked = {m.name for m in self.engine.matchers if m.pattern.clock is not None}
         for name, begun in self.dict_(saved.get("intervals", {}), "clocks.intervals").items():
             if name not in clocked:
                 raise self.bad(f"clocks.intervals.{name}", "not a pattern that starts with "

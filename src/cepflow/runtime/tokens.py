@@ -59,7 +59,7 @@ class PendingRows:
     something needs tokens (Matcher.materialize) — making and registering a token per partial
     match at every batch end, only for the next batch to take it apart, cost the chain kernel
     a third of its time with 100,000 keys. Per row: its token id and its events so far; a
-    pair's rows (runtime.batch.EsperPair) hold their one ``A`` event in ``events`` and no
+    pair's rows (runtime.shapes.EsperPair) hold their one ``A`` event in ``events`` and no
     states, a chain's rows the list of events, their state and their key value (of variable
     ``var``). ``zone``: the window the partial matches entered at their first event."""
 

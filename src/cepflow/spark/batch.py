@@ -39,8 +39,8 @@ from cepflow.outputs import MatchFile, match_batch, write_side_file
 from cepflow.outputs.files import STDOUT
 from cepflow.outputs.records import REJECTED_SCHEMA as SIDE_FILE_SCHEMA
 from cepflow.outputs.records import record_text
-from cepflow.runtime.batch import Declined
 from cepflow.runtime.engine import Engine, RunStopped
+from cepflow.runtime.kernels import Declined
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
     ArrowRows,

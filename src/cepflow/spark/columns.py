@@ -5,7 +5,7 @@ The layout (``s{i}``/``i{i}``/``f{i}``/``b{i}`` slots per parameter position, ``
 path reads files straight into it. Here: events to columns (:func:`encode`) and back
 (:func:`decode`), the engine's view of a batch (:class:`ArrowRows`, which makes Python events
 only for the rows that end up in complex events or partial matches), complex events to rows
-(:func:`encode_matches`, or column-wise from a :class:`~cepflow.runtime.batch.MatchTable` with
+(:func:`encode_matches`, or column-wise from a :class:`~cepflow.runtime.rows.MatchTable` with
 :func:`encode_match_table`) and partition keys (:func:`key_json`, :func:`key_column`).
 """
 
@@ -33,7 +33,7 @@ from cepflow.inputs.columnar import (
 from cepflow.outputs.encoding import dumps, json_texts
 from cepflow.outputs.records import MATCH_SCHEMA, match_ts_column
 from cepflow.outputs.records import match_batch as encode_matches
-from cepflow.runtime.batch import MatchTable, Rows
+from cepflow.runtime.rows import MatchTable, Rows
 
 __all__ = [
     "MATCH_SCHEMA",
@@ -170,7 +170,7 @@ class ArrowRows(Rows):
 
 def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
     """:func:`encode_matches` (:func:`cepflow.outputs.records.match_batch`) of a
-    :class:`~cepflow.runtime.batch.MatchTable`, column-wise: ids taken from the batch's
+    :class:`~cepflow.runtime.rows.MatchTable`, column-wise: ids taken from the batch's
     columns, the parameters' JSON made once per key value."""
     refs = rows.refs()
     ts = column(rows.batch, "ts")

@@ -1,5 +1,5 @@
 """The SparkSession cepflow runs on: Spark's embedded ``local[*]`` by default, a cluster with
-``master``. Settings follow measurements on small machines (shared/SPARK-NOTES.md): shuffle
+``master``. Settings follow measurements on small machines (docs/spark.md, "Settings"): shuffle
 partitions = cores (Spark's default of 200 makes small jobs slow and is frozen into streaming
 checkpoints), the UI off, large Arrow batches for the column-wise engine path, workers on this
 very Python interpreter."""

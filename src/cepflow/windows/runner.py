@@ -19,7 +19,7 @@ import numpy as np
 
 from cepflow.compiler.expressions import current_sink
 from cepflow.events.model import ComplexEvent, Event, EventType
-from cepflow.runtime.batch import gc_paused
+from cepflow.runtime.collector import gc_paused
 from cepflow.windows.aggregates import Aggregation
 from cepflow.windows.base import Window
 from cepflow.windows.batch import GroupLengthBatchWindow, LengthBatchWindow, TimeBatchWindow

@@ -1,0 +1,172 @@
+"""A compiled pattern: what the runtime derives once from an automaton (indexes by state and
+event type, the key variable of each state, the fast paths and the column kernel's shape) —
+immutable, so one serves every run of the pattern (Flink CEP's ``NFA`` beside its
+``NFAState``). The run state (tokens, rows, clocks) lives in the Matcher that holds it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cepflow.automaton.context import Context
+from cepflow.automaton.model import INITIAL, Automaton, Edge, Zone
+from cepflow.runtime.shapes import Chain, EsperPair, chain_of, esper_pair_of
+
+
+class CompiledPattern:
+    """The run-independent facts of one automaton (see the module docstring). Read-only: an
+    attempt to set an attribute after construction raises AttributeError."""
+
+    __slots__ = (
+        "_sealed",
+        "auto",
+        "chain",
+        "clock",
+        "clock_types",
+        "conj_degree",
+        "context",
+        "exact",
+        "fast",
+        "fast_start",
+        "initial",
+        "key_index",
+        "key_var",
+        "name",
+        "neg_states",
+        "out_degree",
+        "pair",
+        "partitioned",
+        "pos_states",
+        "single",
+        "skips",
+        "timed_zones",
+        "timers_first",
+        "types",
+        "zone_by_id",
+    )
+
+    def __init__(self, auto: Automaton, fast_path: bool = True) -> None:
+        self.auto = auto
+        self.name = auto.name
+        #: the event processing context, with the behaviours the runtime asks it about
+        self.context: Context = auto.context
+        self.partitioned = bool(auto.partition_by)
+        #: a partial match is the sequence of events it took (000 §4.4, Def. 8), and its
+        #: threads are the runs of the automaton over exactly those events — except under
+        #: unrestricted, which follows every run: a thread may also skip an event it takes
+        #: (docs/semantics.md, "Decision — a partial match is the events it took")
+        self.skips = self.context.follows_every_run
+        #: Esper's timers fire before the events of their instant (its windows exclude their
+        #: end: span < Δ); VEPL's windows include it (span ≤ Δ) — see Zone.open_end
+        self.timers_first = self.context.timers_first
+        self.exact = self.context.exact
+        self.zone_by_id: dict[int, Zone] = {z.id: z for z in auto.zones}
+        self.timed_zones = {z.id for z in auto.zones if z.kind == "within" or z.timer_accept}
+        # event type -> states with positive / negative transitions on it
+        pos_states: dict[str, list[int]] = {}
+        neg_states: dict[str, list[int]] = {}
+        for s, m in auto.edges.items():
+            if s == INITIAL:
+                continue
+            for t in m:
+                pos_states.setdefault(t, []).append(s)
+        for s, m in auto.forbids.items():
+            for t in m:
+                neg_states.setdefault(t, []).append(s)
+        self.pos_states = pos_states
+        self.neg_states = neg_states
+        self.initial: dict[str, list[Edge]] = auto.edges.get(INITIAL, {})
+        types = set(pos_states) | set(neg_states) | set(self.initial)
+        #: a pattern that starts with timer:interval (compiler.esper): its clock and the event
+        #: types that end the interval under way early
+        self.clock = auto.clock
+        self.clock_types: set[str] = set()
+        if self.clock is not None:
+            self.clock_types = {p.type for p in self.clock.forbids}
+            types = (types | self.clock_types) - {self.clock.type}
+        #: the event types the pattern reads
+        self.types = types
+        # the direct steps below know neither clocks nor collected (repeated) tags
+        fast_path = fast_path and self.clock is None and not any(
+            p.collect is not None for p in auto.positions)
+        self.key_index = auto.key_index
+        self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
+        #: per state, how many of its edges are steps of each Esper and (by the and's id)
+        conj_degree: dict[int, dict[int, int]] = {}
+        for s, m in auto.edges.items():
+            for es in m.values():
+                for edge in es:
+                    if edge.position.conj is not None:
+                        c = edge.position.conj[0]
+                        d = conj_degree.setdefault(s, {})
+                        d[c] = d.get(c, 0) + 1
+        self.conj_degree = conj_degree
+        self.key_var = {s: next(iter(m.values()))[1] for s, m in self.key_index.items() if m}
+        #: event types whose every transition is a plain keyed step (see _fast_paths)
+        self.fast = self._fast_paths() if fast_path else {}
+        #: Esper's ``every a = A(f) -> b = B(g, key) [within Δ]`` (runtime.shapes.EsperPair):
+        #: stepped directly (Matcher._pair_step) and by the pair kernel
+        self.pair: EsperPair | None = esper_pair_of(self) if fast_path else None
+        #: Esper's ``every e = T(f)`` (one event per match): completed directly, inline in
+        #: Matcher.process
+        self.single = self._single_edge() if fast_path else None
+        #: initial edges a plain keyed step starts (Matcher._fast_begin)
+        self.fast_start = {
+            t: es[0] for t, es in self.initial.items()
+            if t in self.fast and len(es) == 1 and not es[0].final and es[0].position.filter
+            is None and not es[0].enters and not es[0].position.zones
+            and len({v for _, v in es[0].position.binds}) == len(es[0].position.binds)
+            and es[0].target in self.key_var}
+        #: the keyed-sequence shape of the chain kernel (runtime.shapes.Chain), or None
+        self.chain: Chain | None = chain_of(self)
+        self._sealed = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_sealed", False):
+            raise AttributeError(f"a compiled pattern is read-only (setting {name})")
+        object.__setattr__(self, name, value)
+
+    def _fast_paths(self) -> dict[str, list[tuple[int, int, Edge]]]:
+        """Event types whose every transition is a plain keyed step (the common case of a
+        sequence unifying on one key under chronicle): no filter, zone, NOT, fork or new
+        binding. For them a single-thread token moves in place without planning; the general
+        path gives the same result (tests/engine/test_fast_path.py checks one against the
+        other)."""
+        auto = self.auto
+        if self.context is not Context.CHRONICLE or self.partitioned:
+            return {}
+        zones = {p.id: p.zones for p in auto.positions}
+        zones.update({c: zones[s] for c, s in auto.restricted.items()})
+        out: dict[str, list[tuple[int, int, Edge]]] = {}
+        for t in [*self.pos_states, *(t for t in self.initial if t not in self.pos_states)]:
+            if t in self.neg_states:
+                continue
+            entries = []
+            for s in self.pos_states.get(t, ()):
+                es = auto.edges[s][t]
+                kt = self.key_index.get(s, {}).get(t)
+                if len(es) != 1 or kt is None or self.out_degree[s] != 1:
+                    break
+                edge = es[0]
+                if (edge.position.filter is not None or edge.enters or edge.exits
+                        or s in auto.forbids or zones.get(s)
+                        or edge.position.zones
+                        or any(v != kt[1] for _, v in edge.position.binds)):
+                    break
+                entries.append((s, kt[0], edge))
+            else:
+                out[t] = entries
+        return out
+
+    def _single_edge(self) -> Edge | None:
+        """The edge of ``every e = T(f)`` under Esper (spawn, one final step, ``f`` reading
+        only ``e``, no window), whose every event passing ``f`` is a match; else None."""
+        auto = self.auto
+        edge = auto.spawn_edge()
+        if edge is None or auto.zones or set(auto.edges) != {INITIAL}:
+            return None
+        pos = edge.position
+        if (not edge.final or edge.enters or edge.exits or pos.every
+                or (pos.filter is not None and not pos.local)
+                or len({v for _, v in pos.binds}) != len(pos.binds)):
+            return None
+        return edge

@@ -1,0 +1,332 @@
+"""The chain kernel: columnar detection of keyed sequences, the batch fast path of the engine.
+
+For a pattern ``T0(k) -> T1(k) -> … -> Tn(k)`` under chronicle (distinct event types, one key
+variable, no filter, window or NOT) the token semantics of 000 §4.4/§5 reduce to a FIFO queue of
+partial matches per state and key: a ``T0`` event starts a partial match, a ``Tm`` event moves
+the oldest one waiting after ``Tm-1`` (if any) and is otherwise ignored. Over a batch this is,
+per state, a queue with balking, whose length is the reflected walk
+``L_t = S_t - min(0, min_{s<=t} S_s)`` of the arrivals (+1) and attempts (-1) of each key; an
+attempt succeeds iff ``L`` was positive before it, and FIFO order pairs the j-th success with the
+j-th arrival. numpy evaluates this stage by stage for all keys at once. Partial matches left at
+the end stay rows of the matcher (Matcher.pending; tokens are made of them only when something
+else needs them, Matcher.materialize), those present before the batch (rows, or tokens of
+per-event steps) take part as the oldest arrivals, and token and match ids are assigned in the
+order the per-event engine would assign them, so the result — matches, their events and ids,
+and the saved state — equals feeding the events one by one (tests/engine/test_batch.py and
+test_batch_rows.py check this).
+
+Filters, a type at several stages and a window ``[Δ]`` over the whole sequence (the chains
+runtime.shapes.chain_of also accepts) are decided column-wise for the filters
+(runtime.vector_expr, else the compiled closure per row) and by kernels.queues.step_chain for
+the rest, which steps only the rows some stage takes, in a plain loop: with a recurring type an
+event may advance the oldest partial match of its key at any stage or else start one, and with a
+window the partial matches expire at their deadlines, so the stages no longer decouple into
+queues. Distinct types without
+a window keep the numpy queues (a filter only drops rows). Both give the per-event engine's
+matches, ids, state, timers and statistics (tests/engine/test_batch_filters.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.collector import gc_paused
+from cepflow.runtime.kernels.filters import filter_rows
+from cepflow.runtime.kernels.frame import (
+    Declined,
+    counters_before,
+    fire_rules,
+    prepare,
+    unprepare,
+)
+from cepflow.runtime.kernels.queues import run_chain, step_chain
+from cepflow.runtime.rows import ChainMatches, EventRows, MatchTable, Rows
+from cepflow.runtime.shapes import Chain
+from cepflow.runtime.timers import fired_before
+from cepflow.runtime.tokens import PendingRows
+
+
+def process_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
+                  ) -> list[ComplexEvent]:
+    """Feed ``events`` (time-ordered) to an engine all of whose patterns are chains (raises
+    :class:`Declined`, having changed nothing, when a filter fails on a row)."""
+    with gc_paused():
+        table = _run(engine, matchers, EventRows(events))
+        out = table.complex_events()
+        if engine.host.rules:
+            fire_rules(engine.host, events, out, table.positions())
+        return out
+
+
+
+def process_columns(engine: Any, matchers: list[Any], rows: Rows) -> MatchTable:
+    """Feed a column batch to an engine all of whose patterns are chains and none of whose
+    rules has a registered action: the complex events stay columns, rules are counted (raises
+    :class:`Declined`, having changed nothing, when a filter fails on a row)."""
+    with gc_paused():
+        table = _run(engine, matchers, rows)
+        rules = engine.host.rules
+        if rules:
+            counts: dict[str, int] = {}
+            for b in table.blocks:
+                counts[b.pattern] = counts.get(b.pattern, 0) + len(b.at)
+            for i, t in enumerate(rows.type_names):
+                if rules.triggers(t):
+                    counts[t] = counts.get(t, 0) + int(np.count_nonzero(rows.codes == i))
+            engine.host.stats.rule_firings += rules.count(counts)
+        return table
+
+
+
+@dataclass
+class _ChainRun:
+    """One chain's items over a batch: events (``positions`` = their rows) then the partial
+    matches from before the batch (``occupants``, as rows), with the queues' result."""
+
+    positions: np.ndarray
+    vidx: np.ndarray  # per item, index of its key value in the batch's value list
+    occupants: PendingRows
+    pred: np.ndarray
+    waiting: dict[int, np.ndarray]
+
+    def walk(self, last: np.ndarray, k: int) -> np.ndarray:
+        """(k, len(last)) items of the paths ending in ``last``, stage by stage; an item from
+        before the batch (an occupant) ends the walk, -1 before it."""
+        n_ev = len(self.positions)
+        items = np.empty((k, len(last)), dtype=np.int64)
+        items[k - 1] = last
+        for j in range(k - 2, -1, -1):
+            prev = items[j + 1]
+            ok = (prev >= 0) & (prev < n_ev)
+            items[j] = np.where(ok, self.pred[np.where(ok, prev, 0)], -1)
+        return items
+
+    def paths(self, last: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The paths of :meth:`walk`: their items, the batch row of each of their events (-1
+        where the path is not in the batch) and per path the occupant item it continues (-1:
+        it began in the batch, at ``items[0]``)."""
+        n_ev = len(self.positions)
+        items = self.walk(last, k)
+        real = (items >= 0) & (items < n_ev)
+        rows = np.where(real, self.positions[np.where(real, items, 0)], -1)
+        return items, rows, np.where(items >= n_ev, items, -1).max(axis=0)
+
+
+
+def _run(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
+    before = counters_before(engine)
+    prepare(engine, src)
+    try:
+        return _chains(engine, matchers, src)
+    except Declined:
+        # (the chains' loop changes nothing before every filter is decided)
+        unprepare(engine, before, src)
+        raise
+
+
+
+def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
+    """The chain kernel over a prepared batch (:func:`_run`)."""
+    chains: list[Chain] = [m.pattern.chain for m in matchers]
+    type_code = {t: i for i, t in enumerate(src.type_names)}
+    codes = src.codes
+    values: list[Any] = []
+    runs: list[_ChainRun] = []
+    start_keys = []  # (position * n_chains + slot) of every token start, for token ids
+    done_pos, done_slot, done_item = [], [], []
+    n_chains = len(chains)
+    last_ts = float(src.ts[-1]) if src.n else float("-inf")
+    filter_cols: dict[tuple[str, int], np.ndarray] = {}
+    timers: list[tuple[int, list[tuple[int, float]]]] = []  # per windowed chain (step_chain)
+    for slot, c in enumerate(chains):
+        occupants = _occupants(matchers[slot], c)
+        k = len(c.types)
+        pos_parts, bits_parts, key_parts, vidx_parts = [], [], [], []
+        table: dict[Any, int] = {}
+        # a NaN key unifies with nothing (Algorithm 1 compares values): at any stage after
+        # the first a NaN row takes no partial match
+        strict = [st > 0 for st in range(len(c.types))]
+        for t in dict.fromkeys(c.types):
+            code = type_code.get(t)
+            if code is None:
+                continue
+            idx = np.flatnonzero(codes == code)
+            sts = [st for st, u in enumerate(c.types) if u == t]
+            passes = [filter_rows(c.positions[st], src, idx, engine.program.schemas,
+                                   filter_cols) for st in sts]
+            if any(p is not None for p in passes):
+                keep = np.zeros(len(idx), dtype=bool)
+                for p in passes:
+                    keep |= True if p is None else p
+                idx = idx[keep]
+                passes = [None if p is None else p[keep] for p in passes]
+            local, uniq = src.values(c.key_param[t], idx)
+            local = np.asarray(local, dtype=np.int64)
+            remap = np.array([table.setdefault(v, len(table)) for v in uniq], dtype=np.int64)
+            nan = (np.array([v != v for v in uniq], dtype=bool)[local]
+                   if len(uniq) and any(strict[st] for st in sts) else None)
+            bits = np.zeros(len(idx), dtype=np.int64)
+            for st, p in zip(sts, passes, strict=True):
+                if p is None and (nan is None or not strict[st]):
+                    bits |= 1 << st
+                    continue
+                take = np.ones(len(idx), dtype=bool) if p is None else p
+                if strict[st] and nan is not None:
+                    take = take & ~nan
+                bits |= take.astype(np.int64) << st
+            key_parts.append(remap[local] if len(remap) else np.zeros(0, np.int64))
+            vidx_parts.append(local + len(values))
+            values.extend(uniq)
+            pos_parts.append(idx)
+            bits_parts.append(bits)
+        occ_values = occupants.keys
+        n_occ = len(occupants)
+        occ_key = np.array([table.setdefault(v, len(table)) for v in occ_values], dtype=np.int64)
+        occ_vidx = np.arange(len(values), len(values) + n_occ, dtype=np.int64)
+        values.extend(occ_values)
+        stage_of = {s: st for st, s in enumerate(c.states)}
+        occ_stage = [stage_of[s] for s in occupants.states]
+        positions = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.int64)
+        bits = np.concatenate(bits_parts) if bits_parts else np.zeros(0, np.int64)
+        key = np.concatenate(key_parts) if key_parts else np.zeros(0, np.int64)
+        vidx = np.concatenate(vidx_parts) if vidx_parts else np.zeros(0, np.int64)
+        live = bits != 0  # (a row no stage takes: a NaN key at a general step)
+        if not live.all():
+            positions, bits, key, vidx = positions[live], bits[live], key[live], vidx[live]
+        if c.queued:
+            n_ev = len(positions)
+            stage = np.concatenate([np.log2(bits).astype(np.int64) if n_ev else bits,
+                                    np.array(occ_stage, dtype=np.int64)])
+            pos = np.concatenate([positions, np.arange(-n_occ, 0, dtype=np.int64)])
+            items = np.arange(n_ev + n_occ, dtype=np.int64)
+            pred, complete, waiting = run_chain(k, items, stage, np.concatenate([key, occ_key]),
+                                                pos, n_ev + n_occ)
+            started = np.flatnonzero(stage[:n_ev] == 0)
+        else:
+            order = np.argsort(positions, kind="stable")
+            positions, bits, key, vidx = positions[order], bits[order], key[order], vidx[order]
+            n_ev = len(positions)
+            stage_sets = {b: [st for st in range(k) if b >> st & 1]
+                          for b in np.unique(bits).tolist()}
+            z = c.zone
+            pred, done, left, begun, timed = step_chain(
+                k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
+                src.ts[positions].tolist(),
+                [(st, kc, evs[0].ts if z is not None else 0.0) for st, kc, evs
+                 in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
+                c.window, last_ts)
+            complete = np.array(done, dtype=np.int64)
+            waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
+            started = np.array(begun, dtype=np.int64)
+            if c.zone is not None:
+                timers.append((slot, timed))
+        start_keys.append(positions[started] * n_chains + slot)
+        done_pos.append(positions[complete])
+        done_slot.append(np.full(len(complete), slot, dtype=np.int64))
+        done_item.append(complete)
+        runs.append(_ChainRun(positions, np.concatenate([vidx, occ_vidx]), occupants, pred,
+                              waiting))
+
+    host = engine.host
+    all_starts = np.sort(np.concatenate(start_keys)) if start_keys else np.zeros(0, np.int64)
+    first_token = host.counters.reserve_tokens(len(all_starts))
+
+    # complex events, in the order the per-event engine detects them: by position, then pattern
+    blocks: list[ChainMatches] = []
+    first_id = host.counters.match + 1
+    total = 0
+    if done_pos:
+        dp, ds, di = (np.concatenate(done_pos), np.concatenate(done_slot),
+                      np.concatenate(done_item))
+        order = np.lexsort((ds, dp))
+        ds, di = ds[order], di[order]
+        total = len(order)
+        by_pattern = host.stats.by_pattern
+        for slot in np.unique(ds).tolist():
+            rank = np.flatnonzero(ds == slot)
+            c, run = chains[slot], runs[slot]
+            n_ev = len(run.positions)
+            items, rows, occ = run.paths(di[rank], len(c.types))
+            first = np.where(occ >= 0, occ, items[0])
+            old = {r: run.occupants.events[o - n_ev]
+                   for r, o in enumerate(occ.tolist()) if o >= 0}
+            m = matchers[slot]
+            blocks.append(ChainMatches(m.name, c.var, m.pattern.auto.params,
+                                       rows[-1].copy(), rank, rows, old, run.vidx[first]))
+            by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
+        host.counters.reserve_matches(total)
+        host.stats.complex_events += total
+
+    # partial matches left waiting: rows of the matcher in their new state (tokens are made
+    # of them only when needed, Matcher.materialize), events made only for them
+    for slot, c in enumerate(chains):
+        m, run = matchers[slot], runs[slot]
+        occ = run.occupants
+        n_ev = len(run.positions)
+        left: list[tuple[int, int, Any, list[Event]]] = []  # (token id, state, key, events)
+        for st, its in run.waiting.items():
+            stay = its >= n_ev
+            for o in (its[stay] - n_ev).tolist():  # waited through the whole batch: unchanged
+                left.append((occ.ids[o], occ.states[o], occ.keys[o], occ.events[o]))
+            moved = its[~stay]
+            if not len(moved):
+                continue
+            items, rows, old = run.paths(moved, st)
+            ev = src.lookup(rows[rows >= 0])
+            new = old < 0
+            ids = iter((first_token + np.searchsorted(
+                all_starts, rows[0, new] * n_chains + slot)).tolist())
+            new_keys = iter([values[v] for v in run.vidx[items[0, new]].tolist()])
+            state = c.states[st]
+            for o, path in zip((old - n_ev).tolist(), rows.T.tolist(), strict=True):
+                if o < 0:
+                    left.append((next(ids), state, next(new_keys), [ev[r] for r in path]))
+                else:
+                    left.append((occ.ids[o], state, occ.keys[o],
+                                 [*occ.events[o], *(ev[r] for r in path if r >= 0)]))
+        left.sort(key=itemgetter(0))
+        m.tokens.clear()  # (every token of the matcher was an occupant: now a row or gone)
+        m.buckets.clear()
+        m.pending = None
+        if left:
+            tids, states, keys, evss = map(list, zip(*left, strict=True))
+            m.pending = PendingRows(tids, evss, c.zone, states, keys, c.var)
+    if src.n and timers:
+        # the timers before the last event have fired (they only expired partial matches,
+        # which the kernel did); the later ones of the batch's partial matches are set, also
+        # those of completed ones (they fire idle, as in the per-event engine)
+        host.timers.keep(lambda h: not fired_before(h, last_ts))
+        for slot, timed in timers:
+            c, run = chains[slot], runs[slot]
+            n_ev = len(run.positions)
+            length = matchers[slot].pattern.zone_by_id[c.zone].length
+            firsts = [it for it, _ in timed if it < n_ev]
+            ids = iter((first_token + np.searchsorted(
+                all_starts, run.positions[firsts] * n_chains + slot)).tolist())
+            for it, start in timed:
+                tid = next(ids) if it < n_ev else run.occupants.ids[it - n_ev]
+                host.schedule(start + length, matchers[slot], tid, c.zone, start)
+    return MatchTable(blocks, values, first_id, total, src)
+
+
+
+def _occupants(m: Any, c: Chain) -> PendingRows:
+    """The chain's partial matches as rows, oldest first: its tokens (from per-event steps or
+    a restored state; the batch drops them) and then the rows the last batch left."""
+    rows = m.pending
+    toks = m.registered_tokens()
+    if not toks:
+        return rows if rows is not None else PendingRows([], [], c.zone, [], [], c.var)
+    ths = [t.threads[0] for t in toks]
+    out = PendingRows([t.id for t in toks], [th.events for th in ths], c.zone,
+                      [th.state for th in ths], [th.bindings.get(c.var) for th in ths], c.var)
+    if rows is not None:  # (younger than every token)
+        for col in ("ids", "events", "states", "keys"):
+            getattr(out, col).extend(getattr(rows, col))
+    return out

@@ -1,0 +1,76 @@
+"""Event-only filters over a batch's rows: column-wise when runtime.vector_expr decides
+them, else the compiled closure per row, declining the batch when one fails (the per-event
+engine then reports each failure as it would)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from cepflow.compiler.expressions import current_sink
+from cepflow.runtime.kernels.frame import Declined
+from cepflow.runtime.rows import Rows, TypeColumns, as_column
+
+_NOB: dict[str, Any] = {}  # the bindings given to a filter that reads only its event
+
+
+
+def filter_rows(pos: Any, src: Rows, idx: np.ndarray, schemas: Any,
+                 cols: dict[tuple[str, int], np.ndarray]) -> np.ndarray | None:
+    """Which rows ``idx`` (all of the position's type) pass the position's filter
+    (:func:`filter_mask`; None: it has none). ``cols`` caches the columns read (per type and
+    field) for the other stages."""
+    if pos.filter is None:
+        return None
+    t = pos.type
+
+    def column(k: int) -> np.ndarray:
+        c = cols.get((t, k))
+        if c is None:
+            local, uniq = src.values(k, idx)
+            c = cols[t, k] = as_column(uniq)[np.asarray(local, dtype=np.int64)]
+        return c
+
+    fields = {name: i for i, name in enumerate(schemas[t].param_names)}
+    return filter_mask(pos, idx, fields, column, src.lookup)
+
+
+
+def filter_mask(pos: Any, rows: np.ndarray, fields: Mapping[str, int],
+                 column: Any, lookup: Any) -> np.ndarray | None:
+    """Mask over ``rows`` (event positions) of the events passing ``pos``'s filter, which reads
+    only its event (None: no filter): column-wise when runtime.vector_expr can decide it
+    (``column(k)``: parameter ``k`` of those rows), else the compiled closure per event
+    (``lookup(rows)[i]``: the event at position ``i``)."""
+    from cepflow.runtime.vector_expr import filter_mask
+
+    if pos.filter is None:
+        return None
+    mask = (filter_mask(pos.where, fields, column)
+            if pos.where is not None and len(rows) else None)
+    if mask is None:
+        ev, flt = lookup(rows), pos.filter
+        sink = current_sink()
+        mark = len(sink) if sink is not None else 0
+        mask = np.fromiter((bool(flt(ev[i], _NOB)) for i in rows.tolist()), dtype=bool,
+                           count=len(rows))
+        if sink is not None and len(sink) > mark:
+            # the per-event engine evaluates a filter only where a partial match could take
+            # the event: to report the same failures, the batch goes event by event
+            del sink[mark:]
+            raise Declined(f"a filter failed on {len(rows)} row(s)")
+    return mask
+
+
+
+def passing(edge: Any, cols: TypeColumns) -> np.ndarray:
+    """Indices (into ``cols.rows(type)``) of the events that pass the edge's event-only
+    filter (:func:`filter_mask`)."""
+    pos = edge.position
+    t = pos.type
+    rows = cols.rows(t)
+    mask = filter_mask(pos, rows, cols.fields(t), lambda k: cols.column(t, k),
+                        lambda _rows: cols.src.events)
+    return np.arange(len(rows), dtype=np.int64) if mask is None else np.flatnonzero(mask)

@@ -1,0 +1,74 @@
+"""What every column kernel does around its batch: check the order and number the rows
+(prepare), give the batch back unchanged when a filter fails (Declined, unprepare), pause the
+cyclic collector, and fire rules as the per-event engine would (fire_rules)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.errors import EngineError
+from cepflow.runtime.rows import Rows
+
+
+class Declined(Exception):
+    """A column kernel gave a batch back, having changed nothing: a filter failed on some of
+    its rows (docs/semantics.md, "Evaluation errors"), so the batch goes event by event, where
+    the failures are reported exactly as for events fed one at a time."""
+
+
+
+
+def prepare(engine: Any, src: Rows) -> None:
+    """Check order (and what the source checks), number the rows, move the clock."""
+    host = engine.host
+    ts, n = src.ts, src.n
+    if n and (ts[0] < host.time or bool((ts[1:] < ts[:-1]).any())):
+        bad = 0 if ts[0] < host.time else int(np.flatnonzero(ts[1:] < ts[:-1])[0]) + 1
+        prev = host.time if bad == 0 else ts[bad - 1]
+        e = src.lookup(np.array([bad]))[bad]
+        raise EngineError(f"event {e!r} at {e.ts} is older than {prev:g}; "
+                          "order the input (cepflow.inputs.reorder) before feeding the engine")
+    src.check(engine)
+    src.number(engine)
+    host.stats.events += n
+    if n:
+        host.time = src.last_ts()
+
+
+
+def counters_before(engine: Any) -> tuple[Any, ...]:
+    """What :func:`prepare` changes in the engine (for :func:`unprepare`)."""
+    host = engine.host
+    return host.time, host.stats.events, host.counters.snapshot()
+
+
+
+def unprepare(engine: Any, before: tuple[Any, ...], src: Rows) -> None:
+    """Undo :func:`prepare` when a kernel gives its batch back: the clock, counters and a
+    restored stream's numbering as they were (the numbers given to unnumbered events stay:
+    fed one by one they get the same ones)."""
+    host = engine.host
+    host.time, host.stats.events, numbering = before
+    host.counters.rewind(numbering)
+    src.unnumber()
+
+
+
+def fire_rules(host: Any, events: Sequence[Event], out: list[ComplexEvent],
+          out_pos: list[int]) -> None:
+    """Fire rules as the per-event engine would: per input event, after its detections
+    (``out_pos``: the batch row each complex event was detected at), through the host's one
+    rule-firing implementation; then the events actions emitted."""
+    rules = host.rules
+    marks: dict[int, list[ComplexEvent]] = {}
+    for ce, p in zip(out, out_pos, strict=True):
+        marks.setdefault(p, []).append(ce)
+    triggered = {i for i, e in enumerate(events) if rules.triggers(e.type)} | set(marks)
+    for i in sorted(triggered):
+        host.fire(events[i], marks.get(i, []))
+    if host.pending:
+        host.drain(out)

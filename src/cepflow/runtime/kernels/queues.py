@@ -1,0 +1,171 @@
+"""The chain kernel's two algorithms over the rows of a batch (kernels.chain says what they
+compute): :func:`run_chain`, the FIFO queues with balking evaluated stage by stage for all keys
+at once in numpy, and :func:`step_chain`, the plain loop over the rows some stage takes when a
+type recurs or a window expires partial matches."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Segment id per row and the first row of each segment, for rows sorted by key."""
+    new = np.empty(len(keys), dtype=bool)
+    new[:1] = True
+    new[1:] = keys[1:] != keys[:-1]
+    return np.cumsum(new) - 1, np.flatnonzero(new)
+
+
+
+def _count_in_segment(flag: np.ndarray, segid: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Running count of ``flag`` within each segment, including the current row."""
+    c = np.cumsum(flag)
+    return c - (c - flag)[starts][segid]
+
+
+
+def run_chain(k: int, items: np.ndarray, stage: np.ndarray, key: np.ndarray, pos: np.ndarray,
+              n_items: int) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+    """Queues of one chain over a batch.
+
+    ``items``/``stage``/``key``/``pos`` describe the rows: real events (stage = index of their
+    type in the chain) and partial matches from before the batch (stage = the state they wait
+    in, flagged by a negative ``pos`` that orders them oldest first, before every event).
+    Returns ``pred`` (item -> the item it followed), the completing items, and per state the
+    items left waiting there.
+    """
+    pred = np.full(n_items, -1, dtype=np.int64)
+    waiting: dict[int, np.ndarray] = {}
+    occupant = pos < 0
+    sel = (stage == 0) & ~occupant
+    cur_items, cur_key, cur_pos = items[sel], key[sel], pos[sel]
+    if k == 1:
+        return pred, cur_items, waiting
+    for m in range(1, k):
+        occ = occupant & (stage == m)
+        att = ~occupant & (stage == m)
+        a_items = np.concatenate([items[occ], cur_items])
+        a_key = np.concatenate([key[occ], cur_key])
+        a_pos = np.concatenate([pos[occ], cur_pos])
+        allk = np.concatenate([a_key, key[att]])
+        allp = np.concatenate([a_pos, pos[att]])
+        itm = np.concatenate([a_items, items[att]])
+        val = np.concatenate([np.ones(len(a_items), np.int64), -np.ones(int(att.sum()), np.int64)])
+        if len(val) == 0:
+            cur_items, cur_key, cur_pos = itm, allk, allp
+            continue
+        order = np.lexsort((allp, allk))
+        allk, allp, itm, val = allk[order], allp[order], itm[order], val[order]
+        segid, starts = _segments(allk)
+        cs = np.cumsum(val)
+        walk = cs - (cs - val)[starts][segid]
+        big = len(val) + 2
+        off = (len(starts) - segid) * big
+        low = np.minimum.accumulate(walk + off) - off
+        level = walk - np.minimum(low, 0)
+        before = np.empty_like(level)
+        before[0] = 0
+        before[1:] = level[:-1]
+        before[starts] = 0
+        is_arr = val > 0
+        success = ~is_arr & (before > 0)
+        arr_rank = _count_in_segment(is_arr, segid, starts) - 1
+        succ_rank = _count_in_segment(success, segid, starts) - 1
+        arr_rows = np.flatnonzero(is_arr)
+        arr_before_seg = (np.cumsum(is_arr) - is_arr)[starts]
+        s_rows = np.flatnonzero(success)
+        paired = arr_rows[arr_before_seg[segid[s_rows]] + succ_rank[s_rows]]
+        pred[itm[s_rows]] = itm[paired]
+        n_succ = np.bincount(segid[s_rows], minlength=len(starts))
+        left = is_arr & (arr_rank >= n_succ[segid])
+        waiting[m] = itm[left]
+        cur_items, cur_key, cur_pos = itm[s_rows], allk[s_rows], allp[s_rows]
+    return pred, cur_items, waiting
+
+
+
+def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: Sequence[float],
+               occupants: Sequence[tuple[int, int, float]], window: float | None, end: float
+               ) -> tuple[np.ndarray, list[int], dict[int, list[int]], list[int],
+                          list[tuple[int, float]]]:
+    """The chain's partial matches stepped row by row (repeated types, windows: the stages
+    interact, so no per-stage queue).
+
+    Event ``i`` (items ``0..n-1``, in row order) may take stages ``stages[i]`` (its type's
+    stages whose filter it passes; 0 = it may start one) with key code ``key[i]`` at ``ts[i]``;
+    the partial matches from before the batch are items ``n..``, ``occupants`` (stage, key
+    code, window start), oldest first. As Matcher._find/_start under chronicle: first the
+    partial matches whose window deadline ``start + Δ`` is before ``ts`` expire (the engine's
+    timers); then the oldest partial match of the key waiting at one of the event's stages
+    takes it — it is trapped instead when the span ``ts - start`` exceeds Δ (Matcher._zones)
+    — and only if none took it may the event start a new one. Returns ``pred``, the
+    completing items (row order), per stage the items left waiting (their partial matches'
+    last items; those whose deadline is before ``end``, the batch's last timestamp, expired),
+    the items that started a partial match, and the timers the engine still holds after the
+    batch (every start and non-final step in a window sets one, Matcher._schedule; those
+    before ``end`` fired): per partial match, its first item (start or occupant) and start.
+    """
+    n, n_occ = len(key), len(occupants)
+    pred = np.full(n + n_occ, -1, dtype=np.int64)
+    pr = pred.tolist()
+    queues: dict[tuple[int, int], deque[list]] = {}
+    for j, (st, kc, start) in enumerate(occupants):
+        # a partial match: [age, window start, last item, first item]
+        queues.setdefault((kc, st), deque()).append([j, start, n + j, n + j])
+    timed: dict[int, float] = {}  # first item -> window start, of those that set a timer
+    age = n_occ
+    done: list[int] = []
+    started: list[int] = []
+    inf = float("inf")
+    w = inf if window is None else window
+    last = k - 1
+    for i in range(n):
+        kc, t, sts = key[i], ts[i], stages[i]
+        best = None
+        for s in sts:
+            if not s:
+                continue
+            q = queues.get((kc, s))
+            if not q:
+                continue
+            while q and q[0][1] + w < t:  # its deadline passed before t (the engine's timer)
+                q.popleft()
+            if q and (best is None or q[0][0] < best[0]):
+                best, bq, bs = q[0], q, s
+        if best is not None:
+            bq.popleft()
+            if t - best[1] > w:  # the window exceeded at this very event: trapped
+                continue
+            pr[i] = best[2]
+            if bs == last:
+                done.append(i)
+            else:
+                best[2] = i
+                if window is not None:
+                    timed[best[3]] = best[1]
+                nq = queues.get((kc, bs + 1))
+                if nq is None:
+                    nq = queues[kc, bs + 1] = deque()
+                nq.append(best)
+        elif sts[0] == 0:
+            started.append(i)
+            if k == 1:
+                done.append(i)
+                continue
+            q = queues.get((kc, 1))
+            if q is None:
+                q = queues[kc, 1] = deque()
+            q.append([age, t, i, i])
+            age += 1
+            if window is not None:
+                timed[i] = t
+    waiting: dict[int, list[tuple[int, int]]] = {}
+    for (_, s), q in queues.items():
+        waiting.setdefault(s, []).extend((tok[0], tok[2]) for tok in q
+                                         if not (tok[1] + w < end))
+    pred[:] = pr
+    return (pred, done, {s: [it for _, it in sorted(v)] for s, v in waiting.items()}, started,
+            [(it, start) for it, start in timed.items() if not (start + w < end)])

@@ -1,0 +1,249 @@
+"""A batch of events as columns (Rows: the interface the kernels read; EventRows: over
+Event objects — Spark's Arrow batches have their own, spark.columns) and the kernels' result
+as columns (ChainMatches blocks of a MatchTable), made into complex events only on demand."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from operator import attrgetter, itemgetter
+from typing import Any
+
+import numpy as np
+
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.errors import EngineError
+
+_SEQ, _TS, _TYPE, _PARAMS = (attrgetter(a) for a in ("seq", "ts", "type", "params"))
+
+
+
+class Rows:
+    """A time-ordered batch as the kernel reads it: ``ts`` (float64) and ``codes`` (the type of
+    each row, an index into ``type_names``) as columns; parameter values and events on demand.
+
+    :class:`EventRows` wraps a list of events. A column source (the Spark path's Arrow batches,
+    :class:`cepflow.spark.columns.ArrowRows`) subclasses this and makes Python objects only for
+    the rows that end up in complex events or partial matches.
+    """
+
+    n: int
+    ts: np.ndarray
+    codes: np.ndarray
+    type_names: list[str]
+
+    def last_ts(self) -> Any:
+        """The timestamp of the last row as the event has it (an int stays an int)."""
+        raise NotImplementedError
+
+    def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+        """Parameter ``param`` of ``rows``: per row an index into the returned list of values
+        (equal values may or may not share an entry)."""
+        raise NotImplementedError
+
+    def lookup(self, rows: np.ndarray) -> Mapping[int, Event] | Sequence[Event]:
+        """The events of ``rows`` (in any order, repeats allowed), indexable by row number."""
+        raise NotImplementedError
+
+    def number(self, engine: Any) -> None:
+        """Give rows without a sequence number the engine's next ones; advance its counter."""
+        raise NotImplementedError
+
+    def check(self, engine: Any) -> None:
+        """Raise EngineError for a row the engine cannot take (beyond the time order)."""
+
+    def unnumber(self) -> None:
+        """Undo what :meth:`number` changed in events the caller holds (a declined batch)."""
+
+
+
+class EventRows(Rows):
+    """A list of events as kernel rows."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.events = events
+        self.n = len(events)
+        #: events number() shifted after a restore, with their reader's numbers
+        self._shifted: list[tuple[Event, int]] = []
+        self._params: list[tuple] | None = None
+        self.ts = np.fromiter(map(_TS, events), dtype=np.float64, count=self.n)
+        types = list(map(_TYPE, events))
+        type_code = {t: i for i, t in enumerate(dict.fromkeys(types))}
+        self.type_names = list(type_code)
+        self.codes = (np.zeros(self.n, dtype=np.int64) if len(type_code) == 1 else
+                      np.fromiter(map(type_code.__getitem__, types), dtype=np.int64,
+                                  count=self.n))
+
+    def last_ts(self) -> Any:
+        return self.events[-1].ts
+
+    def all_params(self) -> list[tuple]:
+        """Every row's parameter tuple (read once)."""
+        if self._params is None:
+            self._params = list(map(_PARAMS, self.events))
+        return self._params
+
+    def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+        ev = self.events
+        return np.arange(len(rows), dtype=np.int64), [ev[i].params[param] for i in rows.tolist()]
+
+    def lookup(self, rows: np.ndarray) -> Sequence[Event]:
+        return self.events
+
+    def number(self, engine: Any) -> None:
+        counters = engine.host.counters
+        events, base = self.events, counters.input
+        if not self.n:
+            return
+        if counters.renumber:  # (after a restore: the saved stream's numbering goes on)
+            self._shifted = [(e, e.seq) for e in events if e.seq >= 0]
+            for e, seq in self._shifted:
+                e.seq = counters.continued(seq)
+        seqs = np.fromiter(map(_SEQ, events), dtype=np.int64, count=self.n)
+        low, high = int(seqs.min()), int(seqs.max())
+        if low >= 0:  # numbered already (the usual case): only the counter moves
+            counters.input = max(base, high + 1)
+            return
+        if high < 0:
+            for e, q in zip(events, range(base, base + self.n), strict=True):
+                e.seq = q
+            counters.input = base + self.n
+            return
+        for e in events:
+            if e.seq < 0:
+                e.seq = counters.input
+            if e.seq >= counters.input:
+                counters.input = e.seq + 1
+
+    def unnumber(self) -> None:
+        for e, seq in self._shifted:
+            e.seq = seq
+        self._shifted = []
+
+    def check(self, engine: Any) -> None:
+        if not self.n:
+            return
+        arities = engine.host.arity
+        arity = np.array([arities.get(t, -1) for t in self.type_names], dtype=np.int64)
+        want = arity[self.codes]
+        lens = np.fromiter(map(len, self.all_params()), dtype=np.int64, count=self.n)
+        wrong = np.flatnonzero((want >= 0) & (want != lens))
+        if len(wrong):
+            e = self.events[int(wrong[0])]
+            raise EngineError(f"event {e!r} has {len(e.params)} parameter(s), type "
+                              f"'{e.type}' declares {arities[e.type]}")
+
+
+
+@dataclass
+class ChainMatches:
+    """The complex events of one chain pattern in a batch, column-wise."""
+
+    pattern: str
+    var: str
+    params: tuple[str, ...]
+    #: batch row of the completing event, per match (ascending)
+    at: np.ndarray
+    #: place of each match in the batch's detection order (0-based)
+    rank: np.ndarray
+    #: (chain length, matches): batch row of each contributing event; -1 for the events of a
+    #: partial match from an earlier batch, which are in ``old``
+    rows: np.ndarray
+    old: dict[int, list[Event]]
+    #: per match, the index of its key value in :attr:`MatchTable.values`
+    value: np.ndarray
+
+    def params_of(self, value: Any) -> tuple[Any, ...]:
+        """The complex event's parameters (the pattern's formal parameters) for a key value."""
+        return tuple(value if p == self.var else None for p in self.params)
+
+
+
+@dataclass
+class MatchTable:
+    """The complex events of one batch, column-wise (:func:`process_columns`)."""
+
+    blocks: list[ChainMatches]
+    values: list[Any]
+    first_id: int  # match id of the first complex event in detection order
+    count: int
+    source: Rows
+
+    def positions(self) -> list[int]:
+        """Batch row of the completing event of each complex event, in detection order."""
+        at = np.zeros(self.count, dtype=np.int64)
+        for b in self.blocks:
+            at[b.rank] = b.at
+        return at.tolist()
+
+    def complex_events(self) -> list[ComplexEvent]:
+        """The complex events as objects, in detection order."""
+        out: list[Any] = [None] * self.count
+        values = self.values
+        for b in self.blocks:
+            ev = self.source.lookup(b.rows[b.rows >= 0])
+            cols = b.rows.T.tolist()
+            old = b.old
+            name, var, first_id = b.pattern, b.var, self.first_id
+            only_key = b.params == (var,)
+            for r, (rank, vi) in enumerate(zip(b.rank.tolist(), b.value.tolist(),
+                                               strict=True)):
+                if r in old:
+                    parts = [*old[r], *(ev[q] for q in cols[r] if q >= 0)]
+                else:
+                    parts = [ev[q] for q in cols[r]]
+                value = values[vi]
+                out[rank] = ComplexEvent(name, (value,) if only_key else b.params_of(value),
+                                         parts[-1].ts, {var: value}, parts, first_id + rank)
+        return out
+
+
+
+class TypeColumns:
+    """Per event type of a batch: its rows, and parameter columns read once (the filters and
+    keys of several patterns often read the same ones)."""
+
+    def __init__(self, src: EventRows, schemas: Any) -> None:
+        self.src, self.schemas = src, schemas
+        self.type_code = {t: i for i, t in enumerate(src.type_names)}
+        self._rows: dict[str, np.ndarray] = {}
+        self._cols: dict[tuple[str, int], np.ndarray] = {}
+        self._params: dict[str, list[tuple]] = {}
+
+    def rows(self, t: str) -> np.ndarray:
+        r = self._rows.get(t)
+        if r is None:
+            code = self.type_code.get(t)
+            r = (np.flatnonzero(self.src.codes == code) if code is not None
+                 else np.zeros(0, np.int64))
+            self._rows[t] = r
+        return r
+
+    def params(self, t: str) -> list[tuple]:
+        p = self._params.get(t)
+        if p is None:
+            ev, rows = self.src.events, self.rows(t)
+            p = self._params[t] = (self.src.all_params() if len(rows) == len(ev)
+                                   else [ev[i].params for i in rows.tolist()])
+        return p
+
+    def column(self, t: str, k: int) -> np.ndarray:
+        """Parameter ``k`` of the type's rows as numpy infers it (object for mixed values)."""
+        c = self._cols.get((t, k))
+        if c is None:
+            c = self._cols[t, k] = as_column(list(map(itemgetter(k), self.params(t))))
+        return c
+
+    def fields(self, t: str) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.schemas[t].param_names)}
+
+
+
+def as_column(values: list[Any]) -> np.ndarray:
+    """``values`` as a numpy column: numbers and booleans as numpy infers them, anything else
+    (strings, None, mixed) as the Python objects themselves."""
+    c = np.array(values)
+    if c.ndim != 1 or c.dtype.kind not in "biuf":
+        c = np.empty(len(values), dtype=object)
+        c[:] = values
+    return c
