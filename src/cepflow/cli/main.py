@@ -36,6 +36,7 @@ from cepflow.cli.common import (
     run_local,
 )
 from cepflow.cli.demo import demo_app
+from cepflow.cli.generate import generate_command
 from cepflow.cli.options import (
     ACTIONS_HELP,
     HELP_OPTIONS,
@@ -405,6 +406,7 @@ def graph(
 
 app.command()(report)
 app.add_typer(demo_app, name="demo")
+app.command("generate")(generate_command)
 
 
 def main() -> None:

@@ -4,6 +4,8 @@ with one-line errors), and the one-line refusal when Spark is not installed."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from types import ModuleType
@@ -14,6 +16,7 @@ import typer
 import cepflow
 from cepflow.extras import MissingExtra, require_spark
 from cepflow.language.ast import CONTEXTS
+from cepflow.language.diagnostics import DiagnosticError
 from cepflow.runtime.actions import ActionsError, import_actions
 
 #: -h as well as --help, on the app and (inherited by their contexts) every command
@@ -118,4 +121,19 @@ def need_spark(what: str) -> None:
         require_spark(what)
     except MissingExtra as e:
         typer.echo(str(e), err=True)
+        raise typer.Exit(2) from None
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Around reading a pattern or model file: its located errors one a line and exit code 1;
+    a file that cannot be read, one line and exit code 2."""
+    try:
+        yield
+    except DiagnosticError as e:
+        for d in e.diagnostics:
+            typer.echo(str(d), err=True)
+        raise typer.Exit(1) from None
+    except OSError as e:
+        typer.echo(f"{path}: {e.strerror}", err=True)
         raise typer.Exit(2) from None

@@ -1,0 +1,201 @@
+"""One run's simple events, generated column-wise from a model and a seed.
+
+**Seeds.** A run is named by the user's seed ``S`` and its number ``r``; its random numbers come
+from ``numpy.random.SeedSequence(S, spawn_key=(r, i, j))`` through the PCG64 bit generator —
+one independent stream per source ``i`` and purpose ``j`` (0: arrival times, 1: the
+instances' initial values, 2 + k: the k-th attribute). Run ``r`` therefore gets the same events
+whichever process, machine or Spark executor generates it and however many runs there are, and
+adding an attribute to a source changes neither its arrival times nor its other attributes.
+
+**Order.** Times are whole milliseconds from the model's start (floored). Events are ordered
+by time; at one millisecond, by source (model order), then instance, then draw order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cepflow.events.model import Event, EventType
+from cepflow.simulation.draws import GenerationError, arrivals, draw, finish
+from cepflow.simulation.model import Model, Source, ValueSpec
+
+#: a run may generate at most this many events (expected count, checked before drawing)
+MAX_EVENTS = 50_000_000
+
+#: the largest seed (SeedSequence takes any non-negative integer; 128 bits is its entropy)
+MAX_SEED = 2**128 - 1
+
+
+def stream(seed: int, run: int, *key: int) -> np.random.Generator:
+    """The random stream of run ``run`` of seed ``seed`` for the purpose ``key``."""
+    if not 0 <= seed <= MAX_SEED or run < 0:
+        raise ValueError(f"seeds and run numbers are non-negative integers (got {seed}, {run})")
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed,
+                                                                      spawn_key=(run, *key))))
+
+
+@dataclass
+class SourceEvents:
+    """The events of one source in a run: their places in the run's order and their columns."""
+
+    source: Source
+    positions: np.ndarray
+    columns: dict[str, np.ndarray]
+
+
+@dataclass
+class RunEvents:
+    """A run's generated events, column-wise: ``ts`` (int64 ms, non-decreasing) and, per
+    source, the positions of its events in that order and one column per attribute."""
+
+    ts: np.ndarray
+    sources: list[SourceEvents]
+
+    def __len__(self) -> int:
+        return int(self.ts.size)
+
+    def counts(self) -> dict[str, int]:
+        """The number of events of each type."""
+        out: dict[str, int] = {}
+        for s in self.sources:
+            out[s.source.event] = out.get(s.source.event, 0) + int(s.positions.size)
+        return out
+
+    def events(self, schemas: Mapping[str, EventType] | None = None) -> list[Event]:
+        """The events as :class:`Event` objects, in time order, their parameters in the order
+        of the type's schema (whole numbers as floats for float parameters), else in model
+        order."""
+        out: list[Any] = [None] * len(self)
+        ts = self.ts.tolist()
+        for s in self.sources:
+            name = s.source.event
+            schema = schemas.get(name) if schemas else None
+            if schema is None:
+                cols = [c.tolist() for c in s.columns.values()]
+            else:
+                cols = [(s.columns[p.name].astype(np.float64) if p.type == "float"
+                         else s.columns[p.name]).tolist() for p in schema.params]
+            for pos, params in zip(s.positions.tolist(), zip(*cols, strict=True),
+                                   strict=True):
+                out[pos] = Event(name, params, ts[pos])
+        return out
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """One ``{"type", "ts", attribute: value, ...}`` dict per event, in time order."""
+        ts = self.ts.tolist()
+        rows: list[Any] = [None] * len(self)
+        for s in self.sources:
+            names = list(s.columns)
+            cols = [s.columns[a].tolist() for a in names]
+            for pos, values in zip(s.positions.tolist(), zip(*cols, strict=True),
+                                   strict=True):
+                rows[pos] = (s.source.event, names, values)
+        for t, (name, names, values) in zip(ts, rows, strict=True):
+            rec: dict[str, Any] = {"type": name, "ts": t}
+            rec.update(zip(names, values, strict=True))
+            yield rec
+
+    def digest(self) -> str:
+        """A fingerprint of the events (BLAKE2b of times, types and values, little-endian):
+        equal digests, equal streams."""
+        h = hashlib.blake2b(digest_size=16)
+        h.update(self.ts.astype("<i8").tobytes())
+        for s in self.sources:
+            h.update(s.source.event.encode())
+            h.update(s.positions.astype("<i8").tobytes())
+            for name, col in s.columns.items():
+                h.update(name.encode())
+                if col.dtype == object:
+                    h.update("\x1f".join(map(str, col.tolist())).encode())
+                else:
+                    h.update(col.astype(col.dtype.newbyteorder("<")).tobytes())
+        return h.hexdigest()
+
+
+def expected_events(model: Model, duration_ms: float) -> float:
+    """The expected number of events of a run of ``duration_ms``."""
+    return sum(s.instances * s.arrival.expected(duration_ms) for s in model.sources)
+
+
+def generate(model: Model, duration_ms: float, seed: int, run: int = 0,
+             max_events: int = MAX_EVENTS) -> RunEvents:
+    """Generate run ``run`` of seed ``seed``: every source's events over ``duration_ms``."""
+    if not duration_ms > 0:
+        raise GenerationError(f"the duration must be longer than 0 (got {duration_ms} ms)")
+    expected = expected_events(model, duration_ms)
+    if expected > max_events:
+        raise GenerationError(f"the model would generate about {expected:,.0f} events per run "
+                              f"over {duration_ms / 1000:g} s (at most {max_events:,}): "
+                              "fewer instances, a shorter duration or slower arrivals")
+    start = model.start_ms
+    times, instances = [], []
+    for i, src in enumerate(model.sources):
+        t, inst = arrivals(src.arrival, stream(seed, run, i, 0), src.instances, duration_ms)
+        times.append(np.floor(t).astype(np.int64))
+        instances.append(inst)
+    rel = np.concatenate(times)
+    order = np.argsort(rel, kind="stable")
+    ts = rel[order] + start
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    out: list[SourceEvents] = []
+    offset = 0
+    for i, src in enumerate(model.sources):
+        n = times[i].size
+        positions = rank[offset:offset + n]
+        offset += n
+        by_time = np.argsort(positions, kind="stable")
+        positions = positions[by_time]
+        inst = instances[i][by_time]
+        out.append(SourceEvents(src, positions, _columns(src, seed, run, i, inst,
+                                                         ts[positions])))
+    return RunEvents(ts, out)
+
+
+def _columns(src: Source, seed: int, run: int, i: int, inst: np.ndarray, ts: np.ndarray
+             ) -> dict[str, np.ndarray]:
+    """The attribute columns of a source's events (instances ``inst``, times ``ts``)."""
+    init_rng = stream(seed, run, i, 1)
+    initial = {name: _initial(spec, init_rng, src.instances)
+               for name, spec in src.initial.items()}
+    cols: dict[str, np.ndarray] = {}
+    n = inst.size
+    for k, (name, spec) in enumerate(src.attributes.items()):
+        rng = stream(seed, run, i, 2 + k)
+        cols[name] = _attribute(spec, rng, n, inst, ts, initial.get(name))
+    return cols
+
+
+def _initial(spec: ValueSpec, rng: np.random.Generator, instances: int) -> np.ndarray:
+    if spec.origin == "list":
+        return finish(spec, _values(spec.values, spec.type), rng)
+    assert spec.dist is not None
+    return finish(spec, draw(spec.dist, rng, instances), rng)
+
+
+def _values(values: tuple[Any, ...], type_: str) -> np.ndarray:
+    dtype = {"int": np.int64, "float": np.float64, "bool": bool}.get(type_, object)
+    return np.array(values, dtype=dtype)
+
+
+def _attribute(spec: ValueSpec, rng: np.random.Generator, n: int, inst: np.ndarray,
+               ts: np.ndarray, initial: np.ndarray | None) -> np.ndarray:
+    if spec.origin == "time":
+        return finish(spec, ts // np.int64(spec.unit_ms), rng)
+    if spec.origin == "instance":
+        return finish(spec, inst.astype(np.int64) + spec.first, rng)
+    if spec.origin == "initial":
+        assert initial is not None
+        return finish(spec, initial[inst], rng)
+    assert spec.dist is not None
+    x = draw(spec.dist, rng, n)
+    base: np.ndarray | float = spec.around if isinstance(spec.around, float) else (
+        initial[inst].astype(np.float64) if initial is not None else 0.0)
+    scale: np.ndarray | float = spec.scale if isinstance(spec.scale, float) else (
+        initial[inst].astype(np.float64) if initial is not None else 1.0)
+    return finish(spec, x, rng, base, scale)

@@ -1,0 +1,195 @@
+"""Monte Carlo runs (seed 003 §V.B.2): each run generates its own events and runs the patterns.
+
+A :class:`Simulation` binds a compiled program, a model, a run length and a seed; ``run(r)``
+generates run ``r``'s events (:mod:`.generator`), feeds them to a fresh
+:class:`~cepflow.runtime.engine.Engine` and returns the count of every simple and complex event
+type with the time each step took. :func:`run_local` spreads runs over this machine's cores,
+one process per core; ``cepflow.simulation.spark`` runs them in Spark executors. Both call
+``Simulation.run``, so the same seed and run number give the same counts everywhere.
+
+At the end of a run, time passes to the end of the simulated period (``Engine.advance_to``):
+timers and windows due by then fire; what would happen after it is not simulated.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cepflow.compiler.program import Program
+from cepflow.events.model import SideChannel
+from cepflow.language.diagnostics import Diagnostic
+from cepflow.runtime.engine import Engine
+from cepflow.simulation.generator import generate
+from cepflow.simulation.model import Model, ModelError
+
+#: schema type → the model value types it accepts (ints become floats for float parameters)
+_ACCEPTS = {"int": ("int",), "float": ("int", "float"), "str": ("str",), "bool": ("bool",),
+            "any": ("int", "float", "str", "bool")}
+
+
+@dataclass
+class RunResult:
+    """One run: its number, the count of every event type, and where its time went."""
+
+    run: int
+    counts: dict[str, int]
+    seconds: float
+    generate_seconds: float
+    detect_seconds: float
+    digest: str = ""
+    rejected: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Simulation:
+    """Runs of ``program`` over events of ``model`` lasting ``duration_ms``, seeded by
+    ``seed`` (run ``r``'s streams: :func:`cepflow.simulation.generator.stream`)."""
+
+    program: Program
+    model: Model
+    duration_ms: float
+    seed: int
+    #: the event types counted, simple ones (model order) then complex (declaration order)
+    simple: list[str] = field(init=False)
+    complex: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        problems = compatibility(self.model, self.program)
+        if problems:
+            raise ModelError(problems)
+        complex_names = {a.name for a in self.program.automata} | {
+            w.name for w in self.program.windows}
+        self.simple = list(self.model.event_types())
+        self.complex = [t for t in self.program.schemas if t in complex_names]
+
+    @property
+    def event_types(self) -> list[str]:
+        return [*self.simple, *self.complex]
+
+    @property
+    def end_ms(self) -> float:
+        return self.model.start_ms + self.duration_ms
+
+    def run(self, run: int) -> RunResult:
+        """Generate run ``run``'s events, detect, count."""
+        t0 = time.perf_counter()
+        generated = generate(self.model, self.duration_ms, self.seed, run)
+        events = generated.events(self.program.schemas)
+        t1 = time.perf_counter()
+        side = SideChannel()
+        engine = Engine(self.program, strict_actions=False, start=self.model.start_ms,
+                        side=side)
+        deque(engine.run(events), maxlen=0)
+        engine.advance_to(self.end_ms)
+        t2 = time.perf_counter()
+        counts = generated.counts()
+        for name in self.complex:
+            counts[name] = engine.stats.by_pattern.get(name, 0)
+        return RunResult(run, {t: counts.get(t, 0) for t in self.event_types}, t2 - t0,
+                         t1 - t0, t2 - t1, generated.digest(), engine.stats.rejected)
+
+
+def compatibility(model: Model, program: Program) -> list[Diagnostic]:
+    """Problems between a model and the patterns: a generated type the patterns do not declare
+    or declare as complex, an attribute missing or extra, a value type the parameter does not
+    accept — each located at the model's key."""
+    out: list[Diagnostic] = []
+    complex_names = {a.name for a in program.automata} | {w.name for w in program.windows}
+    for src in model.sources:
+        schema = program.schemas.get(src.event)
+        if schema is None or src.event in complex_names:
+            what = "a complex event" if schema is not None else "not declared"
+            out.append(model.diagnostic(f"{src.key}.event", f"event type '{src.event}' is "
+                                        f"{what} in {program.module.source}"))
+            continue
+        names = schema.param_names
+        for p in schema.params:
+            spec = src.attributes.get(p.name)
+            if spec is None:
+                out.append(model.diagnostic(f"{src.key}.attributes", f"no value for "
+                                            f"'{p.name}', a parameter of {src.event}"))
+            elif spec.type not in _ACCEPTS[p.type]:
+                out.append(model.diagnostic(spec.key, f"{spec.type} values, but {src.event}."
+                                            f"{p.name} is {p.declared_type or p.type}"))
+        for name, spec in src.attributes.items():
+            if name not in names:
+                out.append(model.diagnostic(spec.key, f"{src.event} has no parameter "
+                                            f"'{name}' (it has: {', '.join(names)})"))
+    return out
+
+
+def usable_cores() -> int:
+    """The cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+_WORKER_SIMULATION: Simulation | None = None
+
+
+def _run_in_worker(run: int) -> RunResult:
+    assert _WORKER_SIMULATION is not None
+    return _WORKER_SIMULATION.run(run)
+
+
+class LocalRunner:
+    """Runs on this machine, one worker process per core (forked, so each inherits the
+    compiled program and model); a context manager keeping its workers between batches.
+
+    Where processes cannot be forked (Windows) or one worker is asked for, runs go one after
+    the other in this process."""
+
+    def __init__(self, simulation: Simulation, workers: int | None = None) -> None:
+        self.simulation = simulation
+        self.workers = max(1, workers or usable_cores())
+        self._pool: Any = None
+
+    def __enter__(self) -> LocalRunner:
+        global _WORKER_SIMULATION
+        if self.workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+            _WORKER_SIMULATION = self.simulation
+            self._pool = multiprocessing.get_context("fork").Pool(self.workers)
+        else:
+            self.workers = 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _WORKER_SIMULATION
+        if self._pool is not None:
+            self._pool.terminate() if exc[0] is not None else self._pool.close()
+            self._pool.join()
+            self._pool = None
+        _WORKER_SIMULATION = None
+
+    def map(self, runs: Sequence[int]) -> Iterator[RunResult]:
+        """The results of ``runs`` as they finish (not in run order)."""
+        if self._pool is None:
+            for r in runs:
+                yield self.simulation.run(r)
+            return
+        chunk = max(1, min(16, len(runs) // (self.workers * 8)))
+        yield from self._pool.imap_unordered(_run_in_worker, runs, chunksize=chunk)
+
+
+def run_local(simulation: Simulation, runs: Iterable[int], workers: int | None = None,
+              on_result: Callable[[RunResult], None] | None = None) -> list[RunResult]:
+    """Run ``runs`` (run numbers) on this machine; the results in run order."""
+    todo = list(runs)
+    out: list[RunResult] = []
+    with LocalRunner(simulation, min(workers or usable_cores(), max(1, len(todo)))) as pool:
+        for res in pool.map(todo):
+            out.append(res)
+            if on_result is not None:
+                on_result(res)
+    return sorted(out, key=lambda r: r.run)
