@@ -212,3 +212,21 @@ def test_about_4300_motorbike_events_a_day() -> None:
     """Listing 31: 4,207.64 events a day on average, median 4,320: three motorbikes."""
     counts = [len(generate(MOTORBIKE, DAY, 7, r)) for r in range(40)]
     assert abs(np.mean(counts) - 4320) < 4 * math.sqrt(4320 / 40)
+
+
+def test_several_sources_interleave_in_time_order() -> None:
+    two = (one_source('v = { dist = "normal", sd = 1 }',
+                      arrival='process = "exponential", mean = "7 s"', instances=2)
+           + one_source('w = { from = "time", unit = "s" }',
+                        arrival='process = "periodic", period = "5 s"').replace(
+               '"k"', '"other"').replace('"E"', '"F"'))
+    ev = generate(parse_model(two), 600_000, 8)
+    events = ev.events()
+    assert [e.ts for e in events] == ev.ts.tolist()
+    kinds = np.empty(len(ev), dtype=object)
+    for s in ev.sources:
+        kinds[s.positions] = s.source.event
+    assert [e.type for e in events] == kinds.tolist() and {"E", "F"} == set(kinds)
+    assert [e.params[0] for e in events if e.type == "F"] == [
+        t // 1000 for t in ev.ts.tolist() if t % 5000 == 0]
+    assert ev.counts() == {"E": int((kinds == "E").sum()), "F": 120}

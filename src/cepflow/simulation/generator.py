@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -70,8 +71,7 @@ class RunEvents:
         """The events as :class:`Event` objects, in time order, their parameters in the order
         of the type's schema (whole numbers as floats for float parameters), else in model
         order."""
-        out: list[Any] = [None] * len(self)
-        ts = self.ts.tolist()
+        parts: list[list[Event]] = []
         for s in self.sources:
             name = s.source.event
             schema = schemas.get(name) if schemas else None
@@ -80,10 +80,15 @@ class RunEvents:
             else:
                 cols = [(s.columns[p.name].astype(np.float64) if p.type == "float"
                          else s.columns[p.name]).tolist() for p in schema.params]
-            for pos, params in zip(s.positions.tolist(), zip(*cols, strict=True),
-                                   strict=True):
-                out[pos] = Event(name, params, ts[pos])
-        return out
+            parts.append(list(map(Event, repeat(name), zip(*cols, strict=True),
+                                  self.ts[s.positions].tolist())))
+        if len(parts) == 1:
+            return parts[0]
+        # the sources' events in time order: event i of the concatenation goes to its position
+        merged = [e for part in parts for e in part]
+        order = np.empty(len(merged), dtype=np.int64)
+        order[np.concatenate([s.positions for s in self.sources])] = np.arange(len(merged))
+        return [merged[i] for i in order.tolist()]
 
     def records(self) -> Iterator[dict[str, Any]]:
         """One ``{"type", "ts", attribute: value, ...}`` dict per event, in time order."""

@@ -46,7 +46,9 @@ def wilson_interval(hits: int, runs: int, confidence: float) -> tuple[float, flo
     z2n = z * z / runs
     centre = (p + z2n / 2) / (1 + z2n)
     half = z / (1 + z2n) * math.sqrt(p * (1 - p) / runs + z2n / (4 * runs))
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # (exactly 0 and 1 at the ends: the rounding error of centre - half is not a probability)
+    return (0.0 if hits == 0 else max(0.0, centre - half),
+            1.0 if hits == runs else min(1.0, centre + half))
 
 
 def required_runs(confidence: float, precision: float, p: float = 0.5,
@@ -93,7 +95,10 @@ class Estimate:
         return self.occurrences / self.simple_events if self.simple_events else math.nan
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "probability": self.probability, "ratio": self.ratio,
+        """As JSON data (no NaN: an undefined probability or ratio is null)."""
+        return {**asdict(self),
+                "probability": self.probability if self.runs else None,
+                "ratio": self.ratio if self.simple_events else None,
                 "half_width": self.half_width}
 
 
@@ -109,10 +114,11 @@ def estimate(name: str, results: Sequence[RunResult], simple: Sequence[str],
 
 
 def ratios(results: Sequence[RunResult], simple: Sequence[str], complex_types: Sequence[str]
-           ) -> dict[str, float]:
-    """Table 2: each complex event type's occurrences per simple event, over all runs."""
+           ) -> dict[str, float | None]:
+    """Table 2: each complex event type's occurrences per simple event, over all runs (None
+    without simple events)."""
     total = sum(r.counts.get(t, 0) for r in results for t in simple)
-    return {c: (sum(r.counts.get(c, 0) for r in results) / total if total else math.nan)
+    return {c: (sum(r.counts.get(c, 0) for r in results) / total if total else None)
             for c in complex_types}
 
 

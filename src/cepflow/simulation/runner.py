@@ -155,6 +155,10 @@ class LocalRunner:
         self.workers = max(1, workers or usable_cores())
         self._pool: Any = None
 
+    @property
+    def where(self) -> str:
+        return f"{self.workers} process{'es' if self.workers > 1 else ''}"
+
     def __enter__(self) -> LocalRunner:
         global _WORKER_SIMULATION
         if self.workers > 1 and "fork" in multiprocessing.get_all_start_methods():
