@@ -142,12 +142,13 @@ def simulate_command(
         err.print(f"{total:,} runs for ±{precision:g} at {confidence:.4g} confidence "
                   f"(p = {p:g}, {formula})", markup=False, highlight=False)
 
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
+    t_start = time.perf_counter()
     reached: bool | None = None
     try:
         with _runner(simulation, engine, master, workers) as runner, _bar(
                 progress, total) as advance:
+            t0 = time.perf_counter()  # (processes forked, or Spark started)
+
             def run_batch(numbers: range) -> list[RunResult]:
                 out = []
                 for res in runner.map(list(numbers)):
@@ -169,7 +170,8 @@ def simulate_command(
     results.sort(key=lambda r: r.run)
     outcome = Outcome(simulation, results, elapsed, str(engine), runner.where,
                       properties, confidence, [str(x) for x in patterns],
-                      until_precision, reached, extra=_memory(rss0))
+                      until_precision, reached,
+                      extra={"startup_seconds": t0 - t_start, **_memory(str(engine))})
     _print(outcome)
     _write(outcome, output, json_path, report, plots)
     if reached is False:
@@ -181,7 +183,7 @@ def simulate_command(
 def _runner(simulation: Simulation, engine: str, master: str | None, workers: int | None
             ) -> AbstractContextManager[Any]:
     if engine == "spark":
-        from cepflow.simulation.spark import SparkRunner
+        from cepflow.spark.simulation import SparkRunner
 
         return SparkRunner(simulation, master)
     return LocalRunner(simulation, workers)
@@ -216,11 +218,14 @@ def _bar(show: bool, total: int | None) -> AbstractContextManager[Any]:
     return _Bar(total) if show and sys.stderr.isatty() else _NoBar()
 
 
-def _memory(rss0: int) -> dict[str, Any]:
-    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {"peak_rss_mib": {"main": round(me / 1024, 1),
-                             "largest_worker": round(children / 1024, 1)}}
+def _memory(engine: str) -> dict[str, Any]:
+    """Peak resident memory of this process and (local runs) of the largest worker process;
+    Spark's executors are not our children: their memory is Spark's to report."""
+    peak = {"main": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    if engine == "local":
+        peak["largest_worker"] = round(
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    return {"peak_rss_mib": peak}
 
 
 def _print(outcome: Outcome) -> None:
@@ -246,12 +251,16 @@ def _print(outcome: Outcome) -> None:
                           f"[{e.low:.6g}, {e.high:.6g}]", f"{e.half_width:.3g}")
         err.print(props)
     mem = outcome.extra.get("peak_rss_mib", {})
-    err.print(f"{outcome.engine} ({outcome.where}): {outcome.wall_seconds:,.2f} s wall, "
-              f"{t['runs_per_second']:,.1f} runs/s; generating {t['generate_share']:.0%} and "
-              f"detecting {1 - t['generate_share']:.0%} of the runs' time "
-              f"({t['detect_events_per_second']:,.0f} simple events/s detected); peak memory "
-              f"{mem.get('main', 0):,} MiB here, {mem.get('largest_worker', 0):,} MiB in the "
-              "largest worker", markup=False, highlight=False)
+    worker = (f", {mem['largest_worker']:,} MiB in the largest worker"
+              if "largest_worker" in mem else "")
+    err.print(f"{outcome.engine} ({outcome.where}): {outcome.wall_seconds:,.2f} s wall for the "
+              f"runs ({t['runs_per_second']:,.1f} runs/s) after "
+              f"{outcome.extra.get('startup_seconds', 0):,.2f} s starting "
+              f"{'Spark' if outcome.engine == 'spark' else 'processes'}; generating "
+              f"{t['generate_share']:.0%} and detecting {1 - t['generate_share']:.0%} of the "
+              f"runs' time ({t['detect_events_per_second']:,.0f} simple events/s detected); "
+              f"peak memory {mem.get('main', 0):,} MiB here{worker}",
+              markup=False, highlight=False)
 
 
 def _write(outcome: Outcome, output: Path | None, json_path: Path | None,

@@ -3,7 +3,7 @@
 A model file (TOML, data only: :func:`load_model`) says which simple events the environment
 produces; :func:`generate` draws one run's events from a seed; a :class:`Simulation` runs the
 patterns over many runs (:func:`run_local` on this machine's cores,
-``cepflow.simulation.spark.run_spark`` in Spark executors) and counts every event type;
+``cepflow.spark.simulation.run_spark`` in Spark executors) and counts every event type;
 :mod:`.stats` summarises the counts as Listing 31, :mod:`.properties` estimates how likely a
 complex event is (Wilson intervals, the number of runs needed). docs/simulation.md.
 """

@@ -4,7 +4,7 @@ A :class:`Simulation` binds a compiled program, a model, a run length and a seed
 generates run ``r``'s events (:mod:`.generator`), feeds them to a fresh
 :class:`~cepflow.runtime.engine.Engine` and returns the count of every simple and complex event
 type with the time each step took. :func:`run_local` spreads runs over this machine's cores,
-one process per core; ``cepflow.simulation.spark`` runs them in Spark executors. Both call
+one process per core; ``cepflow.spark.simulation`` runs them in Spark executors. Both call
 ``Simulation.run``, so the same seed and run number give the same counts everywhere.
 
 At the end of a run, time passes to the end of the simulated period (``Engine.advance_to``):
@@ -79,10 +79,12 @@ class Simulation:
     def end_ms(self) -> float:
         return self.model.start_ms + self.duration_ms
 
-    def run(self, run: int) -> RunResult:
-        """Generate run ``run``'s events, detect, count."""
+    def run(self, run: int, seed: int | None = None) -> RunResult:
+        """Generate run ``run``'s events (of ``seed``, default the simulation's), detect,
+        count."""
         t0 = time.perf_counter()
-        generated = generate(self.model, self.duration_ms, self.seed, run)
+        generated = generate(self.model, self.duration_ms, self.seed if seed is None else seed,
+                             run)
         events = generated.events(self.program.schemas)
         t1 = time.perf_counter()
         side = SideChannel()
