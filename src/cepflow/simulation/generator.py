@@ -8,7 +8,7 @@ whichever process, machine or Spark executor generates it and however many runs 
 adding an attribute to a source changes neither its arrival times nor its other attributes.
 
 **Order.** Times are whole milliseconds from the model's start (floored). Events are ordered
-by time; at one millisecond, by source (model order), then instance, then draw order.
+by time; at one millisecond, by source (model order), then in the order they were drawn.
 """
 
 from __future__ import annotations
@@ -143,22 +143,18 @@ def generate(model: Model, duration_ms: float, seed: int, run: int = 0,
         t, inst = arrivals(src.arrival, stream(seed, run, i, 0), src.instances, duration_ms)
         times.append(np.floor(t).astype(np.int64))
         instances.append(inst)
-    rel = np.concatenate(times)
-    order = np.argsort(rel, kind="stable")
-    ts = rel[order] + start
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    out: list[SourceEvents] = []
-    offset = 0
-    for i, src in enumerate(model.sources):
-        n = times[i].size
-        positions = rank[offset:offset + n]
-        offset += n
-        by_time = np.argsort(positions, kind="stable")
-        positions = positions[by_time]
-        inst = instances[i][by_time]
-        out.append(SourceEvents(src, positions, _columns(src, seed, run, i, inst,
-                                                         ts[positions])))
+    if len(times) == 1:
+        ts = times[0] + start
+        placed = [np.arange(ts.size)]
+    else:  # each source's times are sorted: the stable sort merges runs (timsort)
+        rel = np.concatenate(times)
+        order = np.argsort(rel, kind="stable")
+        ts = rel[order] + start
+        owner = np.repeat(np.arange(len(times)), [t.size for t in times])[order]
+        placed = [np.flatnonzero(owner == i) for i in range(len(times))]
+    out = [SourceEvents(src, positions, _columns(src, seed, run, i, instances[i],
+                                                 ts[positions]))
+           for i, (src, positions) in enumerate(zip(model.sources, placed, strict=True))]
     return RunEvents(ts, out)
 
 
@@ -199,8 +195,7 @@ def _attribute(spec: ValueSpec, rng: np.random.Generator, n: int, inst: np.ndarr
         return finish(spec, initial[inst], rng)
     assert spec.dist is not None
     x = draw(spec.dist, rng, n)
-    base: np.ndarray | float = spec.around if isinstance(spec.around, float) else (
-        initial[inst].astype(np.float64) if initial is not None else 0.0)
-    scale: np.ndarray | float = spec.scale if isinstance(spec.scale, float) else (
-        initial[inst].astype(np.float64) if initial is not None else 1.0)
-    return finish(spec, x, rng, base, scale)
+    own = initial[inst].astype(np.float64) if spec.relative and initial is not None else None
+    base = spec.around if isinstance(spec.around, float) else own
+    scale = spec.scale if isinstance(spec.scale, float) else own
+    return finish(spec, x, rng, 0.0 if base is None else base, 1.0 if scale is None else scale)
