@@ -55,6 +55,7 @@ class Outcome:
         det = sum(r.detect_seconds for r in self.results)
         events = sum(r.counts.get(t, 0) for r in self.results for t in self.simulation.simple)
         return {"generate_seconds": gen, "detect_seconds": det,
+                "cpu_seconds": sum(r.cpu_seconds for r in self.results),
                 "generate_share": gen / (gen + det) if gen + det else 0.0,
                 "wall_seconds": self.wall_seconds, "simple_events": events,
                 "runs_per_second": len(self.results) / self.wall_seconds

@@ -44,6 +44,9 @@ class RunResult:
     detect_seconds: float
     digest: str = ""
     rejected: int = 0
+    #: CPU time of the run's process during the run (the wall time less what other
+    #: processes took from it on a shared machine)
+    cpu_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,7 +85,7 @@ class Simulation:
     def run(self, run: int, seed: int | None = None) -> RunResult:
         """Generate run ``run``'s events (of ``seed``, default the simulation's), detect,
         count."""
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         generated = generate(self.model, self.duration_ms, self.seed if seed is None else seed,
                              run)
         events = generated.events(self.program.schemas)
@@ -97,7 +100,8 @@ class Simulation:
         for name in self.complex:
             counts[name] = engine.stats.by_pattern.get(name, 0)
         return RunResult(run, {t: counts.get(t, 0) for t in self.event_types}, t2 - t0,
-                         t1 - t0, t2 - t1, generated.digest(), engine.stats.rejected)
+                         t1 - t0, t2 - t1, generated.digest(), engine.stats.rejected,
+                         time.process_time() - c0)
 
 
 def compatibility(model: Model, program: Program) -> list[Diagnostic]:

@@ -22,9 +22,9 @@ from cepflow.spark.session import spark_session
 RESULT_SCHEMA = pa.schema([
     ("run", pa.int64()), ("counts", pa.list_(pa.int64())), ("seconds", pa.float64()),
     ("generate_seconds", pa.float64()), ("detect_seconds", pa.float64()),
-    ("digest", pa.string()), ("rejected", pa.int64())])
+    ("digest", pa.string()), ("rejected", pa.int64()), ("cpu_seconds", pa.float64())])
 RESULT_DDL = ("run bigint, counts array<bigint>, seconds double, generate_seconds double, "
-              "detect_seconds double, digest string, rejected bigint")
+              "detect_seconds double, digest string, rejected bigint, cpu_seconds double")
 
 
 def run_partition(simulation: Simulation) -> Any:
@@ -44,6 +44,7 @@ def run_partition(simulation: Simulation) -> Any:
                 "detect_seconds": [r.detect_seconds for r in out],
                 "digest": [r.digest for r in out],
                 "rejected": [r.rejected for r in out],
+                "cpu_seconds": [r.cpu_seconds for r in out],
             }, schema=RESULT_SCHEMA)
 
     return runs
@@ -64,7 +65,8 @@ def run_spark(spark: SparkSession, simulation: Simulation, runs: Sequence[int],
     rows = seeds.mapInArrow(run_partition(simulation), RESULT_DDL).collect()
     types = simulation.event_types
     out = [RunResult(row.run, dict(zip(types, row.counts, strict=True)), row.seconds,
-                     row.generate_seconds, row.detect_seconds, row.digest, row.rejected)
+                     row.generate_seconds, row.detect_seconds, row.digest, row.rejected,
+                     row.cpu_seconds)
            for row in rows]
     return sorted(out, key=lambda r: r.run)
 
