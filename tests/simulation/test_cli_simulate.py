@@ -117,3 +117,27 @@ def test_errors(tmp_path: Path) -> None:
     res = simulate(str(MOTORBIKE / "motorbike.epl"), str(MOTORBIKE / "properties.vepl"),
                    "-m", str(MOTORBIKE / "model.toml"), "-n", "1")
     assert res.exit_code == 1 and "one language" in res.stderr
+
+
+def test_a_model_too_large_to_generate(tmp_path: Path) -> None:
+    big = tmp_path / "big.toml"
+    big.write_text((MOTORBIKE / "model.toml").read_text().replace('mean = "60 s"',
+                                                                  'mean = "1 ms"'))
+    res = simulate(*APP[:2], "-m", str(big), "-n", "3", "--duration", "16d", "--workers", "2")
+    assert res.exit_code == 1
+    assert res.stderr.strip().splitlines()[-1].startswith(
+        f"{big}: the model would generate about 4,147,200,000 events per run")
+
+
+def test_runs_of_a_number_of_events(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.json"
+    res = simulate(*APP, "-n", "3", "--events", "500", "--seed", "1", "--json", str(runs))
+    assert res.exit_code == 0, res.output
+    data = json.loads(runs.read_text())
+    assert data["events_per_run"] == 500 and data["duration_ms"] is None
+    assert [r["counts"]["Motorbike"] for r in data["runs"]] == [500, 500, 500]
+    assert "3 runs of 500 events, seed 1" in res.stderr
+    out = tmp_path / "e.jsonl"
+    res = runner.invoke(app, ["generate", str(MOTORBIKE / "model.toml"), "--events", "42",
+                              "--seed", "1", "--run", "2", "-o", str(out)])
+    assert res.exit_code == 0 and len(out.read_text().splitlines()) == 42

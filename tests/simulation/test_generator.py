@@ -230,3 +230,18 @@ def test_several_sources_interleave_in_time_order() -> None:
     assert [e.params[0] for e in events if e.type == "F"] == [
         t // 1000 for t in ev.ts.tolist() if t % 5000 == 0]
     assert ev.counts() == {"E": int((kinds == "E").sum()), "F": 120}
+
+
+def test_a_number_of_events_ends_the_run() -> None:
+    """Listing 30's num: at most N events; with a duration, whichever comes first."""
+    ev = generate(MOTORBIKE, None, 7, 2, limit=1000)
+    assert len(ev) == 1000 and ev.counts() == {"Motorbike": 1000}
+    assert ev.end_ms == ev.ts[-1] and ev.digest() == generate(MOTORBIKE, None, 7, 2,
+                                                              limit=1000).digest()
+    many = generate(MOTORBIKE, None, 7, 2, limit=50_000)  # more than the first horizon
+    assert len(many) == 50_000 and np.all(np.diff(many.ts) >= 0)
+    short = generate(MOTORBIKE, 3_600_000, 7, 2, limit=1000)  # an hour has about 180
+    assert len(short) < 1000 and short.end_ms == MOTORBIKE.start_ms + 3_600_000
+    assert len(generate(MOTORBIKE, DAY, 7, 2, limit=1000)) == 1000
+    with pytest.raises(GenerationError, match="a duration or a number of events"):
+        generate(MOTORBIKE, None, 7)

@@ -28,9 +28,12 @@ def read_model(path: Path) -> Model:
     return model
 
 
-def run_duration(text: str | None, model: Model) -> float:
-    """``--duration`` in ms, else the model's ``[simulation] duration``; exit 2 if neither."""
+def run_duration(text: str | None, model: Model, events: int | None = None) -> float | None:
+    """``--duration`` in ms, else the model's ``[simulation] duration`` — unless ``--events``
+    bounds the runs (then None); exit 2 if there is no bound."""
     if text is None:
+        if events is not None:
+            return None
         if model.duration_ms is None:
             err.print(f"give --duration (e.g. 1d): {model.path} sets no [simulation] duration",
                       markup=False)
@@ -66,7 +69,10 @@ def generate_command(
                                "stdout")],
     duration: Annotated[str | None, typer.Option(
         help="Simulated time, with its unit: 1d, 16 d, 3600 s, 90 min (default: the "
-             "model's simulation.duration)")] = None,
+             "model's simulation.duration, unless --events is given)")] = None,
+    events: Annotated[int | None, typer.Option(
+        min=1, help="Stop after this many events (with --duration: whichever comes first)")
+    ] = None,
     seed: Annotated[int | None, typer.Option(
         help="Random seed (default: a fresh one, printed)")] = None,
     run: Annotated[int, typer.Option(
@@ -74,7 +80,7 @@ def generate_command(
 ) -> None:
     """Generate the simple events of one simulation run (seed 003 §V.B) and write them."""
     model = read_model(model_path)
-    ms = run_duration(duration, model)
+    ms = run_duration(duration, model, events)
     if format_for(output) is None:
         err.print(f"{output}: unknown output format (use .jsonl, .csv, .parquet or -)",
                   markup=False)
@@ -82,7 +88,7 @@ def generate_command(
     seed = pick_seed(seed)
     t0 = time.perf_counter()
     try:
-        events = generate(model, ms, seed, run)
+        generated = generate(model, ms, seed, run, limit=events)
     except GenerationError as e:
         err.print(f"{model_path}: {e}", markup=False)
         raise typer.Exit(1) from None
@@ -90,15 +96,16 @@ def generate_command(
     if str(output) != "-":
         output.parent.mkdir(parents=True, exist_ok=True)
     try:
-        n = write_events(events, output)
+        n = write_events(generated, output)
     except ValueError as e:
         err.print(str(e), markup=False)
         raise typer.Exit(2) from None
     except OSError as e:
         err.print(f"{e.filename or output}: {e.strerror}", markup=False)
         raise typer.Exit(2) from None
-    per_type = ", ".join(f"{t} {k:,}" for t, k in events.counts().items())
+    per_type = ", ".join(f"{t} {k:,}" for t, k in generated.counts().items())
+    span = duration_text(generated.end_ms - model.start_ms)
     rate = f", {n / took:,.0f} events/s" if took > 0 and n else ""
     err.print(f"wrote {n:,} events ({per_type}) to {output}: seed {seed}, run {run}, "
-              f"{duration_text(ms)} simulated; generated in {took:.3f} s{rate}",
+              f"{span} simulated; generated in {took:.3f} s{rate}",
               markup=False, highlight=False)

@@ -23,7 +23,6 @@ from cepflow.simulation.outcome import Outcome
 from cepflow.simulation.properties import FORMULAS, required_runs, run_until_precise, z_value
 from cepflow.simulation.runner import LocalRunner, RunResult, Simulation
 from cepflow.simulation.stats import stats_csv
-from cepflow.timefmt import duration_text
 
 err = Console(stderr=True, soft_wrap=True)
 if not err.is_terminal:  # a log or a pipe: tables as wide as they need, not 80 columns
@@ -50,7 +49,10 @@ def simulate_command(
                                     "with --until-precision)")] = None,
     duration: Annotated[str | None, typer.Option(
         help="Simulated time per run: 1d, 16 d, 3600 s (default: the model's "
-             "simulation.duration)")] = None,
+             "simulation.duration, unless --events is given)")] = None,
+    events: Annotated[int | None, typer.Option(
+        min=1, help="End each run after this many simple events (with --duration: "
+                    "whichever comes first)")] = None,
     seed: Annotated[int | None, typer.Option(
         help="Random seed; run r uses (seed, r) (default: a fresh one, printed)")] = None,
     engine: Annotated[EngineName, typer.Option(
@@ -128,9 +130,9 @@ def simulate_command(
         need_spark("--engine spark")
     program = load_program(patterns)
     model = read_model(model_path)
-    ms = run_duration(duration, model)
+    ms = run_duration(duration, model, events)
     with reading(model_path):
-        simulation = Simulation(program, model, ms, pick_seed(seed))
+        simulation = Simulation(program, model, ms, pick_seed(seed), events)
     unknown = [x for x in properties if x not in simulation.complex]
     if unknown:
         err.print(f"--property {unknown[0]}: not a complex event of the patterns (they have: "
@@ -232,7 +234,7 @@ def _print(outcome: Outcome) -> None:
     sim = outcome.simulation
     t = outcome.timing
     table = Table(title=f"cepflow simulate — {len(outcome.results):,} runs of "
-                        f"{duration_text(sim.duration_ms)}, seed {sim.seed}")
+                        f"{sim.describe()}, seed {sim.seed}")
     for h in ("Event", "Min", "Max", "Median", "Mean", "Std.Dev", "ratio"):
         table.add_column(h, justify="left" if h == "Event" else "right", overflow="fold")
     for s in outcome.summary:

@@ -56,6 +56,9 @@ class RunEvents:
 
     ts: np.ndarray
     sources: list[SourceEvents]
+    #: the end of the simulated period (ms): the start plus the duration, or the time of the
+    #: last event when a number of events ended the run
+    end_ms: float = 0.0
 
     def __len__(self) -> int:
         return int(self.ts.size)
@@ -127,35 +130,68 @@ def expected_events(model: Model, duration_ms: float) -> float:
     return sum(s.instances * s.arrival.expected(duration_ms) for s in model.sources)
 
 
-def generate(model: Model, duration_ms: float, seed: int, run: int = 0,
-             max_events: int = MAX_EVENTS) -> RunEvents:
-    """Generate run ``run`` of seed ``seed``: every source's events over ``duration_ms``."""
-    if not duration_ms > 0:
+def generate(model: Model, duration_ms: float | None, seed: int, run: int = 0,
+             max_events: int = MAX_EVENTS, limit: int | None = None) -> RunEvents:
+    """Generate run ``run`` of seed ``seed``: every source's events over ``duration_ms``, or
+    the first ``limit`` events (Listing 30's ``num``: a bound on the number of events), or
+    both — whichever ends the run first. Without a duration the events are drawn over
+    doubling horizons until there are ``limit`` of them (the same seed always takes the same
+    steps)."""
+    if duration_ms is None and limit is None:
+        raise GenerationError("give a duration or a number of events")
+    if duration_ms is not None and not duration_ms > 0:
         raise GenerationError(f"the duration must be longer than 0 (got {duration_ms} ms)")
-    expected = expected_events(model, duration_ms)
-    if expected > max_events:
-        raise GenerationError(f"the model would generate about {expected:,.0f} events per run "
-                              f"over {duration_ms / 1000:g} s (at most {max_events:,}): "
-                              "fewer instances, a shorter duration or slower arrivals")
-    start = model.start_ms
-    times, instances = [], []
-    for i, src in enumerate(model.sources):
-        t, inst = arrivals(src.arrival, stream(seed, run, i, 0), src.instances, duration_ms)
-        times.append(np.floor(t).astype(np.int64))
-        instances.append(inst)
-    if len(times) == 1:
-        ts = times[0] + start
-        placed = [np.arange(ts.size)]
-    else:  # each source's times are sorted: the stable sort merges runs (timsort)
-        rel = np.concatenate(times)
-        order = np.argsort(rel, kind="stable")
-        ts = rel[order] + start
-        owner = np.repeat(np.arange(len(times)), [t.size for t in times])[order]
-        placed = [np.flatnonzero(owner == i) for i in range(len(times))]
+    if limit is not None and not 0 < limit <= max_events:
+        raise GenerationError(f"the number of events must be from 1 to {max_events:,} "
+                              f"(got {limit:,})")
+    horizon = duration_ms if limit is None else _horizon(model, limit, duration_ms)
+    while True:
+        expected = expected_events(model, horizon)
+        if expected > max_events and limit is None:
+            raise GenerationError(f"the model would generate about {expected:,.0f} events per "
+                                  f"run over {horizon / 1000:g} s (at most {max_events:,}): "
+                                  "fewer instances, a shorter duration or slower arrivals")
+        ts, placed, instances = _arrivals(model, horizon, seed, run)
+        if limit is None or ts.size >= limit or horizon == duration_ms:
+            break
+        horizon = 2 * horizon if duration_ms is None else min(2 * horizon, duration_ms)
+    end = model.start_ms + horizon
+    if limit is not None and ts.size >= limit:  # the run ends with its limit-th event
+        ts = ts[:limit]
+        for i in range(len(placed)):
+            kept = placed[i] < limit
+            placed[i], instances[i] = placed[i][kept], instances[i][kept]
+        end = int(ts[-1])
     out = [SourceEvents(src, positions, _columns(src, seed, run, i, instances[i],
                                                  ts[positions]))
            for i, (src, positions) in enumerate(zip(model.sources, placed, strict=True))]
-    return RunEvents(ts, out)
+    return RunEvents(ts, out, end)
+
+
+def _horizon(model: Model, limit: int, duration_ms: float | None) -> float:
+    """A first horizon long enough for about ``limit`` events, within the duration."""
+    per_ms = max(expected_events(model, 3_600_000) / 3_600_000, 1e-12)
+    guess = limit / per_ms * 1.1 + 1
+    return guess if duration_ms is None else min(guess, duration_ms)
+
+
+def _arrivals(model: Model, horizon: float, seed: int, run: int
+              ) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+    """Every source's arrivals over ``horizon``, merged: the times (int64 ms, from the
+    model's start), each source's positions in them and its events' instances."""
+    times, instances = [], []
+    for i, src in enumerate(model.sources):
+        t, inst = arrivals(src.arrival, stream(seed, run, i, 0), src.instances, horizon)
+        times.append(np.floor(t).astype(np.int64))
+        instances.append(inst)
+    if len(times) == 1:
+        return times[0] + model.start_ms, [np.arange(times[0].size)], instances
+    # each source's times are sorted: the stable sort merges runs (timsort)
+    rel = np.concatenate(times)
+    order = np.argsort(rel, kind="stable")
+    owner = np.repeat(np.arange(len(times)), [t.size for t in times])[order]
+    return (rel[order] + model.start_ms,
+            [np.flatnonzero(owner == i) for i in range(len(times))], instances)
 
 
 def _columns(src: Source, seed: int, run: int, i: int, inst: np.ndarray, ts: np.ndarray

@@ -71,6 +71,7 @@ class Outcome:
             "model": sim.model.path,
             "seed": sim.seed,
             "duration_ms": sim.duration_ms,
+            "events_per_run": sim.events,
             "start_ms": sim.model.start_ms,
             "engine": self.engine,
             "where": self.where,

@@ -10,7 +10,7 @@ from pathlib import Path
 from cepflow.reports import Page, charts
 from cepflow.simulation.outcome import Outcome
 from cepflow.simulation.plots import convergence_figure, count_histogram
-from cepflow.timefmt import duration_text, instant_text
+from cepflow.timefmt import instant_text
 
 
 def build(outcome: Outcome) -> Page:
@@ -18,15 +18,14 @@ def build(outcome: Outcome) -> Page:
     t = outcome.timing
     names = " + ".join(Path(p).name for p in outcome.patterns) or "patterns"
     page = Page(f"cepflow simulate — {names}",
-                f"{len(outcome.results):,} runs of {duration_text(sim.duration_ms)}, seed "
+                f"{len(outcome.results):,} runs of {sim.describe()}, seed "
                 f"{sim.seed}, {outcome.engine} ({outcome.where}), "
                 f"{outcome.wall_seconds:,.1f} s")
     settings = [
         ("patterns", ", ".join(outcome.patterns)),
         ("model", sim.model.path),
         ("runs", len(outcome.results)),
-        ("simulated time per run", f"{duration_text(sim.duration_ms)} from "
-                                   f"{instant_text(sim.model.start_ms)}"),
+        ("a run", f"{sim.describe()} from {instant_text(sim.model.start_ms)}"),
         ("seed", str(sim.seed)),
         ("engine", f"{outcome.engine} ({outcome.where})"),
         ("wall time", f"{outcome.wall_seconds:,.2f} s ({t['runs_per_second']:,.1f} runs/s)"),

@@ -27,6 +27,7 @@ from cepflow.language.diagnostics import Diagnostic
 from cepflow.runtime.engine import Engine
 from cepflow.simulation.generator import generate
 from cepflow.simulation.model import Model, ModelError
+from cepflow.timefmt import duration_text
 
 #: schema type → the model value types it accepts (ints become floats for float parameters)
 _ACCEPTS = {"int": ("int",), "float": ("int", "float"), "str": ("str",), "bool": ("bool",),
@@ -59,13 +60,18 @@ class Simulation:
 
     program: Program
     model: Model
-    duration_ms: float
+    #: the simulated time of a run (None: as long as ``events`` takes)
+    duration_ms: float | None
     seed: int
+    #: at most this many simple events per run (Listing 30's ``num``; None: no bound)
+    events: int | None = None
     #: the event types counted, simple ones (model order) then complex (declaration order)
     simple: list[str] = field(init=False)
     complex: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.duration_ms is None and self.events is None:
+            raise ValueError("a simulation needs a duration, a number of events, or both")
         problems = compatibility(self.model, self.program)
         if problems:
             raise ModelError(problems)
@@ -74,27 +80,30 @@ class Simulation:
         self.simple = list(self.model.event_types())
         self.complex = [t for t in self.program.schemas if t in complex_names]
 
+    def describe(self) -> str:
+        """What a run is: ``1 d``, ``1,000 events``, ``1,000 events (at most 1 d)``."""
+        span = duration_text(self.duration_ms) if self.duration_ms is not None else ""
+        if self.events is None:
+            return span
+        return f"{self.events:,} events" + (f" (at most {span})" if span else "")
+
     @property
     def event_types(self) -> list[str]:
         return [*self.simple, *self.complex]
-
-    @property
-    def end_ms(self) -> float:
-        return self.model.start_ms + self.duration_ms
 
     def run(self, run: int, seed: int | None = None) -> RunResult:
         """Generate run ``run``'s events (of ``seed``, default the simulation's), detect,
         count."""
         c0, t0 = time.process_time(), time.perf_counter()
         generated = generate(self.model, self.duration_ms, self.seed if seed is None else seed,
-                             run)
+                             run, limit=self.events)
         events = generated.events(self.program.schemas)
         t1 = time.perf_counter()
         side = SideChannel()
         engine = Engine(self.program, strict_actions=False, start=self.model.start_ms,
                         side=side)
         deque(engine.run(events), maxlen=0)
-        engine.advance_to(self.end_ms)
+        engine.advance_to(generated.end_ms)
         t2 = time.perf_counter()
         counts = generated.counts()
         for name in self.complex:
