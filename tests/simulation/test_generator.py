@@ -137,7 +137,7 @@ def test_flips_are_rare_and_as_likely_as_asked() -> None:
     m = parse_model(one_source('seat = { from = "initial", flip = 0.01 }',
                                arrival='process = "periodic", period = "10 ms"',
                                initial="seat = true"))
-    seat = generate(m, DAY, 9).sources[0].columns["seat"]
+    seat = generate(m, 600_000, 9).sources[0].columns["seat"]
     n, wrong = seat.size, int((~seat).sum())
     assert abs(wrong / n - 0.01) < 4 * math.sqrt(0.01 * 0.99 / n), wrong
 
