@@ -99,6 +99,8 @@ def test_stats_to_stdout() -> None:
 
 
 def test_errors(tmp_path: Path) -> None:
+    res = simulate("--plan")
+    assert res.exit_code == 2 and "--plan needs --precision" in res.stderr
     res = simulate(*APP, "-n", "2", "--property", "Nope")
     assert res.exit_code == 2 and "--property Nope: not a complex event" in res.stderr
     res = simulate(*APP, "-n", "2", "--precision", "0.1")

@@ -86,7 +86,7 @@ def simulate_command(
         help="exact: z exact, n rounded up; seed: z to two decimals, n rounded to the "
              "nearest, as 003 Table 3")] = Formula.exact,
     plan: Annotated[bool, typer.Option(
-        help="Print the number of runs --precision needs and exit")] = False,
+        "--plan", help="Print the number of runs --precision needs and exit")] = False,
     until_precision: Annotated[float | None, typer.Option(
         min=1e-6, max=0.5, help="Sequential mode: run batches until every --property's "
                                 "interval has this half-width or less")] = None,
