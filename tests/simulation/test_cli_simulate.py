@@ -90,12 +90,21 @@ def test_sequential_mode(tmp_path: Path) -> None:
     assert res.exit_code == 3 and "not reached in 8 runs" in res.stderr
 
 
-def test_stats_to_stdout() -> None:
+def test_stats_to_stdout_and_counts_by_parameter() -> None:
     res = simulate(str(TEMPERATURE / "alerts.epl"), "-m", str(TEMPERATURE / "model.toml"),
                    "-n", "2", "--duration", "1 min", "--seed", "1", "-o", "-")
     assert res.exit_code == 0
     assert res.stdout.splitlines()[:2] == ["Event,Min,Max,Median,Mean,Std.Dev",
                                            "TemperatureEvent,60,60,60,60,0"]
+    res = simulate(*APP, "-n", "2", "--duration", "1h", "--seed", "1", "-o", "-",
+                   "--count-by", "Motorbike.motorbikeId,location")
+    assert res.exit_code == 0, res.output
+    rows = [r[0] for r in csv.reader(res.stdout.splitlines())]
+    assert rows[-4:] == ["Motorbike[motorbikeId=1,location=Cadiz]",
+                         "Motorbike[motorbikeId=2,location=Malaga]",
+                         "Motorbike[motorbikeId=3,location=Sevilla]", "Duration"]
+    res = simulate(*APP, "-n", "1", "--count-by", "Motorbike")
+    assert res.exit_code == 2 and "write TYPE.ATTR" in res.stderr
 
 
 def test_errors(tmp_path: Path) -> None:

@@ -119,3 +119,21 @@ def test_temperature_alerts_get_their_events() -> None:
     counts = [sim.run(r).counts for r in range(3)]
     assert all(c["TemperatureEvent"] == 3600 for c in counts)
     assert sum(c["Critical"] for c in counts) > 0
+
+
+def test_counts_per_value_of_parameters() -> None:
+    sim = Simulation(epl(TICKS), parse_model(TICK_MODEL), 600_000, 1,
+                     count_by=(("Tick", ("n",)), ("Late", ("n",))))
+    counts = sim.run(0).counts
+    assert {k: v for k, v in counts.items() if "[" in k} == {
+        "Late[n=1]": 10, "Late[n=2]": 10, "Late[n=3]": 10,
+        "Tick[n=1]": 10, "Tick[n=2]": 10, "Tick[n=3]": 10}
+    temperature = Simulation(load(TEMPERATURE / "alerts.vepl"),
+                             load_model(TEMPERATURE / "model.toml"), HOUR, 5,
+                             count_by=(("Critical", ("temp1",)),))
+    run = temperature.run(1).counts
+    assert sum(v for k, v in run.items() if k.startswith("Critical[")) == run["Critical"] > 0
+    with pytest.raises(ValueError, match="Tick has no parameter 'm'"):
+        Simulation(epl(TICKS), parse_model(TICK_MODEL), 1000, 1, count_by=(("Tick", ("m",)),))
+    with pytest.raises(ValueError, match="'Nope' is not an event type"):
+        Simulation(epl(TICKS), parse_model(TICK_MODEL), 1000, 1, count_by=(("Nope", ("n",)),))

@@ -16,7 +16,8 @@ MOTORBIKE = Path(__file__).resolve().parents[2] / "examples" / "motorbike"
 def test_spark_equals_local_for_the_same_seeds(spark) -> None:
     _, program = diagnose_paths([MOTORBIKE / "motorbike.epl", MOTORBIKE / "properties.epl"])
     # a seed beyond 64 bits travels as text
-    sim = Simulation(program, load_model(MOTORBIKE / "model.toml"), 3 * 3_600_000, 2**100 + 7)
+    sim = Simulation(program, load_model(MOTORBIKE / "model.toml"), 3 * 3_600_000, 2**100 + 7,
+                     count_by=(("TooHighTirePressure", ("motorbikeId",)),))
     runs = [0, 1, 2, 5, 8]
     remote = run_spark(spark, sim, runs)
     local = run_local(sim, runs, workers=1)
@@ -24,6 +25,7 @@ def test_spark_equals_local_for_the_same_seeds(spark) -> None:
     assert [(r.counts, r.digest, r.rejected) for r in remote] == [
         (r.counts, r.digest, r.rejected) for r in local]
     assert all(r.seconds > 0 and r.detect_seconds > 0 for r in remote)
+    assert "TooHighTirePressure[motorbikeId=2]" in remote[0].counts
     with SparkRunner(sim, spark=spark) as runner:
         assert runner.where.startswith("local")
         assert [r.run for r in runner.map([3])] == [3]

@@ -21,7 +21,7 @@ from cepflow.cli.options import EngineName, load_program, need_spark, reading
 from cepflow.simulation.draws import GenerationError
 from cepflow.simulation.outcome import Outcome
 from cepflow.simulation.properties import FORMULAS, required_runs, run_until_precise, z_value
-from cepflow.simulation.runner import LocalRunner, RunResult, Simulation
+from cepflow.simulation.runner import LocalRunner, RunResult, Simulation, parse_count_by
 from cepflow.simulation.stats import stats_csv
 
 err = Console(stderr=True, soft_wrap=True)
@@ -70,6 +70,10 @@ def simulate_command(
     report: Annotated[Path | None, typer.Option(help="HTML report")] = None,
     plots: Annotated[Path | None, typer.Option(
         help="Folder for PNG plots: count-TYPE.png, property-NAME.png")] = None,
+    count_by: Annotated[list[str] | None, typer.Option(
+        "--count-by", help="Also count events of a type per value of its parameters: "
+                           "TYPE.ATTR[,ATTR] (e.g. AirQualityLevel.station,grade; "
+                           "repeatable); rows TYPE[ATTR=value,…]")] = None,
     prop: Annotated[list[str] | None, typer.Option(
         "--property", help="A complex event type whose probability of occurring in a run is "
                            "estimated (repeatable)")] = None,
@@ -131,8 +135,13 @@ def simulate_command(
     program = load_program(patterns)
     model = read_model(model_path)
     ms = run_duration(duration, model, events)
-    with reading(model_path):
-        simulation = Simulation(program, model, ms, pick_seed(seed), events)
+    try:
+        groups = tuple(parse_count_by(x) for x in count_by or [])
+        with reading(model_path):
+            simulation = Simulation(program, model, ms, pick_seed(seed), events, groups)
+    except ValueError as e:
+        err.print(f"--count-by {e}", markup=False)
+        raise typer.Exit(2) from None
     unknown = [x for x in properties if x not in simulation.complex]
     if unknown:
         err.print(f"--property {unknown[0]}: not a complex event of the patterns (they have: "

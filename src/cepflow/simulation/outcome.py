@@ -4,6 +4,7 @@ Table 2's ratios, where the time went, and ``runs.json`` (every run's counts).""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -35,8 +36,18 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
+    def rows(self) -> list[str]:
+        """What the statistics have a row for: every event type, then the groups of
+        ``count_by`` that occurred in some run (in natural order: ``station=2`` before
+        ``station=10``)."""
+        types = self.simulation.event_types
+        known = set(types)
+        groups = {k for r in self.results for k in r.counts if k not in known}
+        return [*types, *sorted(groups, key=_natural)]
+
+    @cached_property
     def summary(self) -> list[Summary]:
-        return summarise(self.simulation.event_types, self.results)
+        return summarise(self.rows, self.results)
 
     @cached_property
     def estimates(self) -> list[Estimate]:
@@ -76,6 +87,7 @@ class Outcome:
             "engine": self.engine,
             "where": self.where,
             "event_types": {"simple": sim.simple, "complex": sim.complex},
+            "count_by": {name: list(attrs) for name, attrs in sim.count_by},
             "timing": self.timing,
             "confidence": self.confidence,
             "properties": [e.to_dict() for e in self.estimates],
@@ -91,3 +103,7 @@ class Outcome:
         path.write_text(json.dumps(self.runs_json(), indent=1, allow_nan=False) + "\n",
                         encoding="utf-8")
         return path
+
+
+def _natural(text: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]

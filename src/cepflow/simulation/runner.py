@@ -16,13 +16,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import SideChannel
+from cepflow.events.model import Event, SideChannel
 from cepflow.language.diagnostics import Diagnostic
 from cepflow.runtime.engine import Engine
 from cepflow.simulation.generator import generate
@@ -65,6 +65,10 @@ class Simulation:
     seed: int
     #: at most this many simple events per run (Listing 30's ``num``; None: no bound)
     events: int | None = None
+    #: events of a type also counted per value of some of its parameters:
+    #: ``(("AirQualityLevel", ("station", "grade")),)`` counts ``AirQualityLevel[station=…,
+    #: grade=…]`` (:func:`group_key`)
+    count_by: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: the event types counted, simple ones (model order) then complex (declaration order)
     simple: list[str] = field(init=False)
     complex: list[str] = field(init=False)
@@ -79,6 +83,18 @@ class Simulation:
             w.name for w in self.program.windows}
         self.simple = list(self.model.event_types())
         self.complex = [t for t in self.program.schemas if t in complex_names]
+        self._groups: dict[str, list[tuple[tuple[str, ...], tuple[int, ...]]]] = {}
+        for name, attrs in self.count_by:
+            schema = self.program.schemas.get(name)
+            if schema is None or name not in self.event_types:
+                raise ValueError(f"'{name}' is not an event type the runs count "
+                                 f"(they count: {', '.join(self.event_types)})")
+            missing = [a for a in attrs if a not in schema.param_names]
+            if missing or not attrs:
+                raise ValueError(f"{name} has no parameter '{(missing or [''])[0]}' "
+                                 f"(it has: {', '.join(schema.param_names)})")
+            self._groups.setdefault(name, []).append(
+                (attrs, tuple(schema.index_of(a) for a in attrs)))
 
     def describe(self) -> str:
         """What a run is: ``1 d``, ``1,000 events``, ``1,000 events (at most 1 d)``."""
@@ -102,15 +118,46 @@ class Simulation:
         side = SideChannel()
         engine = Engine(self.program, strict_actions=False, start=self.model.start_ms,
                         side=side)
-        deque(engine.run(events), maxlen=0)
-        engine.advance_to(generated.end_ms)
+        groups: Counter[str] = Counter()
+        if self._groups:
+            self._count_groups(events, groups)
+            self._count_groups(engine.run(events), groups)
+            self._count_groups(engine.advance_to(generated.end_ms), groups)
+        else:
+            deque(engine.run(events), maxlen=0)
+            engine.advance_to(generated.end_ms)
         t2 = time.perf_counter()
         counts = generated.counts()
         for name in self.complex:
             counts[name] = engine.stats.by_pattern.get(name, 0)
-        return RunResult(run, {t: counts.get(t, 0) for t in self.event_types}, t2 - t0,
-                         t1 - t0, t2 - t1, generated.digest(), engine.stats.rejected,
-                         time.process_time() - c0)
+        out = {t: counts.get(t, 0) for t in self.event_types}
+        out.update(sorted(groups.items()))
+        return RunResult(run, out, t2 - t0, t1 - t0, t2 - t1, generated.digest(),
+                         engine.stats.rejected, time.process_time() - c0)
+
+    def _count_groups(self, events: Iterable[Event], into: Counter[str]) -> None:
+        groups = self._groups
+        for e in events:
+            for attrs, where in groups.get(e.type, ()):
+                into[group_key(e.type, attrs, [e.params[i] for i in where])] += 1
+
+
+def group_key(name: str, attrs: Sequence[str], values: Sequence[Any]) -> str:
+    """The row of events of type ``name`` whose ``attrs`` have ``values``:
+    ``AirQualityLevel[station=S7,grade=Good]`` (booleans and null as in JSON)."""
+    shown = ("null" if v is None else ("true" if v else "false") if isinstance(v, bool)
+             else str(v) for v in values)
+    return f"{name}[{','.join(f'{a}={v}' for a, v in zip(attrs, shown, strict=True))}]"
+
+
+def parse_count_by(text: str) -> tuple[str, tuple[str, ...]]:
+    """``TYPE.ATTR[,ATTR…]`` (``--count-by``) as ``(TYPE, (ATTR, …))``."""
+    name, dot, attrs = text.partition(".")
+    names = tuple(a.strip() for a in attrs.split(",") if a.strip())
+    if not dot or not name or not names:
+        raise ValueError(f"{text!r}: write TYPE.ATTR or TYPE.ATTR,ATTR (e.g. "
+                         "AirQualityLevel.station,grade)")
+    return name, names
 
 
 def compatibility(model: Model, program: Program) -> list[Diagnostic]:

@@ -18,18 +18,17 @@ from pyspark.sql import SparkSession
 from cepflow.simulation.runner import RunResult, Simulation
 from cepflow.spark.session import spark_session
 
-#: what an executor sends back for a run (counts in the order of Simulation.event_types)
+#: what an executor sends back for a run (its counts by event type, and group of count_by)
 RESULT_SCHEMA = pa.schema([
-    ("run", pa.int64()), ("counts", pa.list_(pa.int64())), ("seconds", pa.float64()),
+    ("run", pa.int64()), ("counts", pa.map_(pa.string(), pa.int64())), ("seconds", pa.float64()),
     ("generate_seconds", pa.float64()), ("detect_seconds", pa.float64()),
     ("digest", pa.string()), ("rejected", pa.int64()), ("cpu_seconds", pa.float64())])
-RESULT_DDL = ("run bigint, counts array<bigint>, seconds double, generate_seconds double, "
+RESULT_DDL = ("run bigint, counts map<string,bigint>, seconds double, generate_seconds double, "
               "detect_seconds double, digest string, rejected bigint, cpu_seconds double")
 
 
 def run_partition(simulation: Simulation) -> Any:
     """The ``mapInArrow`` function: each input row ``(seed, run)`` becomes its run's result."""
-    types = simulation.event_types
 
     def runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -38,7 +37,7 @@ def run_partition(simulation: Simulation) -> Any:
             out = [simulation.run(r, int(s)) for s, r in zip(seeds, numbers, strict=True)]
             yield pa.RecordBatch.from_pydict({
                 "run": [r.run for r in out],
-                "counts": [[r.counts[t] for t in types] for r in out],
+                "counts": [list(r.counts.items()) for r in out],
                 "seconds": [r.seconds for r in out],
                 "generate_seconds": [r.generate_seconds for r in out],
                 "detect_seconds": [r.detect_seconds for r in out],
@@ -64,11 +63,17 @@ def run_spark(spark: SparkSession, simulation: Simulation, runs: Sequence[int],
                                   "seed string, run bigint").repartition(n)
     rows = seeds.mapInArrow(run_partition(simulation), RESULT_DDL).collect()
     types = simulation.event_types
-    out = [RunResult(row.run, dict(zip(types, row.counts, strict=True)), row.seconds,
+    out = [RunResult(row.run, _ordered(dict(row.counts), types), row.seconds,
                      row.generate_seconds, row.detect_seconds, row.digest, row.rejected,
                      row.cpu_seconds)
            for row in rows]
     return sorted(out, key=lambda r: r.run)
+
+
+def _ordered(counts: dict[str, int], types: Sequence[str]) -> dict[str, int]:
+    """The counts in the order a local run gives them: event types, then groups sorted."""
+    return {**{t: counts[t] for t in types},
+            **dict(sorted((k, v) for k, v in counts.items() if k not in types))}
 
 
 class SparkRunner:
