@@ -181,10 +181,12 @@ def _cpu_wall(cell: dict[str, Any], runs: int, workers: int) -> float:
     return cell["cpu_seconds"] / max(1, min(runs, workers))
 
 
-def linear_fit(rows: list[dict[str, Any]], key: str, cores: int) -> dict[str, float] | None:
-    """wall = a + b · days · runs over the cells with at least as many runs as cores; R²."""
-    pts = [(r["days"] * r["runs"], r[key]["wall_seconds"]) for r in rows
-           if r.get(key) and r["runs"] >= cores]
+def linear_fit(rows: list[dict[str, Any]], key: str, cores: int, cpu: bool = False
+               ) -> dict[str, float] | None:
+    """wall = a + b · days · runs over the cells with at least as many runs as cores; R².
+    With ``cpu``, the runs' CPU time per core instead of the wall time."""
+    pts = [(r["days"] * r["runs"], _cpu_wall(r[key], r["runs"], cores) if cpu
+            else r[key]["wall_seconds"]) for r in rows if r.get(key) and r["runs"] >= cores]
     if len(pts) < 3:
         return None
     n = len(pts)
@@ -280,12 +282,15 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"({fmt_int(gen['events'])} events; target 5,000,000/s as columns: "
               f"{'met' if gen['columns_per_s'] >= 5e6 else 'MISSED'})")
     for key in ("local", "spark"):
-        fit = linear_fit(rows, key, args.workers)
-        if fit:
-            summary["fits"][key] = fit
-            con.print(f"[bold]Linear in days x runs[/bold] ({key}, cells with runs >= cores): "
-                      f"{fit['intercept_s']:.2f} s + {fit['seconds_per_run_day']:.4f} s per "
-                      f"run-day, R² = {fit['r2']:.4f} over {fit['cells']} cells")
+        for cpu in (False, True):
+            fit = linear_fit(rows, key, args.workers, cpu)
+            if fit:
+                what = f"{key}, {'CPU time per core' if cpu else 'wall time'}"
+                summary["fits"][f"{key}_{'cpu' if cpu else 'wall'}"] = fit
+                con.print(f"[bold]Linear in days x runs[/bold] ({what}, cells with runs >= "
+                          f"cores): {fit['intercept_s']:.2f} s + "
+                          f"{fit['seconds_per_run_day']:.4f} s per run-day, "
+                          f"R² = {fit['r2']:.4f} over {fit['cells']} cells")
     for (days, runs), limit in TARGETS.items():
         for r in rows:
             if (r["days"], r["runs"]) == (days, runs):
