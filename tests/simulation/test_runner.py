@@ -137,3 +137,14 @@ def test_counts_per_value_of_parameters() -> None:
         Simulation(epl(TICKS), parse_model(TICK_MODEL), 1000, 1, count_by=(("Tick", ("m",)),))
     with pytest.raises(ValueError, match="'Nope' is not an event type"):
         Simulation(epl(TICKS), parse_model(TICK_MODEL), 1000, 1, count_by=(("Nope", ("n",)),))
+
+
+def test_failed_expressions_are_counted_and_the_run_goes_on() -> None:
+    program = load("atomicEvent Tick(n : Integer)\n"
+                   "complexEvent Root(n : any) {\n"
+                   "    as every a = Tick where sqrt(a.n - 2) >= 0\n"
+                   "    context esper\n"
+                   "    select a.n as n\n}\n")
+    result = Simulation(program, parse_model(TICK_MODEL), 600_000, 1).run(0)
+    # n = 1: sqrt(-1) fails on each of its 10 ticks (false, one record each); n = 2, 3 match
+    assert result.rejected == 10 and result.counts["Root"] == 20

@@ -261,6 +261,11 @@ def _print(outcome: Outcome) -> None:
             props.add_row(e.name, f"{e.hits:,} of {e.runs:,}", f"{e.probability:.6g}",
                           f"[{e.low:.6g}, {e.high:.6g}]", f"{e.half_width:.3g}")
         err.print(props)
+    runs_with, records = outcome.rejected
+    if records:
+        err.print(f"warning: in {runs_with:,} run(s) the engine put {records:,} record(s) on its "
+                  "side channel (expressions that failed, input a window statement refused); "
+                  "runs.json has them per run", markup=False)
     mem = outcome.extra.get("peak_rss_mib", {})
     worker = (f", {mem['largest_worker']:,} MiB in the largest worker"
               if "largest_worker" in mem else "")

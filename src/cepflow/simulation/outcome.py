@@ -59,6 +59,12 @@ class Outcome:
         return ratios(self.results, self.simulation.simple, self.simulation.complex)
 
     @property
+    def rejected(self) -> tuple[int, int]:
+        """Runs whose engine put records on its side channel, and how many records in all."""
+        return (sum(1 for r in self.results if r.rejected),
+                sum(r.rejected for r in self.results))
+
+    @property
     def timing(self) -> dict[str, float]:
         """Seconds summed over runs: generating events (with making them objects) and
         detecting; the wall time of the whole simulation; events per second of detection."""
@@ -94,6 +100,7 @@ class Outcome:
             "ratios": self.ratios,
             "precision": self.precision,
             "precision_reached": self.precision_reached,
+            "runs_with_rejected": self.rejected[0],
             **self.extra,
             "runs": [r.to_dict() for r in self.results],
         }

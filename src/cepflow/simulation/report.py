@@ -35,6 +35,10 @@ def build(outcome: Outcome) -> Page:
          f"{t['detect_seconds']:,.2f} s ({t['detect_events_per_second']:,.0f} simple "
          "events/s)"),
     ]
+    if outcome.rejected[1]:
+        settings.append(("side channel", f"{outcome.rejected[1]:,} record(s) in "
+                         f"{outcome.rejected[0]:,} run(s): expressions that failed, input a "
+                         "window statement refused"))
     if outcome.precision is not None:
         settings.append(("sequential mode", f"until every interval's half-width ≤ "
                          f"{outcome.precision:g}: "

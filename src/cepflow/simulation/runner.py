@@ -44,6 +44,8 @@ class RunResult:
     generate_seconds: float
     detect_seconds: float
     digest: str = ""
+    #: records the engine put on the side channel: input a window statement refused, an
+    #: expression that failed on an event (docs/semantics.md, "Evaluation errors")
     rejected: int = 0
     #: CPU time of the run's process during the run (the wall time less what other
     #: processes took from it on a shared machine)
@@ -133,7 +135,7 @@ class Simulation:
         out = {t: counts.get(t, 0) for t in self.event_types}
         out.update(sorted(groups.items()))
         return RunResult(run, out, t2 - t0, t1 - t0, t2 - t1, generated.digest(),
-                         engine.stats.rejected, time.process_time() - c0)
+                         len(side), time.process_time() - c0)
 
     def _count_groups(self, events: Iterable[Event], into: Counter[str]) -> None:
         groups = self._groups
