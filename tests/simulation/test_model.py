@@ -71,6 +71,7 @@ def test_a_good_model() -> None:
     ("flip = 0.0001", "19:", "source[0].attributes.seat.flip: must be a number ≤ 1 (got 2)"),
     ('kind = "bike"', "6:", "source[0].kind: must be a name"),
     ('type = "int"', "18:", "source[0].attributes.speed.type: unknown type 'integer'"),
+    ('start = "2017-03-01T00:00:00Z"', "2:", "simulation.start: must be within ±2**53 ms"),
 ])
 def test_bad_values_are_located(change: str, where: str, message: str) -> None:
     bad = {
@@ -83,6 +84,7 @@ def test_bad_values_are_located(change: str, where: str, message: str) -> None:
         "flip = 0.0001": "flip = 2",
         'kind = "bike"': 'kind = "a bike"',
         'type = "int"': 'type = "integer"',
+        'start = "2017-03-01T00:00:00Z"': "start = 1e300",
     }[change]
     text = GOOD.replace(change, bad, 1)
     assert text != GOOD

@@ -392,9 +392,12 @@ class _Reader:
 
     def instant(self, v: Any, path: Sequence[str | int]) -> float:
         try:
-            return parse_instant(v)
+            ms = parse_instant(v)
         except ValueError as e:
             raise self.fail(path, str(e)) from None
+        if abs(ms) > 2**53:  # (times stay exact in doubles and far inside int64)
+            raise self.fail(path, "must be within ±2**53 ms of the epoch (about 285,000 years)")
+        return ms
 
     def number(self, v: Any, path: Sequence[str | int], low: float | None = None,
                strict_low: bool = False, high: float | None = None) -> float:
@@ -570,8 +573,8 @@ class _Reader:
             spec = ValueSpec(key, "time", "int", unit_ms=TIME_UNITS[unit])
         elif origin == "instance":
             first = t.get("first", 1)
-            if not isinstance(first, int) or isinstance(first, bool):
-                raise self.fail((*path, "first"), f"must be a whole number, got "
+            if not isinstance(first, int) or isinstance(first, bool) or abs(first) > 2**53:
+                raise self.fail((*path, "first"), f"must be a whole number within ±2**53, got "
                                                   f"{_describe(first)}")
             spec = ValueSpec(key, "instance", "int", first=first)
         else:
