@@ -1,9 +1,15 @@
 """Model files: the examples load, and every bad model gets a located error naming its key."""
 
+import contextlib
+import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from cepflow.simulation import GenerationError, generate
 from cepflow.simulation.model import ModelError, load_model, parse_duration, parse_model
 from cepflow.simulation.tomlkeys import KeyPositions
 
@@ -155,3 +161,34 @@ def test_key_positions() -> None:
     assert pos.find(("source", 1, "attributes", "x", "a")) == (24, 7)
     assert pos.find(("source", 0, "initial", "speed", 1)) == (12, 1)
     assert pos.find(("nowhere",)) == (1, 1)
+
+
+_VALUES = st.one_of(
+    st.integers(-2**63, 2**63 - 1).map(str),
+    st.floats(allow_nan=True).map(lambda f: "nan" if f != f else ("inf" if f == float("inf")
+                                  else "-inf" if f == float("-inf") else repr(f))),
+    st.text(max_size=8).map(json.dumps),
+    st.sampled_from(["true", "false", "[]", "[1, 2]", '["a"]', "{}", '"1 s"', '"0 ms"',
+                     '"-1 s"', '"1e9 d"', '"initial"', '"random"', '"normal"', '"time"']))
+
+
+@settings(max_examples=150, deadline=None)
+@given(key=st.sampled_from(["start", "duration", "instances", "mean", "sd", "speed", "flip",
+                            "unit", "kind", "process", "type", "seat"]), value=_VALUES)
+def test_any_value_is_a_located_error_or_a_working_model(key: str, value: str) -> None:
+    """Bad input never crashes: every value in every place either makes a model that
+    generates (or refuses with GenerationError) or a ModelError naming a key."""
+    pattern = {"start": r"(start = )[^\n]*", "duration": r"(duration = )[^\n]*",
+               "instances": r"(instances = )\d+", "mean": r'(mean = )"60 s"',
+               "sd": r"(sd = )0\.5", "speed": r"(speed = )\[100, 62\]",
+               "flip": r"(flip = )0\.0001", "unit": r'(unit = )"s"', "kind": r'(kind = )"bike"',
+               "process": r'(process = )"exponential"', "type": r'(type = )"int"',
+               "seat": r"(seat = )true"}[key]
+    text = re.sub(pattern, lambda m: m.group(1) + value, GOOD, count=1)
+    try:
+        model = parse_model(text, "m.toml")
+    except ModelError as e:
+        assert e.diagnostics and all(d.file == "m.toml" and d.line >= 1 for d in e.diagnostics)
+        return
+    with contextlib.suppress(GenerationError):
+        generate(model, 3_600_000, 1)

@@ -108,7 +108,8 @@ def finish(spec: ValueSpec, x: np.ndarray, rng: np.random.Generator,
     clip, the value type (ints rounded to the nearest, ties to even), digits and flips."""
     if spec.type in ("int", "float") and x.dtype != object:
         if spec.origin == "dist" and (not _is_zero(base) or not _is_one(scale)):
-            x = base + scale * x
+            with np.errstate(over="ignore", invalid="ignore"):  # (non-finite: checked below)
+                x = base + scale * x
         if spec.clip is not None:
             x = np.clip(x, spec.clip[0], spec.clip[1])
         if spec.type == "int":

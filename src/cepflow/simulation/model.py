@@ -414,7 +414,7 @@ class _Reader:
         t = self.table(v, path, ("process", "mean", "period", "phase", "events", "per"),
                        ("process",))
         process = t["process"]
-        if process not in PROCESSES:
+        if not isinstance(process, str) or process not in PROCESSES:
             raise self.fail((*path, "process"), f"unknown arrival process {_describe(process)} "
                                                 f"(expected one of: {', '.join(PROCESSES)})")
         allowed = ("process", *PROCESSES[process])
@@ -485,7 +485,7 @@ class _Reader:
             raise self.fail(path, "needs 'dist' (one of: " + ", ".join(DISTRIBUTIONS)
                             + ") or 'from' (one of: " + ", ".join(ORIGINS) + ")")
         kind = t["dist"]
-        if kind not in DISTRIBUTIONS:
+        if not isinstance(kind, str) or kind not in DISTRIBUTIONS:
             raise self.fail((*path, "dist"), f"unknown distribution {_describe(kind)} "
                                              f"(expected one of: {', '.join(DISTRIBUTIONS)})")
         params = DISTRIBUTIONS[kind]
@@ -556,7 +556,7 @@ class _Reader:
                      ) -> ValueSpec:
         key = _key_text(path)
         origin = t["from"]
-        if origin not in ORIGINS:
+        if not isinstance(origin, str) or origin not in ORIGINS:
             raise self.fail((*path, "from"), f"unknown origin {_describe(origin)} (expected "
                                              f"one of: {', '.join(ORIGINS)})")
         extra = {"time": ("unit",), "instance": ("first",), "initial": ()}[origin]
@@ -567,7 +567,7 @@ class _Reader:
                                             f"(allowed: {', '.join(allowed[1:])})")
         if origin == "time":
             unit = t.get("unit", "ms")
-            if unit not in TIME_UNITS:
+            if not isinstance(unit, str) or unit not in TIME_UNITS:
                 raise self.fail((*path, "unit"), f"unknown time unit {_describe(unit)} (use "
                                                  "ms, s, min, h or d)")
             spec = ValueSpec(key, "time", "int", unit_ms=TIME_UNITS[unit])
@@ -608,7 +608,7 @@ class _Reader:
                 setattr(spec, k, self.number(v, (*path, k)))
         if "type" in t:
             want = t["type"]
-            if want not in VALUE_TYPES:
+            if not isinstance(want, str) or want not in VALUE_TYPES:
                 raise self.fail((*path, "type"), f"unknown type {_describe(want)} (expected "
                                                  f"one of: {', '.join(VALUE_TYPES)})")
             ok = (want == spec.type or (numeric and want in ("int", "float") and (
