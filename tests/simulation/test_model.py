@@ -172,9 +172,14 @@ _VALUES = st.one_of(
                      '"-1 s"', '"1e9 d"', '"initial"', '"random"', '"normal"', '"time"']))
 
 
+FUZZ = GOOD + ('w = { dist = "uniform", low = 0, high = 1, digits = 2, clip = [0, 1] }\n'
+               'c = { dist = "choice", values = ["a", "b"], p = [0.5, 0.5] }\n')
+
+
 @settings(max_examples=150, deadline=None)
 @given(key=st.sampled_from(["start", "duration", "instances", "mean", "sd", "speed", "flip",
-                            "unit", "kind", "process", "type", "seat"]), value=_VALUES)
+                            "unit", "kind", "process", "type", "seat", "low", "digits", "clip",
+                            "values", "p"]), value=_VALUES)
 def test_any_value_is_a_located_error_or_a_working_model(key: str, value: str) -> None:
     """Bad input never crashes: every value in every place either makes a model that
     generates (or refuses with GenerationError) or a ModelError naming a key."""
@@ -183,8 +188,11 @@ def test_any_value_is_a_located_error_or_a_working_model(key: str, value: str) -
                "sd": r"(sd = )0\.5", "speed": r"(speed = )\[100, 62\]",
                "flip": r"(flip = )0\.0001", "unit": r'(unit = )"s"', "kind": r'(kind = )"bike"',
                "process": r'(process = )"exponential"', "type": r'(type = )"int"',
-               "seat": r"(seat = )true"}[key]
-    text = re.sub(pattern, lambda m: m.group(1) + value, GOOD, count=1)
+               "seat": r"(seat = )true", "low": r"(low = )0", "digits": r"(digits = )2",
+               "clip": r"(clip = )\[0, 1\]", "values": r'(values = )\["a", "b"\]',
+               "p": r"(p = )\[0.5, 0.5\]"}[key]
+    text = re.sub(pattern, lambda m: m.group(1) + value, FUZZ, count=1)
+    assert text != FUZZ or value in FUZZ
     try:
         model = parse_model(text, "m.toml")
     except ModelError as e:
