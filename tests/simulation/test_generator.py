@@ -7,6 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cepflow.language.epl import parse_epl
+from cepflow.loader import load_module
+from cepflow.simulation import Simulation
 from cepflow.simulation.draws import GenerationError
 from cepflow.simulation.generator import generate
 from cepflow.simulation.model import load_model, parse_model
@@ -245,3 +248,29 @@ def test_a_number_of_events_ends_the_run() -> None:
     assert len(generate(MOTORBIKE, DAY, 7, 2, limit=1000)) == 1000
     with pytest.raises(GenerationError, match="a duration or a number of events"):
         generate(MOTORBIKE, None, 7)
+
+
+def test_the_air_quality_model() -> None:
+    """examples/air_quality/model.toml (§V.F.2): every 10 minutes one Reading per station and
+    pollutant, 52,704 a day; the values around each pollutant's median (the stations' levels
+    and the readings lognormal, so the median of all readings is the pollutant's median); the
+    Reading(station, pollutant, value) schema of the case study's patterns accepts them."""
+    model = load_model(ROOT / "examples" / "air_quality" / "model.toml")
+    medians = {"CO": 0.4, "O3": 0.035, "NO2": 15, "SO2": 3, "PM10": 25, "PM25": 10}
+    day = generate(model, DAY, 3)
+    assert len(day) == 52_704 and set(np.unique(day.ts) % 600_000) == {0}
+    stations = [f"AND{i:02d}" for i in range(1, 62)]
+    values: dict[str, list[float]] = {p: [] for p in medians}
+    for run in range(20):
+        instant = list(generate(model, 600_000, 5, run).records())
+        assert sorted((r["station"], r["pollutant"]) for r in instant) == sorted(
+            (s, p) for s in stations for p in medians)
+        for r in instant:
+            values[r["pollutant"]].append(r["value"])
+    for p, median in medians.items():  # 1,220 levels: the log median's sd is about 0.02
+        assert abs(math.log(np.median(values[p]) / median)) < 0.1, p
+    program = load_module(parse_epl(
+        "create schema Reading(station string, pollutant string, value double);\n"
+        "@Name('High') insert into High select r.station as station\n"
+        "from pattern [every r = Reading(r.value > 100)];"))
+    assert Simulation(program, model, 600_000, 5).run(0).counts["Reading"] == 366
