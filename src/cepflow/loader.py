@@ -6,7 +6,7 @@ all report ``FILE:LINE:COL: message`` diagnostics through :class:`PatternSyntaxE
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +52,7 @@ def parse_path(path: str | Path) -> ast.Module:
 
     Bytes that are not text are a located PatternSyntaxError (language/source.py)."""
     p = Path(path)
-    text = read_source(p)
-    if p.suffix.lower() == ".epl":
-        from cepflow.language.epl import parse_epl
-
-        return parse_epl(text, str(p))
-    return parse(text, str(p))
+    return _parse_text(read_source(p), p)
 
 
 def load(source: str | Path, functions: Mapping[str, Callable[..., Any]] | None = None,
@@ -78,3 +73,53 @@ def _is_file(text: str) -> bool:
         return Path(text).is_file()
     except OSError:
         return False
+
+
+def diagnose_paths(paths: Sequence[str | Path], context: str | None = None
+                   ) -> tuple[list[Diagnostic], Program | None]:
+    """Like :func:`diagnose` for a pattern set written in several files of one language (an
+    application and the properties a simulation checks, say): they are read as one module,
+    their text in the order given, and every diagnostic names its own file and line.
+
+    Each file is parsed alone first, so a syntax error is reported in its file even when it
+    would change how the next file reads; names may refer across files. Raises
+    PatternSyntaxError for syntax errors, OSError for a file that cannot be read."""
+    if not paths:
+        raise ValueError("no pattern file given")
+    if len({Path(p).suffix.lower() == ".epl" for p in paths}) > 1:
+        raise PatternSyntaxError([Diagnostic(str(paths[-1]), 1, 1, "a pattern set is written "
+                                             "in one language: all .epl (Esper EPL) or none")])
+    if len(paths) == 1:
+        return diagnose(parse_path(paths[0]), context=context)
+    texts, errors = [], []
+    for p in paths:
+        text = read_source(p)
+        texts.append(text if text.endswith("\n") else text + "\n")
+        try:
+            _parse_text(text, Path(p))
+        except PatternSyntaxError as e:
+            errors.extend(e.diagnostics)
+    if errors:
+        raise PatternSyntaxError(errors)
+    starts = [0]
+    for text in texts:
+        starts.append(starts[-1] + text.count("\n"))
+
+    def placed(d: Diagnostic) -> Diagnostic:
+        i = max(k for k in range(len(paths)) if starts[k] < d.line or k == 0)
+        return Diagnostic(str(paths[i]), d.line - starts[i], d.col, d.message, d.severity)
+
+    try:
+        module = _parse_text("".join(texts), Path(paths[0]))
+    except PatternSyntaxError as e:
+        raise PatternSyntaxError([placed(d) for d in e.diagnostics]) from None
+    diags, program = diagnose(module, context=context)
+    return [placed(d) for d in diags], program
+
+
+def _parse_text(text: str, path: Path) -> ast.Module:
+    if path.suffix.lower() == ".epl":
+        from cepflow.language.epl import parse_epl
+
+        return parse_epl(text, str(path))
+    return parse(text, str(path))

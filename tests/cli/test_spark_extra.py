@@ -55,7 +55,9 @@ def no_pyspark(monkeypatch: pytest.MonkeyPatch) -> None:
       "{tmp}/ck"], "cepflow stream"),
     (["demo", "gesture", "--engine", "spark", "--bodies", "1", "--cycles", "1"],
      "demo gesture --engine spark"),
-], ids=["run", "stream", "demo-gesture"])
+    (["simulate", str(GESTURE), "-m", str(ROOT / "examples" / "motorbike" / "model.toml"),
+      "-n", "1", "--engine", "spark"], "--engine spark"),
+], ids=["run", "stream", "demo-gesture", "simulate"])
 def test_spark_commands_without_pyspark_say_how_to_install(
         no_pyspark: None, tmp_path: Path, args: list[str], what: str) -> None:
     out = tmp_path / "m.jsonl"

@@ -100,6 +100,11 @@ def test_fresh_venv_without_pyspark_runs_the_demos(installed: tuple[Path, Path],
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count(": ok — 5 complex event pattern(s), 2 window statement(s)") == 2
 
+    gen = _sh(cli, "generate", folder / "model.toml", "--duration", "1h", "--seed", "1", "-o",
+              tmp_path / "sim.jsonl", cwd=tmp_path)  # the simulation model ships too
+    assert gen.returncode == 0 and (tmp_path / "sim.jsonl").read_text().count("\n") > 100, (
+        gen.stdout + gen.stderr)
+
     spark = _sh(cli, "run", folder / "motorbike.epl", "-i", folder / "accident.jsonl", "-o",
                 tmp_path / "m.jsonl", "--engine", "spark", cwd=tmp_path)
     assert spark.returncode == 2

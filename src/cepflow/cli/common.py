@@ -14,12 +14,16 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cepflow.cli.options import DuplicateIds, MissingFields, UnknownTypes, import_action_modules
+from cepflow.cli.options import (
+    DuplicateIds,
+    MissingFields,
+    UnknownTypes,
+    import_action_modules,
+    load_program,
+)
 from cepflow.compiler.growth import warnings as growth_warnings
 from cepflow.compiler.program import Program
 from cepflow.inputs import InputError
-from cepflow.language.diagnostics import PatternSyntaxError
-from cepflow.loader import diagnose, parse_path
 from cepflow.outputs import OutputError
 from cepflow.replay import Replayed, replay
 from cepflow.reports.record import RunRecord
@@ -39,19 +43,9 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
 
 
 def load_patterns(path: Path, context: str | None) -> Program:
-    try:
-        module = parse_path(path)
-    except PatternSyntaxError as e:
-        for d in e.diagnostics:
-            err.print(str(d), markup=False, highlight=False)
-        raise typer.Exit(EXIT_PATTERNS) from None
-    except OSError as e:
-        raise fail(f"{path}: {e.strerror}") from None
-    diags, program = diagnose(module, context=None if context is None else str(context))
-    for d in diags:
-        err.print(str(d), markup=False, highlight=False)
-    if program is None:
-        raise typer.Exit(EXIT_PATTERNS)
+    """Check and compile one pattern file (``load_program``) and refuse ``--context``
+    conflicts."""
+    program = load_program([path], context)
     check_context_conflicts(path, program, context)
     return program
 

@@ -36,6 +36,7 @@ from cepflow.cli.common import (
     run_local,
 )
 from cepflow.cli.demo import demo_app
+from cepflow.cli.generate import generate_command
 from cepflow.cli.options import (
     ACTIONS_HELP,
     HELP_OPTIONS,
@@ -54,6 +55,7 @@ from cepflow.cli.options import (
     show_version,
 )
 from cepflow.cli.report import check_report_path, report, write_report
+from cepflow.cli.simulate import simulate_command
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, SideChannel
 from cepflow.inputs import InputError, input_files, ordered_events
@@ -405,6 +407,8 @@ def graph(
 
 app.command()(report)
 app.add_typer(demo_app, name="demo")
+app.command("generate")(generate_command)
+app.command("simulate")(simulate_command)
 
 
 def main() -> None:

@@ -4,6 +4,8 @@ with one-line errors), and the one-line refusal when Spark is not installed."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from types import ModuleType
@@ -12,8 +14,11 @@ from typing import Annotated
 import typer
 
 import cepflow
+from cepflow.compiler.program import Program
 from cepflow.extras import MissingExtra, require_spark
 from cepflow.language.ast import CONTEXTS
+from cepflow.language.diagnostics import DiagnosticError
+from cepflow.loader import diagnose_paths
 from cepflow.runtime.actions import ActionsError, import_actions
 
 #: -h as well as --help, on the app and (inherited by their contexts) every command
@@ -119,3 +124,30 @@ def need_spark(what: str) -> None:
     except MissingExtra as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(2) from None
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Around reading a pattern or model file: its located errors one a line and exit code 1;
+    a file that cannot be read, one line and exit code 2."""
+    try:
+        yield
+    except DiagnosticError as e:
+        for d in e.diagnostics:
+            typer.echo(str(d), err=True)
+        raise typer.Exit(1) from None
+    except OSError as e:
+        typer.echo(f"{path}: {e.strerror}", err=True)
+        raise typer.Exit(2) from None
+
+
+def load_program(paths: Sequence[Path], context: str | None = None) -> Program:
+    """Check and compile a pattern set (one file, or several of one language read as one
+    module): diagnostics one a line on stderr; exit 1 on errors, 2 if a file cannot be read."""
+    with reading(paths[0]):
+        diags, program = diagnose_paths(paths, context=None if context is None else str(context))
+    for d in diags:
+        typer.echo(str(d), err=True)
+    if program is None:
+        raise typer.Exit(1)
+    return program
