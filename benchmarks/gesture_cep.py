@@ -52,7 +52,8 @@ from rich.console import Console
 from cepflow.compiler.program import Program, compile_module
 from cepflow.events.model import Event
 from cepflow.language.parser import parse_file
-from cepflow.runtime.engine import Activation, Engine
+from cepflow.runtime.actions import Activation
+from cepflow.runtime.engine import Engine
 
 GESTURE_DIR = ROOT / "examples" / "gesture"
 PATTERN_FILE = GESTURE_DIR / "gesture.vepl"

@@ -48,6 +48,7 @@ from cepflow.spark.columns import (
     encode,
     encode_match_table,
     event_schema,
+    group_rows,
     key_column,
     partition_hash,
     spark_ddl,
@@ -466,10 +467,7 @@ def detect_prepared(prepared: Prepared, program: Program, *,
     warn_unpartitioned(prepared.groups, stacklevel=3)
     for group in prepared.groups:
         sub = subprogram(program, group)
-        events = source
-        if group.types is not None:
-            events = events.where(F.col("type").isin(sorted(group.types)))
-        events = events.select(*columns)
+        events = group_rows(source, group.types).select(*columns)
         if group.partitioned:  # hashed in the JVM: no key column travels
             events = events.repartition(n, partition_hash(group.key, columns, group.types))
         else:

@@ -12,13 +12,13 @@ only for the rows that end up in complex events or partial matches), complex eve
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cepflow.events.model import Event
@@ -310,3 +310,26 @@ def _value_texts(values: list[Any]) -> pa.Array:
                            or pa.types.is_boolean(arr.type)):
         return pa.array([dumps(v) for v in values], pa.string())
     return json_texts(arr, ascii_only=False)
+
+
+def group_rows(events: DataFrame, types: Collection[str] | None) -> DataFrame:
+    """The rows of ``events`` a pattern group reads (:func:`group_selector` for a DataFrame)."""
+    return events if types is None else events.where(F.col("type").isin(sorted(types)))
+
+
+def group_selector(types: list[Collection[str] | None]
+                   ) -> Callable[[pa.RecordBatch], Iterator[tuple[int, pa.RecordBatch]]]:
+    """How both Spark jobs route events to pattern groups (batch replay and each streaming
+    micro-batch): per group number, the rows of an event batch whose type the group reads
+    (``types[g]``: its event types, None for a group that reads every event), groups with no
+    such row left out. An event goes to every group that reads it."""
+    reads = [None if t is None else pa.array(sorted(t), pa.string()) for t in types]
+
+    def select(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
+        for gi, names in enumerate(reads):
+            rows = batch if names is None else batch.filter(
+                pc.is_in(batch.column("type"), value_set=names))
+            if rows.num_rows:
+                yield gi, rows
+
+    return select

@@ -73,6 +73,7 @@ from cepflow.spark.batch import (
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
     event_fields,
+    group_selector,
     partition_hash,
     route_values,
     routed_to,
@@ -119,8 +120,7 @@ def _routed(program: Program, groups: list[Group], arity: int, columns: list[str
     the task's summary rows to every partition; counts and rejected records to ``by_file``.
     ``named``, ``shown``: :func:`cepflow.spark.batch.file_parser`'s."""
     schema = pa.schema(_row_fields(arity, columns, len(groups)))
-    reads = [None if g.types is None else pa.array(sorted(g.types), pa.string())
-             for g in groups]
+    by_group = group_selector([g.types for g in groups])
     several = len(groups) > 1
     # the layout's other value columns: a value there would be lost, so the task stops
     left_out = [f.name for f in event_fields(arity)
@@ -143,14 +143,11 @@ def _routed(program: Program, groups: list[Group], arity: int, columns: list[str
                 top = m if top is None else max(top, m)
                 b = b.set_column(b.schema.get_field_index("seq"), "seq", pc.add(
                     b.column("seq"), numbers[local] << FILE_SHIFT))
-                for gi, rows in enumerate(reads):
-                    sel = b if rows is None else b.filter(
-                        pc.is_in(b.column("type"), value_set=rows))
-                    if sel.num_rows:
-                        cols: dict[str, Any] = {c: sel.column(c) for c in columns}
-                        if several:
-                            cols["g"] = longs(gi, sel.num_rows)
-                        yield fill(schema, sel.num_rows, cols)
+                for gi, sel in by_group(b):
+                    cols: dict[str, Any] = {c: sel.column(c) for c in columns}
+                    if several:
+                        cols["g"] = longs(gi, sel.num_rows)
+                    yield fill(schema, sel.num_rows, cols)
             if events is not None:
                 summary.append([numbers[local], n, top])
             by_file.add({local: [n, [[r.source, r.location, r.reason, r.field,

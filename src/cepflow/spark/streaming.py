@@ -90,6 +90,8 @@ from cepflow.spark.columns import (
     MATCH_SCHEMA,
     decode,
     event_fields,
+    group_rows,
+    group_selector,
     route_values,
     routed_to,
     spark_ddl,
@@ -328,8 +330,7 @@ def _routed(parse: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]
     row with the task's largest event timestamp per (group, shard) and for the side shard."""
     schema = _routed_schema(arity, columns)
     names = SIDE_SCHEMA.names
-    reads = [None if g.types is None else pa.array(sorted(g.types), pa.string())
-             for g in groups]
+    by_group = group_selector([g.types for g in groups])
     targets = [SIDE_SHARD, *((gi, p) for gi, g in enumerate(groups)
                              for p in (range(shards) if g.partitioned else [0]))]
 
@@ -364,15 +365,11 @@ def _routed(parse: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]
                 if late is not None:
                     yield side_rows(late)
                     events = events.filter(pc.invert(is_late))
-            for gi, group in enumerate(groups):
-                rows = events if reads[gi] is None else events.filter(
-                    pc.is_in(events.column("type"), value_set=reads[gi]))
+            for gi, rows in by_group(events):
                 n = rows.num_rows
-                if not n:
-                    continue
                 cols: dict[str, Any] = {c: rows.column(c) for c in columns}
                 cols.update(g=longs(gi, n), part=longs(EVENT, n), k=rows.column(f"k{gi}"),
-                            pid=None if group.partitioned else longs(0, n))
+                            pid=None if groups[gi].partitioned else longs(0, n))
                 yield fill(schema, n, cols)
         n = len(targets)
         yield fill(schema, n, {"g": [t[0] for t in targets], "pid": [t[1] for t in targets],
@@ -665,9 +662,7 @@ class _MicroBatch:
         """Shard rows of ``events`` for every group that reads them (one select per group)."""
         parts: list[DataFrame] = []
         for gi, group in enumerate(self.groups):
-            ev = events
-            if group.types is not None:
-                ev = ev.where(F.col("type").isin(sorted(group.types)))
+            ev = group_rows(events, group.types)
             pid = (F.pmod(F.xxhash64(F.col(f"k{gi}")), F.lit(shards)) if group.partitioned
                    else F.lit(0).cast("long"))
             parts.append(ev.select(F.lit(gi).cast("long").alias("g"), pid.alias("pid"),
