@@ -161,7 +161,7 @@ def _read(name: str, data: bytes) -> None:
     from cepflow.language.source import decode_source
     from cepflow.loader import diagnose
     from cepflow.models.mmparser import parse_metamodel
-    from cepflow.queries.parser import parse_queries
+    from cepflow.queries.query_parser import parse_queries
 
     text = decode_source(data, name)
     if name.endswith(".vql"):

@@ -220,7 +220,7 @@ def matches(
 # chronicle gives the event to the oldest such partial match, else it starts a new one;
 # immediate also disposes every partial match when the event contributes to none and starts
 # none (noise); strict allows one partial match at a time. Nothing of the automata is used:
-# this is the oracle the engine's contexts are tested against (tests/engine/test_contexts.py).
+# this is the oracle the engine's contexts are tested against (tests/runtime/test_contexts.py).
 
 # holds-for windows are left out: the automata trap a run that leaves one too early at the event
 # that tries to (docs/semantics.md, "violations trap"), which this reference does not model.

@@ -17,8 +17,8 @@ from cepflow.language.parser import _keyword_table, _lark, parse
 from cepflow.language.syntax import lark_parser, terminal_names
 from cepflow.models import mmparser
 from cepflow.models.mmparser import parse_metamodel
-from cepflow.queries import parser as qparser
-from cepflow.queries.parser import parse_queries
+from cepflow.queries import query_parser as qparser
+from cepflow.queries.query_parser import parse_queries
 
 
 def epl_errors(text: str) -> list[str]:

@@ -34,7 +34,7 @@ from cepflow.loader import diagnose, parse_path
 from cepflow.models.jsonio import read_metamodel
 from cepflow.models.metamodel import MetamodelError
 from cepflow.models.mmparser import parse_metamodel
-from cepflow.queries.parser import QueryError, parse_queries
+from cepflow.queries.query_parser import QueryError, parse_queries
 
 HEAD = "atomicEvent A(x : Integer)\natomicEvent B(x : Integer)\n"
 SCHEMA = "create schema A(x int);\ncreate schema B(x int);\n"

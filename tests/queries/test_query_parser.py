@@ -4,7 +4,7 @@ import pytest
 
 from cepflow.language import ast as E
 from cepflow.queries import QueryError, parse_queries
-from cepflow.queries import ast as Q
+from cepflow.queries import query_ast as Q
 
 LISTING_2 = """
 // 002 Listing 2, with the Xbase moving average written as a registered history function

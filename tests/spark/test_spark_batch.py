@@ -323,8 +323,8 @@ def test_feeder_holds_more_rows_while_many_partial_matches_are_carried() -> None
     CARRY_ROWS rows per carried partial match (between FEED_ROWS and MAX_FEED_ROWS) — and the
     matches are those of one engine fed everything."""
     from cepflow.events.model import Event
-    from cepflow.spark.batch import CARRY_ROWS, FEED_ROWS, MAX_FEED_ROWS, Feeder
     from cepflow.spark.columns import encode
+    from cepflow.spark.dataframes import CARRY_ROWS, FEED_ROWS, MAX_FEED_ROWS, Feeder
 
     program = load("atomicEvent A(k: Integer)\natomicEvent B(k: Integer)\n"
                    "complexEvent G(k: Integer) { as A(k) -> B(k) }\n")

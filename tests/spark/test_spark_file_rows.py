@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from cepflow.inputs.columnar import arity_of
 from cepflow.loader import load
-from cepflow.spark.batch import file_parser
+from cepflow.spark.dataframes import file_parser
 from cepflow.spark.plan import plan
 
 PROGRAM = """
@@ -49,7 +49,7 @@ class _Files:
 
 
 def test_only_local_sources_drop_the_content_column() -> None:
-    from cepflow.spark.batch import file_rows
+    from cepflow.spark.dataframes import file_rows
 
     files = _Files()
     for local in ("/data/in", "in", "file:/data/in", "file:///data/in", "C:/data/in"):

@@ -58,7 +58,7 @@ def test_rules_go_where_their_trigger_is_detected_once() -> None:
 
 
 def test_only_the_actions_the_rules_name_are_shipped() -> None:
-    from cepflow.spark.batch import actions_for
+    from cepflow.spark.dataframes import actions_for
 
     prog = load(BASE + "complexEvent P(k: Integer) { as A(k, _) -> B(k) }\n"
                        "rule r on P action mine.act")
@@ -100,7 +100,7 @@ def test_parquet_columns_cover_what_the_parse_fills(data) -> None:
     from cepflow.events.model import EventType, ParamSpec
     from cepflow.inputs import READERS
     from cepflow.inputs.columnar import arity_of, parquet_columns
-    from cepflow.spark.batch import _file_events
+    from cepflow.spark.dataframes import _file_events
 
     schemas = {
         "Temp": EventType("Temp", (ParamSpec("sensor", "str", "String"),
@@ -145,7 +145,7 @@ def test_feeder_holds_batches_until_enough_rows(monkeypatch) -> None:
     complex events are those of one engine fed everything."""
     from cepflow.events.model import Event
     from cepflow.runtime.engine import Engine
-    from cepflow.spark import batch as spark_batch
+    from cepflow.spark import dataframes as spark_batch
     from cepflow.spark.columns import encode
 
     prog = load(BASE + "complexEvent P(k: Integer) { as A(k, _) -> B(k) }")

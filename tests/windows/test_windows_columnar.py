@@ -1,7 +1,7 @@
 """The column-wise fast path gives the event-by-event path's rows.
 
 ``WindowRunner.process_batch`` takes the numpy path for statements with one ``#time`` window,
-count/sum/avg of fields and at most one group key (``cepflow.windows.columnar``); the state
+count/sum/avg of fields and at most one group key (``cepflow.windows.prefix_sums``); the state
 moves between the two representations when single events, ``advance_to`` and batches are
 mixed. Counts and integer sums must be equal; float sums equal up to rounding.
 """
@@ -27,8 +27,8 @@ from cepflow.windows import (
     WindowSpec,
     WindowStatement,
 )
-from cepflow.windows.columnar import columnar_plan
 from cepflow.windows.plan import compile_statement
+from cepflow.windows.prefix_sums import columnar_plan
 
 SCHEMAS = {"R": schema("R", "k", "v"), "Other": schema("Other", "x")}
 

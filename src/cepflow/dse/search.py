@@ -34,7 +34,7 @@ from cepflow.dse.objectives import (
 )
 from cepflow.models.jsonio import model_from_dict, model_to_dict
 from cepflow.models.model import Model, ModelError
-from cepflow.queries.engine import match_sort_key
+from cepflow.queries.incremental import match_sort_key
 from cepflow.queries.ir import QuerySet
 from cepflow.queries.naive import evaluate
 from cepflow.runtime.actions import registered

@@ -6,6 +6,6 @@
         session.model.set("h1", "availableCpu", 10)
 """
 
-from cepflow.live.session import LiveSession, LiveSessionError, LiveStats, query_event_specs
+from cepflow.live.live_session import LiveSession, LiveSessionError, LiveStats, query_event_specs
 
 __all__ = ["LiveSession", "LiveSessionError", "LiveStats", "query_event_specs"]

@@ -10,13 +10,13 @@
 """
 
 from cepflow.queries.compiler import compile_queries, load_queries
-from cepflow.queries.engine import MatchUpdate, QueryDelta, QueryEngine
 from cepflow.queries.events import QueryEventSource, QueryEventSpec
 from cepflow.queries.functions import FunctionRegistry, MovingAverage
 from cepflow.queries.history import History
+from cepflow.queries.incremental import MatchUpdate, QueryDelta, QueryEngine
 from cepflow.queries.ir import Query, QuerySet
 from cepflow.queries.naive import evaluate
-from cepflow.queries.parser import QueryError, parse_queries
+from cepflow.queries.query_parser import QueryError, parse_queries
 
 __all__ = [
     "FunctionRegistry",

@@ -39,7 +39,7 @@ from cepflow.models.metamodel import (
     did_you_mean,
     primitive_type,
 )
-from cepflow.queries import ast as Q
+from cepflow.queries import query_ast as Q
 from cepflow.queries.functions import FunctionRegistry
 from cepflow.queries.ir import (
     Arg,
@@ -59,7 +59,7 @@ from cepflow.queries.ir import (
     RefRel,
     TypeRel,
 )
-from cepflow.queries.parser import QueryError, parse_queries
+from cepflow.queries.query_parser import QueryError, parse_queries
 
 Loc = tuple[int, int] | None
 

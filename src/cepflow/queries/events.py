@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from cepflow.events.model import Event, EventType, ParamSpec
 from cepflow.models.changes import add_listener
-from cepflow.queries.engine import MatchUpdate, QueryDelta, QueryEngine
+from cepflow.queries.incremental import MatchUpdate, QueryDelta, QueryEngine
 from cepflow.queries.ir import Query, QuerySet
 
 _CHANGES = {"found": "found", "lost": "lost", "appear": "found", "disappear": "lost",

@@ -5,7 +5,7 @@ reference, the values of an attribute, the values of a history function, the mat
 another pattern), *negative atoms* (no match of a pattern agrees on some positions) and
 *filters* (checks and comparisons). A pattern's matches are the projections onto its
 parameters of the variable assignments that satisfy every body's conjunction, united over
-its bodies. Both evaluators — incremental (:mod:`cepflow.queries.engine`) and naive
+its bodies. Both evaluators — incremental (:mod:`cepflow.queries.incremental`) and naive
 (:mod:`cepflow.queries.naive`) — run exactly this form.
 """
 

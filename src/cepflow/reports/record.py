@@ -29,7 +29,7 @@ from cepflow.compiler.program import Program
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.runtime.explain import TokenStory
 from cepflow.runtime.host import Trace
-from cepflow.runtime.matcher import CLOCK_TOKEN
+from cepflow.runtime.interval_clock import CLOCK_TOKEN
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,7 @@ class CompiledPattern:
         """Event types whose every transition is a plain keyed step (the common case of a
         sequence unifying on one key under chronicle): no filter, zone, NOT, fork or new
         binding. For them a single-thread token moves in place without planning; the general
-        path gives the same result (tests/engine/test_fast_path.py checks one against the
+        path gives the same result (tests/runtime/test_fast_path.py checks one against the
         other)."""
         auto = self.auto
         if self.context is not Context.CHRONICLE or self.partitioned:

@@ -56,8 +56,9 @@ from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.compiled import CompiledPattern
 from cepflow.runtime.errors import EngineError, EvaluationFailed, PartialMatchLimit, RunStopped
 from cepflow.runtime.host import Action, EngineStats, Host, Trace
+from cepflow.runtime.interval_clock import CLOCK_TOKEN
 from cepflow.runtime.kernels import Declined, process_batch, process_columns, process_esper_batch
-from cepflow.runtime.matcher import CLOCK_TOKEN, Matcher
+from cepflow.runtime.matcher import Matcher
 from cepflow.runtime.rows import MatchTable, Rows
 from cepflow.windows.runner import WindowRunner
 from cepflow.windows.statement import WindowError

@@ -40,8 +40,10 @@ class RuleTable:
         """(rule, triggering event) pairs in firing order for ``event`` (None when time
         passing caused ``detected``) and the complex events it caused, in detection order."""
         rules = self.by_type
-        trig = [ev for ev in ([event] if event is not None else []) + list(detected)
-                if ev.type in rules]
+        if event is None or event.type not in rules:
+            trig = [ev for ev in detected if ev.type in rules]
+        else:
+            trig = [event, *(ev for ev in detected if ev.type in rules)]
         if not trig:
             return []
         if len(trig) == 1:

@@ -99,11 +99,24 @@ class Host:
     # -- rules ----------------------------------------------------------------------------
     def fire(self, event: Event | None, detected: Sequence[ComplexEvent]) -> None:
         """Fire the rules ``event`` and the complex events it caused trigger (firing.py)."""
-        if not self.rules:
+        rules = self.rules
+        if not rules:
             return
-        stats, actions = self.stats, self.actions
-        for rule, ev in self.rules.firings(event, detected):
-            stats.rule_firings += 1
+        by_type, actions = rules.by_type, self.actions
+        if len(detected) == 1 and (event is None or event.type not in by_type):
+            # (the common case, one complex event and nothing else: its rules in table order)
+            ev = detected[0]
+            todo = by_type.get(ev.type)
+            if todo:
+                self.stats.rule_firings += len(todo)
+                for rule in todo:
+                    fn = actions.get(rule.action) if rule.action else None
+                    if fn is not None:
+                        self.call_action(fn, rule, ev)
+            return
+        firings = rules.firings(event, detected)
+        self.stats.rule_firings += len(firings)
+        for rule, ev in firings:
             fn = actions.get(rule.action) if rule.action else None
             if fn is not None:
                 self.call_action(fn, rule, ev)

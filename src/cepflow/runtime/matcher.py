@@ -12,6 +12,9 @@ event belongs to costs the same whatever the number of keys (bodies, vehicles) i
 Two Esper shapes are stepped directly (``pair``: ``every a = A(f) -> b = B(g, key) [within Δ]``,
 ``single``: ``every e = T(f)``) with the general path's result (tests/esper/
 test_esper_kernel.py); ``fast_path=False`` turns these and the chronicle fast path off.
+What is fixed for the pattern is its CompiledPattern (runtime.compiled); the matcher holds the
+run state. Esper's own steps: runtime.esper_steps; the ``timer:interval`` clock:
+runtime.interval_clock.
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ from typing import Any
 from cepflow.automaton.model import FINAL, INITIAL, TRAP, Collect, Edge, Forbid
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.language.tags import index_name
+from cepflow.runtime.binding import NO_BINDINGS, bind
 from cepflow.runtime.compiled import CompiledPattern
+from cepflow.runtime.esper_steps import EsperSteps
+from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
 from cepflow.runtime.tokens import PendingRows, Thread, Token
 from cepflow.timefmt import duration_text as _ms
 
 NOPART = object()  # the event belongs to no partition of a partitioned pattern
 
 
-class Matcher:
+class Matcher(EsperSteps, IntervalClock):
     """Run-time state of one compiled pattern."""
 
     def __init__(self, pattern: CompiledPattern, host: Any) -> None:
@@ -192,13 +198,13 @@ class Matcher:
             pos = edge.position
             flt = pos.filter
             if flt is not None and pos.local:  # reads only e: check it before binding
-                if not flt(e, _NOB):
+                if not flt(e, NO_BINDINGS):
                     continue
-                nb = _bind(pos, params, th.bindings)
+                nb = bind(pos, params, th.bindings)
                 if nb is None:
                     continue
             else:
-                nb = _bind(pos, params, th.bindings)
+                nb = bind(pos, params, th.bindings)
                 if nb is None or (flt is not None and not flt(e, nb)):
                     continue
             fired += 1
@@ -354,7 +360,7 @@ class Matcher:
                 self._pair_step(e, emit)
             elif pat.single is not None and self.host.trace is None:
                 pos = pat.single.position
-                if pos.filter is None or pos.filter(e, _NOB):
+                if pos.filter is None or pos.filter(e, NO_BINDINGS):
                     # _start + _complete of the general path: a token id, then the match
                     params = e.params
                     tok = Token(self.host.counters.next_token(), None, e.ts, [])
@@ -379,155 +385,6 @@ class Matcher:
             self._negatives(e)
         if not contributed and pat.context.disposes_on_noise and part is not NOPART:
             self._dispose_noise(e, part)
-
-    def _process_esper(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
-        """Esper's semantics (compiler.esper): the event goes to every instance that can take
-        it — events are not consumed, each instance takes the first event that fits — and a new
-        instance begins as the start policy says."""
-        takers = self._find(e)
-        if takers:
-            takers.sort(key=lambda tp: tp[0].id)
-            for tok, plan in takers:
-                self._apply(tok, plan, e, emit)
-                forks = self._forks.pop(tok.id, None)
-                if forks:
-                    self._spawn(tok, forks, e, emit)
-        if e.type in self.pattern.initial:
-            start = self.pattern.auto.start
-            if start == "spawn" or (not takers and not self.tokens
-                                    and not (start == "once" and self.done)):
-                self._start(e, None, emit)
-        if e.type in self.pattern.neg_states:
-            self._negatives(e)
-        if self.pattern.clock is not None:
-            if self.clock_start is not None and e.type in self.pattern.clock_types:
-                self._clock_forbid(e)
-            self._clock_idle(e.ts)
-
-    # -- a pattern's clock (a leading timer:interval) ------------------------------------------
-    def start_clock(self, t: float) -> None:
-        """Begin the pattern's leading interval at ``t`` (the statement's start, or when the
-        start policy restarts it); nothing once the engine's input has ended."""
-        clock = self.pattern.clock
-        if clock is None or self.host.stopped:
-            return
-        self.clock_start = t
-        self.host.schedule(t + clock.length, self, CLOCK_TOKEN, -1, t)
-        if self.host.trace is not None:
-            self.host.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
-                                  event=None, ts=t,
-                                  reason=f"interval of {_ms(clock.length)} starts")
-
-    def _clock_forbid(self, e: Event) -> None:
-        """An event that ends the interval under way (``timer:interval(Δ) and not C``)."""
-        assert self.pattern.clock is not None and self.clock_start is not None
-        if e.ts < self.clock_start:
-            return
-        for pos in self.pattern.clock.forbids:
-            if pos.type == e.type and _bind(pos, e.params, {}) is not None and (
-                    pos.filter is None or pos.filter(e, _NOB)):
-                break
-        else:
-            return
-        self.clock_start = None  # (its timer, still in the engine's heap, is now stale)
-        if self.host.trace is not None:
-            self.host.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
-                                  event=e.ref, ts=e.ts,
-                                  reason=f"interval ended: NOT {pos.label.lstrip('¬')} observed")
-        if self.pattern.auto.start == "spawn":  # every on the interval alone: it starts again
-            self.start_clock(e.ts)
-
-    def _clock_fired(self, start: float, emit: Callable[[ComplexEvent], None]) -> None:
-        """The interval begun at ``start`` passed: the rest of the pattern begins (or the
-        pattern completes) with the clock's event at the interval's end."""
-        clock = self.pattern.clock
-        assert clock is not None
-        if start != self.clock_start:
-            return  # an interval that ended early (or restarted)
-        self.clock_start = None
-        at = start + clock.length
-        self._start(Event(clock.type, (), at, clock.type), None, emit)
-        if self.pattern.auto.start == "spawn":
-            self.start_clock(at)
-
-    def _clock_idle(self, t: float) -> None:
-        """``every (timer:interval(…) …)``: one instance at a time; when it has ended (the
-        interval ended early, the rest completed or died) the next begins at ``t``."""
-        if (self.pattern.auto.start == "restart" and self.clock_start is None and not self.tokens):
-            self.start_clock(t)
-
-    def _pair_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
-        """_process_esper for a pair pattern without planning: the ``B`` event completes every
-        instance waiting on its key (in age order) within Δ, then an ``A`` passing ``f`` opens
-        one. The same tokens, bindings and matches (tests/esper/test_esper_kernel.py)."""
-        pr = self.pattern.pair
-        t = e.type
-        params = e.params
-        second = pr.second.position
-        if t == second.type:
-            bm = self.buckets.get(pr.state)
-            group = bm.get(params[pr.key_b]) if bm else None
-            flt = second.filter
-            if group and (flt is None or not pr.columnar or flt(e, _NOB)):
-                ts = e.ts
-                z, window, key, kv = pr.zone, pr.window, pr.key_var, params[pr.key_b]
-                pair_filter = flt if not pr.columnar else None  # g reads a's fields too
-                for tok in list(group.values()):
-                    th = tok.threads[0]
-                    b = th.bindings
-                    if (z is not None and ts - th.zstart[z] >= window) or b.get(key) != kv:
-                        continue  # (expired at this very instant — Esper's timer fires before
-                        # the event — / NaN: unifies with nothing)
-                    nb = dict(b)
-                    for i, v in pr.b_new:
-                        nb[v] = params[i]
-                    if pair_filter is not None and not pair_filter(e, nb):
-                        continue
-                    self.unregister(tok)
-                    self._complete(tok, Thread(FINAL, nb, [*th.events, e], None, e), ts, emit)
-        first = pr.first.position
-        if t == first.type and (first.filter is None or first.filter(e, _NOB)):
-            ts = e.ts
-            th = Thread(pr.state, {v: params[i] for i, v in first.binds}, [e],
-                        None if pr.zone is None else {pr.zone: ts}, e)
-            tok = Token(self.host.counters.next_token(), None, ts, [th])
-            if th.zstart:
-                self._schedule(tok, th)
-            self.register(tok)
-
-    def _spawn(self, tok: Token, forks: list[Thread], e: Event,
-               emit: Callable[[ComplexEvent], None]) -> None:
-        """Esper's inner every: each thread that went on from ``tok`` (which keeps waiting) is
-        a partial match of its own, or a match when it completed the pattern."""
-        trace = self.host.trace
-        for th in forks:
-            new = Token(self.host.counters.next_token(), tok.part, e.ts, [th])
-            if trace is not None:
-                trace.add(kind="start", pattern=self.name, token=new.id, event=e.ref, ts=e.ts,
-                          to=[th.state], reason=f"every: forked from token {tok.id}",
-                          threads=self.snapshot([th]))
-            if th.state == FINAL:
-                self._complete(new, th, e.ts, emit)
-                continue
-            self.register(new)
-            if th.zstart:
-                self._schedule(new, th)
-
-    def _distinct_seen(self, bindings: dict[str, Any], ts: float) -> bool:
-        """every-distinct: were the start's key values seen (within the expiry)? Else note them."""
-        key = tuple(f(None, bindings) for f in self.pattern.auto.distinct)
-        seen = self.seen
-        expiry = self.pattern.auto.distinct_expiry
-        if expiry is not None:
-            while seen:  # a key expires when now >= its time + expiry (Esper's timer fires first)
-                k, t0 = next(iter(seen.items()))
-                if ts - t0 < expiry:
-                    break
-                del seen[k]
-        if key in seen:
-            return True
-        seen[key] = ts
-        return False
 
     def _find(self, e: Event) -> list[tuple[Token, list]]:
         """The partial match(es) ``e`` goes to: the oldest that can take it (every one that can,
@@ -784,7 +641,7 @@ class Matcher:
         """The first negative transition of ``forbids`` that ``e`` fires for ``th``, if any."""
         for f in forbids:
             pos = f.position
-            nb = _bind(pos, e.params, th.bindings)
+            nb = bind(pos, e.params, th.bindings)
             if nb is not None and (pos.filter is None or pos.filter(e, nb)):
                 return f
         return None
@@ -913,37 +770,8 @@ class Matcher:
                       reason=f"window of {_ms(zone.length)} expired")
 
 
-_MISSING = object()
-#: the token id of a pattern's clock in the engine's timer heap (no token has it)
-CLOCK_TOKEN = -2
-_NOB: dict[str, Any] = {}  # the bindings a filter that reads only its event is given
 _INF = float("inf")
 _KEEP = Thread(INITIAL, {}, [], None, None)  # marker: keep the source thread as well
-
-
-def _bind(pos: Any, params: tuple, b: dict[str, Any]) -> dict[str, Any] | None:
-    """Algorithm 1: the bindings after unifying occurrence ``pos`` with the event's parameters
-    (``b`` itself when nothing new is bound — binding dicts are never changed in place), or
-    None when a bound variable has another value."""
-    if not b:  # nothing bound yet (a start): one dict, checking repeated variables
-        newb = {}
-        for i, var in pos.binds:
-            v = params[i]
-            cur = newb.setdefault(var, v)
-            if cur is not v and cur != v:
-                return None
-        return newb
-    newb = None
-    for i, var in pos.binds:
-        v = params[i]
-        cur = (b if newb is None else newb).get(var, _MISSING)
-        if cur is _MISSING:
-            if newb is None:
-                newb = dict(b)
-            newb[var] = v
-        elif cur != v:
-            return None
-    return b if newb is None else newb
 
 
 def _or_step(pos: Any, nb: dict[str, Any], th: Thread, e: Event, target: int,

@@ -9,7 +9,7 @@ from cepflow.extras import require_spark
 
 require_spark("cepflow.spark")
 
-from cepflow.spark.batch import (
+from cepflow.spark.dataframes import (
     PartitionWarning,
     Prepared,
     detect,

@@ -1,13 +1,13 @@
 """Batch replay of event files in one Spark job: files in, complex events and rejected
 records out (what ``cepflow run --engine spark`` and the benchmark do).
 
-:func:`cepflow.spark.batch.read_events` + :func:`~cepflow.spark.batch.detect_prepared` need
-two jobs when events are numbered across files or windows need the input's last timestamp: a
-summary job reads every file for its event count and largest timestamp, then the detection
-job reads them again. Here the files are parsed once, inside the job that writes the complex
-events (docs/spark.md, "One job"):
+:func:`cepflow.spark.dataframes.read_events` +
+:func:`~cepflow.spark.dataframes.detect_prepared` need two jobs when events are numbered
+across files or windows need the input's last timestamp: a summary job reads every file for its
+event count and largest timestamp, then the detection job reads them again. Here the files are
+parsed once, inside the job that writes the complex events (docs/spark.md, "One job"):
 
-* Each map task parses its files (:func:`cepflow.spark.batch.parsed_files`) and emits every
+* Each map task parses its files (:func:`cepflow.spark.dataframes.parsed_files`) and emits every
   event once per pattern group that reads its type (``g``, with several groups), its ``seq``
   packing its file's number (files by name, as in-process) and its position in the file
   (:data:`FILE_SHIFT`). The columns that travel are those the groups' event types can fill
@@ -55,7 +55,16 @@ from cepflow.outputs.files import check_writable, write_side_file
 from cepflow.outputs.records import record_text
 from cepflow.replay import Replayed, side_path
 from cepflow.runtime.engine import Engine
-from cepflow.spark.batch import (
+from cepflow.spark.columns import (
+    MATCH_SCHEMA,
+    event_fields,
+    group_selector,
+    partition_hash,
+    route_values,
+    routed_to,
+    spark_ddl,
+)
+from cepflow.spark.dataframes import (
     REJECTED_SCHEMA,
     SIDE_FILE_SCHEMA,
     Feeder,
@@ -69,15 +78,6 @@ from cepflow.spark.batch import (
     shown_names,
     warn_unpartitioned,
     write_matches,
-)
-from cepflow.spark.columns import (
-    MATCH_SCHEMA,
-    event_fields,
-    group_selector,
-    partition_hash,
-    route_values,
-    routed_to,
-    spark_ddl,
 )
 from cepflow.spark.plan import Group, fillable_columns, plan, read_types, subprogram
 
@@ -118,7 +118,7 @@ def _routed(program: Program, groups: list[Group], arity: int, columns: list[str
             ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function over ``binaryFile`` rows: events per group that reads them, then
     the task's summary rows to every partition; counts and rejected records to ``by_file``.
-    ``named``, ``shown``: :func:`cepflow.spark.batch.file_parser`'s."""
+    ``named``, ``shown``: :func:`cepflow.spark.dataframes.file_parser`'s."""
     schema = pa.schema(_row_fields(arity, columns, len(groups)))
     by_group = group_selector([g.types for g in groups])
     several = len(groups) > 1
@@ -238,7 +238,7 @@ def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
            reader_options: Mapping[str, Any] | None = None, on_error: str = "skip",
            max_partial_matches: int | None = None) -> Replayed:
     """Complex events of ``program`` over a file or folder of JSON Lines / CSV / Parquet event
-    files, written to ``output`` (:func:`cepflow.spark.batch.write_matches`: ``.jsonl``,
+    files, written to ``output`` (:func:`cepflow.spark.dataframes.write_matches`: ``.jsonl``,
     ``.csv``, ``-`` or a Parquet folder), and the rejected records to the side file
     ``rejected`` (:func:`cepflow.replay.side_path`; none, and an earlier one removed, when
     there are none), in one Spark job (module docstring). ``reader_options`` as for

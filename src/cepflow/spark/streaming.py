@@ -74,18 +74,6 @@ from cepflow.outputs.records import REJECTED_SCHEMA as SIDE_SCHEMA
 from cepflow.outputs.records import match_lines, record_text, rejected_lines
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import has_state, restore_text, state_text
-from cepflow.spark.batch import (
-    REJECTED_SCHEMA,
-    Feeder,
-    _prepared_schema,
-    actions_for,
-    error_rows,
-    file_parser,
-    file_rows,
-    fill,
-    longs,
-    shown_names,
-)
 from cepflow.spark.columns import (
     MATCH_SCHEMA,
     decode,
@@ -96,6 +84,18 @@ from cepflow.spark.columns import (
     routed_to,
     spark_ddl,
     spark_type,
+)
+from cepflow.spark.dataframes import (
+    REJECTED_SCHEMA,
+    Feeder,
+    _prepared_schema,
+    actions_for,
+    error_rows,
+    file_parser,
+    file_rows,
+    fill,
+    longs,
+    shown_names,
 )
 from cepflow.spark.plan import Group, fillable_columns, plan, subprogram
 

@@ -18,9 +18,9 @@ feed each other)::
             ...
 """
 
-from cepflow.windows.columnar import ColumnarOutput, SlidingAggregate, columnar_plan
 from cepflow.windows.expressions import parse
 from cepflow.windows.plan import StatementPlan, compile_statement
+from cepflow.windows.prefix_sums import ColumnarOutput, SlidingAggregate, columnar_plan
 from cepflow.windows.runner import WindowRunner, run_statements
 from cepflow.windows.statement import SelectItem, WindowError, WindowSpec, WindowStatement
 

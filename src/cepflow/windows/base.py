@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from cepflow.windows.held import Record
 from cepflow.windows.processor import Rows
-from cepflow.windows.records import Record
 
 
-class Window:
+class WindowView:
     """What every window offers its runner (sliding and batch alike).
 
     ``due`` is the earliest time at which :meth:`advance` has something to do (the next

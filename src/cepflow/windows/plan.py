@@ -34,8 +34,8 @@ from cepflow.windows.expressions import (
     names_in,
     names_outside_aggregates,
 )
-from cepflow.windows.records import Record
-from cepflow.windows.rows import RowBuilder, placeholder, placeholder_slot, tuple_getter
+from cepflow.windows.held import Record
+from cepflow.windows.output_rows import RowBuilder, placeholder, placeholder_slot, tuple_getter
 from cepflow.windows.statement import WindowError, WindowStatement
 
 Mode = Literal["group", "event"]
@@ -69,7 +69,7 @@ class StatementPlan:
     row_builder: Callable[[Callable[[], int]], RowBuilder]
 
     def record(self, event: Event, seq: int, ts: float | None = None) -> Record:
-        """The record a window keeps for an accepted ``event`` (``cepflow.windows.records``):
+        """The record a window keeps for an accepted ``event`` (``cepflow.windows.held``):
         its group key and aggregate arguments evaluated now; ``ts`` defaults to the event's."""
         params = event.params
         kp, ap = self.key_from_params, self.args_from_params

@@ -12,11 +12,11 @@ A window reports four kinds of update to its processor:
 Like Esper (docs/windows.md), every update first applies the entering and leaving events to
 the aggregates, then produces the insert-stream rows:
 
-* :class:`GroupRows` — one row per group the update touched (groups of entering events in
+* :class:`PerGroupRows` — one row per group the update touched (groups of entering events in
   arrival order, then groups only leaving events touched, in their order); a batch closes with
   one row per group of the batch, then one per group that only the previous batch had (with
   count 0 and null aggregates). Without ``group by`` there is one group, ``()``.
-* :class:`EventRows` — one row per entering event (for a batch, per event of the batch, with
+* :class:`PerEventRows` — one row per entering event (for a batch, per event of the batch, with
   the aggregates of the whole batch); leaving events produce no insert-stream rows.
 
 A group's state is dropped as soon as the window holds none of its events.
@@ -29,8 +29,8 @@ from typing import Any
 
 from cepflow.events.model import ComplexEvent, Event
 from cepflow.windows.aggregates import FIRST, Aggregation, N
-from cepflow.windows.records import EVENT, KEY, SEQ, VALS, Record
-from cepflow.windows.rows import RowBuilder
+from cepflow.windows.held import EVENT, KEY, SEQ, VALS, Record
+from cepflow.windows.output_rows import RowBuilder
 
 Rows = list[ComplexEvent]
 
@@ -67,7 +67,7 @@ class Processor:
         raise NotImplementedError
 
 
-class GroupRows(Processor):
+class PerGroupRows(Processor):
     """One row per group (Esper's fully aggregated queries, grouped or not)."""
 
     def __init__(self, agg: Aggregation, rows: RowBuilder, per_group: bool = False) -> None:
@@ -134,7 +134,7 @@ class GroupRows(Processor):
         return out
 
 
-class EventRows(Processor):
+class PerEventRows(Processor):
     """One row per entering event (Esper's un-aggregated queries and aggregated queries with
     fields outside ``group by``)."""
 

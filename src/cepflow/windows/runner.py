@@ -21,23 +21,23 @@ from cepflow.compiler.expressions import current_sink
 from cepflow.events.model import ComplexEvent, Event, EventType
 from cepflow.runtime.collector import gc_paused
 from cepflow.windows.aggregates import Aggregation
-from cepflow.windows.base import Window
-from cepflow.windows.batch import GroupLengthBatchWindow, LengthBatchWindow, TimeBatchWindow
-from cepflow.windows.columnar import Ineligible, SlidingAggregate, columnar_plan
+from cepflow.windows.base import WindowView
 from cepflow.windows.plan import StatementPlan, compile_statement
-from cepflow.windows.processor import EventRows, GroupRows, Processor
+from cepflow.windows.prefix_sums import Ineligible, SlidingAggregate, columnar_plan
+from cepflow.windows.processor import PerEventRows, PerGroupRows, Processor
 from cepflow.windows.sliding import GroupLengthWindow, LengthWindow, TimeWindow
 from cepflow.windows.statement import WindowError, WindowStatement
+from cepflow.windows.tumbling import GroupLengthBatchWindow, LengthBatchWindow, TimeBatchWindow
 
 _NO_BINDINGS: dict[str, Any] = {}
 Functions = Mapping[str, Callable[..., Any]]
 
 
-def build_window(plan: StatementPlan, match_ids: Callable[[], int]) -> Window:
+def build_window(plan: StatementPlan, match_ids: Callable[[], int]) -> WindowView:
     """The window of ``plan`` wired to its processor and a fresh aggregation."""
     spec = plan.statement.window
     agg = Aggregation(plan.slots, plan.statement.name, retract=not spec.is_batch)
-    cls = GroupRows if plan.mode == "group" else EventRows
+    cls = PerGroupRows if plan.mode == "group" else PerEventRows
     proc: Processor = cls(agg, plan.row_builder(match_ids), spec.per_group)
     if spec.kind == "time":
         return TimeWindow(spec.size, proc)
@@ -58,7 +58,7 @@ class WindowRunner:
     numbers the output events (default: 1, 2, … per runner; pass the engine's counter to share
     its numbering). ``columnar`` lets :meth:`process_batch` use the column-wise fast path for
     batches of at least ``columnar_min_batch`` events when the statement has its form
-    (:func:`~cepflow.windows.columnar.columnar_plan`); the rows are the same either way.
+    (:func:`~cepflow.windows.prefix_sums.columnar_plan`); the rows are the same either way.
     """
 
     def __init__(

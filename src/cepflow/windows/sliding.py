@@ -16,12 +16,12 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from cepflow.windows.base import Window
+from cepflow.windows.base import WindowView
+from cepflow.windows.held import KEY, SEQ, TS, VALS, Record
 from cepflow.windows.processor import Processor, Rows
-from cepflow.windows.records import KEY, SEQ, TS, VALS, Record
 
 
-class TimeWindow(Window):
+class TimeWindow(WindowView):
     """``#time(size)``: the events of the last ``size`` time units."""
 
     def __init__(self, size: float, proc: Processor) -> None:
@@ -61,7 +61,7 @@ class TimeWindow(Window):
         return len(self.items)
 
 
-class LengthWindow(Window):
+class LengthWindow(WindowView):
     """``#length(n)``: the last ``n`` events."""
 
     def __init__(self, n: int, proc: Processor) -> None:
@@ -86,7 +86,7 @@ def _push(items: deque[Record], n: int, rec: Record, proc: Processor) -> Rows:
     return rows
 
 
-class GroupLengthWindow(Window):
+class GroupLengthWindow(WindowView):
     """``#groupwin(<group by>)#length(n)``: the last ``n`` events of every group."""
 
     def __init__(self, n: int, proc: Processor) -> None:

@@ -36,13 +36,13 @@ from typing import Any
 
 from cepflow.events.model import Event
 from cepflow.windows.aggregates import CNT, FIRST, TOTAL, Aggregation, N
-from cepflow.windows.base import Window
-from cepflow.windows.batch import GroupLengthBatchWindow, LengthBatchWindow, TimeBatchWindow
-from cepflow.windows.processor import EventRows, GroupRows
-from cepflow.windows.records import EVENT, KEY, SEQ, TS, VALS, Record
+from cepflow.windows.base import WindowView
+from cepflow.windows.held import EVENT, KEY, SEQ, TS, VALS, Record
+from cepflow.windows.processor import PerEventRows, PerGroupRows
 from cepflow.windows.runner import WindowRunner
 from cepflow.windows.sliding import GroupLengthWindow, LengthWindow, TimeWindow
 from cepflow.windows.statement import WindowError
+from cepflow.windows.tumbling import GroupLengthBatchWindow, LengthBatchWindow, TimeBatchWindow
 
 Encode = Callable[[Event], dict[str, Any]]
 Decode = Callable[[dict[str, Any]], Event]
@@ -95,9 +95,9 @@ def save_runner(runner: WindowRunner, encode: Encode) -> dict[str, Any]:
             row.append(v)
         groups.append(row)
     state["groups"] = groups
-    if isinstance(proc, GroupRows) and proc.last:
+    if isinstance(proc, PerGroupRows) and proc.last:
         state["last"] = [[s.key(k), s.ref(r)] for k, r in proc.last.items()]
-    if isinstance(proc, EventRows):
+    if isinstance(proc, PerEventRows):
         if proc.batch:
             state["batch"] = s.refs(proc.batch)
         if proc.batches:
@@ -106,7 +106,7 @@ def save_runner(runner: WindowRunner, encode: Encode) -> dict[str, Any]:
     return state
 
 
-def _save_window(window: Window, s: _Saver) -> dict[str, Any]:
+def _save_window(window: WindowView, s: _Saver) -> dict[str, Any]:
     if isinstance(window, TimeWindow | LengthWindow):
         return {"items": s.refs(window.items)}
     if isinstance(window, GroupLengthWindow):
@@ -166,9 +166,9 @@ def load_runner(runner: WindowRunner, state: dict[str, Any], decode: Decode) -> 
             st[i] = deque((int(q), v) for q, v in st[i])
         groups[ld.key(row[0])] = st
     agg.groups = groups
-    if isinstance(proc, GroupRows):
+    if isinstance(proc, PerGroupRows):
         proc.last = {ld.key(k): ld.rec(q) for k, q in state.get("last", ())}
-    if isinstance(proc, EventRows):
+    if isinstance(proc, PerEventRows):
         proc.batch = ld.recs(state.get("batch", ()))
         proc.batches = {ld.key(k): ld.recs(qs) for k, qs in state.get("batches", ())}
     runner.time = -math.inf if state["time"] is None else state["time"]
@@ -234,7 +234,7 @@ def _check_loaded(runner: WindowRunner, ld: _Loader) -> None:
     if agg.groups and total != window.current:  # type: ignore[attr-defined]
         raise ValueError(f"the groups count {total} events, the batch "
                          f"{window.current}")  # type: ignore[attr-defined]
-    if isinstance(proc, EventRows) and len(proc.batch) != window.current:  # type: ignore[attr-defined]
+    if isinstance(proc, PerEventRows) and len(proc.batch) != window.current:  # type: ignore[attr-defined]
         raise ValueError(f"{len(proc.batch)} records of the batch, which counts "
                          f"{window.current}")  # type: ignore[attr-defined]
 
@@ -280,7 +280,7 @@ def _check_slots(agg: Aggregation, key: Any, st: list[Any]) -> None:
                 raise ValueError(f"group {key!r}: minimum/maximum {extreme!r} is not a value")
 
 
-def _load_window(window: Window, data: dict[str, Any], ld: _Loader) -> None:
+def _load_window(window: WindowView, data: dict[str, Any], ld: _Loader) -> None:
     if isinstance(window, TimeWindow | LengthWindow):
         window.items = deque(ld.recs(data["items"]))
         if isinstance(window, TimeWindow) and window.items:

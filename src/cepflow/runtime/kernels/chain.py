@@ -12,8 +12,8 @@ the end stay rows of the matcher (Matcher.pending; tokens are made of them only 
 else needs them, Matcher.materialize), those present before the batch (rows, or tokens of
 per-event steps) take part as the oldest arrivals, and token and match ids are assigned in the
 order the per-event engine would assign them, so the result — matches, their events and ids,
-and the saved state — equals feeding the events one by one (tests/engine/test_batch.py and
-test_batch_rows.py check this).
+and the saved state — equals feeding the events one by one (tests/runtime/test_chain_kernel.py and
+test_pending_rows.py check this).
 
 Filters, a type at several stages and a window ``[Δ]`` over the whole sequence (the chains
 runtime.shapes.chain_of also accepts) are decided column-wise for the filters
@@ -23,7 +23,7 @@ event may advance the oldest partial match of its key at any stage or else start
 window the partial matches expire at their deadlines, so the stages no longer decouple into
 queues. Distinct types without
 a window keep the numpy queues (a filter only drops rows). Both give the per-event engine's
-matches, ids, state, timers and statistics (tests/engine/test_batch_filters.py).
+matches, ids, state, timers and statistics (tests/runtime/test_chain_kernel_filters.py).
 """
 
 from __future__ import annotations

@@ -59,16 +59,28 @@ def unprepare(engine: Any, before: tuple[Any, ...], src: Rows) -> None:
 
 
 def fire_rules(host: Any, events: Sequence[Event], out: list[ComplexEvent],
-          out_pos: list[int]) -> None:
+               out_pos: list[int]) -> None:
     """Fire rules as the per-event engine would: per input event, after its detections
     (``out_pos``: the batch row each complex event was detected at), through the host's one
     rule-firing implementation; then the events actions emitted."""
-    rules = host.rules
-    marks: dict[int, list[ComplexEvent]] = {}
-    for ce, p in zip(out, out_pos, strict=True):
-        marks.setdefault(p, []).append(ce)
-    triggered = {i for i, e in enumerate(events) if rules.triggers(e.type)} | set(marks)
-    for i in sorted(triggered):
-        host.fire(events[i], marks.get(i, []))
+    by_type = host.rules.by_type
+    detected = {c.type for c in out}
+    if any(t not in detected for t in by_type) and any(e.type in by_type for e in events):
+        # input events trigger rules too: every such event and every detecting one, in order
+        marks: dict[int, list[ComplexEvent]] = {}
+        for ce, p in zip(out, out_pos, strict=True):
+            marks.setdefault(p, []).append(ce)
+        for i in sorted({i for i, e in enumerate(events) if e.type in by_type} | set(marks)):
+            host.fire(events[i], marks.get(i, []))
+    else:
+        # only complex events trigger rules: one input event's detections are adjacent in out
+        n = len(out)
+        i = 0
+        while i < n:
+            j = i + 1
+            while j < n and out_pos[j] == out_pos[i]:
+                j += 1
+            host.fire(events[out_pos[i]], out[i:j])
+            i = j
     if host.pending:
         host.drain(out)

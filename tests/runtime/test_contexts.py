@@ -6,7 +6,7 @@ properties that follow (renaming a wildcard, NOT monotonicity)."""
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from test_properties import (
+from test_algebra_properties import (
     SETTINGS,
     compiled,
     has_holds_for,
@@ -14,8 +14,8 @@ from test_properties import (
     not_before_optional,
     trailing,
 )
-from test_properties import patterns as random_patterns
-from test_properties import streams as random_streams
+from test_algebra_properties import patterns as random_patterns
+from test_algebra_properties import streams as random_streams
 
 from cepflow.compiler.automata import CompileError
 from cepflow.denotation import context_matches

@@ -28,8 +28,8 @@ import pandas as pd
 
 from cepflow.events.model import ComplexEvent, Event, EventType
 from cepflow.language import ast
+from cepflow.windows.held import EVENT, KEY, TS, VALS, Record
 from cepflow.windows.plan import StatementPlan, compile_statement
-from cepflow.windows.records import EVENT, KEY, TS, VALS, Record
 from cepflow.windows.statement import WindowError, WindowStatement
 
 #: bound on |integer sums| kept in int64 (beyond it the batch is not eligible)

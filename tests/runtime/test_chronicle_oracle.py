@@ -5,7 +5,7 @@ a naive scan of every partial match in age order."""
 import types
 
 from hypothesis import HealthCheck, assume, given, settings
-from test_properties import patterns, streams
+from test_algebra_properties import patterns, streams
 
 from cepflow.compiler.automata import CompileError
 from cepflow.events.model import Event

@@ -52,8 +52,8 @@ from cepflow.events.model import ComplexEvent, Event, Rejected
 from cepflow.language import ast
 from cepflow.models.changes import Commit, add_listener
 from cepflow.models.model import Model
-from cepflow.queries.engine import MatchUpdate, QueryEngine, match_sort_key
 from cepflow.queries.events import QueryEventError, QueryEventSource, QueryEventSpec, check_spec
+from cepflow.queries.incremental import MatchUpdate, QueryEngine, match_sort_key
 from cepflow.queries.ir import QuerySet
 from cepflow.rules.agenda import Agenda
 from cepflow.rules.rule import (

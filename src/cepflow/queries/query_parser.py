@@ -1,4 +1,4 @@
-"""Parse graph query files (grammar in ``grammar.lark``) into :mod:`cepflow.queries.ast`.
+"""Parse graph query files (grammar in ``grammar.lark``) into :mod:`cepflow.queries.query_ast`.
 
 Syntax errors raise :class:`QueryError` located at ``FILE:LINE:COL``; names and types are
 checked against a metamodel afterwards by :mod:`cepflow.queries.compiler`.
@@ -21,7 +21,7 @@ from cepflow.language.syntax import (
     node_loc,
     parse_located,
 )
-from cepflow.queries import ast as Q
+from cepflow.queries import query_ast as Q
 
 _NAMES = {"EQ_OP": "'==' or '!='", "COMP_OP": "'<', '<=', '>' or '>='", "ADD_OP": "'+' or '-'",
           "MUL_OP": "'*', '/' or '%'"}

@@ -22,12 +22,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cepflow.windows.base import Window
+from cepflow.windows.base import WindowView
+from cepflow.windows.held import EVENT, KEY, TS, Record
 from cepflow.windows.processor import Processor, Rows
-from cepflow.windows.records import EVENT, KEY, TS, Record
 
 
-class TimeBatchWindow(Window):
+class TimeBatchWindow(WindowView):
     """``#time_batch(size[, reference_point])``."""
 
     def __init__(self, size: float, proc: Processor, reference_point: float | None = None
@@ -93,7 +93,7 @@ class TimeBatchWindow(Window):
         return self.current
 
 
-class LengthBatchWindow(Window):
+class LengthBatchWindow(WindowView):
     """``#length_batch(n)``."""
 
     def __init__(self, n: int, proc: Processor) -> None:
@@ -119,7 +119,7 @@ class LengthBatchWindow(Window):
         return self.current
 
 
-class GroupLengthBatchWindow(Window):
+class GroupLengthBatchWindow(WindowView):
     """``#groupwin(<group by>)#length_batch(n)``: a batch of ``n`` events per group."""
 
     def __init__(self, n: int, proc: Processor) -> None:

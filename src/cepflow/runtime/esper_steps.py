@@ -1,0 +1,126 @@
+"""The matching steps only Esper's semantics has (compiler.esper; docs/esper.md): every instance
+that can take an event takes it, instances start as the start policy says, inner ``every``
+forks, every-distinct keys, and the direct step of the pair shape — a part of the Matcher
+(runtime.matcher), whose run state and general steps they use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cepflow.automaton.model import FINAL
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.binding import NO_BINDINGS
+from cepflow.runtime.tokens import Thread, Token
+
+
+class EsperSteps:
+    """Esper's steps of a Matcher (mixed into runtime.matcher.Matcher)."""
+
+    # (the Matcher's run state and general steps these use)
+    pattern: Any
+    host: Any
+    name: str
+    tokens: dict[Any, dict[int, Token]]
+    buckets: dict[int, dict[Any, dict[int, Token]]]
+    seen: dict[tuple, float]
+    done: bool
+    clock_start: float | None
+    _forks: dict[int, list[Thread]]
+
+    def _process_esper(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """Esper's semantics (compiler.esper): the event goes to every instance that can take
+        it — events are not consumed, each instance takes the first event that fits — and a new
+        instance begins as the start policy says."""
+        takers = self._find(e)
+        if takers:
+            takers.sort(key=lambda tp: tp[0].id)
+            for tok, plan in takers:
+                self._apply(tok, plan, e, emit)
+                forks = self._forks.pop(tok.id, None)
+                if forks:
+                    self._spawn(tok, forks, e, emit)
+        if e.type in self.pattern.initial:
+            start = self.pattern.auto.start
+            if start == "spawn" or (not takers and not self.tokens
+                                    and not (start == "once" and self.done)):
+                self._start(e, None, emit)
+        if e.type in self.pattern.neg_states:
+            self._negatives(e)
+        if self.pattern.clock is not None:
+            if self.clock_start is not None and e.type in self.pattern.clock_types:
+                self._clock_forbid(e)
+            self._clock_idle(e.ts)
+
+    def _pair_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """_process_esper for a pair pattern without planning: the ``B`` event completes every
+        instance waiting on its key (in age order) within Δ, then an ``A`` passing ``f`` opens
+        one. The same tokens, bindings and matches (tests/esper/test_esper_kernel.py)."""
+        pr = self.pattern.pair
+        t = e.type
+        params = e.params
+        second = pr.second.position
+        if t == second.type:
+            bm = self.buckets.get(pr.state)
+            group = bm.get(params[pr.key_b]) if bm else None
+            flt = second.filter
+            if group and (flt is None or not pr.columnar or flt(e, NO_BINDINGS)):
+                ts = e.ts
+                z, window, key, kv = pr.zone, pr.window, pr.key_var, params[pr.key_b]
+                pair_filter = flt if not pr.columnar else None  # g reads a's fields too
+                for tok in list(group.values()):
+                    th = tok.threads[0]
+                    b = th.bindings
+                    if (z is not None and ts - th.zstart[z] >= window) or b.get(key) != kv:
+                        continue  # (expired at this very instant — Esper's timer fires before
+                        # the event — / NaN: unifies with nothing)
+                    nb = dict(b)
+                    for i, v in pr.b_new:
+                        nb[v] = params[i]
+                    if pair_filter is not None and not pair_filter(e, nb):
+                        continue
+                    self.unregister(tok)
+                    self._complete(tok, Thread(FINAL, nb, [*th.events, e], None, e), ts, emit)
+        first = pr.first.position
+        if t == first.type and (first.filter is None or first.filter(e, NO_BINDINGS)):
+            ts = e.ts
+            th = Thread(pr.state, {v: params[i] for i, v in first.binds}, [e],
+                        None if pr.zone is None else {pr.zone: ts}, e)
+            tok = Token(self.host.counters.next_token(), None, ts, [th])
+            if th.zstart:
+                self._schedule(tok, th)
+            self.register(tok)
+
+    def _spawn(self, tok: Token, forks: list[Thread], e: Event,
+               emit: Callable[[ComplexEvent], None]) -> None:
+        """Esper's inner every: each thread that went on from ``tok`` (which keeps waiting) is
+        a partial match of its own, or a match when it completed the pattern."""
+        trace = self.host.trace
+        for th in forks:
+            new = Token(self.host.counters.next_token(), tok.part, e.ts, [th])
+            if trace is not None:
+                trace.add(kind="start", pattern=self.name, token=new.id, event=e.ref, ts=e.ts,
+                          to=[th.state], reason=f"every: forked from token {tok.id}",
+                          threads=self.snapshot([th]))
+            if th.state == FINAL:
+                self._complete(new, th, e.ts, emit)
+                continue
+            self.register(new)
+            if th.zstart:
+                self._schedule(new, th)
+
+    def _distinct_seen(self, bindings: dict[str, Any], ts: float) -> bool:
+        """every-distinct: were the start's key values seen (within the expiry)? Else note them."""
+        key = tuple(f(None, bindings) for f in self.pattern.auto.distinct)
+        seen = self.seen
+        expiry = self.pattern.auto.distinct_expiry
+        if expiry is not None:
+            while seen:  # a key expires when now >= its time + expiry (Esper's timer fires first)
+                k, t0 = next(iter(seen.items()))
+                if ts - t0 < expiry:
+                    break
+                del seen[k]
+        if key in seen:
+            return True
+        seen[key] = ts
+        return False

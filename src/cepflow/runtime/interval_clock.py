@@ -1,0 +1,78 @@
+"""The clock of a pattern that starts with ``timer:interval`` (compiler.esper; docs/esper.md,
+"Statement start"): the interval under way, the events that end it early, a new instance when it
+fires — a part of the Matcher (runtime.matcher)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.binding import NO_BINDINGS, bind
+from cepflow.runtime.tokens import Token
+from cepflow.timefmt import duration_text as _ms
+
+#: the token id of a pattern's clock in the engine's timer queue (no token has it)
+CLOCK_TOKEN = -2
+
+
+class IntervalClock:
+    """The interval clock of a Matcher (mixed into runtime.matcher.Matcher)."""
+
+    pattern: Any
+    host: Any
+    name: str
+    tokens: dict[Any, dict[int, Token]]
+    clock_start: float | None
+
+    # -- a pattern's clock (a leading timer:interval) ------------------------------------------
+    def start_clock(self, t: float) -> None:
+        """Begin the pattern's leading interval at ``t`` (the statement's start, or when the
+        start policy restarts it); nothing once the engine's input has ended."""
+        clock = self.pattern.clock
+        if clock is None or self.host.stopped:
+            return
+        self.clock_start = t
+        self.host.schedule(t + clock.length, self, CLOCK_TOKEN, -1, t)
+        if self.host.trace is not None:
+            self.host.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
+                                  event=None, ts=t,
+                                  reason=f"interval of {_ms(clock.length)} starts")
+
+    def _clock_forbid(self, e: Event) -> None:
+        """An event that ends the interval under way (``timer:interval(Δ) and not C``)."""
+        assert self.pattern.clock is not None and self.clock_start is not None
+        if e.ts < self.clock_start:
+            return
+        for pos in self.pattern.clock.forbids:
+            if pos.type == e.type and bind(pos, e.params, {}) is not None and (
+                    pos.filter is None or pos.filter(e, NO_BINDINGS)):
+                break
+        else:
+            return
+        self.clock_start = None  # (its timer, still in the engine's heap, is now stale)
+        if self.host.trace is not None:
+            self.host.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
+                                  event=e.ref, ts=e.ts,
+                                  reason=f"interval ended: NOT {pos.label.lstrip('¬')} observed")
+        if self.pattern.auto.start == "spawn":  # every on the interval alone: it starts again
+            self.start_clock(e.ts)
+
+    def _clock_fired(self, start: float, emit: Callable[[ComplexEvent], None]) -> None:
+        """The interval begun at ``start`` passed: the rest of the pattern begins (or the
+        pattern completes) with the clock's event at the interval's end."""
+        clock = self.pattern.clock
+        assert clock is not None
+        if start != self.clock_start:
+            return  # an interval that ended early (or restarted)
+        self.clock_start = None
+        at = start + clock.length
+        self._start(Event(clock.type, (), at, clock.type), None, emit)
+        if self.pattern.auto.start == "spawn":
+            self.start_clock(at)
+
+    def _clock_idle(self, t: float) -> None:
+        """``every (timer:interval(…) …)``: one instance at a time; when it has ended (the
+        interval ended early, the rest completed or died) the next begins at ``t``."""
+        if (self.pattern.auto.start == "restart" and self.clock_start is None and not self.tokens):
+            self.start_clock(t)
