@@ -179,3 +179,21 @@ def test_malformed_nets_are_refused_with_the_culprit() -> None:
     n3.mark("p", 1)
     with pytest.raises(SimulationError, match="not a colour of INT"):
         Simulator(n3).step()
+
+
+def test_a_whole_colour_variable_is_looked_up_by_the_whole_colour() -> None:
+    # one term for a product place binds the whole tuple; the index on it must use the whole
+    # colour too (it once used the first component: nothing matched)
+    key = product("K", [("a", INT), ("b", INT)])
+    n = Net("whole")
+    n.place("cand", key)
+    n.place("items", product("I", [("k", key), ("v", INT)]))
+    n.place("out", INT)
+    n.transition("pop")
+    n.arc("cand", "pop", "in", arc("k"))
+    n.arc("items", "pop", "in", arc("(k, v)"))
+    n.arc("out", "pop", "out", arc("v"))
+    n.mark("cand", (1, 2), (1, 4), (2, 2))  # (joined after items: looked up by k)
+    n.mark("items", ((1, 2), 7))
+    sim = Simulator(n)
+    assert sim.enabled() == [("pop", {"k": (1, 2), "v": 7})]

@@ -70,18 +70,43 @@ def _older(evs1: tuple, binds1: tuple, evs2: tuple, binds2: tuple) -> bool:
     return key(evs1, binds1) < key(evs2, binds2)
 
 
-for _f in (_tuple, _append, _concat, _older):
+def _cond(c: Any, a: Any, b: Any) -> Any:
+    """``cond(c, a, b)``: ``a`` when ``c`` is true, else ``b`` (CPN ML's if-then-else; both
+    are evaluated: inscriptions have no side effects)."""
+    return a if c else b
+
+
+def _qkey(kd: int, key: tuple, s: int, c: int, local: int) -> tuple:
+    """The queue key of an event produced while processing event number ``s`` (see
+    docs/petri.md, "Dispatch"): a root (``kd`` 0: produced by an input event or a timer) is
+    ``(c, local, -1, 0, 0)``, a descendant of the root ``key[0:2]`` is ``(key[0], key[1], s,
+    c, local)``."""
+    if kd == 0:
+        return (c, local, -1, 0, 0)
+    return (key[0], key[1], s, c, local)
+
+
+def _numbers(evs: tuple) -> tuple:
+    """The event numbers of a run's events (its ``(ts, kind, n)`` references)."""
+    return tuple(e[2] for e in evs)
+
+
+for _f in (_tuple, _append, _concat, _older, _cond):
     _f.accepts_null = True  # type: ignore[attr-defined]
 
 #: the functions net inscriptions may call, besides cepflow's built-ins (abs, min, max, …)
 NET_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "tuple": _tuple,     # tuple(a, b, …): a product value (a key, an event reference)
     "nil": _nil,         # nil(): the empty list
+    "unit": _nil,        # unit(): the one colour of UNIT, CPN ML's ()
     "append": _append,   # append(xs, x): the list xs with x at its end
     "concat": _concat,   # concat(xs, ys)
     "nth": _nth,         # nth(xs, i): the i-th element (from 0)
     "inf": _inf,         # inf(): infinity (no deadline, the end of time)
     "older": _older,     # older(evs1, b1, evs2, b2): see _older
+    "cond": _cond,       # cond(c, a, b): a if c else b
+    "qkey": _qkey,       # qkey(kd, key, s, c, local): a queued event's key (see _qkey)
+    "numbers": _numbers,  # numbers(evs): the event numbers of a run
 }
 
 Evaluator = Callable[[dict[str, Any]], Any]

@@ -11,7 +11,8 @@ guard is always true; without a priority it is ``P_NORMAL`` (004, Example 1).
 A net is plain data: it can be built in Python, translated from a pattern set
 (:mod:`cepflow.petri.translate`), written to and read from PNML (:mod:`cepflow.petri.pnml`).
 :meth:`Net.check` validates it: every arc joins a place and a transition, every arc has one
-term per component of its place's colour set, every variable a guard or output arc reads is
+term per component of its place's colour set (or one term for the whole colour), every
+variable a guard or output arc reads is
 bound by an input arc or assigned by the guard, and each variable has one type.
 """
 
@@ -153,7 +154,8 @@ class Net:
             if a.kind == "out":
                 continue
             cs = self.places[a.place].colours
-            sets = [f for _, f in cs.fields] if cs.kind == "product" else [cs]
+            sets = ([f for _, f in cs.fields] if cs.kind == "product"
+                    and len(a.inscription.terms) > 1 else [cs])
             for term, s in zip(a.inscription.terms, sets, strict=False):
                 if isinstance(term, ast.Name):
                     v = var_name(term)
@@ -176,7 +178,7 @@ class Net:
             if a.transition not in self.transitions:
                 raise NetError(f"arc of {a.place!r}: unknown transition {a.transition!r}")
             arity = self.places[a.place].colours.arity
-            if len(a.inscription.terms) != arity:
+            if len(a.inscription.terms) not in (arity, 1):
                 raise NetError(f"arc {a.place} -> {a.transition}: {len(a.inscription.terms)} "
                                f"term(s) for a colour set of {arity} component(s) "
                                f"({a.inscription.text()})")

@@ -138,7 +138,8 @@ class Simulator:
         t = net.transitions[name]
         ct = _Trans(name, index, t.priority)
         for a in net.arcs_of(name):
-            product = net.places[a.place].colours.kind == "product"
+            product = (net.places[a.place].colours.kind == "product"
+                       and len(a.inscription.terms) > 1)
             terms = [_term(x, functions) for x in a.inscription.terms]
             if a.kind != "out":
                 m = a.inscription.mult
@@ -175,9 +176,8 @@ class Simulator:
         idx = self._idx.get(key)
         if idx is None:
             idx = {}
-            product = self._sets[place].kind == "product"
             for c in self.marking[place]._c:
-                v = c[comp] if product else c
+                v = c if comp < 0 else c[comp]
                 idx.setdefault(_hkey(v), {})[c] = None
             self._idx[key] = idx
             self._idx_by_place.setdefault(place, []).append(comp)
@@ -186,17 +186,15 @@ class Simulator:
     def _added(self, place: str, colour: Any) -> None:
         comps = self._idx_by_place.get(place)
         if comps:
-            product = self._sets[place].kind == "product"
             for comp in comps:
-                v = colour[comp] if product else colour
+                v = colour if comp < 0 else colour[comp]
                 self._idx[(place, comp)].setdefault(_hkey(v), {})[colour] = None
 
     def _removed(self, place: str, colour: Any) -> None:
         comps = self._idx_by_place.get(place)
         if comps:
-            product = self._sets[place].kind == "product"
             for comp in comps:
-                v = _hkey(colour[comp] if product else colour)
+                v = _hkey(colour if comp < 0 else colour[comp])
                 bucket = self._idx[(place, comp)].get(v)
                 if bucket is not None:
                     bucket.pop(colour, None)
@@ -311,12 +309,14 @@ class Simulator:
                     v = _eval(p, b, ct.name, arc.text)
                 else:
                     continue
-                return i, list(self._index(arc.place, j).get(_hkey(v), ()))
+                return i, list(self._index(arc.place, j if arc.product else -1)
+                               .get(_hkey(v), ()))
             for var, fn, need in ct.eqs:
                 if var in arc.binds and var not in b and need <= b.keys():
                     j = next(j for j, (k, p, _) in enumerate(arc.terms) if k == _VAR and p == var)
                     v = _eval(fn, b, ct.name, var)
-                    return i, list(self._index(arc.place, j).get(_hkey(v), ()))
+                    return i, list(self._index(arc.place, j if arc.product else -1)
+                                   .get(_hkey(v), ()))
             size = len(marking[arc.place]._c)
             if best_i < 0 or size < best_size:
                 best_i, best_size = i, size
