@@ -2,12 +2,12 @@
 
 A colour set is a name and a type: the basic sets ``INT``, ``INTINF`` (integers of any size:
 epoch milliseconds do not fit CPN Tools' 31-bit ``INT``), ``REAL``, ``STRING``, ``BOOL`` and
-``ANY`` (any scalar: fields declared ``any``), products of named components (CPN Tools'
-``product``, a Python tuple) and lists (``list``, a Python tuple of elements, so that tokens
-stay hashable multiset keys). Every basic set also holds ``null`` (None): cepflow events may
-lack a value, and Esper's tags of an ``or`` branch that did not match are null. Colour sets are
-data; :meth:`ColourSet.contains` checks a value, and :meth:`ColourSet.cpn` writes the CPN ML
-declaration the CPN Tools export uses.
+``ANY`` (any scalar or tuple: fields declared ``any``, group keys), products of named
+components (CPN Tools' ``product``, a Python tuple) and lists (``list``, a Python tuple of
+elements, so that tokens stay hashable multiset keys). Every basic set also holds ``null``
+(None): cepflow events may lack a value, and Esper's tags of an ``or`` branch that did not
+match are null. Colour sets are data; :meth:`ColourSet.contains` checks a value, and
+:meth:`ColourSet.cpn` writes the CPN ML declaration the CPN Tools export uses.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class ColourSet:
             return isinstance(value, bool)
         if k == "UNIT":
             return value == ()
-        return isinstance(value, str | int | float | bool)  # ANY
+        return isinstance(value, str | int | float | bool | tuple)  # ANY (group keys: tuples)
 
     def cpn(self) -> str:
         """The CPN ML declaration (``colset TH = product INT*INT*STRING;``)."""

@@ -152,15 +152,28 @@ def random_pattern(pick: Pick, name: str, tags: list[str], inner: str | None = N
 
 
 def random_window(pick: Pick, name: str, source: str) -> str:
-    """A window statement over ``source`` (fields k and v)."""
-    kind = pick(["win:time(2 sec)", "win:time(3 sec)", "win:length(2)", "win:length(3)",
-                 "win:time_batch(2 sec)", "win:length_batch(2)"])
-    agg = pick(["count(*) as c", "sum(v) as s", "avg(v) as a", "min(v) as lo",
-                "max(v) as hi", "count(v) as c"])
+    """A window statement over ``source`` (fields k and v): a sliding or batch window by time
+    or length (per group with ``std:groupwin``), aggregates, ``group by``, ``having``."""
     group = pick([None, "k"])
-    flt = pick(["", "(v > 0)"])
-    sel = f"k, {agg}" if group else agg
+    kinds = ["win:time(2 sec)", "win:time(3 sec)", "win:length(2)", "win:length(3)",
+             "win:time_batch(2 sec)", "win:length_batch(2)", "win:length_batch(3)"]
+    if group:
+        kinds += ["std:groupwin(k).win:length(2)", "std:groupwin(k).win:length_batch(2)"]
+    kind = pick(kinds)
+    aggs = ["count(*) as c", "sum(v) as s", "avg(v) as a", "min(v) as lo", "max(v) as hi",
+            "count(v) as cv"]
+    chosen = [pick(aggs)]
+    extra = pick([None, *aggs])
+    if extra is not None and extra not in chosen:
+        chosen.append(extra)
+    flt = pick(["", "", "(v > 0)", "(k != 1)"])
+    sel = ", ".join(([pick(["k", "v"])] if pick([False, False, True]) else [])
+                    + (["k"] if group and "k" not in chosen else []) + chosen)
     tail = f"\ngroup by {group}" if group else ""
+    having = pick([None, None, "count(*) > 1", "sum(v) >= 2", "max(v) > 1"])
+    if having:
+        tail += f"\nhaving {having}"
+    sel = sel.replace("k, k,", "k,")
     return (f"@Name('{name}')\ninsert into {name}\nselect {sel}\n"
             f"from {source}{flt}.{kind}{tail};\n")
 
@@ -170,13 +183,20 @@ def random_program(pick: Pick, windows: bool = True) -> str:
     possibly a window statement."""
     text = SCHEMA
     shape = pick(["one", "two", "chain", "window"] if windows else ["one", "two", "chain"])
-    text += random_pattern(pick, "P", [], inner=None if shape != "chain" else "")
+    source = pick([*TYPES, "P"]) if shape == "window" else ""
+    # (a pattern read by another component starts with a tagged event: it selects k and v)
+    text += random_pattern(pick, "P", [], inner="" if shape == "chain" or source == "P"
+                           else None)
     if shape == "two":
         text += random_pattern(pick, "Q", [])
     elif shape == "chain":
         text += random_pattern(pick, "Q", [], inner="P")
     elif shape == "window":
-        text += random_window(pick, "W", pick(TYPES))
+        text += random_window(pick, "W", source)
+        if pick([False, True]) and "as k" in text.split("@Name('W')")[1].split("from")[0] \
+                and "as lo" not in text and "as hi" not in text:
+            text += ("@Name('Q')\ninsert into Q\nselect w.k as k\n"
+                     "from pattern [every w = W -> x = A(x.k = w.k)];\n")
     return text
 
 

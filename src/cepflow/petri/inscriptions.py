@@ -86,6 +86,17 @@ def _qkey(kd: int, key: tuple, s: int, c: int, local: int) -> tuple:
     return (key[0], key[1], s, c, local)
 
 
+def _bindex(r: float, size: float, t: float) -> int:
+    """The index ``k`` of the first time-batch boundary ``r + k·size`` after ``t`` (as the
+    engine's TimeBatchWindow schedules it, rounding guards included)."""
+    k = math.floor((t - r) / size) + 1
+    while r + (k - 1) * size > t:
+        k -= 1
+    while r + k * size <= t:
+        k += 1
+    return k
+
+
 def _numbers(evs: tuple) -> tuple:
     """The event numbers of a run's events (its ``(ts, kind, n)`` references)."""
     return tuple(e[2] for e in evs)
@@ -107,6 +118,7 @@ NET_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "cond": _cond,       # cond(c, a, b): a if c else b
     "qkey": _qkey,       # qkey(kd, key, s, c, local): a queued event's key (see _qkey)
     "numbers": _numbers,  # numbers(evs): the event numbers of a run
+    "bindex": _bindex,   # bindex(r, size, t): the next time-batch boundary's index after t
 }
 
 Evaluator = Callable[[dict[str, Any]], Any]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from cepflow.language import ast
+from cepflow.language.walk import rewrite
 from cepflow.petri.colours import ANY, BOOL, ColourSet
 from cepflow.petri.inscriptions import (
     ArcInscription,
@@ -151,24 +152,64 @@ class Net:
         to, then the guard assignments; NetError when one variable gets two types."""
         out: dict[str, ColourSet] = {}
         for a in self.arcs:
-            if a.kind == "out":
-                continue
-            cs = self.places[a.place].colours
-            sets = ([f for _, f in cs.fields] if cs.kind == "product"
-                    and len(a.inscription.terms) > 1 else [cs])
-            for term, s in zip(a.inscription.terms, sets, strict=False):
-                if isinstance(term, ast.Name):
-                    v = var_name(term)
-                    old = out.get(v)
-                    if old is not None and old.name != s.name and ANY not in (old, s):
-                        raise NetError(f"variable {v!r} is bound to {old.name} and to {s.name} "
-                                       f"(transition {a.transition})")
-                    out.setdefault(v, s)
+            for v, s in self.bound_by(a):
+                old = out.get(v)
+                if old is not None and old.name != s.name and ANY not in (old, s):
+                    raise NetError(f"variable {v!r} is bound to {old.name} and to {s.name} "
+                                   f"(transition {a.transition})")
+                out.setdefault(v, s)
         for t in self.transitions.values():
             for v, e in plan_guard(t.guard, self.arc_variables(t.name))[0]:
                 out.setdefault(v, self.var_types.get(v, BOOL if _boolean(e) else ANY))
         out.update({v: cs for v, cs in self.var_types.items() if v in out})
         return out
+
+    def bound_by(self, a: Arc) -> list[tuple[str, ColourSet]]:
+        """The variables an input (or read) arc binds, each with its component's colour set."""
+        if a.kind == "out":
+            return []
+        cs = self.places[a.place].colours
+        sets = ([f for _, f in cs.fields] if cs.kind == "product"
+                and len(a.inscription.terms) > 1 else [cs])
+        return [(var_name(term), st) for term, st in zip(a.inscription.terms, sets, strict=False)
+                if isinstance(term, ast.Name)]
+
+    def separate_variables(self) -> None:
+        """Rename, transition by transition, a variable bound to different colour sets in
+        different transitions (``v`` becomes ``v_INT``), so that every variable has one type
+        (Def. 2) — the translation reuses short names such as ``r`` freely."""
+        seen: dict[str, ColourSet] = {}
+        for t in self.transitions:
+            arcs = self.arcs_of(t)
+            mine: dict[str, ColourSet] = {}
+            for a in arcs:
+                for v, cs in self.bound_by(a):
+                    mine.setdefault(v, cs)
+            rename = {}
+            for v, cs in mine.items():
+                old = seen.get(v)
+                if old is not None and old.name != cs.name and ANY not in (old, cs):
+                    rename[v] = f"{v}_{cs.name}"
+                    seen.setdefault(rename[v], cs)
+                else:
+                    seen.setdefault(v, cs)
+            if not rename:
+                continue
+
+            def fn(n: ast.Expr, rename: dict[str, str] = rename) -> ast.Expr | None:
+                if isinstance(n, ast.Name) and var_name(n) in rename:
+                    head, *rest = rename[var_name(n)].split(".")
+                    return ast.Name(head, tuple(rest), n.loc)
+                return None
+
+            tr = self.transitions[t]
+            if tr.guard is not None:
+                tr.guard = rewrite(tr.guard, fn)
+            for a in arcs:
+                ins = a.inscription
+                a.inscription = ArcInscription(
+                    tuple(rewrite(x, fn) for x in ins.terms),
+                    None if ins.mult is None else rewrite(ins.mult, fn))
 
     def check(self) -> None:
         """Raise NetError when the net is not well formed (module docstring)."""

@@ -124,6 +124,7 @@ def translate(program: Program, events: Iterable[Event] = (), close_windows: boo
     for w in windows:
         w.build()
     build_stream(b, evs, close_windows)
+    b.net.separate_variables()
     b.net.check()
     return Translation(b.net, program, evs, dict(b.complex_places))
 

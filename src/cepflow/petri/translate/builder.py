@@ -16,7 +16,7 @@ from typing import Any
 from cepflow.compiler.program import Program
 from cepflow.events.model import EventType
 from cepflow.language import ast
-from cepflow.petri.colours import BOOL, FOR_PARAM, INT, REAL, ColourSet, list_of, product
+from cepflow.petri.colours import FOR_PARAM, INT, UNIT, ColourSet, list_of, product
 from cepflow.petri.inscriptions import ArcInscription
 from cepflow.petri.net import Net
 
@@ -29,9 +29,10 @@ TRAP = 5     # a forbidden event ends a sub-pattern
 CHOOSE = 6   # of two runs of one instance, the preferred one stays
 KILL = 7     # a completed instance's other runs end
 EMIT = 8     # complex events are output, in the engine's order
-PASS = 9     # the event goes on to the next subscriber
-POP = 10     # the next queued complex event is dispatched
-CONTROL = 11  # the stream goes on: time, the next input event
+CLEAR = 9    # a statement forgets what its output needed (empty groups, a closed batch)
+PASS = 10    # the event goes on to the next subscriber
+POP = 11     # the next queued complex event is dispatched
+CONTROL = 12  # the stream goes on: time, the next input event
 
 TIME = ColourSet("TIME", "REAL")
 KEY = product("KEY", [("r1", INT), ("r2", INT), ("s", INT), ("c", INT), ("l", INT)])
@@ -217,11 +218,35 @@ class Builder:
         if self.readers.get(x):
             self.arc(self.queues[x], transition, "out", [key, dn, t, *params])
 
+    def ordered(self, prefix: str, source: str, terms: list[ast.Expr], key: ast.Expr) -> None:
+        """Tokens of ``source`` leave one at a time, smallest ``key`` first: ``prefix.pick``
+        takes any one's key into ``prefix.first``, ``prefix.lower`` (P_HIGH) replaces it by a
+        smaller one; the transition that takes the token reads the key back (:meth:`in_order`).
+        (Several outputs at one event come out in the engine's order, whichever fires first.)"""
+        page = self.net.places[source].page
+        k2 = name(self.var("key2"))
+        self.net.place(f"{prefix}.idle", UNIT, "control", page, "no output being ordered")
+        self.net.mark(f"{prefix}.idle", ())
+        self.net.place(f"{prefix}.first", KEY, "control", page, "the key of the next output")
+        pick = f"{prefix}.pick"
+        self.net.transition(pick, None, EMIT, page, "outputs to order: start with any")
+        self.arc(f"{prefix}.idle", pick, "in", [call("unit")])
+        self.arc(source, pick, "read", terms)
+        self.arc(f"{prefix}.first", pick, "out", [key])
+        lw = f"{prefix}.lower"
+        self.net.transition(lw, binop("<", key, k2), LOWER, page, "an output that comes earlier")
+        self.arc(f"{prefix}.first", lw, "in", [k2])
+        self.arc(f"{prefix}.first", lw, "out", [key])
+        self.arc(source, lw, "read", terms)
+
+    def in_order(self, prefix: str, transition: str, key: ast.Expr) -> None:
+        """Arcs of the transition that takes the next token of an :meth:`ordered` source."""
+        self.arc(f"{prefix}.first", transition, "in", [key])
+        self.arc(f"{prefix}.idle", transition, "out", [call("unit")])
+
     # -- arcs -------------------------------------------------------------------------------
     def arc(self, place: str, transition: str, kind: str, terms: Iterable[ast.Expr],
             mult: ast.Expr | None = None) -> None:
         self.net.arc(place, transition, kind, ArcInscription(tuple(terms), mult))  # type: ignore[arg-type]
 
 
-BOOL_SET = BOOL
-REAL_SET = REAL

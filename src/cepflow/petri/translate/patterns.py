@@ -684,20 +684,7 @@ class PatternNet:
         ordered = not self.single_instance
         guard = None
         if ordered:
-            b.net.place(f"{P}.idle", UNIT, "control", P, "no output being ordered")
-            b.net.mark(f"{P}.idle", ())
-            b.net.place(f"{P}.first", KEY, "control", P, "the key of the next output")
-            pick = f"{P}.pick"
-            b.net.transition(pick, None, EMIT, P, "outputs to order: start with any")
-            b.arc(f"{P}.idle", pick, "in", [call("unit")])
-            b.arc(f"{P}.final", pick, "read", cand)
-            b.arc(f"{P}.first", pick, "out", [name(c["key"])])
-            lw = f"{P}.lower"
-            b.net.transition(lw, binop("<", name(c["key"]), name(c["key2"])), LOWER, P,
-                             "an output that comes earlier")
-            b.arc(f"{P}.first", lw, "in", [name(c["key2"])])
-            b.arc(f"{P}.first", lw, "out", [name(c["key"])])
-            b.arc(f"{P}.final", lw, "read", cand)
+            b.ordered(P, f"{P}.final", cand, name(c["key"]))
         if restart_distinct:
             assert self.plan is not None
             vals = {v: name(self.vn[v]) for v in self.final_vars}
@@ -723,8 +710,7 @@ class PatternNet:
         b.net.transition(tn, guard, EMIT, P, f"a match of {P} is output")
         b.arc(f"{P}.final", tn, "in", cand)
         if ordered:
-            b.arc(f"{P}.first", tn, "in", [name(c["key"])])
-            b.arc(f"{P}.idle", tn, "out", [call("unit")])
+            b.in_order(P, tn, name(c["key"]))
         b.emit_output(tn, P, params, name(c["t"]), name(c["key"]),
                       call("numbers", name(c["evs"])), self.ctl)
         if self.plan is not None and self.plan.start == "once":
