@@ -148,13 +148,19 @@ def variables(expr: ast.Expr | None) -> set[str]:
     return out
 
 
+def compile_raw(expr: ast.Expr, functions: dict[str, Callable[..., Any]] | None = None
+                ) -> Callable[[Any, dict[str, Any]], Any]:
+    """``expr`` compiled by cepflow's evaluator: ``f(None, binding)`` is its value."""
+    try:
+        return compile_expr(expr, {}, {**NET_FUNCTIONS, **(functions or {})})
+    except Exception as e:  # ExpressionError: unknown function or operator
+        raise InscriptionError(f"{format_expr(expr)}: {e}") from None
+
+
 def compile_inscription(expr: ast.Expr, functions: dict[str, Callable[..., Any]] | None = None
                         ) -> Evaluator:
     """``expr`` as a function of a binding (variable -> value)."""
-    try:
-        fn = compile_expr(expr, {}, {**NET_FUNCTIONS, **(functions or {})})
-    except Exception as e:  # ExpressionError: unknown function or operator
-        raise InscriptionError(f"{format_expr(expr)}: {e}") from None
+    fn = compile_raw(expr, functions)
     return lambda b: fn(None, b)
 
 

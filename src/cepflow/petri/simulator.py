@@ -31,12 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cepflow.language import ast
-from cepflow.petri.inscriptions import (
-    InscriptionError,
-    compile_inscription,
-    var_name,
-    variables,
-)
+from cepflow.petri.inscriptions import compile_raw, var_name, variables
 from cepflow.petri.multiset import Multiset
 from cepflow.petri.net import Net, plan_guard
 
@@ -56,13 +51,13 @@ class Step:
     added: list[tuple[str, Any, int]] = field(default_factory=list)
 
 
-# term kinds of a compiled arc
+# term kinds of a compiled arc, and what a join level does with a component
 _VAR, _CONST, _EXPR = 0, 1, 2
+_BIND, _SAMEVAR, _SAMECONST, _SAMEEXPR = 0, 1, 2, 3
 
 
 class _Arc:
-    __slots__ = ("binds", "builders", "kind", "mult", "multf", "needs", "place", "product",
-                 "terms", "text")
+    __slots__ = ("kind", "mult", "multf", "place", "product", "terms", "text")
 
     def __init__(self, place: str, kind: str, terms: list[tuple[int, Any, frozenset[str]]],
                  mult: Any, product: bool, text: str) -> None:
@@ -71,16 +66,31 @@ class _Arc:
         self.terms = terms
         self.product = product
         self.text = text
-        self.binds = {p for k, p, _ in terms if k == _VAR}
-        self.mult = mult          # int (input arcs) or an evaluator / None (output arcs)
-        self.multf = None
-        self.needs = frozenset().union(*(n for _, _, n in terms)) if terms else frozenset()
-        self.builders = None
+        self.mult = mult          # int (input arcs)
+        self.multf = None         # an evaluator (output arcs with a multiplicity)
+
+
+class _Level:
+    """One input arc of a join plan: how its candidate tokens are found (a scan, or a lookup
+    by a component whose value is known), what each component does (bind a variable or equal
+    a known value), and the guard assignments and tests that become possible after it."""
+
+    __slots__ = ("actions", "assigns", "comp", "key", "keyk", "place", "product", "tests")
+
+    def __init__(self, place: str, product: bool) -> None:
+        self.place = place
+        self.product = product
+        self.comp = -2      # -2: scan; -1: look up the whole colour; j: component j
+        self.keyk = _VAR
+        self.key: Any = None
+        self.actions: list[tuple[int, int, Any]] = []
+        self.assigns: list[tuple[str, Callable]] = []
+        self.tests: list[Callable] = []
 
 
 class _Trans:
-    __slots__ = ("assigns", "eqs", "index", "inputs", "name", "outputs", "priority",
-                 "tests", "vars")
+    __slots__ = ("demand", "index", "inputs", "levels", "name", "outputs", "places", "pre",
+                 "priority")
 
     def __init__(self, name: str, index: int, priority: int) -> None:
         self.name = name
@@ -88,11 +98,10 @@ class _Trans:
         self.priority = priority
         self.inputs: list[_Arc] = []
         self.outputs: list[_Arc] = []
-        self.assigns: list[tuple[str, Callable, frozenset[str]]] = []
-        self.tests: list[tuple[Callable, frozenset[str], str]] = []
-        #: guard equalities ``v == e`` usable as index lookups: (var, evaluator, needs)
-        self.eqs: list[tuple[str, Callable, frozenset[str]]] = []
-        self.vars: set[str] = set()
+        self.levels: list[_Level] = []
+        self.pre: list[Callable] = []      # guard tests over constants only
+        self.places: list[str] = []        # the input places (any empty: not enabled)
+        self.demand = False                # two arcs may ask for the same tokens
 
 
 def _term(e: ast.Expr, functions: dict | None) -> tuple[int, Any, frozenset[str]]:
@@ -100,7 +109,109 @@ def _term(e: ast.Expr, functions: dict | None) -> tuple[int, Any, frozenset[str]
         return (_VAR, var_name(e), frozenset({var_name(e)}))
     if isinstance(e, ast.Const):
         return (_CONST, e.value, frozenset())
-    return (_EXPR, compile_inscription(e, functions), frozenset(variables(e)))
+    return (_EXPR, compile_raw(e, functions), frozenset(variables(e)))
+
+
+def _plan(ct: _Trans, tests: list[tuple[Callable, frozenset[str]]],
+          assigns: list[tuple[str, Callable, frozenset[str]]],
+          eqs: list[tuple[str, Callable, frozenset[str]]], small: set[str]) -> None:
+    """The join order of ``ct``'s input arcs and what each level does (module docstring):
+    next, an arc one of whose components can be looked up (a constant, a bound variable, an
+    expression of bound variables, or a guard equality with a bound side), preferring control
+    places; else a control place; else the first arc left."""
+    bound: set[str] = set()
+    left = list(range(len(ct.inputs)))
+    assigns = list(assigns)
+    tests = list(tests)
+    for fn, need in list(tests):
+        if not need:
+            ct.pre.append(fn)
+            tests.remove((fn, need))
+    while left:
+        best, best_score, best_key = left[0], (-1, -1), None
+        for i in left:
+            arc = ct.inputs[i]
+            key = None
+            for j, (kind, p, need) in enumerate(arc.terms):
+                if kind == _CONST or (kind == _VAR and p in bound) or (
+                        kind == _EXPR and need <= bound):
+                    key = (j, kind, p)
+                    break
+            if key is None:
+                for var, fn, need in eqs:
+                    if var not in bound and need <= bound:
+                        j = next((j for j, (k, p, _) in enumerate(arc.terms)
+                                  if k == _VAR and p == var), None)
+                        if j is not None:
+                            key = (j, _EXPR, fn)
+                            break
+            score = (key is not None, arc.place in small)
+            if score > best_score:
+                best, best_score, best_key = i, score, key
+        left.remove(best)
+        arc = ct.inputs[best]
+        lv = _Level(arc.place, arc.product)
+        if best_key is not None:
+            j, kind, payload = best_key
+            lv.comp = j if arc.product else -1
+            lv.keyk, lv.key = kind, payload
+        for j, (kind, p, _) in enumerate(arc.terms):
+            if kind == _VAR:
+                if p in bound:
+                    lv.actions.append((_SAMEVAR, j, p))
+                else:
+                    lv.actions.append((_BIND, j, p))
+                    bound.add(p)
+            elif kind == _CONST:
+                lv.actions.append((_SAMECONST, j, p))
+            else:
+                lv.actions.append((_SAMEEXPR, j, p))
+        progress = True
+        while progress:
+            progress = False
+            for item in list(assigns):
+                v, fn, need = item
+                if need <= bound:
+                    lv.assigns.append((v, fn))
+                    bound.add(v)
+                    assigns.remove(item)
+                    progress = True
+        for item in list(tests):
+            fn, need = item
+            if need <= bound:
+                lv.tests.append(fn)
+                tests.remove(item)
+        ct.levels.append(lv)
+    if assigns or tests:
+        missing = set().union(*(n for _, _, n in assigns), *(n for _, n in tests)) - bound
+        raise SimulationError(f"transition {ct.name}: guard reads unbound variable(s) "
+                              f"{', '.join(sorted(missing))}")
+
+
+def _checker(cs: Any) -> Callable[[Any], bool]:
+    """A fast membership test for colour set ``cs`` (ColourSet.contains, specialised)."""
+    k = cs.kind
+    if k == "product":
+        subs = [(i, _checker(f)) for i, (_, f) in enumerate(cs.fields) if f.kind != "ANY"]
+        n = len(cs.fields)
+
+        def product(v: Any) -> bool:
+            if v.__class__ is not tuple or len(v) != n:
+                return False
+            for i, c in subs:  # noqa: SIM110 (a plain loop: this runs at every firing)
+                if not c(v[i]):
+                    return False
+            return True
+        return product
+    if k in ("INT", "INTINF"):
+        return lambda v: v is None or (v.__class__ is int) or (
+            isinstance(v, int) and not isinstance(v, bool))
+    if k == "REAL":
+        return lambda v: v is None or v.__class__ in (int, float) or (
+            isinstance(v, int | float) and not isinstance(v, bool))
+    if k == "STRING":
+        return lambda v: v is None or isinstance(v, str)
+    return cs.contains
 
 
 class Simulator:
@@ -125,18 +236,25 @@ class Simulator:
         self._idx: dict[tuple[str, int], dict[Any, dict[Any, None]]] = {}
         self._idx_by_place: dict[str, list[int]] = {}
         self._trans: list[_Trans] = []
+        self._by_name: dict[str, _Trans] = {}
         self._readers: dict[str, list[int]] = {p: [] for p in net.places}
         self._sets = {p: pl.colours for p, pl in net.places.items()}
+        self._checks = {p: _checker(cs) for p, cs in self._sets.items()}
+        small = {p for p, pl in net.places.items() if pl.role in ("control", "inbox")}
         for i, t in enumerate(net.transitions.values()):
-            self._trans.append(self._compile(t.name, i, functions))
+            ct = self._compile(t.name, i, functions, small)
+            self._trans.append(ct)
+            self._by_name[t.name] = ct
         self._enabled: dict[int, list[dict[str, Any]]] = {}
         self._dirty: set[int] = set(range(len(self._trans)))
 
     # -- compilation ----------------------------------------------------------------------
-    def _compile(self, name: str, index: int, functions: dict | None) -> _Trans:
+    def _compile(self, name: str, index: int, functions: dict | None,
+                 small: set[str]) -> _Trans:
         net = self.net
         t = net.transitions[name]
         ct = _Trans(name, index, t.priority)
+        arc_vars: set[str] = set()
         for a in net.arcs_of(name):
             product = (net.places[a.place].colours.kind == "product"
                        and len(a.inscription.terms) > 1)
@@ -147,27 +265,33 @@ class Simulator:
                 arc = _Arc(a.place, a.kind, terms, mult, product, a.inscription.text())
                 ct.inputs.append(arc)
                 self._readers[a.place].append(index)
-                ct.vars |= arc.binds
+                arc_vars |= {p for k, p, _ in terms if k == _VAR}
+                if a.place not in ct.places:
+                    ct.places.append(a.place)
+                else:  # two arcs from one place may ask for the same token
+                    ct.demand = True
+                if mult > 1:
+                    ct.demand = True
             if a.kind != "in":
                 m = a.inscription.mult
                 out = _Arc(a.place, a.kind, terms, None, product, a.inscription.text())
                 if m is not None:
-                    out.multf = compile_inscription(m, functions)
+                    out.multf = compile_raw(m, functions)
                 ct.outputs.append(out)
-        assigns, tests = plan_guard(t.guard, set(ct.vars))
-        for v, e in assigns:
-            ct.assigns.append((v, compile_inscription(e, functions), frozenset(variables(e))))
-        for c in tests:
-            fn = compile_inscription(c, functions)
-            from cepflow.language.printer import format_expr
-            ct.tests.append((fn, frozenset(variables(c)), format_expr(c)))
+        assigns_ast, tests_ast = plan_guard(t.guard, set(arc_vars))
+        assigns = [(v, compile_raw(e, functions), frozenset(variables(e)))
+                   for v, e in assigns_ast]
+        tests = []
+        eqs: list[tuple[str, Callable, frozenset[str]]] = []
+        for c in tests_ast:
+            tests.append((compile_raw(c, functions), frozenset(variables(c))))
             if isinstance(c, ast.Binary) and c.op == "==":
                 for lhs, rhs in ((c.left, c.right), (c.right, c.left)):
-                    if isinstance(lhs, ast.Name) and var_name(lhs) in ct.vars:
+                    if isinstance(lhs, ast.Name) and var_name(lhs) in arc_vars:
                         need = frozenset(variables(rhs))
                         if var_name(lhs) not in need:
-                            ct.eqs.append((var_name(lhs), compile_inscription(rhs, functions),
-                                           need))
+                            eqs.append((var_name(lhs), compile_raw(rhs, functions), need))
+        _plan(ct, tests, assigns, eqs, small)
         return ct
 
     # -- indexes ----------------------------------------------------------------------------
@@ -203,128 +327,87 @@ class Simulator:
 
     # -- Def. 4 and 5 ---------------------------------------------------------------------
     def _bindings(self, ct: _Trans, limit: int) -> list[dict[str, Any]]:
+        """The bindings of ``ct`` enabled by conditions 1 and 2 of Def. 5 (at most
+        ``limit``), by the transition's join plan."""
         marking = self.marking
-        for a in ct.inputs:  # an empty input place: nothing to bind (the common case)
-            if not marking[a.place]._c:
+        for p in ct.places:  # an empty input place: nothing to bind (the common case)
+            if not marking[p]._c:
                 return []
         out: list[dict[str, Any]] = []
-        name = ct.name
-        inputs = ct.inputs
-        ntests = len(ct.tests)
-        nassign = len(ct.assigns)
-
         b: dict[str, Any] = {}
-
-        def settle(done_t: int, done_a: int, assigned: list[str]) -> tuple[int, int] | None:
-            # apply the assignments and tests whose variables are bound
-            changed = True
-            while changed:
-                changed = False
-                for k in range(nassign):
-                    if not done_a >> k & 1:
-                        v, fn, need = ct.assigns[k]
-                        if need <= b.keys():
-                            b[v] = _eval(fn, b, name, v)
-                            assigned.append(v)
-                            done_a |= 1 << k
-                            changed = True
-                for k in range(ntests):
-                    if not done_t >> k & 1:
-                        fn, need, text = ct.tests[k]
-                        if need <= b.keys():
-                            if not _eval(fn, b, name, text):
-                                return None
-                            done_t |= 1 << k
-            return done_t, done_a
-
-        def rec(left: int, done_t: int, done_a: int) -> bool:
-            assigned: list[str] = []
-            try:
-                s = settle(done_t, done_a, assigned)
-                if s is None:
-                    return False
-                done_t, done_a = s
-                if not left:
-                    if done_t != (1 << ntests) - 1 or done_a != (1 << nassign) - 1:
-                        raise SimulationError(f"transition {name}: guard variables not bound")
-                    if self._demand_ok(ct, b):
-                        out.append(dict(b))
-                        return len(out) >= limit
-                    return False
-                arc_i, cands = self._choose(ct, b, left)
-                arc = inputs[arc_i]
-                rest = left & ~(1 << arc_i)
-                product = arc.product
-                terms = arc.terms
-                for c in cands:
-                    ok = True
-                    newly: list[str] = []
-                    for j, (kind, p, _) in enumerate(terms):
-                        v = c[j] if product else c
-                        if kind == _VAR:
-                            if p in b:
-                                if not _same(b[p], v):
-                                    ok = False
-                                    break
-                            else:
-                                b[p] = v
-                                newly.append(p)
-                        elif kind == _CONST:
-                            if not _same(p, v):
-                                ok = False
-                                break
-                        elif not _same(_eval(p, b, name, arc.text), v):
-                            ok = False
-                            break
-                    if ok and rec(rest, done_t, done_a):
-                        return True
-                    for p in newly:
-                        del b[p]
-                return False
-            finally:
-                for v in assigned:
-                    del b[v]
-
-        rec((1 << len(inputs)) - 1, 0, 0)
+        try:
+            for fn in ct.pre:
+                if not fn(None, b):
+                    return []
+            self._join(ct, 0, b, out, limit)
+        except SimulationError:
+            raise
+        except Exception as e:  # a registered function failed on these values
+            raise SimulationError(f"transition {ct.name}: {type(e).__name__}: {e}") from None
         return out
 
-    def _choose(self, ct: _Trans, b: dict[str, Any], left: int) -> tuple[int, Any]:
-        """The next input arc to join and its candidate colours (see module docstring)."""
-        marking = self.marking
-        best_i, best_size = -1, -1
-        inputs = ct.inputs
-        for i in range(len(inputs)):
-            if not left >> i & 1:
-                continue
-            arc = inputs[i]
-            # a component whose value is known: look it up
-            for j, (kind, p, need) in enumerate(arc.terms):
-                if kind == _VAR:
-                    if p not in b:
-                        continue
-                    v = b[p]
-                elif kind == _CONST:
-                    v = p
-                elif need <= b.keys():
-                    v = _eval(p, b, ct.name, arc.text)
+    def _join(self, ct: _Trans, i: int, b: dict[str, Any], out: list[dict[str, Any]],
+              limit: int) -> bool:
+        """Level ``i`` of the join: every candidate token of its arc that agrees with ``b``.
+        (No undo is needed: a level's variables are bound again for each candidate, and a
+        later level only reads the variables of the levels before it.)"""
+        lv = ct.levels[i]
+        comp = lv.comp
+        # (the marking does not change during a join: its dicts are iterated as they are)
+        if comp == -2:
+            cands: Any = self.marking[lv.place]._c
+        else:
+            kk = lv.keyk
+            v = b[lv.key] if kk == _VAR else lv.key if kk == _CONST else lv.key(None, b)
+            cands = self._index(lv.place, comp).get(v)
+            if not cands:
+                return False
+        product = lv.product
+        actions = lv.actions
+        assigns = lv.assigns
+        tests = lv.tests
+        last = i + 1 == len(ct.levels)
+        for c in cands:
+            ok = True
+            for op, j, p in actions:
+                x = c[j] if product else c
+                if op == _BIND:
+                    b[p] = x
+                elif op == _SAMEVAR:
+                    y = b[p]
+                    if y is not x and y != x:
+                        ok = False
+                        break
+                elif op == _SAMECONST:
+                    if p is not x and p != x:
+                        ok = False
+                        break
                 else:
+                    y = p(None, b)
+                    if y is not x and y != x:
+                        ok = False
+                        break
+            if not ok:
+                continue
+            for var, fn in assigns:
+                b[var] = fn(None, b)
+            for fn in tests:
+                if not fn(None, b):
+                    ok = False
+                    break
+            if not ok:
+                continue
+            if last:
+                if ct.demand and not self._demand_ok(ct, b):
                     continue
-                return i, list(self._index(arc.place, j if arc.product else -1)
-                               .get(_hkey(v), ()))
-            for var, fn, need in ct.eqs:
-                if var in arc.binds and var not in b and need <= b.keys():
-                    j = next(j for j, (k, p, _) in enumerate(arc.terms) if k == _VAR and p == var)
-                    v = _eval(fn, b, ct.name, var)
-                    return i, list(self._index(arc.place, j if arc.product else -1)
-                                   .get(_hkey(v), ()))
-            size = len(marking[arc.place]._c)
-            if best_i < 0 or size < best_size:
-                best_i, best_size = i, size
-        return best_i, list(marking[inputs[best_i].place]._c)
+                out.append(dict(b))
+                if len(out) >= limit:
+                    return True
+            elif self._join(ct, i + 1, b, out, limit):
+                return True
+        return False
 
     def _demand_ok(self, ct: _Trans, b: dict[str, Any]) -> bool:
-        if len(ct.inputs) == 1 and ct.inputs[0].mult == 1:
-            return True
         need: dict[tuple[str, Any], int] = {}
         for arc in ct.inputs:
             key = (arc.place, self._colour(arc, b, ct.name))
@@ -333,13 +416,12 @@ class Simulator:
 
     def _colour(self, arc: _Arc, b: dict[str, Any], tname: str) -> Any:
         vals = []
-        for kind, p, _ in arc.terms:
-            if kind == _VAR:
-                vals.append(b[p])
-            elif kind == _CONST:
-                vals.append(p)
-            else:
-                vals.append(_eval(p, b, tname, arc.text))
+        try:
+            for kind, p, _ in arc.terms:
+                vals.append(b[p] if kind == _VAR else p if kind == _CONST else p(None, b))
+        except Exception as e:
+            raise SimulationError(f"transition {tname}: {arc.text}: {type(e).__name__}: "
+                                  f"{e}") from None
         return tuple(vals) if arc.product else vals[0]
 
     def _refresh(self) -> None:
@@ -365,7 +447,7 @@ class Simulator:
     # -- Def. 6 ---------------------------------------------------------------------------
     def fire(self, transition: str, binding: dict[str, Any]) -> Step:
         """Fire an enabled binding element: ``M' = M - E(p,t)(b) + E(t,p)(b)``."""
-        ct = next((c for c in self._trans if c.name == transition), None)
+        ct = self._by_name.get(transition)
         if ct is None:
             raise SimulationError(f"unknown transition {transition!r}")
         self._refresh()
@@ -399,7 +481,11 @@ class Simulator:
                 continue
             n = 1
             if arc.multf is not None:
-                m = _eval(arc.multf, b, ct.name, arc.text)
+                try:
+                    m = arc.multf(None, b)
+                except Exception as e:
+                    raise SimulationError(f"transition {ct.name}: {arc.text}: "
+                                          f"{type(e).__name__}: {e}") from None
                 n = 0 if m is None or m is False else (1 if m is True else m)
                 if not isinstance(n, int) or n < 0:
                     raise SimulationError(f"{ct.name} -> {arc.place}: multiplicity {m!r} of "
@@ -407,7 +493,7 @@ class Simulator:
                 if n == 0:
                     continue
             c = self._colour(arc, b, ct.name)
-            if self.check_types and not self._sets[arc.place].contains(c):
+            if self.check_types and not self._checks[arc.place](c):
                 raise SimulationError(f"{ct.name} -> {arc.place}: {c!r} is not a colour of "
                                       f"{self._sets[arc.place].name} ({arc.text})")
             ms = marking[arc.place]
@@ -476,15 +562,6 @@ class Simulator:
             if s is None:
                 return
             yield s
-
-
-def _eval(fn: Callable, b: dict[str, Any], tname: str, what: str) -> Any:
-    try:
-        return fn(b)
-    except InscriptionError:
-        raise
-    except Exception as e:  # a registered function failed on these values
-        raise SimulationError(f"transition {tname}: {what}: {type(e).__name__}: {e}") from None
 
 
 def _same(a: Any, b: Any) -> bool:
