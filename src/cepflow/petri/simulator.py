@@ -511,6 +511,37 @@ class Simulator:
             return step
         return Step(self.steps, ct.name, b)
 
+    def undo(self) -> Step:
+        """Take back the last step fired (its tokens return; needs ``record=True``)."""
+        if not self.trace:
+            raise SimulationError("no step to take back")
+        step = self.trace.pop()
+        touched: set[str] = set()
+        for p, c, n in step.added:
+            ms = self.marking[p]
+            ms.remove(c, n)
+            if c not in ms._c:
+                self._removed(p, c)
+            touched.add(p)
+        for p, c, n in step.taken:
+            ms = self.marking[p]
+            new = c not in ms._c
+            ms.add(c, n)
+            if new:
+                self._added(p, c)
+            touched.add(p)
+        for p in touched:
+            self._dirty.update(self._readers[p])
+        self.steps -= 1
+        return step
+
+    def redo(self, step: Step) -> Step:
+        """Fire ``step`` again (a step :meth:`undo` took back), whatever the choice would
+        draw now: stepping back and forth shows the same run."""
+        ct = self._by_name[step.transition]
+        self._refresh()
+        return self._fire(ct, step.binding)
+
     # -- running --------------------------------------------------------------------------
     def step(self) -> Step | None:
         """Fire one enabled binding element (None when the marking is dead)."""
