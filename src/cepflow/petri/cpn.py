@@ -192,22 +192,8 @@ class _Writer:
         glob = ET.SubElement(cp, "globbox")
         block = ET.SubElement(glob, "block", id=self.id())
         ET.SubElement(block, "id").text = f"cepflow: {net.name}"
-        sets: dict[str, ColourSet] = {}
-
-        def collect(cs: ColourSet) -> None:
-            if cs.name in sets:
-                return
-            for _, f in cs.fields:
-                collect(f)
-            if cs.element is not None:
-                collect(cs.element)
-            sets[cs.name] = cs
-
-        for p in net.places.values():
-            collect(p.colours)
         types = net.variable_types()
-        for cs in types.values():
-            collect(cs)
+        sets = net.colour_sets(list(types.values()))
         for cs in sets.values():
             c = ET.SubElement(block, "color", id=self.id())
             ET.SubElement(c, "id").text = cs.name

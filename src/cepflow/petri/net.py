@@ -164,6 +164,26 @@ class Net:
         out.update({v: cs for v, cs in self.var_types.items() if v in out})
         return out
 
+    def colour_sets(self, extra: list[ColourSet] | None = None) -> dict[str, ColourSet]:
+        """Every colour set the places (and ``extra``) use, each after the sets it is made
+        of (the order declarations need)."""
+        sets: dict[str, ColourSet] = {}
+
+        def collect(cs: ColourSet) -> None:
+            if cs.name in sets:
+                return
+            for _, f in cs.fields:
+                collect(f)
+            if cs.element is not None:
+                collect(cs.element)
+            sets[cs.name] = cs
+
+        for p in self.places.values():
+            collect(p.colours)
+        for cs in extra or []:
+            collect(cs)
+        return sets
+
     def bound_by(self, a: Arc) -> list[tuple[str, ColourSet]]:
         """The variables an input (or read) arc binds, each with its component's colour set."""
         if a.kind == "out":

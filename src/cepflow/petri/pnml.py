@@ -217,22 +217,8 @@ class _Writer:
         # declarations last written, first in the document: they depend on what was used
         decl = ET.Element("declaration")
         ds = ET.SubElement(ET.SubElement(decl, "structure"), "declarations")
-        sets: dict[str, ColourSet] = {}
-
-        def collect(cs: ColourSet) -> None:
-            if cs.name in sets:
-                return
-            for _, f in cs.fields:
-                collect(f)
-            if cs.element is not None:
-                collect(cs.element)
-            sets[cs.name] = cs
-
-        for p in net.places.values():
-            collect(p.colours)
         types = net.variable_types()
-        for v in self.var_ids:
-            collect(types.get(v, BASIC_SETS["ANY"]))
+        sets = net.colour_sets([types.get(v, BASIC_SETS["ANY"]) for v in self.var_ids])
         for cs in sets.values():
             if cs.kind in ("REAL", "ANY"):
                 ET.SubElement(ds, "arbitrarysort", id=_sid(cs.name), name=cs.name)
