@@ -17,11 +17,19 @@ def _short(text: str, n: int = 48) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def net_to_dot(net: Net, inscriptions: bool = True) -> str:
-    """The net as a DOT digraph."""
+def net_to_dot(net: Net, inscriptions: bool = True, only: set[str] | None = None) -> str:
+    """The net as a DOT digraph; ``only``: the subnets (pages) to draw, with the places their
+    transitions use."""
     out = ["digraph pcpn {", "  rankdir=LR; nodesep=0.25; ranksep=0.5;",
            '  node [fontsize=10, fontname="Helvetica"]; edge [fontsize=8, '
            'fontname="Helvetica"];']
+    if only is not None:
+        trans = {t for t, tr in net.transitions.items() if tr.page in only}
+        used = {a.place for a in net.arcs if a.transition in trans}
+        net = Net(net.name, {p: pl for p, pl in net.places.items()
+                             if p in used or pl.page in only},
+                  {t: net.transitions[t] for t in trans},
+                  [a for a in net.arcs if a.transition in trans])
     pages: dict[str, list[str]] = {}
     for p in net.places.values():
         pages.setdefault(p.page, []).append(
