@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,15 +11,12 @@ from cepflow.inputs import read_events
 from cepflow.loader import load
 from cepflow.petri.report import step_through_page
 from cepflow.petri.translate import translate
+from cepflow.reports import browser
 
-playwright = pytest.importorskip("playwright.sync_api")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="needs Debian's chromium (scripts/setup.sh installs it)")
+pytestmark = pytest.mark.skipif(browser.missing() is not None,
+                                reason=f"needs {browser.missing()}")
 
 
 @pytest.fixture(scope="module")
@@ -38,39 +34,35 @@ def page_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
 def test_the_page_steps_through_the_run_in_chromium(page_file: tuple[Path, int]) -> None:
     path, n = page_file
     requests: list[str] = []
-    with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            page = browser.new_page()
-            page.on("request", lambda r: requests.append(r.url))
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(path.as_uri())
-            assert page.text_content("#pn-step") == f"step 0 of {n}"
-            assert page.text_content("#pn-fired") == "(initial marking)"
-            # the input events are the tokens of the event place ME at step 0
-            assert page.locator("g#p\\:ME text.pn-count").text_content() == "12"
-            page.click("#pn-next")
-            assert page.text_content("#pn-step") == f"step 1 of {n}"
-            assert page.text_content("#pn-fired") == "stream.peek.ME"
-            assert page.locator("g[id='t:stream.peek.ME']").get_attribute("class") \
-                .split().count("pn-fired") == 1
-            page.click("#pn-next")
-            page.click("#pn-back")
-            assert page.text_content("#pn-step") == f"step 1 of {n}"
-            # the slider goes to the end: every1's place holds its three published matches
-            page.locator("#pn-slider").fill(str(n))
-            assert page.text_content("#pn-step") == f"step {n} of {n}"
-            assert page.locator("g[id='p:every1'] text.pn-count").text_content() == "3"
-            rows = page.locator("#pn-tokens tbody tr").all_text_contents()
-            every2 = next(r for r in rows if r.startswith("every2"))
-            assert every2.count("`(") == 4 and "[7,8]" in every2
-            # and back to the start: the marking is the initial one again
-            page.locator("#pn-slider").fill("0")
-            assert page.locator("g[id='p:every1'] text.pn-count").text_content() == ""
-            assert page.locator("g#p\\:ME text.pn-count").text_content() == "12"
-            assert not errors
-        finally:
-            browser.close()
+    with browser.launch() as chromium:
+        page = chromium.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri())
+        assert page.text_content("#pn-step") == f"step 0 of {n}"
+        assert page.text_content("#pn-fired") == "(initial marking)"
+        # the input events are the tokens of the event place ME at step 0
+        assert page.locator("g#p\\:ME text.pn-count").text_content() == "12"
+        page.click("#pn-next")
+        assert page.text_content("#pn-step") == f"step 1 of {n}"
+        assert page.text_content("#pn-fired") == "stream.peek.ME"
+        assert page.locator("g[id='t:stream.peek.ME']").get_attribute("class") \
+            .split().count("pn-fired") == 1
+        page.click("#pn-next")
+        page.click("#pn-back")
+        assert page.text_content("#pn-step") == f"step 1 of {n}"
+        # the slider goes to the end: every1's place holds its three published matches
+        page.locator("#pn-slider").fill(str(n))
+        assert page.text_content("#pn-step") == f"step {n} of {n}"
+        assert page.locator("g[id='p:every1'] text.pn-count").text_content() == "3"
+        rows = page.locator("#pn-tokens tbody tr").all_text_contents()
+        every2 = next(r for r in rows if r.startswith("every2"))
+        assert every2.count("`(") == 4 and "[7,8]" in every2
+        # and back to the start: the marking is the initial one again
+        page.locator("#pn-slider").fill("0")
+        assert page.locator("g[id='p:every1'] text.pn-count").text_content() == ""
+        assert page.locator("g#p\\:ME text.pn-count").text_content() == "12"
+        assert not errors
     # self-contained: nothing but the page itself was requested
     assert requests == [path.as_uri()]

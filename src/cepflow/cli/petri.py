@@ -13,6 +13,14 @@ from typing import Annotated
 
 import typer
 
+from cepflow.cli.options import (
+    DuplicateIds,
+    DuplicateIdsOption,
+    MissingFields,
+    MissingFieldsOption,
+    UnknownTypes,
+    UnknownTypesOption,
+)
 from cepflow.compiler.program import Program
 from cepflow.events.model import SideChannel
 
@@ -79,35 +87,39 @@ def petri(
     close_windows: Annotated[bool, typer.Option(
         help="At the end of the input, let time run out (windows close)")] = False,
     lateness: Annotated[float, typer.Option(help="Allowed lateness (ms) for reordering")] = 0,
+    unknown_types: UnknownTypesOption = UnknownTypes.reject,
+    missing_fields: MissingFieldsOption = MissingFields.reject,
+    duplicate_ids: DuplicateIdsOption = DuplicateIds.reject,
 ) -> None:
     """Translate PATTERNS into a prioritized coloured Petri net and run it over EVENTS: each
     step (transition, binding, tokens taken and added) and the final marking of the
     complex-event places, in CPN Tools' notation or as JSON."""
-    from cepflow.cli.main import _events, _load, err
+    from cepflow.cli.main import _check_lateness, _fail, _load, _reader_options, err
+    from cepflow.inputs import InputError, ordered_events
     from cepflow.petri.cpn import write_cpn
     from cepflow.petri.output import marking_json, marking_text, step_json, step_text
     from cepflow.petri.pnml import write_pnml
     from cepflow.petri.translate import Untranslatable, translate
 
+    _check_lateness(lateness)
     program = _load(patterns, None)
     if pattern is not None:
         names = [a.name for a in program.automata] + [w.name for w in program.windows]
         if pattern not in names:
-            err.print(f"no complex event '{pattern}' in {patterns} (have: {', '.join(names)})",
-                      markup=False)
-            raise typer.Exit(2)
+            raise _fail(f"no complex event '{pattern}' in {patterns} (have: "
+                        f"{', '.join(names)})")
         program = _restrict(program, pattern)
     if export is not None and export.suffix not in (".pnml", ".cpn"):
-        err.print(f"--export {export}: the file must end in .pnml or .cpn", markup=False)
-        raise typer.Exit(2)
+        raise _fail(f"--export {export}: the file must end in .pnml or .cpn")
     side = SideChannel()
     try:
-        events = list(_events(input or [], program, side, lateness))
-    except OSError as e:
-        err.print(f"{e.filename}: {e.strerror}", markup=False)
-        raise typer.Exit(2) from None
-    for r in side.all():
-        err.print(f"not processed: {r}", markup=False)
+        events = list(ordered_events(
+            input or [], program.schemas, side, lateness=lateness,
+            **_reader_options(unknown_types, missing_fields, duplicate_ids))) if input else []
+    except InputError as e:
+        raise _fail(str(e)) from None
+    for kind, r in side.items():
+        err.print(f"not processed ({kind}): {r}", markup=False)
     try:
         tr = translate(program, events, close_windows=close_windows, source=str(patterns))
     except Untranslatable as e:
