@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cepflow.events.model import Event
 from cepflow.inputs import read_events
 from cepflow.language import ast
 from cepflow.language.epl import parse_epl
@@ -132,3 +133,18 @@ def test_an_untranslatable_statement_in_an_epl_file_names_its_file() -> None:
         translate(load_module(module), source="p.epl")
     assert str(info.value).startswith("p.epl:5:")
     assert "every inside a pattern" in str(info.value)
+
+
+@pytest.mark.parametrize("tail", ["timer:interval(1 sec)",
+                                  "(timer:interval(2 sec) and not B(k = a.k))"])
+def test_a_match_at_a_windows_deadline_carries_its_values(tail: str) -> None:
+    # a run that completes when its window closes (A -> timer:interval, a trailing not)
+    # selects the values it bound (they were once null: FINAL's variables left them out)
+    text = ("create schema A(k int, v int);\ncreate schema B(k int, v int);\n"
+            f"insert into P select a.k as k, a.v as v from pattern [every a = A -> {tail}];\n")
+    prog = load_module(parse_epl(text))
+    events = [Event("A", (1, 5), 0), Event("B", (2, 0), 500), Event("A", (3, 6), 900),
+              Event("B", (3, 0), 1500), Event("A", (4, 7), 5000)]
+    c = compare(prog, events, close_windows=True)
+    assert c.equal, c.differences
+    assert {p for _, _, p, _ in c.net["P"]} >= {(1, 5), (4, 7)}

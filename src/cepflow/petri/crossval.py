@@ -12,8 +12,9 @@ says where they differ.
 test (tests/petri/test_crossval.py, hypothesis) and the long run (scripts/petri_crossval.py)
 use: Esper patterns over three event types with every in both placements, followed-by,
 filters, correlations (unification and filters), ``or``, ``and``, ``and not``, repetition,
-``timer:within``, every-distinct, a second pattern reading the first's output, and window
-statements; events with ties in time and values that make filters both pass and fail.
+``timer:within``, a trailing ``timer:interval`` (with ``and not``), every-distinct, a second
+pattern reading the first's output, and window statements; events with ties in time and
+values that make filters both pass and fail.
 """
 
 from __future__ import annotations
@@ -131,8 +132,15 @@ def random_pattern(pick: Pick, name: str, tags: list[str], inner: str | None = N
             tags.append(alias)
         else:
             steps.append(f"[2] {pick(TYPES)}")
+    # a trailing interval after one event: completes when it passes (with nothing forbidden)
+    tail = None
+    if steps[-1].split(" = ")[0] in tags and pick([False, False, False, True]):
+        t = steps[-1].split(" = ")[0]
+        tail = pick(["timer:interval(1 sec)", f"(timer:interval(2 sec) and not "
+                     f"{pick(TYPES)}(k = {t}.k))"])
+        steps.append(tail)
     body = " -> ".join(steps)
-    within = pick([None, None, 2, 3]) if n > 1 else None
+    within = pick([None, None, 2, 3]) if n > 1 and tail is None else None
     head = steps[0]
     if every == "spawn":
         body = " -> ".join([f"every {head}", *steps[1:]])

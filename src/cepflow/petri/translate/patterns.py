@@ -178,7 +178,13 @@ class PatternNet:
         self.var_order = order
         self.var_types = types
         self.vars = {s: [v for v in order if v in maybe.get(s, set())] for s in self.states}
-        self.final_vars = [v for v in order if v in maybe.get(FINAL, set())]
+        # (a run also completes when a window it waits in closes: a trailing not, or
+        # timer:interval at the end)
+        done = set(maybe.get(FINAL, set()))
+        for z in a.zones:
+            for s in z.timer_accept:
+                done |= maybe.get(s, set())
+        self.final_vars = [v for v in order if v in done]
         # variable names in the net: the program's own (a1.k), renamed if a field is so named
         read = {f for t in self.types_read() for f in b.schema(t).param_names}
         self.vn = {v: (v if v not in read else b.var(f"{v}_v")) for v in order}
