@@ -2,7 +2,7 @@
 pattern sets and window statements (cepflow.petri.crossval) over random streams, each run as
 a net and in the engine; every complex event must agree (number, time, values, the events that
 made it). The suite runs the same property at a modest number of examples
-(tests/petri/test_crossval.py, tests/petri/test_windows.py).
+(tests/petri/test_petri_crossval.py, tests/petri/test_petri_windows.py).
 
     .venv/bin/python scripts/petri_crossval.py                 # 2,000 cases, streams of 30
     .venv/bin/python scripts/petri_crossval.py --cases 20000 --length 60 --seed 7

@@ -9,7 +9,7 @@ that share only the compiled program — the automata and statements — agree o
 says where they differ.
 
 :func:`random_program` and :func:`random_stream` draw the programs and streams the property
-test (tests/petri/test_crossval.py, hypothesis) and the long run (scripts/petri_crossval.py)
+test (tests/petri/test_petri_crossval.py, hypothesis) and the long run (scripts/petri_crossval.py)
 use: Esper patterns over three event types with every in both placements, followed-by,
 filters, correlations (unification and filters), ``or``, ``and``, ``and not``, repetition,
 ``timer:within``, a trailing ``timer:interval`` (with ``and not``), every-distinct, a second
