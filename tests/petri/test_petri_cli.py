@@ -104,3 +104,9 @@ def test_the_interactive_stepper_goes_forward_and_back() -> None:
     first = [s.transition for s in stepper.next(8)]
     fresh = tr.simulator(seed=2)
     assert first == [fresh.step().transition for _ in range(8)]
+
+
+def test_interactive_needs_a_terminal() -> None:
+    res = runner.invoke(app, ["petri", str(EVERY / "every.epl"), "-i",
+                              str(EVERY / "events.jsonl"), "--interactive"])
+    assert res.exit_code == 2 and "--interactive needs a terminal" in res.output

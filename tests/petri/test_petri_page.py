@@ -66,3 +66,27 @@ def test_the_page_steps_through_the_run_in_chromium(page_file: tuple[Path, int])
         assert not errors
     # self-contained: nothing but the page itself was requested
     assert requests == [path.as_uri()]
+
+
+def test_a_long_input_is_counted_not_listed(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from cepflow.petri import report
+
+    monkeypatch.setattr(report, "MAX_TOKENS", 5)
+    prog = load(EXAMPLES / "every" / "every.epl")
+    tr = translate(prog, list(read_events(EXAMPLES / "every" / "events.jsonl", prog.schemas)))
+    sim = tr.simulator(seed=0)
+    sim.run()
+    path = tmp_path / "every.html"
+    step_through_page(tr, sim, "every.epl").write(path)
+    assert "list their first ones and count the rest" in path.read_text()
+    with browser.launch() as chromium:
+        page = chromium.new_page()
+        page.goto(path.as_uri())
+        me = page.locator("g#p\\:ME text.pn-count")
+        assert me.text_content() == "12"
+        assert "… 7 more" in page.locator("#pn-tokens tbody").text_content()
+        page.locator("#pn-slider").fill(str(sim.steps))
+        assert me.text_content() == ""  # every input event was read, listed or not
+        page.locator("#pn-slider").fill("0")
+        assert me.text_content() == "12"

@@ -1,7 +1,8 @@
 """The step-through page of a net (``cepflow petri --html``), through ``cepflow.reports``:
 the net drawn as SVG, and, step by step, the transition fired with its binding, the tokens it
 took and added, and the tokens of every place — with back/next buttons and a slider
-(``reports/petri.js``). Runs longer than :data:`MAX_STEPS` are cut there (the page says so).
+(``reports/petri.js``). Runs longer than :data:`MAX_STEPS` are cut there, and a place's
+initial tokens past :data:`MAX_TOKENS` are counted, not listed (the page says so).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from cepflow.petri.simulator import Simulator, Step
 from cepflow.petri.translate import Translation
 from cepflow.reports import Page
 
-#: the most steps a page carries
+#: the most steps a page carries, and the most tokens of one place it lists at the start
 MAX_STEPS = 5000
+MAX_TOKENS = 2000
 
 
 def _tokens(net: Any, items: Iterable[tuple[str, Any, int]]) -> list[list[Any]]:
@@ -44,6 +46,10 @@ def step_through_page(tr: Translation, sim: Simulator, source: str = "") -> Page
         'added: <span id="pn-added"></span></p>')
     if len(sim.trace) > MAX_STEPS:
         sec.text(f"The run fired {sim.steps} steps; this page shows the first {MAX_STEPS}.")
+    big = [p for p, ms in net.initial.items() if len(ms.distinct()) > MAX_TOKENS]
+    if big:
+        sec.text(f"Places with more than {MAX_TOKENS:,} initial colours ({', '.join(big)}) "
+                 "list their first ones and count the rest.")
     try:
         sec.svg(to_svg(net_to_dot(net)), "The net: places (ellipses), transitions (boxes, "
                 "with their priority and guard), arcs with their expressions; dashed: read "
@@ -61,8 +67,11 @@ def step_through_page(tr: Translation, sim: Simulator, source: str = "") -> Page
         for p in tr.complex_places.values()])
     page.add_data("petri-run", {
         "places": list(net.places),
-        "initial": {p: _tokens(net, ((p, c, n) for c, n in ms.items()))
+        # a place's first tokens by colour, and how many more it holds (a long input)
+        "initial": {p: _tokens(net, ((p, c, n) for c, n in list(ms.items())[:MAX_TOKENS]))
                     for p, ms in net.initial.items() if ms},
+        "more": {p: sum(n for _, n in list(ms.items())[MAX_TOKENS:])
+                 for p, ms in net.initial.items() if len(ms.distinct()) > MAX_TOKENS},
         "steps": [{"t": s.transition, "b": binding_text(s.binding),
                    "take": _tokens(net, s.taken), "add": _tokens(net, s.added)}
                   for s in steps],

@@ -10,9 +10,12 @@
   var svg = document.querySelector(".pn-net svg");
   var at = 0;
   var marking = {};
+  var more = {};  // tokens a place holds beyond those the page lists (a long input)
 
   function reset() {
     marking = {};
+    more = {};
+    Object.keys(run.more || {}).forEach(function (p) { more[p] = run.more[p]; });
     run.places.forEach(function (p) { marking[p] = {}; });
     Object.keys(run.initial).forEach(function (p) {
       run.initial[p].forEach(function (tok) { marking[p][tok[1]] = tok[2]; });
@@ -24,17 +27,22 @@
   }
   function change(place, text, n) {
     var m = marking[place];
+    if (n < 0 && !m[text] && more[place]) {  // a token the page did not list
+      more[place] += n;
+      return;
+    }
     m[text] = (m[text] || 0) + n;
     if (m[text] === 0) { delete m[text]; }
   }
   function count(place) {
-    var m = marking[place], total = 0;
+    var m = marking[place], total = more[place] || 0;
     Object.keys(m).forEach(function (k) { total += m[k]; });
     return total;
   }
   function text(place) {
     var m = marking[place];
     var parts = Object.keys(m).sort().map(function (k) { return m[k] + "`" + k; });
+    if (more[place]) { parts.push("… " + more[place] + " more"); }
     return parts.length ? parts.join("++") : "empty";
   }
   function node(id) { return svg ? document.getElementById(id) : null; }
