@@ -1,7 +1,8 @@
 """The long run of the Petri-net cross-validation (issue 19.5): thousands of random Esper
-pattern sets and window statements (cepflow.petri.crossval) over random streams, each run as
-a net and in the engine; every complex event must agree (number, time, values, the events that
-made it). The suite runs the same property at a modest number of examples
+pattern sets and window statements, and VEPL patterns under chronicle, immediate and strict
+with a rule (cepflow.petri.crossval), over random streams, each run as a net and in the
+engine; every complex event must agree (number, time, values, the events that made it), and
+every rule firing. The suite runs the same property at a modest number of examples
 (tests/petri/test_petri_crossval.py, tests/petri/test_petri_windows.py).
 
     .venv/bin/python scripts/petri_crossval.py                 # 2,000 cases, streams of 30
@@ -17,8 +18,8 @@ import sys
 import time
 
 from cepflow.language.epl import parse_epl
-from cepflow.loader import load_module
-from cepflow.petri.crossval import compare, random_program, random_stream, seeded
+from cepflow.loader import load, load_module
+from cepflow.petri.crossval import compare, random_program, random_stream, random_vepl, seeded
 
 
 def main() -> int:
@@ -33,10 +34,13 @@ def main() -> int:
     for k in range(args.cases):
         seed = args.seed + k
         pick = seeded(seed)
-        text = random_program(pick, windows=not args.no_windows)
+        vepl = k % 3 == 2  # a third of the cases: VEPL (chronicle, immediate, strict)
+        text = random_vepl(pick) if vepl else random_program(pick,
+                                                              windows=not args.no_windows)
         events = random_stream(pick, args.length)
         close = bool(pick([False, True]))
-        c = compare(load_module(parse_epl(text)), events, seed=seed, close_windows=close)
+        prog = load(text) if vepl else load_module(parse_epl(text))
+        c = compare(prog, events, seed=seed, close_windows=close)
         if not c.equal:
             bad += 1
             print(f"--- case {seed} (close_windows={close})\n{text}"

@@ -73,10 +73,11 @@ def test_errors_are_one_line_each(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "no complex event 'nope'" in res.output
     bad = tmp_path / "p.vepl"
     bad.write_text("atomicEvent A(x: Integer)\natomicEvent B(x: Integer)\n"
-                   "complexEvent P(x: Integer) {\n  as A(x) -> B(x)\n}\n")
+                   "complexEvent P(x: Integer) {\n  as A(x) -> B(x)\n  context unrestricted\n"
+                   "}\n")
     res = runner.invoke(app, ["petri", str(bad)])
     assert res.exit_code == 1
-    assert f"{bad}:3:14: cannot translate context chronicle in statement 'P'" in res.output
+    assert f"{bad}:3:14: cannot translate context unrestricted in statement 'P'" in res.output
     res = runner.invoke(app, ["petri", str(EVERY / "every.epl"), "-i",
                               str(tmp_path / "missing.jsonl")])
     assert res.exit_code == 2 and "missing.jsonl" in res.output

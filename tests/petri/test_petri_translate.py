@@ -109,10 +109,15 @@ def reported(text: str) -> list:
 
 def test_what_is_not_translated_is_reported_with_statement_line_and_construct() -> None:
     probs = reported("atomicEvent A(x: Integer)\natomicEvent B(x: Integer)\n"
-                     "complexEvent P(x: Integer) {\n  as A(x) -> B(x)\n}\n")
+                     "complexEvent P(x: Integer) {\n  as A(x) -> B(x)\n"
+                     "  context unrestricted\n}\n")
     assert [(p.statement, p.construct, p.loc[0]) for p in probs] == [
-        ("P", "context chronicle", 3)]
-    assert "3:14: cannot translate context chronicle in statement 'P'" in str(probs[0])
+        ("P", "context unrestricted", 3)]
+    assert "3:14: cannot translate context unrestricted in statement 'P'" in str(probs[0])
+    probs = reported("atomicEvent A(x: Integer)\natomicEvent B(x: Integer)\n"
+                     "complexEvent P(x: Integer) {\n  as A(x) -> B(x)\n"
+                     "  context immediate partition by x\n}\n")
+    assert [p.construct for p in probs] == ["partition by"]
     probs = reported("atomicEvent A(x: Integer)\natomicEvent B(x: Integer)\n"
                      "complexEvent P {\n  as every a = A -> every b = B\n}\n")
     assert [(p.construct, p.loc) for p in probs] == [("every inside a pattern", (4, 31))]
@@ -148,3 +153,32 @@ def test_a_match_at_a_windows_deadline_carries_its_values(tail: str) -> None:
     c = compare(prog, events, close_windows=True)
     assert c.equal, c.differences
     assert {p for _, _, p, _ in c.net["P"]} >= {(1, 5), (4, 7)}
+
+
+def test_the_gesture_case_study_and_its_rule_under_chronicle() -> None:
+    # 002's ForwardGesture (VEPL, chronicle, 4 query events per gesture over 100 bodies) and
+    # the rule nextSlide on it: the net's matches and the rule's firings are the engine's
+    prog = load(EXAMPLES / "gesture" / "gesture.vepl")
+    events = list(read_events(EXAMPLES / "gesture" / "events.jsonl", prog.schemas))
+    c = compare(prog, events, seed=4)
+    assert c.equal, c.differences
+    assert len(c.net["ForwardGesture"]) == 100
+
+
+@pytest.mark.parametrize(("body", "context"), [
+    ("A(x) -> NOT B(x) -> C(x)", "chronicle"),
+    ("(B(x)){+} -> NOT A(x) -> C(x)", "chronicle"),      # an iteration before a NOT
+    ("(A(x) -> NOT B(x))[2000]", "immediate"),            # a trailing NOT in a window
+    ("(A(x) -> B(x)) holds-for 1500", "strict"),
+])
+def test_vepl_contexts_and_operators_agree_with_the_engine(body: str, context: str) -> None:
+    text = ("atomicEvent A(x: Integer)\natomicEvent B(x: Integer)\natomicEvent C(x: Integer)\n"
+            f"complexEvent P(x: Integer) {{\n  as {body}\n  context {context}\n}}\n")
+    prog = load(text)
+    events = [Event(t, (k,), ts) for t, k, ts in [
+        ("A", 1, 0), ("B", 1, 500), ("A", 2, 500), ("B", 1, 1000), ("C", 1, 1500),
+        ("A", 1, 2000), ("C", 2, 2500), ("B", 2, 4000), ("C", 1, 4500),
+        ("A", 1, 5000), ("C", 1, 6000), ("B", 1, 9000)]]
+    for seed in (0, 1):
+        c = compare(prog, events, seed=seed, close_windows=bool(seed))
+        assert c.equal, c.differences

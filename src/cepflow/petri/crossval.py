@@ -8,9 +8,10 @@ number, time, parameter values, the numbers of the events that made each). Two e
 that share only the compiled program — the automata and statements — agree or the comparison
 says where they differ.
 
-:func:`random_program` and :func:`random_stream` draw the programs and streams the property
-test (tests/petri/test_petri_crossval.py, hypothesis) and the long run (scripts/petri_crossval.py)
-use: Esper patterns over three event types with every in both placements, followed-by,
+:func:`random_program`, :func:`random_vepl` and :func:`random_stream` draw the programs and
+streams the property tests (tests/petri/test_petri_crossval.py, hypothesis) and the long run
+(scripts/petri_crossval.py) use — VEPL patterns under chronicle, immediate and strict with a
+rule, and: Esper patterns over three event types with every in both placements, followed-by,
 filters, correlations (unification and filters), ``or``, ``and``, ``and not``, repetition,
 ``timer:within``, a trailing ``timer:interval`` (with ``and not``), every-distinct, a second
 pattern reading the first's output, and window statements; events with ties in time and
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import Event
+from cepflow.events.model import ComplexEvent, Event
 from cepflow.petri.translate import Token, engine_tokens, translate
 from cepflow.runtime.engine import Engine
 
@@ -53,7 +54,11 @@ def compare(program: Program, events: Sequence[Event], seed: int = 0,
     sim = tr.simulator(seed=seed, record=False)
     steps = sim.run(max_steps)
     net = tr.complex_events(sim)
-    eng = Engine(program)
+    fired: dict[str, list[Any]] = {r.name: [] for r in program.rules}
+    # rules fire their actions; here each records the event it fired for
+    actions = {r.action: (lambda act: fired[act.rule.name].append(act.event))
+               for r in program.rules if r.action}
+    eng = Engine(program, actions=actions, strict_actions=False)
     fed = [Event(e.type, tuple(e.params), e.ts, e.id) for e in events]
     matches = []
     for e in fed:
@@ -61,6 +66,16 @@ def compare(program: Program, events: Sequence[Event], seed: int = 0,
     matches += eng.finish(close_windows=close_windows)
     want = engine_tokens(fed, matches)
     out = Comparison(net, want, steps, tr.finished(sim))
+    n = len(fed)
+    got_rules = tr.rule_firings(sim)
+    for r in program.rules:
+        if not r.action:
+            continue
+        nums = sorted(n + ev.match_id if isinstance(ev, ComplexEvent) else ev.seq + 1
+                      for ev in fired[r.name])
+        if got_rules[r.name] != nums:
+            out.differences.append(f"rule {r.name}: the net fired for {got_rules[r.name]}, "
+                                   f"the engine for {nums}")
     if not out.finished:
         out.differences.append(f"the net stopped after {steps} steps before the end of input")
     for x in sorted(set(net) | set(want)):
@@ -206,6 +221,54 @@ def random_program(pick: Pick, windows: bool = True) -> str:
             text += ("@Name('Q')\ninsert into Q\nselect w.k as k\n"
                      "from pattern [every w = W -> x = A(x.k = w.k)];\n")
     return text
+
+
+VEPL_SCHEMA = ("atomicEvent A(k: Integer, v: Integer)\natomicEvent B(k: Integer, v: Integer)\n"
+               "atomicEvent C(k: Integer, v: Integer)\n")
+
+
+def _vepl_atom(pick: Pick, keyed: bool) -> str:
+    t = pick(TYPES)
+    k = "x" if keyed else "_"
+    filt = pick(["", "", f" where v > {pick([0, 1, 2])}", f" where v < {pick([1, 2, 3])}"])
+    return f"{t}({k}, _){filt}"
+
+
+def random_vepl(pick: Pick) -> str:
+    """A VEPL module (cepflow syntax, 000's algebra): one pattern under chronicle, immediate
+    or strict over the same three event types — followed-by, ``OR``, ``AND``, ``{2}``,
+    ``{+}``, ``NOT`` in a gap, a window or holds-for — and a rule on it."""
+    keyed = pick([True, True, False])
+    n = pick([1, 2, 2, 3])
+    items: list[str] = []
+    for i in range(n):
+        form = pick(["atom", "atom", "or", "and", "mult", "plus"] if i else
+                    ["atom", "atom", "or", "plus"])
+        a = _vepl_atom(pick, keyed)
+        if form == "or":
+            a = f"({a} OR {_vepl_atom(pick, keyed)})"
+        elif form == "and":
+            a = f"({a} AND {_vepl_atom(pick, keyed)})"
+        elif form == "mult":
+            a = f"({a}){{2}}"
+        elif form == "plus" and i < n - 1:
+            a = f"({a}){{+}}"
+        if i and pick([False, False, True]):
+            items.append(f"NOT {pick(TYPES)}({'x' if keyed else '_'}, _)")
+        items.append(a)
+    body = " -> ".join(items)
+    wrap = pick([None, None, "within", "holds"])
+    if wrap == "within" or (n == 1 and wrap is None and pick([False, True])):
+        tail = ""
+        if pick([False, True, False]):
+            tail = f" -> NOT {pick(TYPES)}({'x' if keyed else '_'}, _)"
+        body = f"({body}{tail})[{pick([1000, 2000])}]"
+    elif wrap == "holds" and n > 1:
+        body = f"({body}) holds-for {pick([500, 1500])}"
+    context = pick(["chronicle", "immediate", "strict"])
+    params = "(x: Integer)" if keyed else ""
+    return (VEPL_SCHEMA + f"complexEvent P{params} {{\n  as {body}\n  context {context}\n}}\n"
+            "rule fired on P action record\n")
 
 
 def random_stream(pick: Pick, length: int) -> list[Event]:

@@ -56,6 +56,11 @@ class Translation:
             out[x] = sorted(toks)
         return out
 
+    def rule_firings(self, sim: Simulator) -> dict[str, list[int]]:
+        """Per rule, the numbers of the events it fired for (its ``R.fired`` place)."""
+        return {r.name: sorted(sim.marking[f"{r.name}.fired"].elements())
+                for r in self.program.rules}
+
     def finished(self, sim: Simulator) -> bool:
         """Has the net processed the whole input (a token on ``stream.stop``)?"""
         return bool(sim.marking["stream.stop"])
@@ -86,6 +91,9 @@ def translate(program: Program, events: Iterable[Event] = (), close_windows: boo
     b.taken = set(b.field_names)
     for a in program.automata:
         b.taken |= {v for p in a.positions for _, v in p.binds}
+    complex_names = {a.name for a in program.automata} | {w.name for w in program.windows}
+    b.input_types = ({e.type for e in evs} | {
+        t for t in program.schemas if t not in complex_names}) - complex_names
     patterns = [PatternNet(b, a, i) for i, a in enumerate(program.automata)]
     windows = [WindowNet(b, w, len(patterns) + i) for i, w in enumerate(program.windows)]
     problems: list[Problem] = []
@@ -93,9 +101,6 @@ def translate(program: Program, events: Iterable[Event] = (), close_windows: boo
         problems += p.check()
     for w in windows:
         problems += w.check()
-    for r in program.rules:
-        problems.append(Problem(r.name, "rule", "rules and their actions are not translated "
-                                "yet (actions are Python callables)", r.loc))
     complex_types = {a.name for a in program.automata} | {w.name for w in program.windows}
     for e in evs:
         if e.type in complex_types:

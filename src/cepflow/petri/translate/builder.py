@@ -139,6 +139,8 @@ class Builder:
     readers: dict[str, list[str]] = field(default_factory=dict)
     #: the field names of every event type (pattern variables never take one)
     field_names: set[str] = field(default_factory=set)
+    #: the event types of the input (immediate and strict patterns read them all: noise)
+    input_types: set[str] = field(default_factory=set)
     _colour_sets: dict[str, ColourSet] = field(default_factory=dict)
 
     # -- names ------------------------------------------------------------------------------
@@ -217,6 +219,14 @@ class Builder:
         self.arc(self.complex_places[x], transition, "out", [dn, t, *params, parts])
         if self.readers.get(x):
             self.arc(self.queues[x], transition, "out", [key, dn, t, *params])
+        self.activate(transition, x, dn)
+
+    def activate(self, transition: str, x: str, n: ast.Expr, mult: ast.Expr | None = None
+                 ) -> None:
+        """The rules triggered by an event of type ``x`` (number ``n``) are to fire."""
+        for rule in self.program.rules:
+            if any(ref.name == x for ref in rule.on):
+                self.arc(f"{rule.name}.todo", transition, "out", [n], mult)
 
     def ordered(self, prefix: str, source: str, terms: list[ast.Expr], key: ast.Expr) -> None:
         """Tokens of ``source`` leave one at a time, smallest ``key`` first: ``prefix.pick``

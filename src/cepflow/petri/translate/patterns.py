@@ -26,8 +26,13 @@ Around them:
   order (``P.pick`` / ``P.lower`` choose the instance whose output comes first) and queues it
   for the patterns and statements that read it.
 
-Esper's semantics (docs/esper.md) are those of the engine's ``esper`` context; constructs
-outside what this module translates are reported (:meth:`PatternNet.check`).
+Esper's semantics (docs/esper.md) are those of the engine's ``esper`` context. Under VEPL's
+contexts (chronicle, immediate, strict: 000 §4.4) the oldest partial match that can take the
+event takes it (``P.arm`` / ``P.offer`` / ``P.drop``), a step wins over a ``not``, a forbidden
+event moves a run that may go on with the operand before the NOT to a restricted copy, and
+under immediate and strict an event that contributes to nothing disposes of every partial
+match (``P.noise``). Constructs outside what this module translates are reported
+(:meth:`PatternNet.check`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cepflow.automaton.model import FINAL, INITIAL, Automaton, Edge, Position
+from cepflow.automaton.model import TRAP as TRAP_STATE
 from cepflow.compiler.esper import EsperPlan, lower
 from cepflow.language import ast
 from cepflow.language.walk import rewrite
@@ -42,6 +48,7 @@ from cepflow.petri.colours import ANY, INT, UNIT, ColourSet
 from cepflow.petri.translate.builder import (
     BUSY,
     CHOOSE,
+    CLEAR,
     EMIT,
     EVS,
     KEY,
@@ -63,6 +70,9 @@ from cepflow.petri.translate.builder import (
     or_,
     tup,
 )
+
+#: "no instance" in P.oldest: larger than every instance number
+NONE = 1 << 62
 
 
 class PatternNet:
@@ -98,10 +108,9 @@ class PatternNet:
         def bad(construct: str, reason: str, loc: ast.Loc = None) -> None:
             out.append(Problem(a.name, construct, reason, loc or self.decl.loc))
 
-        if a.context != "esper":
-            bad(f"context {a.context}", "the Petri-net translation covers Esper-style patterns "
-                "(EPL, or cepflow syntax with every/tags/select: context esper); the VEPL "
-                "contexts chronicle, immediate, strict and unrestricted are not translated yet")
+        if a.context == "unrestricted":
+            bad("context unrestricted", "a partial match that also skips every event it takes "
+                "is not translated (chronicle, immediate, strict and esper are)")
             return out
         if a.clock is not None:
             bad("timer:interval at the start of a pattern", "a pattern that starts at the "
@@ -114,11 +123,6 @@ class PatternNet:
             if p.collect is not None:
                 bad(f"tag '{p.collect.alias}' inside a repetition", "tags that collect arrays "
                     "are not translated yet", p.loc)
-        for z in a.zones:
-            if z.kind != "within":
-                bad(f"{z.kind} window", "only timer:within windows are translated", z.loc)
-        if a.restricted:
-            bad("an iteration before a not", "restricted copies are not translated", None)
         if a.distinct and any(len(es) > 1 for es in a.edges.get(INITIAL, {}).values()):
             bad("every-distinct", "every-distinct over alternatives that begin with the same "
                 "event type is not translated")
@@ -143,13 +147,15 @@ class PatternNet:
                 if not new <= old:
                     old |= new
                     changed = True
+        for copy, src in self.auto.restricted.items():  # a copy binds what its state did
+            maybe[copy] = maybe.setdefault(src, set())
         sure: dict[int, set[str]] = {s: set(v) for s, v in maybe.items()}
         sure[INITIAL] = set()
         changed = True
         while changed:
             changed = False
             for t in list(sure):
-                if t == INITIAL:
+                if t == INITIAL or t in self.auto.restricted:
                     continue
                 inc = [sure.get(s, set()) | {v for _, v in e.position.binds}
                        for s, e in self.edges if e.target == t]
@@ -157,6 +163,8 @@ class PatternNet:
                 if new != sure[t]:
                     sure[t] = new
                     changed = True
+            for copy, src in self.auto.restricted.items():
+                sure[copy] = sure.get(src, set())
         return maybe, sure
 
     # -- building -------------------------------------------------------------------------
@@ -193,7 +201,10 @@ class PatternNet:
                                             "evs2", "i2", "m2", "l2", "lt2", "t2", "key2")}
         self.multi = any(len(es) > 1 for m in a.edges.values() for es in m.values()) or any(
             d > 1 for s, d in self.out_degree.items() if s != INITIAL)
-        self.single_instance = self.plan is not None and self.plan.start in ("restart", "once")
+        #: how instances begin: Esper's start policy, or a VEPL context (000 §4.4)
+        self.esper = a.context == "esper"
+        self.policy = self.plan.start if self.plan is not None else a.context
+        self.single_instance = self.policy in ("restart", "once", "strict")
         net = b.net
         for s in self.states:
             net.place(self.place(s), self.thread_set(s), "state", P,
@@ -211,12 +222,17 @@ class PatternNet:
         if self.plan is not None and self.plan.start == "once":
             net.place(f"{P}.once", UNIT, "control", P, "present until the first match")
             net.mark(f"{P}.once", ())
+        if self.policy in ("immediate", "strict"):
+            net.place(f"{P}.began", INT, "control", P, "the last event that began an instance")
+            net.mark(f"{P}.began", 0)
         if a.distinct:
             self.key_set = b.colour_set(f"SEEN_{P}", [
                 *((f"k{j}", ANY) for j in range(len(a.distinct))), ("t0", TIME)])
             net.place(f"{P}.seen", self.key_set, "control", P, "every-distinct keys seen")
         for t in self.types_read():
             self.b.subscribe(t, f"{P}.{t}", P)
+        if not self.esper:
+            self.oldest()
         for s in self.states:
             for t in sorted(a.edges.get(s, {})):
                 self.step(s, t)
@@ -224,6 +240,8 @@ class PatternNet:
                 self.trap(s, t)
         for t in sorted(a.edges.get(INITIAL, {})):
             self.start(t)
+        if self.policy in ("immediate", "strict"):
+            self.noise()
         self.timers()
         if self.multi:
             self.choose()
@@ -233,16 +251,21 @@ class PatternNet:
         self.emit()
 
     def types_read(self) -> list[str]:
-        """The event types this pattern reads (its edges' and its nots')."""
+        """The event types this pattern reads (its edges' and its nots'); under immediate
+        and strict also every input event type, any of which may be noise to it."""
         a = self.auto
-        return sorted({t for m in a.edges.values() for t in m}
-                      | {t for m in a.forbids.values() for t in m})
+        out = {t for m in a.edges.values() for t in m} | {
+            t for m in a.forbids.values() for t in m}
+        if a.context in ("immediate", "strict"):
+            out |= self.b.input_types
+        return sorted(out)
 
     # -- names and colours ----------------------------------------------------------------
     def place(self, s: int) -> str:
         return f"{self.name}.q{s}"
 
     def zones_of(self, s: int) -> tuple[int, ...]:
+        s = self.auto.restricted.get(s, s)  # (a restricted copy is in its state's windows)
         return tuple(sorted(self.pos_zones.get(s, ())))
 
     def zvar(self, z: int) -> str:
@@ -331,15 +354,20 @@ class PatternNet:
             return binop(op, span, const(zone.length))
 
         for z in e.exits:
+            zone = self.zone[z]
             if z in have:
                 inside_now = e.final and z in e.position.zones and z not in e.enters
                 out = t if inside_now else lt
-                fails.append(exceeded(binop("-", out, name(self.zvar(z))), z))
-            elif self.zone[z].open_end and self.zone[z].length <= 0:
-                fails.append(const(True))  # entered and left at once: span 0 >= 0
+                span: ast.Expr = binop("-", out, name(self.zvar(z)))
+            else:  # entered and left at once: span 0
+                span = const(0)
+            if zone.kind == "holds_for":
+                fails.append(binop("<", span, const(zone.length)))
+            else:
+                fails.append(exceeded(span, z))
         if e.target != FINAL:
             for z in sorted(have - set(e.exits)):
-                if z not in e.enters:
+                if z not in e.enters and self.zone[z].kind == "within":
                     fails.append(exceeded(binop("-", t, name(self.zvar(z))), z))
         if not fails:
             return None
@@ -395,7 +423,7 @@ class PatternNet:
         b = self.b
         passes = [self.passes(e.position, s) for e in edges]
         zoks = [self.zone_ok(e, s) for e in edges]
-        if len(edges) == 1 and (s == INITIAL or self.out_degree[s] == 1) \
+        if len(edges) == 1 and (s == INITIAL or self.out_degree[s] == 1 or not self.esper) \
                 and edges[0].position.conj is None:
             return [p for p in [passes[0]] if p is not None], {0: zoks[0]}
         guard: list[ast.Expr] = []
@@ -416,7 +444,7 @@ class PatternNet:
                             and moved < e2.position.conj[1]):
                         sel.append(not_(steps[k2]))
             conds[k] = and_(steps[k], *sel)
-        if s != INITIAL:
+        if s != INITIAL and self.esper:
             # the run also stays (Esper's or: another operand still waits) when an edge of
             # the state did not fire, counting an and's unfired steps only when none of its
             # steps fired (runtime.matcher._others_wait)
@@ -444,13 +472,19 @@ class PatternNet:
         edges = self.auto.edges[s][t]
         tn = f"{self.place(s)}.{t}"
         guard, conds = self.moves(s, t, edges, tn, name(c["i"]), name(c["evs"]))
-        fb = self.forbidden(s, t)
+        # Esper: an event that ends the sub-pattern ends it even when it fits the step (the
+        # not starts first); VEPL: the step wins, and only the oldest taker takes the event
+        fb = self.forbidden(s, t) if self.esper else None
+        oldest = None if self.esper else binop("==", name(c["i"]), name(c["c"]))
         g = and_(binop("<", name(c["m"]), name(c["s"])), not_(fb) if fb is not None else None,
-                 *guard)
+                 oldest, *guard)
         labels = ", ".join(e.position.label for e in edges)
         b.net.transition(tn, g, STEP, P, f"a run in q{s} takes {labels}")
         b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
         b.arc(self.place(s), tn, "in", self.thread_terms(s))
+        if not self.esper:
+            b.arc(f"{P}.oldest", tn, "read", [name(c["s"]), name(c["c"])])
+            self.offer(s, t, edges)
         evs = self.evs_after(name(c["evs"]))
         for k, e in enumerate(edges):
             if e.target == FINAL:
@@ -469,14 +503,83 @@ class PatternNet:
             b.arc(f"{P}.took", tn, "out", [name(c["s"])])
 
     def trap(self, s: int, t: str) -> None:
-        """``P.q<k>.not.T``: an event the run's ``not`` forbids ends it (Esper: for good)."""
+        """``P.q<k>.not.T[.j]``: an event a ``not`` of the run's state forbids ends the run
+        (the trap; Esper: for good) or, when the operand before the NOT may go on (an
+        iteration), moves it to the restricted copy of its state that may only go on with
+        that operand (docs/semantics.md); of several nots the first that fires decides."""
         b, c, P = self.b, self.ctl, self.name
-        tn = f"{self.place(s)}.not.{t}"
-        fb = self.forbidden(s, t)
-        b.net.transition(tn, and_(binop("!=", name(c["l"]), name(c["s"])), fb), TRAP, P,
-                         f"a forbidden {t} ends a run in q{s}")
+        fbs = self.auto.forbids[s][t]
+        passes = [self.passes(f.position, s) or const(True) for f in fbs]
+        for j, f in enumerate(fbs):
+            tn = f"{self.place(s)}.not.{t}" + (f".{j + 1}" if len(fbs) > 1 else "")
+            earlier = [not_(p) for p in passes[:j]]
+            where = "the trap" if f.target == TRAP_STATE else f"q{f.target}"
+            b.net.transition(tn, and_(binop("!=", name(c["l"]), name(c["s"])), passes[j],
+                                      *earlier), TRAP, P,
+                             f"a forbidden {t} moves a run in q{s} to {where}")
+            b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
+            b.arc(self.place(s), tn, "in", self.thread_terms(s))
+            if f.target != TRAP_STATE:  # (a copy has its state's colours)
+                b.arc(self.place(f.target), tn, "out", self.thread_terms(s))
+
+    def oldest(self) -> None:
+        """VEPL contexts (000 §4.4): the event goes to the *oldest* partial match that can
+        take it. ``P.arm.T`` sets ``P.oldest`` to none for the event, ``P.offer`` (P_HIGH)
+        lowers it to the instance of any run that can take it; only that instance's runs
+        step, and ``P.drop`` ends those of its runs that could not (the partial match is the
+        events it took); with no taker a new instance may begin."""
+        b, c, P = self.b, self.ctl, self.name
+        net = b.net
+        net.place(f"{P}.oldest", b.colour_set("OLDEST", [("s", INT), ("c", INT)]), "control",
+                  P, "the oldest instance that can take event s (none: a large number)")
+        net.place(f"{P}.armed", INT, "control", P, "the last event the search was set up for")
+        net.mark(f"{P}.armed", 0)
+        for t in self.types_read():
+            tn = f"{P}.arm.{t}"
+            net.transition(tn, binop("<", name(c["x"]), name(c["s"])), LOWER, P,
+                           "look for the oldest partial match that can take the event")
+            b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
+            b.arc(f"{P}.armed", tn, "in", [name(c["x"])])
+            b.arc(f"{P}.armed", tn, "out", [name(c["s"])])
+            b.arc(f"{P}.oldest", tn, "out", [name(c["s"]), const(NONE)])
+        for st in self.states:
+            tn = f"{P}.drop.q{st}"
+            net.transition(tn, and_(binop("==", name(c["i"]), name(c["c"])),
+                                    binop("<", name(c["m"]), name(c["s"]))), BUSY, P,
+                           f"the taker's run in q{st} could not take the event: it ends")
+            b.arc(f"{P}.oldest", tn, "read", [name(c["s"]), name(c["c"])])
+            b.arc(self.place(st), tn, "in", self.thread_terms(st))
+        tn = f"{P}.disarm"
+        net.transition(tn, None, CLEAR, P, "done with the event")
+        b.arc(f"{P}.oldest", tn, "in", [name(c["s"]), name(c["c"])])
+
+    def offer(self, s: int, t: str, edges: list[Edge]) -> None:
+        """``P.offer.q<k>.T``: a run that can take the event offers its instance as the
+        oldest taker (runtime.matcher._find: some edge passes unification and filter)."""
+        b, c, P = self.b, self.ctl, self.name
+        tn = f"{P}.offer.q{s}.{t}"
+        can = or_(*(self.passes(e.position, s) or const(True) for e in edges))
+        c2 = name(b.var("c2"))
+        b.net.transition(tn, and_(binop("<", name(c["m"]), name(c["s"])),
+                                  binop("<", name(c["i"]), c2), can), LOWER, P,
+                         f"a run in q{s} can take the event")
         b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
-        b.arc(self.place(s), tn, "in", self.thread_terms(s))
+        b.arc(self.place(s), tn, "read", self.thread_terms(s))
+        b.arc(f"{P}.oldest", tn, "in", [name(c["s"]), c2])
+        b.arc(f"{P}.oldest", tn, "out", [name(c["s"]), name(c["i"])])
+
+    def noise(self) -> None:
+        """Immediate and strict (000 §4.4): an event that no partial match took and that
+        began none is noise — every partial match of the pattern is disposed of."""
+        b, c, P = self.b, self.ctl, self.name
+        for st in self.states:
+            tn = f"{P}.noise.q{st}"
+            b.net.transition(tn, and_(binop("==", name(c["c"]), const(NONE)),
+                                      binop("<", name(c["x"]), name(c["s"]))), KILL, P,
+                             f"noise: the partial match in q{st} is disposed of")
+            b.arc(f"{P}.oldest", tn, "read", [name(c["s"]), name(c["c"])])
+            b.arc(f"{P}.began", tn, "read", [name(c["x"])])
+            b.arc(self.place(st), tn, "in", self.thread_terms(st))
 
     def start(self, t: str) -> None:
         """``P.start.T``: a new instance begins with the event (when the start policy lets
@@ -486,9 +589,16 @@ class PatternNet:
         tn = f"{P}.start.{t}"
         inst = name(c["i"])
         guard, conds = self.moves(INITIAL, t, edges, tn, inst, call("nil"))
-        b.net.transition(tn, and_(binop("<", name(c["x"]), name(c["s"])), *guard), START, P,
-                         f"an instance of {P} begins ({self.plan.start if self.plan else ''})")
+        no_taker = None if self.esper else binop("==", name(c["c"]), const(NONE))
+        b.net.transition(tn, and_(binop("<", name(c["x"]), name(c["s"])), no_taker, *guard),
+                         START, P, f"an instance of {P} begins ({self.policy})")
         b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
+        if not self.esper:
+            b.arc(f"{P}.oldest", tn, "read", [name(c["s"]), name(c["c"])])
+        if self.policy in ("immediate", "strict"):
+            y = name(b.var("y"))
+            b.arc(f"{P}.began", tn, "in", [y])
+            b.arc(f"{P}.began", tn, "out", [name(c["s"])])
         b.arc(f"{P}.next", tn, "in", [inst])
         b.arc(f"{P}.next", tn, "out", [binop("+", inst, const(1))])
         b.arc(f"{P}.took", tn, "in", [name(c["x"])])
@@ -593,6 +703,8 @@ class PatternNet:
             b.time_lowering(ln, deadline)
             tick = b.tick_terms(self.ctl)
             due = binop("==", deadline, name(c["d"]))
+            if not zone.open_end:  # VEPL: the deadline is the last instant inside the window
+                due = and_(due, binop("<", name(c["d"]), name(c["nts"])))
             stage_ok = binop("==", name(c["st"]), const(stage))
             if s in zone.timer_accept:
                 tn = f"{self.place(s)}.accept.z{z}"

@@ -92,6 +92,7 @@ def build_stream(b: Builder, events: list[Event], close_windows: bool) -> None:
         b.arc("stream.tick", rd, "in", [n, nts, d, f, st])
         b.arc(t, rd, "in", [n, nts, *fields])
         b.arc("stream.busy", rd, "out", [n])
+        b.activate(rd, t, n)
         inboxes = b.inboxes.get(t, [])
         if inboxes:
             b.arc("stream.s", rd, "in", [s])
@@ -127,6 +128,25 @@ def build_stream(b: Builder, events: list[Event], close_windows: bool) -> None:
     b.arc("stream.next", "stream.done", "out", [binop("+", n, const(1))])
     _passes(b)
     _queues(b, v)
+    _rules(b)
+
+
+def _rules(b: Builder) -> None:
+    """004 §III's actions: a transition per rule, firing once per event that triggers it
+    (its type is one the rule is on); ``R.fired`` keeps the numbers of those events. The
+    action itself — a Python callable — is not run by the net."""
+    n = name(b.var("n"))
+    for rule in b.program.rules:
+        page = f"rule {rule.name}"
+        b.net.place(f"{rule.name}.todo", INT, "control", page,
+                    f"events that trigger rule {rule.name}")
+        b.net.place(f"{rule.name}.fired", INT, "action", page,
+                    f"the events rule {rule.name} fired for (action "
+                    f"{rule.action or rule.opaque_action or 'none'})")
+        tn = rule.name
+        b.net.transition(tn, None, PASS, page, f"rule {rule.name} fires its action")
+        b.arc(f"{rule.name}.todo", tn, "in", [n])
+        b.arc(f"{rule.name}.fired", tn, "out", [n])
 
 
 def _passes(b: Builder) -> None:

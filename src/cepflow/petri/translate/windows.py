@@ -658,6 +658,7 @@ class WindowNet:
         b.arc(W, tn, "out", [dn, name(v["now"]), *select, name(v["parts"])], ok)
         if b.readers.get(W):
             b.arc(b.queues[W], tn, "out", [name(v["okey"]), dn, name(v["now"]), *select], ok)
+        b.activate(tn, W, dn, ok)
 
     def aggregate_values(self, p: str | None) -> dict[int, ast.Expr]:
         """Each aggregate slot's value from group state ``p`` (None: a group with no event:
