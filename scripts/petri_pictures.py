@@ -28,6 +28,8 @@ PICTURES = {
     "every-restart": ("insert into P select a.k as k, b.v as v\n"
                       "from pattern [every (a = A -> b = B)];", {"P"}),
     "once": ("insert into P select a.k as k from pattern [a = A(a.v > 1)];", {"P"}),
+    "inner-every": ("insert into P select a.k as k, b.v as v\n"
+                    "from pattern [every a = A -> every b = B(b.k = a.k)];", {"P"}),
     "within": ("insert into P select a.k as k\n"
                "from pattern [every a = A -> b = B(b.k = a.k) where timer:within(5 sec)];",
                {"P"}),

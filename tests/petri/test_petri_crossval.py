@@ -15,6 +15,9 @@ from cepflow.loader import load, load_module
 from cepflow.petri.crossval import compare, random_program, random_stream, random_vepl
 
 EXAMPLES_N = int(os.environ.get("CEPFLOW_PETRI_EXAMPLES", "40"))
+#: the same examples on every run (CI stays deterministic); scripts/petri_crossval.py explores.
+#: docs/petri.md lists the one known disagreement the long run meets (about 1 case in 600).
+DERANDOMIZE = os.environ.get("CEPFLOW_PETRI_RANDOM", "") == ""
 
 
 @st.composite
@@ -28,7 +31,7 @@ def cases(draw, windows: bool):
     return text, events, seed
 
 
-@settings(max_examples=EXAMPLES_N, deadline=None,
+@settings(max_examples=EXAMPLES_N, deadline=None, derandomize=DERANDOMIZE,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases(windows=False))
 def test_the_net_outputs_the_engines_complex_events(case) -> None:
@@ -47,7 +50,7 @@ def vepl_cases(draw):
             draw(st.integers(0, 2**16)), draw(st.booleans()))
 
 
-@settings(max_examples=EXAMPLES_N, deadline=None,
+@settings(max_examples=EXAMPLES_N, deadline=None, derandomize=DERANDOMIZE,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(vepl_cases())
 def test_vepl_patterns_and_rules_as_nets_agree_with_the_engine(case) -> None:

@@ -118,9 +118,6 @@ def test_what_is_not_translated_is_reported_with_statement_line_and_construct() 
                      "complexEvent P(x: Integer) {\n  as A(x) -> B(x)\n"
                      "  context immediate partition by x\n}\n")
     assert [p.construct for p in probs] == ["partition by"]
-    probs = reported("atomicEvent A(x: Integer)\natomicEvent B(x: Integer)\n"
-                     "complexEvent P {\n  as every a = A -> every b = B\n}\n")
-    assert [(p.construct, p.loc) for p in probs] == [("every inside a pattern", (4, 31))]
     probs = reported("atomicEvent A(x: Integer)\n"
                      "complexEvent P {\n  as every timer:interval(1 s) -> a = A\n}\n")
     assert probs[0].construct == "timer:interval at the start of a pattern"
@@ -131,13 +128,13 @@ def test_what_is_not_translated_is_reported_with_statement_line_and_construct() 
 
 
 def test_an_untranslatable_statement_in_an_epl_file_names_its_file() -> None:
-    text = ("create schema A(x int);\n@Name('P')\ninsert into P\nselect a.x as x\n"
-            "from pattern [every a = A -> every b = A];\n")
+    text = ("create schema A(x int);\n@Name('P')\ninsert into P\nselect a[0].x as x\n"
+            "from pattern [every [2] a = A];\n")
     module = parse_epl(text, "p.epl")
     with pytest.raises(Untranslatable) as info:
         translate(load_module(module), source="p.epl")
     assert str(info.value).startswith("p.epl:5:")
-    assert "every inside a pattern" in str(info.value)
+    assert "tag 'a' inside a repetition" in str(info.value)
 
 
 @pytest.mark.parametrize("tail", ["timer:interval(1 sec)",
@@ -182,3 +179,22 @@ def test_vepl_contexts_and_operators_agree_with_the_engine(body: str, context: s
     for seed in (0, 1):
         c = compare(prog, events, seed=seed, close_windows=bool(seed))
         assert c.equal, c.differences
+
+
+@pytest.mark.parametrize("body", [
+    "every a = A -> every b = B",           # the Esper reference's every table
+    "a = A -> every b = B",                  # without every: one A, a match at each B
+    "every a = A -> every b = B(b.k = a.k) -> c = C",
+])
+def test_every_inside_a_pattern_forks_instances_as_the_engine_does(body: str) -> None:
+    text = ("create schema A(k int, v int);\ncreate schema B(k int, v int);\n"
+            "create schema C(k int, v int);\n"
+            f"insert into P select a.k as k, a.v as v from pattern [{body}];\n")
+    prog = load_module(parse_epl(text))
+    events = [Event(t, (k, v), ts) for t, k, v, ts in [
+        ("A", 0, 1, 0), ("B", 0, 0, 500), ("A", 1, 2, 500), ("B", 1, 5, 1000),
+        ("A", 0, 3, 1500), ("B", 0, 1, 2000), ("C", 0, 0, 2500), ("C", 1, 0, 3000)]]
+    for seed in (0, 1, 2):
+        c = compare(prog, events, seed=seed)
+        assert c.equal, c.differences
+        assert c.net["P"]

@@ -104,6 +104,7 @@ def cases(draw):
 
 
 @settings(max_examples=EXAMPLES_N, deadline=None,
+          derandomize=os.environ.get("CEPFLOW_PETRI_RANDOM", "") == "",
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases())
 def test_window_statements_output_the_engines_rows(case) -> None:

@@ -11,7 +11,8 @@ says where they differ.
 :func:`random_program`, :func:`random_vepl` and :func:`random_stream` draw the programs and
 streams the property tests (tests/petri/test_petri_crossval.py, hypothesis) and the long run
 (scripts/petri_crossval.py) use — VEPL patterns under chronicle, immediate and strict with a
-rule, and: Esper patterns over three event types with every in both placements, followed-by,
+rule, and: Esper patterns over three event types with every in both placements and inside a
+pattern (``A -> every B``), followed-by,
 filters, correlations (unification and filters), ``or``, ``and``, ``and not``, repetition,
 ``timer:within``, a trailing ``timer:interval`` (with ``and not``), every-distinct, a second
 pattern reading the first's output, and window statements; events with ties in time and
@@ -129,8 +130,10 @@ def random_pattern(pick: Pick, name: str, tags: list[str], inner: str | None = N
     for i in range(n):
         alias = f"{name.lower()}{i}"
         earlier = [t for t in tags]
-        form = pick(["atom", "atom", "atom", "or", "and", "andnot", "repeat"] if i
+        form = pick(["atom", "atom", "atom", "or", "and", "andnot", "repeat", "fork"] if i
                     else ["atom", "atom", "or"] if inner is None else ["atom"])
+        if form == "fork" and every in ("restart", "distinct"):
+            form = "atom"
         t = inner if inner and i == 0 and pick([True, False]) else None
         if form == "atom":
             steps.append(_atom(pick, alias, earlier, t))
@@ -142,6 +145,9 @@ def random_pattern(pick: Pick, name: str, tags: list[str], inner: str | None = N
             x, y = _atom(pick, alias, earlier), _atom(pick, alias + "b", earlier)
             steps.append(f"({x} and {y})")
             tags += [alias, alias + "b"]
+        elif form == "fork":  # Esper's inner every: each such event forks an instance
+            steps.append(f"every {_atom(pick, alias, earlier, t)}")
+            tags.append(alias)
         elif form == "andnot":
             steps.append(f"({_atom(pick, alias, earlier)} and {_negated(pick, earlier)})")
             tags.append(alias)

@@ -16,7 +16,7 @@ from typing import Any
 from cepflow.compiler.program import Program
 from cepflow.events.model import EventType
 from cepflow.language import ast
-from cepflow.petri.colours import FOR_PARAM, INT, UNIT, ColourSet, list_of, product
+from cepflow.petri.colours import ANY, FOR_PARAM, INT, UNIT, ColourSet, list_of, product
 from cepflow.petri.inscriptions import ArcInscription
 from cepflow.petri.net import Net
 
@@ -32,10 +32,14 @@ EMIT = 8     # complex events are output, in the engine's order
 CLEAR = 9    # a statement forgets what its output needed (empty groups, a closed batch)
 PASS = 10    # the event goes on to the next subscriber
 POP = 11     # the next queued complex event is dispatched
-CONTROL = 12  # the stream goes on: time, the next input event
+TPICK = 12   # the next instance whose window closes at this instant
+CONTROL = 13  # the stream goes on: time, the next input event
 
 TIME = ColourSet("TIME", "REAL")
-KEY = product("KEY", [("r1", INT), ("r2", INT), ("s", INT), ("c", INT), ("l", INT)])
+#: a queued complex event's key (inscriptions.qkey): the root's component and local order, the
+#: dispatch number of what caused it, its own component and local order; a pattern's local
+#: order is (instance, 0), or (forking instance, new instance) for a run an inner every forked
+KEY = product("KEY", [("r1", INT), ("r2", ANY), ("s", INT), ("c", INT), ("l", ANY)])
 EVREF = product("EVREF", [("t", TIME), ("k", INT), ("n", INT)])
 EVS = list_of("EVS", EVREF)
 PARTS = list_of("PARTS", INT)

@@ -15,7 +15,8 @@ Around them:
   when: *spawn* (``every a = A -> …``) at every event that can begin one, *restart*
   (``every (…)``) and *once* (no ``every``) only when no instance is alive and none took the
   event — ``P.took`` and the ``P.busy`` transitions record that — and *once* only until the
-  first match (the token on ``P.once``, 004's ``out_seqn`` in Fig. 5.a);
+  first match (``P.done``, 004's ``out_seqn`` in Fig. 5.a); ``every`` inside a pattern
+  (``A -> every B``) forks: ``P.spawn`` makes each forked run an instance of its own;
 * ``P.q<k>.not.T`` ends a run that meets an event its ``not`` forbids;
 * ``P.q<k>.expire.z<j>`` ends a run whose ``timer:within`` deadline passed (and
   ``accept`` completes one at its deadline: ``A -> (timer:interval(Δ) and not B)``);
@@ -57,6 +58,7 @@ from cepflow.petri.translate.builder import (
     START,
     STEP,
     TIME,
+    TPICK,
     TRAP,
     Builder,
     Problem,
@@ -118,8 +120,6 @@ class PatternNet:
         if a.partition_by:
             bad("partition by", "not translated yet")
         for p in a.positions:
-            if p.every:
-                bad("every inside a pattern", "A -> every B is not translated yet", p.loc)
             if p.collect is not None:
                 bad(f"tag '{p.collect.alias}' inside a repetition", "tags that collect arrays "
                     "are not translated yet", p.loc)
@@ -200,7 +200,9 @@ class PatternNet:
                                             "evs", "x", "c", "d", "nts", "cand", "f", "st",
                                             "evs2", "i2", "m2", "l2", "lt2", "t2", "key2")}
         self.multi = any(len(es) > 1 for m in a.edges.values() for es in m.values()) or any(
-            d > 1 for s, d in self.out_degree.items() if s != INITIAL)
+            d > 1 for s, d in self.out_degree.items() if s != INITIAL) or any(
+            p.every for p in a.positions)
+        self.forking = any(p.every for p in a.positions)
         #: how instances begin: Esper's start policy, or a VEPL context (000 §4.4)
         self.esper = a.context == "esper"
         self.policy = self.plan.start if self.plan is not None else a.context
@@ -220,8 +222,9 @@ class PatternNet:
                       ", or that one took or was alive at" if self.single_instance else ""))
         net.mark(f"{P}.took", 0)
         if self.plan is not None and self.plan.start == "once":
-            net.place(f"{P}.once", UNIT, "control", P, "present until the first match")
-            net.mark(f"{P}.once", ())
+            net.place(f"{P}.done", INT, "control", P, "1 once the pattern matched (no "
+                      "instance begins then: 004 Fig. 5.a's out_seqn)")
+            net.mark(f"{P}.done", 0)
         if self.policy in ("immediate", "strict"):
             net.place(f"{P}.began", INT, "control", P, "the last event that began an instance")
             net.mark(f"{P}.began", 0)
@@ -400,10 +403,15 @@ class PatternNet:
                         else const(None))
         return vals
 
-    def key_expr(self) -> ast.Expr:
+    def key_expr(self, parent: ast.Expr | None = None) -> ast.Expr:
+        """The queue key of a completion: instance ``i``'s own is ordered at ``(i, 0)``, one
+        of an instance that ``parent`` forked (Esper's inner every) at ``(parent, i)``: after
+        the parent's own, as the engine outputs them."""
         c = self.ctl
+        local = (tup(name(c["i"]), const(0)) if parent is None
+                 else tup(parent, name(c["i"])))
         return call("qkey", name(c["kd"]), name(c["key"]), name(c["s"]), const(self.index),
-                    name(c["i"]))
+                    local)
 
     def evs_after(self, base: ast.Expr) -> ast.Expr:
         c = self.ctl
@@ -423,8 +431,9 @@ class PatternNet:
         b = self.b
         passes = [self.passes(e.position, s) for e in edges]
         zoks = [self.zone_ok(e, s) for e in edges]
+        forks = [k for k, e in enumerate(edges) if e.position.every and s != INITIAL]
         if len(edges) == 1 and (s == INITIAL or self.out_degree[s] == 1 or not self.esper) \
-                and edges[0].position.conj is None:
+                and edges[0].position.conj is None and not forks:
             return [p for p in [passes[0]] if p is not None], {0: zoks[0]}
         guard: list[ast.Expr] = []
         pv: list[ast.Expr] = []
@@ -463,7 +472,8 @@ class PatternNet:
                 any_c = or_(*(steps[k] for k in ks))
                 unfired = binop("-", unfired, binop(
                     "*", any_c, binop("-", const(kc), _sum([steps[k] for k in ks]))))
-            conds[-1] = binop(">", unfired, const(0))
+            # (an inner every's source keeps waiting whenever it forked)
+            conds[-1] = or_(*(steps[k] for k in forks), binop(">", unfired, const(0)))
         return guard, conds
 
     def step(self, s: int, t: str) -> None:
@@ -487,7 +497,18 @@ class PatternNet:
             self.offer(s, t, edges)
         evs = self.evs_after(name(c["evs"]))
         for k, e in enumerate(edges):
-            if e.target == FINAL:
+            if e.position.every:  # Esper's inner every: the step begins a new instance
+                fid = s * 4096 + e.position.id
+                # (the key is computed when the instance has its number: a placeholder here)
+                body = (self.final_out(e, s, name(c["i"]), const(0), name(c["t"]), evs)
+                        if e.target == FINAL else self.run_out(e, s, name(c["i"]), evs))[1:]
+                # forks come out in the engine's order: by the forking instance, then the
+                # forking run's events (older first: the order of its runs), then the edge
+                b.arc(f"{P}.forks", tn, "out", [
+                    tup(name(c["i"]), name(c["evs"]), const(e.position.id)), const(fid),
+                    name(c["i"]), tup(*body)], conds.get(k))
+                self.spawn(fid, e, t, len(body))
+            elif e.target == FINAL:
                 b.arc(f"{P}.final", tn, "out",
                       self.final_out(e, s, name(c["i"]), self.key_expr(), name(c["t"]), evs),
                       conds.get(k))
@@ -521,6 +542,57 @@ class PatternNet:
             b.arc(self.place(s), tn, "in", self.thread_terms(s))
             if f.target != TRAP_STATE:  # (a copy has its state's colours)
                 b.arc(self.place(f.target), tn, "out", self.thread_terms(s))
+
+    def spawn(self, fid: int, e: Edge, t: str, width: int) -> None:
+        """``P.spawn.<f>``: a run forked by an inner every (``A -> every B``) becomes an
+        instance of its own — numbered in the engine's order (the forking instance, then the
+        state and edge: ``P.forks.pick/lower``) before a new instance may begin — or, when it
+        completed the pattern, a match of its own."""
+        b, c, P = self.b, self.ctl, self.name
+        net = b.net
+        fkey, run, parent = (name(b.var(x)) for x in ("fkey", "run", "parent"))
+        if f"{P}.forks" not in net.places:
+            net.place(f"{P}.forks", b.colour_set("FORK", [
+                ("okey", ANY), ("f", INT), ("parent", INT), ("run", ANY)]), "control", P,
+                "runs an inner every forked, waiting for their instance number")
+            b.net.places[f"{P}.forks"].doc += " (in order: okey)"
+            self.fork_order(fkey)
+        tn = f"{P}.spawn.{fid}"
+        inst = name(c["i"])
+        net.transition(tn, None, BUSY, P, "a forked run becomes an instance of its own")
+        b.arc(f"{P}.forks", tn, "in", [fkey, const(fid), parent, run])
+        b.arc(f"{P}.forks.first", tn, "in", [fkey])
+        b.arc(f"{P}.forks.idle", tn, "out", [call("unit")])
+        b.arc(f"{P}.next", tn, "in", [inst])
+        b.arc(f"{P}.next", tn, "out", [binop("+", inst, const(1))])
+        parts = [call("nth", run, const(j)) for j in range(width)]
+        if e.target == FINAL:  # a match of its own, output after its parent's
+            b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
+            parts[0] = self.key_expr(parent)
+            b.arc(f"{P}.final", tn, "out", [inst, *parts])
+        else:
+            b.arc(self.place(e.target), tn, "out", [inst, *parts])
+
+    def fork_order(self, fkey: ast.Expr) -> None:
+        """``P.forks.pick/lower``: the forks of an event get their numbers smallest key
+        first (the ordering of builder.ordered, over keys that are tuples)."""
+        b, P = self.b, self.name
+        net = b.net
+        k2 = name(b.var("fkey2"))
+        terms = [fkey, name(b.var("fid")), name(b.var("parent")), name(b.var("run"))]
+        net.place(f"{P}.forks.idle", UNIT, "control", P, "no fork being numbered")
+        net.mark(f"{P}.forks.idle", ())
+        net.place(f"{P}.forks.first", ANY, "control", P, "the key of the next fork")
+        pick = f"{P}.forks.pick"
+        net.transition(pick, None, BUSY, P, "forks to number: start with any")
+        b.arc(f"{P}.forks.idle", pick, "in", [call("unit")])
+        b.arc(f"{P}.forks", pick, "read", terms)
+        b.arc(f"{P}.forks.first", pick, "out", [fkey])
+        lw = f"{P}.forks.lower"
+        net.transition(lw, binop("<", fkey, k2), LOWER, P, "a fork that comes earlier")
+        b.arc(f"{P}.forks.first", lw, "in", [k2])
+        b.arc(f"{P}.forks.first", lw, "out", [fkey])
+        b.arc(f"{P}.forks", lw, "read", terms)
 
     def oldest(self) -> None:
         """VEPL contexts (000 §4.4): the event goes to the *oldest* partial match that can
@@ -604,7 +676,7 @@ class PatternNet:
         b.arc(f"{P}.took", tn, "in", [name(c["x"])])
         b.arc(f"{P}.took", tn, "out", [name(c["s"])])
         if self.plan is not None and self.plan.start == "once":
-            b.arc(f"{P}.once", tn, "read", [call("unit")])
+            b.arc(f"{P}.done", tn, "read", [const(0)])
         if a.distinct and self.plan is not None and self.plan.start == "spawn":
             self.distinct_start(t, tn, edges[0])
         evs = self.evs_after(call("nil"))
@@ -692,6 +764,16 @@ class PatternNet:
         if not timed:
             return
         stage = b.stage(P)
+        # one instance's deadlines at a time, smallest instance first, each followed by what
+        # its outputs cause (the engine fires its timers one by one, each with its cascade)
+        net = b.net
+        net.place(f"{P}.tidle", UNIT, "control", P, "no instance's deadline being handled")
+        net.mark(f"{P}.tidle", ())
+        net.place(f"{P}.tfirst", INT, "control", P, "the instance whose deadlines fire now")
+        done = f"{P}.tdone"
+        net.transition(done, None, CLEAR, P, "the instance's deadlines are handled")
+        b.arc(f"{P}.tfirst", done, "in", [name(c["c"])])
+        b.arc(f"{P}.tidle", done, "out", [call("unit")])
         for s, z in timed:
             zone = self.zone[z]
             deadline = binop("+", name(self.zvar(z)), const(zone.length))
@@ -706,14 +788,31 @@ class PatternNet:
             if not zone.open_end:  # VEPL: the deadline is the last instant inside the window
                 due = and_(due, binop("<", name(c["d"]), name(c["nts"])))
             stage_ok = binop("==", name(c["st"]), const(stage))
+            pk = f"{self.place(s)}.due.z{z}"
+            net.transition(pk, and_(stage_ok, due), TPICK, P,
+                           f"window z{z} of a run in q{s} closes now: its instance is next")
+            b.arc("stream.tick", pk, "read", tick)
+            b.arc(self.place(s), pk, "read", self.thread_terms(s))
+            b.arc(f"{P}.tidle", pk, "in", [call("unit")])
+            b.arc(f"{P}.tfirst", pk, "out", [name(c["i"])])
+            lw = f"{self.place(s)}.due.lower.z{z}"
+            c2 = name(b.var("c2"))
+            net.transition(lw, and_(stage_ok, due, binop("<", name(c["i"]), c2)), LOWER, P,
+                           "an older instance's window closes now too")
+            b.arc("stream.tick", lw, "read", tick)
+            b.arc(self.place(s), lw, "read", self.thread_terms(s))
+            b.arc(f"{P}.tfirst", lw, "in", [c2])
+            b.arc(f"{P}.tfirst", lw, "out", [name(c["i"])])
             if s in zone.timer_accept:
                 tn = f"{self.place(s)}.accept.z{z}"
                 hold = self.other_zones_hold(s, z)
                 b.net.transition(tn, and_(stage_ok, due), STEP, P,
                                  f"window z{z} closed with nothing forbidden: a match")
                 b.arc(self.place(s), tn, "in", self.thread_terms(s))
+                b.arc(f"{P}.tfirst", tn, "read", [name(c["i"])])
                 b.tick_fired(tn, tick)
-                key = tup(const(self.index), name(c["i"]), const(-1), const(0), const(0))
+                key = tup(const(self.index), tup(name(c["i"]), const(0)),
+                          const(-1), const(0), const(0))
                 b.arc(f"{P}.final", tn, "out",
                       self.final_out(None, s, name(c["i"]), key, name(c["d"]), name(c["evs"])),
                       hold)
@@ -722,6 +821,7 @@ class PatternNet:
                 b.net.transition(tn, and_(stage_ok, due), STEP, P,
                                  f"window z{z} closed: the run ends")
                 b.arc(self.place(s), tn, "in", self.thread_terms(s))
+                b.arc(f"{P}.tfirst", tn, "read", [name(c["i"])])
                 b.tick_fired(tn, tick)
 
     def other_zones_hold(self, s: int, closing: int) -> ast.Expr | None:
@@ -799,7 +899,7 @@ class PatternNet:
         tn = f"{P}.emit"
         restart_distinct = bool(a.distinct) and self.plan is not None \
             and self.plan.start == "restart"
-        ordered = not self.single_instance
+        ordered = not self.single_instance or self.forking  # (forks: several instances)
         guard = None
         if ordered:
             b.ordered(P, f"{P}.final", cand, name(c["key"]))
@@ -832,7 +932,9 @@ class PatternNet:
         b.emit_output(tn, P, params, name(c["t"]), name(c["key"]),
                       call("numbers", name(c["evs"])), self.ctl)
         if self.plan is not None and self.plan.start == "once":
-            b.arc(f"{P}.once", tn, "in", [call("unit")])
+            y = name(b.var("y"))
+            b.arc(f"{P}.done", tn, "in", [y])
+            b.arc(f"{P}.done", tn, "out", [const(1)])
         if restart_distinct:
             b.arc(f"{P}.seen", tn, "out", [*keys, name(c["t"])])
 
