@@ -198,3 +198,18 @@ def test_every_inside_a_pattern_forks_instances_as_the_engine_does(body: str) ->
         c = compare(prog, events, seed=seed)
         assert c.equal, c.differences
         assert c.net["P"]
+
+
+def test_a_failing_expression_is_false_or_null_in_the_net_as_in_the_engine() -> None:
+    # docs/semantics.md, "Evaluation errors": sqrt of a negative number fails; the filter is
+    # false for that event and a selected value null; the net keeps the failures
+    text = ("create schema A(k int, v int);\ninsert into P select a.k as k, sqrt(a.v - 5) as r"
+            " from pattern [every a = A(sqrt(a.v) > 1)];\n")
+    prog = load_module(parse_epl(text))
+    events = [Event("A", (1, -4), 0), Event("A", (2, 9), 10), Event("A", (3, 4), 20)]
+    c = compare(prog, events)
+    assert c.equal, c.differences
+    assert [p for _, _, p, _ in c.net["P"]] == [(2, 2.0), (3, None)]
+    sim = translate(prog, events).simulator()
+    sim.run()
+    assert {str(f.error) for f in sim.failures} == {"math domain error"}

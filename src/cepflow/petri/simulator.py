@@ -21,6 +21,11 @@ when a place it reads changed.
 **Choice.** ``choice="random"`` draws uniformly among the enabled binding elements with a
 seeded generator (the same seed, the same run); ``choice="first"`` takes the first in the
 net's transition order (deterministic and faster: it does not enumerate the others).
+
+**Evaluation errors** (docs/semantics.md, "Evaluation errors"): an inscription that fails on a
+value (``sqrt(-4)`` in a translated filter) is null, so a failing guard is false, as in the
+engine; the failures are kept in ``failures``. A net function that raises is a bug of the
+net: a :class:`SimulationError`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from cepflow.compiler.expressions import Failure, install_sink
 from cepflow.language import ast
 from cepflow.petri.inscriptions import compile_raw, var_name, variables
 from cepflow.petri.multiset import Multiset
@@ -233,6 +239,8 @@ class Simulator:
             self.marking[p] = ms.copy()
         self.trace: list[Step] = []
         self.steps = 0
+        #: evaluation failures of inscriptions (module docstring), in the order they happened
+        self.failures: list[Failure] = []
         self._idx: dict[tuple[str, int], dict[Any, dict[Any, None]]] = {}
         self._idx_by_place: dict[str, list[int]] = {}
         self._trans: list[_Trans] = []
@@ -437,7 +445,11 @@ class Simulator:
     def enabled(self) -> list[tuple[str, dict[str, Any]]]:
         """The enabled binding elements (Def. 5) of the current marking, in transition order
         (with ``choice="first"``, at most one per transition)."""
-        self._refresh()
+        before = install_sink(self.failures)
+        try:
+            self._refresh()
+        finally:
+            install_sink(before)
         if not self._enabled:
             return []
         top = min(self._trans[i].priority for i in self._enabled)
@@ -450,10 +462,14 @@ class Simulator:
         ct = self._by_name.get(transition)
         if ct is None:
             raise SimulationError(f"unknown transition {transition!r}")
-        self._refresh()
-        if not self._is_enabled(ct, binding):
-            raise SimulationError(f"{transition} with {binding} is not enabled")
-        return self._fire(ct, binding)
+        before = install_sink(self.failures)
+        try:
+            self._refresh()
+            if not self._is_enabled(ct, binding):
+                raise SimulationError(f"{transition} with {binding} is not enabled")
+            return self._fire(ct, binding)
+        finally:
+            install_sink(before)
 
     def _is_enabled(self, ct: _Trans, binding: dict[str, Any]) -> bool:
         if any(self._trans[i].priority < ct.priority for i in self._enabled):
@@ -539,12 +555,23 @@ class Simulator:
         """Fire ``step`` again (a step :meth:`undo` took back), whatever the choice would
         draw now: stepping back and forth shows the same run."""
         ct = self._by_name[step.transition]
-        self._refresh()
-        return self._fire(ct, step.binding)
+        before = install_sink(self.failures)
+        try:
+            self._refresh()
+            return self._fire(ct, step.binding)
+        finally:
+            install_sink(before)
 
     # -- running --------------------------------------------------------------------------
     def step(self) -> Step | None:
         """Fire one enabled binding element (None when the marking is dead)."""
+        before = install_sink(self.failures)
+        try:
+            return self._step()
+        finally:
+            install_sink(before)
+
+    def _step(self) -> Step | None:
         self._refresh()
         en = self._enabled
         if not en:
@@ -562,13 +589,17 @@ class Simulator:
         """Fire until the marking is dead, ``max_steps`` steps were fired, or ``until`` is
         true of a step just fired. Returns the number of steps fired."""
         n = 0
-        while max_steps is None or n < max_steps:
-            s = self.step()
-            if s is None:
-                break
-            n += 1
-            if until is not None and until(s):
-                break
+        before = install_sink(self.failures)
+        try:
+            while max_steps is None or n < max_steps:
+                s = self._step()
+                if s is None:
+                    break
+                n += 1
+                if until is not None and until(s):
+                    break
+        finally:
+            install_sink(before)
         return n
 
     def run_until_transition(self, name: str, max_steps: int | None = None) -> Step | None:
