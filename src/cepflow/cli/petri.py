@@ -94,30 +94,30 @@ def petri(
     """Translate PATTERNS into a prioritized coloured Petri net and run it over EVENTS: each
     step (transition, binding, tokens taken and added) and the final marking of the
     complex-event places, in CPN Tools' notation or as JSON."""
-    from cepflow.cli.main import _check_lateness, _fail, _load, _reader_options, err
+    from cepflow.cli.common import check_lateness, err, fail, load_patterns, reader_options
     from cepflow.inputs import InputError, ordered_events
     from cepflow.petri.cpn import write_cpn
     from cepflow.petri.output import marking_json, marking_text, step_json, step_text
     from cepflow.petri.pnml import write_pnml
     from cepflow.petri.translate import Untranslatable, translate
 
-    _check_lateness(lateness)
-    program = _load(patterns, None)
+    check_lateness(lateness)
+    program = load_patterns(patterns, None)
     if pattern is not None:
         names = [a.name for a in program.automata] + [w.name for w in program.windows]
         if pattern not in names:
-            raise _fail(f"no complex event '{pattern}' in {patterns} (have: "
+            raise fail(f"no complex event '{pattern}' in {patterns} (have: "
                         f"{', '.join(names)})")
         program = _restrict(program, pattern)
     if export is not None and export.suffix not in (".pnml", ".cpn"):
-        raise _fail(f"--export {export}: the file must end in .pnml or .cpn")
+        raise fail(f"--export {export}: the file must end in .pnml or .cpn")
     side = SideChannel()
     try:
         events = list(ordered_events(
             input or [], program.schemas, side, lateness=lateness,
-            **_reader_options(unknown_types, missing_fields, duplicate_ids))) if input else []
+            **reader_options(unknown_types, missing_fields, duplicate_ids))) if input else []
     except InputError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     for kind, r in side.items():
         err.print(f"not processed ({kind}): {r}", markup=False)
     try:
@@ -174,7 +174,7 @@ def petri(
 
 
 def _interactive(tr, sim, shown: list[str]) -> None:  # type: ignore[no-untyped-def]
-    from cepflow.cli.main import err
+    from cepflow.cli.common import err
     from cepflow.petri.multiset import cpn_multiset
     from cepflow.petri.output import marking_text, step_text
     from cepflow.petri.stepper import Stepper, interact
