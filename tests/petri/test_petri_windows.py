@@ -90,6 +90,33 @@ def test_sliding_minimum_is_found_again_when_it_leaves() -> None:
     assert (3000, (0, 2, 4, 3.0)) in [(t, p) for _, t, p, _ in c.net["W"]]
 
 
+@pytest.mark.parametrize("window", ["win:time(2 sec)", "win:length(2)",
+                                    "win:time_batch(2 sec)", "win:length_batch(2)"])
+def test_extremes_are_searched_only_after_they_leave(window: str) -> None:
+    # arrivals keep min/max themselves (the engine's running value); a sliding window looks
+    # among its records only for a group on W.refind — one whose extreme left — and a batch
+    # window never: the search scanned the whole window after every change (quadratic)
+    prog = load_module(parse_epl("create schema R(k int, v int);\n@Name('W')\ninsert into W\n"
+                                 f"select k, min(v) as lo, max(v) as hi\nfrom R.{window}\n"
+                                 "group by k;\n"))
+    events = [Event("R", (k, v), ts) for ts, k, v in
+              [(0, 0, 1), (500, 1, 5), (1000, 0, 3), (1600, 0, 0), (2500, 1, 4), (3000, 0, 2)]]
+    tr = translate(prog, events)
+    searches = [t for t in tr.net.transitions if t in ("W.min0", "W.max0")]
+    if "batch" in window:
+        assert searches == [] and "W.refind" not in tr.net.places
+    else:
+        assert searches == ["W.min0", "W.max0"]
+        reads = {(a.place, a.transition) for a in tr.net.arcs if a.kind == "read"}
+        assert {("W.refind", "W.min0"), ("W.refind", "W.max0")} <= reads
+    sim = tr.simulator(choice="first", record=True)
+    sim.run()
+    fired = [s.transition for s in sim.trace]
+    assert fired.count("W.min0") + fired.count("W.max0") <= (0 if "batch" in window else 4)
+    c = compare(prog, events, close_windows=True)
+    assert c.equal, c.differences
+
+
 EXAMPLES_N = int(os.environ.get("CEPFLOW_PETRI_EXAMPLES", "40"))
 
 

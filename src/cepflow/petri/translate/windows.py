@@ -6,9 +6,9 @@ arrival number among the statement's accepted events (and within its group, for 
 windows), time, event number, group key, aggregate arguments and the event's fields (004's
 ``DW_Ev``). Each group's aggregate state is a token of ``W.agg``
 ``(g, N, (c, s, lo, hi) per argument, fq)``: events in the window, per argument the count of
-its non-null values, their sum, minimum and maximum (kept minimal by P_HIGH transitions that
-lower them to any smaller value held — Esper's min/max over what the window holds), and the
-group's first record of a batch. Transitions:
+its non-null values, their sum, minimum and maximum (updated on arrival; when a departure takes
+one away, found again among the group's records by P_HIGH transitions while the group is on
+``W.refind``), and the group's first record of a batch. Transitions:
 
 * ``W.enter`` takes an accepted event (``W.group`` first makes the state of a group not seen
   yet); a length window's ``W.push`` also pushes the oldest record out in the same update;
@@ -106,12 +106,12 @@ class WindowNet:
         t_in = st.input_type
         self.fields = list(b.schema(t_in).param_names)
         self.fsets = b.event_fields(t_in)
-        self.inbox = f"{W}.{t_in}"
-        b.subscribe(t_in, self.inbox, W)
         self.v = {k: b.var(k) for k in ("s", "n", "t", "kd", "key", "x", "q", "h", "c",
                                          "nts", "cand", "d", "f", "st", "now", "parts",
                                          "okey", "empty", "posted", "all", "cg", "cur",
                                          "prev", "r", "k", "cnt", "nx", "cid")}
+        self.inbox = f"{W}.{t_in}"
+        b.subscribe(t_in, self.inbox, W)
         self.args = list(self.plan.args)
         funcs: list[set[str]] = [set() for _ in self.args]
         for sl in self.plan.slots:
@@ -206,10 +206,11 @@ class WindowNet:
             if fs & {"sum", "avg"}:
                 out[f"s{j}"] = call("cond", _null_eq(v), name(f"{p}.s{j}"),
                                     binop("+", name(f"{p}.s{j}"), v))
-            if "min" in fs:
-                out[f"lo{j}"] = name(f"{p}.lo{j}")  # (lowered to v by W.min if smaller)
-            if "max" in fs:
-                out[f"hi{j}"] = name(f"{p}.hi{j}")
+            for fn, m, op in (("min", "lo", "<"), ("max", "hi", ">")):
+                if fn in fs:  # the engine's running extreme: v when it is smaller (larger)
+                    cur = name(f"{p}.{m}{j}")
+                    out[f"{m}{j}"] = call("cond", and_(not_(_null_eq(v)), or_(
+                        _null_eq(cur), binop(op, v, cur))), v, cur)
         return out
 
     def left(self, st: dict[str, ast.Expr], vals: list[ast.Expr]) -> dict[str, ast.Expr]:
@@ -231,6 +232,16 @@ class WindowNet:
                                                        binop("==", v, st[f"{m}{j}"])),
                                           const(None), st[f"{m}{j}"])
         return out
+
+    def refind(self, tn: str, g: ast.Expr, st: dict[str, ast.Expr], vals: list[ast.Expr]
+               ) -> None:
+        """A departure from group ``g`` (state ``st`` before it) that takes the group's
+        minimum or maximum away puts ``g`` on ``W.refind``: the extreme is found again among
+        the records that stay (``W.min<j>`` / ``W.max<j>``)."""
+        gone = [and_(not_(_null_eq(vals[j])), binop("==", vals[j], st[f"{m}{j}"]))
+                for j in range(len(self.args)) for m in ("lo", "hi") if f"{m}{j}" in st]
+        if gone:
+            self.b.arc(f"{self.name}.refind", tn, "out", [g], or_(*gone))
 
     def state_terms(self, st: dict[str, ast.Expr]) -> list[ast.Expr]:
         return [st[x] for x in self.agg_names]
@@ -327,9 +338,11 @@ class WindowNet:
         b.arc(f"{W}.head", lv, "out", [binop("+", h, const(1))])
         b.arc(f"{W}.win", lv, "in", self.rec_terms())
         b.arc(f"{W}.agg", lv, "in", [name("r.g"), *self.agg_terms()[1:]])
-        gone = self.left(self.named_state("g"), [name(f"r.a{j}") for j in range(len(self.args))])
+        args_rec = [name(f"r.a{j}") for j in range(len(self.args))]
+        gone = self.left(self.named_state("g"), args_rec)
         gone["g"] = name("r.g")
         b.arc(f"{W}.agg", lv, "out", self.state_terms(gone))
+        self.refind(lv, name("r.g"), self.named_state("g"), args_rec)
         if self.plan.mode == "group":
             self.touches(lv)
 
@@ -396,6 +409,7 @@ class WindowNet:
                    "an event enters a full window: its group's oldest record leaves", gq)
         b.arc(f"{W}.win", tn, "in", self.rec_terms())
         b.arc(f"{W}.agg", tn, "out", self.state_terms(st2))
+        self.refind(tn, self.key_of(), named, args_rec)
         counter(tn, True)
         self.arrival_request(tn)
         if per_group:
@@ -411,6 +425,7 @@ class WindowNet:
         gone = self.left(self.named_state("h"), args_rec)
         gone["g"] = name("r.g")
         b.arc(f"{W}.agg", tn, "out", self.state_terms(gone))
+        self.refind(tn, name("r.g"), self.named_state("h"), args_rec)
         counter(tn, True)
         self.arrival_request(tn)
         if self.plan.mode == "group":
@@ -593,9 +608,17 @@ class WindowNet:
                    [okey, key, name(v["now"]), name(v["parts"]), const(empty), *fields])
 
     def minmax(self) -> None:
-        """``W.min<j>`` / ``W.max<j>`` (P_HIGH): a group's minimum (maximum) is lowered
-        (raised) to any smaller (larger) value a record of the group holds."""
+        """A sliding window's minimum (maximum) that left is found again: while its group is
+        on ``W.refind``, ``W.min<j>`` / ``W.max<j>`` (P_HIGH) lower (raise) it to any smaller
+        (larger) value a record of the group holds; then ``W.refound`` takes the group off.
+        (Arrivals keep the extremes themselves, and a batch is cleared as a whole: a batch
+        window needs neither.)"""
         b, W = self.b, self.name
+        if self.spec.kind not in ("time", "length") or not any(
+                fs & {"min", "max"} for fs in self.funcs):
+            return
+        b.net.place(f"{W}.refind", ANY, "control", W,
+                    "groups whose minimum or maximum left: found again among what stays")
         for j, fs in enumerate(self.funcs):
             for fn, op, slot in (("min", "<", f"lo{j}"), ("max", ">", f"hi{j}")):
                 if fn not in fs:
@@ -607,6 +630,7 @@ class WindowNet:
                                           or_(_null_eq(cur), binop(op, a, cur))),
                                  LOWER, W, "a record holds a " + (
                                      "smaller" if fn == "min" else "larger") + " value")
+                b.arc(f"{W}.refind", tn, "read", [name("r.g")])
                 b.arc(f"{W}.win", tn, "read", self.rec_terms())
                 terms = self.agg_terms()
                 terms[0] = name("r.g")
@@ -614,6 +638,9 @@ class WindowNet:
                 out = list(terms)
                 out[self.agg_names.index(slot)] = a
                 b.arc(f"{W}.agg", tn, "out", out)
+        tn = f"{W}.refound"
+        b.net.transition(tn, None, STEP, W, "the group's extremes are found again")
+        b.arc(f"{W}.refind", tn, "in", [name("r.g")])
 
     def rows(self) -> None:
         """``W.row``: the rows asked for, in order, with the aggregates after the update."""
