@@ -54,6 +54,7 @@ from cepflow.cli.options import (
     need_spark,
     show_version,
 )
+from cepflow.cli.petri import petri
 from cepflow.cli.report import check_report_path, report, write_report
 from cepflow.cli.simulate import simulate_command
 from cepflow.compiler.program import Program
@@ -406,6 +407,7 @@ def graph(
 
 
 app.command()(report)
+app.command()(petri)
 app.add_typer(demo_app, name="demo")
 app.command("generate")(generate_command)
 app.command("simulate")(simulate_command)

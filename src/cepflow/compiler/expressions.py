@@ -5,7 +5,9 @@ closure over values. Names resolve first to fields of the filtered event (by the
 declared parameter names), then to variables bound earlier in the match. ``null`` (None) is
 absorbing in arithmetic and makes the ordering comparisons false, as in SQL; ``==``/``!=``
 compare it as a value (``x == null`` is the null test; unification agrees); ``and``/``or``
-treat None as false. Functions are looked up in a registry of Python callables registered by name.
+treat None as false. Functions are looked up in a registry of Python callables registered by name;
+a call with a null argument is null, unless the function is marked ``accepts_null = True``
+(it then receives the nulls: constructors such as the Petri nets' ``tuple``).
 
 **Evaluation errors** (docs/semantics.md, "Evaluation errors"). A compiled expression that
 fails on a value — ``sqrt(-4)``, ``floor(NaN)``, a registered function that raises, a text or
@@ -320,6 +322,8 @@ def compile_expr(
                 raise ExpressionError(f"unknown function '{e.func}' (registered: {known})", e.loc)
             fn_call = funcs[e.func]
             args = [comp(a) for a in e.args]
+            if getattr(fn_call, "accepts_null", False):  # (e.g. the Petri nets' tuple())
+                return lambda ev, b: fn_call(*[a(ev, b) for a in args])
 
             def call(ev: Any, b: dict[str, Any]) -> Any:
                 try:

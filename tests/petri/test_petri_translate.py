@@ -1,0 +1,215 @@
+"""The translation of pattern sets into PCPNs (issue 19.2): the seed's cases reproduce and the
+net's complex events equal the engine's; what is not translated is reported with its place."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cepflow.events.model import Event
+from cepflow.inputs import read_events
+from cepflow.language import ast
+from cepflow.language.epl import parse_epl
+from cepflow.loader import load, load_module, parse_path
+from cepflow.petri.crossval import compare
+from cepflow.petri.translate import Untranslatable, translate
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def program(path: Path, keep: set[str] | None = None):
+    """The program of a pattern file, with only the statements named in ``keep``."""
+    module = parse_path(path)
+    if keep is not None:
+        module = replace(module, decls=tuple(
+            d for d in module.decls if not isinstance(d, ast.ComplexEventDecl | ast.WindowDecl)
+            or d.name in keep))
+    return load_module(module)
+
+
+def run_net(prog, events, seed=0):
+    tr = translate(prog, events)
+    sim = tr.simulator(seed=seed)
+    sim.run()
+    assert tr.finished(sim)
+    return tr, sim, tr.complex_events(sim)
+
+
+@pytest.mark.parametrize("name", ["every.epl", "every.vepl"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_in_both_placements_gives_the_published_markings(name: str, seed: int) -> None:
+    # 004 §III.B.1: every (A -> B) and every A -> B over the A/B/C/… sequence; the seed
+    # numbers the events from 1 and writes each match by its two events
+    prog = load(EXAMPLES / "every" / name)
+    events = list(read_events(EXAMPLES / "every" / "events.jsonl", prog.schemas))
+    _, _, out = run_net(prog, events, seed)
+    assert [parts for *_, parts in out["every1"]] == [(1, 2), (5, 8), (10, 12)]
+    assert [parts for *_, parts in out["every2"]] == [(1, 2), (5, 8), (7, 8), (10, 12)]
+    # the values of every2's select list, as the seed's marking writes them
+    assert [p for _, _, p, _ in out["every2"]] == [
+        ("A", 1, "B", 1), ("A", 2, "B", 3), ("A", 3, "B", 3), ("A", 4, "B", 4)]
+
+
+@pytest.mark.parametrize("name", ["contractions.epl", "contractions.vepl"])
+def test_contractions_duration_gives_the_published_set(name: str) -> None:
+    prog = program(EXAMPLES / "contractions" / name, {"Duration"})
+    events = list(read_events(EXAMPLES / "contractions" / "patients.jsonl", prog.schemas))
+    _, _, out = run_net(prog, events)
+    # 004 §IV: {(14, Barbara, 5), (16, Alice, 4), (29, Alice, 4)} (times in minutes)
+    assert {(t / 60_000, *p) for _, t, p, _ in out["Duration"]} == {
+        (14, "Barbara", 5), (16, "Alice", 4), (29, "Alice", 4)}
+
+
+@pytest.mark.parametrize("stream", ["accident.jsonl", "listing1.jsonl"])
+def test_motorbike_patterns_and_their_chain_agree_with_the_engine(stream: str) -> None:
+    # GhostRider, BlowOutTire (within), DriverLeftSeat (every (…)), Crash, and Accident, an
+    # every-distinct pattern over the other patterns' output (insert into)
+    prog = program(EXAMPLES / "motorbike" / "motorbike.epl",
+                   {"GhostRider", "BlowOutTire", "DriverLeftSeat", "Crash", "Accident"})
+    events = list(read_events(EXAMPLES / "motorbike" / stream, prog.schemas))
+    c = compare(prog, events)
+    assert c.equal, c.differences
+    if stream == "accident.jsonl":
+        assert len(c.net["Accident"]) == 1 and c.net["Accident"][0][3] == (5, 6, 8)
+
+
+@pytest.mark.parametrize("name", ["alerts.epl", "alerts.vepl"])
+def test_temperature_warning_and_critical_agree_with_the_engine(name: str) -> None:
+    prog = load(EXAMPLES / "temperature" / name)
+    events = list(read_events(EXAMPLES / "temperature" / "alerts.jsonl", prog.schemas))
+    c = compare(prog, events, seed=3)
+    assert c.equal, c.differences
+    assert len(c.net["Warning"]) == 3 and len(c.net["Critical"]) == 5
+
+
+def test_the_net_is_a_pcpn_with_004s_places() -> None:
+    prog = load(EXAMPLES / "every" / "every.epl")
+    events = list(read_events(EXAMPLES / "every" / "events.jsonl", prog.schemas))
+    tr = translate(prog, events)
+    net = tr.net
+    # an event-capture place per type marked with the input (n, t, fields), a complex-event
+    # place per pattern, 004's replicated event place per pattern, in_seqn as stream.next
+    assert net.places["ME"].role == "event" and len(net.initial["ME"]) == 12
+    assert (1, 1000, "A", 1) in net.initial["ME"]
+    assert net.places["every1"].role == "complex" and net.places["every2"].role == "complex"
+    assert net.places["every1.ME"].role == "inbox"
+    assert net.initial["stream.next"].distinct() == [1]
+    # every (…) restarts: one instance at a time; every A -> B spawns
+    assert "every1.busy.q1.ME" in net.transitions and "every2.busy.q1.ME" not in net.transitions
+    assert {t.priority for t in net.transitions.values()} >= {1, 2}
+
+
+def reported(text: str) -> list:
+    with pytest.raises(Untranslatable) as info:
+        translate(load(text))
+    return info.value.problems
+
+
+def test_what_is_not_translated_is_reported_with_statement_line_and_construct() -> None:
+    probs = reported("atomicEvent A(x: Integer)\natomicEvent B(x: Integer)\n"
+                     "complexEvent P(x: Integer) {\n  as A(x) -> B(x)\n"
+                     "  context unrestricted\n}\n")
+    assert [(p.statement, p.construct, p.loc[0]) for p in probs] == [
+        ("P", "context unrestricted", 3)]
+    assert "3:14: cannot translate context unrestricted in statement 'P'" in str(probs[0])
+    probs = reported("atomicEvent A(x: Integer)\natomicEvent B(x: Integer)\n"
+                     "complexEvent P(x: Integer) {\n  as A(x) -> B(x)\n"
+                     "  context immediate partition by x\n}\n")
+    assert [p.construct for p in probs] == ["partition by"]
+    probs = reported("atomicEvent A(x: Integer)\n"
+                     "complexEvent P {\n  as every timer:interval(1 s) -> a = A\n}\n")
+    assert probs[0].construct == "timer:interval at the start of a pattern"
+    probs = reported("atomicEvent A(x: Integer)\natomicEvent B(x: Integer)\n"
+                     "complexEvent P {\n  as a = A{2} -> b = B\n"
+                     "  select a[0].x as x0, b.x as y\n}\n")
+    assert probs[0].construct == "tag 'a' inside a repetition"
+
+
+def test_an_untranslatable_statement_in_an_epl_file_names_its_file() -> None:
+    text = ("create schema A(x int);\n@Name('P')\ninsert into P\nselect a[0].x as x\n"
+            "from pattern [every [2] a = A];\n")
+    module = parse_epl(text, "p.epl")
+    with pytest.raises(Untranslatable) as info:
+        translate(load_module(module), source="p.epl")
+    assert str(info.value).startswith("p.epl:5:")
+    assert "tag 'a' inside a repetition" in str(info.value)
+
+
+@pytest.mark.parametrize("tail", ["timer:interval(1 sec)",
+                                  "(timer:interval(2 sec) and not B(k = a.k))"])
+def test_a_match_at_a_windows_deadline_carries_its_values(tail: str) -> None:
+    # a run that completes when its window closes (A -> timer:interval, a trailing not)
+    # selects the values it bound (they were once null: FINAL's variables left them out)
+    text = ("create schema A(k int, v int);\ncreate schema B(k int, v int);\n"
+            f"insert into P select a.k as k, a.v as v from pattern [every a = A -> {tail}];\n")
+    prog = load_module(parse_epl(text))
+    events = [Event("A", (1, 5), 0), Event("B", (2, 0), 500), Event("A", (3, 6), 900),
+              Event("B", (3, 0), 1500), Event("A", (4, 7), 5000)]
+    c = compare(prog, events, close_windows=True)
+    assert c.equal, c.differences
+    assert {p for _, _, p, _ in c.net["P"]} >= {(1, 5), (4, 7)}
+
+
+def test_the_gesture_case_study_and_its_rule_under_chronicle() -> None:
+    # 002's ForwardGesture (VEPL, chronicle, 4 query events per gesture over 100 bodies) and
+    # the rule nextSlide on it: the net's matches and the rule's firings are the engine's
+    prog = load(EXAMPLES / "gesture" / "gesture.vepl")
+    events = list(read_events(EXAMPLES / "gesture" / "events.jsonl", prog.schemas))
+    c = compare(prog, events, seed=4)
+    assert c.equal, c.differences
+    assert len(c.net["ForwardGesture"]) == 100
+
+
+@pytest.mark.parametrize(("body", "context"), [
+    ("A(x) -> NOT B(x) -> C(x)", "chronicle"),
+    ("(B(x)){+} -> NOT A(x) -> C(x)", "chronicle"),      # an iteration before a NOT
+    ("(A(x) -> NOT B(x))[2000]", "immediate"),            # a trailing NOT in a window
+    ("(A(x) -> B(x)) holds-for 1500", "strict"),
+])
+def test_vepl_contexts_and_operators_agree_with_the_engine(body: str, context: str) -> None:
+    text = ("atomicEvent A(x: Integer)\natomicEvent B(x: Integer)\natomicEvent C(x: Integer)\n"
+            f"complexEvent P(x: Integer) {{\n  as {body}\n  context {context}\n}}\n")
+    prog = load(text)
+    events = [Event(t, (k,), ts) for t, k, ts in [
+        ("A", 1, 0), ("B", 1, 500), ("A", 2, 500), ("B", 1, 1000), ("C", 1, 1500),
+        ("A", 1, 2000), ("C", 2, 2500), ("B", 2, 4000), ("C", 1, 4500),
+        ("A", 1, 5000), ("C", 1, 6000), ("B", 1, 9000)]]
+    for seed in (0, 1):
+        c = compare(prog, events, seed=seed, close_windows=bool(seed))
+        assert c.equal, c.differences
+
+
+@pytest.mark.parametrize("body", [
+    "every a = A -> every b = B",           # the Esper reference's every table
+    "a = A -> every b = B",                  # without every: one A, a match at each B
+    "every a = A -> every b = B(b.k = a.k) -> c = C",
+])
+def test_every_inside_a_pattern_forks_instances_as_the_engine_does(body: str) -> None:
+    text = ("create schema A(k int, v int);\ncreate schema B(k int, v int);\n"
+            "create schema C(k int, v int);\n"
+            f"insert into P select a.k as k, a.v as v from pattern [{body}];\n")
+    prog = load_module(parse_epl(text))
+    events = [Event(t, (k, v), ts) for t, k, v, ts in [
+        ("A", 0, 1, 0), ("B", 0, 0, 500), ("A", 1, 2, 500), ("B", 1, 5, 1000),
+        ("A", 0, 3, 1500), ("B", 0, 1, 2000), ("C", 0, 0, 2500), ("C", 1, 0, 3000)]]
+    for seed in (0, 1, 2):
+        c = compare(prog, events, seed=seed)
+        assert c.equal, c.differences
+        assert c.net["P"]
+
+
+def test_a_failing_expression_is_false_or_null_in_the_net_as_in_the_engine() -> None:
+    # docs/semantics.md, "Evaluation errors": sqrt of a negative number fails; the filter is
+    # false for that event and a selected value null; the net keeps the failures
+    text = ("create schema A(k int, v int);\ninsert into P select a.k as k, sqrt(a.v - 5) as r"
+            " from pattern [every a = A(sqrt(a.v) > 1)];\n")
+    prog = load_module(parse_epl(text))
+    events = [Event("A", (1, -4), 0), Event("A", (2, 9), 10), Event("A", (3, 4), 20)]
+    c = compare(prog, events)
+    assert c.equal, c.differences
+    assert [p for _, _, p, _ in c.net["P"]] == [(2, 2.0), (3, None)]
+    sim = translate(prog, events).simulator()
+    sim.run()
+    assert {str(f.error) for f in sim.failures} == {"math domain error"}
