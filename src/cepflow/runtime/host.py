@@ -80,6 +80,9 @@ class Host:
         self.stats = EngineStats()
         self.rules = RuleTable(program.rules)
         self.actions = dict(actions)
+        #: per trigger type, its rules in firing order with their registered action (or None)
+        self._plans = {t: [(r, self.actions.get(r.action) if r.action else None) for r in rs]
+                       for t, rs in self.rules.by_type.items()}
         self.max_cascade = max_cascade
         #: events rule actions emitted, processed after the current one (breadth first)
         self.pending: deque[Event] = deque()
@@ -99,27 +102,29 @@ class Host:
     # -- rules ----------------------------------------------------------------------------
     def fire(self, event: Event | None, detected: Sequence[ComplexEvent]) -> None:
         """Fire the rules ``event`` and the complex events it caused trigger (firing.py)."""
-        rules = self.rules
-        if not rules:
+        by_type = self.rules.by_type
+        if not by_type:
             return
-        by_type, actions = rules.by_type, self.actions
         if len(detected) == 1 and (event is None or event.type not in by_type):
-            # (the common case, one complex event and nothing else: its rules in table order)
-            ev = detected[0]
-            todo = by_type.get(ev.type)
-            if todo:
-                self.stats.rule_firings += len(todo)
-                for rule in todo:
-                    fn = actions.get(rule.action) if rule.action else None
-                    if fn is not None:
-                        self.call_action(fn, rule, ev)
+            self.fire_one(detected[0])
             return
-        firings = rules.firings(event, detected)
+        firings = self.rules.firings(event, detected)
         self.stats.rule_firings += len(firings)
+        actions = self.actions
         for rule, ev in firings:
             fn = actions.get(rule.action) if rule.action else None
             if fn is not None:
                 self.call_action(fn, rule, ev)
+
+    def fire_one(self, ev: Event) -> None:
+        """:meth:`fire` for one complex event when nothing else at its instant triggers a rule
+        (the common case): its rules in the rule table's order."""
+        todo = self._plans.get(ev.type)
+        if todo:
+            self.stats.rule_firings += len(todo)
+            for rule, fn in todo:
+                if fn is not None:
+                    self.call_action(fn, rule, ev)
 
     def call_action(self, fn: Action, rule: ast.RuleDecl, event: Event) -> None:
         """Run a rule's action; an exception it raises becomes an evaluation failure (an

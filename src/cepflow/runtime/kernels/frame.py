@@ -74,13 +74,18 @@ def fire_rules(host: Any, events: Sequence[Event], out: list[ComplexEvent],
             host.fire(events[i], marks.get(i, []))
     else:
         # only complex events trigger rules: one input event's detections are adjacent in out
+        fire, fire_one = host.fire, host.fire_one
         n = len(out)
         i = 0
         while i < n:
+            p = out_pos[i]
             j = i + 1
-            while j < n and out_pos[j] == out_pos[i]:
+            while j < n and out_pos[j] == p:
                 j += 1
-            host.fire(events[out_pos[i]], out[i:j])
+            if j - i == 1:
+                fire_one(out[i])
+            else:
+                fire(events[p], out[i:j])
             i = j
     if host.pending:
         host.drain(out)
