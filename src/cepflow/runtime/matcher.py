@@ -397,17 +397,7 @@ class Matcher(EsperSteps, IntervalClock):
         states = self.pattern.pos_states.get(t)
         if states:
             for s in states:
-                bm = self.buckets.get(s)
-                if not bm:
-                    continue
-                ki = self.pattern.key_index.get(s)
-                kt = ki.get(t) if ki else None
-                if kt is not None:
-                    b = bm.get(e.params[kt[0]])
-                    groups = (b,) if b else ()
-                else:
-                    groups = tuple(bm.values())
-                for group in groups:
+                for group in self._groups(s, e):
                     for tok in group.values():
                         if best is not None and tok.id > best.id:
                             break
@@ -563,20 +553,23 @@ class Matcher(EsperSteps, IntervalClock):
                                   match=ce.match_id)
         emit(ce)
 
+    def _groups(self, s: int, e: Event) -> tuple[dict[int, Token], ...]:
+        """The token groups in state ``s`` that event ``e`` may concern: the group of its key
+        when the state is indexed by a variable ``e`` binds, else every group."""
+        bm = self.buckets.get(s)
+        if not bm:
+            return ()
+        ki = self.pattern.key_index.get(s)
+        kt = ki.get(e.type) if ki else None
+        if kt is None:
+            return tuple(bm.values())
+        b = bm.get(e.params[kt[0]])
+        return (b,) if b else ()
+
     def _negatives(self, e: Event) -> None:
         t = e.type
         for s in self.pattern.neg_states[t]:
-            bm = self.buckets.get(s)
-            if not bm:
-                continue
-            ki = self.pattern.key_index.get(s)
-            kt = ki.get(t) if ki else None
-            if kt is not None:
-                b = bm.get(e.params[kt[0]])
-                toks = list(b.values()) if b else []
-            else:
-                toks = [tok for g in bm.values() for tok in g.values()]
-            for tok in toks:
+            for tok in [tok for g in self._groups(s, e) for tok in g.values()]:
                 self._forbid(tok, s, e)
 
     def _forbid(self, tok: Token, state: int, e: Event) -> None:
