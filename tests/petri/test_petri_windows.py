@@ -117,6 +117,24 @@ def test_extremes_are_searched_only_after_they_leave(window: str) -> None:
     assert c.equal, c.differences
 
 
+@pytest.mark.parametrize("window", ["win:time_batch(10 msec)", "win:length_batch(2)",
+                                    "win:time(10 msec)", "std:groupwin(g).win:length(2)"])
+def test_fields_named_like_a_records_components_keep_their_values(window: str) -> None:
+    # a record is (q, gq, t, n, g, a0…, fields…) and a closing batch (cid, g, …): an event
+    # field named g, q, t, n, a0 or cid was the same net variable as the component, so no
+    # binding matched and the statement output nothing (fields are now r.e.<name>)
+    prog = load_module(parse_epl(
+        "create schema R(g string, q int, t int, n int, a0 int, cid int);\n"
+        "@Name('W')\ninsert into W\nselect g, q, cid, count(*) as c, sum(a0) as s, "
+        f"max(t) as hi\nfrom R.{window}\ngroup by g;\n"))
+    events = [Event("R", (g, k, 10 * k, -k, k % 3, 7), ts) for k, (ts, g) in enumerate(
+        [(0, "a"), (0, "b"), (3, "a"), (10, "a"), (12, "b"), (15, "a"), (21, "b"), (30, "a")])]
+    for close in (False, True):
+        c = compare(prog, events, seed=2, close_windows=close)
+        assert c.equal, c.differences
+        assert c.net["W"]
+
+
 EXAMPLES_N = int(os.environ.get("CEPFLOW_PETRI_EXAMPLES", "40"))
 
 

@@ -167,7 +167,7 @@ class WindowNet:
     def rec_terms(self, p: str = "r") -> list[ast.Expr]:
         return [name(f"{p}.{x}") for x in ("q", "gq", "t", "n", "g")] + [
             name(f"{p}.a{j}") for j in range(len(self.args))] + [
-            name(f"{p}.{f}") for f in self.fields]
+            name(f"{p}.e.{f}") for f in self.fields]
 
     def agg_terms(self, p: str = "g") -> list[ast.Expr]:
         return [name(f"{p}.{x}") for x in self.agg_names]
@@ -354,9 +354,9 @@ class WindowNet:
                                             *self.fsets])
         b.net.place(f"{W}.touch", touch, "control", W, "groups the leaving records touched")
         b.arc(f"{W}.touch", lv, "out", [name("r.q"), name("r.g"), name(v["d"]),
-                                        *(name(f"r.{f}") for f in self.fields)])
-        one = [name("a.q"), name("a.g"), name("a.now"), *(name(f"a.{f}") for f in self.fields)]
-        two = [name("b.q"), name("a.g"), name("a.now"), *(name(f"b.{f}") for f in self.fields)]
+                                        *(name(f"r.e.{f}") for f in self.fields)])
+        one = [name("a.q"), name("a.g"), name("a.now"), *(name(f"a.e.{f}") for f in self.fields)]
+        two = [name("b.q"), name("a.g"), name("a.now"), *(name(f"b.e.{f}") for f in self.fields)]
         mg = f"{W}.merge"
         b.net.transition(mg, binop("<", name("a.q"), name("b.q")), STEP, W,
                          "a group touched twice: its first leaving record represents it")
@@ -368,7 +368,7 @@ class WindowNet:
         b.arc(f"{W}.touch", rq, "in", one)
         self.b.arc(f"{W}.req", rq, "out", [
             tup(const(self.index), name("a.q"), const(-1), const(0), const(0)), name("a.g"),
-            name("a.now"), call("nil"), const(False), *(name(f"a.{f}") for f in self.fields)])
+            name("a.now"), call("nil"), const(False), *(name(f"a.e.{f}") for f in self.fields)])
 
     def sliding_length(self) -> None:
         """Length window: the event enters; when the window held ``n`` records the oldest
@@ -430,7 +430,7 @@ class WindowNet:
         self.arrival_request(tn)
         if self.plan.mode == "group":
             self.request(tn, const(1), name("r.g"), name(v["t"]), tup(name(v["n"])),
-                         [name(f"r.{f}") for f in self.fields])
+                         [name(f"r.e.{f}") for f in self.fields])
 
     def length_place(self, per_group_doc: str, doc: str) -> None:
         """``W.len``: how many records a length window (batch) holds, per group or in all."""
@@ -556,13 +556,13 @@ class WindowNet:
             b.arc(f"{W}.win", tn, "in", self.rec_terms())
             b.arc(f"{W}.win", tn, "out", [*self.rec_terms()[:1], const(-1),
                                           *self.rec_terms()[2:]])
-            self.closing_request(tn, local, name("r.g"), [name(f"r.{f}") for f in self.fields])
+            self.closing_request(tn, local, name("r.g"), [name(f"r.e.{f}") for f in self.fields])
             if not self.spec.per_group:
                 b.arc(f"{W}.prev", tn, "out", [name(v["cid"]), name("r.g"), name("r.q"),
-                                               *(name(f"r.{f}") for f in self.fields)])
+                                               *(name(f"r.e.{f}") for f in self.fields)])
                 # the previous batch's groups: gone if still there, else a count-0 row
                 pterms = [name("p.cid"), name("p.g"), name("p.q"),
-                          *(name(f"p.{f}") for f in self.fields)]
+                          *(name(f"p.e.{f}") for f in self.fields)]
                 before = binop("<", name("p.cid"), name(v["cid"]))
                 pc = f"{W}.prev.kept"
                 b.net.transition(pc, and_(posted, before), BUSY, W,
@@ -576,7 +576,7 @@ class WindowNet:
                 b.arc(f"{W}.closing", po, "read", cg)
                 b.arc(f"{W}.prev", po, "in", pterms)
                 self.closing_request(po, binop("+", name("p.q"), const(_AFTER)), name("p.g"),
-                                     [name(f"p.{f}") for f in self.fields], empty=True)
+                                     [name(f"p.e.{f}") for f in self.fields], empty=True)
         else:
             tn = f"{W}.batchrow"
             b.net.transition(tn, and_(posted, mine, binop(">=", name("r.gq"), const(0))),
@@ -585,7 +585,7 @@ class WindowNet:
             b.arc(f"{W}.win", tn, "in", self.rec_terms())
             b.arc(f"{W}.win", tn, "out", [*self.rec_terms()[:1], const(-1),
                                           *self.rec_terms()[2:]])
-            self.closing_request(tn, local, name("r.g"), [name(f"r.{f}") for f in self.fields])
+            self.closing_request(tn, local, name("r.g"), [name(f"r.e.{f}") for f in self.fields])
         # then the batch is forgotten
         ca = f"{W}.clear.agg"
         b.net.transition(ca, mine_g, CLEAR, W, "the closed batch's aggregates are forgotten")
@@ -646,9 +646,9 @@ class WindowNet:
         """``W.row``: the rows asked for, in order, with the aggregates after the update."""
         b, W, v = self.b, self.name, self.v
         req = [name(v["okey"]), name("g.g"), name(v["now"]), name(v["parts"]),
-               name(v["empty"]), *(name(f"p.{f}") for f in self.fields)]
+               name(v["empty"]), *(name(f"p.e.{f}") for f in self.fields)]
         b.ordered(f"{W}.rows", f"{W}.req", req, name(v["okey"]))
-        pf = {f: name(f"p.{f}") for f in self.fields}
+        pf = {f: name(f"p.e.{f}") for f in self.fields}
         for empty in (False, True):
             tn = f"{W}.row" + (".empty" if empty else "")
             aggs = self.aggregate_values(None if empty else "g")
