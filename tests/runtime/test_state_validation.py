@@ -235,3 +235,26 @@ def test_a_state_of_other_patterns_names_them() -> None:
     with pytest.raises(StateError, match=r"the same names \(Gap, Loop, Pair, Higher, Tagged\) "
                                          r"but another version of them"):
         restore_state(Engine(other), saved)
+
+
+@pytest.mark.parametrize("damage, message", [
+    # (before: accepted, and the interval clock then fired every 20 ms from -1e28 to now —
+    # tens of gigabytes of memory, found by this file's property test at one seed)
+    (lambda d: d["clocks"]["intervals"].update(T=-1e28),
+     r"clocks\.intervals\.T: not an interval under way"),
+    (lambda d: d.update(time=1e29), r"clocks\.intervals\.T: not an interval under way"),
+])
+def test_a_clock_that_would_fire_without_end_is_refused(damage, message) -> None:
+    doc = copy.deepcopy(STATES[2])
+    assert doc["clocks"]["intervals"]["T"] is not None
+    damage(doc)
+    with pytest.raises(StateError, match=message):
+        restore_state(Engine(PROGRAMS[2]), doc)
+
+
+def test_a_window_statement_ahead_of_the_engine_is_refused() -> None:
+    """(Before: accepted; the next event then stopped the run with 'time went back'.)"""
+    doc = copy.deepcopy(STATES[0])
+    doc["windows"]["Stats"]["time"] = doc["time"] + 999999
+    with pytest.raises(StateError, match=r"windows\.Stats\.time: after the engine's time"):
+        restore_state(Engine(PROGRAMS[0]), doc)

@@ -625,13 +625,23 @@ class _Reader:
         self.time(saved.get("start"), "clocks.start", null=True)
         if type(saved.get("stopped", False)) is not bool:
             raise self.bad("clocks.stopped", "expected true or false", saved.get("stopped"))
-        clocked = {m.name for m in self.engine.matchers if m.pattern.clock is not None}
+        start = saved.get("start")
+        clocked = {m.name: m.pattern.clock for m in self.engine.matchers
+                   if m.pattern.clock is not None}
         for name, begun in self.dict_(saved.get("intervals", {}), "clocks.intervals").items():
             if name not in clocked:
                 raise self.bad(f"clocks.intervals.{name}", "not a pattern that starts with "
                                f"timer:interval ({', '.join(sorted(clocked)) or 'none'})",
                                show=False)
-            self.time(begun, f"clocks.intervals.{name}", null=True)
+            if self.time(begun, f"clocks.intervals.{name}", null=True) is None:
+                continue
+            # an interval under way has not fired yet (its end is not before the engine's
+            # time), and before any event only the statements' start can have begun it: else
+            # the clock would fire every interval from then to now
+            if begun + clocked[name].length < self.clock or (
+                    self.clock == -math.inf and begun != start):
+                raise self.bad(f"clocks.intervals.{name}", "not an interval under way at the "
+                               f"engine's time {self.clock:g} (start {start})", begun)
         self.engine.restore_clocks(saved)
 
     def windows(self, saved: dict[str, Any]) -> None:
@@ -657,6 +667,9 @@ class _Reader:
             try:
                 self.value(saved[name], where)
                 load_runner(r, saved[name], decode)
+                if r.time > self.clock:  # (its next event would find the time going back)
+                    raise self.bad(f"{where}.time", f"after the engine's time {self.clock:g}",
+                                   r.time)
             except StateError:
                 raise
             except WindowError as e:
