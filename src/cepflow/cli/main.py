@@ -19,6 +19,7 @@ import typer
 from rich.table import Table
 
 from cepflow.automaton.dot import RenderError, render, to_dot, window_to_dot
+from cepflow.cli.analyze import analyze
 from cepflow.cli.common import (
     EXIT_EVALUATION_ERRORS,
     EXIT_NOTHING_PROCESSED,
@@ -408,6 +409,7 @@ def graph(
 
 app.command()(report)
 app.command()(petri)
+app.command()(analyze)
 app.add_typer(demo_app, name="demo")
 app.command("generate")(generate_command)
 app.command("simulate")(simulate_command)
