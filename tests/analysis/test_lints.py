@@ -141,3 +141,11 @@ def test_unused_input_types() -> None:
 ])
 def test_clean_sets_have_no_finding(src: str) -> None:
     assert [c for c in codes(src) if c[0] != "unused-type"] == []
+
+
+def test_priority_inversion() -> None:
+    bad = ("complexEvent P(x: Integer) { as A(x, _) priority 1 }\n"
+           "complexEvent Q(x: Integer) { as (P(x) -> B(x, _))[1 s] priority 5 }")
+    assert ("priority-inversion", "warning", 4) in codes(bad)
+    good = bad.replace("priority 5", "priority 0")
+    assert [c for c in codes(good) if c[0] == "priority-inversion"] == []

@@ -114,3 +114,13 @@ complexEvent S { from p = P window time_batch(1 min) select count(*) as n }
 """
     a = analyze_set(from_text(src))
     assert [(r.kind, r.patterns) for r in a.races] == [("boundary", ("P", "S"))]
+
+
+def test_priorities_resolve_races_only_in_the_order_the_consumer_needs() -> None:
+    right = SIBLINGS.replace("where v < 10 }", "where v < 10 priority 1 }")
+    a = analyze_set(from_text(right))
+    assert a.races == [] and [set(r.patterns) for r in a.resolved] == [{"P", "Q"}]
+    wrong = SIBLINGS.replace("where v > 5 }", "where v > 5 priority 1 }")
+    a = analyze_set(from_text(wrong))
+    assert [r.patterns for r in a.races] == [("P", "Q")]
+    assert "P runs first" in a.races[0].engine and "misses that match" in a.races[0].engine

@@ -7,8 +7,8 @@ The engine's order at one event (runtime/engine.py ``_step``, ``_cascade``): the
 that read the event's type take it in program order, then the window statements that read it,
 in program order; the complex events they produced are then delivered one after the other,
 each followed (breadth first) by everything it causes. Program order is the compiler's
-(compiler/program.py): dependency order, ties broken by priority (higher first), then by
-position in the file.
+(compiler/program.py): priority (higher first), then dependency order, then position in the
+file.
 """
 
 from __future__ import annotations

@@ -43,6 +43,9 @@ def analyze(
         "--output's suffix, else text")] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Where to write (default or '-': standard output)")] = None,
+    fix: Annotated[Path | None, typer.Option(
+        help="Write the pattern set with priorities by level to this file (.epl: EPL with "
+             "@Priority, else cepflow syntax)")] = None,
     actions: Annotated[list[str] | None, typer.Option(
         help=ACTIONS_HELP + "; their declared emits become edges of the graph")] = None,
 ) -> None:
@@ -70,6 +73,19 @@ def analyze(
     result = analyze_set(pset)
     text = _render(result, fmt)
     _write(text, output)
+    if fix is not None:
+        from cepflow.analysis.fix import FixError, write_fixed
+
+        try:
+            written = write_fixed(result, fix)
+        except FixError as e:
+            typer.echo(f"--fix {fix}: {e}", err=True)
+            raise typer.Exit(1) from None
+        except OSError as e:
+            typer.echo(f"{fix}: {e.strerror}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(f"wrote {written}: priorities by level for "
+                   f"{len(result.plan.priorities)} patterns and statements", err=True)
     if any(f.severity == "error" for f in result.findings):
         raise typer.Exit(1)
 

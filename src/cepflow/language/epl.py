@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -358,17 +359,29 @@ class _ToAst(Transformer_NonRecursive):
     def create_schema(self, meta: Any, c: list[Any]) -> ast.AtomicEventDecl:
         return ast.AtomicEventDecl(str(c[0]), tuple(c[1:]), loc=_loc(c[0]))
 
-    def annotation(self, meta: Any, c: list[Any]) -> tuple[str, str]:
-        return (str(c[0]), decode_string(str(c[1])))
+    def annotation(self, meta: Any, c: list[Any]) -> tuple[str, Any, ast.Loc]:
+        value = c[-1]
+        if value.type == "STRING":
+            return (str(c[0]), decode_string(str(value)), _loc(value))
+        text = "".join(str(t) for t in c[1:])
+        return (str(c[0]), _limited(_loc(value), lambda: number_value(text)), _loc(value))
 
     def statement(self, meta: Any, c: list[Any]) -> ast.Decl:
         last = c[-1]
+        notes = c[:-1]
         if isinstance(last, _Unnamed):
-            name = next((v for k, v in c[:-1] if k.lower() == "name"), None)
-            if name is None:
+            name = next((v for k, v, _ in notes if k.lower() == "name"), None)
+            if name is None or not isinstance(name, str):
                 raise _Unsupported(last.loc, "a select statement without 'insert into' needs "
                                    "@Name('…') to name its output events")
-            return _statement(name, last.loc, _bounded(last.parts))
+            last = _statement(name, last.loc, _bounded(last.parts))
+        for key, value, loc in notes:
+            if key.lower() == "priority":  # Esper's @Priority(n): docs/esper.md
+                if isinstance(value, bool) or not isinstance(value, int) \
+                        or not isinstance(last, ast.ComplexEventDecl | ast.WindowDecl):
+                    raise _Unsupported(loc, "@Priority takes a whole number, on an insert "
+                                       "or select statement")
+                last = replace(last, priority=value)
         return last
 
 
