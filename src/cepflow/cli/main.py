@@ -57,6 +57,7 @@ from cepflow.cli.options import (
 )
 from cepflow.cli.petri import petri
 from cepflow.cli.report import check_report_path, report, write_report
+from cepflow.cli.search import search
 from cepflow.cli.simulate import simulate_command
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, SideChannel
@@ -410,6 +411,7 @@ def graph(
 app.command()(report)
 app.command()(petri)
 app.command()(analyze)
+app.command()(search)
 app.add_typer(demo_app, name="demo")
 app.command("generate")(generate_command)
 app.command("simulate")(simulate_command)

@@ -1,0 +1,138 @@
+"""Bounded search benchmark: states explored per second and peak memory at growing bounds.
+
+``cepflow.analysis.search`` explores, breadth first, every input sequence of at most N events
+over a finite domain, running the real engine on each candidate event (a fork of the engine
+at the state it extends) and merging equal states (docs/analysis.md, "Bounded search"). Cases
+— each a search whose target has **no** witness within the bound, so the whole bounded space
+is explored:
+
+* ``motorbike`` — examples/motorbike/motorbike.epl + properties.epl (5 patterns, 2 window
+  statements, 1 property), target TooHighTirePressure, domain examples/motorbike/search.toml
+  (8 candidate events, steps 0 and 1 s): Listing 35's search;
+* ``temperature`` — examples/temperature/alerts.epl (Warning, Critical), target Critical,
+  derived domain (5 readings, same instant) — Critical needs 4 readings, so with at most 3
+  there is none;
+* ``chain`` — a keyed sequence of three patterns without windows, target never reachable
+  (the engine's cheapest per-event work).
+
+Measured per (case, bound), each in its own forked process: wall and CPU seconds of the search
+alone (program compiled before), states explored (candidate events run), distinct states
+kept, explored per second (wall and CPU), peak RSS. Every run is checked: no witness, and the
+search complete; a witness or an incomplete search aborts (exit code 1).
+
+    .venv/bin/python benchmarks/search.py            # bounds up to 6 (motorbike), 7, 6
+    .venv/bin/python benchmarks/search.py --quick    # small bounds, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from common import (
+    ROOT,
+    BenchmarkFailure,
+    console,
+    fmt_bytes,
+    fmt_int,
+    machine_line,
+    make_table,
+    metadata,
+    peak_rss_kib,
+    run_isolated,
+    write_json,
+)
+
+DEFAULT_JSON = ROOT / "benchmarks" / "results" / "search.json"
+MOTORBIKE = ROOT / "examples" / "motorbike"
+CHAIN = """atomicEvent A(k: Integer, v: Integer)
+atomicEvent B(k: Integer, v: Integer)
+complexEvent P(k: Integer) { as A(k, _) where v > 0 -> B(k, _) where v > 0 }
+complexEvent Q(k: Integer) { as P(k) -> P(k) -> A(k, _) where v > 5 }
+complexEvent Never(k: Integer) { as Q(k) -> B(k, _) where v > 1 and v < 1 }
+"""
+#: (case, target, bounds, quick bounds)
+CASES: dict[str, tuple[str, list[int], list[int]]] = {
+    "motorbike": ("TooHighTirePressure", [3, 4, 5, 6], [2, 3, 4]),
+    "temperature": ("Critical", [2, 3], [2, 3]),
+    "chain": ("Never", [3, 4, 5, 6], [2, 3, 4]),
+}
+
+
+def _setup(case: str) -> tuple[Any, Any]:
+    import cepflow
+    from cepflow.analysis import read
+    from cepflow.analysis.domain import load_domain
+
+    if case == "motorbike":
+        program = read([MOTORBIKE / "motorbike.epl", MOTORBIKE / "properties.epl"]).program
+        return program, load_domain(MOTORBIKE / "search.toml", program)
+    if case == "temperature":
+        program = cepflow.load(ROOT / "examples" / "temperature" / "alerts.epl")
+        dom = load_domain(None, program)
+        dom.steps = [0.0]
+        return program, dom
+    program = cepflow.load(CHAIN)
+    dom = load_domain(None, program)
+    return program, dom
+
+
+def measure(case: str, bound: int) -> dict[str, Any]:
+    """One search, in a forked child (see the module docstring)."""
+    from cepflow.analysis.search import search
+
+    program, dom = _setup(case)
+    target = CASES[case][0]
+    rss0 = peak_rss_kib()
+    c0, t0 = time.process_time(), time.perf_counter()
+    r = search(program, target, dom, bound)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if r.witness is not None or not r.complete:
+        raise BenchmarkFailure(f"{case} N={bound}: expected a complete search without "
+                               f"witness, got {r.witness} (complete={r.complete})")
+    return {"case": case, "target": target, "bound": bound, "candidates": len(dom.events),
+            "steps": list(dom.steps), "explored": r.transitions, "distinct": r.states,
+            "wall_s": wall, "cpu_s": cpu, "per_s_wall": r.transitions / wall,
+            "per_s_cpu": r.transitions / cpu if cpu else 0.0,
+            "peak_rss_kib": peak_rss_kib(), "rss_growth_kib": peak_rss_kib() - rss0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small bounds")
+    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated cases")
+    ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    args = ap.parse_args(argv)
+    out = console()
+    meta = metadata("search", vars(args) | {"json": str(args.json)})
+    out.print(machine_line(meta["machine"]))
+    table = make_table("bounded search: states explored per second",
+                       [("case", "left"), "N", "explored", "distinct", "wall s", "cpu s",
+                        "explored/s (wall)", "explored/s (cpu)", "per minute (cpu)",
+                        "peak RSS"])
+    rows = []
+    try:
+        for case in args.cases.split(","):
+            _, bounds, quick = CASES[case]
+            for bound in quick if args.quick else bounds:
+                row = run_isolated(measure, case, bound)
+                rows.append(row)
+                table.add_row(case, str(bound), fmt_int(row["explored"]),
+                              fmt_int(row["distinct"]), f"{row['wall_s']:.1f}",
+                              f"{row['cpu_s']:.1f}", fmt_int(row["per_s_wall"]),
+                              fmt_int(row["per_s_cpu"]), fmt_int(row["per_s_cpu"] * 60),
+                              fmt_bytes(row["peak_rss_kib"] * 1024))
+    except BenchmarkFailure as e:
+        out.print(f"[red]benchmark failed: {e}[/red]")
+        return 1
+    out.print(table)
+    path = write_json(args.json, {"meta": meta, "rows": rows})
+    out.print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
