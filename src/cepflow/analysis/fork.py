@@ -63,7 +63,8 @@ MATCHER_SHARED = frozenset({
     "auto", "name", "context", "partitioned", "skips", "timers_first", "exact", "zone_by_id",
     "timed_zones", "pos_states", "neg_states", "initial", "types", "clock", "clock_types",
     "key_index", "out_degree", "conj_degree", "key_var", "fast", "single", "fast_start"})
-RUNNER_SHARED = frozenset({"statement", "plan", "output_schema", "columnar_min_batch"})
+RUNNER_SHARED = frozenset({"statement", "plan", "output_schema", "columnar_min_batch",
+                           "_inputs"})
 
 _ATOMS = (int, float, str, bool, type(None), bytes, complex, range, types.FunctionType,
           type, Event)

@@ -3,6 +3,7 @@ DOT (the dependency graph by levels, top to bottom, races in colour)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 
@@ -11,6 +12,10 @@ from cepflow.automaton.dot import _label
 
 #: colours of the drawing, by race kind (siblings are the races whose result changes)
 RACE_COLOURS = {"siblings": "red3", "boundary": "darkorange2", "derived": "goldenrod3"}
+#: races of one kind and consumer beyond this many are listed by name after the first
+GROUP_AFTER = 3
+#: a level with more nodes than this is drawn as columns under the node each one reads
+WIDE_LEVEL = 12
 #: node shapes by kind
 SHAPES = {"atomic": "ellipse", "query": "ellipse", "pattern": "box", "statement": "box3d",
           "rule": "hexagon", "undeclared": "ellipse"}
@@ -49,13 +54,26 @@ def to_text(a: Analysis) -> str:
     else:
         out.append(f"races: {len(a.races)}" + (f" ({len(a.resolved)} more ordered by the "
                                                 "set's priorities)" if a.resolved else ""))
-    for i, r in enumerate(a.races, 1):
-        out.append(f"  {i}. {r.kind}: {r.patterns[0]} / {r.patterns[1]} (read by {r.consumer}"
-                   f", types {', '.join(r.types)}) — {r.location}")
-        out.append(f"     at: {r.instant}")
-        out.append(f"     why: {r.why}")
-        out.append(f"     cepflow: {r.engine}")
-        out.append(f"     fix: {r.fix}")
+    groups: dict[tuple[str, str], list] = {}
+    for r in a.races:
+        groups.setdefault((r.kind, r.consumer), []).append(r)
+    i = 0
+    for (kind, consumer), rs in groups.items():
+        shown = rs if len(rs) <= GROUP_AFTER else rs[:1]
+        for r in shown:
+            i += 1
+            out.append(f"  {i}. {r.kind}: {r.patterns[0]} / {r.patterns[1]} (read by "
+                       f"{r.consumer}, types {', '.join(r.types)}) — {r.location}")
+            out.append(f"     at: {r.instant}")
+            out.append(f"     why: {r.why}")
+            out.append(f"     cepflow: {r.engine}")
+            out.append(f"     fix: {r.fix}")
+        if len(rs) > GROUP_AFTER:
+            others = [r.patterns[0] if r.patterns[1] == consumer else r.patterns[1]
+                      for r in rs[1:]]
+            out.append(f"     and {len(others)} more {kind} races of {consumer}, the same with "
+                       f"{', '.join(others)}")
+            i += len(others)
     out.append("")
     sev = Counter(f.severity for f in a.findings)
     out.append(f"findings: {len(a.findings)} ({sev['error']} errors, {sev['warning']} "
@@ -98,18 +116,41 @@ def to_dot(a: Analysis) -> str:
             attrs[0] = f"label={_label(node.name, f'priority {prio}')}"
         lines.append(f"  {ids[n]} [{', '.join(attrs)}];")
     for lv in sorted(by_level):
-        members = " ".join(ids[n] for n in by_level[lv])
-        lines.append(f"  {{ rank=same; {members} }}")
+        if len(by_level[lv]) <= WIDE_LEVEL:
+            members = " ".join(ids[n] for n in by_level[lv])
+            lines.append(f"  {{ rank=same; {members} }}")
+            continue
+        # a wide level (the air quality grades: 36): a column under each node they read
+        columns: dict[str, list[str]] = {}
+        for n in by_level[lv]:
+            reads = g.reads(n)
+            columns.setdefault(reads[0] if reads else "", []).append(n)
+        for col in columns.values():
+            for u, v in itertools.pairwise(col):
+                lines.append(f"  {ids[u]} -> {ids[v]} [style=invis, weight=10];")
     cyc_edges = {(c.nodes[i - 1], c.nodes[i]) for c in g.cycles for i in range(len(c.nodes))}
+    # a race between a producer and its reader colours their edge; siblings get a line
+    on_edge = {(r.patterns[0], r.patterns[1]): r for r in a.races
+               if g.g.has_edge(r.patterns[0], r.patterns[1])}
+    labelled: set[tuple[str, str]] = set()
     for u, v in g.edges():
         attrs = []
         if g.g.edges[u, v].get("negated"):
             attrs.append('style=dashed, label="NOT", fontsize=8')
         if (u, v) in cyc_edges:
             attrs.append("color=red3, penwidth=2")
+        race = on_edge.get((u, v))
+        if race is not None:
+            c = RACE_COLOURS[race.kind]
+            attrs.append(f"color={c}, penwidth=1.5")
+            if (race.kind, race.consumer) not in labelled:  # one label per kind and reader
+                labelled.add((race.kind, race.consumer))
+                attrs.append(f"label={_label(race.kind)}, fontcolor={c}, fontsize=8")
         lines.append(f"  {ids[u]} -> {ids[v]}" + (f" [{', '.join(attrs)}]" if attrs else "")
                      + ";")
     for r in a.races:
+        if (r.patterns[0], r.patterns[1]) in on_edge:
+            continue
         c = RACE_COLOURS[r.kind]
         lines.append(f"  {ids[r.patterns[0]]} -> {ids[r.patterns[1]]} [dir=none, "
                      f"style=dashed, color={c}, constraint=false, "

@@ -58,7 +58,9 @@ class Program:
     def fingerprint(self) -> str:
         """Identifies the compiled patterns, so saved engine state is not restored onto others."""
         text = "\n".join([*(f"{a.name}|{a.context}|{a.partition_by}|{a.pattern_text}"
-                           for a in self.automata), *(repr(w) for w in self.windows)])
+                           for a in self.automata),
+                           *(repr(w) + (f"|{w.more_inputs}" if w.more_inputs else "")
+                             for w in self.windows)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -98,7 +100,7 @@ def compile_module(
     graph = nx.DiGraph()
     for name, d in complex_decls.items():
         graph.add_node(name)
-        refs = ({d.source.name} if isinstance(d, ast.WindowDecl)
+        refs = ({d.source.name, *d.more_inputs} if isinstance(d, ast.WindowDecl)
                 else {a.name for a in atoms(d.body)})
         for ref in refs:
             if ref in complex_decls:

@@ -327,7 +327,9 @@ class WindowDecl:
     ``sum``, ``avg``, ``min``, ``max``; ``current_timestamp()`` is the row's time. Compiled to
     a :class:`cepflow.windows.WindowStatement`; its rows re-enter the stream as events of type
     ``name``. ``priority`` orders the statements that take one event or update at one
-    instant, as for patterns.
+    instant, as for patterns. ``more_inputs`` are further input types read as one stream with
+    ``source.name`` (a union: ``from g = A | B``; EPL: several statements inserting into one
+    stream), all with the same fields; ``stream`` is that stream's name when EPL gave one.
     """
 
     name: str
@@ -338,6 +340,8 @@ class WindowDecl:
     having: Expr | None = None
     loc: Loc = _loc()
     priority: int = 0
+    more_inputs: tuple[str, ...] = ()
+    stream: str | None = field(default=None, compare=False)
 
 
 Decl = Trait | AtomicEventDecl | QueryEventDecl | ComplexEventDecl | RuleDecl | WindowDecl

@@ -403,6 +403,16 @@ class _Checker:
     def _check_window(self, decl: WindowDecl) -> None:
         src = decl.source
         sig = self._resolve(src.name, None, src.loc or decl.loc)
+        for other in decl.more_inputs:  # a union: the same fields, in the same order
+            osig = self._resolve(other, None, src.loc or decl.loc)
+            if sig is None or osig is None or sig.params is None or osig.params is None:
+                continue
+            if [n for n, _ in osig.params] != [n for n, _ in sig.params]:
+                self._report(src.loc or decl.loc,
+                             f"window statement '{decl.name}' reads {src.name} and {other} "
+                             "as one stream: they need the same fields in the same order "
+                             f"({', '.join(n for n, _ in sig.params)} / "
+                             f"{', '.join(n for n, _ in osig.params)})")
         if src.args is not None:
             self._report(src.loc or decl.loc, f"the input '{src.name}' of window statement "
                          f"'{decl.name}' takes no parameter list; read its fields by name")

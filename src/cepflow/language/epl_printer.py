@@ -124,19 +124,24 @@ def _annotations(d: ast.ComplexEventDecl | ast.WindowDecl) -> list[str]:
     return [f"@Priority({int(d.priority)})"] if d.priority else []
 
 
-def _complex(d: ast.ComplexEventDecl) -> str:
+def _complex(d: ast.ComplexEventDecl, stream: str | None = None) -> str:
     if d.context not in (None, "esper") or d.partition_by:
         raise EplPrintError(f"'{d.name}': EPL patterns run under Esper's semantics; context "
                             f"{d.context} and partition by have no EPL form")
-    lines = [*_annotations(d), f"insert into {d.name}"]
+    if stream is None:
+        lines = [*_annotations(d), f"insert into {d.name}"]
+    else:  # one of several statements inserting into a stream a window statement reads
+        lines = [*_annotations(d), f"@Name('{d.name}')", f"insert into {stream}"]
     if d.select is not None:
         lines.append("select " + ", ".join(f"{_expr(e)} as {n}" for n, e in d.select))
     lines.append(f"from pattern [{_pattern(d.body)}];")
     return "\n".join(lines)
 
 
-def _window(d: ast.WindowDecl) -> str:
+def _window(d: ast.WindowDecl, stream: str | None = None) -> str:
     src = d.source
+    if stream is not None:
+        src = ast.Atom(stream, src.args, src.where, src.alias, src.loc)
     w = d.window
     size = duration(w.size) if w.kind in ("time", "time_batch") else str(int(w.size))
     views = ""
@@ -164,14 +169,46 @@ def _schema(d: ast.AtomicEventDecl) -> str:
     return f"create schema {d.name}({cols});"
 
 
-def format_decl_epl(d: ast.Decl) -> str:
-    """One declaration as EPL (EplPrintError when EPL cannot say it)."""
+def _union_streams(module: ast.Module) -> tuple[dict[str, str], dict[str, str]]:
+    """(pattern -> the stream it inserts into, window statement -> the stream it reads) for
+    window statements that read several types as one stream (EPL: several statements insert
+    into it)."""
+    member: dict[str, str] = {}
+    reads: dict[str, str] = {}
+    for d in module.decls:
+        if isinstance(d, ast.WindowDecl) and d.more_inputs:
+            stream = d.stream or f"{d.name}Input"
+            reads[d.name] = stream
+            for name in (d.source.name, *d.more_inputs):
+                if member.setdefault(name, stream) != stream:
+                    raise EplPrintError(f"'{name}' is read by two unions; EPL would insert it "
+                                        "into two streams")
+    for d in module.decls:
+        uses = ([a.name for a in _atoms(d.body)] if isinstance(d, ast.ComplexEventDecl)
+                else [d.source.name] if isinstance(d, ast.WindowDecl) and not d.more_inputs
+                else [])
+        for name in uses:
+            if name in member:
+                raise EplPrintError(f"'{name}' is read by '{d.name}' and inserted into the "
+                                    f"stream {member[name]}: EPL has no name for it alone")
+    return member, reads
+
+
+def _atoms(p: ast.Pattern) -> list[ast.Atom]:
+    from cepflow.language.walk import atoms
+
+    return list(atoms(p))
+
+
+def format_decl_epl(d: ast.Decl, stream: str | None = None) -> str:
+    """One declaration as EPL (EplPrintError when EPL cannot say it); ``stream``: the stream
+    a pattern inserts into, or a union window statement reads, when not its own name."""
     if isinstance(d, ast.AtomicEventDecl):
         return _schema(d)
     if isinstance(d, ast.ComplexEventDecl):
-        return _complex(d)
+        return _complex(d, stream)
     if isinstance(d, ast.WindowDecl):
-        return _window(d)
+        return _window(d, stream)
     what = type(d).__name__.replace("Decl", "").lower()
     raise EplPrintError(f"'{d.name}': a {what} has no EPL form; write cepflow syntax")
 
@@ -204,7 +241,9 @@ def format_epl(module: ast.Module) -> str:
     """A whole module as EPL text, checked by reading it back."""
     if module.context not in (None, "esper") or module.package or module.imports:
         raise EplPrintError("a module context, package or imports have no EPL form")
-    text = "\n\n".join(format_decl_epl(d) for d in module.decls) + "\n"
+    member, reads = _union_streams(module)
+    text = "\n\n".join(format_decl_epl(d, member.get(d.name) or reads.get(d.name))
+                       for d in module.decls) + "\n"
     from cepflow.language.diagnostics import PatternSyntaxError
     from cepflow.language.epl import parse_epl
 

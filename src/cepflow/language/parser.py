@@ -730,12 +730,24 @@ class _ToAst(Transformer_NonRecursive):
 
     # ------------------------------------------------------------ data-window statements
 
+    def win_alias(self, children: list[Token]) -> _Part:
+        return _Part("alias", _ident(children[0]))
+
+    def win_source(self, children: list[Any]) -> tuple[Atom, tuple[str, ...]]:
+        """A statement's input: an atom, and the further types of a union (``A | B``)."""
+        types = [c for c in children if isinstance(c, Token)]
+        parts = {p.tag: p.value for p in children if isinstance(p, _Part)}
+        first = types[0]
+        atom = Atom(_ident(first), parts.get("args"), parts.get("where"), parts.get("alias"),
+                    loc=_loc(first))
+        return atom, tuple(_ident(t) for t in types[1:])
+
     def window_decl(self, children: list[Any]) -> WindowDecl:
         name = children[0]
         parts: dict[str, Any] = {}
         for part in children[1:]:
-            if isinstance(part, Atom):
-                parts["source"] = part
+            if isinstance(part, tuple) and part and isinstance(part[0], Atom):
+                parts["source"], parts["more"] = part
             elif part.tag == "params":
                 self._error(_loc(name), f"'{_ident(name)}' is a window statement: its "
                             "parameters are its select items, not declared")
@@ -743,7 +755,8 @@ class _ToAst(Transformer_NonRecursive):
                 parts[part.tag] = part.value
         return WindowDecl(_ident(name), parts["source"], parts["window"], parts["select"],
                           parts.get("group_by", ()), parts.get("having"), loc=_loc(name),
-                          priority=parts.get("priority", 0))
+                          priority=parts.get("priority", 0),
+                          more_inputs=parts.get("more", ()))
 
     def data_window(self, children: list[Token]) -> _Part:
         kind, number = children[0], children[1]

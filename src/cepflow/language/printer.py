@@ -424,8 +424,16 @@ def _window_decl(decl: WindowDecl) -> str:
     window = f"window {w.kind}({size})" + (" per group" if w.per_group else "")
     items = ", ".join(_expr(e)[0] + ("" if n is None else f" as {_ident(n)}")
                       for n, e in decl.select)
+    src = decl.source
+    if decl.more_inputs:  # a union: from g = A | B where …
+        head = f"{_ident(src.alias)} = " if src.alias is not None else ""
+        names = " | ".join(_ident(n) for n in (src.name, *decl.more_inputs))
+        source = head + names + (_atom(Atom(src.name, src.args, src.where))[len(
+            _ident(src.name)):])
+    else:
+        source = _atom(src)
     lines = [f"complexEvent {_ident(decl.name)} {{",
-             f"{_INDENT}from {_atom(decl.source)} {window}",
+             f"{_INDENT}from {source} {window}",
              f"{_INDENT}select {items}"]
     if decl.group_by:
         lines.append(f"{_INDENT}group by " + ", ".join(_expr(g)[0] for g in decl.group_by))

@@ -120,7 +120,8 @@ class Engine:
                         for w in program.windows]
         self._window_subs: dict[str, list[WindowRunner]] = {}
         for r in self.windows:
-            self._window_subs.setdefault(r.statement.input_type, []).append(r)
+            for t in r.statement.input_types:
+                self._window_subs.setdefault(t, []).append(r)
         #: the time the statements started (None: not yet; see the module docstring)
         self.statement_start: float | None = None
         self._clocks = [m for m in self.matchers if m.pattern.clock is not None]
