@@ -19,10 +19,10 @@ class FixError(ValueError):
 
 def fixed_module(a: Analysis) -> ast.Module:
     """The analysed set with every pattern's and statement's priority set by the plan."""
-    if not a.plan.priorities:
-        raise FixError("the set has a cycle (or nothing to order): no priority order exists")
+    if a.graph.cycles:
+        raise FixError("the set has a cycle: no priority order exists")
     prio = a.plan.priorities
-    decls = tuple(replace(d, priority=prio[d.name])
+    decls = tuple(replace(d, priority=prio[d.name])  # (rules keep theirs)
                   if isinstance(d, ast.ComplexEventDecl | ast.WindowDecl) and d.name in prio
                   else d for d in a.pset.module.decls)
     return replace(a.pset.module, decls=decls)

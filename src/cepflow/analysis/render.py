@@ -37,7 +37,8 @@ def to_text(a: Analysis) -> str:
     g = a.graph
     out = [f"cepflow analyze — {', '.join(a.pset.files)}", ""]
     cyc = "no cycle" if not g.cycles else f"{len(g.cycles)} cycle(s)"
-    out.append(f"dependency graph: {len(g.nodes)} nodes ({_kinds(a)}), "
+    kinds = f" ({_kinds(a)})" if g.nodes else ""
+    out.append(f"dependency graph: {len(g.nodes)} nodes{kinds}, "
                f"{g.g.number_of_edges()} edges, {g.depth} levels, {cyc}")
     by_level: dict[int, list[str]] = {}
     for n, lv in g.levels.items():

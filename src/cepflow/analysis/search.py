@@ -8,7 +8,10 @@ real engine — the compiled program, the same :class:`~cepflow.runtime.engine.E
 fingerprint of its saved state, analysis/fingerprint.py) are merged: only the first one found
 is extended. The first sequence whose last event makes the engine emit the target event type
 is a shortest witness (fewest events; breadth first). A state is expanded by forking its
-engine for each candidate event (analysis/fork.py: the run-time state copied, the compiled
+engine for each candidate event. At most ``max_kept`` states of a level keep their engine (a
+fork holds ≈30 KB); the others keep only their path and are replayed from the initial state
+when their turn comes — memory stays bounded by the visited fingerprints (16 bytes each) and
+the paths, at the cost of replaying ``depth`` events per such state (analysis/fork.py: the run-time state copied, the compiled
 program shared); ``copy="state"`` instead restores the engine's saved state into a fresh
 engine each time (runtime/state.py) — slower, the reference the fork is tested against. The
 states of the last level are not fingerprinted (nothing extends them).
@@ -69,7 +72,7 @@ def _engine(program: Program) -> Engine:
 def search(program: Program, target: str, domain: Domain, max_events: int,
            horizon: float | None = None, max_states: int | None = None,
            progress: Callable[[SearchResult], None] | None = None,
-           copy: str = "fork") -> SearchResult:
+           copy: str = "fork", max_kept: int = 5_000) -> SearchResult:
     """Search breadth first for the shortest input sequence after which the engine has
     emitted an event of type ``target`` (see the module docstring)."""
     if target not in program.schemas:
@@ -109,6 +112,8 @@ def search(program: Program, target: str, domain: Domain, max_events: int,
         last_level = depth == max_events - 1
         nxt: list[tuple[object, float | None, int]] = []
         for node, last, nid in frontier:
+            if node is None:  # not kept (memory): replay its path from the initial state
+                node = _replay(clone(node0), _path(parents, moves, nid, events))
             if last is None:
                 times = [_whole(domain.start)]
             else:
@@ -132,7 +137,7 @@ def search(program: Program, target: str, domain: Domain, max_events: int,
                     visited.add(k)
                     parents.append(nid)
                     moves.append((ei, ts))
-                    nxt.append((kept, ts, len(parents) - 1))
+                    nxt.append((kept if len(nxt) < max_kept else None, ts, len(parents) - 1))
                     result.states += 1
                     if max_states is not None and result.states >= max_states:
                         result.complete = False
@@ -148,6 +153,13 @@ def search(program: Program, target: str, domain: Domain, max_events: int,
         if not frontier and not last_level:
             break
     return _done(result, t0, program)
+
+
+def _replay(engine: Engine, path: list[Event]) -> Engine:
+    """``engine`` after the events of ``path`` (a state that was not kept)."""
+    for e in path:
+        engine.process(Event(e.type, e.params, e.ts))
+    return engine
 
 
 def _whole(t: float) -> float:
