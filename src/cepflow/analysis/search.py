@@ -8,13 +8,14 @@ real engine — the compiled program, the same :class:`~cepflow.runtime.engine.E
 fingerprint of its saved state, analysis/fingerprint.py) are merged: only the first one found
 is extended. The first sequence whose last event makes the engine emit the target event type
 is a shortest witness (fewest events; breadth first). A state is expanded by forking its
-engine for each candidate event. At most ``max_kept`` states of a level keep their engine (a
-fork holds ≈30 KB); the others keep only their path and are replayed from the initial state
-when their turn comes — memory stays bounded by the visited fingerprints (16 bytes each) and
-the paths, at the cost of replaying ``depth`` events per such state (analysis/fork.py: the run-time state copied, the compiled
+engine for each candidate event (analysis/fork.py: the run-time state copied, the compiled
 program shared); ``copy="state"`` instead restores the engine's saved state into a fresh
 engine each time (runtime/state.py) — slower, the reference the fork is tested against. The
-states of the last level are not fingerprinted (nothing extends them).
+states of the last level are not fingerprinted (nothing extends them). At most ``max_kept``
+states of a level keep their engine (a fork holds about 35 KB); the others keep only their
+path and are replayed from the initial state when their turn comes, so memory stays bounded
+by the visited fingerprints (16 bytes each) and the paths, at the cost of replaying
+``depth`` events per such state.
 
 What it does not do: rule actions are not run (their events are not part of the search);
 time passes only with events (a target that a deadline completes is found with the event
