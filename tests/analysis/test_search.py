@@ -147,6 +147,8 @@ def test_domain_file_errors_name_the_key_and_line(tmp_path: Path) -> None:
         load_domain(bad, program)
     with pytest.raises(SearchError, match="unknown event type"):
         search(program, "Nope", load_domain(None, program), 1)
+    with pytest.raises(SearchError, match="is an input event type"):
+        search(program, "Motorbike", load_domain(None, program), 1)
 
 
 def test_derived_domains() -> None:

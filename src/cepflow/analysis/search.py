@@ -79,6 +79,10 @@ def search(program: Program, target: str, domain: Domain, max_events: int,
     if target not in program.schemas:
         raise SearchError(f"unknown event type '{target}' (types: "
                           f"{', '.join(program.schemas)})")
+    produced = {a.name for a in program.automata} | {w.name for w in program.windows}
+    if target not in produced:
+        raise SearchError(f"'{target}' is an input event type; the target is a complex event "
+                          f"or window statement ({', '.join(sorted(produced)) or 'none'})")
     if not domain.events:
         raise SearchError("the domain has no event to generate")
     if copy not in ("fork", "state"):
