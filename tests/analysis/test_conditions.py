@@ -1,10 +1,10 @@
-"""Interval and equality reasoning over conditions (analysis/conditions.py)."""
+"""Interval and equality reasoning over conditions (compiler/conditions.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cepflow.analysis.conditions import constants, satisfiable
+from cepflow.compiler.conditions import constants, satisfiable
 from cepflow.language.parser import parse_expr
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cepflow.analysis.conditions import satisfiable
 from cepflow.automaton.model import FINAL, INITIAL, TRAP, Automaton
+from cepflow.compiler.conditions import satisfiable
 from cepflow.compiler.program import Program
 from cepflow.events.model import EventType
 from cepflow.language import ast

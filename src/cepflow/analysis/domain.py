@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cepflow.analysis.conditions import Literal, dnf
+from cepflow.compiler.conditions import Literal, dnf
 from cepflow.compiler.program import Program
 from cepflow.events.model import EventType
 from cepflow.language import ast

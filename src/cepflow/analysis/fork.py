@@ -48,7 +48,7 @@ ENGINE_STATE = frozenset({
     "time", "statement_start", "stopped", "stats", "_token_id", "_match_id", "_input_seq",
     "_timer_seq", "_heap", "_pending", "_emitted", "_emit", "matchers", "windows",
     "_window_subs", "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs",
-    "trace"})
+    "trace", "_failures", "errors", "_next_check", "_renumber", "_seq_shift"})
 #: matcher attributes that processing changes
 MATCHER_STATE = frozenset({
     "engine", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "pending",
@@ -58,7 +58,8 @@ RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finish
                           "_match_ids"})
 #: what the three classes hold that is made once from the program (shared by forks)
 ENGINE_SHARED = frozenset({"program", "side", "actions", "max_cascade", "_arity",
-                           "rules_by_type", "_rules_sorted"})
+                           "rules_by_type", "_rules_sorted", "_evaluates", "_starts",
+                           "max_partial_matches", "on_error"})
 MATCHER_SHARED = frozenset({
     "auto", "name", "context", "partitioned", "skips", "timers_first", "exact", "zone_by_id",
     "timed_zones", "pos_states", "neg_states", "initial", "types", "clock", "clock_types",
@@ -123,6 +124,8 @@ class Forker:
         d["_pending"] = deque(engine._pending)
         d["_emitted"] = emitted = list(engine._emitted)
         d["_emit"] = emitted.append
+        d["_failures"] = list(engine._failures)
+        d["errors"] = list(engine.errors)
         d["stats"] = stats = _shallow(engine.stats)
         stats.by_pattern = dict(stats.by_pattern)
         if engine.trace is not None:

@@ -2,7 +2,7 @@
 and races (docs/analysis.md, "Findings", lists every code with what it means).
 
 * ``contradiction`` — a step's condition can never hold (interval and equality reasoning,
-  analysis/conditions.py); ``never-fires`` when every match needs that step, else a dead
+  compiler/conditions.py); ``never-fires`` when every match needs that step, else a dead
   alternative; on a NOT, the NOT forbids nothing.
 * ``type-clash`` — a variable unified between parameters of incompatible declared types
   (``A(x)`` with ``x: Integer``, ``B(x)`` with ``x: String``): equal values never occur, so
@@ -11,27 +11,26 @@ and races (docs/analysis.md, "Findings", lists every code with what it means).
   complex event that never fires); ``rule-never-fires`` for rules triggered only by such.
 * ``window-binds-last`` — a window on a single event (always satisfied; ``holds-for`` never),
   or an EPL ``where timer:within`` that limits only the last operands of a sequence.
-* ``unbounded-partial-matches`` — partial matches that grow with the stream: a step no
-  window covers, under a context that keeps them (chronicle, unrestricted, Esper's spawning
-  ``every``), unless the next event of the type always moves or ends them; and
-  every-distinct keys kept without expiry.
+* ``unbounded-partial-matches`` — partial matches that grow with the stream, as
+  ``cepflow check`` announces them (compiler/growth.py); and every-distinct keys kept
+  without expiry.
 * ``unused-type`` — an input event type nothing reads.
 * ``priority-inversion`` — a pattern with a higher priority than one whose events it reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from cepflow.analysis.behaviour import field_types, variable_types
-from cepflow.analysis.conditions import any_of, negation, satisfiable
 from cepflow.analysis.findings import Finding, Location
 from cepflow.analysis.graph import DependencyGraph
 from cepflow.analysis.patternset import PatternSet
 from cepflow.automaton.model import FINAL, INITIAL, TRAP, Automaton, Position
+from cepflow.compiler.conditions import satisfiable
+from cepflow.compiler.growth import growth as pattern_growth
 from cepflow.compiler.normalize import fol_items
 from cepflow.compiler.program import Program
-from cepflow.events.model import EventType
 from cepflow.language import ast
 from cepflow.language.printer import format_duration, format_expr, format_pattern
 
@@ -326,7 +325,8 @@ def _flatten(items: list[ast.Pattern]) -> ast.Pattern:
 
 
 def growth(graph: DependencyGraph, program: Program) -> list[Finding]:
-    """Partial matches (and every-distinct keys) that grow with the stream."""
+    """Partial matches that grow with the stream (compiler.growth, as ``cepflow check``
+    announces them), and every-distinct keys kept for the statement's life."""
     out: list[Finding] = []
     for auto in program.automata:
         if auto.distinct and auto.distinct_expiry is None:
@@ -336,95 +336,19 @@ def growth(graph: DependencyGraph, program: Program) -> list[Finding]:
                 "statement's life: its memory grows by one entry per distinct key",
                 "give the keys an expiry: every-distinct(keys; 1 d) "
                 "(EPL: every-distinct(keys, 1 day))"))
-        if auto.context == "strict":
-            continue
-        if auto.context == "esper" and auto.start != "spawn":
-            continue
-        zone_kind = {z.id: z.kind for z in auto.zones}
-        grows: list[Position] = []
-        vtypes = variable_types(auto, program.schemas)
-        into: dict[int, Position] = {}
-        for m in auto.edges.values():
-            for es in m.values():
-                for e in es:
-                    if e.target not in (FINAL, TRAP) and not e.final:
-                        into.setdefault(e.target, e.position)
-        for state, pos in sorted(into.items()):
-            if any(zone_kind.get(z) == "within" for z in pos.zones):
-                continue
-            if _next_event_decides(auto, state, program.schemas, vtypes):
-                continue
-            grows.append(pos)
-        if not grows:
-            continue
-        pos = grows[0]
-        sev = "info" if auto.context == "immediate" else "warning"
-        how = {"chronicle": "chronicle keeps each one until it completes",
-               "unrestricted": "unrestricted starts one at every such event",
-               "immediate": "immediate disposes them only at an event no partial match takes",
-               "esper": "Esper's every starts an instance at each such event"}.get(
-                   auto.context, "")
-        out.append(Finding(
-            sev, "unbounded-partial-matches", _at(graph, auto.name, pos.loc),
-            f"{auto.name}'s partial matches after {_label(pos)} grow with the stream: up to "
-            f"one more for each {pos.type} event that does not complete one, and no window "
-            f"covers that step ({how})",
-            f"put a window around the sequence, e.g. ({format_pattern_of(auto)})[<duration>]"))
+        why = pattern_growth(auto)
+        if why is not None:
+            out.append(Finding(
+                "warning", "unbounded-partial-matches", _at(graph, auto.name),
+                f"{auto.name}'s partial matches can grow with the stream: {why}",
+                f"put a window around the sequence, e.g. ({format_pattern_of(auto)})"
+                "[<duration>], or cap them with cepflow run --max-partial-matches"))
     return out
 
 
 def format_pattern_of(auto: Automaton) -> str:
     text = auto.pattern_text or auto.name
     return text if len(text) <= 60 else text[:57] + "…"
-
-
-def _next_event_decides(auto: Automaton, state: int, schemas: Mapping[str, EventType],
-                        vtypes: Mapping[str, str]) -> bool:
-    """Whether every event of some type the state waits for moves it or ends it (its steps'
-    and NOTs' conditions cover every event of that type, with no key to unify): then a
-    partial match lives until the next such event."""
-    edges = auto.edges.get(state, {})
-    forbids = auto.forbids.get(state, {})
-    for t in set(edges) | set(forbids):
-        conds = []
-        keyed = False
-        for e in edges.get(t, ()):
-            if any(var in vtypes and _bound_before(auto, state, var) for _, var in
-                   e.position.binds):
-                keyed = True
-            conds.append(e.position.where)
-        for f in forbids.get(t, ()):
-            if f.position.binds:
-                keyed = True
-            conds.append(f.position.where)
-        if keyed or not conds:
-            continue
-        types = {**vtypes, **field_types(schemas.get(t))}
-        # (a null field moves nothing and ends nothing: not counted, streams carry values)
-        if not satisfiable(negation(any_of(conds)), types, nulls=False):
-            return True
-    return False
-
-
-def _bound_before(auto: Automaton, state: int, var: str) -> bool:
-    """Whether a variable is bound on some path into ``state`` (then a step naming it again
-    unifies: events of other keys pass the partial match by)."""
-    preds: dict[int, list] = {}
-    for m in auto.edges.values():
-        for es in m.values():
-            for e in es:
-                preds.setdefault(e.target, []).append(e)
-    seen = {state}
-    stack = [state]
-    while stack:
-        s = stack.pop()
-        for e in preds.get(s, ()):
-            if any(v == var for _, v in e.position.binds):
-                return True
-            if e.source not in seen:
-                seen.add(e.source)
-                stack.append(e.source)
-    return False
 
 
 # ---------------------------------------------------------------- types and priorities
