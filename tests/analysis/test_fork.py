@@ -14,6 +14,8 @@ from cepflow.analysis.fingerprint import fingerprint
 from cepflow.analysis.fork import (
     ENGINE_SHARED,
     ENGINE_STATE,
+    HOST_SHARED,
+    HOST_STATE,
     MATCHER_SHARED,
     MATCHER_STATE,
     RUNNER_SHARED,
@@ -112,6 +114,7 @@ def test_every_attribute_is_state_or_shared(source) -> None:
     program = _program(source)
     engine = Engine(program)
     assert set(vars(engine)) == ENGINE_STATE | ENGINE_SHARED
+    assert set(vars(engine.host)) == HOST_STATE | HOST_SHARED
     for m in engine.matchers:
         assert set(vars(m)) == MATCHER_STATE | MATCHER_SHARED
     for r in engine.windows:
@@ -123,7 +126,8 @@ def test_only_state_attributes_change(source) -> None:
     """Processing changes no attribute the fork shares (compared by identity and value)."""
     program = _program(source)
     engine = Engine(program)
-    objects = [(engine, ENGINE_STATE), *((m, MATCHER_STATE) for m in engine.matchers),
+    objects = [(engine, ENGINE_STATE), (engine.host, HOST_STATE),
+               *((m, MATCHER_STATE) for m in engine.matchers),
                *((r, RUNNER_STATE) for r in engine.windows)]
     before = [{k: (id(v), repr(v)) for k, v in vars(o).items() if k not in state}
               for o, state in objects]

@@ -6,13 +6,14 @@ and sets up every matcher (0.2 to 0.6 ms), and moving a state through
 ``save_state``/``restore_state`` costs as much again; :func:`fork` instead copies only the
 run-time state and shares everything compiled.
 
-**What is state.** :data:`ENGINE_STATE`, :data:`MATCHER_STATE` and :data:`RUNNER_STATE` name
-the attributes of the engine, of each matcher and of each window statement's runner that
-change while events are processed; every other attribute is made once from the compiled
+**What is state.** :data:`ENGINE_STATE`, :data:`HOST_STATE`, :data:`MATCHER_STATE` and
+:data:`RUNNER_STATE` name the attributes of the engine, of its host (runtime/host.py: clock,
+numbering, timers …), of each matcher and of each window statement's runner that change while
+events are processed; every other attribute is made once from the compiled
 program and shared by the copies. The tests check that these lists name every attribute that
 processing changes (``tests/analysis/test_fork.py``: a fork continued and the original
 continued give the same complex events and the same saved state, on every example program;
-and every attribute of the three classes is listed as state or as shared), so a new attribute
+and every attribute of the four classes is listed as state or as shared), so a new attribute
 in the engine shows up as a failing test, not as a wrong search.
 
 **How.** A structural copy with a memo (every object copied once, so the tokens indexed in two
@@ -38,28 +39,32 @@ from typing import Any
 
 from cepflow.compiler.program import Program
 from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.counters import Counters
 from cepflow.runtime.engine import Engine
+from cepflow.runtime.host import Host
 from cepflow.runtime.matcher import Matcher
 from cepflow.runtime.tokens import Thread, Token
 from cepflow.windows.runner import WindowRunner
 
 #: engine attributes that processing changes (the rest is shared by forks)
 ENGINE_STATE = frozenset({
-    "time", "statement_start", "stopped", "stats", "_token_id", "_match_id", "_input_seq",
-    "_timer_seq", "_heap", "_pending", "_emitted", "_emit", "matchers", "windows",
-    "_window_subs", "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs",
-    "trace", "_failures", "errors", "_next_check", "_renumber", "_seq_shift"})
+    "host", "statement_start", "_emitted", "_emit", "matchers", "windows", "_window_subs",
+    "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs", "errors",
+    "_next_check"})
+#: attributes of the engine's host (runtime/host.py) that processing changes
+HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trace", "stats",
+                        "pending", "failures"})
 #: matcher attributes that processing changes
 MATCHER_STATE = frozenset({
-    "engine", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "pending",
+    "host", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "pending",
     "clock_start", "pair", "slot"})
 #: window statement runner attributes that processing changes
 RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finished",
                           "_match_ids"})
-#: what the three classes hold that is made once from the program (shared by forks)
-ENGINE_SHARED = frozenset({"program", "side", "actions", "max_cascade", "_arity",
-                           "rules_by_type", "_rules_sorted", "_evaluates", "_starts",
-                           "max_partial_matches", "on_error"})
+#: what the four classes hold that is made once from the program (shared by forks)
+ENGINE_SHARED = frozenset({"program", "side", "_evaluates", "_starts", "max_partial_matches",
+                           "on_error"})
+HOST_SHARED = frozenset({"rules", "actions", "max_cascade", "arity"})
 MATCHER_SHARED = frozenset({
     "auto", "name", "context", "partitioned", "skips", "timers_first", "exact", "zone_by_id",
     "timed_zones", "pos_states", "neg_states", "initial", "types", "clock", "clock_types",
@@ -94,6 +99,7 @@ class Forker:
         for r in template.windows:
             roots.extend(v for k, v in vars(r).items() if k in RUNNER_SHARED)
         roots.extend(v for k, v in vars(template).items() if k in ENGINE_SHARED)
+        roots.extend(v for k, v in vars(template.host).items() if k in HOST_SHARED)
         self.shared = _reachable(roots)
         #: where the engine's derived lists point (indices of matchers and runners)
         self._layout: tuple | None = None
@@ -107,35 +113,29 @@ class Forker:
         new = object.__new__(Engine)
         d = dict(vars(engine))
         memo: dict[int, Any] = {}
-        ms = [self._matcher(m, new, memo) for m in engine.matchers]
+        d["host"] = host = _host(engine.host, new)
+        ms = [self._matcher(m, host, memo) for m in engine.matchers]
         d["matchers"] = ms
         d["noise"] = [ms[i] for i in noise]
         d["subs_input"] = {t: [ms[i] for i in ix] for t, ix in subs_input.items()}
         d["subs_complex"] = {t: [ms[i] for i in ix] for t, ix in subs_complex.items()}
         d["_clocks"] = [ms[i] for i in clocks]
-        ws = [self._runner(r, new, memo) for r in engine.windows]
+        ws = [self._runner(r, host, memo) for r in engine.windows]
         d["windows"] = ws
         d["_window_subs"] = {t: [ws[i] for i in ix] for t, ix in window_subs.items()}
         if engine._chains is not None:
             d["_chains"] = [None if c is None else _view(c, memo) for c in engine._chains]
         if engine._pairs is not None:
             d["_pairs"] = [None if c is None else memo[id(c)] for c in engine._pairs]
-        d["_heap"] = list(engine._heap)
-        d["_pending"] = deque(engine._pending)
         d["_emitted"] = emitted = list(engine._emitted)
         d["_emit"] = emitted.append
-        d["_failures"] = list(engine._failures)
         d["errors"] = list(engine.errors)
-        d["stats"] = stats = _shallow(engine.stats)
-        stats.by_pattern = dict(stats.by_pattern)
-        if engine.trace is not None:
-            d["trace"] = copy.deepcopy(engine.trace)
         object.__setattr__(new, "__dict__", d)
         return new
 
-    def _matcher(self, m: Matcher, engine: Engine, memo: dict[int, Any]) -> Matcher:
+    def _matcher(self, m: Matcher, host: Host, memo: dict[int, Any]) -> Matcher:
         new, d = _begin(m, memo)
-        d["engine"] = engine
+        d["host"] = host
         if m.tokens:
             toks: dict[int, Token] = {}
             d["tokens"] = {part: {i: _token(t, toks) for i, t in ts.items()}
@@ -158,7 +158,7 @@ class Forker:
         object.__setattr__(new, "__dict__", d)
         return new
 
-    def _runner(self, r: WindowRunner, engine: Engine, memo: dict[int, Any]) -> WindowRunner:
+    def _runner(self, r: WindowRunner, host: Host, memo: dict[int, Any]) -> WindowRunner:
         new, d = _begin(r, memo)
         d["window"] = window = self._window(r.window, memo)
         proc = getattr(window, "proc", None)
@@ -166,13 +166,13 @@ class Forker:
         if isinstance(getattr(rows, "match_ids", None), types.MethodType):
             # the row builder numbers rows with the engine's counter: the copy's own
             rows = _shallow(rows)
-            rows.match_ids = engine.next_match_id
+            rows.match_ids = host.counters.next_match
             proc.rows = rows  # type: ignore[union-attr]
         if r._fast is not None:
             d["_fast"] = self._copy(r._fast, memo)
         mids = r._match_ids
-        if isinstance(mids, types.MethodType) and isinstance(mids.__self__, Engine):
-            d["_match_ids"] = engine.next_match_id
+        if isinstance(mids, types.MethodType) and isinstance(mids.__self__, Counters):
+            d["_match_ids"] = host.counters.next_match
         object.__setattr__(new, "__dict__", d)
         return new
 
@@ -277,6 +277,23 @@ WINDOW_STATE: dict[str, frozenset[str]] = {
     "EventRows": frozenset({"agg", "batch", "batches"}),
     "Aggregation": frozenset({"groups"}),
 }
+
+
+def _host(host: Host, engine: Engine) -> Host:
+    """A copy of an engine's host for the fork ``engine``: clock, numbering, timers,
+    statistics, trace, emitted events and failures copied; rules and actions shared."""
+    new, d = _begin(host, {})
+    d["engine"] = engine
+    d["counters"] = copy.copy(host.counters)
+    d["timers"] = host.timers.copy()
+    d["pending"] = deque(host.pending)
+    d["failures"] = list(host.failures)
+    d["stats"] = stats = _shallow(host.stats)
+    stats.by_pattern = dict(stats.by_pattern)
+    if host.trace is not None:
+        d["trace"] = copy.deepcopy(host.trace)
+    object.__setattr__(new, "__dict__", d)
+    return new
 
 
 def _thread(th: Thread) -> Thread:
