@@ -82,8 +82,10 @@ def test_witnesses_are_shortest(name, values, types, steps, n) -> None:
     program = cepflow.load(PROGRAMS[name])
     dom = Domain([(t, (v,)) for t in sorted(types) for v in sorted(values)], sorted(steps))
     expected = brute_force(program, dom, n, "T")
-    for copy, kept in (("fork", 20_000), ("state", 20_000), ("fork", 1)):
-        r = search(program, "T", dom, n, copy=copy, max_kept=kept)  # (1: replayed states)
+    for copy, kept, jobs in (("fork", 20_000, 1), ("state", 20_000, 1), ("fork", 1, 1),
+                             ("fork", 1, 2)):
+        r = search(program, "T", dom, n, copy=copy, max_kept=kept,  # (1: replayed states)
+                   jobs=jobs)
         assert (None if r.witness is None else len(r.witness)) == expected, (copy, kept)
         if r.witness is not None:
             assert first_emission(program, r.witness, "T") == len(r.witness)
@@ -114,6 +116,26 @@ def test_motorbike_accident_and_listing_35() -> None:
     assert none.witness is None and none.complete
     derived = search(program, "TooHighTirePressure", load_domain(None, program), 2)
     assert derived.witness is not None and len(derived.witness) == 1
+
+
+@pytest.mark.parametrize("kept", [5_000, 3])
+def test_a_parallel_search_is_the_serial_search(kept: int) -> None:
+    """Workers expand the states of a level; the parent merges them in the serial order, so
+    the states kept, the levels and the witness are the serial search's (module docstring,
+    "Parallel search"); with 3 engines kept per worker most states are replayed."""
+    program = read([MOTORBIKE / "motorbike.epl", MOTORBIKE / "properties.epl"]).program
+    dom = load_domain(MOTORBIKE / "search.toml", program)
+    for target, n, cap in (("TooHighTirePressure", 3, None), ("Accident", 5, None),
+                           ("TooHighTirePressure", 4, 300)):
+        one = search(program, target, dom, n, max_states=cap, max_kept=kept)
+        two = search(program, target, dom, n, max_states=cap, max_kept=kept, jobs=2)
+        assert (two.states, two.levels, two.depth, two.complete) == (
+            one.states, one.levels, one.depth, one.complete)
+        assert two.witness == one.witness
+        if one.witness is None and one.complete:
+            assert two.transitions == one.transitions  # (with a witness: up to each hit)
+    with pytest.raises(SearchError, match="jobs"):
+        search(program, "Accident", dom, 2, jobs=0)
 
 
 def test_the_fixed_motorbike_set_has_a_shorter_accident(tmp_path: Path) -> None:
@@ -180,7 +202,7 @@ def test_cli_search_writes_a_witness_cepflow_run_reproduces(tmp_path: Path) -> N
                                str(MOTORBIKE / "properties.epl"), "--target",
                                "TooHighTirePressure", "--domain",
                                str(MOTORBIKE / "search.toml"), "--max-events", "3",
-                               "--horizon", "15 s"])
+                               "--horizon", "15 s", "--jobs", "2"])
     assert none.exit_code == 0
     assert "no witness for TooHighTirePressure within the bound" in none.stdout
     bad = runner.invoke(app, ["search", str(MOTORBIKE / "motorbike.epl"), "--target", "X"])

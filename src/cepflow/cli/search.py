@@ -61,6 +61,9 @@ def search(
     ] = None,
     show_domain: Annotated[bool, typer.Option(
         "--show-domain", help="Print the domain explored")] = False,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", help="Worker processes expanding each level (the same states and "
+        "witness as one; 1 where processes cannot be forked)", min=1)] = 1,
 ) -> None:
     """Search every input sequence over a finite domain, breadth first, for a shortest one
     after which the patterns emit TARGET; equal engine states are merged. Prints the witness
@@ -99,7 +102,8 @@ def search(
                    f"{r.transitions:,} explored, {r.seconds:,.1f} s", err=True)  # type: ignore[attr-defined]
 
     try:
-        result = run_search(program, target, dom, max_events, limit, max_states, progress)
+        result = run_search(program, target, dom, max_events, limit, max_states, progress,
+                            jobs=jobs)
     except SearchError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(1) from None
