@@ -6,9 +6,10 @@ at the state it extends) and merging equal states (docs/analysis.md, "Bounded se
 — each a search whose target has **no** witness within the bound, so the whole bounded space
 is explored:
 
-* ``motorbike`` — examples/motorbike/motorbike.epl + properties.epl (5 patterns, 2 window
-  statements, 1 property), target TooHighTirePressure, domain examples/motorbike/search.toml
-  (8 candidate events, steps 0 and 1 s): Listing 35's search;
+* ``motorbike`` — examples/motorbike/motorbike.epl (5 patterns, 2 window statements) and
+  §V.C's TooHighTirePressure (:data:`PROPERTY`, as examples/motorbike/properties.epl states
+  it), target TooHighTirePressure, domain examples/motorbike/search.toml (8 candidate events,
+  steps 0 and 1 s): Listing 35's search;
 * ``temperature`` — examples/temperature/alerts.epl (Warning, Critical), target Critical,
   derived domain (5 readings, same instant) — Critical needs 4 readings, so with at most 3
   there is none;
@@ -54,6 +55,15 @@ from common import (
 
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "search.json"
 MOTORBIKE = ROOT / "examples" / "motorbike"
+#: the property of Listing 35's search (examples/motorbike/properties.epl holds it with §V.C's
+#: other property; the benchmark keeps its own copy so that its program stays the same)
+PROPERTY = """
+@Name('TooHighTirePressure')
+insert into TooHighTirePressure
+select e.timestamp as timestamp, e.motorbikeId as motorbikeId, e.tire1 as tire1,
+       e.tire2 as tire2
+from pattern [every e = Motorbike(e.tire1 >= 4.0 or e.tire2 >= 4.0)];
+"""
 CHAIN = """atomicEvent A(k: Integer, v: Integer)
 atomicEvent B(k: Integer, v: Integer)
 complexEvent P(k: Integer) { as A(k, _) where v > 0 -> B(k, _) where v > 0 }
@@ -70,11 +80,12 @@ CASES: dict[str, tuple[str, list[int], list[int]]] = {
 
 def _setup(case: str) -> tuple[Any, Any]:
     import cepflow
-    from cepflow.analysis import read
     from cepflow.analysis.domain import load_domain
+    from cepflow.analysis.patternset import from_text
 
     if case == "motorbike":
-        program = read([MOTORBIKE / "motorbike.epl", MOTORBIKE / "properties.epl"]).program
+        text = (MOTORBIKE / "motorbike.epl").read_text(encoding="utf-8") + PROPERTY
+        program = from_text(text, str(MOTORBIKE / "motorbike.epl"), epl=True).program
         return program, load_domain(MOTORBIKE / "search.toml", program)
     if case == "temperature":
         program = cepflow.load(ROOT / "examples" / "temperature" / "alerts.epl")

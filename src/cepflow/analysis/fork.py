@@ -54,10 +54,11 @@ ENGINE_STATE = frozenset({
 #: attributes of the engine's host (runtime/host.py) that processing changes
 HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trace", "stats",
                         "pending", "failures"})
-#: matcher attributes that processing changes
+#: matcher attributes that processing changes (a matcher holds only run state; what is
+#: compiled is its ``pattern``, runtime/compiled.py)
 MATCHER_STATE = frozenset({
     "host", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "pending",
-    "clock_start", "pair", "slot"})
+    "clock_start", "slot"})
 #: window statement runner attributes that processing changes
 RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finished",
                           "_match_ids"})
@@ -65,10 +66,7 @@ RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finish
 ENGINE_SHARED = frozenset({"program", "side", "_evaluates", "_starts", "max_partial_matches",
                            "on_error"})
 HOST_SHARED = frozenset({"rules", "actions", "max_cascade", "arity"})
-MATCHER_SHARED = frozenset({
-    "auto", "name", "context", "partitioned", "skips", "timers_first", "exact", "zone_by_id",
-    "timed_zones", "pos_states", "neg_states", "initial", "types", "clock", "clock_types",
-    "key_index", "out_degree", "conj_degree", "key_var", "fast", "single", "fast_start"})
+MATCHER_SHARED = frozenset({"pattern", "name"})
 RUNNER_SHARED = frozenset({"statement", "plan", "output_schema", "columnar_min_batch",
                            "_inputs"})
 
@@ -123,10 +121,11 @@ class Forker:
         ws = [self._runner(r, host, memo) for r in engine.windows]
         d["windows"] = ws
         d["_window_subs"] = {t: [ws[i] for i in ix] for t, ix in window_subs.items()}
+        # (the kernels' lists are the matchers, when the kernels apply)
         if engine._chains is not None:
-            d["_chains"] = [None if c is None else _view(c, memo) for c in engine._chains]
+            d["_chains"] = ms
         if engine._pairs is not None:
-            d["_pairs"] = [None if c is None else memo[id(c)] for c in engine._pairs]
+            d["_pairs"] = ms
         d["_emitted"] = emitted = list(engine._emitted)
         d["_emit"] = emitted.append
         d["errors"] = list(engine.errors)
@@ -152,9 +151,6 @@ class Forker:
         d["deadlines"] = deque(m.deadlines)
         if m.pending is not None:
             d["pending"] = self._copy(m.pending, memo)
-        if m.pair is not None:
-            d["pair"] = pair = _view(m.pair, memo)
-            memo[id(m.pair)] = pair
         object.__setattr__(new, "__dict__", d)
         return new
 
@@ -333,13 +329,6 @@ def _shallow(x: Any) -> Any:
     """A new object of ``x``'s class with a copy of its attributes (also frozen dataclasses)."""
     new = object.__new__(type(x))
     object.__setattr__(new, "__dict__", dict(vars(x)))
-    return new
-
-
-def _view(v: Any, memo: dict[int, Any]) -> Any:
-    """A copy of a matcher's chain or pair view pointing at the copied matcher."""
-    new = _shallow(v)
-    object.__setattr__(new, "matcher", memo[id(v.matcher)])
     return new
 
 
