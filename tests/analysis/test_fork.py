@@ -132,7 +132,7 @@ def test_only_state_attributes_change(source) -> None:
     before = [{k: (id(v), repr(v)) for k, v in vars(o).items() if k not in state}
               for o, state in objects]
     wins = [(w, {k: repr(v) for k, v in vars(w).items()
-                 if k not in WINDOW_STATE[type(w).__name__]})
+                 if k not in WINDOW_STATE[type(w)]})
             for r in engine.windows for w in _window_objects(r.window)]
     _run(engine, _stream(program, 7, 60))
     after = [{k: (id(v), repr(v)) for k, v in vars(o).items() if k not in state}
@@ -140,7 +140,7 @@ def test_only_state_attributes_change(source) -> None:
     assert before == after
     for w, shared in wins:
         assert {k: repr(v) for k, v in vars(w).items()
-                if k not in WINDOW_STATE[type(w).__name__]} == shared
+                if k not in WINDOW_STATE[type(w)]} == shared
 
 
 def _window_objects(window) -> list:
