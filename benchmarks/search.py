@@ -1,7 +1,7 @@
 """Bounded search benchmark: states explored per second and peak memory at growing bounds.
 
-``cepflow.analysis.search`` explores, breadth first, every input sequence of at most N events
-over a finite domain, running the real engine on each candidate event (a fork of the engine
+``cepflow.analysis.bounded_search`` explores, breadth first, every input sequence of at most
+N events over a finite domain, running the real engine on each candidate event (a fork of the engine
 at the state it extends) and merging equal states (docs/analysis.md, "Bounded search"). Cases
 — each a search whose target has **no** witness within the bound, so the whole bounded space
 is explored:
@@ -104,7 +104,7 @@ def _children_cpu() -> float:
 
 def measure(case: str, bound: int, jobs: int) -> dict[str, Any]:
     """One search, in a forked child (see the module docstring)."""
-    from cepflow.analysis.search import search
+    from cepflow.analysis.bounded_search import search
 
     program, dom = _setup(case)
     target = CASES[case][0]

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 import cepflow
 from cepflow.analysis import read
+from cepflow.analysis.bounded_search import SearchError, search
 from cepflow.analysis.domain import Domain, DomainError, load_domain
-from cepflow.analysis.search import SearchError, search
 from cepflow.cli.main import app
 from cepflow.events.model import Event
 from cepflow.runtime.engine import Engine

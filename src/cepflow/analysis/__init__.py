@@ -1,7 +1,7 @@
 """Analysing pattern sets before deployment (003 §V): the dependency graph, its levels and
 cycles, races with their fix by priorities, patterns that can never fire and other traps
 (docs/analysis.md). ``cepflow analyze`` prints it; ``cepflow search`` explores input sequences
-for a witness (analysis.search)."""
+for a witness (analysis.bounded_search)."""
 
 from cepflow.analysis.analyzer import Analysis, analyze, analyze_set
 from cepflow.analysis.findings import Finding, Location

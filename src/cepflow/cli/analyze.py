@@ -13,7 +13,7 @@ import typer
 from cepflow.cli.options import ACTIONS_HELP, import_action_modules
 
 
-class Format(StrEnum):
+class AnalysisFormat(StrEnum):
     """What ``analyze`` writes."""
 
     text = "text"
@@ -23,22 +23,22 @@ class Format(StrEnum):
     html = "html"
 
 
-def _format_of(fmt: Format | None, output: Path | None) -> Format:
+def _format_of(fmt: AnalysisFormat | None, output: Path | None) -> AnalysisFormat:
     if fmt is not None:
         return fmt
     if output is not None and str(output) != "-":
         suffix = output.suffix.lower().lstrip(".")
-        if suffix in {f.value for f in Format}:
-            return Format(suffix)
+        if suffix in {f.value for f in AnalysisFormat}:
+            return AnalysisFormat(suffix)
         if suffix == "gv":
-            return Format.dot
-    return Format.text
+            return AnalysisFormat.dot
+    return AnalysisFormat.text
 
 
 def analyze(
     patterns: Annotated[list[Path], typer.Argument(
         help="Pattern files (.vepl, .cep; .epl = Esper EPL), analysed as one set")],
-    format: Annotated[Format | None, typer.Option(
+    format: Annotated[AnalysisFormat | None, typer.Option(
         "--format", "-f", help="text, json, dot, svg (Graphviz) or html; default: from "
         "--output's suffix, else text")] = None,
     output: Annotated[Path | None, typer.Option(
@@ -90,21 +90,21 @@ def analyze(
         raise typer.Exit(1)
 
 
-def _render(result: object, fmt: Format) -> str:
+def _render(result: object, fmt: AnalysisFormat) -> str:
     from cepflow.analysis import render
     from cepflow.automaton.dot import RenderError, to_svg
 
-    if fmt is Format.json:
+    if fmt is AnalysisFormat.json:
         return render.to_json_text(result)  # type: ignore[arg-type]
-    if fmt is Format.dot:
+    if fmt is AnalysisFormat.dot:
         return render.to_dot(result)  # type: ignore[arg-type]
-    if fmt is Format.svg:
+    if fmt is AnalysisFormat.svg:
         try:
             return to_svg(render.to_dot(result))  # type: ignore[arg-type]
         except RenderError as e:
             typer.echo(f"{e} (or write DOT: --format dot)", err=True)
             raise typer.Exit(2) from None
-    if fmt is Format.html:
+    if fmt is AnalysisFormat.html:
         from cepflow.analysis.report import page
 
         return page(result).html()  # type: ignore[arg-type]

@@ -57,7 +57,7 @@ from cepflow.cli.options import (
 )
 from cepflow.cli.petri import petri
 from cepflow.cli.report import check_report_path, report, write_report
-from cepflow.cli.search import search
+from cepflow.cli.search_command import search
 from cepflow.cli.simulate import simulate_command
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, SideChannel

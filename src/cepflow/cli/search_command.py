@@ -70,10 +70,10 @@ def search(
     (and writes it with -o) or says that none exists within the bound. Exit code 0 either
     way, 1 when the patterns do not read or the target is unknown, 2 for a bad domain file
     or option."""
+    from cepflow.analysis.bounded_search import SearchError
+    from cepflow.analysis.bounded_search import search as run_search
     from cepflow.analysis.domain import DomainError, load_domain
     from cepflow.analysis.patternset import read
-    from cepflow.analysis.search import SearchError
-    from cepflow.analysis.search import search as run_search
 
     limit = _horizon(horizon)
     try:
