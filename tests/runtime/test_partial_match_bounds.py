@@ -56,6 +56,15 @@ def grows(body: str, extra: str = "") -> str | None:
     ("a = A -> every b = B where b.k == a.k -> c = A where c.k == a.k", "context esper",
      "every inside it forks"),
     ("every a = A", "", None),  # (completes at once: nothing rests)
+    # the next event of the type that makes them decides: moves every one on or ends it
+    ("every a = A where a.v > 4 -> (b = A where b.v > 4 AND NOT A where v <= 4)", "", None),
+    ("every a = A where a.v > 4 -> (b = A where b.v > 4 AND NOT A where v < 3)", "",
+     "every at its start spawns"),  # (v = 3 or 4 neither moves nor ends it)
+    ("every a = A -> (b = B AND NOT A)", "", None),  # (the next A ends it)
+    ("every a = A -> (b = B AND NOT B where v < 0)", "", "every at its start spawns"),
+    # (ended only by a B, which may never come)
+    ("every a = A -> (b = A where b.k == a.k AND NOT A where k != a.k)", "",
+     "every at its start spawns"),  # (a step that unifies: other keys pass it by)
 ])
 def test_which_patterns_grow(body: str, extra: str, why: str | None) -> None:
     got = grows(body, extra)

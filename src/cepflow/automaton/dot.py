@@ -140,7 +140,8 @@ def window_to_dot(stmt: WindowStatement, output: EventType | None = None) -> str
     lines = [f"digraph {_label(stmt.name)} {{", "  rankdir=LR;",
              f"  label={_label(f'{stmt.name}: window statement')};",
              "  labelloc=t; node [fontsize=11]; edge [fontsize=10];",
-             f"  input [label={_label(stmt.input_type + alias, 'input stream')}, shape=ellipse];",
+             f"  input [label={_label(' | '.join(stmt.input_types) + alias, 'input stream')}, "
+             "shape=ellipse];",
              f"  window [label={_label(*_window_text(stmt))}, shape=box3d];",
              f"  select [label={_label(*select)}, shape=box];",
              f"  output [label={_label(f'{stmt.name}({params})', 're-enters the stream')}, "

@@ -19,6 +19,7 @@ import typer
 from rich.table import Table
 
 from cepflow.automaton.dot import RenderError, render, to_dot, window_to_dot
+from cepflow.cli.analyze import analyze
 from cepflow.cli.common import (
     EXIT_EVALUATION_ERRORS,
     EXIT_NOTHING_PROCESSED,
@@ -56,6 +57,7 @@ from cepflow.cli.options import (
 )
 from cepflow.cli.petri import petri
 from cepflow.cli.report import check_report_path, report, write_report
+from cepflow.cli.search_command import search
 from cepflow.cli.simulate import simulate_command
 from cepflow.compiler.program import Program
 from cepflow.events.model import Event, SideChannel
@@ -408,6 +410,8 @@ def graph(
 
 app.command()(report)
 app.command()(petri)
+app.command()(analyze)
+app.command()(search)
 app.add_typer(demo_app, name="demo")
 app.command("generate")(generate_command)
 app.command("simulate")(simulate_command)

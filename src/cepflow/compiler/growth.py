@@ -8,6 +8,12 @@ when its context disposes it. Whether the number held at once is bounded depends
 * **window** — every state a partial match can rest in lies in a ``within`` window (or a
   trailing NOT's window, which completes it at the deadline): each lives at most that long, so
   the number held is bounded by the rate of the stream, not its length. Nothing to announce.
+* **the next event decides** — a state whose partial matches are made by events of type ``T``
+  and that every ``T`` event moves on or ends (its steps' and NOTs' conditions on ``T`` cover
+  every value, and none unifies with a bound variable — Esper's "consecutive" idiom
+  ``every a = T(c) -> (b = T(c) and not T(not c))``): the event that could start another
+  partial match there ends the one waiting, so at most the few made by one event wait there.
+  (A NOT gap ended by another type is no such bound: that event may never come.)
 * **chronicle** and **unrestricted** — every event that can start a partial match and that no
   waiting one takes starts one (unrestricted: every such event), and only a match ends it: an
   ``A(x) -> B(x)`` over a stream of ``A`` events holds one per ``A``, keyed or not.
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 from cepflow.automaton.context import Context
 from cepflow.automaton.model import FINAL, TRAP, Automaton
+from cepflow.compiler.conditions import any_of, negation, satisfiable
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic
 
@@ -48,10 +55,52 @@ def _windowed(auto: Automaton, state: int) -> bool:
     return any(z in timed for z in zones.get(auto.restricted.get(state, state), ()))
 
 
+def _decided(auto: Automaton, state: int) -> bool:
+    """Whether the next event of the type that makes partial matches rest in ``state`` moves
+    every one of them on or ends it (module docstring, "the next event decides")."""
+    made = {e.position.type for m in auto.edges.values() for es in m.values() for e in es
+            if e.target == state}
+    if len(made) != 1 or state in auto.restricted:
+        return False
+    (t,) = made
+    bound = {v for m in auto.edges.values() for es in m.values() for e in es
+             for _, v in e.position.binds}
+    conds = []
+    for e in auto.edges.get(state, {}).get(t, ()):
+        if any(v in bound and _bound_before(auto, state, v) for _, v in e.position.binds):
+            return False  # a step that unifies: events of other keys pass it by
+        conds.append(e.position.where)
+    for f in auto.forbids.get(state, {}).get(t, ()):
+        if f.position.binds:
+            return False
+        conds.append(f.position.where)
+    # (a null field neither moves nor ends one; streams carry values)
+    return bool(conds) and not satisfiable(negation(any_of(conds)), nulls=False)
+
+
+def _bound_before(auto: Automaton, state: int, var: str) -> bool:
+    """Whether ``var`` is bound on some path into ``state`` (a later step naming it unifies)."""
+    preds: dict[int, list] = {}
+    for m in auto.edges.values():
+        for es in m.values():
+            for e in es:
+                preds.setdefault(e.target, []).append(e)
+    seen, stack = {state}, [state]
+    while stack:
+        for e in preds.get(stack.pop(), ()):
+            if any(v == var for _, v in e.position.binds):
+                return True
+            if e.source not in seen:
+                seen.add(e.source)
+                stack.append(e.source)
+    return False
+
+
 def growth(auto: Automaton) -> str | None:
     """Why the partial matches of ``auto`` can grow with the stream (module docstring), or
-    None when a window or the context bounds them."""
-    open_states = [s for s in sorted(resting_states(auto)) if not _windowed(auto, s)]
+    None when a window, the next event or the context bounds them."""
+    open_states = [s for s in sorted(resting_states(auto))
+                   if not _windowed(auto, s) and not _decided(auto, s)]
     if not open_states:
         return None
     labels = {p.id: p.label for p in auto.positions}

@@ -3,9 +3,14 @@ statements, and rules.
 
 Automata and window statements are ordered so that each comes after every pattern or statement
 whose events it reads (higher-order patterns, 000 §4.1), which gives dependent patterns a
-deterministic processing order. A window statement (``ast.WindowDecl``) compiles to a
-:class:`cepflow.windows.WindowStatement`, validated against the schemas; its output type (from
-its select list) joins the schemas, so patterns, rules and other statements can read its rows.
+deterministic processing order; a declared ``priority`` comes first: the lists are sorted by
+priority (higher first), dependency order breaking ties, then position in the file. That is
+the order in which the engine gives one event to the patterns (then the statements) that
+read it, and so the order in which their complex events re-enter the stream (Esper's
+``@Priority``; docs/semantics.md, "Priorities"). A window statement (``ast.WindowDecl``)
+compiles to a :class:`cepflow.windows.WindowStatement`, validated against the schemas; its
+output type (from its select list) joins the schemas, so patterns, rules and other
+statements can read its rows.
 """
 
 from __future__ import annotations
@@ -53,7 +58,9 @@ class Program:
     def fingerprint(self) -> str:
         """Identifies the compiled patterns, so saved engine state is not restored onto others."""
         text = "\n".join([*(f"{a.name}|{a.context}|{a.partition_by}|{a.pattern_text}"
-                           for a in self.automata), *(repr(w) for w in self.windows)])
+                           for a in self.automata),
+                           *(repr(w) + (f"|{w.more_inputs}" if w.more_inputs else "")
+                             for w in self.windows)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -93,7 +100,7 @@ def compile_module(
     graph = nx.DiGraph()
     for name, d in complex_decls.items():
         graph.add_node(name)
-        refs = ({d.source.name} if isinstance(d, ast.WindowDecl)
+        refs = ({d.source.name, *d.more_inputs} if isinstance(d, ast.WindowDecl)
                 else {a.name for a in atoms(d.body)})
         for ref in refs:
             if ref in complex_decls:
@@ -124,6 +131,10 @@ def compile_module(
                 raise CompileError(str(e), e.loc or d.loc, d.name) from None
             schemas[d.name] = EventType(d.name, _params(d.params))
         automata.append(compile_pattern(d, schemas, functions, context, plan))
+    # priority first (stable: dependency order, then file position, among equal priorities)
+    priority = {n: d.priority for n, d in complex_decls.items()}
+    automata.sort(key=lambda a: -priority[a.name])
+    windows.sort(key=lambda w: -priority[w.name])
     for rule in module.rules:
         for ref in rule.on:
             if ref.name not in schemas:

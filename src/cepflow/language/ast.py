@@ -258,7 +258,9 @@ class ComplexEventDecl:
     ``partition_by`` (a cepflow extension) names parameters whose values split the stream into
     independent sub-streams; the event processing context then applies per sub-stream.
     ``select`` (Esper's select list) computes each parameter from the match's bindings instead
-    of taking the variable of the same name; ``@ts`` is the match's time.
+    of taking the variable of the same name; ``@ts`` is the match's time. ``priority``
+    (``priority n``, EPL ``@Priority(n)``) orders the patterns that take one event: higher
+    first (docs/semantics.md, "Higher-order patterns and rules").
     """
 
     name: str
@@ -268,6 +270,7 @@ class ComplexEventDecl:
     partition_by: tuple[str, ...] = ()
     select: tuple[tuple[str, Expr], ...] | None = None
     loc: Loc = _loc()
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -323,7 +326,10 @@ class WindowDecl:
     else by its text). Aggregates are calls of ``count`` (``count()`` is ``count(*)``),
     ``sum``, ``avg``, ``min``, ``max``; ``current_timestamp()`` is the row's time. Compiled to
     a :class:`cepflow.windows.WindowStatement`; its rows re-enter the stream as events of type
-    ``name``.
+    ``name``. ``priority`` orders the statements that take one event or update at one
+    instant, as for patterns. ``more_inputs`` are further input types read as one stream with
+    ``source.name`` (a union: ``from g = A | B``; EPL: several statements inserting into one
+    stream), all with the same fields; ``stream`` is that stream's name when EPL gave one.
     """
 
     name: str
@@ -333,6 +339,9 @@ class WindowDecl:
     group_by: tuple[Expr, ...] = ()
     having: Expr | None = None
     loc: Loc = _loc()
+    priority: int = 0
+    more_inputs: tuple[str, ...] = ()
+    stream: str | None = field(default=None, compare=False)
 
 
 Decl = Trait | AtomicEventDecl | QueryEventDecl | ComplexEventDecl | RuleDecl | WindowDecl

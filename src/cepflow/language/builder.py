@@ -288,8 +288,10 @@ def complex_event(
     body: P | Pattern | str,
     context: str | None = None,
     partition_by: Sequence[str] = (),
+    priority: int = 0,
 ) -> ComplexEventDecl:
-    """``complexEvent Name(params) { as body [context c] [partition by k, ...] }``."""
+    """``complexEvent Name(params) { as body [context c] [partition by k, ...]
+    [priority n] }``."""
     if context is not None and context not in CONTEXTS:
         raise ValueError(f"unknown event processing context {context!r}")
     return ComplexEventDecl(
@@ -298,6 +300,7 @@ def complex_event(
         unwrap(body),
         context,
         tuple(partition_by),  # type: ignore[arg-type]
+        priority=int(priority),
     )
 
 

@@ -155,6 +155,8 @@ class _Checker:
                 continue
             if isinstance(decl, Trait | AtomicEventDecl | QueryEventDecl | ComplexEventDecl):
                 self._check_params(decl.name, decl.params, decl.loc)
+            if isinstance(decl, ComplexEventDecl | WindowDecl):
+                self._check_priority(decl)
             if isinstance(decl, AtomicEventDecl):
                 self._check_traits(decl)
             elif isinstance(decl, ComplexEventDecl):
@@ -204,6 +206,14 @@ class _Checker:
                 self.events[decl.name] = _Signature("query", params, len(params))
             else:
                 self.events[decl.name] = _Signature("complex", params, len(params))
+
+    def _check_priority(self, decl: ComplexEventDecl | WindowDecl) -> None:
+        """A priority is a whole number (the parsers make one; a module built in Python may
+        hold anything)."""
+        p = decl.priority
+        if isinstance(p, bool) or not isinstance(p, int):
+            self._report(decl.loc, f"the priority of '{decl.name}' must be a whole number, "
+                         f"not {p!r}")
 
     def _check_params(self, owner: str, params: tuple[Param, ...], loc: Loc) -> None:
         seen: set[str] = set()
@@ -393,6 +403,16 @@ class _Checker:
     def _check_window(self, decl: WindowDecl) -> None:
         src = decl.source
         sig = self._resolve(src.name, None, src.loc or decl.loc)
+        for other in decl.more_inputs:  # a union: the same fields, in the same order
+            osig = self._resolve(other, None, src.loc or decl.loc)
+            if sig is None or osig is None or sig.params is None or osig.params is None:
+                continue
+            if [n for n, _ in osig.params] != [n for n, _ in sig.params]:
+                self._report(src.loc or decl.loc,
+                             f"window statement '{decl.name}' reads {src.name} and {other} "
+                             "as one stream: they need the same fields in the same order "
+                             f"({', '.join(n for n, _ in sig.params)} / "
+                             f"{', '.join(n for n, _ in osig.params)})")
         if src.args is not None:
             self._report(src.loc or decl.loc, f"the input '{src.name}' of window statement "
                          f"'{decl.name}' takes no parameter list; read its fields by name")

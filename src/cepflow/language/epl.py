@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from cepflow.language.limits import (
 from cepflow.language.parser import decode_string, to_milliseconds
 from cepflow.language.syntax import StatementRecovery, capped, describe, terminal_names
 from cepflow.language.tags import index_name
-from cepflow.language.walk import rewrite
+from cepflow.language.walk import atoms, rewrite
 
 _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "Long",
           "double": "Double", "float": "Double", "boolean": "Boolean", "bool": "Boolean"}
@@ -128,6 +129,8 @@ class _ToAst(Transformer_NonRecursive):
         self.source = source
         #: warnings found while building (a bare ``not`` in a followed-by)
         self.warnings: list[Diagnostic] = []
+        #: the statement's @Name (a stream several statements insert into: see _streams)
+        self.at_name: str | None = None
 
     # ---- expressions -------------------------------------------------------------------
     def number(self, meta: Any, c: list[Any]) -> ast.Const:
@@ -358,17 +361,31 @@ class _ToAst(Transformer_NonRecursive):
     def create_schema(self, meta: Any, c: list[Any]) -> ast.AtomicEventDecl:
         return ast.AtomicEventDecl(str(c[0]), tuple(c[1:]), loc=_loc(c[0]))
 
-    def annotation(self, meta: Any, c: list[Any]) -> tuple[str, str]:
-        return (str(c[0]), decode_string(str(c[1])))
+    def annotation(self, meta: Any, c: list[Any]) -> tuple[str, Any, ast.Loc]:
+        value = c[-1]
+        if value.type == "STRING":
+            return (str(c[0]), decode_string(str(value)), _loc(value))
+        text = "".join(str(t) for t in c[1:])
+        return (str(c[0]), _limited(_loc(value), lambda: number_value(text)), _loc(value))
 
     def statement(self, meta: Any, c: list[Any]) -> ast.Decl:
         last = c[-1]
+        notes = c[:-1]
         if isinstance(last, _Unnamed):
-            name = next((v for k, v in c[:-1] if k.lower() == "name"), None)
-            if name is None:
+            name = next((v for k, v, _ in notes if k.lower() == "name"), None)
+            if name is None or not isinstance(name, str):
                 raise _Unsupported(last.loc, "a select statement without 'insert into' needs "
                                    "@Name('…') to name its output events")
-            return _statement(name, last.loc, _bounded(last.parts))
+            last = _statement(name, last.loc, _bounded(last.parts))
+        for key, value, loc in notes:
+            if key.lower() == "name" and isinstance(value, str):
+                self.at_name = value
+            if key.lower() == "priority":  # Esper's @Priority(n): docs/esper.md
+                if isinstance(value, bool) or not isinstance(value, int) \
+                        or not isinstance(last, ast.ComplexEventDecl | ast.WindowDecl):
+                    raise _Unsupported(loc, "@Priority takes a whole number, on an insert "
+                                       "or select statement")
+                last = replace(last, priority=value)
         return last
 
 
@@ -551,6 +568,46 @@ def _window_decl(name: str, loc: ast.Loc, select: tuple | None, source: _Source,
                           _window_expr(having[1]) if having is not None else None, loc=loc)
 
 
+def _streams(decls: list[ast.Decl], at_names: list[str | None], source: str,
+             errors: list[Diagnostic]) -> list[ast.Decl]:
+    """Several pattern statements inserting into one stream (Esper's ``insert into S`` from
+    each): cepflow gives every pattern its own event type, so each becomes the pattern its
+    ``@Name`` names, and a window statement reading ``S`` reads the union of their types
+    (``WindowDecl.more_inputs``, ``stream`` S). Any other reader of ``S`` is reported."""
+    by_name: dict[str, list[int]] = {}
+    for i, d in enumerate(decls):
+        if isinstance(d, ast.ComplexEventDecl):
+            by_name.setdefault(d.name, []).append(i)
+    streams: dict[str, list[str]] = {}
+    for stream, idxs in by_name.items():
+        if len(idxs) < 2 or any(at_names[i] is None for i in idxs):
+            continue  # one statement, or unnamed ones: the checker reports duplicates
+        members = [at_names[i] for i in idxs]
+        if len(set(members)) != len(members):
+            continue
+        streams[stream] = members  # type: ignore[assignment]
+        for i, member in zip(idxs, members, strict=True):
+            decls[i] = replace(decls[i], name=member)
+    if not streams:
+        return decls
+    out: list[ast.Decl] = []
+    for d in decls:
+        if isinstance(d, ast.WindowDecl) and d.source.name in streams:
+            first, *more = streams[d.source.name]
+            d = replace(d, source=replace(d.source, name=first), more_inputs=tuple(more),
+                        stream=d.source.name)
+        elif isinstance(d, ast.ComplexEventDecl):
+            for a in atoms(d.body):
+                if a.name in streams:
+                    line, col = a.loc or d.loc or (1, 1)
+                    errors.append(Diagnostic(source, line, col, (
+                        f"'{a.name}' is a stream several statements insert into "
+                        f"({', '.join(streams[a.name])}); in cepflow only a window statement "
+                        "can read it (each statement is its own event type)")))
+        out.append(d)
+    return out
+
+
 def parse_epl(text: str, source: str = "<string>") -> ast.Module:
     """Parse EPL text into a cepflow module; raise PatternSyntaxError with every located error:
     one per statement (a statement with an error is skipped, the next one is read)."""
@@ -569,17 +626,20 @@ def parse_epl(text: str, source: str = "<string>") -> ast.Module:
         tree = None
     errors = list(recovery.errors)
     decls: list[ast.Decl] = []
+    at_names: list[str | None] = []
     warnings: list[Diagnostic] = []
     for statement in tree.children if tree is not None else ():
         builder = _ToAst(source)
         try:
             decls.append(builder.transform(statement))
+            at_names.append(builder.at_name)
         except VisitError as e:
             if not isinstance(e.orig_exc, _Unsupported):
                 raise
             line, col = e.orig_exc.loc or (1, 1)
             errors.append(Diagnostic(source, line, col, str(e.orig_exc)))
         warnings.extend(builder.warnings)
+    decls = _streams(decls, at_names, source, errors)
     if errors:
         raise PatternSyntaxError(capped(errors))
     module = ast.Module(tuple(decls), source=source)

@@ -698,6 +698,7 @@ class _ToAst(Transformer_NonRecursive):
         context = None
         partition: tuple[str, ...] = ()
         select = None
+        priority = 0
         seen: set[str] = set()
         for part in children[1:]:
             if not isinstance(part, _Part):
@@ -706,8 +707,8 @@ class _ToAst(Transformer_NonRecursive):
                 params = part.value
             else:
                 if part.tag in seen:
-                    what = {"context": "context", "select": "select"}.get(part.tag,
-                                                                          "partition by")
+                    what = {"context": "context", "select": "select",
+                            "priority": "priority"}.get(part.tag, "partition by")
                     self._error(
                         part.loc or _loc(name),
                         f"'{what}' given twice for complex event '{_ident(name)}'",
@@ -717,29 +718,45 @@ class _ToAst(Transformer_NonRecursive):
                     context = part.value
                 elif part.tag == "select":
                     select = part.value
+                elif part.tag == "priority":
+                    priority = part.value
                 else:
                     partition = part.value
         assert body is not None
         return ComplexEventDecl(_ident(name), params, body, context, partition, select,
-                                loc=_loc(name))
+                                loc=_loc(name), priority=priority)
 
     old_complex_decl = complex_decl
 
     # ------------------------------------------------------------ data-window statements
 
+    def win_alias(self, children: list[Token]) -> _Part:
+        return _Part("alias", _ident(children[0]))
+
+    def win_source(self, children: list[Any]) -> tuple[Atom, tuple[str, ...]]:
+        """A statement's input: an atom, and the further types of a union (``A | B``)."""
+        types = [c for c in children if isinstance(c, Token)]
+        parts = {p.tag: p.value for p in children if isinstance(p, _Part)}
+        first = types[0]
+        atom = Atom(_ident(first), parts.get("args"), parts.get("where"), parts.get("alias"),
+                    loc=_loc(first))
+        return atom, tuple(_ident(t) for t in types[1:])
+
     def window_decl(self, children: list[Any]) -> WindowDecl:
         name = children[0]
         parts: dict[str, Any] = {}
         for part in children[1:]:
-            if isinstance(part, Atom):
-                parts["source"] = part
+            if isinstance(part, tuple) and part and isinstance(part[0], Atom):
+                parts["source"], parts["more"] = part
             elif part.tag == "params":
                 self._error(_loc(name), f"'{_ident(name)}' is a window statement: its "
                             "parameters are its select items, not declared")
             else:
                 parts[part.tag] = part.value
         return WindowDecl(_ident(name), parts["source"], parts["window"], parts["select"],
-                          parts.get("group_by", ()), parts.get("having"), loc=_loc(name))
+                          parts.get("group_by", ()), parts.get("having"), loc=_loc(name),
+                          priority=parts.get("priority", 0),
+                          more_inputs=parts.get("more", ()))
 
     def data_window(self, children: list[Token]) -> _Part:
         kind, number = children[0], children[1]
@@ -784,6 +801,8 @@ class _ToAst(Transformer_NonRecursive):
             self._error(_loc(number), f"priority must be an integer, not {number}")
             value = 0
         return _Part("priority", -value if negative else value, _meta_loc(meta))
+
+    win_priority = rule_priority  # a statement's `priority n`, as a rule's
 
     @v_args(meta=True)
     def rule_action(self, meta: Any, children: list[Any]) -> _Part:

@@ -161,8 +161,9 @@ def _const(value: Any) -> tuple[str, int]:
     raise ValueError(f"constant {value!r} cannot be written in a pattern file")
 
 
-def _expr(node: Expr) -> tuple[str, int]:
-    """Text and precedence level of a condition expression."""
+def _expr(node: Expr, eq: str = "==") -> tuple[str, int]:
+    """Text and precedence level of a condition expression (``eq``: how equality is written;
+    EPL writes ``=``)."""
     if isinstance(node, Const):
         return _const(node.value)
     if isinstance(node, Name):
@@ -172,14 +173,14 @@ def _expr(node: Expr) -> tuple[str, int]:
         head = _ident(node.name) if ix is None else f"{_ident(ix[0])}[{ix[1]}]"
         return ".".join((head, *(_ident(p) for p in node.path))), _ATOM_PREC
     if isinstance(node, Call):
-        args = ", ".join(_expr(a)[0] for a in node.args)
+        args = ", ".join(_expr(a, eq)[0] for a in node.args)
         return f"{_qname(node.func)}({args})", _ATOM_PREC
     if isinstance(node, Unary):
         if node.op == "not":
-            text, prec = _expr(node.operand)
+            text, prec = _expr(node.operand, eq)
             return f"not {_wrap(text, prec < _NOT_PREC)}", _NOT_PREC
         if node.op == "-":
-            text, prec = _expr(node.operand)
+            text, prec = _expr(node.operand, eq)
             # `-1` would be read back as the constant -1, so a negated literal keeps parens
             literal = isinstance(node.operand, Const) and not isinstance(node.operand.value, str)
             return f"-{_wrap(text, literal or prec < _NEG_PREC)}", _NEG_PREC
@@ -188,10 +189,11 @@ def _expr(node: Expr) -> tuple[str, int]:
         prec = _BINARY_PREC.get(node.op)
         if prec is None:
             raise ValueError(f"unknown binary operator {node.op!r}")
-        left, lp = _expr(node.left)
-        right, rp = _expr(node.right)
+        left, lp = _expr(node.left, eq)
+        right, rp = _expr(node.right, eq)
         left_needs = lp <= prec if prec == _CMP_PREC else lp < prec
-        return f"{_wrap(left, left_needs)} {node.op} {_wrap(right, rp <= prec)}", prec
+        op = eq if node.op == "==" else node.op
+        return f"{_wrap(left, left_needs)} {op} {_wrap(right, rp <= prec)}", prec
     raise TypeError(f"not a condition expression: {node!r}")
 
 
@@ -199,9 +201,10 @@ def _wrap(text: str, needed: bool) -> str:
     return f"({text})" if needed else text
 
 
-def format_expr(node: Expr) -> str:
-    """A filter condition in canonical syntax (lower-case ``and``/``or``/``not``)."""
-    return _expr(node)[0]
+def format_expr(node: Expr, eq: str = "==") -> str:
+    """A filter condition in canonical syntax (lower-case ``and``/``or``/``not``); ``eq="="``
+    writes equality as EPL does."""
+    return _expr(node, eq)[0]
 
 
 def column_name(node: Expr) -> str:
@@ -384,6 +387,8 @@ def format_decl(decl: Decl) -> str:
         ]
         if decl.context is not None:
             lines.append(f"{_INDENT}context {decl.context}")
+        if decl.priority:
+            lines.append(f"{_INDENT}priority {int(decl.priority)}")
         if decl.partition_by:
             keys = ", ".join(_ident(p) for p in decl.partition_by)
             lines.append(f"{_INDENT}partition by {keys}")
@@ -419,13 +424,23 @@ def _window_decl(decl: WindowDecl) -> str:
     window = f"window {w.kind}({size})" + (" per group" if w.per_group else "")
     items = ", ".join(_expr(e)[0] + ("" if n is None else f" as {_ident(n)}")
                       for n, e in decl.select)
+    src = decl.source
+    if decl.more_inputs:  # a union: from g = A | B where …
+        head = f"{_ident(src.alias)} = " if src.alias is not None else ""
+        names = " | ".join(_ident(n) for n in (src.name, *decl.more_inputs))
+        source = head + names + (_atom(Atom(src.name, src.args, src.where))[len(
+            _ident(src.name)):])
+    else:
+        source = _atom(src)
     lines = [f"complexEvent {_ident(decl.name)} {{",
-             f"{_INDENT}from {_atom(decl.source)} {window}",
+             f"{_INDENT}from {source} {window}",
              f"{_INDENT}select {items}"]
     if decl.group_by:
         lines.append(f"{_INDENT}group by " + ", ".join(_expr(g)[0] for g in decl.group_by))
     if decl.having is not None:
         lines.append(f"{_INDENT}having {_expr(decl.having)[0]}")
+    if decl.priority:
+        lines.append(f"{_INDENT}priority {int(decl.priority)}")
     lines.append("}")
     return "\n".join(lines)
 

@@ -52,15 +52,21 @@ def event_bindings(event: Event, schemas: Mapping[str, EventType]) -> dict[str, 
     return dict(zip(schema.param_names, event.params, strict=False))
 
 
-def register(name: str, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Register ``fn`` as the action called ``name`` (replacing an earlier one)."""
+def register(name: str, fn: Callable[[Any], Any], emits: tuple[str, ...] = ()
+             ) -> Callable[[Any], Any]:
+    """Register ``fn`` as the action called ``name`` (replacing an earlier one). ``emits``
+    names the event types it may emit; ``cepflow analyze --actions`` draws them as edges of
+    the dependency graph (nothing checks them at run time)."""
     _REGISTRY[name] = fn
+    if emits:
+        fn.cepflow_emits = tuple(emits)  # type: ignore[attr-defined]
     return fn
 
 
-def action(name: str) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+def action(name: str, emits: tuple[str, ...] = ()
+           ) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
     """Decorator form of :func:`register`."""
-    return lambda fn: register(name, fn)
+    return lambda fn: register(name, fn, emits)
 
 
 def registered() -> dict[str, Callable[[Any], Any]]:

@@ -3,7 +3,8 @@
 Every event goes to the patterns whose alphabet contains its type (and, under the immediate
 and strict contexts, to the patterns for which it may be noise). Detected complex events re-enter
 the stream at once, before the next input event, so higher-order patterns see them (002 §3.2);
-patterns are visited in dependency order. After an input event and all it caused, rules fire in
+patterns are visited in program order: priority (higher first), then dependency order, then
+position in the file (compiler/program.py). After an input event and all it caused, rules fire in
 a deterministic order — higher priority first, then detection order — and get the bindings.
 
 Data-window statements (``Program.windows``, docs/windows.md) run in the same engine, on the
@@ -119,7 +120,8 @@ class Engine:
                         for w in program.windows]
         self._window_subs: dict[str, list[WindowRunner]] = {}
         for r in self.windows:
-            self._window_subs.setdefault(r.statement.input_type, []).append(r)
+            for t in r.statement.input_types:
+                self._window_subs.setdefault(t, []).append(r)
         #: the time the statements started (None: not yet; see the module docstring)
         self.statement_start: float | None = None
         self._clocks = [m for m in self.matchers if m.pattern.clock is not None]

@@ -59,6 +59,14 @@ class TimerQueue:
         self._heap = [h for h in self._heap if wanted(h)]
         heapq.heapify(self._heap)
 
+    def copy(self) -> TimerQueue:
+        """An independent queue with the same timers (a fork of the engine's state:
+        cepflow.analysis.fork)."""
+        new = TimerQueue()
+        new._heap = list(self._heap)
+        new._seq = self._seq
+        return new
+
     def entries(self) -> list[Timer]:
         """The timers, in no particular order (for tests and saved state)."""
         return list(self._heap)

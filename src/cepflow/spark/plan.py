@@ -102,8 +102,11 @@ def _keyed_windows(wins: list[WindowStatement], program: Program, names: list[st
     output type at the select item of that field when the group reads it). Returns why the
     group cannot be keyed, or ""."""
     autos = {a.name: a for a in program.automata if a.name in names}
-    readers = {t for a in autos.values() for t in a.alphabet} | {w.input_type for w in wins}
+    readers = ({t for a in autos.values() for t in a.alphabet}
+               | {t for w in wins for t in w.input_types})
     for w in wins:
+        if w.more_inputs:
+            return f"window statement {w.name} reads several event types as one stream"
         why = _window_spans_keys(w)
         if why:
             return f"window statement {w.name}: {why}"
@@ -150,8 +153,9 @@ def plan(program: Program) -> list[Group]:
             if t in parent:
                 parent[find(t)] = find(a.name)
     for w in program.windows:
-        if w.input_type in parent:
-            parent[find(w.input_type)] = find(w.name)
+        for t in w.input_types:
+            if t in parent:
+                parent[find(t)] = find(w.name)
     members: dict[str, list[str]] = {}
     for n in parent:
         members.setdefault(find(n), []).append(n)
@@ -186,7 +190,7 @@ def _group(names: list[str], program: Program) -> Group:
     if not wins:
         return group
     if group.types is not None:
-        group.types |= {w.input_type for w in wins}
+        group.types |= {t for w in wins for t in w.input_types}
     if group.partitioned:
         assert group.key is not None
         why = _keyed_windows(wins, program, names, group.key)
@@ -201,7 +205,7 @@ def _pattern_group(names: list[str], program: Program) -> Group:
     """The group as its patterns decide it (key, event types, or why one partition)."""
     autos = {a.name: a for a in program.automata}
     pats = [n for n in names if n in autos]
-    inputs = {w.input_type for w in program.windows if w.name in names}
+    inputs = {t for w in program.windows if w.name in names for t in w.input_types}
     needs_all = [n for n in pats if autos[n].context.disposes_on_noise
                  and not autos[n].partition_by]
     alphabet = set().union(*(autos[n].alphabet for n in pats))

@@ -40,4 +40,5 @@ def statement_of(decl: ast.WindowDecl) -> WindowStatement:
         having=decl.having,
         alias=src.alias,
         loc=decl.loc,
+        more_inputs=tuple(decl.more_inputs),
     )

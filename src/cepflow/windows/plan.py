@@ -166,6 +166,16 @@ def compile_statement(
                           f"'{stmt.input_type}' (known: {known})", stmt.loc)
     schema = schemas[stmt.input_type]
     fields = {n: i for i, n in enumerate(schema.param_names)}
+    for other in stmt.more_inputs:  # a union reads every type by the first one's fields
+        if other not in schemas:
+            raise WindowError(f"statement '{stmt.name}': unknown input event type '{other}'",
+                              stmt.loc)
+        if schemas[other].param_names != schema.param_names:
+            raise WindowError(
+                f"statement '{stmt.name}': the types it reads as one stream need the same "
+                f"fields in the same order: {stmt.input_type}"
+                f"({', '.join(schema.param_names)}), {other}"
+                f"({', '.join(schemas[other].param_names)})", stmt.loc)
 
     def prep(e: ast.Expr) -> ast.Expr:
         return bind_current_timestamp(strip_alias(e, stmt.alias))

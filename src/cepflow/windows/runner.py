@@ -71,6 +71,8 @@ class WindowRunner:
         columnar_min_batch: int = 256,
     ) -> None:
         self.statement = statement
+        #: the event types it reads (one, or a union's)
+        self._inputs = frozenset(statement.input_types)
         self.plan = compile_statement(statement, schemas, functions)
         self.output_schema: EventType = self.plan.output_schema
         self._match_ids = match_ids or itertools.count(1).__next__
@@ -148,7 +150,7 @@ class WindowRunner:
         if self._in_fast:
             self._to_event_state()
         out = self._clock(event.ts)
-        if event.type != self.statement.input_type:
+        if event.type not in self._inputs:
             return out
         plan = self.plan
         if plan.filter is not None and not plan.filter(event, _NO_BINDINGS):
@@ -197,13 +199,13 @@ class WindowRunner:
         if self.finished:
             raise WindowError(f"statement '{self.statement.name}': input after finish()")
         plan, spec = self.plan, self._fast.spec  # type: ignore[union-attr]
-        itype, filt, prev = self.statement.input_type, plan.filter, self.time
+        itypes, filt, prev = self._inputs, plan.filter, self.time
         accepted: list[Event] = []
         for e in events:
             if e.ts < prev:  # the event-by-event path processes up to it, then raises
                 raise Ineligible("out of order")
             prev = e.ts
-            if e.type == itype and (filt is None or filt(e, _NO_BINDINGS)):
+            if e.type in itypes and (filt is None or filt(e, _NO_BINDINGS)):
                 accepted.append(e)
         columns: dict[str, np.ndarray] = {}
         for name in {*spec.arg_fields, *((spec.key_field,) if spec.key_field else ())}:
@@ -252,9 +254,10 @@ def _order(statements: Sequence[WindowStatement]) -> list[int]:
             raise WindowError("window statements read each other's output in a cycle: "
                               + " -> ".join([*path, statements[i].name]))
         state[i] = 1
-        j = producers.get(statements[i].input_type)
-        if j is not None:
-            visit(j, [*path, statements[i].name])
+        for t in statements[i].input_types:
+            j = producers.get(t)
+            if j is not None:
+                visit(j, [*path, statements[i].name])
         state[i] = 2
         done.append(i)
 
@@ -291,7 +294,8 @@ def run_statements(
         runners.append(r)
     consumers: dict[str, list[int]] = {}
     for pos, r in enumerate(runners):
-        consumers.setdefault(r.statement.input_type, []).append(pos)
+        for t in r.statement.input_types:
+            consumers.setdefault(t, []).append(pos)
     out: list[ComplexEvent] = []
 
     def deliver(pos: int, rows: list[ComplexEvent]) -> None:

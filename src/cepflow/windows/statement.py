@@ -153,6 +153,13 @@ class WindowStatement:
     having: ast.Expr | None = None
     alias: str | None = None
     loc: ast.Loc = field(default=None, compare=False, repr=False)
+    #: further input types read as one stream with ``input_type`` (a union; same fields)
+    more_inputs: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def input_types(self) -> tuple[str, ...]:
+        """Every event type the statement reads."""
+        return (self.input_type, *self.more_inputs)
 
     def __post_init__(self) -> None:
         items: Sequence[SelectLike] = self.select

@@ -1,0 +1,405 @@
+"""Copying an engine's run-time state, fast, for the bounded search — and its fingerprint.
+
+The search runs millions of candidate events, each on a copy of the engine at the state it
+extends. Building an :class:`~cepflow.runtime.engine.Engine` compiles every window statement
+and sets up every matcher (0.2 to 0.6 ms), and moving a state through
+``save_state``/``restore_state`` costs as much again; :func:`fork` instead copies only the
+run-time state and shares everything compiled.
+
+**What is state.** :data:`ENGINE_STATE`, :data:`HOST_STATE`, :data:`MATCHER_STATE` and
+:data:`RUNNER_STATE` name the attributes of the engine, of its host (runtime/host.py: clock,
+numbering, timers …), of each matcher and of each window statement's runner that change while
+events are processed; every other attribute is made once from the compiled
+program and shared by the copies. The tests check that these lists name every attribute that
+processing changes (``tests/analysis/test_fork.py``: a fork continued and the original
+continued give the same complex events and the same saved state, on every example program;
+and every attribute of the four classes is listed as state or as shared), so a new attribute
+in the engine shows up as a failing test, not as a wrong search.
+
+**How.** A structural copy with a memo (every object copied once, so the tokens indexed in two
+places stay one token): containers and run-time objects are copied; events (never changed once
+processed), functions and the compiled program are shared; bound methods are bound to the
+copies (``engine._emit`` appends to the copy's list, a window statement's row builder numbers
+rows with the copy's match counter).
+
+**Fingerprint.** :func:`state_key` is a digest of the same state with numbering removed — token
+ids and held events' input numbers become their order, counters are left out, times are kept
+— as analysis/fingerprint.py does from the saved state (the reference it is tested against).
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import hashlib
+import types
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from cepflow.compiler.program import Program
+from cepflow.events.model import ComplexEvent, Event
+from cepflow.runtime.counters import Counters
+from cepflow.runtime.engine import Engine
+from cepflow.runtime.host import Host
+from cepflow.runtime.matcher import Matcher
+from cepflow.runtime.tokens import Thread, Token
+from cepflow.windows.aggregates import Aggregation
+from cepflow.windows.processor import PerEventRows, PerGroupRows
+from cepflow.windows.runner import WindowRunner
+from cepflow.windows.sliding import GroupLengthWindow, LengthWindow, TimeWindow
+from cepflow.windows.tumbling import GroupLengthBatchWindow, LengthBatchWindow, TimeBatchWindow
+
+#: engine attributes that processing changes (the rest is shared by forks)
+ENGINE_STATE = frozenset({
+    "host", "statement_start", "_emitted", "_emit", "matchers", "windows", "_window_subs",
+    "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs", "errors",
+    "_next_check"})
+#: attributes of the engine's host (runtime/host.py) that processing changes
+HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trace", "stats",
+                        "pending", "failures"})
+#: matcher attributes that processing changes (a matcher holds only run state; what is
+#: compiled is its ``pattern``, runtime/compiled.py)
+MATCHER_STATE = frozenset({
+    "host", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "pending",
+    "clock_start", "slot"})
+#: window statement runner attributes that processing changes
+RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finished",
+                          "_match_ids"})
+#: what the four classes hold that is made once from the program (shared by forks)
+ENGINE_SHARED = frozenset({"program", "side", "_evaluates", "_starts", "max_partial_matches",
+                           "on_error"})
+HOST_SHARED = frozenset({"rules", "actions", "max_cascade", "arity", "_plans"})
+MATCHER_SHARED = frozenset({"pattern", "name"})
+RUNNER_SHARED = frozenset({"statement", "plan", "output_schema", "columnar_min_batch",
+                           "_inputs"})
+
+_ATOMS = (int, float, str, bool, type(None), bytes, complex, range, types.FunctionType,
+          type, Event)
+
+
+def _reachable(roots: Iterable[Any]) -> dict[int, Any]:
+    """Every object reachable from ``roots`` (by the garbage collector's references)."""
+    seen: dict[int, Any] = {}
+    stack = list(roots)
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, types.ModuleType | type):
+            continue
+        seen[id(o)] = o
+        stack.extend(gc.get_referents(o))
+    return seen
+
+
+class Forker:
+    """Forks of engines running one program (the shared part computed once)."""
+
+    def __init__(self, program: Program, template: Engine) -> None:
+        roots: list[Any] = [program]
+        for m in template.matchers:
+            roots.extend(v for k, v in vars(m).items() if k in MATCHER_SHARED)
+        for r in template.windows:
+            roots.extend(v for k, v in vars(r).items() if k in RUNNER_SHARED)
+        roots.extend(v for k, v in vars(template).items() if k in ENGINE_SHARED)
+        roots.extend(v for k, v in vars(template.host).items() if k in HOST_SHARED)
+        self.shared = _reachable(roots)
+        #: where the engine's derived lists point (indices of matchers and runners)
+        self._layout: tuple | None = None
+
+    def fork(self, engine: Engine) -> Engine:
+        """A copy of ``engine`` that goes on independently (see the module docstring)."""
+        layout = self._layout
+        if layout is None:
+            layout = self._layout = _layout_of(engine)
+        noise, subs_input, subs_complex, clocks, window_subs = layout
+        new = object.__new__(Engine)
+        d = dict(vars(engine))
+        memo: dict[int, Any] = {}
+        d["host"] = host = _host(engine.host, new)
+        ms = [self._matcher(m, host, memo) for m in engine.matchers]
+        d["matchers"] = ms
+        d["noise"] = [ms[i] for i in noise]
+        d["subs_input"] = {t: [ms[i] for i in ix] for t, ix in subs_input.items()}
+        d["subs_complex"] = {t: [ms[i] for i in ix] for t, ix in subs_complex.items()}
+        d["_clocks"] = [ms[i] for i in clocks]
+        ws = [self._runner(r, host, memo) for r in engine.windows]
+        d["windows"] = ws
+        d["_window_subs"] = {t: [ws[i] for i in ix] for t, ix in window_subs.items()}
+        # (the kernels' lists are the matchers, when the kernels apply)
+        if engine._chains is not None:
+            d["_chains"] = ms
+        if engine._pairs is not None:
+            d["_pairs"] = ms
+        d["_emitted"] = emitted = list(engine._emitted)
+        d["_emit"] = emitted.append
+        d["errors"] = list(engine.errors)
+        object.__setattr__(new, "__dict__", d)
+        return new
+
+    def _matcher(self, m: Matcher, host: Host, memo: dict[int, Any]) -> Matcher:
+        new, d = _begin(m, memo)
+        d["host"] = host
+        if m.tokens:
+            toks: dict[int, Token] = {}
+            d["tokens"] = {part: {i: _token(t, toks) for i, t in ts.items()}
+                           for part, ts in m.tokens.items()}
+            d["buckets"] = {s: {k: {i: toks.get(id(t)) or _token(t, toks)
+                                    for i, t in b.items()} for k, b in bm.items()}
+                            for s, bm in m.buckets.items()}
+        else:
+            d["tokens"] = {}
+            d["buckets"] = {s: {k: {} for k in bm} for s, bm in m.buckets.items()}
+        d["seen"] = dict(m.seen)
+        d["_forked"] = [_thread(th) for th in m._forked]
+        d["_forks"] = {k: [_thread(th) for th in v] for k, v in m._forks.items()}
+        d["deadlines"] = deque(m.deadlines)
+        if m.pending is not None:
+            d["pending"] = self._copy(m.pending, memo)
+        object.__setattr__(new, "__dict__", d)
+        return new
+
+    def _runner(self, r: WindowRunner, host: Host, memo: dict[int, Any]) -> WindowRunner:
+        new, d = _begin(r, memo)
+        d["window"] = window = self._window(r.window, memo)
+        proc = getattr(window, "proc", None)
+        rows = getattr(proc, "rows", None)
+        if isinstance(getattr(rows, "match_ids", None), types.MethodType):
+            # the row builder numbers rows with the engine's counter: the copy's own
+            rows = _shallow(rows)
+            rows.match_ids = host.counters.next_match
+            proc.rows = rows  # type: ignore[union-attr]
+        if r._fast is not None:
+            d["_fast"] = self._copy(r._fast, memo)
+        mids = r._match_ids
+        if isinstance(mids, types.MethodType) and isinstance(mids.__self__, Counters):
+            d["_match_ids"] = host.counters.next_match
+        object.__setattr__(new, "__dict__", d)
+        return new
+
+    def _window(self, w: Any, memo: dict[int, Any]) -> Any:
+        """A window's object (window, processor, aggregation): its state attributes copied
+        (:data:`WINDOW_STATE`), the rest shared."""
+        state = WINDOW_STATE.get(type(w))
+        if state is None:
+            return self._copy(w, memo)
+        new, d = _begin(w, memo)
+        for k in state:
+            v = d.get(k)
+            if v is None or isinstance(v, _ATOMS):
+                continue
+            tv = type(v)
+            if tv is dict:  # (groups, last, per-group windows: values one level down)
+                d[k] = {a: _level(b) for a, b in v.items()}
+            elif tv is list:
+                d[k] = list(v)
+            elif tv is deque:
+                d[k] = deque(v, v.maxlen)
+            else:
+                d[k] = self._window(v, memo)
+        object.__setattr__(new, "__dict__", d)
+        return new
+
+    # -- the structural copy of everything else ------------------------------------------
+    def _copy(self, x: Any, memo: dict[int, Any]) -> Any:
+        if isinstance(x, _ATOMS):
+            return x
+        i = id(x)
+        got = memo.get(i)
+        if got is not None:
+            return got
+        if i in self.shared:
+            return x
+        t = type(x)
+        if t is dict:
+            out: Any = {}
+            memo[i] = out
+            for k, v in x.items():
+                out[k if isinstance(k, _ATOMS) else self._copy(k, memo)] = (
+                    v if isinstance(v, _ATOMS) else self._copy(v, memo))
+            return out
+        if t is list or t is deque:
+            out = [] if t is list else deque(maxlen=x.maxlen)
+            memo[i] = out
+            out.extend(v if isinstance(v, _ATOMS) else self._copy(v, memo) for v in x)
+            return out
+        if t is tuple:
+            if all(isinstance(v, _ATOMS) for v in x):
+                return x
+            items = [self._copy(v, memo) for v in x]
+            out = x if all(a is b for a, b in zip(items, x, strict=True)) else tuple(items)
+            memo[i] = out
+            return out
+        if t is set or t is frozenset:
+            out = t(self._copy(v, memo) for v in x)
+            memo[i] = out
+            return out
+        if t is types.MethodType:
+            out = types.MethodType(x.__func__, self._copy(x.__self__, memo))
+            memo[i] = out
+            return out
+        if t is types.BuiltinMethodType:  # (a bound method of a list, dict …, or a builtin)
+            owner = x.__self__
+            if owner is None or isinstance(owner, types.ModuleType):
+                return x
+            out = getattr(self._copy(owner, memo), x.__name__)
+            memo[i] = out
+            return out
+        d = getattr(x, "__dict__", None)
+        state = WINDOW_STATE.get(t)
+        if state is not None and d is not None:  # a window's object: copy what changes
+            return self._window(x, memo)
+        slots = [s for c in t.__mro__ for s in getattr(c, "__slots__", ())
+                 if s not in ("__dict__", "__weakref__")]
+        if d is None and not slots:
+            return x  # a C object (itemgetter, a compiled pattern …): nothing to change
+        out = t.__new__(t)
+        memo[i] = out
+        if d is not None:
+            object.__setattr__(out, "__dict__",
+                               {k: self._copy(v, memo) for k, v in d.items()})
+        for s in slots:
+            if hasattr(x, s):
+                object.__setattr__(out, s, self._copy(getattr(x, s), memo))
+        return out
+
+
+#: the attributes of a window statement's objects that processing changes (by class; a class
+#: not listed is copied whole, and the tests fail on it); everything else they hold (sizes,
+#: slots, row builders, the statement) is configuration
+WINDOW_STATE: dict[type, frozenset[str]] = {
+    TimeWindow: frozenset({"items", "due", "proc"}),
+    LengthWindow: frozenset({"items", "due", "proc"}),
+    GroupLengthWindow: frozenset({"items", "due", "proc"}),
+    TimeBatchWindow: frozenset({"reference", "k", "current", "previous", "due", "proc"}),
+    LengthBatchWindow: frozenset({"current", "due", "proc"}),
+    GroupLengthBatchWindow: frozenset({"current", "due", "proc"}),
+    PerGroupRows: frozenset({"agg", "last"}),
+    PerEventRows: frozenset({"agg", "batch", "batches"}),
+    Aggregation: frozenset({"groups"}),
+}
+
+
+def _host(host: Host, engine: Engine) -> Host:
+    """A copy of an engine's host for the fork ``engine``: clock, numbering, timers,
+    statistics, trace, emitted events and failures copied; rules and actions shared."""
+    new, d = _begin(host, {})
+    d["engine"] = engine
+    d["counters"] = copy.copy(host.counters)
+    d["timers"] = host.timers.copy()
+    d["pending"] = deque(host.pending)
+    d["failures"] = list(host.failures)
+    d["stats"] = stats = _shallow(host.stats)
+    stats.by_pattern = dict(stats.by_pattern)
+    if host.trace is not None:
+        d["trace"] = copy.deepcopy(host.trace)
+    object.__setattr__(new, "__dict__", d)
+    return new
+
+
+def _thread(th: Thread) -> Thread:
+    return Thread(th.state, dict(th.bindings), list(th.events),
+                  None if th.zstart is None else dict(th.zstart), th.last)
+
+
+def _token(t: Token, toks: dict[int, Token]) -> Token:
+    new = Token(t.id, t.part, t.created, [_thread(th) for th in t.threads])
+    new.regs = list(t.regs)
+    toks[id(t)] = new
+    return new
+
+
+def _level(v: Any) -> Any:
+    """A copy of a window's per-group value: a list of aggregate state (numbers, records, a
+    min/max deque), a deque or list of records, a record or a number."""
+    t = type(v)
+    if t is list:
+        return [deque(x, x.maxlen) if type(x) is deque else x for x in v]
+    if t is deque:
+        return deque(v, v.maxlen)
+    if t is dict:
+        return {a: _level(b) for a, b in v.items()}
+    return v  # a record (a tuple of values and an event), a number
+
+
+def _begin(x: Any, memo: dict[int, Any]) -> tuple[Any, dict[str, Any]]:
+    """A new, empty object of ``x``'s class (recorded in ``memo``) and a copy of ``x``'s
+    attributes to fill it with (``object.__setattr__(new, "__dict__", d)`` when done)."""
+    new = object.__new__(type(x))
+    memo[id(x)] = new
+    return new, dict(vars(x))
+
+
+def _shallow(x: Any) -> Any:
+    """A new object of ``x``'s class with a copy of its attributes (also frozen dataclasses)."""
+    new = object.__new__(type(x))
+    object.__setattr__(new, "__dict__", dict(vars(x)))
+    return new
+
+
+def _layout_of(engine: Engine) -> tuple:
+    """The engine's derived lists as indices into its matchers and runners."""
+    mi = {id(m): i for i, m in enumerate(engine.matchers)}
+    wi = {id(r): i for i, r in enumerate(engine.windows)}
+    return ([mi[id(m)] for m in engine.noise],
+            {t: [mi[id(m)] for m in v] for t, v in engine.subs_input.items()},
+            {t: [mi[id(m)] for m in v] for t, v in engine.subs_complex.items()},
+            [mi[id(m)] for m in engine._clocks],
+            {t: [wi[id(r)] for r in v] for t, v in engine._window_subs.items()})
+
+
+# ---------------------------------------------------------------- fingerprint
+
+
+def _freeze(x: Any) -> Any:
+    """A hashable picture of a window statement's state ``x`` (its records' events as type,
+    parameters and time; the configuration left out)."""
+    if isinstance(x, int | float | str | bool | type(None)):
+        return x
+    if isinstance(x, Event):
+        return (x.type, x.params, x.ts)
+    if isinstance(x, tuple | list | deque):
+        return tuple(_freeze(v) for v in x)
+    if isinstance(x, dict):
+        return tuple(sorted(((_freeze(k), _freeze(v)) for k, v in x.items()), key=repr))
+    if isinstance(x, set | frozenset):
+        return tuple(sorted((_freeze(v) for v in x), key=repr))
+    state = WINDOW_STATE.get(type(x))
+    d = getattr(x, "__dict__", None)
+    if state is not None and d is not None:
+        return (type(x).__name__,
+                tuple((k, _freeze(d[k])) for k in sorted(state) if k in d))
+    return repr(x)  # (nothing else is expected in a window's state)
+
+
+def _event(e: Event, rank: dict[int, int]) -> tuple:
+    if isinstance(e, ComplexEvent):  # (what later steps read: analysis/fingerprint.py)
+        return (e.type, tuple(e.params), e.ts)
+    return (e.type, tuple(e.params), e.ts, rank.get(e.seq, -1))
+
+
+def state_key(engine: Engine) -> bytes:
+    """A 16-byte digest of the engine's run-time state without numbering (see the module
+    docstring). The input numbers of the events partial matches hold become their order; a
+    window statement's records keep their own numbers (its accepted events, in order)."""
+    seqs = sorted({e.seq for m in engine.matchers for part in m.tokens.values()
+                   for t in part.values() for th in t.threads for e in th.events
+                   if not isinstance(e, ComplexEvent)})
+    rank = {s: i for i, s in enumerate(seqs)}
+    pats = []
+    for m in engine.matchers:
+        toks = sorted((t for part in m.tokens.values() for t in part.values()),
+                      key=lambda t: t.id)
+        age = {t.id: i for i, t in enumerate(toks)}
+        pats.append((
+            tuple((t.part, t.created,
+                   tuple((th.state, tuple(sorted(th.bindings.items(), key=repr)),
+                          tuple(sorted((th.zstart or {}).items())),
+                          tuple(_event(e, rank) for e in th.events)) for th in t.threads))
+                  for t in toks),
+            m.done, tuple(sorted(m.seen.items(), key=repr)), m.clock_start,
+            tuple((d, age.get(tid, -1), z, s) for d, tid, z, s in m.deadlines),
+            m.pending is not None and len(m.pending)))
+    wins = tuple((r.time, r.finished, _freeze(r.window)) for r in engine.windows)
+    text = repr((engine.time, engine.statement_start if engine._clocks else None,
+                 engine.stopped, tuple(pats), wins))
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
