@@ -120,9 +120,11 @@ def _negated(pick: Pick, earlier: list[str]) -> str:
     return f"not {t}(v = {pick([0, 1, 2, 3])})"
 
 
-def random_pattern(pick: Pick, name: str, tags: list[str], inner: str | None = None) -> str:
-    """One EPL statement ``insert into <name> … from pattern […]``; ``inner``: a complex
-    type it may read (its output has the select's fields k and v)."""
+def random_pattern(pick: Pick, name: str, tags: list[str], inner: str | None = None,
+                   into: str | None = None) -> str:
+    """One EPL statement ``insert into <name> … from pattern […]`` (``into``: another stream
+    name, which several statements may share); ``inner``: a complex type it may read (its
+    output has the select's fields k and v)."""
     steps: list[str] = []
     n = pick([1, 2, 2, 3])
     every = pick(["none", "spawn", "spawn", "restart", "distinct"] if n > 1
@@ -176,7 +178,7 @@ def random_pattern(pick: Pick, name: str, tags: list[str], inner: str | None = N
             body = f"({body}) where timer:within({within} sec)"
     sel = ([f"{tags[0]}.k as k", f"{tags[-1]}.v as v"] if tags
            else ["current_timestamp() as at"])
-    return (f"@Name('{name}')\ninsert into {name}\nselect {', '.join(sel)}\n"
+    return (f"@Name('{name}')\ninsert into {into or name}\nselect {', '.join(sel)}\n"
             f"from pattern [{body}];\n")
 
 
@@ -209,13 +211,16 @@ def random_window(pick: Pick, name: str, source: str) -> str:
 
 def random_program(pick: Pick, windows: bool = True) -> str:
     """An EPL module: one or two patterns (the second may read the first's output) and
-    possibly a window statement."""
+    possibly a window statement — over an input type, a pattern's output, or the stream ``S``
+    two patterns insert into (the union of their types)."""
     text = SCHEMA
     shape = pick(["one", "two", "chain", "window"] if windows else ["one", "two", "chain"])
-    source = pick([*TYPES, "P"]) if shape == "window" else ""
+    source = pick([*TYPES, "P", "S"]) if shape == "window" else ""
     # (a pattern read by another component starts with a tagged event: it selects k and v)
-    text += random_pattern(pick, "P", [], inner="" if shape == "chain" or source == "P"
-                           else None)
+    text += random_pattern(pick, "P", [], inner="" if shape == "chain" or source in "PS"
+                           else None, into="S" if source == "S" else None)
+    if source == "S":
+        text += random_pattern(pick, "Q", [], inner="", into="S")
     if shape == "two":
         text += random_pattern(pick, "Q", [])
     elif shape == "chain":
@@ -223,7 +228,7 @@ def random_program(pick: Pick, windows: bool = True) -> str:
     elif shape == "window":
         text += random_window(pick, "W", source)
         if pick([False, True]) and "as k" in text.split("@Name('W')")[1].split("from")[0] \
-                and "as lo" not in text and "as hi" not in text:
+                and "as lo" not in text and "as hi" not in text and source != "S":
             text += ("@Name('Q')\ninsert into Q\nselect w.k as k\n"
                      "from pattern [every w = W -> x = A(x.k = w.k)];\n")
     return text

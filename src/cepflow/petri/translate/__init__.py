@@ -114,7 +114,8 @@ def translate(program: Program, events: Iterable[Event] = (), close_windows: boo
         for t in p.types_read():
             b.readers.setdefault(t, []).append(p.name)
     for w in windows:
-        b.readers.setdefault(w.statement.input_type, []).append(w.name)
+        for t in w.statement.input_types:
+            b.readers.setdefault(t, []).append(w.name)
     b.stage("@windows")
     for x in [*(a.name for a in program.automata), *(w.name for w in program.windows)]:
         b.complex_places[x] = x

@@ -145,6 +145,8 @@ class Builder:
     field_names: set[str] = field(default_factory=set)
     #: the event types of the input (immediate and strict patterns read them all: noise)
     input_types: set[str] = field(default_factory=set)
+    #: inbox -> a place whose copy of the event its pass transition also takes (a union's)
+    pass_also: dict[str, str] = field(default_factory=dict)
     _colour_sets: dict[str, ColourSet] = field(default_factory=dict)
 
     # -- names ------------------------------------------------------------------------------

@@ -161,6 +161,8 @@ def _passes(b: Builder) -> None:
             b.net.transition(tn, None, PASS, page,
                              f"done with the event: on to {nxt}" if nxt else "done with the event")
             b.arc(ib, tn, "in", terms)
+            if ib in b.pass_also:
+                b.arc(b.pass_also[ib], tn, "in", terms)
             if nxt is not None:
                 b.arc(nxt, tn, "out", terms)
 

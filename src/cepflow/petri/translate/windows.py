@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from cepflow.language import ast
 from cepflow.language.walk import rewrite, strip_alias
-from cepflow.petri.colours import ANY, BOOL, INT
+from cepflow.petri.colours import ANY, BOOL, INT, ColourSet
 from cepflow.petri.translate.net_builder import (
     BUSY,
     CLEAR,
@@ -105,13 +105,17 @@ class WindowNet:
         net = b.net
         t_in = st.input_type
         self.fields = list(b.schema(t_in).param_names)
-        self.fsets = b.event_fields(t_in)
+        self.fsets = self.union_fields()
         self.v = {k: b.var(k) for k in ("s", "n", "t", "kd", "key", "x", "q", "h", "c",
                                          "nts", "cand", "d", "f", "st", "now", "parts",
                                          "okey", "empty", "posted", "all", "cg", "cur",
                                          "prev", "r", "k", "cnt", "nx", "cid")}
-        self.inbox = f"{W}.{t_in}"
-        b.subscribe(t_in, self.inbox, W)
+        for t in st.input_types:
+            b.subscribe(t, f"{W}.{t}", W)
+        if len(st.input_types) == 1:
+            self.inbox = f"{W}.{t_in}"
+        else:
+            self.union_inbox()
         self.args = list(self.plan.args)
         funcs: list[set[str]] = [set() for _ in self.args]
         for sl in self.plan.slots:
@@ -157,6 +161,37 @@ class WindowNet:
             self.batch()
         self.minmax()
         self.rows()
+
+    def union_fields(self) -> list[tuple[str, ColourSet]]:
+        """The fields of the statement's input: of its one type, or of a union's types — a
+        field whose colour set differs among them is ``ANY``."""
+        sets = [self.b.event_fields(t) for t in self.statement.input_types]
+        return [(f, cs if all(o[k][1] == cs for o in sets) else ANY)
+                for k, (f, cs) in enumerate(sets[0])]
+
+    def union_inbox(self) -> None:
+        """A statement over a union of types (``from g = A | B``; in EPL several statements
+        inserting into one stream): each type's inbox ``W.T`` is copied once into ``W.in``,
+        which the statement's transitions read, by ``W.join.T`` (P_HIGH; ``W.joined``: the
+        last event copied); ``W.T.pass`` takes the copy back when it hands the event on."""
+        b, W, v = self.b, self.name, self.v
+        self.inbox = f"{W}.in"
+        b.net.place(self.inbox, b.colour_set(f"IN_{W}", [
+            ("s", INT), ("n", INT), ("t", TIME), ("kd", INT), ("key", KEY), *self.fsets]),
+            "inbox", W, f"the event of {' | '.join(self.statement.input_types)} {W} is "
+            "processing")
+        b.net.place(f"{W}.joined", INT, "control", W, "the last event copied into the union")
+        b.net.mark(f"{W}.joined", 0)
+        terms = self.inbox_terms()
+        for t in self.statement.input_types:
+            tn = f"{W}.join.{t}"
+            b.net.transition(tn, binop("<", name(v["x"]), name(v["s"])), LOWER, W,
+                             f"a {t} event joins the union {W} reads")
+            b.arc(f"{W}.{t}", tn, "read", terms)
+            b.arc(f"{W}.joined", tn, "in", [name(v["x"])])
+            b.arc(f"{W}.joined", tn, "out", [name(v["s"])])
+            b.arc(self.inbox, tn, "out", terms)
+            b.pass_also[f"{W}.{t}"] = self.inbox
 
     # -- terms ----------------------------------------------------------------------------
     def inbox_terms(self) -> list[ast.Expr]:
