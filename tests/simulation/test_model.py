@@ -200,3 +200,10 @@ def test_any_value_is_a_located_error_or_a_working_model(key: str, value: str) -
         return
     with contextlib.suppress(GenerationError):
         generate(model, 3_600_000, 1)
+
+
+def test_a_negative_zero_is_zero() -> None:
+    """(Found by the property above: ``sd = -0.0`` passed the check, 'a number ≥ 0', and
+    numpy then refused the scale as negative.)"""
+    model = parse_model(GOOD.replace("sd = 0.5", "sd = -0.0"), "m.toml")
+    generate(model, 3_600_000, 1)

@@ -408,7 +408,7 @@ class _Reader:
                                   f"(got {v:g})")
         if high is not None and v > high:
             raise self.fail(path, f"must be a number ≤ {high:g} (got {v:g})")
-        return float(v)
+        return float(v) + 0.0  # (-0.0 is 0: numpy refuses a scale of -0.0 as negative)
 
     def arrival(self, v: Any, path: tuple[str | int, ...]) -> Arrival:
         t = self.table(v, path, ("process", "mean", "period", "phase", "events", "per"),
