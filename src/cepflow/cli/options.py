@@ -67,7 +67,6 @@ DuplicateIdsOption = Annotated[DuplicateIds, typer.Option(
          "file, or keep them (the check keeps a file's ids in memory while it is read)")]
 
 
-#: the options a command that runs patterns over event files shares with ``run``
 class OnError(StrEnum):
     """What an expression or rule action that fails on an event does (docs/semantics.md)."""
 

@@ -80,7 +80,9 @@ class Host:
         self.stats = EngineStats()
         self.rules = RuleTable(program.rules)
         self.actions = dict(actions)
-        #: per trigger type, its rules in firing order with their registered action (or None)
+        #: per trigger type, its rules in firing order with their registered action (or
+        #: None): the one table both firing paths read, made once (actions are fixed when
+        #: the engine is built)
         self._plans = {t: [(r, self.actions.get(r.action) if r.action else None) for r in rs]
                        for t, rs in self.rules.by_type.items()}
         self.max_cascade = max_cascade
@@ -110,9 +112,9 @@ class Host:
             return
         firings = self.rules.firings(event, detected)
         self.stats.rule_firings += len(firings)
-        actions = self.actions
+        plans = self._plans
         for rule, ev in firings:
-            fn = actions.get(rule.action) if rule.action else None
+            fn = next(f for r, f in plans[ev.type] if r is rule)
             if fn is not None:
                 self.call_action(fn, rule, ev)
 
