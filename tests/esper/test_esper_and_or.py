@@ -138,14 +138,21 @@ steps = st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from(FILTERS)), min
        st.booleans())
 def test_and_equals_the_oracle(operands: list[list[tuple[str, str]]],
                                spec: list[tuple[str, int]], every: bool) -> None:
+    evs, got = _run_operator("and", operands, spec, every)
+    assert got == oracle(operands, evs, every)
+
+
+def _run_operator(op: str, operands: list[list[tuple[str, str]]], spec: list[tuple[str, int]],
+                  every: bool) -> tuple[list[Event], list]:
+    """The events of ``spec`` and the matches of ``operands`` joined by ``op`` (each operand a
+    sequence of tagged atoms), with or without ``every`` around them."""
     tag = iter(range(100))
-    text = " and ".join(
-        "(" + " -> ".join(f"t{next(tag)}={t}({f})" for t, f in op) + ")" for op in operands)
+    text = f" {op} ".join(
+        "(" + " -> ".join(f"t{next(tag)}={t}({f})" for t, f in o) + ")" for o in operands)
     p = epl(f"every ({text})" if every else text, "select 1 as one ")
     evs = [Event(t, (v,), i, id=f"{t}{i}") for i, (t, v) in enumerate(spec)]
     eng = Engine(p)
-    got = [m.event_refs for e in evs for m in eng.process(e)]
-    assert got == oracle(operands, evs, every)
+    return evs, [m.event_refs for e in evs for m in eng.process(e)]
 
 
 def or_oracle(operands: list[list[tuple[str, str]]], evs: list[Event], every: bool
@@ -206,11 +213,5 @@ def test_an_or_under_way_is_saved_and_restored() -> None:
        st.booleans())
 def test_or_equals_the_oracle(operands: list[list[tuple[str, str]]],
                               spec: list[tuple[str, int]], every: bool) -> None:
-    tag = iter(range(100))
-    text = " or ".join(
-        "(" + " -> ".join(f"t{next(tag)}={t}({f})" for t, f in op) + ")" for op in operands)
-    p = epl(f"every ({text})" if every else text, "select 1 as one ")
-    evs = [Event(t, (v,), i, id=f"{t}{i}") for i, (t, v) in enumerate(spec)]
-    eng = Engine(p)
-    got = [m.event_refs for e in evs for m in eng.process(e)]
+    evs, got = _run_operator("or", operands, spec, every)
     assert got == or_oracle(operands, evs, every)
