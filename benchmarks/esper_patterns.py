@@ -52,7 +52,7 @@ from common import (
     write_json,
 )
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.loader import load_module, parse_path
 from cepflow.runtime.engine import Engine
 

@@ -50,7 +50,7 @@ from common import (
 from rich.console import Console
 
 from cepflow.compiler.program import Program, compile_module
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.parser import parse_file
 from cepflow.runtime.actions import Activation
 from cepflow.runtime.engine import Engine

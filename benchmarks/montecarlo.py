@@ -49,7 +49,7 @@ from common import (
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
 from cepflow.simulation import Simulation, generate, load_model, parse_model
-from cepflow.simulation.runner import LocalRunner, RunResult, usable_cores
+from cepflow.simulation.monte_carlo import LocalRunner, RunResult, usable_cores
 from cepflow.simulation.stats import stats_csv, summarise
 
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "montecarlo.json"

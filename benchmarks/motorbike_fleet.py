@@ -41,7 +41,7 @@ from common import (
     write_json,
 )
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
 

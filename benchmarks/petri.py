@@ -52,7 +52,7 @@ from common import (
     write_json,
 )
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load, load_module
 from cepflow.petri.translate import engine_tokens, translate

@@ -54,7 +54,7 @@ from common import (
 )
 from rich.console import Console
 
-from cepflow.events.model import Event, EventType, ParamSpec
+from cepflow.events.event import Event, EventType, ParamSpec
 from cepflow.windows import SlidingAggregate, WindowRunner, WindowSpec, WindowStatement, parse
 
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "windows_aggregate.json"

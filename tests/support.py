@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from cepflow.compiler.program import Program, compile_module
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.language import ast as A
 from cepflow.runtime.engine import Engine
 

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Iterator
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 
 FRAME_MS = 40  # 25 frames per second
 #: frame of the 12-frame arm cycle -> query event published in it

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent
+from cepflow.events.event import ComplexEvent
 from cepflow.live import LiveSession
 from cepflow.loader import load
 from cepflow.models import Metamodel, Model, read_metamodel

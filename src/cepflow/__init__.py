@@ -16,7 +16,7 @@ contexts, rules, explanations, saved state); ``inputs``/``outputs`` read and wri
 """
 
 from cepflow.compiler.program import Program, compile_module
-from cepflow.events.model import ComplexEvent, Event, EventType, ParamSpec, SideChannel
+from cepflow.events.event import ComplexEvent, Event, EventType, ParamSpec, SideChannel
 from cepflow.inputs import read_events, reorder
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError
 from cepflow.language.parser import parse, parse_file

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cepflow.compiler.expressions import compile_expr
+from cepflow.compiler.evaluator import compile_expr
 from cepflow.compiler.normalize import fol_items, forbidden_atoms
-from cepflow.events.model import Event, EventType
+from cepflow.events.event import Event, EventType
 from cepflow.language import ast
 from cepflow.language.walk import unused_variables
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import pyarrow as pa
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import Event, SideChannel
+from cepflow.events.event import Event, SideChannel
 from cepflow.inputs import ordered_events
 from cepflow.inputs.files import Paths
 from cepflow.outputs.files import STDOUT, MatchFile, check_writable, output_format, write_side_file
@@ -29,7 +29,7 @@ from cepflow.runtime.engine import Engine, RunStopped
 
 if TYPE_CHECKING:
     from cepflow.reports.record import RunRecord
-    from cepflow.spark.plan import Group
+    from cepflow.spark.partitioning import Group
 
 #: the engine's progress is reported every this many events
 PROGRESS_EVERY = 20_000

@@ -13,7 +13,7 @@ from cepflow.analysis import analyze, analyze_set
 from cepflow.analysis.fix import FixError, fixed_module, write_fixed
 from cepflow.analysis.patternset import from_text
 from cepflow.cli.main import app
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.runtime.engine import run_patterns
 
 ROOT = Path(__file__).resolve().parents[2]

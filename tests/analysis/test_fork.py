@@ -24,7 +24,7 @@ from cepflow.analysis.fork import (
     Forker,
     state_key,
 )
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import save_state
 

@@ -10,7 +10,7 @@ import pytest
 import cepflow
 from cepflow.analysis import analyze, analyze_set
 from cepflow.analysis.patternset import from_text
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.runtime.engine import run_patterns
 
 

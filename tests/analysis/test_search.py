@@ -18,7 +18,7 @@ from cepflow.analysis import read
 from cepflow.analysis.bounded_search import SearchError, search
 from cepflow.analysis.domain import Domain, DomainError, load_domain
 from cepflow.cli.main import app
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.runtime.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[2]

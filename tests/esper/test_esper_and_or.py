@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load, load_module

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cepflow.cli.main import app
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load, load_module
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import restore_state, save_state
-from cepflow.spark.plan import plan
+from cepflow.spark.partitioning import plan
 
 EPL_SCHEMA = "".join(f"create schema {t}(n int);\n" for t in "ABC")
 CEP_SCHEMA = "".join(f"atomicEvent {t}(n: Integer)\n" for t in "ABC")

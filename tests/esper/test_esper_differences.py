@@ -1,6 +1,6 @@
 """Pins of the remaining differences from Esper (docs/conformance.md) that no other test holds."""
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine

@@ -6,7 +6,7 @@ drops a result whose keys were seen (EvalEveryDistinctStateNode)."""
 
 from __future__ import annotations
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine

@@ -11,8 +11,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.compiler.expressions import compile_expr
-from cepflow.events.model import Event
+from cepflow.compiler.evaluator import compile_expr
+from cepflow.events.event import Event
 from cepflow.language import ast as A
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module

@@ -9,7 +9,7 @@ import pickle
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.kernels.pair import _PairMatch, _PairShape
 
 values = st.one_of(st.integers(), st.text(max_size=3), st.none(), st.booleans())

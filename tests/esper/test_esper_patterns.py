@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import Event, SideChannel
+from cepflow.events.event import Event, SideChannel
 from cepflow.inputs import read_events
 from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.language.epl import parse_epl

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cepflow.events.model import SideChannel
+from cepflow.events.event import SideChannel
 from cepflow.inputs import read_events
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine

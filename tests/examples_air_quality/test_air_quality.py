@@ -15,7 +15,7 @@ import pytest
 import cepflow
 from cepflow.analysis import analyze
 from cepflow.analysis.fix import write_fixed
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.language.parser import parse
 from cepflow.runtime.engine import Engine

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import EventType, ParamSpec, SideChannel
+from cepflow.events.event import EventType, ParamSpec, SideChannel
 from cepflow.inputs import read_jsonl, read_parquet
 from cepflow.inputs.columnar import arity_of, decode, read_columns
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cepflow.events.model import EventType, ParamSpec, SideChannel
+from cepflow.events.event import EventType, ParamSpec, SideChannel
 from cepflow.inputs import InputError, LateEventError, ordered_events, read_events
 
 SCHEMAS = {"A": EventType("A", (ParamSpec("k", "int", "Integer"),))}

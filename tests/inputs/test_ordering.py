@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import Event, SideChannel
+from cepflow.events.event import Event, SideChannel
 from cepflow.inputs import LateEventError, merge, reorder
 
 

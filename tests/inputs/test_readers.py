@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import Event, EventType, ParamSpec, SideChannel
+from cepflow.events.event import Event, EventType, ParamSpec, SideChannel
 from cepflow.inputs import (
     EventFormatError,
     RecordError,

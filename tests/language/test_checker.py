@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cepflow.events.model import EventType, ParamSpec
+from cepflow.events.event import EventType, ParamSpec
 from cepflow.language.ast import Atom, ComplexEventDecl, Fol, Module, Not, Param, RuleDecl
 from cepflow.language.checker import OPAQUE_ACTION_WARNING, check, errors_only
 from cepflow.language.parser import parse, parse_file, parse_warnings

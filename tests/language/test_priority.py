@@ -4,7 +4,7 @@ and the engine's order (patterns that take one event run in priority order)."""
 from __future__ import annotations
 
 import cepflow
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language import ast, builder
 from cepflow.language.checker import check
 from cepflow.language.epl import parse_epl

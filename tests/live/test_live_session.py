@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.parser import parse
 from cepflow.live import LiveSession, LiveSessionError
 from cepflow.loader import load_module

@@ -161,7 +161,7 @@ def test_builder_errors_without_location_name_the_source():
 
 
 def test_event_schemas_and_metamodels_share_one_type_table():
-    from cepflow.events.model import PRIMITIVE_ALIASES, canonical_type
+    from cepflow.events.event import PRIMITIVE_ALIASES, canonical_type
     from cepflow.models.metamodel import primitive_type
 
     for name, canonical in PRIMITIVE_ALIASES.items():

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel
+from cepflow.events.event import ComplexEvent, Event, Rejected, SideChannel
 from cepflow.outputs import (
     MatchFile,
     OutputError,

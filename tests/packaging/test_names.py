@@ -1,7 +1,6 @@
 """One name, one thing (issue 20): two modules of src/cepflow share a file name only when they
 are the same concept on two sides (a format's reader and writer; the local and the Spark replay
-job), and no two public classes share a name. The names still shared for different things are
-listed as pending renames; the list may only shrink."""
+job), and no two public classes share a name (docs/architecture.md, "Names")."""
 
 from __future__ import annotations
 
@@ -14,9 +13,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "cepflow"
 #: the same concept on two sides: inputs/ reads what outputs/ writes; replay.py is the local
 #: file job, spark/replay.py the same job on Spark
 PAIRS = {"csvfile.py", "files.py", "jsonl.py", "parquet.py", "records.py", "replay.py"}
-#: different things under one name, to rename (docs/architecture.md, "Names")
-PENDING_MODULES = {"model.py", "plan.py", "expressions.py", "report.py", "runner.py"}
-PENDING_CLASSES = {"Atom", "Const", "Param", "Step", "Model", "ModelError"}
 
 
 def _modules() -> list[Path]:
@@ -28,10 +24,8 @@ def test_module_names() -> None:
     for p in _modules():
         by_name[p.name].append(str(p.relative_to(PACKAGE)))
     shared = {n: sorted(ps) for n, ps in by_name.items() if len(ps) > 1}
-    unexplained = {n: ps for n, ps in shared.items() if n not in PAIRS | PENDING_MODULES}
+    unexplained = {n: ps for n, ps in shared.items() if n not in PAIRS}
     assert not unexplained, unexplained
-    assert set(shared) >= PENDING_MODULES, (
-        f"renamed already, take off PENDING_MODULES: {sorted(PENDING_MODULES - set(shared))}")
 
 
 def test_public_class_names() -> None:
@@ -41,7 +35,4 @@ def test_public_class_names() -> None:
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 where[node.name].append(str(p.relative_to(PACKAGE)))
     shared = {n: ps for n, ps in where.items() if len(ps) > 1}
-    unexplained = {n: ps for n, ps in shared.items() if n not in PENDING_CLASSES}
-    assert not unexplained, unexplained
-    assert set(shared) >= PENDING_CLASSES, (
-        f"renamed already, take off PENDING_CLASSES: {sorted(PENDING_CLASSES - set(shared))}")
+    assert not shared, shared

@@ -9,7 +9,7 @@ import pytest
 
 from cepflow.inputs import read_events
 from cepflow.loader import load
-from cepflow.petri.report import step_through_page
+from cepflow.petri.step_page import step_through_page
 from cepflow.petri.translate import translate
 from cepflow.reports import browser
 
@@ -70,9 +70,9 @@ def test_the_page_steps_through_the_run_in_chromium(page_file: tuple[Path, int])
 
 def test_a_long_input_is_counted_not_listed(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from cepflow.petri import report
+    from cepflow.petri import step_page
 
-    monkeypatch.setattr(report, "MAX_TOKENS", 5)
+    monkeypatch.setattr(step_page, "MAX_TOKENS", 5)
     prog = load(EXAMPLES / "every" / "every.epl")
     tr = translate(prog, list(read_events(EXAMPLES / "every" / "events.jsonl", prog.schemas)))
     sim = tr.simulator(seed=0)

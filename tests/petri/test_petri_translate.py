@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.inputs import read_events
 from cepflow.language import ast
 from cepflow.language.epl import parse_epl

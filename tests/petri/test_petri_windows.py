@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.inputs import read_events
 from cepflow.language.epl import parse_epl
 from cepflow.language.parser import parse

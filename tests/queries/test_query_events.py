@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.models import Model, read_metamodel
 from cepflow.queries import QueryEngine, QueryEventSource, QueryEventSpec, load_queries
 

@@ -40,7 +40,7 @@ def test_every_constraint_form():
     }
     pattern q(A, B, C) { A == B; }
     """).patterns
-    assert p.private and len(p.bodies) == 2 and q.params[2] == Q.Param("C")
+    assert p.private and len(p.bodies) == 2 and q.params[2] == Q.QueryParam("C")
     c = p.bodies[0].constraints
     assert c[0] == Q.TypeConstraint("Host", Q.Var("X"))
     assert c[2] == Q.FindConstraint("q", (Q.Var("X"), Q.Var("_"), Q.Literal_(3)), False)

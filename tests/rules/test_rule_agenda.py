@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.parser import parse
 from cepflow.live import LiveSession
 from cepflow.loader import load_module

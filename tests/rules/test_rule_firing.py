@@ -3,7 +3,7 @@ events re-entering the stream, unregistered actions and runaway feedback loops."
 
 import pytest
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language import ast as A
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine, EngineError

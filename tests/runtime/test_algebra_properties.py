@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from cepflow.compiler.automata import CompileError
 from cepflow.denotation import matches
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language import ast as A
 from cepflow.runtime.engine import Engine
 from support import program, run

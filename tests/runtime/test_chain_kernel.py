@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language import ast as A
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import save_state

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from test_algebra_properties import patterns, streams
 
 from cepflow.compiler.automata import CompileError
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language import ast as A
 from cepflow.runtime.engine import Engine
 from support import a, b, c, d, program, refs, run, seq, stream

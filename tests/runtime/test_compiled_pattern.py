@@ -4,7 +4,7 @@ matcher's."""
 
 import pytest
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load, load_module
 from cepflow.runtime.compiled import CompiledPattern

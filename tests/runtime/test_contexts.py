@@ -19,7 +19,7 @@ from test_algebra_properties import streams as random_streams
 
 from cepflow.compiler.automata import CompileError
 from cepflow.denotation import context_matches
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language import ast as A
 from support import a, b, c, d, program, refs, run, seq, stream
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.compiler.expressions import MAX_SEQUENCE, EvaluationError, compile_expr
+from cepflow.compiler.evaluator import MAX_SEQUENCE, EvaluationError, compile_expr
 from cepflow.compiler.program import compile_module
-from cepflow.events.model import Event, SideChannel
+from cepflow.events.event import Event, SideChannel
 from cepflow.language import ast as A
 from cepflow.language.epl import parse_epl
 from cepflow.language.parser import parse, parse_expr
@@ -106,7 +106,7 @@ def test_remainder_of_a_text_is_null_not_formatting() -> None:
 def test_concatenation_over_the_limit_fails() -> None:
     f = compile_expr(parse_expr("s + s"), {"s": 0})
     sink: list = []
-    from cepflow.compiler.expressions import install_sink
+    from cepflow.compiler.evaluator import install_sink
 
     before = install_sink(sink)
     try:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from cepflow.compiler.growth import growth, warnings
 from cepflow.compiler.program import compile_module
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.language.parser import parse
 from cepflow.loader import load_module

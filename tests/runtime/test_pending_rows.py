@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepflow.compiler.program import compile_module
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.parser import parse
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import (

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.inputs import read_events
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load, load_module
 from cepflow.runtime.engine import Engine

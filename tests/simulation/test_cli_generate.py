@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cepflow.cli.main import app
-from cepflow.events.model import SideChannel
+from cepflow.events.event import SideChannel
 from cepflow.inputs import read_events
 from cepflow.loader import load
 from cepflow.simulation import generate, load_model

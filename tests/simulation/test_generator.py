@@ -12,7 +12,7 @@ from cepflow.loader import load_module
 from cepflow.simulation import Simulation
 from cepflow.simulation.draws import GenerationError
 from cepflow.simulation.generator import generate
-from cepflow.simulation.model import load_model, parse_model
+from cepflow.simulation.simulation_model import load_model, parse_model
 
 ROOT = Path(__file__).resolve().parents[2]
 MOTORBIKE = load_model(ROOT / "examples" / "motorbike" / "model.toml")

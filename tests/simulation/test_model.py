@@ -1,4 +1,5 @@
-"""Model files: the examples load, and every bad model gets a located error naming its key."""
+"""Simulation model files: the examples load, and every bad model gets a located error naming
+its key."""
 
 import contextlib
 import json
@@ -10,7 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepflow.simulation import GenerationError, generate
-from cepflow.simulation.model import ModelError, load_model, parse_duration, parse_model
+from cepflow.simulation.simulation_model import (
+    SimulationModelError,
+    load_model,
+    parse_duration,
+    parse_model,
+)
 from cepflow.simulation.tomlkeys import KeyPositions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +45,7 @@ seat = { from = "initial", flip = 0.0001 }
 
 
 def errors(text: str) -> list[str]:
-    with pytest.raises(ModelError) as e:
+    with pytest.raises(SimulationModelError) as e:
         parse_model(text, "m.toml")
     return [str(d) for d in e.value.diagnostics]
 
@@ -182,7 +188,7 @@ FUZZ = GOOD + ('w = { dist = "uniform", low = 0, high = 1, digits = 2, clip = [0
                             "values", "p"]), value=_VALUES)
 def test_any_value_is_a_located_error_or_a_working_model(key: str, value: str) -> None:
     """Bad input never crashes: every value in every place either makes a model that
-    generates (or refuses with GenerationError) or a ModelError naming a key."""
+    generates (or refuses with GenerationError) or a SimulationModelError naming a key."""
     pattern = {"start": r"(start = )[^\n]*", "duration": r"(duration = )[^\n]*",
                "instances": r"(instances = )\d+", "mean": r'(mean = )"60 s"',
                "sd": r"(sd = )0\.5", "speed": r"(speed = )\[100, 62\]",
@@ -195,7 +201,7 @@ def test_any_value_is_a_located_error_or_a_working_model(key: str, value: str) -
     assert text != FUZZ or value in FUZZ
     try:
         model = parse_model(text, "m.toml")
-    except ModelError as e:
+    except SimulationModelError as e:
         assert e.diagnostics and all(d.file == "m.toml" and d.line >= 1 for d in e.diagnostics)
         return
     with contextlib.suppress(GenerationError):

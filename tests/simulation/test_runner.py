@@ -8,8 +8,15 @@ import pytest
 
 from cepflow.language.epl import parse_epl
 from cepflow.loader import diagnose_paths, load, load_module
-from cepflow.simulation import ModelError, Simulation, generate, load_model, parse_model, run_local
-from cepflow.simulation.runner import LocalRunner
+from cepflow.simulation import (
+    Simulation,
+    SimulationModelError,
+    generate,
+    load_model,
+    parse_model,
+    run_local,
+)
+from cepflow.simulation.monte_carlo import LocalRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 MOTORBIKE = ROOT / "examples" / "motorbike"
@@ -90,17 +97,18 @@ def test_models_are_checked_against_the_patterns() -> None:
     program = epl(TICKS)
     bad = TICK_MODEL.replace('n = { from = "instance" }',
                              'n = { from = "instance", type = "float" }\nm = { from = "instance" }')
-    with pytest.raises(ModelError) as e:
+    with pytest.raises(SimulationModelError) as e:
         Simulation(program, parse_model(bad, "m.toml"), 1000, 1)
     assert [str(d) for d in e.value.diagnostics] == [
         "m.toml:8:1: error: source[0].attributes.n: float values, but Tick.n is Integer",
         "m.toml:9:1: error: source[0].attributes.m: Tick has no parameter 'm' (it has: n)"]
-    with pytest.raises(ModelError, match=r"m.toml:4:1: error: source\[0\].event: event type "
-                                         r"'Late' is a complex event"):
+    with pytest.raises(SimulationModelError,
+                       match=r"m.toml:4:1: error: source\[0\].event: event type "
+                             r"'Late' is a complex event"):
         Simulation(program, parse_model(TICK_MODEL.replace('"Tick"', '"Late"'), "m.toml"),
                    1000, 1)
     missing = TICK_MODEL.replace('n = { from = "instance" }', 'x = { from = "instance" }')
-    with pytest.raises(ModelError, match="no value for 'n', a parameter of Tick"):
+    with pytest.raises(SimulationModelError, match="no value for 'n', a parameter of Tick"):
         Simulation(program, parse_model(missing), 1000, 1)
 
 

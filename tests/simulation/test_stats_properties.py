@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cepflow.simulation.monte_carlo import RunResult
 from cepflow.simulation.properties import (
     convergence,
     estimate,
@@ -17,7 +18,6 @@ from cepflow.simulation.properties import (
     wilson_interval,
     z_value,
 )
-from cepflow.simulation.runner import RunResult
 from cepflow.simulation.stats import Summary, stats_csv, summarise
 
 CONFIDENCES = (0.80, 0.85, 0.90, 0.95, 0.98, 0.99)

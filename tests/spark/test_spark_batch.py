@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import SideChannel
+from cepflow.events.event import SideChannel
 from cepflow.inputs import read_events as read_local
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
@@ -204,7 +204,7 @@ def test_partition_hash_keeps_equal_keys_together(spark) -> None:
 
     from pyspark.sql import functions as F
 
-    from cepflow.events.model import Event
+    from cepflow.events.event import Event
     from cepflow.spark.columns import encode, key_column, partition_hash, spark_ddl
 
     rnd = random.Random(7)
@@ -258,7 +258,7 @@ def test_parquet_folder_ships_only_the_slots_the_files_fill(spark, tmp_path: Pat
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from cepflow.spark.plan import plan
+    from cepflow.spark.partitioning import plan
     from cepflow.spark.replay import _travelling
 
     program = load("atomicEvent A(b: Thing)\natomicEvent B(b: Thing)\n"
@@ -281,7 +281,7 @@ def test_replay_parse_stops_rather_than_lose_a_value(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from cepflow.spark.plan import plan
+    from cepflow.spark.partitioning import plan
     from cepflow.spark.replay import _routed
 
     program = load("atomicEvent A(b: Thing)\ncomplexEvent P(b: Thing) { as A(b) -> A(b) }\n")
@@ -322,7 +322,7 @@ def test_feeder_holds_more_rows_while_many_partial_matches_are_carried() -> None
     """Each carried partial match costs the kernel per feed, so the Feeder waits for
     CARRY_ROWS rows per carried partial match (between FEED_ROWS and MAX_FEED_ROWS) — and the
     matches are those of one engine fed everything."""
-    from cepflow.events.model import Event
+    from cepflow.events.event import Event
     from cepflow.spark.columns import encode
     from cepflow.spark.dataframes import CARRY_ROWS, FEED_ROWS, MAX_FEED_ROWS, Feeder
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 from cepflow.inputs.columnar import arity_of
 from cepflow.loader import load
 from cepflow.spark.dataframes import file_parser
-from cepflow.spark.plan import plan
+from cepflow.spark.partitioning import plan
 
 PROGRAM = """
 atomicEvent A(k: Integer)

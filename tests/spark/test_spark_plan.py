@@ -4,7 +4,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cepflow.loader import load
-from cepflow.spark.plan import plan
+from cepflow.spark.partitioning import plan
 
 BASE = """
 atomicEvent A(k: Integer, v: Integer)
@@ -76,7 +76,7 @@ KEY_VALUES = st.one_of(
 @example([("A", "\x7f"), ("A", "é"), ("B", "x"), ("A", -0.0), ("A", True), ("A", 1)])
 def test_key_column_equals_key_json_per_event(rows) -> None:
     """The column-wise partition keys are the definition (key_json) of each keyed event."""
-    from cepflow.events.model import Event
+    from cepflow.events.event import Event
     from cepflow.spark.columns import encode, key_column, key_json
 
     events = [Event(t, (v,), i) for i, (t, v) in enumerate(rows)]
@@ -97,7 +97,7 @@ def test_parquet_columns_cover_what_the_parse_fills(data) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from cepflow.events.model import EventType, ParamSpec
+    from cepflow.events.event import EventType, ParamSpec
     from cepflow.inputs import READERS
     from cepflow.inputs.columnar import arity_of, parquet_columns
     from cepflow.spark.dataframes import _file_events
@@ -143,7 +143,7 @@ def test_parquet_columns_cover_what_the_parse_fills(data) -> None:
 def test_feeder_holds_batches_until_enough_rows(monkeypatch) -> None:
     """Feeder feeds FEED_ROWS rows at once (not Spark's batch size) and the rest on flush; the
     complex events are those of one engine fed everything."""
-    from cepflow.events.model import Event
+    from cepflow.events.event import Event
     from cepflow.runtime.engine import Engine
     from cepflow.spark import dataframes as spark_batch
     from cepflow.spark.columns import encode

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cepflow.events.model import SideChannel
+from cepflow.events.event import SideChannel
 from cepflow.inputs import read_events as read_local
 from cepflow.inputs import reorder
 from cepflow.inputs.columnar import arity_of, event_fields
@@ -124,7 +124,7 @@ def test_held_event_keeps_a_column_only_it_uses(spark, tmp_path: Path, upgrade: 
 
 def test_newer_state_version_is_refused(tmp_path: Path) -> None:
     program = load(PATTERNS)
-    from cepflow.spark.plan import plan
+    from cepflow.spark.partitioning import plan
 
     runner = _MicroBatch(program, plan(program), arity_of(program.schemas), tmp_path / "sink",
                          tmp_path / "state", 0.0, {}, None)

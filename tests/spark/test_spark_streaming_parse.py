@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import cepflow.spark.streaming as streaming
-from cepflow.events.model import SideChannel
+from cepflow.events.event import SideChannel
 from cepflow.inputs import read_events as read_local
 from cepflow.inputs import reorder
 from cepflow.inputs.columnar import _slot_of, slot_columns
@@ -19,7 +19,7 @@ from cepflow.inputs.records import RecordConverter
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
 from cepflow.spark.columns import encode
-from cepflow.spark.plan import plan
+from cepflow.spark.partitioning import plan
 
 # three groups: G and H keyed on k (H reads C's text slot), I one partition (every event)
 PATTERNS = """

@@ -23,11 +23,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.events.model import Event, SideChannel
+from cepflow.events.event import Event, SideChannel
 from cepflow.inputs import read_events as read_local
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
-from cepflow.spark.plan import Group, plan, subprogram
+from cepflow.spark.partitioning import Group, plan, subprogram
 from cepflow.windows import WindowSpec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

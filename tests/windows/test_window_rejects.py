@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cepflow.cli.main import app
-from cepflow.events.model import Event, SideChannel
+from cepflow.events.event import Event, SideChannel
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine, EngineError

@@ -18,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from windows_helpers import schema, statement
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import FORMAT, VERSION, StateError, restore_state, save_state

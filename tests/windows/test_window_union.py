@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import cepflow
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language.checker import check
 from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.language.epl import parse_epl
@@ -14,7 +14,7 @@ from cepflow.language.epl_printer import format_epl
 from cepflow.language.parser import parse
 from cepflow.language.printer import format_module
 from cepflow.runtime.engine import run_patterns
-from cepflow.spark.plan import plan
+from cepflow.spark.partitioning import plan
 from cepflow.windows.runner import run_statements
 
 VEPL = """atomicEvent R(s: String, v: Double)

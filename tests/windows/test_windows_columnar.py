@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from windows_helpers import schema, statement
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.language import ast
 from cepflow.windows import (
     SlidingAggregate,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cepflow.events.model import Event, SideChannel
+from cepflow.events.event import Event, SideChannel
 from cepflow.inputs import read_events
 from cepflow.language import ast
 from cepflow.language.diagnostics import PatternSyntaxError

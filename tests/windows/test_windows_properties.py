@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from windows_helpers import schema, statement
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.windows import WindowRunner, WindowSpec
 
 SCHEMAS = {"R": schema("R", "k", "v", "w")}

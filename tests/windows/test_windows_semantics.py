@@ -14,7 +14,7 @@ import itertools
 import pytest
 from windows_helpers import events, rows, run, schema, statement
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.windows import WindowError, WindowRunner, WindowSpec, run_statements
 
 SCHEMAS = {"R": schema("R", "k", "v"), "Tick": schema("Tick")}

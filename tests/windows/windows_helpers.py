@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from cepflow.events.model import ComplexEvent, Event, EventType, ParamSpec
+from cepflow.events.event import ComplexEvent, Event, EventType, ParamSpec
 from cepflow.windows import WindowRunner, WindowSpec, WindowStatement, parse
 
 

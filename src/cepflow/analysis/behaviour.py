@@ -16,16 +16,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cepflow.automaton.model import FINAL, INITIAL, TRAP, Automaton
+from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Automaton
 from cepflow.compiler.conditions import satisfiable
 from cepflow.compiler.program import Program
-from cepflow.events.model import EventType
+from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.language.walk import strip_alias
 
 
 @dataclass(frozen=True)
-class Step:
+class EmitStep:
     """An event of ``type`` on which a node can emit, if ``where`` holds of it (the event's own
     fields are bare names; anything else is a variable bound before)."""
 
@@ -42,7 +42,7 @@ class Behaviour:
     kind: str  # "pattern" or "statement"
     #: (0 for patterns, 1 for statements, index in the program's list): the engine's order
     order: tuple[int, int]
-    steps: list[Step] = field(default_factory=list)
+    steps: list[EmitStep] = field(default_factory=list)
     #: a timer (window deadline, trailing NOT, timer:interval, batch close) can make it emit
     timed: bool = False
     #: (X, Y): an X event can come before a Y event in one of its matches
@@ -95,7 +95,7 @@ def _pattern(auto: Automaton, order: tuple[int, int]) -> Behaviour:
     edges = [e for m in auto.edges.values() for es in m.values() for e in es]
     for e in edges:
         if e.target == FINAL or e.final:
-            b.steps.append(Step(e.position.type, e.position.where, e.position.loc))
+            b.steps.append(EmitStep(e.position.type, e.position.where, e.position.loc))
     b.timed = bool(auto.clock is not None or any(z.timer_accept for z in auto.zones))
     reach = _reach(auto)
     for e1 in edges:
@@ -120,7 +120,7 @@ def _statement(stmt: object, order: tuple[int, int]) -> Behaviour:
     if kind == "time_batch":
         b.timed = True
     else:  # rows on arrival (length batch: on the n-th arrival, any event may be it)
-        b.steps.extend(Step(t, where, stmt.loc) for t in types)  # type: ignore[attr-defined]
+        b.steps.extend(EmitStep(t, where, stmt.loc) for t in types)  # type: ignore[attr-defined]
         b.timed = kind == "time"
     return b
 
@@ -152,7 +152,7 @@ def _renamed(expr: ast.Expr | None, fields: Mapping[str, str], prefix: str
 
 
 def same_event(a: Behaviour, b: Behaviour, schemas: Mapping[str, EventType]
-               ) -> list[tuple[Step, Step]]:
+               ) -> list[tuple[EmitStep, EmitStep]]:
     """Pairs of steps on which ``a`` and ``b`` can both emit for one and the same event (same
     type, conditions that can hold together)."""
     out = []

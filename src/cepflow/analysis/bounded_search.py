@@ -47,7 +47,7 @@ from cepflow.analysis.domain import Domain
 from cepflow.analysis.fingerprint import fingerprint
 from cepflow.analysis.fork import Forker, state_key
 from cepflow.compiler.program import Program
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.runtime.engine import Engine, run_patterns
 from cepflow.runtime.state import restore_state
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from cepflow.compiler.conditions import Literal, dnf
 from cepflow.compiler.program import Program
-from cepflow.events.model import EventType
+from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.language.walk import strip_alias
 

@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.counters import Counters
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.host import Host

@@ -26,7 +26,7 @@ from cepflow.analysis.behaviour import field_types, variable_types
 from cepflow.analysis.findings import Finding, Location
 from cepflow.analysis.graph import DependencyGraph
 from cepflow.analysis.patternset import PatternSet
-from cepflow.automaton.model import FINAL, INITIAL, TRAP, Automaton, Position
+from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Automaton, Position
 from cepflow.compiler.conditions import satisfiable
 from cepflow.compiler.growth import growth as pattern_growth
 from cepflow.compiler.normalize import fol_items
@@ -166,7 +166,7 @@ def type_clashes(graph: DependencyGraph, program: Program) -> tuple[list[Finding
 
 
 def _kind(declared: str) -> str:
-    from cepflow.events.model import canonical_type
+    from cepflow.events.event import canonical_type
 
     t = canonical_type(declared)
     return "number" if t in _NUMERIC else t

@@ -11,8 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from cepflow.automaton.model import INITIAL, TRAP, Automaton, Position
-from cepflow.events.model import EventType
+from cepflow.automaton.automaton import INITIAL, TRAP, Automaton, Position
+from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.language.printer import column_name, format_expr
 from cepflow.timefmt import duration_text

@@ -105,7 +105,7 @@ def _render(result: object, fmt: AnalysisFormat) -> str:
             typer.echo(f"{e} (or write DOT: --format dot)", err=True)
             raise typer.Exit(2) from None
     if fmt is AnalysisFormat.html:
-        from cepflow.analysis.report import page
+        from cepflow.analysis.html_page import page
 
         return page(result).html()  # type: ignore[arg-type]
     return render.to_text(result)  # type: ignore[arg-type]

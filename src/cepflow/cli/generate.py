@@ -14,13 +14,13 @@ from cepflow.cli.options import reading
 from cepflow.simulation.draws import GenerationError
 from cepflow.simulation.files import format_for, write_events
 from cepflow.simulation.generator import MAX_SEED, generate
-from cepflow.simulation.model import Model, load_model, parse_duration
+from cepflow.simulation.simulation_model import SimulationModel, load_model, parse_duration
 from cepflow.timefmt import duration_text
 
 err = Console(stderr=True, soft_wrap=True)
 
 
-def read_model(path: Path) -> Model:
+def read_model(path: Path) -> SimulationModel:
     """Load a model file for a command: its errors (one a line, located) exit with code 1,
     an unreadable file with code 2."""
     with reading(path):
@@ -28,7 +28,8 @@ def read_model(path: Path) -> Model:
     return model
 
 
-def run_duration(text: str | None, model: Model, events: int | None = None) -> float | None:
+def run_duration(text: str | None, model: SimulationModel,
+                 events: int | None = None) -> float | None:
     """``--duration`` in ms, else the model's ``[simulation] duration`` — unless ``--events``
     bounds the runs (then None); exit 2 if there is no bound."""
     if text is None:

@@ -56,11 +56,11 @@ from cepflow.cli.options import (
     show_version,
 )
 from cepflow.cli.petri import petri
-from cepflow.cli.report import check_report_path, report, write_report
+from cepflow.cli.report_command import check_report_path, report, write_report
 from cepflow.cli.search_command import search
 from cepflow.cli.simulate import simulate_command
 from cepflow.compiler.program import Program
-from cepflow.events.model import Event, SideChannel
+from cepflow.events.event import Event, SideChannel
 from cepflow.inputs import InputError, input_files, ordered_events
 from cepflow.outputs import OutputError, dumps, output_format, rejected_lines
 from cepflow.outputs.files import check_writable

@@ -22,7 +22,7 @@ from cepflow.cli.options import (
     UnknownTypesOption,
 )
 from cepflow.compiler.program import Program
-from cepflow.events.model import SideChannel
+from cepflow.events.event import SideChannel
 
 
 class Format(StrEnum):
@@ -145,7 +145,7 @@ def petri(
         return
     sim.run(until_step)
     if html is not None:
-        from cepflow.petri.report import step_through_page
+        from cepflow.petri.step_page import step_through_page
 
         step_through_page(tr, sim, str(patterns)).write(html)
         err.print(f"wrote {html}", markup=False)

@@ -19,9 +19,9 @@ from rich.table import Table
 from cepflow.cli.generate import pick_seed, read_model, run_duration
 from cepflow.cli.options import EngineName, load_program, need_spark, reading
 from cepflow.simulation.draws import GenerationError
+from cepflow.simulation.monte_carlo import LocalRunner, RunResult, Simulation, parse_count_by
 from cepflow.simulation.outcome import Outcome
 from cepflow.simulation.properties import FORMULAS, required_runs, run_until_precise, z_value
-from cepflow.simulation.runner import LocalRunner, RunResult, Simulation, parse_count_by
 from cepflow.simulation.stats import stats_csv
 
 err = Console(stderr=True, soft_wrap=True)

@@ -17,8 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cepflow.automaton.context import Context
-from cepflow.automaton.model import (
+from cepflow.automaton.automaton import (
     FINAL,
     INITIAL,
     TRAP,
@@ -30,9 +29,10 @@ from cepflow.automaton.model import (
     StartClock,
     Zone,
 )
-from cepflow.compiler.conjunction import ConjunctionError, Step, product
+from cepflow.automaton.context import Context
+from cepflow.compiler.conjunction import ConjunctionError, ProductStep, product
 from cepflow.compiler.esper import CLOCK, EsperPlan, current
-from cepflow.compiler.expressions import ExpressionError, compile_expr
+from cepflow.compiler.evaluator import ExpressionError, compile_expr
 from cepflow.compiler.normalize import (
     NormalizationError,
     fol_items,
@@ -40,7 +40,7 @@ from cepflow.compiler.normalize import (
     normalize,
     or_items,
 )
-from cepflow.events.model import EventType
+from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.language.tags import indexed
 from cepflow.language.walk import atoms, dotted, sure_variables, unused_variables
@@ -135,7 +135,7 @@ class _Builder:
         (self.negatives if negative else self.positions).append(pos)
         return pos
 
-    def step_position(self, step: Step, conj: int, track: str | None = None,
+    def step_position(self, step: ProductStep, conj: int, track: str | None = None,
                       settle: tuple[int, frozenset[str]] | None = None) -> Position:
         """A step of Esper's ``and``: its atoms (one type) merged into one position."""
         binds: list[tuple[int, str]] = []

@@ -9,7 +9,7 @@ and no interleaving, so Esper-style patterns get this construction instead (VEPL
 Each operand (atoms, sequences, alternatives, ``[n]`` repetitions) gets its own Glushkov
 positions; a state of the product is one position (or "not begun") per operand, and a step
 moves a non-empty set ``S`` of the unfinished operands on one event whose type all their next
-atoms share. A step of the product is one automaton position (:class:`Step`): the atoms of
+atoms share. A step of the product is one automaton position (:class:`ProductStep`): the atoms of
 ``S`` merged — every binding, the conjunction of the filters. Every subset of the operands that
 can take an event is a candidate, so the matcher keeps, of the steps that fire, only those whose
 ``S`` is maximal (``Position.conj``): every operand that can take the event takes it, which is
@@ -19,7 +19,8 @@ Esper's ``or`` runs its operands side by side in the same way and is true as soo
 is (EvalOrStateNode): its product ends at the first step that completes an operand (the lowest
 one when an event completes several), and the match keeps only that operand's events and tags
 — the others' tags are null, as Esper's result carries only the child that turned true
-(:attr:`Step.settles`, applied by the matcher). An ``or`` of single events needs none of this:
+(:attr:`ProductStep.settles`, applied by the matcher). An ``or`` of single events needs none of
+this:
 the plain automaton already is its product.
 """
 
@@ -95,7 +96,7 @@ class _Glushkov:
 
 
 @dataclass(frozen=True)
-class Step:
+class ProductStep:
     """One step of the product: the operands ``moved`` (indices) take the event with the atoms
     ``atoms`` (one per moved operand), reaching ``target`` (per operand its last position, or -1
     when it has not begun). Its ``state`` is the product position's identity."""
@@ -117,7 +118,7 @@ class Product:
     end it (every operand done / one operand done) and which may follow which; per operand, the
     variables its atoms bind (an ``or`` drops the others' at the end)."""
 
-    steps: list[Step]
+    steps: list[ProductStep]
     first: list[int]
     last: list[int]
     follow: dict[int, list[int]]
@@ -140,7 +141,7 @@ def product(p: ast.And | ast.Or) -> Product:
         parts.append((g, first, last))
     n = len(parts)
     index: dict[tuple, int] = {}
-    steps: list[Step] = []
+    steps: list[ProductStep] = []
     follow: dict[int, list[int]] = {}
 
     def nexts(state: tuple[int, ...]) -> list[int]:
@@ -172,7 +173,7 @@ def product(p: ast.And | ast.Or) -> Product:
                     target[i] = q
                 settles = None if conj else next(
                     (i for i, q in sorted(combo) if q in parts[i][2]), None)
-                step = Step(frozenset(i for i, _ in combo),
+                step = ProductStep(frozenset(i for i, _ in combo),
                             tuple(parts[i][0].atoms[q] for i, q in combo), tuple(target),
                             settles)
                 k = index.get(step.state)

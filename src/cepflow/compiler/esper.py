@@ -11,7 +11,7 @@ same automata and engine:
   is ``every (X or Y)`` (Esper documents the equivalence). ``every`` on a single event inside
   a pattern (``A -> every B``, ``every A -> every B -> C``) marks that event's occurrence: the
   partial match that takes it stays waiting for the next one, and a new one goes on
-  (:attr:`Position.every <cepflow.automaton.model.Position.every>`, run by the matcher).
+  (:attr:`Position.every <cepflow.automaton.automaton.Position.every>`, run by the matcher).
 * ``P and not C`` after an event (``A -> (B and not C)``) forbids ``C`` from ``A`` until ``P``
   completes: it is VEPL's ``A -> NOT C -> B`` (``NOT C`` before every step of ``P``), the
   same automaton. ``A -> (timer:interval(Δ) and not C)`` is ``(A -> NOT C)[Δ]`` and
@@ -54,7 +54,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from cepflow.compiler.normalize import and_items, fol_items, or_items
-from cepflow.events.model import EventType
+from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.language.tags import RepeatedTag, indexed, misuses, repeated_tags
 from cepflow.language.walk import rewrite, strip_alias, walk

@@ -31,8 +31,8 @@ the located warnings ``cepflow check`` and ``cepflow run`` print.
 
 from __future__ import annotations
 
+from cepflow.automaton.automaton import FINAL, TRAP, Automaton
 from cepflow.automaton.context import Context
-from cepflow.automaton.model import FINAL, TRAP, Automaton
 from cepflow.compiler.conditions import any_of, negation, satisfiable
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic

@@ -22,10 +22,10 @@ from typing import Any
 
 import networkx as nx
 
-from cepflow.automaton.model import Automaton
+from cepflow.automaton.automaton import Automaton
 from cepflow.compiler.automata import CompileError, compile_pattern
 from cepflow.compiler.esper import EsperError, is_esper, lower
-from cepflow.events.model import EventType, ParamSpec, canonical_type
+from cepflow.events.event import EventType, ParamSpec, canonical_type
 from cepflow.language import ast
 from cepflow.language.walk import atoms
 from cepflow.windows.declaration import statement_of

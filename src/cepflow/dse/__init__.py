@@ -14,16 +14,16 @@ from cepflow.dse.objectives import (
     SoftObjective,
     TransformationRule,
 )
-from cepflow.dse.search import Exploration, Solution, Step, explore, fingerprint
+from cepflow.dse.search import Exploration, RuleStep, Solution, explore, fingerprint
 
 __all__ = [
     "DSEError",
     "Exploration",
     "HardObjective",
     "RuleApplication",
+    "RuleStep",
     "SoftObjective",
     "Solution",
-    "Step",
     "TransformationRule",
     "explore",
     "fingerprint",

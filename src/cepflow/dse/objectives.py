@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cepflow.models.model import Model
+from cepflow.models.live_model import Model
 
 
 class DSEError(Exception):

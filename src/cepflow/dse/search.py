@@ -13,7 +13,8 @@ precondition match) from the given model, up to ``max_depth`` applications:
   live model and its listeners never see it and memory holds sequences and fingerprints only;
 * preconditions and objectives are evaluated from scratch per state
   (:func:`cepflow.queries.evaluate`, the incremental engine's oracle);
-* an action raising :class:`~cepflow.models.model.ModelError` is an inapplicable step (skipped);
+* an action raising :class:`~cepflow.models.live_model.ModelError` is an inapplicable step
+  (skipped);
 * solutions are ordered by length, then total soft cost, then the order of the rules and
   matches that produced them.
 """
@@ -33,7 +34,7 @@ from cepflow.dse.objectives import (
     TransformationRule,
 )
 from cepflow.models.jsonio import model_from_dict, model_to_dict
-from cepflow.models.model import Model, ModelError
+from cepflow.models.live_model import Model, ModelError
 from cepflow.queries.incremental import match_sort_key
 from cepflow.queries.ir import QuerySet
 from cepflow.queries.naive import evaluate
@@ -53,7 +54,7 @@ def fingerprint(model: Model) -> str:
 
 
 @dataclass(frozen=True)
-class Step:
+class RuleStep:
     """One rule application: the rule's name and the precondition match it was applied to."""
 
     rule: str
@@ -68,7 +69,7 @@ class Step:
 class Solution:
     """A fix: steps leading to a state that satisfies every hard objective."""
 
-    steps: tuple[Step, ...]
+    steps: tuple[RuleStep, ...]
     cost: float
     fingerprint: str
     _explorer: _Explorer = field(repr=False, compare=False)
@@ -138,11 +139,11 @@ class _Explorer:
         self.hard = list(hard)
         self.soft = list(soft)
 
-    def step(self, rule: TransformationRule, match: tuple[Any, ...]) -> Step:
+    def step(self, rule: TransformationRule, match: tuple[Any, ...]) -> RuleStep:
         params = self.queries[rule.precondition].params
-        return Step(rule.name, match, tuple(zip(params, match, strict=True)))
+        return RuleStep(rule.name, match, tuple(zip(params, match, strict=True)))
 
-    def apply_step(self, model: Model, step: Step, check: bool = False) -> None:
+    def apply_step(self, model: Model, step: RuleStep, check: bool = False) -> None:
         rule = self.rules[step.rule]
         if check and step.match not in evaluate(self.queries, model)[rule.precondition]:
             raise DSEError(f"quick fix step {step.describe()} no longer applies: "
@@ -172,12 +173,13 @@ def explore(model: Model, queries: QuerySet, hard: Iterable[HardObjective],
     work = model_from_dict(model_to_dict(model, embed_metamodel=False), model.metamodel)
     root = fingerprint(work)
     visited = {root}
-    frontier: list[tuple[tuple[Step, ...], str]] = [((), root)]  # (path, its state's fingerprint)
+    # (path, its state's fingerprint)
+    frontier: list[tuple[tuple[RuleStep, ...], str]] = [((), root)]
     found: list[tuple[int, float, int, Solution]] = []
     expanded = duplicates = skipped = 0
     truncated = False
     for depth in range(max_depth + 1):
-        nxt: list[tuple[tuple[Step, ...], str]] = []
+        nxt: list[tuple[tuple[RuleStep, ...], str]] = []
         for path, path_fp in frontier:
             try:
                 with work.transaction():

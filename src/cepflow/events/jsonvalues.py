@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cepflow.events.model import NONFINITE_TEXT
+from cepflow.events.event import NONFINITE_TEXT
 
 #: the key of a tagged float
 TAG = "$float"

@@ -1,8 +1,8 @@
 """Event inputs: JSON Lines, CSV and Parquet readers, the record rules, and the ordering policy.
 
-Every reader streams :class:`~cepflow.events.model.Event` objects with ``seq`` = 0-based position
+Every reader streams :class:`~cepflow.events.event.Event` objects with ``seq`` = 0-based position
 among the accepted events of the source; bad records go to a
-:class:`~cepflow.events.model.SideChannel` (or raise :class:`EventFormatError` in strict mode or
+:class:`~cepflow.events.event.SideChannel` (or raise :class:`EventFormatError` in strict mode or
 when no side channel is given), so nothing is lost silently. Folders and several files are read
 as one stream in time order (:mod:`cepflow.inputs.files`).
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cepflow.events.model import Event, EventType, SideChannel
+from cepflow.events.event import Event, EventType, SideChannel
 from cepflow.inputs.csvfile import read_csv
 from cepflow.inputs.files import (
     READERS,

@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepflow.events.model import Event, EventType, ParamSpec
+from cepflow.events.event import Event, EventType, ParamSpec
 from cepflow.inputs.records import ENVELOPE_FIELDS
 
 SLOTS = (("s", pa.string()), ("i", pa.int64()), ("f", pa.float64()), ("b", pa.bool_()))

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cepflow.events.model import Event, EventType, Rejected, SideChannel
+from cepflow.events.event import Event, EventType, Rejected, SideChannel
 from cepflow.inputs.csvfile import read_csv
 from cepflow.inputs.jsonl import read_jsonl
 from cepflow.inputs.ordering import merge, reorder

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cepflow.events.model import Event, EventType, SideChannel
+from cepflow.events.event import Event, EventType, SideChannel
 from cepflow.inputs.records import (
     Cursor,
     RecordConverter,

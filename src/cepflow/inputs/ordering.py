@@ -9,7 +9,7 @@ order. :func:`reorder` repairs that within a declared bound:
   ``ts <= w``; so ties keep their arrival order and the output is sorted by ``ts``.
 * An event whose ``ts`` is below that of an event already released cannot be put in its place
   any more: it is **late**. It is never dropped silently: it goes to ``side.late`` as a
-  :class:`~cepflow.events.model.Rejected` (:func:`late_reason`, with the event as record; its
+  :class:`~cepflow.events.event.Rejected` (:func:`late_reason`, with the event as record; its
   location that of its record in the file when the caller can tell it, ``locate``), or, without
   a side channel, raises :class:`LateEventError`. An event is late only if it trails the
   newest timestamp seen before it by more than ``allowed_lateness``. Spark streaming reports
@@ -31,7 +31,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
 
-from cepflow.events.model import Event, Rejected, SideChannel
+from cepflow.events.event import Event, Rejected, SideChannel
 
 
 class LateEventError(ValueError):

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cepflow.events.model import Event, EventType, SideChannel
+from cepflow.events.event import Event, EventType, SideChannel
 from cepflow.inputs.records import (
     Cursor,
     RecordConverter,

@@ -48,7 +48,7 @@ Records whose type is not in ``schemas`` are rejected with ``unknown event type 
 would hide a misspelt type) or kept untyped (``unknown_types="keep"``).
 
 A record that cannot be converted raises :class:`RecordError` (reason and field); readers turn
-it into a :class:`~cepflow.events.model.Rejected` on the side channel, or, in strict mode,
+it into a :class:`~cepflow.events.event.Rejected` on the side channel, or, in strict mode,
 into an :class:`EventFormatError`.
 """
 
@@ -60,7 +60,7 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, time
 from typing import Any, Literal
 
-from cepflow.events.model import (
+from cepflow.events.event import (
     NONFINITE_TEXT,
     Event,
     EventType,

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, overload
 
-from cepflow.events.model import EventType, ParamSpec, canonical_type
+from cepflow.events.event import EventType, ParamSpec, canonical_type
 from cepflow.language.ast import (
     AGGREGATES,
     And,
@@ -68,7 +68,7 @@ NOT_POSITION_ERROR = "NOT needs a preceding event or a window"
 _COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
 _ARITHMETIC = {"+", "-", "*", "/", "%"}
 _NUMERIC = {"int", "float"}
-#: what built-in functions of one argument return (compiler.expressions.BUILTINS): so that
+#: what built-in functions of one argument return (compiler.evaluator.BUILTINS): so that
 #: ``str(s) * 200000000`` is the error arithmetic on a string is, not an allocation per event
 _RETURNS = {"str": "str", "upper": "str", "lower": "str", "len": "int"}
 

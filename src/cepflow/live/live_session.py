@@ -46,12 +46,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from cepflow.compiler.expressions import Failure
+from cepflow.compiler.evaluator import Failure
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent, Event, Rejected
+from cepflow.events.event import ComplexEvent, Event, Rejected
 from cepflow.language import ast
 from cepflow.models.changes import Commit, add_listener
-from cepflow.models.model import Model
+from cepflow.models.live_model import Model
 from cepflow.queries.events import QueryEventError, QueryEventSource, QueryEventSpec, check_spec
 from cepflow.queries.incremental import MatchUpdate, QueryEngine, match_sort_key
 from cepflow.queries.ir import QuerySet

@@ -20,6 +20,7 @@ from cepflow.models.jsonio import (
     save_metamodel,
     save_model,
 )
+from cepflow.models.live_model import MObject, Model, ModelError
 from cepflow.models.metamodel import (
     MANY,
     Attribute,
@@ -30,7 +31,6 @@ from cepflow.models.metamodel import (
     Reference,
 )
 from cepflow.models.mmparser import parse_metamodel
-from cepflow.models.model import MObject, Model, ModelError
 
 __all__ = [
     "MANY",

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from cepflow.models.live_model import MObject, Model, ModelError
 from cepflow.models.metamodel import Metamodel
-from cepflow.models.model import MObject, Model, ModelError
 
 
 class FrameError(ValueError):

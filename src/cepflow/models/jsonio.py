@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cepflow.language.source import read_source
+from cepflow.models.live_model import Model, ModelError
 from cepflow.models.metamodel import (
     MANY,
     Metamodel,
@@ -34,7 +35,6 @@ from cepflow.models.metamodel import (
     did_you_mean,
 )
 from cepflow.models.mmparser import parse_metamodel
-from cepflow.models.model import Model, ModelError
 
 FORMAT = "cepflow-model"
 VERSION = 1

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cepflow.events.model import PRIMITIVE_ALIASES
+from cepflow.events.event import PRIMITIVE_ALIASES
 from cepflow.language.diagnostics import Diagnostic, DiagnosticError
 
 #: Upper bound of a reference that takes any number of targets.

@@ -13,7 +13,7 @@ from typing import TextIO
 
 import pyarrow as pa
 
-from cepflow.events.model import ComplexEvent
+from cepflow.events.event import ComplexEvent
 from cepflow.outputs.jsonl import PathOrFile, write_text_matches
 from cepflow.outputs.records import MATCH_SCHEMA, json_lists
 

@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cepflow.events.event import Event
 from cepflow.events.jsonvalues import as_text
-from cepflow.events.model import Event
 
 
 def json_default(value: Any) -> Any:

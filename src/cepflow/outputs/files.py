@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
-from cepflow.events.model import ComplexEvent, Rejected, SideChannel
+from cepflow.events.event import ComplexEvent, Rejected, SideChannel
 from cepflow.outputs.csvfile import CsvWriter
 from cepflow.outputs.jsonl import JsonLinesWriter
 from cepflow.outputs.parquet import ParquetWriter

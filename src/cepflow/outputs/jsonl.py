@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
-from cepflow.events.model import ComplexEvent, Rejected, SideChannel
+from cepflow.events.event import ComplexEvent, Rejected, SideChannel
 from cepflow.outputs.encoding import dumps, json_default
 from cepflow.outputs.records import match_batches, match_lines, rejected_batch, rejected_lines
 

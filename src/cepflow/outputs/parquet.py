@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cepflow.events.model import ComplexEvent
+from cepflow.events.event import ComplexEvent
 from cepflow.outputs.records import MATCH_SCHEMA, match_batches
 
 

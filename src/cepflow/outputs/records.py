@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel, output_ts
+from cepflow.events.event import ComplexEvent, Event, Rejected, SideChannel, output_ts
 from cepflow.outputs.encoding import dumps, dumps_as_read, json_texts
 
 #: A match as a row; ``params`` is the JSON text of an object (bindings differ per pattern).
@@ -46,7 +46,7 @@ REJECTED_SCHEMA = pa.schema([
 
 
 def match_ts_column(ts: pa.Array) -> pa.Array:
-    """:func:`~cepflow.events.model.output_ts` of a column of times (double or integer)."""
+    """:func:`~cepflow.events.event.output_ts` of a column of times (double or integer)."""
     if pa.types.is_integer(ts.type):
         return ts.cast(pa.int64())
     return pc.ceil(ts).cast(pa.int64())

@@ -11,10 +11,24 @@ from cepflow.petri.colours import ColourSet
 from cepflow.petri.inscriptions import ArcInscription
 from cepflow.petri.multiset import Multiset, cpn_multiset, cpn_value
 from cepflow.petri.net import P_HIGH, P_LOW, P_LOW2, P_NORMAL, Arc, Net, NetError, Place, Transition
-from cepflow.petri.simulator import SimulationError, Simulator, Step
+from cepflow.petri.simulator import Firing, SimulationError, Simulator
 
 __all__ = [
-    "P_HIGH", "P_LOW", "P_LOW2", "P_NORMAL", "Arc", "ArcInscription", "ColourSet", "Multiset",
-    "Net", "NetError", "Place", "SimulationError", "Simulator", "Step", "Transition",
-    "cpn_multiset", "cpn_value",
+    "P_HIGH",
+    "P_LOW",
+    "P_LOW2",
+    "P_NORMAL",
+    "Arc",
+    "ArcInscription",
+    "ColourSet",
+    "Firing",
+    "Multiset",
+    "Net",
+    "NetError",
+    "Place",
+    "SimulationError",
+    "Simulator",
+    "Transition",
+    "cpn_multiset",
+    "cpn_value",
 ]

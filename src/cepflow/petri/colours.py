@@ -104,7 +104,7 @@ UNIT = ColourSet("UNIT", "UNIT")
 BASIC_SETS: dict[str, ColourSet] = {cs.name: cs for cs in (INT, INTINF, REAL, STRING, BOOL,
                                                            ANY, UNIT)}
 
-#: cepflow's parameter types (events.model.PARAM_TYPES) as colour sets
+#: cepflow's parameter types (events.event.PARAM_TYPES) as colour sets
 FOR_PARAM: dict[str, ColourSet] = {"int": INTINF, "float": REAL, "str": STRING, "bool": BOOL,
                                    "any": ANY}
 

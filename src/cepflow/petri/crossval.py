@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.petri.translate import Token, engine_tokens, translate
 from cepflow.runtime.engine import Engine
 

@@ -2,7 +2,7 @@
 language — data, never Python.
 
 Every inscription is a :mod:`cepflow.language.ast` expression tree, evaluated by cepflow's
-evaluator (:func:`cepflow.compiler.expressions.compile_expr`): nothing read from a net file is
+evaluator (:func:`cepflow.compiler.evaluator.compile_expr`): nothing read from a net file is
 ever ``eval``-ed. A variable is a name (``x``) or a dotted name (``a1.k``: Esper's tag fields
 keep their spelling). The net functions below are pure, registered by name, and listed in
 docs/petri.md; they build what CPN ML writes with syntax (tuples, lists).
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cepflow.compiler.expressions import compile_expr
+from cepflow.compiler.evaluator import compile_expr
 from cepflow.language import ast
 from cepflow.language.parser import parse_expr
 from cepflow.language.printer import format_expr

@@ -8,7 +8,7 @@ from typing import Any
 
 from cepflow.petri.multiset import Multiset, cpn_multiset, cpn_value
 from cepflow.petri.net import Net
-from cepflow.petri.simulator import Step
+from cepflow.petri.simulator import Firing
 
 
 def binding_text(b: dict[str, Any]) -> str:
@@ -23,7 +23,7 @@ def tokens_text(net: Net, items: list[tuple[str, Any, int]]) -> str:
     return "; ".join(f"{p}: {cpn_multiset(ms, net.places[p].colours)}" for p, ms in by.items())
 
 
-def step_text(net: Net, s: Step) -> str:
+def step_text(net: Net, s: Firing) -> str:
     lines = [f"step {s.index}  {s.transition}  {binding_text(s.binding)}"]
     if s.taken:
         lines.append(f"  - {tokens_text(net, s.taken)}")
@@ -45,7 +45,7 @@ def jsonable(v: Any) -> Any:
     return v
 
 
-def step_json(s: Step) -> dict[str, Any]:
+def step_json(s: Firing) -> dict[str, Any]:
     def items(xs: list[tuple[str, Any, int]]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {}
         for p, c, n in xs:

@@ -534,7 +534,7 @@ class _Reader:
 
 
 def _builtin_names() -> set[str]:
-    from cepflow.compiler.expressions import BUILTINS
+    from cepflow.compiler.evaluator import BUILTINS
     return set(BUILTINS)
 
 

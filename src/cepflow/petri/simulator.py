@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from cepflow.compiler.expressions import Failure, install_sink
+from cepflow.compiler.evaluator import Failure, install_sink
 from cepflow.language import ast
 from cepflow.petri.inscriptions import compile_raw, var_name, variables
 from cepflow.petri.multiset import Multiset
@@ -47,7 +47,7 @@ class SimulationError(RuntimeError):
 
 
 @dataclass
-class Step:
+class Firing:
     """One fired binding element: ``taken`` and ``added`` are (place, colour, count)."""
 
     index: int
@@ -237,7 +237,7 @@ class Simulator:
         self.marking: dict[str, Multiset] = {p: Multiset() for p in net.places}
         for p, ms in net.initial.items():
             self.marking[p] = ms.copy()
-        self.trace: list[Step] = []
+        self.trace: list[Firing] = []
         self.steps = 0
         #: evaluation failures of inscriptions (module docstring), in the order they happened
         self.failures: list[Failure] = []
@@ -457,7 +457,7 @@ class Simulator:
                 if self._trans[i].priority == top for b in self._enabled[i]]
 
     # -- Def. 6 ---------------------------------------------------------------------------
-    def fire(self, transition: str, binding: dict[str, Any]) -> Step:
+    def fire(self, transition: str, binding: dict[str, Any]) -> Firing:
         """Fire an enabled binding element: ``M' = M - E(p,t)(b) + E(t,p)(b)``."""
         ct = self._by_name.get(transition)
         if ct is None:
@@ -476,9 +476,9 @@ class Simulator:
             return False
         return any(b == binding for b in self._bindings(ct, 1 << 62))
 
-    def _fire(self, ct: _Trans, b: dict[str, Any]) -> Step:
+    def _fire(self, ct: _Trans, b: dict[str, Any]) -> Firing:
         self.steps += 1
-        step = Step(self.steps, ct.name, b) if self.record else None
+        step = Firing(self.steps, ct.name, b) if self.record else None
         marking = self.marking
         touched: set[str] = set()
         for arc in ct.inputs:
@@ -525,9 +525,9 @@ class Simulator:
         if step is not None:
             self.trace.append(step)
             return step
-        return Step(self.steps, ct.name, b)
+        return Firing(self.steps, ct.name, b)
 
-    def undo(self) -> Step:
+    def undo(self) -> Firing:
         """Take back the last step fired (its tokens return; needs ``record=True``)."""
         if not self.trace:
             raise SimulationError("no step to take back")
@@ -551,7 +551,7 @@ class Simulator:
         self.steps -= 1
         return step
 
-    def redo(self, step: Step) -> Step:
+    def redo(self, step: Firing) -> Firing:
         """Fire ``step`` again (a step :meth:`undo` took back), whatever the choice would
         draw now: stepping back and forth shows the same run."""
         ct = self._by_name[step.transition]
@@ -563,7 +563,7 @@ class Simulator:
             install_sink(before)
 
     # -- running --------------------------------------------------------------------------
-    def step(self) -> Step | None:
+    def step(self) -> Firing | None:
         """Fire one enabled binding element (None when the marking is dead)."""
         before = install_sink(self.failures)
         try:
@@ -571,7 +571,7 @@ class Simulator:
         finally:
             install_sink(before)
 
-    def _step(self) -> Step | None:
+    def _step(self) -> Firing | None:
         self._refresh()
         en = self._enabled
         if not en:
@@ -585,7 +585,7 @@ class Simulator:
         return self._fire(self._trans[i], b)
 
     def run(self, max_steps: int | None = None,
-            until: Callable[[Step], bool] | None = None) -> int:
+            until: Callable[[Firing], bool] | None = None) -> int:
         """Fire until the marking is dead, ``max_steps`` steps were fired, or ``until`` is
         true of a step just fired. Returns the number of steps fired."""
         n = 0
@@ -602,11 +602,11 @@ class Simulator:
             install_sink(before)
         return n
 
-    def run_until_transition(self, name: str, max_steps: int | None = None) -> Step | None:
+    def run_until_transition(self, name: str, max_steps: int | None = None) -> Firing | None:
         """Fire until ``name`` fires (its step) or the marking is dead (None)."""
-        found: list[Step] = []
+        found: list[Firing] = []
 
-        def hit(s: Step) -> bool:
+        def hit(s: Firing) -> bool:
             if s.transition == name:
                 found.append(s)
                 return True
@@ -618,7 +618,7 @@ class Simulator:
     def tokens(self, place: str) -> Multiset:
         return self.marking[place]
 
-    def steps_iter(self) -> Iterator[Step]:
+    def steps_iter(self) -> Iterator[Firing]:
         while True:
             s = self.step()
             if s is None:

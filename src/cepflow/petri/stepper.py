@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cepflow.petri.multiset import Multiset
-from cepflow.petri.simulator import Simulator, Step
+from cepflow.petri.simulator import Firing, Simulator
 
 
 class Stepper:
@@ -19,14 +19,14 @@ class Stepper:
         if not sim.record:
             raise ValueError("stepping needs a simulator that records its steps")
         self.sim = sim
-        self.redo: list[Step] = []
+        self.redo: list[Firing] = []
 
     @property
     def at(self) -> int:
         """The number of steps fired so far."""
         return self.sim.steps
 
-    def next(self, k: int = 1) -> list[Step]:
+    def next(self, k: int = 1) -> list[Firing]:
         out = []
         for _ in range(k):
             if self.redo:
@@ -52,7 +52,7 @@ class Stepper:
         elif step > self.at:
             self.next(step - self.at)
 
-    def until(self, transition: str, limit: int = 1_000_000) -> Step | None:
+    def until(self, transition: str, limit: int = 1_000_000) -> Firing | None:
         """Forward until ``transition`` fires (None: it did not within ``limit`` steps)."""
         for _ in range(limit):
             got = self.next()
@@ -67,7 +67,7 @@ class Stepper:
 
 
 def interact(stepper: Stepper, read: Callable[[str], str], write: Callable[[str], None],
-             show_step: Callable[[Step], str], show_place: Callable[[str], str],
+             show_step: Callable[[Firing], str], show_place: Callable[[str], str],
              summary: Callable[[], str]) -> None:
     """The terminal loop: one command a line (``h`` lists them) until ``q`` or end of input."""
     help_text = ("n [k]  next k steps (Enter: one)   b [k]  back k steps   g N  go to step N\n"

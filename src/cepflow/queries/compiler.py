@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cepflow.compiler.expressions import ExpressionError, compile_expr, names_in
+from cepflow.compiler.evaluator import ExpressionError, compile_expr, names_in
 from cepflow.language import ast as E
 from cepflow.language.diagnostics import Diagnostic
 from cepflow.language.printer import format_expr
@@ -43,12 +43,11 @@ from cepflow.queries import query_ast as Q
 from cepflow.queries.functions import FunctionRegistry
 from cepflow.queries.ir import (
     Arg,
-    Atom,
     AttrRel,
     Check,
     Compare,
     CompiledBody,
-    Const,
+    ConstArg,
     ConstRel,
     Filter,
     HistoryRel,
@@ -57,6 +56,7 @@ from cepflow.queries.ir import (
     Query,
     QuerySet,
     RefRel,
+    RelAtom,
     TypeRel,
 )
 from cepflow.queries.query_parser import QueryError, parse_queries
@@ -189,7 +189,7 @@ class _BodyCompiler:
         self.alias: dict[str, str] = {}
         self.fresh = itertools.count()
         self.vars: dict[str, _VarInfo] = {}
-        self.atoms: list[Atom] = []
+        self.atoms: list[RelAtom] = []
         self.negs: list[NegAtom] = []
         self.filters: list[Filter] = []
         self.ok = True
@@ -259,7 +259,7 @@ class _BodyCompiler:
         return CompiledBody(params, self._drop_history_sources(params), tuple(self.negs),
                             tuple(self.filters))
 
-    def _drop_history_sources(self, params: tuple[str, ...]) -> tuple[Atom, ...]:
+    def _drop_history_sources(self, params: tuple[str, ...]) -> tuple[RelAtom, ...]:
         """The body's atoms without the attribute atoms whose value only feeds history
         functions: ``RightHand.x(RH, HX)`` used only as ``movingAverage(HX, 3)`` is implied by
         the history atom (every instance has an accumulator of the attribute), so a ``set`` of
@@ -319,7 +319,7 @@ class _BodyCompiler:
     def _arg(self, term: Q.Term) -> Arg:
         """A positive-constraint argument: a variable (fresh if anonymous) or a constant."""
         if isinstance(term, Q.Literal_):
-            return Const(term.value)
+            return ConstArg(term.value)
         if term.anonymous:
             name = f"{term.name}#{next(self.fresh)}"
             self.vars[name] = _VarInfo(uses=1)
@@ -339,12 +339,12 @@ class _BodyCompiler:
                   value_types: tuple[str | None, ...], loc: Loc) -> None:
         for arg, cls, vt in zip(args, columns, value_types, strict=True):
             self._bind(arg, cls, vt, loc)
-        self.atoms.append(Atom(rel, args, columns, loc))
+        self.atoms.append(RelAtom(rel, args, columns, loc))
 
     def _type_atom(self, cls: str, arg: Arg, loc: Loc) -> None:
         self._add_atom(TypeRel(cls), (arg,), (cls,), (None,), loc)
 
-    def _param_type(self, p: Q.Param) -> None:
+    def _param_type(self, p: Q.QueryParam) -> None:
         if p.type is None:
             return
         var = self._var(p.name)
@@ -406,8 +406,8 @@ class _BodyCompiler:
                                                                    f"{con.cls}.{con.feature}"):
             return
         arg = self._arg(target)
-        if isinstance(arg, Const) and feature.type == "float":
-            arg = Const(float(arg.value))
+        if isinstance(arg, ConstArg) and feature.type == "float":
+            arg = ConstArg(float(arg.value))
         # keyed by the constraint's class, not the declaring one: RightHand.x holds only the
         # right hands, so setting x of another PositionedElement does not reach these plans
         self._add_atom(AttrRel(cls.name, feature.name), (src, arg), (cls.name, None),
@@ -460,7 +460,7 @@ class _BodyCompiler:
                     self._object_arg(term, con.loc)
                     return
                 positions.append(i)
-                args.append(Const(term.value))
+                args.append(ConstArg(term.value))
                 continue
             var = self._var(term.name)
             if term.anonymous or (self.vars[var].uses == 1 and not self.vars[var].positive):
@@ -481,7 +481,7 @@ class _BodyCompiler:
                 return
             sides.append(self._arg(term))
         left, right = sides
-        if isinstance(left, Const) and isinstance(right, Const):
+        if isinstance(left, ConstArg) and isinstance(right, ConstArg):
             self.error(con.loc, "comparison of two constants")
             return
         if con.op == "==" and isinstance(left, str) and isinstance(right, str):
@@ -494,7 +494,7 @@ class _BodyCompiler:
             if not isinstance(f, Compare) or f.op != "==":
                 continue
             var, const = (f.left, f.right) if isinstance(f.left, str) else (f.right, f.left)
-            assert isinstance(var, str) and isinstance(const, Const)
+            assert isinstance(var, str) and isinstance(const, ConstArg)
             if not self.vars[var].positive:
                 self.filters.remove(f)
                 self._add_atom(ConstRel(const.value), (var,), (None,),

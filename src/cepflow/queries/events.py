@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cepflow.events.model import Event, EventType, ParamSpec
+from cepflow.events.event import Event, EventType, ParamSpec
 from cepflow.models.changes import add_listener
 from cepflow.queries.incremental import MatchUpdate, QueryDelta, QueryEngine
 from cepflow.queries.ir import Query, QuerySet

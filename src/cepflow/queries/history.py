@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from cepflow.models.changes import Change, Commit
+from cepflow.models.live_model import Model
 from cepflow.models.metamodel import Metamodel
-from cepflow.models.model import Model
 from cepflow.queries.functions import Accumulator, FunctionRegistry
 from cepflow.queries.ir import HistoryRel
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cepflow.models.changes import Change, Commit, add_listener
-from cepflow.models.model import Model
+from cepflow.models.live_model import Model
 from cepflow.queries.history import ABSENT, History
 from cepflow.queries.ir import (
     AttrRel,

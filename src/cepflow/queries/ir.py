@@ -87,18 +87,18 @@ RelKey = TypeRel | RefRel | AttrRel | HistoryRel | ConstRel | MatchRel
 
 
 @dataclass(frozen=True)
-class Const:
+class ConstArg:
     """A constant argument."""
 
     value: Any
 
 
 #: An argument: a variable name or a constant.
-Arg = str | Const
+Arg = str | ConstArg
 
 
 @dataclass(frozen=True)
-class Atom:
+class RelAtom:
     """``rel(args)``. ``columns`` gives, per position, the class its values are instances of
     (None for plain values): an atom implies the type constraints of its columns."""
 
@@ -192,7 +192,7 @@ class CompiledBody:
     one variable)."""
 
     params: tuple[str, ...]
-    atoms: tuple[Atom, ...]
+    atoms: tuple[RelAtom, ...]
     negs: tuple[NegAtom, ...]
     filters: tuple[Filter, ...]
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from cepflow.models.model import Model
+from cepflow.models.live_model import Model
 from cepflow.queries.history import History
 from cepflow.queries.ir import (
-    Atom,
     AttrRel,
     Check,
     CompiledBody,
-    Const,
+    ConstArg,
     ConstRel,
     HistoryRel,
     MatchRel,
     QuerySet,
     RefRel,
+    RelAtom,
     TypeRel,
 )
 
@@ -58,7 +58,7 @@ def _body(body: CompiledBody, model: Model, history: History,
 
 
 def _value(arg: Any, binding: dict[str, Any]) -> Any:
-    return arg.value if isinstance(arg, Const) else binding[arg]
+    return arg.value if isinstance(arg, ConstArg) else binding[arg]
 
 
 def _neg_holds(pattern: str, positions: tuple[int, ...], args: tuple[Any, ...],
@@ -73,12 +73,12 @@ def _filter(f: Any, binding: dict[str, Any]) -> bool:
     return f.holds(_value(f.left, binding), _value(f.right, binding))
 
 
-def _solve(atoms: list[Atom], binding: dict[str, Any], model: Model, history: History,
+def _solve(atoms: list[RelAtom], binding: dict[str, Any], model: Model, history: History,
            results: dict[str, set[Match]]) -> Iterator[dict[str, Any]]:
     if not atoms:
         yield dict(binding)
         return
-    atom = max(atoms, key=lambda a: sum(isinstance(x, Const) or x in binding for x in a.args))
+    atom = max(atoms, key=lambda a: sum(isinstance(x, ConstArg) or x in binding for x in a.args))
     rest = [a for a in atoms if a is not atom]
     for t in _tuples(atom, binding, model, history, results):
         extended = dict(binding)
@@ -87,7 +87,7 @@ def _solve(atoms: list[Atom], binding: dict[str, Any], model: Model, history: Hi
 
 
 def _unify(arg: Any, value: Any, binding: dict[str, Any]) -> bool:
-    if isinstance(arg, Const):
+    if isinstance(arg, ConstArg):
         return arg.value == value
     if arg in binding:
         return binding[arg] == value
@@ -95,7 +95,7 @@ def _unify(arg: Any, value: Any, binding: dict[str, Any]) -> bool:
     return True
 
 
-def _tuples(atom: Atom, binding: dict[str, Any], model: Model, history: History,
+def _tuples(atom: RelAtom, binding: dict[str, Any], model: Model, history: History,
             results: dict[str, set[Match]]) -> Iterator[tuple[Any, ...]]:
     """Candidate tuples of the atom's relation (restricted by a bound first argument)."""
     rel = atom.rel

@@ -29,17 +29,17 @@ from typing import Any
 from cepflow.models.metamodel import Metamodel
 from cepflow.queries.ir import (
     Arg,
-    Atom,
     AttrRel,
     Check,
     Compare,
     CompiledBody,
-    Const,
+    ConstArg,
     ConstRel,
     Filter,
     HistoryRel,
     MatchRel,
     RefRel,
+    RelAtom,
     TypeRel,
 )
 from cepflow.queries.relations import EMPTY, Projection, Relation, key_function
@@ -81,7 +81,7 @@ class Item:
     position: int
     args: tuple[Arg, ...]
     memory: Relation | Projection
-    atom: Atom | None  # None for negative items
+    atom: RelAtom | None  # None for negative items
 
     @property
     def negative(self) -> bool:
@@ -92,7 +92,7 @@ class Item:
         return {a for a in self.args if isinstance(a, str)}
 
 
-def prune_implied_types(atoms: Iterable[Atom], mm: Metamodel) -> list[Atom]:
+def prune_implied_types(atoms: Iterable[RelAtom], mm: Metamodel) -> list[RelAtom]:
     """Drop type atoms that other atoms imply: ``Host(H)`` is implied by
     ``Host.applications(H, A)`` (sources of the reference are Hosts) and by ``SubHost(H)``.
     Fewer atoms, fewer joins; same matches, since the model only holds well-typed edges."""
@@ -107,7 +107,7 @@ def prune_implied_types(atoms: Iterable[Atom], mm: Metamodel) -> list[Atom]:
     return kept
 
 
-def _implies(other: Atom, var: Arg, cls: str, mm: Metamodel) -> bool:
+def _implies(other: RelAtom, var: Arg, cls: str, mm: Metamodel) -> bool:
     for arg, col in zip(other.args, other.columns, strict=True):
         if arg != var or col is None or not mm[col].is_a(cls):
             continue
@@ -168,7 +168,7 @@ class BodyPlanner:
             return _unchanged  # the value is not looked at: no assignment changes
         first = self.items[k].args[0]
         env, chain, (old_slot,), (new_slot,), flags = self._dual_chain((k,))
-        if isinstance(first, Const):
+        if isinstance(first, ConstArg):
             value = first.value
 
             def modify_const(obj: Any, old: Any, new: Any) -> None:
@@ -290,7 +290,7 @@ class BodyPlanner:
 
     def _cost(self, item: Item, bound: set[str]) -> float:
         """Estimated tuples a lookup yields (0: a membership test)."""
-        cols = [isinstance(a, Const) or a in bound for a in item.args]
+        cols = [isinstance(a, ConstArg) or a in bound for a in item.args]
         if all(cols):
             return 0
         atom = item.atom
@@ -397,7 +397,7 @@ class BodyPlanner:
         equal: list[tuple[int, int]] = []
         first: dict[str, int] = {}
         for i, a in enumerate(seed.args):
-            if isinstance(a, Const):
+            if isinstance(a, ConstArg):
                 consts.append((i, a.value))
             elif a in first:
                 equal.append((i, first[a]))
@@ -449,7 +449,7 @@ class BodyPlanner:
         equal: list[tuple[int, int]] = []
         first: dict[str, int] = {}
         for i, a in enumerate(item.args):
-            if isinstance(a, Const):
+            if isinstance(a, ConstArg):
                 key_cols.append(i)
                 key_parts.append((False, a.value))
             elif a in bound:
@@ -503,7 +503,8 @@ class BodyPlanner:
     def _negative(self, item: Item, nxt: Step, sees_after: bool) -> Step:
         proj = item.memory
         assert isinstance(proj, Projection)
-        key_of = _key_builder([(False, a.value) if isinstance(a, Const) else (True, self.slots[a])
+        key_of = _key_builder([(False, a.value) if isinstance(a, ConstArg)
+                               else (True, self.slots[a])
                                for a in item.args])
         counts = proj.counts
 
@@ -523,7 +524,7 @@ class BodyPlanner:
             return f.test(self.slots)
 
         def value(a: Arg) -> Callable[[Env], Any]:
-            if isinstance(a, Const):
+            if isinstance(a, ConstArg):
                 v = a.value
                 return lambda env: v
             s = self.slots[a]

@@ -93,7 +93,7 @@ Constraint = TypeConstraint | PathConstraint | FindConstraint | CheckConstraint 
 
 
 @dataclass(frozen=True)
-class Param:
+class QueryParam:
     """A pattern parameter with an optional type (a class or a primitive type name)."""
 
     name: str
@@ -110,7 +110,7 @@ class Body:
 @dataclass(frozen=True)
 class PatternDecl:
     name: str
-    params: tuple[Param, ...]
+    params: tuple[QueryParam, ...]
     bodies: tuple[Body, ...]
     private: bool = False
     loc: Loc = field(default=None, compare=False, repr=False)

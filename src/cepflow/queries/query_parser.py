@@ -45,14 +45,14 @@ def parse_queries(text: str, source: str = "<string>") -> Q.QueryFile:
 
 def _pattern(node: Tree, source: str) -> Q.PatternDecl:
     private, name, *rest = node.children
-    params: list[Q.Param] = []
+    params: list[Q.QueryParam] = []
     bodies: list[Q.Body] = []
     for child in rest:
         if child is None:
             continue
         if child.data == "param":
             pname, ptype = child.children
-            params.append(Q.Param(str(pname), None if ptype is None else str(ptype),
+            params.append(Q.QueryParam(str(pname), None if ptype is None else str(ptype),
                                   node_loc(pname)))
         else:
             bodies.append(Q.Body(tuple(_constraint(c, source) for c in child.children),

@@ -24,9 +24,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cepflow.automaton.model import Automaton
+from cepflow.automaton.automaton import Automaton
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.explain import TokenStory
 from cepflow.runtime.host import Trace
 from cepflow.runtime.interval_clock import CLOCK_TOKEN

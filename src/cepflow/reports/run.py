@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Automaton, Zone
 from cepflow.automaton.dot import RenderError, to_dot, to_svg
-from cepflow.automaton.model import FINAL, INITIAL, TRAP, Automaton, Zone
-from cepflow.events.model import Event, EventType
+from cepflow.events.event import Event, EventType
 from cepflow.replay import Replayed
 from cepflow.reports import charts
 from cepflow.reports.page import Page

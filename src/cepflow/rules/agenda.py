@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.rules.rule import Rule, RuleActivation, RuleError
 
 #: states in which an activation waits in the conflict set

@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language import ast
 from cepflow.runtime.actions import event_bindings
 
 if TYPE_CHECKING:
     from cepflow.compiler.program import Program
-    from cepflow.models.model import Model
+    from cepflow.models.live_model import Model
 
 #: the match changes a query rule may react to
 QUERY_CHANGES = ("appeared", "disappeared", "updated")

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from cepflow.events.model import ComplexEvent, Event, EventType
+from cepflow.events.event import ComplexEvent, Event, EventType
 from cepflow.language import ast
 
 _REGISTRY: dict[str, Callable[[Any], Any]] = {}

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cepflow.automaton.automaton import INITIAL, Automaton, Edge, Zone
 from cepflow.automaton.context import Context
-from cepflow.automaton.model import INITIAL, Automaton, Edge, Zone
 from cepflow.runtime.shapes import Chain, EsperPair, chain_of, esper_pair_of
 
 

@@ -24,7 +24,7 @@ other timer. At ``advance_to(inf)`` (``finish(close_windows=True)``) the interva
 end, and no new one begins: the statement stops with its input.
 
 **Input a statement cannot take** (a value an aggregate cannot aggregate, an unhashable group
-key) is, with a :class:`~cepflow.events.model.SideChannel` given as ``side``, put there with
+key) is, with a :class:`~cepflow.events.event.SideChannel` given as ``side``, put there with
 its reason (statement, field, value) while the statement's state stays as it was and the event
 goes on to every other pattern and statement; without one it stops the run with an
 :class:`EngineError`, as before.
@@ -49,9 +49,9 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.compiler.expressions import SINKS, install_sink
+from cepflow.compiler.evaluator import SINKS, install_sink
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent, Event, Rejected, SideChannel
+from cepflow.events.event import ComplexEvent, Event, Rejected, SideChannel
 from cepflow.runtime.actions import registered
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.compiled import CompiledPattern

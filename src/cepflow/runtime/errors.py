@@ -4,7 +4,7 @@ engine, matcher, kernels, saved state — raises them without importing the engi
 
 from __future__ import annotations
 
-from cepflow.events.model import ComplexEvent, Rejected
+from cepflow.events.event import ComplexEvent, Rejected
 
 
 class EngineError(Exception):

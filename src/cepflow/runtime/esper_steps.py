@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cepflow.automaton.model import FINAL
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.automaton.automaton import FINAL
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.binding import NO_BINDINGS
 from cepflow.runtime.tokens import Thread, Token
 

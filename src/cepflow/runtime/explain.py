@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cepflow.automaton.model import FINAL, INITIAL, Automaton
+from cepflow.automaton.automaton import FINAL, INITIAL, Automaton
 from cepflow.compiler.program import Program
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.runtime.engine import Engine
 from cepflow.timefmt import instant_text
 

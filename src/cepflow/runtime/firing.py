@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.language import ast
 
 

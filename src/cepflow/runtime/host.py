@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cepflow.compiler.expressions import Failure
+from cepflow.compiler.evaluator import Failure
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.language import ast
 from cepflow.runtime.actions import Activation
 from cepflow.runtime.counters import Counters

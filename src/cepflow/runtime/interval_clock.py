@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.binding import NO_BINDINGS, bind
 from cepflow.runtime.tokens import Token
 from cepflow.timefmt import duration_text as _ms

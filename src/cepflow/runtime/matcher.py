@@ -23,8 +23,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cepflow.automaton.model import FINAL, INITIAL, TRAP, Collect, Edge, Forbid
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, Forbid
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.tags import index_name
 from cepflow.runtime.binding import NO_BINDINGS, bind
 from cepflow.runtime.compiled import CompiledPattern

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.errors import EngineError
 
 _SEQ, _TS, _TYPE, _PARAMS = (attrgetter(a) for a in ("seq", "ts", "type", "params"))

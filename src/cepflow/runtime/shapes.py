@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cepflow.automaton.automaton import INITIAL
 from cepflow.automaton.context import Context
-from cepflow.automaton.model import INITIAL
 
 
 @dataclass

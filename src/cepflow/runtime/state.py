@@ -33,9 +33,9 @@ import math
 import reprlib
 from typing import Any
 
-from cepflow.compiler.expressions import EvaluationError
+from cepflow.compiler.evaluator import EvaluationError
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.events.jsonvalues import tagged, untagged
-from cepflow.events.model import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.matcher import Matcher

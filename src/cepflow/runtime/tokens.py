@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 
 
 class Thread:

@@ -1,7 +1,7 @@
 """Column-wise evaluation of an event's own filter (the column kernel's vectorized filters).
 
 The column kernels (runtime/kernels/) check an atom's filter for all rows of a batch at once.
-This evaluates the same ``Expr`` AST as compiler/expressions.py, over numpy columns, for the
+This evaluates the same ``Expr`` AST as compiler/evaluator.py, over numpy columns, for the
 subset where numpy's answer is provably the closure's answer: numeric and boolean columns (no
 ``None``, no Python objects), numeric constants, comparisons, ``and``/``or``/``not``, unary minus
 and ``+ - *`` while integers stay far from int64 overflow. Anything else — strings, ``null``,

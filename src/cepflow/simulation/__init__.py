@@ -10,7 +10,7 @@ complex event is (Wilson intervals, the number of runs needed). docs/simulation.
 
 from cepflow.simulation.draws import GenerationError
 from cepflow.simulation.generator import RunEvents, generate, stream
-from cepflow.simulation.model import Model, ModelError, load_model, parse_duration, parse_model
+from cepflow.simulation.monte_carlo import RunResult, Simulation, run_local
 from cepflow.simulation.properties import (
     Estimate,
     estimate,
@@ -18,17 +18,23 @@ from cepflow.simulation.properties import (
     wilson_interval,
     z_value,
 )
-from cepflow.simulation.runner import RunResult, Simulation, run_local
+from cepflow.simulation.simulation_model import (
+    SimulationModel,
+    SimulationModelError,
+    load_model,
+    parse_duration,
+    parse_model,
+)
 from cepflow.simulation.stats import Summary, summarise
 
 __all__ = [
     "Estimate",
     "GenerationError",
-    "Model",
-    "ModelError",
     "RunEvents",
     "RunResult",
     "Simulation",
+    "SimulationModel",
+    "SimulationModelError",
     "Summary",
     "estimate",
     "generate",

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from cepflow.simulation.model import Arrival, Distribution, ValueSpec
+from cepflow.simulation.simulation_model import Arrival, Distribution, ValueSpec
 
 
 class GenerationError(ValueError):

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.events.model import Event, EventType
+from cepflow.events.event import Event, EventType
 from cepflow.simulation.draws import GenerationError, arrivals, draw, finish
-from cepflow.simulation.model import Model, Source, ValueSpec
+from cepflow.simulation.simulation_model import SimulationModel, Source, ValueSpec
 
 #: a run may generate at most this many events (expected count, checked before drawing)
 MAX_EVENTS = 50_000_000
@@ -125,12 +125,12 @@ class RunEvents:
         return h.hexdigest()
 
 
-def expected_events(model: Model, duration_ms: float) -> float:
+def expected_events(model: SimulationModel, duration_ms: float) -> float:
     """The expected number of events of a run of ``duration_ms``."""
     return sum(s.instances * s.arrival.expected(duration_ms) for s in model.sources)
 
 
-def generate(model: Model, duration_ms: float | None, seed: int, run: int = 0,
+def generate(model: SimulationModel, duration_ms: float | None, seed: int, run: int = 0,
              max_events: int = MAX_EVENTS, limit: int | None = None) -> RunEvents:
     """Generate run ``run`` of seed ``seed``: every source's events over ``duration_ms``, or
     the first ``limit`` events (Listing 30's ``num``: a bound on the number of events), or
@@ -168,14 +168,14 @@ def generate(model: Model, duration_ms: float | None, seed: int, run: int = 0,
     return RunEvents(ts, out, end)
 
 
-def _horizon(model: Model, limit: int, duration_ms: float | None) -> float:
+def _horizon(model: SimulationModel, limit: int, duration_ms: float | None) -> float:
     """A first horizon long enough for about ``limit`` events, within the duration."""
     per_ms = max(expected_events(model, 3_600_000) / 3_600_000, 1e-12)
     guess = limit / per_ms * 1.1 + 1
     return guess if duration_ms is None else min(guess, duration_ms)
 
 
-def _arrivals(model: Model, horizon: float, seed: int, run: int
+def _arrivals(model: SimulationModel, horizon: float, seed: int, run: int
               ) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
     """Every source's arrivals over ``horizon``, merged: the times (int64 ms, from the
     model's start), each source's positions in them and its events' instances."""

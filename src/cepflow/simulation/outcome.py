@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import cepflow
+from cepflow.simulation.monte_carlo import RunResult, Simulation
 from cepflow.simulation.properties import Estimate, estimate, ratios
-from cepflow.simulation.runner import RunResult, Simulation
 from cepflow.simulation.stats import Summary, summarise
 
 

@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from cepflow.reports import charts
+from cepflow.simulation.monte_carlo import RunResult
 from cepflow.simulation.properties import convergence
-from cepflow.simulation.runner import RunResult
 
 
 def count_histogram(name: str, results: Sequence[RunResult]) -> Figure:

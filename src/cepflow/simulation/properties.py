@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any
 
-from cepflow.simulation.runner import RunResult
+from cepflow.simulation.monte_carlo import RunResult
 
 FORMULAS = ("exact", "seed")
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cepflow.simulation.runner import RunResult
+from cepflow.simulation.monte_carlo import RunResult
 
 HEADER = ("Event", "Min", "Max", "Median", "Mean", "Std.Dev")
 

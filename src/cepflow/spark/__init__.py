@@ -19,7 +19,7 @@ from cepflow.spark.dataframes import (
     write_matches,
     write_rejected,
 )
-from cepflow.spark.plan import Group, plan
+from cepflow.spark.partitioning import Group, plan
 from cepflow.spark.replay import Replayed, replay
 from cepflow.spark.session import spark_session
 

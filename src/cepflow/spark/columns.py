@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.inputs.columnar import (
     SLOTS,
     column,

@@ -3,7 +3,7 @@
 Files are read by cepflow's own readers inside the executors (one task per file, through
 Spark's ``binaryFile`` source), so a record is accepted or rejected — with file, line/row and
 field — exactly as in-process. Events are then split into the groups of
-:mod:`cepflow.spark.plan`, repartitioned by the group's key, ordered by (timestamp, input
+:mod:`cepflow.spark.partitioning`, repartitioned by the group's key, ordered by (timestamp, input
 position) within each partition and fed through Arrow (``mapInArrow``) to one engine per
 partition, which uses its column-wise batch path where it applies. No semantics are
 re-implemented here: every match comes from :class:`cepflow.runtime.engine.Engine`.
@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import Event, Rejected, SideChannel
+from cepflow.events.event import Event, Rejected, SideChannel
 from cepflow.inputs import READERS, Cursor, RecordConverter, RecordError, options_for
 from cepflow.inputs.columnar import arity_of, constant, read_columns
 from cepflow.inputs.files import UNSUPPORTED, location_unit
@@ -54,7 +54,7 @@ from cepflow.spark.columns import (
     spark_ddl,
     spark_type,
 )
-from cepflow.spark.plan import TIMED_WINDOWS, Group, plan, subprogram
+from cepflow.spark.partitioning import TIMED_WINDOWS, Group, plan, subprogram
 
 #: a rejected record's fields besides its kind (:data:`cepflow.outputs.records.REJECTED_SCHEMA`:
 #: the records of a file are all ``malformed``)

@@ -40,7 +40,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent
+from cepflow.events.event import ComplexEvent
 from cepflow.language.parser import parse
 from cepflow.live import LiveSession
 from cepflow.loader import load_module

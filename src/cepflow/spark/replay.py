@@ -11,7 +11,7 @@ parsed once, inside the job that writes the complex events (docs/spark.md, "One 
   event once per pattern group that reads its type (``g``, with several groups), its ``seq``
   packing its file's number (files by name, as in-process) and its position in the file
   (:data:`FILE_SHIFT`). The columns that travel are those the groups' event types can fill
-  (:func:`cepflow.spark.plan.fillable_columns`).
+  (:func:`cepflow.spark.partitioning.fillable_columns`).
 * It ends with *summary rows* — per file it read, its event count and largest timestamp, as
   JSON in ``type`` — sent to every partition. They have a null ``ts``, so they sort before the
   events; their ``seq`` is the target partition, mapped to a value Spark's hash partitioning
@@ -48,7 +48,7 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import SideChannel
+from cepflow.events.event import SideChannel
 from cepflow.inputs.columnar import arity_of, parquet_columns
 from cepflow.inputs.files import check_options, input_files
 from cepflow.outputs.files import check_writable, write_side_file
@@ -79,7 +79,7 @@ from cepflow.spark.dataframes import (
     warn_unpartitioned,
     write_matches,
 )
-from cepflow.spark.plan import Group, fillable_columns, plan, read_types, subprogram
+from cepflow.spark.partitioning import Group, fillable_columns, plan, read_types, subprogram
 
 #: ``g`` of a file's summary row (events have their group's number)
 SUMMARY = -1
@@ -315,7 +315,7 @@ def replay(spark: SparkSession, path: str | os.PathLike[str], program: Program,
 def _travelling(names: list[str], program: Program, groups: list[Group],
                 arity: int) -> set[str]:
     """The optional event columns that travel: those the groups' event types can fill
-    (:func:`cepflow.spark.plan.fillable_columns`), narrowed, when every file is a local
+    (:func:`cepflow.spark.partitioning.fillable_columns`), narrowed, when every file is a local
     Parquet file (the source is local: :func:`replay` reads a local path), to those the
     files' column types can fill (their footers,
     :func:`cepflow.inputs.columnar.parquet_columns`): an untyped parameter then ships one slot

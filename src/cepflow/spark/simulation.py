@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from cepflow.simulation.runner import RunResult, Simulation
+from cepflow.simulation.monte_carlo import RunResult, Simulation
 from cepflow.spark.session import spark_session
 
 #: what an executor sends back for a run (its counts by event type, and group of count_by)
@@ -77,7 +77,7 @@ def _ordered(counts: dict[str, int], types: Sequence[str]) -> dict[str, int]:
 
 
 class SparkRunner:
-    """Runs on Spark, with the interface of :class:`cepflow.simulation.runner.LocalRunner`:
+    """Runs on Spark, with the interface of :class:`cepflow.simulation.monte_carlo.LocalRunner`:
     ``map(runs)`` is one Spark job."""
 
     def __init__(self, simulation: Simulation, master: str | None = None,

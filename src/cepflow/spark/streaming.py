@@ -97,7 +97,7 @@ from cepflow.spark.dataframes import (
     longs,
     shown_names,
 )
-from cepflow.spark.plan import Group, fillable_columns, plan, subprogram
+from cepflow.spark.partitioning import Group, fillable_columns, plan, subprogram
 
 STATE_DIR = "cepflow-state"
 MATCH_COLS = ["pattern", "ts", "params", "events"]

@@ -1,7 +1,7 @@
 """Expression trees of window statements: finding aggregates, rewriting, naming, parsing.
 
 Statements use ``cepflow.language.ast`` expressions. Before they are compiled by cepflow's own
-evaluator (``cepflow.compiler.expressions.compile_expr``; nothing is ever ``eval``-ed), every
+evaluator (``cepflow.compiler.evaluator.compile_expr``; nothing is ever ``eval``-ed), every
 aggregate call is replaced by a placeholder name bound to the aggregate's current value, the
 stream alias is dropped from ``a1.field`` and ``current_timestamp()`` becomes the output time.
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 
 Record = tuple[float, int, Any, tuple[Any, ...], Event]
 

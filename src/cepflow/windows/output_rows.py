@@ -1,6 +1,6 @@
 """Output rows: evaluating the select list and ``having``, and making the output event.
 
-Each row becomes a :class:`~cepflow.events.model.ComplexEvent` of the statement's output type
+Each row becomes a :class:`~cepflow.events.event.ComplexEvent` of the statement's output type
 (``insert into``): ``params`` are the select values in order, ``bindings`` map the output names
 to them, ``parts`` is the input event whose arrival made the row (empty for rows made by time
 passing), so rows can re-enter the stream like any detected complex event.
@@ -12,8 +12,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from cepflow.compiler.expressions import Evaluator
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.compiler.evaluator import Evaluator
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.windows.expressions import NOW
 
 _PREFIX = "$a"

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cepflow.compiler.expressions import Evaluator, ExpressionError, compile_expr
-from cepflow.events.model import Event, EventType, ParamSpec
+from cepflow.compiler.evaluator import Evaluator, ExpressionError, compile_expr
+from cepflow.events.event import Event, EventType, ParamSpec
 from cepflow.language import ast
 from cepflow.language.printer import format_expr
 from cepflow.language.walk import expr_children as children

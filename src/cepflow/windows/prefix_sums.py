@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cepflow.events.model import ComplexEvent, Event, EventType
+from cepflow.events.event import ComplexEvent, Event, EventType
 from cepflow.language import ast
 from cepflow.windows.held import EVENT, KEY, TS, VALS, Record
 from cepflow.windows.plan import StatementPlan, compile_statement

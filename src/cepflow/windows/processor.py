@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.windows.aggregates import FIRST, Aggregation, N
 from cepflow.windows.held import EVENT, KEY, SEQ, VALS, Record
 from cepflow.windows.output_rows import RowBuilder

@@ -5,7 +5,7 @@ A runner executes one :class:`WindowStatement`. Time is event time: every event 
 expires sliding-window events and closes time batches first; :meth:`advance_to` moves the clock
 without an event; :meth:`finish` ends the input. Events must come in timestamp order (the
 readers' ``reorder`` policy handles late input before this stage). Each output row is a
-:class:`~cepflow.events.model.ComplexEvent` of the statement's output type (``insert into``),
+:class:`~cepflow.events.event.ComplexEvent` of the statement's output type (``insert into``),
 so rows can re-enter the stream for higher-order patterns or further statements.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.compiler.expressions import current_sink
-from cepflow.events.model import ComplexEvent, Event, EventType
+from cepflow.compiler.evaluator import current_sink
+from cepflow.events.event import ComplexEvent, Event, EventType
 from cepflow.runtime.collector import gc_paused
 from cepflow.windows.aggregates import Aggregation
 from cepflow.windows.base import WindowView

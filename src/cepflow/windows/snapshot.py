@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.windows.aggregates import CNT, FIRST, TOTAL, Aggregation, N
 from cepflow.windows.base import WindowView
 from cepflow.windows.held import EVENT, KEY, SEQ, TS, VALS, Record

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.petri.colours import INT
 from cepflow.petri.net import Net
 from cepflow.petri.simulator import Simulator

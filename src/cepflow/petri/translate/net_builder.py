@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import EventType
+from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.petri.colours import ANY, FOR_PARAM, INT, UNIT, ColourSet, list_of, product
 from cepflow.petri.inscriptions import ArcInscription

@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cepflow.automaton.model import FINAL, INITIAL, Automaton, Edge, Position
-from cepflow.automaton.model import TRAP as TRAP_STATE
+from cepflow.automaton.automaton import FINAL, INITIAL, Automaton, Edge, Position
+from cepflow.automaton.automaton import TRAP as TRAP_STATE
 from cepflow.compiler.esper import EsperPlan, lower
 from cepflow.language import ast
 from cepflow.language.walk import rewrite

@@ -25,7 +25,7 @@
 
 from __future__ import annotations
 
-from cepflow.events.model import Event
+from cepflow.events.event import Event
 from cepflow.petri.colours import BOOL, INT, UNIT
 from cepflow.petri.translate.net_builder import (
     CONTROL,

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.filters import filter_rows
 from cepflow.runtime.kernels.frame import (

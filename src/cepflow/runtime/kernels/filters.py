@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.compiler.expressions import current_sink
+from cepflow.compiler.evaluator import current_sink
 from cepflow.runtime.kernels.frame import Declined
 from cepflow.runtime.rows import Rows, TypeColumns, as_column
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.errors import EngineError
 from cepflow.runtime.rows import Rows
 

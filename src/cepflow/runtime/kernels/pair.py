@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.events.model import ComplexEvent, Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.frame import (

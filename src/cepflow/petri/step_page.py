@@ -14,7 +14,7 @@ from cepflow.automaton.dot import RenderError, to_svg
 from cepflow.petri.draw import net_to_dot
 from cepflow.petri.multiset import cpn_multiset, cpn_value
 from cepflow.petri.output import binding_text
-from cepflow.petri.simulator import Simulator, Step
+from cepflow.petri.simulator import Firing, Simulator
 from cepflow.petri.translate import Translation
 from cepflow.reports import Page
 
@@ -30,7 +30,7 @@ def _tokens(net: Any, items: Iterable[tuple[str, Any, int]]) -> list[list[Any]]:
 def step_through_page(tr: Translation, sim: Simulator, source: str = "") -> Page:
     """The page for ``sim``'s run of ``tr`` (the simulator must have recorded its steps)."""
     net = tr.net
-    steps: list[Step] = sim.trace[:MAX_STEPS]
+    steps: list[Firing] = sim.trace[:MAX_STEPS]
     page = Page(f"Petri net of {source or net.name}",
                 f"{len(net.places)} places, {len(net.transitions)} transitions, "
                 f"{len(tr.events)} input events, {sim.steps} steps fired")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from cepflow.automaton.model import Automaton
+from cepflow.automaton.automaton import Automaton
 from cepflow.compiler.program import Program
 from cepflow.inputs.columnar import slot_columns
 from cepflow.language import ast

@@ -26,7 +26,7 @@ from cepflow.language.limits import LimitError
 from cepflow.language.parser import TIME_UNITS, to_milliseconds
 from cepflow.simulation.tomlkeys import KeyPositions
 
-#: the value types an attribute can have (as cepflow.events.model.PARAM_TYPES, without any)
+#: the value types an attribute can have (as cepflow.events.event.PARAM_TYPES, without any)
 VALUE_TYPES = ("int", "float", "bool", "str")
 
 #: distribution → its parameters (required ones first) and their defaults (None: required)
@@ -55,7 +55,7 @@ MAX_INSTANCES = 10_000_000
 _DURATION_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]+)\s*")
 
 
-class ModelError(DiagnosticError):
+class SimulationModelError(DiagnosticError):
     """A model file that cannot be used: every problem found, each with its key and line."""
 
 
@@ -175,7 +175,7 @@ class Source:
 
 
 @dataclass
-class Model:
+class SimulationModel:
     """A validated model: its sources, the start time and the default duration of a run."""
 
     sources: list[Source]
@@ -199,30 +199,31 @@ class Model:
         return out
 
 
-def load_model(path: str | Path) -> Model:
-    """Read and validate a model file; raises :class:`ModelError` (every problem, located)
+def load_model(path: str | Path) -> SimulationModel:
+    """Read and validate a model file; raises :class:`SimulationModelError` (every problem, located)
     or OSError."""
     path = Path(path)
     data = path.read_bytes()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ModelError([Diagnostic(str(path), 1, 1, f"not UTF-8 text ({e.reason} at byte "
-                                                       f"{e.start})")]) from None
+        raise SimulationModelError([Diagnostic(
+            str(path), 1, 1, f"not UTF-8 text ({e.reason} at byte {e.start})")]) from None
     return parse_model(text, str(path))
 
 
-def parse_model(text: str, source: str = "<model>") -> Model:
-    """Validate the TOML ``text`` of a model; raises :class:`ModelError`."""
+def parse_model(text: str, source: str = "<model>") -> SimulationModel:
+    """Validate the TOML ``text`` of a model; raises :class:`SimulationModelError`."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         line, col = _toml_error_position(str(e))
-        raise ModelError([Diagnostic(source, line, col, f"not valid TOML: {e}")]) from None
+        raise SimulationModelError(
+            [Diagnostic(source, line, col, f"not valid TOML: {e}")]) from None
     reader = _Reader(source, KeyPositions(text))
     model = reader.model(doc)
     if reader.errors:
-        raise ModelError(reader.errors)
+        raise SimulationModelError(reader.errors)
     assert model is not None
     model.path = source
     model.positions = reader.positions
@@ -288,7 +289,7 @@ class _Reader:
         return value
 
     # -- the document ----------------------------------------------------------------------
-    def model(self, doc: dict[str, Any]) -> Model | None:
+    def model(self, doc: dict[str, Any]) -> SimulationModel | None:
         start, duration = 0, None
         try:
             self.table(doc, (), ("simulation", "source"), ("source",))
@@ -321,7 +322,7 @@ class _Reader:
             kinds[s.kind] = i
             sources.append(s)
         self.same_event_types(sources)
-        return Model(sources, start, duration)
+        return SimulationModel(sources, start, duration)
 
     def same_event_types(self, sources: list[Source]) -> None:
         """Sources of one event type must give it the same attributes and types."""

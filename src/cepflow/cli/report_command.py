@@ -35,7 +35,7 @@ from cepflow.cli.options import (
     UnknownTypes,
     UnknownTypesOption,
 )
-from cepflow.events.model import SideChannel
+from cepflow.events.event import SideChannel
 from cepflow.inputs import InputError, input_files
 from cepflow.outputs import OutputError
 from cepflow.outputs.files import STDOUT, check_writable

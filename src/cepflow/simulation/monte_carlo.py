@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cepflow.compiler.program import Program
-from cepflow.events.model import Event, SideChannel
+from cepflow.events.event import Event, SideChannel
 from cepflow.language.diagnostics import Diagnostic
 from cepflow.runtime.engine import Engine
 from cepflow.simulation.generator import generate
-from cepflow.simulation.model import Model, ModelError
+from cepflow.simulation.simulation_model import SimulationModel, SimulationModelError
 from cepflow.timefmt import duration_text
 
 #: schema type → the model value types it accepts (ints become floats for float parameters)
@@ -61,7 +61,7 @@ class Simulation:
     ``seed`` (run ``r``'s streams: :func:`cepflow.simulation.generator.stream`)."""
 
     program: Program
-    model: Model
+    model: SimulationModel
     #: the simulated time of a run (None: as long as ``events`` takes)
     duration_ms: float | None
     seed: int
@@ -80,7 +80,7 @@ class Simulation:
             raise ValueError("a simulation needs a duration, a number of events, or both")
         problems = compatibility(self.model, self.program)
         if problems:
-            raise ModelError(problems)
+            raise SimulationModelError(problems)
         complex_names = {a.name for a in self.program.automata} | {
             w.name for w in self.program.windows}
         self.simple = list(self.model.event_types())
@@ -162,7 +162,7 @@ def parse_count_by(text: str) -> tuple[str, tuple[str, ...]]:
     return name, names
 
 
-def compatibility(model: Model, program: Program) -> list[Diagnostic]:
+def compatibility(model: SimulationModel, program: Program) -> list[Diagnostic]:
     """Problems between a model and the patterns: a generated type the patterns do not declare
     or declare as complex, an attribute missing or extra, a value type the parameter does not
     accept — each located at the model's key."""
