@@ -3,7 +3,8 @@
 Wall-clock benchmarks on a shared two-core machine vary several-fold between identical runs
 when other processes compete; the CPU time the process itself spends does not count them. This
 runs the engine's main paths — gesture (000 §7.4) one event at a time and through
-``Engine.run`` (the chain kernel), and Esper's Crash pattern (003 Listing 5) both ways — and
+``Engine.run`` (the chain kernel), Esper's Crash pattern (003 Listing 5) and issue 21's
+three-event chain (checked against a brute-force count) both ways — and
 reports events per CPU second (best of ``--repeat``). To compare commits, run it in a checkout
 of each, alternating, and compare the medians (issue 20's closing note did so):
 
@@ -77,6 +78,24 @@ def workloads(events: int, repeat: int) -> list[dict[str, Any]]:
                  "events_per_cpu_s": cpu_rate(len(evs), crash_per_event, max(1, repeat // 2))})
     rows.append({"workload": "Esper Crash, 10,000 bikes", "path": "run", "events": len(evs),
                  "events_per_cpu_s": cpu_rate(len(evs), crash_run, repeat)})
+    chain = esper_patterns.chain_program()
+    cevs = esper_patterns.chain_events(events * 2)
+    expected = esper_patterns.chain_oracle(cevs)
+
+    def chain_per_event() -> None:
+        engine = Engine(chain)
+        found = sum(len(engine.process(e)) for e in cevs)
+        assert found == expected, (found, expected)
+
+    def chain_run() -> None:
+        found = sum(1 for _ in Engine(chain).run(cevs))
+        assert found == expected, (found, expected)
+
+    label = "Esper three-event chain, 16 keys"
+    rows.append({"workload": label, "path": "process", "events": len(cevs),
+                 "events_per_cpu_s": cpu_rate(len(cevs), chain_per_event, max(1, repeat // 2))})
+    rows.append({"workload": label, "path": "run", "events": len(cevs),
+                 "events_per_cpu_s": cpu_rate(len(cevs), chain_run, repeat)})
     return rows
 
 

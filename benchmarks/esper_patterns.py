@@ -53,6 +53,7 @@ from common import (
 )
 
 from cepflow.events.event import Event
+from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module, parse_path
 from cepflow.runtime.engine import Engine
 
@@ -104,6 +105,58 @@ def crash_program() -> Any:
     crash = next(d for d in module.decls if getattr(d, "name", None) == "Crash")
     schema = [d for d in module.decls if getattr(d, "name", None) == "Motorbike"]
     return load_module(type(module)((*schema, crash), source=module.source))
+
+
+#: issue 21's three-event sequence (a chain for the column kernel since issue 21)
+CHAIN_EPL = """create schema A(key integer, v double);
+create schema B(key integer, v double);
+create schema C(key integer, v double);
+@Name('Three')
+insert into Three
+select a.key as key, a.v as av, c.v as cv
+from pattern [every a=A -> (b=B(b.key = a.key) -> c=C(c.key = a.key))
+              where timer:within(10 sec)];
+"""
+CHAIN_WITHIN_MS = 10_000
+
+
+def chain_events(n: int, keys: int = 16, per_second: int = 100) -> list[Event]:
+    """Issue 21's workload: types A/B/C at 0.3/0.3/0.4, ``keys`` keys, timestamps in whole
+    seconds (``per_second`` events each)."""
+    rng = random.Random(SEED)
+    out = []
+    for i in range(n):
+        r = rng.random()
+        t = "A" if r < 0.3 else "B" if r < 0.6 else "C"
+        out.append(Event(t, (rng.randrange(keys), rng.random()), (i // per_second) * 1000,
+                         None, i))
+    return out
+
+
+def chain_oracle(events: list[Event]) -> int:
+    """Matches of the chain: each A with the first later B of its key, then the first C of
+    its key after that B, the C less than 10 s after the A."""
+    rows: dict[tuple[str, int], list[int]] = {}
+    for i, e in enumerate(events):
+        rows.setdefault((e.type, e.params[0]), []).append(i)
+    count = 0
+    for i, e in enumerate(events):
+        if e.type != "A":
+            continue
+        j = i
+        for t in ("B", "C"):
+            lst = rows.get((t, e.params[0]), [])
+            k = bisect.bisect_right(lst, j)
+            j = lst[k] if k < len(lst) else -1
+            if j < 0 or events[j].ts - e.ts >= CHAIN_WITHIN_MS:
+                break
+        else:
+            count += 1
+    return count
+
+
+def chain_program() -> Any:
+    return load_module(parse_epl(CHAIN_EPL))
 
 
 PATHS = ("run", "process")

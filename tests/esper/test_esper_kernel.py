@@ -1,5 +1,6 @@
-"""The column kernel for Esper's ``every a = A(f) -> b = B(g, a.k = b.k) [within Δ]``
-(runtime/batch.py, ``process_esper_batch``) equals the per-event token path: the same complex
+"""The column kernel for Esper's ``every a = A(f) -> b = B(g, a.k = b.k) [within Δ]`` and the
+longer chains ``every a = A(f) -> b = B(g, …) -> c = …`` on one key
+(runtime/kernels/pair.py, ``process_esper_batch``) equals the per-event token path: the same complex
 events (parts, parameters, bindings, match ids), rule firings, statistics, saved state and
 open instances, across batches cut anywhere and with per-event processing after them. Also:
 the vectorized filters (runtime/vector_expr.py) equal the compiled closures."""
@@ -30,20 +31,32 @@ FILTERS = ["", "{a}.v >= 2", "{a}.v < 3 and {a}.x > 0.5", "not ({a}.v = 1)",
 
 @st.composite
 def statements(draw: st.DrawFn) -> str:
-    ta, tb = draw(st.sampled_from(["A", "B"])), draw(st.sampled_from(["A", "B"]))
-    fa = draw(st.sampled_from(FILTERS)).format(a="a")
-    fb = draw(st.sampled_from(FILTERS + PAIR_FILTERS)).format(a="b")
-    key = draw(st.sampled_from(["a.k = b.k", "b.k = a.k"]))
-    cond_b = f"({fb}) and {key}" if fb else key
+    """``every a = T(f) -> b = T(g, key) [-> c = T(h, key) [-> d = …]] [where within]``: a
+    pair, or a chain of three or four stages (whose filters read only their own event)."""
+    n = draw(st.sampled_from([2, 2, 3, 4]))
+    tags = "abcd"[:n]
+    steps = []
+    for j, tag in enumerate(tags):
+        t = draw(st.sampled_from(["A", "B"]))
+        f = draw(st.sampled_from(FILTERS + (PAIR_FILTERS if n == 2 and j else []))).format(
+            a=tag)
+        if j:
+            key = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k"]))
+            f = f"({f}) and {key}" if f else key
+        steps.append(f"{tag} = {t}({f})")
     within = draw(st.sampled_from(["", " where timer:within(3 msec)",
                                    " where timer:within(0 msec)",
                                    " where timer:within(10 milliseconds)"]))
-    select = draw(st.sampled_from(["", "select a.v as av, b.x as bx, current_timestamp() as t, "
-                                       "b.k as key ",
-                                   "select a.v + b.v as total, b.s as s "]))
+    last = tags[-1]
+    select = draw(st.sampled_from(["", f"select a.v as av, {last}.x as bx, "
+                                       "current_timestamp() as t, b.k as key ",
+                                   f"select a.v + {last}.v as total, b.s as s "]))
     name = draw(st.sampled_from(["P", "Q"]))
+    body = " -> ".join(steps[1:])
+    if n > 2:
+        body = f"({body})"  # (the guard binds to the parenthesised chain; without, to c only)
     return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every "
-            f"a = {ta}({fa}) -> b = {tb}({cond_b}){within}];\n")
+            f"{steps[0]} -> {body}{within}];\n")
 
 
 # conditions of b on a's fields: the matcher's pair step takes them, the column kernel not
@@ -156,11 +169,20 @@ def test_crash_uses_the_kernel_and_other_shapes_do_not() -> None:
     crash = ("@Name('Crash')\ninsert into Crash\nfrom pattern [every a = A(a.v >= 2) -> "
              "b = B(b.v = 0 and a.k = b.k) where timer:within(3 seconds)];\n")
     assert Engine(load_module(parse_epl(SCHEMA + crash)))._pairs is not None
+    for c in ["a.k = c.k", "b.k = c.k"]:  # (b.k is a.k: b unified with a on it)
+        three = ("@Name('T')\ninsert into T\nfrom pattern [every a = A -> (b = B(a.k = b.k) -> "
+                 f"c = A({c})) where timer:within(3 seconds)];\n")
+        assert Engine(load_module(parse_epl(SCHEMA + three)))._pairs is not None
     for text in [
         "from pattern [every (a = A(a.v >= 2) -> b = B(a.k = b.k))];",  # restart
         "from pattern [a = A(a.v >= 2) -> b = B(a.k = b.k)];",  # once
         "from pattern [every a = A(a.v >= 2) -> b = B(b.v > a.v and a.k = b.k)];",  # pair filter
-        "from pattern [every a = A -> b = B(a.k = b.k) -> c = A(a.k = c.k)];",  # three steps
+        "from pattern [every a = A -> b = B(a.k = b.k) -> c = A(c.v > b.v and a.k = c.k)];",
+        "from pattern [every a = A -> b = B(a.k = b.k) -> c = A(a.v = c.k)];",  # another key
+        "from pattern [every a = A -> b = B(a.k = b.k) -> every c = A(a.k = c.k)];",  # inner
+        # the guard binds to c alone: its window opens after b
+        "from pattern [every a = A -> b = B(a.k = b.k) -> c = A(a.k = c.k) "
+        "where timer:within(3 sec)];",
         "from pattern [every a = A -> b = B];",  # no key
     ]:
         prog = load_module(parse_epl(SCHEMA + "@Name('P')\ninsert into P\n" + text + "\n"))

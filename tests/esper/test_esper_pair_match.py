@@ -15,19 +15,25 @@ from cepflow.runtime.kernels.pair import _PairMatch, _PairShape
 values = st.one_of(st.integers(), st.text(max_size=3), st.none(), st.booleans())
 
 
-@given(st.lists(values, max_size=4), st.lists(values, max_size=4), st.data())
-def test_lazy_fields_equal_eager_ones(ap: list, bp: list, data: st.DataObject) -> None:
+@given(st.lists(values, max_size=4), st.lists(values, max_size=4),
+       st.lists(st.lists(values, max_size=3), max_size=2), st.data())
+def test_lazy_fields_equal_eager_ones(ap: list, bp: list, more: list[list],
+                                      data: st.DataObject) -> None:
+    """A pair's (two events) or a chain's (three or four)."""
     a = Event("A", tuple(ap), 1.0, seq=3)
     b = Event("B", tuple(bp), 2.5, id="b1")
-    row = [*ap, *bp, 2.5, None]
+    rest = [Event("C", tuple(cp), 2.5 + j, id=f"c{j}") for j, cp in enumerate(more)]
+    parts = (a, b, *rest)
+    ts = parts[-1].ts
+    row = [*ap, *bp, *(x for cp in more for x in cp), ts, None]
     pick = data.draw(st.lists(st.integers(0, len(row) - 1), max_size=4))
     names = [f"p{j}" for j in range(len(pick))]
-    lazy = _PairMatch(a, b, _PairShape("P", names, pick), 7)
+    lazy = _PairMatch(parts, _PairShape("P", names, pick), 7)
     params = tuple(row[i] for i in pick)
-    eager = ComplexEvent("P", params, 2.5, dict(zip(names, params, strict=True)), [a, b], 7)
-    assert (lazy.type, lazy.ts, lazy.match_id, lazy.id, lazy.seq) == ("P", 2.5, 7, None, -1)
+    eager = ComplexEvent("P", params, ts, dict(zip(names, params, strict=True)), list(parts), 7)
+    assert (lazy.type, lazy.ts, lazy.match_id, lazy.id, lazy.seq) == ("P", ts, 7, None, -1)
     assert lazy.params == eager.params and lazy.bindings == eager.bindings
-    assert lazy.parts == (a, b) and lazy.event_refs == [3, "b1"]
+    assert lazy.parts == parts and lazy.event_refs == [3, "b1", *(e.id for e in rest)]
     assert lazy == eager and hash(lazy) == hash(eager)
     assert lazy.bindings is lazy.bindings  # made once
     lazy.seq = 11

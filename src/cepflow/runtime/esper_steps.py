@@ -88,7 +88,7 @@ class EsperSteps:
                         None if pr.zone is None else {pr.zone: ts}, e)
             tok = Token(self.host.counters.next_token(), None, ts, [th])
             if th.zstart:
-                self._schedule(tok, th)
+                self.schedule_zones(tok, th)
             self.register(tok)
 
     def _spawn(self, tok: Token, forks: list[Thread], e: Event,
@@ -107,7 +107,7 @@ class EsperSteps:
                 continue
             self.register(new)
             if th.zstart:
-                self._schedule(new, th)
+                self.schedule_zones(new, th)
 
     def _distinct_seen(self, bindings: dict[str, Any], ts: float) -> bool:
         """every-distinct: were the start's key values seen (within the expiry)? Else note them."""

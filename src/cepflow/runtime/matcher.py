@@ -356,7 +356,7 @@ class Matcher(EsperSteps, IntervalClock):
                 best.regs = [(target, key)]
                 return
         if pat.context.esper:
-            if pat.pair is not None and self.host.trace is None:
+            if pat.pair is not None and pat.pair.is_pair and self.host.trace is None:
                 self._pair_step(e, emit)
             elif pat.single is not None and self.host.trace is None:
                 pos = pat.single.position
@@ -499,7 +499,7 @@ class Matcher(EsperSteps, IntervalClock):
                 else:
                     threads.append(nt)
                     if nt.zstart:
-                        self._schedule(tok, nt)
+                        self.schedule_zones(tok, nt)
             if trace is not None and not new:
                 went = [m for m in moved if m is not _KEEP]
                 trace.add(kind="step", pattern=self.name, token=tok.id, event=e.ref, ts=e.ts,
@@ -665,7 +665,9 @@ class Matcher(EsperSteps, IntervalClock):
                 return False
         return True
 
-    def _schedule(self, tok: Token, th: Thread) -> None:
+    def schedule_zones(self, tok: Token, th: Thread) -> None:
+        """Ask for the deadline of each timed zone ``th`` is in (a pair's or chain's, in time
+        order, queued behind one engine timer; else one engine timer each)."""
         for z, start in (th.zstart or {}).items():
             if z in self.pattern.timed_zones:
                 zone = self.pattern.zone_by_id[z]

@@ -105,13 +105,16 @@ def chain_of(pattern: Any) -> Chain | None:
 class EsperPair:
     """A compiled pattern whose automaton is Esper's ``every a = A(f) -> b = B(g)`` (compiler.esper:
     start policy *spawn*), ``B`` unified with ``a`` on one key, optionally in ``within Δ``;
-    ``f`` reads only its own event. Each ``A`` passing ``f`` opens an instance; it
-    completes at the first later ``B`` of its key passing ``g`` no later than Δ after the ``A``
-    (Esper: events are not consumed, so instances do not compete), else it expires."""
+    ``f`` reads only its own event — or the longer chain ``every a = A(f) -> b = B(g) -> c =
+    C(h) …`` whose later stages each unify with ``a`` on that key and read only their own
+    event. Each ``A`` passing ``f`` opens an instance; it takes the first later event of the
+    next stage's type and key passing that stage's filter, and completes at the last stage no
+    later than Δ after the ``A`` (Esper: events are not consumed, so instances do not compete),
+    else it expires."""
 
     first: Any  # Edge from the initial state
     second: Any  # final Edge
-    state: int  # where instances wait
+    state: int  # where instances wait for the second stage
     key_a: int  # param of A binding the key variable
     key_b: int  # param of B unified with it
     window: float  # Δ in ms (inf without a within zone)
@@ -122,51 +125,92 @@ class EsperPair:
     #: ``g`` reads only B's own fields, so the column kernel applies (else ``g`` also reads
     #: ``a``'s fields and only the matcher's per-event step does)
     columnar: bool = True
+    #: every stage's edge, ``first`` to ``second`` (two for a pair)
+    stages: tuple[Any, ...] = ()
+    #: ``states[j]``: where instances wait for stage ``j + 1`` (``states[0]`` is ``state``)
+    states: tuple[int, ...] = ()
+    #: per stage, the param of its event holding the key (``keys[0]`` is ``key_a``)
+    keys: tuple[int, ...] = ()
+    #: per stage, the bindings (param, variable) it adds to the earlier stages'
+    new: tuple[tuple[tuple[int, str], ...], ...] = ()
+
+    @property
+    def is_pair(self) -> bool:
+        """Two stages: the matcher's direct per-event step (Matcher._pair_step) applies."""
+        return len(self.stages) == 2
 
 
 
 def esper_pair_of(pattern: Any) -> EsperPair | None:
-    """The pair shape of a compiled pattern, or None if its automaton is not of that shape."""
+    """The pair (or chain) shape of a compiled pattern, or None if its automaton is not of that
+    shape. A chain of more than two stages is taken only when every filter reads only its own
+    event (the column kernel's case); a pair also when ``g`` reads ``a``'s fields."""
     auto = pattern.auto
     a = auto.spawn_edge()  # (context esper, spawn, not partitioned, no clock, one first edge)
-    if a is None:
-        return None
-    s = a.target
-    if a.final or a.exits or set(auto.edges) != {INITIAL, s}:
-        return None
-    out = auto.edges[s]
-    if len(out) != 1:
-        return None
-    ((tb, es),) = out.items()
-    if len(es) != 1:
-        return None
-    b = es[0]
-    if not b.final or b.enters or b.position.every:
+    if a is None or a.final or a.exits:
         return None
     if a.position.filter is not None and not a.position.local:
         return None
-    a_vars = [v for _, v in a.position.binds]
-    b_vars = [v for _, v in b.position.binds]
-    if len(set(a_vars)) != len(a_vars) or len(set(b_vars)) != len(b_vars):
+    stages, states = [a], [a.target]
+    while True:
+        out = auto.edges.get(states[-1], {})
+        if len(out) != 1:
+            return None
+        ((_, es),) = out.items()
+        if len(es) != 1:
+            return None
+        e = es[0]
+        if e.enters or e.position.every:
+            return None
+        stages.append(e)
+        if e.final:
+            break
+        if e.exits or e.target in states or e.target == INITIAL:
+            return None
+        states.append(e.target)
+    if set(auto.edges) != {INITIAL, *states}:
         return None
-    shared = [(i, v) for i, v in b.position.binds if v in a_vars]
-    kt = auto.key_index.get(s, {}).get(tb)
-    if len(shared) != 1 or kt is None or shared[0] != kt:
+    b = stages[-1]
+    bound = [v for _, v in a.position.binds]
+    if len(set(bound)) != len(bound):
         return None
-    key_var = kt[1]
-    key_a = next(i for i, v in a.position.binds if v == key_var)
+    key_var: str | None = None
+    keys = [0]
+    new: list[tuple[tuple[int, str], ...]] = [tuple(a.position.binds)]
+    for s, e in zip(states, stages[1:], strict=True):
+        vs = [v for _, v in e.position.binds]
+        if len(set(vs)) != len(vs):
+            return None
+        shared = [(i, v) for i, v in e.position.binds if v in bound]
+        kt = auto.key_index.get(s, {}).get(e.position.type)
+        if len(shared) != 1 or kt is None or shared[0] != kt or kt[1] not in dict(
+                (v, i) for i, v in a.position.binds):
+            return None
+        if key_var is None:
+            key_var = kt[1]
+        elif kt[1] != key_var:
+            return None
+        keys.append(kt[0])
+        new.append(tuple((i, v) for i, v in e.position.binds if v != key_var))
+        bound += [v for _, v in new[-1]]
+    assert key_var is not None
+    keys[0] = next(i for i, v in a.position.binds if v == key_var)
+    middle = stages[1:-1]
     if auto.zones:
         if len(auto.zones) != 1:
             return None
         z = auto.zones[0]
         if (z.kind != "within" or z.timer_accept or a.enters != (z.id,) or b.exits != (z.id,)
-                or a.position.zones != (z.id,) or b.position.zones != (z.id,)):
+                or any(e.position.zones != (z.id,) for e in stages)
+                or any(e.exits for e in middle)):
             return None
         window, zone = float(z.length), z.id
     else:
-        if a.enters or b.exits:
+        if a.enters or b.exits or any(e.position.zones for e in stages):
             return None
         window, zone = float("inf"), None
-    columnar = b.position.filter is None or b.position.local
-    b_new = tuple((i, v) for i, v in b.position.binds if v != key_var)
-    return EsperPair(a, b, s, key_a, kt[0], window, zone, key_var, b_new, columnar)
+    local = [e.position.filter is None or e.position.local for e in stages[1:]]
+    if len(stages) > 2 and not all(local):
+        return None
+    return EsperPair(a, b, states[0], keys[0], keys[1], window, zone, key_var, new[1],
+                     local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new))

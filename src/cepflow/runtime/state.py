@@ -517,7 +517,7 @@ class _Reader:
 
     def rows(self, m: Matcher, saved: Any, where: str, ids: set[int]) -> None:
         """A chain's saved rows as its pending rows again (younger than its restored tokens),
-        with the window timer each partial match holds (Matcher._schedule of its token)."""
+        with the window timer each partial match holds (Matcher.schedule_zones of its token)."""
         self.dict_(saved, where)
         z = self.field(saved, "zone", where)
         if z is not None and (type(z) is not int or z not in m.pattern.zone_by_id):
@@ -609,7 +609,7 @@ class _Reader:
                 m.register(tok)
                 for th in tok.threads:
                     if th.zstart:
-                        m._schedule(tok, th)
+                        m.schedule_zones(tok, th)
             saved = state.get("rows", {}).get(name)
             if saved is not None:
                 self.rows(m, saved, f"rows.{name}", ids)

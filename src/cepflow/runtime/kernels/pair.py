@@ -1,7 +1,9 @@
 """The Esper pair kernel: Esper's ``every a = A(f) -> b = B(g, a.k = b.k) [within Δ]`` over a
-batch (:func:`process_esper_batch`, docs/esper.md "Performance"). Events are not consumed, so each
-instance simply completes at the first later ``B`` of its key passing ``g`` within Δ — one
-``searchsorted`` per batch; the instances open after a batch stay rows until tokens are needed
+batch (:func:`process_esper_batch`, docs/esper.md "Performance"), and the longer chains ``every a
+= A(f) -> b = B(g) -> c = C(h) …`` on one key. Events are not consumed, so each instance simply
+takes, stage after stage, the first later event of its key passing the stage's filter, within Δ
+of its ``A`` — one ``searchsorted`` per stage and batch; the instances still waiting for their
+second stage after a batch stay rows until tokens are needed, those further on become tokens
 (tests/esper/test_esper_kernel.py checks it against the token path).
 """
 
@@ -28,7 +30,7 @@ from cepflow.runtime.kernels.frame import (
 from cepflow.runtime.rows import EventRows, TypeColumns, as_column
 from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.timers import fired_before
-from cepflow.runtime.tokens import PendingRows
+from cepflow.runtime.tokens import PendingRows, Thread, Token
 
 
 class _Fallback(Exception):
@@ -113,15 +115,17 @@ def _esper_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
     host = engine.host
     all_starts = np.sort(np.concatenate(start_keys))
     first_token = host.counters.reserve_tokens(len(all_starts))
-    # detections: by completing row, then pattern, then instance (= token id order)
-    m_row, m_slot, m_inst = [], [], []
+    # detections: by completing row, then pattern, then instance age (token id order)
+    m_row, m_slot, m_age, m_inst = [], [], [], []
     for slot, p in enumerate(plans):
         inst = np.flatnonzero(p["match"])
-        m_row.append(p["b_row"][inst])
+        m_row.append(p["end_row"][inst])
         m_slot.append(np.full(len(inst), slot, np.int64))
+        m_age.append(p["age"][inst])
         m_inst.append(inst)
-    mr, ms, mi = np.concatenate(m_row), np.concatenate(m_slot), np.concatenate(m_inst)
-    order = np.lexsort((mi, ms, mr))
+    mr, ms, ma, mi = (np.concatenate(m_row), np.concatenate(m_slot), np.concatenate(m_age),
+                      np.concatenate(m_inst))
+    order = np.lexsort((ma, ms, mr))
     mr, ms, mi = mr[order], ms[order], mi[order]
     total = len(order)
     out: list[Any] = [None] * total
@@ -140,7 +144,7 @@ def _esper_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
         m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
     # timers: the per-event path would have run those before last_ts (they only expire
     # instances, done above); each pattern keeps one engine timer, for its first deadline
-    # (Matcher._schedule, Matcher.materialize)
+    # (Matcher.schedule_zones, Matcher.materialize)
     slots = {m.slot for m in matchers}
     host.timers.keep(lambda h: not fired_before(h, last_ts)
                      and not (h[4] == -1 and h[3] in slots))
@@ -160,49 +164,78 @@ def _esper_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
 
 
 def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
-    """Instances and their completing rows for one pattern over a batch (numpy)."""
+    """Instances and the rows they take over a batch, stage after stage (numpy): per
+    instance its stage at the start of the batch (``stage0``: how many events it holds) and at
+    its end (``stage``), the row it took at each stage (``taken``), whether it completed
+    (``match``) and at which row (``end_row``)."""
     src = cols.src
-    a, b = pr.first, pr.second
-    ta, tb = a.position.type, b.position.type
-    a_loc, b_loc = passing(a, cols), passing(b, cols)
-    new_rows, b_rows = cols.rows(ta)[a_loc], cols.rows(tb)[b_loc]
+    stages = pr.stages
+    locs = [passing(e, cols) for e in stages]
+    stage_rows = [cols.rows(e.position.type)[loc] for e, loc in zip(stages, locs, strict=True)]
+    new_rows = stage_rows[0]
     old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
     pend_ids, pend_events = (m.pending.ids, m.pending.events) if m.pending else ([], [])
     n = src.n
     span = n + 2
-    ka = pr.key_a
+    ka = pr.keys[0]
     try:
         pend_keys = as_column([e.params[ka] for e in pend_events])
-        a_keys = cols.column(ta, ka)[a_loc]
+        a_keys = cols.column(stages[0].position.type, ka)[locs[0]]
         if len(pend_keys) and len(a_keys) and pend_keys.dtype.kind != a_keys.dtype.kind:
             pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
+        later = [cols.column(e.position.type, k)[loc]
+                 for e, k, loc in zip(stages[1:], pr.keys[1:], locs[1:], strict=True)]
+        if len({c.dtype.kind for c in later}) > 1:
+            later = [c.astype(object) for c in later]
         i_code, b_code = _key_codes(np.concatenate([pend_keys, a_keys]) if len(pend_keys)
                                     else a_keys,
-                                    cols.column(tb, pr.key_b)[b_loc],
+                                    np.concatenate(later) if len(later) > 1 else later[0],
                                     [t.threads[0].bindings.get(pr.key_var) for t in old], span)
     except _Fallback:
         return None
-    n_old = len(old) + len(pend_ids)
+    bounds = np.cumsum([0, *(len(c) for c in later)])
+    n_real = len(old)
+    n_old = n_real + len(pend_ids)
     n_inst = n_old + len(new_rows)
     z = pr.zone
-    i_row = np.concatenate([np.full(n_old, -1, np.int64), new_rows])
+    where = {s: j + 1 for j, s in enumerate(pr.states)}  # a waiting state -> events held
+    stage0 = np.concatenate([np.array([where[t.threads[0].state] for t in old], np.int64),
+                             np.ones(n_inst - n_real, np.int64)])
+    stage = stage0.copy()
     i_ts = np.concatenate([np.array([t.threads[0].zstart[z] if z is not None else t.created
                                      for t in old] + [e.ts for e in pend_events],
                                     dtype=np.float64), src.ts[new_rows]])
-    b_comb = b_code * span + b_rows + 1
-    order = np.argsort(b_comb, kind="stable")
-    b_comb_sorted = b_comb[order]
-    j = np.searchsorted(b_comb_sorted, i_code * span + i_row + 1, side="right")
-    has = j < len(b_comb_sorted)
-    jj = np.where(has, j, 0)
-    cand = order[jj] if len(order) else np.zeros(n_inst, np.int64)
-    has &= (b_code[cand] == i_code) if len(order) else has
-    b_row = np.where(has, b_rows[cand] if len(order) else -1, -1)
-    # Esper's timer:within fires before an event at its deadline: a B exactly Δ after its A
-    # is too late (docs/esper.md, "One instant")
-    within = has & (src.ts[np.where(has, b_row, 0)] - i_ts < pr.window)
+    taken = np.full((len(stages), n_inst), -1, np.int64)
+    taken[0, n_old:] = new_rows
+    last = taken[0].copy()  # the row of each instance's last event (-1: before the batch)
+    for j in range(1, len(stages)):
+        sel = np.flatnonzero(stage == j)
+        rows_j = stage_rows[j]
+        if not len(sel) or not len(rows_j):
+            continue
+        code_j = b_code[bounds[j - 1]:bounds[j]]
+        comb = code_j * span + rows_j + 1
+        order = np.argsort(comb, kind="stable")
+        comb_sorted = comb[order]
+        q = np.searchsorted(comb_sorted, i_code[sel] * span + last[sel] + 1, side="right")
+        has = q < len(comb_sorted)
+        cand = order[np.where(has, q, 0)]
+        has &= code_j[cand] == i_code[sel]
+        row = np.where(has, rows_j[cand], 0)
+        # Esper's timer:within fires before an event at its deadline: an event exactly Δ
+        # after the A is too late (docs/esper.md, "One instant")
+        ok = has & (src.ts[row] - i_ts[sel] < pr.window)
+        moved = sel[ok]
+        stage[moved] = j + 1
+        taken[j, moved] = row[ok]
+        last[moved] = row[ok]
+    match = stage == len(stages)
+    ids = np.array([t.id for t in old] + list(pend_ids), np.int64)
+    age = np.concatenate([np.argsort(np.argsort(ids, kind="stable"), kind="stable"),
+                          np.arange(n_old, n_inst, dtype=np.int64)])
     return {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "new_rows": new_rows,
-            "i_ts": i_ts, "i_row": i_row, "b_row": b_row, "match": within}
+            "i_ts": i_ts, "i_row": taken[0], "stage0": stage0, "stage": stage, "taken": taken,
+            "end_row": last, "match": match, "age": age}
 
 
 
@@ -211,84 +244,95 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
     """The complex events of one pattern, as Matcher._complete makes them."""
     auto = m.pattern.auto
     name, params_names, select = m.name, auto.params, auto.select
-    a_binds, b_new = pr.first.position.binds, pr.b_new
-    a_vars = [v for _, v in a_binds]
-    a_idx = [i for i, _ in a_binds]
-    b_vars = [v for _, v in b_new]
-    b_idx = [i for i, _ in b_new]
-    old, pend, new_rows, b_row = p["old"], p["pend_events"], p["new_rows"], p["b_row"]
+    old, pend, taken = p["old"], p["pend_events"], p["taken"]
     n_real = len(old)
     n_old = n_real + len(pend)
-
-    def a_events(qs: list[int]) -> list[Event]:
-        """The A event of instances ``qs`` (pending from the last batch or new)."""
-        return [pend[q - n_real] if q < n_old else events[new_list[q - n_old]] for q in qs]
+    n_stages = len(pr.stages)
 
     svars = auto.select_vars
-    pick = None  # the select list as positions in a.params + b.params + (ts, None)
+    pick = None  # the select list as positions in the stages' params + (ts, None)
     if select is not None and svars is not None and all(v is not None for v in svars):
-        na, nb = arity[pr.first.position.type], arity[pr.second.position.type]
-        where = {v: i for i, v in a_binds} | {v: na + i for i, v in b_new}
-        pick = [na + nb if v == "@ts" else where.get(v, na + nb + 1) for v in svars]
-    b_list = b_row.tolist()
-    new_list = new_rows.tolist()
+        where: dict[str, int] = {}
+        offset = 0
+        for e, new in zip(pr.stages, pr.new, strict=True):
+            where.update((v, offset + i) for i, v in new)
+            offset += arity[e.position.type]
+        pick = [offset if v == "@ts" else where.get(v, offset + 1) for v in svars]
     if pick is not None:  # the instances begun by an A event in hand: lazy complex events
         fresh = inst >= n_real
         q_new = inst[fresh]
-        ae = (a_events(q_new.tolist()) if n_old > n_real else
-              [events[i] for i in new_rows[q_new - n_old].tolist()])
-        be = [events[i] for i in b_row[q_new].tolist()]
+        q_list = q_new.tolist()
+        firsts = [pend[q - n_real] if q < n_old else None for q in q_list]
+        starts = taken[0][q_new].tolist()
+        later = [[events[i] for i in taken[j][q_new].tolist()] for j in range(1, n_stages)]
+        parts = zip([f if f is not None else events[s] for f, s in zip(firsts, starts,
+                                                                          strict=True)],
+                    *later, strict=True)
         shape = _PairShape(name, params_names, pick)
         r_new = rank[fresh].tolist()
-        for r, ce in zip(r_new, map(_PairMatch, ae, be, repeat(shape),
+        for r, ce in zip(r_new, map(_PairMatch, parts, repeat(shape),
                                     [first_id + r for r in r_new]), strict=True):
             out[r] = ce
         keep = ~fresh
         inst, rank = inst[keep], rank[keep]
     for q, r in zip(inst.tolist(), rank.tolist(), strict=True):
-        be = events[b_list[q]]
-        bp = be.params
-        ts = be.ts
-        if q < n_real:
-            th = old[q].threads[0]
-            parts = [*th.events, be]
-            full = dict(th.bindings)
-        else:
-            ae = a_events([q])[0]
-            parts = [ae, be]
-            ap = ae.params
-            full = dict(zip(a_vars, [ap[i] for i in a_idx], strict=True))
-        full.update(zip(b_vars, [bp[i] for i in b_idx], strict=True))
-        vals, bindings = m.result(full, ts, be)
-        out[r] = ComplexEvent(name, vals, ts, bindings, parts, first_id + r)
+        evs, full = _held(pr, p, q, events)
+        last = evs[-1]
+        vals, bindings = m.result(full, last.ts, last)
+        out[r] = ComplexEvent(name, vals, last.ts, bindings, evs, first_id + r)
+
+
+
+def _held(pr: EsperPair, p: dict, q: int, events: Sequence[Event]
+          ) -> tuple[list[Event], dict[str, Any]]:
+    """Instance ``q``'s events and bindings after the batch (as the token path's thread holds
+    them): what it held before, then the events it took in the batch."""
+    old, pend = p["old"], p["pend_events"]
+    n_real = len(old)
+    if q < n_real:
+        th = old[q].threads[0]
+        evs, full = list(th.events), dict(th.bindings)
+    else:
+        a = (pend[q - n_real] if q < n_real + len(pend)
+             else events[int(p["taken"][0][q])])
+        ap = a.params
+        evs, full = [a], {v: ap[i] for i, v in pr.new[0]}
+    taken = p["taken"]
+    for j in range(int(p["stage0"][q]), int(p["stage"][q])):
+        e = events[int(taken[j][q])]
+        evs.append(e)
+        ep = e.params
+        full.update((v, ep[i]) for i, v in pr.new[j])
+    return evs, full
 
 
 
 class _PairShape:
     """What the complex events of one pattern share in a batch: its name, the names of its
-    parameters, and the select list as positions in ``a.params + b.params + (b.ts, None)``."""
+    parameters, and the select list as positions in the row of its events' params, its time
+    and None (``a.params + b.params + … + (ts, None)``)."""
 
     __slots__ = ("get", "name", "names")
 
     def __init__(self, name: str, names: Sequence[str], pick: list[int]) -> None:
         self.name, self.names = name, tuple(names)
-        #: the parameter tuple from the row ``a.params + b.params + (b.ts, None)``
+        #: the parameter tuple from the row ``a.params + b.params + … + (ts, None)``
         self.get: Any = (itemgetter(*pick) if len(pick) > 1 else
                          (lambda row, i=pick[0]: (row[i],)) if pick else (lambda row: ()))
 
 
 
 class _PairMatch(ComplexEvent):
-    """A complex event of the Esper pair kernel whose select list only names fields of its two
+    """A complex event of the Esper pair kernel whose select list only names fields of its
     events: ``params``, ``bindings`` and ``parts`` are made when first read, since most
     consumers of a large batch read a few of them or none (making them eagerly was half of the
     Crash kernel's time). Reads give what Matcher._complete would have built."""
 
-    __slots__ = ("_a", "_b", "_bindings", "_params", "_shape")
+    __slots__ = ("_bindings", "_events", "_params", "_shape")
 
-    def __init__(self, a: Event, b: Event, shape: _PairShape, match_id: int) -> None:
-        self._a, self._b, self._shape = a, b, shape
-        self.type, self.ts, self.match_id = shape.name, b.ts, match_id
+    def __init__(self, parts: tuple[Event, ...], shape: _PairShape, match_id: int) -> None:
+        self._events, self._shape = parts, shape
+        self.type, self.ts, self.match_id = shape.name, parts[-1].ts, match_id
         self.id, self.seq = None, -1
 
     @property  # type: ignore[override]
@@ -296,8 +340,10 @@ class _PairMatch(ComplexEvent):
         try:
             return self._params
         except AttributeError:
-            b = self._b
-            p = self._params = self._shape.get((*self._a.params, *b.params, b.ts, None))
+            evs = self._events
+            row = [x for e in evs for x in e.params] if len(evs) > 2 else [
+                *evs[0].params, *evs[1].params]
+            p = self._params = self._shape.get((*row, evs[-1].ts, None))
             return p
 
     @property  # type: ignore[override]
@@ -310,7 +356,7 @@ class _PairMatch(ComplexEvent):
 
     @property  # type: ignore[override]
     def parts(self) -> tuple[Event, ...]:
-        return (self._a, self._b)
+        return self._events
 
     def __reduce__(self) -> tuple[Any, ...]:
         # (pickled and copied as the plain complex event it stands for)
@@ -321,12 +367,14 @@ class _PairMatch(ComplexEvent):
 
 def _leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, last_ts: float,
                 events: Sequence[Event]) -> tuple[list[int], list[Event]]:
-    """Tokens from before the batch that completed or expired are dropped; the instances still
-    waiting after it (from the last batch's pending rows or new) are returned as the pattern's
-    pending rows (ids, A events) — tokens are made of them only when needed
-    (Matcher.materialize)."""
+    """Tokens from before the batch that completed or expired are dropped, those that moved on
+    take their new events; the instances begun before or in the batch that still wait for
+    their second stage are returned as the pattern's pending rows (ids, A events) — tokens are
+    made of them only when needed (Matcher.materialize) — and those further on (a chain of
+    three stages or more) become tokens now, oldest first, with their window's timer."""
     old, pend_ids, pend_events = p["old"], p["pend_ids"], p["pend_events"]
     new_rows, i_ts, match = p["new_rows"], p["i_ts"], p["match"]
+    stage0, stage = p["stage0"], p["stage"]
     n_real = len(old)
     n_old = n_real + len(pend_ids)
     # an instance whose deadline is last_ts expired before the batch's last event (Esper's
@@ -334,12 +382,34 @@ def _leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, last_ts: fl
     deadline = i_ts + pr.window
     alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (
         p["i_row"] == len(events) - 1)))
-    for q in np.flatnonzero(~alive[:n_real]).tolist():
+    moved = stage != stage0
+    for q in np.flatnonzero(~alive[:n_real] | moved[:n_real]).tolist():
         m.unregister(old[q])
-    keep = np.flatnonzero(alive[n_real:n_old]).tolist()
+    for q in np.flatnonzero(alive[:n_real] & moved[:n_real]).tolist():
+        tok = old[q]
+        th = tok.threads[0]
+        th.events, th.bindings = _held(pr, p, q, events)
+        th.last, th.state = th.events[-1], pr.states[int(stage[q]) - 1]
+        m.register(tok)
+    waiting = alive & (stage == 1)
+    keep = np.flatnonzero(waiting[n_real:n_old]).tolist()
     ids = [pend_ids[q] for q in keep]
     evs = [pend_events[q] for q in keep]
-    live = np.flatnonzero(alive[n_old:])
+    live = np.flatnonzero(waiting[n_old:])
     ids += new_ids[live].tolist()
     evs += [events[i] for i in new_rows[live].tolist()]
+    on = np.flatnonzero(alive & (stage > 1))
+    on = on[on >= n_real]
+    if len(on):
+        all_ids = [*pend_ids, *new_ids.tolist()]
+        z = pr.zone
+        for q in on.tolist():
+            held, full = _held(pr, p, q, events)
+            start = held[0].ts
+            th = Thread(pr.states[int(stage[q]) - 1], full, held,
+                        None if z is None else {z: start}, held[-1])
+            tok = Token(all_ids[q - n_real], None, start, [th])
+            m.register(tok)
+            if z is not None:
+                m.schedule_zones(tok, th)
     return ids, evs

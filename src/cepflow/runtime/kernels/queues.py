@@ -105,7 +105,7 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
     completing items (row order), per stage the items left waiting (their partial matches'
     last items; those whose deadline is before ``end``, the batch's last timestamp, expired),
     the items that started a partial match, and the timers the engine still holds after the
-    batch (every start and non-final step in a window sets one, Matcher._schedule; those
+    batch (every start and non-final step in a window sets one, Matcher.schedule_zones; those
     before ``end`` fired): per partial match, its first item (start or occupant) and start.
     """
     n, n_occ = len(key), len(occupants)
