@@ -207,3 +207,48 @@ def test_cli_search_writes_a_witness_cepflow_run_reproduces(tmp_path: Path) -> N
     assert "no witness for TooHighTirePressure within the bound" in none.stdout
     bad = runner.invoke(app, ["search", str(MOTORBIKE / "motorbike.epl"), "--target", "X"])
     assert bad.exit_code == 1 and "unknown event type 'X'" in bad.stderr
+
+
+#: what the search found on the benchmark sets before it was made faster (the search of
+#: 2026-11-26, commit 11b703f): (target, bound, explored, distinct states, states kept per
+#: level, witness as (type, params, ts)). The speed-ups (the target's cone on the last
+#: level, copy-on-write forks, the collector's settings) must change none of it.
+MOTORBIKE_PINS = [
+    ("TooHighTirePressure", 4, 13_832, 865, [(1, 7), (2, 75), (3, 782), (4, 0)], None),
+    ("Accident", 5, 9_450, 5_571, [(1, 7), (2, 75), (3, 782)],
+     [("Motorbike", (0, 1, "Cadiz", 60, 3.0, 3.0, True), 0),
+      ("Motorbike", (0, 1, "Cadiz", 60, 1.0, 3.0, True), 0),
+      ("Motorbike", (0, 1, "Cadiz", 0, 1.0, 3.0, True), 0),
+      ("Motorbike", (0, 1, "Cadiz", 0, 1.0, 3.0, False), 0)]),
+    ("TwoAccidentsTheSameDay", 4, 13_832, 865, [(1, 7), (2, 75), (3, 782), (4, 0)], None),
+]
+CHAIN = """atomicEvent A(k: Integer, v: Integer)
+atomicEvent B(k: Integer, v: Integer)
+complexEvent P(k: Integer) { as A(k, _) where v > 0 -> B(k, _) where v > 0 }
+complexEvent Q(k: Integer) { as P(k) -> P(k) -> A(k, _) where v > 5 }
+complexEvent Never(k: Integer) { as Q(k) -> B(k, _) where v > 1 and v < 1 }
+"""
+
+
+def _answer(r) -> tuple:
+    return (r.transitions, r.states, r.levels,
+            None if r.witness is None else [(e.type, e.params, e.ts) for e in r.witness])
+
+
+@pytest.mark.parametrize("kept", [5_000, 40])
+def test_the_answers_are_pinned(kept: int) -> None:
+    """The same states explored, distinct states and witnesses as the search measured in
+    docs/analysis.md before its speed-ups — also when most engines are not kept (replayed)."""
+    program = read([MOTORBIKE / "motorbike.epl", MOTORBIKE / "properties.epl"]).program
+    dom = load_domain(MOTORBIKE / "search.toml", program)
+    for target, n, explored, distinct, levels, witness in MOTORBIKE_PINS:
+        r = search(program, target, dom, n, max_kept=kept)
+        assert _answer(r) == (explored, distinct, levels, witness), target
+    chain = cepflow.load(CHAIN)
+    assert _answer(search(chain, "Never", load_domain(None, chain), 4, max_kept=kept)) == (
+        114, 19, [(1, 3), (2, 5), (3, 10), (4, 0)], None)
+    alerts = cepflow.load(ROOT / "examples" / "temperature" / "alerts.epl")
+    dom = load_domain(None, alerts)
+    dom.steps = [0.0]
+    assert _answer(search(alerts, "Critical", dom, 3, max_kept=kept)) == (
+        45, 9, [(1, 4), (2, 4), (3, 0)], None)

@@ -37,12 +37,14 @@ that moves the clock past it, as ``cepflow run`` without ``--close-windows`` wou
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing as mp
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from cepflow.analysis.cone import cone_program
 from cepflow.analysis.domain import Domain
 from cepflow.analysis.fingerprint import fingerprint
 from cepflow.analysis.fork import Forker, state_key
@@ -115,6 +117,12 @@ class _Expander:
         #: saved state is a document)
         self.consumable = copy == "fork"
         self.k0, self.node0 = self.key(root)
+        #: the last level runs only the target's cone (analysis/cone.py): its engine, the
+        #: state's path replayed on it, forked per move (None: the cone is everything)
+        reduced = cone_program(program, target, root) if copy == "fork" else None
+        self.cone: tuple[Engine, Callable[[Engine], Engine]] | None = None
+        if reduced is not None:
+            self.cone = (_engine(reduced), Forker(reduced, _engine(reduced)).fork)
 
     def moves(self, last: float | None) -> list[tuple[float, int]]:
         """The moves from a state whose last event was at ``last``: (time, candidate index),
@@ -127,19 +135,25 @@ class _Expander:
                             if last + s - d.start <= self.limit})
         return [(ts, ei) for ts in times for ei in range(len(self.events))]
 
-    def children(self, node: object, last: float | None, path: Callable[[], list[Event]]
-                 ) -> Iterator[tuple[int, int, float, Engine, bool]]:
+    def children(self, node: object, last: float | None, path: Callable[[], list[Event]],
+                 last_level: bool = False) -> Iterator[tuple[int, int, float, Engine, bool]]:
         """For each move from the state: (move index, candidate index, time, the engine
         after it, whether it emitted the target). The state's own engine takes the last move
-        when it may (it is not needed after), saving one copy."""
-        if node is None:  # not kept (memory): replay its path from the initial state
-            node = _replay(self.clone(self.node0), path())
+        when it may (it is not needed after), saving one copy. On the ``last_level`` (its
+        children are not extended) only the target's cone runs, on the state's path replayed
+        (analysis/cone.py): the engines yielded are then the cone's."""
+        clone = self.clone
+        if last_level and self.cone is not None:
+            start, clone = self.cone
+            node = _replay(clone(start), path())
+        elif node is None:  # not kept (memory): replay its path from the initial state
+            node = _replay(clone(self.node0), path())
         own = self.consumable and node is not self.node0
         moves = self.moves(last)
         final = len(moves) - 1
         target, events = self.target, self.events
         for m, (ts, ei) in enumerate(moves):
-            eng = node if own and m == final else self.clone(node)
+            eng = node if own and m == final else clone(node)
             etype, params = events[ei]
             out = eng.process(Event(etype, params, ts))
             yield m, ei, ts, eng, any(c.type == target for c in out)  # type: ignore[union-attr]
@@ -173,23 +187,33 @@ def search(program: Program, target: str, domain: Domain, max_events: int,
     if jobs > 1 and "fork" in mp.get_all_start_methods():
         _parallel(exp, result, max_events, max_states, max_kept, jobs, progress, t0)
         return _done(result, t0, program)
+    with _young_collections():
+        _serial(exp, result, max_events, max_states, max_kept, progress, t0)
+    return _done(result, t0, program)
+
+
+def _serial(exp: _Expander, result: SearchResult, max_events: int, max_states: int | None,
+            max_kept: int, progress: Callable[[SearchResult], None] | None, t0: float) -> None:
+    """The search of :func:`search` in this process."""
     visited = {exp.k0}
     parents: list[int] = [-1]
     moves: list[tuple[int, float]] = [(-1, 0.0)]
-    events = domain.events
+    events = exp.events
     frontier: list[Node] = [(exp.node0, None, 0, None)]
     for depth in range(max_events):
         last_level = depth == max_events - 1
+        gc.collect()  # (the last level's engines: see _young_collections)
         nxt: list[Node] = []
         for node, last, nid, _ in frontier:
             for _m, ei, ts, eng, hit in exp.children(
-                    node, last, lambda nid=nid: _path(parents, moves, nid, events)):
+                    node, last, lambda nid=nid: _path(parents, moves, nid, events),
+                    last_level):
                 result.transitions += 1
                 if hit:
                     result.witness = [*_path(parents, moves, nid, events),
                                       Event(*events[ei], ts)]
                     result.depth = depth + 1
-                    return _done(result, t0, program)
+                    return
                 if last_level:
                     continue
                 k, kept = exp.key(eng)
@@ -203,11 +227,25 @@ def search(program: Program, target: str, domain: Domain, max_events: int,
                 if max_states is not None and result.states >= max_states:
                     result.complete = False
                     result.depth = depth
-                    return _done(result, t0, program)
+                    return
         if not _level_done(result, depth, len(nxt), t0, progress) and not last_level:
             break
         frontier = nxt
-    return _done(result, t0, program)
+
+
+@contextlib.contextmanager
+def _young_collections() -> Iterator[None]:
+    """No automatic collection of CPython's oldest generation during a search (the caller
+    collects once per level). A level keeps thousands of engines — many long-lived objects —
+    while the forks of states already known die young, in reference cycles (an engine and its
+    host), so the young generations must be collected; but the oldest one's automatic
+    collections walk every kept engine again and again (a quarter of the search's time)."""
+    g0, g1, g2 = gc.get_threshold()
+    gc.set_threshold(g0, g1, 1 << 30)
+    try:
+        yield
+    finally:
+        gc.set_threshold(g0, g1, g2)
 
 
 def _level_done(result: SearchResult, depth: int, kept: int, t0: float,
@@ -304,8 +342,10 @@ def _drive(conns: list, exp: _Expander, result: SearchResult, max_events: int,
         share = -(-len(kept) // jobs)
         assigned: list[list[tuple]] = [[] for _ in range(jobs)]
         rest = []
+        # (the last level runs the target's cone on each state's path: _Expander.children)
+        paths = exp.cone is not None and depth + 1 == max_events - 1
         for nid, ts, w, src, held in kept:
-            if held and len(assigned[w]) < share:
+            if held and not paths and len(assigned[w]) < share:
                 assigned[w].append((nid, ts, src, None))
             else:
                 rest.append((nid, ts))
@@ -331,55 +371,63 @@ def _worker(conn: Any, exp: _Expander, max_kept: int, first: bool) -> None:
     states it reached that it has not seen (fingerprint, parent, move, whether it keeps
     their engine) and the first move that reaches the target; then keeps those the parent
     assigns it."""
-    events = exp.events
-    frontier: list[Node] = [(exp.node0, None, 0, None)] if first else []
-    known: set[bytes] = {exp.k0}
-    held: dict[tuple[int, int], object] = {}
     try:
-        while True:
-            msg = conn.recv()
-            if msg[0] == "stop":
-                return
-            if msg[0] == "expand":
-                last_level = msg[1]
-                held = {}
-                found: list[tuple] = []
-                hit = None
-                n = 0
-                level: set[bytes] = set()
-                for node, last, nid, path in frontier:
-                    for m, ei, ts, eng, is_hit in exp.children(
-                            node, last, lambda path=path: path):  # type: ignore[misc]
-                        n += 1
-                        if is_hit:
-                            hit = (nid, m, ei, ts)
-                            break
-                        if last_level:
-                            continue
-                        k, state = exp.key(eng)
-                        if k in known or k in level:
-                            continue
-                        level.add(k)
-                        keep = len(held) < max_kept
-                        if keep:
-                            held[(nid, m)] = state
-                        found.append((nid, m, ei, ts, k, keep))
-                    if hit is not None:
-                        break
-                frontier = []
-                conn.send(("expanded", n, hit, found))
-            else:  # keep
-                _, assigned, new_keys = msg
-                known.update(new_keys)
-                frontier = [(None if src is None else held.pop(src), ts, nid,
-                             None if lineage is None else
-                             [Event(*events[ei], t) for ei, t in lineage])
-                            for nid, ts, src, lineage in assigned]
-                held = {}
+        with _young_collections():
+            _work(conn, exp, max_kept, first)
     except Exception:  # reported to the parent, which raises
         import traceback
 
         conn.send(("error", traceback.format_exc()))
+
+
+def _work(conn: Any, exp: _Expander, max_kept: int, first: bool) -> None:
+    """The worker's loop (see :func:`_worker`)."""
+    events = exp.events
+    frontier: list[Node] = [(exp.node0, None, 0, None)] if first else []
+    known: set[bytes] = {exp.k0}
+    held: dict[tuple[int, int], object] = {}
+    while True:
+        msg = conn.recv()
+        if msg[0] == "stop":
+            return
+        if msg[0] == "expand":
+            last_level = msg[1]
+            gc.collect()  # (see _young_collections)
+            held = {}
+            found: list[tuple] = []
+            hit = None
+            n = 0
+            level: set[bytes] = set()
+            for node, last, nid, path in frontier:
+                for m, ei, ts, eng, is_hit in exp.children(
+                        node, last, lambda path=path: path,  # type: ignore[misc]
+                        last_level):
+                    n += 1
+                    if is_hit:
+                        hit = (nid, m, ei, ts)
+                        break
+                    if last_level:
+                        continue
+                    k, state = exp.key(eng)
+                    if k in known or k in level:
+                        continue
+                    level.add(k)
+                    keep = len(held) < max_kept
+                    if keep:
+                        held[(nid, m)] = state
+                    found.append((nid, m, ei, ts, k, keep))
+                if hit is not None:
+                    break
+            frontier = []
+            conn.send(("expanded", n, hit, found))
+        else:  # keep
+            _, assigned, new_keys = msg
+            known.update(new_keys)
+            frontier = [(None if src is None else held.pop(src), ts, nid,
+                         None if lineage is None else
+                         [Event(*events[ei], t) for ei, t in lineage])
+                        for nid, ts, src, lineage in assigned]
+            held = {}
 
 
 def _lineage(parents: list[int], nid: int) -> list[int]:
