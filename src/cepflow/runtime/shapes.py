@@ -133,11 +133,9 @@ class EsperPair:
     keys: tuple[int, ...] = ()
     #: per stage, the bindings (param, variable) it adds to the earlier stages'
     new: tuple[tuple[tuple[int, str], ...], ...] = ()
-
-    @property
-    def is_pair(self) -> bool:
-        """Two stages: the matcher's direct per-event step (Matcher._pair_step) applies."""
-        return len(self.stages) == 2
+    #: two stages: the matcher's direct per-event step (Matcher._pair_step) applies (a field,
+    #: not a property: Matcher.process reads it per event)
+    is_pair: bool = True
 
 
 
@@ -213,4 +211,5 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     if len(stages) > 2 and not all(local):
         return None
     return EsperPair(a, b, states[0], keys[0], keys[1], window, zone, key_var, new[1],
-                     local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new))
+                     local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new),
+                     len(stages) == 2)

@@ -261,13 +261,12 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
     if pick is not None:  # the instances begun by an A event in hand: lazy complex events
         fresh = inst >= n_real
         q_new = inst[fresh]
-        q_list = q_new.tolist()
-        firsts = [pend[q - n_real] if q < n_old else None for q in q_list]
         starts = taken[0][q_new].tolist()
+        firsts = ([events[s] for s in starts] if n_old == n_real else
+                  [pend[q - n_real] if q < n_old else events[s]
+                   for q, s in zip(q_new.tolist(), starts, strict=True)])
         later = [[events[i] for i in taken[j][q_new].tolist()] for j in range(1, n_stages)]
-        parts = zip([f if f is not None else events[s] for f, s in zip(firsts, starts,
-                                                                          strict=True)],
-                    *later, strict=True)
+        parts = zip(firsts, *later, strict=True)
         shape = _PairShape(name, params_names, pick)
         r_new = rank[fresh].tolist()
         for r, ce in zip(r_new, map(_PairMatch, parts, repeat(shape),
