@@ -66,7 +66,7 @@ BATCH = 65_536
 #: events of the separate, untimed tracemalloc run
 TRACE_EVENTS = 100_000
 SEED = 20261121
-#: Esper's classic throughput claim (BRIEF.md anchors): > 500,000 events/s
+#: Esper's classic throughput claim (EsperTech's performance page; docs/references.md): > 500,000 events/s
 ESPER_CLAIM = 500_000
 
 SCHEMAS = {"Reading": EventType("Reading", (ParamSpec("sensor", "str"),
@@ -233,7 +233,7 @@ def print_table(con: Console, rows: list[dict[str, Any]], n: int, repeat: int) -
         "come: the statement's state — the window (10,000 events at 1 event/ms) and the groups "
         "in it, independent of stream length — plus, for process_batch and the arrays, one "
         "batch's rows and working arrays. Esper's >500,000 events/s is the classic claim "
-        "quoted in BRIEF.md, not measured here.", style="dim", markup=False)
+        "EsperTech publishes (docs/references.md), not measured here.", style="dim", markup=False)
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
