@@ -66,7 +66,7 @@ BATCH = 65_536
 #: events of the separate, untimed tracemalloc run
 TRACE_EVENTS = 100_000
 SEED = 20261121
-#: Esper's classic throughput claim (EsperTech's performance page; docs/references.md): > 500,000 events/s
+#: Esper's classic throughput claim, > 500,000 events/s (EsperTech; docs/references.md)
 ESPER_CLAIM = 500_000
 
 SCHEMAS = {"Reading": EventType("Reading", (ParamSpec("sensor", "str"),
