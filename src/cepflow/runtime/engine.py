@@ -58,7 +58,13 @@ from cepflow.runtime.compiled import CompiledPattern
 from cepflow.runtime.errors import EngineError, EvaluationFailed, PartialMatchLimit, RunStopped
 from cepflow.runtime.host import Action, EngineStats, Host, Trace
 from cepflow.runtime.interval_clock import CLOCK_TOKEN
-from cepflow.runtime.kernels import Declined, process_batch, process_columns, process_esper_batch
+from cepflow.runtime.kernels import (
+    Declined,
+    process_batch,
+    process_columns,
+    process_esper_batch,
+    process_esper_columns,
+)
 from cepflow.runtime.matcher import Matcher
 from cepflow.runtime.rows import MatchTable, Rows
 from cepflow.windows.runner import WindowRunner
@@ -480,10 +486,12 @@ class Engine:
     @property
     def columnar(self) -> bool:
         """Whether :meth:`process_columns` applies: every pattern is a keyed sequence
-        (the batch path, runtime.shapes.chain_of), no trace is kept and no rule has a
-        registered action (a rule then only counts its firings, so no complex event needs to
-        become an object)."""
-        return (self._chains is not None and self.trace is None and self.on_error != "fail"
+        (the batch path, runtime.shapes.chain_of) or every pattern is Esper's pair or chain
+        (runtime.shapes.esper_pair_of), no trace is kept and no rule has a registered action
+        (a rule then only counts its firings, so no complex event needs to be handed to
+        one)."""
+        return ((self._chains is not None or self._pairs is not None) and self.trace is None
+                and self.on_error != "fail"
                 and not any(r.action in self.actions for r in self.program.rules if r.action))
 
     def process_columns(self, rows: Rows) -> MatchTable:
@@ -493,16 +501,23 @@ class Engine:
         makes the objects); Python events are made only for the rows in complex events or
         partial matches. The same matches, ids, state and statistics as :meth:`process`.
         Raises :class:`~cepflow.runtime.kernels.Declined`, having changed nothing, when a filter
-        fails on some row: feed the batch as events then (:meth:`process_batch`)."""
+        fails on some row or (Esper pairs) a key value cannot be coded exactly: feed the batch
+        as events then (:meth:`process_batch`)."""
         if not self.columnar:
-            raise EngineError("process_columns needs keyed sequences, no trace, no registered "
-                              "rule action and on_error=skip (see Engine.columnar)")
+            raise EngineError("process_columns needs keyed sequences or Esper pairs, no trace, "
+                              "no registered rule action and on_error=skip "
+                              "(see Engine.columnar)")
         if self.max_partial_matches is not None:
             per_code = np.array([self._starts.get(t, 0) for t in rows.type_names], np.int64)
             if not self._room_for(int(per_code[rows.codes].sum()) if rows.n else 0):
                 raise Declined("the batch could pass max_partial_matches: event by event")
         before = install_sink(self.host.failures)
         try:
+            if self._pairs is not None:
+                table = process_esper_columns(self, self._pairs, rows)
+                if table is None:
+                    raise Declined("a key value the pair kernel cannot code: event by event")
+                return table
             return process_columns(self, self._chains, rows)  # type: ignore[arg-type]
         finally:
             install_sink(before)

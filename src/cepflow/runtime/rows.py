@@ -160,10 +160,23 @@ class ChainMatches:
 
 
 @dataclass
+class ObjectMatches:
+    """Complex events a kernel made as objects (the Esper pair kernel: its select lists and
+    bindings are the token path's), with where each was detected."""
+
+    #: batch row of the completing event, per match
+    at: np.ndarray
+    #: place of each match in the batch's detection order (0-based)
+    rank: np.ndarray
+    events: list[ComplexEvent]
+
+
+
+@dataclass
 class MatchTable:
     """The complex events of one batch, column-wise (:func:`process_columns`)."""
 
-    blocks: list[ChainMatches]
+    blocks: list[ChainMatches | ObjectMatches]
     values: list[Any]
     first_id: int  # match id of the first complex event in detection order
     count: int
@@ -181,6 +194,10 @@ class MatchTable:
         out: list[Any] = [None] * self.count
         values = self.values
         for b in self.blocks:
+            if isinstance(b, ObjectMatches):
+                for rank, ce in zip(b.rank.tolist(), b.events, strict=True):
+                    out[rank] = ce
+                continue
             ev = self.source.lookup(b.rows[b.rows >= 0])
             cols = b.rows.T.tolist()
             old = b.old
@@ -200,10 +217,10 @@ class MatchTable:
 
 
 class TypeColumns:
-    """Per event type of a batch: its rows, and parameter columns read once (the filters and
-    keys of several patterns often read the same ones)."""
+    """Per event type of a batch (any :class:`Rows`): its rows, and parameter columns read
+    once (the filters and keys of several patterns often read the same ones)."""
 
-    def __init__(self, src: EventRows, schemas: Any) -> None:
+    def __init__(self, src: Rows, schemas: Any) -> None:
         self.src, self.schemas = src, schemas
         self.type_code = {t: i for i, t in enumerate(src.type_names)}
         self._rows: dict[str, np.ndarray] = {}
@@ -220,10 +237,13 @@ class TypeColumns:
         return r
 
     def params(self, t: str) -> list[tuple]:
+        """The parameter tuples of the type's rows (of an :class:`EventRows` source)."""
         p = self._params.get(t)
         if p is None:
-            ev, rows = self.src.events, self.rows(t)
-            p = self._params[t] = (self.src.all_params() if len(rows) == len(ev)
+            src = self.src
+            assert isinstance(src, EventRows)
+            ev, rows = src.events, self.rows(t)
+            p = self._params[t] = (src.all_params() if len(rows) == len(ev)
                                    else [ev[i].params for i in rows.tolist()])
         return p
 
@@ -231,8 +251,18 @@ class TypeColumns:
         """Parameter ``k`` of the type's rows as numpy infers it (object for mixed values)."""
         c = self._cols.get((t, k))
         if c is None:
-            c = self._cols[t, k] = as_column(list(map(itemgetter(k), self.params(t))))
+            if isinstance(self.src, EventRows):
+                c = as_column(list(map(itemgetter(k), self.params(t))))
+            else:  # (a column source: its values, without an event per row)
+                local, uniq = self.src.values(k, self.rows(t))
+                c = as_column(uniq)[np.asarray(local, dtype=np.int64)]
+            self._cols[t, k] = c
         return c
+
+    def events(self, rows: np.ndarray) -> Mapping[int, Event] | Sequence[Event]:
+        """The events of ``rows``, indexable by row (made only for those of a column source)."""
+        src = self.src
+        return src.events if isinstance(src, EventRows) else src.lookup(rows)
 
     def fields(self, t: str) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.schemas[t].param_names)}

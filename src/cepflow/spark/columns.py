@@ -33,7 +33,7 @@ from cepflow.inputs.columnar import (
 from cepflow.outputs.encoding import dumps, json_texts
 from cepflow.outputs.records import MATCH_SCHEMA, match_ts_column
 from cepflow.outputs.records import match_batch as encode_matches
-from cepflow.runtime.rows import MatchTable, Rows
+from cepflow.runtime.rows import MatchTable, ObjectMatches, Rows
 
 __all__ = [
     "MATCH_SCHEMA",
@@ -177,6 +177,12 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
     cols: dict[str, list[pa.Array]] = {f.name: [] for f in MATCH_SCHEMA}
     ranks = []
     for b in table.blocks:
+        if isinstance(b, ObjectMatches):  # (made as objects by the kernel: as match_batch)
+            made = encode_matches(b.events)
+            for f in MATCH_SCHEMA:
+                cols[f.name].append(made.column(f.name))
+            ranks.append(b.rank)
+            continue
         m, k = len(b.at), b.rows.shape[0]
         flat = b.rows.T.ravel()
         ids = refs.take(pa.array(np.where(flat >= 0, flat, 0)))

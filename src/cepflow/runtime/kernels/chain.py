@@ -40,6 +40,7 @@ from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.filters import filter_rows
 from cepflow.runtime.kernels.frame import (
     Declined,
+    count_rules,
     counters_before,
     fire_rules,
     prepare,
@@ -71,15 +72,7 @@ def process_columns(engine: Any, matchers: list[Any], rows: Rows) -> MatchTable:
     :class:`Declined`, having changed nothing, when a filter fails on a row)."""
     with gc_paused():
         table = _run(engine, matchers, rows)
-        rules = engine.host.rules
-        if rules:
-            counts: dict[str, int] = {}
-            for b in table.blocks:
-                counts[b.pattern] = counts.get(b.pattern, 0) + len(b.at)
-            for i, t in enumerate(rows.type_names):
-                if rules.triggers(t):
-                    counts[t] = counts.get(t, 0) + int(np.count_nonzero(rows.codes == i))
-            engine.host.stats.rule_firings += rules.count(counts)
+        count_rules(engine.host, table, rows)
         return table
 
 

@@ -71,6 +71,5 @@ def passing(edge: Any, cols: TypeColumns) -> np.ndarray:
     pos = edge.position
     t = pos.type
     rows = cols.rows(t)
-    mask = filter_mask(pos, rows, cols.fields(t), lambda k: cols.column(t, k),
-                        lambda _rows: cols.src.events)
+    mask = filter_mask(pos, rows, cols.fields(t), lambda k: cols.column(t, k), cols.events)
     return np.arange(len(rows), dtype=np.int64) if mask is None else np.flatnonzero(mask)

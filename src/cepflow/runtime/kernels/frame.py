@@ -1,6 +1,7 @@
 """What every column kernel does around its batch: check the order and number the rows
 (prepare), give the batch back unchanged when a filter fails (Declined, unprepare), pause the
-cyclic collector, and fire rules as the per-event engine would (fire_rules)."""
+cyclic collector, and fire rules as the per-event engine would (fire_rules) or, for a column
+batch whose rules have no registered action, count their firings (count_rules)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.errors import EngineError
-from cepflow.runtime.rows import Rows
+from cepflow.runtime.rows import MatchTable, ObjectMatches, Rows
 
 
 class Declined(Exception):
@@ -89,3 +90,24 @@ def fire_rules(host: Any, events: Sequence[Event], out: list[ComplexEvent],
             i = j
     if host.pending:
         host.drain(out)
+
+
+
+def count_rules(host: Any, table: MatchTable, rows: Rows) -> None:
+    """Count the rule firings of a column batch (no rule of the engine has a registered
+    action, so a firing only counts): per complex event of a triggering pattern and per input
+    row of a triggering type, as the per-event engine counts them."""
+    rules = host.rules
+    if not rules:
+        return
+    counts: dict[str, int] = {}
+    for b in table.blocks:
+        if isinstance(b, ObjectMatches):
+            for ce in b.events:
+                counts[ce.type] = counts.get(ce.type, 0) + 1
+        else:
+            counts[b.pattern] = counts.get(b.pattern, 0) + len(b.at)
+    for i, t in enumerate(rows.type_names):
+        if rules.triggers(t):
+            counts[t] = counts.get(t, 0) + int(np.count_nonzero(rows.codes == i))
+    host.stats.rule_firings += rules.count(counts)

@@ -22,12 +22,13 @@ from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.frame import (
     Declined,
+    count_rules,
     counters_before,
     fire_rules,
     prepare,
     unprepare,
 )
-from cepflow.runtime.rows import EventRows, TypeColumns, as_column
+from cepflow.runtime.rows import EventRows, MatchTable, ObjectMatches, Rows, TypeColumns, as_column
 from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows, Thread, Token
@@ -75,32 +76,56 @@ def _small_int(v: Any, top: int) -> bool:
 def process_esper_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
                         ) -> list[ComplexEvent] | None:
     """Feed ``events`` (time-ordered) to an engine all of whose patterns (``matchers``) have
-    the Esper pair shape (their compiled pattern's ``pair``).
+    the Esper pair shape (their compiled pattern's ``pair``: a pair or a longer chain).
 
     Per pattern: the instances (those from before the batch, then one per ``A`` row passing
-    ``f``) each find the first later ``B`` row of their key passing ``g`` by one
-    ``searchsorted`` over the ``B`` rows sorted by (key, row), and complete there if it is
-    within Δ. Token and match ids, the complex events (parts, bindings, select list), the
-    instances left open (with their timers) and the statistics are those of feeding the events
-    one by one (tests/esper/test_esper_kernel.py). Returns None, having changed nothing, when
-    a key value cannot be coded exactly (the caller then goes event by event).
+    ``f``) take, stage after stage, the first later row of their key passing the stage's
+    filter, by one ``searchsorted`` over that stage's rows sorted by (key, row), while within
+    Δ. Token and match ids, the complex events (parts, bindings, select list), the instances
+    left open (with their timers) and the statistics are those of feeding the events one by
+    one (tests/esper/test_esper_kernel.py). Returns None, having changed nothing, when a key
+    value cannot be coded exactly (the caller then goes event by event).
     """
     with gc_paused():
         # (in a function of its own: the batch's big temporaries are freed before the
         # collector runs again, else its first pass walks them)
-        return _esper_batch(engine, matchers, events)
+        found = _esper_batch(engine, matchers, EventRows(events))
+        if found is None:
+            return None
+        out, at = found
+        if engine.host.rules:
+            fire_rules(engine.host, events, out, at)
+        return out
 
 
 
-def _esper_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
-                 ) -> list[ComplexEvent] | None:
+def process_esper_columns(engine: Any, matchers: list[Any], rows: Rows) -> MatchTable | None:
+    """:func:`process_esper_batch` over a column batch (such as an Arrow batch) for an engine
+    none of whose rules has a registered action: Python events are made only for the rows in
+    complex events or left in partial matches, and rules are counted (kernels.frame)."""
+    with gc_paused():
+        found = _esper_batch(engine, matchers, rows)
+        if found is None:
+            return None
+        out, at = found
+        table = MatchTable([ObjectMatches(np.asarray(at, np.int64),
+                                          np.arange(len(out), dtype=np.int64), out)],
+                           [], out[0].match_id if out else 0, len(out), rows)
+        count_rules(engine.host, table, rows)
+        return table
+
+
+
+def _esper_batch(engine: Any, matchers: list[Any], src: Rows
+                 ) -> tuple[list[ComplexEvent], list[int]] | None:
+    """The complex events of the batch in detection order and the row each was detected at;
+    None when a key cannot be coded exactly (nothing changed)."""
     pairs: list[EsperPair] = [m.pattern.pair for m in matchers]
-    src = EventRows(events)
     n = src.n
     before = counters_before(engine)
     prepare(engine, src)
     if not n:
-        return []
+        return [], []
     cols = TypeColumns(src, engine.program.schemas)
     try:
         plans = [_pair_rows(m, pr, cols) for m, pr in zip(matchers, pairs, strict=True)]
@@ -109,6 +134,11 @@ def _esper_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
     if any(p is None for p in plans):
         unprepare(engine, before, src)
         return None
+    # the events of the rows the matches and the instances left open hold (all of an
+    # EventRows source; a column source makes only these)
+    used = np.unique(np.concatenate([p["taken"][:, p["match"] | p["alive"]].ravel()
+                                     for p in plans]))
+    events = cols.events(used[used >= 0])
     last_ts = float(src.ts[-1])
     n_pairs = len(pairs)
     start_keys = [p["new_rows"] * n_pairs + slot for slot, p in enumerate(plans)]
@@ -140,7 +170,7 @@ def _esper_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
             m.done = True
         ids = (first_token + np.arange(len(all_starts)) if n_pairs == 1 else
                first_token + np.searchsorted(all_starts, p["new_rows"] * n_pairs + slot))
-        open_ids, open_events = _leave_open(m, pr, p, ids, last_ts, events)
+        open_ids, open_events = _leave_open(m, pr, p, ids, events)
         m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
     # timers: the per-event path would have run those before last_ts (they only expire
     # instances, done above); each pattern keeps one engine timer, for its first deadline
@@ -157,9 +187,7 @@ def _esper_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
             firsts.append(m.pending.events[0].ts + pr.window)
         if firsts:
             host.schedule(min(firsts), m, -1, pr.zone, min(firsts) - pr.window)
-    if host.rules:
-        fire_rules(host, events, out, mr.tolist())
-    return out
+    return out, mr.tolist()
 
 
 
@@ -230,18 +258,25 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
         taken[j, moved] = row[ok]
         last[moved] = row[ok]
     match = stage == len(stages)
+    # an instance whose deadline is the batch's last instant expired before its last event
+    # (Esper's timer fires first) unless that very event began it (Δ = 0: its timer is still
+    # to come)
+    deadline = i_ts + pr.window
+    last_ts = src.ts[-1]
+    alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (taken[0] == n - 1)))
     ids = np.array([t.id for t in old] + list(pend_ids), np.int64)
     age = np.concatenate([np.argsort(np.argsort(ids, kind="stable"), kind="stable"),
                           np.arange(n_old, n_inst, dtype=np.int64)])
     return {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "new_rows": new_rows,
-            "i_ts": i_ts, "i_row": taken[0], "stage0": stage0, "stage": stage, "taken": taken,
-            "end_row": last, "match": match, "age": age}
+            "stage0": stage0, "stage": stage, "taken": taken,
+            "end_row": last, "match": match, "alive": alive, "age": age}
 
 
 
 def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
-               events: Sequence[Event], arity: dict[str, int], out: list[Any]) -> None:
-    """The complex events of one pattern, as Matcher._complete makes them."""
+               events: Any, arity: dict[str, int], out: list[Any]) -> None:
+    """The complex events of one pattern, as Matcher._complete makes them (``events``: the
+    batch's events, indexable by row)."""
     auto = m.pattern.auto
     name, params_names, select = m.name, auto.params, auto.select
     old, pend, taken = p["old"], p["pend_events"], p["taken"]
@@ -282,8 +317,7 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
 
 
 
-def _held(pr: EsperPair, p: dict, q: int, events: Sequence[Event]
-          ) -> tuple[list[Event], dict[str, Any]]:
+def _held(pr: EsperPair, p: dict, q: int, events: Any) -> tuple[list[Event], dict[str, Any]]:
     """Instance ``q``'s events and bindings after the batch (as the token path's thread holds
     them): what it held before, then the events it took in the batch."""
     old, pend = p["old"], p["pend_events"]
@@ -364,23 +398,18 @@ class _PairMatch(ComplexEvent):
 
 
 
-def _leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, last_ts: float,
-                events: Sequence[Event]) -> tuple[list[int], list[Event]]:
+def _leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
+                ) -> tuple[list[int], list[Event]]:
     """Tokens from before the batch that completed or expired are dropped, those that moved on
     take their new events; the instances begun before or in the batch that still wait for
     their second stage are returned as the pattern's pending rows (ids, A events) — tokens are
     made of them only when needed (Matcher.materialize) — and those further on (a chain of
     three stages or more) become tokens now, oldest first, with their window's timer."""
     old, pend_ids, pend_events = p["old"], p["pend_ids"], p["pend_events"]
-    new_rows, i_ts, match = p["new_rows"], p["i_ts"], p["match"]
+    new_rows, alive = p["new_rows"], p["alive"]
     stage0, stage = p["stage0"], p["stage"]
     n_real = len(old)
     n_old = n_real + len(pend_ids)
-    # an instance whose deadline is last_ts expired before the batch's last event (Esper's
-    # timer fires first) unless that very event began it (Δ = 0: its timer is still to come)
-    deadline = i_ts + pr.window
-    alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (
-        p["i_row"] == len(events) - 1)))
     moved = stage != stage0
     for q in np.flatnonzero(~alive[:n_real] | moved[:n_real]).tolist():
         m.unregister(old[q])
