@@ -150,3 +150,42 @@ def _window_objects(window) -> list:
         out.append(proc)
         out.append(proc.agg)
     return out
+
+
+@pytest.mark.parametrize("source", [*PROGRAMS, WINDOWS], ids=lambda s: getattr(s, "name", "w"))
+@pytest.mark.parametrize("seed", range(3))
+def test_copy_on_write_forks_are_deep_copies(source, seed: int) -> None:
+    """A tree of forks, as the search makes them: each engine forked several times, every
+    fork given its own random events, and the engine forked from going on too (the search's
+    last move). In the end every engine's saved state and fingerprint equal those of a fresh
+    engine fed the same events: no engine saw another's events through the parts they share
+    (analysis/fork.py, ``_Lazy``)."""
+    program = _program(source)
+    forker = Forker(program, Engine(program))
+    rng = random.Random(seed)
+    pool = _stream(program, seed, 60)
+    root = Engine(program)
+    paths: dict[int, tuple[Engine, list[Event]]] = {id(root): (root, [])}
+    nodes = [root]
+    ts = 0
+    for _ in range(4):  # levels
+        ts += rng.choice([0, 1, 2, 5, 3001])
+        level = []
+        for engine in nodes:
+            kids = [forker.fork(engine) for _ in range(rng.randint(1, 3))]
+            for kid in kids:
+                paths[id(kid)] = (kid, list(paths[id(engine)][1]))
+            for kid in [*kids, engine]:  # (the engine itself goes on last)
+                for _ in range(rng.randint(0, 2)):
+                    e = rng.choice(pool)
+                    kid.process(Event(e.type, e.params, ts))
+                    paths[id(kid)][1].append(Event(e.type, e.params, ts))
+                    state_key(kid)  # (as the search does after each step: nothing cached stale)
+                level.append(kid)
+        nodes = rng.sample(level, min(len(level), 6))
+    assert len(paths) > 8
+    for engine, path in paths.values():
+        fresh = Engine(program)
+        _run(fresh, path)
+        assert save_state(engine) == save_state(fresh)
+        assert state_key(engine) == state_key(fresh)

@@ -22,6 +22,19 @@ processed), functions and the compiled program are shared; bound methods are bou
 copies (``engine._emit`` appends to the copy's list, a window statement's row builder numbers
 rows with the copy's match counter).
 
+**Copy on write.** A fork copies the engine's host (clock, numbering, timers) at once, but its
+matchers and window runners only when the engine first calls into one to change it — most
+candidate events reach some patterns and no window statement, and which ones is known only as
+the event cascades. The engine's lists hold handles (:class:`_Lazy`) instead of the parts:
+``process``, ``on_deadline``, ``start_clock``, ``advance_to`` and any other access go to the
+engine's own copy, made at the first of them; the reads the engine makes at every step
+(``count()``, ``pattern``, ``name``, ``slot``, ``statement``, ``window``) go to the part as it
+is. Forking turns the parts of *both* engines into shared ones, so the engine forked from may go
+on too (the search's last move from a state does): a part two engines share is never changed
+again. The fingerprint of a shared runner is computed once (:func:`state_key`). The tests build
+trees of forks, every engine and fork going on with random events, and compare each with a
+fresh engine fed its events (``test_copy_on_write_forks_are_deep_copies``).
+
 **Fingerprint.** :func:`state_key` is a digest of the same state with numbering removed — token
 ids and held events' input numbers become their order, counters are left out, times are kept
 — as analysis/fingerprint.py does from the saved state (the reference it is tested against).
@@ -32,9 +45,13 @@ from __future__ import annotations
 import copy
 import gc
 import hashlib
+import io
+import pickle
 import types
+import weakref
 from collections import deque
 from collections.abc import Iterable
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from cepflow.compiler.program import Program
@@ -107,22 +124,51 @@ class Forker:
         self._layout: tuple | None = None
 
     def fork(self, engine: Engine) -> Engine:
-        """A copy of ``engine`` that goes on independently (see the module docstring)."""
-        layout = self._layout
-        if layout is None:
-            layout = self._layout = _layout_of(engine)
-        noise, subs_input, subs_complex, clocks, window_subs = layout
+        """A copy of ``engine`` that goes on independently (see the module docstring): its
+        host copied, its matchers and runners shared with ``engine`` until either engine
+        changes one (:class:`_Lazy`, copy on write)."""
+        if self._layout is None:
+            self._layout = _layout_of(engine)
+        ms0, ws0 = engine.matchers, engine.windows
+        if (ms0 and type(ms0[0]) is not _Lazy) or (ws0 and type(ws0[0]) is not _Lazy):
+            self._adopt(engine)  # (its parts become shared: it goes on through handles too)
+        else:
+            for h in ms0:
+                h.own = False  # (its own copies are now shared with the fork)
+            for h in ws0:
+                h.own = False
         new = object.__new__(Engine)
         d = dict(vars(engine))
-        memo: dict[int, Any] = {}
         d["host"] = host = _host(engine.host, new)
-        ms = [self._matcher(m, host, memo) for m in engine.matchers]
+        self._install(d, [_Lazy(h.part, host, self) for h in engine.matchers],
+                      [_Lazy(h.part, host, self) for h in engine.windows], engine)
+        d["_emitted"] = emitted = list(engine._emitted)
+        d["_emit"] = emitted.append
+        d["errors"] = list(engine.errors)
+        object.__setattr__(new, "__dict__", d)
+        return new
+
+    def _adopt(self, engine: Engine) -> None:
+        """Put handles (:class:`_Lazy`) in place of ``engine``'s own matchers and runners, so
+        that what it shares with its forks stays unchanged when it goes on."""
+        host = engine.host
+        d = vars(engine)
+        self._install(d, [_Lazy(m, host, self, own=True) for m in engine.matchers],
+                      [_Lazy(r, host, self, own=True) for r in engine.windows], engine)
+        for h in (*d["matchers"], *d["windows"]):
+            h.own = False
+
+    def _install(self, d: dict[str, Any], ms: list[Any], ws: list[Any], engine: Engine
+                 ) -> None:
+        """Fill an engine's attributes ``d`` with the matchers ``ms`` and runners ``ws`` and
+        the lists the engine derives from them (in the layout of ``engine``'s)."""
+        assert self._layout is not None
+        noise, subs_input, subs_complex, clocks, window_subs = self._layout
         d["matchers"] = ms
         d["noise"] = [ms[i] for i in noise]
         d["subs_input"] = {t: [ms[i] for i in ix] for t, ix in subs_input.items()}
         d["subs_complex"] = {t: [ms[i] for i in ix] for t, ix in subs_complex.items()}
         d["_clocks"] = [ms[i] for i in clocks]
-        ws = [self._runner(r, host, memo) for r in engine.windows]
         d["windows"] = ws
         d["_window_subs"] = {t: [ws[i] for i in ix] for t, ix in window_subs.items()}
         # (the kernels' lists are the matchers, when the kernels apply)
@@ -130,14 +176,17 @@ class Forker:
             d["_chains"] = ms
         if engine._pairs is not None:
             d["_pairs"] = ms
-        d["_emitted"] = emitted = list(engine._emitted)
-        d["_emit"] = emitted.append
-        d["errors"] = list(engine.errors)
-        object.__setattr__(new, "__dict__", d)
-        return new
+
+    def own(self, part: Any, host: Host) -> Any:
+        """A copy of a matcher or runner ``part`` for the engine whose host is ``host``."""
+        if type(part) is WindowRunner:
+            return self._runner(part, host, {})
+        return self._matcher(part, host, {})
 
     def _matcher(self, m: Matcher, host: Host, memo: dict[int, Any]) -> Matcher:
-        new, d = _begin(m, memo)
+        new = object.__new__(type(m))
+        memo[id(m)] = new
+        d = dict(m.__dict__)
         d["host"] = host
         if m.tokens:
             toks: dict[int, Token] = {}
@@ -148,10 +197,12 @@ class Forker:
                             for s, bm in m.buckets.items()}
         else:
             d["tokens"] = {}
-            d["buckets"] = {s: {k: {} for k in bm} for s, bm in m.buckets.items()}
-        d["seen"] = dict(m.seen)
-        d["_forked"] = [_thread(th) for th in m._forked]
-        d["_forks"] = {k: [_thread(th) for th in v] for k, v in m._forks.items()}
+            d["buckets"] = ({s: {k: {} for k in bm} for s, bm in m.buckets.items()}
+                            if m.buckets else {})
+        d["seen"] = dict(m.seen) if m.seen else {}
+        d["_forked"] = [_thread(th) for th in m._forked] if m._forked else []
+        d["_forks"] = ({k: [_thread(th) for th in v] for k, v in m._forks.items()}
+                       if m._forks else {})
         d["deadlines"] = deque(m.deadlines)
         if m.pending is not None:
             d["pending"] = self._copy(m.pending, memo)
@@ -279,12 +330,74 @@ WINDOW_STATE: dict[type, frozenset[str]] = {
 }
 
 
+class _Lazy:
+    """An engine's handle on one of its parts — a matcher or a window statement's runner —
+    which it may share with other engines (copy on write). The calls that change a part go to
+    the engine's own copy, made at the first of them: ``process``, ``on_deadline``,
+    ``start_clock``, ``advance_to``, and anything else not read below. The reads the engine
+    makes at every step — ``count()``, ``pattern``, ``name``, ``slot``, ``statement``,
+    ``window`` (its ``due``) — go to the part as it is. So a part two engines share is never
+    changed again: each writes through a copy of its own. (Which parts an event reaches is
+    known only once it has cascaded; the handle finds out as it happens.)"""
+
+    __slots__ = ("forker", "host", "own", "part")
+
+    def __init__(self, part: Any, host: Host, forker: Forker, own: bool = False) -> None:
+        self.part = part
+        #: whether ``part`` is this engine's alone (a copy it made, or before its first fork)
+        self.own = own
+        self.host = host
+        self.forker = forker
+
+    def mine(self) -> Any:
+        """The part, made this engine's own first."""
+        if not self.own:
+            self.part = self.forker.own(self.part, self.host)
+            self.own = True
+        return self.part
+
+    # -- what changes a part (runtime/engine.py calls these) ------------------------------
+    def process(self, *args: Any) -> Any:
+        return self.mine().process(*args)
+
+    def on_deadline(self, *args: Any) -> None:
+        self.mine().on_deadline(*args)
+
+    def advance_to(self, t: float) -> Any:
+        return self.mine().advance_to(t)
+
+    def start_clock(self, t: float) -> None:
+        self.mine().start_clock(t)
+
+    # -- what the engine reads at every step ----------------------------------------------
+    def count(self) -> int:
+        return self.part.count()
+
+    pattern = property(attrgetter("part.pattern"))
+    name = property(attrgetter("part.name"))
+    slot = property(attrgetter("part.slot"))
+    statement = property(attrgetter("part.statement"))
+    window = property(attrgetter("part.window"))
+
+    def __getattr__(self, name: str) -> Any:  # anything else: on the engine's own copy
+        return getattr(self.mine(), name)
+
+    # (setting an attribute of the part through the handle raises AttributeError: nothing
+    # the engine does per event sets one)
+
+
+def _part(x: Any) -> Any:
+    """The matcher or runner behind a handle (or ``x``, not a handle)."""
+    return x.part if type(x) is _Lazy else x
+
+
 def _host(host: Host, engine: Engine) -> Host:
     """A copy of an engine's host for the fork ``engine``: clock, numbering, timers,
     statistics, trace, emitted events and failures copied; rules and actions shared."""
-    new, d = _begin(host, {})
+    new = object.__new__(type(host))
+    d = dict(host.__dict__)
     d["engine"] = engine
-    d["counters"] = copy.copy(host.counters)
+    d["counters"] = _shallow(host.counters)
     d["timers"] = host.timers.copy()
     d["pending"] = deque(host.pending)
     d["failures"] = list(host.failures)
@@ -377,29 +490,76 @@ def _event(e: Event, rank: dict[int, int]) -> tuple:
     return (e.type, tuple(e.params), e.ts, rank.get(e.seq, -1))
 
 
+_first = itemgetter(0)
+#: a matcher's part of :func:`state_key` when it holds nothing
+_IDLE = ((), False, (), None, (), False)
+#: the pictures of the runners handles share (never changed again: :class:`_Lazy`)
+_PICTURES: weakref.WeakKeyDictionary[WindowRunner, tuple] = weakref.WeakKeyDictionary()
+
+
+def _picture(r: Any) -> tuple:
+    """A window statement's part of :func:`state_key`; computed once for a runner engines
+    share."""
+    if type(r) is _Lazy and not r.own:
+        got = _PICTURES.get(r.part)
+        if got is None:
+            got = _PICTURES[r.part] = _picture(r.part)
+        return got
+    r = _part(r)
+    return (r.time, r.finished, _freeze(r.window))
+
+
 def state_key(engine: Engine) -> bytes:
     """A 16-byte digest of the engine's run-time state without numbering (see the module
     docstring). The input numbers of the events partial matches hold become their order; a
     window statement's records keep their own numbers (its accepted events, in order)."""
-    seqs = sorted({e.seq for m in engine.matchers for part in m.tokens.values()
+    matchers = [_part(m) for m in engine.matchers]
+    seqs = sorted({e.seq for m in matchers for part in m.tokens.values()
                    for t in part.values() for th in t.threads for e in th.events
                    if not isinstance(e, ComplexEvent)})
     rank = {s: i for i, s in enumerate(seqs)}
     pats = []
-    for m in engine.matchers:
+    for m in matchers:
+        if not (m.tokens or m.done or m.seen or m.deadlines or m.pending is not None
+                or m.clock_start is not None):
+            pats.append(_IDLE)
+            continue
         toks = sorted((t for part in m.tokens.values() for t in part.values()),
                       key=lambda t: t.id)
         age = {t.id: i for i, t in enumerate(toks)}
         pats.append((
             tuple((t.part, t.created,
-                   tuple((th.state, tuple(sorted(th.bindings.items(), key=repr)),
+                   tuple((th.state, _items(th.bindings),
                           tuple(sorted((th.zstart or {}).items())),
                           tuple(_event(e, rank) for e in th.events)) for th in t.threads))
                   for t in toks),
             m.done, tuple(sorted(m.seen.items(), key=repr)), m.clock_start,
             tuple((d, age.get(tid, -1), z, s) for d, tid, z, s in m.deadlines),
             m.pending is not None and len(m.pending)))
-    wins = tuple((r.time, r.finished, _freeze(r.window)) for r in engine.windows)
-    text = repr((engine.time, engine.statement_start if engine._clocks else None,
-                 engine.stopped, tuple(pats), wins))
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+    wins = tuple(_picture(r) for r in engine.windows)
+    return hashlib.blake2b(_bytes((engine.time, engine.statement_start if engine._clocks
+                                    else None, engine.stopped, tuple(pats), wins)),
+                           digest_size=16).digest()
+
+
+def _items(d: dict) -> tuple:
+    """A dict's items in a canonical order: by key (bindings are keyed by variable names)."""
+    try:
+        return tuple(sorted(d.items(), key=_first))
+    except TypeError:  # (keys of several types)
+        return tuple(sorted(d.items(), key=repr))
+
+
+def _bytes(x: tuple) -> bytes:
+    """The bytes to hash for a picture of numbers, strings and tuples: pickled without its
+    memo, so they depend on the values only, never on which objects are shared (and five times
+    quicker than ``repr``, which spells every float out); ``repr`` for what does not pickle.
+    (Only hashed: nothing is ever unpickled.)"""
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, 5)
+    pickler.fast = True
+    try:
+        pickler.dump(x)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return repr(x).encode()
+    return buf.getvalue()
