@@ -200,9 +200,12 @@ def _serial(exp: _Expander, result: SearchResult, max_events: int, max_states: i
     moves: list[tuple[int, float]] = [(-1, 0.0)]
     events = exp.events
     frontier: list[Node] = [(exp.node0, None, 0, None)]
+    swept = 0
     for depth in range(max_events):
         last_level = depth == max_events - 1
-        gc.collect()  # (the last level's engines: see _young_collections)
+        if result.transitions - swept >= SWEEP_EVERY:  # (see _young_collections)
+            gc.collect()
+            swept = result.transitions
         nxt: list[Node] = []
         for node, last, nid, _ in frontier:
             for _m, ei, ts, eng, hit in exp.children(
@@ -233,13 +236,18 @@ def _serial(exp: _Expander, result: SearchResult, max_events: int, max_states: i
         frontier = nxt
 
 
+#: states explored after which the next level starts with a full collection
+SWEEP_EVERY = 20_000
+
+
 @contextlib.contextmanager
 def _young_collections() -> Iterator[None]:
-    """No automatic collection of CPython's oldest generation during a search (the caller
-    collects once per level). A level keeps thousands of engines — many long-lived objects —
-    while the forks of states already known die young, in reference cycles (an engine and its
-    host), so the young generations must be collected; but the oldest one's automatic
-    collections walk every kept engine again and again (a quarter of the search's time)."""
+    """No automatic collection of CPython's oldest generation during a search: the caller
+    collects at the start of a level once :data:`SWEEP_EVERY` states were explored since the
+    last time. A level keeps thousands of engines — many long-lived objects — while the forks
+    of states already known die young, in reference cycles (an engine and its host), so the
+    young generations must be collected; but the oldest one's automatic collections walk every
+    kept engine again and again (a quarter of the search's time)."""
     g0, g1, g2 = gc.get_threshold()
     gc.set_threshold(g0, g1, 1 << 30)
     try:
@@ -386,13 +394,16 @@ def _work(conn: Any, exp: _Expander, max_kept: int, first: bool) -> None:
     frontier: list[Node] = [(exp.node0, None, 0, None)] if first else []
     known: set[bytes] = {exp.k0}
     held: dict[tuple[int, int], object] = {}
+    explored = swept = 0
     while True:
         msg = conn.recv()
         if msg[0] == "stop":
             return
         if msg[0] == "expand":
             last_level = msg[1]
-            gc.collect()  # (see _young_collections)
+            if explored - swept >= SWEEP_EVERY:  # (see _young_collections)
+                gc.collect()
+                swept = explored
             held = {}
             found: list[tuple] = []
             hit = None
@@ -419,6 +430,7 @@ def _work(conn: Any, exp: _Expander, max_kept: int, first: bool) -> None:
                 if hit is not None:
                     break
             frontier = []
+            explored += n
             conn.send(("expanded", n, hit, found))
         else:  # keep
             _, assigned, new_keys = msg

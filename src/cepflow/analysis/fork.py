@@ -119,9 +119,18 @@ class Forker:
             roots.extend(v for k, v in vars(r).items() if k in RUNNER_SHARED)
         roots.extend(v for k, v in vars(template).items() if k in ENGINE_SHARED)
         roots.extend(v for k, v in vars(template.host).items() if k in HOST_SHARED)
-        self.shared = _reachable(roots)
+        self._roots = roots
+        self._shared: dict[int, Any] | None = None
         #: where the engine's derived lists point (indices of matchers and runners)
         self._layout: tuple | None = None
+
+    def shared(self) -> dict[int, Any]:
+        """Everything compiled (reachable from the program and the shared attributes): what
+        the structural copy (:meth:`_copy`) never copies; found at its first use (most
+        programs never need it)."""
+        if self._shared is None:
+            self._shared = _reachable(self._roots)
+        return self._shared
 
     def fork(self, engine: Engine) -> Engine:
         """A copy of ``engine`` that goes on independently (see the module docstring): its
@@ -258,7 +267,7 @@ class Forker:
         got = memo.get(i)
         if got is not None:
             return got
-        if i in self.shared:
+        if i in self.shared():
             return x
         t = type(x)
         if t is dict:
