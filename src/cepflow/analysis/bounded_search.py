@@ -8,15 +8,17 @@ real engine — the compiled program, the same :class:`~cepflow.runtime.engine.E
 fingerprint of its saved state, analysis/fingerprint.py) are merged: only the first one found
 is extended. The first sequence whose last event makes the engine emit the target event type
 is a shortest witness (fewest events; breadth first). A state is expanded by forking its
-engine for each candidate event (analysis/fork.py: the run-time state copied, the compiled
-program shared); ``copy="state"`` instead restores the engine's saved state into a fresh
-engine each time (runtime/state.py) — slower, the reference the fork is tested against. The
-states of the last level are not fingerprinted (nothing extends them), and a state's own
-engine takes its last move (it is not needed after). At most ``max_kept``
-states of a level keep their engine (a fork holds about 35 KB); the others keep only their
-path and are replayed from the initial state when their turn comes, so memory stays bounded
-by the visited fingerprints (16 bytes each) and the paths, at the cost of replaying
-``depth`` events per such state.
+engine for each candidate event (analysis/fork.py: the run-time state copied on write, the
+compiled program shared); ``copy="state"`` instead restores the engine's saved state into a
+fresh engine each time (runtime/state.py) — slower, the reference the fork is tested against.
+The states of the last level are not fingerprinted (nothing extends them), so only whether the
+target is emitted matters there: each state of the last frontier has its path replayed on an
+engine of the target's cone (analysis/cone.py: the patterns and statements the target depends
+on), which is forked per candidate. A state's own engine takes its last move (it is not
+needed after). At most ``max_kept`` states of a level keep their engine (a fork holds up to
+about 35 KB of its own); the others keep only their path and are replayed from the initial
+state when their turn comes, so memory stays bounded by the visited fingerprints (16 bytes
+each) and the paths, at the cost of replaying ``depth`` events per such state.
 
 **Parallel search** (``jobs`` > 1, where processes can be forked): worker processes, forked
 once with the compiled program, each hold part of a level's states (their engines, or their
@@ -67,7 +69,8 @@ class SearchResult:
     #: distinct engine states kept for extending (the initial one included; the last level's
     #: states are explored but not fingerprinted)
     states: int = 0
-    #: states explored: candidate events tried, one engine step each
+    #: states explored: candidate events tried, one engine step each (on the last level, a
+    #: step of the target's cone: analysis/cone.py)
     transitions: int = 0
     #: the sequence length explored completely
     depth: int = 0
