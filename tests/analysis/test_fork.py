@@ -7,6 +7,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cepflow
 from cepflow.analysis.domain import load_domain
@@ -153,7 +155,8 @@ def _window_objects(window) -> list:
 
 
 @pytest.mark.parametrize("source", [*PROGRAMS, WINDOWS], ids=lambda s: getattr(s, "name", "w"))
-@pytest.mark.parametrize("seed", range(3))
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 1 << 16))
 def test_copy_on_write_forks_are_deep_copies(source, seed: int) -> None:
     """A tree of forks, as the search makes them: each engine forked several times, every
     fork given its own random events, and the engine forked from going on too (the search's
