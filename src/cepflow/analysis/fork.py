@@ -54,7 +54,7 @@ from cepflow.windows.tumbling import GroupLengthBatchWindow, LengthBatchWindow, 
 ENGINE_STATE = frozenset({
     "host", "statement_start", "_emitted", "_emit", "matchers", "windows", "_window_subs",
     "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs", "errors",
-    "_next_check"})
+    "_next_check", "_routes"})
 #: attributes of the engine's host (runtime/host.py) that processing changes
 HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trace", "stats",
                         "pending", "failures"})
@@ -68,7 +68,7 @@ RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finish
                           "_match_ids"})
 #: what the four classes hold that is made once from the program (shared by forks)
 ENGINE_SHARED = frozenset({"program", "side", "_evaluates", "_starts", "max_partial_matches",
-                           "on_error"})
+                           "on_error", "_readers"})
 HOST_SHARED = frozenset({"rules", "actions", "max_cascade", "arity", "_plans"})
 MATCHER_SHARED = frozenset({"pattern", "name"})
 RUNNER_SHARED = frozenset({"statement", "plan", "output_schema", "columnar_min_batch",
@@ -134,6 +134,7 @@ class Forker:
         d["_emit"] = emitted.append
         d["errors"] = list(engine.errors)
         object.__setattr__(new, "__dict__", d)
+        new.index_routes()  # (over the copy's matchers and runners)
         return new
 
     def _matcher(self, m: Matcher, host: Host, memo: dict[int, Any]) -> Matcher:
