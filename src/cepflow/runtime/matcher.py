@@ -380,7 +380,7 @@ class Matcher(EsperSteps, IntervalClock):
             if not part:
                 del self.tokens[None]
             best.regs = []
-            self._complete(best, th, e.ts, emit)
+            self._match(best, th.bindings, th.events, e, e.ts, emit)  # (_complete of th)
             return
         target = he.target
         th.state = target
@@ -389,10 +389,14 @@ class Matcher(EsperSteps, IntervalClock):
             bm = buckets[target] = {}
         b = bm.get(key)
         if b is None:
-            bm[key] = {best.id: best}
+            if hb:
+                bm[key] = {best.id: best}
+            else:  # (the group it left, empty and unlinked, serves again)
+                hb[best.id] = best
+                bm[key] = hb
         else:
             _insert(b, best)
-        best.regs = [(target, key)]
+        regs[0] = (target, key)  # (the token's own list: forks copy it)
 
     def _general(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """:meth:`process` without the keyed step: Esper's shapes and semantics, else the
@@ -603,7 +607,10 @@ class Matcher(EsperSteps, IntervalClock):
                 host.trace.add(kind="dispose", pattern=self.name, token=tok.id,
                                event=None, ts=ts, reason="every-distinct: keys seen")
             return
-        params, bindings = self.result(bindings, ts, last)
+        if auto.select is None:  # (result(), inlined for the common case)
+            params = tuple(map(bindings.get, auto.params))
+        else:
+            params, bindings = self.result(bindings, ts, last)
         if pat.clock is not None:  # the clock's synthetic event is no part of the match
             events = [x for x in events if x.type != pat.clock.type]
         counters = host.counters
