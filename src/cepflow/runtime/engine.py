@@ -281,7 +281,7 @@ class Engine:
         else:
             event.seq = counters.number(seq)
         host.stats.events += 1
-        if steps or runners or triggers:  # (else nothing reads it: it is counted)
+        if steps or runners or triggers:  # (else nothing reads it)
             emit = self._emit
             for take in steps:
                 take(event, emit)
@@ -308,8 +308,8 @@ class Engine:
                         host.fire(event, out[start:])
             elif triggers:
                 host.fire(event, [])
-            if counters.token > self._next_check:
-                self._bound(event, out)
+        if counters.token > self._next_check:  # (also after an event nothing reads: a
+            self._bound(event, out)  # restored state is counted at the next event)
         if top and (host.pending or host.failures):
             self._settle(out)
         return out
