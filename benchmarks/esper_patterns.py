@@ -133,9 +133,20 @@ def chain_events(n: int, keys: int = 16, per_second: int = 100) -> list[Event]:
     return out
 
 
-def chain_oracle(events: list[Event]) -> int:
+#: issue 21's pair pattern, over the same stream
+PAIR_EPL = """create schema A(key integer, v double);
+create schema B(key integer, v double);
+create schema C(key integer, v double);
+@Name('Pair')
+insert into Pair
+select a.key as key
+from pattern [every a=A -> b=B(b.key = a.key) where timer:within(10 sec)];
+"""
+
+
+def chain_oracle(events: list[Event], stages: tuple[str, ...] = ("B", "C")) -> int:
     """Matches of the chain: each A with the first later B of its key, then the first C of
-    its key after that B, the C less than 10 s after the A."""
+    its key after that B, the C less than 10 s after the A (``stages=("B",)``: the pair)."""
     rows: dict[tuple[str, int], list[int]] = {}
     for i, e in enumerate(events):
         rows.setdefault((e.type, e.params[0]), []).append(i)
@@ -144,7 +155,7 @@ def chain_oracle(events: list[Event]) -> int:
         if e.type != "A":
             continue
         j = i
-        for t in ("B", "C"):
+        for t in stages:
             lst = rows.get((t, e.params[0]), [])
             k = bisect.bisect_right(lst, j)
             j = lst[k] if k < len(lst) else -1
@@ -157,6 +168,10 @@ def chain_oracle(events: list[Event]) -> int:
 
 def chain_program() -> Any:
     return load_module(parse_epl(CHAIN_EPL))
+
+
+def pair_program() -> Any:
+    return load_module(parse_epl(PAIR_EPL))
 
 
 PATHS = ("run", "process")

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepflow.compiler.evaluator import MAX_SEQUENCE, EvaluationError, compile_expr
+from cepflow.compiler.evaluator import MAX_SEQUENCE, EvaluationError, can_fail, compile_expr
 from cepflow.compiler.program import compile_module
 from cepflow.events.event import Event, SideChannel
 from cepflow.language import ast as A
@@ -147,6 +147,22 @@ def test_failing_select_expression_is_null_and_recorded() -> None:
         (rec,) = eng.errors
         assert (rec.source, rec.location, rec.field) == ("pattern P", "event b at 2",
                                                           "floor(b.x)")
+
+
+def test_only_expressions_that_can_fail_need_a_sink() -> None:
+    """A constant or a variable's value cannot fail (evaluator.can_fail): an engine whose
+    expressions are all such installs no sink per event; one computation is enough to need
+    it, and its failures are still recorded (the test above, per event)."""
+    name, const = parse_expr("a.k"), parse_expr("3")
+    assert not can_fail(compile_expr(name, {}, variables=frozenset({"a.k"})))
+    assert not can_fail(compile_expr(const, {}))
+    assert can_fail(compile_expr(parse_expr("a.k + 1"), {}, variables=frozenset({"a.k"})))
+    assert can_fail(compile_expr(parse_expr("sqrt(x)"), {"x": 0}))
+    schema = "create schema A(k int, x double); create schema B(k int, x double);\n"
+    plain = load_module(parse_epl(schema + "insert into P select a.k as k, b.x as x from "
+                                  "pattern [every a=A -> b=B(b.k = a.k)]"))
+    assert not Engine(plain)._evaluates
+    assert Engine(load_module(parse_epl(ESPER, "p.epl")))._evaluates
 
 
 def test_raising_action_is_recorded_and_the_next_firing_runs() -> None:

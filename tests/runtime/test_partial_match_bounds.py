@@ -21,6 +21,7 @@ from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine, EngineError, PartialMatchLimit
 from cepflow.runtime.kernels import Declined
 from cepflow.runtime.rows import EventRows
+from cepflow.runtime.state import restore_state, save_state
 from support import keyed_chains
 
 DECLS = "atomicEvent A(k: Integer, v: Integer)\natomicEvent B(k: Integer, v: Integer)\n"
@@ -101,6 +102,19 @@ def test_a_million_starts_stop_at_the_limit() -> None:
                                                 r"\(P 1,001\)") as err:
         list(eng.run(evs, batch_size=4096))
     assert err.value.held == {"P": 1001} and eng.stats.events == 1001
+
+
+def test_a_restored_excess_stops_at_the_next_event_whatever_its_type() -> None:
+    """A state restored with more partial matches than the limit stops the run at the next
+    event, also one no pattern reads (the per-event route counts after every event)."""
+    prog = compile_module(parse(DECLS + "atomicEvent C(k: Integer)\n"
+                                "complexEvent P(k: Integer) { as A(k, _) -> B(k, _) }"))
+    eng = Engine(prog)
+    for i in range(5):
+        eng.process(Event("A", (i, 0), i))
+    limited = restore_state(Engine(prog, max_partial_matches=3), save_state(eng))
+    with pytest.raises(PartialMatchLimit, match="5 partial matches held at event"):
+        limited.process(Event("C", (0,), 10))
 
 
 # ---------------------------------------------------------------- the paths agree

@@ -50,7 +50,7 @@ import pickle
 import types
 import weakref
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -71,7 +71,7 @@ from cepflow.windows.tumbling import GroupLengthBatchWindow, LengthBatchWindow, 
 ENGINE_STATE = frozenset({
     "host", "statement_start", "_emitted", "_emit", "matchers", "windows", "_window_subs",
     "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs", "errors",
-    "_next_check"})
+    "_next_check", "_routes"})
 #: attributes of the engine's host (runtime/host.py) that processing changes
 HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trace", "stats",
                         "pending", "failures"})
@@ -85,7 +85,7 @@ RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finish
                           "_match_ids"})
 #: what the four classes hold that is made once from the program (shared by forks)
 ENGINE_SHARED = frozenset({"program", "side", "_evaluates", "_starts", "max_partial_matches",
-                           "on_error"})
+                           "on_error", "_readers"})
 HOST_SHARED = frozenset({"rules", "actions", "max_cascade", "arity", "_plans"})
 MATCHER_SHARED = frozenset({"pattern", "name"})
 RUNNER_SHARED = frozenset({"statement", "plan", "output_schema", "columnar_min_batch",
@@ -155,6 +155,7 @@ class Forker:
         d["_emit"] = emitted.append
         d["errors"] = list(engine.errors)
         object.__setattr__(new, "__dict__", d)
+        new.index_routes()  # (over the fork's handles)
         return new
 
     def _adopt(self, engine: Engine) -> None:
@@ -166,6 +167,7 @@ class Forker:
                       [_Lazy(r, host, self, own=True) for r in engine.windows], engine)
         for h in (*d["matchers"], *d["windows"]):
             h.own = False
+        engine.index_routes()  # (its routes called its parts: now its handles)
 
     def _install(self, d: dict[str, Any], ms: list[Any], ws: list[Any], engine: Engine
                  ) -> None:
@@ -377,6 +379,12 @@ class _Lazy:
 
     def start_clock(self, t: float) -> None:
         self.mine().start_clock(t)
+
+    def step_for(self, t: str) -> Callable[..., None]:
+        """The engine's step for an input event of type ``t`` (Engine.index_routes): the
+        handle's :meth:`process`, which gives what the part's own step for ``t`` gives
+        (Matcher.step_for) and makes the part this engine's first."""
+        return self.process
 
     # -- what the engine reads at every step ----------------------------------------------
     def count(self) -> int:

@@ -130,6 +130,19 @@ def _deliver(failure: Failure) -> None:
     sink.append(failure)
 
 
+def _infallible(f: Evaluator) -> Evaluator:
+    """Mark ``f`` as an evaluator that cannot fail (a constant, a variable's value)."""
+    f.infallible = True  # type: ignore[attr-defined]
+    return f
+
+
+def can_fail(f: Evaluator) -> bool:
+    """Whether evaluating ``f`` may fail (report to the sink): every compiled expression but
+    a constant or a variable's value. An engine whose expressions cannot fail installs no
+    sink per event (runtime.engine)."""
+    return not getattr(f, "infallible", False)
+
+
 def current_sink() -> list[Failure] | None:
     """The list this thread's evaluation failures go to (None: they raise)."""
     return SINKS.get(get_ident())
@@ -225,14 +238,14 @@ def compile_expr(
     def comp(e: ast.Expr, top: bool = False) -> Evaluator:
         if isinstance(e, ast.Const):
             v = e.value
-            return lambda ev, b: v
+            return _infallible(lambda ev, b: v)
         if isinstance(e, ast.Name):
             if e.path:  # alias.field of an Esper-style pattern: a variable (compiler.esper)
                 dotted = ".".join((e.name, *e.path))
                 if variables is not None and dotted not in variables:
                     raise ExpressionError(
                         f"dotted name '{dotted}' is not supported here", e.loc)
-                return lambda ev, b: b.get(dotted)
+                return _infallible(lambda ev, b: b.get(dotted))
             name = e.name
             if name in fields:
                 i = fields[name]
@@ -240,7 +253,7 @@ def compile_expr(
             if variables is not None and name not in variables:
                 known = ", ".join(sorted(set(fields) | set(variables))) or "none"
                 raise ExpressionError(f"unknown name '{name}' (known: {known})", e.loc)
-            return lambda ev, b: b.get(name)
+            return _infallible(lambda ev, b: b.get(name))
         if isinstance(e, ast.Unary):
             inner = comp(e.operand)
             negate = e.op == "not"

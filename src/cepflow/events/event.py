@@ -169,7 +169,7 @@ class ComplexEvent(Event):
         self.id = None
         self.seq = -1
         # the engine hands over a dict it no longer uses; copy anything else
-        self.bindings = bindings if type_is_dict(bindings) else dict(bindings)
+        self.bindings = bindings if bindings.__class__ is dict else dict(bindings)
         self.parts = tuple(parts)
         self.match_id = match_id
 
@@ -228,10 +228,6 @@ def output_ts(ts: float) -> int:
     """A match's time as written: integer milliseconds, a fraction of a millisecond rounded up
     (a match is never stamped before the instant it was complete)."""
     return ts if isinstance(ts, int) else math.ceil(ts)
-
-
-def type_is_dict(x: object) -> bool:
-    return x.__class__ is dict
 
 
 @dataclass(slots=True)

@@ -36,6 +36,7 @@ class CompiledPattern:
         "pair",
         "partitioned",
         "pos_states",
+        "select_copy",
         "single",
         "skips",
         "timed_zones",
@@ -116,6 +117,12 @@ class CompiledPattern:
             is None and not es[0].enters and not es[0].position.zones
             and len({v for _, v in es[0].position.binds}) == len(es[0].position.binds)
             and es[0].target in self.key_var}
+        #: Esper's select list when every item copies a variable (not ``@ts``, the match's
+        #: time): their names, read from the bindings without evaluating (Matcher.result)
+        svars = auto.select_vars if auto.select is not None else None
+        self.select_copy: tuple[str, ...] | None = (
+            tuple(v for v in svars if v is not None) if svars is not None
+            and all(v is not None and v != "@ts" for v in svars) else None)
         #: the keyed-sequence shape of the chain kernel (runtime.shapes.Chain), or None
         self.chain: Chain | None = chain_of(self)
         self._sealed = True

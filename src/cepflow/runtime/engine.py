@@ -42,14 +42,14 @@ been processed; the column kernels are then not used, so it stops at that very e
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from threading import get_ident
 from typing import Any
 
 import numpy as np
 
-from cepflow.compiler.evaluator import SINKS, install_sink
+from cepflow.compiler.evaluator import SINKS, can_fail, install_sink
 from cepflow.compiler.program import Program
 from cepflow.events.event import ComplexEvent, Event, Rejected, SideChannel
 from cepflow.runtime.actions import registered
@@ -67,6 +67,7 @@ from cepflow.runtime.kernels import (
 )
 from cepflow.runtime.matcher import Matcher
 from cepflow.runtime.rows import MatchTable, Rows
+from cepflow.runtime.timers import BEFORE_EVENTS
 from cepflow.windows.runner import WindowRunner
 from cepflow.windows.statement import WindowError
 
@@ -140,6 +141,10 @@ class Engine:
             for t in m.pattern.initial:
                 self._starts[t] = self._starts.get(t, 0) + 1
         self._index_matchers()
+        #: the complex event types a pattern or a statement reads (the others need no
+        #: cascade); None: every one cascades (max_cascade < 1 refuses the first)
+        self._readers: frozenset[str] | None = (
+            frozenset([*self.subs_complex, *self._window_subs]) if max_cascade >= 1 else None)
         # the column kernels need independent patterns: no noise, no data windows, and no
         # pattern reading another's output
         plain = not self.noise and not self.windows and not any(
@@ -184,6 +189,26 @@ class Engine:
         for t, ms in by_type.items():
             merged = {id(m): m for m in [*ms, *self.noise]}
             self.subs_input[t] = sorted(merged.values(), key=lambda m: order[id(m)])
+        self.index_routes()
+
+    def index_routes(self) -> None:
+        """Per event type of the program, what :meth:`step` needs to take an event of it, looked
+        up once per event (a fork of the engine, cepflow.analysis.fork, builds it again over
+        its own matchers)."""
+        host = self.host
+        types = {*host.arity, *self.subs_input, *self._window_subs, *host.rules.by_type}
+        self._routes: dict[str, tuple[int, tuple, tuple, bool]] = {
+            t: self._route(t) for t in types}
+
+    def _route(self, t: str) -> tuple[int, tuple[Callable, ...], tuple[WindowRunner, ...], bool]:
+        """How an input event of type ``t`` is taken: its declared number of parameters (-1:
+        not declared), the steps of the matchers that read it (Matcher.step_for; every pattern
+        for which it may be noise, when none names it), in order, the window statements that
+        read it, and whether a rule triggers on it."""
+        n = self.host.arity.get(t)
+        return (-1 if n is None else n,
+                tuple(m.step_for(t) for m in self.subs_input.get(t, self.noise)),
+                tuple(self._window_subs.get(t, ())), self.host.rules.triggers(t))
 
     # -- what the host holds, as the engine's users read it ----------------------------------
     @property
@@ -213,24 +238,107 @@ class Engine:
         """Publish an event into the stream (processed after the current one)."""
         self.host.emit(event)
 
-    def process(self, event: Event) -> list[ComplexEvent]:
+    def process(self, event: Event, out: list[ComplexEvent] | None = None
+                ) -> list[ComplexEvent]:
         """Feed one input event; returns the complex events it caused, in detection order
-        (including those caused by events that rule actions emitted in response)."""
-        out: list[ComplexEvent] = []
-        if not self._evaluates:  # (no compiled expression: no sink to install per event)
-            self._feed(event, out)
-            return out
-        # (install_sink inlined: this runs once per event)
+        (including those caused by events that rule actions emitted in response).
+
+        With ``out`` (the engine's own calls, :meth:`step`) it is one step: time passes to the
+        event, the patterns and statements take it, complex events cascade, rules fire — the
+        complex events go to ``out``, and the events rule actions emit and the failures are
+        left to the caller. (One method for both: the per-event path pays one call.)"""
+        if out is None:
+            out = []
+            if self._evaluates:  # (no expression that can fail: no sink to install)
+                return self._guarded(event, out)
+            top = True
+        else:
+            top = False
+        host = self.host
+        ts = event.ts
+        if ts < host.time:
+            raise EngineError(
+                f"event {event!r} at {ts} is older than the engine clock {host.time}; "
+                "order the input (cepflow.inputs.reorder) before feeding the engine")
+        t = event.type
+        route = self._routes.get(t) or self._route(t)
+        n, steps, runners, triggers = route
+        if n >= 0 and len(event.params) != n:
+            raise EngineError(f"event {event!r} has {len(event.params)} parameter(s), "
+                              f"type '{t}' declares {n}")
+        if self.statement_start is None:
+            self.start_statements(ts)
+        heap = host.timers.heap  # (TimerQueue.due_before, inlined)
+        if ((heap and (d := heap[0][0]) <= ts and (d < ts or heap[0][1] == BEFORE_EVENTS))
+                or (self.windows and self._window_due() <= ts)):
+            self._advance(ts, out)
+        host.time = ts
+        counters = host.counters
+        seq = event.seq
+        if seq < 0:  # (Counters.number of an unnumbered event, inlined)
+            event.seq = seq = counters.input
+            counters.input = seq + 1
+        else:
+            event.seq = counters.number(seq)
+        host.stats.events += 1
+        if steps or runners or triggers:  # (else nothing reads it)
+            emit = self._emit
+            for take in steps:
+                take(event, emit)
+            emitted = self._emitted
+            for r in runners:
+                emitted.extend(self._window_rows(r, event))
+            if emitted:
+                start = len(out)
+                batch = emitted[:]
+                emitted.clear()
+                readers = self._readers
+                stats = host.stats
+                by_pattern = stats.by_pattern
+                for ce in batch:
+                    out.append(ce)  # (_record, inlined)
+                    stats.complex_events += 1
+                    by_pattern[ce.type] = by_pattern.get(ce.type, 0) + 1
+                    if readers is None or ce.type in readers:
+                        self._cascade(ce, out)
+                if host.rules.by_type:
+                    if len(out) == start + 1 and not triggers:  # (Host.fire's common case)
+                        host.fire_one(out[start])
+                    else:
+                        host.fire(event, out[start:])
+            elif triggers:
+                host.fire(event, [])
+        if counters.token > self._next_check:  # (also after an event nothing reads: a
+            self._bound(event, out)  # restored state is counted at the next event)
+        if top and (host.pending or host.failures):
+            self._settle(out)
+        return out
+
+    def step(self, event: Event, out: list[ComplexEvent]) -> None:
+        """One event and everything it causes, its complex events appended to ``out`` (the
+        host's drain feeds emitted events here): :meth:`process` with ``out``."""
+        self.process(event, out)
+
+    def _settle(self, out: list[ComplexEvent]) -> None:
+        """After an input event: the events rule actions emitted, then the failures' error
+        records."""
+        host = self.host
+        if host.pending:
+            host.drain(out)
+        if host.failures:
+            self._report(out)
+
+    def _guarded(self, event: Event, out: list[ComplexEvent]) -> list[ComplexEvent]:
+        """:meth:`process` with this engine's failure sink installed (install_sink, inlined:
+        this runs once per event)."""
         host = self.host
         sinks, ident = SINKS, get_ident()
         before = sinks.get(ident)
         sinks[ident] = host.failures
         try:
-            self.step(event, out)
-            if host.pending:
-                host.drain(out)
-            if host.failures:
-                self._report(out)
+            self.process(event, out)
+            if host.pending or host.failures:
+                self._settle(out)
         finally:
             sinks[ident] = before
         return out
@@ -238,11 +346,9 @@ class Engine:
     def _feed(self, event: Event, out: list[ComplexEvent]) -> None:
         """:meth:`process` with the failure sink installed by the caller."""
         host = self.host
-        self.step(event, out)
-        if host.pending:
-            host.drain(out)
-        if host.failures:
-            self._report(out)
+        self.process(event, out)
+        if host.pending or host.failures:
+            self._settle(out)
 
     def _report(self, out: list[ComplexEvent]) -> None:
         """The failures collected since the last report as error records, one per (event,
@@ -265,47 +371,6 @@ class Engine:
             first = records[0]
             raise EvaluationFailed(f"{first.source}, {first.location}: {first.reason}",
                                    records, out)
-
-    def step(self, event: Event, out: list[ComplexEvent]) -> None:
-        """One event and everything it causes (the host's drain feeds emitted events here):
-        time passes to it, the patterns and statements take it, complex events cascade,
-        rules fire."""
-        host = self.host
-        ts = event.ts
-        if ts < host.time:
-            raise EngineError(
-                f"event {event!r} at {ts} is older than the engine clock {host.time}; "
-                "order the input (cepflow.inputs.reorder) before feeding the engine")
-        n = host.arity.get(event.type)
-        if n is not None and len(event.params) != n:
-            raise EngineError(f"event {event!r} has {len(event.params)} parameter(s), "
-                              f"type '{event.type}' declares {n}")
-        if self.statement_start is None:
-            self.start_statements(ts)
-        if host.timers.due_before(ts) or (self.windows and self._window_due() <= ts):
-            self._advance(ts, out)
-        host.time = ts
-        event.seq = host.counters.number(event.seq)
-        host.stats.events += 1
-        emit = self._emit
-        for m in self.subs_input.get(event.type, self.noise):
-            m.process(event, emit)
-        for r in self._window_subs.get(event.type, ()):
-            self._emitted.extend(self._window_rows(r, event))
-        emitted = self._emitted
-        if emitted:
-            start = len(out)
-            batch = emitted[:]
-            emitted.clear()
-            for ce in batch:
-                self._record(ce, out)
-                self._cascade(ce, out)
-            if host.rules:
-                host.fire(event, out[start:])
-        elif host.rules.triggers(event.type):
-            host.fire(event, [])
-        if host.counters.token > self._next_check:
-            self._bound(event, out)
 
     def recount(self) -> None:
         """Count the partial matches held at the next step (after partial matches were made
@@ -422,8 +487,10 @@ class Engine:
 
     def _record(self, ce: ComplexEvent, out: list[ComplexEvent]) -> None:
         out.append(ce)
-        self.stats.complex_events += 1
-        self.stats.by_pattern[ce.type] = self.stats.by_pattern.get(ce.type, 0) + 1
+        stats = self.host.stats
+        stats.complex_events += 1
+        by = stats.by_pattern
+        by[ce.type] = by.get(ce.type, 0) + 1
 
     def _cascade(self, first: ComplexEvent, out: list[ComplexEvent]) -> None:
         queue = deque([first])
@@ -606,15 +673,17 @@ class Engine:
 
 
 def _has_expressions(program: Program) -> bool:
-    """Whether ``program`` has compiled expressions (filters, select lists, distinct keys,
-    window statements), which report failures to the sink the engine installs."""
+    """Whether ``program`` has compiled expressions that can fail (filters, select lists,
+    distinct keys, window statements), which report failures to the sink the engine installs;
+    a select list of variables (``select a.key as key``) cannot fail and needs none."""
     if program.windows:
         return True
     for a in program.automata:
         forbidden = [f.position for m in a.forbids.values() for fs in m.values() for f in fs]
         clock = a.clock.forbids if a.clock is not None else []
-        if a.select or a.distinct or any(p.filter is not None
-                                         for p in [*a.positions, *forbidden, *clock]):
+        exprs = [*(a.select or ()), *(a.distinct or ()),
+                 *(p.filter for p in [*a.positions, *forbidden, *clock] if p.filter is not None)]
+        if any(can_fail(f) for f in exprs):
             return True
     return False
 

@@ -27,6 +27,10 @@ class EsperSteps:
     done: bool
     clock_start: float | None
     _forks: dict[int, list[Thread]]
+    deadlines: Any
+    pending: Any
+    register_newest: Callable[[Token], None]
+    _match: Callable[..., None]
 
     def _process_esper(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Esper's semantics (compiler.esper): the event goes to every instance that can take
@@ -58,38 +62,86 @@ class EsperSteps:
         one. The same tokens, bindings and matches (tests/esper/test_esper_kernel.py)."""
         pr = self.pattern.pair
         t = e.type
+        if t == pr.second.position.type:
+            self._pair_close(e, emit)
+        if t == pr.first.position.type:
+            self._pair_open(e, emit)
+        elif self.pending is not None:
+            self.materialize()
+
+    def _pair_close(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """The ``B`` half of :meth:`_pair_step` (the engine's step for a type only ``B`` is):
+        complete the instances waiting on its key."""
+        if self.pending is not None:
+            self.materialize()
+        pr = self.pattern.pair
         params = e.params
         second = pr.second.position
-        if t == second.type:
-            bm = self.buckets.get(pr.state)
-            group = bm.get(params[pr.key_b]) if bm else None
-            flt = second.filter
-            if group and (flt is None or not pr.columnar or flt(e, NO_BINDINGS)):
-                ts = e.ts
-                z, window, key, kv = pr.zone, pr.window, pr.key_var, params[pr.key_b]
-                pair_filter = flt if not pr.columnar else None  # g reads a's fields too
-                for tok in list(group.values()):
-                    th = tok.threads[0]
-                    b = th.bindings
-                    if (z is not None and ts - th.zstart[z] >= window) or b.get(key) != kv:
-                        continue  # (expired at this very instant — Esper's timer fires before
-                        # the event — / NaN: unifies with nothing)
-                    nb = dict(b)
-                    for i, v in pr.b_new:
-                        nb[v] = params[i]
-                    if pair_filter is not None and not pair_filter(e, nb):
-                        continue
-                    self.unregister(tok)
-                    self._complete(tok, Thread(FINAL, nb, [*th.events, e], None, e), ts, emit)
-        first = pr.first.position
-        if t == first.type and (first.filter is None or first.filter(e, NO_BINDINGS)):
+        bm = self.buckets.get(pr.state)
+        group = bm.get(params[pr.key_b]) if bm else None
+        flt = second.filter
+        if group and (flt is None or not pr.columnar or flt(e, NO_BINDINGS)):
             ts = e.ts
-            th = Thread(pr.state, {v: params[i] for i, v in first.binds}, [e],
-                        None if pr.zone is None else {pr.zone: ts}, e)
-            tok = Token(self.host.counters.next_token(), None, ts, [th])
-            if th.zstart:
-                self.schedule_zones(tok, th)
-            self.register(tok)
+            z, window, key, kv = pr.zone, pr.window, pr.key_var, params[pr.key_b]
+            pair_filter = flt if not pr.columnar else None  # g reads a's fields too
+            b_new = pr.b_new
+            # (with a select list the match's bindings are new: the instance's need no copy)
+            shared = not b_new and self.pattern.auto.select is not None
+            for tok in list(group.values()):
+                th = tok.threads[0]
+                b = th.bindings
+                if (z is not None and ts - th.zstart[z] >= window) or b.get(key) != kv:
+                    continue  # (expired at this very instant — Esper's timer fires before
+                    # the event — / NaN: unifies with nothing)
+                if shared:
+                    nb = b
+                else:
+                    nb = dict(b)
+                    for i, v in b_new:
+                        nb[v] = params[i]
+                if pair_filter is not None and not pair_filter(e, nb):
+                    continue
+                # (unregister, inlined: the instance is in this group and partition None)
+                del group[tok.id]
+                if not group:
+                    del bm[kv]
+                part = self.tokens[None]
+                del part[tok.id]
+                if not part:
+                    del self.tokens[None]
+                tok.regs = []
+                self._match(tok, nb, [*th.events, e], e, ts, emit)
+
+    def _pair_open(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """The ``A`` half of :meth:`_pair_step` (the engine's step for a type only ``A`` is):
+        an ``A`` passing ``f`` opens an instance."""
+        if self.pending is not None:
+            self.materialize()
+        pat = self.pattern
+        pr = pat.pair
+        first = pr.first.position
+        if first.filter is None or first.filter(e, NO_BINDINGS):
+            params = e.params
+            ts = e.ts
+            z = pr.zone
+            bindings = {}
+            for i, v in first.binds:
+                bindings[v] = params[i]
+            th = Thread(pr.state, bindings, [e], None if z is None else {z: ts}, e)
+            counters = self.host.counters
+            tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
+            tok = Token(tid, None, ts, [th])
+            if z is not None:  # (_schedule of the one timed zone, inlined)
+                deadline = ts + pat.zone_by_id[z].length
+                dl = self.deadlines
+                if not dl:
+                    self.host.schedule(deadline, self, -1, z, ts)
+                    dl.append((deadline, tid, z, ts))
+                elif dl[-1][0] <= deadline:
+                    dl.append((deadline, tid, z, ts))
+                else:
+                    self.host.schedule(deadline, self, tid, z, ts)
+            self.register_newest(tok)  # (the new instance is the youngest)
 
     def _spawn(self, tok: Token, forks: list[Thread], e: Event,
                emit: Callable[[ComplexEvent], None]) -> None:

@@ -124,9 +124,13 @@ class Host:
         todo = self._plans.get(ev.type)
         if todo:
             self.stats.rule_firings += len(todo)
+            engine = self.engine
             for rule, fn in todo:
                 if fn is not None:
-                    self.call_action(fn, rule, ev)
+                    try:  # (call_action, inlined: one firing per match is the common case)
+                        fn(Activation(rule, ev, engine))
+                    except Exception as err:
+                        self._failed(rule, ev, err)
 
     def call_action(self, fn: Action, rule: ast.RuleDecl, event: Event) -> None:
         """Run a rule's action; an exception it raises becomes an evaluation failure (an
@@ -134,8 +138,12 @@ class Host:
         try:
             fn(Activation(rule, event, self.engine))
         except Exception as err:
-            self.failures.append(Failure(None, f"rule {rule.name}", err, event,
-                                         label=f"action {rule.action}", loc=rule.loc))
+            self._failed(rule, event, err)
+
+    def _failed(self, rule: ast.RuleDecl, event: Event, err: Exception) -> None:
+        """A rule action raised ``err``: an evaluation failure (see call_action)."""
+        self.failures.append(Failure(None, f"rule {rule.name}", err, event,
+                                     label=f"action {rule.action}", loc=rule.loc))
 
     # -- events actions emit ----------------------------------------------------------------
     def emit(self, event: Event) -> None:

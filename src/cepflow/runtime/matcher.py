@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, Forbid
@@ -62,16 +63,22 @@ class Matcher(EsperSteps, IntervalClock):
         self.pending: PendingRows | None = None
         self.slot = -1  # index in the engine's matchers (set by the engine)
 
-    def _fast_begin(self, edge: Edge, e: Event) -> None:
-        """Start a token along a plain initial edge (see _fast_paths)."""
+    def _fast_begin(self, edge: Edge, e: Event, emit: Any = None) -> None:
+        """Start a token along a plain initial edge (see _fast_paths); the engine's step for a
+        type that only starts partial matches (step_for)."""
+        if self.pending is not None:
+            self.materialize()
         params = e.params
-        bindings = {v: params[i] for i, v in edge.position.binds}
-        tok = Token(self.host.counters.next_token(), None, e.ts,
-                    [Thread(edge.target, bindings, [e], None, e)])
+        bindings = {}
+        for i, v in edge.position.binds:
+            bindings[v] = params[i]
+        counters = self.host.counters
+        tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
+        tok = Token(tid, None, e.ts, [Thread(edge.target, bindings, [e], None, e)])
         if self.host.trace is not None:
             self.host.trace.add(kind="start", pattern=self.name, token=tok.id, event=e.ref,
-                                  ts=e.ts, to=[edge.target], threads=self.snapshot(tok.threads))
-        self.register(tok)
+                                ts=e.ts, to=[edge.target], threads=self.snapshot(tok.threads))
+        self.register_newest(tok)
 
     def snapshot(self, threads: Iterable[Thread]) -> list[dict[str, Any]]:
         """What a trace keeps of threads after a move: their bindings (without internal
@@ -146,22 +153,25 @@ class Matcher(EsperSteps, IntervalClock):
 
     def register_newest(self, tok: Token) -> None:
         """register() for a single-thread token younger than every registered one (the column
-        kernel's instances): appending keeps the buckets in age order."""
+        kernel's instances, a new token of a direct step): appending keeps the buckets in age
+        order."""
         th = tok.threads[0]
-        key = (th.state, self._key(th.state, th))
+        state = th.state
+        var = self.pattern.key_var.get(state)  # (_key, inlined)
+        key = None if var is None else th.bindings.get(var)
         part = self.tokens.get(tok.part)
         if part is None:
             part = self.tokens[tok.part] = {}
         part[tok.id] = tok
-        bm = self.buckets.get(key[0])
+        bm = self.buckets.get(state)
         if bm is None:
-            bm = self.buckets[key[0]] = {}
-        b = bm.get(key[1])
+            bm = self.buckets[state] = {}
+        b = bm.get(key)
         if b is None:
-            bm[key[1]] = {tok.id: tok}
+            bm[key] = {tok.id: tok}
         else:
             b[tok.id] = tok
-        tok.regs = [key]
+        tok.regs = [(state, key)]
 
     def unregister(self, tok: Token) -> None:
         part = self.tokens.get(tok.part)
@@ -295,66 +305,104 @@ class Matcher(EsperSteps, IntervalClock):
             return NOPART
         return e.params[i]
 
+    def step_for(self, t: str) -> Callable[[Event, Callable[[ComplexEvent], None]], None]:
+        """The step the engine calls for an input event of type ``t`` (its routes,
+        Engine.index_routes): the plain keyed step or Esper's pair step when the type takes
+        one, else :meth:`process`. Each gives what :meth:`process` gives."""
+        pat = self.pattern
+        if t in pat.fast:
+            start = pat.fast_start.get(t)
+            if start is not None and not pat.fast[t]:  # (no token waits for it)
+                return partial(self._fast_begin, start)
+            return self._keyed_step
+        pr = pat.pair
+        if pat.context.esper and pr is not None and pr.is_pair and self.host.trace is None:
+            a, b = pr.first.position.type, pr.second.position.type
+            return (self._pair_step if a == b else self._pair_open if t == a
+                    else self._pair_close if t == b else self._pair_step)
+        return self.process
+
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Feed one event (already time-ordered) to this pattern."""
+        if e.type in self.pattern.fast:
+            self._keyed_step(e, emit)
+            return
+        if self.pending is not None:
+            self.materialize()
+        self._general(e, emit)
+
+    def _keyed_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """An event of a type whose every transition is a plain keyed step (see _fast_paths):
+        find the oldest token waiting on its key and move it in place; the general path
+        takes what this cannot."""
         if self.pending is not None:
             self.materialize()
         t = e.type
         pat = self.pattern
-        fast = pat.fast.get(t)
-        if fast is not None:
-            # plain keyed steps (see _fast_paths): find the oldest token and move it in place
-            params = e.params
-            buckets = self.buckets
-            best = None
-            for s, i, edge in fast:
-                bm = buckets.get(s)
-                if bm:
-                    v = params[i]
-                    b = bm.get(v)
-                    if b and v == v:  # (a NaN unifies with nothing, not even itself)
-                        tok = next(iter(b.values()))
-                        if best is None or tok.id < best.id:
-                            best, hs, hb, he = tok, s, b, edge
-            if best is None:
-                start = pat.fast_start.get(t)
-                if start is not None:
-                    self._fast_begin(start, e)
-                elif t in pat.initial:
-                    self._start(e, None, emit)
-                return
-            if len(best.threads) == 1 and len(best.regs) == 1:
-                th = best.threads[0]
-                key = best.regs[0][1]
-                del hb[best.id]
-                if not hb:
-                    del buckets[hs][key]
-                th.events.append(e)
-                th.last = e
-                if self.host.trace is not None:
-                    self.host.trace.add(kind="step", pattern=self.name, token=best.id,
-                                          event=e.ref, ts=e.ts, frm=hs, to=[he.target],
-                                          threads=self.snapshot([th]))
-                if he.final:
-                    part = self.tokens[None]
-                    del part[best.id]
-                    if not part:
-                        del self.tokens[None]
-                    best.regs = []
-                    self._complete(best, th, e.ts, emit)
-                    return
-                target = he.target
-                th.state = target
-                bm = buckets.get(target)
-                if bm is None:
-                    bm = buckets[target] = {}
-                b = bm.get(key)
-                if b is None:
-                    bm[key] = {best.id: best}
-                else:
-                    _insert(b, best)
-                best.regs = [(target, key)]
-                return
+        params = e.params
+        buckets = self.buckets
+        best = None
+        for s, i, edge in pat.fast[t]:
+            bm = buckets.get(s)
+            if bm:
+                v = params[i]
+                b = bm.get(v)
+                if b and v == v:  # (a NaN unifies with nothing, not even itself)
+                    tok = next(iter(b.values()))
+                    if best is None or tok.id < best.id:
+                        best, hs, hb, he = tok, s, b, edge
+        if best is None:
+            start = pat.fast_start.get(t)
+            if start is not None:
+                self._fast_begin(start, e)
+            elif t in pat.initial:
+                self._start(e, None, emit)
+            return
+        regs = best.regs
+        threads = best.threads
+        if len(threads) != 1 or len(regs) != 1:
+            self._general(e, emit)
+            return
+        th = threads[0]
+        key = regs[0][1]
+        del hb[best.id]
+        if not hb:
+            del buckets[hs][key]
+        th.events.append(e)
+        th.last = e
+        trace = self.host.trace
+        if trace is not None:
+            trace.add(kind="step", pattern=self.name, token=best.id, event=e.ref, ts=e.ts,
+                      frm=hs, to=[he.target], threads=self.snapshot([th]))
+        if he.final:
+            part = self.tokens[None]
+            del part[best.id]
+            if not part:
+                del self.tokens[None]
+            best.regs = []
+            self._match(best, th.bindings, th.events, e, e.ts, emit)  # (_complete of th)
+            return
+        target = he.target
+        th.state = target
+        bm = buckets.get(target)
+        if bm is None:
+            bm = buckets[target] = {}
+        b = bm.get(key)
+        if b is None:
+            if hb:
+                bm[key] = {best.id: best}
+            else:  # (the group it left, empty and unlinked, serves again)
+                hb[best.id] = best
+                bm[key] = hb
+        else:
+            _insert(b, best)
+        regs[0] = (target, key)  # (the token's own list: forks copy it)
+
+    def _general(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """:meth:`process` without the keyed step: Esper's shapes and semantics, else the
+        token path (find, apply, start, negatives, noise)."""
+        t = e.type
+        pat = self.pattern
         if pat.context.esper:
             if pat.pair is not None and pat.pair.is_pair and self.host.trace is None:
                 self._pair_step(e, emit)
@@ -523,34 +571,55 @@ class Matcher(EsperSteps, IntervalClock):
         """A match's parameters and bindings, from the bindings of its final thread and its
         completion time (also used by runtime.kernels.pair._emit_pair). ``last``, the match's last
         event, is what a failing select expression is reported on (it reads only bindings)."""
-        select = self.pattern.auto.select
+        pat = self.pattern
+        auto = pat.auto
+        select = auto.select
         if select is None:
-            return tuple(bindings.get(p) for p in self.pattern.auto.params), bindings
+            return tuple(map(bindings.get, auto.params)), bindings
         # Esper's select list: the complex event carries what it selects
+        copy = pat.select_copy
+        if copy is not None:  # (variables only: what their evaluators would read)
+            params = tuple(map(bindings.get, copy))
+            return params, dict(zip(auto.params, params, strict=True))
         b = {**bindings, "@ts": ts}
-        params = tuple(f(last, b) for f in select)
-        return params, dict(zip(self.pattern.auto.params, params, strict=True))
+        values = []  # (a loop, not a comprehension: no frame of its own per match)
+        for f in select:
+            values.append(f(last, b))
+        params = tuple(values)
+        return params, dict(zip(auto.params, params, strict=True))
 
     def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
+        self._match(tok, th.bindings, th.events, th.last, ts, emit)
+
+    def _match(self, tok: Token, bindings: dict[str, Any], events: list[Event],
+               last: Event | None, ts: float, emit: Callable) -> None:
+        """The complex event of ``tok``'s run that ended with ``bindings`` having taken
+        ``events`` (the last one ``last``) at ``ts`` (:meth:`_complete` of its final thread;
+        the pair's step calls it without making that thread)."""
         self.done = True
-        if (self.pattern.auto.distinct and self.pattern.auto.start == "restart"
-                and self._distinct_seen(th.bindings, ts)):
+        pat = self.pattern
+        auto = pat.auto
+        host = self.host
+        if auto.distinct and auto.start == "restart" and self._distinct_seen(bindings, ts):
             # every-distinct around a sequence: a match whose keys were seen is dropped (the
             # instance ended all the same, and the next one begins)
-            if self.host.trace is not None:
-                self.host.trace.add(kind="dispose", pattern=self.name, token=tok.id,
-                                      event=None, ts=ts, reason="every-distinct: keys seen")
+            if host.trace is not None:
+                host.trace.add(kind="dispose", pattern=self.name, token=tok.id,
+                               event=None, ts=ts, reason="every-distinct: keys seen")
             return
-        params, bindings = self.result(th.bindings, ts, th.last)
-        events = th.events
-        if self.pattern.clock is not None:  # the clock's synthetic event is no part of the match
-            events = [x for x in events if x.type != self.pattern.clock.type]
-        ce = ComplexEvent(self.name, params, ts, bindings, events,
-                          match_id=self.host.counters.next_match())
-        if self.host.trace is not None:
-            self.host.trace.add(kind="match", pattern=self.name, token=tok.id, ts=ts,
-                                  events=ce.event_refs, bindings=ce.bindings_for_output(),
-                                  match=ce.match_id)
+        if auto.select is None:  # (result(), inlined for the common case)
+            params = tuple(map(bindings.get, auto.params))
+        else:
+            params, bindings = self.result(bindings, ts, last)
+        if pat.clock is not None:  # the clock's synthetic event is no part of the match
+            events = [x for x in events if x.type != pat.clock.type]
+        counters = host.counters
+        mid = counters.match = counters.match + 1  # (Counters.next_match, inlined)
+        ce = ComplexEvent(self.name, params, ts, bindings, events, mid)
+        if host.trace is not None:
+            host.trace.add(kind="match", pattern=self.name, token=tok.id, ts=ts,
+                           events=ce.event_refs, bindings=ce.bindings_for_output(),
+                           match=ce.match_id)
         emit(ce)
 
     def _groups(self, s: int, e: Event) -> tuple[dict[int, Token], ...]:
@@ -688,9 +757,13 @@ class Matcher(EsperSteps, IntervalClock):
         dl = self.deadlines
         now = dl[0][0]
         clocked = self.pattern.clock is not None
+        tokens = self.tokens
         while dl and dl[0][0] <= now:  # (on_deadline made the pending rows tokens already)
             _, token_id, z, start = dl.popleft()
-            self._deadline(token_id, z, start, emit)
+            for d in tokens.values():  # (an instance that completed has nothing to expire)
+                if token_id in d:
+                    self._deadline(token_id, z, start, emit)
+                    break
             if clocked:
                 self._clock_idle(start + self.pattern.zone_by_id[z].length)
         if dl:

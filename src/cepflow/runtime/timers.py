@@ -28,20 +28,22 @@ def fired_before(timer: Timer, ts: float) -> bool:
 class TimerQueue:
     """Pattern timers in firing order (see the module docstring)."""
 
-    __slots__ = ("_heap", "_seq")
+    __slots__ = ("_seq", "heap")
 
     def __init__(self) -> None:
-        self._heap: list[Timer] = []
+        #: the timers as a heap (read by the engine's per-event check; change it only
+        #: through the methods)
+        self.heap: list[Timer] = []
         self._seq = 0
 
     def schedule(self, deadline: float, phase: int, slot: int, token: int, zone: int,
                  start: float) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (deadline, phase, self._seq, slot, token, zone, start))
+        heapq.heappush(self.heap, (deadline, phase, self._seq, slot, token, zone, start))
 
     def due_before(self, ts: float) -> bool:
         """Is the first timer due before an event at ``ts``?"""
-        heap = self._heap
+        heap = self.heap
         if not heap:
             return False
         top = heap[0]
@@ -49,27 +51,27 @@ class TimerQueue:
 
     def first(self) -> float | None:
         """The earliest deadline (the timer may have become moot), or None."""
-        return self._heap[0][0] if self._heap else None
+        return self.heap[0][0] if self.heap else None
 
     def pop(self) -> Timer:
-        return heapq.heappop(self._heap)
+        return heapq.heappop(self.heap)
 
     def keep(self, wanted: Callable[[Timer], bool]) -> None:
         """Drop the timers ``wanted`` refuses (the kernels drop those a batch has passed)."""
-        self._heap = [h for h in self._heap if wanted(h)]
-        heapq.heapify(self._heap)
+        self.heap = [h for h in self.heap if wanted(h)]
+        heapq.heapify(self.heap)
 
     def copy(self) -> TimerQueue:
         """An independent queue with the same timers (a fork of the engine's state:
         cepflow.analysis.fork)."""
         new = TimerQueue()
-        new._heap = list(self._heap)
+        new.heap = list(self.heap)
         new._seq = self._seq
         return new
 
     def entries(self) -> list[Timer]:
         """The timers, in no particular order (for tests and saved state)."""
-        return list(self._heap)
+        return list(self.heap)
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self.heap)
