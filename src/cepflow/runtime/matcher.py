@@ -224,7 +224,8 @@ class Matcher(EsperSteps, IntervalClock):
             if edge.enters or edge.exits or (zs and edge.target != FINAL):
                 zs, why = self._zones(th, edge, e)
                 if why is not None:
-                    reason = why
+                    if why:  # (a trap; "": the edge is not for this thread, see _zones)
+                        reason = why
                     continue
             if pos.track is not None:  # a step of Esper's or (compiler.conjunction)
                 nt = _or_step(pos, nb, th, e, edge.target, zs)
@@ -293,6 +294,12 @@ class Matcher(EsperSteps, IntervalClock):
             for z, start in zs.items():
                 zone = self.pattern.zone_by_id[z]
                 if zone.kind == "within" and z not in edge.enters and zone.exceeded(tau - start):
+                    if th.state in zone.last:
+                        # the thread may leave the zone as it is (its timer kept it): staying
+                        # in it with e is a run the window excludes, so e is not for this
+                        # thread — it does not trap it (000 §4.3.1: a match of the window is
+                        # one whose span fits; the partial match without e still has those)
+                        return zs, ""
                     return zs, f"window of {_ms(zone.length)} exceeded (span {_ms(tau - start)})"
         return (zs or None), None
 
