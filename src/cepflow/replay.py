@@ -20,12 +20,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 import pyarrow as pa
 
 from cepflow.compiler.program import Program
-from cepflow.events.event import Event, SideChannel
+from cepflow.events.event import Event, Rejected, SideChannel
 from cepflow.inputs import ordered_events
-from cepflow.inputs.files import Paths
+from cepflow.inputs.batched import Layout, Part, ordered_parts
+from cepflow.inputs.files import Paths, input_files
 from cepflow.outputs.files import STDOUT, MatchFile, check_writable, output_format, write_side_file
 from cepflow.outputs.records import REJECTED_SCHEMA, rejected_batch
+from cepflow.runtime.arrow_rows import ArrowRows, encode_match_table
 from cepflow.runtime.engine import Engine, RunStopped
+from cepflow.runtime.kernels import Declined
 
 if TYPE_CHECKING:
     from cepflow.reports.record import RunRecord
@@ -103,6 +106,7 @@ def replay(
     record: RunRecord | None = None,
     on_error: str = "skip",
     max_partial_matches: int | None = None,
+    columns: bool = True,
 ) -> Replayed:
     """Complex events of ``program`` over ``inputs`` (files and folders of JSON Lines / CSV /
     Parquet events, in time order within ``lateness`` ms) written to ``output`` (``.jsonl``,
@@ -113,7 +117,9 @@ def replay(
     then. ``record`` (for ``run --report``) is shown the events, the tokens' moves (the engine
     traces into it, which turns the column kernels off) and the matches. ``on_error`` and
     ``max_partial_matches`` are the engine's (docs/semantics.md): an engine that stops the run
-    has its matches written and the reason in :attr:`Replayed.stopped`. Raises
+    has its matches written and the reason in :attr:`Replayed.stopped`. The input is read
+column-wise (:mod:`cepflow.inputs.batched`) unless ``columns`` is False or ``record`` is given:
+then record by record (the reference route; the same outputs). Raises
     :class:`~cepflow.inputs.InputError`,
     :class:`~cepflow.outputs.OutputError` or ValueError before reading anything when a path
     or an option is unusable."""
@@ -122,8 +128,13 @@ def replay(
     if side_file is not None:
         check_writable(side_file)
     side = SideChannel()
-    events = ordered_events(inputs, program.schemas, side, lateness=lateness,
-                            **dict(reader_options or {}))
+    layout = Layout.of(program.schemas)
+    opts = dict(reader_options or {})
+    by_columns = columns and record is None
+    parts = (ordered_parts(inputs, layout, side, lateness=lateness, **opts) if by_columns
+             else None)
+    events = (iter(()) if by_columns else
+              ordered_events(inputs, program.schemas, side, lateness=lateness, **opts))
     engine = Engine(program, actions=actions, strict_actions=False, side=side, start=start,
                     trace=record if record is not None else False,
                     on_error=on_error, max_partial_matches=max_partial_matches)
@@ -134,13 +145,17 @@ def replay(
     stopped: list[tuple[str, str]] = []
     with MatchFile(output, stdout=stdout) as out:
         try:
-            out.write_matches(noted(counted.matches(engine.run(counted))))
+            if parts is not None:
+                _run_parts(engine, parts, layout, out, counted)
+            else:
+                out.write_matches(noted(counted.matches(engine.run(counted))))
             out.write_matches(noted(counted.matches(engine.finish(close_windows=close_windows))))
         except RunStopped as ex:  # (what the engine found until then is written)
             out.write_matches(noted(counted.matches(iter(ex.complex_events))))
             stopped.append((type(ex).__name__, str(ex)))
     if record is not None:
         record.finish(engine)
+    _in_input_order(side, input_files(inputs, SideChannel()))
     rows = rejected_batch(side)
     if side_file is not None:
         write_side_file(rows, side_file)
@@ -154,6 +169,47 @@ def replay(
         partial_matches={n: k for n, k in engine.partial_matches().items() if k},
         rule_firings=stats.rule_firings, refused_by_windows=stats.rejected,
         missing_actions=engine.missing_actions(), errors=stats.errors, stopped=stopped)
+
+
+def _run_parts(engine: Engine, parts: Iterator[Part], layout: Layout, out: MatchFile,
+               counted: _Counted) -> None:
+    """The column route of a replay: the input read column-wise
+    (:mod:`cepflow.inputs.batched`). When the engine takes columns (:attr:`Engine.columnar`),
+    a clean part goes through :meth:`Engine.process_columns` and its matches are written
+    column-wise (:func:`~cepflow.runtime.arrow_rows.encode_match_table`); a part read by the
+    record reader, or one the kernel gives back (:class:`Declined`), goes as events. Otherwise
+    every part is made events for :meth:`Engine.run` (docs/architecture.md, "The file job")."""
+    if not engine.columnar:
+        events = (e for p in counted.parts(parts) for e in p.event_list(layout))
+        out.write_matches(counted.matches(engine.run(events)))
+        return
+    for p in counted.parts(parts):
+        if p.table is not None:
+            rows = ArrowRows(p.batch(), layout.arities, layout.arity)
+            try:
+                table = engine.process_columns(rows)
+            except Declined:
+                pass
+            else:
+                found = encode_match_table(table, rows)
+                counted.n_out += found.num_rows
+                out.write(found)
+                continue
+        out.write_matches(counted.matches(engine.run(p.event_list(layout))))
+
+
+def _in_input_order(side: SideChannel, files: list[Path]) -> None:
+    """Put the input's malformed and late records in input order: by file (in the order
+    the input lists them, a folder's entries that are no event file first), then by place in
+    the file; what a window statement refused follows the input's records (docs/formats.md,
+    "The side file's order")."""
+    rank = {os.fspath(f): i for i, f in enumerate(files)}
+
+    def key(r: Rejected) -> int:
+        return rank.get(r.source, -1 if r.location == "file" else len(rank))
+
+    side.malformed.sort(key=key)
+    side.late.sort(key=key)
 
 
 def _as_is(found: Iterator[Any]) -> Iterator[Any]:
@@ -177,6 +233,14 @@ class _Counted:
             if self.n_in % PROGRESS_EVERY == 0:
                 self.progress(self.n_in, self.n_out)
             yield e
+
+    def parts(self, parts: Iterator[Part]) -> Iterator[Part]:
+        """``parts``, their events counted for the progress callback."""
+        for p in parts:
+            self.n_in += len(p)
+            if self.progress is not None:
+                self.progress(self.n_in, self.n_out)
+            yield p
 
     def matches(self, found: Iterator[Any]) -> Iterator[Any]:
         for m in found:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import codecs
 import io
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -182,6 +182,45 @@ def decode(batch: pa.RecordBatch, arities: Mapping[str, int], arity: int) -> lis
     return list(map(Event, types, params, stamps, ids, column(batch, "seq").to_pylist()))
 
 
+def _slot(v: Any) -> int:
+    if v is None:
+        return -1
+    if isinstance(v, bool):
+        return 3
+    if isinstance(v, int):
+        return 1
+    if isinstance(v, float):
+        return 2
+    return 0
+
+
+def encode(events: Iterable[Event], arity: int, keys: Iterable[str | None],
+           files: Iterable[str | None]) -> pa.RecordBatch:
+    """A record batch of ``events`` (parameters beyond ``arity`` are not kept)."""
+    evs = list(events)
+    cols: dict[str, list[Any]] = {f.name: [] for f in event_fields(arity)}
+    for e, key, file in zip(evs, keys, files, strict=True):
+        cols["type"].append(e.type)
+        cols["ts"].append(float(e.ts))
+        cols["tsi"].append(e.ts if isinstance(e.ts, int) and not isinstance(e.ts, bool)
+                           else None)
+        ident = e.id
+        cols["id_s"].append(ident if isinstance(ident, str) else None)
+        cols["id_i"].append(ident if isinstance(ident, int) and not isinstance(ident, bool)
+                            else None)
+        cols["seq"].append(e.seq)
+        cols["file"].append(file)
+        cols["key"].append(key)
+        n = len(e.params)
+        for i in range(arity):
+            v = e.params[i] if i < n else None
+            k = _slot(v)
+            for j, (p, _) in enumerate(SLOTS):
+                cols[f"{p}{i}"].append(v if j == k else None)
+    return pa.RecordBatch.from_pydict(cols, schema=event_schema(arity))
+
+
+
 class _Undecided(Exception):
     """The fast path cannot decide this file exactly as the record reader would."""
 
@@ -207,9 +246,9 @@ def read_columns(
     events in the same order (``seq`` 0, 1, …).
     """
     del unknown_types  # an event type without a schema always takes the reader
-    if schemas is None or any(p.name in (*ENVELOPE_FIELDS, "params")
-                              for t in schemas.values() for p in t.params):
+    if not _layable(schemas):
         return None
+    assert schemas is not None
     try:
         if suffix in (".jsonl", ".ndjson", ".json"):
             records, nulls_are_fields, exact_doubles = _json_records(content)
@@ -222,6 +261,30 @@ def read_columns(
                        exact_doubles=exact_doubles, unique_ids=unique_ids)
     except (_Undecided, pa.ArrowException, OverflowError, UnicodeDecodeError):
         return None
+
+
+def parquet_columns_of(records: pa.Table, schemas: Mapping[str, EventType] | None, arity: int,
+                       source: str, *, strict_params: bool = True,
+                       unknown_fields: str = "reject", unique_ids: bool = True,
+                       **_other: Any) -> pa.Table | None:
+    """:func:`read_columns` of rows already read from a Parquet file (a batch of them):
+    the layout, or None when the record reader must decide them."""
+    if not _layable(schemas):
+        return None
+    assert schemas is not None
+    try:
+        return _layout(records, schemas, arity, source, strict_params=strict_params,
+                       unknown_fields=unknown_fields, nulls_are_fields=True,
+                       exact_doubles=True, unique_ids=unique_ids)
+    except (_Undecided, pa.ArrowException, OverflowError, UnicodeDecodeError):
+        return None
+
+
+def _layable(schemas: Mapping[str, EventType] | None) -> bool:
+    """Whether events of ``schemas`` can be read column-wise at all (every type declared, no
+    parameter named like a field of the record's envelope)."""
+    return schemas is not None and not any(p.name in (*ENVELOPE_FIELDS, "params")
+                                           for t in schemas.values() for p in t.params)
 
 
 # -- formats -----------------------------------------------------------------------------------

@@ -149,6 +149,15 @@ def ordered_events(
     events keep their position in the file. Bad records and late events go to ``side``
     (without one, the first raises). InputError and TypeError (unknown options) are raised
     at the call, before anything is read."""
+    files, named = open_inputs(paths, side, lateness, strict, opts)
+    return _ordered(files, named, schemas, side, lateness, strict, opts)
+
+
+def open_inputs(paths: Paths, side: SideChannel | None, lateness: float, strict: bool,
+                opts: Mapping[str, Any]) -> tuple[list[Path], bool]:
+    """What every reader of ``paths`` as one stream checks first: the options, the lateness,
+    the files (:func:`input_files`) and room to keep them all open; returns the files and
+    whether their events are named ``NAME:N`` (:func:`is_named`)."""
     check_options(opts)
     if not lateness >= 0:  # also rejects NaN
         raise ValueError(f"lateness must be >= 0 ms, not {lateness!r}")
@@ -156,7 +165,7 @@ def ordered_events(
     files = input_files(paths, side, strict)
     if len(files) > 1:
         _room_for(len(files))
-    return _ordered(files, named, schemas, side, lateness, strict, opts)
+    return files, named
 
 
 def _ordered(files: list[Path], named: bool, schemas: Mapping[str, EventType] | None,

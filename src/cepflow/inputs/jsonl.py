@@ -11,7 +11,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from cepflow.events.event import Event, EventType, SideChannel
@@ -72,47 +72,53 @@ def read_jsonl(
         unique_ids=unique_ids,
     )
     reject = Rejector(source, side, strict)
-    seq = 0
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8) :]
-            where = f"line {lineno}"
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as exc:
-                text = raw.decode("utf-8", "backslashreplace").rstrip("\r\n")
-                reject(where, f"invalid UTF-8 at byte {exc.start + 1}", None, text, line=lineno)
-                continue
-            if not line.strip():
-                continue
-            try:
-                obj = _DECODER.decode(line)
-            except json.JSONDecodeError as exc:
-                reject(
-                    f"{where}, column {exc.colno}", f"invalid JSON: {exc.msg}", None, line,
-                    line=lineno, column=exc.colno,
-                )
-                continue
-            except _DuplicateKeyError as exc:
-                reject(where, f"duplicate key {exc.key!r}", exc.key, line, line=lineno)
-                continue
-            except RecursionError:
-                reject(where, "invalid JSON: nested too deeply", None, line, line=lineno)
-                continue
-            except ValueError as exc:  # e.g. an integer beyond Python's digit limit
-                reject(where, f"invalid JSON: {exc}", None, line, line=lineno)
-                continue
-            if not isinstance(obj, dict):
-                kind = "null" if obj is None else _KINDS.get(type(obj), type(obj).__name__)
-                reject(where, f"expected a JSON object, got {kind}", None, line, line=lineno)
-                continue
-            try:
-                event = convert(obj, seq)
-            except RecordError as exc:
-                reject(where, exc.reason, exc.field, line, line=lineno)
-                continue
-            seq += 1
-            if cursor is not None:
-                cursor.at = lineno
-            yield event
+        yield from jsonl_events(enumerate(f, 1), convert, reject, 0, cursor)
+
+
+def jsonl_events(lines: Iterable[tuple[int, bytes]], convert: RecordConverter, reject: Rejector,
+                 seq: int, cursor: Cursor | None) -> Iterator[Event]:
+    """The Events of numbered raw lines (a whole file, or a part of one read column-wise that
+    holds a bad record: :mod:`cepflow.inputs.batched`), the first numbered ``seq``."""
+    for lineno, raw in lines:
+        if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        where = f"line {lineno}"
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            text = raw.decode("utf-8", "backslashreplace").rstrip("\r\n")
+            reject(where, f"invalid UTF-8 at byte {exc.start + 1}", None, text, line=lineno)
+            continue
+        if not line.strip():
+            continue
+        try:
+            obj = _DECODER.decode(line)
+        except json.JSONDecodeError as exc:
+            reject(
+                f"{where}, column {exc.colno}", f"invalid JSON: {exc.msg}", None, line,
+                line=lineno, column=exc.colno,
+            )
+            continue
+        except _DuplicateKeyError as exc:
+            reject(where, f"duplicate key {exc.key!r}", exc.key, line, line=lineno)
+            continue
+        except RecursionError:
+            reject(where, "invalid JSON: nested too deeply", None, line, line=lineno)
+            continue
+        except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+            reject(where, f"invalid JSON: {exc}", None, line, line=lineno)
+            continue
+        if not isinstance(obj, dict):
+            kind = "null" if obj is None else _KINDS.get(type(obj), type(obj).__name__)
+            reject(where, f"expected a JSON object, got {kind}", None, line, line=lineno)
+            continue
+        try:
+            event = convert(obj, seq)
+        except RecordError as exc:
+            reject(where, exc.reason, exc.field, line, line=lineno)
+            continue
+        seq += 1
+        if cursor is not None:
+            cursor.at = lineno
+        yield event

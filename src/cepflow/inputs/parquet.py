@@ -79,8 +79,18 @@ def read_parquet(
         unique_ids=unique_ids,
     )
     reject = Rejector(source, side, strict)
-    row = 0
     seq = 0
+    for row, batch in parquet_batches(path, reject, batch_size):
+        for event in parquet_rows(batch, row, seq, convert, reject, cursor):
+            seq = event.seq + 1
+            yield event
+
+
+def parquet_batches(path: str | os.PathLike[str], reject: Rejector, batch_size: int
+                    ) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """The batches of a Parquet file with the row each begins at; a file that is not readable
+    Parquet, or breaks part way, is reported once (module docstring)."""
+    row = 0
     try:
         pfile = pq.ParquetFile(path)
     except pa.ArrowInvalid as exc:
@@ -97,19 +107,27 @@ def read_parquet(
                 reason = f"unreadable Parquet data from this row on: {str(exc).strip()}"
                 reject(f"row {row}", reason)
                 return
-            batch, units = _timestamp_columns(batch)
-            records: list[dict[str, Any]] = batch.to_pylist()
-            for record in records:
-                for name, unit in units.items():
-                    record[name] = _ticks_to_ms(record[name], unit)
-                at = row
-                row += 1
-                try:
-                    event = convert(record, seq)
-                except RecordError as exc:
-                    reject(f"row {at}", exc.reason, exc.field, record)
-                    continue
-                seq += 1
-                if cursor is not None:
-                    cursor.at = at
-                yield event
+            yield row, batch
+            row += batch.num_rows
+
+
+def parquet_rows(batch: pa.RecordBatch, row: int, seq: int, convert: RecordConverter,
+                 reject: Rejector, cursor: Cursor | None) -> Iterator[Event]:
+    """The Events of one batch of rows whose first is row ``row`` of its file, the first
+    numbered ``seq``."""
+    batch, units = _timestamp_columns(batch)
+    records: list[dict[str, Any]] = batch.to_pylist()
+    for record in records:
+        for name, unit in units.items():
+            record[name] = _ticks_to_ms(record[name], unit)
+        at = row
+        row += 1
+        try:
+            event = convert(record, seq)
+        except RecordError as exc:
+            reject(f"row {at}", exc.reason, exc.field, record)
+            continue
+        seq += 1
+        if cursor is not None:
+            cursor.at = at
+        yield event

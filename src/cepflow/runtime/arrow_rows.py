@@ -1,0 +1,138 @@
+"""An Arrow record batch of the event layout (:mod:`cepflow.inputs.columnar`) as the engine's
+column source, and the engine's column-wise matches back as Arrow rows — what the Spark runners
+and the in-process file job (:mod:`cepflow.replay`) feed :meth:`Engine.process_columns` with
+and write: :class:`ArrowRows` makes Python events only for the rows that end up in complex
+events or partial matches; :func:`encode_match_table` writes a
+:class:`~cepflow.runtime.rows.MatchTable` as rows of the match schema without one Python object
+per match."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cepflow.events.event import Event
+from cepflow.inputs.columnar import SLOTS, column, constant, decode
+from cepflow.outputs.encoding import dumps, json_texts
+from cepflow.outputs.records import MATCH_SCHEMA, match_batch, match_ts_column
+from cepflow.runtime.rows import MatchTable, ObjectMatches, Rows
+
+
+class ArrowRows(Rows):
+    """A record batch of the layout as the engine's column source (time-ordered rows)."""
+
+    def __init__(self, batch: pa.RecordBatch, arities: Mapping[str, int], arity: int) -> None:
+        self.batch, self.arities, self.arity = batch, arities, arity
+        self.n = batch.num_rows
+        self.ts = column(batch, "ts").to_numpy()
+        enc = pc.dictionary_encode(column(batch, "type"))
+        self.type_names = enc.dictionary.to_pylist()
+        self.codes = enc.indices.to_numpy().astype(np.int64)
+        self._made: dict[int, Event] = {}
+
+    def last_ts(self) -> Any:
+        tsi = column(self.batch, "tsi")[self.n - 1].as_py()
+        return tsi if tsi is not None else float(self.ts[-1])
+
+    def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+        codes = np.full(len(rows), -1, dtype=np.int64)
+        uniques: list[Any] = []
+        take = pa.array(rows)
+        for p, _ in SLOTS:
+            col = column(self.batch, f"{p}{param}")
+            if col.null_count == len(col):
+                continue
+            enc = pc.dictionary_encode(col.take(take))
+            idx = enc.indices.fill_null(-1).to_numpy()
+            found = idx >= 0
+            codes[found] = idx[found] + len(uniques)
+            uniques.extend(enc.dictionary.to_pylist())
+        if bool((codes < 0).any()):
+            codes[codes < 0] = len(uniques)
+            uniques.append(None)
+        return codes, uniques
+
+    def lookup(self, rows: np.ndarray) -> Mapping[int, Event]:
+        made = self._made
+        new = [r for r in np.unique(rows).tolist() if r not in made]
+        if new:
+            evs = decode(self.batch.take(pa.array(new)), self.arities, self.arity)
+            made.update(zip(new, evs, strict=True))
+        return made
+
+    def number(self, engine: Any) -> None:
+        counters = engine.host.counters
+        if self.n and counters.renumber:  # (after a restore: the saved numbering goes on)
+            seq = column(self.batch, "seq")
+            first = seq[0].as_py()
+            shift = 0 if first is None or first < 0 else counters.continued(first) - first
+            if shift:
+                self.batch = self.batch.set_column(self.batch.schema.get_field_index("seq"),
+                                                   "seq", pc.add(seq, shift))
+        if self.n:
+            top = int(pc.max(column(self.batch, "seq")).as_py())
+            if top >= counters.input:
+                counters.input = top + 1
+
+    def refs(self) -> pa.Array:
+        """The text that names each row's event in outputs: its id, else its number."""
+        b = self.batch
+        return pc.coalesce(column(b, "id_s"), column(b, "id_i").cast(pa.string()),
+                           column(b, "seq").cast(pa.string()))
+
+
+def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
+    """:func:`encode_matches` (:func:`cepflow.outputs.records.match_batch`) of a
+    :class:`~cepflow.runtime.rows.MatchTable`, column-wise: ids taken from the batch's
+    columns, the parameters' JSON made once per key value."""
+    refs = rows.refs()
+    ts = column(rows.batch, "ts")
+    cols: dict[str, list[pa.Array]] = {f.name: [] for f in MATCH_SCHEMA}
+    ranks = []
+    for b in table.blocks:
+        if isinstance(b, ObjectMatches):  # (made as objects by the kernel: as match_batch)
+            made = match_batch(b.events)
+            for f in MATCH_SCHEMA:
+                cols[f.name].append(made.column(f.name))
+            ranks.append(b.rank)
+            continue
+        m, k = len(b.at), b.rows.shape[0]
+        flat = b.rows.T.ravel()
+        ids = refs.take(pa.array(np.where(flat >= 0, flat, 0)))
+        if b.old:  # events from before the batch: the first stages of those matches
+            earlier = [str(e.ref) for r in sorted(b.old) for e in b.old[r]]
+            ids = pc.replace_with_mask(ids, pa.array(flat < 0), pa.array(earlier, pa.string()))
+        offsets = pa.array(np.arange(0, m * k + 1, k, dtype=np.int32))
+        cols["events"].append(pa.ListArray.from_arrays(offsets, ids))
+        cols["pattern"].append(constant(b.pattern, m))
+        cols["ts"].append(match_ts_column(ts.take(pa.array(b.at))))
+        keys, which = np.unique(b.value, return_inverse=True)
+        if b.var.startswith("_"):  # internal names are not shown
+            texts = constant("{}", len(keys))
+        else:
+            values = [table.values[v] for v in keys.tolist()]
+            texts = pc.binary_join_element_wise("{" + dumps(b.var) + ":",
+                                                _value_texts(values), "}", "")
+        cols["params"].append(texts.take(pa.array(which.ravel())))
+        ranks.append(b.rank)
+    if not ranks:
+        return pa.RecordBatch.from_pylist([], schema=MATCH_SCHEMA)
+    order = pa.array(np.argsort(np.concatenate(ranks), kind="stable"))
+    return pa.RecordBatch.from_arrays(
+        [pa.concat_arrays(cols[f.name]).take(order) for f in MATCH_SCHEMA], schema=MATCH_SCHEMA)
+
+
+def _value_texts(values: list[Any]) -> pa.Array:
+    """:func:`json_texts` (``ensure_ascii=False``, as the match writer) of Python values."""
+    try:
+        arr = pa.array(values)
+    except (pa.ArrowException, TypeError, OverflowError):
+        arr = None
+    if arr is None or not (pa.types.is_string(arr.type) or pa.types.is_integer(arr.type)
+                           or pa.types.is_boolean(arr.type)):
+        return pa.array([dumps(v) for v in values], pa.string())
+    return json_texts(arr, ascii_only=False)
