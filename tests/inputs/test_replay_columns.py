@@ -161,3 +161,64 @@ def test_a_clean_parquet_file_goes_column_wise(tmp_path: Path) -> None:
     lines = (tmp_path / "m.jsonl").read_text().splitlines()
     assert json.loads(lines[0]) == {"pattern": "P", "ts": 1, "params": {"K": 0},
                                     "events": ["0", "1"]}
+
+
+CELLS = ["", "0", "-0", "7", "007", "+5", " 5", "5 ", "-12", "1.5", "1.", ".5", "-2.5e3",
+         "1e5", "1E-3", "1e999", "nan", "inf", "true", "TRUE", "False", " true", "x", "é",
+         "12345678901234567890", "-9223372036854775808", "9223372036854775807", "1.0e+2"]
+TYPED = """create schema T(i int, f double, s string, b boolean, o Object);
+"""
+
+
+#: per column, cells the record rules accept (mostly) and a few they reject or read otherwise
+GOOD = {"i": ["", "0", "-0", "7", "007", "-12", "-9223372036854775808"],
+        "f": ["", "0", "1.5", "-2.5e3", "1e5", "1E-3", "007", "12345678901234567890", "7"],
+        "s": ["", "x", "é", "1.5", " 5", "true"],
+        "b": ["", "true", "TRUE", "False"]}
+
+
+def _cell(kind: str) -> st.SearchStrategy[str]:
+    return st.sampled_from(GOOD[kind] * 4 + CELLS) if kind in GOOD else st.sampled_from(CELLS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_cell("i"), _cell("f"), _cell("s"), _cell("b"), _cell("o"),
+                          st.sampled_from(["", "a", "7", "07", "x", "", ""])),
+                min_size=1, max_size=8),
+       st.booleans(), st.sampled_from(["reject", "keep"]))
+def test_csv_cells_read_column_wise_as_the_record_reader_reads_them(tmp_path_factory, rows,
+                                                                     infer, ids) -> None:
+    """Each cell of a typed CSV row converts column-wise to the value (and Python type) the
+    record rules give, or the part takes the record reader: the same events and rejections."""
+    tmp = tmp_path_factory.mktemp("csv")
+    path = tmp / "t.csv"
+    lines = ["type,ts,id,i,f,s,b,o"] + [
+        ",".join(["T", str(n), ident, *cells]) for n, (*cells, ident) in enumerate(rows)]
+    path.write_text("\n".join(lines) + "\n")
+    schemas = load_module(parse_epl(TYPED)).schemas
+    opts = {"infer_types": infer, "unique_ids": ids == "reject"}
+
+    def typed(events) -> list:
+        return [(e.type, e.ts, type(e.id), e.id, e.seq,
+                 [(type(v).__name__, v) for v in e.params]) for e in events]
+
+    from cepflow.events.event import SideChannel
+    from cepflow.inputs import read_events
+
+    side_a, side_b = SideChannel(), SideChannel()
+    layout = batched.Layout.of(schemas)
+    got = [e for p in batched.ordered_parts([path], layout, side_a, **opts)
+           for e in p.event_list(layout)]
+    want = list(read_events(path, schemas, side_b, **opts))
+    assert typed(got) == typed(want)
+    assert side_a.items() == side_b.items()
+
+
+def test_a_clean_csv_file_is_one_table(tmp_path: Path) -> None:
+    path = tmp_path / "e.csv"
+    path.write_text("type,ts,k,v\n" + "".join(f"{t},{i},{i % 3},{i / 4}\n"
+                                              for i, t in enumerate("ABCABC")))
+    layout = batched.Layout.of(load(CHAIN).schemas)
+    parts = list(batched.ordered_parts([path], layout))
+    assert [p.table is not None for p in parts] == [True]
+    assert [e.params for e in parts[0].event_list(layout)][:2] == [(0, 0.0), (1, 0.25)]

@@ -2,14 +2,16 @@
 Arrow batches of the event layout (:mod:`cepflow.inputs.columnar`), for the in-process file job
 (:mod:`cepflow.replay`).
 
-Each file is read in parts — JSON Lines in blocks of whole lines (:data:`BLOCK_BYTES`),
+Each file is read in parts — JSON Lines and CSV in blocks of whole lines (:data:`BLOCK_BYTES`),
 Parquet in its reader's batches — and each part takes the columnar fast path
-(:func:`~cepflow.inputs.columnar.read_columns`, which answers only when the record reader would
-accept every record of it alike) or, when it holds a record the fast path cannot decide, the
-located record reader for that part alone: its records get the same events, rejections,
-locations (file, line or row, column, field) and numbering as when the whole file is read
-record by record. Such a part is a list of :class:`~cepflow.events.event.Event`; a clean part is
-a table. CSV is read by the record reader (in parts of :data:`RECORD_PART` events).
+(:func:`~cepflow.inputs.columnar.read_columns`, :func:`~cepflow.inputs.columnar.csv_columns`,
+which answer only when the record reader would accept every record of the part alike) or, when
+it holds a record the fast path cannot decide, the located record reader for that part alone:
+its records get the same events, rejections, locations (file, line or row, column, field) and
+numbering as when the whole file is read record by record. Such a part is a list of
+:class:`~cepflow.events.event.Event`; a clean part is a table. A CSV file is read so up to its
+first quote character (a quoted cell may span lines), from there on by the record reader (in
+parts of :data:`RECORD_PART` events); so is one whose header line is not plain.
 
 Ids are unique within a file across its parts (the record reader's set of ids, which the fast
 parts add theirs to). Then, as :func:`~cepflow.inputs.files.ordered_events` does event by
@@ -27,7 +29,7 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +38,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cepflow.events.event import Event, EventType, Rejected, SideChannel
-from cepflow.inputs.columnar import arity_of, column, decode, parquet_columns_of, read_columns
+from cepflow.inputs.columnar import (
+    arity_of,
+    column,
+    csv_columns,
+    decode,
+    parquet_columns_of,
+    read_columns,
+)
+from cepflow.inputs.csvfile import csv_events, header_problem, read_csv
 from cepflow.inputs.files import Paths, location_unit, open_inputs, options_for, reader_for
 from cepflow.inputs.jsonl import jsonl_events, read_jsonl
 from cepflow.inputs.ordering import LateEventError, late_reason
 from cepflow.inputs.parquet import parquet_batches, parquet_rows, read_parquet
 from cepflow.inputs.records import Cursor, RecordConverter, Rejector
 
-#: bytes of JSON Lines read per part (whole lines: the part ends at the next newline)
+#: bytes of JSON Lines or CSV read per part (whole lines: the part ends at the next newline)
 BLOCK_BYTES = 1 << 23
-#: events per part of a file read record by record (CSV)
+#: events per part of a file read record by record (CSV after a quote character)
 RECORD_PART = 1 << 16
 #: Parquet rows per part (the record reader's batch size)
 PARQUET_ROWS = 65_536
@@ -166,6 +176,11 @@ def file_parts(path: Path, layout: Layout, side: SideChannel | None, strict: boo
         return _jsonl_parts(path, source, layout, convert, reject, ropts)
     if reader is read_parquet:
         return _parquet_parts(path, source, layout, convert, reject, ropts)
+    if reader is read_csv:
+        convert = RecordConverter(layout.schemas, text=True,
+                                  infer_types=ropts.get("infer_types", True),
+                                  **{k: ropts[k] for k in _CONVERTER_OPTIONS if k in ropts})
+        return _csv_parts(path, source, layout, convert, reject, ropts)
     return _record_parts(reader(path, layout.schemas, side, strict,
                                 cursor=(cursor := Cursor(location_unit(path))), **ropts), cursor)
 
@@ -216,14 +231,6 @@ def _from(table: pa.Table, seq: int) -> pa.Table:
     return table.set_column(i, "seq", pc.add(table.column(i), seq))
 
 
-def _lines(block: bytes, first: int) -> Iterator[tuple[int, bytes]]:
-    """The numbered lines of a block (``first`` its first line's number)."""
-    pieces = block.split(b"\n")
-    if pieces[-1] == b"":
-        pieces.pop()
-    return enumerate(pieces, first)
-
-
 def _jsonl_parts(path: Path, source: str, layout: Layout, convert: RecordConverter,
                  reject: Rejector, opts: Mapping[str, Any]) -> Iterator[Part]:
     seq, line = 0, 1
@@ -241,8 +248,8 @@ def _jsonl_parts(path: Path, source: str, layout: Layout, convert: RecordConvert
                 seq += table.num_rows
             else:
                 cursor = Cursor("line")
-                part = _located(jsonl_events(_lines(block, line), convert, reject, seq, cursor),
-                                cursor)
+                lines = enumerate(_raw_lines(block), line)
+                part = _located(jsonl_events(lines, convert, reject, seq, cursor), cursor)
                 seq += len(part)
                 yield part
             line += n_lines
@@ -263,6 +270,67 @@ def _parquet_parts(path: Path, source: str, layout: Layout, convert: RecordConve
             part = _located(parquet_rows(batch, row, seq, convert, reject, cursor), cursor)
             seq += len(part)
             yield part
+
+
+def _raw_lines(block: bytes) -> list[bytes]:
+    """The lines of a block of whole lines, each with its newline (the last one may have
+    none)."""
+    pieces = block.split(b"\n")
+    last = pieces.pop()
+    return [p + b"\n" for p in pieces] + ([last] if last else [])
+
+
+def _plain_header(first: bytes, delimiter: str) -> list[str] | None:
+    """The header of a CSV file whose first line is plain (no quote, no carriage return, valid
+    UTF-8, not blank) and without a problem the reader reports on every row; else None (the
+    file is read record by record)."""
+    if first.startswith(codecs.BOM_UTF8):
+        first = first[len(codecs.BOM_UTF8):]
+    if not first.endswith(b"\n") or b'"' in first or b"\r" in first:
+        return None
+    try:
+        text = first[:-1].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text.strip():
+        return None
+    header = [c.strip() for c in text.split(delimiter)]
+    return None if "" in header or header_problem(header, 1) is not None else header
+
+
+def _csv_parts(path: Path, source: str, layout: Layout, convert: RecordConverter,
+               reject: Rejector, opts: Mapping[str, Any]) -> Iterator[Part]:
+    delimiter = opts.get("delimiter", ",")
+    with open(path, "rb") as f:
+        first = f.readline()
+        header = _plain_header(first, delimiter)
+        if header is None:
+            cursor = Cursor("line")
+            yield from _record_parts(csv_events(chain([first], f), 1, None, convert, reject, 0,
+                                                cursor, delimiter), cursor)
+            return
+        seq, line = 0, 2
+        while block := f.read(BLOCK_BYTES):
+            if not block.endswith(b"\n"):
+                block += f.readline()
+            n_lines = block.count(b"\n") + (not block.endswith(b"\n"))
+            cursor = Cursor("line")
+            if b'"' in block:  # (a quoted cell may span lines: record by record from here on)
+                yield from _record_parts(csv_events(chain(_raw_lines(block), f), line, header,
+                                                    convert, reject, seq, cursor, delimiter),
+                                         cursor)
+                return
+            table = csv_columns(block, header, layout.schemas, layout.arity, source, **opts)
+            if table is not None and _fresh_ids(table, convert):
+                yield Part.of_table(_from(table, seq),
+                                    np.arange(line, line + n_lines, dtype=np.int64))
+                seq += table.num_rows
+            else:
+                part = _located(csv_events(_raw_lines(block), line, header, convert, reject,
+                                           seq, cursor, delimiter), cursor)
+                seq += len(part)
+                yield part
+            line += n_lines
 
 
 def named(parts: Iterable[Part], name: str) -> Iterator[Part]:

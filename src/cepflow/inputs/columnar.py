@@ -34,6 +34,7 @@ events, rejected records and their locations stay those of the reader. The cases
 from __future__ import annotations
 
 import codecs
+import csv
 import io
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -317,12 +318,7 @@ def _object_lines(content: bytes) -> int:
     if not content:
         return 0
     buf = np.frombuffer(content, dtype=np.uint8)
-    ends = np.flatnonzero(buf == 10)
-    if len(ends) == 0 or ends[-1] != len(buf) - 1:
-        ends = np.append(ends, len(buf))
-    starts = np.empty(len(ends), dtype=np.int64)
-    starts[0] = 0
-    starts[1:] = ends[:-1] + 1
+    starts, ends = _line_bounds(buf)
     last = ends - 1
     padded = np.append(buf, np.uint8(0))
     last = np.where((last >= starts) & (padded[np.maximum(last, 0)] == 13), last - 1, last)
@@ -336,6 +332,224 @@ def _parquet_records(content: bytes) -> pa.Table:
     import pyarrow.parquet as pq
 
     return pq.read_table(io.BytesIO(content))
+
+
+# -- CSV ---------------------------------------------------------------------------------------
+#: what the record rules read from text (cepflow.inputs.records), as RE2 patterns of pyarrow
+_WHOLE = r"^-?[0-9]{1,18}$"  # an integer int64 holds (ts, int parameters; "007" is 7)
+_CANONICAL = r"^-?(0|[1-9][0-9]{0,17})$"  # a canonical integer (ids, inferred cells)
+_LONG_CANONICAL = r"^-?[1-9][0-9]{18,}$"  # one beyond int64: the reader decides
+_DECIMAL = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"  # what pyarrow parses as Python does
+_NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # records._NUMBER_RE
+_DOTTED = r"[.eE]"  # an inferred cell is a float only with a point or an exponent
+
+
+def csv_columns(block: bytes, header: list[str], schemas: Mapping[str, EventType] | None,
+                arity: int, source: str, *, delimiter: str = ",", infer_types: bool = True,
+                strict_params: bool = True, unknown_fields: str = "reject",
+                unique_ids: bool = True, **_other: Any) -> pa.Table | None:
+    """:func:`read_columns` of CSV lines (whole lines, under ``header``, which has no problem):
+    the layout, or None when the record reader must decide them. Only lines without a quote
+    character or carriage return, each with the header's number of cells, are read so; a
+    cell is converted as the record rules convert text (:mod:`cepflow.inputs.records`) when
+    pyarrow gives exactly that value, else the record reader decides the lines."""
+    if (not _layable(schemas) or not block or b'"' in block or b"\r" in block
+            or len(delimiter) != 1 or not delimiter.isascii() or "" in header):
+        return None
+    assert schemas is not None
+    try:
+        if not block.isascii():
+            block.decode("utf-8")
+        n = _cell_lines(block, delimiter, len(header))
+        import pyarrow.csv as pcsv
+
+        table = pcsv.read_csv(
+            io.BytesIO(block),
+            read_options=pcsv.ReadOptions(column_names=header, use_threads=False,
+                                          block_size=max(1 << 20, len(block) + 1)),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False,
+                                            ignore_empty_lines=False),
+            convert_options=pcsv.ConvertOptions(
+                column_types={h: pa.string() for h in header}, null_values=[],
+                strings_can_be_null=False, quoted_strings_can_be_null=False))
+        if table.num_rows != n:
+            raise _Undecided("a line that is not one row")
+        cols = {name: _nulled(table.column(name).combine_chunks()) for name in header}
+        return _text_layout(cols, n, schemas, arity, source, infer_types=infer_types,
+                            strict_params=strict_params, unknown_fields=unknown_fields,
+                            unique_ids=unique_ids)
+    except (_Undecided, pa.ArrowException, OverflowError, UnicodeDecodeError):
+        return None
+
+
+def _cell_lines(block: bytes, delimiter: str, cells: int) -> int:
+    """The number of lines if every line has ``cells`` cells (none is empty), else
+    _Undecided."""
+    buf = np.frombuffer(block, dtype=np.uint8)
+    starts, ends = _line_bounds(buf)
+    seen = np.concatenate([[0], np.cumsum(buf == ord(delimiter))])
+    per_line = seen[ends] - seen[starts]
+    if bool((ends <= starts).any()) or bool((per_line != cells - 1).any()):
+        raise _Undecided("a blank line, or one with another number of cells")
+    if int((ends - starts).max()) >= csv.field_size_limit():
+        raise _Undecided("a cell the csv module may find too long")
+    return len(ends)
+
+
+def _line_bounds(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) offsets of each line of a text (the end at its newline or the text's
+    end)."""
+    ends = np.flatnonzero(buf == 10)
+    if len(ends) == 0 or ends[-1] != len(buf) - 1:
+        ends = np.append(ends, len(buf))
+    starts = np.empty(len(ends), dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    return starts, ends
+
+
+def _nulled(col: pa.Array) -> pa.Array:
+    """Empty cells as nulls (the record reader's None)."""
+    empty = pc.equal(col, "")
+    return pc.if_else(empty, pa.scalar(None, pa.string()), col) if pc.any(empty).as_py() else col
+
+
+def _matches(col: pa.Array, pattern: str) -> pa.Array:
+    """Per value whether it matches ``pattern`` (false for nulls)."""
+    return pc.fill_null(pc.match_substring_regex(col, pattern), False)
+
+
+def _all(mask: pa.Array | np.ndarray, rows: np.ndarray | None = None) -> bool:
+    m = mask.to_numpy(zero_copy_only=False) if isinstance(mask, pa.Array) else mask
+    return bool(m[rows].all()) if rows is not None else bool(m.all())
+
+
+def _text_layout(cols: dict[str, pa.Array], n: int, schemas: Mapping[str, EventType],
+                 arity: int, source: str, *, infer_types: bool, strict_params: bool,
+                 unknown_fields: str, unique_ids: bool) -> pa.Table:
+    """The layout of text columns (CSV cells, empty ones null) — or _Undecided."""
+    out: dict[str, pa.Array] = {}
+    types = cols["type"]
+    if types.null_count:
+        raise _Undecided("a record without a type")
+    rows = _rows_by_type(types, n, schemas)
+    out["type"] = types
+    ts = cols["ts"]
+    if ts.null_count or not _all(_matches(ts, _WHOLE)):
+        raise _Undecided("a timestamp that is not an integer number of ms")
+    out["tsi"] = ts.cast(pa.int64())
+    out["ts"] = out["tsi"].cast(pa.float64())
+    out["id_s"], out["id_i"] = _text_ids(cols.get("id"), n, unique_ids)
+    out["seq"] = pa.array(np.arange(n, dtype=np.int64))
+    out["file"] = constant(source, n)
+    out["key"] = pa.nulls(n, pa.string())
+    slots: dict[str, list[tuple[np.ndarray, pa.Array]]] = {}
+    for t, mask in rows.items():
+        names = schemas[t].param_names
+        if unknown_fields != "ignore" and any(
+                h not in names and h not in ENVELOPE_FIELDS for h in cols):
+            raise _Undecided(f"a column that is not a parameter of {t!r}")
+        where = np.flatnonzero(mask)
+        for i, spec in enumerate(schemas[t].params):
+            col = cols.get(spec.name)
+            if col is None:
+                if strict_params:
+                    raise _Undecided(f"missing parameter {spec.name!r}")
+                continue
+            for slot, values, valid in _text_values(spec.type, col, infer_types):
+                keep = valid & mask
+                if keep.any():
+                    slots.setdefault(f"{slot}{i}", []).append((keep, values))
+            if not _all(_typed_or_null(spec.type, col, infer_types), where):
+                raise _Undecided(f"{spec.name!r} has a value the reader rejects or reads "
+                                 "otherwise")
+    return _table(out, slots, n, arity)
+
+
+def _text_ids(col: pa.Array | None, n: int, unique: bool) -> tuple[pa.Array, pa.Array]:
+    """(text ids, integer ids) as the record rules read ids from text: a canonical integer is
+    one; with ``unique``, _Undecided when two records have one id."""
+    if col is None or col.null_count == len(col):
+        return pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())
+    if _matches(col, _LONG_CANONICAL).to_numpy(zero_copy_only=False).any():
+        raise _Undecided("an integer id beyond int64")
+    whole = _matches(col, _CANONICAL)
+    null_s, null_i = pa.scalar(None, pa.string()), pa.scalar(None, pa.int64())
+    ids_i = pc.if_else(whole, col, null_s).cast(pa.int64())
+    ids_s = pc.if_else(whole, null_s, col)
+    if unique:
+        for ids in (ids_s, ids_i):
+            if ids.null_count < n and (len(pc.dictionary_encode(ids).dictionary)
+                                       < n - ids.null_count):
+                raise _Undecided("a duplicate id")
+    del null_i
+    return ids_s, ids_i
+
+
+def _text_values(kind: str, col: pa.Array, infer: bool
+                 ) -> list[tuple[str, pa.Array, np.ndarray]]:
+    """(slot, values, rows) of a text column read as a parameter of ``kind``: the rows of
+    each slot whose text converts as the record rules convert it (the others are checked by
+    :func:`_typed_or_null`)."""
+    def rows(mask: pa.Array) -> np.ndarray:
+        return mask.to_numpy(zero_copy_only=False)
+
+    if kind == "str" or (kind == "any" and not infer):
+        return [("s", col, rows(pc.is_valid(col)))]
+    if kind == "int":
+        whole = _matches(col, _WHOLE)
+        return [("i", pc.if_else(whole, col, pa.scalar(None, pa.string())).cast(pa.int64()),
+                 rows(whole))]
+    if kind == "float":
+        num = _matches(col, _DECIMAL)
+        return [("f", pc.if_else(num, col, pa.scalar(None, pa.string())).cast(pa.float64()),
+                 rows(num))]
+    low = pc.utf8_lower(col)
+    boolean = pc.fill_null(pc.or_(pc.equal(low, "true"), pc.equal(low, "false")), False)
+    if kind == "bool":
+        return [("b", pc.equal(low, "true"), rows(boolean))]
+    # any, inferred: a canonical integer, a decimal number with . or an exponent, a boolean,
+    # else text
+    whole = _matches(col, _CANONICAL)
+    dec = pc.and_(_matches(col, _DECIMAL), _matches(col, _DOTTED))
+    none = pa.scalar(None, pa.string())
+    text = pc.and_(pc.is_valid(col), pc.invert(pc.or_(pc.or_(whole, dec), boolean)))
+    return [("i", pc.if_else(whole, col, none).cast(pa.int64()), rows(whole)),
+            ("f", pc.if_else(dec, col, none).cast(pa.float64()), rows(dec)),
+            ("b", pc.equal(low, "true"), rows(boolean)),
+            ("s", col, rows(text))]
+
+
+def _typed_or_null(kind: str, col: pa.Array, infer: bool) -> pa.Array:
+    """Per row whether the record reader reads the cell as :func:`_text_values` does (null
+    cells: None either way)."""
+    null = pc.is_null(col)
+    if kind == "str" or (kind == "any" and not infer):
+        return pa.array(np.ones(len(col), dtype=bool))
+    if kind == "int":
+        return pc.or_(null, _matches(col, _WHOLE))
+    if kind == "float":
+        ok = _matches(col, _DECIMAL)
+        if ok.to_numpy(zero_copy_only=False).any():
+            values = pc.if_else(ok, col, pa.scalar(None, pa.string())).cast(pa.float64())
+            ok = pc.and_(ok, pc.fill_null(pc.is_finite(values), False))
+        return pc.or_(null, ok)
+    low = pc.utf8_lower(col)
+    boolean = pc.fill_null(pc.or_(pc.equal(low, "true"), pc.equal(low, "false")), False)
+    if kind == "bool":
+        return pc.or_(null, boolean)
+    # any, inferred: no cell the reader strips, reads as a longer integer or as a number our
+    # decimal pattern does not take; every number finite
+    stripped = pc.fill_null(pc.not_equal(pc.utf8_trim_whitespace(col), col), False)
+    dotted = _matches(col, _DOTTED)
+    ours = pc.and_(_matches(col, _DECIMAL), dotted)
+    python = pc.and_(_matches(col, _NUMBER), dotted)
+    odd = pc.or_(pc.or_(stripped, _matches(col, _LONG_CANONICAL)),
+                 pc.and_(python, pc.invert(ours)))
+    if ours.to_numpy(zero_copy_only=False).any():
+        values = pc.if_else(ours, col, pa.scalar(None, pa.string())).cast(pa.float64())
+        odd = pc.or_(odd, pc.and_(ours, pc.invert(pc.fill_null(pc.is_finite(values), True))))
+    return pc.invert(odd)
 
 
 # -- records → layout ----------------------------------------------------------------------------
@@ -382,6 +596,13 @@ def _layout(records: pa.Table, schemas: Mapping[str, EventType], arity: int, sou
                                      "columns cannot tell apart")
                 continue
             slots.setdefault(f"{slot}{i}", []).append((mask, col))
+    return _table(out, slots, n, arity)
+
+
+def _table(out: dict[str, pa.Array], slots: dict[str, list[tuple[np.ndarray, pa.Array]]],
+           n: int, arity: int) -> pa.Table:
+    """The layout table of the envelope columns ``out`` and the parameter ``slots`` (rows and
+    their source column, per slot column)."""
     for f in event_fields(arity):
         if f.name in out:
             continue

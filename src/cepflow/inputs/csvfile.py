@@ -18,7 +18,7 @@ from __future__ import annotations
 import codecs
 import csv
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from cepflow.events.event import Event, EventType, SideChannel
@@ -32,7 +32,7 @@ from cepflow.inputs.records import (
 )
 
 
-def _header_problem(header: list[str], line: int) -> tuple[str, str | None] | None:
+def header_problem(header: list[str], line: int) -> tuple[str, str | None] | None:
     """Why every row under this header must be rejected, as (reason, field), or None."""
     seen: set[str] = set()
     for name in header:
@@ -72,27 +72,35 @@ def read_csv(
         unique_ids=unique_ids,
     )
     reject = Rejector(source, side, strict)
+    with open(path, "rb") as f:
+        yield from csv_events(f, 1, None, convert, reject, 0, cursor, delimiter)
+
+
+def csv_events(raw_lines: Iterable[bytes], first_line: int, header: list[str] | None,
+               convert: RecordConverter, reject: Rejector, seq: int, cursor: Cursor | None,
+               delimiter: str = ",") -> Iterator[Event]:
+    """The Events of raw lines of a CSV file, the first of them line ``first_line`` of the file
+    (a whole file; or, read column-wise, the lines from a part that holds a bad record on,
+    under the ``header`` read before, which has no problem): the first numbered ``seq``."""
     bad_utf8: dict[int, str] = {}
+    offset = first_line - 1
 
     def lines() -> Iterator[str]:
-        with open(path, "rb") as f:
-            for n, raw in enumerate(f, 1):
-                if n == 1 and raw.startswith(codecs.BOM_UTF8):
-                    raw = raw[len(codecs.BOM_UTF8) :]
-                try:
-                    yield raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    bad_utf8[n] = f"invalid UTF-8 at line {n}, byte {exc.start + 1}"
-                    yield raw.decode("utf-8", "replace")
+        for n, raw in enumerate(raw_lines, first_line):
+            if n == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad_utf8[n] = f"invalid UTF-8 at line {n}, byte {exc.start + 1}"
+                yield raw.decode("utf-8", "replace")
 
     source_lines = lines()
     reader = csv.reader(source_lines, delimiter=delimiter)
-    header: list[str] | None = None
     problem: tuple[str, str | None] | None = None
-    seq = 0
     try:
         while True:
-            start = reader.line_num + 1
+            start = reader.line_num + 1 + offset
             try:
                 cells = next(reader)
             except StopIteration:
@@ -102,10 +110,11 @@ def read_csv(
                 continue
             if not cells or (len(cells) == 1 and not cells[0].strip()):
                 continue
-            bad = [bad_utf8.pop(n) for n in range(start, reader.line_num + 1) if n in bad_utf8]
+            end = reader.line_num + offset
+            bad = [bad_utf8.pop(n) for n in range(start, end + 1) if n in bad_utf8]
             if header is None:
                 header = [c.strip() for c in cells]
-                problem = _header_problem(header, start)
+                problem = header_problem(header, start)
                 if bad:
                     problem = (f"unreadable header: {bad[0]}", None)
                 continue

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from cepflow.events.event import ComplexEvent, Event, EventType
 from cepflow.language import ast
@@ -254,6 +253,8 @@ class SlidingAggregate:
             ev[:] = list(events)
             all_events = np.concatenate([self.events, ev])
         total = m + n
+        import pandas as pd  # (here: importing pandas costs every command half a second)
+
         codes, uniques = (pd.factorize(keys, use_na_sentinel=False) if total else
                           (np.empty(0, np.int64), np.empty(0, object)))
         if spec.key_field is not None and _has_nan(uniques, keys):
@@ -354,6 +355,8 @@ class _Log:
 def _has_nan(uniques: np.ndarray, keys: np.ndarray) -> bool:
     """Whether a group key is a float NaN (pandas would merge it with None; dict keys do
     not). Only when a null-like key exists are the keys themselves checked."""
+    import pandas as pd
+
     if not bool(np.any(pd.isna(uniques))):
         return False
     return bool(np.any(pd.isna(keys) & ~np.equal(keys, None)))
