@@ -6,6 +6,7 @@ events out of order and late, folders merged by time, and parts cut anywhere."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -165,7 +166,8 @@ def test_a_clean_parquet_file_goes_column_wise(tmp_path: Path) -> None:
 
 CELLS = ["", "0", "-0", "7", "007", "+5", " 5", "5 ", "-12", "1.5", "1.", ".5", "-2.5e3",
          "1e5", "1E-3", "1e999", "nan", "inf", "true", "TRUE", "False", " true", "x", "é",
-         "12345678901234567890", "-9223372036854775808", "9223372036854775807", "1.0e+2"]
+         "12345678901234567890", "-9223372036854775808", "9223372036854775807", "1.0e+2",
+         "a,b", 'say "hi"', "two\nlines", '"', "x y"]
 TYPED = """create schema T(i int, f double, s string, b boolean, o Object);
 """
 
@@ -185,16 +187,21 @@ def _cell(kind: str) -> st.SearchStrategy[str]:
 @given(st.lists(st.tuples(_cell("i"), _cell("f"), _cell("s"), _cell("b"), _cell("o"),
                           st.sampled_from(["", "a", "7", "07", "x", "", ""])),
                 min_size=1, max_size=8),
-       st.booleans(), st.sampled_from(["reject", "keep"]))
-def test_csv_cells_read_column_wise_as_the_record_reader_reads_them(tmp_path_factory, rows,
-                                                                     infer, ids) -> None:
+       st.booleans(), st.sampled_from(["reject", "keep"]),
+       st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_NONNUMERIC, csv.QUOTE_ALL]),
+       st.integers(20, 400))
+def test_csv_cells_read_column_wise_as_the_record_reader_reads_them(
+        tmp_path_factory, rows, infer, ids, quoting, block) -> None:
     """Each cell of a typed CSV row converts column-wise to the value (and Python type) the
-    record rules give, or the part takes the record reader: the same events and rejections."""
+    record rules give, or the part takes the record reader: the same events and rejections —
+    quoted or not, cells with a delimiter, a quote or a line break in them included."""
     tmp = tmp_path_factory.mktemp("csv")
     path = tmp / "t.csv"
-    lines = ["type,ts,id,i,f,s,b,o"] + [
-        ",".join(["T", str(n), ident, *cells]) for n, (*cells, ident) in enumerate(rows)]
-    path.write_text("\n".join(lines) + "\n")
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f, quoting=quoting, lineterminator="\n")
+        out.writerow(["type", "ts", "id", "i", "f", "s", "b", "o"])
+        for n, (*cells, ident) in enumerate(rows):
+            out.writerow(["T", n, ident, *cells])
     schemas = load_module(parse_epl(TYPED)).schemas
     opts = {"infer_types": infer, "unique_ids": ids == "reject"}
 
@@ -207,8 +214,9 @@ def test_csv_cells_read_column_wise_as_the_record_reader_reads_them(tmp_path_fac
 
     side_a, side_b = SideChannel(), SideChannel()
     layout = batched.Layout.of(schemas)
-    got = [e for p in batched.ordered_parts([path], layout, side_a, **opts)
-           for e in p.event_list(layout)]
+    with mock.patch.object(batched, "BLOCK_BYTES", block):
+        got = [e for p in batched.ordered_parts([path], layout, side_a, **opts)
+               for e in p.event_list(layout)]
     want = list(read_events(path, schemas, side_b, **opts))
     assert typed(got) == typed(want)
     assert side_a.items() == side_b.items()

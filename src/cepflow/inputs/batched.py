@@ -10,8 +10,9 @@ it holds a record the fast path cannot decide, the located record reader for tha
 its records get the same events, rejections, locations (file, line or row, column, field) and
 numbering as when the whole file is read record by record. Such a part is a list of
 :class:`~cepflow.events.event.Event`; a clean part is a table. A CSV file is read so up to its
-first quote character (a quoted cell may span lines), from there on by the record reader (in
-parts of :data:`RECORD_PART` events); so is one whose header line is not plain.
+first block it cannot read column-wise that holds a quote character (a quoted cell may span
+lines), from there on by the record reader (in parts of :data:`RECORD_PART` events); so is one
+whose header line is not plain.
 
 Ids are unique within a file across its parts (the record reader's set of ids, which the fast
 parts add theirs to). Then, as :func:`~cepflow.inputs.files.ordered_events` does event by
@@ -24,6 +25,7 @@ files are merged by (ts, file, position) (:func:`merged`), numbered in the merge
 from __future__ import annotations
 
 import codecs
+import csv
 import heapq
 import math
 import os
@@ -286,15 +288,16 @@ def _plain_header(first: bytes, delimiter: str) -> list[str] | None:
     file is read record by record)."""
     if first.startswith(codecs.BOM_UTF8):
         first = first[len(codecs.BOM_UTF8):]
-    if not first.endswith(b"\n") or b'"' in first or b"\r" in first:
+    if not first.endswith(b"\n") or b"\r" in first:
         return None
     try:
         text = first[:-1].decode("utf-8")
-    except UnicodeDecodeError:
+        cells = next(csv.reader([text], delimiter=delimiter, strict=True))
+    except (UnicodeDecodeError, csv.Error, StopIteration):
         return None
-    if not text.strip():
+    if not text.strip() or text.count('"') % 2:
         return None
-    header = [c.strip() for c in text.split(delimiter)]
+    header = [c.strip() for c in cells]
     return None if "" in header or header_problem(header, 1) is not None else header
 
 
@@ -315,16 +318,16 @@ def _csv_parts(path: Path, source: str, layout: Layout, convert: RecordConverter
                 block += f.readline()
             n_lines = block.count(b"\n") + (not block.endswith(b"\n"))
             cursor = Cursor("line")
-            if b'"' in block:  # (a quoted cell may span lines: record by record from here on)
-                yield from _record_parts(csv_events(chain(_raw_lines(block), f), line, header,
-                                                    convert, reject, seq, cursor, delimiter),
-                                         cursor)
-                return
             table = csv_columns(block, header, layout.schemas, layout.arity, source, **opts)
             if table is not None and _fresh_ids(table, convert):
                 yield Part.of_table(_from(table, seq),
                                     np.arange(line, line + n_lines, dtype=np.int64))
                 seq += table.num_rows
+            elif b'"' in block:  # (a quoted cell may span lines: record by record from here on)
+                yield from _record_parts(csv_events(chain(_raw_lines(block), f), line, header,
+                                                    convert, reject, seq, cursor, delimiter),
+                                         cursor)
+                return
             else:
                 part = _located(csv_events(_raw_lines(block), line, header, convert, reject,
                                            seq, cursor, delimiter), cursor)

@@ -349,12 +349,14 @@ def csv_columns(block: bytes, header: list[str], schemas: Mapping[str, EventType
                 strict_params: bool = True, unknown_fields: str = "reject",
                 unique_ids: bool = True, **_other: Any) -> pa.Table | None:
     """:func:`read_columns` of CSV lines (whole lines, under ``header``, which has no problem):
-    the layout, or None when the record reader must decide them. Only lines without a quote
-    character or carriage return, each with the header's number of cells, are read so; a
-    cell is converted as the record rules convert text (:mod:`cepflow.inputs.records`) when
-    pyarrow gives exactly that value, else the record reader decides the lines."""
-    if (not _layable(schemas) or not block or b'"' in block or b"\r" in block
-            or len(delimiter) != 1 or not delimiter.isascii() or "" in header):
+    the layout, or None when the record reader must decide them. Only lines without a carriage
+    return, each with the header's number of cells, are read so, a quote character only around
+    a whole cell that holds none (:func:`_plain_quotes`: so no cell spans lines, and the csv
+    module and pyarrow read the same text); a cell is converted as the record rules convert
+    text (:mod:`cepflow.inputs.records`) when pyarrow gives exactly that value, else the record
+    reader decides the lines."""
+    if (not _layable(schemas) or not block or b"\r" in block or len(delimiter) != 1
+            or not delimiter.isascii() or delimiter == '"' or "" in header):
         return None
     assert schemas is not None
     try:
@@ -367,8 +369,8 @@ def csv_columns(block: bytes, header: list[str], schemas: Mapping[str, EventType
             io.BytesIO(block),
             read_options=pcsv.ReadOptions(column_names=header, use_threads=False,
                                           block_size=max(1 << 20, len(block) + 1)),
-            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False,
-                                            ignore_empty_lines=False),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char='"',
+                                            double_quote=False, ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(
                 column_types={h: pa.string() for h in header}, null_values=[],
                 strings_can_be_null=False, quoted_strings_can_be_null=False))
@@ -387,13 +389,33 @@ def _cell_lines(block: bytes, delimiter: str, cells: int) -> int:
     _Undecided."""
     buf = np.frombuffer(block, dtype=np.uint8)
     starts, ends = _line_bounds(buf)
-    seen = np.concatenate([[0], np.cumsum(buf == ord(delimiter))])
-    per_line = seen[ends] - seen[starts]
+    cuts = np.flatnonzero(buf == ord(delimiter))
+    per_line = np.searchsorted(cuts, ends) - np.searchsorted(cuts, starts)
     if bool((ends <= starts).any()) or bool((per_line != cells - 1).any()):
         raise _Undecided("a blank line, or one with another number of cells")
     if int((ends - starts).max()) >= csv.field_size_limit():
         raise _Undecided("a cell the csv module may find too long")
+    quotes = np.flatnonzero(buf == ord('"'))
+    if len(quotes) and not _plain_quotes(buf, quotes, starts, ends, ord(delimiter)):
+        raise _Undecided("a quote character inside a cell")
     return len(ends)
+
+
+def _plain_quotes(buf: np.ndarray, quotes: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                  delimiter: int) -> bool:
+    """Whether the quote characters at ``quotes`` each open a cell (at a line's start or after
+    a delimiter) or close one (before a delimiter or the line's end), never both, opening and
+    closing in turn within each line."""
+    line = np.searchsorted(starts, quotes, side="right") - 1
+    at_start = (quotes == starts[line]) | (buf[np.maximum(quotes - 1, 0)] == delimiter)
+    nxt = np.minimum(quotes + 1, len(buf) - 1)
+    at_end = (quotes + 1 == ends[line]) | ((quotes + 1 < ends[line]) & (buf[nxt] == delimiter))
+    if bool((at_start == at_end).any()):
+        return False
+    first = np.searchsorted(line, line, side="left")  # each quote's line's first quote
+    opening = (np.arange(len(quotes)) - first) % 2 == 0
+    last_of_line = np.append(line[1:] != line[:-1], True)
+    return bool((at_start == opening).all()) and not bool(opening[last_of_line].any())
 
 
 def _line_bounds(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -444,6 +466,7 @@ def _text_layout(cols: dict[str, pa.Array], n: int, schemas: Mapping[str, EventT
     out["file"] = constant(source, n)
     out["key"] = pa.nulls(n, pa.string())
     slots: dict[str, list[tuple[np.ndarray, pa.Array]]] = {}
+    read_as: dict[tuple[str, str], tuple[list[tuple[str, pa.Array, np.ndarray]], np.ndarray]] = {}
     for t, mask in rows.items():
         names = schemas[t].param_names
         if unknown_fields != "ignore" and any(
@@ -456,11 +479,16 @@ def _text_layout(cols: dict[str, pa.Array], n: int, schemas: Mapping[str, EventT
                 if strict_params:
                     raise _Undecided(f"missing parameter {spec.name!r}")
                 continue
-            for slot, values, valid in _text_values(spec.type, col, infer_types):
+            read = read_as.get((spec.name, spec.type))
+            if read is None:  # (types that share a field read its column once)
+                read = read_as[spec.name, spec.type] = (
+                    _text_values(spec.type, col, infer_types),
+                    _typed_or_null(spec.type, col, infer_types).to_numpy(zero_copy_only=False))
+            for slot, values, valid in read[0]:
                 keep = valid & mask
                 if keep.any():
                     slots.setdefault(f"{slot}{i}", []).append((keep, values))
-            if not _all(_typed_or_null(spec.type, col, infer_types), where):
+            if not _all(read[1], where):
                 raise _Undecided(f"{spec.name!r} has a value the reader rejects or reads "
                                  "otherwise")
     return _table(out, slots, n, arity)
