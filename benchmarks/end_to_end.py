@@ -218,6 +218,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="measure the `cepflow run` of this virtual environment (default: "
                     "the one running the script)")
     ap.add_argument("--no-engine", action="store_true", help="skip Engine.run")
+    ap.add_argument("--from-json", type=Path, default=None,
+                    help="measure nothing: the table of an earlier result file (with "
+                    "--baseline-from: beside that baseline)")
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
     args = ap.parse_args(argv)
     if args.events is None:
@@ -238,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         import json
 
         old = json.loads(args.baseline_from.read_text())
-        if old["options"]["events"] != args.events:
+        if args.from_json is None and old["options"]["events"] != args.events:
             log.print(f"[bold red]{args.baseline_from} has {old['options']['events']:,} events "
                       f"a workload, not {args.events:,}[/bold red]")
             return 2
@@ -246,6 +249,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = args.workloads.split(",")
     formats = args.formats.split(",")
     rows: list[dict[str, Any]] = []
+    if args.from_json is not None:
+        import json
+
+        done = json.loads(args.from_json.read_text())
+        args.events, args.repeat = done["options"]["events"], done["options"]["repeat"]
+        for row in done["rows"]:
+            base = earlier.get((row["workload"], row["format"]))
+            if base is not None:
+                if base["sha256"] != row["run"]["sha256"]:
+                    log.print(f"[bold red]{row['workload']}/{row['format']}: the match files "
+                              "differ from the baseline's[/bold red]")
+                    return 1
+                row["baseline"] = base
+            rows.append(row)
+        show(con, rows, args)
+        meta = metadata("end_to_end", {**done["options"], "from_json": str(args.from_json),
+                                       "baseline": str(args.baseline_from)})
+        path = write_json(args.json, {**meta, "measured": done["date"],
+                                      "machine_measured": done["machine"],
+                                      "targets": TARGETS, "rows": rows})
+        con.print(f"[dim]written {path}[/dim]")
+        return 0
     with tempfile.TemporaryDirectory(prefix="cepflow-e2e-") as tmpdir:
         tmp = Path(tmpdir)
         loads = workloads(args.events, tmp)
