@@ -1,6 +1,7 @@
 """A batch of events as columns (Rows: the interface the kernels read; EventRows: over
-Event objects — Spark's Arrow batches have their own, spark.columns) and the kernels' result
-as columns (ChainMatches blocks of a MatchTable), made into complex events only on demand."""
+Event objects — Arrow batches have their own, runtime.arrow_rows) and the kernels' result
+as columns (ChainMatches blocks of a MatchTable — or, from the pair kernel, ObjectMatches),
+made into complex events only on demand."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ class Rows:
     """A time-ordered batch as the kernel reads it: ``ts`` (float64) and ``codes`` (the type of
     each row, an index into ``type_names``) as columns; parameter values and events on demand.
 
-    :class:`EventRows` wraps a list of events. A column source (the Spark path's Arrow batches,
-    :class:`cepflow.spark.columns.ArrowRows`) subclasses this and makes Python objects only for
-    the rows that end up in complex events or partial matches.
+    :class:`EventRows` wraps a list of events. A column source (Arrow batches of the file job
+    and the Spark path, :class:`cepflow.runtime.arrow_rows.ArrowRows`) subclasses this and
+    makes Python objects only for the rows that end up in complex events or partial matches.
     """
 
     n: int
