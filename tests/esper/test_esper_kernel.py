@@ -305,3 +305,51 @@ def test_arrow_columns_equal_event_by_event(stmt, spec, cuts) -> None:
     assert written == (encode_matches(ref).to_pylist() if ref else [])
     assert many.stats == one.stats
     assert state(many) == state(one)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["A", "B"]), min_size=2, max_size=4),
+       st.sampled_from([None, 0, 3, 10]),
+       st.lists(st.tuples(st.sampled_from(["A", "B"]), st.sampled_from([0, 1, 2]),
+                          st.integers(0, 3)), max_size=60),
+       st.integers(1, 60))
+def test_chains_match_esper_by_definition(types, within, spec, cut) -> None:
+    """Against Esper's definition rather than the token path (docs/esper.md): each ``A`` (the
+    first stage) opens an instance; it takes, stage after stage, the first later event of the
+    stage's type with its key, and completes at the last stage if that event comes less than
+    Δ after the ``A`` (the timer fires before the events of its instant). Per event and
+    through the kernel in batches of ``cut`` events; matches in the order of their last event,
+    then of their A."""
+    tags = "abcd"[:len(types)]
+    steps = [f"a = {types[0]}"] + [f"{g} = {t}(a.k = {g}.k)" for g, t in zip(tags[1:], types[1:],
+                                                                          strict=True)]
+    guard = "" if within is None else f" where timer:within({within} msec)"
+    rest = " -> ".join(steps[1:])
+    body = f"({rest})" if len(steps) > 2 else rest
+    prog = load_module(parse_epl(SCHEMA + f"@Name('P')\ninsert into P\nfrom pattern [every "
+                                 f"{steps[0]} -> {body}{guard}];\n"))
+    times = itertools.accumulate(dt for _, _, dt in spec)
+    evs = [Event(t, (k, 0, 0.0, "x"), ts, id=f"e{i}")
+           for i, ((t, k, _), ts) in enumerate(zip(spec, times, strict=True))]
+    expected = []
+    for i, e in enumerate(evs):
+        if e.type != types[0]:
+            continue
+        rows = [i]
+        for t in types[1:]:
+            nxt = next((r for r in range(rows[-1] + 1, len(evs))
+                        if evs[r].type == t and evs[r].params[0] == e.params[0]), None)
+            if nxt is None or (within is not None and evs[nxt].ts - e.ts >= within):
+                break
+            rows.append(nxt)
+        else:
+            expected.append((rows[-1], i, [evs[r].id for r in rows]))
+    expected = [refs for _, _, refs in sorted(expected)]
+    one = Engine(prog)
+    assert [m.event_refs for e in evs for m in one.process(e)] == expected
+    many = Engine(prog)
+    assert many._pairs is not None
+    got = []
+    for lo in range(0, len(evs), cut):
+        got += [m.event_refs for m in many.process_batch(evs[lo:lo + cut])]
+    assert got == expected

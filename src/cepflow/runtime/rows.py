@@ -42,6 +42,11 @@ class Rows:
         (equal values may or may not share an entry)."""
         raise NotImplementedError
 
+    def column(self, param: int, rows: np.ndarray) -> np.ndarray:
+        """Parameter ``param`` of ``rows`` as one numpy column (object for mixed values)."""
+        local, uniq = self.values(param, rows)
+        return as_column(uniq)[np.asarray(local, dtype=np.int64)]
+
     def lookup(self, rows: np.ndarray) -> Mapping[int, Event] | Sequence[Event]:
         """The events of ``rows`` (in any order, repeats allowed), indexable by row number."""
         raise NotImplementedError
@@ -255,8 +260,7 @@ class TypeColumns:
             if isinstance(self.src, EventRows):
                 c = as_column(list(map(itemgetter(k), self.params(t))))
             else:  # (a column source: its values, without an event per row)
-                local, uniq = self.src.values(k, self.rows(t))
-                c = as_column(uniq)[np.asarray(local, dtype=np.int64)]
+                c = self.src.column(k, self.rows(t))
             self._cols[t, k] = c
         return c
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from cepflow.compiler.evaluator import current_sink
 from cepflow.runtime.kernels.frame import Declined
-from cepflow.runtime.rows import Rows, TypeColumns, as_column
+from cepflow.runtime.rows import Rows, TypeColumns
 
 _NOB: dict[str, Any] = {}  # the bindings given to a filter that reads only its event
 
@@ -29,8 +29,7 @@ def filter_rows(pos: Any, src: Rows, idx: np.ndarray, schemas: Any,
     def column(k: int) -> np.ndarray:
         c = cols.get((t, k))
         if c is None:
-            local, uniq = src.values(k, idx)
-            c = cols[t, k] = as_column(uniq)[np.asarray(local, dtype=np.int64)]
+            c = cols[t, k] = src.column(k, idx)
         return c
 
     fields = {name: i for i, name in enumerate(schemas[t].param_names)}
