@@ -134,11 +134,14 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows
     if any(p is None for p in plans):
         unprepare(engine, before, src)
         return None
-    # the events of the rows the matches and the instances left open hold (all of an
-    # EventRows source; a column source makes only these)
-    used = np.unique(np.concatenate([p["taken"][:, p["match"] | p["alive"]].ravel()
-                                     for p in plans]))
-    events = cols.events(used[used >= 0])
+    # the events of the rows the matches and the instances left open hold (an EventRows
+    # source has them all; a column source makes only these)
+    if isinstance(src, EventRows):
+        events: Any = src.events
+    else:
+        used = np.unique(np.concatenate([p["taken"][:, p["match"] | p["alive"]].ravel()
+                                         for p in plans]))
+        events = cols.events(used[used >= 0])
     last_ts = float(src.ts[-1])
     n_pairs = len(pairs)
     start_keys = [p["new_rows"] * n_pairs + slot for slot, p in enumerate(plans)]
