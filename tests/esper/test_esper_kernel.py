@@ -9,7 +9,7 @@ import itertools
 import json
 import math
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cepflow.compiler.evaluator import compile_expr
@@ -305,6 +305,53 @@ def test_arrow_columns_equal_event_by_event(stmt, spec, cuts) -> None:
     assert written == (encode_matches(ref).to_pylist() if ref else [])
     assert many.stats == one.stats
     assert state(many) == state(one)
+
+
+SELECTS = ["a.v as av", "b.x as bx", "current_timestamp() as t", "b.k as key", "a.s as s",
+           "b.s as bs", "a.x as ax", "b.v as bv"]
+TEXTS = ["x", "y\"q", "tab\t", "é", "\\", "", None]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.permutations(SELECTS), st.integers(1, len(SELECTS)), st.booleans(),
+       st.lists(st.tuples(st.sampled_from(["A", "B"]), st.sampled_from([0, 1]),
+                          st.sampled_from(VALUES), st.sampled_from(VALUES),
+                          st.sampled_from(TEXTS), st.sampled_from([0, 0.25, 1, 2])),
+                max_size=40),
+       st.integers(2, 40), st.booleans())
+@example(SELECTS, len(SELECTS), True,  # (several matches of a batch, whole times, every item)
+         [("A", 0, 1, 0.5, "x", 1), ("B", 0, True, None, "é", 1)] * 4, 40, True)
+def test_matches_written_column_wise(items, n, ids, spec, cut, whole) -> None:
+    """The pair kernel's matches written column-wise (StageMatches through
+    encode_match_table: each select item's JSON text read from the batch's columns) are the
+    rows the per-event engine's complex events give: values of every kind (numbers, booleans,
+    None, text needing escapes, mixed in one column), the match's time whole or fractional,
+    ids named or numbered."""
+    from cepflow.spark.columns import ArrowRows, encode, encode_match_table, encode_matches
+
+    stmt = (f"@Name('P')\ninsert into P\nselect {', '.join(items[:n])}\nfrom pattern "
+            "[every a = A -> b = B(a.k = b.k) where timer:within(3 msec)];\n")
+    prog = load_module(parse_epl(SCHEMA + stmt))
+
+    def made() -> list[Event]:
+        ts, out = 0, []
+        for i, (t, k, v, x, text, dt) in enumerate(spec):
+            ts += math.ceil(dt) if whole else dt
+            out.append(Event(t, (k, v, x, text), ts, id=f"e{i}" if ids else None, seq=i))
+        return out
+
+    one, many = Engine(prog, strict_actions=False), Engine(prog, strict_actions=False)
+    assert many.columnar
+    ref = [m for e in made() for m in one.process(e)]
+    evs, written = made(), []
+    for lo in range(0, len(evs), cut):
+        chunk = evs[lo:lo + cut]
+        src = ArrowRows(encode(chunk, 4, [None] * len(chunk), [None] * len(chunk)),
+                        {"A": 4, "B": 4}, 4)
+        table = many.process_columns(src)
+        if table.count:
+            written += encode_match_table(table, src).to_pylist()
+    assert written == (encode_matches(ref).to_pylist() if ref else [])
 
 
 @settings(max_examples=100, deadline=None)

@@ -19,7 +19,7 @@ from cepflow.events.event import Event
 from cepflow.inputs.columnar import SLOTS, column, constant, decode
 from cepflow.outputs.encoding import dumps, json_texts
 from cepflow.outputs.records import MATCH_SCHEMA, match_batch, match_ts_column
-from cepflow.runtime.rows import MatchTable, ObjectMatches, Rows
+from cepflow.runtime.rows import ChainMatches, MatchTable, ObjectMatches, Rows, StageMatches
 
 
 class ArrowRows(Rows):
@@ -78,6 +78,33 @@ class ArrowRows(Rows):
             if top >= counters.input:
                 counters.input = top + 1
 
+    def texts(self, param: int, rows: pa.Array) -> pa.Array:
+        """The JSON text of parameter ``param`` of ``rows`` as the match writer writes the
+        value :func:`decode` makes of it (the row's one non-null slot; ``null`` for none)."""
+        used = [c for c in (column(self.batch, f"{p}{param}") for p, _ in SLOTS)
+                if c.null_count < len(c)]
+        if not used:
+            return constant("null", len(rows))
+        if len(used) == 1:
+            return json_texts(used[0].take(rows), ascii_only=False)
+        out = None
+        for col in used:
+            part = col.take(rows)
+            # (json_texts writes null as the text "null": a null slot stays null to coalesce)
+            text = pc.if_else(pc.is_null(part), pa.scalar(None, pa.string()),
+                              json_texts(part, ascii_only=False))
+            out = text if out is None else pc.coalesce(out, text)
+        return pc.fill_null(out, "null")
+
+    def time_texts(self, rows: pa.Array) -> pa.Array:
+        """The JSON text of the time of ``rows`` as :func:`decode` makes it (the integer
+        column when given, else the double)."""
+        tsi = column(self.batch, "tsi").take(rows)
+        if tsi.null_count == 0:
+            return tsi.cast(pa.string())
+        ts = json_texts(column(self.batch, "ts").take(rows), ascii_only=False)
+        return pc.coalesce(tsi.cast(pa.string()), ts)
+
     def refs(self) -> pa.Array:
         """The text that names each row's event in outputs: its id, else its number."""
         b = self.batch
@@ -103,13 +130,18 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
         m, k = len(b.at), b.rows.shape[0]
         flat = b.rows.T.ravel()
         ids = refs.take(pa.array(np.where(flat >= 0, flat, 0)))
-        if b.old:  # events from before the batch: the first stages of those matches
+        if isinstance(b, ChainMatches) and b.old:
+            # events from before the batch: the first stages of those matches
             earlier = [str(e.ref) for r in sorted(b.old) for e in b.old[r]]
             ids = pc.replace_with_mask(ids, pa.array(flat < 0), pa.array(earlier, pa.string()))
         offsets = pa.array(np.arange(0, m * k + 1, k, dtype=np.int32))
         cols["events"].append(pa.ListArray.from_arrays(offsets, ids))
         cols["pattern"].append(constant(b.pattern, m))
         cols["ts"].append(match_ts_column(ts.take(pa.array(b.at))))
+        ranks.append(b.rank)
+        if isinstance(b, StageMatches):
+            cols["params"].append(_stage_params(b, rows))
+            continue
         keys, which = np.unique(b.value, return_inverse=True)
         if b.var.startswith("_"):  # internal names are not shown
             texts = constant("{}", len(keys))
@@ -118,12 +150,34 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
             texts = pc.binary_join_element_wise("{" + dumps(b.var) + ":",
                                                 _value_texts(values), "}", "")
         cols["params"].append(texts.take(pa.array(which.ravel())))
-        ranks.append(b.rank)
     if not ranks:
         return pa.RecordBatch.from_pylist([], schema=MATCH_SCHEMA)
     order = pa.array(np.argsort(np.concatenate(ranks), kind="stable"))
     return pa.RecordBatch.from_arrays(
         [pa.concat_arrays(cols[f.name]).take(order) for f in MATCH_SCHEMA], schema=MATCH_SCHEMA)
+
+
+def _stage_params(b: StageMatches, rows: ArrowRows) -> pa.Array:
+    """The ``params`` text of each match of a :class:`StageMatches` block: the JSON object of
+    its bindings (``dict(zip(names, values))``; internal ``_`` names left out), as
+    :func:`~cepflow.outputs.records.match_batch` writes the complex events."""
+    last: dict[str, int] = {}  # (a name given twice keeps its first place and last value)
+    for i, name in enumerate(b.names):
+        last[name] = i
+    shown = [(name, b.fields[i]) for name, i in last.items() if not name.startswith("_")]
+    if not shown:
+        return constant("{}", len(b.at))
+    at = pa.array(b.at)
+    parts: list[Any] = []
+    for j, (name, f) in enumerate(shown):
+        if f is None:
+            text = constant("null", len(b.at))
+        elif f[0] < 0:
+            text = rows.time_texts(at)
+        else:
+            text = rows.texts(f[1], pa.array(b.rows[f[0]]))
+        parts += [("{" if j == 0 else ",") + dumps(name) + ":", text]
+    return pc.binary_join_element_wise(*parts, "}", "")
 
 
 def _value_texts(values: list[Any]) -> pa.Array:

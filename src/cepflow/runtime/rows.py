@@ -1,7 +1,7 @@
 """A batch of events as columns (Rows: the interface the kernels read; EventRows: over
 Event objects — Arrow batches have their own, runtime.arrow_rows) and the kernels' result
-as columns (ChainMatches blocks of a MatchTable — or, from the pair kernel, ObjectMatches),
-made into complex events only on demand."""
+as columns (blocks of a MatchTable: ChainMatches from the chain kernel, StageMatches and
+ObjectMatches from the pair kernel), made into complex events only on demand."""
 
 from __future__ import annotations
 
@@ -166,6 +166,35 @@ class ChainMatches:
 
 
 @dataclass
+class StageMatches:
+    """The complex events of one Esper pair or chain pattern in a batch whose every event is a
+    row of the batch and whose select list names only fields of those events, column-wise
+    (the pair kernel, :func:`~cepflow.runtime.kernels.pair.process_esper_columns`)."""
+
+    pattern: str
+    #: the pattern's parameters (its select list's names), in order
+    names: tuple[str, ...]
+    #: per parameter, where its value is: ``(stage, k)`` parameter ``k`` of the event the match
+    #: took at ``stage``, ``(-1, 0)`` the match's time, None no value (None)
+    fields: tuple[tuple[int, int] | None, ...]
+    #: batch row of the completing event, per match
+    at: np.ndarray
+    #: place of each match in the batch's detection order (0-based)
+    rank: np.ndarray
+    #: (stages, matches): batch row of the event each match took at each stage
+    rows: np.ndarray
+
+    def complex_event(self, parts: Sequence[Event], match_id: int) -> ComplexEvent:
+        """The complex event of one match of the block, as the token path makes it."""
+        ts = parts[-1].ts
+        vals = tuple(None if f is None else ts if f[0] < 0 else parts[f[0]].params[f[1]]
+                     for f in self.fields)
+        return ComplexEvent(self.pattern, vals, ts, dict(zip(self.names, vals, strict=True)),
+                            parts, match_id)
+
+
+
+@dataclass
 class ObjectMatches:
     """Complex events a kernel made as objects (the Esper pair kernel: its select lists and
     bindings are the token path's), with where each was detected."""
@@ -182,7 +211,7 @@ class ObjectMatches:
 class MatchTable:
     """The complex events of one batch, column-wise (:func:`process_columns`)."""
 
-    blocks: list[ChainMatches | ObjectMatches]
+    blocks: list[ChainMatches | StageMatches | ObjectMatches]
     values: list[Any]
     first_id: int  # match id of the first complex event in detection order
     count: int
@@ -203,6 +232,11 @@ class MatchTable:
             if isinstance(b, ObjectMatches):
                 for rank, ce in zip(b.rank.tolist(), b.events, strict=True):
                     out[rank] = ce
+                continue
+            if isinstance(b, StageMatches):
+                ev = self.source.lookup(b.rows.ravel())
+                for rank, rows in zip(b.rank.tolist(), b.rows.T.tolist(), strict=True):
+                    out[rank] = b.complex_event([ev[q] for q in rows], self.first_id + rank)
                 continue
             ev = self.source.lookup(b.rows[b.rows >= 0])
             cols = b.rows.T.tolist()

@@ -28,7 +28,15 @@ from cepflow.runtime.kernels.frame import (
     prepare,
     unprepare,
 )
-from cepflow.runtime.rows import EventRows, MatchTable, ObjectMatches, Rows, TypeColumns, as_column
+from cepflow.runtime.rows import (
+    EventRows,
+    MatchTable,
+    ObjectMatches,
+    Rows,
+    StageMatches,
+    TypeColumns,
+    as_column,
+)
 from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows, Thread, Token
@@ -89,43 +97,42 @@ def process_esper_batch(engine: Any, matchers: list[Any], events: Sequence[Event
     with gc_paused():
         # (in a function of its own: the batch's big temporaries are freed before the
         # collector runs again, else its first pass walks them)
-        found = _esper_batch(engine, matchers, EventRows(events))
-        if found is None:
+        table = _esper_batch(engine, matchers, EventRows(events), columns=False)
+        if table is None:
             return None
-        out, at = found
+        out = table.complex_events()
         if engine.host.rules:
-            fire_rules(engine.host, events, out, at)
+            fire_rules(engine.host, events, out, table.positions())
         return out
 
 
 
 def process_esper_columns(engine: Any, matchers: list[Any], rows: Rows) -> MatchTable | None:
     """:func:`process_esper_batch` over a column batch (such as an Arrow batch) for an engine
-    none of whose rules has a registered action: Python events are made only for the rows in
-    complex events or left in partial matches, and rules are counted (kernels.frame)."""
+    none of whose rules has a registered action, and its matches column-wise: the matches of
+    instances begun in the batch whose select list names only their events' fields are a
+    :class:`~cepflow.runtime.rows.StageMatches` block (rows, no objects), the others complex
+    events; Python events are made only for the rows those complex events and the partial
+    matches left hold; rules are counted (kernels.frame)."""
     with gc_paused():
-        found = _esper_batch(engine, matchers, rows)
-        if found is None:
-            return None
-        out, at = found
-        table = MatchTable([ObjectMatches(np.asarray(at, np.int64),
-                                          np.arange(len(out), dtype=np.int64), out)],
-                           [], out[0].match_id if out else 0, len(out), rows)
-        count_rules(engine.host, table, rows)
+        table = _esper_batch(engine, matchers, rows, columns=True)
+        if table is not None:
+            count_rules(engine.host, table, rows)
         return table
 
 
 
-def _esper_batch(engine: Any, matchers: list[Any], src: Rows
-                 ) -> tuple[list[ComplexEvent], list[int]] | None:
-    """The complex events of the batch in detection order and the row each was detected at;
-    None when a key cannot be coded exactly (nothing changed)."""
+def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
+                 ) -> MatchTable | None:
+    """The complex events of the batch (``columns``: those :func:`_select_fields` allows as
+    :class:`StageMatches` blocks, else all as objects); None when a key cannot be coded
+    exactly (nothing changed)."""
     pairs: list[EsperPair] = [m.pattern.pair for m in matchers]
     n = src.n
     before = counters_before(engine)
     prepare(engine, src)
     if not n:
-        return [], []
+        return MatchTable([], [], 0, 0, src)
     cols = TypeColumns(src, engine.program.schemas)
     try:
         plans = [_pair_rows(m, pr, cols) for m, pr in zip(matchers, pairs, strict=True)]
@@ -134,13 +141,19 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows
     if any(p is None for p in plans):
         unprepare(engine, before, src)
         return None
-    # the events of the rows the matches and the instances left open hold (an EventRows
-    # source has them all; a column source makes only these)
+    arity = engine.host.arity
+    picks = [_select_fields(m, pr, arity) for m, pr in zip(matchers, pairs, strict=True)]
+    # per pattern, the matches made as rows: those of instances begun in the batch
+    for p, fields in zip(plans, picks, strict=True):
+        p["as_rows"] = (p["match"] & (np.arange(len(p["match"])) >= p["n_old"])
+                        if columns and fields is not None else np.zeros_like(p["match"]))
+    # the events of the rows the other matches and the instances left open hold (an
+    # EventRows source has them all; a column source makes only these)
     if isinstance(src, EventRows):
         events: Any = src.events
     else:
-        used = np.unique(np.concatenate([p["taken"][:, p["match"] | p["alive"]].ravel()
-                                         for p in plans]))
+        used = np.unique(np.concatenate(
+            [p["taken"][:, (p["match"] & ~p["as_rows"]) | p["alive"]].ravel() for p in plans]))
         events = cols.events(used[used >= 0])
     last_ts = float(src.ts[-1])
     n_pairs = len(pairs)
@@ -161,14 +174,14 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows
     order = np.lexsort((ma, ms, mr))
     mr, ms, mi = mr[order], ms[order], mi[order]
     total = len(order)
-    out: list[Any] = [None] * total
     first_id = host.counters.reserve_matches(total)
     host.stats.complex_events += total
     by_pattern = host.stats.by_pattern
-    for slot, (m, pr, p) in enumerate(zip(matchers, pairs, plans, strict=True)):
+    blocks: list[Any] = []
+    for slot, (m, pr, p, fields) in enumerate(zip(matchers, pairs, plans, picks, strict=True)):
         rank = np.flatnonzero(ms == slot)
         if len(rank):
-            _emit_pair(m, pr, p, mi[rank], rank, first_id, events, host.arity, out)
+            blocks += _emit_pair(m, pr, p, mi[rank], rank, first_id, events, fields, arity)
             by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
             m.done = True
         ids = (first_token + np.arange(len(all_starts)) if n_pairs == 1 else
@@ -190,7 +203,7 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows
             firsts.append(m.pending.events[0].ts + pr.window)
         if firsts:
             host.schedule(min(firsts), m, -1, pr.zone, min(firsts) - pr.window)
-    return out, mr.tolist()
+    return MatchTable(blocks, [], first_id, total, src)
 
 
 
@@ -271,32 +284,51 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     age = np.concatenate([np.argsort(np.argsort(ids, kind="stable"), kind="stable"),
                           np.arange(n_old, n_inst, dtype=np.int64)])
     return {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "new_rows": new_rows,
+            "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age}
 
 
 
-def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
-               events: Any, arity: dict[str, int], out: list[Any]) -> None:
-    """The complex events of one pattern, as Matcher._complete makes them (``events``: the
-    batch's events, indexable by row)."""
+def _select_fields(m: Any, pr: EsperPair, arity: dict[str, int]
+                   ) -> tuple[tuple[int, int] | None, ...] | None:
+    """Where each value of the pattern's select list is, when it names only fields of its
+    events (:attr:`StageMatches.fields`), else None (the token path's ``result`` makes it)."""
     auto = m.pattern.auto
-    name, params_names, select = m.name, auto.params, auto.select
-    old, pend, taken = p["old"], p["pend_events"], p["taken"]
+    svars = auto.select_vars
+    if auto.select is None or svars is None or any(v is None for v in svars):
+        return None
+    where: dict[str, tuple[int, int]] = {}
+    for j, new in enumerate(pr.new):
+        where.update((v, (j, i)) for i, v in new)
+    return tuple((-1, 0) if v == "@ts" else where.get(v) for v in svars)
+
+
+
+def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
+               events: Any, fields: tuple[tuple[int, int] | None, ...] | None,
+               arity: dict[str, int]) -> list[Any]:
+    """The complex events of one pattern as Matcher._complete makes them (``events``: the
+    batch's events, indexable by row): a :class:`StageMatches` block for the matches
+    ``p["as_rows"]`` marks, an :class:`ObjectMatches` block for the others."""
+    blocks: list[Any] = []
+    name = m.name
+    taken = p["taken"]
+    as_rows = p["as_rows"][inst]
+    if as_rows.any():
+        q = inst[as_rows]
+        blocks.append(StageMatches(name, tuple(m.pattern.auto.params), fields,
+                                   p["end_row"][q], rank[as_rows], taken[:, q]))
+        inst, rank = inst[~as_rows], rank[~as_rows]
+        if not len(inst):
+            return blocks
+    old, pend = p["old"], p["pend_events"]
     n_real = len(old)
     n_old = n_real + len(pend)
     n_stages = len(pr.stages)
-
-    svars = auto.select_vars
-    pick = None  # the select list as positions in the stages' params + (ts, None)
-    if select is not None and svars is not None and all(v is not None for v in svars):
-        where: dict[str, int] = {}
-        offset = 0
-        for e, new in zip(pr.stages, pr.new, strict=True):
-            where.update((v, offset + i) for i, v in new)
-            offset += arity[e.position.type]
-        pick = [offset if v == "@ts" else where.get(v, offset + 1) for v in svars]
-    if pick is not None:  # the instances begun by an A event in hand: lazy complex events
+    out: list[Any] = []
+    ranks: list[np.ndarray] = []
+    if fields is not None:  # the instances begun by an A event in hand: lazy complex events
         fresh = inst >= n_real
         q_new = inst[fresh]
         starts = taken[0][q_new].tolist()
@@ -304,19 +336,27 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
                   [pend[q - n_real] if q < n_old else events[s]
                    for q, s in zip(q_new.tolist(), starts, strict=True)])
         later = [[events[i] for i in taken[j][q_new].tolist()] for j in range(1, n_stages)]
-        parts = zip(firsts, *later, strict=True)
-        shape = _PairShape(name, params_names, pick)
-        r_new = rank[fresh].tolist()
-        for r, ce in zip(r_new, map(_PairMatch, parts, repeat(shape),
-                                    [first_id + r for r in r_new]), strict=True):
-            out[r] = ce
+        # (the select list as positions in the row ``a.params + b.params + … + (ts, None)``)
+        offsets = np.cumsum([0, *(arity[e.position.type] for e in pr.stages)]).tolist()
+        pick = [offsets[-1] + 1 if f is None else offsets[-1] if f[0] < 0
+                else offsets[f[0]] + f[1] for f in fields]
+        shape = _PairShape(name, m.pattern.auto.params, pick)
+        r_new = rank[fresh]
+        out += map(_PairMatch, zip(firsts, *later, strict=True), repeat(shape),
+                   (first_id + r_new).tolist())
+        ranks.append(r_new)
         keep = ~fresh
         inst, rank = inst[keep], rank[keep]
     for q, r in zip(inst.tolist(), rank.tolist(), strict=True):
         evs, full = _held(pr, p, q, events)
         last = evs[-1]
         vals, bindings = m.result(full, last.ts, last)
-        out[r] = ComplexEvent(name, vals, last.ts, bindings, evs, first_id + r)
+        out.append(ComplexEvent(name, vals, last.ts, bindings, evs, first_id + r))
+    ranks.append(rank)
+    r_all = np.concatenate(ranks)
+    blocks.append(ObjectMatches(p["end_row"][np.concatenate([q_new, inst])
+                                              if fields is not None else inst], r_all, out))
+    return blocks
 
 
 
