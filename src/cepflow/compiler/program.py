@@ -20,8 +20,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
-
 from cepflow.automaton.automaton import Automaton
 from cepflow.compiler.automata import CompileError, compile_pattern
 from cepflow.compiler.esper import EsperError, is_esper, lower
@@ -85,6 +83,26 @@ def event_schemas(module: ast.Module) -> dict[str, EventType]:
     return out
 
 
+def _dependency_order(names: list[str], edges: list[tuple[str, str]]
+                      ) -> list[str] | tuple[str, str]:
+    """The declarations in an order where each comes after those it reads, earlier
+    declarations first where free; or, if they read each other in a cycle, its first name and
+    the cycle as text. (networkx is imported here: only programs whose statements read other
+    statements pay its tenth of a second at start.)"""
+    import networkx as nx
+
+    position = {n: i for i, n in enumerate(names)}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(names)
+    graph.add_edges_from(edges)
+    try:
+        return list(nx.lexicographical_topological_sort(graph, key=position.__getitem__))
+    except nx.NetworkXUnfeasible:
+        cycle = nx.find_cycle(graph)
+        return cycle[0][0], " -> ".join([cycle[0][0], *(v for _, v in cycle)])
+
+
+
 def compile_module(
     module: ast.Module,
     functions: Mapping[str, Callable[..., Any]] | None = None,
@@ -96,22 +114,14 @@ def compile_module(
     context = default_context or module.context or "chronicle"
     complex_decls: dict[str, ast.ComplexEventDecl | ast.WindowDecl] = {
         d.name: d for d in module.decls if isinstance(d, ast.ComplexEventDecl | ast.WindowDecl)}
-    position = {n: i for i, n in enumerate(complex_decls)}
-    graph = nx.DiGraph()
-    for name, d in complex_decls.items():
-        graph.add_node(name)
-        refs = ({d.source.name, *d.more_inputs} if isinstance(d, ast.WindowDecl)
-                else {a.name for a in atoms(d.body)})
-        for ref in refs:
-            if ref in complex_decls:
-                graph.add_edge(ref, name)
-    try:
-        order = list(nx.lexicographical_topological_sort(graph, key=position.__getitem__))
-    except nx.NetworkXUnfeasible:
-        cycle = nx.find_cycle(graph)
-        names = " -> ".join([cycle[0][0], *(v for _, v in cycle)])
-        raise CompileError(f"complex events reference each other in a cycle: {names}",
-                           complex_decls[cycle[0][0]].loc) from None
+    edges = [(ref, name) for name, d in complex_decls.items()
+             for ref in sorted({d.source.name, *d.more_inputs} if isinstance(d, ast.WindowDecl)
+                               else {a.name for a in atoms(d.body)})
+             if ref in complex_decls]
+    order = _dependency_order(list(complex_decls), edges) if edges else list(complex_decls)
+    if isinstance(order, tuple):
+        raise CompileError(f"complex events reference each other in a cycle: {order[1]}",
+                           complex_decls[order[0]].loc)
     automata = []
     windows: list[WindowStatement] = []
     for n in order:
