@@ -142,7 +142,7 @@ def test_every_terminal_has_a_name_users_write(grammar: tuple[str, Lark, dict[st
                                                ) -> None:
     _, parser, shown = grammar
     for t in parser.terminals:
-        if t.name in parser.ignore_tokens:
+        if t.name in parser.lexer_conf.ignore:  # (a loaded parser has no ignore_tokens)
             continue
         assert t.name in shown, t.name
         text = shown[t.name]

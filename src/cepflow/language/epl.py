@@ -42,6 +42,7 @@ from cepflow.language.limits import (
     whole_number,
 )
 from cepflow.language.parser import decode_string, to_milliseconds
+from cepflow.language.parser_cache import lalr_parser
 from cepflow.language.syntax import StatementRecovery, capped, describe, terminal_names
 from cepflow.language.tags import index_name
 from cepflow.language.walk import atoms, rewrite
@@ -88,7 +89,7 @@ def _limited(loc: ast.Loc, convert: Callable[[], Any]) -> Any:
 @functools.cache
 def _parser() -> Lark:
     grammar = (Path(__file__).with_name("epl.lark")).read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    return lalr_parser(grammar, "epl", propagate_positions=True, maybe_placeholders=False)
 
 
 def _resume(text: str, pos: int) -> int:

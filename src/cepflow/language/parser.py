@@ -89,6 +89,7 @@ from cepflow.language.limits import (
     too_deep,
     whole_number,
 )
+from cepflow.language.parser_cache import lalr_parser
 from cepflow.language.source import read_source
 from cepflow.language.syntax import (
     capped,
@@ -199,9 +200,9 @@ class _IdentifiersEverywhere:
 @functools.cache
 def _lark() -> Lark:
     """The compiled LALR parser (built once per process, on first use)."""
-    return Lark(
+    return lalr_parser(
         GRAMMAR_PATH.read_text(encoding="utf-8"),
-        parser="lalr",
+        "vepl",
         lexer="contextual",
         start=["module", "pattern_only", "expr_only"],
         propagate_positions=True,

@@ -24,6 +24,7 @@ from lark.parsers.lalr_analysis import Shift
 
 from cepflow.language.diagnostics import Diagnostic, sort_diagnostics
 from cepflow.language.limits import MAX_ERRORS, LimitError, number_value
+from cepflow.language.parser_cache import lalr_parser
 
 #: how messages show the terminals several grammars share
 _COMMON_NAMES = {
@@ -88,7 +89,7 @@ def lark_parser(grammar_path: Path, **options: Any) -> Lark:
     """The LALR parser (with positions) for the grammar file at ``grammar_path``, built once per
     path and options; ``options`` go to :class:`lark.Lark` (e.g. ``maybe_placeholders``)."""
     grammar = grammar_path.read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, **options)
+    return lalr_parser(grammar, grammar_path.stem, propagate_positions=True, **options)
 
 
 def node_loc(node: Tree | Token) -> tuple[int, int]:
