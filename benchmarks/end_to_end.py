@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -118,18 +117,22 @@ def write_formats(table: pa.Table, stem: Path) -> dict[str, Path]:
 
 # -- measurements -----------------------------------------------------------------------------
 def timed_command(cmd: list[str]) -> dict[str, float]:
-    """Wall and CPU time (user + system, of the child) of one command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Wall time, CPU time (user + system) and peak resident memory of one command — the
+    child's own, from ``os.wait4`` (``RUSAGE_CHILDREN`` would give the largest child so far)."""
     load = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode not in (0, 3):
-        raise BenchmarkFailure(f"{' '.join(cmd)} exited with {done.returncode}: "
-                               f"{done.stderr.strip()[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu, "load": load}
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        # (standard error is no terminal: no progress bar)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 3):
+            err.seek(0)
+            text = err.read().decode("utf-8", "replace").strip()[-2000:]
+            raise BenchmarkFailure(f"{' '.join(cmd)} exited with {proc.returncode}: {text}")
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "load": load,
+            "peak_rss_mib": usage.ru_maxrss / 1024}  # (ru_maxrss: KiB on Linux)
 
 
 def digest(path: Path) -> str:
@@ -143,7 +146,6 @@ def digest(path: Path) -> str:
 def run_command(venv: Path, patterns: Path, events: Path, out: Path, repeat: int
                 ) -> dict[str, Any]:
     """``cepflow run`` ``repeat`` times: the runs, best and median, the output's digest."""
-    # (standard error is no terminal: no progress bar)
     cmd = [str(venv / "bin" / "cepflow"), "run", str(patterns), "-i", str(events), "-o",
            str(out)]
     runs = [timed_command(cmd) for _ in range(repeat)]
@@ -157,7 +159,9 @@ def summary(runs: list[dict[str, float]]) -> dict[str, float]:
             "median_wall_s": statistics.median(r["wall_s"] for r in runs),
             "best_cpu_s": min(r["cpu_s"] for r in runs),
             "median_cpu_s": statistics.median(r["cpu_s"] for r in runs),
-            "load": max(r["load"] for r in runs)}
+            "load": max(r["load"] for r in runs),
+            **({"peak_rss_mib": max(r["peak_rss_mib"] for r in runs)}
+               if all("peak_rss_mib" in r for r in runs) else {})}
 
 
 def engine_run(patterns: str, events_file: str, repeat: int) -> dict[str, Any]:
@@ -322,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def show(con: Any, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     cols = ["workload", "format", "events", "matches", "run wall best/med", "run CPU best/med",
-            "ev/s (CPU)"]
+            "ev/s (CPU)", "peak RSS"]
     baseline = any("baseline" in r for r in rows)
     if baseline:
         cols += ["baseline CPU best/med", "baseline ev/s (CPU)", "speed-up (CPU)"]
@@ -334,7 +338,8 @@ def show(con: Any, rows: list[dict[str, Any]], args: argparse.Namespace) -> None
         cells = [r["workload"], r["format"], f"{n:,}", f"{run['matches']:,}",
                  f"{run['best_wall_s']:.2f} / {run['median_wall_s']:.2f} s",
                  f"{run['best_cpu_s']:.2f} / {run['median_cpu_s']:.2f} s",
-                 rate(n, run["best_cpu_s"])]
+                 rate(n, run["best_cpu_s"]),
+                 f"{run['peak_rss_mib']:,.0f} MiB" if "peak_rss_mib" in run else "-"]
         if baseline:
             b = r["baseline"]
             cells += [f"{b['best_cpu_s']:.2f} / {b['median_cpu_s']:.2f} s",

@@ -390,32 +390,37 @@ def _cell_lines(block: bytes, delimiter: str, cells: int) -> int:
     buf = np.frombuffer(block, dtype=np.uint8)
     starts, ends = _line_bounds(buf)
     cuts = np.flatnonzero(buf == ord(delimiter))
-    per_line = np.searchsorted(cuts, ends) - np.searchsorted(cuts, starts)
-    if bool((ends <= starts).any()) or bool((per_line != cells - 1).any()):
-        raise _Undecided("a blank line, or one with another number of cells")
+    if bool((ends <= starts).any()):
+        raise _Undecided("a blank line")
+    # (cuts ascend: with n * (cells - 1) of them, line i has exactly its cells - 1 iff they
+    # all lie within it, which its first and last say)
+    per = cells - 1
+    if len(cuts) != len(ends) * per or (per and not (
+            bool((cuts[::per] >= starts).all()) and bool((cuts[per - 1::per] < ends).all()))):
+        raise _Undecided("a line with another number of cells")
     if int((ends - starts).max()) >= csv.field_size_limit():
         raise _Undecided("a cell the csv module may find too long")
     quotes = np.flatnonzero(buf == ord('"'))
-    if len(quotes) and not _plain_quotes(buf, quotes, starts, ends, ord(delimiter)):
+    if len(quotes) and not _plain_quotes(buf, quotes, ends, ord(delimiter)):
         raise _Undecided("a quote character inside a cell")
     return len(ends)
 
 
-def _plain_quotes(buf: np.ndarray, quotes: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                  delimiter: int) -> bool:
+def _plain_quotes(buf: np.ndarray, quotes: np.ndarray, ends: np.ndarray, delimiter: int
+                  ) -> bool:
     """Whether the quote characters at ``quotes`` each open a cell (at a line's start or after
     a delimiter) or close one (before a delimiter or the line's end), never both, opening and
-    closing in turn within each line."""
-    line = np.searchsorted(starts, quotes, side="right") - 1
-    at_start = (quotes == starts[line]) | (buf[np.maximum(quotes - 1, 0)] == delimiter)
-    nxt = np.minimum(quotes + 1, len(buf) - 1)
-    at_end = (quotes + 1 == ends[line]) | ((quotes + 1 < ends[line]) & (buf[nxt] == delimiter))
-    if bool((at_start == at_end).any()):
+    closing in turn, each cell closed on the line it opened on."""
+    before = buf[np.maximum(quotes - 1, 0)]
+    at_start = (quotes == 0) | (before == delimiter) | (before == 10)
+    after = buf[np.minimum(quotes + 1, len(buf) - 1)]
+    at_end = (quotes + 1 == len(buf)) | (after == delimiter) | (after == 10)
+    if len(quotes) % 2 or bool((at_start == at_end).any()):
         return False
-    first = np.searchsorted(line, line, side="left")  # each quote's line's first quote
-    opening = (np.arange(len(quotes)) - first) % 2 == 0
-    last_of_line = np.append(line[1:] != line[:-1], True)
-    return bool((at_start == opening).all()) and not bool(opening[last_of_line].any())
+    opening, closing = quotes[0::2], quotes[1::2]
+    if not (bool(at_start[0::2].all()) and not bool(at_start[1::2].any())):
+        return False
+    return bool((np.searchsorted(ends, opening) == np.searchsorted(ends, closing)).all())
 
 
 def _line_bounds(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
