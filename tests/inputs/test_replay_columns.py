@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cepflow.inputs import batched
+from cepflow.inputs import batched, columnar
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load, load_module
 from cepflow.replay import replay
@@ -189,12 +189,13 @@ def _cell(kind: str) -> st.SearchStrategy[str]:
                 min_size=1, max_size=8),
        st.booleans(), st.sampled_from(["reject", "keep"]),
        st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_NONNUMERIC, csv.QUOTE_ALL]),
-       st.integers(20, 400))
+       st.integers(20, 400), st.sampled_from([0.0, 1.0]))
 def test_csv_cells_read_column_wise_as_the_record_reader_reads_them(
-        tmp_path_factory, rows, infer, ids, quoting, block) -> None:
+        tmp_path_factory, rows, infer, ids, quoting, block, share) -> None:
     """Each cell of a typed CSV row converts column-wise to the value (and Python type) the
     record rules give, or the part takes the record reader: the same events and rejections —
-    quoted or not, cells with a delimiter, a quote or a line break in them included."""
+    quoted or not, cells with a delimiter, a quote or a line break in them included; a column
+    read row by row or by its distinct values (``share``: columnar.DISTINCT_SHARE) alike."""
     tmp = tmp_path_factory.mktemp("csv")
     path = tmp / "t.csv"
     with open(path, "w", newline="", encoding="utf-8") as f:
@@ -214,11 +215,48 @@ def test_csv_cells_read_column_wise_as_the_record_reader_reads_them(
 
     side_a, side_b = SideChannel(), SideChannel()
     layout = batched.Layout.of(schemas)
-    with mock.patch.object(batched, "BLOCK_BYTES", block):
+    with (mock.patch.object(batched, "BLOCK_BYTES", block),
+          mock.patch.object(columnar, "DISTINCT_SHARE", share)):
         got = [e for p in batched.ordered_parts([path], layout, side_a, **opts)
                for e in p.event_list(layout)]
     want = list(read_events(path, schemas, side_b, **opts))
     assert typed(got) == typed(want)
+    assert side_a.items() == side_b.items()
+
+
+PLAIN_ANY = ["", "1", "-3", "2.5", "1e3", "x", "true", "False", "é"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(GOOD["i"]), st.sampled_from(GOOD["f"]),
+                          st.sampled_from(GOOD["s"]), st.sampled_from(GOOD["b"]),
+                          st.sampled_from(PLAIN_ANY), st.sampled_from(["", "a", "7", "x"])),
+                min_size=1, max_size=40),
+       st.booleans(), st.sampled_from([0.0, 1.0]))
+def test_plain_csv_columns_read_as_the_record_reader_reads_them(
+        tmp_path_factory, rows, infer, share) -> None:
+    """Plain cells (no quote, delimiter or line break in them), so the column path decides
+    most parts: every column read row by row or by its distinct values (``share``) gives the
+    events and rejections of the record reader."""
+    tmp = tmp_path_factory.mktemp("csv")
+    path = tmp / "t.csv"
+    lines = ["type,ts,id,i,f,s,b,o"] + [f"T,{n},{ident},{','.join(cells)}"
+                                        for n, (*cells, ident) in enumerate(rows)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    schemas = load_module(parse_epl(TYPED)).schemas
+    opts = {"infer_types": infer, "unique_ids": False}
+    from cepflow.events.event import SideChannel
+    from cepflow.inputs import read_events
+
+    side_a, side_b = SideChannel(), SideChannel()
+    layout = batched.Layout.of(schemas)
+    with mock.patch.object(columnar, "DISTINCT_SHARE", share):
+        parts = list(batched.ordered_parts([path], layout, side_a, **opts))
+    got = [e for p in parts for e in p.event_list(layout)]
+    want = list(read_events(path, schemas, side_b, **opts))
+    assert [(e.type, e.ts, type(e.id), e.id, e.seq, [(type(v).__name__, v) for v in e.params])
+            for e in got] == [(e.type, e.ts, type(e.id), e.id, e.seq,
+                               [(type(v).__name__, v) for v in e.params]) for e in want]
     assert side_a.items() == side_b.items()
 
 

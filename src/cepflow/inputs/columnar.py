@@ -486,9 +486,7 @@ def _text_layout(cols: dict[str, pa.Array], n: int, schemas: Mapping[str, EventT
                 continue
             read = read_as.get((spec.name, spec.type))
             if read is None:  # (types that share a field read its column once)
-                read = read_as[spec.name, spec.type] = (
-                    _text_values(spec.type, col, infer_types),
-                    _typed_or_null(spec.type, col, infer_types).to_numpy(zero_copy_only=False))
+                read = read_as[spec.name, spec.type] = _read_text(spec.type, col, infer_types)
             for slot, values, valid in read[0]:
                 keep = valid & mask
                 if keep.any():
@@ -517,6 +515,30 @@ def _text_ids(col: pa.Array | None, n: int, unique: bool) -> tuple[pa.Array, pa.
                 raise _Undecided("a duplicate id")
     del null_i
     return ids_s, ids_i
+
+
+#: a text column with at most this share of distinct values is read value by distinct value
+DISTINCT_SHARE = 0.25
+
+
+def _read_text(kind: str, col: pa.Array, infer: bool
+               ) -> tuple[list[tuple[str, pa.Array, np.ndarray]], np.ndarray]:
+    """(:func:`_text_values`, :func:`_typed_or_null` as numpy) of a text column. When its
+    values repeat (ids, names, categories: at most :data:`DISTINCT_SHARE` of them distinct),
+    both run over the distinct values only and are spread back to the rows — the regular
+    expressions then run once per value, not once per row; a null cell counts as what both
+    say of a null (no slot; read alike)."""
+    enc = pc.dictionary_encode(col)
+    distinct = enc.dictionary
+    if len(distinct) > DISTINCT_SHARE * len(col):
+        return (_text_values(kind, col, infer),
+                _typed_or_null(kind, col, infer).to_numpy(zero_copy_only=False))
+    idx = enc.indices
+    at = idx.fill_null(len(distinct)).to_numpy(zero_copy_only=False)  # (null: the sentinel)
+    values = [(slot, vals.take(idx), np.append(rows, False)[at])
+              for slot, vals, rows in _text_values(kind, distinct, infer)]
+    typed = _typed_or_null(kind, distinct, infer).to_numpy(zero_copy_only=False)
+    return values, np.append(typed, True)[at]
 
 
 def _text_values(kind: str, col: pa.Array, infer: bool
