@@ -5,8 +5,10 @@ ObjectMatches from the pair kernel), made into complex events only on demand."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -110,9 +112,8 @@ class EventRows(Rows):
         if low >= 0:  # numbered already (the usual case): only the counter moves
             counters.input = max(base, high + 1)
             return
-        if high < 0:
-            for e, q in zip(events, range(base, base + self.n), strict=True):
-                e.seq = q
+        if high < 0:  # (none numbered: one C-level pass, half a Python loop's time)
+            deque(map(setattr, events, repeat("seq"), range(base, base + self.n)), maxlen=0)
             counters.input = base + self.n
             return
         for e in events:
