@@ -99,6 +99,14 @@ def test_a_shared_directory_or_off_means_no_cache(tmp_path, monkeypatch) -> None
     monkeypatch.delenv("CEPFLOW_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_directory() == tmp_path / "xdg" / "cepflow"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert cache_directory() is None
+    lalr_parser(GRAMMAR, "t")  # (built: no cache, no error)
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root")

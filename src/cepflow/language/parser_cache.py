@@ -51,14 +51,14 @@ def cache_directory() -> Path | None:
     chosen = os.environ.get("CEPFLOW_CACHE_DIR")
     if chosen is not None and chosen.strip().lower() in ("", "0", "off", "no", "false"):
         return None
-    if chosen:
-        base = Path(chosen)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "cepflow"
     try:
+        if chosen:
+            base = Path(chosen)
+        else:
+            xdg = os.environ.get("XDG_CACHE_HOME")
+            base = (Path(xdg) if xdg else Path.home() / ".cache") / "cepflow"
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError:
+    except (OSError, RuntimeError):  # (RuntimeError: no home directory to be found)
         return None
     return base if _private(base, directory=True) else None
 
