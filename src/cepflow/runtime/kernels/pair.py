@@ -142,7 +142,7 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
         unprepare(engine, before, src)
         return None
     arity = engine.host.arity
-    picks = [_select_fields(m, pr, arity) for m, pr in zip(matchers, pairs, strict=True)]
+    picks = [_select_fields(m, pr) for m, pr in zip(matchers, pairs, strict=True)]
     # per pattern, the matches made as rows: those of instances begun in the batch
     for p, fields in zip(plans, picks, strict=True):
         p["as_rows"] = (p["match"] & (np.arange(len(p["match"])) >= p["n_old"])
@@ -290,8 +290,7 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
 
 
 
-def _select_fields(m: Any, pr: EsperPair, arity: dict[str, int]
-                   ) -> tuple[tuple[int, int] | None, ...] | None:
+def _select_fields(m: Any, pr: EsperPair) -> tuple[tuple[int, int] | None, ...] | None:
     """Where each value of the pattern's select list is, when it names only fields of its
     events (:attr:`StageMatches.fields`), else None (the token path's ``result`` makes it)."""
     auto = m.pattern.auto
