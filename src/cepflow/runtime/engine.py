@@ -65,6 +65,7 @@ from cepflow.runtime.kernels import (
     process_esper_batch,
     process_esper_columns,
 )
+from cepflow.runtime.kernels.split import process_split, split_kernels
 from cepflow.runtime.matcher import Matcher
 from cepflow.runtime.rows import MatchTable, Rows
 from cepflow.runtime.timers import BEFORE_EVENTS
@@ -156,8 +157,11 @@ class Engine:
         # Esper's `every a = A(f) -> b = B(g, key) [within Δ]` patterns: their column kernel
         # (CompiledPattern.pair is None without fast_path)
         self._pairs = (self.matchers if plain and self._chains is None and self.matchers
-                       and all(m.pattern.pair is not None and m.pattern.pair.columnar
-                               for m in self.matchers) else None)
+                       and all(m.pattern.pair is not None for m in self.matchers) else None)
+        #: the patterns a batch runs column-wise while the rest of the program runs per event
+        #: (runtime/kernels/split.py), when no whole-batch kernel takes the program
+        self._split = (split_kernels(self) if self._chains is None and self._pairs is None
+                       else None)
         for rule in program.rules:
             if rule.action is not None and rule.action not in host.actions and strict_actions:
                 known = ", ".join(sorted(host.actions)) or "none registered"
@@ -544,6 +548,11 @@ class Engine:
                     if self.host.failures:
                         self._report(out)
                     return out
+            if (self._split is not None and kernels and not self.host.pending
+                    and self.max_partial_matches is None):
+                found = process_split(self, self._split, events)
+                if found is not None:
+                    return found
             for e in events:
                 self._feed(e, out)
             return out
@@ -592,8 +601,8 @@ class Engine:
     def run(self, events: Iterable[Event], batch_size: int = 1 << 18) -> Iterator[ComplexEvent]:
         """Process a time-ordered stream lazily, yielding complex events as they are detected
         (in batches of ``batch_size`` events when the batch path applies)."""
-        if ((self._chains is None and self._pairs is None) or self.trace is not None
-                or self.on_error == "fail"):
+        if ((self._chains is None and self._pairs is None and self._split is None)
+                or self.trace is not None or self.on_error == "fail"):
             chunk_out: list[ComplexEvent] = []
             it = iter(events)
             while True:

@@ -107,7 +107,8 @@ class EsperPair:
     start policy *spawn*), ``B`` unified with ``a`` on one key, optionally in ``within Δ``;
     ``f`` reads only its own event — or the longer chain ``every a = A(f) -> b = B(g) -> c =
     C(h) …`` whose later stages each unify with ``a`` on that key and read only their own
-    event. Each ``A`` passing ``f`` opens an instance; it takes the first later event of the
+    event — or a single stage ``every a = A(f)`` (no key: each ``A`` passing ``f`` is a
+    match). Each ``A`` passing ``f`` opens an instance; it takes the first later event of the
     next stage's type and key passing that stage's filter, and completes at the last stage no
     later than Δ after the ``A`` (Esper: events are not consumed, so instances do not compete),
     else it expires."""
@@ -145,7 +146,15 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     event (the column kernel's case); a pair also when ``g`` reads ``a``'s fields."""
     auto = pattern.auto
     a = auto.spawn_edge()  # (context esper, spawn, not partitioned, no clock, one first edge)
-    if a is None or a.final or a.exits:
+    if a is not None and a.final:  # a single stage, every e = T(f): each event passing f
+        bound = [v for _, v in a.position.binds]
+        if (auto.zones or a.enters or a.exits or a.position.every
+                or set(auto.edges) != {INITIAL} or len(set(bound)) != len(bound)
+                or (a.position.filter is not None and not a.position.local)):
+            return None
+        return EsperPair(a, a, INITIAL, -1, -1, float("inf"), None, "", (), True, (a,), (),
+                         (), (tuple(a.position.binds),), False)
+    if a is None or a.exits:
         return None
     if a.position.filter is not None and not a.position.local:
         return None

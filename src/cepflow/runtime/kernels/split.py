@@ -1,0 +1,230 @@
+"""A program split per statement: the patterns that fit a column kernel run column-wise over a
+batch while the rest of the program — other patterns, data-window statements, patterns over
+derived events, rules — runs per event, fed the kernel patterns' matches in the order and with
+the ids the per-event engine gives them (docs/architecture.md, "The program split").
+
+The kernel patterns (``Engine._split``: Esper pairs and chains whose filters read only their
+event, reading input types no statement produces, their select lists unable to fail) are
+planned over the whole batch first (kernels.pair: instances, the rows they take, which
+complete where) — nothing changes yet, and a filter failing on a row declines the batch.
+Then the engine steps, one by one, only the rows something else must see: a row of a type
+another pattern, a window statement or a rule reads, a row where a kernel pattern completes,
+and a row before which a timer is due. There the kernel pattern's step is a replay: it takes
+the next token id if the row opens one of its instances, and emits the matches planned at
+that row with the next match ids. The rows in between are numbered, counted and, where they
+open instances, given token ids in one step each. Last, the kernel patterns keep their open
+instances (as the pair kernel leaves them) with the token ids the replay gave, and their
+timers. Their own timers do nothing during the batch: an Esper pair's deadline only ends
+instances, which the plan did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cepflow.events.event import ComplexEvent, Event
+from cepflow.runtime.collector import gc_paused
+from cepflow.runtime.kernels.frame import Declined, check_order
+from cepflow.runtime.kernels.pair import _leave_open, _pair_rows, pair_matches, reschedule
+from cepflow.runtime.rows import EventRows, TypeColumns, number_events
+from cepflow.runtime.timers import BEFORE_EVENTS
+from cepflow.runtime.tokens import PendingRows
+
+
+def split_kernels(engine: Any) -> list[Any] | None:
+    """The patterns of ``engine`` a split batch runs column-wise (see the module docstring),
+    in engine order, or None when the split does not apply: no such pattern, or the program
+    is all kernels (the whole-batch kernels take it), or something couples every event to the
+    per-event order (patterns that see every event, rule actions, which may emit events of
+    any type)."""
+    program = engine.program
+    if engine.noise or not engine.matchers or any(r.action for r in program.rules):
+        return None
+    produced = {a.name for a in program.automata} | {w.name for w in program.windows}
+    from cepflow.compiler.evaluator import can_fail
+
+    chosen = []
+    for m in engine.matchers:
+        pr = m.pattern.pair
+        if (pr is None or m.pattern.types & produced
+                or any(can_fail(f) for f in m.pattern.auto.select or ())):
+            continue
+        chosen.append(m)
+    if not chosen or (len(chosen) == len(engine.matchers) and not engine.windows):
+        return None
+    return chosen
+
+
+def _ignore_deadline(token_id: int, z: int, start: float, emit: Any) -> None:
+    """A kernel pattern's timer during a split batch: its instances' ends are planned."""
+
+
+def process_split(engine: Any, kernels: list[Any], events: Sequence[Event]
+                  ) -> list[ComplexEvent] | None:
+    """Feed ``events`` (time-ordered) to ``engine``, the patterns ``kernels`` column-wise and
+    everything else per event; the complex events in detection order. None, having changed
+    nothing, when the kernel patterns cannot take the batch (a key they cannot code, a filter
+    failing on a row): feed it event by event then."""
+    with gc_paused():
+        src = EventRows(events)
+        if not src.n:
+            return []
+        check_order(engine, src)
+        src.check(engine)
+        cols = TypeColumns(src, engine.program.schemas)
+        try:
+            plans = [_pair_rows(m, m.pattern.pair, cols) for m in kernels]
+        except Declined:
+            return None
+        if any(p is None for p in plans):
+            return None
+        return _run(engine, kernels, plans, src)
+
+
+class _Replay:
+    """The per-event step of the kernel patterns during a split batch: per pattern, the rows
+    that open an instance (their token ids taken in order) and the matches planned per row."""
+
+    def __init__(self, kernels: list[Any], plans: list[dict], events: Sequence[Event],
+                 arity: dict[str, int]) -> None:
+        self.row = -1
+        #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
+        rows = np.concatenate([p["new_rows"] for p in plans])
+        who = np.concatenate([np.full(len(p["new_rows"]), k, np.int64)
+                              for k, p in enumerate(plans)])
+        order = np.lexsort((who, rows))
+        self.start_rows, self.start_who = rows[order], who[order]
+        self.start_list = self.start_rows.tolist()
+        self.who_list = self.start_who.tolist()
+        self.ids = np.zeros(len(order), np.int64)
+        self.next = 0  # the first instance without an id
+        self.order = order
+        #: per pattern: row -> its complex events completed at that row (ids to be given)
+        self.matches: list[dict[int, list[ComplexEvent]]] = []
+        match_rows: list[np.ndarray] = []
+        for m, p in zip(kernels, plans, strict=True):
+            inst = np.flatnonzero(p["match"])
+            at = p["end_row"][inst]
+            o = np.lexsort((p["age"][inst], at))
+            inst, at = inst[o], at[o]
+            out = pair_matches(m, p, inst, events, arity)
+            by_row: dict[int, list[ComplexEvent]] = {}
+            for r, ce in zip(at.tolist(), out, strict=True):
+                by_row.setdefault(r, []).append(ce)
+            self.matches.append(by_row)
+            match_rows.append(at)
+        self.match_rows = (np.unique(np.concatenate(match_rows)) if match_rows
+                           else np.zeros(0, np.int64))
+
+    def ids_before(self, row: int, counters: Any) -> None:
+        """Token ids for the instances opened at rows before ``row`` (rows no per-event step
+        sees: nothing else takes ids there)."""
+        q = int(np.searchsorted(self.start_rows, row, side="left"))
+        k = self.next
+        if q > k:
+            self.ids[k:q] = np.arange(counters.token + 1, counters.token + 1 + q - k)
+            counters.token += q - k
+            self.next = q
+
+    def step(self, k: int, counters: Any) -> Any:
+        """Pattern ``k``'s step for the current row."""
+        matches = self.matches[k]
+
+        def replay(e: Event, emit: Any) -> None:
+            r = self.row
+            j = self.next
+            if j < len(self.start_list) and self.start_list[j] == r and self.who_list[j] == k:
+                counters.token += 1
+                self.ids[j] = counters.token
+                self.next = j + 1
+            found = matches.get(r)
+            if found:
+                for ce in found:
+                    counters.match += 1
+                    ce.match_id = counters.match
+                    emit(ce)
+        return replay
+
+    def token_ids(self, k: int) -> np.ndarray:
+        """Pattern ``k``'s token ids, in the order of its plan's ``new_rows``."""
+        return self.ids[self.start_who == k]
+
+
+def _run(engine: Any, kernels: list[Any], plans: list[dict], src: EventRows
+         ) -> list[ComplexEvent]:
+    host = engine.host
+    counters = host.counters
+    events = src.events
+    ts = src.ts
+    n = src.n
+    replay = _Replay(kernels, plans, events, host.arity)
+    slot = {id(m): k for k, m in enumerate(kernels)}
+    # the rows another part of the program reads
+    routes = engine._routes
+    seen = []
+    saved_routes = dict(routes)
+    for t in src.type_names:
+        if t not in routes:
+            routes[t] = engine._route(t)
+    for t, (arity_t, steps, runners, triggers) in list(routes.items()):
+        ms = engine.subs_input.get(t, engine.noise)
+        new = tuple(replay.step(slot[id(m)], counters) if id(m) in slot else s
+                    for m, s in zip(ms, steps, strict=True))
+        routes[t] = (arity_t, new, runners, triggers)
+        if runners or triggers or any(id(m) not in slot for m in ms):
+            seen.append(t)
+    code = np.array([t in seen for t in src.type_names], dtype=bool)
+    visit = np.union1d(np.flatnonzero(code[src.codes]), replay.match_rows)
+    for m in kernels:
+        m.on_deadline = _ignore_deadline  # (instance attribute: shadows the method)
+    out: list[ComplexEvent] = []
+    try:
+        if engine.statement_start is None:
+            engine.start_statements(float(ts[0]))
+        i = 0
+        v = 0  # the next row of visit
+        timers = host.timers
+        nv = len(visit)
+        while i < n:
+            nxt = int(visit[v]) if v < nv else n
+            # a timer due before a row in between: that row goes through the engine
+            heap = timers.heap
+            due = heap[0][0] if heap else float("inf")
+            side = "left" if heap and heap[0][1] == BEFORE_EVENTS else "right"
+            if engine.windows:
+                wd = engine._window_due()
+                if wd <= due:
+                    due, side = wd, "left"
+            if due <= ts[nxt - 1] if nxt > i else False:
+                at = i + int(np.searchsorted(ts[i:nxt], due, side=side))
+                nxt = min(nxt, at)
+            if nxt > i:  # rows no per-event step sees
+                number_events(counters, events[i:nxt])
+                host.stats.events += nxt - i
+                host.time = events[nxt - 1].ts
+                replay.ids_before(nxt, counters)
+            if nxt >= n:
+                break
+            replay.ids_before(nxt, counters)
+            replay.row = nxt
+            engine._feed(events[nxt], out)
+            if v < nv and int(visit[v]) == nxt:
+                v += 1
+            i = nxt + 1
+        replay.ids_before(n, counters)
+    finally:
+        routes.clear()
+        routes.update(saved_routes)
+        for m in kernels:
+            del m.on_deadline
+    last_ts = float(ts[-1])
+    for k, (m, p) in enumerate(zip(kernels, plans, strict=True)):
+        if replay.matches[k]:
+            m.done = True
+        open_ids, open_events = _leave_open(m, m.pattern.pair, p, replay.token_ids(k), events)
+        m.pending = PendingRows(open_ids, open_events, m.pattern.pair.zone) if open_ids else None
+    reschedule(host, kernels, last_ts)
+    return out
