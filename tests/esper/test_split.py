@@ -9,7 +9,15 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.esper.test_esper_kernel import SCHEMA, events, state, statements, stream
+from tests.esper.test_esper_kernel import (
+    FILTERS,
+    PAIR_FILTERS,
+    SCHEMA,
+    events,
+    state,
+    statements,
+    stream,
+)
 
 from cepflow.language import ast as A
 from cepflow.language.epl import parse_epl
@@ -30,6 +38,21 @@ OTHERS = [
     "from pattern [every p = P].win:length(2);\n",
     "@Name('H')\ninsert into H\nfrom pattern [every q = Q -> p = P];\n",
 ]
+
+
+@st.composite
+def restarts(draw: st.DrawFn) -> str:
+    """``every (a = T(f) -> b = T(g))``, ``g`` with or without a key, perhaps reading a's
+    fields (the restart kernel, kernels/restart.py)."""
+    f = draw(st.sampled_from(FILTERS)).format(a="a")
+    g = draw(st.sampled_from([*FILTERS, *PAIR_FILTERS, "b.v >= a.v + 2"])).format(a="b")
+    if draw(st.booleans()):
+        g = f"({g}) and a.k = b.k" if g else "a.k = b.k"
+    ta, tb = draw(st.sampled_from(["A", "B"])), draw(st.sampled_from(["A", "B"]))
+    select = draw(st.sampled_from(["", "select a.v as av, b.x as bx, current_timestamp() as t "]))
+    name = draw(st.sampled_from(["R", "S"]))
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every "
+            f"(a = {ta}({f}) -> b = {tb}({g}))];\n")
 
 
 def rows(found) -> list:
@@ -56,7 +79,7 @@ def program(kernel_stmts: list[str], others: list[str]):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(statements(), min_size=1, max_size=2),
+@given(st.lists(st.one_of(statements(), restarts()), min_size=1, max_size=3),
        st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 def test_split_equals_event_by_event(kernel_stmts, others, spec, cuts, restore_at) -> None:
@@ -66,7 +89,7 @@ def test_split_equals_event_by_event(kernel_stmts, others, spec, cuts, restore_a
     split = many._split
     if split is None:  # (every statement a kernel or none: not this test's case)
         return
-    assert all(m.pattern.pair is not None for m in split)
+    assert all(m.pattern.pair is not None or m.pattern.restart is not None for m in split)
     ref = rows([m for e in events(spec) for m in one.process(e)])
     evs = events(spec)
     bounds = sorted({0, len(spec), *(min(c, len(spec)) for c in cuts)})
@@ -97,11 +120,12 @@ def test_split_equals_event_by_event(kernel_stmts, others, spec, cuts, restore_a
 
 def test_motorbike_splits_kernels_from_the_rest() -> None:
     """The motorbike set: GhostRider (one event), BlowOutTire (a pair whose guard reads a1's
-    fields) and Crash (a keyed pair) run in the kernel; DriverLeftSeat (every (a -> b)) and
-    the statements over derived events per event."""
+    fields), DriverLeftSeat (every (a -> b)) and Crash (a keyed pair) run in the kernels; the
+    statements over derived events per event."""
     from pathlib import Path
 
     from cepflow.loader import load
 
     prog = load(Path(__file__).parents[2] / "examples" / "motorbike" / "motorbike.epl")
-    assert [m.name for m in Engine(prog)._split] == ["GhostRider", "BlowOutTire", "Crash"]
+    assert [m.name for m in Engine(prog)._split] == ["GhostRider", "BlowOutTire",
+                                                     "DriverLeftSeat", "Crash"]

@@ -1,7 +1,8 @@
 """Which column kernel fits a compiled pattern: the shapes the kernels recognise in an
 automaton (Chain: a keyed sequence under chronicle, for kernels.chain; EsperPair: Esper's
-``every a = A(f) -> b = B(g, key) [within Δ]``, for kernels.pair). Facts of the compiled
-pattern, computed once (runtime.compiled)."""
+``every a = A(f) -> b = B(g, key) [within Δ]``, for kernels.pair; EsperRestart: Esper's
+``every (a = A(f) -> b = B(g[, key]))``, for kernels.restart). Facts of the compiled pattern,
+computed once (runtime.compiled)."""
 
 from __future__ import annotations
 
@@ -222,3 +223,58 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     return EsperPair(a, b, states[0], keys[0], keys[1], window, zone, key_var, new[1],
                      local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new),
                      len(stages) == 2)
+
+
+
+@dataclass
+class EsperRestart:
+    """A compiled pattern whose automaton is Esper's ``every (a = A(f) -> b = B(g))`` (start
+    policy *restart*: one instance at a time; when it completes, the next begins with the
+    events after), ``B`` optionally unified with ``a`` on one key, no window: the instance
+    takes the first ``A`` passing ``f``, then the first later ``B`` of its key on which ``g``
+    holds."""
+
+    first: Any  # Edge from the initial state
+    second: Any  # final Edge
+    state: int  # where the instance waits for B
+    key_b: int | None  # param of B unified with a's key variable (None: no key)
+    key_var: str | None
+    #: B's other bindings (param, variable): the ones it adds to A's
+    b_new: tuple[tuple[int, str], ...]
+
+
+
+def esper_restart_of(pattern: Any) -> EsperRestart | None:
+    """The restart shape of a compiled pattern (see :class:`EsperRestart`), else None."""
+    auto = pattern.auto
+    if (not auto.context.esper or auto.start != "restart" or auto.distinct or auto.forbids
+            or auto.partition_by or auto.clock is not None or auto.zones):
+        return None
+    init = auto.edges.get(INITIAL, {})
+    if len(init) != 1:
+        return None
+    ((_, es),) = init.items()
+    if len(es) != 1 or es[0].final:
+        return None
+    a = es[0]
+    out = auto.edges.get(a.target, {})
+    if set(auto.edges) != {INITIAL, a.target} or len(out) != 1:
+        return None
+    ((_, bs),) = out.items()
+    if len(bs) != 1 or not bs[0].final:
+        return None
+    b = bs[0]
+    if (a.position.every or b.position.every or a.enters or a.exits or b.enters or b.exits
+            or (a.position.filter is not None and not a.position.local)):
+        return None
+    a_vars = [v for _, v in a.position.binds]
+    b_vars = [v for _, v in b.position.binds]
+    if len(set(a_vars)) != len(a_vars) or len(set(b_vars)) != len(b_vars):
+        return None
+    shared = [(i, v) for i, v in b.position.binds if v in a_vars]
+    kt = auto.key_index.get(a.target, {}).get(b.position.type)
+    if len(shared) > 1 or (shared and shared[0] != kt) or (kt is not None and not shared):
+        return None
+    key_b, key_var = (None, None) if kt is None else kt
+    return EsperRestart(a, b, a.target, key_b, key_var,
+                        tuple((i, v) for i, v in b.position.binds if v != key_var))

@@ -29,6 +29,7 @@ from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.frame import Declined, check_order
 from cepflow.runtime.kernels.pair import _leave_open, _pair_rows, pair_matches, reschedule
+from cepflow.runtime.kernels.restart import Plan, plan_restart
 from cepflow.runtime.rows import EventRows, TypeColumns, number_events
 from cepflow.runtime.timers import BEFORE_EVENTS
 from cepflow.runtime.tokens import PendingRows
@@ -36,26 +37,20 @@ from cepflow.runtime.tokens import PendingRows
 
 def split_kernels(engine: Any) -> list[Any] | None:
     """The patterns of ``engine`` a split batch runs column-wise (see the module docstring),
-    in engine order, or None when the split does not apply: no such pattern, or the program
-    is all kernels (the whole-batch kernels take it), or something couples every event to the
-    per-event order (patterns that see every event, rule actions, which may emit events of
-    any type)."""
+    in engine order, or None when the split does not apply: no such pattern, or something
+    couples every event to the per-event order (patterns that see every event, rule actions,
+    which may emit events of any type)."""
     program = engine.program
     if engine.noise or not engine.matchers or any(r.action for r in program.rules):
         return None
     produced = {a.name for a in program.automata} | {w.name for w in program.windows}
     from cepflow.compiler.evaluator import can_fail
 
-    chosen = []
-    for m in engine.matchers:
-        pr = m.pattern.pair
-        if (pr is None or m.pattern.types & produced
-                or any(can_fail(f) for f in m.pattern.auto.select or ())):
-            continue
-        chosen.append(m)
-    if not chosen or (len(chosen) == len(engine.matchers) and not engine.windows):
-        return None
-    return chosen
+    chosen = [m for m in engine.matchers
+              if (m.pattern.pair is not None or m.pattern.restart is not None)
+              and not m.pattern.types & produced
+              and not any(can_fail(f) for f in m.pattern.auto.select or ())]
+    return chosen or None
 
 
 def _ignore_deadline(token_id: int, z: int, start: float, emit: Any) -> None:
@@ -76,48 +71,61 @@ def process_split(engine: Any, kernels: list[Any], events: Sequence[Event]
         src.check(engine)
         cols = TypeColumns(src, engine.program.schemas)
         try:
-            plans = [_pair_rows(m, m.pattern.pair, cols) for m in kernels]
+            plans = [plan_restart(m, cols) if m.pattern.pair is None
+                     else _plan_pair(m, cols, engine.host.arity) for m in kernels]
         except Declined:
             return None
         if any(p is None for p in plans):
             return None
-        return _run(engine, kernels, plans, src)
+        return _run(engine, kernels, plans, src)  # type: ignore[arg-type]
+
+
+def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
+    """The pair kernel's plan of ``m`` over the batch (kernels.pair), as the split takes it."""
+    pr = m.pattern.pair
+    p = _pair_rows(m, pr, cols)
+    if p is None:
+        return None
+    events = cols.src.lookup(np.zeros(0, np.int64))  # (an event batch: all its events)
+    inst = np.flatnonzero(p["match"])
+    at = p["end_row"][inst]
+    o = np.lexsort((p["age"][inst], at))
+    inst, at = inst[o], at[o]
+    out = pair_matches(m, p, inst, events, arity)
+
+    def commit(token_ids: np.ndarray) -> None:
+        if len(inst):
+            m.done = True
+        open_ids, open_events = _leave_open(m, pr, p, token_ids, events)
+        m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
+
+    return p["new_rows"], at.tolist(), out, commit
 
 
 class _Replay:
     """The per-event step of the kernel patterns during a split batch: per pattern, the rows
     that open an instance (their token ids taken in order) and the matches planned per row."""
 
-    def __init__(self, kernels: list[Any], plans: list[dict], events: Sequence[Event],
-                 arity: dict[str, int]) -> None:
+    def __init__(self, plans: list[Plan]) -> None:
         self.row = -1
         #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
-        rows = np.concatenate([p["new_rows"] for p in plans])
-        who = np.concatenate([np.full(len(p["new_rows"]), k, np.int64)
-                              for k, p in enumerate(plans)])
+        rows = np.concatenate([p[0] for p in plans])
+        who = np.concatenate([np.full(len(p[0]), k, np.int64) for k, p in enumerate(plans)])
         order = np.lexsort((who, rows))
         self.start_rows, self.start_who = rows[order], who[order]
         self.start_list = self.start_rows.tolist()
         self.who_list = self.start_who.tolist()
         self.ids = np.zeros(len(order), np.int64)
         self.next = 0  # the first instance without an id
-        self.order = order
         #: per pattern: row -> its complex events completed at that row (ids to be given)
         self.matches: list[dict[int, list[ComplexEvent]]] = []
-        match_rows: list[np.ndarray] = []
-        for m, p in zip(kernels, plans, strict=True):
-            inst = np.flatnonzero(p["match"])
-            at = p["end_row"][inst]
-            o = np.lexsort((p["age"][inst], at))
-            inst, at = inst[o], at[o]
-            out = pair_matches(m, p, inst, events, arity)
+        for _, at, found, _ in plans:
             by_row: dict[int, list[ComplexEvent]] = {}
-            for r, ce in zip(at.tolist(), out, strict=True):
+            for r, ce in zip(at, found, strict=True):
                 by_row.setdefault(r, []).append(ce)
             self.matches.append(by_row)
-            match_rows.append(at)
-        self.match_rows = (np.unique(np.concatenate(match_rows)) if match_rows
-                           else np.zeros(0, np.int64))
+        self.match_rows = np.unique(np.array([r for _, at, _, _ in plans for r in at],
+                                             np.int64))
 
     def ids_before(self, row: int, counters: Any) -> None:
         """Token ids for the instances opened at rows before ``row`` (rows no per-event step
@@ -149,18 +157,18 @@ class _Replay:
         return replay
 
     def token_ids(self, k: int) -> np.ndarray:
-        """Pattern ``k``'s token ids, in the order of its plan's ``new_rows``."""
+        """Pattern ``k``'s token ids, in the order of its plan's rows that open instances."""
         return self.ids[self.start_who == k]
 
 
-def _run(engine: Any, kernels: list[Any], plans: list[dict], src: EventRows
+def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: EventRows
          ) -> list[ComplexEvent]:
     host = engine.host
     counters = host.counters
     events = src.events
     ts = src.ts
     n = src.n
-    replay = _Replay(kernels, plans, events, host.arity)
+    replay = _Replay(plans)
     slot = {id(m): k for k, m in enumerate(kernels)}
     # the rows another part of the program reads
     routes = engine._routes
@@ -220,11 +228,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[dict], src: EventRows
         routes.update(saved_routes)
         for m in kernels:
             del m.on_deadline
-    last_ts = float(ts[-1])
-    for k, (m, p) in enumerate(zip(kernels, plans, strict=True)):
-        if replay.matches[k]:
-            m.done = True
-        open_ids, open_events = _leave_open(m, m.pattern.pair, p, replay.token_ids(k), events)
-        m.pending = PendingRows(open_ids, open_events, m.pattern.pair.zone) if open_ids else None
-    reschedule(host, kernels, last_ts)
+    for k, plan in enumerate(plans):
+        plan[3](replay.token_ids(k))
+    reschedule(host, [m for m in kernels if m.pattern.pair is not None], float(ts[-1]))
     return out
