@@ -44,8 +44,9 @@ def statements(draw: st.DrawFn) -> str:
         f = draw(st.sampled_from(FILTERS + (PAIR_FILTERS if n == 2 and j else []))).format(
             a=tag)
         if j:
-            key = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k"]))
-            f = f"({f}) and {key}" if f else key
+            key = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k"]
+                                       + ([""] if n == 2 else [])))  # (a pair without a key)
+            f = f"({f}) and {key}" if f and key else f or key
         steps.append(f"{tag} = {t}({f})")
     within = draw(st.sampled_from(["", " where timer:within(3 msec)",
                                    " where timer:within(0 msec)",
@@ -223,6 +224,8 @@ def test_crash_uses_the_kernel_and_other_shapes_do_not() -> None:
     guard = ("@Name('G')\ninsert into G\nfrom pattern [every a = A(a.v >= 2) -> "
              "b = B(b.v > a.v and a.k = b.k)];\n")  # (a guard on a's fields)
     assert Engine(load_module(parse_epl(SCHEMA + guard)))._pairs is not None
+    unkeyed = "@Name('U')\ninsert into U\nfrom pattern [every a = A -> b = B];\n"
+    assert Engine(load_module(parse_epl(SCHEMA + unkeyed)))._pairs is not None
     for c in ["a.k = c.k", "b.k = c.k"]:  # (b.k is a.k: b unified with a on it)
         three = ("@Name('T')\ninsert into T\nfrom pattern [every a = A -> (b = B(a.k = b.k) -> "
                  f"c = A({c})) where timer:within(3 seconds)];\n")
@@ -236,7 +239,6 @@ def test_crash_uses_the_kernel_and_other_shapes_do_not() -> None:
         # the guard binds to c alone: its window opens after b
         "from pattern [every a = A -> b = B(a.k = b.k) -> c = A(a.k = c.k) "
         "where timer:within(3 sec)];",
-        "from pattern [every a = A -> b = B];",  # no key
     ]:
         prog = load_module(parse_epl(SCHEMA + "@Name('P')\ninsert into P\n" + text + "\n"))
         assert Engine(prog)._pairs is None, text

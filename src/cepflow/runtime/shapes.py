@@ -121,7 +121,7 @@ class EsperPair:
     key_b: int  # param of B unified with it
     window: float  # Δ in ms (inf without a within zone)
     zone: int | None
-    key_var: str  # the key variable (bound by A, unified by B)
+    key_var: str | None  # the key variable (bound by A, unified by B; None: a pair without)
     #: B's other bindings (param, variable): the ones it adds to A's
     b_new: tuple[tuple[int, str], ...]
     #: ``g`` reads only B's own fields, so the column kernel applies (else ``g`` also reads
@@ -135,8 +135,8 @@ class EsperPair:
     keys: tuple[int, ...] = ()
     #: per stage, the bindings (param, variable) it adds to the earlier stages'
     new: tuple[tuple[tuple[int, str], ...], ...] = ()
-    #: two stages: the matcher's direct per-event step (Matcher._pair_step) applies (a field,
-    #: not a property: Matcher.process reads it per event)
+    #: two stages on a key: the matcher's direct per-event step (Matcher._pair_step) applies
+    #: (a field, not a property: Matcher.process reads it per event)
     is_pair: bool = True
 
 
@@ -191,6 +191,10 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
             return None
         shared = [(i, v) for i, v in e.position.binds if v in bound]
         kt = auto.key_index.get(s, {}).get(e.position.type)
+        if not shared and kt is None and len(stages) == 2:  # a pair without a key
+            keys.append(-1)
+            new.append(tuple(e.position.binds))
+            break
         if len(shared) != 1 or kt is None or shared[0] != kt or kt[1] not in dict(
                 (v, i) for i, v in a.position.binds):
             return None
@@ -201,8 +205,7 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         keys.append(kt[0])
         new.append(tuple((i, v) for i, v in e.position.binds if v != key_var))
         bound += [v for _, v in new[-1]]
-    assert key_var is not None
-    keys[0] = next(i for i, v in a.position.binds if v == key_var)
+    keys[0] = next((i for i, v in a.position.binds if v == key_var), -1)
     middle = stages[1:-1]
     if auto.zones:
         if len(auto.zones) != 1:
@@ -222,7 +225,7 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         return None
     return EsperPair(a, b, states[0], keys[0], keys[1], window, zone, key_var, new[1],
                      local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new),
-                     len(stages) == 2)
+                     len(stages) == 2 and key_var is not None)
 
 
 

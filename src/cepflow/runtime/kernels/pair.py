@@ -242,18 +242,23 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     span = n + 2
     ka = pr.keys[0]
     try:
-        pend_keys = as_column([e.params[ka] for e in pend_events])
-        a_keys = cols.column(stages[0].position.type, ka)[locs[0]]
-        if len(pend_keys) and len(a_keys) and pend_keys.dtype.kind != a_keys.dtype.kind:
-            pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
-        later = [cols.column(e.position.type, k)[loc]
-                 for e, k, loc in zip(stages[1:], pr.keys[1:], locs[1:], strict=True)]
-        if len({c.dtype.kind for c in later}) > 1:
-            later = [c.astype(object) for c in later]
-        i_code, b_code = _key_codes(np.concatenate([pend_keys, a_keys]) if len(pend_keys)
-                                    else a_keys,
-                                    np.concatenate(later) if len(later) > 1 else later[0],
-                                    [t.threads[0].bindings.get(pr.key_var) for t in old], span)
+        if pr.key_var is None:  # (a pair without a key: every instance may take every B)
+            later = [locs[1]]
+            i_code = np.zeros(len(old) + len(pend_ids) + len(new_rows), np.int64)
+            b_code = np.zeros(len(locs[1]), np.int64)
+        else:
+            pend_keys = as_column([e.params[ka] for e in pend_events])
+            a_keys = cols.column(stages[0].position.type, ka)[locs[0]]
+            if len(pend_keys) and len(a_keys) and pend_keys.dtype.kind != a_keys.dtype.kind:
+                pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
+            later = [cols.column(e.position.type, k)[loc]
+                     for e, k, loc in zip(stages[1:], pr.keys[1:], locs[1:], strict=True)]
+            if len({c.dtype.kind for c in later}) > 1:
+                later = [c.astype(object) for c in later]
+            i_code, b_code = _key_codes(
+                np.concatenate([pend_keys, a_keys]) if len(pend_keys) else a_keys,
+                np.concatenate(later) if len(later) > 1 else later[0],
+                [t.threads[0].bindings.get(pr.key_var) for t in old], span)
     except _Fallback:
         return None
     bounds = np.cumsum([0, *(len(c) for c in later)])
