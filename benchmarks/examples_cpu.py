@@ -11,9 +11,11 @@ model, examples/gesture/events.py); for the examples that ship only a handful of
 
 ``--profile`` adds, per program, one more run in which every statement's work is timed: the
 steps its pattern takes (per input event, per cascaded complex event, per deadline) or its
-window statement's ``process``/``advance_to``, with rule firing and the engine's own share (the
-rest: routing, numbering, the cascade's bookkeeping) apart. The timing wrapper costs about a
-tenth of a microsecond per call, so the shares, not the sums, are the figures.
+window statement's ``process``/``advance_to``, the kernels' planning of a batch in the program
+split (their replayed steps count as the engine's), with rule firing and the engine's own share
+(the rest: routing, numbering, the cascade's bookkeeping, the batch's columns) apart. The
+timing wrapper costs about a tenth of a microsecond per call, so the shares, not the sums, are
+the figures.
 
     python benchmarks/examples_cpu.py                     # all programs, 200,000 events each
     python benchmarks/examples_cpu.py --profile --programs motorbike,temperature
@@ -234,6 +236,13 @@ def profile(name: str, n: int, tmp: str) -> dict[str, float]:
         key = f"window {r.statement.name}"
         r.process = timed(key, r.process)  # type: ignore[method-assign]
         r.advance_to = timed(key, r.advance_to)  # type: ignore[method-assign]
+    try:  # the program split's kernels: planning a batch (their replay is the engine's)
+        from cepflow.runtime.kernels import split
+    except ImportError:  # (a baseline without the split)
+        pass
+    else:
+        split.plan_restart = timed("kernels: plan every (a -> b)", split.plan_restart)
+        split._plan_pair = timed("kernels: plan pairs and single events", split._plan_pair)
     host = engine.host
     host.fire = timed("rules", host.fire)  # type: ignore[method-assign]
     host.fire_one = timed("rules", host.fire_one)  # type: ignore[method-assign]
