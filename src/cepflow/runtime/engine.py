@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from threading import get_ident
 from typing import Any
@@ -213,6 +214,48 @@ class Engine:
         return (-1 if n is None else n,
                 tuple(m.step_for(t) for m in self.subs_input.get(t, self.noise)),
                 tuple(self._window_subs.get(t, ())), self.host.rules.triggers(t))
+
+    @contextmanager
+    def replaying(self, steps: Mapping[int, Callable[[Event, Any], None]],
+                  types: Iterable[str]) -> Iterator[frozenset[str]]:
+        """Within the block, the input step of each matcher whose slot ``steps`` names is that
+        callable (the program split's replay of a kernel's plan, runtime/kernels/split.py), and
+        that matcher's timers do nothing (its plan ended its instances); yields which of
+        ``types`` something else reads — a matcher not replaced, a window statement, a rule —
+        so that its events must go through :meth:`process`."""
+        saved = dict(self._routes)
+        replaced = [self.matchers[k] for k in steps]
+        read = set()
+        try:
+            for t in {*types, *self._routes}:
+                n, old, runners, triggers = self._routes.get(t) or self._route(t)
+                ms = self.subs_input.get(t, self.noise)
+                self._routes[t] = (n, tuple(steps.get(m.slot, s)
+                                            for m, s in zip(ms, old, strict=True)),
+                                   runners, triggers)
+                if runners or triggers or any(m.slot not in steps for m in ms):
+                    read.add(t)
+            for m in replaced:
+                m.on_deadline = _no_deadline  # type: ignore[method-assign]
+            yield frozenset(read)
+        finally:
+            self._routes.clear()
+            self._routes.update(saved)
+            for m in replaced:
+                del m.on_deadline
+
+    def next_due(self) -> tuple[float, bool]:
+        """The earliest instant at which time passing does something — a pattern timer, a
+        window's expiry or batch close — and whether that happens before the events of that
+        instant (else only before later ones); ``inf`` when nothing is due."""
+        heap = self.host.timers.heap
+        due, before = (heap[0][0], heap[0][1] == BEFORE_EVENTS) if heap else (float("inf"),
+                                                                               True)
+        if self.windows:
+            w = self._window_due()
+            if w <= due:
+                due, before = w, True
+        return due, before
 
     # -- what the host holds, as the engine's users read it ----------------------------------
     @property
@@ -679,6 +722,11 @@ class Engine:
                 m.start_clock(begun)
         # (a state saved after the input ended has no interval under way)
         self.host.stopped = bool(state.get("stopped"))
+
+
+def _no_deadline(token_id: int, z: int, start: float, emit: Any) -> None:
+    """A replayed matcher's timer (Engine.replaying): its plan already ended its instances."""
+
 
 
 def _has_expressions(program: Program) -> bool:

@@ -31,7 +31,6 @@ from cepflow.runtime.kernels.frame import Declined, check_order
 from cepflow.runtime.kernels.pair import _leave_open, _pair_rows, pair_matches, reschedule
 from cepflow.runtime.kernels.restart import Plan, plan_restart
 from cepflow.runtime.rows import EventRows, TypeColumns, number_events
-from cepflow.runtime.timers import BEFORE_EVENTS
 from cepflow.runtime.tokens import PendingRows
 
 
@@ -51,10 +50,6 @@ def split_kernels(engine: Any) -> list[Any] | None:
               and not m.pattern.types & produced
               and not any(can_fail(f) for f in m.pattern.auto.select or ())]
     return chosen or None
-
-
-def _ignore_deadline(token_id: int, z: int, start: float, emit: Any) -> None:
-    """A kernel pattern's timer during a split batch: its instances' ends are planned."""
 
 
 def process_split(engine: Any, kernels: list[Any], events: Sequence[Event]
@@ -169,46 +164,24 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: EventRows
     ts = src.ts
     n = src.n
     replay = _Replay(plans)
-    slot = {id(m): k for k, m in enumerate(kernels)}
-    # the rows another part of the program reads
-    routes = engine._routes
-    seen = []
-    saved_routes = dict(routes)
-    for t in src.type_names:
-        if t not in routes:
-            routes[t] = engine._route(t)
-    for t, (arity_t, steps, runners, triggers) in list(routes.items()):
-        ms = engine.subs_input.get(t, engine.noise)
-        new = tuple(replay.step(slot[id(m)], counters) if id(m) in slot else s
-                    for m, s in zip(ms, steps, strict=True))
-        routes[t] = (arity_t, new, runners, triggers)
-        if runners or triggers or any(id(m) not in slot for m in ms):
-            seen.append(t)
-    code = np.array([t in seen for t in src.type_names], dtype=bool)
-    visit = np.union1d(np.flatnonzero(code[src.codes]), replay.match_rows)
-    for m in kernels:
-        m.on_deadline = _ignore_deadline  # (instance attribute: shadows the method)
     out: list[ComplexEvent] = []
-    try:
+    with engine.replaying({m.slot: replay.step(k, counters) for k, m in enumerate(kernels)},
+                          src.type_names) as read:
+        # the rows another part of the program reads, and those where a kernel's pattern
+        # completes
+        code = np.array([t in read for t in src.type_names], dtype=bool)
+        visit = np.union1d(np.flatnonzero(code[src.codes]), replay.match_rows).tolist()
+        visit.append(n)
         if engine.statement_start is None:
             engine.start_statements(float(ts[0]))
-        i = 0
-        v = 0  # the next row of visit
-        timers = host.timers
-        nv = len(visit)
+        i = v = 0
         while i < n:
-            nxt = int(visit[v]) if v < nv else n
-            # a timer due before a row in between: that row goes through the engine
-            heap = timers.heap
-            due = heap[0][0] if heap else float("inf")
-            side = "left" if heap and heap[0][1] == BEFORE_EVENTS else "right"
-            if engine.windows:
-                wd = engine._window_due()
-                if wd <= due:
-                    due, side = wd, "left"
-            if due <= ts[nxt - 1] if nxt > i else False:
-                at = i + int(np.searchsorted(ts[i:nxt], due, side=side))
-                nxt = min(nxt, at)
+            nxt = visit[v]
+            # a timer or window instant due before a row in between: that row is stepped
+            due, before = engine.next_due()
+            if nxt > i and due <= ts[nxt - 1]:
+                nxt = min(nxt, i + int(np.searchsorted(ts[i:nxt], due,
+                                                       side="left" if before else "right")))
             if nxt > i:  # rows no per-event step sees
                 number_events(counters, events[i:nxt])
                 host.stats.events += nxt - i
@@ -216,18 +189,12 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: EventRows
                 replay.ids_before(nxt, counters)
             if nxt >= n:
                 break
-            replay.ids_before(nxt, counters)
             replay.row = nxt
-            engine._feed(events[nxt], out)
-            if v < nv and int(visit[v]) == nxt:
+            out += engine.process(events[nxt])
+            if visit[v] == nxt:
                 v += 1
             i = nxt + 1
         replay.ids_before(n, counters)
-    finally:
-        routes.clear()
-        routes.update(saved_routes)
-        for m in kernels:
-            del m.on_deadline
     for k, plan in enumerate(plans):
         plan[3](replay.token_ids(k))
     reschedule(host, [m for m in kernels if m.pattern.pair is not None], float(ts[-1]))
