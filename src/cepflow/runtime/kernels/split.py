@@ -108,8 +108,7 @@ class _Replay:
         who = np.concatenate([np.full(len(p[0]), k, np.int64) for k, p in enumerate(plans)])
         order = np.lexsort((who, rows))
         self.start_rows, self.start_who = rows[order], who[order]
-        self.start_list = self.start_rows.tolist()
-        self.who_list = self.start_who.tolist()
+        self.n_starts = len(order)
         self.ids = np.zeros(len(order), np.int64)
         self.next = 0  # the first instance without an id
         #: per pattern: row -> its complex events completed at that row (ids to be given)
@@ -139,7 +138,8 @@ class _Replay:
         def replay(e: Event, emit: Any) -> None:
             r = self.row
             j = self.next
-            if j < len(self.start_list) and self.start_list[j] == r and self.who_list[j] == k:
+            # (numpy scalars: only the stepped rows look, fewer than the starts to convert)
+            if j < self.n_starts and self.start_rows[j] == r and self.start_who[j] == k:
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
