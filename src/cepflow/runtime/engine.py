@@ -225,6 +225,8 @@ class Engine:
         so that its events must go through :meth:`process`."""
         saved = dict(self._routes)
         replaced = [self.matchers[k] for k in steps]
+        # (an instance attribute of its own, such as a profiler's wrapper, comes back after)
+        own = [m.__dict__.get("on_deadline") for m in replaced]
         read = set()
         try:
             for t in {*types, *self._routes}:
@@ -241,8 +243,11 @@ class Engine:
         finally:
             self._routes.clear()
             self._routes.update(saved)
-            for m in replaced:
-                del m.on_deadline
+            for m, before in zip(replaced, own, strict=True):
+                if before is None:
+                    del m.on_deadline
+                else:
+                    m.on_deadline = before  # type: ignore[method-assign]
 
     def next_due(self) -> tuple[float, bool]:
         """The earliest instant at which time passing does something — a pattern timer, a

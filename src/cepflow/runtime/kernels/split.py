@@ -3,19 +3,21 @@ batch while the rest of the program — other patterns, data-window statements, 
 derived events, rules — runs per event, fed the kernel patterns' matches in the order and with
 the ids the per-event engine gives them (docs/architecture.md, "The program split").
 
-The kernel patterns (``Engine._split``: Esper pairs and chains whose filters read only their
-event, reading input types no statement produces, their select lists unable to fail) are
-planned over the whole batch first (kernels.pair: instances, the rows they take, which
-complete where) — nothing changes yet, and a filter failing on a row declines the batch.
+The kernel patterns (``Engine._split``: the pair kernel's shapes — single stages, pairs with or
+without a key and with guards on the first stage's fields, keyed chains — and the restart
+kernel's ``every (a -> b)``, reading input types no statement produces, their select lists
+unable to fail) are planned over the whole batch first (kernels.pair, kernels.restart: the rows
+that open instances, which complete where, with their complex events) — nothing changes yet,
+and a filter or guard failing on a row declines the batch.
 Then the engine steps, one by one, only the rows something else must see: a row of a type
 another pattern, a window statement or a rule reads, a row where a kernel pattern completes,
-and a row before which a timer is due. There the kernel pattern's step is a replay: it takes
-the next token id if the row opens one of its instances, and emits the matches planned at
-that row with the next match ids. The rows in between are numbered, counted and, where they
-open instances, given token ids in one step each. Last, the kernel patterns keep their open
-instances (as the pair kernel leaves them) with the token ids the replay gave, and their
-timers. Their own timers do nothing during the batch: an Esper pair's deadline only ends
-instances, which the plan did.
+and a row before which a timer or window instant is due. There the kernel pattern's step is a
+replay (Engine.replaying): it takes the next token id if the row opens one of its instances,
+and emits the matches planned at that row with the next match ids. The rows in between are
+numbered, counted and, where they open instances, given token ids in one step each. Last, the
+kernel patterns keep their open instances (as the pair kernel leaves them) with the token ids
+the replay gave, and their timers. Their own timers do nothing during the batch: an Esper
+pair's deadline only ends instances, which the plan did.
 """
 
 from __future__ import annotations
