@@ -70,7 +70,7 @@ from cepflow.windows.tumbling import GroupLengthBatchWindow, LengthBatchWindow, 
 #: engine attributes that processing changes (the rest is shared by forks)
 ENGINE_STATE = frozenset({
     "host", "statement_start", "_emitted", "_emit", "matchers", "windows", "_window_subs",
-    "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs", "errors",
+    "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs", "_split", "errors",
     "_next_check", "_routes"})
 #: attributes of the engine's host (runtime/host.py) that processing changes
 HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trace", "stats",
@@ -187,6 +187,8 @@ class Forker:
             d["_chains"] = ms
         if engine._pairs is not None:
             d["_pairs"] = ms
+        if engine._split is not None:
+            d["_split"] = [ms[m.slot] for m in engine._split]
 
     def own(self, part: Any, host: Host) -> Any:
         """A copy of a matcher or runner ``part`` for the engine whose host is ``host``."""

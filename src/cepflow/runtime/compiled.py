@@ -9,7 +9,14 @@ from typing import Any
 
 from cepflow.automaton.automaton import INITIAL, Automaton, Edge, Zone
 from cepflow.automaton.context import Context
-from cepflow.runtime.shapes import Chain, EsperPair, chain_of, esper_pair_of
+from cepflow.runtime.shapes import (
+    Chain,
+    EsperPair,
+    EsperRestart,
+    chain_of,
+    esper_pair_of,
+    esper_restart_of,
+)
 
 
 class CompiledPattern:
@@ -36,6 +43,7 @@ class CompiledPattern:
         "pair",
         "partitioned",
         "pos_states",
+        "restart",
         "select_copy",
         "single",
         "skips",
@@ -107,6 +115,9 @@ class CompiledPattern:
         #: Esper's ``every a = A(f) -> b = B(g, key) [within Δ]`` (runtime.shapes.EsperPair):
         #: stepped directly (Matcher._pair_step) and by the pair kernel
         self.pair: EsperPair | None = esper_pair_of(self) if fast_path else None
+        #: Esper's ``every (a = A(f) -> b = B(g[, key]))`` (runtime.shapes.EsperRestart): the
+        #: restart kernel's shape (kernels/restart.py, in the program split)
+        self.restart: EsperRestart | None = esper_restart_of(self) if fast_path else None
         #: Esper's ``every e = T(f)`` (one event per match): completed directly, inline in
         #: Matcher.process
         self.single = self._single_edge() if fast_path else None

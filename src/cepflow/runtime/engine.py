@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from threading import get_ident
 from typing import Any
@@ -65,6 +66,7 @@ from cepflow.runtime.kernels import (
     process_esper_batch,
     process_esper_columns,
 )
+from cepflow.runtime.kernels.split import process_split, split_kernels
 from cepflow.runtime.matcher import Matcher
 from cepflow.runtime.rows import MatchTable, Rows
 from cepflow.runtime.timers import BEFORE_EVENTS
@@ -156,8 +158,11 @@ class Engine:
         # Esper's `every a = A(f) -> b = B(g, key) [within Δ]` patterns: their column kernel
         # (CompiledPattern.pair is None without fast_path)
         self._pairs = (self.matchers if plain and self._chains is None and self.matchers
-                       and all(m.pattern.pair is not None and m.pattern.pair.columnar
-                               for m in self.matchers) else None)
+                       and all(m.pattern.pair is not None for m in self.matchers) else None)
+        #: the patterns a batch runs column-wise while the rest of the program runs per event
+        #: (runtime/kernels/split.py), when no whole-batch kernel takes the program
+        self._split = (split_kernels(self) if self._chains is None and self._pairs is None
+                       else None)
         for rule in program.rules:
             if rule.action is not None and rule.action not in host.actions and strict_actions:
                 known = ", ".join(sorted(host.actions)) or "none registered"
@@ -209,6 +214,53 @@ class Engine:
         return (-1 if n is None else n,
                 tuple(m.step_for(t) for m in self.subs_input.get(t, self.noise)),
                 tuple(self._window_subs.get(t, ())), self.host.rules.triggers(t))
+
+    @contextmanager
+    def replaying(self, steps: Mapping[int, Callable[[Event, Any], None]],
+                  types: Iterable[str]) -> Iterator[frozenset[str]]:
+        """Within the block, the input step of each matcher whose slot ``steps`` names is that
+        callable (the program split's replay of a kernel's plan, runtime/kernels/split.py), and
+        that matcher's timers do nothing (its plan ended its instances); yields which of
+        ``types`` something else reads — a matcher not replaced, a window statement, a rule —
+        so that its events must go through :meth:`process`."""
+        saved = dict(self._routes)
+        replaced = [self.matchers[k] for k in steps]
+        # (an instance attribute of its own, such as a profiler's wrapper, comes back after)
+        own = [m.__dict__.get("on_deadline") for m in replaced]
+        read = set()
+        try:
+            for t in {*types, *self._routes}:
+                n, old, runners, triggers = self._routes.get(t) or self._route(t)
+                ms = self.subs_input.get(t, self.noise)
+                self._routes[t] = (n, tuple(steps.get(m.slot, s)
+                                            for m, s in zip(ms, old, strict=True)),
+                                   runners, triggers)
+                if runners or triggers or any(m.slot not in steps for m in ms):
+                    read.add(t)
+            for m in replaced:
+                m.on_deadline = _no_deadline  # type: ignore[method-assign]
+            yield frozenset(read)
+        finally:
+            self._routes.clear()
+            self._routes.update(saved)
+            for m, before in zip(replaced, own, strict=True):
+                if before is None:
+                    del m.on_deadline
+                else:
+                    m.on_deadline = before  # type: ignore[method-assign]
+
+    def next_due(self) -> tuple[float, bool]:
+        """The earliest instant at which time passing does something — a pattern timer, a
+        window's expiry or batch close — and whether that happens before the events of that
+        instant (else only before later ones); ``inf`` when nothing is due."""
+        heap = self.host.timers.heap
+        due, before = (heap[0][0], heap[0][1] == BEFORE_EVENTS) if heap else (float("inf"),
+                                                                               True)
+        if self.windows:
+            w = self._window_due()
+            if w <= due:
+                due, before = w, True
+        return due, before
 
     # -- what the host holds, as the engine's users read it ----------------------------------
     @property
@@ -544,6 +596,11 @@ class Engine:
                     if self.host.failures:
                         self._report(out)
                     return out
+            if (self._split is not None and kernels and not self.host.pending
+                    and self.max_partial_matches is None):
+                found = process_split(self, self._split, events)
+                if found is not None:
+                    return found
             for e in events:
                 self._feed(e, out)
             return out
@@ -592,8 +649,8 @@ class Engine:
     def run(self, events: Iterable[Event], batch_size: int = 1 << 18) -> Iterator[ComplexEvent]:
         """Process a time-ordered stream lazily, yielding complex events as they are detected
         (in batches of ``batch_size`` events when the batch path applies)."""
-        if ((self._chains is None and self._pairs is None) or self.trace is not None
-                or self.on_error == "fail"):
+        if ((self._chains is None and self._pairs is None and self._split is None)
+                or self.trace is not None or self.on_error == "fail"):
             chunk_out: list[ComplexEvent] = []
             it = iter(events)
             while True:
@@ -670,6 +727,11 @@ class Engine:
                 m.start_clock(begun)
         # (a state saved after the input ended has no interval under way)
         self.host.stopped = bool(state.get("stopped"))
+
+
+def _no_deadline(token_id: int, z: int, start: float, emit: Any) -> None:
+    """A replayed matcher's timer (Engine.replaying): its plan already ended its instances."""
+
 
 
 def _has_expressions(program: Program) -> bool:

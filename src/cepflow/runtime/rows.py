@@ -99,28 +99,7 @@ class EventRows(Rows):
         return self.events
 
     def number(self, engine: Any) -> None:
-        counters = engine.host.counters
-        events, base = self.events, counters.input
-        if not self.n:
-            return
-        if counters.renumber:  # (after a restore: the saved stream's numbering goes on)
-            self._shifted = [(e, e.seq) for e in events if e.seq >= 0]
-            for e, seq in self._shifted:
-                e.seq = counters.continued(seq)
-        seqs = np.fromiter(map(_SEQ, events), dtype=np.int64, count=self.n)
-        low, high = int(seqs.min()), int(seqs.max())
-        if low >= 0:  # numbered already (the usual case): only the counter moves
-            counters.input = max(base, high + 1)
-            return
-        if high < 0:  # (none numbered: one C-level pass, half a Python loop's time)
-            deque(map(setattr, events, repeat("seq"), range(base, base + self.n)), maxlen=0)
-            counters.input = base + self.n
-            return
-        for e in events:
-            if e.seq < 0:
-                e.seq = counters.input
-            if e.seq >= counters.input:
-                counters.input = e.seq + 1
+        self._shifted = number_events(engine.host.counters, self.events)
 
     def unnumber(self) -> None:
         for e, seq in self._shifted:
@@ -306,6 +285,35 @@ class TypeColumns:
 
     def fields(self, t: str) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.schemas[t].param_names)}
+
+
+
+def number_events(counters: Any, events: Sequence[Event]) -> list[tuple[Event, int]]:
+    """Number ``events`` as the per-event engine numbers them one by one
+    (``Counters.number``), in one pass; returns the events a restore's numbering shifted, with
+    their reader's numbers (to undo it)."""
+    if not events:
+        return []
+    base = counters.input
+    shifted: list[tuple[Event, int]] = []
+    if counters.renumber:  # (after a restore: the saved stream's numbering goes on)
+        shifted = [(e, e.seq) for e in events if e.seq >= 0]
+        for e, seq in shifted:
+            e.seq = counters.continued(seq)
+    seqs = np.fromiter(map(_SEQ, events), dtype=np.int64, count=len(events))
+    low, high = int(seqs.min()), int(seqs.max())
+    if low >= 0:  # numbered already (the usual case): only the counter moves
+        counters.input = max(base, high + 1)
+    elif high < 0:  # (none numbered: one C-level pass, half a Python loop's time)
+        deque(map(setattr, events, repeat("seq"), range(base, base + len(events))), maxlen=0)
+        counters.input = base + len(events)
+    else:
+        for e in events:
+            if e.seq < 0:
+                e.seq = counters.input
+            if e.seq >= counters.input:
+                counters.input = e.seq + 1
+    return shifted
 
 
 

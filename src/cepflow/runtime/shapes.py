@@ -1,7 +1,8 @@
 """Which column kernel fits a compiled pattern: the shapes the kernels recognise in an
 automaton (Chain: a keyed sequence under chronicle, for kernels.chain; EsperPair: Esper's
-``every a = A(f) -> b = B(g, key) [within Δ]``, for kernels.pair). Facts of the compiled
-pattern, computed once (runtime.compiled)."""
+``every a = A(f) -> b = B(g, key) [within Δ]``, for kernels.pair; EsperRestart: Esper's
+``every (a = A(f) -> b = B(g[, key]))``, for kernels.restart). Facts of the compiled pattern,
+computed once (runtime.compiled)."""
 
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ class EsperPair:
     start policy *spawn*), ``B`` unified with ``a`` on one key, optionally in ``within Δ``;
     ``f`` reads only its own event — or the longer chain ``every a = A(f) -> b = B(g) -> c =
     C(h) …`` whose later stages each unify with ``a`` on that key and read only their own
-    event. Each ``A`` passing ``f`` opens an instance; it takes the first later event of the
+    event — or a single stage ``every a = A(f)`` (no key: each ``A`` passing ``f`` is a
+    match). Each ``A`` passing ``f`` opens an instance; it takes the first later event of the
     next stage's type and key passing that stage's filter, and completes at the last stage no
     later than Δ after the ``A`` (Esper: events are not consumed, so instances do not compete),
     else it expires."""
@@ -119,7 +121,7 @@ class EsperPair:
     key_b: int  # param of B unified with it
     window: float  # Δ in ms (inf without a within zone)
     zone: int | None
-    key_var: str  # the key variable (bound by A, unified by B)
+    key_var: str | None  # the key variable (bound by A, unified by B; None: a pair without)
     #: B's other bindings (param, variable): the ones it adds to A's
     b_new: tuple[tuple[int, str], ...]
     #: ``g`` reads only B's own fields, so the column kernel applies (else ``g`` also reads
@@ -133,8 +135,8 @@ class EsperPair:
     keys: tuple[int, ...] = ()
     #: per stage, the bindings (param, variable) it adds to the earlier stages'
     new: tuple[tuple[tuple[int, str], ...], ...] = ()
-    #: two stages: the matcher's direct per-event step (Matcher._pair_step) applies (a field,
-    #: not a property: Matcher.process reads it per event)
+    #: two stages on a key: the matcher's direct per-event step (Matcher._pair_step) applies
+    #: (a field, not a property: Matcher.process reads it per event)
     is_pair: bool = True
 
 
@@ -145,7 +147,15 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     event (the column kernel's case); a pair also when ``g`` reads ``a``'s fields."""
     auto = pattern.auto
     a = auto.spawn_edge()  # (context esper, spawn, not partitioned, no clock, one first edge)
-    if a is None or a.final or a.exits:
+    if a is not None and a.final:  # a single stage, every e = T(f): each event passing f
+        bound = [v for _, v in a.position.binds]
+        if (auto.zones or a.enters or a.exits or a.position.every
+                or set(auto.edges) != {INITIAL} or len(set(bound)) != len(bound)
+                or (a.position.filter is not None and not a.position.local)):
+            return None
+        return EsperPair(a, a, INITIAL, -1, -1, float("inf"), None, "", (), True, (a,), (),
+                         (), (tuple(a.position.binds),), False)
+    if a is None or a.exits:
         return None
     if a.position.filter is not None and not a.position.local:
         return None
@@ -181,6 +191,10 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
             return None
         shared = [(i, v) for i, v in e.position.binds if v in bound]
         kt = auto.key_index.get(s, {}).get(e.position.type)
+        if not shared and kt is None and len(stages) == 2:  # a pair without a key
+            keys.append(-1)
+            new.append(tuple(e.position.binds))
+            break
         if len(shared) != 1 or kt is None or shared[0] != kt or kt[1] not in dict(
                 (v, i) for i, v in a.position.binds):
             return None
@@ -191,8 +205,7 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         keys.append(kt[0])
         new.append(tuple((i, v) for i, v in e.position.binds if v != key_var))
         bound += [v for _, v in new[-1]]
-    assert key_var is not None
-    keys[0] = next(i for i, v in a.position.binds if v == key_var)
+    keys[0] = next((i for i, v in a.position.binds if v == key_var), -1)
     middle = stages[1:-1]
     if auto.zones:
         if len(auto.zones) != 1:
@@ -212,4 +225,59 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         return None
     return EsperPair(a, b, states[0], keys[0], keys[1], window, zone, key_var, new[1],
                      local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new),
-                     len(stages) == 2)
+                     len(stages) == 2 and key_var is not None)
+
+
+
+@dataclass
+class EsperRestart:
+    """A compiled pattern whose automaton is Esper's ``every (a = A(f) -> b = B(g))`` (start
+    policy *restart*: one instance at a time; when it completes, the next begins with the
+    events after), ``B`` optionally unified with ``a`` on one key, no window: the instance
+    takes the first ``A`` passing ``f``, then the first later ``B`` of its key on which ``g``
+    holds."""
+
+    first: Any  # Edge from the initial state
+    second: Any  # final Edge
+    state: int  # where the instance waits for B
+    key_b: int | None  # param of B unified with a's key variable (None: no key)
+    key_var: str | None
+    #: B's other bindings (param, variable): the ones it adds to A's
+    b_new: tuple[tuple[int, str], ...]
+
+
+
+def esper_restart_of(pattern: Any) -> EsperRestart | None:
+    """The restart shape of a compiled pattern (see :class:`EsperRestart`), else None."""
+    auto = pattern.auto
+    if (not auto.context.esper or auto.start != "restart" or auto.distinct or auto.forbids
+            or auto.partition_by or auto.clock is not None or auto.zones):
+        return None
+    init = auto.edges.get(INITIAL, {})
+    if len(init) != 1:
+        return None
+    ((_, es),) = init.items()
+    if len(es) != 1 or es[0].final:
+        return None
+    a = es[0]
+    out = auto.edges.get(a.target, {})
+    if set(auto.edges) != {INITIAL, a.target} or len(out) != 1:
+        return None
+    ((_, bs),) = out.items()
+    if len(bs) != 1 or not bs[0].final:
+        return None
+    b = bs[0]
+    if (a.position.every or b.position.every or a.enters or a.exits or b.enters or b.exits
+            or (a.position.filter is not None and not a.position.local)):
+        return None
+    a_vars = [v for _, v in a.position.binds]
+    b_vars = [v for _, v in b.position.binds]
+    if len(set(a_vars)) != len(a_vars) or len(set(b_vars)) != len(b_vars):
+        return None
+    shared = [(i, v) for i, v in b.position.binds if v in a_vars]
+    kt = auto.key_index.get(a.target, {}).get(b.position.type)
+    if len(shared) > 1 or (shared and shared[0] != kt) or (kt is not None and not shared):
+        return None
+    key_b, key_var = (None, None) if kt is None else kt
+    return EsperRestart(a, b, a.target, key_b, key_var,
+                        tuple((i, v) for i, v in b.position.binds if v != key_var))

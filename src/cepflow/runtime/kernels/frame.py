@@ -25,6 +25,19 @@ class Declined(Exception):
 
 def prepare(engine: Any, src: Rows) -> None:
     """Check order (and what the source checks), number the rows, move the clock."""
+    check_order(engine, src)
+    src.check(engine)
+    src.number(engine)
+    host = engine.host
+    host.stats.events += src.n
+    if src.n:
+        host.time = src.last_ts()
+
+
+
+def check_order(engine: Any, src: Rows) -> None:
+    """Raise EngineError, as the per-event engine does at the first such event, when a row is
+    older than the clock or than the row before it."""
     host = engine.host
     ts, n = src.ts, src.n
     if n and (ts[0] < host.time or bool((ts[1:] < ts[:-1]).any())):
@@ -33,11 +46,6 @@ def prepare(engine: Any, src: Rows) -> None:
         e = src.lookup(np.array([bad]))[bad]
         raise EngineError(f"event {e!r} at {e.ts} is older than {prev:g}; "
                           "order the input (cepflow.inputs.reorder) before feeding the engine")
-    src.check(engine)
-    src.number(engine)
-    host.stats.events += n
-    if n:
-        host.time = src.last_ts()
 
 
 

@@ -188,13 +188,21 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
                first_token + np.searchsorted(all_starts, p["new_rows"] * n_pairs + slot))
         open_ids, open_events = _leave_open(m, pr, p, ids, events)
         m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
-    # timers: the per-event path would have run those before last_ts (they only expire
-    # instances, done above); each pattern keeps one engine timer, for its first deadline
-    # (Matcher.schedule_zones, Matcher.materialize)
+    reschedule(host, matchers, last_ts)
+    return MatchTable(blocks, [], first_id, total, src)
+
+
+
+def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
+    """The timers of pair patterns after a batch that ended at ``last_ts``: the per-event path
+    would have run those before it (they only expire instances, which the batch did); each
+    pattern keeps one engine timer, for its first deadline (Matcher.schedule_zones,
+    Matcher.materialize)."""
     slots = {m.slot for m in matchers}
-    host.timers.keep(lambda h: not fired_before(h, last_ts)
-                     and not (h[4] == -1 and h[3] in slots))
-    for m, pr in zip(matchers, pairs, strict=True):
+    host.timers.keep(lambda h: h[3] not in slots or (not fired_before(h, last_ts)
+                                                     and h[4] != -1))
+    for m in matchers:
+        pr = m.pattern.pair
         m.deadlines = deque(d for d in m.deadlines if d[0] > last_ts)  # (Esper: fired at =)
         if pr.zone is None:
             continue
@@ -203,7 +211,9 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
             firsts.append(m.pending.events[0].ts + pr.window)
         if firsts:
             host.schedule(min(firsts), m, -1, pr.zone, min(firsts) - pr.window)
-    return MatchTable(blocks, [], first_id, total, src)
+
+
+
 
 
 
@@ -214,27 +224,41 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     (``match``) and at which row (``end_row``)."""
     src = cols.src
     stages = pr.stages
-    locs = [passing(e, cols) for e in stages]
+    # (a guard reading the earlier stages' fields is checked per candidate below)
+    locs = [passing(e, cols) if _local(e) else np.arange(len(cols.rows(e.position.type)))
+            for e in stages]
     stage_rows = [cols.rows(e.position.type)[loc] for e, loc in zip(stages, locs, strict=True)]
     new_rows = stage_rows[0]
+    if len(stages) == 1:  # every a = A(f): each row passing f is an instance that completes
+        k = len(new_rows)
+        return {"old": [], "pend_ids": [], "pend_events": [], "new_rows": new_rows,
+                "n_old": 0, "stage0": np.ones(k, np.int64), "stage": np.ones(k, np.int64),
+                "taken": new_rows[None, :].copy(), "end_row": new_rows.copy(),
+                "match": np.ones(k, bool), "alive": np.zeros(k, bool),
+                "age": np.arange(k, dtype=np.int64)}
     old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
     pend_ids, pend_events = (m.pending.ids, m.pending.events) if m.pending else ([], [])
     n = src.n
     span = n + 2
     ka = pr.keys[0]
     try:
-        pend_keys = as_column([e.params[ka] for e in pend_events])
-        a_keys = cols.column(stages[0].position.type, ka)[locs[0]]
-        if len(pend_keys) and len(a_keys) and pend_keys.dtype.kind != a_keys.dtype.kind:
-            pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
-        later = [cols.column(e.position.type, k)[loc]
-                 for e, k, loc in zip(stages[1:], pr.keys[1:], locs[1:], strict=True)]
-        if len({c.dtype.kind for c in later}) > 1:
-            later = [c.astype(object) for c in later]
-        i_code, b_code = _key_codes(np.concatenate([pend_keys, a_keys]) if len(pend_keys)
-                                    else a_keys,
-                                    np.concatenate(later) if len(later) > 1 else later[0],
-                                    [t.threads[0].bindings.get(pr.key_var) for t in old], span)
+        if pr.key_var is None:  # (a pair without a key: every instance may take every B)
+            later = [locs[1]]
+            i_code = np.zeros(len(old) + len(pend_ids) + len(new_rows), np.int64)
+            b_code = np.zeros(len(locs[1]), np.int64)
+        else:
+            pend_keys = as_column([e.params[ka] for e in pend_events])
+            a_keys = cols.column(stages[0].position.type, ka)[locs[0]]
+            if len(pend_keys) and len(a_keys) and pend_keys.dtype.kind != a_keys.dtype.kind:
+                pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
+            later = [cols.column(e.position.type, k)[loc]
+                     for e, k, loc in zip(stages[1:], pr.keys[1:], locs[1:], strict=True)]
+            if len({c.dtype.kind for c in later}) > 1:
+                later = [c.astype(object) for c in later]
+            i_code, b_code = _key_codes(
+                np.concatenate([pend_keys, a_keys]) if len(pend_keys) else a_keys,
+                np.concatenate(later) if len(later) > 1 else later[0],
+                [t.threads[0].bindings.get(pr.key_var) for t in old], span)
     except _Fallback:
         return None
     bounds = np.cumsum([0, *(len(c) for c in later)])
@@ -269,10 +293,15 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
         # Esper's timer:within fires before an event at its deadline: an event exactly Δ
         # after the A is too late (docs/esper.md, "One instant")
         ok = has & (src.ts[row] - i_ts[sel] < pr.window)
-        moved = sel[ok]
+        if not _local(stages[j]):
+            moved, row = _first_guarded(pr, j, sel[ok], q[ok], order, code_j, i_code, rows_j,
+                                        i_ts, cols, lambda q: _bindings(pr, old, pend_events,
+                                                                        new_rows, q, cols))
+        else:
+            moved, row = sel[ok], row[ok]
         stage[moved] = j + 1
-        taken[j, moved] = row[ok]
-        last[moved] = row[ok]
+        taken[j, moved] = row
+        last[moved] = row
     match = stage == len(stages)
     # an instance whose deadline is the batch's last instant expired before its last event
     # (Esper's timer fires first) unless that very event began it (Δ = 0: its timer is still
@@ -287,6 +316,85 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
             "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age}
+
+
+
+def _local(edge: Any) -> bool:
+    """Whether the stage's filter reads only its own event (else it is a guard on the earlier
+    stages' fields too, checked per candidate: _first_guarded)."""
+    return edge.position.filter is None or edge.position.local
+
+
+
+def _bindings(pr: EsperPair, old: list[Any], pend: list[Event], new_rows: np.ndarray, q: int,
+              cols: TypeColumns) -> dict[str, Any]:
+    """What instance ``q`` has bound before its second stage (old tokens, then pending rows,
+    then the batch's new instances)."""
+    if q < len(old):
+        return old[q].threads[0].bindings
+    q -= len(old)
+    if q < len(pend):
+        a = pend[q]
+    else:
+        r = int(new_rows[q - len(pend)])
+        a = cols.events(np.array([r]))[r]
+    return {v: a.params[i] for i, v in pr.new[0]}
+
+
+
+def _first_guarded(pr: EsperPair, j: int, sel: np.ndarray, q: np.ndarray, order: np.ndarray,
+                   code_j: np.ndarray, i_code: np.ndarray, rows_j: np.ndarray,
+                   i_ts: np.ndarray, cols: TypeColumns, bound: Any
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Stage ``j`` whose guard reads the earlier stages' fields (BlowOutTire's ``a2.tire1 <
+    1.2 and a1.tire1 > 2.0``): each instance ``sel[i]`` takes its first candidate — rows of
+    its key from sorted place ``q[i]`` on, within Δ — on which the guard holds, evaluated by
+    the compiled closure with the bindings the per-event step gives it (the instance's, then
+    the row's new ones), round after round over the instances still looking. These are the
+    very (instance, row) pairs the per-event engine evaluates; a failure declines the batch,
+    as do more evaluations than the batch is long times 4 (an unbounded wait: event by
+    event costs the same)."""
+    from cepflow.compiler.evaluator import current_sink
+
+    src = cols.src
+    flt = pr.stages[j].position.filter
+    new = pr.new[j]
+    sink = current_sink()
+    mark = len(sink) if sink is not None else 0
+    budget = 4 * src.n + 1000
+    got_inst: list[np.ndarray] = []
+    got_row: list[np.ndarray] = []
+    bindings: dict[int, dict[str, Any]] = {}
+    while len(sel):
+        cand = order[q]
+        row = rows_j[cand]
+        events = cols.events(row)
+        ok = np.zeros(len(sel), bool)
+        for i, (inst, r) in enumerate(zip(sel.tolist(), row.tolist(), strict=True)):
+            b = bindings.get(inst)
+            if b is None:
+                b = bindings[inst] = bound(inst)
+            e = events[r]
+            nb = dict(b)
+            for k, v in new:
+                nb[v] = e.params[k]
+            ok[i] = bool(flt(e, nb))
+        budget -= len(sel)
+        if (sink is not None and len(sink) > mark) or budget < 0:
+            if sink is not None:
+                del sink[mark:]
+            raise Declined("a guard failed on a row, or too many candidates: event by event")
+        got_inst.append(sel[ok])
+        got_row.append(row[ok])
+        sel, q = sel[~ok], q[~ok] + 1
+        has = q < len(order)
+        sel, q = sel[has], q[has]
+        cand = order[q]
+        keep = (code_j[cand] == i_code[sel]) & (src.ts[rows_j[cand]] - i_ts[sel] < pr.window)
+        sel, q = sel[keep], q[keep]
+    if not got_inst:
+        return sel, sel
+    return np.concatenate(got_inst), np.concatenate(got_row)
 
 
 
@@ -359,6 +467,23 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
 
 
 
+def pair_matches(m: Any, p: dict, inst: np.ndarray, events: Any, arity: dict[str, int]
+                 ) -> list[ComplexEvent]:
+    """The complex events of instances ``inst`` of the plan ``p`` (:func:`_pair_rows`) in that
+    order, as objects (match ids to be given by the caller: the program split replays them)."""
+    if not len(inst):
+        return []
+    pr = m.pattern.pair
+    p["as_rows"] = np.zeros(len(p["match"]), bool)
+    out: list[Any] = [None] * len(inst)
+    for block in _emit_pair(m, pr, p, inst, np.arange(len(inst)), 0, events,
+                            _select_fields(m, pr), arity):
+        for r, ce in zip(block.rank.tolist(), block.events, strict=True):
+            out[r] = ce
+    return out
+
+
+
 def _held(pr: EsperPair, p: dict, q: int, events: Any) -> tuple[list[Event], dict[str, Any]]:
     """Instance ``q``'s events and bindings after the batch (as the token path's thread holds
     them): what it held before, then the events it took in the batch."""
@@ -416,7 +541,7 @@ class _PairMatch(ComplexEvent):
             return self._params
         except AttributeError:
             evs = self._events
-            row = [x for e in evs for x in e.params] if len(evs) > 2 else [
+            row = [x for e in evs for x in e.params] if len(evs) != 2 else [
                 *evs[0].params, *evs[1].params]
             p = self._params = self._shape.get((*row, evs[-1].ts, None))
             return p

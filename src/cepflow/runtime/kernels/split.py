@@ -1,0 +1,203 @@
+"""A program split per statement: the patterns that fit a column kernel run column-wise over a
+batch while the rest of the program — other patterns, data-window statements, patterns over
+derived events, rules — runs per event, fed the kernel patterns' matches in the order and with
+the ids the per-event engine gives them (docs/architecture.md, "The program split").
+
+The kernel patterns (``Engine._split``: the pair kernel's shapes — single stages, pairs with or
+without a key and with guards on the first stage's fields, keyed chains — and the restart
+kernel's ``every (a -> b)``, reading input types no statement produces, their select lists
+unable to fail) are planned over the whole batch first (kernels.pair, kernels.restart: the rows
+that open instances, which complete where, with their complex events) — nothing changes yet,
+and a filter or guard failing on a row declines the batch.
+Then the engine steps, one by one, only the rows something else must see: a row of a type
+another pattern, a window statement or a rule reads, a row where a kernel pattern completes,
+and a row before which a timer or window instant is due. There the kernel pattern's step is a
+replay (Engine.replaying): it takes the next token id if the row opens one of its instances,
+and emits the matches planned at that row with the next match ids. The rows in between are
+numbered, counted and, where they open instances, given token ids in one step each. Last, the
+kernel patterns keep their open instances (as the pair kernel leaves them) with the token ids
+the replay gave, and their timers. Their own timers do nothing during the batch: an Esper
+pair's deadline only ends instances, which the plan did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cepflow.events.event import ComplexEvent, Event
+from cepflow.runtime.collector import gc_paused
+from cepflow.runtime.kernels.frame import Declined, check_order
+from cepflow.runtime.kernels.pair import _leave_open, _pair_rows, pair_matches, reschedule
+from cepflow.runtime.kernels.restart import Plan, plan_restart
+from cepflow.runtime.rows import EventRows, TypeColumns, number_events
+from cepflow.runtime.tokens import PendingRows
+
+
+def split_kernels(engine: Any) -> list[Any] | None:
+    """The patterns of ``engine`` a split batch runs column-wise (see the module docstring),
+    in engine order, or None when the split does not apply: no such pattern, or something
+    couples every event to the per-event order (patterns that see every event, rule actions,
+    which may emit events of any type)."""
+    program = engine.program
+    if engine.noise or not engine.matchers or any(r.action for r in program.rules):
+        return None
+    produced = {a.name for a in program.automata} | {w.name for w in program.windows}
+    from cepflow.compiler.evaluator import can_fail
+
+    chosen = [m for m in engine.matchers
+              if (m.pattern.pair is not None or m.pattern.restart is not None)
+              and not m.pattern.types & produced
+              and not any(can_fail(f) for f in m.pattern.auto.select or ())]
+    return chosen or None
+
+
+def process_split(engine: Any, kernels: list[Any], events: Sequence[Event]
+                  ) -> list[ComplexEvent] | None:
+    """Feed ``events`` (time-ordered) to ``engine``, the patterns ``kernels`` column-wise and
+    everything else per event; the complex events in detection order. None, having changed
+    nothing, when the kernel patterns cannot take the batch (a key they cannot code, a filter
+    failing on a row): feed it event by event then."""
+    with gc_paused():
+        src = EventRows(events)
+        if not src.n:
+            return []
+        check_order(engine, src)
+        src.check(engine)
+        cols = TypeColumns(src, engine.program.schemas)
+        try:
+            plans = [plan_restart(m, cols) if m.pattern.pair is None
+                     else _plan_pair(m, cols, engine.host.arity) for m in kernels]
+        except Declined:
+            return None
+        if any(p is None for p in plans):
+            return None
+        return _run(engine, kernels, plans, src)  # type: ignore[arg-type]
+
+
+def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
+    """The pair kernel's plan of ``m`` over the batch (kernels.pair), as the split takes it."""
+    pr = m.pattern.pair
+    p = _pair_rows(m, pr, cols)
+    if p is None:
+        return None
+    events = cols.src.lookup(np.zeros(0, np.int64))  # (an event batch: all its events)
+    inst = np.flatnonzero(p["match"])
+    at = p["end_row"][inst]
+    o = np.lexsort((p["age"][inst], at))
+    inst, at = inst[o], at[o]
+    out = pair_matches(m, p, inst, events, arity)
+
+    def commit(token_ids: np.ndarray) -> None:
+        if len(inst):
+            m.done = True
+        open_ids, open_events = _leave_open(m, pr, p, token_ids, events)
+        m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
+
+    return p["new_rows"], at.tolist(), out, commit
+
+
+class _Replay:
+    """The per-event step of the kernel patterns during a split batch: per pattern, the rows
+    that open an instance (their token ids taken in order) and the matches planned per row."""
+
+    def __init__(self, plans: list[Plan]) -> None:
+        self.row = -1
+        #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
+        rows = np.concatenate([p[0] for p in plans])
+        who = np.concatenate([np.full(len(p[0]), k, np.int64) for k, p in enumerate(plans)])
+        order = np.lexsort((who, rows))
+        self.start_rows, self.start_who = rows[order], who[order]
+        self.n_starts = len(order)
+        self.ids = np.zeros(len(order), np.int64)
+        self.next = 0  # the first instance without an id
+        #: per pattern: row -> its complex events completed at that row (ids to be given)
+        self.matches: list[dict[int, list[ComplexEvent]]] = []
+        for _, at, found, _ in plans:
+            by_row: dict[int, list[ComplexEvent]] = {}
+            for r, ce in zip(at, found, strict=True):
+                by_row.setdefault(r, []).append(ce)
+            self.matches.append(by_row)
+        self.match_rows = np.unique(np.array([r for _, at, _, _ in plans for r in at],
+                                             np.int64))
+
+    def ids_before(self, row: int, counters: Any) -> None:
+        """Token ids for the instances opened at rows before ``row`` (rows no per-event step
+        sees: nothing else takes ids there)."""
+        q = int(np.searchsorted(self.start_rows, row, side="left"))
+        k = self.next
+        if q > k:
+            self.ids[k:q] = np.arange(counters.token + 1, counters.token + 1 + q - k)
+            counters.token += q - k
+            self.next = q
+
+    def step(self, k: int, counters: Any) -> Any:
+        """Pattern ``k``'s step for the current row."""
+        matches = self.matches[k]
+
+        def replay(e: Event, emit: Any) -> None:
+            r = self.row
+            j = self.next
+            # (numpy scalars: only the stepped rows look, fewer than the starts to convert)
+            if j < self.n_starts and self.start_rows[j] == r and self.start_who[j] == k:
+                counters.token += 1
+                self.ids[j] = counters.token
+                self.next = j + 1
+            found = matches.get(r)
+            if found:
+                for ce in found:
+                    counters.match += 1
+                    ce.match_id = counters.match
+                    emit(ce)
+        return replay
+
+    def token_ids(self, k: int) -> np.ndarray:
+        """Pattern ``k``'s token ids, in the order of its plan's rows that open instances."""
+        return self.ids[self.start_who == k]
+
+
+def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: EventRows
+         ) -> list[ComplexEvent]:
+    host = engine.host
+    counters = host.counters
+    events = src.events
+    ts = src.ts
+    n = src.n
+    replay = _Replay(plans)
+    out: list[ComplexEvent] = []
+    with engine.replaying({m.slot: replay.step(k, counters) for k, m in enumerate(kernels)},
+                          src.type_names) as read:
+        # the rows another part of the program reads, and those where a kernel's pattern
+        # completes
+        code = np.array([t in read for t in src.type_names], dtype=bool)
+        visit = np.union1d(np.flatnonzero(code[src.codes]), replay.match_rows).tolist()
+        visit.append(n)
+        if engine.statement_start is None:
+            engine.start_statements(float(ts[0]))
+        i = v = 0
+        while i < n:
+            nxt = visit[v]
+            # a timer or window instant due before a row in between: that row is stepped
+            due, before = engine.next_due()
+            if nxt > i and due <= ts[nxt - 1]:
+                nxt = min(nxt, i + int(np.searchsorted(ts[i:nxt], due,
+                                                       side="left" if before else "right")))
+            if nxt > i:  # rows no per-event step sees
+                number_events(counters, events[i:nxt])
+                host.stats.events += nxt - i
+                host.time = events[nxt - 1].ts
+                replay.ids_before(nxt, counters)
+            if nxt >= n:
+                break
+            replay.row = nxt
+            out += engine.process(events[nxt])
+            if visit[v] == nxt:
+                v += 1
+            i = nxt + 1
+        replay.ids_before(n, counters)
+    for k, plan in enumerate(plans):
+        plan[3](replay.token_ids(k))
+    reschedule(host, [m for m in kernels if m.pattern.pair is not None], float(ts[-1]))
+    return out

@@ -1,0 +1,131 @@
+"""The program split (runtime/kernels/split.py): Esper pair and chain statements run
+column-wise while the rest of the program — patterns no kernel takes, data-window statements
+over the input and over the kernel statements' output, patterns over derived events, rules —
+runs per event. Over random programs and streams, batches cut anywhere, single events between
+them and a save/restore in the middle, it equals the per-event engine: the same complex events
+(parameters, parts, match ids), rule firings, statistics, open instances and saved state."""
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.esper.test_esper_kernel import (
+    FILTERS,
+    PAIR_FILTERS,
+    SCHEMA,
+    events,
+    state,
+    statements,
+    stream,
+)
+
+from cepflow.language import ast as A
+from cepflow.language.epl import parse_epl
+from cepflow.loader import load_module
+from cepflow.runtime.engine import Engine
+from cepflow.runtime.state import StateError, restore_state, save_state
+
+#: statements no kernel takes, over the input and over the kernel statements' output (P, Q)
+OTHERS = [
+    "@Name('D')\ninsert into D\nfrom pattern [every (x = A(x.v > 1) -> y = B(y.k = x.k))];\n",
+    "@Name('F')\ninsert into F\nselect x.k as k\nfrom pattern [every x = A(x.v > 0) -> "
+    "y = B(y.k = x.k and y.v > x.v) where timer:within(3 msec)];\n",
+    "@Name('W')\ninsert into W\nselect count(*) as c, sum(x) as s\nfrom A.win:time(4 msec);\n",
+    "@Name('TB')\ninsert into TB\nselect count(*) as c\nfrom B.win:time_batch(3 msec);\n",
+    "@Name('G')\ninsert into G\nfrom pattern [every p = P -> x = A "
+    "where timer:within(5 msec)];\n",
+    "@Name('WP')\ninsert into WP\nselect count(*) as c\n"
+    "from pattern [every p = P].win:length(2);\n",
+    "@Name('H')\ninsert into H\nfrom pattern [every q = Q -> p = P];\n",
+]
+
+
+@st.composite
+def restarts(draw: st.DrawFn) -> str:
+    """``every (a = T(f) -> b = T(g))``, ``g`` with or without a key, perhaps reading a's
+    fields (the restart kernel, kernels/restart.py)."""
+    f = draw(st.sampled_from(FILTERS)).format(a="a")
+    g = draw(st.sampled_from([*FILTERS, *PAIR_FILTERS, "b.v >= a.v + 2"])).format(a="b")
+    if draw(st.booleans()):
+        g = f"({g}) and a.k = b.k" if g else "a.k = b.k"
+    ta, tb = draw(st.sampled_from(["A", "B"])), draw(st.sampled_from(["A", "B"]))
+    select = draw(st.sampled_from(["", "select a.v as av, b.x as bx, current_timestamp() as t "]))
+    name = draw(st.sampled_from(["R", "S"]))
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every "
+            f"(a = {ta}({f}) -> b = {tb}({g}))];\n")
+
+
+def rows(found) -> list:
+    return [(m.type, m.ts, tuple(m.event_refs), m.params, m.match_id) for m in found]
+
+
+def program(kernel_stmts: list[str], others: list[str]):
+    names = set()
+    text = ""
+    for s in kernel_stmts:
+        name = s.split("'")[1]
+        if name not in names:
+            names.add(name)
+            text += s
+    for o in others:
+        reads = [n for n in ("P", "Q") if f"= {n}" in o or f"{n}]" in o]
+        if all(r in names for r in reads):
+            text += o
+    prog = load_module(parse_epl(SCHEMA + text))
+    # rules without an action: they count firings (the split takes no registered action)
+    prog.rules.append(A.RuleDecl("r", tuple(A.PatternRef(a.name) for a in prog.automata),
+                                 None))
+    return prog
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(statements(), restarts()), min_size=1, max_size=3),
+       st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
+       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_split_equals_event_by_event(kernel_stmts, others, spec, cuts, restore_at) -> None:
+    prog = program(kernel_stmts, others)
+    one = Engine(prog)
+    many = Engine(prog)
+    split = many._split
+    if split is None:  # (every statement a kernel or none: not this test's case)
+        return
+    assert all(m.pattern.pair is not None or m.pattern.restart is not None for m in split)
+    ref = rows([m for e in events(spec) for m in one.process(e)])
+    evs = events(spec)
+    bounds = sorted({0, len(spec), *(min(c, len(spec)) for c in cuts)})
+    restore_at = min(restore_at, len(spec))
+    got = []
+    for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        if n % 2 and hi > lo:  # one event on its own between batches
+            got += rows(many.process(evs[lo]))
+            lo += 1
+        if lo <= restore_at < hi:  # save and restore in the middle of the stream
+            got += rows(many.process_batch(evs[lo:restore_at]))
+            try:
+                saved = save_state(many)
+            except StateError:  # (a NaN key: JSON cannot hold it)
+                saved = None
+            if saved is not None:
+                stats = many.stats
+                many = restore_state(Engine(prog), saved)
+                many.host.stats = stats  # (statistics are no part of the saved state)
+            lo = restore_at
+        got += rows(many.process_batch(evs[lo:hi]))
+    assert got == ref
+    assert many.stats == one.stats
+    assert state(many) == state(one)
+    assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
+    assert many.partial_matches() == one.partial_matches()
+
+
+def test_motorbike_splits_kernels_from_the_rest() -> None:
+    """The motorbike set: GhostRider (one event), BlowOutTire (a pair whose guard reads a1's
+    fields), DriverLeftSeat (every (a -> b)) and Crash (a keyed pair) run in the kernels; the
+    statements over derived events per event."""
+    from pathlib import Path
+
+    from cepflow.loader import load
+
+    prog = load(Path(__file__).parents[2] / "examples" / "motorbike" / "motorbike.epl")
+    assert [m.name for m in Engine(prog)._split] == ["GhostRider", "BlowOutTire",
+                                                     "DriverLeftSeat", "Crash"]
