@@ -44,13 +44,19 @@ class MovingAverage:
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"movingAverage window must be a positive integer, got {window!r}")
         self._values: deque[float] = deque(maxlen=window)
+        self._mean: Any = None
 
     def add(self, value: Any) -> None:
-        self._values.append(value)
+        values = self._values
+        values.append(value)
+        # recomputed exactly (not the running sum) so equal histories give equal floats;
+        # once per observation, not per read (a frame reads each average twice)
+        self._mean = sum(values) / len(values)
 
     def value(self) -> Any:
-        # recomputed exactly (not the running sum) so equal histories give equal floats
-        return sum(self._values) / len(self._values)
+        if self._mean is None:
+            raise ZeroDivisionError("movingAverage of no value")  # as sum/len of nothing
+        return self._mean
 
 
 class FunctionRegistry:

@@ -64,6 +64,27 @@ class History:
         """The attributes of class ``cls`` that some site observes."""
         return frozenset(self._observed[cls])
 
+    def sites_of(self, cls: str, feature: str) -> list[HistoryRel]:
+        """The sites observing attribute ``feature`` of class ``cls`` (none: an empty list)."""
+        return self._observed[cls].get(feature, [])
+
+    def observe(self, site: HistoryRel, objects: list[str], values: list[Any]
+                ) -> list[tuple[str, Any, Any]]:
+        """One commit's observations of ``site``'s attribute, for objects that existed before
+        it and that it neither creates nor deletes, at most once each (a frame's block, the
+        query engine's bulk path): ``(object, old, new)`` for every value that changed — what
+        :meth:`apply_changes` gives for the same sets."""
+        state = self._state[site]
+        out = []
+        for obj, value in zip(objects, values, strict=True):
+            acc = state[obj]
+            old = acc.value()
+            acc.add(value)
+            new = acc.value()
+            if new != old:
+                out.append((obj, old, new))
+        return out
+
     def apply_changes(self, changes: Iterable[Change]) -> list[HistoryChange]:
         """:meth:`apply` for a commit's changes — or only those that matter here (the sets
         of observed attributes, the creations and deletions of their classes' objects, in
