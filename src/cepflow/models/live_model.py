@@ -16,8 +16,6 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import repeat
-from operator import attrgetter, getitem, setitem
 from types import TracebackType
 from typing import Any
 
@@ -115,11 +113,6 @@ def _no_reference(cls: ModelClass, feature: str) -> str:
 
 ObjRef = MObject | str
 _NOTHING: Any = object()
-_CLASS_NAME = attrgetter("cls.name")
-_ATTRS = attrgetter("_attrs")
-_ID = attrgetter("id")
-_MODEL = attrgetter("model")
-_ALIVE = attrgetter("alive")
 
 
 class Model:
@@ -385,6 +378,7 @@ class Model:
         if len(columns) != len(features):
             raise ModelError(f"{len(features)} attribute(s) and {len(columns)} column(s)")
         features = tuple(features)
+        columns = [c if isinstance(c, list | tuple) else list(c) for c in columns]
         for f in features:
             if f.__class__ is not str:
                 raise ModelError(f"attribute names are strings, got {f!r}")
@@ -401,20 +395,20 @@ class Model:
 
     def _set_block(self, objects: Sequence[ObjRef], features: tuple[str, ...],
                    columns: Sequence[Sequence[Any]]) -> int:
-        block = self._float_block(objects, features, columns)
-        if block is not None:
-            self._log.append(block)
-            return block.size
         n = len(objects)
         ids: list[str] = []
         classes: list[str] = []
         old: list[list[Any]] = [[None] * n for _ in features]
         new: list[list[Any]] = [[None] * n for _ in features]
-        cols = list(zip(features, columns, old, new, strict=True))
         block = AttributeBlock(ids, classes, features, old, new, 0)
+        # one pass over the objects (each object and its values touched once), the columns
+        # that set nothing left out
+        cols = [(f, c, o, v) for f, c, o, v in zip(features, columns, old, new, strict=True)
+                if c.count(None) != n]
+        add_id, add_class = ids.append, classes.append
+        floats_of = self._floats
         size = 0
         i = 0
-        floats_of = self._floats
         try:
             for i, obj in enumerate(objects):  # (i names the bad object)
                 if obj.__class__ is MObject and obj.model is self and obj.alive:  # type: ignore[union-attr]
@@ -422,19 +416,19 @@ class Model:
                 else:
                     o = self._live(obj)
                 cls = o.cls
-                ids.append(o.id)
-                classes.append(cls.name)
-                floats = floats_of.get(cls.name) or self._float_attributes(cls)
+                name = cls.name
+                add_id(o.id)
+                add_class(name)
+                floats = floats_of.get(name) or self._float_attributes(cls)
                 attrs = o._attrs
                 for feature, column, olds, news in cols:
                     value = column[i]
                     if value is None:
                         continue
-                    if type(value) is not float or feature not in floats:
+                    if value.__class__ is not float or feature not in floats:
                         value = self._coerce(cls, o.id, feature, value)
                     olds[i] = attrs[feature]
-                    news[i] = value
-                    attrs[feature] = value
+                    attrs[feature] = news[i] = value
                     size += 1
         except ModelError as e:
             block.size = size
@@ -443,41 +437,6 @@ class Model:
         block.size = size
         self._log.append(block)
         return size
-
-    def _float_block(self, objects: Sequence[ObjRef], features: tuple[str, ...],
-                     columns: Sequence[Sequence[Any]]) -> AttributeBlock | None:
-        """:meth:`_set_block` for the usual frame, a column at a time: live objects of this
-        model, every column all floats (for float attributes of every object's class) or all
-        None. None (nothing done) otherwise: then the block goes value by value."""
-        if set(map(type, objects)) != {MObject} or set(map(_MODEL, objects)) != {self} \
-                or not all(map(_ALIVE, objects)):
-            return None  # (ids, or objects of another model or deleted)
-        kinds = [set(map(type, column)) for column in columns]
-        if any(k != {float} and k != {type(None)} for k in kinds):
-            return None
-        classes = list(map(_CLASS_NAME, objects))
-        for cls in set(classes):
-            floats = self._floats.get(cls) or self._float_attributes(self.metamodel[cls])
-            if any(k == {float} and f not in floats
-                   for f, k in zip(features, kinds, strict=True)):
-                return None
-        attrs = list(map(_ATTRS, objects))
-        n = len(objects)
-        old: list[list[Any]] = []
-        new: list[list[Any]] = []
-        size = 0
-        for feature, column, k in zip(features, columns, kinds, strict=True):
-            if k == {float}:
-                names = repeat(feature, n)
-                old.append(list(map(getitem, attrs, names)))
-                new.append(list(column))
-                names = repeat(feature, n)
-                deque(map(setitem, attrs, names, column), maxlen=0)
-                size += n
-            else:
-                old.append([None] * n)
-                new.append([None] * n)
-        return AttributeBlock(list(map(_ID, objects)), classes, features, old, new, size)
 
     def _undo_block(self, block: AttributeBlock) -> None:
         """Give the objects of ``block`` their old values back (last set first)."""
