@@ -60,16 +60,31 @@ class AttributeBlock:
     any other reader of the commit gets the same changes, made when it asks).
     """
 
-    __slots__ = ("classes", "features", "new", "objects", "old", "size")
+    __slots__ = ("_classes", "_ids", "features", "new", "old", "size", "targets")
 
-    def __init__(self, objects: list[str], classes: list[str], features: tuple[str, ...],
-                 old: list[list[Any]], new: list[list[Any]], size: int) -> None:
-        self.objects = objects
-        self.classes = classes
+    def __init__(self, targets: list[Any], features: tuple[str, ...], old: list[list[Any]],
+                 new: list[list[Any]], size: int) -> None:
+        self.targets = targets  # the objects (MObjects), ids and classes read when asked
         self.features = features
         self.old = old
         self.new = new
         self.size = size  # how many sets (values that are not None)
+        self._ids: list[str] | None = None
+        self._classes: list[str] | None = None
+
+    @property
+    def objects(self) -> list[str]:
+        """The objects' ids."""
+        if self._ids is None:
+            self._ids = [o.id for o in self.targets]
+        return self._ids
+
+    @property
+    def classes(self) -> list[str]:
+        """The objects' class names."""
+        if self._classes is None:
+            self._classes = [o.cls.name for o in self.targets]
+        return self._classes
 
     def changes(self) -> Iterator[Change]:
         """The block as elementary changes, in order."""

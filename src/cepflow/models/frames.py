@@ -76,7 +76,7 @@ class FrameLayout:
         self._parts: dict[str, dict[Any, MObject]] = {}  # root -> part -> the part object
         # root -> (model, the parts its last frame named, their objects): apply_frame's
         # shortcut for a frame naming the same parts
-        self._known: dict[str, tuple[Model, list[Any], list[MObject | None]]] = {}
+        self._known: dict[str, tuple[Model, tuple[Any, ...], list[MObject]]] = {}
 
     def apply(self, model: Model, key: str, rows: Iterable[Sequence[Any]]) -> int:
         """Apply one frame of root ``key`` to ``model``; returns the number of elementary
@@ -126,13 +126,15 @@ class FrameLayout:
             seen = known.get(key)
             if seen is not None and seen[0] is model:
                 rows = rows if isinstance(rows, list | tuple) else list(rows)
-                if all(map(width.__eq__, map(len, rows))) \
-                        and list(map(_PART, rows)) == seen[1] and all(map(alive, seen[2])):
-                    block.segment(key, rows)
-                    block.objects.extend(seen[2])
-                    for i, column in enumerate(block.columns, start=1):
-                        column.extend(map(itemgetter(i), rows))
-                    continue
+                if rows and set(map(len, rows)) == {width}:
+                    parts_then_values = tuple(zip(*rows, strict=True))  # parts, then values
+                    if parts_then_values[0] == seen[1] and all(map(alive, seen[2])):
+                        block.segment(key, rows)
+                        block.objects.extend(seen[2])
+                        for column, values in zip(block.columns, parts_then_values[1:],
+                                                  strict=True):
+                            column.extend(values)
+                        continue
             if key not in model:  # (the readings before it first: the frame's order)
                 changes += self._flush(model, block)
             created, parts = self._root(model, key)
@@ -151,7 +153,7 @@ class FrameLayout:
                 parts[row[0]] = self._create(model, key, row[0], row, n)
                 changes += 2
                 block.segment(key, rows, n + 1)
-            names = list(map(_PART, rows))
+            names = tuple(map(_PART, rows))
             objs = [parts.get(p) for p in names]
             if None not in objs:
                 known[key] = (model, names, objs)

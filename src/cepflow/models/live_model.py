@@ -396,16 +396,15 @@ class Model:
     def _set_block(self, objects: Sequence[ObjRef], features: tuple[str, ...],
                    columns: Sequence[Sequence[Any]]) -> int:
         n = len(objects)
-        ids: list[str] = []
-        classes: list[str] = []
+        targets: list[MObject] = []
         old: list[list[Any]] = [[None] * n for _ in features]
         new: list[list[Any]] = [[None] * n for _ in features]
-        block = AttributeBlock(ids, classes, features, old, new, 0)
+        block = AttributeBlock(targets, features, old, new, 0)
         # one pass over the objects (each object and its values touched once), the columns
         # that set nothing left out
         cols = [(f, c, o, v) for f, c, o, v in zip(features, columns, old, new, strict=True)
                 if c.count(None) != n]
-        add_id, add_class = ids.append, classes.append
+        add = targets.append
         floats_of = self._floats
         size = 0
         i = 0
@@ -415,11 +414,9 @@ class Model:
                     o: MObject = obj  # type: ignore[assignment]
                 else:
                     o = self._live(obj)
+                add(o)
                 cls = o.cls
-                name = cls.name
-                add_id(o.id)
-                add_class(name)
-                floats = floats_of.get(name) or self._float_attributes(cls)
+                floats = floats_of.get(cls.name) or self._float_attributes(cls)
                 attrs = o._attrs
                 for feature, column, olds, news in cols:
                     value = column[i]
@@ -440,9 +437,8 @@ class Model:
 
     def _undo_block(self, block: AttributeBlock) -> None:
         """Give the objects of ``block`` their old values back (last set first)."""
-        objects = self._objects
-        for i in range(len(block.objects) - 1, -1, -1):
-            attrs = objects[block.objects[i]]._attrs
+        for i in range(len(block.targets) - 1, -1, -1):
+            attrs = block.targets[i]._attrs
             for j in range(len(block.features) - 1, -1, -1):
                 if block.new[j][i] is not None:
                     attrs[block.features[j]] = block.old[j][i]

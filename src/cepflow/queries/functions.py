@@ -53,6 +53,20 @@ class MovingAverage:
         # once per observation, not per read (a frame reads each average twice)
         self._mean = sum(values) / len(values)
 
+    @staticmethod
+    def observe_all(accumulators: list[MovingAverage], values: list[Any]
+                    ) -> tuple[list[Any], list[Any]]:
+        """``add`` one value to each accumulator: (the values before, after) — one loop for
+        a frame's block (History.observe), the same arithmetic."""
+        olds = [acc._mean for acc in accumulators]
+        news = []
+        for acc, value in zip(accumulators, values, strict=True):
+            window = acc._values
+            window.append(value)
+            acc._mean = mean = sum(window) / len(window)
+            news.append(mean)
+        return olds, news
+
     def value(self) -> Any:
         if self._mean is None:
             raise ZeroDivisionError("movingAverage of no value")  # as sum/len of nothing

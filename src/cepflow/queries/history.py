@@ -74,16 +74,20 @@ class History:
         it and that it neither creates nor deletes, at most once each (a frame's block, the
         query engine's bulk path): ``(object, old, new)`` for every value that changed — what
         :meth:`apply_changes` gives for the same sets."""
-        state = self._state[site]
-        out = []
-        for obj, value in zip(objects, values, strict=True):
-            acc = state[obj]
-            old = acc.value()
-            acc.add(value)
-            new = acc.value()
-            if new != old:
-                out.append((obj, old, new))
-        return out
+        accumulators = list(map(self._state[site].__getitem__, objects))
+        factory = self.functions.history[site.function]
+        # (a class's own observe_all only: a subclass may change add or value)
+        observe_all = vars(factory).get("observe_all") if isinstance(factory, type) else None
+        if observe_all is not None:
+            olds, news = observe_all(accumulators, values)
+        else:
+            olds, news = [], []
+            for acc, value in zip(accumulators, values, strict=True):
+                olds.append(acc.value())
+                acc.add(value)
+                news.append(acc.value())
+        return [(obj, old, new) for obj, old, new in zip(objects, olds, news, strict=True)
+                if new != old]
 
     def apply_changes(self, changes: Iterable[Change]) -> list[HistoryChange]:
         """:meth:`apply` for a commit's changes — or only those that matter here (the sets

@@ -115,6 +115,18 @@ class _BulkRoute:
 _NO_BULK: Any = _BulkRoute((), ())  # the route of a value some body cannot take in bulk
 
 
+class _Layout:
+    """A block's objects as the bulk path reads them (:meth:`QueryEngine._bulk_layout`)."""
+
+    __slots__ = ("distinct", "groups", "ids")
+
+    def __init__(self, ids: frozenset[str], distinct: bool,
+                 groups: list[list[tuple[_BulkRoute, list[int], list[str]]]]) -> None:
+        self.ids = ids
+        self.distinct = distinct  # no object twice, no attribute twice
+        self.groups = groups  # per attribute: (route, positions, their ids)
+
+
 def _pick(rows: list[int], values: list[Any]) -> list[Any]:
     """``values`` at positions ``rows``."""
     if len(rows) == 1:
@@ -165,8 +177,7 @@ class QueryEngine:
         self.bulk = bulk
         self._bulk_bodies: dict[BodyPlanner, BulkBody] = {}
         self._bulk_routes: dict[tuple[str, str], _BulkRoute | None] = {}
-        self._bulk_layouts: dict[tuple[tuple[str, ...], tuple[str, ...]],
-                                 list[list[tuple[_BulkRoute, list[int]]]]] = {}
+        self._bulk_layouts: dict[tuple[tuple[str, ...], tuple[Any, ...]], _Layout] = {}
         self._functions = {**BUILTINS, **queries.functions.plain}
         self._history = History(queries.history_sites(), queries.functions, self._mm)
         for name in queries.order:
@@ -388,35 +399,30 @@ class QueryEngine:
         ordinary: list[Change] = []
         for e in entries:
             (blocks if e.__class__ is AttributeBlock else ordinary).append(e)  # type: ignore[arg-type]
-        objects: set[str] = set()
-        count = 0
-        for b in blocks:
-            if len(set(b.features)) != len(b.features):
-                return False
-            objects.update(b.objects)
-            count += len(b.objects)
-        if len(objects) != count or any(ch.obj in objects for ch in ordinary):
+        layouts = [self._bulk_layout(b) for b in blocks]
+        objects = layouts[0].ids if len(layouts) == 1 else \
+            frozenset().union(*(layout.ids for layout in layouts))
+        if not all(layout.distinct for layout in layouts) or len(objects) != sum(
+                len(layout.ids) for layout in layouts) or any(
+                ch.obj in objects for ch in ordinary):
             return False
         # the values each (class, attribute) of the blocks changes, and how
-        plans: list[tuple[AttributeBlock, list[list[tuple[_BulkRoute, list[int]]]]]] = []
-        for b in blocks:
-            groups = self._bulk_groups(b)
-            for news, routes in zip(b.new, groups, strict=True):
-                for route, rows in routes:
+        for b, layout in zip(blocks, layouts, strict=True):
+            for news, routes in zip(b.new, layout.groups, strict=True):
+                for route, rows, _ in routes:
                     if route is _NO_BULK and _pick(rows, news).count(None) != len(rows):
                         return False  # a value some body cannot take in bulk is set
-            plans.append((b, groups))
         if ordinary:
             self._apply(ordinary)
         changed: dict[Relation, ValueChanges] = {}
         relations = self._relations
         history = self._history
-        for b, groups in plans:
-            for olds, news, routes in zip(b.old, b.new, groups, strict=True):
-                for route, rows in routes:
+        for b, layout in zip(blocks, layouts, strict=True):
+            for olds, news, routes in zip(b.old, b.new, layout.groups, strict=True):
+                for route, rows, objs in routes:
                     if route is _NO_BULK:
                         continue
-                    objs, old, new = _pick(rows, b.objects), _pick(rows, olds), _pick(rows, news)
+                    old, new = _pick(rows, olds), _pick(rows, news)
                     if None in new:  # (not set in this block)
                         kept = [r for r, v in enumerate(new) if v is not None]
                         objs, old, new = _pick(kept, objs), _pick(kept, old), _pick(kept, new)
@@ -444,26 +450,30 @@ class QueryEngine:
             rel.replace_values(before, after)
         return True
 
-    def _bulk_groups(self, block: AttributeBlock) -> list[list[tuple[_BulkRoute, list[int]]]]:
-        """Per attribute of ``block``, its objects (positions) grouped by what their value
-        updates (``_NO_BULK``: some body cannot take it in bulk). Kept per list of classes
-        (a frame's blocks repeat it)."""
-        key = (block.features, tuple(block.classes))
-        groups = self._bulk_layouts.get(key)
-        if groups is None:
+    def _bulk_layout(self, block: AttributeBlock) -> _Layout:
+        """What ``block``'s objects are (ids, distinct?) and, per attribute, its objects
+        grouped by what their value updates (``_NO_BULK``: some body cannot take it in
+        bulk) — kept per list of objects and attributes: a frame's blocks repeat theirs."""
+        key = (block.features, tuple(block.targets))
+        layout = self._bulk_layouts.get(key)
+        if layout is None:
+            ids, classes = block.objects, block.classes
             groups = []
             for feature in block.features:
                 by_route: dict[_BulkRoute, list[int]] = {}
-                for i, cls in enumerate(block.classes):
+                for i, cls in enumerate(classes):
                     route = self._bulk_route(cls, feature)
                     if route is not None:
                         route = _NO_BULK if route is False else route
                         by_route.setdefault(route, []).append(i)  # type: ignore[arg-type]
-                groups.append(list(by_route.items()))
+                groups.append([(route, rows, _pick(rows, ids))
+                               for route, rows in by_route.items()])
+            layout = _Layout(frozenset(ids), len(set(ids)) == len(ids) and len(
+                set(block.features)) == len(block.features), groups)
             if len(self._bulk_layouts) > 64:  # (frames of ever other bodies: no reuse)
                 self._bulk_layouts.clear()
-            self._bulk_layouts[key] = groups
-        return groups
+            self._bulk_layouts[key] = layout
+        return layout
 
     def _bulk_route(self, cls: str, feature: str) -> _BulkRoute | bool | None:
         """What a block's ``set`` of ``feature`` of a ``cls`` updates (None: nothing), or
