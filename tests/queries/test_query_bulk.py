@@ -24,6 +24,7 @@ from cepflow.queries import (
     QueryEventSource,
     compile_queries,
 )
+from cepflow.queries.incremental import BULK_MIN
 from cepflow.queries.naive import evaluate
 
 MM = parse_metamodel("""
@@ -96,6 +97,7 @@ class Pair:
         self.model.subscribe(self.history.apply)  # the oracle's own history
         self.layout = FrameLayout(MM, "Body", LAYOUT_ATTRIBUTES)
         self.bulk = QueryEngine(self.model, QUERIES)
+        self.bulk.bulk_min = 0  # (small frames: the bulk path all the same)
         self.reference = QueryEngine(self.model, QUERIES, bulk=False)
         self.events = [QueryEventSource(e, SPECS) for e in (self.bulk, self.reference)]
         self.ts = 0
@@ -173,6 +175,20 @@ def test_a_steady_frame_takes_the_bulk_path_and_crosses_thresholds():
     assert pair.reference.matches("raised") and pair.reference.matches("wide")
     oracle = evaluate(QUERIES, pair.model, pair.history)
     assert all(pair.bulk.matches(q) == oracle[q] for q in QUERIES.queries)
+
+
+def test_small_frames_go_change_by_change_unless_asked():
+    """Below ``bulk_min`` changes a commit goes the reference way (the bulk path's fixed
+    cost); at or above it, the bulk way."""
+    pair = Pair()
+    pair.bulk.bulk_min = BULK_MIN
+    bodies = BULK_MIN // 4  # 2 readings of 2 values each per body
+    frame = [(i, [("Hand", 1.0, 1.0, None), ("Head", 0.0, 0.0, None)]) for i in range(bodies)]
+    pair.step(("frame", frame))
+    pair.step(("frame", frame[:-1]))
+    assert pair.taken == 0
+    pair.step(("frame", frame))
+    assert pair.taken == 1
 
 
 def test_a_value_read_as_a_parameter_leaves_the_commit_to_the_reference():

@@ -100,6 +100,9 @@ class _Routes:
 
 Modifier = Callable[[Any, Any, Any], None]
 
+#: the default :attr:`QueryEngine.bulk_min`
+BULK_MIN = 256
+
 
 class _BulkRoute:
     """What a block's value of one (class, attribute) updates: the history sites observing
@@ -175,6 +178,10 @@ class QueryEngine:
         #: take attribute blocks column-wise (:mod:`cepflow.queries.bulk`); False: change by
         #: change, the reference the bulk path is tested against
         self.bulk = bulk
+        #: a commit of fewer changes goes change by change even with blocks: the bulk path's
+        #: fixed cost (numpy calls per body and frame, ~0.5 ms) exceeds its gain below about
+        #: six gesture bodies (benchmarks/README.md, gesture_live)
+        self.bulk_min = BULK_MIN
         self._bulk_bodies: dict[BodyPlanner, BulkBody] = {}
         self._bulk_routes: dict[tuple[str, str], _BulkRoute | None] = {}
         self._bulk_layouts: dict[tuple[tuple[str, ...], tuple[Any, ...]], _Layout] = {}
@@ -307,6 +314,7 @@ class QueryEngine:
     def _on_commit(self, commit: Commit) -> None:
         changes = commit.changes
         if not (self.bulk and changes.__class__ is BlockChanges
+                and len(changes) >= self.bulk_min
                 and self._bulk(changes.entries)):  # type: ignore[union-attr]
             self._apply(changes)
         self._settle(commit)
