@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepflow.models import BlockChanges, Model, ModelError, parse_metamodel
+from cepflow.models.changes import BLOCK_MIN
 from cepflow.models.frames import FrameError, FrameLayout
 from cepflow.queries import (
     FunctionRegistry,
@@ -24,7 +25,6 @@ from cepflow.queries import (
     QueryEventSource,
     compile_queries,
 )
-from cepflow.queries.incremental import BULK_MIN
 from cepflow.queries.naive import evaluate
 
 MM = parse_metamodel("""
@@ -96,6 +96,7 @@ class Pair:
         self.history.reset(self.model)
         self.model.subscribe(self.history.apply)  # the oracle's own history
         self.layout = FrameLayout(MM, "Body", LAYOUT_ATTRIBUTES)
+        self.layout.block_min = 0  # (small frames: blocks all the same)
         self.bulk = QueryEngine(self.model, QUERIES)
         self.bulk.bulk_min = 0  # (small frames: the bulk path all the same)
         self.reference = QueryEngine(self.model, QUERIES, bulk=False)
@@ -181,8 +182,9 @@ def test_small_frames_go_change_by_change_unless_asked():
     """Below ``bulk_min`` changes a commit goes the reference way (the bulk path's fixed
     cost); at or above it, the bulk way."""
     pair = Pair()
-    pair.bulk.bulk_min = BULK_MIN
-    bodies = BULK_MIN // 4  # 2 readings of 2 values each per body
+    pair.bulk.bulk_min = BLOCK_MIN
+    pair.layout.block_min = BLOCK_MIN
+    bodies = BLOCK_MIN // 4  # 2 readings of 2 values each per body
     frame = [(i, [("Hand", 1.0, 1.0, None), ("Head", 0.0, 0.0, None)]) for i in range(bodies)]
     pair.step(("frame", frame))
     pair.step(("frame", frame[:-1]))
@@ -217,6 +219,7 @@ def test_frame_changes_are_the_changes_of_applying_body_after_body():
         model = Model(MM)
         model.subscribe(commits[k].append)
         layout = FrameLayout(MM, "Body", LAYOUT_ATTRIBUTES)
+        layout.block_min = 0
         for ts, frame in enumerate(frames):
             with model.transaction(ts=ts):
                 if bulk:
@@ -230,9 +233,11 @@ def test_frame_changes_are_the_changes_of_applying_body_after_body():
     assert [len(c.changes) for c in commits[1]] == [len(c.changes) for c in commits[0]]
 
 
-def test_a_bad_frame_value_names_its_row_and_changes_nothing():
+@pytest.mark.parametrize("block_min", [0, BLOCK_MIN])  # a block, or ordinary changes
+def test_a_bad_frame_value_names_its_row_and_changes_nothing(block_min):
     model = Model(MM)
     layout = FrameLayout(MM, "Body", LAYOUT_ATTRIBUTES)
+    layout.block_min = block_min
     with model.transaction(ts=0):
         layout.apply_frame(model, {"a": [("Hand", 1.0, 1.0, 1), ("Head", 0.0, 0.0, 0)],
                                    "b": [("Hand", 2.0, 2.0, 2)]})

@@ -48,6 +48,13 @@ class Change(NamedTuple):
         return d
 
 
+#: Below this many values, a frame's readings are worth no block: FrameLayout.apply_frame
+#: sets them as ordinary changes, and the query engine takes a commit of fewer changes change
+#: by change (the bulk path's fixed cost, ~0.5 ms a frame, exceeds its gain below about six
+#: gesture bodies; benchmarks/README.md, gesture_live).
+BLOCK_MIN = 256
+
+
 class AttributeBlock:
     """Attribute sets of many objects made by one call (:meth:`Model.set_block
     <cepflow.models.Model.set_block>`), kept as columns: for every object ``i`` (id

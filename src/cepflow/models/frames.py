@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
+from cepflow.models.changes import BLOCK_MIN
 from cepflow.models.live_model import MObject, Model, ModelError
 from cepflow.models.metamodel import Metamodel
 
@@ -77,6 +78,8 @@ class FrameLayout:
         # root -> (model, the parts its last frame named, their objects): apply_frame's
         # shortcut for a frame naming the same parts
         self._known: dict[str, tuple[Model, tuple[Any, ...], list[MObject]]] = {}
+        #: apply_frame's readings of fewer values than this go as ordinary changes
+        self.block_min = BLOCK_MIN
 
     def apply(self, model: Model, key: str, rows: Iterable[Sequence[Any]]) -> int:
         """Apply one frame of root ``key`` to ``model``; returns the number of elementary
@@ -164,6 +167,8 @@ class FrameLayout:
         raises the :class:`FrameError` :meth:`apply` raises for it."""
         if not block.objects:
             return 0
+        if len(block.objects) * len(self.attributes) < self.block_min:
+            return self._set_small(model, block)
         try:
             return model.set_block(block.objects, self.attributes, block.columns)
         except ModelError as e:
@@ -186,6 +191,25 @@ class FrameLayout:
             where = e.obj if e.feature is None else f"{e.obj}.{e.feature}"
             raise FrameError(f"{key}: row {n} ({part}): {where}: {e.reason}",
                              e.feature) from None
+
+    def _set_small(self, model: Model, block: _Block) -> int:
+        """A few readings: ordinary changes (:meth:`Model.set_many`), not worth a block."""
+        sets: list[tuple[MObject, str, Any]] = []
+        where: list[int] = []  # the object of each reading
+        for i, o in enumerate(block.objects):
+            for attr, column in zip(self.attributes, block.columns, strict=True):
+                if column[i] is not None:
+                    sets.append((o, attr, column[i]))
+                    where.append(i)
+        try:
+            return model.set_many(sets)
+        except ModelError as e:
+            key, n, part = block.locate(where[e.row or 0])
+            place = e.obj if e.feature is None else f"{e.obj}.{e.feature}"
+            raise FrameError(f"{key}: row {n} ({part}): {place}: {e.reason}",
+                             e.feature) from None
+        finally:
+            block.clear()
 
     def _root(self, model: Model, key: str) -> tuple[int, dict[Any, MObject]]:
         """(1 if root ``key`` is created now, else 0; the parts known of it)."""

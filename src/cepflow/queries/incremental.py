@@ -29,7 +29,14 @@ from operator import itemgetter
 from typing import Any
 
 from cepflow.compiler.evaluator import BUILTINS
-from cepflow.models.changes import AttributeBlock, BlockChanges, Change, Commit, add_listener
+from cepflow.models.changes import (
+    BLOCK_MIN,
+    AttributeBlock,
+    BlockChanges,
+    Change,
+    Commit,
+    add_listener,
+)
 from cepflow.models.live_model import Model
 from cepflow.queries.bulk import BulkBody, ValueChanges
 from cepflow.queries.history import ABSENT, History
@@ -99,9 +106,6 @@ class _Routes:
 
 
 Modifier = Callable[[Any, Any, Any], None]
-
-#: the default :attr:`QueryEngine.bulk_min`
-BULK_MIN = 256
 
 
 class _BulkRoute:
@@ -178,10 +182,9 @@ class QueryEngine:
         #: take attribute blocks column-wise (:mod:`cepflow.queries.bulk`); False: change by
         #: change, the reference the bulk path is tested against
         self.bulk = bulk
-        #: a commit of fewer changes goes change by change even with blocks: the bulk path's
-        #: fixed cost (numpy calls per body and frame, ~0.5 ms) exceeds its gain below about
-        #: six gesture bodies (benchmarks/README.md, gesture_live)
-        self.bulk_min = BULK_MIN
+        #: a commit of fewer changes goes change by change even with blocks (BLOCK_MIN: the
+        #: bulk path's fixed cost exceeds its gain below it)
+        self.bulk_min = BLOCK_MIN
         self._bulk_bodies: dict[BodyPlanner, BulkBody] = {}
         self._bulk_routes: dict[tuple[str, str], _BulkRoute | None] = {}
         self._bulk_layouts: dict[tuple[tuple[str, ...], tuple[Any, ...]], _Layout] = {}
