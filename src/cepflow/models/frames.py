@@ -119,6 +119,10 @@ class FrameLayout:
         columns (one block per frame unless roots or parts appear in it). Returns the number of
         elementary changes. Put it in one transaction to make the frame one commit."""
         items = frame.items() if isinstance(frame, Mapping) else frame
+        if isinstance(items, list | tuple | type({}.items())) and _readings(
+                items) * len(self.attributes) < self.block_min:
+            # a few readings (a body or two): body after body, no block worth making
+            return sum(self.apply(model, key, rows) for key, rows in items)
         width = len(self.attributes) + 1
         block = _Block(len(self.attributes))
         changes = 0
@@ -255,6 +259,15 @@ class FrameLayout:
 
 
 _PART = itemgetter(0)
+
+
+def _readings(items: Iterable[tuple[str, Any]]) -> int | float:
+    """How many rows a frame's ``(key, rows)`` items hold (infinity if some rows are an
+    iterator: not counted, not consumed)."""
+    try:
+        return sum(len(rows) for _, rows in items)
+    except TypeError:
+        return float("inf")
 
 
 class _Block:
