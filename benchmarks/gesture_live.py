@@ -2,7 +2,9 @@
 
 N bodies replay the recorded arm rotation of ``examples/gesture_live`` (12 frames per cycle,
 20 joints, 2 coordinates each per frame = 40 elementary model changes per body and frame,
-one transaction per body and frame) through one :class:`cepflow.live.LiveSession`: the
+one transaction per sensor frame covering every body — applied and its queries maintained in
+bulk, docs/models.md "Frames"; ``--per-body``: one transaction per body and frame, change by
+change) through one :class:`cepflow.live.LiveSession`: the
 incremental posture queries with 3-frame moving averages, their found/lost query events
 (4 gesture + 2 noise per cycle), ``ForwardGesture`` and the rule that advances the body's
 slide. The replay runs as fast as it can; a body count keeps up with the Kinect when the
@@ -16,7 +18,8 @@ model is built before timing (its first frame, where bodies appear, is timed wit
     .venv/bin/python benchmarks/gesture_live.py                  # 1, 10, 100, 240, 1000 bodies
     .venv/bin/python benchmarks/gesture_live.py --quick          # smoke run, a few seconds
     .venv/bin/python benchmarks/gesture_live.py --profile        # where the time goes (240,
-                                                                 # steady state)
+                                                                 # steady state; or --bodies N)
+    .venv/bin/python benchmarks/gesture_live.py --per-body       # a transaction per body
     .venv/bin/python benchmarks/gesture_live.py --spark 240      # also per body on Spark
 """
 
@@ -91,17 +94,25 @@ def verify(run: pipeline.GestureRun) -> None:
         raise BenchmarkFailure(f"{b} bodies x {c} cycles: " + "; ".join(problems))
 
 
-def measure(bodies: int, cycles: int) -> dict[str, Any]:
-    """One verified in-process run (call it in a child process): rates and peak memory."""
+def measure(bodies: int, cycles: int, per_body: bool = False) -> dict[str, Any]:
+    """One verified in-process run (call it in a child process): rates and peak memory.
+    (``frame_transactions`` is passed only for ``per_body``: this file also measures a
+    checkout from before the frame path, where the default was a transaction per body.)"""
     gc.collect()
     base = peak_rss_kib()
+    marks: list[float] = []  # CPU time after each sensor frame
     cpu0 = time.process_time()
-    run = pipeline.run_local(bodies, cycles)
+    run = pipeline.run_local(bodies, cycles, on_frame=lambda g: marks.append(time.process_time()),
+                             **({"frame_transactions": False} if per_body else {}))
     cpu = time.process_time() - cpu0
     verify(run)
+    steady = marks[-1] - marks[0] if len(marks) > 1 else 0.0
     return {**_rates(run), "cpu_s": cpu, "setup_s": run.setup,
             # per CPU second (setup included): what an unshared core would sustain
             "cpu_body_frames_per_s": run.body_frames / cpu,
+            # per CPU second after the first sensor frame (where every body appears)
+            "cpu_steady_body_frames_per_s":
+                bodies * (len(marks) - 1) / steady if steady else 0.0,
             "peak_rss_kib": peak_rss_kib(), "peak_rss_rise_kib": peak_rss_kib() - base}
 
 
@@ -129,7 +140,7 @@ def _rates(run: pipeline.GestureRun) -> dict[str, Any]:
             "gestures_per_s": run.gestures / el, "realtime_x25fps": run.frames / el / FPS}
 
 
-def profile(bodies: int, cycles: int, top: int = 25) -> str:
+def profile(bodies: int, cycles: int, top: int = 25, frame_transactions: bool = True) -> str:
     """cProfile of one run from its second sensor frame on (the steady state: loading,
     compiling and the frame where the bodies appear are left out): the functions with the
     most own time."""
@@ -141,7 +152,7 @@ def profile(bodies: int, cycles: int, top: int = 25) -> str:
             started.append(g)
             prof.enable()
 
-    pipeline.run_local(bodies, cycles, on_frame=on_frame)
+    pipeline.run_local(bodies, cycles, on_frame=on_frame, frame_transactions=frame_transactions)
     prof.disable()
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
@@ -157,6 +168,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help=f"body-frames per measurement (default {DEFAULT_WORK:,})")
     ap.add_argument("--quick", action="store_true", help="small smoke run")
     ap.add_argument("--profile", action="store_true", help="profile one run and stop")
+    ap.add_argument("--per-body", action="store_true",
+                    help="one transaction per body and frame (change by change) instead of "
+                         "one per sensor frame (bulk)")
     ap.add_argument("--spark", type=int_list, default=None,
                     help="also run these body counts per body on Spark (local[*])")
     ap.add_argument("--json", default=str(DEFAULT_JSON), help="result file")
@@ -164,16 +178,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     bodies = args.bodies or (QUICK_BODIES if args.quick else DEFAULT_BODIES)
     work = args.work or (QUICK_WORK if args.quick else DEFAULT_WORK)
     con = console()
+    frame_transactions = not args.per_body
     meta = metadata("gesture_live", {"bodies": list(bodies), "work": work,
-                                     "spark": args.spark})
+                                     "spark": args.spark,
+                                     "transactions": "frame" if frame_transactions else "body"})
     con.print(machine_line(meta["machine"]))
     if args.profile:
-        n = TARGET_BODIES
-        con.print(profile(n, cycles_for(work, n)), markup=False, highlight=False)
+        n = args.bodies[0] if args.bodies else TARGET_BODIES
+        con.print(profile(n, cycles_for(work, n), frame_transactions=frame_transactions),
+                  markup=False, highlight=False)
         return
     rows = []
     for n in bodies:
-        rows.append(run_isolated(measure, n, cycles_for(work, n)))
+        rows.append(run_isolated(measure, n, cycles_for(work, n), not frame_transactions))
         r = rows[-1]
         con.print(f"{n:,} bodies: {fmt_float(r['frames_per_s'], 1)} frames/s "
                   f"({fmt_float(r['realtime_x25fps'])} x 25 FPS)")
@@ -182,13 +199,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         "Gesture recognition on the live pipeline (model -> queries -> query events -> CEP -> "
         "rule), one process",
         ["bodies", "cycles", "frames/s", "x 25 FPS", "body-frames/s", "model changes/s",
-         "query events/s", "gestures/s", "body-frames/CPU s", "CPU s / wall s", "peak RSS"])
+         "query events/s", "gestures/s", "body-frames/CPU s", "steady, /CPU s",
+         "CPU s / wall s", "peak RSS"])
     for r in rows:
         table.add_row(fmt_int(r["bodies"]), fmt_int(r["cycles"]),
                       fmt_float(r["frames_per_s"], 1), fmt_float(r["realtime_x25fps"]),
                       fmt_int(r["body_frames_per_s"]), fmt_int(r["changes_per_s"]),
                       fmt_int(r["query_events_per_s"]), fmt_int(r["gestures_per_s"]),
                       fmt_int(r["cpu_body_frames_per_s"]),
+                      fmt_int(r["cpu_steady_body_frames_per_s"]),
                       f"{r['cpu_s']:.1f} / {r['elapsed_s'] + r['setup_s']:.1f}",
                       fmt_bytes(r["peak_rss_kib"] * 1024))
     for r in spark_rows:
@@ -196,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                       fmt_int(r["cycles"]), fmt_float(r["frames_per_s"], 1),
                       fmt_float(r["realtime_x25fps"]), fmt_int(r["body_frames_per_s"]),
                       fmt_int(r["changes_per_s"]), fmt_int(r["query_events_per_s"]),
-                      fmt_int(r["gestures_per_s"]), "-", "-", "-")
+                      fmt_int(r["gestures_per_s"]), "-", "-", "-", "-")
     con.print(table)
     realtime = [r["bodies"] for r in rows if r["frames_per_s"] >= FPS]
     largest = max(realtime, default=0)

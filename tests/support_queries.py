@@ -39,6 +39,7 @@ def check_deltas_equal_reevaluation(mm: Metamodel, queries: Any,
     oracle.reset(model)
     model.subscribe(oracle.apply)
     engine = QueryEngine(model, queries)   # starts on a populated model
+    engine.bulk_min = 0  # attribute blocks of any size through the bulk path
     updates: list[Any] = []
     engine.subscribe(updates.append)
     previous = evaluate(queries, model, oracle)

@@ -15,9 +15,11 @@ through the global action registry (the CEP-only example registers a counter und
 name).
 
 ``run_local(bodies, cycles)`` replays the recorded arm rotation for N bodies at 25 frames per
-second of event time, one transaction per frame and body (``ts`` = the frame's time), and
-returns counts and timings. :func:`live_spec` describes the same pipeline for
-:func:`cepflow.spark.live.detect_live`.
+second of event time, one transaction per sensor frame covering every body (``ts`` = the
+frame's time; :meth:`FrameLayout.apply_frame`, which the query engine takes in bulk), and
+returns counts and timings; ``frame_transactions=False`` makes one transaction per frame and
+body instead (change by change, as before the bulk path). :func:`live_spec` describes the same
+pipeline for :func:`cepflow.spark.live.detect_live`.
 """
 
 from __future__ import annotations
@@ -121,11 +123,13 @@ class GestureRun:
 
 def run_local(bodies: int, cycles: int, *, recording: list[JointPosition] | None = None,
               on_gesture: Callable[[ComplexEvent], Any] | None = None,
-              on_frame: Callable[[int], Any] | None = None) -> GestureRun:
+              on_frame: Callable[[int], Any] | None = None,
+              frame_transactions: bool = True) -> GestureRun:
     """Replay ``cycles`` arm cycles of ``bodies`` bodies through one live session.
 
     ``on_gesture`` sees every ForwardGesture; ``on_frame(g)`` is called after each sensor frame
-    (all bodies) — for progress bars.
+    (all bodies) — for progress bars. ``frame_transactions``: one transaction per sensor frame
+    (all bodies, applied in bulk) rather than one per frame and body.
     """
     t0 = time.perf_counter()
     metamodel, queries, program = load_case()
@@ -144,12 +148,26 @@ def run_local(bodies: int, cycles: int, *, recording: list[JointPosition] | None
     setup = time.perf_counter() - t0
     t1 = time.perf_counter()
     last = 0
+    frame: list[tuple[str, list[Any]]] = []
+    frame_ts = 0
     for body, g, ts, readings in replay(recording, bodies, cycles):
-        if on_frame is not None and g != last:
-            on_frame(last)
+        if g != last:
+            if frame:
+                with session.transaction(ts=frame_ts):
+                    layout.apply_frame(model, frame)
+                frame = []
+            if on_frame is not None:
+                on_frame(last)
             last = g
+        if frame_transactions:
+            frame.append((body, readings))
+            frame_ts = ts
+            continue
         with session.transaction(ts=ts):
             layout.apply(model, body, readings)
+    if frame:
+        with session.transaction(ts=frame_ts):
+            layout.apply_frame(model, frame)
     stats = session.finish()
     elapsed = time.perf_counter() - t1
     if on_frame is not None and bodies and cycles:

@@ -132,10 +132,13 @@ def test_postures_follow_the_smoothed_positions_not_the_raw_ones():
 
 # ---------------------------------------------------------------- end to end (000 §7.4)
 
-@pytest.mark.parametrize(("bodies", "cycles"), [(1, 3), (7, 4)])
-def test_every_arm_cycle_of_every_body_yields_exactly_one_forward_gesture(bodies, cycles):
+@pytest.mark.parametrize(("bodies", "cycles", "frame_transactions"),
+                         [(1, 3, True), (7, 4, True), (7, 4, False)])
+def test_every_arm_cycle_of_every_body_yields_exactly_one_forward_gesture(
+        bodies, cycles, frame_transactions):
     gestures = []
-    run = pipeline.run_local(bodies, cycles, on_gesture=gestures.append)
+    run = pipeline.run_local(bodies, cycles, on_gesture=gestures.append,
+                             frame_transactions=frame_transactions)
     assert run.gestures == len(gestures) == run.rule_firings == bodies * cycles
     assert run.per_body == Counter({f"body{b}": cycles for b in range(bodies)})
     assert run.slides == {f"body{b}": cycles for b in range(bodies)}  # the rule's transformation
@@ -149,6 +152,19 @@ def test_every_arm_cycle_of_every_body_yields_exactly_one_forward_gesture(bodies
         assert {p.params for p in ce.parts} == {ce.params}
         cycle = int(ce.ts) // 480
         assert [p.ts for p in ce.parts] == [480 * cycle + 40 * f for f in (4, 5, 10, 11)]
+
+
+def test_a_transaction_per_frame_finds_the_gestures_of_a_transaction_per_body():
+    """The bulk path (one transaction per sensor frame, all bodies) and the change-by-change
+    one (a transaction per frame and body) find the same gestures, parts and times."""
+    runs = []
+    for frame_transactions in (True, False):
+        gestures: list = []
+        pipeline.run_local(12, 2, on_gesture=gestures.append,
+                           frame_transactions=frame_transactions)
+        runs.append(sorted((ce.params, ce.ts, tuple((p.type, p.ts) for p in ce.parts))
+                           for ce in gestures))
+    assert runs[0] == runs[1] and len(runs[0]) == 24
 
 
 def test_the_rule_transforms_the_model_and_its_commit_feeds_back():

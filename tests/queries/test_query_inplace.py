@@ -33,9 +33,13 @@ pattern unread(X: P) { P.x(X, A); P.y(X, _B); check(A >= 0); }
 """, MM)
 
 # (kind, i, j, value): indices resolved against the live objects when applied
-OP = st.tuples(st.sampled_from(["create", "x", "y", "xy", "xy", "xy", "next", "delete"]),
+OP = st.tuples(st.sampled_from(["create", "x", "y", "xy", "xy", "xy", "next", "delete",
+                                "block", "block"]),
                st.integers(0, 20), st.integers(0, 20), st.integers(0, 3))
-TRANSACTION = st.tuples(st.lists(OP, max_size=6), st.booleans())
+BLOCK = st.tuples(st.just("block"), st.integers(0, 20), st.integers(0, 20), st.integers(0, 3))
+# a transaction of ops, or a frame alone (a block no other change touches: the bulk path)
+TRANSACTION = st.one_of(st.tuples(st.lists(OP, max_size=6), st.booleans()),
+                        st.tuples(st.lists(BLOCK, min_size=1, max_size=1), st.booleans()))
 
 
 def apply_op(model: Model, op: tuple) -> None:
@@ -51,6 +55,10 @@ def apply_op(model: Model, op: tuple) -> None:
         model.set(o, "y", v)
     elif kind == "xy":  # a frame: both coordinates at once, also through the bulk set
         model.set_many([(o, "x", v), (o, "y", (v * j) % 4)])
+    elif kind == "block":  # a frame of several objects: attribute columns, the bulk path
+        chosen = list(dict.fromkeys(objs[(i + k) % len(objs)] for k in range(3)))
+        xs = [None if v % 2 else (v + k) % 4 for k in range(len(chosen))]  # (y only: in bulk)
+        model.set_block(chosen, ["x", "y"], [xs, [(v * j + k) % 4 for k in range(len(chosen))]])
     elif kind == "next":
         model.add(o, "next", t)
     else:

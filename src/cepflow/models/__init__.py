@@ -8,7 +8,7 @@ transactions, and their text/JSON formats (see docs/models.md).
         host = model.create("Host", "h1", totalCpu=8)
 """
 
-from cepflow.models.changes import Change, Commit
+from cepflow.models.changes import AttributeBlock, BlockChanges, Change, Commit
 from cepflow.models.jsonio import (
     JsonFormatError,
     load_model,
@@ -35,6 +35,8 @@ from cepflow.models.mmparser import parse_metamodel
 __all__ = [
     "MANY",
     "Attribute",
+    "AttributeBlock",
+    "BlockChanges",
     "Change",
     "Commit",
     "JsonFormatError",

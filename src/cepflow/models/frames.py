@@ -16,16 +16,24 @@ layout's order. :class:`FrameLayout` applies a frame to a model:
   a bad value changes none of them).
 
 The caller decides the transaction: one frame = one transaction (000 §7.1), e.g.
-``with session.transaction(ts=frame_ts): layout.apply(model, "body0", rows)``. Nothing is
+``with session.transaction(ts=frame_ts): layout.apply(model, "body0", rows)``.
+:meth:`FrameLayout.apply_frame` applies the frames of many roots — a sensor frame covering
+every body — making the same changes as :meth:`~FrameLayout.apply` root after root, but the
+readings of existing parts go to the model as column blocks (:meth:`Model.set_block
+<cepflow.models.Model.set_block>`), which the query engine maintains its matches from in
+bulk (docs/models.md "Frames"). Nothing is
 evaluated: part names are looked up in the metamodel, values go through the model's own type
 checks, and a bad row raises :class:`FrameError` naming the key, the row and the field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter, itemgetter
 from typing import Any
 
+from cepflow.models.changes import BLOCK_MIN
 from cepflow.models.live_model import MObject, Model, ModelError
 from cepflow.models.metamodel import Metamodel
 
@@ -67,17 +75,16 @@ class FrameLayout:
         self.parts = dict(parts)
         self._columns = tuple(enumerate(self.attributes, start=1))
         self._parts: dict[str, dict[Any, MObject]] = {}  # root -> part -> the part object
+        # root -> (model, the parts its last frame named, their objects): apply_frame's
+        # shortcut for a frame naming the same parts
+        self._known: dict[str, tuple[Model, tuple[Any, ...], list[MObject]]] = {}
+        #: apply_frame's readings of fewer values than this go as ordinary changes
+        self.block_min = BLOCK_MIN
 
     def apply(self, model: Model, key: str, rows: Iterable[Sequence[Any]]) -> int:
         """Apply one frame of root ``key`` to ``model``; returns the number of elementary
         changes (creations, containment links and attribute sets)."""
-        changes = 0
-        if key not in model:
-            model.create(self.root, key)
-            changes += 1
-        parts = self._parts.get(key)
-        if parts is None:
-            parts = self._parts[key] = {}
+        changes, parts = self._root(model, key)
         rows = rows if isinstance(rows, list | tuple) else list(rows)
         width = len(self.attributes) + 1
         columns = self._columns
@@ -85,16 +92,7 @@ class FrameLayout:
         append = sets.append
         first = 0  # the row of sets[0]
         for n, row in enumerate(rows):
-            if len(row) != width:
-                raise FrameError(f"{key}: row {n}: expected a part and {width - 1} value(s) "
-                                 f"{list(self.attributes)}, got {len(row)} field(s)")
-            part = row[0]
-            o = parts.get(part)
-            if o is None or not o.alive or o.model is not model:
-                # not created yet, or deleted (and maybe re-created under its id) since
-                o = model.get(f"{key}.{part}") if part in parts else None
-                if o is not None:
-                    parts[part] = o
+            o = self._part(model, key, parts, row, n, width)
             if o is not None:
                 for i, attr in columns:
                     value = row[i]
@@ -106,14 +104,84 @@ class FrameLayout:
                 sets = []
                 append = sets.append
             first = n + 1
-            try:
-                parts[part] = self._create(model, key, part, row, n)
-            except ModelError as e:
-                raise FrameError(f"{key}: row {n} ({part}): {e}", e.feature) from None
+            parts[row[0]] = self._create(model, key, row[0], row, n)
             changes += 2
         if sets:
             changes += self._set(model, key, sets, rows, first)
         return changes
+
+    def apply_frame(self, model: Model,
+                    frame: Mapping[str, Sequence[Sequence[Any]]]
+                    | Iterable[tuple[str, Sequence[Sequence[Any]]]]) -> int:
+        """Apply the frames of many roots — ``{key: rows}`` or ``(key, rows)`` pairs, in order —
+        as :meth:`apply` would one after the other (the same changes in the same order, the
+        same errors), the readings of parts that exist going to the model in blocks of
+        columns (one block per frame unless roots or parts appear in it). Returns the number of
+        elementary changes. Put it in one transaction to make the frame one commit."""
+        items = frame.items() if isinstance(frame, Mapping) else frame
+        if isinstance(items, list | tuple | type({}.items())) and _readings(
+                items) * len(self.attributes) < self.block_min:
+            # a few readings (a body or two): body after body, no block worth making
+            return sum(self.apply(model, key, rows) for key, rows in items)
+        width = len(self.attributes) + 1
+        block = _Block(len(self.attributes))
+        changes = 0
+        known = self._known
+        alive = attrgetter("alive")
+        for key, rows in items:
+            # the usual case: the same parts as the key's last frame, all still there
+            seen = known.get(key)
+            if seen is not None and seen[0] is model:
+                rows = rows if isinstance(rows, list | tuple) else list(rows)
+                if rows and set(map(len, rows)) == {width}:
+                    parts_then_values = tuple(zip(*rows, strict=True))  # parts, then values
+                    if parts_then_values[0] == seen[1] and all(map(alive, seen[2])):
+                        block.segment(key, rows)
+                        block.objects.extend(seen[2])
+                        for column, values in zip(block.columns, parts_then_values[1:],
+                                                  strict=True):
+                            column.extend(values)
+                        continue
+            if key not in model:  # (the readings before it first: the frame's order)
+                changes += self._flush(model, block)
+            created, parts = self._root(model, key)
+            changes += created
+            rows = rows if isinstance(rows, list | tuple) else list(rows)
+            block.segment(key, rows)
+            objects, columns = block.objects, block.columns
+            for n, row in enumerate(rows):
+                o = self._part(model, key, parts, row, n, width)
+                if o is not None:
+                    objects.append(o)
+                    for i, column in enumerate(columns, start=1):
+                        column.append(row[i])
+                    continue
+                changes += self._flush(model, block)
+                parts[row[0]] = self._create(model, key, row[0], row, n)
+                changes += 2
+                block.segment(key, rows, n + 1)
+            names = tuple(map(_PART, rows))
+            objs = [parts.get(p) for p in names]
+            if None not in objs:
+                known[key] = (model, names, objs)
+        return changes + self._flush(model, block)
+
+    def _flush(self, model: Model, block: _Block) -> int:
+        """Set the readings collected in ``block`` (one :meth:`Model.set_block`); a bad value
+        raises the :class:`FrameError` :meth:`apply` raises for it."""
+        if not block.objects:
+            return 0
+        if len(block.objects) * len(self.attributes) < self.block_min:
+            return self._set_small(model, block)
+        try:
+            return model.set_block(block.objects, self.attributes, block.columns)
+        except ModelError as e:
+            key, n, part = block.locate(e.row or 0)
+            where = e.obj if e.feature is None else f"{e.obj}.{e.feature}"
+            raise FrameError(f"{key}: row {n} ({part}): {where}: {e.reason}",
+                             e.feature) from None
+        finally:
+            block.clear()
 
     @staticmethod
     def _set(model: Model, key: str, sets: list[tuple[MObject, str, Any]],
@@ -128,6 +196,52 @@ class FrameLayout:
             raise FrameError(f"{key}: row {n} ({part}): {where}: {e.reason}",
                              e.feature) from None
 
+    def _set_small(self, model: Model, block: _Block) -> int:
+        """A few readings: ordinary changes (:meth:`Model.set_many`), not worth a block."""
+        sets: list[tuple[MObject, str, Any]] = []
+        where: list[int] = []  # the object of each reading
+        for i, o in enumerate(block.objects):
+            for attr, column in zip(self.attributes, block.columns, strict=True):
+                if column[i] is not None:
+                    sets.append((o, attr, column[i]))
+                    where.append(i)
+        try:
+            return model.set_many(sets)
+        except ModelError as e:
+            key, n, part = block.locate(where[e.row or 0])
+            place = e.obj if e.feature is None else f"{e.obj}.{e.feature}"
+            raise FrameError(f"{key}: row {n} ({part}): {place}: {e.reason}",
+                             e.feature) from None
+        finally:
+            block.clear()
+
+    def _root(self, model: Model, key: str) -> tuple[int, dict[Any, MObject]]:
+        """(1 if root ``key`` is created now, else 0; the parts known of it)."""
+        created = 0
+        if key not in model:
+            model.create(self.root, key)
+            created = 1
+        parts = self._parts.get(key)
+        if parts is None:
+            parts = self._parts[key] = {}
+        return created, parts
+
+    def _part(self, model: Model, key: str, parts: dict[Any, MObject], row: Sequence[Any],
+              n: int, width: int) -> MObject | None:
+        """The live part object row ``n`` reads (None: not created yet), after checking the
+        row's width."""
+        if len(row) != width:
+            raise FrameError(f"{key}: row {n}: expected a part and {width - 1} value(s) "
+                             f"{list(self.attributes)}, got {len(row)} field(s)")
+        part = row[0]
+        o = parts.get(part)
+        if o is None or not o.alive or o.model is not model:
+            # not created yet, or deleted (and maybe re-created under its id) since
+            o = model.get(f"{key}.{part}") if part in parts else None
+            if o is not None:
+                parts[part] = o
+        return o
+
     def _create(self, model: Model, key: str, part: Any, row: Sequence[Any],
                 n: int) -> MObject:
         """Create part ``part`` of root ``key`` from its first reading and attach it."""
@@ -136,9 +250,54 @@ class FrameLayout:
             raise FrameError(f"{key}: row {n}: unknown part '{part}' (one of "
                              f"{', '.join(self.parts)})", "part")
         values = {attr: row[i] for i, attr in self._columns if row[i] is not None}
-        obj = model.create(part, f"{key}.{part}", **values)
+        try:
+            obj = model.create(part, f"{key}.{part}", **values)
+        except ModelError as e:
+            raise FrameError(f"{key}: row {n} ({part}): {e}", e.feature) from None
         model.set(key, ref, obj)
         return obj
+
+
+_PART = itemgetter(0)
+
+
+def _readings(items: Iterable[tuple[str, Any]]) -> int | float:
+    """How many rows a frame's ``(key, rows)`` items hold (infinity if some rows are an
+    iterator: not counted, not consumed)."""
+    try:
+        return sum(len(rows) for _, rows in items)
+    except TypeError:
+        return float("inf")
+
+
+class _Block:
+    """The readings of existing parts collected for one :meth:`Model.set_block`: objects,
+    one column per attribute, and where each run of objects came from (for errors)."""
+
+    __slots__ = ("columns", "objects", "starts")
+
+    def __init__(self, width: int) -> None:
+        self.objects: list[MObject] = []
+        self.columns: list[list[Any]] = [[] for _ in range(width)]
+        # (first object, key, rows, row of that object): rows map one to one to objects
+        self.starts: list[tuple[int, str, Sequence[Sequence[Any]], int]] = []
+
+    def segment(self, key: str, rows: Sequence[Sequence[Any]], first_row: int = 0) -> None:
+        self.starts.append((len(self.objects), key, rows, first_row))
+
+    def locate(self, i: int) -> tuple[str, int, Any]:
+        """(key, row number, part) of object ``i``."""
+        k = bisect_right([s[0] for s in self.starts], i) - 1
+        first, key, rows, row = self.starts[k]
+        n = row + i - first
+        return key, n, rows[n][0]
+
+    def clear(self) -> None:
+        """Empty the lists in place (the frame's loop holds them)."""
+        self.objects.clear()
+        for column in self.columns:
+            column.clear()
+        self.starts.clear()
 
 
 def _row_of(rows: Sequence[Sequence[Any]], first: int, index: int) -> tuple[int, Any]:

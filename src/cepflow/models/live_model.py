@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
-from cepflow.models.changes import Change, Commit, add_listener
+from cepflow.models.changes import AttributeBlock, BlockChanges, Change, Commit, add_listener
 from cepflow.models.metamodel import (
     MANY,
     Attribute,
@@ -121,7 +121,7 @@ class Model:
     def __init__(self, metamodel: Metamodel) -> None:
         self.metamodel = metamodel
         self._objects: dict[str, MObject] = {}
-        self._log: list[Change] = []
+        self._log: list[Change | AttributeBlock] = []
         self._graveyard: dict[str, MObject] = {}  # deleted in the open transaction (for undo)
         self._depth = 0
         self._txn_ts: float | None = None
@@ -217,7 +217,10 @@ class Model:
         return _Transaction(self, ts)
 
     def _commit(self) -> None:
-        changes, self._log = tuple(self._log), []
+        log, self._log = self._log, []
+        changes: tuple[Change, ...] | BlockChanges = tuple(log)  # type: ignore[arg-type]
+        if any(e.__class__ is AttributeBlock for e in log):
+            changes = BlockChanges(tuple(log))
         self._graveyard.clear()
         assert self._txn_ts is not None
         self._ts, self._txn_ts = self._txn_ts, None
@@ -357,6 +360,89 @@ class Model:
             raise ModelError(e.reason, e.obj, e.feature, row=n) from None
         return len(log) - mark
 
+    def set_block(self, objects: Sequence[ObjRef], features: Sequence[str],
+                  columns: Sequence[Sequence[Any]]) -> int:
+        """Set attributes of many objects at once, column by column: ``columns[j][i]`` is the
+        new value of attribute ``features[j]`` of ``objects[i]`` (None: not set). Returns the
+        number of ``set`` changes — the same changes, in the same order (object after object,
+        attributes in order), as :meth:`set_many` of the rows ``(objects[i], features[j],
+        columns[j][i])`` that are not None — but logged as one
+        :class:`~cepflow.models.changes.AttributeBlock`: the commit's changes are made only
+        when a listener reads them, and the query engine takes the block column-wise (a sensor
+        frame of many bodies, docs/models.md "Frames").
+
+        Checked as it is applied; a bad value (unknown object or attribute, a reference, a
+        wrong type) undoes the block and raises :class:`ModelError` whose ``.row`` is the
+        object's position ``i``: the model is unchanged. One transaction, or joins the open one.
+        """
+        if len(columns) != len(features):
+            raise ModelError(f"{len(features)} attribute(s) and {len(columns)} column(s)")
+        features = tuple(features)
+        columns = [c if isinstance(c, list | tuple) else list(c) for c in columns]
+        for f in features:
+            if f.__class__ is not str:
+                raise ModelError(f"attribute names are strings, got {f!r}")
+        n = len(objects)
+        for f, col in zip(features, columns, strict=True):
+            if len(col) != n:
+                raise ModelError(f"column {f} has {len(col)} value(s) for {n} object(s)")
+        if not n:
+            return 0
+        if self._depth:
+            return self._set_block(objects, features, columns)
+        with self._auto():
+            return self._set_block(objects, features, columns)
+
+    def _set_block(self, objects: Sequence[ObjRef], features: tuple[str, ...],
+                   columns: Sequence[Sequence[Any]]) -> int:
+        n = len(objects)
+        targets: list[MObject] = []
+        old: list[list[Any]] = [[None] * n for _ in features]
+        new: list[list[Any]] = [[None] * n for _ in features]
+        block = AttributeBlock(targets, features, old, new, 0)
+        # one pass over the objects (each object and its values touched once), the columns
+        # that set nothing left out
+        cols = [(f, c, o, v) for f, c, o, v in zip(features, columns, old, new, strict=True)
+                if c.count(None) != n]
+        add = targets.append
+        floats_of = self._floats
+        size = 0
+        i = 0
+        try:
+            for i, obj in enumerate(objects):  # (i names the bad object)
+                if obj.__class__ is MObject and obj.model is self and obj.alive:  # type: ignore[union-attr]
+                    o: MObject = obj  # type: ignore[assignment]
+                else:
+                    o = self._live(obj)
+                add(o)
+                cls = o.cls
+                floats = floats_of.get(cls.name) or self._float_attributes(cls)
+                attrs = o._attrs
+                for feature, column, olds, news in cols:
+                    value = column[i]
+                    if value is None:
+                        continue
+                    if value.__class__ is not float or feature not in floats:
+                        value = self._coerce(cls, o.id, feature, value)
+                    olds[i] = attrs[feature]
+                    attrs[feature] = news[i] = value
+                    size += 1
+        except ModelError as e:
+            block.size = size
+            self._undo_block(block)
+            raise ModelError(e.reason, e.obj, e.feature, row=i) from None
+        block.size = size
+        self._log.append(block)
+        return size
+
+    def _undo_block(self, block: AttributeBlock) -> None:
+        """Give the objects of ``block`` their old values back (last set first)."""
+        for i in range(len(block.targets) - 1, -1, -1):
+            attrs = block.targets[i]._attrs
+            for j in range(len(block.features) - 1, -1, -1):
+                if block.new[j][i] is not None:
+                    attrs[block.features[j]] = block.old[j][i]
+
     def _float_attributes(self, cls: ModelClass) -> frozenset[str]:
         """The float attributes of ``cls`` (a float value needs no conversion for them)."""
         floats = self._floats.get(cls.name)
@@ -495,8 +581,11 @@ class Model:
         revived = False
         while len(self._log) > mark:
             ch = self._log.pop()
-            self._do(ch, forward=False)
-            revived = revived or ch.kind == "delete"
+            if ch.__class__ is AttributeBlock:
+                self._undo_block(ch)  # type: ignore[arg-type]
+                continue
+            self._do(ch, forward=False)  # type: ignore[arg-type]
+            revived = revived or ch.kind == "delete"  # type: ignore[union-attr]
         if revived:  # back in creation order
             self._objects = dict(sorted(self._objects.items(), key=lambda kv: kv[1]._seq))
 

@@ -548,7 +548,7 @@ class _BodyCompiler:
             return on_slots
 
         self.filters.append(Check(evaluate, tuple(names), format_expr(con.expr), con.loc,
-                                  at_slots))
+                                  at_slots, expr))
 
     def _rewrite(self, expr: E.Expr) -> E.Expr | None:
         """Names of unified variables -> their representative; history function calls ->

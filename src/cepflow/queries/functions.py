@@ -44,13 +44,33 @@ class MovingAverage:
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"movingAverage window must be a positive integer, got {window!r}")
         self._values: deque[float] = deque(maxlen=window)
+        self._mean: Any = None
 
     def add(self, value: Any) -> None:
-        self._values.append(value)
+        values = self._values
+        values.append(value)
+        # recomputed exactly (not the running sum) so equal histories give equal floats;
+        # once per observation, not per read (a frame reads each average twice)
+        self._mean = sum(values) / len(values)
+
+    @staticmethod
+    def observe_all(accumulators: list[MovingAverage], values: list[Any]
+                    ) -> tuple[list[Any], list[Any]]:
+        """``add`` one value to each accumulator: (the values before, after) — one loop for
+        a frame's block (History.observe), the same arithmetic."""
+        olds = [acc._mean for acc in accumulators]
+        news = []
+        for acc, value in zip(accumulators, values, strict=True):
+            window = acc._values
+            window.append(value)
+            acc._mean = mean = sum(window) / len(window)
+            news.append(mean)
+        return olds, news
 
     def value(self) -> Any:
-        # recomputed exactly (not the running sum) so equal histories give equal floats
-        return sum(self._values) / len(self._values)
+        if self._mean is None:
+            raise ZeroDivisionError("movingAverage of no value")  # as sum/len of nothing
+        return self._mean
 
 
 class FunctionRegistry:

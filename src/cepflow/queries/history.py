@@ -64,6 +64,31 @@ class History:
         """The attributes of class ``cls`` that some site observes."""
         return frozenset(self._observed[cls])
 
+    def sites_of(self, cls: str, feature: str) -> list[HistoryRel]:
+        """The sites observing attribute ``feature`` of class ``cls`` (none: an empty list)."""
+        return self._observed[cls].get(feature, [])
+
+    def observe(self, site: HistoryRel, objects: list[str], values: list[Any]
+                ) -> list[tuple[str, Any, Any]]:
+        """One commit's observations of ``site``'s attribute, for objects that existed before
+        it and that it neither creates nor deletes, at most once each (a frame's block, the
+        query engine's bulk path): ``(object, old, new)`` for every value that changed — what
+        :meth:`apply_changes` gives for the same sets."""
+        accumulators = list(map(self._state[site].__getitem__, objects))
+        factory = self.functions.history[site.function]
+        # (a class's own observe_all only: a subclass may change add or value)
+        observe_all = vars(factory).get("observe_all") if isinstance(factory, type) else None
+        if observe_all is not None:
+            olds, news = observe_all(accumulators, values)
+        else:
+            olds, news = [], []
+            for acc, value in zip(accumulators, values, strict=True):
+                olds.append(acc.value())
+                acc.add(value)
+                news.append(acc.value())
+        return [(obj, old, new) for obj, old, new in zip(objects, olds, news, strict=True)
+                if new != old]
+
     def apply_changes(self, changes: Iterable[Change]) -> list[HistoryChange]:
         """:meth:`apply` for a commit's changes — or only those that matter here (the sets
         of observed attributes, the creations and deletions of their classes' objects, in

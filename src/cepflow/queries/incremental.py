@@ -23,12 +23,22 @@ changes. Counting assignments (not only matches) makes deletions exact without r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
-from cepflow.models.changes import Change, Commit, add_listener
+from cepflow.compiler.evaluator import BUILTINS
+from cepflow.models.changes import (
+    BLOCK_MIN,
+    AttributeBlock,
+    BlockChanges,
+    Change,
+    Commit,
+    add_listener,
+)
 from cepflow.models.live_model import Model
+from cepflow.queries.bulk import BulkBody, ValueChanges
 from cepflow.queries.history import ABSENT, History
 from cepflow.queries.ir import (
     AttrRel,
@@ -98,6 +108,39 @@ class _Routes:
 Modifier = Callable[[Any, Any, Any], None]
 
 
+class _BulkRoute:
+    """What a block's value of one (class, attribute) updates: the history sites observing
+    it and the attribute relations holding it."""
+
+    __slots__ = ("relations", "sites")
+
+    def __init__(self, sites: tuple[HistoryRel, ...], relations: tuple[Relation, ...]) -> None:
+        self.sites = sites
+        self.relations = relations
+
+
+_NO_BULK: Any = _BulkRoute((), ())  # the route of a value some body cannot take in bulk
+
+
+class _Layout:
+    """A block's objects as the bulk path reads them (:meth:`QueryEngine._bulk_layout`)."""
+
+    __slots__ = ("distinct", "groups", "ids")
+
+    def __init__(self, ids: frozenset[str], distinct: bool,
+                 groups: list[list[tuple[_BulkRoute, list[int], list[str]]]]) -> None:
+        self.ids = ids
+        self.distinct = distinct  # no object twice, no attribute twice
+        self.groups = groups  # per attribute: (route, positions, their ids)
+
+
+def _pick(rows: list[int], values: list[Any]) -> list[Any]:
+    """``values`` at positions ``rows``."""
+    if len(rows) == 1:
+        return [values[rows[0]]]
+    return list(itemgetter(*rows)(values)) if rows else []
+
+
 class _GroupPlan:
     """How a group of value changes of one object runs: the bodies that take them in one
     join (updater, positions in the group) and, per relation, the in-place updaters left."""
@@ -117,7 +160,7 @@ class QueryEngine:
     >>> engine.subscribe(lambda update: print(update.deltas))  # doctest: +SKIP
     """
 
-    def __init__(self, model: Model, queries: QuerySet) -> None:
+    def __init__(self, model: Model, queries: QuerySet, *, bulk: bool = True) -> None:
         if queries.metamodel is not model.metamodel:
             raise ValueError(f"the queries are compiled for metamodel {queries.metamodel.name}, "
                              f"not the model's ({model.metamodel.name})")
@@ -136,6 +179,16 @@ class QueryEngine:
         self._modifying: dict[Relation, list[tuple[BodyPlanner, int, Modifier]]] = {}
         self._readers: dict[Relation, set[BodyPlanner]] = {}
         self._group_plans: dict[tuple[Relation, ...], _GroupPlan] = {}
+        #: take attribute blocks column-wise (:mod:`cepflow.queries.bulk`); False: change by
+        #: change, the reference the bulk path is tested against
+        self.bulk = bulk
+        #: a commit of fewer changes goes change by change even with blocks (BLOCK_MIN: the
+        #: bulk path's fixed cost exceeds its gain below it)
+        self.bulk_min = BLOCK_MIN
+        self._bulk_bodies: dict[BodyPlanner, BulkBody] = {}
+        self._bulk_routes: dict[tuple[str, str], _BulkRoute | None] = {}
+        self._bulk_layouts: dict[tuple[tuple[str, ...], tuple[Any, ...]], _Layout] = {}
+        self._functions = {**BUILTINS, **queries.functions.plain}
         self._history = History(queries.history_sites(), queries.functions, self._mm)
         for name in queries.order:
             self._build(queries[name])
@@ -240,6 +293,7 @@ class QueryEngine:
                 for proj in self._projections.get(name, {}).values():
                     key = proj.key(match)
                     proj.counts[key] = proj.counts.get(key, 0) + 1
+                    proj.shape += 1
 
     def _base_tuples(self, key: RelKey) -> Iterator[tuple[Any, ...]]:
         if isinstance(key, ConstRel):
@@ -261,11 +315,20 @@ class QueryEngine:
     # ------------------------------------------------------------ processing a commit
 
     def _on_commit(self, commit: Commit) -> None:
+        changes = commit.changes
+        if not (self.bulk and changes.__class__ is BlockChanges
+                and len(changes) >= self.bulk_min
+                and self._bulk(changes.entries)):  # type: ignore[union-attr]
+            self._apply(changes)
+        self._settle(commit)
+
+    def _apply(self, changes: Iterable[Change]) -> None:
+        """Phase 1, change by change: base relation updates and history values."""
         update = self._update
         modify = self._modify
         routes = self._routes
         observed: list[Change] = []  # what the history functions need to see
-        for ch in commit.changes:
+        for ch in changes:
             kind, obj, cls, feature, old, new, _ = ch
             r = routes[cls]
             if kind == "set":
@@ -315,6 +378,9 @@ class QueryEngine:
                 self._modify_group(obj, group)
             else:
                 modify(relations[site], obj, old, new)
+
+    def _settle(self, commit: Commit) -> None:
+        """Phase 2: the patterns' deltas in dependency order, then the listeners."""
         deltas: dict[str, QueryDelta] = {}
         counters = self._counters
         for name in self.queries.order:
@@ -333,6 +399,117 @@ class QueryEngine:
         self.last_update = result
         for listener in list(self._listeners):
             listener(result)
+
+    def _bulk(self, entries: tuple[Change | AttributeBlock, ...]) -> bool:
+        """Phase 1 of a commit holding attribute blocks, the blocks column-wise; False (and
+        nothing done) unless every block value can go that way: the blocks' objects are
+        distinct, set each attribute once and are not otherwise changed by the commit, and
+        every body reading a value they change reads it in place (:mod:`cepflow.queries.bulk`).
+        """
+        blocks: list[AttributeBlock] = []
+        ordinary: list[Change] = []
+        for e in entries:
+            (blocks if e.__class__ is AttributeBlock else ordinary).append(e)  # type: ignore[arg-type]
+        layouts = [self._bulk_layout(b) for b in blocks]
+        objects = layouts[0].ids if len(layouts) == 1 else \
+            frozenset().union(*(layout.ids for layout in layouts))
+        if not all(layout.distinct for layout in layouts) or len(objects) != sum(
+                len(layout.ids) for layout in layouts) or any(
+                ch.obj in objects for ch in ordinary):
+            return False
+        # the values each (class, attribute) of the blocks changes, and how
+        for b, layout in zip(blocks, layouts, strict=True):
+            for news, routes in zip(b.new, layout.groups, strict=True):
+                for route, rows, _ in routes:
+                    if route is _NO_BULK and _pick(rows, news).count(None) != len(rows):
+                        return False  # a value some body cannot take in bulk is set
+        if ordinary:
+            self._apply(ordinary)
+        changed: dict[Relation, ValueChanges] = {}
+        relations = self._relations
+        history = self._history
+        for b, layout in zip(blocks, layouts, strict=True):
+            for olds, news, routes in zip(b.old, b.new, layout.groups, strict=True):
+                for route, rows, objs in routes:
+                    if route is _NO_BULK:
+                        continue
+                    old, new = _pick(rows, olds), _pick(rows, news)
+                    if None in new:  # (not set in this block)
+                        kept = [r for r, v in enumerate(new) if v is not None]
+                        objs, old, new = _pick(kept, objs), _pick(kept, old), _pick(kept, new)
+                    for site in route.sites:
+                        moved = history.observe(site, objs, new)
+                        if moved:
+                            before, after = changed.get(relations[site]) or \
+                                changed.setdefault(relations[site], ({}, {}))
+                            for obj, o, v in moved:
+                                before[obj] = o
+                                after[obj] = v
+                    for rel in route.relations:
+                        before, after = changed.get(rel) or changed.setdefault(rel, ({}, {}))
+                        for obj, o, v in zip(objs, old, new, strict=True):
+                            if o != v:
+                                before[obj] = o
+                                after[obj] = v
+        bodies: dict[BulkBody, None] = {}
+        for rel in changed:
+            for planner, _, _ in self._modifying.get(rel, ()):
+                bodies[self._bulk_bodies[planner]] = None
+        for body in bodies:
+            body.apply(changed)
+        for rel, (before, after) in changed.items():
+            rel.replace_values(before, after)
+        return True
+
+    def _bulk_layout(self, block: AttributeBlock) -> _Layout:
+        """What ``block``'s objects are (ids, distinct?) and, per attribute, its objects
+        grouped by what their value updates (``_NO_BULK``: some body cannot take it in
+        bulk) — kept per list of objects and attributes: a frame's blocks repeat theirs."""
+        key = (block.features, tuple(block.targets))
+        layout = self._bulk_layouts.get(key)
+        if layout is None:
+            ids, classes = block.objects, block.classes
+            groups = []
+            for feature in block.features:
+                by_route: dict[_BulkRoute, list[int]] = {}
+                for i, cls in enumerate(classes):
+                    route = self._bulk_route(cls, feature)
+                    if route is not None:
+                        route = _NO_BULK if route is False else route
+                        by_route.setdefault(route, []).append(i)  # type: ignore[arg-type]
+                groups.append([(route, rows, _pick(rows, ids))
+                               for route, rows in by_route.items()])
+            layout = _Layout(frozenset(ids), len(set(ids)) == len(ids) and len(
+                set(block.features)) == len(block.features), groups)
+            if len(self._bulk_layouts) > 64:  # (frames of ever other bodies: no reuse)
+                self._bulk_layouts.clear()
+            self._bulk_layouts[key] = layout
+        return layout
+
+    def _bulk_route(self, cls: str, feature: str) -> _BulkRoute | bool | None:
+        """What a block's ``set`` of ``feature`` of a ``cls`` updates (None: nothing), or
+        False when a body reading it cannot take it in bulk."""
+        key = (cls, feature)
+        if key in self._bulk_routes:
+            route = self._bulk_routes[key]
+            return False if route is _NO_BULK else route
+        sites = tuple(self._history.sites_of(cls, feature))
+        hit = self._routes[cls].sets.get(feature)
+        rels = tuple(hit[1] or ()) if hit is not None else ()
+        route: _BulkRoute | None = _BulkRoute(sites, rels) if sites or rels else None
+        for rel in (*rels, *(self._relations[s] for s in sites)):
+            if rel.unmodified or not all(self._bulk_body(p).usable
+                                         for p, _, _ in self._modifying.get(rel, ())):
+                route = _NO_BULK
+                break
+        self._bulk_routes[key] = route
+        return False if route is _NO_BULK else route
+
+    def _bulk_body(self, planner: BodyPlanner) -> BulkBody:
+        body = self._bulk_bodies.get(planner)
+        if body is None:
+            body = self._bulk_bodies[planner] = BulkBody(planner, self._functions)
+        return body
 
     def _update(self, rel: Relation, t: tuple[Any, ...], sign: int) -> None:
         """Propagate inserting (sign 1) or deleting (-1) ``t``, then apply it."""
@@ -429,6 +606,8 @@ class QueryEngine:
         key = proj.key(match)
         counts = proj.counts
         c = counts.get(key, 0) + sign
+        if (c > 0) != (c - sign > 0):
+            proj.shape += 1
         if (c > 0) != (c - sign > 0) and proj.subscribers:
             proj.pending, proj.pending_sign = key, sign
             for entry in proj.subscribers:

@@ -139,6 +139,9 @@ class Check:
     #: position ``slots[var]`` of a list (the join plans' slot array) instead of a dict
     at_slots: Callable[[dict[str, int]], Callable[[list[Any]], Any]] | None = field(
         default=None, repr=False)
+    #: the condition's expression over the variables (history calls already variables): what
+    #: the bulk path evaluates column-wise (:mod:`cepflow.queries.bulk`); None: per row only
+    expr: Any = field(default=None, repr=False)
 
     def test(self, slots: dict[str, int]) -> Callable[[list[Any]], bool]:
         """``holds`` over a slot array: the join plans' form (no dict per evaluation)."""

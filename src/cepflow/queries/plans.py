@@ -73,6 +73,19 @@ class Counter:
         self.touched = {}
         return appeared, disappeared
 
+    def add(self, key: tuple[Any, ...], delta: int) -> None:
+        """``delta`` more (or fewer) assignments project onto ``key`` (what the sinks do)."""
+        counts = self.counts
+        c = counts.get(key, 0)
+        touched = self.touched
+        if key not in touched:
+            touched[key] = c > 0
+        c += delta
+        if c:
+            counts[key] = c
+        else:
+            del counts[key]
+
 
 @dataclass
 class Item:
@@ -245,6 +258,43 @@ class BodyPlanner:
         chain = self._chain(self._order(seeds[0], seeds[1:]), seeds[0], dual, seeds[1:])
         return env, chain, dual.old, dual.new, dual.flags
 
+    def value_items(self) -> tuple[int, ...]:
+        """The items whose value can be updated in place (:meth:`modifier`)."""
+        return tuple(k for k in range(len(self.items)) if self._modifiable(k) is not None)
+
+    def table(self, skip: tuple[int, ...], filters: list[Filter]
+              ) -> Callable[[], list[tuple[Any, ...]]] | None:
+        """The join of every item but ``skip`` under ``filters`` (those reading none of the
+        skipped items' values): each satisfying assignment as the slot array (a tuple). None
+        if those items leave a parameter, a filter's variable or a skipped item's object
+        unbound (then there is no such join)."""
+        rest = [i for i in self.items if i.position not in skip]
+        bound: set[str] = set().union(*(i.variables for i in rest if not i.negative))
+        needed = set(self.body.params)
+        for f in filters:
+            needed |= set(f.variables)
+        for i in rest:
+            needed |= i.variables
+        needed |= {a for k in skip for a in self.items[k].args[:1] if isinstance(a, str)}
+        if not needed <= bound:
+            return None
+        env: Env = [None] * len(self.slots)
+        rows: list[tuple[Any, ...]] = []
+
+        def collect(env: Env) -> None:
+            rows.append(tuple(env))
+
+        chain = self._chain(self._order(None, items=rest, filters=filters), None, sink=collect)
+
+        def run() -> list[tuple[Any, ...]]:
+            rows.clear()
+            chain(env)
+            out = list(rows)
+            rows.clear()
+            return out
+
+        return run
+
     def full(self) -> Callable[[], None]:
         """Evaluate the body from scratch, adding +1 per satisfying assignment."""
         env: Env = [None] * len(self.slots)
@@ -259,14 +309,17 @@ class BodyPlanner:
 
     # ------------------------------------------------------------ ordering
 
-    def _order(self, seed: Item | None, extra: list[Item] | None = None
+    def _order(self, seed: Item | None, extra: list[Item] | None = None,
+               items: list[Item] | None = None, filters: list[Filter] | None = None
                ) -> list[Item | Filter]:
         """Items greedily by estimated fan-out, each filter as soon as it is bound; ``extra``
-        are further seeds (bound from the start, like ``seed``)."""
+        are further seeds (bound from the start, like ``seed``); ``items`` and ``filters``
+        (default: the body's) what to join."""
         seeds = ([] if seed is None else [seed]) + (extra or [])
         bound: set[str] = set().union(*(s.variables for s in seeds))
-        todo = [i for i in self.items if all(i is not s for s in seeds)]
-        filters = list(self.filters)
+        todo = [i for i in (self.items if items is None else items)
+                if all(i is not s for s in seeds)]
+        filters = list(self.filters if filters is None else filters)
         steps: list[Item | Filter] = []
 
         def flush() -> None:
@@ -313,10 +366,12 @@ class BodyPlanner:
     # ------------------------------------------------------------ compiling steps
 
     def _chain(self, steps: list[Item | Filter], seed: Item | None,
-               dual: _Dual | None = None, extra: list[Item] | None = None) -> Step:
+               dual: _Dual | None = None, extra: list[Item] | None = None,
+               sink: Step | None = None) -> Step:
         """Closures from the last step (the sink) back to the first. With ``dual`` the chain
         evaluates an in-place update (:meth:`modifier`): the filters over its variables test
-        the old and the new values, and the sink counts the difference."""
+        the old and the new values, and the sink counts the difference. ``sink``: another
+        last step (what :meth:`table` collects with)."""
         bound: set[str] = set(seed.variables) if seed else set()
         for s in extra or ():
             bound |= s.variables
@@ -324,7 +379,7 @@ class BodyPlanner:
         for s in steps:
             bound_before.append(set(bound))
             bound |= set(s.variables)
-        nxt = self._sink() if dual is None else self._dual_sink(dual)
+        nxt = sink or (self._sink() if dual is None else self._dual_sink(dual))
         duals = set() if dual is None else {v for v, i in self.slots.items() if i in dual.slots}
         for step, before in zip(reversed(steps), reversed(bound_before), strict=True):
             if isinstance(step, Check | Compare):
@@ -370,22 +425,13 @@ class BodyPlanner:
         key_of = _tuple_getter(slots)
         flags = dual.flags
 
+        add = counter.add
+
         def dual_sink(env: Env) -> None:
             f = env[flags]
             sign = (f >> 1) - (f & 1)  # 1: old only, 2: new only, 3: both
-            if not sign:
-                return
-            key = key_of(env)
-            counts = counter.counts
-            c = counts.get(key, 0)
-            touched = counter.touched
-            if key not in touched:
-                touched[key] = c > 0
-            c += sign
-            if c:
-                counts[key] = c
-            else:
-                del counts[key]
+            if sign:
+                add(key_of(env), sign)
 
         return dual_sink
 

@@ -10,7 +10,7 @@ must see the relation *after* the update (see :mod:`cepflow.queries.plans`) read
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any
 
@@ -31,8 +31,8 @@ def key_function(columns: tuple[int, ...]) -> Callable[[tuple[Any, ...]], Any]:
 class Relation:
     """A set of tuples of one arity, with indexes on column subsets created on demand."""
 
-    __slots__ = ("_indexes", "arity", "modifiers", "name", "pending", "pending_sign",
-                 "subscribers", "tuples", "unmodified")
+    __slots__ = ("_indexes", "arity", "modifiers", "name", "pending", "pending_sign", "shape",
+                 "subscribers", "tuples", "unmodified", "version")
 
     def __init__(self, name: str, arity: int) -> None:
         self.name = name
@@ -46,6 +46,11 @@ class Relation:
         self.unmodified: list[Subscriber] = []
         self.pending: Any = None
         self.pending_sign = 0
+        # count the changes (what cached reads of it were made from): every change, and the
+        # insertions and deletions only — not the values replaced in place, which no join
+        # reads but the in-place plans (cepflow.queries.bulk)
+        self.version = 0
+        self.shape = 0
 
     def index(self, columns: tuple[int, ...]) -> dict[Any, set[tuple[Any, ...]]]:
         """The index key(columns) -> tuples, built now if it does not exist yet."""
@@ -59,6 +64,8 @@ class Relation:
         return entry[1]
 
     def insert(self, t: tuple[Any, ...]) -> None:
+        self.version += 1
+        self.shape += 1
         self.tuples.add(t)
         for key, index in self._indexes.values():
             k = key(t)
@@ -69,6 +76,8 @@ class Relation:
                 bucket.add(t)
 
     def delete(self, t: tuple[Any, ...]) -> None:
+        self.version += 1
+        self.shape += 1
         self.tuples.discard(t)
         for key, index in self._indexes.values():
             k = key(t)
@@ -80,23 +89,35 @@ class Relation:
     def replace(self, old: tuple[Any, ...], new: tuple[Any, ...]) -> None:
         """``delete(old)`` then ``insert(new)``, keeping the buckets they share (an object's
         value changing in an index on the object)."""
+        self.replace_all(((old, new),))
+
+    def replace_values(self, old: dict[Any, Any], new: dict[Any, Any]) -> None:
+        """:meth:`replace` of ``(obj, old[obj])`` by ``(obj, new[obj])`` for every object of
+        ``new`` (a functional relation's values changed by a block)."""
+        self.replace_all(((obj, old[obj]), (obj, value)) for obj, value in new.items())
+
+    def replace_all(self, pairs: Iterable[tuple[tuple[Any, ...], tuple[Any, ...]]]) -> None:
+        """:meth:`replace` of each ``(old, new)`` pair, in order."""
+        self.version += 1
         tuples = self.tuples
-        tuples.discard(old)
-        tuples.add(new)
-        for key, index in self._indexes.values():
-            k_old, k_new = key(old), key(new)
-            bucket = index[k_old]
-            bucket.discard(old)
-            if k_old == k_new:
-                bucket.add(new)
-                continue
-            if not bucket:
-                del index[k_old]
-            target = index.get(k_new)
-            if target is None:
-                index[k_new] = {new}
-            else:
-                target.add(new)
+        indexes = list(self._indexes.values())
+        for old, new in pairs:
+            tuples.discard(old)
+            tuples.add(new)
+            for key, index in indexes:
+                k_old, k_new = key(old), key(new)
+                bucket = index[k_old]
+                bucket.discard(old)
+                if k_old == k_new:
+                    bucket.add(new)
+                    continue
+                if not bucket:
+                    del index[k_old]
+                target = index.get(k_new)
+                if target is None:
+                    index[k_new] = {new}
+                else:
+                    target.add(new)
 
     def __repr__(self) -> str:
         return f"<relation {self.name}: {len(self.tuples)} tuples>"
@@ -106,7 +127,8 @@ class Projection:
     """How many matches of a pattern have each key at ``columns``; a key is *present* while
     its count is positive."""
 
-    __slots__ = ("columns", "counts", "key", "name", "pending", "pending_sign", "subscribers")
+    __slots__ = ("columns", "counts", "key", "name", "pending", "pending_sign", "shape",
+                 "subscribers")
 
     def __init__(self, name: str, columns: tuple[int, ...]) -> None:
         self.name = name
@@ -116,6 +138,7 @@ class Projection:
         self.subscribers: list[Subscriber] = []
         self.pending: Any = None
         self.pending_sign = 0
+        self.shape = 0  # counts the keys becoming present or absent
 
     def __repr__(self) -> str:
         return f"<projection {self.name}{list(self.columns)}: {len(self.counts)} keys>"

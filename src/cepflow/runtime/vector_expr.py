@@ -4,15 +4,19 @@ The column kernels (runtime/kernels/) check an atom's filter for all rows of a b
 This evaluates the same ``Expr`` AST as compiler/evaluator.py, over numpy columns, for the
 subset where numpy's answer is provably the closure's answer: numeric and boolean columns (no
 ``None``, no Python objects), numeric constants, comparisons, ``and``/``or``/``not``, unary minus
-and ``+ - *`` while integers stay far from int64 overflow. Anything else — strings, ``null``,
-division, function calls, big integers — gives None and the kernel calls the compiled closure
-per row instead, so both ways give the same rows (tests/esper/test_esper_kernel.py).
+and ``+ - *`` while integers stay far from int64 overflow — and, when the caller passes the
+functions (the live queries' bulk path, cepflow.queries.bulk), calls: ``abs`` as numpy's, any
+other function row by row on Python numbers, its results kept when they are all numbers (a
+function that raises, or returns anything else, gives None). Anything else — strings,
+``null``, division, big integers — gives None and the kernel calls the compiled closure per row
+instead, so both ways give the same rows (tests/esper/test_esper_kernel.py,
+tests/queries/test_query_bulk.py).
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,10 +38,12 @@ class _Unsupported(Exception):
 
 
 def filter_mask(expr: ast.Expr, fields: dict[str, int],
-                values: Callable[[int], Sequence[Any]]) -> np.ndarray | None:
+                values: Callable[[int], Sequence[Any]],
+                functions: Mapping[str, Callable[..., Any]] | None = None
+                ) -> np.ndarray | None:
     """Truth of ``expr`` (a filter reading only the event's fields ``fields``) for each row,
     ``values(i)`` giving parameter ``i`` of every row, or None when it cannot be evaluated
-    column-wise exactly."""
+    column-wise exactly. ``functions``: what a call may name (None: calls are not taken)."""
     cols: dict[int, np.ndarray] = {}
     n = -1
 
@@ -90,6 +96,8 @@ def filter_mask(expr: ast.Expr, fields: dict[str, int],
                 return _CMP[e.op](ev(e.left), ev(e.right))
             if e.op in _ARITH:
                 return _ARITH[e.op](num(ev(e.left)), num(ev(e.right)))
+        if isinstance(e, ast.Call) and functions is not None and e.func in functions:
+            return _call(functions[e.func], [ev(a) for a in e.args], n, num)
         raise _Unsupported
 
     try:
@@ -100,6 +108,27 @@ def filter_mask(expr: ast.Expr, fields: dict[str, int],
         return _truth(v, n)
     except (_Unsupported, TypeError, ValueError, OverflowError):
         return None
+
+
+def _call(fn: Callable[..., Any], args: list[Any], n: int,
+          num: Callable[[Any], Any]) -> Any:
+    """``fn`` over columns (and constants): numpy's ``abs``, else row by row on the Python
+    values the closure would pass; a column of numbers, or _Unsupported."""
+    if not any(isinstance(a, np.ndarray) for a in args):
+        raise _Unsupported  # (constants only: the closure decides)
+    if fn is abs and len(args) == 1:
+        return np.abs(num(args[0]))
+    rows = [a.tolist() if isinstance(a, np.ndarray) else [a] * n for a in args]
+    try:
+        out = np.asarray([fn(*vals) for vals in zip(*rows, strict=True)])
+    except Exception:  # the closure reports it, row by row
+        raise _Unsupported from None
+    kind = out.dtype.kind
+    if out.ndim != 1 or kind not in "biuf" or (kind in "iu" and len(out) and int(
+            np.abs(out).max()) >= _SAFE_INT) or (kind == "f" and len(out) and float(
+            np.nanmax(np.abs(out), initial=0.0)) >= 2.0 ** 53):
+        raise _Unsupported  # (not numbers, or numbers numpy would round)
+    return out
 
 
 def _truth(v: Any, n: int) -> np.ndarray:

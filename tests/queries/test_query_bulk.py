@@ -1,0 +1,271 @@
+"""The bulk path (docs/models.md "Frames"): a sensor frame of many bodies applied as attribute
+blocks (``FrameLayout.apply_frame`` → ``Model.set_block``) and the query engine's matches
+maintained column-wise. Law: for every commit, the bulk engine's deltas and query events equal
+those of an engine taking the same commit change by change (``QueryEngine(bulk=False)``, the
+reference) — with bodies appearing and disappearing, readings missing, values crossing the
+queries' thresholds, a registered function that raises, and commits the bulk path must leave
+to the reference (a value read as a parameter, ordinary changes to a block's objects).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cepflow.models import BlockChanges, Model, ModelError, parse_metamodel
+from cepflow.models.changes import BLOCK_MIN
+from cepflow.models.frames import FrameError, FrameLayout
+from cepflow.queries import (
+    FunctionRegistry,
+    History,
+    QueryEngine,
+    QueryEventSource,
+    compile_queries,
+)
+from cepflow.queries.naive import evaluate
+
+MM = parse_metamodel("""
+metamodel g
+class Body {
+  attr level: float
+  ref hand: Hand [0..1] contains
+  ref head: Head [0..1] contains
+  ref elbow: Elbow [0..1] contains
+  ref friend: Body [0..1]
+}
+abstract class Joint { attr x: float  attr y: float  attr n: int }
+class Hand extends Joint {}
+class Head extends Joint {}
+class Elbow extends Joint {}
+""")
+
+
+def spread(a: float, b: float) -> float:
+    """A registered function that fails on one value (the check is then false)."""
+    if a == 7.0:
+        raise ValueError("seven")
+    return a - b
+
+
+QUERIES = compile_queries("""
+pattern raised(B: Body, H: Hand, D: Head) {
+    Body.hand(B, H); Body.head(B, D); Hand.y(H, HY); Head.y(D, DY);
+    check(movingAverage(HY, 2) > movingAverage(DY, 3));
+}
+pattern wide(B: Body, H: Hand) {
+    Body.hand(B, H); Body.elbow(B, E); Hand.x(H, HX); Elbow.x(E, EX); Hand.y(H, HY);
+    check(abs(spread(HX, EX)) >= 1 and HY < 2 or HX == EX);
+}
+pattern low(B: Body, H: Hand) { Body.hand(B, H); Hand.x(H, X); X != 1.0; check(X < 2.5); }
+pattern counted(H: Hand, N: int) { Hand.n(H, N); }
+pattern pose(B: Body, H: Hand) { find raised(B, H, _); neg find low(B, H); }
+pattern ahead(B: Body, C: Body) {
+    Body.friend(B, C); Body.hand(B, H); Body.hand(C, K); Hand.x(H, X); Hand.y(K, Y);
+    check(movingAverage(X, 2) > Y);
+}
+""", MM, functions=FunctionRegistry({"spread": spread}))
+
+SPECS = [(f"{q}{c.title()}", q, c) for q in QUERIES.queries for c in ("found", "lost")]
+PARTS = ("Hand", "Head", "Elbow")
+LAYOUT_ATTRIBUTES = ("x", "y", "n")
+VALUES = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 7.0, 2, None])
+READING = st.tuples(st.sampled_from(PARTS), VALUES, VALUES,
+                    st.sampled_from([None] * 12 + [1, 2]))
+BODY = st.tuples(st.integers(0, 4), st.lists(READING, min_size=1, max_size=3,
+                                             unique_by=lambda r: r[0]))
+FRAME = st.tuples(st.just("frame"), st.lists(BODY, min_size=1, max_size=5,
+                                             unique_by=lambda b: b[0]))
+STEP = st.one_of(
+    FRAME, FRAME, FRAME,
+    st.tuples(st.just("delete"), st.integers(0, 5)),
+    st.tuples(st.just("friend"), st.integers(0, 5), st.integers(0, 5)),
+    st.tuples(st.just("mixed"), st.lists(BODY, max_size=5, unique_by=lambda b: b[0]),
+              st.integers(0, 5)),
+)
+
+
+class Pair:
+    """One model followed by the bulk engine and by the reference, with their events."""
+
+    def __init__(self) -> None:
+        self.model = Model(MM)
+        self.history = History(QUERIES.history_sites(), QUERIES.functions, MM)
+        self.history.reset(self.model)
+        self.model.subscribe(self.history.apply)  # the oracle's own history
+        self.layout = FrameLayout(MM, "Body", LAYOUT_ATTRIBUTES)
+        self.layout.block_min = 0  # (small frames: blocks all the same)
+        self.bulk = QueryEngine(self.model, QUERIES)
+        self.bulk.bulk_min = 0  # (small frames: the bulk path all the same)
+        self.reference = QueryEngine(self.model, QUERIES, bulk=False)
+        self.events = [QueryEventSource(e, SPECS) for e in (self.bulk, self.reference)]
+        self.ts = 0
+        self.taken = 0  # commits the bulk path took
+        take = self.bulk._bulk
+
+        def counted(entries: Any) -> bool:
+            done = take(entries)
+            self.taken += done
+            return done
+
+        self.bulk._bulk = counted  # type: ignore[method-assign]
+
+    def frame(self, bodies: list[tuple[int, list[tuple[Any, ...]]]]) -> None:
+        self.layout.apply_frame(self.model, [(f"b{i}", rows) for i, rows in bodies])
+
+    def step(self, step: tuple[Any, ...]) -> None:
+        self.ts += 40
+        kind = step[0]
+        with self.model.transaction(ts=self.ts):
+            if kind == "frame":
+                self.frame(step[1])
+            elif kind == "delete" and f"b{step[1]}" in self.model:
+                self.model.delete(f"b{step[1]}")
+            elif kind == "friend" and {f"b{step[1]}", f"b{step[2]}"} <= set(
+                    o.id for o in self.model.objects()) and step[1] != step[2]:
+                self.model.set(f"b{step[1]}", "friend", f"b{step[2]}")
+            elif kind == "mixed":
+                self.frame(step[1])
+                body = f"b{step[2]}"
+                if body in self.model:  # an ordinary change in the frame's commit
+                    self.model.set(body, "level", float(step[2]))
+        self.check()
+
+    def check(self) -> None:
+        assert self.bulk.last_update == self.reference.last_update
+        bulk, reference = (source.drain() for source in self.events)
+        assert [(e.type, e.params, e.ts, e.id) for e in bulk] == \
+            [(e.type, e.params, e.ts, e.id) for e in reference]
+
+
+TAKEN: list[int] = []
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(STEP, min_size=2, max_size=12))
+def test_bulk_frames_give_the_reference_deltas_and_events(steps):
+    pair = Pair()
+    for step in steps:
+        pair.step(step)
+    TAKEN.append(pair.taken)
+    oracle = evaluate(QUERIES, pair.model, pair.history)
+    for q in QUERIES.queries:
+        assert pair.bulk.matches(q) == pair.reference.matches(q) == oracle[q]
+
+
+def test_the_law_was_tested_on_bulk_commits():
+    if not TAKEN:
+        test_bulk_frames_give_the_reference_deltas_and_events()
+    # (a quarter of the examples, at least, had bulk commits to compare)
+    assert sum(t > 0 for t in TAKEN) >= len(TAKEN) // 4, TAKEN
+
+
+def test_a_steady_frame_takes_the_bulk_path_and_crosses_thresholds():
+    """The usual frame (every body reported, floats) goes the bulk way, and values crossing
+    the thresholds make matches appear and disappear as the reference says."""
+    pair = Pair()
+    pair.step(("frame", [(i, [("Hand", 0.0, 0.0, 1), ("Head", 0.0, 1.0, 1),
+                              ("Elbow", 0.0, 0.0, 1)]) for i in range(4)]))
+    assert pair.taken == 0  # bodies appear: ordinary changes only
+    for k, y in enumerate([2.0, 3.0, 0.0, 0.5, 3.0]):
+        pair.step(("frame", [(i, [("Hand", float(k % 3), y + i, None), ("Head", 0.0, 1.0, None),
+                                  ("Elbow", 1.0, 0.0, None)]) for i in range(4)]))
+    assert pair.taken == 5
+    assert pair.reference.matches("raised") and pair.reference.matches("wide")
+    oracle = evaluate(QUERIES, pair.model, pair.history)
+    assert all(pair.bulk.matches(q) == oracle[q] for q in QUERIES.queries)
+
+
+def test_small_frames_go_change_by_change_unless_asked():
+    """Below ``bulk_min`` changes a commit goes the reference way (the bulk path's fixed
+    cost); at or above it, the bulk way."""
+    pair = Pair()
+    pair.bulk.bulk_min = BLOCK_MIN
+    pair.layout.block_min = BLOCK_MIN
+    bodies = BLOCK_MIN // 4  # 2 readings of 2 values each per body
+    frame = [(i, [("Hand", 1.0, 1.0, None), ("Head", 0.0, 0.0, None)]) for i in range(bodies)]
+    pair.step(("frame", frame))
+    pair.step(("frame", frame[:-1]))
+    assert pair.taken == 0
+    pair.step(("frame", frame))
+    assert pair.taken == 1
+
+
+def test_a_value_read_as_a_parameter_leaves_the_commit_to_the_reference():
+    pair = Pair()
+    pair.step(("frame", [(0, [("Hand", 0.0, 0.0, 1)])]))
+    pair.step(("frame", [(0, [("Hand", 1.0, 0.0, 2)])]))  # n is a parameter of counted
+    assert pair.taken == 0
+    assert pair.bulk.matches("counted") == {("b0.Hand", 2)}
+    pair.step(("frame", [(0, [("Hand", 2.0, 0.0, None)])]))
+    assert pair.taken == 1
+
+
+def test_frame_changes_are_the_changes_of_applying_body_after_body():
+    """apply_frame makes the same commit as apply per body (materialised from its blocks),
+    new bodies and parts in the middle of a frame and missing readings included."""
+    frames = [
+        [("a", [("Hand", 1.0, 2.0, 3), ("Head", 0.0, 1.0, None)])],
+        [("a", [("Hand", 1.5, None, None), ("Head", 0.5, 1.0, 4)]),
+         ("b", [("Elbow", 1, 2.0, None)]),
+         ("a", [("Elbow", 3.0, 3.0, None)])],
+        [("b", [("Elbow", 2.0, 2.0, None), ("Hand", 0.0, 0.0, 0)]),
+         ("a", [("Hand", 2.0, 1.0, None), ("Elbow", None, 1.0, None)])],
+    ]
+    commits: list[list[Any]] = [[], []]
+    for k, bulk in enumerate((False, True)):
+        model = Model(MM)
+        model.subscribe(commits[k].append)
+        layout = FrameLayout(MM, "Body", LAYOUT_ATTRIBUTES)
+        layout.block_min = 0
+        for ts, frame in enumerate(frames):
+            with model.transaction(ts=ts):
+                if bulk:
+                    layout.apply_frame(model, frame)
+                else:
+                    for key, rows in frame:
+                        layout.apply(model, key, rows)
+    assert [c.changes for c in commits[1]] == [c.changes for c in commits[0]]
+    assert [tuple(c.changes) for c in commits[1]] == [c.changes for c in commits[0]]
+    assert any(isinstance(c.changes, BlockChanges) for c in commits[1])
+    assert [len(c.changes) for c in commits[1]] == [len(c.changes) for c in commits[0]]
+
+
+@pytest.mark.parametrize("block_min", [0, BLOCK_MIN])  # a block, or ordinary changes
+def test_a_bad_frame_value_names_its_row_and_changes_nothing(block_min):
+    model = Model(MM)
+    layout = FrameLayout(MM, "Body", LAYOUT_ATTRIBUTES)
+    layout.block_min = block_min
+    with model.transaction(ts=0):
+        layout.apply_frame(model, {"a": [("Hand", 1.0, 1.0, 1), ("Head", 0.0, 0.0, 0)],
+                                   "b": [("Hand", 2.0, 2.0, 2)]})
+    seen: list[Any] = []
+    model.subscribe(seen.append)
+    with pytest.raises(FrameError, match=r"b: row 1 \(Hand\): b.Hand.n: wrong type") as err, \
+            model.transaction(ts=40):
+        layout.apply_frame(model, {"a": [("Hand", 5.0, 5.0, None), ("Head", 5.0, 5.0, 5)],
+                                   "b": [("Head", 0.5, 0.5, None), ("Hand", 5.0, 5.0, "x")]})
+    assert err.value.field == "n"
+    assert not seen
+    assert [model["a.Hand"]["x"], model["a.Head"]["n"], model["b.Hand"]["x"]] == [1.0, 0, 2.0]
+    assert "b.Head" not in model
+
+
+def test_set_block_checks_values_and_is_undone_with_its_transaction():
+    model = Model(MM)
+    with model.transaction(ts=0):
+        h = model.create("Hand", "h", x=1.0)
+        d = model.create("Head", "d", x=2.0)
+    with pytest.raises(ModelError) as err:
+        model.set_block([h, d], ["x", "n"], [[5.0, 6.0], [1, 2.5]])
+    assert (err.value.row, err.value.obj, err.value.feature) == (1, "d", "n")
+    assert (h["x"], d["x"], h["n"]) == (1.0, 2.0, 0)
+    with pytest.raises(RuntimeError), model.transaction(ts=40):
+        assert model.set_block([h, "d"], ["x", "y"], [[5.0, 6.0], [None, 1]]) == 3
+        assert (h["x"], d["x"], d["y"]) == (5.0, 6.0, 1.0)
+        raise RuntimeError
+    assert (h["x"], d["x"], d["y"]) == (1.0, 2.0, 0.0)
+    with pytest.raises(ModelError, match="column x has 1 value"):
+        model.set_block([h, d], ["x"], [[1.0]])
