@@ -677,7 +677,8 @@ class Engine:
                     return
         it = iter(events)
         while True:
-            chunk = list(islice(it, batch_size))
+            with gc_paused():  # (a reader making the batch's events: see gc_paused)
+                chunk = list(islice(it, batch_size))
             if not chunk:
                 return
             yield from self.process_batch(chunk)
