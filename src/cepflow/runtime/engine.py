@@ -249,6 +249,12 @@ class Engine:
                 else:
                     m.on_deadline = before  # type: ignore[method-assign]
 
+    def consumed(self, t: str) -> bool:
+        """Whether complex events of type ``t`` go anywhere but the output: a pattern or window
+        statement reads them, or a rule triggers on them (else recording them is all the
+        engine does with them)."""
+        return self._readers is None or t in self._readers or self.host.rules.triggers(t)
+
     def next_due(self) -> tuple[float, bool]:
         """The earliest instant at which time passing does something — a pattern timer, a
         window's expiry or batch close — and whether that happens before the events of that

@@ -10,8 +10,9 @@ unable to fail) are planned over the whole batch first (kernels.pair, kernels.re
 that open instances, which complete where, with their complex events) — nothing changes yet,
 and a filter or guard failing on a row declines the batch.
 Then the engine steps, one by one, only the rows something else must see: a row of a type
-another pattern, a window statement or a rule reads, a row where a kernel pattern completes,
-and a row before which a timer or window instant is due. There the kernel pattern's step is a
+another pattern, a window statement or a rule reads, a row where a kernel pattern completes a
+match something reads (the others are recorded in bulk, in order, with their ids), and a row
+before which a timer or window instant is due. There the kernel pattern's step is a
 replay (Engine.replaying): it takes the next token id if the row opens one of its instances,
 and emits the matches planned at that row with the next match ids. The rows in between are
 numbered, counted and, where they open instances, given token ids in one step each. Last, the
@@ -103,7 +104,7 @@ class _Replay:
     """The per-event step of the kernel patterns during a split batch: per pattern, the rows
     that open an instance (their token ids taken in order) and the matches planned per row."""
 
-    def __init__(self, plans: list[Plan]) -> None:
+    def __init__(self, plans: list[Plan], consumed: list[bool]) -> None:
         self.row = -1
         #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
         rows = np.concatenate([p[0] for p in plans])
@@ -120,8 +121,45 @@ class _Replay:
             for r, ce in zip(at, found, strict=True):
                 by_row.setdefault(r, []).append(ce)
             self.matches.append(by_row)
-        self.match_rows = np.unique(np.array([r for _, at, _, _ in plans for r in at],
-                                             np.int64))
+        #: the rows where a match something reads completes (they are stepped)
+        self.match_rows = np.unique(np.array([r for (_, at, _, _), c in zip(plans, consumed,
+                                                                           strict=True)
+                                              if c for r in at], np.int64))
+        #: the matches nothing reads, in detection order (row, pattern, age): recorded in
+        #: bulk for rows no per-event step sees, with their ids
+        loose = sorted((r, k, j) for k, ((_, at, _, _), c) in enumerate(zip(plans, consumed,
+                                                                            strict=True))
+                       if not c for j, r in enumerate(at))
+        self.loose_rows = [r for r, _, _ in loose]
+        self.loose = [plans[k][2][j] for _, k, j in loose]
+        self.next_loose = 0
+
+    def record_loose(self, row: int, host: Any, out: list[ComplexEvent]) -> None:
+        """Record the matches nothing reads of the rows before ``row`` not yet recorded, with
+        the next match ids, as the per-event engine records a complex event (rows no per-event
+        step sees: no other id is given there)."""
+        j = self.next_loose
+        rows, found = self.loose_rows, self.loose
+        if j == len(rows) or rows[j] >= row:
+            return
+        counters, stats = host.counters, host.stats
+        by_pattern = stats.by_pattern
+        while j < len(rows) and rows[j] < row:
+            ce = found[j]
+            counters.match += 1
+            ce.match_id = counters.match
+            out.append(ce)
+            stats.complex_events += 1
+            by_pattern[ce.type] = by_pattern.get(ce.type, 0) + 1
+            j += 1
+        self.next_loose = j
+
+    def skip_loose(self, row: int) -> None:
+        """The matches of a stepped row were emitted by its replay: pass over them."""
+        j = self.next_loose
+        while j < len(self.loose_rows) and self.loose_rows[j] <= row:
+            j += 1
+        self.next_loose = j
 
     def ids_before(self, row: int, counters: Any) -> None:
         """Token ids for the instances opened at rows before ``row`` (rows no per-event step
@@ -165,7 +203,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: EventRows
     events = src.events
     ts = src.ts
     n = src.n
-    replay = _Replay(plans)
+    replay = _Replay(plans, [engine.consumed(m.name) for m in kernels])
     out: list[ComplexEvent] = []
     with engine.replaying({m.slot: replay.step(k, counters) for k, m in enumerate(kernels)},
                           src.type_names) as read:
@@ -189,10 +227,12 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: EventRows
                 host.stats.events += nxt - i
                 host.time = events[nxt - 1].ts
                 replay.ids_before(nxt, counters)
+                replay.record_loose(nxt, host, out)
             if nxt >= n:
                 break
             replay.row = nxt
             out += engine.process(events[nxt])
+            replay.skip_loose(nxt)
             if visit[v] == nxt:
                 v += 1
             i = nxt + 1
