@@ -19,6 +19,11 @@ numbered, counted and, where they open instances, given token ids in one step ea
 kernel patterns keep their open instances (as the pair kernel leaves them) with the token ids
 the replay gave, and their timers. Their own timers do nothing during the batch: an Esper
 pair's deadline only ends instances, which the plan did.
+
+The batch is a list of events (:func:`process_split`) or any column source
+(:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
+are made only for the rows stepped, the rows of the kernels' matches and the instances left
+open; such a source is numbered before the plans make its events.
 """
 
 from __future__ import annotations
