@@ -302,8 +302,6 @@ def test_arrow_columns_equal_event_by_event(stmt, spec, cuts) -> None:
     """The column entry point over Arrow batches of the Spark layout (spark.columns.ArrowRows:
     events made only for the rows in matches and open instances): the same complex events,
     rows written, statistics and saved state as the per-event engine."""
-    from cepflow.spark.columns import ArrowRows, encode, encode_match_table, encode_matches
-
     prog = load_module(parse_epl(SCHEMA + stmt))
     prog.rules.append(A.RuleDecl("r", tuple(A.PatternRef(a.name) for a in prog.automata),
                                  "unregistered"))
@@ -321,18 +319,36 @@ def test_arrow_columns_equal_event_by_event(stmt, spec, cuts) -> None:
     got, written = [], []
     evs = numbered()
     for lo, hi in itertools.pairwise(sorted({0, len(spec), *(min(c, len(spec)) for c in cuts)})):
-        chunk = evs[lo:hi]
-        src = ArrowRows(encode(chunk, 4, [None] * len(chunk), [None] * len(chunk)), arities, 4)
-        try:
-            table = many.process_columns(src)
-        except Declined:  # (a NaN key: event by event, as the Spark worker's feed does)
-            found = many.process_batch(chunk)
-            got += found
-            written += encode_matches(found).to_pylist() if found else []
-            continue
-        got += table.complex_events()
-        if table.count:
-            written += encode_match_table(table, src).to_pylist()
+        found, rows_written = fed_columns(many, evs[lo:hi], arities)
+        got += found
+        written += rows_written
+    assert_alike(one, ref, many, got, written)
+
+
+def fed_columns(engine: Engine, chunk: list[Event], arities: dict[str, int]
+                ) -> tuple[list, list]:
+    """``chunk`` through Engine.process_columns over an Arrow batch of the layout (event by
+    event when the engine declines it — a NaN key, a failing filter — as the Spark worker's
+    feed and the file job do): its complex events and the rows written of them."""
+    from cepflow.spark.columns import ArrowRows, encode, encode_match_table, encode_matches
+
+    src = ArrowRows(encode(chunk, 4, [None] * len(chunk), [None] * len(chunk)), arities, 4)
+    try:
+        table = engine.process_columns(src)
+    except Declined:
+        found = engine.process_batch(chunk)
+        return found, encode_matches(found).to_pylist() if found else []
+    assert table.positions() == sorted(table.positions())  # (rows in detection order)
+    return (table.complex_events(),
+            encode_match_table(table, src).to_pylist() if table.count else [])
+
+
+def assert_alike(one: Engine, ref: list, many: Engine, got: list, written: list) -> None:
+    """The complex events ``got`` and rows ``written`` by the column route (fed_columns) of
+    engine ``many``, its statistics and state are those of the per-event engine ``one``
+    (which found ``ref``)."""
+    from cepflow.spark.columns import encode_matches
+
     assert rows(got) == rows(ref)
     assert written == (encode_matches(ref).to_pylist() if ref else [])
     assert many.stats == one.stats

@@ -13,7 +13,9 @@ from tests.esper.test_esper_kernel import (
     FILTERS,
     PAIR_FILTERS,
     SCHEMA,
+    assert_alike,
     events,
+    fed_columns,
     state,
     statements,
     stream,
@@ -57,6 +59,18 @@ def restarts(draw: st.DrawFn) -> str:
 
 def rows(found) -> list:
     return [(m.type, m.ts, tuple(m.event_refs), m.params, m.match_id) for m in found]
+
+
+def restored(engine: Engine, prog) -> Engine:
+    """``engine`` saved and restored (itself when JSON cannot hold its state: a NaN key),
+    its statistics kept (they are no part of the saved state)."""
+    try:
+        saved = save_state(engine)
+    except StateError:
+        return engine
+    again = restore_state(Engine(prog), saved)
+    again.host.stats = engine.stats
+    return again
 
 
 def program(kernel_stmts: list[str], others: list[str], ruled: int = -1):
@@ -106,14 +120,7 @@ def test_split_equals_event_by_event(kernel_stmts, others, spec, cuts, restore_a
             lo += 1
         if lo <= restore_at < hi:  # save and restore in the middle of the stream
             got += rows(many.process_batch(evs[lo:restore_at]))
-            try:
-                saved = save_state(many)
-            except StateError:  # (a NaN key: JSON cannot hold it)
-                saved = None
-            if saved is not None:
-                stats = many.stats
-                many = restore_state(Engine(prog), saved)
-                many.host.stats = stats  # (statistics are no part of the saved state)
+            many = restored(many, prog)
             lo = restore_at
         got += rows(many.process_batch(evs[lo:hi]))
     assert got == ref
@@ -153,3 +160,46 @@ def test_matches_nothing_reads_keep_the_per_event_order() -> None:
     assert got == ref and len({r[4] for r in ref}) == len(ref)
     assert many.stats == one.stats
     assert state(many) == state(one)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(statements(), restarts()), min_size=1, max_size=3),
+       st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
+       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70),
+       st.integers(-1, 2))
+def test_split_over_arrow_columns_equals_event_by_event(kernel_stmts, others, spec, cuts,
+                                                         restore_at, ruled) -> None:
+    """The split over a column source (Engine.process_columns over Arrow batches of the file
+    job's layout: events made only for the rows stepped, in matches or left open), batches cut
+    anywhere and a save/restore in the middle after which the reader numbers from 0 again:
+    the same complex events, rows written, statistics, open instances and saved state as the
+    per-event engine."""
+    prog = program(kernel_stmts, others, ruled)
+    one, many = Engine(prog), Engine(prog)
+    if many._split is None:
+        return
+    assert many.columnar
+
+    def numbered(first: int = 0) -> list:  # (the reader numbers the rows; some have no id)
+        evs = events(spec)
+        for i, e in enumerate(evs):
+            e.seq = i - first
+            if i % 3 == 1:
+                e.id = None
+        return evs
+
+    ref = [m for e in numbered() for m in one.process(e)]
+    restore_at = min(restore_at, len(spec))
+    # after the restore the rest is read from its own file: numbered from 0 again
+    evs = numbered()[:restore_at] + numbered(restore_at)[restore_at:]
+    bounds = sorted({0, len(spec), restore_at, *(min(c, len(spec)) for c in cuts)})
+    got, written = [], []
+    for lo, hi in itertools.pairwise(bounds):
+        if lo == restore_at and lo:
+            many = restored(many, prog)
+        found, rows_written = fed_columns(many, evs[lo:hi], {"A": 4, "B": 4})
+        got += found
+        written += rows_written
+    assert_alike(one, ref, many, got, written)
+    assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
+    assert many.partial_matches() == one.partial_matches()

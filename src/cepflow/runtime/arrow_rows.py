@@ -21,6 +21,10 @@ from cepflow.outputs.encoding import dumps, json_texts
 from cepflow.outputs.records import MATCH_SCHEMA, match_batch, match_ts_column
 from cepflow.runtime.rows import ChainMatches, MatchTable, ObjectMatches, Rows, StageMatches
 
+#: up to this many rows asked at once are read value by value (ArrowRows._event), more are
+#: decoded as a batch
+FEW_ROWS = 4
+
 
 class ArrowRows(Rows):
     """A record batch of the layout as the engine's column source (time-ordered rows)."""
@@ -33,10 +37,11 @@ class ArrowRows(Rows):
         self.type_names = enc.dictionary.to_pylist()
         self.codes = enc.indices.to_numpy().astype(np.int64)
         self._made: dict[int, Event] = {}
+        self._reader: tuple[Any, ...] | None = None  # (see _event)
 
-    def last_ts(self) -> Any:
-        tsi = column(self.batch, "tsi")[self.n - 1].as_py()
-        return tsi if tsi is not None else float(self.ts[-1])
+    def time_at(self, row: int) -> Any:
+        tsi = column(self.batch, "tsi")[row].as_py()
+        return tsi if tsi is not None else float(self.ts[row])
 
     def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
         codes = np.full(len(rows), -1, dtype=np.int64)
@@ -58,11 +63,44 @@ class ArrowRows(Rows):
 
     def lookup(self, rows: np.ndarray) -> Mapping[int, Event]:
         made = self._made
+        if len(rows) == 1 and int(rows[0]) in made:  # (one row, made already: the usual ask)
+            return made
         new = [r for r in np.unique(rows).tolist() if r not in made]
-        if new:
+        if len(new) > FEW_ROWS:
             evs = decode(self.batch.take(pa.array(new)), self.arities, self.arity)
             made.update(zip(new, evs, strict=True))
+        else:
+            for r in new:
+                made[r] = self._event(r)
         return made
+
+    def _event(self, row: int) -> Event:
+        """The event of one row, as :func:`decode` makes it (each field the first non-null of
+        its columns), read value by value: a few rows (those a timer makes the program split
+        step, runtime/kernels/split.py) cost a tenth of decoding them as a batch."""
+        if self._reader is None:
+            b = self.batch
+
+            def used(*names: str) -> list[pa.Array]:
+                return [c for c in (column(b, n) for n in names) if c.null_count < len(c)]
+
+            self._reader = (column(b, "type"), used("tsi", "ts"), used("id_s", "id_i"),
+                            [used(*(f"{p}{i}" for p, _ in SLOTS)) for i in range(self.arity)],
+                            column(b, "seq"))
+        types, stamps, ids, slots, seq = self._reader
+
+        def first(cols: list[pa.Array]) -> Any:
+            for c in cols:
+                v = c[row].as_py()
+                if v is not None:
+                    return v
+            return None
+
+        t = types[row].as_py()
+        params = tuple(first(cols) for cols in slots)
+        if self.arities.get(t, self.arity) < self.arity:
+            params = params[:self.arities[t]]
+        return Event(t, params, first(stamps), first(ids), seq[row].as_py())
 
     def number(self, engine: Any) -> None:
         counters = engine.host.counters
@@ -73,6 +111,7 @@ class ArrowRows(Rows):
             if shift:
                 self.batch = self.batch.set_column(self.batch.schema.get_field_index("seq"),
                                                    "seq", pc.add(seq, shift))
+                self._reader = None
         if self.n:
             top = int(pc.max(column(self.batch, "seq")).as_py())
             if top >= counters.input:

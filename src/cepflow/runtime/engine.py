@@ -66,7 +66,7 @@ from cepflow.runtime.kernels import (
     process_esper_batch,
     process_esper_columns,
 )
-from cepflow.runtime.kernels.split import process_split, split_kernels
+from cepflow.runtime.kernels.split import process_split, split_columns, split_kernels
 from cepflow.runtime.matcher import Matcher
 from cepflow.runtime.rows import MatchTable, Rows
 from cepflow.runtime.timers import BEFORE_EVENTS
@@ -616,12 +616,14 @@ class Engine:
     @property
     def columnar(self) -> bool:
         """Whether :meth:`process_columns` applies: every pattern is a keyed sequence
-        (the batch path, runtime.shapes.chain_of) or every pattern is Esper's pair or chain
-        (runtime.shapes.esper_pair_of), no trace is kept and no rule has a registered action
-        (a rule then only counts its firings, so no complex event needs to be handed to
-        one)."""
-        return ((self._chains is not None or self._pairs is not None) and self.trace is None
-                and self.on_error != "fail"
+        (the batch path, runtime.shapes.chain_of), every pattern is Esper's pair or chain
+        (runtime.shapes.esper_pair_of), or the program splits (runtime/kernels/split.py: no
+        rule has an action, no max_partial_matches); no trace is kept and no rule has a
+        registered action (a rule then only counts its firings, so no complex event needs to
+        be handed to one)."""
+        return ((self._chains is not None or self._pairs is not None
+                 or (self._split is not None and self.max_partial_matches is None))
+                and self.trace is None and self.on_error != "fail"
                 and not any(r.action in self.actions for r in self.program.rules if r.action))
 
     def process_columns(self, rows: Rows) -> MatchTable:
@@ -634,8 +636,8 @@ class Engine:
         fails on some row or (Esper pairs) a key value cannot be coded exactly: feed the batch
         as events then (:meth:`process_batch`)."""
         if not self.columnar:
-            raise EngineError("process_columns needs keyed sequences or Esper pairs, no trace, "
-                              "no registered rule action and on_error=skip "
+            raise EngineError("process_columns needs keyed sequences, Esper pairs or a split "
+                              "program, no trace, no registered rule action and on_error=skip "
                               "(see Engine.columnar)")
         if self.max_partial_matches is not None:
             per_code = np.array([self._starts.get(t, 0) for t in rows.type_names], np.int64)
@@ -643,6 +645,12 @@ class Engine:
                 raise Declined("the batch could pass max_partial_matches: event by event")
         before = install_sink(self.host.failures)
         try:
+            if self._split is not None:
+                table = (None if self.host.pending
+                         else split_columns(self, self._split, rows))
+                if table is None:
+                    raise Declined("a batch the split's kernels cannot take: event by event")
+                return table
             if self._pairs is not None:
                 table = process_esper_columns(self, self._pairs, rows)
                 if table is None:

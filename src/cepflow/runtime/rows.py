@@ -37,6 +37,10 @@ class Rows:
 
     def last_ts(self) -> Any:
         """The timestamp of the last row as the event has it (an int stays an int)."""
+        return self.time_at(self.n - 1)
+
+    def time_at(self, row: int) -> Any:
+        """The timestamp of ``row`` as its event has it (an int stays an int)."""
         raise NotImplementedError
 
     def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
@@ -82,8 +86,8 @@ class EventRows(Rows):
                       np.fromiter(map(type_code.__getitem__, types), dtype=np.int64,
                                   count=self.n))
 
-    def last_ts(self) -> Any:
-        return self.events[-1].ts
+    def time_at(self, row: int) -> Any:
+        return self.events[row].ts
 
     def all_params(self) -> list[tuple]:
         """Every row's parameter tuple (read once)."""

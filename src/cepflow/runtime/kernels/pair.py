@@ -294,6 +294,9 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
         # after the A is too late (docs/esper.md, "One instant")
         ok = has & (src.ts[row] - i_ts[sel] < pr.window)
         if not _local(stages[j]):
+            if not isinstance(src, EventRows):  # (the A events the guard's bindings read,
+                firsts = sel[ok]                # made in one go by a column source)
+                cols.events(new_rows[firsts[firsts >= n_old] - n_old])
             moved, row = _first_guarded(pr, j, sel[ok], q[ok], order, code_j, i_code, rows_j,
                                         i_ts, cols, lambda q: _bindings(pr, old, pend_events,
                                                                         new_rows, q, cols))

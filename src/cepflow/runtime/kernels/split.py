@@ -19,6 +19,11 @@ numbered, counted and, where they open instances, given token ids in one step ea
 kernel patterns keep their open instances (as the pair kernel leaves them) with the token ids
 the replay gave, and their timers. Their own timers do nothing during the batch: an Esper
 pair's deadline only ends instances, which the plan did.
+
+The batch is a list of events (:func:`process_split`) or any column source
+(:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
+are made only for the rows stepped, the rows of the kernels' matches and the instances left
+open; such a source is numbered before the plans make its events.
 """
 
 from __future__ import annotations
@@ -33,7 +38,14 @@ from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.frame import Declined, check_order
 from cepflow.runtime.kernels.pair import _leave_open, _pair_rows, pair_matches, reschedule
 from cepflow.runtime.kernels.restart import Plan, plan_restart
-from cepflow.runtime.rows import EventRows, TypeColumns, number_events
+from cepflow.runtime.rows import (
+    EventRows,
+    MatchTable,
+    ObjectMatches,
+    Rows,
+    TypeColumns,
+    number_events,
+)
 from cepflow.runtime.tokens import PendingRows
 
 
@@ -62,20 +74,52 @@ def process_split(engine: Any, kernels: list[Any], events: Sequence[Event]
     nothing, when the kernel patterns cannot take the batch (a key they cannot code, a filter
     failing on a row): feed it event by event then."""
     with gc_paused():
-        src = EventRows(events)
-        if not src.n:
-            return []
-        check_order(engine, src)
-        src.check(engine)
-        cols = TypeColumns(src, engine.program.schemas)
-        try:
-            plans = [plan_restart(m, cols) if m.pattern.pair is None
-                     else _plan_pair(m, cols, engine.host.arity) for m in kernels]
-        except Declined:
-            return None
-        if any(p is None for p in plans):
-            return None
-        return _run(engine, kernels, plans, src)  # type: ignore[arg-type]
+        found = _split(engine, kernels, EventRows(events), columns=False)
+        return None if found is None else found[0]
+
+
+def split_columns(engine: Any, kernels: list[Any], rows: Rows) -> MatchTable | None:
+    """:func:`process_split` over a column source (:meth:`Engine.process_columns`, such as an
+    Arrow batch of the file job): Python events are made only for the rows the per-event part
+    steps, the rows of the kernels' matches and the instances left open; the complex events
+    as one :class:`~cepflow.runtime.rows.ObjectMatches` block. None, having changed nothing,
+    when the kernel patterns cannot take the batch."""
+    with gc_paused():
+        found = _split(engine, kernels, rows, columns=True)
+    if found is None:
+        return None
+    out, at = found
+    first = out[0].match_id if out else 0
+    return MatchTable([ObjectMatches(np.array(at, np.int64), np.arange(len(out)), out)]
+                      if out else [], [], first, len(out), rows)
+
+
+def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
+           ) -> tuple[list[ComplexEvent], list[int]] | None:
+    """The split of one batch: its complex events and the row each was detected at. With
+    ``columns`` the rows are numbered before the plans make events of them (a column source
+    makes its events with their numbers; ``Rows.number``), else one step at a time as the
+    per-event engine numbers them."""
+    if not src.n:
+        return [], []
+    check_order(engine, src)
+    src.check(engine)
+    counters = engine.host.counters
+    before = counters.snapshot()
+    if columns:
+        src.number(engine)
+    cols = TypeColumns(src, engine.program.schemas)
+    try:
+        plans = [plan_restart(m, cols) if m.pattern.pair is None
+                 else _plan_pair(m, cols, engine.host.arity) for m in kernels]
+    except Declined:
+        plans = [None]
+    if any(p is None for p in plans):
+        if columns:
+            counters.rewind(before)
+            src.unnumber()
+        return None
+    return _run(engine, kernels, plans, src, columns)  # type: ignore[arg-type]
 
 
 def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
@@ -84,7 +128,11 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
     p = _pair_rows(m, pr, cols)
     if p is None:
         return None
-    events = cols.src.lookup(np.zeros(0, np.int64))  # (an event batch: all its events)
+    if isinstance(cols.src, EventRows):
+        events: Any = cols.src.events
+    else:  # (a column source: the events of the matches and of the instances left open)
+        used = np.unique(p["taken"][:, p["match"] | p["alive"]].ravel())
+        events = cols.events(used[used >= 0])
     inst = np.flatnonzero(p["match"])
     at = p["end_row"][inst]
     o = np.lexsort((p["age"][inst], at))
@@ -134,7 +182,8 @@ class _Replay:
         self.loose = [plans[k][2][j] for _, k, j in loose]
         self.next_loose = 0
 
-    def record_loose(self, row: int, host: Any, out: list[ComplexEvent]) -> None:
+    def record_loose(self, row: int, host: Any, out: list[ComplexEvent], at: list[int]
+                     ) -> None:
         """Record the matches nothing reads of the rows before ``row`` not yet recorded, with
         the next match ids, as the per-event engine records a complex event (rows no per-event
         step sees: no other id is given there)."""
@@ -149,6 +198,7 @@ class _Replay:
             counters.match += 1
             ce.match_id = counters.match
             out.append(ce)
+            at.append(rows[j])
             stats.complex_events += 1
             by_pattern[ce.type] = by_pattern.get(ce.type, 0) + 1
             j += 1
@@ -196,48 +246,64 @@ class _Replay:
         return self.ids[self.start_who == k]
 
 
-def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: EventRows
-         ) -> list[ComplexEvent]:
+def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns: bool
+         ) -> tuple[list[ComplexEvent], list[int]]:
     host = engine.host
     counters = host.counters
-    events = src.events
     ts = src.ts
     n = src.n
     replay = _Replay(plans, [engine.consumed(m.name) for m in kernels])
     out: list[ComplexEvent] = []
+    at: list[int] = []  # (the row each complex event was detected at)
+    numbering = counters.renumber
     with engine.replaying({m.slot: replay.step(k, counters) for k, m in enumerate(kernels)},
                           src.type_names) as read:
         # the rows another part of the program reads, and those where a kernel's pattern
         # completes
         code = np.array([t in read for t in src.type_names], dtype=bool)
-        visit = np.union1d(np.flatnonzero(code[src.codes]), replay.match_rows).tolist()
+        visit = np.union1d(np.flatnonzero(code[src.codes]), replay.match_rows)
+        if columns:  # (numbered already, their events made with their numbers: the steps
+            counters.renumber = False  # must not shift them again after a restore)
+            events: Any = src.lookup(visit)
+        else:
+            events = src.events  # type: ignore[attr-defined]
+        visit = visit.tolist()
         visit.append(n)
         if engine.statement_start is None:
             engine.start_statements(float(ts[0]))
-        i = v = 0
-        while i < n:
-            nxt = visit[v]
-            # a timer or window instant due before a row in between: that row is stepped
-            due, before = engine.next_due()
-            if nxt > i and due <= ts[nxt - 1]:
-                nxt = min(nxt, i + int(np.searchsorted(ts[i:nxt], due,
-                                                       side="left" if before else "right")))
-            if nxt > i:  # rows no per-event step sees
-                number_events(counters, events[i:nxt])
-                host.stats.events += nxt - i
-                host.time = events[nxt - 1].ts
-                replay.ids_before(nxt, counters)
-                replay.record_loose(nxt, host, out)
-            if nxt >= n:
-                break
-            replay.row = nxt
-            out += engine.process(events[nxt])
-            replay.skip_loose(nxt)
-            if visit[v] == nxt:
-                v += 1
-            i = nxt + 1
+        try:
+            i = v = 0
+            while i < n:
+                nxt = visit[v]
+                # a timer or window instant due before a row in between: that row is stepped
+                due, before = engine.next_due()
+                if nxt > i and due <= ts[nxt - 1]:
+                    nxt = min(nxt, i + int(np.searchsorted(ts[i:nxt], due,
+                                                           side="left" if before else "right")))
+                if nxt > i:  # rows no per-event step sees
+                    if not columns:
+                        number_events(counters, events[i:nxt])
+                    host.stats.events += nxt - i
+                    host.time = src.time_at(nxt - 1)
+                    replay.ids_before(nxt, counters)
+                    replay.record_loose(nxt, host, out, at)
+                if nxt >= n:
+                    break
+                replay.row = nxt
+                if columns and nxt not in events:  # (a row a timer made due)
+                    events = src.lookup(np.array([nxt], np.int64))
+                found = engine.process(events[nxt])
+                out += found
+                at += [nxt] * len(found)
+                replay.skip_loose(nxt)
+                if visit[v] == nxt:
+                    v += 1
+                i = nxt + 1
+        finally:
+            counters.renumber = numbering
         replay.ids_before(n, counters)
     for k, plan in enumerate(plans):
         plan[3](replay.token_ids(k))
     reschedule(host, [m for m in kernels if m.pattern.pair is not None], float(ts[-1]))
-    return out
+    return out, at
+
