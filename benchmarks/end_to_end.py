@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import statistics
 import subprocess
@@ -116,23 +117,34 @@ def write_formats(table: pa.Table, stem: Path) -> dict[str, Path]:
 
 
 # -- measurements -----------------------------------------------------------------------------
+#: run in a small fresh interpreter between this process and the command: a child's peak RSS
+#: (``ru_maxrss``) counts the memory of the process it was forked from, so the command must
+#: be forked from a small process, not from this one holding the tables (a few MiB counted)
+_MEASURE = """
+import json, os, subprocess, sys, time
+t0 = time.perf_counter()
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, ru = os.wait4(p.pid, 0)
+print(json.dumps({"wall_s": time.perf_counter() - t0, "cpu_s": ru.ru_utime + ru.ru_stime,
+                  "peak_rss_mib": ru.ru_maxrss / 1024, "rc": os.waitstatus_to_exitcode(status)}))
+"""
+
+
 def timed_command(cmd: list[str]) -> dict[str, float]:
-    """Wall time, CPU time (user + system) and peak resident memory of one command — the
-    child's own, from ``os.wait4`` (``RUSAGE_CHILDREN`` would give the largest child so far)."""
+    """Wall time, CPU time (user + system) and peak resident memory of one command, the
+    child's own (``os.wait4`` in a small interpreter that starts it: see _MEASURE)."""
     load = os.getloadavg()[0]
     with tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
         # (standard error is no terminal: no progress bar)
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode not in (0, 3):
+        done = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], stdout=subprocess.PIPE,
+                              stderr=err, text=True, check=False)
+        got = json.loads(done.stdout) if done.returncode == 0 else {"rc": done.returncode}
+        if got["rc"] not in (0, 3):
             err.seek(0)
             text = err.read().decode("utf-8", "replace").strip()[-2000:]
-            raise BenchmarkFailure(f"{' '.join(cmd)} exited with {proc.returncode}: {text}")
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "load": load,
-            "peak_rss_mib": usage.ru_maxrss / 1024}  # (ru_maxrss: KiB on Linux)
+            raise BenchmarkFailure(f"{' '.join(cmd)} exited with {got['rc']}: {text}")
+    return {"wall_s": got["wall_s"], "cpu_s": got["cpu_s"], "load": load,
+            "peak_rss_mib": got["peak_rss_mib"]}
 
 
 def digest(path: Path) -> str:
