@@ -529,19 +529,23 @@ def _text_ids(col: pa.Array | None, n: int, unique: bool) -> tuple[pa.Array, pa.
 DISTINCT_SHARE = 0.25
 
 
+def _as_text(kind: str, infer: bool) -> bool:
+    """Whether a text cell of a parameter of ``kind`` is read as the text itself."""
+    return kind == "str" or (kind == "any" and not infer)
+
+
 def _read_text(kind: str, col: pa.Array, infer: bool
                ) -> tuple[list[tuple[str, pa.Array, np.ndarray]], np.ndarray]:
     """(:func:`_text_values`, :func:`_typed_or_null` as numpy) of a text column. When its
     values repeat (ids, names, categories: at most :data:`DISTINCT_SHARE` of them distinct),
     both run over the distinct values only and are spread back to the rows — the regular
     expressions then run once per value, not once per row; a null cell counts as what both
-    say of a null (no slot; read alike)."""
-    enc = pc.dictionary_encode(col)
-    distinct = enc.dictionary
-    if len(distinct) > DISTINCT_SHARE * len(col):
+    say of a null (no slot; read alike). Text read as text converts nothing: no encoding."""
+    enc = None if _as_text(kind, infer) else pc.dictionary_encode(col)
+    if enc is None or len(enc.dictionary) > DISTINCT_SHARE * len(col):
         return (_text_values(kind, col, infer),
                 _typed_or_null(kind, col, infer).to_numpy(zero_copy_only=False))
-    idx = enc.indices
+    distinct, idx = enc.dictionary, enc.indices
     at = idx.fill_null(len(distinct)).to_numpy(zero_copy_only=False)  # (null: the sentinel)
     values = [(slot, vals.take(idx), np.append(rows, False)[at])
               for slot, vals, rows in _text_values(kind, distinct, infer)]
@@ -557,7 +561,7 @@ def _text_values(kind: str, col: pa.Array, infer: bool
     def rows(mask: pa.Array) -> np.ndarray:
         return mask.to_numpy(zero_copy_only=False)
 
-    if kind == "str" or (kind == "any" and not infer):
+    if _as_text(kind, infer):
         return [("s", col, rows(pc.is_valid(col)))]
     if kind == "int":
         whole = _matches(col, _WHOLE)
@@ -587,7 +591,7 @@ def _typed_or_null(kind: str, col: pa.Array, infer: bool) -> pa.Array:
     """Per row whether the record reader reads the cell as :func:`_text_values` does (null
     cells: None either way)."""
     null = pc.is_null(col)
-    if kind == "str" or (kind == "any" and not infer):
+    if _as_text(kind, infer):
         return pa.array(np.ones(len(col), dtype=bool))
     if kind == "int":
         return pc.or_(null, _matches(col, _WHOLE))
