@@ -42,12 +42,12 @@ from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows, Thread, Token
 
 
-class _Fallback(Exception):
+class Uncodable(Exception):
     """The batch holds key values the kernel cannot code exactly (NaN): go event by event."""
 
 
 
-def _key_codes(ka: np.ndarray, kb: np.ndarray, old: list[Any], span: int
+def key_codes(ka: np.ndarray, kb: np.ndarray, old: list[Any], span: int
                ) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes for the instances' keys (``old`` values, then ``ka``) and the B rows' keys
     (``kb``), equal iff the values unify (Python ``==``, as Algorithm 1); ``code * span`` must
@@ -65,10 +65,10 @@ def _key_codes(ka: np.ndarray, kb: np.ndarray, old: list[Any], span: int
     out = []
     for v in [*old, *ka.tolist(), *kb.tolist()]:
         if v != v:  # NaN unifies with nothing, not even itself
-            raise _Fallback
+            raise Uncodable
         out.append(table.setdefault(v, len(table)))
     if len(table) * span >= 1 << 62:
-        raise _Fallback
+        raise Uncodable
     codes = np.array(out, dtype=np.int64)
     return codes[:len(old) + len(ka)], codes[len(old) + len(ka):]
 
@@ -135,7 +135,7 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
         return MatchTable([], [], 0, 0, src)
     cols = TypeColumns(src, engine.program.schemas)
     try:
-        plans = [_pair_rows(m, pr, cols) for m, pr in zip(matchers, pairs, strict=True)]
+        plans = [pair_rows(m, pr, cols) for m, pr in zip(matchers, pairs, strict=True)]
     except Declined:
         plans = [None]
     if any(p is None for p in plans):
@@ -186,7 +186,7 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
             m.done = True
         ids = (first_token + np.arange(len(all_starts)) if n_pairs == 1 else
                first_token + np.searchsorted(all_starts, p["new_rows"] * n_pairs + slot))
-        open_ids, open_events = _leave_open(m, pr, p, ids, events)
+        open_ids, open_events = leave_open(m, pr, p, ids, events)
         m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
     reschedule(host, matchers, last_ts)
     return MatchTable(blocks, [], first_id, total, src)
@@ -217,7 +217,7 @@ def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
 
 
 
-def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
+def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     """Instances and the rows they take over a batch, stage after stage (numpy): per
     instance its stage at the start of the batch (``stage0``: how many events it holds) and at
     its end (``stage``), the row it took at each stage (``taken``), whether it completed
@@ -225,7 +225,7 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     src = cols.src
     stages = pr.stages
     # (a guard reading the earlier stages' fields is checked per candidate below)
-    locs = [passing(e, cols) if _local(e) else np.arange(len(cols.rows(e.position.type)))
+    locs = [passing(e, cols) if reads_own_event(e) else np.arange(len(cols.rows(e.position.type)))
             for e in stages]
     stage_rows = [cols.rows(e.position.type)[loc] for e, loc in zip(stages, locs, strict=True)]
     new_rows = stage_rows[0]
@@ -255,11 +255,11 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
                      for e, k, loc in zip(stages[1:], pr.keys[1:], locs[1:], strict=True)]
             if len({c.dtype.kind for c in later}) > 1:
                 later = [c.astype(object) for c in later]
-            i_code, b_code = _key_codes(
+            i_code, b_code = key_codes(
                 np.concatenate([pend_keys, a_keys]) if len(pend_keys) else a_keys,
                 np.concatenate(later) if len(later) > 1 else later[0],
                 [t.threads[0].bindings.get(pr.key_var) for t in old], span)
-    except _Fallback:
+    except Uncodable:
         return None
     bounds = np.cumsum([0, *(len(c) for c in later)])
     n_real = len(old)
@@ -293,7 +293,7 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
         # Esper's timer:within fires before an event at its deadline: an event exactly Δ
         # after the A is too late (docs/esper.md, "One instant")
         ok = has & (src.ts[row] - i_ts[sel] < pr.window)
-        if not _local(stages[j]):
+        if not reads_own_event(stages[j]):
             if not isinstance(src, EventRows):  # (the A events the guard's bindings read,
                 firsts = sel[ok]                # made in one go by a column source)
                 cols.events(new_rows[firsts[firsts >= n_old] - n_old])
@@ -322,7 +322,7 @@ def _pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
 
 
 
-def _local(edge: Any) -> bool:
+def reads_own_event(edge: Any) -> bool:
     """Whether the stage's filter reads only its own event (else it is a guard on the earlier
     stages' fields too, checked per candidate: _first_guarded)."""
     return edge.position.filter is None or edge.position.local
@@ -472,7 +472,7 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
 
 def pair_matches(m: Any, p: dict, inst: np.ndarray, events: Any, arity: dict[str, int]
                  ) -> list[ComplexEvent]:
-    """The complex events of instances ``inst`` of the plan ``p`` (:func:`_pair_rows`) in that
+    """The complex events of instances ``inst`` of the plan ``p`` (:func:`pair_rows`) in that
     order, as objects (match ids to be given by the caller: the program split replays them)."""
     if not len(inst):
         return []
@@ -568,7 +568,7 @@ class _PairMatch(ComplexEvent):
 
 
 
-def _leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
+def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
                 ) -> tuple[list[int], list[Event]]:
     """Tokens from before the batch that completed or expired are dropped, those that moved on
     take their new events; the instances begun before or in the batch that still wait for

@@ -18,7 +18,7 @@ import numpy as np
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.frame import Declined
-from cepflow.runtime.kernels.pair import _Fallback, _key_codes, _local
+from cepflow.runtime.kernels.pair import Uncodable, key_codes, reads_own_event
 from cepflow.runtime.rows import TypeColumns
 from cepflow.runtime.tokens import Thread, Token
 
@@ -39,7 +39,7 @@ def plan_restart(m: Any, cols: TypeColumns) -> Plan | None:
     a_pos, b_pos = rs.first.position, rs.second.position
     a_loc = passing(rs.first, cols)
     a_rows = cols.rows(a_pos.type)[a_loc]
-    guard = None if _local(rs.second) else b_pos.filter
+    guard = None if reads_own_event(rs.second) else b_pos.filter
     b_loc = (passing(rs.second, cols) if guard is None
              else np.arange(len(cols.rows(b_pos.type))))
     b_rows = cols.rows(b_pos.type)[b_loc]
@@ -50,10 +50,10 @@ def plan_restart(m: Any, cols: TypeColumns) -> Plan | None:
     else:
         ka = dict((v, i) for i, v in a_pos.binds)[rs.key_var]
         try:
-            a_code, b_code = _key_codes(
+            a_code, b_code = key_codes(
                 cols.column(a_pos.type, ka)[a_loc], cols.column(b_pos.type, rs.key_b)[b_loc],
                 [t.threads[0].bindings.get(rs.key_var) for t in old], span)
-        except _Fallback:
+        except Uncodable:
             return None
     order = np.argsort(b_code * span + b_rows, kind="stable")
     b_sorted = (b_code * span + b_rows)[order].tolist()

@@ -36,7 +36,7 @@ import numpy as np
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.frame import Declined, check_order
-from cepflow.runtime.kernels.pair import _leave_open, _pair_rows, pair_matches, reschedule
+from cepflow.runtime.kernels.pair import leave_open, pair_matches, pair_rows, reschedule
 from cepflow.runtime.kernels.restart import Plan, plan_restart
 from cepflow.runtime.rows import (
     EventRows,
@@ -125,7 +125,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
 def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
     """The pair kernel's plan of ``m`` over the batch (kernels.pair), as the split takes it."""
     pr = m.pattern.pair
-    p = _pair_rows(m, pr, cols)
+    p = pair_rows(m, pr, cols)
     if p is None:
         return None
     if isinstance(cols.src, EventRows):
@@ -142,7 +142,7 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
     def commit(token_ids: np.ndarray) -> None:
         if len(inst):
             m.done = True
-        open_ids, open_events = _leave_open(m, pr, p, token_ids, events)
+        open_ids, open_events = leave_open(m, pr, p, token_ids, events)
         m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
 
     return p["new_rows"], at.tolist(), out, commit
