@@ -79,7 +79,7 @@ HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trac
 #: compiled is its ``pattern``, runtime/compiled.py)
 MATCHER_STATE = frozenset({
     "host", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "pending",
-    "clock_start", "slot"})
+    "clock_start", "slot", "reach_index"})
 #: window statement runner attributes that processing changes
 RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finished",
                           "_match_ids"})
@@ -217,6 +217,7 @@ class Forker:
         d["_forks"] = ({k: [_thread(th) for th in v] for k, v in m._forks.items()}
                        if m._forks else {})
         d["deadlines"] = deque(m.deadlines)
+        d["reach_index"] = {}  # (made again from the copy's own groups when needed)
         if m.pending is not None:
             d["pending"] = self._copy(m.pending, memo)
         object.__setattr__(new, "__dict__", d)

@@ -73,6 +73,8 @@ class Position:
     #: a step of Esper's ``or`` that completes operand ``settle[0]``: the match keeps that
     #: operand's events and drops the variables ``settle[1]`` the other operands bound
     settle: tuple[int, frozenset[str]] | None = None
+    #: the event type's declared field names (how the filter's plain names read the event)
+    fields: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

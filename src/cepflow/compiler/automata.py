@@ -131,7 +131,8 @@ class _Builder:
             collect = Collect(atom.alias, names, tuple(current(atom.alias, f) for f in names),
                               f"_{atom.alias}[]")
         pos = Position(pid, atom.name, tuple(binds), flt, src, label, atom.loc,
-                       tuple(self.zone_stack), where=atom.where, local=local, collect=collect)
+                       tuple(self.zone_stack), where=atom.where, local=local, collect=collect,
+                       fields=tuple(self.schemas[atom.name].param_names))
         (self.negatives if negative else self.positions).append(pos)
         return pos
 
@@ -164,7 +165,7 @@ class _Builder:
                        " and ".join(f"({s})" for s in srcs) if srcs else None,
                        " ∧ ".join(labels), first.loc, tuple(self.zone_stack), where=where,
                        local=bool(filters) and local, conj=(conj, step.moved), track=track,
-                       settle=settle)
+                       settle=settle, fields=tuple(self.schemas[first.name].param_names))
         self.positions.append(pos)
         return pos
 

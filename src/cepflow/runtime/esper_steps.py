@@ -5,13 +5,19 @@ forks, every-distinct keys, and the direct step of the pair shape — a part of 
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable
 from typing import Any
 
 from cepflow.automaton.automaton import FINAL
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.binding import NO_BINDINGS
+from cepflow.runtime.reach import Reach, whole
 from cepflow.runtime.tokens import Thread, Token
+
+#: a key's waiting instances up to which a pair with a reach (runtime.reach) tests them all
+#: rather than keep them in its index
+REACH_SCAN = 16
 
 
 class EsperSteps:
@@ -27,6 +33,7 @@ class EsperSteps:
     done: bool
     clock_start: float | None
     _forks: dict[int, list[Thread]]
+    reach_index: dict[Any, list[Any]]
     deadlines: Any
     pending: Any
     register_newest: Callable[[Token], None]
@@ -87,7 +94,14 @@ class EsperSteps:
             b_new = pr.b_new
             # (with a select list the match's bindings are new: the instance's need no copy)
             shared = not b_new and self.pattern.auto.select is not None
-            for tok in list(group.values()):
+            reach = pr.reach
+            if reach is not None and len(group) > REACH_SCAN:
+                x = params[reach.param]
+                waiting = (self._reachable(group, kv, reach, reach.lowest(x)) if whole(x)
+                           else list(group.values()))
+            else:
+                waiting = list(group.values())
+            for tok in waiting:
                 th = tok.threads[0]
                 b = th.bindings
                 if (z is not None and ts - th.zstart[z] >= window) or b.get(key) != kv:
@@ -111,6 +125,43 @@ class EsperSteps:
                     del self.tokens[None]
                 tok.regs = []
                 self._match(tok, nb, [*th.events, e], e, ts, emit)
+
+    def _reachable(self, group: dict[int, Token], kv: Any, reach: Reach, lowest: int
+                   ) -> list[Token]:
+        """The instances of ``group`` (one key's, in age order) an event can reach: those
+        whose ``reach.var`` is at least ``lowest``, and those whose value is not a whole number
+        (tested as before) — runtime.reach. The key's index (``reach_index``: the group it
+        was made for, its (value, id) pairs in value order, the other ids, the newest id it
+        holds) takes the group's younger instances first; ids of instances gone since are
+        skipped, and dropped when they are half of it."""
+        index = self.reach_index.get(kv)
+        if index is None or index[0] is not group:  # (an emptied group is made anew)
+            index = self.reach_index[kv] = [group, [], [], 0]
+        _, values, other, top = index
+        if next(reversed(group)) > top:
+            younger = []
+            for tid in reversed(group):
+                if tid <= top:
+                    break
+                younger.append(tid)
+            var = reach.var
+            for tid in reversed(younger):
+                y = group[tid].threads[0].bindings.get(var)
+                if not whole(y):
+                    other.append(tid)
+                elif not values or values[-1][0] <= y:
+                    values.append((y, tid))
+                else:
+                    insort(values, (y, tid))
+            index[3] = younger[0]
+        if len(values) + len(other) > 2 * len(group) + REACH_SCAN:
+            values[:] = [v for v in values if v[1] in group]
+            other[:] = [t for t in other if t in group]
+        ids = [t for _, t in values[bisect_left(values, (lowest,)):] if t in group]
+        if other:
+            ids += [t for t in other if t in group]
+        ids.sort()  # (age order; already so when the values grow with age)
+        return [group[t] for t in ids]
 
     def _pair_open(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """The ``A`` half of :meth:`_pair_step` (the engine's step for a type only ``A`` is):

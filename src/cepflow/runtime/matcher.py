@@ -54,6 +54,9 @@ class Matcher(EsperSteps, IntervalClock):
         self._forked: list[Thread] = []
         self._forks: dict[int, list[Thread]] = {}
         self.buckets: dict[int, dict[Any, dict[int, Token]]] = {}
+        #: a pair with a reach (runtime.reach): per key, its waiting instances by value
+        #: (EsperSteps._reachable); made again after a registration out of age order
+        self.reach_index: dict[Any, list[Any]] = {}
         #: the start of the interval under way of a pattern that starts with timer:interval
         #: (None: none; CompiledPattern.clock)
         self.clock_start: float | None = None
@@ -109,6 +112,8 @@ class Matcher(EsperSteps, IntervalClock):
         return None if var is None else th.bindings.get(var)
 
     def register(self, tok: Token) -> None:
+        if self.reach_index:
+            self.reach_index.clear()
         self.tokens.setdefault(tok.part, {})[tok.id] = tok
         regs = []
         for th in tok.threads:

@@ -11,6 +11,7 @@ from typing import Any
 
 from cepflow.automaton.automaton import INITIAL
 from cepflow.automaton.context import Context
+from cepflow.runtime.reach import Reach, reach_of
 
 
 @dataclass
@@ -138,6 +139,9 @@ class EsperPair:
     #: two stages on a key: the matcher's direct per-event step (Matcher._pair_step) applies
     #: (a field, not a property: Matcher.process reads it per event)
     is_pair: bool = True
+    #: a pair's guard conjunct ``x - a.y <= k`` (runtime.reach): which waiting instances an
+    #: event can still reach, for the matcher's index and the kernel's cut-off; or None
+    reach: Reach | None = None
 
 
 
@@ -223,9 +227,14 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     local = [e.position.filter is None or e.position.local for e in stages[1:]]
     if len(stages) > 2 and not all(local):
         return None
+    reach = None
+    if len(stages) == 2 and not local[-1]:
+        pos = b.position
+        reach = reach_of(pos.where, {f: i for i, f in enumerate(pos.fields)},
+                         frozenset(bound) - {v for _, v in new[1]})
     return EsperPair(a, b, states[0], keys[0], keys[1], window, zone, key_var, new[1],
                      local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new),
-                     len(stages) == 2 and key_var is not None)
+                     len(stages) == 2 and key_var is not None, reach)
 
 
 

@@ -28,6 +28,7 @@ from cepflow.runtime.kernels.frame import (
     prepare,
     unprepare,
 )
+from cepflow.runtime.reach import whole
 from cepflow.runtime.rows import (
     EventRows,
     MatchTable,
@@ -294,12 +295,17 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
         # after the A is too late (docs/esper.md, "One instant")
         ok = has & (src.ts[row] - i_ts[sel] < pr.window)
         if not reads_own_event(stages[j]):
+            reach = _reach_cut(pr, j, cols, locs, order, code_j, old, pend_events)
+            if reach is not None:  # (instances no row of the batch can reach wait on)
+                near = reach[0][np.where(has, q, 0)] <= reach[1][sel]
+                ok &= near
             if not isinstance(src, EventRows):  # (the A events the guard's bindings read,
                 firsts = sel[ok]                # made in one go by a column source)
                 cols.events(new_rows[firsts[firsts >= n_old] - n_old])
             moved, row = _first_guarded(pr, j, sel[ok], q[ok], order, code_j, i_code, rows_j,
                                         i_ts, cols, lambda q: _bindings(pr, old, pend_events,
-                                                                        new_rows, q, cols))
+                                                                        new_rows, q, cols),
+                                        reach)
         else:
             moved, row = sel[ok], row[ok]
         stage[moved] = j + 1
@@ -319,6 +325,51 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
             "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age}
+
+
+
+def _reach_cut(pr: EsperPair, j: int, cols: TypeColumns, locs: list[np.ndarray],
+               order: np.ndarray, code_j: np.ndarray, old: list[Any], pend: list[Event]
+               ) -> tuple[np.ndarray, np.ndarray] | None:
+    """For a pair whose guard has a reach (runtime.reach: ``x - a.y <= k``): per sorted
+    place of stage ``j``'s rows, the lowest ``x`` of its key's rows from there on, and per
+    instance the highest ``x`` that can reach it (``y + k``) — an instance whose next
+    candidate's lowest is higher can take no row of the batch (the conjunct is false on every
+    one, and nothing before it in the guard can fail), so it waits. None when the batch's
+    ``x`` or the instances' ``y`` are not all whole numbers in a safe range (no cut)."""
+    reach = pr.reach
+    if reach is None or j != 1:
+        return None
+    x = cols.column(pr.stages[1].position.type, reach.param)[locs[1]]
+    pa = next((i for i, v in pr.new[0] if v == reach.var), None)
+    if x.dtype.kind != "i" or pa is None or not len(x):
+        return None
+    ys = [t.threads[0].bindings.get(reach.var) for t in old] + [e.params[pa] for e in pend]
+    if not all(whole(y) for y in ys):
+        return None
+    new = cols.column(pr.stages[0].position.type, pa)[locs[0]]
+    if len(new) and new.dtype.kind not in "ib":
+        return None
+    y = np.concatenate([np.array(ys, np.int64) if ys else np.zeros(0, np.int64),
+                        new.astype(np.int64)])
+    safe = 2 ** 61
+    if (abs(reach.limit) >= safe or (len(y) and (y.min() <= -safe or y.max() >= safe))
+            or x.min() <= -safe or x.max() >= safe):
+        return None
+    xs = x[order]
+    codes = code_j[order]
+    # the lowest x from each sorted place to the end of its key's rows: a running minimum
+    # from the end, each key's rows lifted above the keys after them (so they never count)
+    seg = np.concatenate([[0], np.cumsum(codes[1:] != codes[:-1])])
+    lift = int(xs.max()) - int(xs.min()) + 1
+    if lift * (int(seg[-1]) + 1) < safe:
+        lowest = np.minimum.accumulate((xs + seg * lift)[::-1])[::-1] - seg * lift
+    else:
+        lowest = xs.copy()
+        bounds = np.flatnonzero(np.diff(seg)) + 1
+        for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(xs)], strict=True):
+            lowest[a:b] = np.minimum.accumulate(xs[a:b][::-1])[::-1]
+    return lowest, y + reach.limit
 
 
 
@@ -347,7 +398,8 @@ def _bindings(pr: EsperPair, old: list[Any], pend: list[Event], new_rows: np.nda
 
 def _first_guarded(pr: EsperPair, j: int, sel: np.ndarray, q: np.ndarray, order: np.ndarray,
                    code_j: np.ndarray, i_code: np.ndarray, rows_j: np.ndarray,
-                   i_ts: np.ndarray, cols: TypeColumns, bound: Any
+                   i_ts: np.ndarray, cols: TypeColumns, bound: Any,
+                   reach: tuple[np.ndarray, np.ndarray] | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Stage ``j`` whose guard reads the earlier stages' fields (BlowOutTire's ``a2.tire1 <
     1.2 and a1.tire1 > 2.0``): each instance ``sel[i]`` takes its first candidate — rows of
@@ -394,6 +446,8 @@ def _first_guarded(pr: EsperPair, j: int, sel: np.ndarray, q: np.ndarray, order:
         sel, q = sel[has], q[has]
         cand = order[q]
         keep = (code_j[cand] == i_code[sel]) & (src.ts[rows_j[cand]] - i_ts[sel] < pr.window)
+        if reach is not None:
+            keep &= reach[0][q] <= reach[1][sel]
         sel, q = sel[keep], q[keep]
     if not got_inst:
         return sel, sel

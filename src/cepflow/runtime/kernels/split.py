@@ -5,10 +5,10 @@ the ids the per-event engine gives them (docs/architecture.md, "The program spli
 
 The kernel patterns (``Engine._split``: the pair kernel's shapes — single stages, pairs with or
 without a key and with guards on the first stage's fields, keyed chains — and the restart
-kernel's ``every (a -> b)``, reading input types no statement produces, their select lists
-unable to fail) are planned over the whole batch first (kernels.pair, kernels.restart: the rows
+kernel's ``every (a -> b)`` if its select list cannot fail, reading input types no statement
+produces) are planned over the whole batch first (kernels.pair, kernels.restart: the rows
 that open instances, which complete where, with their complex events) — nothing changes yet,
-and a filter or guard failing on a row declines the batch.
+and a filter, guard or select list failing on a row declines the batch.
 Then the engine steps, one by one, only the rows something else must see: a row of a type
 another pattern, a window statement or a rule reads, a row where a kernel pattern completes a
 match something reads (the others are recorded in bulk, in order, with their ids), and a row
@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from cepflow.compiler.evaluator import EvaluationError, can_fail, current_sink
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.frame import Declined, check_order
@@ -58,12 +59,13 @@ def split_kernels(engine: Any) -> list[Any] | None:
     if engine.noise or not engine.matchers or any(r.action for r in program.rules):
         return None
     produced = {a.name for a in program.automata} | {w.name for w in program.windows}
-    from cepflow.compiler.evaluator import can_fail
-
+    # (a pair's select list is evaluated when the batch is planned, and a failure there
+    # declines the batch: _plan_pair)
     chosen = [m for m in engine.matchers
               if (m.pattern.pair is not None or m.pattern.restart is not None)
               and not m.pattern.types & produced
-              and not any(can_fail(f) for f in m.pattern.auto.select or ())]
+              and (m.pattern.pair is not None
+                   or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
     return chosen or None
 
 
@@ -137,7 +139,16 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
     at = p["end_row"][inst]
     o = np.lexsort((p["age"][inst], at))
     inst, at = inst[o], at[o]
-    out = pair_matches(m, p, inst, events, arity)
+    sink = current_sink()
+    mark = len(sink) if sink is not None else 0
+    try:
+        out = pair_matches(m, p, inst, events, arity)
+    except EvaluationError:
+        raise Declined("a select list failed on a match: event by event") from None
+    if sink is not None and len(sink) > mark:
+        # (the per-event engine reports it in its place among the others' reports)
+        del sink[mark:]
+        raise Declined("a select list failed on a match: event by event")
 
     def commit(token_ids: np.ndarray) -> None:
         if len(inst):
