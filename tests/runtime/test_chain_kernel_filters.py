@@ -83,6 +83,12 @@ def same_state(a: Engine, b: Engine) -> None:
 @given(chains(), chains(), streams, st.lists(st.integers(0, 70), max_size=4), streams,
        st.integers(0, 6))
 def test_batch_equals_event_by_event(p1: str, p2: str, spec, cuts, tail, gap) -> None:
+    check_batches(p1, p2, spec, cuts, tail, gap)
+
+
+def check_batches(p1: str, p2: str, spec, cuts, tail, gap) -> None:
+    """Batches cut at ``cuts`` (a part in three event by event) equal the per-event engine;
+    then time passes and ``tail`` comes one by one, also into a restored copy."""
     prog = compile_(p1, p2)
     one, many = Engine(prog), Engine(prog)
     assert many._chains is not None
@@ -108,6 +114,29 @@ def test_batch_equals_event_by_event(p1: str, p2: str, spec, cuts, tail, gap) ->
     last = [rows(eng.finish(True)) for eng in engines]
     assert all(x == last[0] for x in last)
     same_state(one, many)
+
+
+@st.composite
+def repeats(draw: st.DrawFn) -> str:
+    """One type at every stage, ``A(s, _){k}`` or spelled out, mostly without a filter or
+    window (kernels.queues.repeat_chain; with one, the loop)."""
+    k = draw(st.integers(1, 4))
+    t = draw(st.sampled_from("AB"))
+    body = draw(st.sampled_from([f"{t}(s, _){{{k}}}", " -> ".join([f"{t}(s, _)"] * k)]))
+    extra = draw(st.sampled_from(["", "", "", "filter", "window"]))
+    if extra == "filter":
+        body = " -> ".join([f"{t}(s, _) where v > 0", *[f"{t}(s, _)"] * (k - 1)])
+    return f"({body})[3 ms]" if extra == "window" else body
+
+
+@settings(max_examples=200, deadline=None)
+@given(repeats(), repeats(), streams, st.lists(st.integers(0, 70), max_size=4), streams,
+       st.integers(0, 6))
+def test_one_type_at_every_stage(p1: str, p2: str, spec, cuts, tail, gap) -> None:
+    """``T{k}`` (cps's ``invalidModel(src){3}``): each key's rows fall into runs of ``k``
+    after what its partial match holds — with partial matches from one-by-one parts, NaN keys
+    (the loop then) and a restore."""
+    check_batches(p1, p2, spec, cuts, tail, gap)
 
 
 #: (NaN keys are drawn by ``streams``; here the columns' own types are the point)

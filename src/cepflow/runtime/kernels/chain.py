@@ -22,7 +22,8 @@ the rest, which steps only the rows some stage takes, in a plain loop: with a re
 event may advance the oldest partial match of its key at any stage or else start one, and with a
 window the partial matches expire at their deadlines, so the stages no longer decouple into
 queues. Distinct types without
-a window keep the numpy queues (a filter only drops rows). Both give the per-event engine's
+a window keep the numpy queues (a filter only drops rows); one type at every stage without a
+window, every row passing every stage (``T{k}``), is numpy too (kernels.queues.repeat_chain). Both give the per-event engine's
 matches, ids, state, timers and statistics (tests/runtime/test_chain_kernel_filters.py).
 """
 
@@ -46,7 +47,7 @@ from cepflow.runtime.kernels.frame import (
     prepare,
     unprepare,
 )
-from cepflow.runtime.kernels.queues import run_chain, step_chain
+from cepflow.runtime.kernels.queues import repeat_chain, run_chain, step_chain
 from cepflow.runtime.rows import ChainMatches, EventRows, MatchTable, Rows
 from cepflow.runtime.shapes import Chain
 from cepflow.runtime.timers import fired_before
@@ -205,20 +206,27 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
             order = np.argsort(positions, kind="stable")
             positions, bits, key, vidx = positions[order], bits[order], key[order], vidx[order]
             n_ev = len(positions)
-            stage_sets = {b: [st for st in range(k) if b >> st & 1]
-                          for b in np.unique(bits).tolist()}
-            z = c.zone
-            pred, done, left, begun, timed = step_chain(
-                k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
-                src.ts[positions].tolist(),
-                [(st, kc, evs[0].ts if z is not None else 0.0) for st, kc, evs
-                 in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
-                c.window, last_ts)
-            complete = np.array(done, dtype=np.int64)
-            waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
-            started = np.array(begun, dtype=np.int64)
-            if c.zone is not None:
-                timers.append((slot, timed))
+            repeat = None
+            if c.window is None and len(set(c.types)) == 1 and (bits == (1 << k) - 1).all():
+                repeat = repeat_chain(k, key, [(st, kc, 0.0) for st, kc
+                                               in zip(occ_stage, occ_key.tolist(), strict=True)])
+            if repeat is not None:  # (T{k}, every row at every stage: numpy)
+                pred, complete, waiting, started = repeat
+            else:
+                stage_sets = {b: [st for st in range(k) if b >> st & 1]
+                              for b in np.unique(bits).tolist()}
+                z = c.zone
+                pred, done, left, begun, timed = step_chain(
+                    k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
+                    src.ts[positions].tolist(),
+                    [(st, kc, evs[0].ts if z is not None else 0.0) for st, kc, evs
+                     in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
+                    c.window, last_ts)
+                complete = np.array(done, dtype=np.int64)
+                waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
+                started = np.array(begun, dtype=np.int64)
+                if c.zone is not None:
+                    timers.append((slot, timed))
         start_keys.append(positions[started] * n_chains + slot)
         done_pos.append(positions[complete])
         done_slot.append(np.full(len(complete), slot, dtype=np.int64))

@@ -1,7 +1,8 @@
 """The chain kernel's two algorithms over the rows of a batch (kernels.chain says what they
 compute): :func:`run_chain`, the FIFO queues with balking evaluated stage by stage for all keys
-at once in numpy, and :func:`step_chain`, the plain loop over the rows some stage takes when a
-type recurs or a window expires partial matches."""
+at once in numpy; :func:`repeat_chain`, one type at every stage (``T{k}``) that every row
+passes, in numpy too; and :func:`step_chain`, the plain loop over the rows some stage takes
+when a type recurs otherwise or a window expires partial matches."""
 
 from __future__ import annotations
 
@@ -169,3 +170,53 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
     pred[:] = pr
     return (pred, done, {s: [it for _, it in sorted(v)] for s, v in waiting.items()}, started,
             [(it, start) for it, start in timed.items() if not (start + w < end)])
+
+
+
+def repeat_chain(k: int, key: np.ndarray, occupants: Sequence[tuple[int, int, float]]
+                 ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray], np.ndarray] | None:
+    """:func:`step_chain` for a chain of one type at all its ``k`` stages that every row may
+    take at any stage, without a window (``T{k}``, cps's ``invalidModel(src){3}``).
+
+    Under chronicle a row goes to its key's oldest partial match, else starts one — so a key
+    has at most one partial match at a time, and its rows, after the events that one holds,
+    fall into consecutive runs of ``k``: row ``r`` of the key (in row order) is event ``(held
+    + r) mod k`` of its match. Returns what :func:`step_chain` returns but the timers (none
+    without a window), as arrays; None when a key has two partial matches from before the
+    batch (then the loop)."""
+    n, n_occ = len(key), len(occupants)
+    occ_stage = np.array([o[0] for o in occupants], dtype=np.int64)
+    occ_key = np.array([o[1] for o in occupants], dtype=np.int64)
+    if n_occ and len(np.unique(occ_key)) != n_occ:
+        return None
+    pred = np.full(n + n_occ, -1, dtype=np.int64)
+    order = np.argsort(key, kind="stable")  # each key's rows, in row order
+    ks = key[order]
+    seg, starts = _segments(ks) if n else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    held = np.zeros(len(starts), dtype=np.int64)  # per key: events its partial match holds
+    occ_item = np.full(len(starts), -1, dtype=np.int64)
+    seg_of_occ = np.full(n_occ, -1, dtype=np.int64)
+    if n_occ and len(starts):
+        at = np.searchsorted(ks[starts], occ_key)
+        found = at < len(starts)
+        found[found] = ks[starts][at[found]] == occ_key[found]
+        held[at[found]] = occ_stage[found]
+        occ_item[at[found]] = n + np.flatnonzero(found)
+        seg_of_occ[found] = at[found]
+    place = (np.arange(n, dtype=np.int64) - starts[seg] + held[seg]) % k
+    prev = np.empty(n, dtype=np.int64)
+    prev[1:] = order[:-1]
+    prev[starts] = occ_item
+    pred[order] = np.where(place == 0, -1, prev)
+    done = order[place == k - 1]  # (the caller orders them by row)
+    started = order[place == 0]
+    # the partial matches left: per key with rows, its last run if unfinished (its last
+    # row); the occupants of keys without rows, unchanged (the caller orders them by id)
+    count = np.diff(np.append(starts, n)) if n else np.zeros(0, np.int64)
+    stage = (held + count) % k
+    open_seg = np.flatnonzero(stage != 0)
+    idle = np.flatnonzero(seg_of_occ < 0)
+    st_all = np.concatenate([stage[open_seg], occ_stage[idle]])
+    items_all = np.concatenate([order[starts[open_seg] + count[open_seg] - 1], n + idle])
+    waiting = {s: items_all[st_all == s] for s in np.unique(st_all).tolist()}
+    return pred, done, waiting, started
