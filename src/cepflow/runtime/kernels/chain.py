@@ -23,8 +23,9 @@ event may advance the oldest partial match of its key at any stage or else start
 window the partial matches expire at their deadlines, so the stages no longer decouple into
 queues. Distinct types without
 a window keep the numpy queues (a filter only drops rows); one type at every stage without a
-window, every row passing every stage (``T{k}``), is numpy too (kernels.queues.repeat_chain). Both give the per-event engine's
-matches, ids, state, timers and statistics (tests/runtime/test_chain_kernel_filters.py).
+window, every row passing every stage (``T{k}``), is numpy too (kernels.queues.repeat_chain).
+All give the per-event engine's matches, ids, state, timers and statistics
+(tests/runtime/test_chain_kernel_filters.py).
 """
 
 from __future__ import annotations
