@@ -57,6 +57,44 @@ def restarts(draw: st.DrawFn) -> str:
             f"(a = {ta}({f}) -> b = {tb}({g}))];\n")
 
 
+@st.composite
+def consecs(draw: st.DrawFn) -> str:
+    """Esper's consecutive chains, ``every a = T(f) -> (b = T(g) and not T(h) …) -> …
+    [where timer:within(Δ)]``: two to four stages, each with up to two forbidden events (or
+    none), filters reading only their event or the earlier stages' fields, the forbidden event
+    the stage's own complement among them (the consecutive kernel, kernels/consec.py)."""
+    n = draw(st.sampled_from([2, 2, 3, 4]))
+    tags = "abcd"[:n]
+    f = draw(st.sampled_from(["", *FILTERS[:5]])).format(a="a")
+    steps = []
+    for j, tag in enumerate(tags[1:], 1):
+        prev = tags[j - 1]
+        t = draw(st.sampled_from(["A", "B"]))
+        g = draw(st.sampled_from(["", "", "{a}.v >= 1", "{a}.v > " + prev + ".v",
+                                  "{a}.v >= a.v", "{a}.v >= a.v + 1 and {a}.x < 2",
+                                  "{a}.x * 2 > a.v", *FILTERS[4:]]))
+        step = f"{tag} = {t}({g.format(a=tag)})"
+        # (the consecutive idiom most often: the forbidden event is the stage's complement)
+        own = f"not ({g.format(a=tag).replace(tag + '.', '')})" if g else "v = 2"
+        nots = draw(st.lists(st.tuples(st.sampled_from([t, t, "A", "B"]), st.sampled_from(
+            [own, own, own, "", "v < 1", f"v <= {prev}.v", "x > a.x", "s = 'y'"])),
+            max_size=2))
+        for t2, h in nots:
+            step += f" and not {t2}({h})" if h else f" and not {t2}"
+        steps.append(f"({step})" if nots else step)
+    within = draw(st.sampled_from(["", "", " where timer:within(4 msec)",
+                                   " where timer:within(2 msec)",
+                                   " where timer:within(0 msec)"]))
+    body = " -> ".join(steps)
+    if n > 2 and within:
+        body = f"({body})"  # (the guard binds to the parenthesised chain)
+    select = draw(st.sampled_from(["", f"select a.v as av, {tags[-1]}.x as lx, "
+                                       "current_timestamp() as t "]))
+    name = draw(st.sampled_from(["P", "Q", "K"]))
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every "
+            f"a = {draw(st.sampled_from(['A', 'B']))}({f}) -> {body}{within}];\n")
+
+
 def rows(found) -> list:
     return [(m.type, m.ts, tuple(m.event_refs), m.params, m.match_id) for m in found]
 
@@ -96,19 +134,46 @@ def program(kernel_stmts: list[str], others: list[str], ruled: int = -1):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(statements(), restarts()), min_size=1, max_size=3),
+@given(st.lists(st.one_of(statements(), restarts(), consecs()), min_size=1, max_size=3),
        st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70),
        st.integers(-1, 2))
 def test_split_equals_event_by_event(kernel_stmts, others, spec, cuts, restore_at,
                                      ruled) -> None:
+    check_split(program(kernel_stmts, others, ruled), spec, cuts, restore_at)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(consecs(), min_size=1, max_size=2),
+       st.lists(st.sampled_from(OTHERS), max_size=2, unique=True),
+       st.lists(st.tuples(st.sampled_from(["A", "B"]), st.sampled_from([0, 1, 2]),
+                          st.sampled_from([0, 1, 2, 3, 4, 5, None, True, 1.5]),
+                          st.sampled_from([0.0, 0.7, 1.2, 2.0]), st.integers(0, 2)),
+                min_size=20, max_size=80),
+       st.lists(st.integers(0, 80), max_size=4), st.integers(0, 80), st.integers(-1, 2))
+def test_consecutive_chains_equal_event_by_event(kernel_stmts, others, spec, cuts, restore_at,
+                                                 ruled) -> None:
+    """The consecutive kernel alone or beside statements over the input and its output:
+    every generated chain has its shape (none falls back unseen; a pair without a forbidden
+    event is the pair kernel's), and the split equals the per-event engine."""
     prog = program(kernel_stmts, others, ruled)
+    mine = {s.split("'")[1] for s in kernel_stmts}
+    assert all(m.pattern.consec is not None or m.pattern.pair is not None
+               for m in Engine(prog).matchers if m.name in mine)
+    check_split(prog, spec, cuts, restore_at)
+
+
+def check_split(prog, spec, cuts, restore_at) -> None:
+    """``spec`` through the split in batches cut at ``cuts``, a single event between them and
+    a save/restore at ``restore_at``, against event by event: the same complex events, ids,
+    statistics, open instances, saved state and end of input."""
     one = Engine(prog)
     many = Engine(prog)
     split = many._split
     if split is None:  # (every statement a kernel or none: not this test's case)
         return
-    assert all(m.pattern.pair is not None or m.pattern.restart is not None for m in split)
+    assert all(m.pattern.pair is not None or m.pattern.restart is not None
+               or m.pattern.consec is not None for m in split)
     ref = rows([m for e in events(spec) for m in one.process(e)])
     evs = events(spec)
     bounds = sorted({0, len(spec), *(min(c, len(spec)) for c in cuts)})
@@ -128,6 +193,34 @@ def test_split_equals_event_by_event(kernel_stmts, others, spec, cuts, restore_a
     assert state(many) == state(one)
     assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
     assert many.partial_matches() == one.partial_matches()
+
+
+def test_temperature_alerts_run_in_the_kernel() -> None:
+    """examples/temperature's Warning and Critical (alerts.epl) run in the consecutive kernel:
+    no event goes the per-event way, and the matches, ids and state are the per-event
+    engine's."""
+    import random
+    from pathlib import Path
+
+    from cepflow.events.event import Event
+    from cepflow.loader import load
+
+    prog = load(Path(__file__).parents[2] / "examples" / "temperature" / "alerts.epl")
+    one, many = Engine(prog), Engine(prog)
+    assert [m.name for m in many._split] == ["Warning", "Critical"]
+    rng = random.Random(7)
+    temps = [rng.choice([90, 150, 390, 420, 500, 700]) + rng.randrange(0, 40)
+             for _ in range(3000)]
+    evs = [Event("TemperatureEvent", (t, i), i * 1000, id=f"t{i}") for i, t in enumerate(temps)]
+    ref = rows([m for e in evs for m in one.process(e)])
+
+    def no_step(*_: object) -> None:
+        raise AssertionError("a batch went event by event")
+
+    many._feed = no_step  # type: ignore[method-assign]
+    got = rows(list(many.run(evs, batch_size=701)))
+    assert got == ref and {r[0] for r in ref} == {"Warning", "Critical"}
+    assert many.stats == one.stats and state(many) == state(one)
 
 
 def test_motorbike_splits_kernels_from_the_rest() -> None:
@@ -163,7 +256,7 @@ def test_matches_nothing_reads_keep_the_per_event_order() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(statements(), restarts()), min_size=1, max_size=3),
+@given(st.lists(st.one_of(statements(), restarts(), consecs()), min_size=1, max_size=3),
        st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70),
        st.integers(-1, 2))

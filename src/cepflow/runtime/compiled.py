@@ -11,9 +11,11 @@ from cepflow.automaton.automaton import INITIAL, Automaton, Edge, Zone
 from cepflow.automaton.context import Context
 from cepflow.runtime.shapes import (
     Chain,
+    EsperConsec,
     EsperPair,
     EsperRestart,
     chain_of,
+    esper_consec_of,
     esper_pair_of,
     esper_restart_of,
 )
@@ -30,6 +32,7 @@ class CompiledPattern:
         "clock",
         "clock_types",
         "conj_degree",
+        "consec",
         "context",
         "exact",
         "fast",
@@ -118,6 +121,11 @@ class CompiledPattern:
         #: Esper's ``every (a = A(f) -> b = B(g[, key]))`` (runtime.shapes.EsperRestart): the
         #: restart kernel's shape (kernels/restart.py, in the program split)
         self.restart: EsperRestart | None = esper_restart_of(self) if fast_path else None
+        #: Esper's spawned chain with ``and not`` (runtime.shapes.EsperConsec, temperature's
+        #: Warning and Critical): the consecutive kernel's shape (kernels/consec.py, in the
+        #: program split)
+        self.consec: EsperConsec | None = (esper_consec_of(self) if fast_path
+                                           and self.pair is None else None)
         #: Esper's ``every e = T(f)`` (one event per match): completed directly, inline in
         #: Matcher.process
         self.single = self._single_edge() if fast_path else None

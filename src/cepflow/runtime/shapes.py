@@ -165,14 +165,8 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         return None
     stages, states = [a], [a.target]
     while True:
-        out = auto.edges.get(states[-1], {})
-        if len(out) != 1:
-            return None
-        ((_, es),) = out.items()
-        if len(es) != 1:
-            return None
-        e = es[0]
-        if e.enters or e.position.every:
+        e = _only_edge(auto, states[-1])
+        if e is None or e.enters or e.position.every:
             return None
         stages.append(e)
         if e.final:
@@ -210,20 +204,12 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         new.append(tuple((i, v) for i, v in e.position.binds if v != key_var))
         bound += [v for _, v in new[-1]]
     keys[0] = next((i for i, v in a.position.binds if v == key_var), -1)
-    middle = stages[1:-1]
-    if auto.zones:
-        if len(auto.zones) != 1:
-            return None
-        z = auto.zones[0]
-        if (z.kind != "within" or z.timer_accept or a.enters != (z.id,) or b.exits != (z.id,)
-                or any(e.position.zones != (z.id,) for e in stages)
-                or any(e.exits for e in middle)):
-            return None
-        window, zone = float(z.length), z.id
-    else:
-        if a.enters or b.exits or any(e.position.zones for e in stages):
-            return None
-        window, zone = float("inf"), None
+    if any(e.exits for e in stages[1:-1]):
+        return None
+    timed = _within(auto, stages)
+    if timed is None:
+        return None
+    window, zone = timed
     local = [e.position.filter is None or e.position.local for e in stages[1:]]
     if len(stages) > 2 and not all(local):
         return None
@@ -262,20 +248,12 @@ def esper_restart_of(pattern: Any) -> EsperRestart | None:
     if (not auto.context.esper or auto.start != "restart" or auto.distinct or auto.forbids
             or auto.partition_by or auto.clock is not None or auto.zones):
         return None
-    init = auto.edges.get(INITIAL, {})
-    if len(init) != 1:
+    a = _only_edge(auto, INITIAL)
+    if a is None or a.final or set(auto.edges) != {INITIAL, a.target}:
         return None
-    ((_, es),) = init.items()
-    if len(es) != 1 or es[0].final:
+    b = _only_edge(auto, a.target)
+    if b is None or not b.final:
         return None
-    a = es[0]
-    out = auto.edges.get(a.target, {})
-    if set(auto.edges) != {INITIAL, a.target} or len(out) != 1:
-        return None
-    ((_, bs),) = out.items()
-    if len(bs) != 1 or not bs[0].final:
-        return None
-    b = bs[0]
     if (a.position.every or b.position.every or a.enters or a.exits or b.enters or b.exits
             or (a.position.filter is not None and not a.position.local)):
         return None
@@ -290,3 +268,104 @@ def esper_restart_of(pattern: Any) -> EsperRestart | None:
     key_b, key_var = (None, None) if kt is None else kt
     return EsperRestart(a, b, a.target, key_b, key_var,
                         tuple((i, v) for i, v in b.position.binds if v != key_var))
+
+
+
+@dataclass
+class EsperConsec:
+    """A compiled pattern whose automaton is Esper's spawned chain with ``and not``: ``every
+    a = A(f) -> (b = B(g) and not C(h) [and not …]) -> (c = …) … [where timer:within(Δ)]``
+    (temperature's Warning and Critical, the "consecutive" idiom) — one edge out of each
+    waiting state, any forbidden events there (each ending the instance: Forbid.target is the
+    trap), filters that may read the earlier stages' fields, no unification (no variable bound
+    twice, no tag on a forbidden event), optionally one Esper ``within`` around the stages
+    after ``a``. Each ``A`` passing ``f`` opens an instance; at each later event it is ended by
+    a forbidden one (the ending wins a tie, docs/esper.md), else moved on by the next stage's,
+    else it waits (kernels/consec.py)."""
+
+    stages: tuple[Any, ...]  # every stage's edge, the first (from the initial state) first
+    states: tuple[int, ...]  # states[j]: where instances wait for stage j + 1
+    #: per waiting state, the positions of its forbidden events
+    forbids: tuple[tuple[Any, ...], ...]
+    window: float  # Δ in ms (inf without a within zone)
+    zone: int | None
+
+
+
+def esper_consec_of(pattern: Any) -> EsperConsec | None:
+    """The consecutive-chain shape of a compiled pattern (see :class:`EsperConsec`), else
+    None (asked only when the pair shape does not fit: that is the pair kernel's)."""
+    from cepflow.automaton.automaton import FINAL, TRAP
+
+    auto = pattern.auto
+    if (not auto.context.esper or auto.start != "spawn" or auto.distinct or auto.partition_by
+            or auto.clock is not None or auto.key_index or pattern.exact or pattern.skips):
+        return None
+    a = _only_edge(auto, INITIAL)
+    if a is None or a.final or a.exits:
+        return None
+    stages, states = [a], []
+    while True:
+        state = stages[-1].target
+        if state in states or state in (INITIAL, FINAL, TRAP):
+            return None
+        states.append(state)
+        e = _only_edge(auto, state)
+        if e is None or e.enters:
+            return None
+        stages.append(e)
+        if e.final:
+            break
+        if e.exits:
+            return None
+    if set(auto.edges) != {INITIAL, *states} or not set(auto.forbids) <= set(states):
+        return None
+    bound: set[str] = set()
+    for e in stages:
+        pos = e.position
+        vs = [v for _, v in pos.binds]
+        if (pos.every or pos.collect is not None or pos.conj is not None
+                or pos.track is not None or len(set(vs)) != len(vs) or bound & set(vs)):
+            return None
+        bound |= set(vs)
+    if a.position.filter is not None and not a.position.local:
+        return None
+    forbids = []
+    for s in states:
+        fs = [f for t, lst in auto.forbids.get(s, {}).items() for f in lst]
+        if any(f.target != TRAP or f.position.binds or f.position.every
+               or f.position.collect is not None for f in fs):
+            return None
+        forbids.append(tuple(f.position for f in fs))
+    timed = _within(auto, stages)
+    if timed is None or (auto.zones and (not auto.zones[0].open_end
+                                         or auto.zones[0].last & set(states))):
+        return None  # (an Esper window excludes its end: the walk's deadline test)
+    return EsperConsec(tuple(stages), tuple(states), tuple(forbids), *timed)
+
+
+def _within(auto: Any, stages: list[Any]) -> tuple[float, int | None] | None:
+    """Δ (ms; inf without) and the zone of the one ``within`` window around the stages of an
+    Esper chain — entered by the first, left by the last, every stage inside it — or None
+    when its zones are otherwise."""
+    a, last = stages[0], stages[-1]
+    if not auto.zones:
+        if a.enters or last.exits or any(e.position.zones for e in stages):
+            return None
+        return float("inf"), None
+    if len(auto.zones) != 1:
+        return None
+    z = auto.zones[0]
+    if (z.kind != "within" or z.timer_accept or a.enters != (z.id,) or last.exits != (z.id,)
+            or any(e.position.zones != (z.id,) for e in stages)):
+        return None
+    return float(z.length), z.id
+
+
+def _only_edge(auto: Any, state: int) -> Any:
+    """The one edge out of ``state`` (one event type, one edge), else None."""
+    out = auto.edges.get(state, {})
+    if len(out) != 1:
+        return None
+    ((_, es),) = out.items()
+    return es[0] if len(es) == 1 else None

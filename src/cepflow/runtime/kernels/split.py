@@ -36,6 +36,7 @@ import numpy as np
 from cepflow.compiler.evaluator import EvaluationError, can_fail, current_sink
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
+from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order
 from cepflow.runtime.kernels.pair import leave_open, pair_matches, pair_rows, reschedule
 from cepflow.runtime.kernels.restart import Plan, plan_restart
@@ -62,7 +63,8 @@ def split_kernels(engine: Any) -> list[Any] | None:
     # (a pair's select list is evaluated when the batch is planned, and a failure there
     # declines the batch: _plan_pair)
     chosen = [m for m in engine.matchers
-              if (m.pattern.pair is not None or m.pattern.restart is not None)
+              if (m.pattern.pair is not None or m.pattern.restart is not None
+                  or m.pattern.consec is not None)
               and not m.pattern.types & produced
               and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
@@ -112,8 +114,9 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
         src.number(engine)
     cols = TypeColumns(src, engine.program.schemas)
     try:
-        plans = [plan_restart(m, cols) if m.pattern.pair is None
-                 else _plan_pair(m, cols, engine.host.arity) for m in kernels]
+        plans = [_plan_pair(m, cols, engine.host.arity) if m.pattern.pair is not None
+                 else plan_restart(m, cols) if m.pattern.restart is not None
+                 else plan_consec(m, cols) for m in kernels]
     except Declined:
         plans = [None]
     if any(p is None for p in plans):
