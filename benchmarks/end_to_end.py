@@ -7,7 +7,9 @@ timer:within(10 sec)`` and the three-event sequence ``every a=A -> (b=B(b.key=a.
 c=C(c.key=a.key)) where timer:within(10 sec)`` over N events (whole-second timestamps, 1,000
 events a second, 16 keys, types A/B/C at 0.3/0.3/0.4, seeded); gesture (examples/gesture, 24
 bodies); the motorbike set (examples/motorbike/motorbike.epl, all its statements, events of its
-simulation model); temperature (examples/temperature/temperature.vepl, its model's events).
+simulation model); temperature (examples/temperature/temperature.vepl, its model's events);
+alerts (examples/temperature/alerts.vepl — Warning and Critical, Esper's consecutive chains —
+over the same events).
 Each is written once as JSON Lines, CSV and Parquet.
 
 Per workload and format: ``cepflow run PATTERNS -i FILE -o OUT.jsonl`` as a subprocess —
@@ -210,6 +212,8 @@ def workloads(n: int, tmp: Path) -> dict[str, tuple[Path, Callable[[], pa.Table]
                       lambda: model_table(ex / "motorbike" / "model.toml", n, tmp)),
         "temperature": (ex / "temperature" / "temperature.vepl",
                         lambda: model_table(ex / "temperature" / "model.toml", n, tmp)),
+        "alerts": (ex / "temperature" / "alerts.vepl",
+                   lambda: model_table(ex / "temperature" / "model.toml", n, tmp)),
     }
 
 
@@ -222,7 +226,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--repeat", type=positive_int, default=3,
                     help="runs per measurement: best and median (default 3)")
     ap.add_argument("--workloads", default=",".join(("pair", "sequence", "gesture", "motorbike",
-                                                      "temperature")))
+                                                      "temperature", "alerts")))
     ap.add_argument("--formats", default=",".join(FORMATS))
     ap.add_argument("--baseline", type=Path, default=None,
                     help="a checkout of the baseline commit with its own .venv: its "

@@ -243,6 +243,9 @@ def profile(name: str, n: int, tmp: str) -> dict[str, float]:
     else:
         split.plan_restart = timed("kernels: plan every (a -> b)", split.plan_restart)
         split._plan_pair = timed("kernels: plan pairs and single events", split._plan_pair)
+        if hasattr(split, "plan_consec"):  # (a baseline without the consecutive kernel)
+            split.plan_consec = timed("kernels: plan consecutive chains (and not)",
+                                      split.plan_consec)
     host = engine.host
     host.fire = timed("rules", host.fire)  # type: ignore[method-assign]
     host.fire_one = timed("rules", host.fire_one)  # type: ignore[method-assign]

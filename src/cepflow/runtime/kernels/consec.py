@@ -161,9 +161,11 @@ class _Walk:
                     sel, q, rows = sel[~late], q[~late], rows[~late]
             ends = forb[q]
             for f, of_type in paired:
-                look = ~ends & of_type[q]
+                # (on every pair of its type: the per-event engine tries a state's forbidden
+                # events in its own order until one holds, so these are all it may evaluate)
+                look = of_type[q]
                 if look.any():
-                    ends[look] = self._truth(f, sel[look], rows[look], j)
+                    ends[look] |= self._truth(f, sel[look], rows[look], j)
             moves = ~ends & fwd[q]
             if reads[0] and moves.any():
                 moves[moves] = self._truth(edge, sel[moves], rows[moves], j)
@@ -215,10 +217,10 @@ class _Walk:
         def rename(e: ast.Expr) -> ast.Expr:
             if isinstance(e, ast.Name):
                 name = ".".join((e.name, *e.path))
-                if name in own:
-                    src: tuple[str, Any] = ("own", own[name])
-                elif not e.path and name in fields:
-                    src = ("own", fields[name])
+                if not e.path and name in fields:  # (as the closure: a field first)
+                    src: tuple[str, Any] = ("own", fields[name])
+                elif name in own:
+                    src = ("own", own[name])
                 elif self.bound_at.get(name, (j,))[0] < j:
                     src = ("var", name)
                 else:  # (not bound yet: the closure reads it as null)
