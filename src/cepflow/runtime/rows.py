@@ -324,8 +324,16 @@ def number_events(counters: Any, events: Sequence[Event]) -> list[tuple[Event, i
 def as_column(values: list[Any]) -> np.ndarray:
     """``values`` as a numpy column: numbers and booleans as numpy infers them, anything else
     (strings, None, mixed) as the Python objects themselves."""
-    c = np.array(values)
-    if c.ndim != 1 or c.dtype.kind not in "biuf":
+    first = values[0] if values else 0
+    # (a text or None first makes objects whatever follows: skip numpy's text array, several
+    # times the cost; values numpy cannot stack, such as lists beside texts, are objects too)
+    c = None
+    if type(first) is not str and first is not None:
+        try:
+            c = np.array(values)
+        except (ValueError, TypeError):
+            c = None
+    if c is None or c.ndim != 1 or c.dtype.kind not in "biuf":
         c = np.empty(len(values), dtype=object)
         c[:] = values
     return c
