@@ -24,6 +24,7 @@ from cepflow.runtime.state import (
     save_state,
     state_text,
 )
+from cepflow.runtime.tokens import KeyedRows, PendingRows
 from support import tokens_form
 
 DECLS = "".join(f"atomicEvent {t}(k: Int, v: Int)\n" for t in "ABC")
@@ -76,10 +77,11 @@ def buckets(eng: Engine) -> list:
 
 
 def saved_and_restored(prog, one: Engine, many: Engine) -> tuple[Engine, Engine]:
-    """Both engines saved and restored: ``many`` from its own state (its chains' rows as rows),
-    ``one`` from its state labelled version 2 (it has no rows: the per-event path makes none).
-    The saved states differ only there; restored, both hold the same tokens."""
-    held = {m.name: len(m.pending) for m in many.matchers if m.pending is not None}
+    """Both engines saved and restored: ``many`` from its own state (its chains' kernel rows
+    as rows), ``one`` from its state labelled version 2 (it has no rows: the per-event path
+    saves the rows of its row step as the tokens they stand for, Matcher.row_tokens). The saved
+    states differ only there; restored, both hold the same tokens."""
+    held = {m.name: len(m.pending) for m in many.matchers if type(m.pending) is PendingRows}
     mine, theirs = save_state(many), save_state(one)
     assert "rows" not in theirs and tokens_form(mine) == theirs
     assert {n: len(r["ids"]) for n, r in mine.get("rows", {}).items()} == held
@@ -140,7 +142,8 @@ def test_rows_behave_as_tokens(bodies: list[str], spec: list, plan: list) -> Non
 
 def test_rows_carried_between_batches() -> None:
     """After a batch the chain's partial matches are rows (no tokens, no index entries); the
-    next batch takes them as they are; a per-event step makes them the per-event tokens."""
+    next batch takes them as they are; a per-event step takes them into its own rows
+    (KeyedRows), which a reader sees as the per-event tokens."""
     prog = compile_(["A(s, _) -> B(s, _) -> C(s, _)"])
     one, many = Engine(prog), Engine(prog)
     feed = Feed([("A", k, 0, 1) for k in range(50)] + [("B", k, 0, 1) for k in range(0, 50, 2)]
@@ -153,7 +156,7 @@ def test_rows_carried_between_batches() -> None:
         assert m.count() == one.matchers[0].count() == len(m.pending)
     a, b = feed.take(1)
     assert rows(many.process(b[0])) == rows(one.process(a[0]))
-    assert many.matchers[0].pending is None
+    assert type(many.matchers[0].pending) is KeyedRows and not many.matchers[0].tokens
     assert partial(many) == partial(one)
     assert buckets(many) == buckets(one)
 

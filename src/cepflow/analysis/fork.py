@@ -79,7 +79,7 @@ HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trac
 #: compiled is its ``pattern``, runtime/compiled.py)
 MATCHER_STATE = frozenset({
     "host", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "pending",
-    "clock_start", "slot", "reach_index"})
+    "clock_start", "slot", "reach_index", "rowless"})
 #: window statement runner attributes that processing changes
 RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finished",
                           "_match_ids"})
@@ -512,7 +512,7 @@ def _event(e: Event, rank: dict[int, int]) -> tuple:
 
 _first = itemgetter(0)
 #: a matcher's part of :func:`state_key` when it holds nothing
-_IDLE = ((), False, (), None, (), False)
+_IDLE = ((), False, (), None, ())
 #: the pictures of the runners handles share (never changed again: :class:`_Lazy`)
 _PICTURES: weakref.WeakKeyDictionary[WindowRunner, tuple] = weakref.WeakKeyDictionary()
 
@@ -534,18 +534,17 @@ def state_key(engine: Engine) -> bytes:
     docstring). The input numbers of the events partial matches hold become their order; a
     window statement's records keep their own numbers (its accepted events, in order)."""
     matchers = [_part(m) for m in engine.matchers]
-    seqs = sorted({e.seq for m in matchers for part in m.tokens.values()
-                   for t in part.values() for th in t.threads for e in th.events
+    # (partial matches held as rows count as the tokens they stand for: Matcher.row_tokens)
+    held = [sorted([*(t for part in m.tokens.values() for t in part.values()),
+                    *m.row_tokens()], key=lambda t: t.id) for m in matchers]
+    seqs = sorted({e.seq for toks in held for t in toks for th in t.threads for e in th.events
                    if not isinstance(e, ComplexEvent)})
     rank = {s: i for i, s in enumerate(seqs)}
     pats = []
-    for m in matchers:
-        if not (m.tokens or m.done or m.seen or m.deadlines or m.pending is not None
-                or m.clock_start is not None):
+    for m, toks in zip(matchers, held, strict=True):
+        if not (toks or m.done or m.seen or m.deadlines or m.clock_start is not None):
             pats.append(_IDLE)
             continue
-        toks = sorted((t for part in m.tokens.values() for t in part.values()),
-                      key=lambda t: t.id)
         age = {t.id: i for i, t in enumerate(toks)}
         pats.append((
             tuple((t.part, t.created,
@@ -554,8 +553,7 @@ def state_key(engine: Engine) -> bytes:
                           tuple(_event(e, rank) for e in th.events)) for th in t.threads))
                   for t in toks),
             m.done, tuple(sorted(m.seen.items(), key=repr)), m.clock_start,
-            tuple((d, age.get(tid, -1), z, s) for d, tid, z, s in m.deadlines),
-            m.pending is not None and len(m.pending)))
+            tuple((d, age.get(tid, -1), z, s) for d, tid, z, s in m.deadlines)))
     wins = tuple(_picture(r) for r in engine.windows)
     return hashlib.blake2b(_bytes((engine.time, engine.statement_start if engine._clocks
                                     else None, engine.stopped, tuple(pats), wins)),

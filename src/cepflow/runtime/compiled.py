@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cepflow.automaton.automaton import INITIAL, Automaton, Edge, Zone
+from cepflow.automaton.automaton import FINAL, INITIAL, Automaton, Edge, Zone
 from cepflow.automaton.context import Context
 from cepflow.runtime.shapes import (
     Chain,
@@ -47,6 +47,7 @@ class CompiledPattern:
         "partitioned",
         "pos_states",
         "restart",
+        "row_plan",
         "select_copy",
         "single",
         "skips",
@@ -144,6 +145,12 @@ class CompiledPattern:
             and all(v is not None and v != "@ts" for v in svars) else None)
         #: the keyed-sequence shape of the chain kernel (runtime.shapes.Chain), or None
         self.chain: Chain | None = chain_of(self)
+        #: a keyed chain without a window or filters, of two stages or more, steps its partial
+        #: matches as rows (Matcher._row_step); per event type: its key's param, the stages it
+        #: moves ``(state, target)`` (``target`` FINAL: it completes) and the state a partial
+        #: match it starts waits in (None: it starts none). None: the token path
+        self.row_plan: dict[str, tuple[int, tuple[tuple[int, int], ...], int | None]] | None = (
+            _row_plan(self.chain) if fast_path else None)
         self._sealed = True
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -196,3 +203,18 @@ class CompiledPattern:
                 or len({v for _, v in pos.binds}) != len(pos.binds)):
             return None
         return edge
+
+
+def _row_plan(chain: Chain | None
+              ) -> dict[str, tuple[int, tuple[tuple[int, int], ...], int | None]] | None:
+    """CompiledPattern.row_plan of a chain shape (None when it does not apply)."""
+    if (chain is None or chain.zone is not None or len(chain.types) < 2
+            or any(p.filter is not None for p in chain.positions)):
+        return None
+    states = chain.states
+    plan = {}
+    for t in dict.fromkeys(chain.types):
+        moves = tuple((states[m], states[m + 1] if m + 1 < len(states) else FINAL)
+                      for m, u in enumerate(chain.types) if u == t and m > 0)
+        plan[t] = (chain.key_param[t], moves, states[1] if chain.types[0] == t else None)
+    return plan

@@ -75,6 +75,9 @@ from cepflow.windows.statement import WindowError
 
 #: what an evaluation error does (docs/semantics.md, "Evaluation errors")
 ON_ERROR = ("skip", "fail")
+#: Engine._next_check without a limit: more tokens than any run makes (an int: comparing the
+#: token counter with it per event costs less than with an infinite float)
+_NEVER = 1 << 62
 
 
 class Engine:
@@ -103,7 +106,7 @@ class Engine:
         #: (PartialMatchLimit). Checked when enough tokens were made since the last count
         #: for the limit to be passed (_next_check), so unlimited engines pay one comparison.
         self.max_partial_matches = max_partial_matches
-        self._next_check: float = -1 if max_partial_matches is not None else float("inf")
+        self._next_check: int = -1 if max_partial_matches is not None else _NEVER
         self.program = program
         #: where input a window statement cannot take goes (None: it is an EngineError)
         self.side = side
@@ -333,11 +336,13 @@ class Engine:
         host.time = ts
         counters = host.counters
         seq = event.seq
-        if seq < 0:  # (Counters.number of an unnumbered event, inlined)
+        if seq < 0:  # (Counters.number, inlined but for a restored stream's renumbering)
             event.seq = seq = counters.input
             counters.input = seq + 1
-        else:
+        elif counters.renumber:
             event.seq = counters.number(seq)
+        elif seq >= counters.input:
+            counters.input = seq + 1
         host.stats.events += 1
         if steps or runners or triggers:  # (else nothing reads it)
             emit = self._emit

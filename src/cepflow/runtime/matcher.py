@@ -31,7 +31,7 @@ from cepflow.runtime.binding import NO_BINDINGS, bind
 from cepflow.runtime.compiled import CompiledPattern
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
-from cepflow.runtime.tokens import PendingRows, Thread, Token
+from cepflow.runtime.tokens import KeyedRows, PendingRows, Thread, Token
 from cepflow.timefmt import duration_text as _ms
 
 NOPART = object()  # the event belongs to no partition of a partitioned pattern
@@ -65,6 +65,9 @@ class Matcher(EsperSteps, IntervalClock):
         #: partial matches a column kernel left as rows, not tokens (see materialize)
         self.pending: PendingRows | None = None
         self.slot = -1  # index in the engine's matchers (set by the engine)
+        #: a token the row step cannot hold as a row was met: the token path steps this
+        #: pattern from then on (Matcher._keyed_rows)
+        self.rowless = False
 
     def _fast_begin(self, edge: Edge, e: Event, emit: Any = None) -> None:
         """Start a token along a plain initial edge (see _fast_paths); the engine's step for a
@@ -95,7 +98,7 @@ class Matcher(EsperSteps, IntervalClock):
     # -- registry -------------------------------------------------------------------------
     def count(self) -> int:
         rows = self.pending
-        return sum(len(d) for d in self.tokens.values()) + (len(rows.ids) if rows else 0)
+        return sum(len(d) for d in self.tokens.values()) + (len(rows) if rows else 0)
 
     def all_tokens(self) -> list[Token]:
         self.materialize()
@@ -124,17 +127,41 @@ class Matcher(EsperSteps, IntervalClock):
         tok.regs = regs
 
     def materialize(self) -> None:
-        """Make tokens of the partial matches a column kernel left as rows (PendingRows): the
-        very tokens its per-event step would hold — same ids, threads and bucket order, each
-        younger than every registered one. Everything that reads tokens calls this first."""
+        """Make tokens of the partial matches a column kernel or the row step left as rows
+        (PendingRows, KeyedRows): the very tokens the token path would hold — same ids,
+        threads and bucket order, each younger than every registered one. Everything that
+        reads tokens calls this first."""
         rows = self.pending
         if rows is None:
             return
+        toks = self.row_tokens()
         self.pending = None
         pr = self.pattern.pair
         chain = rows.states is not None
         z = rows.zone
         dl = self.deadlines
+        for tok in toks:
+            self.register_newest(tok)
+            tid, ts = tok.id, tok.created
+            if z is not None and not chain:
+                # a pair queues its deadlines (the engine holds the timer of the first one
+                # already); a chain's timers, one per token, are in the engine's heap
+                deadline = ts + pr.window
+                if not dl or dl[-1][0] <= deadline:
+                    dl.append((deadline, tid, z, ts))
+                else:
+                    self.host.schedule(deadline, self, tid, z, ts)
+
+    def row_tokens(self) -> list[Token]:
+        """The tokens the pending rows stand for, oldest first, not registered
+        (:meth:`materialize` registers them; analysis.fork.state_key reads them)."""
+        rows = self.pending
+        if rows is None:
+            return []
+        pr = self.pattern.pair
+        chain = rows.states is not None
+        z = rows.zone
+        out = []
         for q, tid in enumerate(rows.ids):
             if chain:
                 evs = rows.events[q]
@@ -144,17 +171,9 @@ class Matcher(EsperSteps, IntervalClock):
                 evs, state = [e], pr.state
                 bindings = {v: e.params[i] for i, v in pr.first.position.binds}
             ts = evs[0].ts
-            tok = Token(tid, None, ts, [Thread(state, bindings, evs,
-                                                None if z is None else {z: ts}, evs[-1])])
-            self.register_newest(tok)
-            if z is not None and not chain:
-                # a pair queues its deadlines (the engine holds the timer of the first one
-                # already); a chain's timers, one per token, are in the engine's heap
-                deadline = ts + pr.window
-                if not dl or dl[-1][0] <= deadline:
-                    dl.append((deadline, tid, z, ts))
-                else:
-                    self.host.schedule(deadline, self, tid, z, ts)
+            out.append(Token(tid, None, ts, [Thread(state, bindings, evs,
+                                                     None if z is None else {z: ts}, evs[-1])]))
+        return out
 
     def register_newest(self, tok: Token) -> None:
         """register() for a single-thread token younger than every registered one (the column
@@ -322,6 +341,8 @@ class Matcher(EsperSteps, IntervalClock):
         Engine.index_routes): the plain keyed step or Esper's pair step when the type takes
         one, else :meth:`process`. Each gives what :meth:`process` gives."""
         pat = self.pattern
+        if pat.row_plan is not None and t in pat.row_plan and self.host.trace is None:
+            return self._row_step
         if t in pat.fast:
             start = pat.fast_start.get(t)
             if start is not None and not pat.fast[t]:  # (no token waits for it)
@@ -336,12 +357,104 @@ class Matcher(EsperSteps, IntervalClock):
 
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Feed one event (already time-ordered) to this pattern."""
+        plan = self.pattern.row_plan
+        if plan is not None and e.type in plan and self.host.trace is None:
+            self._row_step(e, emit)
+            return
         if e.type in self.pattern.fast:
             self._keyed_step(e, emit)
             return
         if self.pending is not None:
             self.materialize()
         self._general(e, emit)
+
+    def _row_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """An event of a keyed chain without a window or filters (CompiledPattern.row_plan)
+        with the partial matches kept as rows (runtime.tokens.KeyedRows): the oldest row
+        waiting for it on its key moves (or completes), else it starts one — what
+        :meth:`_keyed_step` does to tokens, the same ids, order and matches. While a reader's
+        tokens are held (materialize) the token path steps until they are gone."""
+        rows = self.pending
+        pat = self.pattern
+        if rows.__class__ is not KeyedRows:
+            rows = self._keyed_rows()
+            if rows is None:
+                self._keyed_step(e, emit)
+                return
+        ki, moves, begin = pat.row_plan[e.type]
+        key = e.params[ki]
+        queues = rows.queues
+        best = None
+        if moves and key == key:  # (a NaN unifies with nothing, not even itself)
+            for s, target in moves:
+                q = queues[s].get(key)
+                if q:
+                    r = q[0]
+                    if best is None or r[0] < best[0]:
+                        best, bq, bs, bt = r, q, s, target
+        rows._flat = None
+        if best is None:
+            if begin is not None:
+                counters = self.host.counters
+                tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
+                q = queues[begin].get(key)
+                if q is None:
+                    queues[begin][key] = [[tid, key, [e]]]
+                else:
+                    q.append([tid, key, [e]])
+                rows.n += 1
+            return
+        del bq[0]
+        evs = best[2]
+        evs.append(e)
+        if bt == FINAL:  # (_match of a chain, inlined: no select list, distinct or clock)
+            if not bq:
+                del queues[bs][key]
+            rows.n -= 1
+            self.done = True
+            counters = self.host.counters
+            mid = counters.match = counters.match + 1
+            k = best[1]
+            emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts, {rows.var: k}, evs,
+                             mid))
+            return
+        to = queues[bt]
+        q = to.get(key)
+        if q is not None:  # (rows reach a state in age order: a chain's state has one
+            q.append(best)  # predecessor)
+        elif bq:
+            to[key] = [best]
+        else:  # (the emptied queue serves again)
+            del queues[bs][key]
+            bq.append(best)
+            to[key] = bq
+
+    def _keyed_rows(self) -> KeyedRows | None:
+        """The row step's rows (KeyedRows) made of what the matcher holds — a column kernel's
+        rows, tokens a reader or a restored state made (each a chain's one thread: its state,
+        its key, its events) — or None, and the token path steps from now on, when a token is
+        not of that form."""
+        if self.rowless:
+            return None
+        c = self.pattern.chain
+        if self.tokens:
+            self.materialize()
+            toks = self.registered_tokens()
+            ths = [t.threads[0] for t in toks]
+            if any(len(t.threads) != 1 or t.part is not None for t in toks) or any(
+                    th.zstart or th.state not in c.states[1:] or len(th.bindings) != 1
+                    or c.var not in th.bindings for th in ths):
+                self.rowless = True
+                return None
+            held = PendingRows([t.id for t in toks], [th.events for th in ths], None,
+                               [th.state for th in ths], [th.bindings[c.var] for th in ths],
+                               c.var)
+            self.tokens.clear()
+            self.buckets.clear()
+        else:
+            held = self.pending
+        rows = self.pending = KeyedRows.of(held, c.states[1:], c.var)
+        return rows
 
     def _keyed_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """An event of a type whose every transition is a plain keyed step (see _fast_paths):
@@ -603,7 +716,7 @@ class Matcher(EsperSteps, IntervalClock):
     def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
         self._match(tok, th.bindings, th.events, th.last, ts, emit)
 
-    def _match(self, tok: Token, bindings: dict[str, Any], events: list[Event],
+    def _match(self, tok: Token | None, bindings: dict[str, Any], events: list[Event],
                last: Event | None, ts: float, emit: Callable) -> None:
         """The complex event of ``tok``'s run that ended with ``bindings`` having taken
         ``events`` (the last one ``last``) at ``ts`` (:meth:`_complete` of its final thread;

@@ -39,7 +39,7 @@ from cepflow.events.jsonvalues import tagged, untagged
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.matcher import Matcher
-from cepflow.runtime.tokens import PendingRows, Thread, Token
+from cepflow.runtime.tokens import KeyedRows, PendingRows, Thread, Token
 from cepflow.windows.snapshot import load_runner, save_runner
 from cepflow.windows.statement import WindowError
 
@@ -135,11 +135,15 @@ def _saved(engine: Engine) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {}
     for m in engine.matchers:
         held = m.pending
-        if held is not None and held.states is not None:
+        if held.__class__ is PendingRows and held.states is not None:
             # a chain's rows stay rows (a pair's become tokens: its deadline queue is built
             # from them, Matcher.materialize); its registered tokens are all older
             rows[m.name] = _rows(held)
             tokens = m.registered_tokens()
+        elif held.__class__ is KeyedRows:
+            # the per-event row step's rows are saved as the tokens they stand for (what the
+            # token path saves), and stay rows
+            tokens = [*m.registered_tokens(), *m.row_tokens()]
         else:
             tokens = m.all_tokens()
         toks = []

@@ -8,6 +8,7 @@ alternatives for the same event type the token follows each with its own thread.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from cepflow.events.event import Event
@@ -73,3 +74,69 @@ class PendingRows:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+
+class KeyedRows:
+    """A keyed chain's partial matches as rows while events arrive one at a time
+    (Matcher._row_step, docs/architecture.md "Per event"): per state, per key value, the rows
+    ``[token id, key, events]`` waiting there, oldest first (a list: rarely more than a few)
+    — the buckets of the token path without a Token, a Thread and a bindings dict per partial
+    match. To every reader it is the chain's :class:`PendingRows` (``ids``, ``events``,
+    ``states``, ``keys``, ``var``, ``zone``: all rows, oldest first, listed when read), so the
+    chain kernel, forks and :meth:`Matcher.materialize` take it as they take the kernel's rows;
+    saved state writes it as the tokens it stands for (the token path's state)."""
+
+    __slots__ = ("_flat", "n", "queues", "var", "zone")
+
+    def __init__(self, states: Any, var: str) -> None:
+        #: state -> key value -> the rows waiting there, oldest first
+        self.queues: dict[int, dict[Any, list[list[Any]]]] = {s: {} for s in states}
+        self.var = var
+        self.zone: int | None = None  # (only chains without a window are kept this way)
+        self.n = 0
+        #: the rows listed oldest first (ids, events, states, keys), made when read
+        self._flat: tuple[list[Any], ...] | None = None
+
+    @classmethod
+    def of(cls, rows: PendingRows | None, states: Any, var: str) -> KeyedRows:
+        """The live form of a chain's pending rows (None: no row)."""
+        out = cls(states, var)
+        if rows is not None:
+            queues = out.queues
+            for tid, evs, state, key in zip(rows.ids, rows.events, rows.states or (),
+                                            rows.keys or (), strict=True):
+                q = queues[state].get(key)
+                if q is None:
+                    queues[state][key] = [[tid, key, evs]]
+                else:
+                    q.append([tid, key, evs])
+            out.n = len(rows.ids)
+        return out
+
+    def _listed(self) -> tuple[list[Any], ...]:
+        flat = self._flat
+        if flat is None:
+            rows = sorted(((r[0], s, r[1], r[2]) for s, by_key in self.queues.items()
+                           for q in by_key.values() for r in q), key=itemgetter(0))
+            flat = self._flat = ([r[0] for r in rows], [r[3] for r in rows],
+                                 [r[1] for r in rows], [r[2] for r in rows])
+        return flat
+
+    @property
+    def ids(self) -> list[int]:
+        return self._listed()[0]
+
+    @property
+    def events(self) -> list[Any]:
+        return self._listed()[1]
+
+    @property
+    def states(self) -> list[int]:
+        return self._listed()[2]
+
+    @property
+    def keys(self) -> list[Any]:
+        return self._listed()[3]
+
+    def __len__(self) -> int:
+        return self.n
