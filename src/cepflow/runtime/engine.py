@@ -343,7 +343,8 @@ class Engine:
             event.seq = counters.number(seq)
         elif seq >= counters.input:
             counters.input = seq + 1
-        host.stats.events += 1
+        stats = host.stats
+        stats.events += 1
         if steps or runners or triggers:  # (else nothing reads it)
             emit = self._emit
             for take in steps:
@@ -356,7 +357,6 @@ class Engine:
                 batch = emitted[:]
                 emitted.clear()
                 readers = self._readers
-                stats = host.stats
                 by_pattern = stats.by_pattern
                 for ce in batch:
                     out.append(ce)  # (_record, inlined)

@@ -700,12 +700,12 @@ class Matcher(EsperSteps, IntervalClock):
         auto = pat.auto
         select = auto.select
         if select is None:
-            return tuple(map(bindings.get, auto.params)), bindings
+            return _values(bindings, auto.params), bindings
         # Esper's select list: the complex event carries what it selects
         copy = pat.select_copy
         if copy is not None:  # (variables only: what their evaluators would read)
-            params = tuple(map(bindings.get, copy))
-            return params, dict(zip(auto.params, params, strict=True))
+            params = _values(bindings, copy)
+            return params, _named(auto.params, params)
         b = {**bindings, "@ts": ts}
         values = []  # (a loop, not a comprehension: no frame of its own per match)
         for f in select:
@@ -732,8 +732,11 @@ class Matcher(EsperSteps, IntervalClock):
                 host.trace.add(kind="dispose", pattern=self.name, token=tok.id,
                                event=None, ts=ts, reason="every-distinct: keys seen")
             return
-        if auto.select is None:  # (result(), inlined for the common case)
-            params = tuple(map(bindings.get, auto.params))
+        if auto.select is None:  # (result(), inlined for the common cases)
+            params = _values(bindings, auto.params)
+        elif pat.select_copy is not None:
+            params = _values(bindings, pat.select_copy)
+            bindings = _named(auto.params, params)
         else:
             params, bindings = self.result(bindings, ts, last)
         if pat.clock is not None:  # the clock's synthetic event is no part of the match
@@ -986,6 +989,21 @@ def _or_step(pos: Any, nb: dict[str, Any], th: Thread, e: Event, target: int,
     kept = [ev for ev, m in zip(events[-n:], masks, strict=True) if m >> done & 1]
     bindings = {k: v for k, v in nb.items() if k not in drop and k != pos.track}
     return Thread(target, bindings, [*events[:-n], *kept], zs, e)
+
+
+def _values(bindings: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The values of ``names`` in ``bindings`` (None when unbound): a match's parameters.
+    (One name, the common case, without a map object: it costs several times more.)"""
+    if len(names) == 1:
+        return (bindings.get(names[0]),)
+    return tuple(map(bindings.get, names))
+
+
+def _named(names: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:
+    """``names`` bound to ``values`` (as many): a select list's bindings."""
+    if len(names) == 1:
+        return {names[0]: values[0]}
+    return dict(zip(names, values, strict=True))
 
 
 def _collect(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
