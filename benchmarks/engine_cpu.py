@@ -67,24 +67,34 @@ def both_paths(name: str, program: Any, evs: list[Event], repeat: int,
              "events_per_cpu_s": cpu_rate(n, batched, repeat)}]
 
 
-def workloads(events: int, pairs: int, repeat: int) -> list[dict[str, Any]]:
+#: the workloads, by the name ``--only`` picks them with
+WORKLOADS = ("gesture", "crash", "chain", "pair")
+
+
+def workloads(events: int, pairs: int, repeat: int,
+              only: Sequence[str] = WORKLOADS) -> list[dict[str, Any]]:
     rows = []
-    gen, program = gesture_cep.load_generator(), gesture_cep.load_program()
-    for bodies in (24, 1000):
-        evs = gesture_cep.make_events(gen, bodies, gesture_cep.cycles_for(events, bodies))
-        actions = {gesture_cep.ACTION: gesture_cep.counting_action(Counter())}
-        rows += both_paths(f"gesture, {bodies} bodies", program, evs, repeat, actions)
+    if "gesture" in only:
+        gen, program = gesture_cep.load_generator(), gesture_cep.load_program()
+        for bodies in (24, 1000):
+            evs = gesture_cep.make_events(gen, bodies, gesture_cep.cycles_for(events, bodies))
+            actions = {gesture_cep.ACTION: gesture_cep.counting_action(Counter())}
+            rows += both_paths(f"gesture, {bodies} bodies", program, evs, repeat, actions)
     half = max(1, repeat // 2)
-    rows += both_paths("Esper Crash, 10,000 bikes", esper_patterns.crash_program(),
-                       esper_patterns.make_events(events * 2, 10_000), repeat,
-                       process_repeat=half)
-    cevs = esper_patterns.chain_events(events * 2)
-    rows += both_paths("Esper three-event chain, 16 keys", esper_patterns.chain_program(), cevs,
-                       repeat, process_repeat=half, expected=esper_patterns.chain_oracle(cevs))
-    pevs = esper_patterns.chain_events(pairs)
-    rows += both_paths("Esper pair every a -> b within 10 s, 16 keys",
-                       esper_patterns.pair_program(), pevs, repeat,
-                       expected=esper_patterns.chain_oracle(pevs, ("B",)))
+    if "crash" in only:
+        rows += both_paths("Esper Crash, 10,000 bikes", esper_patterns.crash_program(),
+                           esper_patterns.make_events(events * 2, 10_000), repeat,
+                           process_repeat=half)
+    if "chain" in only:
+        cevs = esper_patterns.chain_events(events * 2)
+        rows += both_paths("Esper three-event chain, 16 keys", esper_patterns.chain_program(),
+                           cevs, repeat, process_repeat=half,
+                           expected=esper_patterns.chain_oracle(cevs))
+    if "pair" in only:
+        pevs = esper_patterns.chain_events(pairs)
+        rows += both_paths("Esper pair every a -> b within 10 s, 16 keys",
+                           esper_patterns.pair_program(), pevs, repeat,
+                           expected=esper_patterns.chain_oracle(pevs, ("B",)))
     return rows
 
 
@@ -97,11 +107,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="20,000 events (pair: 40,000), "
                     "2 repeats")
+    ap.add_argument("--only", default=",".join(WORKLOADS),
+                    help=f"comma-separated workloads to run (of {', '.join(WORKLOADS)}; "
+                    "default all)")
     ap.add_argument("--json", default=str(DEFAULT_JSON))
     args = ap.parse_args(argv)
+    only = [w.strip() for w in args.only.split(",") if w.strip()]
+    unknown = sorted(set(only) - set(WORKLOADS))
+    if unknown:
+        ap.error(f"unknown workload(s) {', '.join(unknown)} (known: {', '.join(WORKLOADS)})")
     events, repeat = (20_000, 2) if args.quick else (args.events, args.repeat)
     pairs = 40_000 if args.quick else args.pair_events
-    rows = workloads(events, pairs, repeat)
+    rows = workloads(events, pairs, repeat, only)
     table = make_table("engine throughput per CPU second", ["workload", "path", "events",
                                                             ("events / CPU s", "right")])
     for r in rows:
@@ -110,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console().print(table)
     path = write_json(args.json, {**metadata("engine_cpu", {"events": events,
                                                              "pair_events": pairs,
-                                                             "repeat": repeat}), "rows": rows})
+                                                             "repeat": repeat,
+                                                             "only": only}), "rows": rows})
     console().print(f"Results written to {path}")
     return 0
 

@@ -354,16 +354,17 @@ class Engine:
                 emitted.extend(self._window_rows(r, event))
             if emitted:
                 start = len(out)
-                batch = emitted[:]
-                emitted.clear()
                 readers = self._readers
                 by_pattern = stats.by_pattern
-                for ce in batch:
-                    out.append(ce)  # (_record, inlined)
-                    stats.complex_events += 1
-                    by_pattern[ce.type] = by_pattern.get(ce.type, 0) + 1
-                    if readers is None or ce.type in readers:
-                        self._cascade(ce, out)
+                try:  # (the cascade's matchers emit into lists of their own, not this one)
+                    for ce in emitted:
+                        out.append(ce)  # (_record, inlined)
+                        stats.complex_events += 1
+                        by_pattern[ce.type] = by_pattern.get(ce.type, 0) + 1
+                        if readers is None or ce.type in readers:
+                            self._cascade(ce, out)
+                finally:
+                    emitted.clear()
                 if host.rules.by_type:
                     if len(out) == start + 1 and not triggers:  # (Host.fire's common case)
                         host.fire_one(out[start])

@@ -386,12 +386,18 @@ class Matcher(EsperSteps, IntervalClock):
         queues = rows.queues
         best = None
         if moves and key == key:  # (a NaN unifies with nothing, not even itself)
-            for s, target in moves:
-                q = queues[s].get(key)
-                if q:
-                    r = q[0]
-                    if best is None or r[0] < best[0]:
-                        best, bq, bs, bt = r, q, s, target
+            if len(moves) == 1:  # (a type at one stage: the common case)
+                (bs, bt), = moves
+                bq = queues[bs].get(key)
+                if bq:
+                    best = bq[0]
+            else:
+                for s, target in moves:
+                    q = queues[s].get(key)
+                    if q:
+                        r = q[0]
+                        if best is None or r[0] < best[0]:
+                            best, bq, bs, bt = r, q, s, target
         rows._flat = None
         if best is None:
             if begin is not None:
