@@ -19,16 +19,19 @@ from hypothesis import strategies as st
 from test_pending_rows import Feed
 
 from cepflow.compiler.program import compile_module
+from cepflow.events.event import Event
 from cepflow.language.parser import parse
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import has_state, restore_state, save_state
+from cepflow.runtime.tokens import KeyedRows
 from support import tokens_form
 
 DECLS = "".join(f"atomicEvent {t}(k: Int, v: Int)\n" for t in "ABC")
 #: chains the row step takes (the first of them is P0, which the last body of OTHERS reads)
 ROWED = ("A(s, _) -> B(s, _)", "A(s, _) -> B(s, _) -> C(s, _)", "A(s, _) -> A(s, _) -> B(s, _)",
          "B(s, _) -> A(s, _) -> B(s, _) -> C(s, _)", "A(s, _) -> B(s, _) -> A(s, _)")
-#: patterns it does not take: a window, a filter, one stage, a chain over P0's matches
+#: patterns it does not take (a window, a filter, one stage) and a chain over P0's matches
+#: (rowed, and stepped from the cascade: Matcher.process)
 OTHERS = ("(A(s, _) -> B(s, _))[4 ms]", "A(s, _) -> B(s, _) where v > 1", "C(s, _)",
           "P0(s) -> C(s, _)")
 NAN = math.nan
@@ -104,3 +107,24 @@ def test_row_step_equals_the_token_path(rowed: list[str], others: list[str], spe
     assert rows.stats == ref.stats
     assert found(rows.finish(True)) == found(ref.finish(True))
     assert partial(rows) == partial(ref)
+
+
+def test_a_token_that_is_no_row_keeps_the_token_path() -> None:
+    """A restored token the row step cannot hold as a row (a hand-written state: a binding
+    besides the key) makes the pattern step tokens from then on (Matcher.rowless), with the
+    token path's result: the extra binding reaches the match."""
+    prog = compile_(["A(s, _) -> B(s, _) -> C(s, _)"])
+    eng = Engine(prog)
+    for i, k in enumerate((1, 2)):
+        eng.process(Event("A", (k, 0), i, f"a{i}"))
+    state = json.loads(json.dumps(save_state(eng)))
+    state["patterns"]["P0"][0]["threads"][0]["bindings"]["x"] = 5
+    rows, ref = restore_state(Engine(prog), state), restore_state(Engine(prog, fast_path=False),
+                                                                   state)
+    stream = [("B", 1), ("A", 3), ("C", 1), ("B", 2), ("C", 2)]
+    for i, (t, k) in enumerate(stream):
+        got, expected = (eng_.process(Event(t, (k, 0), 10 + i, f"e{i}")) for eng_ in (rows, ref))
+        assert found(got) == found(expected)
+        assert [m.bindings for m in got] == [m.bindings for m in expected]
+    assert rows.matchers[0].rowless and type(rows.matchers[0].pending) is not KeyedRows
+    assert saved(rows) == saved(ref)
