@@ -324,7 +324,7 @@ class Engine:
         t = event.type
         route = self._routes.get(t) or self._route(t)
         n, steps, runners, triggers = route
-        if n >= 0 and len(event.params) != n:
+        if len(event.params) != n and n >= 0:  # (n = -1: the type is not declared)
             raise EngineError(f"event {event!r} has {len(event.params)} parameter(s), "
                               f"type '{t}' declares {n}")
         if self.statement_start is None:

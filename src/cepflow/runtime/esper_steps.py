@@ -124,7 +124,8 @@ class EsperSteps:
                 if not part:
                     del self.tokens[None]
                 tok.regs = []
-                self._match(tok, nb, [*th.events, e], e, ts, emit)
+                self._match(tok, nb, (*th.events, e), e, ts, emit)  # (a tuple: the match's
+                # parts as they are)
 
     def _reachable(self, group: dict[int, Token], kv: Any, reach: Reach, lowest: int
                    ) -> list[Token]:

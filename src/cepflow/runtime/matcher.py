@@ -20,7 +20,7 @@ runtime.interval_clock.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -722,7 +722,7 @@ class Matcher(EsperSteps, IntervalClock):
     def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
         self._match(tok, th.bindings, th.events, th.last, ts, emit)
 
-    def _match(self, tok: Token | None, bindings: dict[str, Any], events: list[Event],
+    def _match(self, tok: Token | None, bindings: dict[str, Any], events: Sequence[Event],
                last: Event | None, ts: float, emit: Callable) -> None:
         """The complex event of ``tok``'s run that ended with ``bindings`` having taken
         ``events`` (the last one ``last``) at ``ts`` (:meth:`_complete` of its final thread;
