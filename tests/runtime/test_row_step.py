@@ -29,7 +29,8 @@ from support import tokens_form
 DECLS = "".join(f"atomicEvent {t}(k: Int, v: Int)\n" for t in "ABC")
 #: chains the row step takes (the first of them is P0, which the last body of OTHERS reads)
 ROWED = ("A(s, _) -> B(s, _)", "A(s, _) -> B(s, _) -> C(s, _)", "A(s, _) -> A(s, _) -> B(s, _)",
-         "B(s, _) -> A(s, _) -> B(s, _) -> C(s, _)", "A(s, _) -> B(s, _) -> A(s, _)")
+         "B(s, _) -> A(s, _) -> B(s, _) -> C(s, _)", "A(s, _) -> B(s, _) -> A(s, _)",
+         "A(s, _) -> A(s, _) -> A(s, _)")
 #: patterns it does not take (a window, a filter, one stage) and a chain over P0's matches
 #: (rowed, and stepped from the cascade: Matcher.process)
 OTHERS = ("(A(s, _) -> B(s, _))[4 ms]", "A(s, _) -> B(s, _) where v > 1", "C(s, _)",
