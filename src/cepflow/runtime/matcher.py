@@ -372,8 +372,8 @@ class Matcher(EsperSteps, IntervalClock):
         """An event of a keyed chain without a window or filters (CompiledPattern.row_plan)
         with the partial matches kept as rows (runtime.tokens.KeyedRows): the oldest row
         waiting for it on its key moves (or completes), else it starts one — what
-        :meth:`_keyed_step` does to tokens, the same ids, order and matches. While a reader's
-        tokens are held (materialize) the token path steps until they are gone."""
+        :meth:`_keyed_step` does to tokens, the same ids, order and matches. Tokens a reader
+        or a restored state made are taken back as rows first (:meth:`_keyed_rows`)."""
         rows = self.pending
         pat = self.pattern
         if rows.__class__ is not KeyedRows:
