@@ -27,6 +27,25 @@ from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import StateError, restore_state, save_state
 
+#: window statements over the input that a split batch plans column-wise
+#: (kernels/window_block.py), with patterns over their rows: a sliding window's one row per
+#: arriving event (grouped, float and int sums, read by a pattern; ungrouped, read by
+#: nothing, its filter failing on a null: that batch declines it), time batches per group
+#: and per event
+WINDOW_BLOCKS = [
+    "@Name('WK')\ninsert into WK\nselect a.k as k, a.x as x, avg(a.x) as ax, sum(a.k) as sk, "
+    "count(*) as c\nfrom A(a.k > 0).win:time(4 msec) as a\ngroup by a.k;\n"
+    "@Name('GW')\ninsert into GW\nselect g.k as k, g.ax as ax\n"
+    "from pattern [every g = WK(g.ax > 0.8)];\n",
+    "@Name('WV')\ninsert into WV\nselect a.v as v, avg(a.x) as ax, sum(a.x) as sx\n"
+    "from A(a.v > 0.2).win:time(3 msec) as a;\n",
+    "@Name('TK')\ninsert into TK\nselect b.k as k, avg(b.x) as ax, count(*) as c\n"
+    "from B.win:time_batch(3 msec) as b\ngroup by b.k;\n"
+    "@Name('GT')\ninsert into GT\nfrom pattern [every t = TK(t.c > 1)];\n",
+    "@Name('TV')\ninsert into TV\nselect b.k as k, b.v as v, sum(b.k) as s, "
+    "current_timestamp() as t\nfrom B(b.x > 0.5).win:time_batch(5 msec) as b;\n",
+]
+
 #: statements no kernel takes, over the input and over the kernel statements' output (P, Q)
 OTHERS = [
     "@Name('D')\ninsert into D\nfrom pattern [every (x = A(x.v > 1) -> y = B(y.k = x.k))];\n",
@@ -39,6 +58,7 @@ OTHERS = [
     "@Name('WP')\ninsert into WP\nselect count(*) as c\n"
     "from pattern [every p = P].win:length(2);\n",
     "@Name('H')\ninsert into H\nfrom pattern [every q = Q -> p = P];\n",
+    *WINDOW_BLOCKS,
 ]
 
 
@@ -234,6 +254,24 @@ def test_motorbike_splits_kernels_from_the_rest() -> None:
     prog = load(Path(__file__).parents[2] / "examples" / "motorbike" / "motorbike.epl")
     assert [m.name for m in Engine(prog)._split] == ["GhostRider", "BlowOutTire",
                                                      "DriverLeftSeat", "Crash"]
+
+
+def test_examples_window_statements_are_planned_column_wise() -> None:
+    """Air quality's six averages (a sliding window, one row per reading) and temperature's
+    Monitor (a time batch) are window blocks of the split (kernels/window_block.py); the
+    time batch over the grades' union (AirQualityLevel) is not (it reads derived events)."""
+    from pathlib import Path
+
+    from cepflow.loader import load
+    from cepflow.runtime.kernels.window_block import window_kernels
+
+    ex = Path(__file__).parents[2] / "examples"
+    air = Engine(load(ex / "air_quality" / "air_quality.epl"))
+    assert air._split == []
+    assert [air.windows[i].statement.name for i in window_kernels(air)] == [
+        f"{p}Average" for p in ("CO", "O3", "NO2", "SO2", "PM10", "PM25")]
+    temp = Engine(load(ex / "temperature" / "temperature.epl"))
+    assert [temp.windows[i].statement.name for i in window_kernels(temp)] == ["Monitor"]
 
 
 def test_matches_nothing_reads_keep_the_per_event_order() -> None:

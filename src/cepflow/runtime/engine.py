@@ -220,13 +220,18 @@ class Engine:
 
     @contextmanager
     def replaying(self, steps: Mapping[int, Callable[[Event, Any], None]],
-                  types: Iterable[str]) -> Iterator[frozenset[str]]:
+                  types: Iterable[str], windows: Mapping[int, Any] | None = None
+                  ) -> Iterator[frozenset[str]]:
         """Within the block, the input step of each matcher whose slot ``steps`` names is that
         callable (the program split's replay of a kernel's plan, runtime/kernels/split.py), and
         that matcher's timers do nothing (its plan ended its instances); yields which of
         ``types`` something else reads — a matcher not replaced, a window statement, a rule —
-        so that its events must go through :meth:`process`."""
+        so that its events must go through :meth:`process`. ``windows`` puts stand-ins in
+        the place of window statements' runners (by position in :attr:`windows`: the split's
+        window blocks, runtime/kernels/window_block.py), which then read no type either."""
         saved = dict(self._routes)
+        saved_windows = list(self.windows)
+        swap = {id(self.windows[i]): b for i, b in (windows or {}).items()}
         replaced = [self.matchers[k] for k in steps]
         # (an instance attribute of its own, such as a profiler's wrapper, comes back after)
         own = [m.__dict__.get("on_deadline") for m in replaced]
@@ -237,13 +242,17 @@ class Engine:
                 ms = self.subs_input.get(t, self.noise)
                 self._routes[t] = (n, tuple(steps.get(m.slot, s)
                                             for m, s in zip(ms, old, strict=True)),
-                                   runners, triggers)
-                if runners or triggers or any(m.slot not in steps for m in ms):
+                                   tuple(swap.get(id(r), r) for r in runners), triggers)
+                if (triggers or any(id(r) not in swap for r in runners)
+                        or any(m.slot not in steps for m in ms)):
                     read.add(t)
             for m in replaced:
                 m.on_deadline = _no_deadline  # type: ignore[method-assign]
+            for i, b in (windows or {}).items():
+                self.windows[i] = b
             yield frozenset(read)
         finally:
+            self.windows[:] = saved_windows
             self._routes.clear()
             self._routes.update(saved)
             for m, before in zip(replaced, own, strict=True):

@@ -3,7 +3,8 @@
 The column kernels (runtime/kernels/) check an atom's filter for all rows of a batch at once.
 This evaluates the same ``Expr`` AST as compiler/evaluator.py, over numpy columns, for the
 subset where numpy's answer is provably the closure's answer: numeric and boolean columns (no
-``None``, no Python objects), numeric constants, comparisons, ``and``/``or``/``not``, unary minus
+``None``, no Python objects), numeric constants, a field's equality to a text constant (Python's
+``==`` on each value, whatever the column holds), comparisons, ``and``/``or``/``not``, unary minus
 and ``+ - *`` while integers stay far from int64 overflow — and, when the caller passes the
 functions (the live queries' bulk path, cepflow.queries.bulk), calls: ``abs`` as numpy's, any
 other function row by row on Python numbers, its results kept when they are all numbers (a
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -73,6 +75,7 @@ def filter_mask(expr: ast.Expr, fields: dict[str, int],
         return v
 
     def ev(e: ast.Expr) -> Any:
+        nonlocal n
         if isinstance(e, ast.Const):
             v = e.value
             if isinstance(v, bool | float) or (isinstance(v, int) and abs(v) < _SAFE_INT):
@@ -88,6 +91,16 @@ def filter_mask(expr: ast.Expr, fields: dict[str, int],
                 return ~_truth(inner, n)
             return -num(inner)
         if isinstance(e, ast.Binary):
+            text = _text_equality(e, fields)
+            if text is not None:  # a field = 'text' (or !=): Python's == on each value
+                i, const = text
+                raw = np.asarray(values(i))
+                if raw.ndim != 1 or raw.dtype.kind not in "OU":
+                    raise _Unsupported
+                n = len(raw)
+                eq = np.fromiter(map(operator.eq, raw.tolist(), repeat(const)), dtype=bool,
+                                 count=n)
+                return eq if e.op == "==" else ~eq
             if e.op == "and":
                 return _truth(ev(e.left), n) & _truth(ev(e.right), n)
             if e.op == "or":
@@ -108,6 +121,17 @@ def filter_mask(expr: ast.Expr, fields: dict[str, int],
         return _truth(v, n)
     except (_Unsupported, TypeError, ValueError, OverflowError):
         return None
+
+
+def _text_equality(e: ast.Binary, fields: Mapping[str, int]) -> tuple[int, str] | None:
+    """``field == 'text'`` or ``!=`` (either side): the field's index and the text."""
+    if e.op not in ("==", "!="):
+        return None
+    for a, b in ((e.left, e.right), (e.right, e.left)):
+        if (isinstance(a, ast.Name) and not a.path and a.name in fields
+                and isinstance(b, ast.Const) and type(b.value) is str):
+            return fields[a.name], b.value
+    return None
 
 
 def _call(fn: Callable[..., Any], args: list[Any], n: int,

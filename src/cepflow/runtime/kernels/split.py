@@ -40,6 +40,7 @@ from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order
 from cepflow.runtime.kernels.pair import leave_open, pair_matches, pair_rows, reschedule
 from cepflow.runtime.kernels.restart import Plan, plan_restart
+from cepflow.runtime.kernels.window_block import WindowBlock, plan_window, window_kernels
 from cepflow.runtime.rows import (
     EventRows,
     MatchTable,
@@ -68,7 +69,8 @@ def split_kernels(engine: Any) -> list[Any] | None:
               and not m.pattern.types & produced
               and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
-    return chosen or None
+    # (window statements over the input split on their own: kernels.window_block)
+    return chosen or ([] if window_kernels(engine) else None)
 
 
 def process_split(engine: Any, kernels: list[Any], events: Sequence[Event]
@@ -119,12 +121,18 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
                  else plan_consec(m, cols) for m in kernels]
     except Declined:
         plans = [None]
-    if any(p is None for p in plans):
+    blocks: dict[int, WindowBlock] = {}
+    if not any(p is None for p in plans):
+        for i in window_kernels(engine):
+            b = plan_window(engine, engine.windows[i], cols, src)
+            if b is not None:
+                blocks[i] = b
+    if any(p is None for p in plans) or not (plans or blocks):
         if columns:
             counters.rewind(before)
             src.unnumber()
         return None
-    return _run(engine, kernels, plans, src, columns)  # type: ignore[arg-type]
+    return _run(engine, kernels, plans, src, columns, blocks)  # type: ignore[arg-type]
 
 
 def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
@@ -169,8 +177,9 @@ class _Replay:
     def __init__(self, plans: list[Plan], consumed: list[bool]) -> None:
         self.row = -1
         #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
-        rows = np.concatenate([p[0] for p in plans])
-        who = np.concatenate([np.full(len(p[0]), k, np.int64) for k, p in enumerate(plans)])
+        rows = np.concatenate([p[0] for p in plans] or [np.zeros(0, np.int64)])
+        who = np.concatenate([np.full(len(p[0]), k, np.int64) for k, p in enumerate(plans)]
+                             or [np.zeros(0, np.int64)])
         order = np.lexsort((who, rows))
         self.start_rows, self.start_who = rows[order], who[order]
         self.n_starts = len(order)
@@ -255,23 +264,40 @@ class _Replay:
                     emit(ce)
         return replay
 
+    def rows_at(self, k: int, counters: Any) -> list[ComplexEvent]:
+        """Plan ``k``'s complex events at the current row, with the next match ids (a window
+        block's rows: kernels.window_block)."""
+        found = self.matches[k].get(self.row)
+        if not found:
+            return []
+        for ce in found:
+            counters.match += 1
+            ce.match_id = counters.match
+        return found
+
     def token_ids(self, k: int) -> np.ndarray:
         """Pattern ``k``'s token ids, in the order of its plan's rows that open instances."""
         return self.ids[self.start_who == k]
 
 
-def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns: bool
-         ) -> tuple[list[ComplexEvent], list[int]]:
+def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns: bool,
+         blocks: dict[int, WindowBlock]) -> tuple[list[ComplexEvent], list[int]]:
     host = engine.host
     counters = host.counters
     ts = src.ts
     n = src.n
-    replay = _Replay(plans, [engine.consumed(m.name) for m in kernels])
+    # a window block's rows come after the kernel patterns' at a row, as the engine visits
+    # patterns before window statements
+    plans = [*plans, *((b.new_rows, b.at, b.found, b.commit) for b in blocks.values())]
+    replay = _Replay(plans, [engine.consumed(m.name) for m in kernels]
+                     + [engine.consumed(b.name) for b in blocks.values()])
+    for k, b in enumerate(blocks.values(), len(kernels)):
+        b.emit_at = lambda _b, k=k: replay.rows_at(k, counters)
     out: list[ComplexEvent] = []
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber
     with engine.replaying({m.slot: replay.step(k, counters) for k, m in enumerate(kernels)},
-                          src.type_names) as read:
+                          src.type_names, blocks) as read:
         # the rows another part of the program reads, and those where a kernel's pattern
         # completes
         code = np.array([t in read for t in src.type_names], dtype=bool)

@@ -1,0 +1,540 @@
+"""Window statements over the input planned column-wise over a batch of the program split
+(runtime/kernels/split.py; docs/architecture.md, "The program split"; docs/windows.md, "In
+the program split").
+
+A statement of a form covered here (:func:`window_kernels`) — ``#time(Δ)`` with one row per
+arriving event (Esper's aggregated-ungrouped and aggregated-grouped queries), or
+``#time_batch(Δ[, r])`` of either query kind; count/sum/avg of fields; no ``having``; at most
+one ``group by`` field; select items that are aggregates, fields or ``current_timestamp()``;
+reading one input type no statement produces — is planned over the whole batch before the
+per-event part runs (:func:`plan_window`): which rows it outputs at which input row (a sliding
+window's arrival rows) or at which batch boundary (a time batch's closes), with their values,
+and the state the runner has at the batch's end. During the batch the split puts the
+:class:`WindowBlock` in the runner's place (Engine.replaying): a stepped row or boundary gets
+its planned rows with the next match ids, as the runner would have made them, and the rows
+nothing reads are recorded in bulk (split._Replay). Last, :meth:`WindowBlock.commit` leaves the
+runner's window, aggregates, clock and numbering as event-by-event feeding would have left
+them.
+
+**Exactness.** The values are the per-event runner's to the last bit: every group's running
+sum is added one value at a time in the order the runner adds and subtracts them (arrivals and
+expiries merged in time order, expiries first at one instant; reset when the group empties),
+by numpy's sequential ``cumsum`` (:func:`running_sums`), never by differences of prefix sums;
+integers only while every sum stays below 2**53 (where int64 and float64 division agree with
+Python's), and a batch whose values mix types, hold nulls, booleans or text, whose keys hold a
+NaN, or whose filter fails on a row declines the statement for that batch: its runner then
+takes the batch's rows per event, as before.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from cepflow.events.event import ComplexEvent, Event
+from cepflow.language.walk import strip_alias
+from cepflow.runtime.kernels.filters import filter_mask
+from cepflow.runtime.kernels.frame import Declined
+from cepflow.runtime.rows import Rows, TypeColumns
+from cepflow.windows.aggregates import FIRST, N
+from cepflow.windows.held import EVENT, KEY, TS, VALS
+from cepflow.windows.tumbling import TimeBatchWindow
+
+#: below this every integer and float64 operation the plan does is exact
+_EXACT = 2.0 ** 53
+#: segments longer than this are summed by one cumsum each, shorter ones side by side
+_LONG = 64
+
+
+def window_kernels(engine: Any) -> list[int]:
+    """The positions in ``engine.windows`` of the statements a split batch plans column-wise
+    (see the module docstring)."""
+    produced = {a.name for a in engine.program.automata} | {
+        w.name for w in engine.program.windows}
+    return [i for i, r in enumerate(engine.windows) if _fits(r, produced)]
+
+
+def _fits(runner: Any, produced: set[str]) -> bool:
+    st, plan = runner.statement, runner.plan
+    kind = st.window.kind
+    if st.more_inputs or st.input_type in produced or st.having is not None:
+        return False
+    if not (kind == "time_batch" or (kind == "time" and plan.mode == "event")):
+        return False
+    if len(plan.group_exprs) > 1 or (plan.group_exprs and plan.key_from_params is None):
+        return False
+    if plan.args and plan.args_from_params is None:
+        return False
+    return (all(s.func in ("count", "sum", "avg") for s in plan.slots)
+            and all(k != "expr" for k, _ in plan.items))
+
+
+def running_sums(x: np.ndarray, starts: np.ndarray, init: np.ndarray) -> np.ndarray:
+    """Per segment ``x[starts[s]:starts[s+1]]`` its running sums from ``init[s]``, each value
+    added to the previous sum one at a time, as Python adds them (so float sums are the same
+    to the last bit): numpy's ``cumsum`` is sequential; a long segment takes one call, short
+    ones are advanced side by side, one position per step."""
+    out = np.empty(len(x), x.dtype)
+    if not len(x):
+        return out
+    lens = np.diff(np.append(starts, len(x)))
+    for s in np.flatnonzero(lens > _LONG).tolist():
+        a, b = int(starts[s]), int(starts[s]) + int(lens[s])
+        out[a:b] = np.cumsum(np.concatenate([init[s:s + 1].astype(x.dtype), x[a:b]]))[1:]
+    short = np.flatnonzero(lens <= _LONG)
+    if len(short):
+        short = short[np.argsort(-lens[short], kind="stable")]  # (longest first: prefixes)
+        first, ln = starts[short], lens[short]
+        acc = init[short].astype(x.dtype)
+        for j in range(int(ln[0])):
+            m = int(np.searchsorted(-ln, -j, side="left"))  # segments longer than j
+            at = first[:m] + j
+            acc[:m] = acc[:m] + x[at]
+            out[at] = acc[:m]
+    return out
+
+
+def _group_codes(keys: list[Any], prior: list[Any]) -> tuple[list[int], list[Any]]:
+    """Group numbers for ``keys`` by dict equality (as the runner's groups), the ``prior``
+    groups numbered first; the key objects by number. A float NaN key declines."""
+    num: dict[Any, int] = {k: i for i, k in enumerate(prior)}
+    objs = list(prior)
+    out = []
+    for k in keys:
+        if k.__class__ is float and k != k:
+            raise Declined("a NaN group key")
+        g = num.get(k)
+        if g is None:
+            g = num[k] = len(objs)
+            objs.append(k)
+        out.append(g)
+    return out, objs
+
+
+def _numbers(values: list[Any], want: type | None, what: str) -> tuple[np.ndarray, type | None]:
+    """``values`` as an exact int64 or float64 column, all of one Python type (``want``, when
+    the state already holds one); else Declined (mixed, null, boolean or text values, or
+    numbers beyond 2**53)."""
+    kinds = set(map(type, values))
+    if want is not None:
+        kinds.add(want)
+    if not kinds:
+        return np.zeros(0, np.int64), None
+    if kinds == {int}:
+        try:
+            col = np.array(values, dtype=np.int64)
+        except OverflowError:
+            raise Declined(f"{what}: integers beyond 64 bits") from None
+        return col, int
+    if kinds == {float}:
+        return np.array(values, dtype=np.float64), float
+    raise Declined(f"{what}: values of type {', '.join(sorted(k.__name__ for k in kinds))}")
+
+
+class WindowBlock:
+    """One window statement's plan over one batch, standing in for its runner meanwhile
+    (``due``, ``process``, ``advance_to``, ``window``, ``statement``: what the engine calls)."""
+
+    def __init__(self, engine: Any, runner: Any, cols: TypeColumns, src: Rows) -> None:
+        self.runner = runner
+        self.statement = runner.statement
+        self.name = runner.statement.name
+        self.plan = plan = runner.plan
+        self.match_ids = engine.host.counters.next_match
+        self.due = float("inf")
+        #: the rows that open no instance (the split's Plan shape), the arrival rows' input
+        #: rows and their complex events (ids given when emitted)
+        self.new_rows = np.zeros(0, np.int64)
+        self.at: list[int] = []
+        self.found: list[ComplexEvent] = []
+        #: set by the split: who gives an emitted row's match id (split._Replay)
+        self.emit_at: Any = None
+        st = self.statement
+        t = st.input_type
+        rows = cols.rows(t)
+        self.t_end = src.time_at(src.n - 1)
+        self.last_seen = src.time_at(int(rows[-1])) if len(rows) else None
+        if float(np.abs(src.ts).max(initial=0.0)) >= _EXACT:
+            raise Declined("timestamps beyond 2**53")
+        if plan.filter is not None:
+            where = strip_alias(st.filter, st.alias)
+            mask = filter_mask(SimpleNamespace(filter=plan.filter, where=where), rows,
+                               plan.fields, lambda k: cols.column(t, k), cols.events)
+            rows = rows[mask]
+        self.rows = rows
+        self.events: Any = cols.events(rows) if len(rows) else []
+        n = len(rows)
+        # group keys and aggregate arguments: Python values (the records') and columns
+        self.key_of: list[Any] = [()] * n
+        if plan.group_exprs:
+            local, uniq = src.values(plan.fields[plan.group_exprs[0].name], rows)
+            self.key_of = [uniq[i] for i in local.tolist()]
+        self.arg_values: list[list[Any]] = []
+        for a in plan.args:
+            local, uniq = src.values(plan.fields[a.name], rows)
+            self.arg_values.append([uniq[i] for i in local.tolist()])
+        self.ts = src.ts[rows]
+        if st.window.kind == "time":
+            self._plan_sliding()
+        else:
+            self._plan_batches()
+
+    # -- what the engine calls during the batch ---------------------------------------------
+    @property
+    def window(self) -> WindowBlock:
+        return self
+
+    def process(self, event: Event) -> list[ComplexEvent]:
+        """The rows planned at the current (stepped) row, with the next match ids."""
+        return self.emit_at(self)
+
+    def advance_to(self, t: float) -> list[ComplexEvent]:
+        """The rows of the batch boundary at ``t`` (the next planned close)."""
+        b, make = self._closes[self._next]
+        assert b == t
+        self._next += 1
+        self.due = self._closes[self._next][0] if self._next < len(self._closes) else self._due_end
+        return make()
+
+    def commit(self, token_ids: np.ndarray) -> None:
+        """Leave the runner as event-by-event feeding would have left it."""
+        self._commit()
+
+    # -- values -----------------------------------------------------------------------------
+    def _values(self, n: int, totals: list[Any]) -> tuple[Any, ...]:
+        """Every slot's value for a group of ``n`` events (none null) with ``totals`` (per
+        argument; None where no sum is kept)."""
+        out = []
+        for s in self.plan.slots:
+            if s.func == "count" or s.arg is None:
+                out.append(n)
+            elif s.func == "sum":
+                out.append(totals[s.arg_index])
+            else:
+                out.append(totals[s.arg_index] / n)
+        return tuple(out)
+
+    def _row(self, ev: Event, vals: tuple[Any, ...], now: Any, trigger: Event | None,
+             match_id: int) -> ComplexEvent:
+        params = tuple([vals[a] if k == "agg" else ev.params[a] if k == "field" else now
+                        for k, a in self.plan.items])
+        return ComplexEvent(self.name, params, now, dict(zip(self.plan.aliases, params,
+                                                             strict=False)),
+                            () if trigger is None else (trigger,), match_id)
+
+    def _summed(self) -> list[tuple[int, int, bool]]:
+        """Per argument (index, base slot in a group's state, whether sum/avg keep its total)."""
+        agg = self.runner.window.proc.agg
+        return [(j, b, tot) for j, b, tot, _mn, _mx in agg._args]
+
+    def _state(self, n: int, first: Any, totals: list[Any]) -> list[Any]:
+        """A group's aggregate state list (aggregates.Aggregation's layout)."""
+        agg = self.runner.window.proc.agg
+        st = agg._template.copy()
+        st[N], st[FIRST] = n, first
+        for j, b, tot in self._summed():
+            st[b] = n
+            if tot:
+                st[b + 1] = totals[j]
+        return st
+
+    def _arg_columns(self, prior_vals: list[tuple[Any, ...]], prior_totals: list[list[Any]]
+                     ) -> list[tuple[np.ndarray, type | None]]:
+        """Per argument: the prior records' values then the batch's, as one exact column."""
+        out = []
+        for j, tot in [(j, tot) for j, _b, tot in self._summed()]:
+            want = None
+            if tot:
+                kinds = {type(t[j]) for t in prior_totals}
+                if len(kinds) > 1:
+                    raise Declined("sums of several types")
+                want = kinds.pop() if kinds else None
+            vals = [v[j] for v in prior_vals] + self.arg_values[j]
+            col, kind = _numbers(vals, want, self.plan.args[j].name)
+            if tot and len(col) and kind is int and float(np.abs(col).sum(dtype=np.float64)) \
+                    + sum(abs(t[j]) for t in prior_totals) >= _EXACT:
+                raise Declined("integer sums beyond 2**53")
+            out.append((col, kind))
+        return out
+
+    # -- #time(Δ), one row per arriving event -------------------------------------------------
+    def _plan_sliding(self) -> None:
+        runner = self.runner
+        win = runner.window
+        size = self.statement.window.size
+        held = list(win.items)
+        groups = win.proc.agg.groups
+        m, n = len(held), len(self.rows)
+        g_prior = list(groups)
+        codes, objs = _group_codes([r[KEY] for r in held] + self.key_of, g_prior)
+        gcode = np.array(codes, np.int64)
+        p_n = np.zeros(len(objs), np.int64)
+        summed = self._summed()
+        p_tot = [[0] * len(objs) for _ in summed]
+        for g, st in enumerate(groups.values()):
+            p_n[g] = st[N]
+            for j, b, _tot in summed:
+                p_tot[j][g] = st[b + 1]
+        args = self._arg_columns([r[VALS] for r in held],
+                                 [[st[b + 1] for _j, b, _t in summed] for st in groups.values()])
+        all_ts = np.concatenate([np.array([r[TS] for r in held], np.float64), self.ts])
+        # the log: every arrival of the batch, every expiry due by the batch's end; in time
+        # order, expiries first at one instant, each kind in arrival order
+        expiry = all_ts + size
+        p = int(np.searchsorted(expiry, float(self.t_end), side="right"))
+        src = np.concatenate([np.arange(m, m + n), np.arange(p)])
+        is_arr = np.concatenate([np.ones(n, bool), np.zeros(p, bool)])
+        time = np.concatenate([all_ts[m:], expiry[:p]])
+        log = np.lexsort((src, is_arr, time))
+        src, is_arr = src[log], is_arr[log]
+        sign = np.where(is_arr, 1, -1)
+        grp = gcode[src]
+        order = np.argsort(grp, kind="stable")  # by group, then log order
+        gs, so = grp[order], src[order]
+        first_of_group = np.ones(len(order), bool)
+        first_of_group[1:] = gs[1:] != gs[:-1]
+        counts = np.cumsum(sign[order])
+        base = np.maximum.accumulate(np.where(first_of_group, np.arange(len(order)), 0))
+        counts = counts - (counts - sign[order])[base] + p_n[gs]
+        # a group empties where its count reaches 0: its sums start again from 0 after
+        seg = first_of_group.copy()
+        seg[1:] |= counts[:-1] == 0
+        starts = np.flatnonzero(seg)
+        fresh = ~first_of_group[starts] | (p_n[gs[starts]] == 0)
+        totals: list[np.ndarray | None] = []
+        for (col, kind), (j, _b, tot) in zip(args, summed, strict=True):
+            if not tot:
+                totals.append(None)
+                continue
+            x = col[so] * sign[order]
+            prior = np.array(p_tot[j], dtype=np.float64 if kind is float else np.int64)
+            init = np.where(fresh, 0, prior[gs[starts]]).astype(x.dtype)
+            totals.append(running_sums(x, starts, init))
+        # the arrival rows, in the batch's order
+        arr = np.flatnonzero(is_arr[order])
+        which = so[arr] - m
+        pos = np.empty(n, np.int64)
+        pos[which] = arr
+        n_at = counts[pos].tolist()
+        tot_at = [t[pos].tolist() if t is not None else None for t in totals]
+        ev, rows = self.events, self.rows.tolist()
+        found = []
+        for i in range(n):
+            e = ev[rows[i]]
+            vals = self._values(n_at[i], [t[i] if t is not None else 0 for t in tot_at])
+            found.append(self._row(e, vals, e.ts, e, -1))
+        self.at, self.found = rows, found
+        self._closes: list[Any] = []
+        self._due_end = float("inf")
+
+        def commit() -> None:
+            seq0 = runner._seq
+            recs = held + [self._record(i, seq0 + i) for i in range(n)]
+            kept = recs[p:]
+            # the groups left: those with events; one never emptied keeps its place, one
+            # (re)created in the batch goes after them, in the order of its creating arrival
+            last = np.ones(len(order), bool)
+            last[:-1] = gs[1:] != gs[:-1]
+            ends = np.flatnonzero(last)
+            seg_of = np.searchsorted(starts, ends, side="right") - 1
+            carried: dict[int, list[Any]] = {}
+            created: list[tuple[int, int, list[Any]]] = []
+            for e_i, s in zip(ends.tolist(), seg_of.tolist(), strict=True):
+                c = int(counts[e_i])
+                if c == 0:
+                    continue
+                g, s_i = int(gs[e_i]), int(starts[s])
+                tots = [t[e_i].item() if t is not None else 0 for t in totals]
+                if fresh[s]:
+                    created.append((int(order[s_i]), g,
+                                    self._state(c, recs[int(so[s_i])], tots)))
+                else:
+                    carried[g] = self._state(c, groups[objs[g]][FIRST], tots)
+            touched = set(np.unique(gs).tolist())
+            out: dict[Any, list[Any]] = {}
+            for g, (key, st) in enumerate(groups.items()):
+                if g not in touched:
+                    out[key] = st
+                elif g in carried:
+                    out[key] = carried[g]
+            for _w, g, st in sorted(created, key=lambda x: x[0]):
+                out[objs[g]] = st
+            win.proc.agg.groups = out
+            win.items = deque(kept)
+            win.due = kept[0][TS] + size if kept else float("inf")
+            self._clock([recs[p - 1][TS] + size] if p else [])
+            runner._seq = seq0 + n
+
+        self._commit = commit
+
+    def _record(self, i: int, seq: int) -> tuple[Any, ...]:
+        """The record the runner keeps for the batch's accepted row ``i``."""
+        e = self.events[int(self.rows[i])]
+        return (e.ts, seq, self.key_of[i], tuple(v[i] for v in self.arg_values), e)
+
+    def _clock(self, instants: list[Any]) -> None:
+        """The runner's clock after the batch: its input's last row or the last instant it
+        processed, whichever is later."""
+        r = self.runner
+        times = [t for t in [r.time, self.last_seen, *instants] if t is not None]
+        r.time = max(times)
+
+    # -- #time_batch(Δ[, r]) ----------------------------------------------------------------
+    def _plan_batches(self) -> None:
+        runner = self.runner
+        win = runner.window
+        proc = win.proc
+        size = self.statement.window.size
+        n = len(self.rows)
+        ts_py = [self.events[r].ts for r in self.rows.tolist()]
+        # the boundaries the batch reaches, as TimeBatchWindow visits them
+        sim = TimeBatchWindow(size, None, win.reference)  # type: ignore[arg-type]
+        sim.k, current, previous = win.k, win.current, win.previous
+        closes: list[tuple[Any, int, int, bool]] = []  # (instant, first row, end row, posted)
+        pos = 0
+        t_end = self.t_end
+        while True:
+            if sim.k is None:
+                if pos == n:
+                    break
+                if sim.reference is None:
+                    sim.reference = ts_py[pos]
+                sim._schedule_after(ts_py[pos])
+            b = sim.boundary()
+            if b > t_end:
+                break
+            j = int(np.searchsorted(self.ts, float(b), side="left"))
+            current += j - pos
+            posted = current > 0 or previous > 0
+            closes.append((b, pos, j, posted))
+            sim._set_k(sim.k + 1 if posted else None)  # type: ignore[operator]
+            previous, current, pos = current, 0, j
+        if pos < n and sim.k is None:
+            if sim.reference is None:
+                sim.reference = ts_py[pos]
+            sim._schedule_after(ts_py[pos])
+        current += n - pos
+        # per (batch, group): counts and sums, in arrival order
+        groups = proc.agg.groups
+        g_prior = list(groups)
+        codes, objs = _group_codes(self.key_of, g_prior)
+        gcode = np.array(codes, np.int64)
+        summed = self._summed()
+        args = self._arg_columns([], [[st[b + 1] for _j, b, _t in summed]
+                                      for st in groups.values()])
+        bounds = np.array([float(c[0]) for c in closes], np.float64)
+        bidx = np.searchsorted(bounds, self.ts, side="right")
+        order = np.lexsort((np.arange(n), gcode, bidx))
+        bs, gs = bidx[order], gcode[order]
+        seg = np.ones(n, bool)
+        seg[1:] = (bs[1:] != bs[:-1]) | (gs[1:] != gs[:-1])
+        starts = np.flatnonzero(seg)
+        ends = np.append(starts[1:], n)[:len(starts)] - 1
+        carried = (bs[starts] == 0) & (gs[starts] < len(g_prior))
+        prior_n = np.array([st[N] for st in groups.values()] + [0], np.int64)
+        seg_n = (ends - starts + 1) + np.where(carried, prior_n[np.minimum(gs[starts],
+                                                                            len(g_prior))], 0)
+        seg_tot: list[list[Any] | None] = []
+        for (col, kind), (_j, b, tot) in zip(args, summed, strict=True):
+            if not tot:
+                seg_tot.append(None)
+                continue
+            x = col[order]
+            prior = np.array([st[b + 1] for st in groups.values()] + [0],
+                             dtype=np.float64 if kind is float else np.int64)
+            init = np.where(carried, prior[np.minimum(gs[starts], len(g_prior))],
+                            0).astype(x.dtype)
+            seg_tot.append(running_sums(x, starts, init)[ends].tolist())
+        #: per batch index: [(key, n, FIRST record or None (carried), totals)], in the
+        #: groups' order (carried groups first, in the state's order; then by first arrival)
+        seq0 = runner._seq
+        per_batch: dict[int, list[tuple[int, Any]]] = {}
+        n_l = seg_n.tolist()
+        first_row = order[starts].tolist()
+        for s, (bi, g) in enumerate(zip(bs[starts].tolist(), gs[starts].tolist(),
+                                        strict=True)):
+            tots = [t[s] if t is not None else 0 for t in seg_tot]
+            carried_s = bool(carried[s])
+            first = (groups[objs[g]][FIRST] if carried_s
+                     else self._record(first_row[s], seq0 + first_row[s]))
+            rank = g if carried_s else len(g_prior) + first_row[s]
+            per_batch.setdefault(bi, []).append((rank, (objs[g], n_l[s], first, tots)))
+        # carried groups without a new event in the first batch stay as they are
+        if g_prior:
+            in0 = {item[1][0] for item in per_batch.get(0, [])}
+            for g, key in enumerate(g_prior):
+                if key not in in0:
+                    st = groups[key]
+                    per_batch.setdefault(0, []).append(
+                        (g, (key, st[N], st[FIRST], [st[b + 1] if tot else 0
+                                                     for _j, b, tot in summed])))
+        batches = {bi: [x for _r, x in sorted(items, key=lambda it: it[0])]
+                   for bi, items in per_batch.items()}
+        per_event = self.plan.mode == "event"
+        prior_batch = list(proc.batch) if per_event else []
+        state = {"last": dict(proc.last) if not per_event else {}}
+
+        def closer(bi: int, b: Any, lo: int, hi: int, posted: bool) -> Any:
+            def make() -> list[ComplexEvent]:
+                if not posted:
+                    return []
+                grp = batches.get(bi, [])
+                out: list[ComplexEvent] = []
+                if per_event:
+                    vals = {key: self._values(c, tots) for key, c, _f, tots in grp}
+                    recs = (prior_batch if bi == 0 else []) + [
+                        self._record(i, seq0 + i) for i in range(lo, hi)]
+                    for rec in recs:
+                        out.append(self._row(rec[EVENT], vals[rec[KEY]], b, None,
+                                             self.match_ids()))
+                    return out
+                for _key, c, first, tots in grp:
+                    out.append(self._row(first[EVENT], self._values(c, tots), b, None,
+                                         self.match_ids()))
+                empty = proc.agg.empty_values
+                now_keys = {key for key, *_x in grp}
+                for key, rep in state["last"].items():
+                    if key not in now_keys:
+                        out.append(self._row(rep[EVENT], empty, b, None, self.match_ids()))
+                state["last"] = {key: first for key, _c, first, _t in grp}
+                return out
+            return make
+
+        self._closes = [(b, closer(bi, b, lo, hi, posted))
+                        for bi, (b, lo, hi, posted) in enumerate(closes)]
+        self._next = 0
+        self._due_end = sim.boundary() if sim.k is not None else float("inf")
+        self.due = self._closes[0][0] if self._closes else self._due_end
+        pending = len(closes)
+
+        def commit() -> None:
+            assert self._next == len(self._closes), "a planned batch boundary was not reached"
+            grp = batches.get(pending, [])
+            proc.agg.groups = {key: self._state(c, first, tots) for key, c, first, tots in grp}
+            if per_event:
+                lo = closes[-1][2] if closes else 0
+                proc.batch = (prior_batch if not closes else []) + [
+                    self._record(i, seq0 + i) for i in range(lo, n)]
+            else:
+                proc.last = state["last"]
+            win.reference = sim.reference
+            win._set_k(sim.k)
+            win.current, win.previous = current, previous
+            self._clock([closes[-1][0]] if closes else [])
+            runner._seq = seq0 + n
+
+        self._commit = commit
+
+
+def plan_window(engine: Any, runner: Any, cols: TypeColumns, src: Rows) -> WindowBlock | None:
+    """The block of ``runner``'s statement over the batch, or None when this batch declines
+    it (its runner then takes the rows per event)."""
+    if runner.finished or runner._in_fast:
+        return None
+    try:
+        return WindowBlock(engine, runner, cols, src)
+    except Declined:
+        return None
