@@ -44,6 +44,16 @@ WINDOW_BLOCKS = [
     "@Name('GT')\ninsert into GT\nfrom pattern [every t = TK(t.c > 1)];\n",
     "@Name('TV')\ninsert into TV\nselect b.k as k, b.v as v, sum(b.k) as s, "
     "current_timestamp() as t\nfrom B(b.x > 0.5).win:time_batch(5 msec) as b;\n",
+    # air quality's shape: grades over a sliding average, the worst grade per time batch
+    # over their union (kernels/cascade.py: nothing of it stepped but the boundaries)
+    "@Name('WL')\ninsert into WL\nselect a.k as k, a.x as x, avg(a.x) as ax\n"
+    "from A.win:time(5 msec) as a\ngroup by a.k;\n"
+    "@Name('GL1')\ninsert into Grade\nselect g.k as k, 1 as grade\n"
+    "from pattern [every g = WL(g.ax < 1)];\n"
+    "@Name('GL2')\ninsert into Grade\nselect g.k as k, 2 as grade\n"
+    "from pattern [every g = WL(g.ax >= 1)];\n"
+    "@Name('Level')\ninsert into Level\nselect l.k as k, max(l.grade) as grade, "
+    "count(*) as c\nfrom Grade.win:time_batch(3 msec) as l\ngroup by l.k;\n",
 ]
 
 #: statements no kernel takes, over the input and over the kernel statements' output (P, Q)

@@ -220,7 +220,8 @@ class Engine:
 
     @contextmanager
     def replaying(self, steps: Mapping[int, Callable[[Event, Any], None]],
-                  types: Iterable[str], windows: Mapping[int, Any] | None = None
+                  types: Iterable[str], windows: Mapping[int, Any] | None = None,
+                  cascades: Mapping[int, Callable[[Event, Any], None]] | None = None
                   ) -> Iterator[frozenset[str]]:
         """Within the block, the input step of each matcher whose slot ``steps`` names is that
         callable (the program split's replay of a kernel's plan, runtime/kernels/split.py), and
@@ -228,13 +229,19 @@ class Engine:
         ``types`` something else reads — a matcher not replaced, a window statement, a rule —
         so that its events must go through :meth:`process`. ``windows`` puts stand-ins in
         the place of window statements' runners (by position in :attr:`windows`: the split's
-        window blocks, runtime/kernels/window_block.py), which then read no type either."""
+        window blocks, runtime/kernels/window_block.py), which then read no type either, also
+        where derived events cascade; ``cascades`` replaces the step of the matchers it names
+        (by slot) for the derived events they read (Matcher.process: runtime/kernels/cascade.py).
+        """
         saved = dict(self._routes)
         saved_windows = list(self.windows)
+        saved_subs = {t: list(rs) for t, rs in self._window_subs.items()}
         swap = {id(self.windows[i]): b for i, b in (windows or {}).items()}
-        replaced = [self.matchers[k] for k in steps]
+        cascades = cascades or {}
+        replaced = [self.matchers[k] for k in {*steps, *cascades}]
         # (an instance attribute of its own, such as a profiler's wrapper, comes back after)
         own = [m.__dict__.get("on_deadline") for m in replaced]
+        own_process = {k: self.matchers[k].__dict__.get("process") for k in cascades}
         read = set()
         try:
             for t in {*types, *self._routes}:
@@ -250,9 +257,20 @@ class Engine:
                 m.on_deadline = _no_deadline  # type: ignore[method-assign]
             for i, b in (windows or {}).items():
                 self.windows[i] = b
+            for rs in self._window_subs.values():
+                rs[:] = [swap.get(id(r), r) for r in rs]
+            for k, fn in cascades.items():
+                self.matchers[k].process = fn  # type: ignore[method-assign]
             yield frozenset(read)
         finally:
             self.windows[:] = saved_windows
+            for t, rs in saved_subs.items():
+                self._window_subs[t][:] = rs
+            for k, before_p in own_process.items():
+                if before_p is None:
+                    self.matchers[k].__dict__.pop("process", None)
+                else:
+                    self.matchers[k].process = before_p  # type: ignore[method-assign]
             self._routes.clear()
             self._routes.update(saved)
             for m, before in zip(replaced, own, strict=True):

@@ -36,6 +36,7 @@ import numpy as np
 from cepflow.compiler.evaluator import EvaluationError, can_fail, current_sink
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
+from cepflow.runtime.kernels.cascade import Derived, plan_cascade
 from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order
 from cepflow.runtime.kernels.pair import leave_open, pair_matches, pair_rows, reschedule
@@ -132,7 +133,8 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
             counters.rewind(before)
             src.unnumber()
         return None
-    return _run(engine, kernels, plans, src, columns, blocks)  # type: ignore[arg-type]
+    derived = plan_cascade(engine, blocks, src.n, src.last_ts(), _plan_pair)
+    return _run(engine, kernels, plans, src, columns, blocks, derived)  # type: ignore[arg-type]
 
 
 def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
@@ -174,7 +176,8 @@ class _Replay:
     """The per-event step of the kernel patterns during a split batch: per pattern, the rows
     that open an instance (their token ids taken in order) and the matches planned per row."""
 
-    def __init__(self, plans: list[Plan], consumed: list[bool]) -> None:
+    def __init__(self, plans: list[Plan], consumed: list[bool],
+                 ranks: list[tuple[Any, Any]] | None = None) -> None:
         self.row = -1
         #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
         rows = np.concatenate([p[0] for p in plans] or [np.zeros(0, np.int64)])
@@ -198,11 +201,20 @@ class _Replay:
                                               if c for r in at], np.int64))
         #: the matches nothing reads, in detection order (row, pattern, age): recorded in
         #: bulk for rows no per-event step sees, with their ids
-        loose = sorted((r, k, j) for k, ((_, at, _, _), c) in enumerate(zip(plans, consumed,
-                                                                            strict=True))
+        #: (the order of plans at one row: ``ranks`` per plan, for ids and for the output;
+        #: they differ where a window block's row comes out before the matches of the
+        #: patterns reading it, which take their ids after every block's row: kernels.cascade)
+        ranks = ranks or [(k, k) for k in range(len(plans))]
+        loose = sorted((r, ranks[k][1], j, k) for k, ((_, at, _, _), c)
+                       in enumerate(zip(plans, consumed, strict=True))
                        if not c for j, r in enumerate(at))
-        self.loose_rows = [r for r, _, _ in loose]
-        self.loose = [plans[k][2][j] for _, k, j in loose]
+        self.loose_rows = [r for r, _, _, _ in loose]
+        self.loose = [plans[k][2][j] for _, _, j, k in loose]
+        by_id = sorted(range(len(loose)), key=lambda i: (loose[i][0], ranks[loose[i][3]][0],
+                                                          loose[i][2]))
+        #: per loose match (in output order), its place in the order its ids are given
+        self.id_pos = np.empty(len(loose), np.int64)
+        self.id_pos[np.array(by_id, np.int64)] = np.arange(len(loose))
         self.next_loose = 0
 
     def record_loose(self, row: int, host: Any, out: list[ComplexEvent], at: list[int]
@@ -216,10 +228,12 @@ class _Replay:
             return
         counters, stats = host.counters, host.stats
         by_pattern = stats.by_pattern
+        base = counters.match + 1 - j
+        id_pos = self.id_pos
         while j < len(rows) and rows[j] < row:
             ce = found[j]
             counters.match += 1
-            ce.match_id = counters.match
+            ce.match_id = base + int(id_pos[j])
             out.append(ce)
             at.append(rows[j])
             stats.complex_events += 1
@@ -281,23 +295,45 @@ class _Replay:
 
 
 def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns: bool,
-         blocks: dict[int, WindowBlock]) -> tuple[list[ComplexEvent], list[int]]:
+         blocks: dict[int, WindowBlock], derived: Derived
+         ) -> tuple[list[ComplexEvent], list[int]]:
     host = engine.host
     counters = host.counters
     ts = src.ts
     n = src.n
-    # a window block's rows come after the kernel patterns' at a row, as the engine visits
-    # patterns before window statements
-    plans = [*plans, *((b.new_rows, b.at, b.found, b.commit) for b in blocks.values())]
+    # at a row: the kernel patterns' matches, the window blocks' rows (the engine visits
+    # patterns before window statements), each followed by the matches of the patterns over
+    # it (kernels.cascade), whose ids come after every block's row; the time batches over
+    # derived rows output only at their boundaries (stepped rows)
+    n_k, n_b = len(kernels), len(blocks)
+    later = list(derived.batches.values())
+    plans = [*plans, *((b.new_rows, b.at, b.found, b.commit)
+                       for b in [*blocks.values(), *later]),
+             *(plan for _m, plan, _b in derived.patterns)]
+    ranks = ([(k, (k,)) for k in range(n_k)] + [(n_k + b, (n_k + b, 0)) for b in range(n_b)]
+             + [(n_k + n_b, (1 << 30,))] * len(later)
+             + [(n_k + n_b + 1 + q, (n_k + b, 1 + q))
+                for q, (_m, _p, b) in enumerate(derived.patterns)])
+    planned = ({id(b.runner) for b in later}, {m.slot for m, _p, _b in derived.patterns})
+
+    def per_event(t: str) -> bool:  # (something the batch does not plan reads rows of t)
+        return (engine._readers is None or host.rules.triggers(t)
+                or any(m.slot not in planned[1] for m in engine.subs_complex.get(t, ()))
+                or any(id(r) not in planned[0] for r in engine._window_subs.get(t, ())))
+
     replay = _Replay(plans, [engine.consumed(m.name) for m in kernels]
-                     + [engine.consumed(b.name) for b in blocks.values()])
-    for k, b in enumerate(blocks.values(), len(kernels)):
+                     + [per_event(b.name) for b in blocks.values()] + [False] * len(later)
+                     + [per_event(m.name) for m, _p, _b in derived.patterns], ranks)
+    for k, b in enumerate([*blocks.values(), *later], n_k):
         b.emit_at = lambda _b, k=k: replay.rows_at(k, counters)
+    first2 = n_k + n_b + len(later)
+    cascades = {m.slot: replay.step(k, counters)
+                for k, (m, _p, _b) in enumerate(derived.patterns, first2)}
     out: list[ComplexEvent] = []
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber
     with engine.replaying({m.slot: replay.step(k, counters) for k, m in enumerate(kernels)},
-                          src.type_names, blocks) as read:
+                          src.type_names, {**blocks, **derived.batches}, cascades) as read:
         # the rows another part of the program reads, and those where a kernel's pattern
         # completes
         code = np.array([t in read for t in src.type_names], dtype=bool)
@@ -344,6 +380,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         replay.ids_before(n, counters)
     for k, plan in enumerate(plans):
         plan[3](replay.token_ids(k))
-    reschedule(host, [m for m in kernels if m.pattern.pair is not None], float(ts[-1]))
+    reschedule(host, [m for m in kernels if m.pattern.pair is not None]
+               + [m for m, _p, _b in derived.patterns], float(ts[-1]))
     return out, at
 

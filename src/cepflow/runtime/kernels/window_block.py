@@ -60,15 +60,32 @@ def window_kernels(engine: Any) -> list[int]:
 def _fits(runner: Any, produced: set[str]) -> bool:
     st, plan = runner.statement, runner.plan
     kind = st.window.kind
-    if st.more_inputs or st.input_type in produced or st.having is not None:
+    if st.more_inputs or st.input_type in produced:
         return False
-    if not (kind == "time_batch" or (kind == "time" and plan.mode == "event")):
+    # (a sliding min/max keeps a deque per group: not planned)
+    return (kind == "time_batch" or (kind == "time" and plan.mode == "event" and all(
+        s.func not in ("min", "max") for s in plan.slots))) and _shape(runner)
+
+
+def batch_fits(runner: Any) -> bool:
+    """Whether a time batch over derived rows (kernels.cascade) is of a form a block takes
+    (a union of types only without a filter)."""
+    st = runner.statement
+    return (st.window.kind == "time_batch" and (not st.more_inputs or st.filter is None)
+            and _shape(runner))
+
+
+def _shape(runner: Any) -> bool:
+    """No having, at most one group-by field, aggregates count/sum/avg of fields, select items
+    that are aggregates, fields or current_timestamp()."""
+    st, plan = runner.statement, runner.plan
+    if st.having is not None:
         return False
     if len(plan.group_exprs) > 1 or (plan.group_exprs and plan.key_from_params is None):
         return False
     if plan.args and plan.args_from_params is None:
         return False
-    return (all(s.func in ("count", "sum", "avg") for s in plan.slots)
+    return (all(s.func in ("count", "sum", "avg", "min", "max") for s in plan.slots)
             and all(k != "expr" for k, _ in plan.items))
 
 
@@ -138,7 +155,8 @@ class WindowBlock:
     """One window statement's plan over one batch, standing in for its runner meanwhile
     (``due``, ``process``, ``advance_to``, ``window``, ``statement``: what the engine calls)."""
 
-    def __init__(self, engine: Any, runner: Any, cols: TypeColumns, src: Rows) -> None:
+    def __init__(self, engine: Any, runner: Any, cols: TypeColumns, src: Rows,
+                 t_end: Any = None) -> None:
         self.runner = runner
         self.statement = runner.statement
         self.name = runner.statement.name
@@ -154,12 +172,15 @@ class WindowBlock:
         self.emit_at: Any = None
         st = self.statement
         t = st.input_type
-        rows = cols.rows(t)
-        self.t_end = src.time_at(src.n - 1)
+        rows = (cols.rows(t) if not st.more_inputs else
+                np.sort(np.concatenate([cols.rows(u) for u in st.input_types])))
+        #: the batch's last instant (the input's, also for a block over derived rows)
+        self.t_end = src.time_at(src.n - 1) if t_end is None else t_end
         self.last_seen = src.time_at(int(rows[-1])) if len(rows) else None
         if float(np.abs(src.ts).max(initial=0.0)) >= _EXACT:
             raise Declined("timestamps beyond 2**53")
         if plan.filter is not None:
+            assert not st.more_inputs
             where = strip_alias(st.filter, st.alias)
             mask = filter_mask(SimpleNamespace(filter=plan.filter, where=where), rows,
                                plan.fields, lambda k: cols.column(t, k), cols.events)
@@ -204,17 +225,21 @@ class WindowBlock:
         self._commit()
 
     # -- values -----------------------------------------------------------------------------
-    def _values(self, n: int, totals: list[Any]) -> tuple[Any, ...]:
+    def _values(self, n: int, totals: list[Any], ext: list[Any] | None = None
+                ) -> tuple[Any, ...]:
         """Every slot's value for a group of ``n`` events (none null) with ``totals`` (per
-        argument; None where no sum is kept)."""
+        argument; None where no sum is kept) and ``ext`` (per argument: (min, max), batch
+        windows)."""
         out = []
         for s in self.plan.slots:
             if s.func == "count" or s.arg is None:
                 out.append(n)
             elif s.func == "sum":
                 out.append(totals[s.arg_index])
-            else:
+            elif s.func == "avg":
                 out.append(totals[s.arg_index] / n)
+            else:
+                out.append(ext[s.arg_index][s.func == "max"])  # type: ignore[index]
         return tuple(out)
 
     def _row(self, ev: Event, vals: tuple[Any, ...], now: Any, trigger: Event | None,
@@ -230,15 +255,21 @@ class WindowBlock:
         agg = self.runner.window.proc.agg
         return [(j, b, tot) for j, b, tot, _mn, _mx in agg._args]
 
-    def _state(self, n: int, first: Any, totals: list[Any]) -> list[Any]:
-        """A group's aggregate state list (aggregates.Aggregation's layout)."""
+    def _state(self, n: int, first: Any, totals: list[Any], ext: list[Any] | None = None
+               ) -> list[Any]:
+        """A group's aggregate state list (aggregates.Aggregation's layout; a batch window's
+        min/max as plain values)."""
         agg = self.runner.window.proc.agg
         st = agg._template.copy()
         st[N], st[FIRST] = n, first
-        for j, b, tot in self._summed():
+        for j, b, tot, mn, mx in agg._args:
             st[b] = n
             if tot:
                 st[b + 1] = totals[j]
+            if mn:
+                st[b + 2] = ext[j][0]  # type: ignore[index]
+            if mx:
+                st[b + 3] = ext[j][1]  # type: ignore[index]
         return st
 
     def _arg_columns(self, prior_vals: list[tuple[Any, ...]], prior_totals: list[list[Any]]
@@ -448,6 +479,26 @@ class WindowBlock:
             init = np.where(carried, prior[np.minimum(gs[starts], len(g_prior))],
                             0).astype(x.dtype)
             seg_tot.append(running_sums(x, starts, init)[ends].tolist())
+        # batch min/max: the extreme of the segment (with the carried state's), which is
+        # the running value `v < lo` keeps; a NaN or a signed zero, where the first of equal
+        # values would tell, declines
+        seg_ext: list[list[Any]] = [[(None, None)] * len(args) for _ in range(len(starts))]
+        for (col, _kind), (j, b, _tot, mn, mx) in zip(args, proc.agg._args, strict=True):
+            if not (mn or mx) or not n:
+                continue
+            x = col[order]
+            if x.dtype.kind == "f" and bool(np.any(np.isnan(x) | ((x == 0) & np.signbit(x)))):
+                raise Declined("a NaN or -0.0 under min/max")
+            lo = np.minimum.reduceat(x, starts).tolist()
+            hi = np.maximum.reduceat(x, starts).tolist()
+            for s_i in np.flatnonzero(carried).tolist():
+                st = groups[objs[int(gs[starts[s_i]])]]
+                if mn and st[b + 2] is not None and not lo[s_i] < st[b + 2]:
+                    lo[s_i] = st[b + 2]
+                if mx and st[b + 3] is not None and not hi[s_i] > st[b + 3]:
+                    hi[s_i] = st[b + 3]
+            for s_i in range(len(starts)):
+                seg_ext[s_i][j] = (lo[s_i], hi[s_i])
         #: per batch index: [(key, n, FIRST record or None (carried), totals)], in the
         #: groups' order (carried groups first, in the state's order; then by first arrival)
         seq0 = runner._seq
@@ -461,7 +512,8 @@ class WindowBlock:
             first = (groups[objs[g]][FIRST] if carried_s
                      else self._record(first_row[s], seq0 + first_row[s]))
             rank = g if carried_s else len(g_prior) + first_row[s]
-            per_batch.setdefault(bi, []).append((rank, (objs[g], n_l[s], first, tots)))
+            per_batch.setdefault(bi, []).append((rank, (objs[g], n_l[s], first, tots,
+                                                        seg_ext[s])))
         # carried groups without a new event in the first batch stay as they are
         if g_prior:
             in0 = {item[1][0] for item in per_batch.get(0, [])}
@@ -470,7 +522,8 @@ class WindowBlock:
                     st = groups[key]
                     per_batch.setdefault(0, []).append(
                         (g, (key, st[N], st[FIRST], [st[b + 1] if tot else 0
-                                                     for _j, b, tot in summed])))
+                                                     for _j, b, tot in summed],
+                             [(st[b + 2], st[b + 3]) for _j, b, _t in summed])))
         batches = {bi: [x for _r, x in sorted(items, key=lambda it: it[0])]
                    for bi, items in per_batch.items()}
         per_event = self.plan.mode == "event"
@@ -484,22 +537,22 @@ class WindowBlock:
                 grp = batches.get(bi, [])
                 out: list[ComplexEvent] = []
                 if per_event:
-                    vals = {key: self._values(c, tots) for key, c, _f, tots in grp}
+                    vals = {key: self._values(c, tots, ext) for key, c, _f, tots, ext in grp}
                     recs = (prior_batch if bi == 0 else []) + [
                         self._record(i, seq0 + i) for i in range(lo, hi)]
                     for rec in recs:
                         out.append(self._row(rec[EVENT], vals[rec[KEY]], b, None,
                                              self.match_ids()))
                     return out
-                for _key, c, first, tots in grp:
-                    out.append(self._row(first[EVENT], self._values(c, tots), b, None,
+                for _key, c, first, tots, ext in grp:
+                    out.append(self._row(first[EVENT], self._values(c, tots, ext), b, None,
                                          self.match_ids()))
                 empty = proc.agg.empty_values
                 now_keys = {key for key, *_x in grp}
                 for key, rep in state["last"].items():
                     if key not in now_keys:
                         out.append(self._row(rep[EVENT], empty, b, None, self.match_ids()))
-                state["last"] = {key: first for key, _c, first, _t in grp}
+                state["last"] = {key: first for key, _c, first, _t, _e in grp}
                 return out
             return make
 
@@ -513,7 +566,8 @@ class WindowBlock:
         def commit() -> None:
             assert self._next == len(self._closes), "a planned batch boundary was not reached"
             grp = batches.get(pending, [])
-            proc.agg.groups = {key: self._state(c, first, tots) for key, c, first, tots in grp}
+            proc.agg.groups = {key: self._state(c, first, tots, ext)
+                               for key, c, first, tots, ext in grp}
             if per_event:
                 lo = closes[-1][2] if closes else 0
                 proc.batch = (prior_batch if not closes else []) + [
