@@ -20,6 +20,12 @@ kernel patterns keep their open instances (as the pair kernel leaves them) with 
 the replay gave, and their timers. Their own timers do nothing during the batch: an Esper
 pair's deadline only ends instances, which the plan did.
 
+Window statements over the input of the forms kernels.window_block covers are planned over the
+batch too (their rows and boundaries, and their runner's state at the end), and so are the
+single-stage patterns over their rows and the time batches over those (kernels.cascade): during
+the loop each stands in for its runner or its matcher's cascade step (Engine.replaying), so
+only their boundaries, and rows something unplanned reads, are stepped.
+
 The batch is a list of events (:func:`process_split`) or any column source
 (:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
 are made only for the rows stepped, the rows of the kernels' matches and the instances left
@@ -70,8 +76,17 @@ def split_kernels(engine: Any) -> list[Any] | None:
               and not m.pattern.types & produced
               and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
-    # (window statements over the input split on their own: kernels.window_block)
-    return chosen or ([] if window_kernels(engine) else None)
+    if chosen:
+        return chosen
+    # window statements over the input split on their own (kernels.window_block) where that
+    # spares per-event steps: when their type is read by nothing else but kernels
+    blocks = [engine.windows[i] for i in window_kernels(engine)]
+    ids = {id(r) for r in blocks}
+    alone = [r for r in blocks
+             if not engine.subs_input.get(r.statement.input_type)
+             and not engine.host.rules.triggers(r.statement.input_type)
+             and all(id(o) in ids for o in engine._window_subs.get(r.statement.input_type, ()))]
+    return [] if alone else None
 
 
 def process_split(engine: Any, kernels: list[Any], events: Sequence[Event]

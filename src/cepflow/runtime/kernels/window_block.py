@@ -250,6 +250,16 @@ class WindowBlock:
                                                              strict=False)),
                             () if trigger is None else (trigger,), match_id)
 
+    def _rows(self, evs: list[Event], slot_cols: list[list[Any]]) -> list[ComplexEvent]:
+        """The arrival rows of ``evs`` (each its own trigger, at its time) column by column:
+        ``slot_cols`` holds every aggregate slot's value per event (ids given later)."""
+        name, aliases = self.name, self.plan.aliases
+        times = [e.ts for e in evs]
+        cols = [slot_cols[a] if k == "agg" else [e.params[a] for e in evs] if k == "field"
+                else times for k, a in self.plan.items]
+        return [ComplexEvent(name, p, t, dict(zip(aliases, p, strict=False)), (e,), -1)
+                for p, t, e in zip(zip(*cols, strict=True), times, evs, strict=True)]
+
     def _summed(self) -> list[tuple[int, int, bool]]:
         """Per argument (index, base slot in a group's state, whether sum/avg keep its total)."""
         agg = self.runner.window.proc.agg
@@ -349,22 +359,33 @@ class WindowBlock:
         which = so[arr] - m
         pos = np.empty(n, np.int64)
         pos[which] = arr
-        n_at = counts[pos].tolist()
-        tot_at = [t[pos].tolist() if t is not None else None for t in totals]
+        n_at = counts[pos]
+        slot_cols: list[list[Any]] = []
+        for sl in self.plan.slots:  # (a slot's value at every arrival, as _values gives it)
+            if sl.func == "count" or sl.arg is None:
+                slot_cols.append(n_at.tolist())
+            else:
+                t = totals[sl.arg_index][pos]  # type: ignore[index]
+                slot_cols.append((t if sl.func == "sum" else t / n_at).tolist())
         ev, rows = self.events, self.rows.tolist()
-        found = []
-        for i in range(n):
-            e = ev[rows[i]]
-            vals = self._values(n_at[i], [t[i] if t is not None else 0 for t in tot_at])
-            found.append(self._row(e, vals, e.ts, e, -1))
-        self.at, self.found = rows, found
+        evs = [ev[r] for r in rows]
+        self.at, self.found = rows, self._rows(evs, slot_cols)
         self._closes: list[Any] = []
         self._due_end = float("inf")
 
         def commit() -> None:
             seq0 = runner._seq
-            recs = held + [self._record(i, seq0 + i) for i in range(n)]
-            kept = recs[p:]
+            made: dict[int, tuple[Any, ...]] = {}
+
+            def rec(k: int) -> tuple[Any, ...]:  # (the record of held + batch position k)
+                if k < m:
+                    return held[k]
+                r = made.get(k)
+                if r is None:
+                    r = made[k] = self._record(k - m, seq0 + k - m)
+                return r
+
+            kept = [rec(k) for k in range(p, m + n)]
             # the groups left: those with events; one never emptied keeps its place, one
             # (re)created in the batch goes after them, in the order of its creating arrival
             last = np.ones(len(order), bool)
@@ -381,7 +402,7 @@ class WindowBlock:
                 tots = [t[e_i].item() if t is not None else 0 for t in totals]
                 if fresh[s]:
                     created.append((int(order[s_i]), g,
-                                    self._state(c, recs[int(so[s_i])], tots)))
+                                    self._state(c, rec(int(so[s_i])), tots)))
                 else:
                     carried[g] = self._state(c, groups[objs[g]][FIRST], tots)
             touched = set(np.unique(gs).tolist())
@@ -396,7 +417,7 @@ class WindowBlock:
             win.proc.agg.groups = out
             win.items = deque(kept)
             win.due = kept[0][TS] + size if kept else float("inf")
-            self._clock([recs[p - 1][TS] + size] if p else [])
+            self._clock([rec(p - 1)[TS] + size] if p else [])
             runner._seq = seq0 + n
 
         self._commit = commit
