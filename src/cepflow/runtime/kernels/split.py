@@ -65,7 +65,7 @@ def split_kernels(engine: Any) -> list[Any] | None:
     couples every event to the per-event order (patterns that see every event, rule actions,
     which may emit events of any type)."""
     program = engine.program
-    if engine.noise or not engine.matchers or any(r.action for r in program.rules):
+    if engine.noise or any(r.action for r in program.rules):
         return None
     produced = {a.name for a in program.automata} | {w.name for w in program.windows}
     # (a pair's select list is evaluated when the batch is planned, and a failure there
@@ -79,11 +79,14 @@ def split_kernels(engine: Any) -> list[Any] | None:
     if chosen:
         return chosen
     # window statements over the input split on their own (kernels.window_block) where that
-    # spares per-event steps: when their type is read by nothing else but kernels
+    # spares per-event steps: a sliding window (its rows come at its arrivals) whose type
+    # nothing but such statements reads (a time batch alone is left per event: its boundaries
+    # are stepped rows, which cost more than its adds when a batch holds few rows)
     blocks = [engine.windows[i] for i in window_kernels(engine)]
     ids = {id(r) for r in blocks}
     alone = [r for r in blocks
-             if not engine.subs_input.get(r.statement.input_type)
+             if r.statement.window.kind == "time"
+             and not engine.subs_input.get(r.statement.input_type)
              and not engine.host.rules.triggers(r.statement.input_type)
              and all(id(o) in ids for o in engine._window_subs.get(r.statement.input_type, ()))]
     return [] if alone else None

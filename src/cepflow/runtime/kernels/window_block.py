@@ -117,6 +117,8 @@ def running_sums(x: np.ndarray, starts: np.ndarray, init: np.ndarray) -> np.ndar
 def _group_codes(keys: list[Any], prior: list[Any]) -> tuple[list[int], list[Any]]:
     """Group numbers for ``keys`` by dict equality (as the runner's groups), the ``prior``
     groups numbered first; the key objects by number. A float NaN key declines."""
+    if prior in ([], [()]) and keys and keys[0] == () and keys.count(()) == len(keys):
+        return [0] * len(keys), [()]  # (no group by: one group)
     num: dict[Any, int] = {k: i for i, k in enumerate(prior)}
     objs = list(prior)
     out = []
