@@ -70,23 +70,26 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
                                        matches, commit), matches))
     found.sort(key=lambda f: (f[0], f[1]))
     out.patterns = [(m, plan, pos) for pos, _s, m, plan, _f in found]
-    # the derived stream, in the cascade's order: (input row, block, 0 | 1 + pattern)
-    items: list[tuple[int, int, int, int, ComplexEvent]] = []
-    for pos, (_i, b) in enumerate(blocks.items()):
-        items += [(r, pos, 0, j, ce) for j, (r, ce) in enumerate(zip(b.at, b.found,
-                                                                   strict=True))]
-    for q, (_m, plan, pos) in enumerate(out.patterns):
-        items += [(r, pos, 1 + q, j, ce) for j, (r, ce) in enumerate(zip(plan[1], plan[2],
-                                                                        strict=True))]
-    items.sort(key=lambda x: x[:4])
     planned = set(by_type) | {m.name for m, _p, _b in out.patterns}
+    # the derived stream, in the cascade's order: (input row, block, 0 | 1 + pattern, j);
+    # per part its type, rows, rank and complex events
+    parts = [(b.name, b.at, pos, 0, b.found) for pos, (_i, b) in enumerate(blocks.items())
+             if b.name in by_type]
+    parts += [(m.name, plan[1], pos, 1 + q, plan[2])
+              for q, (m, plan, pos) in enumerate(out.patterns)]
     for i, r in enumerate(engine.windows):
         st = r.statement
         if i in blocks or not set(st.input_types) <= planned or not batch_fits(r):
             continue
-        mine = [x for x in items if x[4].type in st.input_types]
-        rows = EventRows([x[4] for x in mine])
-        rows.input_rows = np.array([x[0] for x in mine], np.int64)  # type: ignore[attr-defined]
+        mine = [p for p in parts if p[0] in st.input_types]
+        lens = [len(p[1]) for p in mine]
+        at = np.concatenate([np.asarray(p[1], np.int64) for p in mine])
+        j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
+        pos = np.repeat(np.array([p[2] for p in mine], np.int64), lens)
+        sub = np.repeat(np.array([p[3] for p in mine], np.int64), lens)
+        evs = np.empty(len(at), object)
+        evs[:] = [ce for p in mine for ce in p[4]]
+        rows = EventRows(evs[np.lexsort((j, sub, pos, at))].tolist())
         try:
             out.batches[i] = WindowBlock(engine, r, TypeColumns(rows, schemas), rows,
                                          t_end=t_end)

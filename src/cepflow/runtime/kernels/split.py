@@ -223,16 +223,25 @@ class _Replay:
         #: they differ where a window block's row comes out before the matches of the
         #: patterns reading it, which take their ids after every block's row: kernels.cascade)
         ranks = ranks or [(k, k) for k in range(len(plans))]
-        loose = sorted((r, ranks[k][1], j, k) for k, ((_, at, _, _), c)
-                       in enumerate(zip(plans, consumed, strict=True))
-                       if not c for j, r in enumerate(at))
-        self.loose_rows = [r for r, _, _, _ in loose]
-        self.loose = [plans[k][2][j] for _, _, j, k in loose]
-        by_id = sorted(range(len(loose)), key=lambda i: (loose[i][0], ranks[loose[i][3]][0],
-                                                          loose[i][2]))
-        #: per loose match (in output order), its place in the order its ids are given
-        self.id_pos = np.empty(len(loose), np.int64)
-        self.id_pos[np.array(by_id, np.int64)] = np.arange(len(loose))
+        loose = [k for k, c in enumerate(consumed) if not c and len(plans[k][1])]
+        self.loose_rows: list[int] = []
+        self.loose: list[ComplexEvent] = []
+        self.id_pos = np.zeros(0, np.int64)
+        if loose:
+            out_of = {key: i for i, key in enumerate(sorted({r[1] for r in ranks}))}
+            id_of = {key: i for i, key in enumerate(sorted({r[0] for r in ranks}))}
+            lens = [len(plans[k][1]) for k in loose]
+            rows = np.concatenate([np.asarray(plans[k][1], np.int64) for k in loose])
+            j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
+            by_out = np.repeat(np.array([out_of[ranks[k][1]] for k in loose]), lens)
+            by_id = np.repeat(np.array([id_of[ranks[k][0]] for k in loose]), lens)
+            found = np.empty(len(rows), object)
+            found[:] = [ce for k in loose for ce in plans[k][2]]
+            o = np.lexsort((j, by_out, rows))
+            self.loose_rows, self.loose = rows[o].tolist(), found[o].tolist()
+            #: per loose match (in output order), its place in the order its ids are given
+            self.id_pos = np.empty(len(o), np.int64)
+            self.id_pos[np.lexsort((j[o], by_id[o], rows[o]))] = np.arange(len(o))
         self.next_loose = 0
 
     def record_loose(self, row: int, host: Any, out: list[ComplexEvent], at: list[int]
