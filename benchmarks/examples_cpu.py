@@ -197,9 +197,15 @@ def _kernel_use(engine: Any) -> str:
     if engine._chains is not None or engine._pairs is not None:
         return "whole batch"
     split = getattr(engine, "_split", None)  # (a baseline checkout may have no split)
-    if split:
-        return f"split: {', '.join(m.name for m in split)}"
-    return "per event"
+    if split is None:
+        return "per event"
+    try:  # (the window statements planned column-wise; none in a baseline without them)
+        from cepflow.runtime.kernels.window_block import window_kernels
+        windows = [engine.windows[i].statement.name for i in window_kernels(engine)]
+    except ImportError:
+        windows = []
+    parts = [m.name for m in split] + [f"{n} (window)" for n in windows]
+    return f"split: {', '.join(parts)}" if parts else "per event"
 
 
 def profile(name: str, n: int, tmp: str) -> dict[str, float]:
