@@ -13,6 +13,7 @@ from tests.esper.test_esper_kernel import (
     FILTERS,
     PAIR_FILTERS,
     SCHEMA,
+    _nan,
     assert_alike,
     events,
     fed_columns,
@@ -92,10 +93,18 @@ def consecs(draw: st.DrawFn) -> str:
     """Esper's consecutive chains, ``every a = T(f) -> (b = T(g) and not T(h) …) -> …
     [where timer:within(Δ)]``: two to four stages, each with up to two forbidden events (or
     none), filters reading only their event or the earlier stages' fields, the forbidden event
-    the stage's own complement among them (the consecutive kernel, kernels/consec.py)."""
+    the stage's own complement among them, every later stage and forbidden event unified with
+    ``a`` on its key or none (the consecutive kernel, kernels/consec.py)."""
     n = draw(st.sampled_from([2, 2, 3, 4]))
     tags = "abcd"[:n]
     f = draw(st.sampled_from(["", *FILTERS[:5]])).format(a="a")
+    keyed = draw(st.booleans())  # (every later stage and forbidden event on a's key)
+
+    def on_key(cond: str, field: str) -> str:
+        if not keyed:
+            return cond
+        return f"({cond}) and {field} = a.k" if cond else f"{field} = a.k"
+
     steps = []
     for j, tag in enumerate(tags[1:], 1):
         prev = tags[j - 1]
@@ -103,13 +112,14 @@ def consecs(draw: st.DrawFn) -> str:
         g = draw(st.sampled_from(["", "", "{a}.v >= 1", "{a}.v > " + prev + ".v",
                                   "{a}.v >= a.v", "{a}.v >= a.v + 1 and {a}.x < 2",
                                   "{a}.x * 2 > a.v", *FILTERS[4:]]))
-        step = f"{tag} = {t}({g.format(a=tag)})"
+        step = f"{tag} = {t}({on_key(g.format(a=tag), tag + '.k')})"
         # (the consecutive idiom most often: the forbidden event is the stage's complement)
         own = f"not ({g.format(a=tag).replace(tag + '.', '')})" if g else "v = 2"
         nots = draw(st.lists(st.tuples(st.sampled_from([t, t, "A", "B"]), st.sampled_from(
             [own, own, own, "", "v < 1", f"v <= {prev}.v", "x > a.x", "s = 'y'"])),
             max_size=2))
         for t2, h in nots:
+            h = on_key(h, "k")
             step += f" and not {t2}({h})" if h else f" and not {t2}"
         steps.append(f"({step})" if nots else step)
     within = draw(st.sampled_from(["", "", " where timer:within(4 msec)",
@@ -126,7 +136,10 @@ def consecs(draw: st.DrawFn) -> str:
 
 
 def rows(found) -> list:
-    return [(m.type, m.ts, tuple(m.event_refs), m.params, m.match_id) for m in found]
+    # (values by repr, which tells 1 from 1.0 and True; a NaN read back from saved state is
+    # another float object: compared as a marker)
+    return [(m.type, m.ts, tuple(m.event_refs), repr(tuple(map(_nan, m.params))), m.match_id)
+            for m in found]
 
 
 def restored(engine: Engine, prog) -> Engine:
@@ -176,7 +189,9 @@ def test_split_equals_event_by_event(kernel_stmts, others, spec, cuts, restore_a
 @settings(max_examples=200, deadline=None)
 @given(st.lists(consecs(), min_size=1, max_size=2),
        st.lists(st.sampled_from(OTHERS), max_size=2, unique=True),
-       st.lists(st.tuples(st.sampled_from(["A", "B"]), st.sampled_from([0, 1, 2]),
+       st.lists(st.tuples(st.sampled_from(["A", "B"]),
+                          st.sampled_from([*[0, 1, 2] * 6, 1.0, True, None, "1",
+                                           float("nan")]),
                           st.sampled_from([0, 1, 2, 3, 4, 5, None, True, 1.5]),
                           st.sampled_from([0.0, 0.7, 1.2, 2.0]), st.integers(0, 2)),
                 min_size=20, max_size=80),

@@ -277,7 +277,8 @@ class EsperConsec:
     a = A(f) -> (b = B(g) and not C(h) [and not …]) -> (c = …) … [where timer:within(Δ)]``
     (temperature's Warning and Critical, the "consecutive" idiom) — one edge out of each
     waiting state, any forbidden events there (each ending the instance: Forbid.target is the
-    trap), filters that may read the earlier stages' fields, no unification (no variable bound
+    trap), filters that may read the earlier stages' fields, no unification but on one key that
+    ``a`` binds and every later stage and forbidden event unifies with (no other variable bound
     twice, no tag on a forbidden event), optionally one Esper ``within`` around the stages
     after ``a``. Each ``A`` passing ``f`` opens an instance; at each later event it is ended by
     a forbidden one (the ending wins a tie, docs/esper.md), else moved on by the next stage's,
@@ -289,6 +290,13 @@ class EsperConsec:
     forbids: tuple[tuple[Any, ...], ...]
     window: float  # Δ in ms (inf without a within zone)
     zone: int | None
+    #: the variable ``a`` binds that every later stage and forbidden event unifies with (a
+    #: key: ``b = B(b.k = a.k) and not C(k = a.k)``), or None (nothing unifies)
+    key_var: str | None = None
+    #: per waiting state, the param of each of its types' events holding the key
+    keys: tuple[dict[str, int], ...] = ()
+    #: per stage, the variables it binds (param, variable) but the key
+    new: tuple[tuple[tuple[int, str], ...], ...] = ()
 
 
 
@@ -299,7 +307,7 @@ def esper_consec_of(pattern: Any) -> EsperConsec | None:
 
     auto = pattern.auto
     if (not auto.context.esper or auto.start != "spawn" or auto.distinct or auto.partition_by
-            or auto.clock is not None or auto.key_index or pattern.exact or pattern.skips):
+            or auto.clock is not None or pattern.exact or pattern.skips):
         return None
     a = _only_edge(auto, INITIAL)
     if a is None or a.final or a.exits:
@@ -320,28 +328,45 @@ def esper_consec_of(pattern: Any) -> EsperConsec | None:
             return None
     if set(auto.edges) != {INITIAL, *states} or not set(auto.forbids) <= set(states):
         return None
+    # the key: what every later stage's event unifies with (all of them, or none)
+    first = {v for _, v in a.position.binds}
+    keyed = {kv for s in states for _, kv in auto.key_index.get(s, {}).values()}
+    if len(keyed) > 1 or not keyed <= first:
+        return None
+    key_var = next(iter(keyed), None)
     bound: set[str] = set()
+    new = []
     for e in stages:
         pos = e.position
-        vs = [v for _, v in pos.binds]
+        vs = [v for _, v in pos.binds if v != key_var or e is a]
         if (pos.every or pos.collect is not None or pos.conj is not None
                 or pos.track is not None or len(set(vs)) != len(vs) or bound & set(vs)):
             return None
         bound |= set(vs)
+        new.append(tuple((i, v) for i, v in pos.binds if v != key_var or e is a))
     if a.position.filter is not None and not a.position.local:
         return None
-    forbids = []
-    for s in states:
+    forbids, keys = [], []
+    for s, e in zip(states, stages[1:], strict=True):
         fs = [f for t, lst in auto.forbids.get(s, {}).items() for f in lst]
-        if any(f.target != TRAP or f.position.binds or f.position.every
-               or f.position.collect is not None for f in fs):
+        if any(f.target != TRAP or f.position.every or f.position.collect is not None
+               or {v for _, v in f.position.binds} != ({key_var} if key_var else set())
+               for f in fs):
+            return None
+        at = {t: i for t, (i, _) in auto.key_index.get(s, {}).items()}
+        types = {e.position.type, *(f.position.type for f in fs)}
+        if key_var is not None and (set(at) != types or any(
+                (at[p.type], key_var) not in p.binds for p in (e.position, *(
+                    f.position for f in fs)))):
             return None
         forbids.append(tuple(f.position for f in fs))
+        keys.append(at)
     timed = _within(auto, stages)
     if timed is None or (auto.zones and (not auto.zones[0].open_end
                                          or auto.zones[0].last & set(states))):
         return None  # (an Esper window excludes its end: the walk's deadline test)
-    return EsperConsec(tuple(stages), tuple(states), tuple(forbids), *timed)
+    return EsperConsec(tuple(stages), tuple(states), tuple(forbids), *timed, key_var,
+                       tuple(keys), tuple(new))
 
 
 def _within(auto: Any, stages: list[Any]) -> tuple[float, int | None] | None:

@@ -8,8 +8,10 @@ later row of a type its stage reads, a forbidden event of the stage ends it (Esp
 it waits; a row at or after its ``within`` deadline finds it gone (Esper's timer fires before
 the events of its instant). The batch is walked stage by stage for all instances at once: per
 stage, the rows that may decide (those an event-only filter passes, and every row a filter
-reading earlier fields must look at) are sorted once; each instance looks at its next one, and
-the instances that row leaves undecided look at the one after, round after round. Event-only
+reading earlier fields must look at) are sorted once — by key first when every later stage and
+forbidden event unifies with ``a`` on one key (kernels.pair.key_codes) —; each instance looks at
+its next one (of its key), and the instances that row leaves undecided look at the one after,
+round after round. Event-only
 filters are numpy masks (kernels.filters); the others are evaluated per (instance, row) —
 column-wise by runtime.vector_expr over the instances' bound values where it can decide them,
 else by the compiled closure with the bindings the per-event step gives it — over exactly the
@@ -30,6 +32,7 @@ from cepflow.events.event import ComplexEvent
 from cepflow.language import ast
 from cepflow.runtime.kernels.filters import filter_mask, passing
 from cepflow.runtime.kernels.frame import Declined
+from cepflow.runtime.kernels.pair import Uncodable, key_codes
 from cepflow.runtime.kernels.restart import Plan
 from cepflow.runtime.rows import TypeColumns, as_column
 from cepflow.runtime.timers import fired_before
@@ -46,7 +49,10 @@ def plan_consec(m: Any, cols: TypeColumns) -> Plan | None:
     old = m.registered_tokens()
     if any(len(t.threads) != 1 for t in old):
         return None
-    return _Walk(m, cols, old).plan()
+    try:
+        return _Walk(m, cols, old).plan()
+    except Uncodable:  # (a key that unifies with nothing, NaN: event by event)
+        return None
 
 
 class _Unvectorized(Exception):
@@ -80,7 +86,7 @@ class _Walk:
             self.ts[self.new_rows]])
         self.ended = np.zeros(n_inst, bool)  # a forbidden event ended it, or its deadline
         #: per variable, the stage binding it and the parameter
-        self.bound_at = {v: (j, i) for j, e in enumerate(cs.stages) for i, v in e.position.binds}
+        self.bound_at = {v: (j, i) for j, new in enumerate(cs.new) for i, v in new}
         self._where = np.full(src.n, -1, np.int64)  # row -> its index among its type's rows
         self._indexed: set[str] = set()
         self._bindings: dict[tuple[int, int], dict[str, Any]] = {}
@@ -141,12 +147,23 @@ class _Walk:
         for _, of_type in paired:
             may |= of_type
         keep = np.flatnonzero(may)
+        keyed = cs.key_var is not None
+        if keyed:  # (the rows by key, then row: an instance looks at the rows of its key)
+            i_code, c_code = self._key_codes(j, sel, cand[keep])
+            span = src.n + 2
+            order = np.argsort(c_code * span + cand[keep], kind="stable")
+            keep, c_code = keep[order], c_code[order]
+            inst_code = np.zeros(len(self.stage), np.int64)
+            inst_code[sel] = i_code
         cand, fwd, forb, is_edge = cand[keep], fwd[keep], forb[keep], is_edge[keep]
         paired = [(f, of_type[keep]) for f, of_type in paired]
-        q = np.searchsorted(cand, self.last[sel], side="right")
+        q = (np.searchsorted(c_code * span + cand, i_code * span + self.last[sel], side="right")
+             if keyed else np.searchsorted(cand, self.last[sel], side="right"))
         window = cs.window
         while len(sel):
             has = q < len(cand)
+            if keyed:
+                has[has] = c_code[q[has]] == inst_code[sel[has]]
             sel, q = sel[has], q[has]  # (no row left: it waits past the batch)
             if not len(sel):
                 break
@@ -177,6 +194,30 @@ class _Walk:
             wait = ~ends & ~moves
             sel, q = sel[wait], q[wait] + 1
 
+    def _key_codes(self, j: int, sel: np.ndarray, cand: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Codes of the key of the instances ``sel`` (``a``'s value) and of the rows ``cand``
+        (their events' key fields for stage ``j``), equal iff the values unify
+        (kernels.pair.key_codes; Uncodable for a NaN)."""
+        cs, cols = self.cs, self.cols
+        codes = cols.src.codes[cand]
+        parts, where = [], []
+        for t, p in cs.keys[j - 1].items():
+            of = np.flatnonzero(codes == cols.type_code.get(t, -1))
+            parts.append(cols.column(t, p)[self._index(t)[cand[of]]])
+            where.append(of)
+        if len({c.dtype.kind for c in parts}) > 1:
+            parts = [c.astype(object) for c in parts]
+        values = np.concatenate(parts)[np.argsort(np.concatenate(where), kind="stable")]
+        a = cs.stages[0].position
+        t = a.type
+        fresh = sel[sel >= self.n_old]  # (sel is sorted: the old instances first)
+        ka = next(i for i, v in a.binds if v == cs.key_var)
+        a_keys = cols.column(t, ka)[self._index(t)[self.taken[0, fresh]]]
+        old = [self.old[q].threads[0].bindings.get(cs.key_var)
+               for q in sel[sel < self.n_old].tolist()]
+        return key_codes(a_keys, values, old, cols.src.n + 2)
+
     # -- filters on (instance, row) pairs ---------------------------------------------------
     def _truth(self, pos: Any, inst: np.ndarray, rows: np.ndarray, j: int) -> np.ndarray:
         """``pos``'s filter on each pair (instance waiting for stage ``j``, row)."""
@@ -191,7 +232,7 @@ class _Walk:
         if pos.where is None:
             raise _Unvectorized
         fields = self.cols.fields(pos.type)
-        own = {v: i for i, v in pos.binds}
+        own = {v: i for i, v in pos.binds if v != self.cs.key_var}
         keys: dict[tuple[str, Any], str] = {}
         columns: list[np.ndarray] = []
 
@@ -253,7 +294,7 @@ class _Walk:
         sink = current_sink()
         mark = len(sink) if sink is not None else 0
         out = np.zeros(len(inst), bool)
-        new = pos.binds
+        new = [(i, v) for i, v in pos.binds if v != self.cs.key_var]  # (the key is a's)
         for k, (q, r) in enumerate(zip(inst.tolist(), rows.tolist(), strict=True)):
             e = events[r]
             b = self._bound(q, j)
@@ -277,7 +318,6 @@ class _Walk:
     def _held(self, q: int, j: int, events: Any) -> tuple[list[Any], dict[str, Any]]:
         """Instance ``q``'s events and bindings once it took stages before ``j`` (``events``:
         rows -> their events)."""
-        stages = self.cs.stages
         if q < self.n_old:
             th = self.old[q].threads[0]
             evs, full = list(th.events), dict(th.bindings)
@@ -289,7 +329,7 @@ class _Walk:
         for s, r in enumerate(rows.tolist(), first):
             e = got[r]
             evs.append(e)
-            for i, v in stages[s].position.binds:
+            for i, v in self.cs.new[s]:
                 full[v] = e.params[i]
         return evs, full
 
