@@ -273,6 +273,7 @@ class Model:
         self._stores: dict[str, Columns] = {}  # class -> the attribute values of its objects
         self._deaths = 0  # objects that stopped being alive (deleted, creation undone)
         self._block_plan: _BlockPlan | None = None  # set_block's last list of objects
+        self._blocks = False  # the open transaction logged an AttributeBlock
 
     # ------------------------------------------------------------ reading
 
@@ -365,8 +366,9 @@ class Model:
     def _commit(self) -> None:
         log, self._log = self._log, []
         changes: tuple[Change, ...] | BlockChanges = tuple(log)  # type: ignore[arg-type]
-        if any(e.__class__ is AttributeBlock for e in log):
+        if self._blocks and any(e.__class__ is AttributeBlock for e in log):
             changes = BlockChanges(tuple(log))
+        self._blocks = False
         for obj in self._graveyard.values():  # deleted for good: their rows are free
             self._stores[obj.cls.name].release(obj)
         self._graveyard.clear()
@@ -548,6 +550,7 @@ class Model:
             block = plan.apply(features, columns)
             if block is not None:
                 self._log.append(block)
+                self._blocks = True
                 return block.size
         return self._set_block_checked(objects, features, columns)
 
@@ -607,6 +610,7 @@ class Model:
             raise ModelError(e.reason, e.obj, e.feature, row=i) from None
         block.size = size
         self._log.append(block)
+        self._blocks = True
         return size
 
     def _undo_block(self, block: AttributeBlock) -> None:
@@ -850,6 +854,7 @@ class _Transaction:
             m._depth -= 1
             if m._depth == 0:
                 m._txn_ts = None
+                m._blocks = False
             return  # the exception propagates
         m._depth -= 1
         if m._depth == 0:
