@@ -40,13 +40,11 @@ def test_columns_give_the_accumulators_floats(window, firsts, ops, takeover):
         accs[obj] = MovingAverage(window)
         accs[obj].add(value)
     columns = MovingAverages(window)
-    for obj, acc in accs.items():
-        columns.load(obj, acc)
+    columns.load(accs)
     for k, op in enumerate(ops):
         if k == takeover:  # the accumulators as they are now, taken over again
             columns = MovingAverages(window)
-            for obj, acc in accs.items():
-                columns.load(obj, acc)
+            columns.load(accs)
         if op[0] == "add":
             moved = columns.add(op[1], op[2])
             if op[1] not in accs:

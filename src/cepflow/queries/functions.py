@@ -95,14 +95,15 @@ class MovingAverages:
         self._last: tuple[list[Any], int, np.ndarray] | None = None  # observe's rows, kept
         self._epoch = 0  # rows given or freed
 
-    def load(self, obj: Any, accumulator: MovingAverage) -> None:
-        """Take over ``accumulator``'s window as ``obj``'s row."""
-        window = list(accumulator._values)
-        row = self._row(obj)
-        self._values[row] = 0.0
-        self._values[row, self.window - len(window):] = window
-        self._count[row] = len(window)
-        self._mean[row] = self._means(self._values[row:row + 1], self._count[row:row + 1])[0]
+    def load(self, accumulators: dict[Any, MovingAverage]) -> None:
+        """Take over the windows of ``accumulators`` (object -> its accumulator) as rows."""
+        rows = np.fromiter((self._row(obj) for obj in accumulators), dtype=np.intp,
+                           count=len(accumulators))
+        width = self.window
+        windows = [list(acc._values) for acc in accumulators.values()]
+        self._values[rows] = [[0.0] * (width - len(w)) + w for w in windows]
+        self._count[rows] = list(map(len, windows))
+        self._mean[rows] = self._means(self._values[rows], self._count[rows])
 
     def start(self, obj: Any, value: float) -> float:
         """A row for a new object whose first value is ``value``; its mean."""

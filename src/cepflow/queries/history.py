@@ -141,8 +141,7 @@ class History:
     def _to_columns(self, site: HistoryRel, state: _Accumulators) -> MovingAverages:
         """The column form of a site's accumulators (from now on)."""
         columns: MovingAverages = self._factory(site).columns(*site.args)
-        for obj, acc in state.of.items():
-            columns.load(obj, acc)  # type: ignore[arg-type]
+        columns.load(state.of)  # type: ignore[arg-type]
         return columns
 
     def apply_changes(self, changes: Iterable[Change]) -> list[HistoryChange]:
