@@ -191,8 +191,8 @@ class FrameLayout:
         """Apply ``frame`` in one go if it names the same roots with the same parts, in the
         same order, as the last frame :meth:`apply_frame` went through (and no object of the
         model died since): the rows' values become the block's columns with no work per row
-        (C-level zips), the objects are the last frame's. None: not such a frame (nothing
-        done)."""
+        in Python (one ``map`` per column), the objects are the last frame's. None: not such a
+        frame (nothing done)."""
         last = self._last
         if last is None or last.model is not model or last.deaths != model.deaths:
             return None
