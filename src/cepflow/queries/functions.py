@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
+from functools import reduce
+from operator import add as _plus
 from typing import Any, Protocol
 
 import numpy as np
@@ -55,10 +57,7 @@ class MovingAverage:
         # summed oldest first from 0.0 — the arithmetic MovingAverages does column-wise, so
         # both give the same floats on every Python (``sum`` of floats compensates from 3.12
         # on) — other numbers exactly, as ``sum``
-        total = 0.0 if value.__class__ is float else 0
-        for v in values:
-            total += v
-        self._mean = total / len(values)
+        self._mean = reduce(_plus, values, 0.0 if value.__class__ is float else 0) / len(values)
 
     def value(self) -> Any:
         if self._mean is None:

@@ -182,9 +182,19 @@ class History:
             if obj in created:  # deleted and created again in this commit: started above
                 continue
             for site in sites:
-                moved = state[site].add(obj, value)
-                if moved is None:  # deleted later in the commit
-                    continue
-                if moved[1] != moved[0]:
-                    out.append((site, obj, *moved))
+                kept = state[site]
+                if kept.__class__ is _Accumulators:  # (inline: the one-body hot path)
+                    acc = kept.of.get(obj)  # type: ignore[union-attr]
+                    if acc is None:  # deleted later in the commit
+                        continue
+                    old = acc.value()
+                    acc.add(value)
+                    new = acc.value()
+                else:
+                    moved = kept.add(obj, value)
+                    if moved is None:
+                        continue
+                    old, new = moved
+                if new != old:
+                    out.append((site, obj, old, new))
         return out
