@@ -9,6 +9,7 @@ import itertools
 import json
 import math
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -277,6 +278,17 @@ def test_vectorized_filter_equals_the_closure(expr, data) -> None:
             self.params = p
 
     assert mask.tolist() == [bool(flt(Ev(p), {})) for p in params]
+
+
+@pytest.mark.parametrize("values", [[2**53 + 1, 0.5], [math.nan, 2**53 + 1, 0.5],
+                                    [-(2**53) - 1, 0.5], [0.5, math.nan, -(2**53) - 1]])
+def test_a_column_numpy_would_round_is_left_to_the_closure(values) -> None:
+    """Ints and floats in one column become float64, which rounds an int of 2**53 and more
+    (NaN elsewhere in the column, or the sign, must not hide it): not evaluated column-wise."""
+    for op in (">", "<"):
+        expr = A.Binary(op, A.Name("v"), A.Const(float(2**53)) if op == ">" else
+                        A.Const(-float(2**53)))
+        assert filter_mask(expr, {"v": 0}, lambda i: values) is None
 
 
 @settings(max_examples=80, deadline=None)

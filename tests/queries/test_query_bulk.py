@@ -269,3 +269,41 @@ def test_set_block_checks_values_and_is_undone_with_its_transaction():
     assert (h["x"], d["x"], d["y"]) == (1.0, 2.0, 0.0)
     with pytest.raises(ModelError, match="column x has 1 value"):
         model.set_block([h, d], ["x"], [[1.0]])
+
+
+MATCH_VALUE = st.one_of(st.sampled_from(["a", "b", "b.Hand", ""]), st.integers(-3, 3),
+                        st.sampled_from([0.5, -1.0, float("nan"), True, None, ("t",)]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 3).flatmap(lambda n: st.lists(
+    st.tuples(*[MATCH_VALUE] * n) | st.tuples(*[st.sampled_from(["x", "y", "z"])] * n),
+    unique=True, max_size=8)))
+def test_matches_in_match_order_are_sorted_by_the_match_sort_key(matches):
+    """Deltas sorted without a key where the tuples' own order is the key's (string or int
+    positions) — in every case the order of ``match_sort_key``."""
+    from cepflow.queries.incremental import in_match_order, match_sort_key
+
+    assert [match_sort_key(m) for m in in_match_order(matches)] == \
+        [match_sort_key(m) for m in sorted(matches, key=match_sort_key)]
+
+
+def test_values_changed_between_blocks_are_read_again():
+    """A block reuses what the filters gave after the last block only when this block starts
+    from the values that one left: a value changed change by change in between is read."""
+    pair = Pair()
+
+    def frame(x: float) -> tuple[Any, ...]:
+        return ("frame", [(i, [("Hand", x, 0.0, None), ("Head", 0.0, 1.0, None),
+                               ("Elbow", 0.0, 0.0, None)]) for i in range(4)])
+
+    pair.step(frame(0.5))  # the bodies appear
+    pair.step(frame(0.25))  # (wide: HX = 0.25 or 0.5 is neither 1 away from EX = 0 nor equal)
+    pair.step(frame(0.5))  # the filters of 0.25 reused
+    pair.bulk.bulk_min = 10**9
+    pair.step(frame(0.0))  # change by change: HX == EX, wide appears
+    pair.bulk.bulk_min = 0
+    assert pair.bulk.matches("wide")
+    pair.step(frame(0.5))  # from 0.0, not from 0.5: wide disappears
+    assert pair.taken == 3
+    assert not pair.reference.matches("wide") and not pair.bulk.matches("wide")

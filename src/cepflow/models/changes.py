@@ -67,7 +67,7 @@ class AttributeBlock:
     any other reader of the commit gets the same changes, made when it asks).
     """
 
-    __slots__ = ("_classes", "_ids", "features", "new", "old", "size", "targets")
+    __slots__ = ("_classes", "_ids", "features", "new", "objects_key", "old", "size", "targets")
 
     def __init__(self, targets: list[Any], features: tuple[str, ...], old: list[list[Any]],
                  new: list[list[Any]], size: int) -> None:
@@ -78,6 +78,9 @@ class AttributeBlock:
         self.size = size  # how many sets (values that are not None)
         self._ids: list[str] | None = None
         self._classes: list[str] | None = None
+        #: stands for the list of objects — the same while the same objects come again and
+        #: none died (what a reader derives from them can be kept under it); None: unknown
+        self.objects_key: Any = None
 
     @property
     def objects(self) -> list[str]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import accumulate, chain
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -80,6 +81,7 @@ class FrameLayout:
         self._known: dict[str, tuple[Model, tuple[Any, ...], list[MObject]]] = {}
         #: apply_frame's readings of fewer values than this go as ordinary changes
         self.block_min = BLOCK_MIN
+        self._last: _Frame | None = None  # the last frame apply_frame went through
 
     def apply(self, model: Model, key: str, rows: Iterable[Sequence[Any]]) -> int:
         """Apply one frame of root ``key`` to ``model``; returns the number of elementary
@@ -123,12 +125,22 @@ class FrameLayout:
                 items) * len(self.attributes) < self.block_min:
             # a few readings (a body or two): body after body, no block worth making
             return sum(self.apply(model, key, rows) for key, rows in items)
+        repeated = self._repeat(model, frame)
+        if repeated is not None:
+            return repeated
+        self._last = None
         width = len(self.attributes) + 1
         block = _Block(len(self.attributes))
         changes = 0
         known = self._known
         alive = attrgetter("alive")
+        # what the frame named (roots, their parts, those objects), for the next frame
+        keys: list[str] = []
+        names_seen: list[tuple[Any, ...]] = []
+        objects_seen: list[list[MObject]] = []
+        complete = True
         for key, rows in items:
+            keys.append(key)
             # the usual case: the same parts as the key's last frame, all still there
             seen = known.get(key)
             if seen is not None and seen[0] is model:
@@ -141,6 +153,8 @@ class FrameLayout:
                         for column, values in zip(block.columns, parts_then_values[1:],
                                                   strict=True):
                             column.extend(values)
+                        names_seen.append(seen[1])
+                        objects_seen.append(seen[2])
                         continue
             if key not in model:  # (the readings before it first: the frame's order)
                 changes += self._flush(model, block)
@@ -164,7 +178,50 @@ class FrameLayout:
             objs = [parts.get(p) for p in names]
             if None not in objs:
                 known[key] = (model, names, objs)
-        return changes + self._flush(model, block)
+                names_seen.append(names)
+                objects_seen.append(objs)  # type: ignore[arg-type]
+            else:
+                complete = False
+        changes += self._flush(model, block)
+        if complete and keys:
+            self._last = _Frame(model, tuple(keys), names_seen, objects_seen)
+        return changes
+
+    def _repeat(self, model: Model, frame: Any) -> int | None:
+        """Apply ``frame`` in one go if it names the same roots with the same parts, in the
+        same order, as the last frame :meth:`apply_frame` went through (and no object of the
+        model died since): the rows' values become the block's columns with no work per row
+        in Python (one ``map`` per column), the objects are the last frame's. None: not such a
+        frame (nothing done)."""
+        last = self._last
+        if last is None or last.model is not model or last.deaths != model.deaths:
+            return None
+        if isinstance(frame, Mapping):
+            keys, rowlists = tuple(frame), tuple(frame.values())
+        elif isinstance(frame, list | tuple):
+            try:
+                keys, rowlists = zip(*frame, strict=True)
+            except (TypeError, ValueError):  # not (key, rows) pairs: the general path says why
+                return None
+        else:
+            return None
+        if keys != last.keys or not set(map(type, rowlists)) <= {list, tuple} or tuple(
+                map(len, rowlists)) != last.counts:
+            return None
+        rows = list(chain.from_iterable(rowlists))
+        if set(map(len, rows)) != {len(self.attributes) + 1}:
+            return None
+        # column by column (map over the rows: no iterator per row, which zip(*rows) would
+        # make — 20,000 short-lived containers a frame that the cyclic collector walks)
+        if list(map(_PART, rows)) != last.parts:
+            return None
+        columns = [list(map(itemgetter(i), rows)) for i in range(1, len(self.attributes) + 1)]
+        try:
+            return model.set_block(last.objects, self.attributes, columns)
+        except ModelError as e:
+            k = bisect_right(last.starts, e.row or 0) - 1
+            n = (e.row or 0) - last.starts[k]
+            raise _frame_error(keys[k], n, rowlists[k][n][0], e) from None
 
     def _flush(self, model: Model, block: _Block) -> int:
         """Set the readings collected in ``block`` (one :meth:`Model.set_block`); a bad value
@@ -176,10 +233,7 @@ class FrameLayout:
         try:
             return model.set_block(block.objects, self.attributes, block.columns)
         except ModelError as e:
-            key, n, part = block.locate(e.row or 0)
-            where = e.obj if e.feature is None else f"{e.obj}.{e.feature}"
-            raise FrameError(f"{key}: row {n} ({part}): {where}: {e.reason}",
-                             e.feature) from None
+            raise _frame_error(*block.locate(e.row or 0), e) from None
         finally:
             block.clear()
 
@@ -191,10 +245,7 @@ class FrameLayout:
         try:
             return model.set_many(sets)
         except ModelError as e:
-            n, part = _row_of(rows, first, e.row or 0)
-            where = e.obj if e.feature is None else f"{e.obj}.{e.feature}"
-            raise FrameError(f"{key}: row {n} ({part}): {where}: {e.reason}",
-                             e.feature) from None
+            raise _frame_error(key, *_row_of(rows, first, e.row or 0), e) from None
 
     def _set_small(self, model: Model, block: _Block) -> int:
         """A few readings: ordinary changes (:meth:`Model.set_many`), not worth a block."""
@@ -208,10 +259,7 @@ class FrameLayout:
         try:
             return model.set_many(sets)
         except ModelError as e:
-            key, n, part = block.locate(where[e.row or 0])
-            place = e.obj if e.feature is None else f"{e.obj}.{e.feature}"
-            raise FrameError(f"{key}: row {n} ({part}): {place}: {e.reason}",
-                             e.feature) from None
+            raise _frame_error(*block.locate(where[e.row or 0]), e) from None
         finally:
             block.clear()
 
@@ -259,6 +307,29 @@ class FrameLayout:
 
 
 _PART = itemgetter(0)
+
+
+def _frame_error(key: str, n: int, part: Any, e: ModelError) -> FrameError:
+    """The FrameError of model error ``e`` about row ``n`` (part ``part``) of root ``key``."""
+    where = e.obj if e.feature is None else f"{e.obj}.{e.feature}"
+    return FrameError(f"{key}: row {n} ({part}): {where}: {e.reason}", e.feature)
+
+
+class _Frame:
+    """What a frame named — roots in order, each one's parts and their objects — and the
+    model's deaths then: :meth:`FrameLayout._repeat` applies a frame naming the same in one go."""
+
+    __slots__ = ("counts", "deaths", "keys", "model", "objects", "parts", "starts")
+
+    def __init__(self, model: Model, keys: tuple[str, ...], names: list[tuple[Any, ...]],
+                 objects: list[list[MObject]]) -> None:
+        self.model = model
+        self.deaths = model.deaths
+        self.keys = keys
+        self.counts = tuple(map(len, names))
+        self.parts = list(chain.from_iterable(names))
+        self.objects = list(chain.from_iterable(objects))
+        self.starts = [0, *accumulate(self.counts)][:-1]  # each root's first object
 
 
 def _readings(items: Iterable[tuple[str, Any]]) -> int | float:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -51,27 +51,30 @@ class MObject:
     """An object of a model. Read it with ``obj[feature]``; change it through its model.
 
     ``obj["attr"]`` is the attribute's value; ``obj["ref"]`` is the target object (or None) of
-    a single-valued reference and a tuple of targets of a many-valued one.
+    a single-valued reference and a tuple of targets of a many-valued one. The attribute values
+    live in the model's columns of the object's class (:class:`Columns`), at the object's row.
     """
 
-    __slots__ = ("_attrs", "_container", "_incoming", "_refs", "_seq", "alive", "cls", "id",
-                 "model")
+    __slots__ = ("_columns", "_container", "_incoming", "_refs", "_row", "_seq", "alive", "cls",
+                 "id", "model")
 
-    def __init__(self, model: Model, id: str, cls: ModelClass, attrs: dict[str, Any],
-                 seq: int) -> None:
+    def __init__(self, model: Model, id: str, cls: ModelClass, columns: dict[str, list[Any]],
+                 row: int, seq: int) -> None:
         self.model = model
         self._seq = seq  # creation order, restored when a rollback revives a deleted object
         self.id = id
         self.cls = cls
         self.alive = True
-        self._attrs = attrs
+        self._columns = columns  # attribute -> its column (the class's); the value at _row
+        self._row = row
         self._refs: dict[str, dict[MObject, None]] = {r: {} for r in cls.references}
         self._container: tuple[MObject, str] | None = None
         self._incoming: dict[tuple[MObject, str], None] = {}
 
     def __getitem__(self, feature: str) -> Any:
-        if feature in self._attrs:
-            return self._attrs[feature]
+        column = self._columns.get(feature)
+        if column is not None:
+            return column[self._row]
         targets = self._refs.get(feature)
         if targets is None:
             raise ModelError(_no_feature(self.cls, feature), self.id, feature)
@@ -115,6 +118,140 @@ ObjRef = MObject | str
 _NOTHING: Any = object()
 
 
+class Columns:
+    """The attribute values of one class's objects, column-wise: a list per attribute (in
+    declaration order), a row per object (rows of deleted objects are reused once their
+    deletion is committed). Why: a sensor frame sets the same attributes of thousands of
+    objects; columns take them with slice assignments instead of one store per value, and any
+    value reads back as the very object that was stored (docs/models.md "Frames")."""
+
+    __slots__ = ("free", "lists", "size")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.lists: dict[str, list[Any]] = {n: [] for n in names}
+        self.free: list[int] = []
+        self.size = 0  # rows made (used or free)
+
+    def add(self, values: Mapping[str, Any]) -> int:
+        """A row holding ``values`` (every attribute's): a freed one, or a new one."""
+        if self.free:
+            row = self.free.pop()
+            for name, column in self.lists.items():
+                column[row] = values[name]
+            return row
+        row = self.size
+        self.size += 1
+        for name, column in self.lists.items():
+            column.append(values[name])
+        return row
+
+    def release(self, obj: MObject) -> None:
+        """Free ``obj``'s row; the object keeps its last values in a column store of its own
+        (a deleted object still reads them)."""
+        row = obj._row
+        obj._columns = {name: [column[row]] for name, column in self.lists.items()}
+        obj._row = 0
+        self.free.append(row)
+
+    @staticmethod
+    def values(obj: MObject) -> dict[str, Any]:
+        """Every attribute value of ``obj`` (declaration order)."""
+        row = obj._row
+        return {name: column[row] for name, column in obj._columns.items()}
+
+
+#: the Python type a value of each primitive type has (values of exactly this type are
+#: stored as they are: coerce_value would return them unchanged)
+_PYTYPES: dict[str, type] = {"float": float, "int": int, "str": str, "bool": bool}
+_NONE = type(None)
+
+
+class _Group:
+    """The objects of one class in a block: their positions, their rows in the class's
+    columns, and — when the positions are evenly spaced and the rows consecutive (bodies
+    reporting the same parts frame after frame) — both as slices."""
+
+    __slots__ = ("cls", "columns", "positions", "rows", "span", "take")
+
+    def __init__(self, cls: ModelClass, columns: dict[str, list[Any]], positions: list[int],
+                 rows: list[int]) -> None:
+        self.cls = cls
+        self.columns = columns
+        self.positions = positions
+        self.rows = rows
+        n, p0, r0 = len(positions), positions[0], rows[0]
+        step = positions[1] - p0 if n > 1 else 1
+        regular = step > 0 and positions == list(range(p0, p0 + step * n, step)) \
+            and rows == list(range(r0, r0 + n))
+        self.take = slice(p0, p0 + step * (n - 1) + 1, step) if regular else None
+        self.span = slice(r0, r0 + n) if regular else None
+
+
+class _BlockPlan:
+    """How the objects of a :meth:`Model.set_block` (distinct, live, of the model) sit in their
+    classes' columns; the model keeps the last one while the same objects come again and no
+    object dies. It doubles as the key of what a reader of the block derives from its objects
+    (:attr:`AttributeBlock.objects_key`)."""
+
+    __slots__ = ("deaths", "groups", "objects")
+
+    def __init__(self, objects: list[MObject], deaths: int) -> None:
+        self.objects = objects
+        self.deaths = deaths
+        by_class: dict[ModelClass, list[int]] = {}
+        for i, o in enumerate(objects):
+            by_class.setdefault(o.cls, []).append(i)
+        self.groups = [_Group(cls, objects[positions[0]]._columns, positions,
+                              [objects[i]._row for i in positions])
+                       for cls, positions in by_class.items()]
+
+    def apply(self, features: tuple[str, ...], columns: Sequence[Sequence[Any]]
+              ) -> AttributeBlock | None:
+        """Set the block's values class by class, column by column, and return the block; None
+        (and nothing changed) if some value is not of its attribute's type or names no
+        attribute (the checked path converts it or raises). Every value is checked before the
+        first is stored."""
+        n = len(self.objects)
+        steps: list[tuple[int, str, _Group, Sequence[Any], bool]] = []
+        size = 0
+        for j, (feature, column) in enumerate(zip(features, columns, strict=True)):
+            nones = column.count(None)
+            if nones == n:
+                continue
+            size += n - nones
+            for g in self.groups:
+                values: Sequence[Any] = column[g.take] if g.take is not None else \
+                    [column[i] for i in g.positions]
+                kinds = set(map(type, values))
+                if kinds == {_NONE}:
+                    continue
+                attr = g.cls.attributes.get(feature)
+                if attr is None:
+                    return None
+                kind = _PYTYPES[attr.type]
+                if kinds == {kind}:
+                    steps.append((j, feature, g, values, True))
+                elif kinds == {kind, _NONE}:
+                    steps.append((j, feature, g, values, False))
+                else:
+                    return None
+        old: list[list[Any]] = [[None] * n for _ in features]
+        new: list[list[Any]] = [list(c) for c in columns]
+        for j, feature, g, values, full in steps:
+            stored, olds = g.columns[feature], old[j]
+            if full and g.take is not None:
+                olds[g.take] = stored[g.span]
+                stored[g.span] = values
+                continue
+            for p, r, v in zip(g.positions, g.rows, values, strict=True):
+                if v is not None:
+                    olds[p] = stored[r]
+                    stored[r] = v
+        block = AttributeBlock(self.objects, features, old, new, size)
+        block.objects_key = self
+        return block
+
+
 class Model:
     """A model (an instance of ``metamodel``) with change notifications and transactions."""
 
@@ -133,6 +270,10 @@ class Model:
         self._pending: deque[Commit] = deque()
         self._delivering = False
         self._floats: dict[str, frozenset[str]] = {}  # class -> its float attributes
+        self._stores: dict[str, Columns] = {}  # class -> the attribute values of its objects
+        self._deaths = 0  # objects that stopped being alive (deleted, creation undone)
+        self._block_plan: _BlockPlan | None = None  # set_block's last list of objects
+        self._blocks = False  # the open transaction logged an AttributeBlock
 
     # ------------------------------------------------------------ reading
 
@@ -167,6 +308,12 @@ class Model:
     def ts(self) -> float:
         """The timestamp of the last committed transaction (0 before the first)."""
         return self._ts
+
+    @property
+    def deaths(self) -> int:
+        """How many objects stopped being alive so far (deleted, or their creation undone): a
+        reader that kept objects of this model may use them while this stays the same."""
+        return self._deaths
 
     @property
     def commits(self) -> int:
@@ -219,8 +366,11 @@ class Model:
     def _commit(self) -> None:
         log, self._log = self._log, []
         changes: tuple[Change, ...] | BlockChanges = tuple(log)  # type: ignore[arg-type]
-        if any(e.__class__ is AttributeBlock for e in log):
+        if self._blocks and any(e.__class__ is AttributeBlock for e in log):
             changes = BlockChanges(tuple(log))
+        self._blocks = False
+        for obj in self._graveyard.values():  # deleted for good: their rows are free
+            self._stores[obj.cls.name].release(obj)
         self._graveyard.clear()
         assert self._txn_ts is not None
         self._ts, self._txn_ts = self._txn_ts, None
@@ -282,7 +432,7 @@ class Model:
         ref = o.cls.references.get(feature)
         if ref is None:
             new = self._coerce(o.cls, o.id, feature, value)
-            change = Change("set", o.id, o.cls.name, feature, o._attrs[feature], new)
+            change = Change("set", o.id, o.cls.name, feature, o._columns[feature][o._row], new)
             if self._depth:  # inside a transaction (the hot path of a frame's updates)
                 self._apply(change)
             else:
@@ -351,10 +501,10 @@ class Model:
                     floats = self._floats.get(o.cls.name) or self._float_attributes(o.cls)
                 if type(value) is not float or feature not in floats:
                     value = self._coerce(o.cls, o.id, feature, value)
-                attrs = o._attrs
-                log.append(make(Change, ("set", o.id, o.cls.name, feature, attrs[feature],
+                column = o._columns[feature]
+                log.append(make(Change, ("set", o.id, o.cls.name, feature, column[o._row],
                                          value, None)))
-                attrs[feature] = value
+                column[o._row] = value
         except ModelError as e:
             self._undo_to(mark)
             raise ModelError(e.reason, e.obj, e.feature, row=n) from None
@@ -395,6 +545,32 @@ class Model:
 
     def _set_block(self, objects: Sequence[ObjRef], features: tuple[str, ...],
                    columns: Sequence[Sequence[Any]]) -> int:
+        plan = self._plan(objects)
+        if plan is not None:
+            block = plan.apply(features, columns)
+            if block is not None:
+                self._log.append(block)
+                self._blocks = True
+                return block.size
+        return self._set_block_checked(objects, features, columns)
+
+    def _plan(self, objects: Sequence[ObjRef]) -> _BlockPlan | None:
+        """How ``objects`` sit in their classes' columns (:class:`_BlockPlan`), kept while the
+        same list comes again and no object died; None if they are not distinct live objects
+        of this model (the checked path then raises or handles them)."""
+        plan = self._block_plan
+        if plan is not None and plan.deaths == self._deaths and objects == plan.objects:
+            return plan
+        objs = list(objects)
+        if set(map(type, objs)) != {MObject} or not all(
+                o.model is self and o.alive for o in objs) or len(set(objs)) != len(objs):
+            return None
+        plan = self._block_plan = _BlockPlan(objs, self._deaths)
+        return plan
+
+    def _set_block_checked(self, objects: Sequence[ObjRef], features: tuple[str, ...],
+                           columns: Sequence[Sequence[Any]]) -> int:
+        """set_block value by value (any objects, values needing conversion, errors)."""
         n = len(objects)
         targets: list[MObject] = []
         old: list[list[Any]] = [[None] * n for _ in features]
@@ -417,15 +593,16 @@ class Model:
                 add(o)
                 cls = o.cls
                 floats = floats_of.get(cls.name) or self._float_attributes(cls)
-                attrs = o._attrs
+                stored, row = o._columns, o._row
                 for feature, column, olds, news in cols:
                     value = column[i]
                     if value is None:
                         continue
                     if value.__class__ is not float or feature not in floats:
                         value = self._coerce(cls, o.id, feature, value)
-                    olds[i] = attrs[feature]
-                    attrs[feature] = news[i] = value
+                    values = stored[feature]
+                    olds[i] = values[row]
+                    values[row] = news[i] = value
                     size += 1
         except ModelError as e:
             block.size = size
@@ -433,15 +610,16 @@ class Model:
             raise ModelError(e.reason, e.obj, e.feature, row=i) from None
         block.size = size
         self._log.append(block)
+        self._blocks = True
         return size
 
     def _undo_block(self, block: AttributeBlock) -> None:
         """Give the objects of ``block`` their old values back (last set first)."""
         for i in range(len(block.targets) - 1, -1, -1):
-            attrs = block.targets[i]._attrs
+            o = block.targets[i]
             for j in range(len(block.features) - 1, -1, -1):
                 if block.new[j][i] is not None:
-                    attrs[block.features[j]] = block.old[j][i]
+                    o._columns[block.features[j]][o._row] = block.old[j][i]
 
     def _float_attributes(self, cls: ModelClass) -> frozenset[str]:
         """The float attributes of ``cls`` (a float value needs no conversion for them)."""
@@ -490,7 +668,7 @@ class Model:
             for t in reversed(list(targets)):
                 self._apply(Change("remove", o.id, o.cls.name, feature, t.id,
                                    index=len(targets) - 1))
-        self._apply(Change("delete", o.id, o.cls.name, old=dict(o._attrs)))
+        self._apply(Change("delete", o.id, o.cls.name, old=Columns.values(o)))
 
     # ------------------------------------------------------------ validation helpers
 
@@ -594,7 +772,8 @@ class Model:
         kind = ch.kind
         if kind == "set":
             assert ch.feature is not None
-            self._objects[ch.obj]._attrs[ch.feature] = ch.new if forward else ch.old
+            o = self._objects[ch.obj]
+            o._columns[ch.feature][o._row] = ch.new if forward else ch.old
         elif kind in ("add", "remove"):
             target = ch.new if kind == "add" else ch.old
             if (kind == "add") == forward:
@@ -602,8 +781,9 @@ class Model:
             else:
                 self._unlink(ch, target)
         elif kind == "create" and forward:
+            store = self._store(ch.cls)
             self._objects[ch.obj] = MObject(self, ch.obj, self.metamodel.classes[ch.cls],
-                                            dict(ch.new), next(self._seqs))
+                                            store.lists, store.add(ch.new), next(self._seqs))
         elif kind == "delete" and not forward:  # the same object comes back to life
             obj = self._graveyard.pop(ch.obj)
             obj.alive = True
@@ -611,8 +791,18 @@ class Model:
         else:
             obj = self._objects.pop(ch.obj)
             obj.alive = False
+            self._deaths += 1
             if forward:
                 self._graveyard[ch.obj] = obj
+            else:  # a creation undone: its row is free again
+                self._stores[ch.cls].release(obj)
+
+    def _store(self, cls: str) -> Columns:
+        """The columns of class ``cls``'s objects (made with the first one)."""
+        store = self._stores.get(cls)
+        if store is None:
+            store = self._stores[cls] = Columns(self.metamodel.classes[cls].attributes)
+        return store
 
     def _link(self, ch: Change, target_id: str) -> None:
         src, t, feature = self._objects[ch.obj], self._objects[target_id], ch.feature
@@ -664,6 +854,7 @@ class _Transaction:
             m._depth -= 1
             if m._depth == 0:
                 m._txn_ts = None
+                m._blocks = False
             return  # the exception propagates
         m._depth -= 1
         if m._depth == 0:

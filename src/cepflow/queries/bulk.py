@@ -76,6 +76,8 @@ class BulkBody:
         self.planner_width = len(slots)
         self._rows = _Table([], self)
         self._versions: tuple[int, ...] | None = None
+        # the last block over the whole table: (table, values by slot, rows kept, filters)
+        self._last: tuple[_Table, dict[int, list[Any]], np.ndarray, np.ndarray] | None = None
 
     @property
     def usable(self) -> bool:
@@ -137,8 +139,17 @@ class BulkBody:
             news_by_slot[value_slot] = new
         columns = table.columns if rows is None else {
             slot: [col[r] for r in rows.tolist()] for slot, col in table.columns.items()}
-        before = self._holds(columns, olds_by_slot, keep)
+        # the filters over the values before the block are a function of the table, those
+        # values and which rows have them: what the last block found after it, if all three
+        # are the same (the frame before left the values this frame starts from)
+        last = self._last
+        if rows is None and last is not None and last[0] is table and np.array_equal(
+                last[2], keep) and all(last[1][s] == v for s, v in olds_by_slot.items()):
+            before = last[3]
+        else:
+            before = self._holds(columns, olds_by_slot, keep)
         after = self._holds(columns, news_by_slot, keep)
+        self._last = (table, news_by_slot, keep, after) if rows is None else None
         changed_rows = np.flatnonzero(before != after).tolist()
         if not changed_rows:
             return

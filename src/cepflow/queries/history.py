@@ -1,5 +1,10 @@
 """The state of history functions (``movingAverage`` …): one accumulator per site and object.
 
+A site starts with an accumulator object per object; a site of a float attribute whose function
+has a column form (:meth:`MovingAverage.columns <cepflow.queries.functions.MovingAverage.columns>`)
+moves to it the first time a frame's block is observed (:meth:`History.observe`) and stays there:
+the same floats, a few array operations per block instead of one accumulator call per object.
+
 A *site* is a :class:`~cepflow.queries.ir.HistoryRel` — function, constant arguments and the
 attribute it observes. :meth:`History.apply` replays a commit's changes (never reading the
 model, which may already be ahead) and returns how each function value changed; the engine
@@ -11,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from cepflow.models.changes import Change, Commit
 from cepflow.models.live_model import Model
 from cepflow.models.metamodel import Metamodel
-from cepflow.queries.functions import Accumulator, FunctionRegistry
+from cepflow.queries.functions import Accumulator, FunctionRegistry, MovingAverages
 from cepflow.queries.ir import HistoryRel
 
 #: The old value of an object created, or the new value of an object deleted, in a commit.
@@ -24,6 +31,45 @@ ABSENT: Any = object()
 HistoryChange = tuple[HistoryRel, str, Any, Any]
 
 
+class _Accumulators:
+    """A site's state as one accumulator object per object (any history function); the
+    protocol :class:`~cepflow.queries.functions.MovingAverages` also follows."""
+
+    __slots__ = ("args", "factory", "of")
+
+    def __init__(self, factory: Any, args: tuple[Any, ...]) -> None:
+        self.factory = factory
+        self.args = args
+        self.of: dict[str, Accumulator] = {}
+
+    def start(self, obj: str, value: Any) -> Any:
+        acc = self.of[obj] = self.factory(*self.args)
+        acc.add(value)
+        return acc.value()
+
+    def add(self, obj: str, value: Any) -> tuple[Any, Any] | None:
+        acc = self.of.get(obj)
+        if acc is None:
+            return None
+        old = acc.value()
+        acc.add(value)
+        return old, acc.value()
+
+    def observe(self, objects: list[str], values: list[Any]) -> tuple[list[Any], list[Any]]:
+        olds, news = [], []
+        for acc, value in zip(map(self.of.__getitem__, objects), values, strict=True):
+            olds.append(acc.value())
+            acc.add(value)
+            news.append(acc.value())
+        return olds, news
+
+    def drop(self, obj: str) -> Any:
+        return self.of.pop(obj).value()
+
+    def value(self, obj: str) -> Any:
+        return self.of[obj].value()
+
+
 class History:
     """Accumulators of every site for every object that has the observed attribute."""
 
@@ -31,7 +77,12 @@ class History:
                  metamodel: Metamodel) -> None:
         self.sites = sorted(set(sites), key=repr)
         self.functions = functions
-        self._state: dict[HistoryRel, dict[str, Accumulator]] = {s: {} for s in self.sites}
+        self._state: dict[HistoryRel, _Accumulators | MovingAverages] = {
+            s: self._empty(s) for s in self.sites}
+        # the sites whose function has a column form, over a float attribute
+        self._columnar = {s for s in self.sites
+                          if metamodel[s.owner].attributes[s.feature].type == "float"
+                          and "columns" in vars(self._factory(s))}
         # class name -> the sites observing one of its attributes
         self._by_class: dict[str, list[HistoryRel]] = {
             c.name: [s for s in self.sites if c.is_a(s.owner)] for c in metamodel}
@@ -41,20 +92,22 @@ class History:
                 for f in {s.feature for s in sites_of_c}}
             for c, sites_of_c in self._by_class.items()}
 
-    def _new(self, site: HistoryRel, value: Any) -> Accumulator:
-        acc = self.functions.history[site.function](*site.args)
-        acc.add(value)
-        return acc
+    def _factory(self, site: HistoryRel) -> Any:
+        return self.functions.history[site.function]
+
+    def _empty(self, site: HistoryRel) -> _Accumulators:
+        return _Accumulators(self._factory(site), site.args)
 
     def reset(self, model: Model) -> None:
         """Start every accumulator from the model's current values (one observation)."""
         for site in self.sites:
-            self._state[site] = {o.id: self._new(site, o[site.feature])
-                                 for o in model.instances(site.owner)}
+            state = self._state[site] = self._empty(site)
+            for o in model.instances(site.owner):
+                state.start(o.id, o[site.feature])
 
     def value(self, site: HistoryRel, obj: str) -> Any:
         """The function's current value for object ``obj``."""
-        return self._state[site][obj].value()
+        return self._state[site].value(obj)
 
     def apply(self, commit: Commit) -> list[HistoryChange]:
         """Observe a commit: each set attribute's final value once per object."""
@@ -74,20 +127,22 @@ class History:
         it and that it neither creates nor deletes, at most once each (a frame's block, the
         query engine's bulk path): ``(object, old, new)`` for every value that changed — what
         :meth:`apply_changes` gives for the same sets."""
-        accumulators = list(map(self._state[site].__getitem__, objects))
-        factory = self.functions.history[site.function]
-        # (a class's own observe_all only: a subclass may change add or value)
-        observe_all = vars(factory).get("observe_all") if isinstance(factory, type) else None
-        if observe_all is not None:
-            olds, news = observe_all(accumulators, values)
-        else:
-            olds, news = [], []
-            for acc, value in zip(accumulators, values, strict=True):
-                olds.append(acc.value())
-                acc.add(value)
-                news.append(acc.value())
+        state = self._state[site]
+        if state.__class__ is _Accumulators and site in self._columnar:
+            state = self._state[site] = self._to_columns(site, state)  # type: ignore[arg-type]
+        olds, news = state.observe(objects, values)
+        if olds.__class__ is np.ndarray:
+            moved = np.flatnonzero(news != olds).tolist()  # type: ignore[operator]
+            olds, news = olds.tolist(), news.tolist()  # type: ignore[union-attr]
+            return [(objects[i], olds[i], news[i]) for i in moved]
         return [(obj, old, new) for obj, old, new in zip(objects, olds, news, strict=True)
                 if new != old]
+
+    def _to_columns(self, site: HistoryRel, state: _Accumulators) -> MovingAverages:
+        """The column form of a site's accumulators (from now on)."""
+        columns: MovingAverages = self._factory(site).columns(*site.args)
+        columns.load(state.of)  # type: ignore[arg-type]
+        return columns
 
     def apply_changes(self, changes: Iterable[Change]) -> list[HistoryChange]:
         """:meth:`apply` for a commit's changes — or only those that matter here (the sets
@@ -119,22 +174,27 @@ class History:
         state = self._state
         for obj, cls in deleted.items():
             for site in self._by_class[cls]:
-                acc = state[site].pop(obj)
-                out.append((site, obj, acc.value(), ABSENT))
+                out.append((site, obj, state[site].drop(obj), ABSENT))
         for obj, values in created.items():
             for site in self._by_class[classes[obj]]:
-                acc = state[site][obj] = self._new(site, values[site.feature])
-                out.append((site, obj, ABSENT, acc.value()))
+                out.append((site, obj, ABSENT, state[site].start(obj, values[site.feature])))
         for (obj, _), (value, sites) in final.items():
             if obj in created:  # deleted and created again in this commit: started above
                 continue
             for site in sites:
-                acc = state[site].get(obj)
-                if acc is None:  # deleted later in the commit
-                    continue
-                old = acc.value()
-                acc.add(value)
-                new = acc.value()
+                kept = state[site]
+                if kept.__class__ is _Accumulators:  # (inline: the one-body hot path)
+                    acc = kept.of.get(obj)  # type: ignore[union-attr]
+                    if acc is None:  # deleted later in the commit
+                        continue
+                    old = acc.value()
+                    acc.add(value)
+                    new = acc.value()
+                else:
+                    moved = kept.add(obj, value)
+                    if moved is None:
+                        continue
+                    old, new = moved
                 if new != old:
                     out.append((site, obj, old, new))
         return out

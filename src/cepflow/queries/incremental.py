@@ -91,6 +91,21 @@ def match_sort_key(match: Match) -> tuple[Any, ...]:
                  else (2, repr(v)) for v in match)
 
 
+def in_match_order(matches: list[Match]) -> list[Match]:
+    """``matches`` (distinct tuples of one arity) sorted by :func:`match_sort_key`. When each
+    position holds only strings or only ints (object ids, int parameters) that order is the
+    tuples' own, so they are sorted without a key per match (a frame's thousand deltas)."""
+    if len(matches) < 2:
+        return list(matches)
+    if all(set(map(type, map(itemgetter(i), matches))) in _NATIVE
+           for i in range(len(matches[0]))):
+        return sorted(matches)
+    return sorted(matches, key=match_sort_key)
+
+
+_NATIVE = ({str}, {int})  # a position's value types whose own order is match_sort_key's
+
+
 class _Routes:
     """The base relations that changes of one class's instances update."""
 
@@ -392,8 +407,8 @@ class QueryEngine:
                 continue
             self._propagate(name, appeared, disappeared)
             if not self.queries[name].private:
-                deltas[name] = QueryDelta(name, tuple(sorted(appeared, key=match_sort_key)),
-                                          tuple(sorted(disappeared, key=match_sort_key)))
+                deltas[name] = QueryDelta(name, tuple(in_match_order(appeared)),
+                                          tuple(in_match_order(disappeared)))
         result = MatchUpdate(commit.ts, commit.number, tuple(
             deltas[n] for n in self.queries.queries if n in deltas) if deltas else ())
         self.last_update = result
@@ -465,7 +480,8 @@ class QueryEngine:
         """What ``block``'s objects are (ids, distinct?) and, per attribute, its objects
         grouped by what their value updates (``_NO_BULK``: some body cannot take it in
         bulk) — kept per list of objects and attributes: a frame's blocks repeat theirs."""
-        key = (block.features, tuple(block.targets))
+        key = (block.features, block.objects_key if block.objects_key is not None
+               else tuple(block.targets))
         layout = self._bulk_layouts.get(key)
         if layout is None:
             ids, classes = block.objects, block.classes

@@ -93,8 +93,22 @@ class Relation:
 
     def replace_values(self, old: dict[Any, Any], new: dict[Any, Any]) -> None:
         """:meth:`replace` of ``(obj, old[obj])`` by ``(obj, new[obj])`` for every object of
-        ``new`` (a functional relation's values changed by a block)."""
-        self.replace_all(((obj, old[obj]), (obj, value)) for obj, value in new.items())
+        ``new`` (a functional relation's values changed by a block): the tuple set changed
+        in two C-level passes (the objects are distinct, so no pair touches another's tuples),
+        an index on the object bucket by bucket."""
+        olds = list(zip(new, map(old.__getitem__, new), strict=True))
+        news = list(new.items())
+        if any(columns != (0,) for columns in self._indexes):
+            self.replace_all(zip(olds, news, strict=True))
+            return
+        self.version += 1
+        self.tuples.difference_update(olds)
+        self.tuples.update(news)
+        for _, index in self._indexes.values():
+            for obj, t_old, t_new in zip(new, olds, news, strict=True):
+                bucket = index[obj]
+                bucket.discard(t_old)
+                bucket.add(t_new)
 
     def replace_all(self, pairs: Iterable[tuple[tuple[Any, ...], tuple[Any, ...]]]) -> None:
         """:meth:`replace` of each ``(old, new)`` pair, in order."""

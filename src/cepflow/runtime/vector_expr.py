@@ -55,10 +55,7 @@ def filter_mask(expr: ast.Expr, fields: dict[str, int],
         if c is None:
             c = np.asarray(values(i))
             n = len(c)
-            kind = c.dtype.kind
-            if c.ndim != 1 or kind not in "biuf" or (kind in "iu" and len(c) and int(
-                    np.abs(c).max()) >= _SAFE_INT) or (kind == "f" and len(c) and float(
-                    np.nanmax(np.abs(c), initial=0.0)) >= 2.0 ** 53):
+            if not _numbers(c):
                 raise _Unsupported  # (big numbers: numpy would round what Python compares)
             cols[i] = c
         return c
@@ -147,12 +144,20 @@ def _call(fn: Callable[..., Any], args: list[Any], n: int,
         out = np.asarray([fn(*vals) for vals in zip(*rows, strict=True)])
     except Exception:  # the closure reports it, row by row
         raise _Unsupported from None
-    kind = out.dtype.kind
-    if out.ndim != 1 or kind not in "biuf" or (kind in "iu" and len(out) and int(
-            np.abs(out).max()) >= _SAFE_INT) or (kind == "f" and len(out) and float(
-            np.nanmax(np.abs(out), initial=0.0)) >= 2.0 ** 53):
+    if not _numbers(out):
         raise _Unsupported  # (not numbers, or numbers numpy would round)
     return out
+
+
+def _numbers(c: np.ndarray) -> bool:
+    """Whether ``c`` is a column of booleans or numbers numpy computes with as Python does:
+    ints far from int64's limits, floats below 2**53 in size (NaN aside: ``fmax`` skips it)."""
+    kind = c.dtype.kind
+    if c.ndim != 1 or kind not in "biuf":
+        return False
+    if kind in "iu" and len(c) and int(np.abs(c).max()) >= _SAFE_INT:
+        return False
+    return not (kind == "f" and float(np.fmax.reduce(np.abs(c), initial=0.0)) >= 2.0 ** 53)
 
 
 def _truth(v: Any, n: int) -> np.ndarray:
