@@ -885,11 +885,13 @@ class Matcher(EsperSteps, IntervalClock):
                 else:
                     self.host.schedule(deadline, self, tok.id, z, start)
 
-    def _expire_queued(self, emit: Callable) -> None:
-        """The engine's timer for the first queued deadline is due: run every queued deadline
-        up to it (they only expire instances), then ask for a timer for the next one."""
+    def _expire_queued(self, now: float, emit: Callable) -> None:
+        """The engine's timer for the first deadline, due at ``now``, fired: run every queued
+        deadline up to it (they only expire instances), then ask for a timer for the next one.
+        (``now``, not the queue's first deadline: after a batch the timer may be a pending
+        row's, due before every queued one — Matcher.materialize gave that row a timer of its
+        own, and the queued instances are still within their windows.)"""
         dl = self.deadlines
-        now = dl[0][0]
         clocked = self.pattern.clock is not None
         tokens = self.tokens
         while dl and dl[0][0] <= now:  # (on_deadline made the pending rows tokens already)
@@ -909,7 +911,7 @@ class Matcher(EsperSteps, IntervalClock):
         if self.pending is not None:
             self.materialize()
         if token_id == -1:
-            self._expire_queued(emit)
+            self._expire_queued(start + self.pattern.zone_by_id[z].length, emit)
             return
         if token_id == CLOCK_TOKEN:
             assert self.pattern.clock is not None

@@ -207,11 +207,15 @@ def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
         m.deadlines = deque(d for d in m.deadlines if d[0] > last_ts)  # (Esper: fired at =)
         if pr.zone is None:
             continue
-        firsts = [m.deadlines[0][0]] if m.deadlines else []
+        # (deadline, start) of the first queued instance and of the first pending row; the
+        # timer carries the start, so that Matcher._expire_queued knows when it is due
+        firsts = [(m.deadlines[0][0], m.deadlines[0][3])] if m.deadlines else []
         if m.pending is not None:
-            firsts.append(m.pending.events[0].ts + pr.window)
+            start = m.pending.events[0].ts
+            firsts.append((start + pr.window, start))
         if firsts:
-            host.schedule(min(firsts), m, -1, pr.zone, min(firsts) - pr.window)
+            deadline, start = min(firsts)
+            host.schedule(deadline, m, -1, pr.zone, start)
 
 
 
