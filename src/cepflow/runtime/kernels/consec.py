@@ -27,11 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.compiler.evaluator import current_sink
 from cepflow.events.event import ComplexEvent
 from cepflow.language import ast
 from cepflow.runtime.kernels.filters import filter_mask, passing
-from cepflow.runtime.kernels.frame import Declined
+from cepflow.runtime.kernels.frame import Declined, declined_on_failure
 from cepflow.runtime.kernels.pair import Uncodable, key_codes
 from cepflow.runtime.kernels.restart import Plan
 from cepflow.runtime.rows import TypeColumns, as_column
@@ -291,21 +290,17 @@ class _Walk:
         instance's, then the row's new ones); a failure declines the batch."""
         flt = pos.filter
         events = self.cols.events(rows)
-        sink = current_sink()
-        mark = len(sink) if sink is not None else 0
         out = np.zeros(len(inst), bool)
         new = [(i, v) for i, v in pos.binds if v != self.cs.key_var]  # (the key is a's)
-        for k, (q, r) in enumerate(zip(inst.tolist(), rows.tolist(), strict=True)):
-            e = events[r]
-            b = self._bound(q, j)
-            if new:
-                b = dict(b)
-                for i, v in new:
-                    b[v] = e.params[i]
-            out[k] = bool(flt(e, b))
-        if sink is not None and len(sink) > mark:
-            del sink[mark:]
-            raise Declined("a filter failed on a row: event by event")
+        with declined_on_failure("a filter failed on a row: event by event"):
+            for k, (q, r) in enumerate(zip(inst.tolist(), rows.tolist(), strict=True)):
+                e = events[r]
+                b = self._bound(q, j)
+                if new:
+                    b = dict(b)
+                    for i, v in new:
+                        b[v] = e.params[i]
+                out[k] = bool(flt(e, b))
         return out
 
     def _bound(self, q: int, j: int) -> dict[str, Any]:

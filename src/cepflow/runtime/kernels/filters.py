@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.compiler.evaluator import current_sink
-from cepflow.runtime.kernels.frame import Declined
+from cepflow.runtime.kernels.frame import declined_on_failure
 from cepflow.runtime.rows import Rows, TypeColumns
 
 _NOB: dict[str, Any] = {}  # the bindings given to a filter that reads only its event
@@ -51,15 +50,11 @@ def filter_mask(pos: Any, rows: np.ndarray, fields: Mapping[str, int],
             if pos.where is not None and len(rows) else None)
     if mask is None:
         ev, flt = lookup(rows), pos.filter
-        sink = current_sink()
-        mark = len(sink) if sink is not None else 0
-        mask = np.fromiter((bool(flt(ev[i], _NOB)) for i in rows.tolist()), dtype=bool,
-                           count=len(rows))
-        if sink is not None and len(sink) > mark:
-            # the per-event engine evaluates a filter only where a partial match could take
-            # the event: to report the same failures, the batch goes event by event
-            del sink[mark:]
-            raise Declined(f"a filter failed on {len(rows)} row(s)")
+        # (the per-event engine evaluates a filter only where a partial match could take the
+        # event: to report the same failures, the batch goes event by event)
+        with declined_on_failure(f"a filter failed on {len(rows)} row(s)"):
+            mask = np.fromiter((bool(flt(ev[i], _NOB)) for i in rows.tolist()), dtype=bool,
+                               count=len(rows))
     return mask
 
 

@@ -5,11 +5,13 @@ batch whose rules have no registered action, count their firings (count_rules)."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
+from cepflow.compiler.evaluator import current_sink
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.errors import EngineError
 from cepflow.runtime.rows import MatchTable, ObjectMatches, Rows
@@ -19,6 +21,19 @@ class Declined(Exception):
     """A column kernel gave a batch back, having changed nothing: a filter failed on some of
     its rows (docs/semantics.md, "Evaluation errors"), so the batch goes event by event, where
     the failures are reported exactly as for events fed one at a time."""
+
+
+@contextmanager
+def declined_on_failure(reason: str) -> Iterator[None]:
+    """Evaluations in the block that report a failure to the installed sink decline the
+    batch (:class:`Declined` with ``reason``), their reports taken back: the per-event engine
+    then reports them in their place among the others'."""
+    sink = current_sink()
+    mark = len(sink) if sink is not None else 0
+    yield
+    if sink is not None and len(sink) > mark:
+        del sink[mark:]
+        raise Declined(reason)
 
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.kernels.filters import passing
-from cepflow.runtime.kernels.frame import Declined
+from cepflow.runtime.kernels.frame import Declined, declined_on_failure
 from cepflow.runtime.kernels.pair import Uncodable, key_codes, reads_own_event
 from cepflow.runtime.rows import TypeColumns
 from cepflow.runtime.tokens import Thread, Token
@@ -133,16 +133,10 @@ def plan_restart(m: Any, cols: TypeColumns) -> Plan | None:
 
 def _guard_holds(guard: Any, rs: Any, bindings: dict[str, Any], e: Event) -> bool:
     """``g`` on ``e`` with the instance's bindings and the row's new ones (as the per-event
-    step binds them); a failure is reported by the caller's sink (the batch then declines)."""
-    from cepflow.compiler.evaluator import current_sink
-
-    sink = current_sink()
-    mark = len(sink) if sink is not None else 0
+    step binds them); a failure declines the batch."""
     nb = dict(bindings)
     for i, v in rs.b_new:
         nb[v] = e.params[i]
-    ok = bool(guard(e, nb))
-    if sink is not None and len(sink) > mark:
-        del sink[mark:]
-        raise Declined("a guard failed on a row: event by event")
+    with declined_on_failure("a guard failed on a row: event by event"):
+        ok = bool(guard(e, nb))
     return ok

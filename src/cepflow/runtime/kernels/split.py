@@ -39,12 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.compiler.evaluator import EvaluationError, can_fail, current_sink
+from cepflow.compiler.evaluator import EvaluationError, can_fail
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.cascade import Derived, plan_cascade
 from cepflow.runtime.kernels.consec import plan_consec
-from cepflow.runtime.kernels.frame import Declined, check_order
+from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
 from cepflow.runtime.kernels.pair import leave_open, pair_matches, pair_rows, reschedule
 from cepflow.runtime.kernels.restart import Plan, plan_restart
 from cepflow.runtime.kernels.window_block import WindowBlock, plan_window, window_kernels
@@ -170,16 +170,12 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
     at = p["end_row"][inst]
     o = np.lexsort((p["age"][inst], at))
     inst, at = inst[o], at[o]
-    sink = current_sink()
-    mark = len(sink) if sink is not None else 0
+    declined = "a select list failed on a match: event by event"
     try:
-        out = pair_matches(m, p, inst, events, arity)
-    except EvaluationError:
-        raise Declined("a select list failed on a match: event by event") from None
-    if sink is not None and len(sink) > mark:
-        # (the per-event engine reports it in its place among the others' reports)
-        del sink[mark:]
-        raise Declined("a select list failed on a match: event by event")
+        with declined_on_failure(declined):
+            out = pair_matches(m, p, inst, events, arity)
+    except EvaluationError:  # (no sink installed)
+        raise Declined(declined) from None
 
     def commit(token_ids: np.ndarray) -> None:
         if len(inst):
