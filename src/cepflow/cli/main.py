@@ -55,6 +55,7 @@ from cepflow.cli.options import (
     need_spark,
     show_version,
 )
+from cepflow.cli.pandas_guard import skip_pandas_in_pyarrow
 from cepflow.cli.petri import petri
 from cepflow.cli.report_command import check_report_path, report, write_report
 from cepflow.cli.search_command import search
@@ -168,6 +169,8 @@ def run(
                             lateness, options, engine_options)
         title, extra = f"cepflow run --engine spark — {patterns}", {}
     else:
+        if not actions:
+            skip_pandas_in_pyarrow()
         record = None if report_path is None else RunRecord(program)
         result, extra = run_local(program, input, output, rejected, close_windows, lateness,
                                    options, start, progress, record=record,

@@ -215,8 +215,8 @@ def _fresh_ids(table: pa.Table, convert: RecordConverter) -> bool:
     seen = convert.ids
     if seen is None:
         return True
-    ids = [v for name in ("id_s", "id_i") for v in column(table, name).to_pylist()
-           if v is not None]
+    ids = [v for name in ("id_s", "id_i") if (c := column(table, name)).null_count < len(c)
+           for v in c.drop_null().to_pylist()]
     if not ids:
         return True
     if not seen.isdisjoint(ids):

@@ -67,21 +67,42 @@ def dumps_as_read(value: Any) -> str:
         return repr(value)
 
 
+def _may_need_escapes(values: pa.Array, ascii_only: bool) -> bool:
+    """Whether the bytes a string column's (``pa.string()``) texts span hold one that JSON escapes (a control
+    character, quote or backslash; with ``ascii_only`` anything outside printable ASCII): one
+    pass of numpy over the data buffer instead of a regular expression per text — false means
+    no text needs an escape (the bytes under null slots count too: only ever a false alarm)."""
+    offsets_buf, data = values.buffers()[1:3]
+    if data is None or len(values) == 0:
+        return False
+    offsets = np.frombuffer(offsets_buf, np.int32)
+    start, end = int(offsets[values.offset]), int(offsets[values.offset + len(values)])
+    b = np.frombuffer(data, np.uint8)[start:end]
+    if ascii_only:
+        return bool((b < 0x20).any() or (b > 0x7e).any() or (b == 0x22).any()
+                    or (b == 0x5c).any())
+    return bool((b < 0x20).any() or (b == 0x22).any() or (b == 0x5c).any())
+
+
 def json_texts(values: pa.Array, *, ascii_only: bool) -> pa.Array:
     """The JSON text of each value (null for null), as ``json.dumps`` writes it
     (``ensure_ascii=ascii_only``; compact): text that needs no escape, integers and booleans
     column-wise, anything else one by one — with ``ascii_only`` False exactly :func:`dumps`."""
+    if pa.types.is_large_string(values.type):  # (the joins below take one string type)
+        values = values.cast(pa.string())
     t = values.type
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
+    if pa.types.is_string(t):
         # json.dumps escapes control characters, quote and backslash; with ensure_ascii also
         # everything outside printable ASCII (DEL \x7f included)
-        unsafe = r'[\x00-\x1f"\\]' + (r"|[^\x20-\x7e]" if ascii_only else "")
-        bad = pc.fill_null(pc.match_substring_regex(values, unsafe), False)
         out = pc.binary_join_element_wise('"', values, '"', "")
-        if pc.any(bad).as_py():
-            idx = pa.array(np.flatnonzero(bad.to_numpy(zero_copy_only=False)))
-            fixed = [json.dumps(v, ensure_ascii=ascii_only) for v in values.take(idx).to_pylist()]
-            out = pc.replace_with_mask(out, bad, pa.array(fixed, out.type))
+        if _may_need_escapes(values, ascii_only):
+            unsafe = r'[\x00-\x1f"\\]' + (r"|[^\x20-\x7e]" if ascii_only else "")
+            bad = pc.fill_null(pc.match_substring_regex(values, unsafe), False)
+            if pc.any(bad).as_py():
+                idx = pa.array(np.flatnonzero(bad.to_numpy(zero_copy_only=False)))
+                fixed = [json.dumps(v, ensure_ascii=ascii_only)
+                         for v in values.take(idx).to_pylist()]
+                out = pc.replace_with_mask(out, bad, pa.array(fixed, out.type))
         out = out.cast(pa.string())
     elif pa.types.is_integer(t):
         out = values.cast(pa.string())

@@ -144,18 +144,22 @@ class ArrowRows(Rows):
         ts = json_texts(column(self.batch, "ts").take(rows), ascii_only=False)
         return pc.coalesce(tsi.cast(pa.string()), ts)
 
-    def refs(self) -> pa.Array:
-        """The text that names each row's event in outputs: its id, else its number."""
+    def refs(self, rows: pa.Array) -> pa.Array:
+        """The text that names the event of each of ``rows`` in outputs: its id, else its
+        number."""
         b = self.batch
-        return pc.coalesce(column(b, "id_s"), column(b, "id_i").cast(pa.string()),
-                           column(b, "seq").cast(pa.string()))
+        used = [c.take(rows) for c in (column(b, "id_s"), column(b, "id_i"), column(b, "seq"))
+                if c.null_count < len(c)]
+        texts = [c if pa.types.is_string(c.type) else c.cast(pa.string()) for c in used]
+        if not texts:
+            return pa.nulls(len(rows), pa.string())
+        return texts[0] if len(texts) == 1 else pc.coalesce(*texts)
 
 
 def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
     """:func:`encode_matches` (:func:`cepflow.outputs.records.match_batch`) of a
     :class:`~cepflow.runtime.rows.MatchTable`, column-wise: ids taken from the batch's
     columns, the parameters' JSON made once per key value."""
-    refs = rows.refs()
     ts = column(rows.batch, "ts")
     cols: dict[str, list[pa.Array]] = {f.name: [] for f in MATCH_SCHEMA}
     ranks = []
@@ -168,7 +172,7 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
             continue
         m, k = len(b.at), b.rows.shape[0]
         flat = b.rows.T.ravel()
-        ids = refs.take(pa.array(np.where(flat >= 0, flat, 0)))
+        ids = rows.refs(pa.array(np.where(flat >= 0, flat, 0)))
         if isinstance(b, ChainMatches) and b.old:
             # events from before the batch: the first stages of those matches
             earlier = [str(e.ref) for r in sorted(b.old) for e in b.old[r]]
