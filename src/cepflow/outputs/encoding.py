@@ -68,10 +68,11 @@ def dumps_as_read(value: Any) -> str:
 
 
 def _may_need_escapes(values: pa.Array, ascii_only: bool) -> bool:
-    """Whether the bytes a string column's (``pa.string()``) texts span hold one that JSON escapes (a control
-    character, quote or backslash; with ``ascii_only`` anything outside printable ASCII): one
-    pass of numpy over the data buffer instead of a regular expression per text — false means
-    no text needs an escape (the bytes under null slots count too: only ever a false alarm)."""
+    """Whether the bytes the texts of a ``pa.string()`` column span hold one that JSON escapes
+    (a control character, quote or backslash; with ``ascii_only`` anything outside printable
+    ASCII): one pass of numpy over the data buffer instead of a regular expression per text —
+    false means no text needs an escape (bytes under null slots count too: a false alarm at
+    worst)."""
     offsets_buf, data = values.buffers()[1:3]
     if data is None or len(values) == 0:
         return False
