@@ -24,7 +24,10 @@ Window statements over the input of the forms kernels.window_block covers are pl
 batch too (their rows and boundaries, and their runner's state at the end), and so are the
 single-stage patterns over their rows and the time batches over those (kernels.cascade): during
 the loop each stands in for its runner or its matcher's cascade step (Engine.replaying), so
-only their boundaries, and rows something unplanned reads, are stepped.
+only their boundaries, and rows something unplanned reads, are stepped — and not even the
+boundaries of a time batch nothing reads: its rows are recorded in bulk with the matches
+nothing reads, before the row at which the engine would close them (a row stepped for another
+reason closes its own through the engine: WindowBlock.expose).
 
 The batch is a list of events (:func:`process_split`) or any column source
 (:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
@@ -34,7 +37,11 @@ open; such a source is numbered before the plans make its events.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import Counter, deque
 from collections.abc import Sequence
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -79,13 +86,14 @@ def split_kernels(engine: Any) -> list[Any] | None:
     if chosen:
         return chosen
     # window statements over the input split on their own (kernels.window_block) where that
-    # spares per-event steps: a sliding window (its rows come at its arrivals) whose type
-    # nothing but such statements reads (a time batch alone is left per event: its boundaries
+    # spares per-event steps: a sliding window (its rows come at its arrivals) or a time batch
+    # whose rows nothing reads (its boundaries are recorded in bulk), whose type nothing but
+    # such statements reads (a time batch something reads is left per event: its boundaries
     # are stepped rows, which cost more than its adds when a batch holds few rows)
     blocks = [engine.windows[i] for i in window_kernels(engine)]
     ids = {id(r) for r in blocks}
     alone = [r for r in blocks
-             if r.statement.window.kind == "time"
+             if (r.statement.window.kind == "time" or not engine.consumed(r.statement.name))
              and not engine.subs_input.get(r.statement.input_type)
              and not engine.host.rules.triggers(r.statement.input_type)
              and all(id(o) in ids for o in engine._window_subs.get(r.statement.input_type, ()))]
@@ -191,7 +199,9 @@ class _Replay:
     that open an instance (their token ids taken in order) and the matches planned per row."""
 
     def __init__(self, plans: list[Plan], consumed: list[bool],
-                 ranks: list[tuple[Any, Any]] | None = None) -> None:
+                 ranks: list[tuple[Any, Any]] | None = None,
+                 bounds: list[tuple[int, np.ndarray, np.ndarray, list[ComplexEvent]]]
+                 | None = None) -> None:
         self.row = -1
         #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
         rows = np.concatenate([p[0] for p in plans] or [np.zeros(0, np.int64)])
@@ -218,26 +228,39 @@ class _Replay:
         #: (the order of plans at one row: ``ranks`` per plan, for ids and for the output;
         #: they differ where a window block's row comes out before the matches of the
         #: patterns reading it, which take their ids after every block's row: kernels.cascade)
+        #: ``bounds``: the rows of the time batches nothing reads, per block (its position in
+        #: engine.windows, then per row the input row before which its boundary closes, the
+        #: boundary's instant, the row): at a row they come before its matches (time passes
+        #: first), by instant, then in window order (Engine._advance)
         ranks = ranks or [(k, k) for k in range(len(plans))]
         loose = [k for k, c in enumerate(consumed) if not c and len(plans[k][1])]
+        bounds = [b for b in bounds or [] if len(b[3])]
         self.loose_rows: list[int] = []
         self.loose: list[ComplexEvent] = []
         self.id_pos = np.zeros(0, np.int64)
-        if loose:
+        if loose or bounds:
             out_of = {key: i for i, key in enumerate(sorted({r[1] for r in ranks}))}
             id_of = {key: i for i, key in enumerate(sorted({r[0] for r in ranks}))}
-            lens = [len(plans[k][1]) for k in loose]
-            rows = np.concatenate([np.asarray(plans[k][1], np.int64) for k in loose])
+            lens = [len(plans[k][1]) for k in loose] + [len(b[3]) for b in bounds]
+            rows = np.concatenate([np.asarray(plans[k][1], np.int64) for k in loose]
+                                  + [b[1] for b in bounds])
             j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
-            by_out = np.repeat(np.array([out_of[ranks[k][1]] for k in loose]), lens)
-            by_id = np.repeat(np.array([id_of[ranks[k][0]] for k in loose]), lens)
+            by_out = np.repeat(np.array([out_of[ranks[k][1]] for k in loose]
+                                        + [b[0] for b in bounds], np.int64), lens)
+            by_id = np.repeat(np.array([id_of[ranks[k][0]] for k in loose]
+                                       + [b[0] for b in bounds], np.int64), lens)
+            late = np.repeat(np.array([1] * len(loose) + [0] * len(bounds), np.int64), lens)
+            when = np.concatenate([np.zeros(sum(lens[:len(loose)]), np.float64)]
+                                  + [b[2] for b in bounds])
             found = np.empty(len(rows), object)
-            found[:] = [ce for k in loose for ce in plans[k][2]]
-            o = np.lexsort((j, by_out, rows))
+            found[:] = [ce for k in loose for ce in plans[k][2]] + [
+                ce for b in bounds for ce in b[3]]
+            o = np.lexsort((j, by_out, when, late, rows))
             self.loose_rows, self.loose = rows[o].tolist(), found[o].tolist()
             #: per loose match (in output order), its place in the order its ids are given
             self.id_pos = np.empty(len(o), np.int64)
-            self.id_pos[np.lexsort((j[o], by_id[o], rows[o]))] = np.arange(len(o))
+            self.id_pos[np.lexsort((j[o], by_id[o], when[o], late[o], rows[o]))] = np.arange(
+                len(o))
         self.next_loose = 0
 
     def record_loose(self, row: int, host: Any, out: list[ComplexEvent], at: list[int]
@@ -246,23 +269,22 @@ class _Replay:
         the next match ids, as the per-event engine records a complex event (rows no per-event
         step sees: no other id is given there)."""
         j = self.next_loose
-        rows, found = self.loose_rows, self.loose
+        rows = self.loose_rows
         if j == len(rows) or rows[j] >= row:
             return
+        k = bisect_left(rows, row, j)
         counters, stats = host.counters, host.stats
+        found = self.loose[j:k]
+        deque(map(setattr, found, repeat("match_id"),
+                  (self.id_pos[j:k] + (counters.match + 1 - j)).tolist()), maxlen=0)
+        counters.match += k - j
+        out += found
+        at += rows[j:k]
+        stats.complex_events += k - j
         by_pattern = stats.by_pattern
-        base = counters.match + 1 - j
-        id_pos = self.id_pos
-        while j < len(rows) and rows[j] < row:
-            ce = found[j]
-            counters.match += 1
-            ce.match_id = base + int(id_pos[j])
-            out.append(ce)
-            at.append(rows[j])
-            stats.complex_events += 1
-            by_pattern[ce.type] = by_pattern.get(ce.type, 0) + 1
-            j += 1
-        self.next_loose = j
+        for t, c in Counter(map(attrgetter("type"), found)).items():  # (first seen first)
+            by_pattern[t] = by_pattern.get(t, 0) + c
+        self.next_loose = k
 
     def skip_loose(self, row: int) -> None:
         """The matches of a stepped row were emitted by its replay: pass over them."""
@@ -344,9 +366,26 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                 or any(m.slot not in planned[1] for m in engine.subs_complex.get(t, ()))
                 or any(id(r) not in planned[0] for r in engine._window_subs.get(t, ())))
 
+    # the time batches nothing reads: their boundaries are recorded in bulk, as loose rows
+    # before the input row at which the engine would close them; a row stepped for another
+    # reason closes its own (WindowBlock.expose), so the engine orders them there with its
+    # timers and the other windows (docs/windows.md, "In the program split")
+    quiet = [(i, b) for i, b in {**blocks, **derived.batches}.items()
+             if b.statement.window.kind == "time_batch" and not per_event(b.name)]
+    bounds = []
+    close_rows: list[np.ndarray] = []
+    for i, b in quiet:
+        closes = b.closes()
+        when = np.array([float(c[0]) for c in closes], np.float64)
+        at_rows = np.searchsorted(ts, when, side="left")
+        close_rows.append(at_rows)
+        lens = [len(c[1]) for c in closes]
+        bounds.append((i, np.repeat(at_rows, lens), np.repeat(when, lens),
+                       [ce for c in closes for ce in c[1]]))
+        b.hide()
     replay = _Replay(plans, [engine.consumed(m.name) for m in kernels]
                      + [per_event(b.name) for b in blocks.values()] + [False] * len(later)
-                     + [per_event(m.name) for m, _p, _b in derived.patterns], ranks)
+                     + [per_event(m.name) for m, _p, _b in derived.patterns], ranks, bounds)
     for k, b in enumerate([*blocks.values(), *later], n_k):
         b.emit_at = lambda _b, k=k: replay.rows_at(k, counters)
     first2 = n_k + n_b + len(later)
@@ -391,7 +430,11 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                 replay.row = nxt
                 if columns and nxt not in events:  # (a row a timer made due)
                     events = src.lookup(np.array([nxt], np.int64))
+                for (_i, b), at_rows in zip(quiet, close_rows, strict=True):
+                    b.expose(int(np.searchsorted(at_rows, nxt, side="left")))
                 found = engine.process(events[nxt])
+                for _i, b in quiet:
+                    b.hide()
                 out += found
                 at += [nxt] * len(found)
                 replay.skip_loose(nxt)
@@ -401,6 +444,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         finally:
             counters.renumber = numbering
         replay.ids_before(n, counters)
+    for (_i, b), at_rows in zip(quiet, close_rows, strict=True):
+        b.expose(len(at_rows))  # (every boundary was recorded or stepped)
     for k, plan in enumerate(plans):
         plan[3](replay.token_ids(k))
     reschedule(host, [m for m in kernels if m.pattern.pair is not None]

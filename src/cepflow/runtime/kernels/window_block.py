@@ -12,9 +12,11 @@ window's arrival rows) or at which batch boundary (a time batch's closes), with 
 and the state the runner has at the batch's end. During the batch the split puts the
 :class:`WindowBlock` in the runner's place (Engine.replaying): a stepped row or boundary gets
 its planned rows with the next match ids, as the runner would have made them, and the rows
-nothing reads are recorded in bulk (split._Replay). Last, :meth:`WindowBlock.commit` leaves the
-runner's window, aggregates, clock and numbering as event-by-event feeding would have left
-them.
+nothing reads are recorded in bulk (split._Replay) — also a time batch's rows, when nothing
+reads them: its boundaries are then hidden from the engine but at rows stepped for another
+reason (:meth:`WindowBlock.hide`, :meth:`WindowBlock.expose`). Last,
+:meth:`WindowBlock.commit` leaves the runner's window, aggregates, clock and numbering as
+event-by-event feeding would have left them.
 
 **Exactness.** The values are the per-event runner's to the last bit: every group's running
 sum is added one value at a time in the order the runner adds and subtracts them (arrivals and
@@ -28,7 +30,9 @@ takes the batch's rows per event, as before.
 
 from __future__ import annotations
 
+import math
 from collections import deque
+from operator import itemgetter
 from types import SimpleNamespace
 from typing import Any
 
@@ -112,6 +116,20 @@ def running_sums(x: np.ndarray, starts: np.ndarray, init: np.ndarray) -> np.ndar
             acc[:m] = acc[:m] + x[at]
             out[at] = acc[:m]
     return out
+
+
+def _instants(reference: Any, k: int, size: Any, t_end: Any, most: int) -> np.ndarray:
+    """The boundaries ``reference + i·size`` from ``i = k`` up to ``t_end``, at most ``most``,
+    computed as TimeBatchWindow.boundary computes each (int64 for integers, float64 for
+    floats: the same values to the last bit below 2**53); Declined for other types."""
+    kinds = {type(reference), type(size)}
+    if not kinds <= {int, float} or max(abs(reference), abs(size)) >= _EXACT:
+        raise Declined("a batch boundary not of exact ints or floats")
+    est = math.floor((float(t_end) - float(reference)) / float(size)) - k + 2
+    i = k + np.arange(max(0, min(most, est)), dtype=np.int64)
+    b = (np.float64(reference) + i * np.float64(size) if float in kinds
+         else np.int64(reference) + i * np.int64(size))
+    return b[b <= t_end]
 
 
 def _group_codes(keys: list[Any], prior: list[Any]) -> tuple[list[int], list[Any]]:
@@ -215,12 +233,30 @@ class WindowBlock:
         return self.emit_at(self)
 
     def advance_to(self, t: float) -> list[ComplexEvent]:
-        """The rows of the batch boundary at ``t`` (the next planned close)."""
-        b, make = self._closes[self._next]
+        """The rows of the batch boundary at ``t`` (the next planned close), with the next
+        match ids."""
+        b, found = self._closes[self._next]
         assert b == t
         self._next += 1
         self.due = self._closes[self._next][0] if self._next < len(self._closes) else self._due_end
-        return make()
+        for ce in found:
+            ce.match_id = self.match_ids()
+        return found
+
+    # -- a time batch nothing reads: its boundaries recorded in bulk (split._run) ------------
+    def closes(self) -> list[tuple[Any, list[ComplexEvent]]]:
+        """The batch's boundaries in time order: (instant, its rows, ids not yet given)."""
+        return self._closes
+
+    def hide(self) -> None:
+        """No boundary is due to the engine: the split records them in bulk meanwhile."""
+        self.due = float("inf")
+
+    def expose(self, first: int) -> None:
+        """Before a stepped row: the boundaries from the ``first``-th on (the earlier ones were
+        recorded in bulk) are due to the engine again, which closes those up to the row."""
+        self._next = first
+        self.due = self._closes[first][0] if first < len(self._closes) else self._due_end
 
     def commit(self, token_ids: np.ndarray) -> None:
         """Leave the runner as event-by-event feeding would have left it."""
@@ -252,15 +288,21 @@ class WindowBlock:
                                                              strict=False)),
                             () if trigger is None else (trigger,), match_id)
 
-    def _rows(self, evs: list[Event], slot_cols: list[list[Any]]) -> list[ComplexEvent]:
-        """The arrival rows of ``evs`` (each its own trigger, at its time) column by column:
-        ``slot_cols`` holds every aggregate slot's value per event (ids given later)."""
+    def _rows(self, evs: list[Event], slot_cols: list[list[Any]] | list[tuple[Any, ...]],
+              times: list[Any] | None = None) -> list[ComplexEvent]:
+        """Rows column by column (ids given later): the arrival rows of ``evs`` (each its own
+        trigger, at its time), or with ``times`` boundary rows (no trigger; the fields of
+        ``evs``, the groups' representatives) at those instants. ``slot_cols`` holds every
+        aggregate slot's value per row."""
         name, aliases = self.name, self.plan.aliases
-        times = [e.ts for e in evs]
+        now = [e.ts for e in evs] if times is None else times
         cols = [slot_cols[a] if k == "agg" else [e.params[a] for e in evs] if k == "field"
-                else times for k, a in self.plan.items]
+                else now for k, a in self.plan.items]
+        if times is not None:
+            return [ComplexEvent(name, p, t, dict(zip(aliases, p, strict=False)), (), -1)
+                    for p, t in zip(zip(*cols, strict=True), times, strict=True)]
         return [ComplexEvent(name, p, t, dict(zip(aliases, p, strict=False)), (e,), -1)
-                for p, t, e in zip(zip(*cols, strict=True), times, evs, strict=True)]
+                for p, t, e in zip(zip(*cols, strict=True), now, evs, strict=True)]
 
     def _summed(self) -> list[tuple[int, int, bool]]:
         """Per argument (index, base slot in a group's state, whether sum/avg keep its total)."""
@@ -443,7 +485,11 @@ class WindowBlock:
         proc = win.proc
         size = self.statement.window.size
         n = len(self.rows)
-        ts_py = [self.events[r].ts for r in self.rows.tolist()]
+        ev, rows = self.events, self.rows
+
+        def ts_at(i: int) -> Any:  # (a row's time as the event holds it)
+            return ev[int(rows[i])].ts
+
         # the boundaries the batch reaches, as TimeBatchWindow visits them
         sim = TimeBatchWindow(size, None, win.reference)  # type: ignore[arg-type]
         sim.k, current, previous = win.k, win.current, win.previous
@@ -455,21 +501,29 @@ class WindowBlock:
                 if pos == n:
                     break
                 if sim.reference is None:
-                    sim.reference = ts_py[pos]
-                sim._schedule_after(ts_py[pos])
-            b = sim.boundary()
-            if b > t_end:
+                    sim.reference = ts_at(pos)
+                sim._schedule_after(ts_at(pos))
+            # the boundaries k, k+1, ... up to t_end in one go, to the first that posts
+            # nothing (it unschedules them) — there is one among 2 (rows left + 1) + 1
+            run = _instants(sim.reference, sim.k, size, t_end, 2 * (n - pos) + 3)
+            if not len(run):
                 break
-            j = int(np.searchsorted(self.ts, float(b), side="left"))
-            current += j - pos
-            posted = current > 0 or previous > 0
-            closes.append((b, pos, j, posted))
-            sim._set_k(sim.k + 1 if posted else None)  # type: ignore[operator]
-            previous, current, pos = current, 0, j
+            ends = np.searchsorted(self.ts, run.astype(np.float64), side="left")
+            cur = np.diff(ends, prepend=pos)
+            cur[0] += current
+            prev = np.concatenate([[previous], cur[:-1]])
+            posted = (cur > 0) | (prev > 0)
+            stop = np.flatnonzero(~posted)
+            m = int(stop[0]) + 1 if len(stop) else len(run)
+            starts = np.concatenate([[pos], ends[:m - 1]])
+            closes += zip(run[:m].tolist(), starts.tolist(), ends[:m].tolist(),
+                          posted[:m].tolist(), strict=True)
+            sim._set_k(None if len(stop) else sim.k + m)  # type: ignore[operator]
+            previous, current, pos = int(cur[m - 1]), 0, int(ends[m - 1])
         if pos < n and sim.k is None:
             if sim.reference is None:
-                sim.reference = ts_py[pos]
-            sim._schedule_after(ts_py[pos])
+                sim.reference = ts_at(pos)
+            sim._schedule_after(ts_at(pos))
         current += n - pos
         # per (batch, group): counts and sums, in arrival order
         groups = proc.agg.groups
@@ -522,65 +576,18 @@ class WindowBlock:
                     hi[s_i] = st[b + 3]
             for s_i in range(len(starts)):
                 seg_ext[s_i][j] = (lo[s_i], hi[s_i])
-        #: per batch index: [(key, n, FIRST record or None (carried), totals)], in the
-        #: groups' order (carried groups first, in the state's order; then by first arrival)
         seq0 = runner._seq
-        per_batch: dict[int, list[tuple[int, Any]]] = {}
-        n_l = seg_n.tolist()
-        first_row = order[starts].tolist()
-        for s, (bi, g) in enumerate(zip(bs[starts].tolist(), gs[starts].tolist(),
-                                        strict=True)):
-            tots = [t[s] if t is not None else 0 for t in seg_tot]
-            carried_s = bool(carried[s])
-            first = (groups[objs[g]][FIRST] if carried_s
-                     else self._record(first_row[s], seq0 + first_row[s]))
-            rank = g if carried_s else len(g_prior) + first_row[s]
-            per_batch.setdefault(bi, []).append((rank, (objs[g], n_l[s], first, tots,
-                                                        seg_ext[s])))
-        # carried groups without a new event in the first batch stay as they are
-        if g_prior:
-            in0 = {item[1][0] for item in per_batch.get(0, [])}
-            for g, key in enumerate(g_prior):
-                if key not in in0:
-                    st = groups[key]
-                    per_batch.setdefault(0, []).append(
-                        (g, (key, st[N], st[FIRST], [st[b + 1] if tot else 0
-                                                     for _j, b, tot in summed],
-                             [(st[b + 2], st[b + 3]) for _j, b, _t in summed])))
-        batches = {bi: [x for _r, x in sorted(items, key=lambda it: it[0])]
-                   for bi, items in per_batch.items()}
         per_event = self.plan.mode == "event"
         prior_batch = list(proc.batch) if per_event else []
-        state = {"last": dict(proc.last) if not per_event else {}}
-
-        def closer(bi: int, b: Any, lo: int, hi: int, posted: bool) -> Any:
-            def make() -> list[ComplexEvent]:
-                if not posted:
-                    return []
-                grp = batches.get(bi, [])
-                out: list[ComplexEvent] = []
-                if per_event:
-                    vals = {key: self._values(c, tots, ext) for key, c, _f, tots, ext in grp}
-                    recs = (prior_batch if bi == 0 else []) + [
-                        self._record(i, seq0 + i) for i in range(lo, hi)]
-                    for rec in recs:
-                        out.append(self._row(rec[EVENT], vals[rec[KEY]], b, None,
-                                             self.match_ids()))
-                    return out
-                for _key, c, first, tots, ext in grp:
-                    out.append(self._row(first[EVENT], self._values(c, tots, ext), b, None,
-                                         self.match_ids()))
-                empty = proc.agg.empty_values
-                now_keys = {key for key, *_x in grp}
-                for key, rep in state["last"].items():
-                    if key not in now_keys:
-                        out.append(self._row(rep[EVENT], empty, b, None, self.match_ids()))
-                state["last"] = {key: first for key, _c, first, _t, _e in grp}
-                return out
-            return make
-
-        self._closes = [(b, closer(bi, b, lo, hi, posted))
-                        for bi, (b, lo, hi, posted) in enumerate(closes)]
+        segs = (bs[starts].tolist(), gs[starts].tolist(), seg_n.tolist(), seg_tot, seg_ext,
+                order[starts].tolist(), carried.tolist())
+        if not per_event and not self.plan.group_exprs:
+            self._closes, pending_grp, last = self._one_group(closes, segs, seq0)
+            batches = {len(closes): pending_grp}
+            state = {"last": last}
+        else:
+            self._closes, batches, state = self._grouped(closes, segs, objs, g_prior, seq0,
+                                                         prior_batch)
         self._next = 0
         self._due_end = sim.boundary() if sim.k is not None else float("inf")
         self.due = self._closes[0][0] if self._closes else self._due_end
@@ -604,6 +611,139 @@ class WindowBlock:
             runner._seq = seq0 + n
 
         self._commit = commit
+
+    def _one_group(self, closes: list[tuple[Any, int, int, bool]], segs: tuple[Any, ...],
+                   seq0: int) -> tuple[list[Any], list[Any], dict[Any, Any]]:
+        """The boundaries' rows of an ungrouped aggregated time batch, column-wise: at most
+        one per posted boundary — its batch's values, or the empty values after a batch with
+        events (what :meth:`_grouped`'s ``close`` makes for one group). Also the pending
+        batch's group and the representative last posted (the runner's ``last``)."""
+        seg_b, _g, seg_n, seg_tot, seg_ext, first_row, carried = segs
+        proc = self.runner.window.proc
+        st0 = proc.agg.groups.get(())
+        summed = self._summed()
+        tots = [t if t is not None else [0] * len(seg_b) for t in seg_tot]
+        if st0 is not None and (not seg_b or seg_b[0] != 0):
+            # (the group carried in, without a new event in the first batch, stays as it is)
+            seg_b, seg_n, first_row, carried = [0, *seg_b], [st0[N], *seg_n], [-1, *first_row], \
+                [True, *carried]
+            tots = [[st0[b + 1] if tot else 0, *t] for t, (_j, b, tot) in zip(tots, summed,
+                                                                              strict=True)]
+            seg_ext = [[(st0[b + 2], st0[b + 3]) for _j, b, _t in summed], *seg_ext]
+        rows = self.rows
+        evs = self.events
+        firsts = [st0[FIRST][EVENT] if c else evs[int(rows[r])]
+                  for r, c in zip(first_row, carried, strict=True)]
+        cols = []
+        for sl in self.plan.slots:  # (each slot's value per batch, as _values gives it)
+            if sl.func == "count" or sl.arg is None:
+                cols.append(seg_n)
+            elif sl.func == "sum":
+                cols.append(tots[sl.arg_index])
+            elif sl.func == "avg":
+                cols.append([t / c for t, c in zip(tots[sl.arg_index], seg_n, strict=True)])
+            else:
+                cols.append([e[sl.arg_index][sl.func == "max"] for e in seg_ext])
+        seg_at = dict(zip(seg_b, range(len(seg_b)), strict=True))
+        empty = proc.agg.empty_values
+        last: Any = proc.last.get(())  # the representative last posted: a record, a batch
+        out_ev: list[Event] = []       # (a segment number), or None
+        out_s: list[int] = []  # per row its batch's segment, -1 for the empty values
+        out_t: list[Any] = []
+        out_i: list[int] = []
+        for i, (b, _lo, _hi, posted) in enumerate(closes):
+            if not posted:
+                continue
+            s = seg_at.get(i)
+            if s is not None:
+                out_ev.append(firsts[s])
+                out_s.append(s)
+                last = s
+            elif last is not None:
+                out_ev.append(firsts[last] if last.__class__ is int else last[EVENT])
+                out_s.append(-1)
+                last = None
+            else:
+                continue
+            out_t.append(b)
+            out_i.append(i)
+        # (each slot's column over the rows: its values per batch, the empty value last)
+        pick = itemgetter(*out_s) if len(out_s) > 1 else lambda c: tuple(c[s] for s in out_s)
+        slot_cols = [pick([*c, e]) for c, e in zip(cols, empty, strict=True)]
+        per: list[list[ComplexEvent]] = [[] for _ in closes]
+        for ce, i in zip(self._rows(out_ev, slot_cols, out_t), out_i, strict=True):
+            per[i].append(ce)
+
+        def record(s: int) -> Any:  # (a batch's FIRST record)
+            return st0[FIRST] if carried[s] else self._record(first_row[s], seq0 + first_row[s])
+
+        p = seg_at.get(len(closes))
+        pending = [] if p is None else [((), seg_n[p], record(p), [t[p] for t in tots],
+                                         seg_ext[p])]
+        rep = {} if last is None else {(): record(last) if last.__class__ is int else last}
+        return [(c[0], found) for c, found in zip(closes, per, strict=True)], pending, rep
+
+    def _grouped(self, closes: list[tuple[Any, int, int, bool]], segs: tuple[Any, ...],
+                 objs: list[Any], g_prior: list[Any], seq0: int, prior_batch: list[Any]
+                 ) -> tuple[list[Any], dict[int, list[Any]], dict[str, Any]]:
+        """The boundaries' rows of a time batch, boundary by boundary (groups, or a row per
+        event): per batch index its groups (key, n, FIRST record, totals, extremes) in the
+        groups' order (carried groups first, in the state's order; then by first arrival),
+        and the groups last posted (``state``)."""
+        seg_b, seg_g, n_l, seg_tot, seg_ext, first_row, carried = segs
+        proc = self.runner.window.proc
+        groups = proc.agg.groups
+        summed = self._summed()
+        per_event = self.plan.mode == "event"
+        per_batch: dict[int, list[tuple[int, Any]]] = {}
+        for s, (bi, g) in enumerate(zip(seg_b, seg_g, strict=True)):
+            tots = [t[s] if t is not None else 0 for t in seg_tot]
+            first = (groups[objs[g]][FIRST] if carried[s]
+                     else self._record(first_row[s], seq0 + first_row[s]))
+            rank = g if carried[s] else len(g_prior) + first_row[s]
+            per_batch.setdefault(bi, []).append((rank, (objs[g], n_l[s], first, tots,
+                                                        seg_ext[s])))
+        # carried groups without a new event in the first batch stay as they are
+        if g_prior:
+            in0 = {item[1][0] for item in per_batch.get(0, [])}
+            for g, key in enumerate(g_prior):
+                if key not in in0:
+                    st = groups[key]
+                    per_batch.setdefault(0, []).append(
+                        (g, (key, st[N], st[FIRST], [st[b + 1] if tot else 0
+                                                     for _j, b, tot in summed],
+                             [(st[b + 2], st[b + 3]) for _j, b, _t in summed])))
+        batches = {bi: [x for _r, x in sorted(items, key=lambda it: it[0])]
+                   for bi, items in per_batch.items()}
+        state = {"last": dict(proc.last) if not per_event else {}}
+
+        def close(bi: int, b: Any, lo: int, hi: int, posted: bool) -> list[ComplexEvent]:
+            """The rows of boundary ``bi`` at ``b`` (made in time order: ``state`` carries
+            the groups last posted; their ids are given when they are emitted)."""
+            if not posted:
+                return []
+            grp = batches.get(bi, [])
+            out: list[ComplexEvent] = []
+            if per_event:
+                vals = {key: self._values(c, tots, ext) for key, c, _f, tots, ext in grp}
+                recs = (prior_batch if bi == 0 else []) + [
+                    self._record(i, seq0 + i) for i in range(lo, hi)]
+                for rec in recs:
+                    out.append(self._row(rec[EVENT], vals[rec[KEY]], b, None, -1))
+                return out
+            for _key, c, first, tots, ext in grp:
+                out.append(self._row(first[EVENT], self._values(c, tots, ext), b, None, -1))
+            empty = proc.agg.empty_values
+            now_keys = {key for key, *_x in grp}
+            for key, rep in state["last"].items():
+                if key not in now_keys:
+                    out.append(self._row(rep[EVENT], empty, b, None, -1))
+            state["last"] = {key: first for key, _c, first, _t, _e in grp}
+            return out
+
+        made = [(b, close(bi, b, lo, hi, posted))
+                for bi, (b, lo, hi, posted) in enumerate(closes)]
+        return made, batches, state
 
 
 def plan_window(engine: Any, runner: Any, cols: TypeColumns, src: Rows) -> WindowBlock | None:
