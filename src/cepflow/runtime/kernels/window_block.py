@@ -206,7 +206,12 @@ class WindowBlock:
                                plan.fields, lambda k: cols.column(t, k), cols.events)
             rows = rows[mask]
         self.rows = rows
-        self.events: Any = cols.events(rows) if len(rows) else []
+        #: the events of the rows, by row (a time batch of rows per batch or group reads only
+        #: its batches' first rows: over a column source only those are made, _fetch)
+        self._lazy = st.window.kind == "time_batch" and plan.mode != "event"
+        self._cols, self._src = cols, src
+        self.events: Any = (cols.events(rows[:0] if self._lazy else rows) if len(rows)
+                            else [])
         n = len(rows)
         # group keys and aggregate arguments: Python values (the records') and columns
         self.key_of: list[Any] = [()] * n
@@ -466,6 +471,11 @@ class WindowBlock:
 
         self._commit = commit
 
+    def _fetch(self, idx: list[int]) -> None:
+        """Make the events of the block's rows ``idx`` (a lazy block's: see ``events``)."""
+        if self._lazy and idx:
+            self.events = self._cols.events(self.rows[np.array(idx, np.int64)])
+
     def _record(self, i: int, seq: int) -> tuple[Any, ...]:
         """The record the runner keeps for the batch's accepted row ``i``."""
         e = self.events[int(self.rows[i])]
@@ -485,10 +495,10 @@ class WindowBlock:
         proc = win.proc
         size = self.statement.window.size
         n = len(self.rows)
-        ev, rows = self.events, self.rows
+        src, rows = self._src, self.rows
 
-        def ts_at(i: int) -> Any:  # (a row's time as the event holds it)
-            return ev[int(rows[i])].ts
+        def ts_at(i: int) -> Any:  # (a row's time as its event holds it)
+            return src.time_at(int(rows[i]))
 
         # the boundaries the batch reaches, as TimeBatchWindow visits them
         sim = TimeBatchWindow(size, None, win.reference)  # type: ignore[arg-type]
@@ -631,6 +641,7 @@ class WindowBlock:
                                                                               strict=True)]
             seg_ext = [[(st0[b + 2], st0[b + 3]) for _j, b, _t in summed], *seg_ext]
         rows = self.rows
+        self._fetch([r for r, c in zip(first_row, carried, strict=True) if not c])
         evs = self.events
         firsts = [st0[FIRST][EVENT] if c else evs[int(rows[r])]
                   for r, c in zip(first_row, carried, strict=True)]
@@ -696,6 +707,7 @@ class WindowBlock:
         summed = self._summed()
         per_event = self.plan.mode == "event"
         per_batch: dict[int, list[tuple[int, Any]]] = {}
+        self._fetch([r for r, c in zip(first_row, carried, strict=True) if not c])
         for s, (bi, g) in enumerate(zip(seg_b, seg_g, strict=True)):
             tots = [t[s] if t is not None else 0 for t in seg_tot]
             first = (groups[objs[g]][FIRST] if carried[s]
