@@ -118,6 +118,14 @@ def running_sums(x: np.ndarray, starts: np.ndarray, init: np.ndarray) -> np.ndar
     return out
 
 
+def _per_row(local: np.ndarray, uniq: list[Any]) -> list[Any]:
+    """Rows.values' answer as one value per row (the list itself when it is one already:
+    an event list's values)."""
+    if len(uniq) == len(local) and np.array_equal(local, np.arange(len(local))):
+        return uniq
+    return [uniq[i] for i in local.tolist()]
+
+
 def _instants(reference: Any, k: int, size: Any, t_end: Any, most: int) -> np.ndarray:
     """The boundaries ``reference + i·size`` from ``i = k`` up to ``t_end``, at most ``most``,
     computed as TimeBatchWindow.boundary computes each (int64 for integers, float64 for
@@ -216,12 +224,9 @@ class WindowBlock:
         # group keys and aggregate arguments: Python values (the records') and columns
         self.key_of: list[Any] = [()] * n
         if plan.group_exprs:
-            local, uniq = src.values(plan.fields[plan.group_exprs[0].name], rows)
-            self.key_of = [uniq[i] for i in local.tolist()]
-        self.arg_values: list[list[Any]] = []
-        for a in plan.args:
-            local, uniq = src.values(plan.fields[a.name], rows)
-            self.arg_values.append([uniq[i] for i in local.tolist()])
+            self.key_of = _per_row(*src.values(plan.fields[plan.group_exprs[0].name], rows))
+        self.arg_values: list[list[Any]] = [_per_row(*src.values(plan.fields[a.name], rows))
+                                            for a in plan.args]
         self.ts = src.ts[rows]
         if st.window.kind == "time":
             self._plan_sliding()
