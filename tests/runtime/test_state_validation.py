@@ -180,6 +180,19 @@ def test_a_damaged_state_is_a_state_error_or_runs_on(case) -> None:
         save_state(eng)
 
 
+def test_a_token_counter_beyond_the_engines_check_runs_on() -> None:
+    """A saved token counter of 10**30 (valid: any integer >= 0) restores, and the engine runs
+    on: with no max_partial_matches nothing is counted (the check once asserted a limit)."""
+    for which, saved in enumerate(STATES):
+        doc = copy.deepcopy(saved)
+        doc["counters"]["token"] = 10**30
+        eng = restore_state(Engine(PROGRAMS[which]), doc)
+        t0 = 400 if eng.time == -math.inf else max(400, int(eng.time) + 1)
+        for e in stream(30, t0=t0):
+            eng.process(e)
+        assert eng.host.counters.token >= 10**30
+
+
 def test_the_bad_field_is_named() -> None:
     state = STATES[0]
     tok = next(t for t in state["patterns"]["Gap"])

@@ -474,7 +474,9 @@ class Engine:
         :class:`PartialMatchLimit` above ``max_partial_matches``, else note how many tokens
         may be made before the limit can be passed."""
         limit = self.max_partial_matches
-        assert limit is not None
+        if limit is None:  # (no limit, and a restored token counter beyond _NEVER: check no
+            self._next_check = self.host.counters.token + _NEVER  # more; stop 28)
+            return
         held = self.partial_matches()
         total = sum(held.values())
         if total <= limit:
