@@ -252,6 +252,11 @@ def profile(name: str, n: int, tmp: str) -> dict[str, float]:
         if hasattr(split, "plan_consec"):  # (a baseline without the consecutive kernel)
             split.plan_consec = timed("kernels: plan consecutive chains (and not)",
                                       split.plan_consec)
+        if hasattr(split, "plan_window"):  # (a baseline without window blocks)
+            split.plan_window = timed("kernels: plan window blocks (their rows made)",
+                                      split.plan_window)
+            split.plan_cascade = timed("kernels: plan the cascade over window blocks",
+                                       split.plan_cascade)
     host = engine.host
     host.fire = timed("rules", host.fire)  # type: ignore[method-assign]
     host.fire_one = timed("rules", host.fire_one)  # type: ignore[method-assign]
