@@ -142,3 +142,33 @@ def test_a_time_batch_nothing_reads_steps_no_row(monkeypatch) -> None:
     assert got == ref and len(ref) == 119
     assert stepped == []
     assert many.stats == one.stats
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["2.5 msec", "0.1 sec", "3 msec", "1 msec"]),
+       st.sampled_from(["", "\ngroup by a.k"]),
+       st.lists(st.tuples(st.integers(0, 2), st.sampled_from([0, 1, 2, 3, 4, -1, 5]),
+                          st.sampled_from([0.0, 0.0, 0.25, 0.5, 1.0, 2.75, 9.5, 260.0])),
+                max_size=80),
+       st.lists(st.integers(0, 80), max_size=4))
+def test_fractional_times_and_lengths(size, group, spec, cuts) -> None:
+    """Float timestamps and fractional window lengths (the boundaries computed in float64
+    in one go, window_block._instants, must be TimeBatchWindow.boundary's values to the last
+    bit), gaps of many batches: the split equals the per-event engine."""
+    prog = load_module(parse_epl(
+        SCHEMA + "@Name('M')\ninsert into M\nselect a.k as k, avg(a.v) as av, count(*) as c, "
+                 f"current_timestamp() as t\nfrom A.win:time_batch({size}) as a{group};\n"))
+    ts, evs = 0.0, []
+    for i, (k, v, dt) in enumerate(spec):
+        ts += dt
+        evs.append(Event("A", (k, v, 0.0, "x"), ts, id=f"e{i}"))
+    one, many = Engine(prog), Engine(prog)
+    assert many._split == []
+    ref = [(m.type, m.ts, m.params, m.match_id) for e in evs for m in one.process(e)]
+    bounds = sorted({0, len(evs), *(min(c, len(evs)) for c in cuts)})
+    got = [(m.type, m.ts, m.params, m.match_id) for lo, hi in itertools.pairwise(bounds)
+           for m in many.process_batch(evs[lo:hi])]
+    assert got == ref
+    assert many.stats == one.stats
+    end = [(m.type, m.ts, m.params, m.match_id) for m in many.finish(close_windows=True)]
+    assert end == [(m.type, m.ts, m.params, m.match_id) for m in one.finish(close_windows=True)]
