@@ -45,6 +45,17 @@ WINDOW_BLOCKS = [
     "@Name('GT')\ninsert into GT\nfrom pattern [every t = TK(t.c > 1)];\n",
     "@Name('TV')\ninsert into TV\nselect b.k as k, b.v as v, sum(b.k) as s, "
     "current_timestamp() as t\nfrom B(b.x > 0.5).win:time_batch(5 msec) as b;\n",
+    # fully aggregated sliding windows (a row per group at every arrival and every expiry
+    # instant): grouped, read by a pattern (which takes their rows per event); ungrouped over
+    # a pattern's output, contractions' Counter (its filter failing on a null: declined)
+    "@Name('WG')\ninsert into WG\nselect a.k as k, count(*) as c, sum(a.x) as sx, "
+    "avg(a.k) as ak\nfrom A(a.x > 0.5).win:time(3 msec) as a\ngroup by a.k;\n"
+    "@Name('GG')\ninsert into GG\nselect g.k as k, g.sx as sx\n"
+    "from pattern [every g = WG(g.c > 1)];\n",
+    "@Name('WC')\ninsert into WC\nselect count(p.x) as n, avg(p.x) as ax\n"
+    "from pattern [(every p = B(p.k >= 1))].win:time(4 msec);\n",
+    "@Name('WN')\ninsert into WN\nselect count(p.x) as n\n"
+    "from pattern [(every p = A(p.v >= 1))].win:time(2 msec);\n",
     # air quality's shape: grades over a sliding average, the worst grade per time batch
     # over their union (kernels/cascade.py: nothing of it stepped but the boundaries)
     "@Name('WL')\ninsert into WL\nselect a.k as k, a.x as x, avg(a.x) as ax\n"
@@ -301,6 +312,40 @@ def test_examples_window_statements_are_planned_column_wise() -> None:
     assert [temp.windows[i].statement.name for i in window_kernels(temp)] == ["Monitor"]
 
 
+def test_contractions_counter_is_a_window_block() -> None:
+    """examples/contractions: Duration runs in the pair kernel and Counter (a fully aggregated
+    sliding window over a pattern's output, rows at arrivals and at expiries) is planned
+    column-wise; no batch goes event by event, and the rows, ids, statistics, state and end
+    of input are the per-event engine's."""
+    import random
+    from pathlib import Path
+
+    from cepflow.events.event import Event
+    from cepflow.loader import load
+    from cepflow.runtime.kernels.window_block import window_kernels
+
+    prog = load(Path(__file__).parents[2] / "examples" / "contractions" / "contractions.epl")
+    one, many = Engine(prog), Engine(prog)
+    assert [m.name for m in many._split] == ["Duration"]
+    assert [many.windows[i].statement.name for i in window_kernels(many)] == ["Counter"]
+    rng = random.Random(11)
+    evs = [Event("Patient", (i // 20, f"P{i % 20}", rng.randrange(0, 61)), i // 20 * 60_000,
+                 id=f"p{i}") for i in range(6000)]
+    ref = rows([m for e in evs for m in one.process(e)])
+
+    def no_step(*_: object) -> None:
+        raise AssertionError("a batch went event by event")
+
+    many._feed = no_step  # type: ignore[method-assign]
+    got = rows(list(many.run(evs[:2500], batch_size=701)))
+    many = restored(many, prog)
+    many._feed = no_step  # type: ignore[method-assign]
+    got += rows(list(many.run(evs[2500:], batch_size=997)))
+    assert got == ref and {r[0] for r in ref} == {"Duration", "Counter"}
+    assert many.stats == one.stats and state(many) == state(one)
+    assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
+
+
 def test_matches_nothing_reads_keep_the_per_event_order() -> None:
     """Two kernel patterns completing at the same rows, read by nothing (no rule, pattern or
     window): recorded without a per-event step, in the engine's order and with its ids."""
@@ -361,3 +406,38 @@ def test_split_over_arrow_columns_equals_event_by_event(kernel_stmts, others, sp
     assert_alike(one, ref, many, got, written)
     assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
     assert many.partial_matches() == one.partial_matches()
+
+
+#: fully aggregated sliding windows (kernels/window_block.py, rows on expiry), over the input
+#: and over a single-stage pattern's output as contractions' Counter: grouped and not, int and
+#: float sums, averages, counts of a field, filters
+EXPIRING = [
+    "@Name('E1')\ninsert into E1\nselect count(p.x) as n\n"
+    "from pattern [(every p = A(p.x >= 0.7))].win:time(3 msec);\n",
+    "@Name('E2')\ninsert into E2\nselect p.k as k, count(*) as c, sum(p.x) as sx, avg(p.k) as ak\n"
+    "from pattern [(every p = A(p.x > 0.5))].win:time(4 msec)\ngroup by p.k;\n",
+    "@Name('E3')\ninsert into E3\nselect b.k as k, sum(b.k) as sk, avg(b.x) as ax\n"
+    "from B.win:time(2 msec) as b\ngroup by b.k;\n",
+    "@Name('E4')\ninsert into E4\nselect count(*) as c, current_timestamp() as t\n"
+    "from A.win:time(5 msec);\n",
+    "@Name('E5')\ninsert into E5\nselect b.k as k, count(*) as c\n"
+    "from B(b.x < 1.5).win:time(1 msec) as b\ngroup by b.k;\n"
+    "@Name('GE')\ninsert into GE\nselect e.k as k\nfrom pattern [every e = E5(e.c = 0)];\n",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(statements(), min_size=1, max_size=2),
+       st.lists(st.sampled_from(EXPIRING), min_size=1, max_size=3, unique=True),
+       st.lists(st.tuples(st.sampled_from(["A", "A", "B"]), st.sampled_from([0, 1, 2, 3]),
+                          st.sampled_from([0, 1, 2, 5]),
+                          st.sampled_from([0.0, 0.7, 1.2, 2.0, 0.1]),
+                          st.sampled_from([0, 0, 0, 1, 2, 4])), max_size=80),
+       st.lists(st.integers(0, 80), max_size=4), st.integers(0, 80), st.integers(-1, 2))
+def test_expiring_windows_equal_event_by_event(kernel_stmts, windows, spec, cuts, restore_at,
+                                               ruled) -> None:
+    """Fully aggregated sliding windows beside kernel patterns, over streams where many events
+    share an instant (so several groups leave at once): their rows at arrivals and at expiry
+    instants (the order of the groups, their values after everything leaving then, a group
+    left empty), ids, state and end of input are the per-event engine's."""
+    check_split(program(kernel_stmts, windows, ruled), spec, cuts, restore_at)

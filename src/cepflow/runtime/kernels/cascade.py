@@ -44,9 +44,10 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
     if not blocks:
         return out
     schemas, arity = engine.program.schemas, engine.host.arity
-    # (a time batch's rows come at its boundaries, stepped rows, where they cascade per event)
+    # (a time batch's rows come at its boundaries, stepped rows, where they cascade per event;
+    # so do a fully aggregated sliding window's rows on expiry: read per event, all its rows)
     by_type = {b.name: (pos, i, b) for pos, (i, b) in enumerate(blocks.items())
-               if b.statement.window.kind == "time"}
+               if b.statement.window.kind == "time" and b.plan.mode == "event"}
     # (patterns in cascade order: by the block they read, then engine order)
     found: list[tuple[int, int, Any, Any, list[ComplexEvent]]] = []
     for m in engine.matchers:

@@ -86,14 +86,16 @@ def split_kernels(engine: Any) -> list[Any] | None:
     if chosen:
         return chosen
     # window statements over the input split on their own (kernels.window_block) where that
-    # spares per-event steps: a sliding window (its rows come at its arrivals) or a time batch
-    # whose rows nothing reads (its boundaries are recorded in bulk), whose type nothing but
-    # such statements reads (a time batch something reads is left per event: its boundaries
-    # are stepped rows, which cost more than its adds when a batch holds few rows)
+    # spares per-event steps: a sliding window whose rows come at its arrivals only, or a time
+    # batch whose rows nothing reads (its boundaries are recorded in bulk), whose type nothing
+    # but such statements reads (a time batch something reads is left per event: its
+    # boundaries are stepped rows, which cost more than its adds when a batch holds few rows;
+    # so is a fully aggregated sliding window: its expiry instants are stepped rows)
     blocks = [engine.windows[i] for i in window_kernels(engine)]
     ids = {id(r) for r in blocks}
     alone = [r for r in blocks
-             if (r.statement.window.kind == "time" or not engine.consumed(r.statement.name))
+             if ((r.statement.window.kind == "time" and r.plan.mode == "event")
+                 or (r.statement.window.kind != "time" and not engine.consumed(r.statement.name)))
              and not engine.subs_input.get(r.statement.input_type)
              and not engine.host.rules.triggers(r.statement.input_type)
              and all(id(o) in ids for o in engine._window_subs.get(r.statement.input_type, ()))]
@@ -370,8 +372,10 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     # before the input row at which the engine would close them; a row stepped for another
     # reason closes its own (WindowBlock.expose), so the engine orders them there with its
     # timers and the other windows (docs/windows.md, "In the program split")
+    # (also a fully aggregated sliding window's rows on expiry: closed as time passes too)
     quiet = [(i, b) for i, b in {**blocks, **derived.batches}.items()
-             if b.statement.window.kind == "time_batch" and not per_event(b.name)]
+             if (b.statement.window.kind == "time_batch" or b.plan.mode == "group")
+             and not per_event(b.name)]
     bounds = []
     close_rows: list[np.ndarray] = []
     for i, b in quiet:

@@ -3,18 +3,19 @@
 the program split").
 
 A statement of a form covered here (:func:`window_kernels`) — ``#time(Δ)`` with one row per
-arriving event (Esper's aggregated-ungrouped and aggregated-grouped queries), or
-``#time_batch(Δ[, r])`` of either query kind; count/sum/avg of fields; no ``having``; at most
-one ``group by`` field; select items that are aggregates, fields or ``current_timestamp()``;
-reading one input type no statement produces — is planned over the whole batch before the
-per-event part runs (:func:`plan_window`): which rows it outputs at which input row (a sliding
-window's arrival rows) or at which batch boundary (a time batch's closes), with their values,
-and the state the runner has at the batch's end. During the batch the split puts the
-:class:`WindowBlock` in the runner's place (Engine.replaying): a stepped row or boundary gets
-its planned rows with the next match ids, as the runner would have made them, and the rows
-nothing reads are recorded in bulk (split._Replay) — also a time batch's rows, when nothing
-reads them: its boundaries are then hidden from the engine but at rows stepped for another
-reason (:meth:`WindowBlock.hide`, :meth:`WindowBlock.expose`). Last,
+arriving event (Esper's aggregated-ungrouped and aggregated-grouped queries) or one row per
+group at every arrival and expiry instant (fully aggregated queries), or ``#time_batch(Δ[, r])``
+of either query kind; count/sum/avg of fields; no ``having``; at most one ``group by`` field;
+select items that are aggregates, fields or ``current_timestamp()``; reading one input type no
+statement produces — is planned over the whole batch before the per-event part runs
+(:func:`plan_window`): which rows it outputs at which input row (a sliding window's arrival
+rows) or at which instant (a time batch's closes, a fully aggregated sliding window's expiry
+instants), with their values, and the state the runner has at the batch's end. During the
+batch the split puts the :class:`WindowBlock` in the runner's place (Engine.replaying): a
+stepped row or instant gets its planned rows with the next match ids, as the runner would have
+made them, and the rows nothing reads are recorded in bulk (split._Replay) — also a time
+batch's rows, when nothing reads them: its boundaries are then hidden from the engine but at
+rows stepped for another reason (:meth:`WindowBlock.hide`, :meth:`WindowBlock.expose`). Last,
 :meth:`WindowBlock.commit` leaves the runner's window, aggregates, clock and numbering as
 event-by-event feeding would have left them.
 
@@ -30,6 +31,7 @@ takes the batch's rows per event, as before.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from operator import itemgetter
@@ -67,7 +69,7 @@ def _fits(runner: Any, produced: set[str]) -> bool:
     if st.more_inputs or st.input_type in produced:
         return False
     # (a sliding min/max keeps a deque per group: not planned)
-    return (kind == "time_batch" or (kind == "time" and plan.mode == "event" and all(
+    return (kind == "time_batch" or (kind == "time" and all(
         s.func not in ("min", "max") for s in plan.slots))) and _shape(runner)
 
 
@@ -425,9 +427,16 @@ class WindowBlock:
         evs = [ev[r] for r in rows]
         self.at, self.found = rows, self._rows(evs, slot_cols)
         self._closes: list[Any] = []
+        self._next = 0
         self._due_end = float("inf")
+        if self.plan.mode == "group":  # (Esper's fully aggregated queries: rows on expiry too)
+            ts_of = [r[TS] for r in held] + [e.ts for e in evs]
+            ev_of = [r[EVENT] for r in held] + evs
+            self._plan_expiries(is_arr[order], gs, so, counts, totals, expiry, ts_of, ev_of,
+                                p, size)
 
         def commit() -> None:
+            assert self._next == len(self._closes), "a planned expiry instant was not reached"
             seq0 = runner._seq
             made: dict[int, tuple[Any, ...]] = {}
 
@@ -480,6 +489,47 @@ class WindowBlock:
         """Make the events of the block's rows ``idx`` (a lazy block's: see ``events``)."""
         if self._lazy and idx:
             self.events = self._cols.events(self.rows[np.array(idx, np.int64)])
+
+    def _plan_expiries(self, arrival: np.ndarray, gs: np.ndarray, so: np.ndarray,
+                       counts: np.ndarray, totals: list[np.ndarray | None], expiry: np.ndarray,
+                       ts_of: list[Any], ev_of: list[Event], p: int, size: Any) -> None:
+        """The rows a fully aggregated ``#time`` statement outputs as time passes
+        (processor.PerGroupRows.expire): at every expiry instant the batch reaches, one row per
+        group that events leave, in the order of each group's first leaving event, with the
+        group's values after all its events leaving then (count 0 and nulls for a group left
+        empty), its first leaving event as the row's event, no trigger. ``arrival``, ``gs``,
+        ``so``, ``counts`` and ``totals`` are the log by group (then log order) as
+        :meth:`_plan_sliding` has it; ``ts_of``/``ev_of`` the held and batch records' times and
+        events by position; ``p`` the expiries due by the batch's end."""
+        self._due_end = ts_of[p] + size if p < len(ts_of) else float("inf")
+        q = np.flatnonzero(~arrival)
+        if not len(q):
+            self.due = self._due_end
+            return
+        # one (group, instant) run is contiguous: a group's entries are in log order, where an
+        # instant's expiries come before its arrivals
+        eg, esrc = gs[q], so[q]
+        et = expiry[esrc]
+        brk = np.ones(len(q), bool)
+        brk[1:] = (eg[1:] != eg[:-1]) | (et[1:] != et[:-1])
+        first = np.flatnonzero(brk)
+        last = q[np.append(first[1:], len(q)) - 1]
+        rep = esrc[first]
+        o = np.lexsort((rep, et[first]))  # by instant, then first leaving event
+        rep, last, inst = rep[o].tolist(), last[o], et[first][o]
+        n_at = counts[last].tolist()
+        tots = [t[last].tolist() if t is not None else [0] * len(last) for t in totals]
+        empty = self.runner.window.proc.agg.empty_values
+        vals = [empty if c == 0 else self._values(c, [t[i] for t in tots])
+                for i, c in enumerate(n_at)]
+        cut = [*np.flatnonzero(np.append(True, inst[1:] != inst[:-1])).tolist(), len(vals)]
+        # (the instant as the runner computes it: its first leaving record's time + Δ)
+        instants = [ts_of[rep[lo]] + size for lo in cut[:-1]]
+        now = np.repeat(np.array(instants, object), np.diff(cut)).tolist()
+        rows = self._rows([ev_of[r] for r in rep], list(zip(*vals, strict=True)), now)
+        self._closes = [(b, rows[lo:hi])
+                        for b, (lo, hi) in zip(instants, itertools.pairwise(cut), strict=True)]
+        self.due = self._closes[0][0]
 
     def _record(self, i: int, seq: int) -> tuple[Any, ...]:
         """The record the runner keeps for the batch's accepted row ``i``."""
