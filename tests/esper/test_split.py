@@ -6,6 +6,8 @@ them and a save/restore in the middle, it equals the per-event engine: the same 
 (parameters, parts, match ids), rule firings, statistics, open instances and saved state."""
 
 import itertools
+from typing import Any
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -322,6 +324,7 @@ def test_contractions_counter_is_a_window_block() -> None:
 
     from cepflow.events.event import Event
     from cepflow.loader import load
+    from cepflow.runtime.kernels import pair
     from cepflow.runtime.kernels.window_block import window_kernels
 
     prog = load(Path(__file__).parents[2] / "examples" / "contractions" / "contractions.epl")
@@ -336,11 +339,22 @@ def test_contractions_counter_is_a_window_block() -> None:
     def no_step(*_: object) -> None:
         raise AssertionError("a batch went event by event")
 
-    many._feed = no_step  # type: ignore[method-assign]
-    got = rows(list(many.run(evs[:2500], batch_size=701)))
-    many = restored(many, prog)
-    many._feed = no_step  # type: ignore[method-assign]
-    got += rows(list(many.run(evs[2500:], batch_size=997)))
+    # (Duration's guard, `contrDuration > 35 and ts - a1.ts <= 5`, decided column-wise)
+    decided: list[bool] = []
+    truth = pair._GuardColumns.truth
+
+    def spy(self: pair._GuardColumns, sel: Any, q: Any) -> Any:
+        mask = truth(self, sel, q)
+        decided.append(mask is not None)
+        return mask
+
+    with patch.object(pair._GuardColumns, "truth", spy):
+        many._feed = no_step  # type: ignore[method-assign]
+        got = rows(list(many.run(evs[:2500], batch_size=701)))
+        many = restored(many, prog)
+        many._feed = no_step  # type: ignore[method-assign]
+        got += rows(list(many.run(evs[2500:], batch_size=997)))
+    assert decided and all(decided)
     assert got == ref and {r[0] for r in ref} == {"Duration", "Counter"}
     assert many.stats == one.stats and state(many) == state(one)
     assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))

@@ -17,7 +17,8 @@ tests/queries/test_query_bulk.py).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import replace
 from itertools import repeat
 from typing import Any
 
@@ -118,6 +119,51 @@ def filter_mask(expr: ast.Expr, fields: dict[str, int],
         return _truth(v, n)
     except (_Unsupported, TypeError, ValueError, OverflowError):
         return None
+
+
+def pairs_mask(where: ast.Expr, fields: Mapping[str, int], own: Mapping[str, int],
+               earlier: Container[str], column: Callable[[str, Any], np.ndarray]
+               ) -> np.ndarray | None:
+    """Truth of a stage's filter ``where`` on (instance, row) pairs — the column kernels'
+    guards that read the earlier stages' variables — or None when :func:`filter_mask` cannot
+    decide it exactly. Names read as the compiled closure reads them with the bindings the
+    per-event step gives it: a bare name of the row type's ``fields`` is the row's field, a
+    variable the row binds (``own``: variable -> parameter) is the row's, one an earlier stage
+    bound (in ``earlier``) the instance's; any other name (null to the closure) gives None.
+    ``column("own", i)`` is parameter ``i`` of each pair's row, ``column("var", v)`` each
+    pair's instance's value of ``v``."""
+    keys: dict[tuple[str, Any], str] = {}
+    columns: list[np.ndarray] = []
+
+    def rename(e: ast.Expr) -> ast.Expr:
+        if isinstance(e, ast.Name):
+            name = ".".join((e.name, *e.path))
+            if not e.path and name in fields:  # (as the closure: a field first)
+                src: tuple[str, Any] = ("own", fields[name])
+            elif name in own:
+                src = ("own", own[name])
+            elif name in earlier:
+                src = ("var", name)
+            else:  # (not bound yet: the closure reads it as null)
+                raise _Unsupported
+            key = keys.get(src)
+            if key is None:
+                key = keys[src] = f"#{len(columns)}"
+                columns.append(column(*src))
+            return ast.Name(key)
+        if isinstance(e, ast.Unary):
+            return replace(e, operand=rename(e.operand))
+        if isinstance(e, ast.Binary):
+            return replace(e, left=rename(e.left), right=rename(e.right))
+        if isinstance(e, ast.Call):
+            return replace(e, args=tuple(rename(a) for a in e.args))
+        return e
+
+    try:
+        expr = rename(where)
+    except _Unsupported:
+        return None
+    return filter_mask(expr, {k: int(k[1:]) for k in keys.values()}, lambda i: columns[i])
 
 
 def _text_equality(e: ast.Binary, fields: Mapping[str, int]) -> tuple[int, str] | None:

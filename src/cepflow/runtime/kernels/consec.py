@@ -22,13 +22,11 @@ the token and match ids; tests/esper/test_split.py checks it against the per-eve
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from cepflow.events.event import ComplexEvent
-from cepflow.language import ast
 from cepflow.runtime.kernels.filters import filter_mask, passing
 from cepflow.runtime.kernels.frame import Declined, declined_on_failure
 from cepflow.runtime.kernels.pair import Uncodable, key_codes
@@ -36,7 +34,7 @@ from cepflow.runtime.kernels.restart import Plan
 from cepflow.runtime.rows import TypeColumns, as_column
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import Thread, Token
-from cepflow.runtime.vector_expr import filter_mask as vector_mask
+from cepflow.runtime.vector_expr import pairs_mask
 
 
 def plan_consec(m: Any, cols: TypeColumns) -> Plan | None:
@@ -227,13 +225,9 @@ class _Walk:
 
     def _vector(self, pos: Any, inst: np.ndarray, rows: np.ndarray, j: int) -> np.ndarray:
         """runtime.vector_expr over the pairs: the row's fields and the instances' values of
-        the variables the filter reads, each a column (names renamed to column keys)."""
+        the variables the filter reads, each a column."""
         if pos.where is None:
             raise _Unvectorized
-        fields = self.cols.fields(pos.type)
-        own = {v: i for i, v in pos.binds if v != self.cs.key_var}
-        keys: dict[tuple[str, Any], str] = {}
-        columns: list[np.ndarray] = []
 
         def column(kind: str, what: Any) -> np.ndarray:
             if kind == "own":
@@ -254,33 +248,9 @@ class _Walk:
                     vals[k] = v
             return as_column(vals)
 
-        def rename(e: ast.Expr) -> ast.Expr:
-            if isinstance(e, ast.Name):
-                name = ".".join((e.name, *e.path))
-                if not e.path and name in fields:  # (as the closure: a field first)
-                    src: tuple[str, Any] = ("own", fields[name])
-                elif name in own:
-                    src = ("own", own[name])
-                elif self.bound_at.get(name, (j,))[0] < j:
-                    src = ("var", name)
-                else:  # (not bound yet: the closure reads it as null)
-                    raise _Unvectorized
-                key = keys.get(src)
-                if key is None:
-                    key = keys[src] = f"#{len(columns)}"
-                    columns.append(column(*src))
-                return ast.Name(key)
-            if isinstance(e, ast.Unary):
-                return replace(e, operand=rename(e.operand))
-            if isinstance(e, ast.Binary):
-                return replace(e, left=rename(e.left), right=rename(e.right))
-            if isinstance(e, ast.Call):
-                return replace(e, args=tuple(rename(a) for a in e.args))
-            return e
-
-        expr = rename(pos.where)
-        mask = vector_mask(expr, {k: int(k[1:]) for k in keys.values()},
-                           lambda i: columns[i])
+        own = {v: i for i, v in pos.binds if v != self.cs.key_var}
+        earlier = {v for v, (stage, _i) in self.bound_at.items() if stage < j}
+        mask = pairs_mask(pos.where, self.cols.fields(pos.type), own, earlier, column)
         if mask is None:
             raise _Unvectorized
         return mask

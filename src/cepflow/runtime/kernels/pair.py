@@ -41,6 +41,7 @@ from cepflow.runtime.rows import (
 from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows, Thread, Token
+from cepflow.runtime.vector_expr import pairs_mask
 
 
 class Uncodable(Exception):
@@ -306,10 +307,11 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
             if not isinstance(src, EventRows):  # (the A events the guard's bindings read,
                 firsts = sel[ok]                # made in one go by a column source)
                 cols.events(new_rows[firsts[firsts >= n_old] - n_old])
+            guard = _GuardColumns(pr, j, cols, locs, order, old, pend_events)
             moved, row = _first_guarded(pr, j, sel[ok], q[ok], order, code_j, i_code, rows_j,
                                         i_ts, cols, lambda q: _bindings(pr, old, pend_events,
                                                                         new_rows, q, cols),
-                                        reach)
+                                        reach, guard.truth)
         else:
             moved, row = sel[ok], row[ok]
         stage[moved] = j + 1
@@ -400,19 +402,67 @@ def _bindings(pr: EsperPair, old: list[Any], pend: list[Event], new_rows: np.nda
 
 
 
+class _GuardColumns:
+    """A pair's guard on stage ``j`` over (instance, candidate) pairs column-wise
+    (runtime.vector_expr.pairs_mask): the candidate row's fields and the instances' values of
+    the first stage's variables (old tokens' bindings, pending rows' and the batch's new
+    instances' fields), each instance column read once per batch."""
+
+    def __init__(self, pr: EsperPair, j: int, cols: TypeColumns, locs: list[np.ndarray],
+                 order: np.ndarray, old: list[Any], pend: list[Event]) -> None:
+        self.pr, self.j, self.cols, self.locs, self.order = pr, j, cols, locs, order
+        self.old, self.pend = old, pend
+        pos = pr.stages[j].position
+        self.where, self.t = pos.where, pos.type
+        self.own = {v: i for i, v in pr.new[j]}
+        self.first = {v: i for i, v in pr.new[0]}
+        self._inst: dict[str, np.ndarray] = {}
+        #: whether a round could not be decided column-wise (the closure takes the rest)
+        self.off = self.where is None
+
+    def _instances(self, v: str) -> np.ndarray:
+        """Every instance's value of the first stage's variable ``v``."""
+        c = self._inst.get(v)
+        if c is None:
+            i = self.first[v]
+            t0 = self.pr.stages[0].position.type
+            held = ([t.threads[0].bindings.get(v) for t in self.old]
+                    + [e.params[i] for e in self.pend])
+            new = self.cols.column(t0, i)[self.locs[0]]
+            c = self._inst[v] = as_column(held + new.tolist()) if held else new
+        return c
+
+    def truth(self, sel: np.ndarray, q: np.ndarray) -> np.ndarray | None:
+        """The guard on instances ``sel`` with the candidates at sorted places ``q``, or None
+        (the closure decides)."""
+        if self.off:
+            return None
+        at = self.locs[self.j][self.order[q]]
+
+        def column(kind: str, what: Any) -> np.ndarray:
+            if kind == "own":
+                return self.cols.column(self.t, what)[at]
+            return self._instances(what)[sel]
+
+        mask = pairs_mask(self.where, self.cols.fields(self.t), self.own, self.first, column)
+        self.off = mask is None
+        return mask
+
+
 def _first_guarded(pr: EsperPair, j: int, sel: np.ndarray, q: np.ndarray, order: np.ndarray,
                    code_j: np.ndarray, i_code: np.ndarray, rows_j: np.ndarray,
                    i_ts: np.ndarray, cols: TypeColumns, bound: Any,
-                   reach: tuple[np.ndarray, np.ndarray] | None = None
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   reach: tuple[np.ndarray, np.ndarray] | None = None,
+                   vector: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Stage ``j`` whose guard reads the earlier stages' fields (BlowOutTire's ``a2.tire1 <
     1.2 and a1.tire1 > 2.0``): each instance ``sel[i]`` takes its first candidate — rows of
-    its key from sorted place ``q[i]`` on, within Δ — on which the guard holds, evaluated by
-    the compiled closure with the bindings the per-event step gives it (the instance's, then
-    the row's new ones), round after round over the instances still looking. These are the
-    very (instance, row) pairs the per-event engine evaluates; a failure declines the batch,
-    as do more evaluations than the batch is long times 4 (an unbounded wait: event by
-    event costs the same)."""
+    its key from sorted place ``q[i]`` on, within Δ — on which the guard holds, round after
+    round over the instances still looking: decided column-wise by ``vector(sel, q)`` where it
+    can (:class:`_GuardColumns`), else by the compiled closure with the bindings the per-event
+    step gives it (the instance's, then the row's new ones). These are the very (instance,
+    row) pairs the per-event engine evaluates; a failure declines the batch, as do more
+    evaluations than the batch is long times 4 (an unbounded wait: event by event costs the
+    same)."""
     from cepflow.compiler.evaluator import current_sink
 
     src = cols.src
@@ -427,17 +477,19 @@ def _first_guarded(pr: EsperPair, j: int, sel: np.ndarray, q: np.ndarray, order:
     while len(sel):
         cand = order[q]
         row = rows_j[cand]
-        events = cols.events(row)
-        ok = np.zeros(len(sel), bool)
-        for i, (inst, r) in enumerate(zip(sel.tolist(), row.tolist(), strict=True)):
-            b = bindings.get(inst)
-            if b is None:
-                b = bindings[inst] = bound(inst)
-            e = events[r]
-            nb = dict(b)
-            for k, v in new:
-                nb[v] = e.params[k]
-            ok[i] = bool(flt(e, nb))
+        ok = vector(sel, q) if vector is not None else None
+        if ok is None:
+            ok = np.zeros(len(sel), bool)
+            events = cols.events(row)
+            for i, (inst, r) in enumerate(zip(sel.tolist(), row.tolist(), strict=True)):
+                b = bindings.get(inst)
+                if b is None:
+                    b = bindings[inst] = bound(inst)
+                e = events[r]
+                nb = dict(b)
+                for k, v in new:
+                    nb[v] = e.params[k]
+                ok[i] = bool(flt(e, nb))
         budget -= len(sel)
         if (sink is not None and len(sink) > mark) or budget < 0:
             if sink is not None:
