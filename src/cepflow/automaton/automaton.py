@@ -167,6 +167,9 @@ class Automaton:
     #: per select item, the variable it copies (``@ts`` for the match's time) or None when it
     #: computes something; lets the column kernel fill parameters without a bindings dict.
     select_vars: tuple[str | None, ...] | None = None
+    #: per select item, the expression it was compiled from (names read the bindings): lets
+    #: the column kernel compute arithmetic over the matches' fields column-wise.
+    select_exprs: tuple[Any, ...] | None = None
     #: a pattern that starts with timer:interval: its clock (run by the matcher from the
     #: engine's statement start); None for every other pattern
     clock: StartClock | None = None

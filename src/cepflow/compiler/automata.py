@@ -605,6 +605,7 @@ def compile_pattern(
         auto.select = tuple(builder.expr(e, decl.loc) for _, e in decl.select)
         auto.select_vars = tuple(".".join((e.name, *e.path)) if isinstance(e, ast.Name) else None
                                  for _, e in decl.select)
+        auto.select_exprs = tuple(e for _, e in decl.select)
     reads = [p.name for p in decl.params] + [
         dotted(n) for e in [*(e for _, e in decl.select or ()),
                             *(plan.distinct if plan is not None else ())]

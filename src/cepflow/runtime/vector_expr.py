@@ -47,6 +47,16 @@ def filter_mask(expr: ast.Expr, fields: dict[str, int],
     """Truth of ``expr`` (a filter reading only the event's fields ``fields``) for each row,
     ``values(i)`` giving parameter ``i`` of every row, or None when it cannot be evaluated
     column-wise exactly. ``functions``: what a call may name (None: calls are not taken)."""
+    v = _evaluate(expr, fields, values, functions)
+    return None if v is None else _truth(v, len(v))
+
+
+def _evaluate(expr: ast.Expr, fields: Mapping[str, int],
+              values: Callable[[int], Sequence[Any]],
+              functions: Mapping[str, Callable[..., Any]] | None = None
+              ) -> np.ndarray | None:
+    """The value of ``expr`` for each row as a column (:func:`filter_mask`'s terms), or None
+    when it cannot be evaluated column-wise exactly or reads no field."""
     cols: dict[int, np.ndarray] = {}
     n = -1
 
@@ -116,9 +126,46 @@ def filter_mask(expr: ast.Expr, fields: dict[str, int],
             v = ev(expr)
         if not isinstance(v, np.ndarray) or len(v) != n:  # no field read: the closure decides
             return None
-        return _truth(v, n)
+        return v
     except (_Unsupported, TypeError, ValueError, OverflowError):
         return None
+
+
+def arithmetic_values(expr: ast.Expr, column: Callable[[str], list[Any]]) -> list[Any] | None:
+    """The values of ``expr`` — numbers, variables, unary minus and ``+ - *`` — per row, as
+    the compiled closure computes them from a match's bindings (a select list: every name a
+    variable, ``column(v)`` its value per row), or None when that cannot be done exactly:
+    another form, or a variable whose values are not all Python ints or all floats (numpy
+    would make ``1 - 1`` a float beside a float, or a boolean a number)."""
+    names: dict[str, int] = {}
+    cols: list[np.ndarray] = []
+
+    def rename(e: ast.Expr) -> ast.Expr:
+        if isinstance(e, ast.Name):
+            name = ".".join((e.name, *e.path))
+            if name not in names:
+                vals = column(name)
+                kinds = set(map(type, vals))
+                dtype = np.int64 if kinds == {int} else np.float64 if kinds == {float} else None
+                if dtype is None:
+                    raise _Unsupported
+                names[name] = len(cols)
+                cols.append(np.array(vals, dtype=dtype))
+            return ast.Name(f"#{names[name]}")
+        if isinstance(e, ast.Unary) and e.op == "-":
+            return replace(e, operand=rename(e.operand))
+        if isinstance(e, ast.Binary) and e.op in _ARITH:
+            return replace(e, left=rename(e.left), right=rename(e.right))
+        if isinstance(e, ast.Const):
+            return e
+        raise _Unsupported
+
+    try:
+        renamed = rename(expr)
+    except (_Unsupported, OverflowError):
+        return None
+    v = _evaluate(renamed, {f"#{i}": i for i in range(len(cols))}, lambda i: cols[i])
+    return None if v is None or v.dtype.kind not in "if" else v.tolist()
 
 
 def pairs_mask(where: ast.Expr, fields: Mapping[str, int], own: Mapping[str, int],

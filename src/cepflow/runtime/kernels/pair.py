@@ -10,7 +10,7 @@ second stage after a batch stay rows until tokens are needed, those further on b
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import repeat
 from operator import itemgetter
 from typing import Any
@@ -41,7 +41,7 @@ from cepflow.runtime.rows import (
 from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows, Thread, Token
-from cepflow.runtime.vector_expr import pairs_mask
+from cepflow.runtime.vector_expr import arithmetic_values, pairs_mask
 
 
 class Uncodable(Exception):
@@ -548,7 +548,8 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
     n_stages = len(pr.stages)
     out: list[Any] = []
     ranks: list[np.ndarray] = []
-    if fields is not None:  # the instances begun by an A event in hand: lazy complex events
+    lazy = fields is not None or m.pattern.auto.select_exprs is not None
+    if lazy:  # the instances begun by an A event in hand: lazy complex events
         fresh = inst >= n_real
         q_new = inst[fresh]
         starts = taken[0][q_new].tolist()
@@ -556,14 +557,24 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
                   [pend[q - n_real] if q < n_old else events[s]
                    for q, s in zip(q_new.tolist(), starts, strict=True)])
         later = [[events[i] for i in taken[j][q_new].tolist()] for j in range(1, n_stages)]
-        # (the select list as positions in the row ``a.params + b.params + … + (ts, None)``)
-        offsets = np.cumsum([0, *(arity[e.position.type] for e in pr.stages)]).tolist()
-        pick = [offsets[-1] + 1 if f is None else offsets[-1] if f[0] < 0
-                else offsets[f[0]] + f[1] for f in fields]
-        shape = _PairShape(name, m.pattern.auto.params, pick)
         r_new = rank[fresh]
-        out += map(_PairMatch, zip(firsts, *later, strict=True), repeat(shape),
-                   (first_id + r_new).tolist())
+        ids = (first_id + r_new).tolist()
+        parts = zip(firsts, *later, strict=True)
+        if fields is not None:
+            # (the select list as positions in the row ``a.params + b.params + … + (ts, None)``)
+            offsets = np.cumsum([0, *(arity[e.position.type] for e in pr.stages)]).tolist()
+            pick = [offsets[-1] + 1 if f is None else offsets[-1] if f[0] < 0
+                    else offsets[f[0]] + f[1] for f in fields]
+            shape = _PairShape(name, m.pattern.auto.params, pick)
+            out += map(_PairMatch, parts, repeat(shape), ids)
+        else:
+            params = _computed_select(m, pr, [firsts, *later])
+            if params is None:
+                lazy = False
+            else:
+                shape = _PairShape(name, m.pattern.auto.params, [])
+                out += map(_PairRow, parts, repeat(shape), ids, params)
+    if lazy:
         ranks.append(r_new)
         keep = ~fresh
         inst, rank = inst[keep], rank[keep]
@@ -575,8 +586,38 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
     ranks.append(rank)
     r_all = np.concatenate(ranks)
     blocks.append(ObjectMatches(p["end_row"][np.concatenate([q_new, inst])
-                                              if fields is not None else inst], r_all, out))
+                                              if lazy else inst], r_all, out))
     return blocks
+
+
+def _computed_select(m: Any, pr: EsperPair, stage_events: list[list[Event]]
+                     ) -> Iterator[tuple[Any, ...]] | None:
+    """Per match (its events at each stage in ``stage_events``), its parameters where the
+    select list holds only variables, ``current_timestamp()`` and arithmetic over them that
+    runtime.vector_expr computes exactly (Duration's ``a2.ts - a1.ts``), as Matcher.result's
+    closures give them; else None (the matches are made as objects, each evaluated)."""
+    auto = m.pattern.auto
+    if not stage_events[0]:
+        return None
+    where = {v: (j, i) for j, new in enumerate(pr.new) for i, v in new}
+    last = stage_events[-1]
+
+    def column(v: str) -> list[Any]:
+        if v == "@ts":
+            return [e.ts for e in last]
+        at = where.get(v)
+        if at is None:  # (bound by no stage: null, as the bindings' get gives it)
+            return [None] * len(last)
+        j, i = at
+        return [e.params[i] for e in stage_events[j]]
+
+    cols = []
+    for v, e in zip(auto.select_vars, auto.select_exprs, strict=True):
+        vals = column(v) if v is not None else arithmetic_values(e, column)
+        if vals is None:
+            return None
+        cols.append(vals)
+    return zip(*cols, strict=True)
 
 
 
@@ -635,13 +676,47 @@ class _PairShape:
 
 
 
-class _PairMatch(ComplexEvent):
+class _LazyBindings(ComplexEvent):
+    """A complex event of the Esper pair kernel whose bindings (its select list's names and
+    values) are made when first read; pickled and copied as the plain complex event it stands
+    for."""
+
+    __slots__ = ("_bindings", "_shape")
+    _shape: _PairShape
+
+    @property  # type: ignore[override]
+    def bindings(self) -> dict[str, Any]:
+        try:
+            return self._bindings
+        except AttributeError:
+            d = self._bindings = dict(zip(self._shape.names, self.params, strict=True))
+            return d
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ComplexEvent, (self.type, self.params, self.ts, self.bindings, self.parts,
+                               self.match_id), (None, {"id": self.id, "seq": self.seq}))
+
+
+class _PairRow(_LazyBindings):
+    """A complex event of the Esper pair kernel whose parameters were computed column-wise
+    (:func:`_computed_select`)."""
+
+    __slots__ = ()
+
+    def __init__(self, parts: tuple[Event, ...], shape: _PairShape, match_id: int,
+                 params: tuple[Any, ...]) -> None:
+        self.parts, self.params, self._shape = parts, params, shape
+        self.type, self.ts, self.match_id = shape.name, parts[-1].ts, match_id
+        self.id, self.seq = None, -1
+
+
+class _PairMatch(_LazyBindings):
     """A complex event of the Esper pair kernel whose select list only names fields of its
     events: ``params``, ``bindings`` and ``parts`` are made when first read, since most
     consumers of a large batch read a few of them or none (making them eagerly was half of the
     Crash kernel's time). Reads give what Matcher._complete would have built."""
 
-    __slots__ = ("_bindings", "_events", "_params", "_shape")
+    __slots__ = ("_events", "_params")
 
     def __init__(self, parts: tuple[Event, ...], shape: _PairShape, match_id: int) -> None:
         self._events, self._shape = parts, shape
@@ -660,21 +735,8 @@ class _PairMatch(ComplexEvent):
             return p
 
     @property  # type: ignore[override]
-    def bindings(self) -> dict[str, Any]:
-        try:
-            return self._bindings
-        except AttributeError:
-            d = self._bindings = dict(zip(self._shape.names, self.params, strict=True))
-            return d
-
-    @property  # type: ignore[override]
     def parts(self) -> tuple[Event, ...]:
         return self._events
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # (pickled and copied as the plain complex event it stands for)
-        return (ComplexEvent, (self.type, self.params, self.ts, self.bindings, self.parts,
-                               self.match_id), (None, {"id": self.id, "seq": self.seq}))
 
 
 
