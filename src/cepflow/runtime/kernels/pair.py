@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Sequence
-from itertools import repeat
+from itertools import count, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -63,16 +63,20 @@ def key_codes(ka: np.ndarray, kb: np.ndarray, old: list[Any], span: int
             # (old keys that equal no int get the code top; anything else: the general way)
             codes = [int(v) if _small_int(v, top) else top for v in old]
             return np.concatenate([np.array(codes, dtype=np.int64), ka]), kb
-    table: dict[Any, int] = {}
-    out = []
-    for v in [*old, *ka.tolist(), *kb.tolist()]:
-        if v != v:  # NaN unifies with nothing, not even itself
-            raise Uncodable
-        out.append(table.setdefault(v, len(table)))
+    values = [*old, *ka.tolist(), *kb.tolist()]
+    # (NaN unifies with nothing, not even itself; only values of other types can be one)
+    if not set(map(type, values)) <= _NEVER_NAN and any(v != v for v in values):
+        raise Uncodable
+    # (numbered in order of first appearance, by dict equality: Python's == for keys)
+    table = dict(zip(dict.fromkeys(values), count()))
     if len(table) * span >= 1 << 62:
         raise Uncodable
-    codes = np.array(out, dtype=np.int64)
+    codes = np.fromiter(map(table.__getitem__, values), dtype=np.int64, count=len(values))
     return codes[:len(old) + len(ka)], codes[len(old) + len(ka):]
+
+
+#: key types no value of which is unequal to itself
+_NEVER_NAN = frozenset([str, int, bool, type(None)])
 
 
 
