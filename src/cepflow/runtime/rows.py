@@ -125,6 +125,33 @@ class EventRows(Rows):
 
 
 
+class LazyBindings(ComplexEvent):
+    """A complex event whose bindings (its parameters by name) are made when first read: a
+    kernel's matches and a window block's rows, the bulk of which no one asks that of; it
+    pickles and copies as the plain complex event it stands for."""
+
+    __slots__ = ("_bindings", "_names")
+
+    def __init__(self, type: str, params: tuple[Any, ...], ts: Any, names: Sequence[str],
+                 parts: tuple[Event, ...], match_id: int = -1) -> None:
+        self.type, self.params, self.ts, self.parts = type, params, ts, parts
+        self._names, self.match_id = names, match_id
+        self.id, self.seq = None, -1
+
+    @property  # type: ignore[override]
+    def bindings(self) -> dict[str, Any]:
+        try:
+            return self._bindings
+        except AttributeError:
+            d = self._bindings = dict(zip(self._names, self.params, strict=False))
+            return d
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ComplexEvent, (self.type, self.params, self.ts, self.bindings, self.parts,
+                               self.match_id), (None, {"id": self.id, "seq": self.seq}))
+
+
+
 @dataclass
 class ChainMatches:
     """The complex events of one chain pattern in a batch, column-wise."""

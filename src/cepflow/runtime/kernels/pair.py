@@ -31,6 +31,7 @@ from cepflow.runtime.kernels.frame import (
 from cepflow.runtime.reach import whole
 from cepflow.runtime.rows import (
     EventRows,
+    LazyBindings,
     MatchTable,
     ObjectMatches,
     Rows,
@@ -576,8 +577,9 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
             if params is None:
                 lazy = False
             else:
-                shape = _PairShape(name, m.pattern.auto.params, [])
-                out += map(_PairRow, parts, repeat(shape), ids, params)
+                names = tuple(m.pattern.auto.params)
+                out += [LazyBindings(name, ps, evs[-1].ts, names, evs, i)
+                        for evs, ps, i in zip(parts, params, ids, strict=True)]
     if lazy:
         ranks.append(r_new)
         keep = ~fresh
@@ -680,50 +682,16 @@ class _PairShape:
 
 
 
-class _LazyBindings(ComplexEvent):
-    """A complex event of the Esper pair kernel whose bindings (its select list's names and
-    values) are made when first read; pickled and copied as the plain complex event it stands
-    for."""
-
-    __slots__ = ("_bindings", "_shape")
-    _shape: _PairShape
-
-    @property  # type: ignore[override]
-    def bindings(self) -> dict[str, Any]:
-        try:
-            return self._bindings
-        except AttributeError:
-            d = self._bindings = dict(zip(self._shape.names, self.params, strict=True))
-            return d
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (ComplexEvent, (self.type, self.params, self.ts, self.bindings, self.parts,
-                               self.match_id), (None, {"id": self.id, "seq": self.seq}))
-
-
-class _PairRow(_LazyBindings):
-    """A complex event of the Esper pair kernel whose parameters were computed column-wise
-    (:func:`_computed_select`)."""
-
-    __slots__ = ()
-
-    def __init__(self, parts: tuple[Event, ...], shape: _PairShape, match_id: int,
-                 params: tuple[Any, ...]) -> None:
-        self.parts, self.params, self._shape = parts, params, shape
-        self.type, self.ts, self.match_id = shape.name, parts[-1].ts, match_id
-        self.id, self.seq = None, -1
-
-
-class _PairMatch(_LazyBindings):
+class _PairMatch(LazyBindings):
     """A complex event of the Esper pair kernel whose select list only names fields of its
     events: ``params``, ``bindings`` and ``parts`` are made when first read, since most
     consumers of a large batch read a few of them or none (making them eagerly was half of the
     Crash kernel's time). Reads give what Matcher._complete would have built."""
 
-    __slots__ = ("_events", "_params")
+    __slots__ = ("_events", "_params", "_shape")
 
     def __init__(self, parts: tuple[Event, ...], shape: _PairShape, match_id: int) -> None:
-        self._events, self._shape = parts, shape
+        self._events, self._shape, self._names = parts, shape, shape.names
         self.type, self.ts, self.match_id = shape.name, parts[-1].ts, match_id
         self.id, self.seq = None, -1
 

@@ -37,7 +37,7 @@ open; such a source is numbered before the plans make its events.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Sequence
 from itertools import repeat
@@ -214,13 +214,15 @@ class _Replay:
         self.n_starts = len(order)
         self.ids = np.zeros(len(order), np.int64)
         self.next = 0  # the first instance without an id
-        #: per pattern: row -> its complex events completed at that row (ids to be given)
-        self.matches: list[dict[int, list[ComplexEvent]]] = []
+        #: per pattern: the rows its complex events complete at, ascending, and those events
+        #: (ids to be given; a stepped row looks its own up)
+        self.matches: list[tuple[list[int], list[ComplexEvent]]] = []
         for _, at, found, _ in plans:
-            by_row: dict[int, list[ComplexEvent]] = {}
-            for r, ce in zip(at, found, strict=True):
-                by_row.setdefault(r, []).append(ce)
-            self.matches.append(by_row)
+            a = np.asarray(at, np.int64)
+            if len(a) > 1 and bool((a[1:] < a[:-1]).any()):  # (in row order, else as given)
+                o = np.argsort(a, kind="stable")
+                at, found = a[o].tolist(), [found[i] for i in o.tolist()]
+            self.matches.append((list(at), found))
         #: the rows where a match something reads completes (they are stepped)
         self.match_rows = np.unique(np.array([r for (_, at, _, _), c in zip(plans, consumed,
                                                                            strict=True)
@@ -305,9 +307,15 @@ class _Replay:
             counters.token += q - k
             self.next = q
 
+    def at_row(self, k: int) -> list[ComplexEvent]:
+        """Plan ``k``'s complex events at the current row."""
+        at, found = self.matches[k]
+        r = self.row
+        lo = bisect_left(at, r)
+        return found[lo:bisect_right(at, r, lo)] if lo < len(at) and at[lo] == r else []
+
     def step(self, k: int, counters: Any) -> Any:
         """Pattern ``k``'s step for the current row."""
-        matches = self.matches[k]
 
         def replay(e: Event, emit: Any) -> None:
             r = self.row
@@ -317,20 +325,16 @@ class _Replay:
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
-            found = matches.get(r)
-            if found:
-                for ce in found:
-                    counters.match += 1
-                    ce.match_id = counters.match
-                    emit(ce)
+            for ce in self.at_row(k):
+                counters.match += 1
+                ce.match_id = counters.match
+                emit(ce)
         return replay
 
     def rows_at(self, k: int, counters: Any) -> list[ComplexEvent]:
         """Plan ``k``'s complex events at the current row, with the next match ids (a window
         block's rows: kernels.window_block)."""
-        found = self.matches[k].get(self.row)
-        if not found:
-            return []
+        found = self.at_row(k)
         for ce in found:
             counters.match += 1
             ce.match_id = counters.match

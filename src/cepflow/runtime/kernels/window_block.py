@@ -44,7 +44,7 @@ from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.walk import strip_alias
 from cepflow.runtime.kernels.filters import filter_mask
 from cepflow.runtime.kernels.frame import Declined
-from cepflow.runtime.rows import Rows, TypeColumns
+from cepflow.runtime.rows import LazyBindings, Rows, TypeColumns
 from cepflow.windows.aggregates import FIRST, N
 from cepflow.windows.held import EVENT, KEY, TS, VALS
 from cepflow.windows.tumbling import TimeBatchWindow
@@ -311,9 +311,9 @@ class WindowBlock:
         cols = [slot_cols[a] if k == "agg" else [e.params[a] for e in evs] if k == "field"
                 else now for k, a in self.plan.items]
         if times is not None:
-            return [ComplexEvent(name, p, t, dict(zip(aliases, p, strict=False)), (), -1)
+            return [LazyBindings(name, p, t, aliases, ())
                     for p, t in zip(zip(*cols, strict=True), times, strict=True)]
-        return [ComplexEvent(name, p, t, dict(zip(aliases, p, strict=False)), (e,), -1)
+        return [LazyBindings(name, p, t, aliases, (e,))
                 for p, t, e in zip(zip(*cols, strict=True), now, evs, strict=True)]
 
     def _summed(self) -> list[tuple[int, int, bool]]:
