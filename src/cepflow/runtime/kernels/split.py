@@ -90,7 +90,7 @@ def split_kernels(engine: Any) -> list[Any] | None:
     # batch whose rows nothing reads (its boundaries are recorded in bulk), whose type nothing
     # but such statements reads (a time batch something reads is left per event: its
     # boundaries are stepped rows, which cost more than its adds when a batch holds few rows;
-    # so is a fully aggregated sliding window: its expiry instants are stepped rows)
+    # so is a fully aggregated sliding window, rows on expiry: not measured alone)
     blocks = [engine.windows[i] for i in window_kernels(engine)]
     ids = {id(r) for r in blocks}
     alone = [r for r in blocks
