@@ -44,7 +44,7 @@ from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.walk import strip_alias
 from cepflow.runtime.kernels.filters import filter_mask
 from cepflow.runtime.kernels.frame import Declined
-from cepflow.runtime.rows import LazyBindings, Rows, TypeColumns
+from cepflow.runtime.rows import EventRows, LazyBindings, Rows, TypeColumns
 from cepflow.windows.aggregates import FIRST, N
 from cepflow.windows.held import EVENT, KEY, TS, VALS
 from cepflow.windows.tumbling import TimeBatchWindow
@@ -118,14 +118,6 @@ def running_sums(x: np.ndarray, starts: np.ndarray, init: np.ndarray) -> np.ndar
             acc[:m] = acc[:m] + x[at]
             out[at] = acc[:m]
     return out
-
-
-def _per_row(local: np.ndarray, uniq: list[Any]) -> list[Any]:
-    """Rows.values' answer as one value per row (the list itself when it is one already:
-    an event list's values)."""
-    if len(uniq) == len(local) and np.array_equal(local, np.arange(len(local))):
-        return uniq
-    return [uniq[i] for i in local.tolist()]
 
 
 def _instants(reference: Any, k: int, size: Any, t_end: Any, most: int) -> np.ndarray:
@@ -209,6 +201,7 @@ class WindowBlock:
         self.last_seen = src.time_at(int(rows[-1])) if len(rows) else None
         if float(np.abs(src.ts).max(initial=0.0)) >= _EXACT:
             raise Declined("timestamps beyond 2**53")
+        mask = None
         if plan.filter is not None:
             assert not st.more_inputs
             where = strip_alias(st.filter, st.alias)
@@ -224,11 +217,19 @@ class WindowBlock:
                             else [])
         n = len(rows)
         # group keys and aggregate arguments: Python values (the records') and columns
+        def per_row(k: int) -> list[Any]:  # (parameter k of the rows, a value per row)
+            if isinstance(src, EventRows) and not st.more_inputs:
+                # (an event list's: through the type's parameter tuples, read once for
+                # every statement of the batch, TypeColumns.params)
+                vals = list(map(itemgetter(k), cols.params(t)))
+                return vals if mask is None else list(itertools.compress(vals, mask.tolist()))
+            local, uniq = src.values(k, rows)
+            return [uniq[i] for i in local.tolist()]
+
         self.key_of: list[Any] = [()] * n
         if plan.group_exprs:
-            self.key_of = _per_row(*src.values(plan.fields[plan.group_exprs[0].name], rows))
-        self.arg_values: list[list[Any]] = [_per_row(*src.values(plan.fields[a.name], rows))
-                                            for a in plan.args]
+            self.key_of = per_row(plan.fields[plan.group_exprs[0].name])
+        self.arg_values: list[list[Any]] = [per_row(plan.fields[a.name]) for a in plan.args]
         self.ts = src.ts[rows]
         if st.window.kind == "time":
             self._plan_sliding()
