@@ -523,7 +523,8 @@ class Model:
 
         Checked as it is applied; a bad value (unknown object or attribute, a reference, a
         wrong type) undoes the block and raises :class:`ModelError` whose ``.row`` is the
-        object's position ``i``: the model is unchanged. One transaction, or joins the open one.
+        object's position ``i``: the model is unchanged. An object none of whose values is set
+        is not checked (set_many has no row of it). One transaction, or joins the open one.
         """
         if len(columns) != len(features):
             raise ModelError(f"{len(features)} attribute(s) and {len(columns)} column(s)")
@@ -572,9 +573,13 @@ class Model:
                            columns: Sequence[Sequence[Any]]) -> int:
         """set_block value by value (any objects, values needing conversion, errors)."""
         n = len(objects)
+        # an object none of whose values is set is left out of the block, unchecked: set_many
+        # has no row of it (so a deleted or unknown object there is no error)
+        keep = [i for i in range(n) if any(c[i] is not None for c in columns)]
+        m = len(keep)
         targets: list[MObject] = []
-        old: list[list[Any]] = [[None] * n for _ in features]
-        new: list[list[Any]] = [[None] * n for _ in features]
+        old: list[list[Any]] = [[None] * m for _ in features]
+        new: list[list[Any]] = [[None] * m for _ in features]
         block = AttributeBlock(targets, features, old, new, 0)
         # one pass over the objects (each object and its values touched once), the columns
         # that set nothing left out
@@ -585,7 +590,8 @@ class Model:
         size = 0
         i = 0
         try:
-            for i, obj in enumerate(objects):  # (i names the bad object)
+            for k, i in enumerate(keep):  # (i names the bad object)
+                obj = objects[i]
                 if obj.__class__ is MObject and obj.model is self and obj.alive:  # type: ignore[union-attr]
                     o: MObject = obj  # type: ignore[assignment]
                 else:
@@ -601,8 +607,8 @@ class Model:
                     if value.__class__ is not float or feature not in floats:
                         value = self._coerce(cls, o.id, feature, value)
                     values = stored[feature]
-                    olds[i] = values[row]
-                    values[row] = news[i] = value
+                    olds[k] = values[row]
+                    values[row] = news[k] = value
                     size += 1
         except ModelError as e:
             block.size = size
