@@ -170,6 +170,9 @@ class Automaton:
     #: per select item, the expression it was compiled from (names read the bindings): lets
     #: the column kernel compute arithmetic over the matches' fields column-wise.
     select_exprs: tuple[Any, ...] | None = None
+    #: per select item, ``(value,)`` when it is a literal (the very value its evaluator
+    #: returns) or None; lets the column kernel carry constants without evaluating per match.
+    select_consts: tuple[tuple[Any] | None, ...] | None = None
     #: a pattern that starts with timer:interval: its clock (run by the matcher from the
     #: engine's statement start); None for every other pattern
     clock: StartClock | None = None

@@ -606,6 +606,9 @@ def compile_pattern(
         auto.select_vars = tuple(".".join((e.name, *e.path)) if isinstance(e, ast.Name) else None
                                  for _, e in decl.select)
         auto.select_exprs = tuple(e for _, e in decl.select)
+        # (a literal's evaluator returns one value and cannot fail: read it once)
+        auto.select_consts = tuple((f(None, {}),) if isinstance(e, ast.Const) else None
+                                   for f, (_, e) in zip(auto.select, decl.select, strict=True))
     reads = [p.name for p in decl.params] + [
         dotted(n) for e in [*(e for _, e in decl.select or ()),
                             *(plan.distinct if plan is not None else ())]

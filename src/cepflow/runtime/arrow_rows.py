@@ -19,7 +19,14 @@ from cepflow.events.event import Event
 from cepflow.inputs.columnar import SLOTS, column, constant, decode
 from cepflow.outputs.encoding import dumps, json_texts
 from cepflow.outputs.records import MATCH_SCHEMA, match_batch, match_ts_column
-from cepflow.runtime.rows import ChainMatches, MatchTable, ObjectMatches, Rows, StageMatches
+from cepflow.runtime.rows import (
+    CONST,
+    ChainMatches,
+    MatchTable,
+    ObjectMatches,
+    Rows,
+    StageMatches,
+)
 
 #: up to this many rows asked at once are read value by value (ArrowRows._event), more are
 #: decoded as a batch
@@ -215,6 +222,8 @@ def _stage_params(b: StageMatches, rows: ArrowRows) -> pa.Array:
     for j, (name, f) in enumerate(shown):
         if f is None:
             text = constant("null", len(b.at))
+        elif f[0] == CONST:
+            text = _value_texts([b.consts[f[1]]]).take(pa.array(np.zeros(len(b.at), np.int64)))
         elif f[0] < 0:
             text = rows.time_texts(at)
         else:

@@ -176,6 +176,11 @@ class ChainMatches:
 
 
 
+#: in :attr:`StageMatches.fields`, the stage of a select list's literal: ``(CONST, i)`` is
+#: ``consts[i]``
+CONST = -2
+
+
 @dataclass
 class StageMatches:
     """The complex events of one Esper pair or chain pattern in a batch whose every event is a
@@ -186,7 +191,8 @@ class StageMatches:
     #: the pattern's parameters (its select list's names), in order
     names: tuple[str, ...]
     #: per parameter, where its value is: ``(stage, k)`` parameter ``k`` of the event the match
-    #: took at ``stage``, ``(-1, 0)`` the match's time, None no value (None)
+    #: took at ``stage``, ``(-1, 0)`` the match's time, ``(CONST, i)`` the literal
+    #: ``consts[i]``, None no value (None)
     fields: tuple[tuple[int, int] | None, ...]
     #: batch row of the completing event, per match
     at: np.ndarray
@@ -194,12 +200,14 @@ class StageMatches:
     rank: np.ndarray
     #: (stages, matches): batch row of the event each match took at each stage
     rows: np.ndarray
+    #: the select list's literals, by item (what a ``(CONST, i)`` field reads)
+    consts: tuple[Any, ...] = ()
 
     def complex_event(self, parts: Sequence[Event], match_id: int) -> ComplexEvent:
         """The complex event of one match of the block, as the token path makes it."""
         ts = parts[-1].ts
-        vals = tuple(None if f is None else ts if f[0] < 0 else parts[f[0]].params[f[1]]
-                     for f in self.fields)
+        vals = tuple(None if f is None else self.consts[f[1]] if f[0] == CONST
+                     else ts if f[0] < 0 else parts[f[0]].params[f[1]] for f in self.fields)
         return ComplexEvent(self.pattern, vals, ts, dict(zip(self.names, vals, strict=True)),
                             parts, match_id)
 

@@ -50,6 +50,8 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
                if b.statement.window.kind == "time" and b.plan.mode == "event"}
     # (patterns in cascade order: by the block they read, then engine order)
     found: list[tuple[int, int, Any, Any, list[ComplexEvent]]] = []
+    # (the block's rows as columns, read once for every pattern over it)
+    cols: dict[int, TypeColumns] = {}
     for m in engine.matchers:
         pr, types = m.pattern.pair, m.pattern.types
         if (pr is None or len(pr.stages) != 1 or len(types) != 1
@@ -60,7 +62,9 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
             continue
         pos, _i, b = by_type[t]
         try:
-            plan = plan_pair(m, TypeColumns(EventRows(b.found), schemas), arity)
+            if pos not in cols:
+                cols[pos] = TypeColumns(EventRows(b.found), schemas)
+            plan = plan_pair(m, cols[pos], arity)
         except Declined:
             plan = None
         if plan is None:

@@ -30,6 +30,7 @@ from cepflow.runtime.kernels.frame import (
 )
 from cepflow.runtime.reach import whole
 from cepflow.runtime.rows import (
+    CONST,
     EventRows,
     LazyBindings,
     MatchTable,
@@ -518,15 +519,30 @@ def _first_guarded(pr: EsperPair, j: int, sel: np.ndarray, q: np.ndarray, order:
 
 def _select_fields(m: Any, pr: EsperPair) -> tuple[tuple[int, int] | None, ...] | None:
     """Where each value of the pattern's select list is, when it names only fields of its
-    events (:attr:`StageMatches.fields`), else None (the token path's ``result`` makes it)."""
+    events or literals (:attr:`StageMatches.fields`; a literal ``(CONST, i)``: select item
+    ``i``'s value, :func:`select_consts`), else None (the token path's ``result`` makes it)."""
     auto = m.pattern.auto
-    svars = auto.select_vars
-    if auto.select is None or svars is None or any(v is None for v in svars):
+    svars, consts = auto.select_vars, auto.select_consts or ()
+    if auto.select is None or svars is None:
         return None
     where: dict[str, tuple[int, int]] = {}
     for j, new in enumerate(pr.new):
         where.update((v, (j, i)) for i, v in new)
-    return tuple((-1, 0) if v == "@ts" else where.get(v) for v in svars)
+    fields: list[tuple[int, int] | None] = []
+    for i, v in enumerate(svars):
+        if v is None:
+            if i >= len(consts) or consts[i] is None:
+                return None
+            fields.append((CONST, i))
+        else:
+            fields.append((-1, 0) if v == "@ts" else where.get(v))
+    return tuple(fields)
+
+
+def select_consts(m: Any) -> tuple[Any, ...]:
+    """Per select item of ``m``'s pattern its literal's value (None for the other items): what
+    a ``(CONST, i)`` field of :func:`_select_fields` reads."""
+    return tuple(None if c is None else c[0] for c in m.pattern.auto.select_consts or ())
 
 
 
@@ -543,7 +559,8 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
     if as_rows.any():
         q = inst[as_rows]
         blocks.append(StageMatches(name, tuple(m.pattern.auto.params), fields,
-                                   p["end_row"][q], rank[as_rows], taken[:, q]))
+                                   p["end_row"][q], rank[as_rows], taken[:, q],
+                                   select_consts(m)))
         inst, rank = inst[~as_rows], rank[~as_rows]
         if not len(inst):
             return blocks
@@ -566,11 +583,14 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
         ids = (first_id + r_new).tolist()
         parts = zip(firsts, *later, strict=True)
         if fields is not None:
-            # (the select list as positions in the row ``a.params + b.params + … + (ts, None)``)
+            # (the select list as positions in the row ``a.params + b.params + … + (ts, None)``
+            # and the select list's literals after it)
             offsets = np.cumsum([0, *(arity[e.position.type] for e in pr.stages)]).tolist()
-            pick = [offsets[-1] + 1 if f is None else offsets[-1] if f[0] < 0
-                    else offsets[f[0]] + f[1] for f in fields]
-            shape = _PairShape(name, m.pattern.auto.params, pick)
+            pick = [offsets[-1] + 1 if f is None else offsets[-1] + 2 + f[1] if f[0] == CONST
+                    else offsets[-1] if f[0] < 0 else offsets[f[0]] + f[1] for f in fields]
+            shape = _PairShape(name, m.pattern.auto.params, pick,
+                               select_consts(m) if any(f and f[0] == CONST for f in fields)
+                               else ())
             out += map(_PairMatch, parts, repeat(shape), ids)
         else:
             params = _computed_select(m, pr, [firsts, *later])
@@ -669,13 +689,14 @@ def _held(pr: EsperPair, p: dict, q: int, events: Any) -> tuple[list[Event], dic
 
 class _PairShape:
     """What the complex events of one pattern share in a batch: its name, the names of its
-    parameters, and the select list as positions in the row of its events' params, its time
-    and None (``a.params + b.params + … + (ts, None)``)."""
+    parameters, and the select list as positions in the row of its events' params, its time,
+    None and the select list's literals (``a.params + b.params + … + (ts, None) + consts``)."""
 
-    __slots__ = ("get", "name", "names")
+    __slots__ = ("consts", "get", "name", "names")
 
-    def __init__(self, name: str, names: Sequence[str], pick: list[int]) -> None:
-        self.name, self.names = name, tuple(names)
+    def __init__(self, name: str, names: Sequence[str], pick: list[int],
+                 consts: tuple[Any, ...] = ()) -> None:
+        self.name, self.names, self.consts = name, tuple(names), consts
         #: the parameter tuple from the row ``a.params + b.params + … + (ts, None)``
         self.get: Any = (itemgetter(*pick) if len(pick) > 1 else
                          (lambda row, i=pick[0]: (row[i],)) if pick else (lambda row: ()))
@@ -694,17 +715,24 @@ class _PairMatch(LazyBindings):
         self._events, self._shape, self._names = parts, shape, shape.names
         self.type, self.ts, self.match_id = shape.name, parts[-1].ts, match_id
         self.id, self.seq = None, -1
+        # (None until read: a test, not a caught AttributeError, which costs a microsecond)
+        self._params = None
 
     @property  # type: ignore[override]
     def params(self) -> tuple[Any, ...]:
-        try:
-            return self._params
-        except AttributeError:
+        p = self._params
+        if p is None:
             evs = self._events
-            row = [x for e in evs for x in e.params] if len(evs) != 2 else [
-                *evs[0].params, *evs[1].params]
-            p = self._params = self._shape.get((*row, evs[-1].ts, None))
-            return p
+            shape = self._shape
+            if len(evs) == 1:
+                e = evs[0]
+                p = shape.get((*e.params, e.ts, None, *shape.consts))
+            else:
+                row = [x for e in evs for x in e.params] if len(evs) != 2 else [
+                    *evs[0].params, *evs[1].params]
+                p = shape.get((*row, evs[-1].ts, None, *shape.consts))
+            self._params = p
+        return p
 
     @property  # type: ignore[override]
     def parts(self) -> tuple[Event, ...]:
