@@ -8,6 +8,7 @@ and a save/restore in the middle, the results equal the per-event engine's: comp
 statistics, open instances and saved state."""
 
 import itertools
+import pickle
 import re
 
 from hypothesis import given, settings
@@ -23,6 +24,7 @@ from tests.esper.test_esper_kernel import (
 )
 from tests.esper.test_split import check_split, program
 
+from cepflow.events.event import ComplexEvent
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
@@ -154,3 +156,31 @@ def test_air_quality_grades_are_lazy_matches() -> None:
         station, pollutant, grade, average = m.pattern.auto.select_consts
         assert station is None and average is None
         assert m.name.startswith(pollutant[0]) and grade[0] in range(1, 7)
+
+
+def read_fully(found: list) -> list:
+    """Everything a consumer reads of each complex event: type, time, parameters (by repr:
+    1 from 1.0 and True), bindings, parts (by ref), match id, its repr and output record, and
+    the same of its pickled copy (a plain complex event)."""
+    out = []
+    for m in found:
+        again = pickle.loads(pickle.dumps(m))
+        assert type(again) is ComplexEvent and again == m
+        out.append((m.type, m.ts, repr(m.params), repr(sorted(m.bindings.items())),
+                    [p.ref for p in m.parts], m.match_id, repr(m), m.to_dict(),
+                    repr(again.params), again.match_id))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(grades(), stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=3))
+def test_lazy_rows_read_as_the_per_event_engine_builds(cascade, spec, cuts) -> None:
+    """The rows a split batch makes lazily (the window block's arrival rows, the grade
+    patterns' matches) read, print, write and pickle as the per-event engine's."""
+    prog = load_module(parse_epl(SCHEMA + cascade))
+    one, many = Engine(prog), Engine(prog)
+    ref = read_fully([m for e in events(spec) for m in one.process(e)])
+    evs, got = events(spec), []
+    for lo, hi in itertools.pairwise(sorted({0, len(spec), *(min(c, len(spec)) for c in cuts)})):
+        got += read_fully(many.process_batch(evs[lo:hi]))
+    assert got == ref
