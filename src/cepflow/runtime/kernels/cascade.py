@@ -22,6 +22,7 @@ import numpy as np
 from cepflow.compiler.evaluator import can_fail
 from cepflow.events.event import ComplexEvent
 from cepflow.runtime.kernels.frame import Declined
+from cepflow.runtime.kernels.pair import fill_params
 from cepflow.runtime.kernels.window_block import WindowBlock, batch_fits
 from cepflow.runtime.rows import EventRows, TypeColumns
 
@@ -92,6 +93,9 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
         j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
         pos = np.repeat(np.array([p[2] for p in mine], np.int64), lens)
         sub = np.repeat(np.array([p[3] for p in mine], np.int64), lens)
+        for p in mine:  # (the batch reads every match's parameters)
+            if p[3]:
+                fill_params(p[4])
         evs = np.empty(len(at), object)
         evs[:] = [ce for p in mine for ce in p[4]]
         rows = EventRows(evs[np.lexsort((j, sub, pos, at))].tolist())

@@ -590,7 +590,7 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
                     else offsets[-1] if f[0] < 0 else offsets[f[0]] + f[1] for f in fields]
             shape = _PairShape(name, m.pattern.auto.params, pick,
                                select_consts(m) if any(f and f[0] == CONST for f in fields)
-                               else ())
+                               else (), offsets[-1])
             out += map(_PairMatch, parts, repeat(shape), ids)
         else:
             params = _computed_select(m, pr, [firsts, *later])
@@ -692,15 +692,41 @@ class _PairShape:
     parameters, and the select list as positions in the row of its events' params, its time,
     None and the select list's literals (``a.params + b.params + … + (ts, None) + consts``)."""
 
-    __slots__ = ("consts", "get", "name", "names")
+    __slots__ = ("consts", "get", "name", "names", "pick", "width")
 
     def __init__(self, name: str, names: Sequence[str], pick: list[int],
-                 consts: tuple[Any, ...] = ()) -> None:
+                 consts: tuple[Any, ...] = (), width: int | None = None) -> None:
         self.name, self.names, self.consts = name, tuple(names), consts
+        #: the positions in the row, and how many of them are the events' params (None:
+        #: not given, so fill_params leaves the matches to their lazy reads)
+        self.pick, self.width = pick, width
         #: the parameter tuple from the row ``a.params + b.params + … + (ts, None)``
         self.get: Any = (itemgetter(*pick) if len(pick) > 1 else
                          (lambda row, i=pick[0]: (row[i],)) if pick else (lambda row: ()))
 
+
+
+def fill_params(found: Sequence[ComplexEvent]) -> None:
+    """Make the parameters of the one-event lazy matches in ``found`` column by column (a list
+    per select item, zipped into the tuples), for a consumer about to read them all (a time
+    batch over a cascade's matches, kernels.cascade): the values reading each one would give,
+    for a fraction of the cost."""
+    by_shape: dict[int, list[_PairMatch]] = {}
+    for m in found:
+        if m.__class__ is _PairMatch and m._params is None and (  # type: ignore[attr-defined]
+                len(m._events) == 1):  # type: ignore[attr-defined]
+            by_shape.setdefault(id(m._shape), []).append(m)  # type: ignore[attr-defined]
+    for ms in by_shape.values():
+        shape = ms[0]._shape
+        w, n = shape.width, len(ms)
+        if not shape.pick or w is None:
+            continue
+        evs = [m._events[0] for m in ms]
+        cols: list[Any] = [[e.params[i] for e in evs] if i < w else [e.ts for e in evs]
+                           if i == w else repeat(None, n) if i == w + 1
+                           else repeat(shape.consts[i - w - 2], n) for i in shape.pick]
+        for m, p in zip(ms, zip(*cols, strict=True), strict=True):
+            m._params = p
 
 
 class _PairMatch(LazyBindings):
