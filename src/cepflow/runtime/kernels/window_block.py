@@ -272,8 +272,11 @@ class WindowBlock:
         self.due = self._closes[first][0] if first < len(self._closes) else self._due_end
 
     def commit(self, token_ids: np.ndarray) -> None:
-        """Leave the runner as event-by-event feeding would have left it."""
+        """Leave the runner as event-by-event feeding would have left it, and drop the
+        batch's plan: its closures refer back to the block, a cycle only the collector would
+        free, after walking everything the plan holds."""
         self._commit()
+        self.__dict__.clear()
 
     # -- values -----------------------------------------------------------------------------
     def _values(self, n: int, totals: list[Any], ext: list[Any] | None = None
