@@ -15,6 +15,13 @@ def gc_paused() -> Iterator[None]:
     The engine's objects (events, tokens, bindings) form no reference cycles, so reference
     counting frees them; without the pause, CPython's generational collector repeatedly walks
     every live event of the batch, which costs a third of the time on large batches.
+
+    When the collector comes back, what the batch made goes to its oldest generation (frozen
+    and thawed, in constant time) instead of being walked by the young generation's collection
+    that the first allocation would start (a sixth of a large batch of matches' time): objects
+    that die free themselves by reference counting as before, and a cycle among them waits for
+    the next full collection. Not when the program froze objects itself (``gc.freeze``): thawing
+    would release them too.
     """
     was = gc.isenabled()
     gc.disable()
@@ -22,4 +29,9 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was:
-            gc.enable()
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.enable()
+                gc.unfreeze()
+            else:
+                gc.enable()
