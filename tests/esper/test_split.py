@@ -151,7 +151,8 @@ def consecs(draw: st.DrawFn) -> str:
 def rows(found) -> list:
     # (values by repr, which tells 1 from 1.0 and True; a NaN read back from saved state is
     # another float object: compared as a marker)
-    return [(m.type, m.ts, tuple(m.event_refs), repr(tuple(map(_nan, m.params))), m.match_id)
+    return [(m.type, m.ts, tuple(m.event_refs), repr(tuple(map(_nan, m.params))), m.match_id,
+             repr(sorted((k, _nan(v)) for k, v in m.bindings.items())))
             for m in found]
 
 

@@ -262,17 +262,30 @@ class MatchTable:
                     out[rank] = b.complex_event([ev[q] for q in rows], self.first_id + rank)
                 continue
             ev = self.source.lookup(b.rows[b.rows >= 0])
-            cols = b.rows.T.tolist()
             old = b.old
             name, var, first_id = b.pattern, b.var, self.first_id
             only_key = b.params == (var,)
-            for r, (rank, vi) in enumerate(zip(b.rank.tolist(), b.value.tolist(),
-                                               strict=True)):
+            ranks, vis = b.rank.tolist(), b.value.tolist()
+            todo: Any = range(len(ranks))
+            if only_key and isinstance(self.source, EventRows):
+                # (one parameter, the key: its bindings made when read, the parts from the
+                # events' rows stage by stage — all but the matches continuing a partial
+                # match from before the batch, made below)
+                stages = [list(map(ev.__getitem__, r)) for r in b.rows.tolist()]
+                made = map(LazyBindings, repeat(name), [(values[v],) for v in vis],
+                           [e.ts for e in stages[-1]], repeat(b.params),
+                           zip(*stages, strict=True), (first_id + b.rank).tolist())
+                for rank, ce in zip(ranks, made, strict=True):
+                    out[rank] = ce
+                todo = sorted(old)
+            for r in todo:
+                path = b.rows[:, r].tolist()
                 if r in old:
-                    parts = [*old[r], *(ev[q] for q in cols[r] if q >= 0)]
+                    parts = [*old[r], *(ev[q] for q in path if q >= 0)]
                 else:
-                    parts = [ev[q] for q in cols[r]]
-                value = values[vi]
+                    parts = [ev[q] for q in path]
+                value = values[vis[r]]
+                rank = ranks[r]
                 out[rank] = ComplexEvent(name, (value,) if only_key else b.params_of(value),
                                          parts[-1].ts, {var: value}, parts, first_id + rank)
         return out

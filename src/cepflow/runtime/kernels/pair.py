@@ -10,7 +10,7 @@ second stage after a batch stay rows until tokens are needed, those further on b
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import count, repeat
 from operator import itemgetter
 from typing import Any
@@ -518,16 +518,24 @@ def _first_guarded(pr: EsperPair, j: int, sel: np.ndarray, q: np.ndarray, order:
 
 
 def _select_fields(m: Any, pr: EsperPair) -> tuple[tuple[int, int] | None, ...] | None:
+    """Where each value of the pattern's select list is (:func:`select_fields` of its stages'
+    bindings)."""
+    return select_fields(m, pr.new)
+
+
+def select_fields(m: Any, new: Sequence[Sequence[tuple[int, str]]]
+                  ) -> tuple[tuple[int, int] | None, ...] | None:
     """Where each value of the pattern's select list is, when it names only fields of its
     events or literals (:attr:`StageMatches.fields`; a literal ``(CONST, i)``: select item
-    ``i``'s value, :func:`select_consts`), else None (the token path's ``result`` makes it)."""
+    ``i``'s value, :func:`select_consts`; ``new``: per stage, the (param, variable) pairs it
+    binds that no earlier stage bound), else None (the token path's ``result`` makes it)."""
     auto = m.pattern.auto
     svars, consts = auto.select_vars, auto.select_consts or ()
     if auto.select is None or svars is None:
         return None
     where: dict[str, tuple[int, int]] = {}
-    for j, new in enumerate(pr.new):
-        where.update((v, (j, i)) for i, v in new)
+    for j, binds in enumerate(new):
+        where.update((v, (j, i)) for i, v in binds)
     fields: list[tuple[int, int] | None] = []
     for i, v in enumerate(svars):
         if v is None:
@@ -543,6 +551,27 @@ def select_consts(m: Any) -> tuple[Any, ...]:
     """Per select item of ``m``'s pattern its literal's value (None for the other items): what
     a ``(CONST, i)`` field of :func:`_select_fields` reads."""
     return tuple(None if c is None else c[0] for c in m.pattern.auto.select_consts or ())
+
+
+def lazy_shape(m: Any, types: Sequence[str], fields: tuple[tuple[int, int] | None, ...],
+               arity: dict[str, int]) -> _PairShape:
+    """What the lazy complex events (:class:`_PairMatch`) of pattern ``m`` share, its stages'
+    events being of ``types`` and its select list at ``fields`` (:func:`select_fields`)."""
+    # (the select list as positions in the row ``a.params + b.params + … + (ts, None)`` and
+    # the select list's literals after it)
+    offsets = np.cumsum([0, *(arity[t] for t in types)]).tolist()
+    pick = [offsets[-1] + 1 if f is None else offsets[-1] + 2 + f[1] if f[0] == CONST
+            else offsets[-1] if f[0] < 0 else offsets[f[0]] + f[1] for f in fields]
+    return _PairShape(m.name, m.pattern.auto.params, pick,
+                      select_consts(m) if any(f and f[0] == CONST for f in fields) else (),
+                      offsets[-1])
+
+
+def lazy_matches(parts: Iterable[tuple[Event, ...]], shape: _PairShape,
+                 match_ids: Iterable[int]) -> list[ComplexEvent]:
+    """The lazy complex events (:class:`_PairMatch`) of matches holding ``parts``, with
+    ``match_ids`` (0 when the caller gives the ids later)."""
+    return list(map(_PairMatch, parts, repeat(shape), match_ids))
 
 
 
@@ -583,15 +612,8 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
         ids = (first_id + r_new).tolist()
         parts = zip(firsts, *later, strict=True)
         if fields is not None:
-            # (the select list as positions in the row ``a.params + b.params + … + (ts, None)``
-            # and the select list's literals after it)
-            offsets = np.cumsum([0, *(arity[e.position.type] for e in pr.stages)]).tolist()
-            pick = [offsets[-1] + 1 if f is None else offsets[-1] + 2 + f[1] if f[0] == CONST
-                    else offsets[-1] if f[0] < 0 else offsets[f[0]] + f[1] for f in fields]
-            shape = _PairShape(name, m.pattern.auto.params, pick,
-                               select_consts(m) if any(f and f[0] == CONST for f in fields)
-                               else (), offsets[-1])
-            out += map(_PairMatch, parts, repeat(shape), ids)
+            shape = lazy_shape(m, [e.position.type for e in pr.stages], fields, arity)
+            out += lazy_matches(parts, shape, ids)
         else:
             params = _computed_select(m, pr, [firsts, *later])
             if params is None:

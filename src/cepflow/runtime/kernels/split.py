@@ -245,33 +245,49 @@ class _Replay:
         if loose or bounds:
             out_of = {key: i for i, key in enumerate(sorted({r[1] for r in ranks}))}
             id_of = {key: i for i, key in enumerate(sorted({r[0] for r in ranks}))}
-            lens = [len(plans[k][1]) for k in loose] + [len(b[3]) for b in bounds]
-            rows = np.concatenate([np.asarray(plans[k][1], np.int64) for k in loose]
+            lens = [len(self.matches[k][0]) for k in loose] + [len(b[3]) for b in bounds]
+            rows = np.concatenate([np.asarray(self.matches[k][0], np.int64) for k in loose]
                                   + [b[1] for b in bounds])
-            j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
-            by_out = np.repeat(np.array([out_of[ranks[k][1]] for k in loose]
-                                        + [b[0] for b in bounds], np.int64), lens)
-            by_id = np.repeat(np.array([id_of[ranks[k][0]] for k in loose]
-                                       + [b[0] for b in bounds], np.int64), lens)
-            late = np.repeat(np.array([1] * len(loose) + [0] * len(bounds), np.int64), lens)
-            when = np.concatenate([np.zeros(sum(lens[:len(loose)]), np.float64)]
-                                  + [b[2] for b in bounds])
-            found = np.empty(len(rows), object)
-            found[:] = [ce for k in loose for ce in plans[k][2]] + [
+            flat = [ce for k in loose for ce in self.matches[k][1]] + [
                 ce for b in bounds for ce in b[3]]
-            o = np.lexsort((j, by_out, when, late, rows))
-            self.loose_rows, self.loose = rows[o].tolist(), found[o].tolist()
+            out_rank = np.array([out_of[ranks[k][1]] for k in loose]
+                                + [b[0] for b in bounds], np.int64)
+            id_rank = np.array([id_of[ranks[k][0]] for k in loose]
+                               + [b[0] for b in bounds], np.int64)
+            # (kernel plans alone, of distinct ranks, each ascending by row, the ranks for ids
+            # ordering them as those for the output: a stable sort by (row, rank) merges them,
+            # a plan's matches at one row keeping their order, and the ids follow that order)
+            simple = (not bounds and len(set(out_rank.tolist())) == len(loose)
+                      and len(set(id_rank.tolist())) == len(loose)
+                      and np.argsort(out_rank).tolist() == np.argsort(id_rank).tolist())
             #: per loose match (in output order), its place in the order its ids are given
-            self.id_pos = np.empty(len(o), np.int64)
-            self.id_pos[np.lexsort((j[o], by_id[o], when[o], late[o], rows[o]))] = np.arange(
-                len(o))
+            self.id_pos = np.arange(len(rows), dtype=np.int64)
+            if simple and len(loose) == 1:
+                self.loose_rows, self.loose = self.matches[loose[0]][0], flat
+            elif simple:
+                kind = np.repeat(np.arange(len(loose), dtype=np.int64), lens)
+                o = np.argsort(rows * len(out_of) + out_rank[kind], kind="stable")
+                self.loose_rows = rows[o].tolist()
+                self.loose = list(map(flat.__getitem__, o.tolist()))
+            else:
+                j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
+                by_out, by_id = np.repeat(out_rank, lens), np.repeat(id_rank, lens)
+                late = np.repeat(np.array([1] * len(loose) + [0] * len(bounds), np.int64),
+                                 lens)
+                when = np.concatenate([np.zeros(sum(lens[:len(loose)]), np.float64)]
+                                      + [b[2] for b in bounds])
+                o = np.lexsort((j, by_out, when, late, rows))
+                self.loose_rows = rows[o].tolist()
+                self.loose = list(map(flat.__getitem__, o.tolist()))
+                self.id_pos[np.lexsort((j[o], by_id[o], when[o], late[o], rows[o]))] = (
+                    np.arange(len(o)))
         self.next_loose = 0
 
     def record_loose(self, row: int, host: Any, out: list[ComplexEvent], at: list[int]
                      ) -> None:
         """Record the matches nothing reads of the rows before ``row`` not yet recorded, with
         the next match ids, as the per-event engine records a complex event (rows no per-event
-        step sees: no other id is given there)."""
+        step sees: no other id is given there), in one go."""
         j = self.next_loose
         rows = self.loose_rows
         if j == len(rows) or rows[j] >= row:
