@@ -85,6 +85,8 @@ class Host:
         #: the engine is built)
         self._plans = {t: [(r, self.actions.get(r.action) if r.action else None) for r in rs]
                        for t, rs in self.rules.by_type.items()}
+        #: whether some rule has a registered action (else a firing only counts)
+        self.acting = any(fn is not None for rs in self._plans.values() for _, fn in rs)
         self.max_cascade = max_cascade
         #: events rule actions emitted, processed after the current one (breadth first)
         self.pending: deque[Event] = deque()

@@ -100,8 +100,9 @@ class EventRows(Rows):
         if len(rows) == self.n and (self.n < 2 or bool((np.diff(rows) > 0).all())):
             # every row in order (a union's window over the derived rows): one C-level pass
             return local, list(map(itemgetter(param), self.all_params()))
-        ev = self.events
-        return local, [ev[i].params[param] for i in rows.tolist()]
+        # (else a row's tuple, then its value: two C-level passes)
+        params = self.all_params()
+        return local, list(map(itemgetter(param), map(params.__getitem__, rows.tolist())))
 
     def lookup(self, rows: np.ndarray) -> Sequence[Event]:
         return self.events

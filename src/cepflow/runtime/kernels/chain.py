@@ -44,7 +44,7 @@ from cepflow.runtime.kernels.frame import (
     Declined,
     count_rules,
     counters_before,
-    fire_rules,
+    fire_or_count,
     prepare,
     unprepare,
 )
@@ -63,7 +63,7 @@ def process_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
         table = _run(engine, matchers, EventRows(events))
         out = table.complex_events()
         if engine.host.rules:
-            fire_rules(engine.host, events, out, table.positions())
+            fire_or_count(engine.host, table, out)
         return out
 
 
@@ -163,9 +163,14 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
                 passes = [None if p is None else p[keep] for p in passes]
             local, uniq = src.values(c.key_param[t], idx)
             local = np.asarray(local, dtype=np.int64)
-            remap = np.array([table.setdefault(v, len(table)) for v in uniq], dtype=np.int64)
-            nan = (np.array([v != v for v in uniq], dtype=bool)[local]
-                   if len(uniq) and any(strict[st] for st in sts) else None)
+            # (codes in the order values first come, as one setdefault per value gives them:
+            # the distinct values first, then every value looked up)
+            for v in dict.fromkeys(uniq):
+                table.setdefault(v, len(table))
+            remap = np.fromiter(map(table.__getitem__, uniq), dtype=np.int64, count=len(uniq))
+            nan = None
+            if len(uniq) and any(strict[st] for st in sts):  # (a value is NaN iff its code's)
+                nan = np.array([v != v for v in table], dtype=bool)[remap][local]
             bits = np.zeros(len(idx), dtype=np.int64)
             for st, p in zip(sts, passes, strict=True):
                 if p is None and (nan is None or not strict[st]):

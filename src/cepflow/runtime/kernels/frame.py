@@ -116,6 +116,18 @@ def fire_rules(host: Any, events: Sequence[Event], out: list[ComplexEvent],
 
 
 
+def fire_or_count(host: Any, table: MatchTable, out: list[ComplexEvent]) -> None:
+    """Fire rules over an event batch whose complex events are ``out`` (``table``'s, as
+    objects): as the per-event engine would (:func:`fire_rules`), or, when no rule has a
+    registered action, only count the firings (:func:`count_rules`: no action can run, fail
+    or emit, so the firings' order cannot show)."""
+    if host.acting:
+        fire_rules(host, table.source.events, out, table.positions())
+    else:
+        count_rules(host, table, table.source)
+
+
+
 def count_rules(host: Any, table: MatchTable, rows: Rows) -> None:
     """Count the rule firings of a column batch (no rule of the engine has a registered
     action, so a firing only counts): per complex event of a triggering pattern and per input

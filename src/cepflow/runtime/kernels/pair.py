@@ -24,7 +24,7 @@ from cepflow.runtime.kernels.frame import (
     Declined,
     count_rules,
     counters_before,
-    fire_rules,
+    fire_or_count,
     prepare,
     unprepare,
 )
@@ -110,7 +110,7 @@ def process_esper_batch(engine: Any, matchers: list[Any], events: Sequence[Event
             return None
         out = table.complex_events()
         if engine.host.rules:
-            fire_rules(engine.host, events, out, table.positions())
+            fire_or_count(engine.host, table, out)
         return out
 
 
