@@ -33,7 +33,7 @@ from cepflow.runtime.kernels.pair import (
     reads_own_event,
     select_fields,
 )
-from cepflow.runtime.rows import TypeColumns
+from cepflow.runtime.rows import EventRows, TypeColumns
 from cepflow.runtime.tokens import Thread, Token
 
 #: what a kernel of the split plans for a batch: the rows that open an instance (in order), the
@@ -86,9 +86,12 @@ def plan_restart(m: Any, cols: TypeColumns) -> Plan | None:
         walk = _guarded_walk(rs, guard, a_rows, a_code[len(old):], b_keys, b_at, old,
                              old_code, span, events, src.n)
     starts, a_of, b_of, waiting = walk
-    used = np.unique(np.concatenate([a_of[a_of >= 0], b_of, [waiting] if waiting >= 0 else []])
-                     ).astype(np.int64)
-    evs = events(used) if len(used) else {}
+    if isinstance(src, EventRows):  # (all of them in hand)
+        evs: Any = src.events
+    else:  # (a column source: the events of the matches and of the instance left open)
+        used = np.unique(np.concatenate([a_of[a_of >= 0], b_of,
+                                         [waiting] if waiting >= 0 else []])).astype(np.int64)
+        evs = events(used) if len(used) else {}
     matches: list[ComplexEvent] = []
     fresh = 0
     if len(a_of) and a_of[0] < 0:  # the instance from before the batch completes first
