@@ -4,7 +4,7 @@ derived by hand, against the naive reference (cepflow.denotation.context_matches
 properties that follow (renaming a wildcard, NOT monotonicity)."""
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from test_algebra_properties import (
     SETTINGS,
@@ -167,6 +167,12 @@ def test_or_branch_not_taken_ends_under_chronicle() -> None:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(st.one_of(random_patterns, trailing, iterated, not_before_optional),
        random_streams(max_size=8), st.sampled_from(["chronicle", "immediate", "strict"]))
+# b0 leaves b{+}'s 1 ms window before b1's NOT observation moved its thread to the restricted
+# copy (which may only go on with b{+}): dead there, it took b2 from [b1, b2] under chronicle
+@example(A.Window(A.Fol(A.Window(A.Mult(A.Atom("b", ("x",)), "+"), 1, "within"),
+                        A.Not(A.Atom("b", ("x",)))), 2, "within"),
+         [Event("b", (2,), 0, None, 0), Event("b", (2,), 2, None, 1),
+          Event("b", (2,), 2, None, 2)], "chronicle")
 def test_contexts_equal_the_reference(p: A.Pattern, events: list[Event], context: str) -> None:
     """The engine reports exactly what the naive §4.4 reference does (cepflow.denotation.
     context_matches: viable partial matches, oldest first, noise disposes): same matches, same

@@ -824,6 +824,8 @@ class Matcher(EsperSteps, IntervalClock):
                 return None
         if state == th.state:
             return th
+        if th.zstart and self._outlived(state, th.zstart, e.ts, reasons):
+            return None
         new = Thread(state, th.bindings, th.events, th.zstart, th.last)
         trace = self.host.trace
         if trace is not None and traced is not None:
@@ -831,6 +833,22 @@ class Matcher(EsperSteps, IntervalClock):
                       frm=th.state, to=[state], reason=reasons[-1],
                       threads=self.snapshot([new]))
         return new
+
+    def _outlived(self, copy: int, zstart: dict[int, float], now: float,
+                  reasons: list[str]) -> bool:
+        """Whether a thread moved to the restricted copy ``copy`` at ``now`` is already past a
+        window it can neither leave from there (the copy is not among the zone's last states)
+        nor complete at: every way on stays in the window, too late — the timer that would have
+        ended it fired before it got there, so it ends now (else, left waiting, it would take
+        and be trapped by a later event, which under chronicle would withhold that event from
+        the partial matches that can use it)."""
+        for z, start in zstart.items():
+            zone = self.pattern.zone_by_id[z]
+            if (zone.kind == "within" and zone.exceeded(now - start) and copy not in zone.last
+                    and copy not in zone.timer_accept):
+                reasons.append(f"window of {_ms(zone.length)} exceeded (span {_ms(now - start)})")
+                return True
+        return False
 
     @staticmethod
     def _forbidden(th: Thread, forbids: list[Forbid], e: Event) -> Forbid | None:
