@@ -764,7 +764,7 @@ class _PairMatch(LazyBindings):
         self.type, self.ts, self.match_id = shape.name, parts[-1].ts, match_id
         self.id, self.seq = None, -1
         # (None until read: a test, not a caught AttributeError, which costs a microsecond)
-        self._params = None
+        self._params = self._bindings = None
 
     @property  # type: ignore[override]
     def params(self) -> tuple[Any, ...]:
