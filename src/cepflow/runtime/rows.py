@@ -272,12 +272,14 @@ class MatchTable:
                 # (one parameter, the key: its bindings made when read, the parts from the
                 # events' rows stage by stage — all but the matches continuing a partial
                 # match from before the batch, made below)
-                stages = [list(map(ev.__getitem__, r)) for r in b.rows.tolist()]
-                made = map(LazyBindings, repeat(name), [(values[v],) for v in vis],
+                fresh = [r for r in range(len(ranks)) if r not in old] if old else todo
+                rows = b.rows[:, fresh] if old else b.rows
+                stages = [list(map(ev.__getitem__, r)) for r in rows.tolist()]
+                made = map(LazyBindings, repeat(name), [(values[vis[r]],) for r in fresh],
                            [e.ts for e in stages[-1]], repeat(b.params),
-                           zip(*stages, strict=True), (first_id + b.rank).tolist())
-                for rank, ce in zip(ranks, made, strict=True):
-                    out[rank] = ce
+                           zip(*stages, strict=True), [first_id + ranks[r] for r in fresh])
+                for r, ce in zip(fresh, made, strict=True):
+                    out[ranks[r]] = ce
                 todo = sorted(old)
             for r in todo:
                 path = b.rows[:, r].tolist()
