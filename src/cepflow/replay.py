@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -24,6 +25,7 @@ from cepflow.events.event import Event, Rejected, SideChannel
 from cepflow.inputs import ordered_events
 from cepflow.inputs.batched import Layout, Part, ordered_parts
 from cepflow.inputs.files import Paths, input_files
+from cepflow.io_thread import SideHandover, WriteBehind, read_ahead
 from cepflow.outputs.files import STDOUT, MatchFile, check_writable, output_format, write_side_file
 from cepflow.outputs.records import REJECTED_SCHEMA, rejected_batch
 from cepflow.runtime.arrow_rows import ArrowRows, encode_match_table
@@ -107,6 +109,7 @@ def replay(
     on_error: str = "skip",
     max_partial_matches: int | None = None,
     columns: bool = True,
+    threads: bool = True,
 ) -> Replayed:
     """Complex events of ``program`` over ``inputs`` (files and folders of JSON Lines / CSV /
     Parquet events, in time order within ``lateness`` ms) written to ``output`` (``.jsonl``,
@@ -119,7 +122,9 @@ def replay(
     ``max_partial_matches`` are the engine's (docs/semantics.md): an engine that stops the run
     has its matches written and the reason in :attr:`Replayed.stopped`. The input is read
 column-wise (:mod:`cepflow.inputs.batched`) unless ``columns`` is False or ``record`` is given:
-then record by record (the reference route; the same outputs). Raises
+then record by record (the reference route; the same outputs). With ``threads`` the parts are
+read ahead and the matches written behind the engine on threads (:mod:`cepflow.io_thread`; the
+same outputs). Raises
     :class:`~cepflow.inputs.InputError`,
     :class:`~cepflow.outputs.OutputError` or ValueError before reading anything when a path
     or an option is unusable."""
@@ -131,8 +136,11 @@ then record by record (the reference route; the same outputs). Raises
     layout = Layout.of(program.schemas)
     opts = dict(reader_options or {})
     by_columns = columns and record is None
-    parts = (ordered_parts(inputs, layout, side, lateness=lateness, **opts) if by_columns
-             else None)
+    handover = SideHandover(side) if threads and by_columns else None
+    parts = (ordered_parts(inputs, layout, handover.reader if handover else side,
+                           lateness=lateness, **opts) if by_columns else None)
+    if parts is not None and handover is not None:
+        parts = read_ahead(parts, handover=handover)
     events = (iter(()) if by_columns else
               ordered_events(inputs, program.schemas, side, lateness=lateness, **opts))
     engine = Engine(program, actions=actions, strict_actions=False, side=side, start=start,
@@ -143,7 +151,9 @@ then record by record (the reference route; the same outputs). Raises
     counted = _Counted(events, progress)
     noted = record.matches if record is not None else _as_is
     stopped: list[tuple[str, str]] = []
-    with MatchFile(output, stdout=stdout) as out:
+    with (MatchFile(output, stdout=stdout) as file,
+          closing(parts) if parts is not None else nullcontext(),
+          WriteBehind(file) if threads else nullcontext(file) as out):
         try:
             if parts is not None:
                 _run_parts(engine, parts, layout, out, counted)
@@ -161,7 +171,7 @@ then record by record (the reference route; the same outputs). Raises
         write_side_file(rows, side_file)
     stats = engine.stats
     return Replayed(
-        events=stats.events, complex_events=out.count, rejected=rows.num_rows,
+        events=stats.events, complex_events=file.count, rejected=rows.num_rows,
         by_kind={k: n for k, n in (("malformed", len(side.malformed)),
                                    ("late", len(side.late)), ("error", len(side.errors))) if n},
         by_pattern=dict(sorted(stats.by_pattern.items())), side=rows,
@@ -171,8 +181,8 @@ then record by record (the reference route; the same outputs). Raises
         missing_actions=engine.missing_actions(), errors=stats.errors, stopped=stopped)
 
 
-def _run_parts(engine: Engine, parts: Iterator[Part], layout: Layout, out: MatchFile,
-               counted: _Counted) -> None:
+def _run_parts(engine: Engine, parts: Iterator[Part], layout: Layout,
+               out: MatchFile | WriteBehind, counted: _Counted) -> None:
     """The column route of a replay: the input read column-wise
     (:mod:`cepflow.inputs.batched`). When the engine takes columns (:attr:`Engine.columnar`),
     a clean part goes through :meth:`Engine.process_columns` and its matches are written
