@@ -196,3 +196,29 @@ def test_side_file_replaces_or_removes_an_earlier_one(tmp_path: Path) -> None:
     assert json.loads(path.read_text())["reason"] == "bad"
     assert write_side_file(SideChannel(), path) == 0
     assert not path.exists()  # a run that rejects nothing leaves no stale side file
+
+
+@pytest.mark.parametrize("start,stop", [(0, 3), (1, 3), (2, 2), (1, 2)])
+def test_jsonl_bytes_are_the_lines_whatever_the_stream(tmp_path: Path, start: int,
+                                                        stop: int) -> None:
+    """The writer puts down the lines' bytes as pyarrow holds them: the same text to a file, to
+    a text stream over bytes (standard output) and to one without (StringIO), for a slice of a
+    batch (its offset into the buffers) with text outside ASCII."""
+    from cepflow.outputs.jsonl import JsonLinesWriter
+
+    odd = ComplexEvent("P\u2028é", (), 1, {"s": "a\"b\n\u00e9"}, [Event("A", (), 1, id="é1")])
+    batch = match_batch([*matches(), odd]).slice(start, stop - start)
+    want = "".join(line + "\n" for line in match_lines(batch).to_pylist())
+    path = tmp_path / "m.jsonl"
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write("head\n")  # (text written before the bytes goes first)
+        JsonLinesWriter(f).write_batch(batch)
+    assert path.read_text(encoding="utf-8") == "head\n" + want
+    raw = io.BytesIO()
+    over_bytes = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+    JsonLinesWriter(over_bytes).write_batch(batch)
+    over_bytes.flush()
+    assert raw.getvalue().decode("utf-8") == want
+    text = io.StringIO()
+    JsonLinesWriter(text).write_batch(batch)
+    assert text.getvalue() == want

@@ -10,7 +10,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cepflow.events.event import ComplexEvent, Rejected, SideChannel
 from cepflow.outputs.encoding import dumps, json_default
@@ -30,11 +32,34 @@ class JsonLinesWriter:
         self.out, self.lines = out, lines
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
-        if batch.num_rows:
-            self.out.write("\n".join(self.lines(batch).to_pylist()) + "\n")
+        if not batch.num_rows:
+            return
+        # the lines' UTF-8 bytes as pyarrow lays them out, each ended by a newline: written
+        # without a Python string per line (and without holding the interpreter lock: the
+        # writer may run on a thread, cepflow.io_thread)
+        lines = self.lines(batch)
+        if lines.null_count:  # (every field has a JSON text, null included: a bug if not)
+            raise ValueError("a match or record without a JSON line")
+        data = _utf8_bytes(pc.binary_join_element_wise(lines, "\n", ""))
+        raw = getattr(self.out, "buffer", None)
+        if raw is None:  # (a text stream without bytes underneath, such as io.StringIO)
+            self.out.write(str(data, "utf-8"))
+            return
+        self.out.flush()
+        raw.write(data)
 
     def close(self) -> None:
         self.out.flush()
+
+
+def _utf8_bytes(texts: pa.Array) -> memoryview:
+    """The bytes of a string column's values, one after the other (no nulls)."""
+    _, offsets, data = texts.buffers()
+    if data is None:
+        return memoryview(b"")
+    wide = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    bounds = np.frombuffer(offsets, wide)[[texts.offset, texts.offset + len(texts)]]
+    return memoryview(data)[int(bounds[0]):int(bounds[1])]
 
 
 @contextmanager
