@@ -34,14 +34,19 @@ _END = object()
 
 class _InOrder:
     """One worker thread running calls in the order they were submitted, with at most
-    ``depth`` unfinished: submitting more first waits for the oldest."""
+    ``depth`` unfinished: submitting more first waits for the oldest. Without ``thread`` each
+    call runs when it is submitted, on the caller's thread."""
 
-    def __init__(self, name: str, depth: int) -> None:
+    def __init__(self, name: str, depth: int, thread: bool = True) -> None:
         self.depth = depth
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"cepflow-{name}")
+        self._pool = (ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"cepflow-{name}")
+                      if thread else None)
         self._pending: deque[Future[Any]] = deque()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        if self._pool is None:
+            fn(*args)
+            return
         while len(self._pending) >= self.depth:
             self.oldest()
         self._pending.append(self._pool.submit(fn, *args))
@@ -60,7 +65,8 @@ class _InOrder:
         raised (the caller is leaving on an error of its own, or has drained)."""
         for f in self._pending:
             f.cancel()
-        self._pool.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         self._pending.clear()
 
 
@@ -133,17 +139,23 @@ def read_ahead(items: Iterator[T], depth: int = 1,
 
 class WriteBehind:
     """A :class:`~cepflow.outputs.files.MatchFile`'s writes done on a worker thread, in
-    order, with at most ``depth`` batches waiting (module docstring). Used as a context
-    manager around the run: leaving it waits for the last write and raises a failed write's
-    error; leaving on an error waits for the write under way and drops the rest."""
+    order, with at most ``depth`` batches waiting (module docstring); without ``thread``, on
+    the caller's. Used as a context manager around the run: leaving it waits for the last
+    write and raises a failed write's error; leaving on an error waits for the write under
+    way and drops the rest."""
 
-    def __init__(self, out: MatchFile, depth: int = 2) -> None:
+    def __init__(self, out: MatchFile, depth: int = 2, thread: bool = True) -> None:
         self.out = out
-        self._worker = _InOrder("write", depth)
+        self._worker = _InOrder("write", depth, thread)
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Write rows of the match schema (on the thread)."""
         self._worker.submit(self.out.write, batch)
+
+    def write_made(self, make: Callable[[], pa.RecordBatch]) -> None:
+        """Write the rows ``make()`` returns, made on the thread too: ``make`` must read only
+        what the caller no longer changes (a part's columns and its matches)."""
+        self._worker.submit(_write_made, self.out, make)
 
     def write_matches(self, matches: Iterable[ComplexEvent]) -> None:
         """Write complex events: their rows are made here, then written on the thread."""
@@ -159,3 +171,7 @@ class WriteBehind:
                 self._worker.drain()
         finally:
             self._worker.stop()
+
+
+def _write_made(out: MatchFile, make: Callable[[], pa.RecordBatch]) -> None:
+    out.write(make())

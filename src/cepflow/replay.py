@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -153,7 +154,7 @@ same outputs). Raises
     stopped: list[tuple[str, str]] = []
     with (MatchFile(output, stdout=stdout) as file,
           closing(parts) if parts is not None else nullcontext(),
-          WriteBehind(file) if threads else nullcontext(file) as out):
+          WriteBehind(file, thread=threads) as out):
         try:
             if parts is not None:
                 _run_parts(engine, parts, layout, out, counted)
@@ -181,8 +182,8 @@ same outputs). Raises
         missing_actions=engine.missing_actions(), errors=stats.errors, stopped=stopped)
 
 
-def _run_parts(engine: Engine, parts: Iterator[Part], layout: Layout,
-               out: MatchFile | WriteBehind, counted: _Counted) -> None:
+def _run_parts(engine: Engine, parts: Iterator[Part], layout: Layout, out: WriteBehind,
+               counted: _Counted) -> None:
     """The column route of a replay: the input read column-wise
     (:mod:`cepflow.inputs.batched`). When the engine takes columns (:attr:`Engine.columnar`),
     a clean part goes through :meth:`Engine.process_columns` and its matches are written
@@ -201,9 +202,10 @@ def _run_parts(engine: Engine, parts: Iterator[Part], layout: Layout,
             except Declined:
                 pass
             else:
-                found = encode_match_table(table, rows)
-                counted.n_out += found.num_rows
-                out.write(found)
+                # (the rows are made on the writer's thread: the part's columns and matches
+                # are not changed once the engine has taken the part)
+                counted.n_out += table.count
+                out.write_made(partial(encode_match_table, table, rows))
                 continue
         out.write_matches(counted.matches(engine.run(p.event_list(layout))))
 
