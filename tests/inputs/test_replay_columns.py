@@ -44,8 +44,21 @@ insert into Q
 select a.k as k from pattern [every a=A -> (b=B(b.k=a.k) -> c=C(c.k=a.k))
                               where timer:within(6 msec)];
 """
+# a split program (docs/architecture.md, "The program split"): the pair and the restart kernel
+# beside a sliding window and a pattern over its rows, which run per event
+SPLIT = ESPER + """@Name('W')
+insert into W
+select a.k as k, avg(a.v) as m from A.win:time(5 msec) as a group by a.k;
+@Name('G')
+insert into G
+select w.k as k from pattern [every w = W(w.m > 0.6)];
+@Name('R')
+insert into R
+select a.k as k from pattern [every (a=A -> b=B(b.k = a.k))];
+"""
 PROGRAMS = {"chain": lambda: load(CHAIN), "pair": lambda: load_module(parse_epl(ESPER)),
-            "sequence": lambda: load_module(parse_epl(SEQUENCE))}
+            "sequence": lambda: load_module(parse_epl(SEQUENCE)),
+            "split": lambda: load_module(parse_epl(SPLIT))}
 
 BAD = ["", "", "", "", "", "json", "missing", "text", "nan", "unknown"]
 
