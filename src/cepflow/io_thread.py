@@ -16,6 +16,7 @@ after the input's when the run ends), the writer its match file.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,6 +31,15 @@ from cepflow.outputs.records import match_batches
 T = TypeVar("T")
 
 _END = object()
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: with one, a thread beside the engine only takes
+    turns with it."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # (no affinity on this system)
+        return os.cpu_count() or 1
 
 
 class _InOrder:

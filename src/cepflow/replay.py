@@ -26,12 +26,13 @@ from cepflow.events.event import Event, Rejected, SideChannel
 from cepflow.inputs import ordered_events
 from cepflow.inputs.batched import Layout, Part, ordered_parts
 from cepflow.inputs.files import Paths, input_files
-from cepflow.io_thread import SideHandover, WriteBehind, read_ahead
+from cepflow.io_thread import SideHandover, WriteBehind, read_ahead, usable_cores
 from cepflow.outputs.files import STDOUT, MatchFile, check_writable, output_format, write_side_file
 from cepflow.outputs.records import REJECTED_SCHEMA, rejected_batch
 from cepflow.runtime.arrow_rows import ArrowRows, encode_match_table
 from cepflow.runtime.engine import Engine, RunStopped
 from cepflow.runtime.kernels import Declined
+from cepflow.runtime.rows import ObjectMatches
 
 if TYPE_CHECKING:
     from cepflow.reports.record import RunRecord
@@ -110,7 +111,7 @@ def replay(
     on_error: str = "skip",
     max_partial_matches: int | None = None,
     columns: bool = True,
-    threads: bool = True,
+    threads: bool | None = None,
 ) -> Replayed:
     """Complex events of ``program`` over ``inputs`` (files and folders of JSON Lines / CSV /
     Parquet events, in time order within ``lateness`` ms) written to ``output`` (``.jsonl``,
@@ -123,9 +124,9 @@ def replay(
     ``max_partial_matches`` are the engine's (docs/semantics.md): an engine that stops the run
     has its matches written and the reason in :attr:`Replayed.stopped`. The input is read
 column-wise (:mod:`cepflow.inputs.batched`) unless ``columns`` is False or ``record`` is given:
-then record by record (the reference route; the same outputs). With ``threads`` the parts are
-read ahead and the matches written behind the engine on threads (:mod:`cepflow.io_thread`; the
-same outputs). Raises
+then record by record (the reference route; the same outputs). With ``threads`` (by default
+when the process may use more than one core) the parts are read ahead and the matches written
+behind the engine on threads (:mod:`cepflow.io_thread`; the same outputs). Raises
     :class:`~cepflow.inputs.InputError`,
     :class:`~cepflow.outputs.OutputError` or ValueError before reading anything when a path
     or an option is unusable."""
@@ -137,6 +138,8 @@ same outputs). Raises
     layout = Layout.of(program.schemas)
     opts = dict(reader_options or {})
     by_columns = columns and record is None
+    if threads is None:
+        threads = usable_cores() > 1
     handover = SideHandover(side) if threads and by_columns else None
     parts = (ordered_parts(inputs, layout, handover.reader if handover else side,
                            lateness=lateness, **opts) if by_columns else None)
@@ -202,10 +205,15 @@ def _run_parts(engine: Engine, parts: Iterator[Part], layout: Layout, out: Write
             except Declined:
                 pass
             else:
-                # (the rows are made on the writer's thread: the part's columns and matches
-                # are not changed once the engine has taken the part)
                 counted.n_out += table.count
-                out.write_made(partial(encode_match_table, table, rows))
+                if any(isinstance(b, ObjectMatches) for b in table.blocks):
+                    # (matches made as objects are encoded one by one, holding the
+                    # interpreter lock: here, not on the writer's thread, where they would
+                    # only take turns with the engine)
+                    out.write(encode_match_table(table, rows))
+                else:  # (made on the writer's thread: the part's columns and matches are
+                    # not changed once the engine has taken the part)
+                    out.write_made(partial(encode_match_table, table, rows))
                 continue
         out.write_matches(counted.matches(engine.run(p.event_list(layout))))
 

@@ -152,3 +152,19 @@ def test_a_stopped_run_reports_only_what_it_read(tmp_path: Path) -> None:
                          side.read_text() if side.exists() else "")
     assert runs[True] == runs[False]
     assert runs[False][0] and runs[False][1] == 0
+
+
+def test_one_usable_core_runs_without_threads(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"type": "A", "ts": i, "k": 1, "v": 0.0}) + "\n"
+                           + json.dumps({"type": "B", "ts": i, "k": 1, "v": 0.0}) + "\n"
+                           for i in range(5)))
+    program = load_module(parse_epl(ESPER))
+    with mock.patch("cepflow.replay.usable_cores", return_value=1), \
+            mock.patch("cepflow.io_thread.ThreadPoolExecutor",
+                       side_effect=AssertionError("a thread with one core")):
+        run = replay([src], program, tmp_path / "out.jsonl")
+    assert run.complex_events == 5
+    with mock.patch("cepflow.replay.usable_cores", return_value=2):
+        assert replay([src], program, tmp_path / "out2.jsonl").complex_events == 5
+    assert (tmp_path / "out.jsonl").read_text() == (tmp_path / "out2.jsonl").read_text()
