@@ -9,9 +9,9 @@ while the engine works on the next. Both keep their order and bound what is queu
 read ahead, two batches of matches behind), and an error on the thread is raised in the
 caller's thread at the point where the caller would have met it without the thread.
 
-What runs on the thread must touch only its own objects: the reader its files and the side
-channel's rejected records (appended in the reader's order; the engine's own additions are put
-after the input's when the run ends), the writer its match file.
+What runs on a thread touches only its own objects: the reader its files and a side channel of
+its own, whose records reach the run's with the part they were read with
+(:class:`SideHandover`); the writer its match file and the parts the engine is done with.
 """
 
 from __future__ import annotations
