@@ -305,6 +305,8 @@ class TypeColumns:
         self._rows: dict[str, np.ndarray] = {}
         self._cols: dict[tuple[str, int], np.ndarray] = {}
         self._params: dict[str, list[tuple]] = {}
+        self._objs: dict[tuple[str, int], np.ndarray] = {}
+        self._codes: dict[tuple[str, int], tuple[np.ndarray, list[str]] | None] = {}
 
     def rows(self, t: str) -> np.ndarray:
         r = self._rows.get(t)
@@ -336,6 +338,43 @@ class TypeColumns:
                 c = self.src.column(k, self.rows(t))
             self._cols[t, k] = c
         return c
+
+    def objects(self, t: str, k: int) -> np.ndarray:
+        """Parameter ``k`` of the type's rows as the Python values themselves (an object
+        column: indexing it by the rows a statement takes is one C-level pass)."""
+        c = self._objs.get((t, k))
+        if c is None:
+            if isinstance(self.src, EventRows):
+                vals: list[Any] = list(map(itemgetter(k), self.params(t)))
+            else:
+                local, uniq = self.src.values(k, self.rows(t))
+                vals = list(map(uniq.__getitem__, local.tolist()))
+            c = self._objs[t, k] = np.empty(len(vals), dtype=object)
+            c[:] = vals
+        return c
+
+    def codes(self, t: str, k: int) -> tuple[np.ndarray, list[str]] | None:
+        """Parameter ``k`` of the type's rows as dictionary codes — per row the index of its
+        value in the returned list of distinct values — when
+        every value is a ``str`` (whose equality is the text's: comparing the distinct values
+        once decides every row, and rows of equal codes are one group of a ``group by``);
+        None otherwise."""
+        key = (t, k)
+        if key in self._codes:
+            return self._codes[key]
+        if isinstance(self.src, EventRows):
+            local, col = None, self.objects(t, k).tolist()
+        else:  # (a column source's values come coded already, equal ones maybe apart)
+            local, col = self.src.values(k, self.rows(t))
+        out = None
+        if len(col) and set(map(type, col)) == {str}:
+            first = dict.fromkeys(col)  # (the distinct texts, by first appearance)
+            uniq = list(first)
+            first.update(zip(uniq, range(len(uniq)), strict=True))
+            c = np.fromiter(map(first.__getitem__, col), dtype=np.int64, count=len(col))
+            out = (c if local is None else c[np.asarray(local, dtype=np.int64)], uniq)
+        self._codes[key] = out
+        return out
 
     def events(self, rows: np.ndarray) -> Mapping[int, Event] | Sequence[Event]:
         """The events of ``rows``, indexable by row (made only for those of a column source)."""

@@ -40,21 +40,28 @@ class _Unsupported(Exception):
     pass
 
 
+#: per parameter, its rows as dictionary codes and the distinct texts, or None
+#: (runtime.rows.TypeColumns.codes)
+Codes = Callable[[int], "tuple[np.ndarray, list[str]] | None"]
+
+
 def filter_mask(expr: ast.Expr, fields: dict[str, int],
                 values: Callable[[int], Sequence[Any]],
-                functions: Mapping[str, Callable[..., Any]] | None = None
-                ) -> np.ndarray | None:
+                functions: Mapping[str, Callable[..., Any]] | None = None,
+                codes: Codes | None = None) -> np.ndarray | None:
     """Truth of ``expr`` (a filter reading only the event's fields ``fields``) for each row,
     ``values(i)`` giving parameter ``i`` of every row, or None when it cannot be evaluated
-    column-wise exactly. ``functions``: what a call may name (None: calls are not taken)."""
-    v = _evaluate(expr, fields, values, functions)
+    column-wise exactly. ``functions``: what a call may name (None: calls are not taken).
+    ``codes(i)``: parameter ``i`` as dictionary codes when all its values are texts, so that
+    a comparison with a text compares each distinct value once."""
+    v = _evaluate(expr, fields, values, functions, codes)
     return None if v is None else _truth(v, len(v))
 
 
 def _evaluate(expr: ast.Expr, fields: Mapping[str, int],
               values: Callable[[int], Sequence[Any]],
-              functions: Mapping[str, Callable[..., Any]] | None = None
-              ) -> np.ndarray | None:
+              functions: Mapping[str, Callable[..., Any]] | None = None,
+              codes: Codes | None = None) -> np.ndarray | None:
     """The value of ``expr`` for each row as a column (:func:`filter_mask`'s terms), or None
     when it cannot be evaluated column-wise exactly or reads no field."""
     cols: dict[int, np.ndarray] = {}
@@ -102,6 +109,13 @@ def _evaluate(expr: ast.Expr, fields: Mapping[str, int],
             text = _text_equality(e, fields)
             if text is not None:  # a field = 'text' (or !=): Python's == on each value
                 i, const = text
+                coded = codes(i) if codes is not None else None
+                if coded is not None:  # (texts only: each distinct one compared once)
+                    c, uniq = coded
+                    n = len(c)
+                    eq = np.fromiter(map(operator.eq, uniq, repeat(const)), dtype=bool,
+                                     count=len(uniq))[c]
+                    return eq if e.op == "==" else ~eq
                 raw = np.asarray(values(i))
                 if raw.ndim != 1 or raw.dtype.kind not in "OU":
                     raise _Unsupported

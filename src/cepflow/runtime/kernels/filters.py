@@ -37,16 +37,17 @@ def filter_rows(pos: Any, src: Rows, idx: np.ndarray, schemas: Any,
 
 
 def filter_mask(pos: Any, rows: np.ndarray, fields: Mapping[str, int],
-                 column: Any, lookup: Any) -> np.ndarray | None:
+                 column: Any, lookup: Any, codes: Any = None) -> np.ndarray | None:
     """Mask over ``rows`` (event positions) of the events passing ``pos``'s filter, which reads
     only its event (None: no filter): column-wise when runtime.vector_expr can decide it
-    (``column(k)``: parameter ``k`` of those rows), else the compiled closure per event
+    (``column(k)``: parameter ``k`` of those rows; ``codes(k)``: the same as dictionary codes
+    when its values are texts, TypeColumns.codes), else the compiled closure per event
     (``lookup(rows)[i]``: the event at position ``i``)."""
     from cepflow.runtime.vector_expr import filter_mask
 
     if pos.filter is None:
         return None
-    mask = (filter_mask(pos.where, fields, column)
+    mask = (filter_mask(pos.where, fields, column, codes=codes)
             if pos.where is not None and len(rows) else None)
     if mask is None:
         ev, flt = lookup(rows), pos.filter
@@ -65,5 +66,6 @@ def passing(edge: Any, cols: TypeColumns) -> np.ndarray:
     pos = edge.position
     t = pos.type
     rows = cols.rows(t)
-    mask = filter_mask(pos, rows, cols.fields(t), lambda k: cols.column(t, k), cols.events)
+    mask = filter_mask(pos, rows, cols.fields(t), lambda k: cols.column(t, k), cols.events,
+                       lambda k: cols.codes(t, k))
     return np.arange(len(rows), dtype=np.int64) if mask is None else np.flatnonzero(mask)

@@ -134,15 +134,20 @@ def _instants(reference: Any, k: int, size: Any, t_end: Any, most: int) -> np.nd
     return b[b <= t_end]
 
 
-def _group_codes(keys: list[Any], prior: list[Any]) -> tuple[list[int], list[Any]]:
+def _group_codes(keys: list[Any], prior: list[Any],
+                 coded: tuple[np.ndarray, list[str]] | None = None
+                 ) -> tuple[np.ndarray, list[Any]]:
     """Group numbers for ``keys`` by dict equality (as the runner's groups), the ``prior``
-    groups numbered first; the key objects by number. A float NaN key declines."""
+    groups numbered first; the key objects by number (each new group's first key). A float
+    NaN key declines. ``coded``: the last ``len(coded[0])`` keys as dictionary codes of texts
+    (TypeColumns.codes), numbered by their distinct values, in order of first appearance."""
     if prior in ([], [()]) and keys and keys[0] == () and keys.count(()) == len(keys):
-        return [0] * len(keys), [()]  # (no group by: one group)
+        return np.zeros(len(keys), np.int64), [()]  # (no group by: one group)
     num: dict[Any, int] = {k: i for i, k in enumerate(prior)}
     objs = list(prior)
     out = []
-    for k in keys:
+    tail = len(keys) - len(coded[0]) if coded is not None else len(keys)
+    for k in itertools.islice(keys, tail):
         if k.__class__ is float and k != k:
             raise Declined("a NaN group key")
         g = num.get(k)
@@ -150,7 +155,20 @@ def _group_codes(keys: list[Any], prior: list[Any]) -> tuple[list[int], list[Any
             g = num[k] = len(objs)
             objs.append(k)
         out.append(g)
-    return out, objs
+    if coded is None:
+        return np.array(out, np.int64), objs
+    c = coded[0]
+    seen, first = np.unique(c, return_index=True)
+    lut = np.zeros(len(coded[1]), np.int64)
+    for code, at in sorted(zip(seen.tolist(), first.tolist(), strict=True),
+                           key=itemgetter(1)):
+        k = keys[tail + at]  # (the group's first key, as the runner would keep it)
+        g = num.get(k)
+        if g is None:
+            g = num[k] = len(objs)
+            objs.append(k)
+        lut[code] = g
+    return np.concatenate([np.array(out, np.int64), lut[c]]), objs
 
 
 def _numbers(values: list[Any], want: type | None, what: str) -> tuple[np.ndarray, type | None]:
@@ -206,7 +224,8 @@ class WindowBlock:
             assert not st.more_inputs
             where = strip_alias(st.filter, st.alias)
             mask = filter_mask(SimpleNamespace(filter=plan.filter, where=where), rows,
-                               plan.fields, lambda k: cols.column(t, k), cols.events)
+                               plan.fields, lambda k: cols.column(t, k), cols.events,
+                               lambda k: cols.codes(t, k))
             rows = rows[mask]
         self.rows = rows
         #: the events of the rows, by row (a time batch of rows per batch or group reads only
@@ -217,18 +236,25 @@ class WindowBlock:
                             else [])
         n = len(rows)
         # group keys and aggregate arguments: Python values (the records') and columns
+        own = isinstance(src, EventRows) and not st.more_inputs
+        sel = None if mask is None else np.flatnonzero(mask)  # (among the type's rows)
+
         def per_row(k: int) -> list[Any]:  # (parameter k of the rows, a value per row)
-            if isinstance(src, EventRows) and not st.more_inputs:
-                # (an event list's: through the type's parameter tuples, read once for
-                # every statement of the batch, TypeColumns.params)
-                vals = list(map(itemgetter(k), cols.params(t)))
-                return vals if mask is None else list(itertools.compress(vals, mask.tolist()))
+            if own:  # (an event list's: the type's column, read once for every statement
+                col = cols.objects(t, k)  # of the batch, TypeColumns.objects)
+                return (col if sel is None else col[sel]).tolist()
             local, uniq = src.values(k, rows)
             return [uniq[i] for i in local.tolist()]
 
         self.key_of: list[Any] = [()] * n
+        #: the group keys as dictionary codes when they are texts (TypeColumns.codes)
+        self.key_codes: tuple[np.ndarray, list[str]] | None = None
         if plan.group_exprs:
-            self.key_of = per_row(plan.fields[plan.group_exprs[0].name])
+            kf = plan.fields[plan.group_exprs[0].name]
+            self.key_of = per_row(kf)
+            coded = cols.codes(t, kf) if own else None
+            if coded is not None:
+                self.key_codes = (coded[0] if sel is None else coded[0][sel], coded[1])
         self.arg_values: list[list[Any]] = [per_row(plan.fields[a.name]) for a in plan.args]
         self.ts = src.ts[rows]
         if st.window.kind == "time":
@@ -370,8 +396,8 @@ class WindowBlock:
         groups = win.proc.agg.groups
         m, n = len(held), len(self.rows)
         g_prior = list(groups)
-        codes, objs = _group_codes([r[KEY] for r in held] + self.key_of, g_prior)
-        gcode = np.array(codes, np.int64)
+        gcode, objs = _group_codes([r[KEY] for r in held] + self.key_of, g_prior,
+                                   self.key_codes)
         p_n = np.zeros(len(objs), np.int64)
         summed = self._summed()
         p_tot = [[0] * len(objs) for _ in summed]
@@ -597,8 +623,7 @@ class WindowBlock:
         # per (batch, group): counts and sums, in arrival order
         groups = proc.agg.groups
         g_prior = list(groups)
-        codes, objs = _group_codes(self.key_of, g_prior)
-        gcode = np.array(codes, np.int64)
+        gcode, objs = _group_codes(self.key_of, g_prior, self.key_codes)
         summed = self._summed()
         args = self._arg_columns([], [[st[b + 1] for _j, b, _t in summed]
                                       for st in groups.values()])
