@@ -34,6 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import deque
+from itertools import repeat
 from operator import itemgetter
 from types import SimpleNamespace
 from typing import Any
@@ -246,6 +247,9 @@ class WindowBlock:
             local, uniq = src.values(k, rows)
             return [uniq[i] for i in local.tolist()]
 
+        #: parameter k of the rows, the events' own values (None: read from the events)
+        self._own_values = per_row if own else None
+
         self.key_of: list[Any] = [()] * n
         #: the group keys as dictionary codes when they are texts (TypeColumns.codes)
         self.key_codes: tuple[np.ndarray, list[str]] | None = None
@@ -338,13 +342,17 @@ class WindowBlock:
         aggregate slot's value per row."""
         name, aliases = self.name, self.plan.aliases
         now = [e.ts for e in evs] if times is None else times
-        cols = [slot_cols[a] if k == "agg" else [e.params[a] for e in evs] if k == "field"
-                else now for k, a in self.plan.items]
-        if times is not None:
-            return [LazyBindings(name, p, t, aliases, ())
-                    for p, t in zip(zip(*cols, strict=True), times, strict=True)]
-        return [LazyBindings(name, p, t, aliases, (e,))
-                for p, t, e in zip(zip(*cols, strict=True), now, evs, strict=True)]
+        # (an arrival row's fields are its own row's: the type's columns, per_row)
+        values = self._own_values if times is None else None
+        cols = [slot_cols[a] if k == "agg" else values(a) if k == "field" and values
+                else [e.params[a] for e in evs] if k == "field" else now
+                for k, a in self.plan.items]
+        if not cols:
+            params: Any = repeat((), len(evs))
+        else:
+            params = zip(*cols, strict=True)
+        return list(map(LazyBindings, repeat(name), params, now, repeat(aliases),
+                        repeat(()) if times is not None else zip(evs)))
 
     def _summed(self) -> list[tuple[int, int, bool]]:
         """Per argument (index, base slot in a group's state, whether sum/avg keep its total)."""
@@ -469,16 +477,24 @@ class WindowBlock:
             assert self._next == len(self._closes), "a planned expiry instant was not reached"
             seq0 = runner._seq
             made: dict[int, tuple[Any, ...]] = {}
+            # (the records of the batch's rows still held, column by column: _record's)
+            lo = max(p - m, 0)
+            args = (zip(*(v[lo:] for v in self.arg_values), strict=True) if self.arg_values
+                    else repeat((), n - lo))
+            recs = list(zip([e.ts for e in evs[lo:]], range(seq0 + lo, seq0 + n),
+                            self.key_of[lo:], args, evs[lo:], strict=True))
 
             def rec(k: int) -> tuple[Any, ...]:  # (the record of held + batch position k)
                 if k < m:
                     return held[k]
+                if k - m >= lo:
+                    return recs[k - m - lo]
                 r = made.get(k)
                 if r is None:
                     r = made[k] = self._record(k - m, seq0 + k - m)
                 return r
 
-            kept = [rec(k) for k in range(p, m + n)]
+            kept = [*held[p:], *recs]
             # the groups left: those with events; one never emptied keeps its place, one
             # (re)created in the batch goes after them, in the order of its creating arrival
             last = np.ones(len(order), bool)
