@@ -10,7 +10,7 @@ second stage after a batch stay rows until tokens are needed, those further on b
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import count, repeat
 from operator import itemgetter
 from typing import Any
@@ -749,6 +749,24 @@ def fill_params(found: Sequence[ComplexEvent]) -> None:
                            else repeat(shape.consts[i - w - 2], n) for i in shape.pick]
         for m, p in zip(ms, zip(*cols, strict=True), strict=True):
             m._params = p
+
+
+def fill_one_stage(found: Sequence[ComplexEvent], column: Callable[[int], list[Any]]) -> None:
+    """:func:`fill_params` for the matches of one single-stage pattern whose select list names
+    only fields, its time and literals (:func:`pair_matches` makes them lazy, one shape), in
+    the order of their events: ``column(k)`` gives parameter ``k`` of those events in that
+    order (``column(-1)`` their times) from the caller's columns, so no match is looked at
+    one by one; parameters read already are the same values."""
+    if not found:
+        return
+    shape = found[0]._shape  # type: ignore[attr-defined]
+    w, n = shape.width, len(found)
+    if not shape.pick or w is None:
+        return
+    cols: list[Any] = [column(i) if i < w else column(-1) if i == w
+                       else repeat(None, n) if i == w + 1
+                       else repeat(shape.consts[i - w - 2], n) for i in shape.pick]
+    deque(map(setattr, found, repeat("_params"), zip(*cols, strict=True)), maxlen=0)
 
 
 class _PairMatch(LazyBindings):

@@ -38,10 +38,9 @@ open; such a source is numbered before the plans make its events.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Sequence
 from itertools import repeat
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -196,6 +195,38 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
     return p["new_rows"], at.tolist(), out, commit
 
 
+def _objects(values: list[Any]) -> np.ndarray:
+    """``values`` as an object column (to be taken in another order in one C-level pass)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _merged(rows: np.ndarray, late: np.ndarray, when: np.ndarray, by_out: np.ndarray,
+            by_id: np.ndarray, lens: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The order of the loose parts' entries (concatenated part after part, each part's
+    entries in its own order, of ``lens``) by (row, late, when, by_out, then each part's
+    order) — the output — and each entry's rank by (row, late, when, by_id, then each part's
+    order) — the ids. The keys as one int64 (dense ranks of each), sorted stably, which keeps
+    a part's own order among equal keys (as ``lexsort``'s last key did); every part's keys
+    ascend, so the sort merges a few runs. ``lexsort`` when they would not fit in 63 bits."""
+    w = np.unique(when, return_inverse=True)[1].reshape(-1)
+    ko = np.unique(by_out, return_inverse=True)[1].reshape(-1)
+    ki = np.unique(by_id, return_inverse=True)[1].reshape(-1)
+    nw = int(w.max(initial=-1)) + 1
+    width = max(int(ko.max(initial=-1)), int(ki.max(initial=-1))) + 1
+    rank = np.empty(len(rows), np.int64)
+    if (int(rows.max(initial=0)) + 1) * 2 * nw * width < 1 << 62:
+        base = ((rows * 2 + late) * nw + w) * width
+        o = np.argsort(base + ko, kind="stable")
+        rank[np.argsort(base + ki, kind="stable")] = np.arange(len(rows))
+        return o, rank
+    j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
+    o = np.lexsort((j, by_out, when, late, rows))
+    rank[np.lexsort((j, by_id, when, late, rows))] = np.arange(len(rows))
+    return o, rank
+
+
 class _Replay:
     """The per-event step of the kernel patterns during a split batch: per pattern, the rows
     that open an instance (their token ids taken in order) and the matches planned per row."""
@@ -209,7 +240,8 @@ class _Replay:
         rows = np.concatenate([p[0] for p in plans] or [np.zeros(0, np.int64)])
         who = np.concatenate([np.full(len(p[0]), k, np.int64) for k, p in enumerate(plans)]
                              or [np.zeros(0, np.int64)])
-        order = np.lexsort((who, rows))
+        # (by row, then pattern: one stable sort merging the plans' ascending rows)
+        order = np.argsort(rows * max(len(plans), 1) + who, kind="stable")
         self.start_rows, self.start_who = rows[order], who[order]
         self.n_starts = len(order)
         self.ids = np.zeros(len(order), np.int64)
@@ -241,6 +273,9 @@ class _Replay:
         bounds = [b for b in bounds or [] if len(b[3])]
         self.loose_rows: list[int] = []
         self.loose: list[ComplexEvent] = []
+        #: per loose match (in output order) its part, and each part's type (the statistics)
+        self.loose_part = np.zeros(0, np.int64)
+        self.part_type: list[str] = []
         self.id_pos = np.zeros(0, np.int64)
         if loose or bounds:
             out_of = {key: i for i, key in enumerate(sorted({r[1] for r in ranks}))}
@@ -262,25 +297,28 @@ class _Replay:
                       and np.argsort(out_rank).tolist() == np.argsort(id_rank).tolist())
             #: per loose match (in output order), its place in the order its ids are given
             self.id_pos = np.arange(len(rows), dtype=np.int64)
+            part = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
+            self.part_type = [self.matches[k][1][0].type for k in loose] + [
+                b[3][0].type for b in bounds]
             if simple and len(loose) == 1:
                 self.loose_rows, self.loose = self.matches[loose[0]][0], flat
+                self.loose_part = part
             elif simple:
-                kind = np.repeat(np.arange(len(loose), dtype=np.int64), lens)
-                o = np.argsort(rows * len(out_of) + out_rank[kind], kind="stable")
+                o = np.argsort(rows * len(out_of) + out_rank[part], kind="stable")
                 self.loose_rows = rows[o].tolist()
-                self.loose = list(map(flat.__getitem__, o.tolist()))
+                self.loose = _objects(flat)[o].tolist()
+                self.loose_part = part[o]
             else:
-                j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
                 by_out, by_id = np.repeat(out_rank, lens), np.repeat(id_rank, lens)
                 late = np.repeat(np.array([1] * len(loose) + [0] * len(bounds), np.int64),
                                  lens)
                 when = np.concatenate([np.zeros(sum(lens[:len(loose)]), np.float64)]
                                       + [b[2] for b in bounds])
-                o = np.lexsort((j, by_out, when, late, rows))
+                o, rank = _merged(rows, late, when, by_out, by_id, lens)
                 self.loose_rows = rows[o].tolist()
-                self.loose = list(map(flat.__getitem__, o.tolist()))
-                self.id_pos[np.lexsort((j[o], by_id[o], when[o], late[o], rows[o]))] = (
-                    np.arange(len(o)))
+                self.loose = _objects(flat)[o].tolist()
+                self.id_pos = rank[o]
+                self.loose_part = part[o]
         self.next_loose = 0
 
     def record_loose(self, row: int, host: Any, out: list[ComplexEvent], at: list[int]
@@ -302,8 +340,13 @@ class _Replay:
         at += rows[j:k]
         stats.complex_events += k - j
         by_pattern = stats.by_pattern
-        for t, c in Counter(map(attrgetter("type"), found)).items():  # (first seen first)
-            by_pattern[t] = by_pattern.get(t, 0) + c
+        # (counts per type, the types in the order first seen: reports list them so)
+        part = self.loose_part[j:k]
+        counts = np.bincount(part, minlength=len(self.part_type)).tolist()
+        seen, first = np.unique(part, return_index=True)
+        for p in seen[np.argsort(first)].tolist():
+            t = self.part_type[p]
+            by_pattern[t] = by_pattern.get(t, 0) + counts[p]
         self.next_loose = k
 
     def skip_loose(self, row: int) -> None:
