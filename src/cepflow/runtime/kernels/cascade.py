@@ -22,7 +22,7 @@ import numpy as np
 from cepflow.compiler.evaluator import can_fail
 from cepflow.events.event import ComplexEvent
 from cepflow.runtime.kernels.frame import Declined
-from cepflow.runtime.kernels.pair import fill_one_stage, fill_params, select_fields
+from cepflow.runtime.kernels.pair import fill_params
 from cepflow.runtime.kernels.window_block import WindowBlock, batch_fits
 from cepflow.runtime.rows import EventRows, TypeColumns
 
@@ -62,10 +62,13 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
         if t not in by_type:
             continue
         pos, _i, b = by_type[t]
+        # (a time batch reading them reads every match's parameters: made column-wise now)
+        eager = any(m.name in r.statement.input_types and batch_fits(r)
+                    for r in engine.windows)
         try:
             if pos not in cols:
                 cols[pos] = TypeColumns(EventRows(b.found), schemas)
-            plan = plan_pair(m, cols[pos], arity)
+            plan = plan_pair(m, cols[pos], arity, eager)
         except Declined:
             plan = None
         if plan is None:
@@ -73,17 +76,15 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
         at = np.asarray(b.at, np.int64)
         new_rows, rows, matches, commit = plan
         found.append((pos, m.slot, m, (at[new_rows], at[np.asarray(rows, np.int64)].tolist(),
-                                       matches, commit), new_rows))
+                                       matches, commit), matches))
     found.sort(key=lambda f: (f[0], f[1]))
     out.patterns = [(m, plan, pos) for pos, _s, m, plan, _f in found]
-    # (per pattern: the block's rows its matches hold, in order, for filling their parameters)
-    local = {m.slot: (pos, rows) for pos, _s, m, _p, rows in found}
     planned = set(by_type) | {m.name for m, _p, _b in out.patterns}
     # the derived stream, in the cascade's order: (input row, block, 0 | 1 + pattern, j);
     # per part its type, rows, rank and complex events
     parts = [(b.name, b.at, pos, 0, b.found) for pos, (_i, b) in enumerate(blocks.items())
              if b.name in by_type]
-    parts += [(m.name, plan[1], pos, 1 + q, plan[2], m)
+    parts += [(m.name, plan[1], pos, 1 + q, plan[2])
               for q, (m, plan, pos) in enumerate(out.patterns)]
     for i, r in enumerate(engine.windows):
         st = r.statement
@@ -95,9 +96,9 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
         j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
         pos = np.repeat(np.array([p[2] for p in mine], np.int64), lens)
         sub = np.repeat(np.array([p[3] for p in mine], np.int64), lens)
-        for p in mine:  # (the batch reads every match's parameters)
+        for p in mine:  # (the batch reads every match's parameters: those not made yet)
             if p[3]:
-                _fill(p[5], p[4], local[p[5].slot], cols)
+                fill_params(p[4])
         evs = np.empty(len(at), object)
         evs[:] = [ce for p in mine for ce in p[4]]
         rows = EventRows(evs[np.lexsort((j, sub, pos, at))].tolist())
@@ -108,20 +109,3 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
             continue
     return out
 
-
-def _fill(m: Any, found: list[ComplexEvent], at: tuple[int, np.ndarray],
-          cols: dict[int, TypeColumns]) -> None:
-    """Make the parameters of pattern ``m``'s matches ``found`` for a time batch about to read
-    them all: from the columns of the block rows they hold (``at``: the block's position and
-    the rows), when its select list names only fields, its time and literals (the lazy
-    matches of one shape, kernels.pair); else one by one (kernels.pair.fill_params)."""
-    pos, rows = at
-    if select_fields(m, m.pattern.pair.new) is None:
-        fill_params(found)
-        return
-    tc = cols[pos]
-    (t,) = m.pattern.types
-    block = tc.src.events  # type: ignore[attr-defined]
-    among = np.searchsorted(tc.rows(t), rows)  # (the rows among those of the block's type)
-    fill_one_stage(found, lambda k: (tc.objects(t, k)[among].tolist() if k >= 0
-                                     else [block[r].ts for r in rows.tolist()]))

@@ -10,7 +10,7 @@ second stage after a batch stay rows until tokens are needed, those further on b
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import count, repeat
 from operator import itemgetter
 from typing import Any
@@ -751,22 +751,31 @@ def fill_params(found: Sequence[ComplexEvent]) -> None:
             m._params = p
 
 
-def fill_one_stage(found: Sequence[ComplexEvent], column: Callable[[int], list[Any]]) -> None:
-    """:func:`fill_params` for the matches of one single-stage pattern whose select list names
-    only fields, its time and literals (:func:`pair_matches` makes them lazy, one shape), in
-    the order of their events: ``column(k)`` gives parameter ``k`` of those events in that
-    order (``column(-1)`` their times) from the caller's columns, so no match is looked at
-    one by one; parameters read already are the same values."""
-    if not found:
-        return
-    shape = found[0]._shape  # type: ignore[attr-defined]
-    w, n = shape.width, len(found)
-    if not shape.pick or w is None:
-        return
-    cols: list[Any] = [column(i) if i < w else column(-1) if i == w
-                       else repeat(None, n) if i == w + 1
-                       else repeat(shape.consts[i - w - 2], n) for i in shape.pick]
-    deque(map(setattr, found, repeat("_params"), zip(*cols, strict=True)), maxlen=0)
+def one_stage_matches(m: Any, rows: np.ndarray, cols: TypeColumns, arity: dict[str, int]
+                      ) -> list[ComplexEvent] | None:
+    """The matches of a single-stage pattern ``every a = T(f)`` at the rows ``rows`` of the
+    batch (ascending) with their parameters made now, column by column — for a consumer about
+    to read them all (a time batch over them, kernels.cascade) — when its select list names
+    only fields of ``a``, its time and literals (else None: :func:`pair_matches`). The values
+    are those :class:`_PairMatch` reads (the events' own objects); bindings are made when
+    read (:class:`~cepflow.runtime.rows.LazyBindings`); ids are given by the caller."""
+    pr = m.pattern.pair
+    fields = _select_fields(m, pr)
+    if fields is None or len(pr.stages) != 1:
+        return None
+    t = pr.stages[0].position.type
+    shape = lazy_shape(m, [t], fields, arity)
+    w, n = shape.width, len(rows)
+    ev = cols.events(rows)
+    evs = [ev[r] for r in rows.tolist()]
+    among = np.searchsorted(cols.rows(t), rows)  # (the rows among those of the type)
+    per_item: list[Any] = [cols.objects(t, i)[among].tolist() if i < w
+                           else [e.ts for e in evs] if i == w
+                           else repeat(None, n) if i == w + 1
+                           else repeat(shape.consts[i - w - 2], n) for i in shape.pick]
+    params = zip(*per_item, strict=True) if per_item else repeat((), n)
+    return list(map(LazyBindings, repeat(shape.name), params, [e.ts for e in evs],
+                    repeat(shape.names), zip(evs)))
 
 
 class _PairMatch(LazyBindings):

@@ -51,7 +51,13 @@ from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.cascade import Derived, plan_cascade
 from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
-from cepflow.runtime.kernels.pair import leave_open, pair_matches, pair_rows, reschedule
+from cepflow.runtime.kernels.pair import (
+    leave_open,
+    one_stage_matches,
+    pair_matches,
+    pair_rows,
+    reschedule,
+)
 from cepflow.runtime.kernels.restart import Plan, plan_restart
 from cepflow.runtime.kernels.window_block import WindowBlock, plan_window, window_kernels
 from cepflow.runtime.rows import (
@@ -164,8 +170,11 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
     return _run(engine, kernels, plans, src, columns, blocks, derived)  # type: ignore[arg-type]
 
 
-def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
-    """The pair kernel's plan of ``m`` over the batch (kernels.pair), as the split takes it."""
+def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = False
+               ) -> Plan | None:
+    """The pair kernel's plan of ``m`` over the batch (kernels.pair), as the split takes it;
+    with ``eager`` a single stage's matches are made with their parameters (a consumer reads
+    them all: kernels.pair.one_stage_matches)."""
     pr = m.pattern.pair
     p = pair_rows(m, pr, cols)
     if p is None:
@@ -182,7 +191,9 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
     declined = "a select list failed on a match: event by event"
     try:
         with declined_on_failure(declined):
-            out = pair_matches(m, p, inst, events, arity)
+            out = one_stage_matches(m, p["end_row"][inst], cols, arity) if eager else None
+            if out is None:
+                out = pair_matches(m, p, inst, events, arity)
     except EvaluationError:  # (no sink installed)
         raise Declined(declined) from None
 
@@ -195,6 +206,10 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int]) -> Plan | None:
     return p["new_rows"], at.tolist(), out, commit
 
 
+#: the keys _merged sorts as one int64 stay below this
+_FITS = 1 << 62
+
+
 def _objects(values: list[Any]) -> np.ndarray:
     """``values`` as an object column (to be taken in another order in one C-level pass)."""
     out = np.empty(len(values), dtype=object)
@@ -202,28 +217,38 @@ def _objects(values: list[Any]) -> np.ndarray:
     return out
 
 
-def _merged(rows: np.ndarray, late: np.ndarray, when: np.ndarray, by_out: np.ndarray,
-            by_id: np.ndarray, lens: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def _merged(rows: np.ndarray, late: np.ndarray, when: list[np.ndarray], out_rank: np.ndarray,
+            id_rank: np.ndarray, lens: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """The order of the loose parts' entries (concatenated part after part, each part's
-    entries in its own order, of ``lens``) by (row, late, when, by_out, then each part's
-    order) — the output — and each entry's rank by (row, late, when, by_id, then each part's
-    order) — the ids. The keys as one int64 (dense ranks of each), sorted stably, which keeps
-    a part's own order among equal keys (as ``lexsort``'s last key did); every part's keys
-    ascend, so the sort merges a few runs. ``lexsort`` when they would not fit in 63 bits."""
-    w = np.unique(when, return_inverse=True)[1].reshape(-1)
-    ko = np.unique(by_out, return_inverse=True)[1].reshape(-1)
-    ki = np.unique(by_id, return_inverse=True)[1].reshape(-1)
-    nw = int(w.max(initial=-1)) + 1
-    width = max(int(ko.max(initial=-1)), int(ki.max(initial=-1))) + 1
+    entries in its own order, of ``lens``) by (row, late, when, out_rank, then each part's
+    order) — the output — and each entry's rank by (row, late, when, id_rank, then each
+    part's order) — the ids; ``late``, ``when`` (the instants of the parts after the first
+    ``len(lens) - len(when)``, 0 for those) and the ranks per part. The keys as one int64 (dense
+    ranks of each), sorted stably, which keeps a part's own order among equal keys (as
+    ``lexsort``'s last key did); every part's keys ascend, so the sort merges a few runs.
+    ``lexsort`` when they would not fit in 63 bits."""
+    parts = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
+    lead = len(lens) - len(when)
+    flat_when = np.concatenate([np.zeros(sum(lens[:lead]), np.float64), *when])
+    ko = np.unique(out_rank, return_inverse=True)[1].reshape(-1)[parts]
+    ki = np.unique(id_rank, return_inverse=True)[1].reshape(-1)[parts]
+    w = np.zeros(len(rows), np.int64)
+    if when:  # (the instants' ranks: only theirs tell entries of one row and lateness apart)
+        w[sum(lens[:lead]):] = np.unique(flat_when[sum(lens[:lead]):],
+                                         return_inverse=True)[1].reshape(-1)
+    nw = int(w.max(initial=0)) + 1
+    width = len(lens) + 1
+    late_e = late[parts]
     rank = np.empty(len(rows), np.int64)
-    if (int(rows.max(initial=0)) + 1) * 2 * nw * width < 1 << 62:
-        base = ((rows * 2 + late) * nw + w) * width
+    if (int(rows.max(initial=0)) + 1) * 2 * nw * width < _FITS:
+        base = ((rows * 2 + late_e) * nw + w) * width
         o = np.argsort(base + ko, kind="stable")
         rank[np.argsort(base + ki, kind="stable")] = np.arange(len(rows))
         return o, rank
     j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
-    o = np.lexsort((j, by_out, when, late, rows))
-    rank[np.lexsort((j, by_id, when, late, rows))] = np.arange(len(rows))
+    by_out, by_id = out_rank[parts], id_rank[parts]
+    o = np.lexsort((j, by_out, flat_when, late_e, rows))
+    rank[np.lexsort((j, by_id, flat_when, late_e, rows))] = np.arange(len(rows))
     return o, rank
 
 
@@ -309,12 +334,8 @@ class _Replay:
                 self.loose = _objects(flat)[o].tolist()
                 self.loose_part = part[o]
             else:
-                by_out, by_id = np.repeat(out_rank, lens), np.repeat(id_rank, lens)
-                late = np.repeat(np.array([1] * len(loose) + [0] * len(bounds), np.int64),
-                                 lens)
-                when = np.concatenate([np.zeros(sum(lens[:len(loose)]), np.float64)]
-                                      + [b[2] for b in bounds])
-                o, rank = _merged(rows, late, when, by_out, by_id, lens)
+                late = np.array([1] * len(loose) + [0] * len(bounds), np.int64)
+                o, rank = _merged(rows, late, [b[2] for b in bounds], out_rank, id_rank, lens)
                 self.loose_rows = rows[o].tolist()
                 self.loose = _objects(flat)[o].tolist()
                 self.id_pos = rank[o]

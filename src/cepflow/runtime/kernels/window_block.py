@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from bisect import bisect_left
 from collections import deque
 from itertools import repeat
 from operator import itemgetter
@@ -691,13 +692,15 @@ class WindowBlock:
         prior_batch = list(proc.batch) if per_event else []
         segs = (bs[starts].tolist(), gs[starts].tolist(), seg_n.tolist(), seg_tot, seg_ext,
                 order[starts].tolist(), carried.tolist())
-        if not per_event and not self.plan.group_exprs:
-            self._closes, pending_grp, last = self._one_group(closes, segs, seq0)
+        if not per_event:
+            self._closes, pending_grp, last = self._aggregated(closes, segs, objs, g_prior,
+                                                               seq0)
             batches = {len(closes): pending_grp}
             state = {"last": last}
         else:
-            self._closes, batches, state = self._grouped(closes, segs, objs, g_prior, seq0,
-                                                         prior_batch)
+            self._closes, batches = self._per_event(closes, segs, objs, g_prior, seq0,
+                                                    prior_batch)
+            state = {}
         self._next = 0
         self._due_end = sim.boundary() if sim.k is not None else float("inf")
         self.due = self._closes[0][0] if self._closes else self._due_end
@@ -722,31 +725,90 @@ class WindowBlock:
 
         self._commit = commit
 
-    def _one_group(self, closes: list[tuple[Any, int, int, bool]], segs: tuple[Any, ...],
-                   seq0: int) -> tuple[list[Any], list[Any], dict[Any, Any]]:
-        """The boundaries' rows of an ungrouped aggregated time batch, column-wise: at most
-        one per posted boundary — its batch's values, or the empty values after a batch with
-        events (what :meth:`_grouped`'s ``close`` makes for one group). Also the pending
-        batch's group and the representative last posted (the runner's ``last``)."""
-        seg_b, _g, seg_n, seg_tot, seg_ext, first_row, carried = segs
+    def _aggregated(self, closes: list[tuple[Any, int, int, bool]], segs: tuple[Any, ...],
+                    objs: list[Any], g_prior: list[Any], seq0: int
+                    ) -> tuple[list[Any], list[Any], dict[Any, Any]]:
+        """The boundaries' rows of an aggregated time batch (a row per group, or one without
+        ``group by``: the group ``()``), column-wise: at each posted boundary a row per group
+        of its batch — carried groups first, in the state's order, then by first arrival —
+        with the batch's values, then a row of the empty values for each group posted at the
+        last posted boundary and not now (processor.PerGroupRows). Also the pending batch's
+        groups (key, n, FIRST record, totals, extremes) and the groups last posted with their
+        representative records (the runner's ``last``). Records are made only for those."""
+        seg_b, seg_g, seg_n, seg_tot, seg_ext, first_row, carried = segs
         proc = self.runner.window.proc
-        st0 = proc.agg.groups.get(())
+        groups = proc.agg.groups
         summed = self._summed()
         tots = [t if t is not None else [0] * len(seg_b) for t in seg_tot]
-        if st0 is not None and (not seg_b or seg_b[0] != 0):
-            # (the group carried in, without a new event in the first batch, stays as it is)
-            seg_b, seg_n, first_row, carried = [0, *seg_b], [st0[N], *seg_n], [-1, *first_row], \
-                [True, *carried]
-            tots = [[st0[b + 1] if tot else 0, *t] for t, (_j, b, tot) in zip(tots, summed,
-                                                                              strict=True)]
-            seg_ext = [[(st0[b + 2], st0[b + 3]) for _j, b, _t in summed], *seg_ext]
-        rows = self.rows
+        keys = [objs[g] for g in seg_g]
+        rank = [g if c else len(g_prior) + r
+                for g, c, r in zip(seg_g, carried, first_row, strict=True)]
+        # (carried groups without a new event in the first batch stay as they are: an item
+        # of their own in batch 0, after the segments; segments are by batch, so batch 0's
+        # are the first)
+        in0 = set(keys[:bisect_left(seg_b, 1)])
+        for g, key in enumerate(g_prior):
+            if key not in in0:
+                st = groups[key]
+                seg_b, keys, rank, carried, first_row = [*seg_b, 0], [*keys, key], \
+                    [*rank, g], [*carried, True], [*first_row, -1]
+                seg_n = [*seg_n, st[N]]
+                tots = [[*t, st[b + 1] if tot else 0] for t, (_j, b, tot) in zip(tots, summed,
+                                                                               strict=True)]
+                seg_ext = [*seg_ext, [(st[b + 2], st[b + 3]) for _j, b, _t in summed]]
         self._fetch([r for r, c in zip(first_row, carried, strict=True) if not c])
-        evs = self.events
-        firsts = [st0[FIRST][EVENT] if c else evs[int(rows[r])]
-                  for r, c in zip(first_row, carried, strict=True)]
-        cols = []
-        for sl in self.plan.slots:  # (each slot's value per batch, as _values gives it)
+        evs, at = self.events, self.rows.tolist()
+        item_ev = [groups[k][FIRST][EVENT] if c else evs[at[r]]
+                   for k, c, r in zip(keys, carried, first_row, strict=True)]
+
+        def record(s: int) -> Any:  # (item s's FIRST record)
+            return groups[keys[s]][FIRST] if carried[s] else self._record(first_row[s],
+                                                                          seq0 + first_row[s])
+
+        # the items of each batch, in the groups' order
+        order = np.lexsort((np.array(rank, np.int64), np.array(seg_b, np.int64)))
+        by_b = np.array(seg_b, np.int64)[order]
+        cut = np.searchsorted(by_b, np.arange(len(closes) + 2)).tolist()
+        order_l = order.tolist()
+        last: dict[Any, Any] = dict(proc.last)  # key -> a record, or an item (an int)
+        out_ev: list[Event] = []
+        out_s: list[int] = []  # per row its item, -1 for the empty values
+        out_t: list[Any] = []
+        out_i: list[int] = []
+        for i, (b, _lo, _hi, posted) in enumerate(closes):
+            if not posted:
+                continue
+            now = {}
+            for s in order_l[cut[i]:cut[i + 1]]:
+                now[keys[s]] = s
+                out_ev.append(item_ev[s])
+                out_s.append(s)
+            for key, rep in last.items():
+                if key not in now:
+                    out_ev.append(item_ev[rep] if rep.__class__ is int else rep[EVENT])
+                    out_s.append(-1)
+            out_t += [b] * (len(out_ev) - len(out_t))
+            out_i += [i] * (len(out_ev) - len(out_i))
+            last = now
+        # (each slot's column over the rows: its values per item, the empty value last)
+        cols = self._slot_columns(seg_n, tots, seg_ext)
+        pick = itemgetter(*out_s) if len(out_s) > 1 else lambda c: tuple(c[s] for s in out_s)
+        slot_cols = [pick([*c, e]) for c, e in zip(cols, proc.agg.empty_values, strict=True)]
+        per: list[list[ComplexEvent]] = [[] for _ in closes]
+        for ce, i in zip(self._rows(out_ev, slot_cols, out_t), out_i, strict=True):
+            per[i].append(ce)
+        pending = [(keys[s], seg_n[s], record(s), [t[s] for t in tots], seg_ext[s])
+                   for s in order_l[cut[len(closes)]:cut[len(closes) + 1]]]
+        rep = {key: record(s) if s.__class__ is int else s for key, s in last.items()}
+        return [(c[0], found) for c, found in zip(closes, per, strict=True)], pending, rep
+
+    def _slot_columns(self, seg_n: list[int], tots: list[list[Any]], seg_ext: list[Any]
+                      ) -> list[list[Any]]:
+        """Each aggregate slot's value per segment of ``seg_n`` events (none null) with the
+        totals ``tots`` (per argument) and extremes ``seg_ext`` (per segment, per argument:
+        (min, max)), as :meth:`_values` gives them, column by column."""
+        cols: list[list[Any]] = []
+        for sl in self.plan.slots:
             if sl.func == "count" or sl.arg is None:
                 cols.append(seg_n)
             elif sl.func == "sum":
@@ -755,57 +817,19 @@ class WindowBlock:
                 cols.append([t / c for t, c in zip(tots[sl.arg_index], seg_n, strict=True)])
             else:
                 cols.append([e[sl.arg_index][sl.func == "max"] for e in seg_ext])
-        seg_at = dict(zip(seg_b, range(len(seg_b)), strict=True))
-        empty = proc.agg.empty_values
-        last: Any = proc.last.get(())  # the representative last posted: a record, a batch
-        out_ev: list[Event] = []       # (a segment number), or None
-        out_s: list[int] = []  # per row its batch's segment, -1 for the empty values
-        out_t: list[Any] = []
-        out_i: list[int] = []
-        for i, (b, _lo, _hi, posted) in enumerate(closes):
-            if not posted:
-                continue
-            s = seg_at.get(i)
-            if s is not None:
-                out_ev.append(firsts[s])
-                out_s.append(s)
-                last = s
-            elif last is not None:
-                out_ev.append(firsts[last] if last.__class__ is int else last[EVENT])
-                out_s.append(-1)
-                last = None
-            else:
-                continue
-            out_t.append(b)
-            out_i.append(i)
-        # (each slot's column over the rows: its values per batch, the empty value last)
-        pick = itemgetter(*out_s) if len(out_s) > 1 else lambda c: tuple(c[s] for s in out_s)
-        slot_cols = [pick([*c, e]) for c, e in zip(cols, empty, strict=True)]
-        per: list[list[ComplexEvent]] = [[] for _ in closes]
-        for ce, i in zip(self._rows(out_ev, slot_cols, out_t), out_i, strict=True):
-            per[i].append(ce)
+        return cols
 
-        def record(s: int) -> Any:  # (a batch's FIRST record)
-            return st0[FIRST] if carried[s] else self._record(first_row[s], seq0 + first_row[s])
-
-        p = seg_at.get(len(closes))
-        pending = [] if p is None else [((), seg_n[p], record(p), [t[p] for t in tots],
-                                         seg_ext[p])]
-        rep = {} if last is None else {(): record(last) if last.__class__ is int else last}
-        return [(c[0], found) for c, found in zip(closes, per, strict=True)], pending, rep
-
-    def _grouped(self, closes: list[tuple[Any, int, int, bool]], segs: tuple[Any, ...],
-                 objs: list[Any], g_prior: list[Any], seq0: int, prior_batch: list[Any]
-                 ) -> tuple[list[Any], dict[int, list[Any]], dict[str, Any]]:
-        """The boundaries' rows of a time batch, boundary by boundary (groups, or a row per
-        event): per batch index its groups (key, n, FIRST record, totals, extremes) in the
-        groups' order (carried groups first, in the state's order; then by first arrival),
-        and the groups last posted (``state``)."""
+    def _per_event(self, closes: list[tuple[Any, int, int, bool]], segs: tuple[Any, ...],
+                   objs: list[Any], g_prior: list[Any], seq0: int, prior_batch: list[Any]
+                   ) -> tuple[list[Any], dict[int, list[Any]]]:
+        """The boundaries' rows of a time batch with a row per event, boundary by boundary
+        (each event's row with its group's values): per batch index its groups (key, n,
+        FIRST record, totals, extremes) in the groups' order (carried groups first, in the
+        state's order; then by first arrival)."""
         seg_b, seg_g, n_l, seg_tot, seg_ext, first_row, carried = segs
         proc = self.runner.window.proc
         groups = proc.agg.groups
         summed = self._summed()
-        per_event = self.plan.mode == "event"
         per_batch: dict[int, list[tuple[int, Any]]] = {}
         self._fetch([r for r, c in zip(first_row, carried, strict=True) if not c])
         for s, (bi, g) in enumerate(zip(seg_b, seg_g, strict=True)):
@@ -827,36 +851,20 @@ class WindowBlock:
                              [(st[b + 2], st[b + 3]) for _j, b, _t in summed])))
         batches = {bi: [x for _r, x in sorted(items, key=lambda it: it[0])]
                    for bi, items in per_batch.items()}
-        state = {"last": dict(proc.last) if not per_event else {}}
 
         def close(bi: int, b: Any, lo: int, hi: int, posted: bool) -> list[ComplexEvent]:
-            """The rows of boundary ``bi`` at ``b`` (made in time order: ``state`` carries
-            the groups last posted; their ids are given when they are emitted)."""
+            """The rows of boundary ``bi`` at ``b`` (their ids are given when emitted)."""
             if not posted:
                 return []
             grp = batches.get(bi, [])
-            out: list[ComplexEvent] = []
-            if per_event:
-                vals = {key: self._values(c, tots, ext) for key, c, _f, tots, ext in grp}
-                recs = (prior_batch if bi == 0 else []) + [
-                    self._record(i, seq0 + i) for i in range(lo, hi)]
-                for rec in recs:
-                    out.append(self._row(rec[EVENT], vals[rec[KEY]], b, None, -1))
-                return out
-            for _key, c, first, tots, ext in grp:
-                out.append(self._row(first[EVENT], self._values(c, tots, ext), b, None, -1))
-            empty = proc.agg.empty_values
-            now_keys = {key for key, *_x in grp}
-            for key, rep in state["last"].items():
-                if key not in now_keys:
-                    out.append(self._row(rep[EVENT], empty, b, None, -1))
-            state["last"] = {key: first for key, _c, first, _t, _e in grp}
-            return out
+            vals = {key: self._values(c, tots, ext) for key, c, _f, tots, ext in grp}
+            recs = (prior_batch if bi == 0 else []) + [
+                self._record(i, seq0 + i) for i in range(lo, hi)]
+            return [self._row(rec[EVENT], vals[rec[KEY]], b, None, -1) for rec in recs]
 
         made = [(b, close(bi, b, lo, hi, posted))
                 for bi, (b, lo, hi, posted) in enumerate(closes)]
-        return made, batches, state
-
+        return made, batches
 
 def plan_window(engine: Any, runner: Any, cols: TypeColumns, src: Rows) -> WindowBlock | None:
     """The block of ``runner``'s statement over the batch, or None when this batch declines
