@@ -72,18 +72,24 @@ class Rows:
 class EventRows(Rows):
     """A list of events as kernel rows."""
 
-    def __init__(self, events: Sequence[Event]) -> None:
+    def __init__(self, events: Sequence[Event],
+                 types: tuple[list[str], np.ndarray] | None = None) -> None:
+        """``types``: the type names and each event's code, when the caller knows them (the
+        derived rows of a split batch, kernels.cascade)."""
         self.events = events
         self.n = len(events)
         #: events number() shifted after a restore, with their reader's numbers
         self._shifted: list[tuple[Event, int]] = []
         self._params: list[tuple] | None = None
         self.ts = np.fromiter(map(_TS, events), dtype=np.float64, count=self.n)
-        types = list(map(_TYPE, events))
-        type_code = {t: i for i, t in enumerate(dict.fromkeys(types))}
+        if types is not None:
+            self.type_names, self.codes = types
+            return
+        names = list(map(_TYPE, events))
+        type_code = {t: i for i, t in enumerate(dict.fromkeys(names))}
         self.type_names = list(type_code)
         self.codes = (np.zeros(self.n, dtype=np.int64) if len(type_code) == 1 else
-                      np.fromiter(map(type_code.__getitem__, types), dtype=np.int64,
+                      np.fromiter(map(type_code.__getitem__, names), dtype=np.int64,
                                   count=self.n))
 
     def time_at(self, row: int) -> Any:
@@ -96,6 +102,7 @@ class EventRows(Rows):
         return self._params
 
     def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+        """(A value per row, in the rows' order: the indices are 0, 1, ….)"""
         local = np.arange(len(rows), dtype=np.int64)
         if len(rows) == self.n and (self.n < 2 or bool((np.diff(rows) > 0).all())):
             # every row in order (a union's window over the derived rows): one C-level pass

@@ -66,8 +66,9 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
         eager = any(m.name in r.statement.input_types and batch_fits(r)
                     for r in engine.windows)
         try:
-            if pos not in cols:
-                cols[pos] = TypeColumns(EventRows(b.found), schemas)
+            if pos not in cols:  # (a block's rows, all of its type)
+                cols[pos] = TypeColumns(EventRows(b.found, ([b.name], np.zeros(
+                    len(b.found), np.int64))), schemas)
             plan = plan_pair(m, cols[pos], arity, eager)
         except Declined:
             plan = None
@@ -101,7 +102,11 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
                 fill_params(p[4])
         evs = np.empty(len(at), object)
         evs[:] = [ce for p in mine for ce in p[4]]
-        rows = EventRows(evs[np.lexsort((j, sub, pos, at))].tolist())
+        o = np.lexsort((j, sub, pos, at))
+        # (each part's rows of its statement's type: their codes known, not read per row)
+        names = list(dict.fromkeys(p[0] for p in mine))
+        code = np.repeat(np.array([names.index(p[0]) for p in mine], np.int64), lens)
+        rows = EventRows(evs[o].tolist(), (names, code[o]))
         try:
             out.batches[i] = WindowBlock(engine, r, TypeColumns(rows, schemas), rows,
                                          t_end=t_end)

@@ -246,6 +246,8 @@ class WindowBlock:
                 col = cols.objects(t, k)  # of the batch, TypeColumns.objects)
                 return (col if sel is None else col[sel]).tolist()
             local, uniq = src.values(k, rows)
+            if isinstance(src, EventRows):  # (a value per row already, in order)
+                return uniq
             return [uniq[i] for i in local.tolist()]
 
         #: parameter k of the rows, the events' own values (None: read from the events)
