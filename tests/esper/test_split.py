@@ -224,10 +224,11 @@ def test_consecutive_chains_equal_event_by_event(kernel_stmts, others, spec, cut
     check_split(prog, spec, cuts, restore_at)
 
 
-def check_split(prog, spec, cuts, restore_at) -> None:
+def check_split(prog, spec, cuts, restore_at, events=events) -> None:
     """``spec`` through the split in batches cut at ``cuts``, a single event between them and
     a save/restore at ``restore_at``, against event by event: the same complex events, ids,
-    statistics, open instances, saved state and end of input."""
+    statistics, open instances, saved state and end of input. ``events`` makes the events of
+    ``spec`` (tests.esper.test_esper_kernel.events)."""
     one = Engine(prog)
     many = Engine(prog)
     split = many._split

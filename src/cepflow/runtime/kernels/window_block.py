@@ -505,16 +505,16 @@ class WindowBlock:
             ends = np.flatnonzero(last)
             seg_of = np.searchsorted(starts, ends, side="right") - 1
             carried: dict[int, list[Any]] = {}
-            created: list[tuple[int, int, list[Any]]] = []
+            created: list[tuple[int, Any, list[Any]]] = []
             for e_i, s in zip(ends.tolist(), seg_of.tolist(), strict=True):
                 c = int(counts[e_i])
                 if c == 0:
                     continue
                 g, s_i = int(gs[e_i]), int(starts[s])
                 tots = [t[e_i].item() if t is not None else 0 for t in totals]
-                if fresh[s]:
-                    created.append((int(order[s_i]), g,
-                                    self._state(c, rec(int(so[s_i])), tots)))
+                if fresh[s]:  # (keyed by its creating arrival's key, as the runner's dict)
+                    first = rec(int(so[s_i]))
+                    created.append((int(order[s_i]), first[KEY], self._state(c, first, tots)))
                 else:
                     carried[g] = self._state(c, groups[objs[g]][FIRST], tots)
             touched = set(np.unique(gs).tolist())
@@ -524,8 +524,8 @@ class WindowBlock:
                     out[key] = st
                 elif g in carried:
                     out[key] = carried[g]
-            for _w, g, st in sorted(created, key=lambda x: x[0]):
-                out[objs[g]] = st
+            for _w, key, st in sorted(created, key=lambda x: x[0]):
+                out[key] = st
             win.proc.agg.groups = out
             win.items = deque(kept)
             win.due = kept[0][TS] + size if kept else float("inf")
@@ -742,7 +742,10 @@ class WindowBlock:
         groups = proc.agg.groups
         summed = self._summed()
         tots = [t if t is not None else [0] * len(seg_b) for t in seg_tot]
-        keys = [objs[g] for g in seg_g]
+        # (a group carried in keeps its key; a batch's new group is keyed by its first row's
+        # key, as the runner's dict, emptied at every boundary: 1 and 1.0 are one group)
+        keys = [objs[g] if c else self.key_of[r]
+                for g, c, r in zip(seg_g, carried, first_row, strict=True)]
         rank = [g if c else len(g_prior) + r
                 for g, c, r in zip(seg_g, carried, first_row, strict=True)]
         # (carried groups without a new event in the first batch stay as they are: an item
@@ -839,7 +842,8 @@ class WindowBlock:
             first = (groups[objs[g]][FIRST] if carried[s]
                      else self._record(first_row[s], seq0 + first_row[s]))
             rank = g if carried[s] else len(g_prior) + first_row[s]
-            per_batch.setdefault(bi, []).append((rank, (objs[g], n_l[s], first, tots,
+            key = objs[g] if carried[s] else self.key_of[first_row[s]]  # (as _aggregated's)
+            per_batch.setdefault(bi, []).append((rank, (key, n_l[s], first, tots,
                                                         seg_ext[s])))
         # carried groups without a new event in the first batch stay as they are
         if g_prior:

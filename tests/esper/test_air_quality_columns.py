@@ -1,0 +1,206 @@
+"""Air quality's own shape through the program split, column-wise (issue 21, item 2): sliding
+averages over the readings of one pollutant each (a text filter, ``pollutant = 'CO'``),
+grouped by a text key (the station), grade patterns over their rows and the worst grade per
+time batch over the grades' union. Text filters are decided by dictionary codes (each distinct
+text compared once: ``TypeColumns.codes``), text keys numbered by code, the grades made with
+their parameters column by column, the aggregated time batch's rows made column-wise, and the
+rows nothing reads merged into the engine's order by one sort (``split._merged``). Over random
+programs and streams — texts only, or texts mixed with numbers and nulls (then the codes do
+not apply) — batches cut anywhere, single events between them and a save/restore in the
+middle, everything equals the per-event engine: complex events, ids, order, bindings,
+statistics, open instances, saved state and the end of input; also over Arrow batches."""
+
+import itertools
+
+import numpy as np
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from tests.esper.test_esper_kernel import SCHEMA, assert_alike, fed_columns
+from tests.esper.test_split import check_split
+
+from cepflow.events.event import Event
+from cepflow.language import ast
+from cepflow.language.epl import parse_epl
+from cepflow.loader import load_module
+from cepflow.runtime.engine import Engine
+from cepflow.runtime.kernels import split
+from cepflow.runtime.rows import EventRows, TypeColumns
+from cepflow.runtime.vector_expr import filter_mask
+
+#: the pollutant column's values: texts only (dictionary codes), or with numbers and nulls
+#: (1 and 1.0 and True one group key; the codes decline and the values are compared as before)
+TEXTS = ["CO", "O3", "x", "", "CO"]
+MIXED = ["CO", "O3", 1, 1.0, True, None, "1"]
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> str:
+    """One or two sliding averages over ``A`` filtered by a text, grouped by ``s`` (the
+    text) or ``k``, one or two grade patterns over each (literals in their select lists), and
+    perhaps the worst grade per 3 msec batch (grouped or not)."""
+    key = draw(st.sampled_from(["s", "s", "k"]))
+    text = ""
+    for w, pol in enumerate(draw(st.sampled_from([["CO"], ["CO", "O3"], ["O3", "CO"]]))):
+        flt = draw(st.sampled_from([f"a.s = '{pol}'", f"s != '{pol}'", f"'{pol}' = a.s",
+                                    f"a.s = '{pol}' or a.x > 1.5", f"not (a.s = '{pol}')",
+                                    ""]))
+        size = draw(st.sampled_from([3, 5]))
+        text += (f"@Name('W{w}')\ninsert into W{w}\nselect a.{key} as key, a.x as x, "
+                 f"avg(a.x) as ax\nfrom A{f'({flt})' if flt else ''}.win:time({size} msec) "
+                 f"as a\ngroup by a.{key};\n")
+        for g, bound in enumerate(draw(st.sampled_from([["g.ax < 1", "g.ax >= 1"],
+                                                        ["g.ax >= 0.5"], [""]]))):
+            text += (f"@Name('G{w}{g}')\ninsert into Grade\nselect g.key as key, '{pol}' as p, "
+                     f"{g + 1} as grade, g.ax as average\nfrom pattern [every g = "
+                     f"W{w}({bound})];\n")
+    if draw(st.booleans()):
+        group = draw(st.sampled_from(["\ngroup by l.key", ""]))
+        text += ("@Name('Level')\ninsert into Level\nselect l.key as key, max(l.grade) as grade, "
+                 f"count(*) as c\nfrom Grade.win:time_batch(3 msec) as l{group};\n")
+    return text
+
+
+def readings(pool: list):
+    """Readings ``A(k, v, x, s)``: k a small integer, s from ``pool``, one to three msec
+    apart or at the same instant."""
+    return st.lists(st.tuples(st.sampled_from([0, 1, 2]), st.sampled_from(pool),
+                              st.sampled_from([0.0, 0.7, 1.2, 2.0]), st.integers(0, 3)),
+                    max_size=70)
+
+
+def make(spec) -> list[Event]:
+    ts, out = 0, []
+    for i, (k, s, x, dt) in enumerate(spec):
+        ts += dt
+        out.append(Event("A", (k, i % 4, x, s), ts, id=f"e{i}"))
+    return out
+
+
+AIR = ("@Name('W0')\ninsert into W0\nselect a.s as key, a.x as x, avg(a.x) as ax\n"
+       "from A(a.s = 'CO').win:time(5 msec) as a\ngroup by a.s;\n"
+       "@Name('W1')\ninsert into W1\nselect a.s as key, a.x as x, avg(a.x) as ax\n"
+       "from A(a.s = 'O3').win:time(3 msec) as a\ngroup by a.s;\n"
+       "@Name('G00')\ninsert into Grade\nselect g.key as key, 'CO' as p, 1 as grade, "
+       "g.ax as average\nfrom pattern [every g = W0(g.ax < 1)];\n"
+       "@Name('G01')\ninsert into Grade\nselect g.key as key, 'CO' as p, 2 as grade, "
+       "g.ax as average\nfrom pattern [every g = W0(g.ax >= 1)];\n"
+       "@Name('G10')\ninsert into Grade\nselect g.key as key, 'O3' as p, 1 as grade, "
+       "g.ax as average\nfrom pattern [every g = W1()];\n"
+       "@Name('Level')\ninsert into Level\nselect l.key as key, max(l.grade) as grade, "
+       "count(*) as c\nfrom Grade.win:time_batch(3 msec) as l\ngroup by l.key;\n")
+#: a stream where both pollutants' stations come and go across batches of the level
+AIR_SPEC = [(i % 3, ["CO", "O3", "x", "CO"][i % 4], [0.0, 0.7, 1.2, 2.0][i % 4], i % 3)
+            for i in range(60)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs(), st.sampled_from([TEXTS, MIXED]).flatmap(readings),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+@example(AIR, AIR_SPEC, [17, 40], 30)
+@example(AIR, [(k, s, x, dt) for (k, s, x, dt) in AIR_SPEC[:40]], [], 70)
+def test_air_quality_shape_equals_event_by_event(text, spec, cuts, restore_at) -> None:
+    """The split (window blocks, the cascade, the loose rows) against the per-event engine."""
+    check_split(load_module(parse_epl(SCHEMA + text)), spec, cuts, restore_at, events=make)
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs(), st.sampled_from([TEXTS, MIXED]).flatmap(readings),
+       st.lists(st.integers(0, 70), max_size=3))
+@example(AIR, AIR_SPEC, [23])
+def test_air_quality_shape_over_arrow_columns(text, spec, cuts) -> None:
+    """Over Arrow batches (Engine.process_columns: a column source's text filter by codes):
+    the complex events, rows written, statistics and state of the per-event engine."""
+    prog = load_module(parse_epl(SCHEMA + text))
+    one, many = Engine(prog, strict_actions=False), Engine(prog, strict_actions=False)
+    if not many.columnar:
+        return
+
+    def numbered() -> list:
+        evs = make(spec)
+        for i, e in enumerate(evs):
+            e.seq = i
+        return evs
+
+    ref = [m for e in numbered() for m in one.process(e)]
+    evs, got, written = numbered(), [], []
+    for lo, hi in itertools.pairwise(sorted({0, len(spec), *(min(c, len(spec))
+                                                               for c in cuts)})):
+        found, rows_written = fed_columns(many, evs[lo:hi], {"A": 4, "B": 4})
+        got += found
+        written += rows_written
+    assert_alike(one, ref, many, got, written)
+
+
+@given(st.lists(st.sampled_from(["CO", "O3", "", "é", "CO ", 1, 1.0, None, True]),
+                max_size=30), st.sampled_from(["CO", "", "é", "O3"]))
+@example(["CO", "O3", "CO"], "CO")
+def test_text_codes_decide_as_each_value(values, const) -> None:
+    """``TypeColumns.codes``: for texts only, codes whose distinct values are the texts
+    (equal texts share a code); the text equality filter by codes is ``==`` on each value;
+    None (and the per-value comparison) when any value is not a ``str``."""
+    evs = [Event("A", (0, 0, 0.0, v), i) for i, v in enumerate(values)]
+    cols = TypeColumns(EventRows(evs), load_module(parse_epl(SCHEMA)).schemas)
+    coded = cols.codes("A", 3)
+    texts = bool(values) and all(type(v) is str for v in values)
+    assert (coded is not None) == texts
+    if coded is not None:
+        codes, uniq = coded
+        assert [uniq[c] for c in codes.tolist()] == values
+        assert len(set(uniq)) == len(uniq)
+    if not values:
+        return
+    for op, sides in itertools.product(["==", "!="], [(0, 1), (1, 0)]):
+        pair = (ast.Name("s"), ast.Const(const))
+        where = ast.Binary(op, pair[sides[0]], pair[sides[1]])
+        want = [(v == const) == (op == "==") for v in values]
+        for codes_of in (None, lambda k: cols.codes("A", k)):
+            got = filter_mask(where, {"k": 0, "v": 1, "x": 2, "s": 3},
+                              lambda k: cols.column("A", k), codes=codes_of)
+            # (a column of numbers only is left to the closure, with or without codes)
+            assert (got is None and not texts and coded is None
+                    and all(type(v) is not str for v in values)
+                    if got is None else got.tolist() == want)
+
+
+@st.composite
+def loose_parts(draw: st.DrawFn) -> list:
+    """The loose rows' parts as split._Replay has them: (late, output rank, id rank, rows),
+    the late ones (matches) first, then the boundaries' (whose instants tell them apart at a
+    row); the ranks distinct among the parts of one lateness (a plan's, a window's)."""
+    lates = sorted(draw(st.lists(st.integers(0, 1), min_size=1, max_size=5)), reverse=True)
+    n = len(lates)
+    outs = draw(st.permutations(range(n)))
+    ids = draw(st.permutations(range(n)))
+    return [(late, outs[i], ids[i], draw(st.lists(st.integers(0, 6), max_size=6)))
+            for i, late in enumerate(lates)]
+
+
+@given(loose_parts(), st.booleans())
+@example([(1, 0, 1, [0, 0, 1]), (1, 1, 0, [0, 1]), (0, 2, 2, [0, 1, 1])], False)
+def test_merged_order_is_lexsorts(parts, wide) -> None:
+    """``split._merged``: the output order and the ids' ranks of the loose rows are those of
+    ``lexsort`` by (row, late, when, rank, each part's own order), with the keys as one int64
+    and when they do not fit (``wide``: the ``lexsort`` it falls back on)."""
+    # (each part's rows ascending, the boundaries' instants too)
+    lens = [len(p[3]) for p in parts]
+    rows = np.array([r for p in parts for r in sorted(p[3])], np.int64)
+    late = np.array([p[0] for p in parts], np.int64)
+    out_rank = np.array([p[1] for p in parts], np.int64)
+    id_rank = np.array([p[2] for p in parts], np.int64)
+    when = [np.sort(np.array([r * 0.5 + (i % 2) for i, r in enumerate(sorted(p[3]))]))
+            for p in parts if not p[0]]
+    flat_when = np.concatenate([np.zeros(sum(n for p, n in zip(parts, lens, strict=True)
+                                             if p[0])), *when])
+    j = np.concatenate([np.arange(n) for n in lens])
+    e_late, e_out, e_id = (np.repeat(a, lens) for a in (late, out_rank, id_rank))
+    want = np.lexsort((j, e_out, flat_when, e_late, rows))
+    want_rank = np.empty(len(rows), np.int64)
+    want_rank[np.lexsort((j, e_id, flat_when, e_late, rows))] = np.arange(len(rows))
+    fits = split._FITS
+    try:
+        if wide:
+            split._FITS = 0
+        o, rank = split._merged(rows, late, when, out_rank, id_rank, lens)
+    finally:
+        split._FITS = fits
+    assert o.tolist() == want.tolist() and rank.tolist() == want_rank.tolist()
