@@ -93,10 +93,23 @@ AIR_SPEC = [(i % 3, ["CO", "O3", "x", "CO"][i % 4], [0.0, 0.7, 1.2, 2.0][i % 4],
             for i in range(60)]
 
 
+#: keys 1 then 1.0: one group, keyed as the runner keys it — the time batch's group of a new
+#: batch by its first row's key, a sliding group emptied and made again by its new arrival's
+KEYS_1_10 = ("@Name('W0')\ninsert into W0\nselect a.s as key, a.x as x, avg(a.x) as ax\n"
+             "from A(s != 'O3').win:time(3 msec) as a\ngroup by a.s;\n"
+             "@Name('G00')\ninsert into Grade\nselect g.key as key, 'CO' as p, 1 as grade, "
+             "g.ax as average\nfrom pattern [every g = W0(g.ax < 1)];\n"
+             "@Name('Level')\ninsert into Level\nselect l.key as key, max(l.grade) as grade, "
+             "count(*) as c\nfrom Grade.win:time_batch(3 msec) as l\ngroup by l.key;\n")
+
+
 @settings(max_examples=150, deadline=None)
 @given(programs(), st.sampled_from([TEXTS, MIXED]).flatmap(readings),
        st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 @example(AIR, AIR_SPEC, [17, 40], 30)
+@example(KEYS_1_10, [(0, "CO", 0.0, 0), (0, 1, 0.0, 1), (0, 1.0, 0.0, 2)], [], 70)
+@example(KEYS_1_10, [(0, 1, 0.0, 0), (0, "CO", 0.0, 1), (0, 1.0, 0.0, 3), (0, 1, 0.0, 1)], [],
+         70)
 @example(AIR, [(k, s, x, dt) for (k, s, x, dt) in AIR_SPEC[:40]], [], 70)
 def test_air_quality_shape_equals_event_by_event(text, spec, cuts, restore_at) -> None:
     """The split (window blocks, the cascade, the loose rows) against the per-event engine."""
