@@ -73,15 +73,18 @@ class EventRows(Rows):
     """A list of events as kernel rows."""
 
     def __init__(self, events: Sequence[Event],
-                 types: tuple[list[str], np.ndarray] | None = None) -> None:
-        """``types``: the type names and each event's code, when the caller knows them (the
-        derived rows of a split batch, kernels.cascade)."""
+                 types: tuple[list[str], np.ndarray] | None = None,
+                 ts: np.ndarray | None = None) -> None:
+        """``types``: the type names and each event's code, ``ts`` their times as float64,
+        when the caller knows them (the derived rows of a split batch, kernels.cascade: each
+        at its input row's time)."""
         self.events = events
         self.n = len(events)
         #: events number() shifted after a restore, with their reader's numbers
         self._shifted: list[tuple[Event, int]] = []
         self._params: list[tuple] | None = None
-        self.ts = np.fromiter(map(_TS, events), dtype=np.float64, count=self.n)
+        self.ts = (np.fromiter(map(_TS, events), dtype=np.float64, count=self.n) if ts is None
+                   else ts)
         if types is not None:
             self.type_names, self.codes = types
             return
@@ -352,12 +355,12 @@ class TypeColumns:
         c = self._objs.get((t, k))
         if c is None:
             if isinstance(self.src, EventRows):
-                vals: list[Any] = list(map(itemgetter(k), self.params(t)))
+                p = self.params(t)
+                vals: Any = map(itemgetter(k), p)
             else:
                 local, uniq = self.src.values(k, self.rows(t))
-                vals = list(map(uniq.__getitem__, local.tolist()))
-            c = self._objs[t, k] = np.empty(len(vals), dtype=object)
-            c[:] = vals
+                p, vals = local, map(uniq.__getitem__, local.tolist())
+            c = self._objs[t, k] = np.fromiter(vals, dtype=object, count=len(p))
         return c
 
     def codes(self, t: str, k: int) -> tuple[np.ndarray, list[str]] | None:

@@ -37,10 +37,12 @@ class Derived:
     batches: dict[int, WindowBlock] = field(default_factory=dict)
 
 
-def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end: Any,
+def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray, t_end: Any,
                  plan_pair: Callable[..., Any]) -> Derived:
     """Plan the patterns and time batches over the rows of ``blocks`` (the window blocks
-    over the input of a batch whose last row is at ``t_end``)."""
+    over the input of a batch whose rows are at ``src_ts``, the last at ``t_end``). A
+    derived row has the time of the input row it comes at (a sliding window's row is its
+    arriving event's, a single stage's match its row's)."""
     out = Derived()
     if not blocks:
         return out
@@ -68,7 +70,7 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
         try:
             if pos not in cols:  # (a block's rows, all of its type)
                 cols[pos] = TypeColumns(EventRows(b.found, ([b.name], np.zeros(
-                    len(b.found), np.int64))), schemas)
+                    len(b.found), np.int64)), src_ts[np.asarray(b.at, np.int64)]), schemas)
             plan = plan_pair(m, cols[pos], arity, eager)
         except Declined:
             plan = None
@@ -106,7 +108,7 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_n: int, t_end:
         # (each part's rows of its statement's type: their codes known, not read per row)
         names = list(dict.fromkeys(p[0] for p in mine))
         code = np.repeat(np.array([names.index(p[0]) for p in mine], np.int64), lens)
-        rows = EventRows(evs[o].tolist(), (names, code[o]))
+        rows = EventRows(evs[o].tolist(), (names, code[o]), src_ts[at[o]])
         try:
             out.batches[i] = WindowBlock(engine, r, TypeColumns(rows, schemas), rows,
                                          t_end=t_end)

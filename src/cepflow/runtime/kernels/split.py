@@ -166,7 +166,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
             counters.rewind(before)
             src.unnumber()
         return None
-    derived = plan_cascade(engine, blocks, src.n, src.last_ts(), _plan_pair)
+    derived = plan_cascade(engine, blocks, src.ts, src.last_ts(), _plan_pair)
     return _run(engine, kernels, plans, src, columns, blocks, derived)  # type: ignore[arg-type]
 
 
