@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import count, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -766,16 +766,16 @@ def one_stage_matches(m: Any, rows: np.ndarray, cols: TypeColumns, arity: dict[s
     t = pr.stages[0].position.type
     shape = lazy_shape(m, [t], fields, arity)
     w, n = shape.width, len(rows)
-    ev = cols.events(rows)
-    evs = [ev[r] for r in rows.tolist()]
+    evs = list(map(cols.events(rows).__getitem__, rows.tolist()))
+    ts = list(map(attrgetter("ts"), evs))
     among = np.searchsorted(cols.rows(t), rows)  # (the rows among those of the type)
     per_item: list[Any] = [cols.objects(t, i)[among].tolist() if i < w
-                           else [e.ts for e in evs] if i == w
+                           else ts if i == w
                            else repeat(None, n) if i == w + 1
                            else repeat(shape.consts[i - w - 2], n) for i in shape.pick]
     params = zip(*per_item, strict=True) if per_item else repeat((), n)
-    return list(map(LazyBindings, repeat(shape.name), params, [e.ts for e in evs],
-                    repeat(shape.names), zip(evs)))
+    return list(map(LazyBindings, repeat(shape.name), params, ts, repeat(shape.names),
+                    zip(evs)))
 
 
 class _PairMatch(LazyBindings):

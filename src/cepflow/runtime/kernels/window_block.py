@@ -36,7 +36,7 @@ import math
 from bisect import bisect_left
 from collections import deque
 from itertools import repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from types import SimpleNamespace
 from typing import Any
 
@@ -344,7 +344,7 @@ class WindowBlock:
         ``evs``, the groups' representatives) at those instants. ``slot_cols`` holds every
         aggregate slot's value per row."""
         name, aliases = self.name, self.plan.aliases
-        now = [e.ts for e in evs] if times is None else times
+        now = list(map(attrgetter("ts"), evs)) if times is None else times
         # (an arrival row's fields are its own row's: the type's columns, per_row)
         values = self._own_values if times is None else None
         cols = [slot_cols[a] if k == "agg" else values(a) if k == "field" and values
@@ -465,7 +465,7 @@ class WindowBlock:
                 t = totals[sl.arg_index][pos]  # type: ignore[index]
                 slot_cols.append((t if sl.func == "sum" else t / n_at).tolist())
         ev, rows = self.events, self.rows.tolist()
-        evs = [ev[r] for r in rows]
+        evs = list(map(ev.__getitem__, rows))
         self.at, self.found = rows, self._rows(evs, slot_cols)
         self._closes: list[Any] = []
         self._next = 0
