@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,7 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
     found: list[tuple[int, int, Any, Any, list[ComplexEvent]]] = []
     # (the block's rows as columns, read once for every pattern over it)
     cols: dict[int, TypeColumns] = {}
+    at_of: dict[int, np.ndarray] = {}
     for m in engine.matchers:
         pr, types = m.pattern.pair, m.pattern.types
         if (pr is None or len(pr.stages) != 1 or len(types) != 1
@@ -76,18 +78,21 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
             plan = None
         if plan is None:
             continue
-        at = np.asarray(b.at, np.int64)
+        if pos not in at_of:  # (the block's input rows, once per block)
+            at_of[pos] = np.asarray(b.at, np.int64)
+        at = at_of[pos]
         new_rows, rows, matches, commit = plan
         found.append((pos, m.slot, m, (at[new_rows], at[np.asarray(rows, np.int64)].tolist(),
-                                       matches, commit), matches))
+                                       matches, commit), eager))
     found.sort(key=lambda f: (f[0], f[1]))
-    out.patterns = [(m, plan, pos) for pos, _s, m, plan, _f in found]
+    out.patterns = [(m, plan, pos) for pos, _s, m, plan, _e in found]
+    made = [e for _p, _s, _m, _plan, e in found]  # (with their parameters: eager)
     planned = set(by_type) | {m.name for m, _p, _b in out.patterns}
     # the derived stream, in the cascade's order: (input row, block, 0 | 1 + pattern, j);
-    # per part its type, rows, rank and complex events
-    parts = [(b.name, b.at, pos, 0, b.found) for pos, (_i, b) in enumerate(blocks.items())
+    # per part its type, rows, rank, complex events and whether their parameters are made
+    parts = [(b.name, b.at, pos, 0, b.found, True) for pos, (_i, b) in enumerate(blocks.items())
              if b.name in by_type]
-    parts += [(m.name, plan[1], pos, 1 + q, plan[2])
+    parts += [(m.name, plan[1], pos, 1 + q, plan[2], made[q])
               for q, (m, plan, pos) in enumerate(out.patterns)]
     for i, r in enumerate(engine.windows):
         st = r.statement
@@ -100,10 +105,10 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
         pos = np.repeat(np.array([p[2] for p in mine], np.int64), lens)
         sub = np.repeat(np.array([p[3] for p in mine], np.int64), lens)
         for p in mine:  # (the batch reads every match's parameters: those not made yet)
-            if p[3]:
+            if p[3] and not p[5]:
                 fill_params(p[4])
-        evs = np.empty(len(at), object)
-        evs[:] = [ce for p in mine for ce in p[4]]
+        evs = np.fromiter(chain.from_iterable(p[4] for p in mine), dtype=object,
+                          count=len(at))
         o = np.lexsort((j, sub, pos, at))
         # (each part's rows of its statement's type: their codes known, not read per row)
         names = list(dict.fromkeys(p[0] for p in mine))

@@ -40,7 +40,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -212,9 +212,7 @@ _FITS = 1 << 62
 
 def _objects(values: list[Any]) -> np.ndarray:
     """``values`` as an object column (to be taken in another order in one C-level pass)."""
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
+    return np.fromiter(values, dtype=object, count=len(values))
 
 
 def _merged(rows: np.ndarray, late: np.ndarray, when: list[np.ndarray], out_rank: np.ndarray,
@@ -308,8 +306,7 @@ class _Replay:
             lens = [len(self.matches[k][0]) for k in loose] + [len(b[3]) for b in bounds]
             rows = np.concatenate([np.asarray(self.matches[k][0], np.int64) for k in loose]
                                   + [b[1] for b in bounds])
-            flat = [ce for k in loose for ce in self.matches[k][1]] + [
-                ce for b in bounds for ce in b[3]]
+            flat = list(chain(*(self.matches[k][1] for k in loose), *(b[3] for b in bounds)))
             out_rank = np.array([out_of[ranks[k][1]] for k in loose]
                                 + [b[0] for b in bounds], np.int64)
             id_rank = np.array([id_of[ranks[k][0]] for k in loose]
