@@ -199,6 +199,16 @@ def test_kernel_equals_event_by_event(stmts, spec, cuts, tail) -> None:
 
 @settings(max_examples=80, deadline=None)
 @given(statements(), stream(KEYS), st.lists(st.integers(0, 70), max_size=2), st.integers(0, 5))
+# (text keys, coded column-wise (kernels.pair.column_key_codes): instances from before the
+# batch keyed "1" and None, completed by the batch's rows; a NaN key in the batch's column
+# unifies with nothing, not even the same NaN object)
+@example("@Name('P')\ninsert into P\nfrom pattern [every a = A() -> b = B(a.k = b.k)];\n",
+         [("A", "1", 0, 0.0, 0), ("A", None, 0, 0.0, 1), ("A", 2, 0, 0.0, 1),
+          ("B", "1", 1, 0.0, 1), ("B", None, 2, 0.0, 0), ("A", "1", 0, 0.0, 1),
+          ("B", 1, 0, 0.0, 1), ("B", "1", 3, 0.0, 1)], [1], 0)
+@example("@Name('P')\ninsert into P\nfrom pattern [every a = A() -> b = B(a.k = b.k)];\n",
+         [("A", "1", 0, 0.0, 0), ("A", KEYS[8], 0, 0.0, 1), ("B", KEYS[8], 0, 0.0, 1),
+          ("B", "1", 1, 0.0, 1)], [], 0)
 def test_kernel_with_mixed_keys(stmt, spec, cuts, tail) -> None:
     """Keys that unify across types (1, 1.0, True), that never unify (NaN), strings, None and
     integers beyond int64: the codes of the kernel agree with Python's ``==``."""
@@ -256,6 +266,12 @@ def typed_stream() -> st.SearchStrategy:
 @settings(max_examples=150, deadline=None)
 @given(computed(), st.one_of(stream([0, 1]), typed_stream()),
        st.lists(st.integers(0, 70), max_size=3), st.integers(0, 8))
+# (a key column of an int and a float, which numpy makes floats: the copied ``a.k`` is the
+# event's own value, gathered as the object it is — rows.TypeColumns.pick)
+@example("@Name('P')\ninsert into P\nselect a.k as k, b.v - a.v as c0\nfrom pattern [every "
+         "a = A -> b = B(a.k = b.k)];\n",
+         [("A", 0, 1, 0.0, 0), ("A", 1.0, 2, 0.0, 1), ("B", 0, 3, 0.0, 1),
+          ("B", 1.0, 5, 0.0, 1)], [], 0)
 def test_computed_select_lists_equal_event_by_event(stmt, spec, cuts, tail) -> None:
     """A select list with arithmetic (Duration's ``a2.ts - a1.ts``): the kernel's values,
     computed column-wise where every value read is an int, or every one a float, are the

@@ -363,6 +363,14 @@ class TypeColumns:
             c = self._objs[t, k] = np.fromiter(vals, dtype=object, count=len(p))
         return c
 
+    def pick(self, t: str, k: int, rows: np.ndarray) -> list[Any]:
+        """Parameter ``k`` of the batch rows ``rows`` (all of type ``t``), the values
+        themselves, gathered from :meth:`objects` (contiguous memory, where reading each
+        event's tuple visits every event again)."""
+        of_type = self.rows(t)
+        return self.objects(t, k)[rows if len(of_type) == self.src.n else
+                                  np.searchsorted(of_type, rows)].tolist()
+
     def codes(self, t: str, k: int) -> tuple[np.ndarray, list[str]] | None:
         """Parameter ``k`` of the type's rows as dictionary codes — per row the index of its
         value in the returned list of distinct values — when

@@ -45,6 +45,8 @@ from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows, Thread, Token
 from cepflow.runtime.vector_expr import arithmetic_values, pairs_mask
 
+_TS = attrgetter("ts")
+
 
 class Uncodable(Exception):
     """The batch holds key values the kernel cannot code exactly (NaN): go event by event."""
@@ -79,6 +81,48 @@ def key_codes(ka: np.ndarray, kb: np.ndarray, old: list[Any], span: int
 
 #: key types no value of which is unequal to itself
 _NEVER_NAN = frozenset([str, int, bool, type(None)])
+
+
+def column_key_codes(cols: TypeColumns, stages: list[tuple[str, int, np.ndarray]],
+                     held: list[Any], span: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`key_codes` for an event list's batch whose keys are objects (texts): per stage
+    (type, key parameter, its rows' places among the type's rows), each column the stages
+    read coded once, in one dict pass over the events' own values — equal codes iff equal as
+    dict keys (Python's ``==``), as key_codes numbers them, the codes sparse but below the
+    number of values coded —, then the stages' rows picked from it; ``held``, the keys of the
+    instances from before the batch (old tokens', then pending rows'), coded first. Returns
+    the instances' codes (``held``, then the first stage's rows) and the later stages' rows'
+    codes; Uncodable for a NaN key or codes ``span`` times too large for int64."""
+    try:
+        return _column_key_codes(cols, stages, held, span)
+    except TypeError:  # (an unhashable key: event by event)
+        raise Uncodable from None
+
+
+def _column_key_codes(cols: TypeColumns, stages: list[tuple[str, int, np.ndarray]],
+                      held: list[Any], span: int) -> tuple[np.ndarray, np.ndarray]:
+    table: dict[Any, int] = {}
+    number = count()
+    held_codes = np.fromiter(map(table.setdefault, held, number), np.int64, count=len(held))
+    coded: dict[tuple[str, int], np.ndarray] = {}
+
+    def code(t: str, k: int) -> np.ndarray:
+        c = coded.get((t, k))
+        if c is None:
+            vals = cols.objects(t, k).tolist()
+            c = coded[t, k] = np.fromiter(map(table.setdefault, vals, number), np.int64,
+                                          count=len(vals))
+        return c
+
+    (t0, k0, loc0), *later = stages
+    i_code = np.concatenate([held_codes, code(t0, k0)[loc0]])
+    b_code = np.concatenate([code(t, k)[loc] for t, k, loc in later])
+    # (NaN unifies with nothing, not even itself: a NaN the table holds declines)
+    if not set(map(type, table)) <= _NEVER_NAN and any(v != v for v in table):
+        raise Uncodable
+    if next(number) * span >= 1 << 62:
+        raise Uncodable
+    return i_code, b_code
 
 
 
@@ -247,7 +291,7 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
                 "n_old": 0, "stage0": np.ones(k, np.int64), "stage": np.ones(k, np.int64),
                 "taken": new_rows[None, :].copy(), "end_row": new_rows.copy(),
                 "match": np.ones(k, bool), "alive": np.zeros(k, bool),
-                "age": np.arange(k, dtype=np.int64)}
+                "age": np.arange(k, dtype=np.int64), "cols": cols}
     old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
     pend_ids, pend_events = (m.pending.ids, m.pending.events) if m.pending else ([], [])
     n = src.n
@@ -259,18 +303,27 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
             i_code = np.zeros(len(old) + len(pend_ids) + len(new_rows), np.int64)
             b_code = np.zeros(len(locs[1]), np.int64)
         else:
-            pend_keys = as_column([e.params[ka] for e in pend_events])
-            a_keys = cols.column(stages[0].position.type, ka)[locs[0]]
-            if len(pend_keys) and len(a_keys) and pend_keys.dtype.kind != a_keys.dtype.kind:
-                pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
-            later = [cols.column(e.position.type, k)[loc]
-                     for e, k, loc in zip(stages[1:], pr.keys[1:], locs[1:], strict=True)]
-            if len({c.dtype.kind for c in later}) > 1:
-                later = [c.astype(object) for c in later]
-            i_code, b_code = key_codes(
-                np.concatenate([pend_keys, a_keys]) if len(pend_keys) else a_keys,
-                np.concatenate(later) if len(later) > 1 else later[0],
-                [t.threads[0].bindings.get(pr.key_var) for t in old], span)
+            full = [cols.column(e.position.type, k) for e, k in zip(stages, pr.keys,
+                                                                    strict=True)]
+            held = [t.threads[0].bindings.get(pr.key_var) for t in old]
+            if isinstance(src, EventRows) and any(c.dtype.kind == "O" for c in full):
+                i_code, b_code = column_key_codes(
+                    cols, [(e.position.type, k, loc)
+                           for e, k, loc in zip(stages, pr.keys, locs, strict=True)],
+                    held + [e.params[ka] for e in pend_events], span)
+                later = locs[1:]  # (their lengths)
+            else:
+                pend_keys = as_column([e.params[ka] for e in pend_events])
+                a_keys = full[0][locs[0]]
+                if (len(pend_keys) and len(a_keys)
+                        and pend_keys.dtype.kind != a_keys.dtype.kind):
+                    pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
+                later = [c[loc] for c, loc in zip(full[1:], locs[1:], strict=True)]
+                if len({c.dtype.kind for c in later}) > 1:
+                    later = [c.astype(object) for c in later]
+                i_code, b_code = key_codes(
+                    np.concatenate([pend_keys, a_keys]) if len(pend_keys) else a_keys,
+                    np.concatenate(later) if len(later) > 1 else later[0], held, span)
     except Uncodable:
         return None
     bounds = np.cumsum([0, *(len(c) for c in later)])
@@ -336,7 +389,7 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     return {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "new_rows": new_rows,
             "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
-            "end_row": last, "match": match, "alive": alive, "age": age}
+            "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols}
 
 
 
@@ -603,11 +656,12 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
     if lazy:  # the instances begun by an A event in hand: lazy complex events
         fresh = inst >= n_real
         q_new = inst[fresh]
-        starts = taken[0][q_new].tolist()
-        firsts = ([events[s] for s in starts] if n_old == n_real else
+        stage_rows = [taken[j][q_new] for j in range(n_stages)]
+        starts = stage_rows[0].tolist()
+        firsts = (list(map(events.__getitem__, starts)) if n_old == n_real else
                   [pend[q - n_real] if q < n_old else events[s]
                    for q, s in zip(q_new.tolist(), starts, strict=True)])
-        later = [[events[i] for i in taken[j][q_new].tolist()] for j in range(1, n_stages)]
+        later = [list(map(events.__getitem__, r.tolist())) for r in stage_rows[1:]]
         r_new = rank[fresh]
         ids = (first_id + r_new).tolist()
         parts = zip(firsts, *later, strict=True)
@@ -615,13 +669,14 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
             shape = lazy_shape(m, [e.position.type for e in pr.stages], fields, arity)
             out += lazy_matches(parts, shape, ids)
         else:
-            params = _computed_select(m, pr, [firsts, *later])
+            params = _computed_select(m, pr, [firsts, *later],
+                                      _stage_values(pr, p, q_new, stage_rows))
             if params is None:
                 lazy = False
             else:
                 names = tuple(m.pattern.auto.params)
-                out += [LazyBindings(name, ps, evs[-1].ts, names, evs, i)
-                        for evs, ps, i in zip(parts, params, ids, strict=True)]
+                out += map(LazyBindings, repeat(name), params,
+                           map(_TS, later[-1] if later else firsts), repeat(names), parts, ids)
     if lazy:
         ranks.append(r_new)
         keep = ~fresh
@@ -638,12 +693,41 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
     return blocks
 
 
-def _computed_select(m: Any, pr: EsperPair, stage_events: list[list[Event]]
-                     ) -> Iterator[tuple[Any, ...]] | None:
+def _stage_values(pr: EsperPair, p: dict, q_new: np.ndarray, stage_rows: list[np.ndarray]
+                  ) -> Any:
+    """``values(j, i)``: parameter ``i`` of the stage-``j`` event of each instance ``q_new``
+    (``stage_rows[j]``: its batch row, -1 for an A event held before the batch), the events'
+    own value objects gathered from the batch's columns (TypeColumns.pick) rather than read
+    event by event; None for a column source (its events are made from the columns)."""
+    cols = p.get("cols")
+    if cols is None or not isinstance(cols.src, EventRows):
+        return None
+    n_real, pend = len(p["old"]), p["pend_events"]
+
+    def values(j: int, i: int) -> list[Any]:
+        rows, t = stage_rows[j], pr.stages[j].position.type
+        held = np.flatnonzero(rows < 0)
+        if not len(held):
+            return cols.pick(t, i, rows)
+        # (instances begun before the batch, by a pending row's event)
+        vals = [pend[q - n_real].params[i] if q - n_real < len(pend) else None
+                for q in q_new.tolist()]
+        got = np.flatnonzero(rows >= 0)
+        for k, v in zip(got.tolist(), cols.pick(t, i, rows[got]), strict=True):
+            vals[k] = v
+        return vals
+
+    return values
+
+
+def _computed_select(m: Any, pr: EsperPair, stage_events: list[list[Event]],
+                     values: Any = None) -> Iterator[tuple[Any, ...]] | None:
     """Per match (its events at each stage in ``stage_events``), its parameters where the
     select list holds only variables, ``current_timestamp()`` and arithmetic over them that
     runtime.vector_expr computes exactly (Duration's ``a2.ts - a1.ts``), as Matcher.result's
-    closures give them; else None (the matches are made as objects, each evaluated)."""
+    closures give them; else None (the matches are made as objects, each evaluated).
+    ``values(j, i)``, when given, reads parameter ``i`` of the stage-``j`` events
+    (:func:`_stage_values`)."""
     auto = m.pattern.auto
     if not stage_events[0]:
         return None
@@ -652,11 +736,13 @@ def _computed_select(m: Any, pr: EsperPair, stage_events: list[list[Event]]
 
     def column(v: str) -> list[Any]:
         if v == "@ts":
-            return [e.ts for e in last]
+            return list(map(_TS, last))
         at = where.get(v)
         if at is None:  # (bound by no stage: null, as the bindings' get gives it)
             return [None] * len(last)
         j, i = at
+        if values is not None:
+            return values(j, i)
         return [e.params[i] for e in stage_events[j]]
 
     cols = []
@@ -677,9 +763,12 @@ def pair_matches(m: Any, p: dict, inst: np.ndarray, events: Any, arity: dict[str
         return []
     pr = m.pattern.pair
     p["as_rows"] = np.zeros(len(p["match"]), bool)
+    blocks = _emit_pair(m, pr, p, inst, np.arange(len(inst)), 0, events,
+                        _select_fields(m, pr), arity)
+    if len(blocks) == 1 and bool((blocks[0].rank == np.arange(len(inst))).all()):
+        return blocks[0].events  # (made in that order already: the instances begun in it)
     out: list[Any] = [None] * len(inst)
-    for block in _emit_pair(m, pr, p, inst, np.arange(len(inst)), 0, events,
-                            _select_fields(m, pr), arity):
+    for block in blocks:
         for r, ce in zip(block.rank.tolist(), block.events, strict=True):
             out[r] = ce
     return out
