@@ -51,6 +51,7 @@ from cepflow.windows.aggregates import FIRST, N
 from cepflow.windows.held import EVENT, KEY, TS, VALS
 from cepflow.windows.tumbling import TimeBatchWindow
 
+_TS = attrgetter("ts")
 #: below this every integer and float64 operation the plan does is exact
 _EXACT = 2.0 ** 53
 #: segments longer than this are summed by one cumsum each, shorter ones side by side
@@ -338,13 +339,15 @@ class WindowBlock:
                             () if trigger is None else (trigger,), match_id)
 
     def _rows(self, evs: list[Event], slot_cols: list[list[Any]] | list[tuple[Any, ...]],
-              times: list[Any] | None = None) -> list[ComplexEvent]:
+              times: list[Any] | None = None, arrivals: list[Any] | None = None
+              ) -> list[ComplexEvent]:
         """Rows column by column (ids given later): the arrival rows of ``evs`` (each its own
         trigger, at its time), or with ``times`` boundary rows (no trigger; the fields of
         ``evs``, the groups' representatives) at those instants. ``slot_cols`` holds every
-        aggregate slot's value per row."""
+        aggregate slot's value per row; ``arrivals``, when given, the times of ``evs``."""
         name, aliases = self.name, self.plan.aliases
-        now = list(map(attrgetter("ts"), evs)) if times is None else times
+        now = (times if times is not None else arrivals if arrivals is not None
+               else list(map(_TS, evs)))
         # (an arrival row's fields are its own row's: the type's columns, per_row)
         values = self._own_values if times is None else None
         cols = [slot_cols[a] if k == "agg" else values(a) if k == "field" and values
@@ -423,11 +426,16 @@ class WindowBlock:
         # order, expiries first at one instant, each kind in arrival order
         expiry = all_ts + size
         p = int(np.searchsorted(expiry, float(self.t_end), side="right"))
-        src = np.concatenate([np.arange(m, m + n), np.arange(p)])
-        is_arr = np.concatenate([np.ones(n, bool), np.zeros(p, bool)])
-        time = np.concatenate([all_ts[m:], expiry[:p]])
-        log = np.lexsort((src, is_arr, time))
-        src, is_arr = src[log], is_arr[log]
+        # (both kinds come in time order, each in arrival order: merged by their places in
+        # each other — an expiry before the arrivals at its instant —, not sorted)
+        arr_ts, exp_ts = all_ts[m:], expiry[:p]
+        at_arr = np.arange(n) + np.searchsorted(exp_ts, arr_ts, side="right")
+        at_exp = np.arange(p) + np.searchsorted(arr_ts, exp_ts, side="left")
+        src = np.empty(n + p, np.int64)
+        src[at_arr] = np.arange(m, m + n)
+        src[at_exp] = np.arange(p)
+        is_arr = np.zeros(n + p, bool)
+        is_arr[at_arr] = True
         sign = np.where(is_arr, 1, -1)
         grp = gcode[src]
         order = np.argsort(grp, kind="stable")  # by group, then log order
@@ -466,13 +474,14 @@ class WindowBlock:
                 slot_cols.append((t if sl.func == "sum" else t / n_at).tolist())
         ev, rows = self.events, self.rows.tolist()
         evs = list(map(ev.__getitem__, rows))
-        self.at, self.found = rows, self._rows(evs, slot_cols)
+        now = list(map(_TS, evs))  # (the arrivals' times: their rows', and the expiries')
+        self.at, self.found = rows, self._rows(evs, slot_cols, arrivals=now)
         self._closes: list[Any] = []
         self._next = 0
         self._due_end = float("inf")
         if self.plan.mode == "group":  # (Esper's fully aggregated queries: rows on expiry too)
-            ts_of = [r[TS] for r in held] + [e.ts for e in evs]
-            ev_of = [r[EVENT] for r in held] + evs
+            ts_of = [r[TS] for r in held] + now if held else now
+            ev_of = [r[EVENT] for r in held] + evs if held else evs
             self._plan_expiries(is_arr[order], gs, so, counts, totals, expiry, ts_of, ev_of,
                                 p, size)
 
@@ -484,7 +493,7 @@ class WindowBlock:
             lo = max(p - m, 0)
             args = (zip(*(v[lo:] for v in self.arg_values), strict=True) if self.arg_values
                     else repeat((), n - lo))
-            recs = list(zip([e.ts for e in evs[lo:]], range(seq0 + lo, seq0 + n),
+            recs = list(zip(now[lo:], range(seq0 + lo, seq0 + n),
                             self.key_of[lo:], args, evs[lo:], strict=True))
 
             def rec(k: int) -> tuple[Any, ...]:  # (the record of held + batch position k)
