@@ -316,6 +316,7 @@ class TypeColumns:
         self._cols: dict[tuple[str, int], np.ndarray] = {}
         self._params: dict[str, list[tuple]] = {}
         self._objs: dict[tuple[str, int], np.ndarray] = {}
+        self._vals: dict[tuple[str, int], list[Any]] = {}
         self._codes: dict[tuple[str, int], tuple[np.ndarray, list[str]] | None] = {}
 
     def rows(self, t: str) -> np.ndarray:
@@ -343,7 +344,7 @@ class TypeColumns:
         c = self._cols.get((t, k))
         if c is None:
             if isinstance(self.src, EventRows):
-                c = as_column(list(map(itemgetter(k), self.params(t))))
+                c = as_column(self._values(t, k))
             else:  # (a column source: its values, without an event per row)
                 c = self.src.column(k, self.rows(t))
             self._cols[t, k] = c
@@ -355,13 +356,21 @@ class TypeColumns:
         c = self._objs.get((t, k))
         if c is None:
             if isinstance(self.src, EventRows):
-                p = self.params(t)
-                vals: Any = map(itemgetter(k), p)
+                vals: Any = self._values(t, k)
+                p = vals
             else:
                 local, uniq = self.src.values(k, self.rows(t))
                 p, vals = local, map(uniq.__getitem__, local.tolist())
             c = self._objs[t, k] = np.fromiter(vals, dtype=object, count=len(p))
         return c
+
+    def _values(self, t: str, k: int) -> list[Any]:
+        """Parameter ``k`` of the type's rows of an :class:`EventRows` source, read from the
+        events' tuples once for both :meth:`column` and :meth:`objects`."""
+        v = self._vals.get((t, k))
+        if v is None:
+            v = self._vals[t, k] = list(map(itemgetter(k), self.params(t)))
+        return v
 
     def pick(self, t: str, k: int, rows: np.ndarray) -> list[Any]:
         """Parameter ``k`` of the batch rows ``rows`` (all of type ``t``), the values

@@ -241,7 +241,10 @@ def _merged(rows: np.ndarray, late: np.ndarray, when: list[np.ndarray], out_rank
     if (int(rows.max(initial=0)) + 1) * 2 * nw * width < _FITS:
         base = ((rows * 2 + late_e) * nw + w) * width
         o = np.argsort(base + ko, kind="stable")
-        rank[np.argsort(base + ki, kind="stable")] = np.arange(len(rows))
+        if np.array_equal(ko, ki):  # (the ranks order the parts alike: the ids follow o)
+            rank[o] = np.arange(len(rows))
+        else:
+            rank[np.argsort(base + ki, kind="stable")] = np.arange(len(rows))
         return o, rank
     j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
     by_out, by_id = out_rank[parts], id_rank[parts]
@@ -361,8 +364,10 @@ class _Replay:
         # (counts per type, the types in the order first seen: reports list them so)
         part = self.loose_part[j:k]
         counts = np.bincount(part, minlength=len(self.part_type)).tolist()
-        seen, first = np.unique(part, return_index=True)
-        for p in seen[np.argsort(first)].tolist():
+        # (the parts present and where each is first: one comparison per part, not a sort)
+        seen = np.flatnonzero(counts)
+        first = [int(np.argmax(part == p)) for p in seen.tolist()]
+        for p in seen[np.argsort(first, kind="stable")].tolist():
             t = self.part_type[p]
             by_pattern[t] = by_pattern.get(t, 0) + counts[p]
         self.next_loose = k
