@@ -342,6 +342,18 @@ def test_vectorized_filter_equals_the_closure(expr, data) -> None:
     assert mask.tolist() == [bool(flt(Ev(p), {})) for p in params]
 
 
+@pytest.mark.parametrize(("values", "text"), [([1, "1", 2], "1"), (["1", 1.0, None], "1"),
+                                              ([True, "True"], "True"), (["a", "b"], "a")])
+def test_text_equality_is_pythons_on_mixed_values(values, text) -> None:
+    """``v = 'text'`` over a list of numbers beside texts (numpy would make them all text,
+    1 as "1"): Python's == on each value, as the closure compares them."""
+    for op in ("==", "!="):
+        mask = filter_mask(A.Binary(op, A.Name("v"), A.Const(text)), {"v": 0},
+                           lambda i: values)
+        assert mask is not None
+        assert mask.tolist() == [(v == text) == (op == "==") for v in values]
+
+
 @pytest.mark.parametrize("values", [[2**53 + 1, 0.5], [math.nan, 2**53 + 1, 0.5],
                                     [-(2**53) - 1, 0.5], [0.5, math.nan, -(2**53) - 1]])
 def test_a_column_numpy_would_round_is_left_to_the_closure(values) -> None:

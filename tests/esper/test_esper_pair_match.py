@@ -31,7 +31,8 @@ def test_lazy_fields_equal_eager_ones(ap: list, bp: list, more: list[list],
     row += consts
     pick = data.draw(st.lists(st.integers(0, len(row) - 1), max_size=4))
     names = [f"p{j}" for j in range(len(pick))]
-    lazy = _PairMatch(parts, _PairShape("P", names, pick, consts), 7)
+    lazy = _PairShape("P", names, pick, consts).kind(parts, 7)
+    assert isinstance(lazy, _PairMatch)
     params = tuple(row[i] for i in pick)
     eager = ComplexEvent("P", params, ts, dict(zip(names, params, strict=True)), list(parts), 7)
     assert (lazy.type, lazy.ts, lazy.match_id, lazy.id, lazy.seq) == ("P", ts, 7, None, -1)
@@ -56,7 +57,7 @@ def test_one_event_matches_equal_eager_ones(ap: list, consts: list,
     pick = data.draw(st.lists(st.integers(0, len(row) - 1), max_size=5))
     names = [f"p{j}" for j in range(len(pick))]
     shape = _PairShape("P", names, pick, tuple(consts), len(ap))
-    lazy, filled = _PairMatch((a,), shape, 5), _PairMatch((a,), shape, 6)
+    lazy, filled = shape.kind((a,), 5), shape.kind((a,), 6)
     params = tuple(row[i] for i in pick)
     assert lazy.params == params  # (read lazily first: fill_params leaves it as it is)
     fill_params([filled, lazy, eager_like := ComplexEvent("Q", (), 4, {}, [a])])
@@ -69,3 +70,14 @@ def test_one_event_matches_equal_eager_ones(ap: list, consts: list,
     for twin in (pickle.loads(pickle.dumps(lazy)), copy.copy(filled)):
         assert type(twin) is ComplexEvent and twin.parts == (a,)
         assert twin.params == params
+
+
+def test_shapes_differing_in_a_literals_type_make_other_kinds() -> None:
+    """A kind is shared by the shapes of equal name, names, picks and literals — the literals
+    by type too: ``1 as grade`` and ``true as grade`` are equal dictionary keys, but the
+    matches' parameters differ (found by test_select_constants: a kind reused across them)."""
+    a = Event("A", (5,), 1.0)
+    made = [_PairShape("G", ["k", "grade"], [0, 3], (c,), 1).kind((a,), 1)
+            for c in (1, True, 1.0, 1)]
+    assert [repr(m.params) for m in made] == ["(5, 1)", "(5, True)", "(5, 1.0)", "(5, 1)"]
+    assert type(made[0]) is type(made[3]) and len({type(m) for m in made}) == 3

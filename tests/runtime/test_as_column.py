@@ -3,7 +3,7 @@ and booleans as numpy infers them, anything else — texts, None, big integers, 
 values numpy cannot stack (a list beside a text) — as the Python objects themselves."""
 
 import numpy as np
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cepflow.runtime.rows import as_column
@@ -22,6 +22,11 @@ def numeric(values: list) -> np.ndarray | None:
 
 
 @given(st.lists(VALUES, max_size=8))
+# (booleans only: read by numpy.fromiter once their types are seen; beside a number they are
+# numbers, as numpy infers them)
+@example([True, False, True])
+@example([True, 1, False])
+@example([False, 0.5])
 def test_numbers_as_numpy_infers_them_anything_else_as_objects(values) -> None:
     c = as_column(values)
     assert c.ndim == 1 and len(c) == len(values)

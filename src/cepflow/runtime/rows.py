@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -80,6 +80,9 @@ class EventRows(Rows):
         at its input row's time)."""
         self.events = events
         self.n = len(events)
+        #: per declared type, its number of parameters once :meth:`check` found every row of
+        #: it to have that many (TypeColumns then reads its columns from one flat list)
+        self.checked: dict[str, int] = {}
         #: events number() shifted after a restore, with their reader's numbers
         self._shifted: list[tuple[Event, int]] = []
         self._params: list[tuple] | None = None
@@ -137,6 +140,8 @@ class EventRows(Rows):
             e = self.events[int(wrong[0])]
             raise EngineError(f"event {e!r} has {len(e.params)} parameter(s), type "
                               f"'{e.type}' declares {arities[e.type]}")
+        self.checked = {t: int(a) for t, a in zip(self.type_names, arity.tolist(), strict=True)
+                        if a >= 0}
 
 
 
@@ -164,6 +169,50 @@ class LazyBindings(ComplexEvent):
     def __reduce__(self) -> tuple[Any, ...]:
         return (ComplexEvent, (self.type, self.params, self.ts, self.bindings, self.parts,
                                self.match_id), (None, {"id": self.id, "seq": self.seq}))
+
+
+
+#: the kinds made by :func:`kind_of`, by key (bounded: a program has a few)
+_KINDS: dict[Any, type] = {}
+
+
+def kind_of(base: type, key: Any, attrs: dict[str, Any]) -> type:
+    """The subclass of ``base`` (a :class:`LazyBindings` of a kernel's, without instance
+    attributes of its own) whose class attributes are ``attrs`` — what all the complex events
+    of one pattern share, such as their type name, stored once instead of in each (a kernel
+    makes one per match: every store counts) — made once per ``key``. Such shared attributes
+    read as before and cannot be set on an instance (nothing sets a complex event's type)."""
+    try:
+        kind = _KINDS.get((base, key))
+    except TypeError:  # (an unhashable key: a kind of its own)
+        return type(base.__name__, (base,), {"__slots__": (), **attrs})
+    if kind is None:
+        kind = type(base.__name__, (base,), {"__slots__": (), **attrs})
+        if len(_KINDS) < 4096:
+            _KINDS[base, key] = kind
+    return kind
+
+
+
+class _OneKind(LazyBindings):
+    """:class:`LazyBindings` of one pattern: its type name and parameter names are class
+    attributes of its kind (:func:`lazy_kind`), the rest made in one call of four arguments."""
+
+    __slots__ = ()
+
+    def __init__(self, params: tuple[Any, ...], ts: Any, parts: tuple[Event, ...],
+                 match_id: int = -1) -> None:
+        self.params, self.ts, self.parts, self.match_id = params, ts, parts, match_id
+        self.id = self._bindings = None
+        self.seq = -1
+
+
+
+def lazy_kind(type_name: str, names: tuple[str, ...]) -> Any:
+    """The constructor ``(params, ts, parts, match_id)`` of :class:`LazyBindings` of type
+    ``type_name`` whose parameters are named ``names``: the same complex events, made for
+    about two thirds of the cost (:func:`kind_of`)."""
+    return kind_of(_OneKind, (type_name, names), {"type": type_name, "_names": names})
 
 
 
@@ -284,12 +333,13 @@ class MatchTable:
                 # match from before the batch, made below)
                 fresh = [r for r in range(len(ranks)) if r not in old] if old else todo
                 rows = b.rows[:, fresh] if old else b.rows
-                stages = [list(map(ev.__getitem__, r)) for r in rows.tolist()]
-                made = map(LazyBindings, repeat(name), [(values[vis[r]],) for r in fresh],
-                           [e.ts for e in stages[-1]], repeat(b.params),
-                           zip(*stages, strict=True), [first_id + ranks[r] for r in fresh])
-                for r, ce in zip(fresh, made, strict=True):
-                    out[ranks[r]] = ce
+                stages = [picked(ev, r) for r in rows.tolist()]
+                at = b.rank[fresh] if old else b.rank
+                made = map(lazy_kind(name, b.params),
+                           zip(map(values.__getitem__, b.value[fresh].tolist() if old else vis)),
+                           map(_TS, stages[-1]), zip(*stages, strict=True),
+                           (first_id + at).tolist())
+                deque(map(out.__setitem__, at.tolist(), made), maxlen=0)
                 todo = sorted(old)
             for r in todo:
                 path = b.rows[:, r].tolist()
@@ -318,6 +368,10 @@ class TypeColumns:
         self._objs: dict[tuple[str, int], np.ndarray] = {}
         self._vals: dict[tuple[str, int], list[Any]] = {}
         self._codes: dict[tuple[str, int], tuple[np.ndarray, list[str]] | None] = {}
+        self._flats: dict[str, list[Any]] = {}
+        #: the event-only filters' masks over a type's rows, by (type, filter expression)
+        #: (kernels.filters.type_mask)
+        self.masks: dict[tuple[str, Any], np.ndarray] = {}
 
     def rows(self, t: str) -> np.ndarray:
         r = self._rows.get(t)
@@ -368,8 +422,10 @@ class TypeColumns:
         """Parameter ``k`` of the type's rows of an :class:`EventRows` source, read from the
         events' tuples once for both :meth:`column` and :meth:`objects`."""
         v = self._vals.get((t, k))
-        if v is None:
-            v = self._vals[t, k] = list(map(itemgetter(k), self.params(t)))
+        if v is None:  # (a second parameter of t: a slice of one flat list, _flat)
+            flat = self._flat(t)
+            v = self._vals[t, k] = (flat[k::len(self.schemas[t].params)] if flat is not None
+                                    else list(map(itemgetter(k), self.params(t))))
         return v
 
     def pick(self, t: str, k: int, rows: np.ndarray) -> list[Any]:
@@ -403,6 +459,29 @@ class TypeColumns:
         self._codes[key] = out
         return out
 
+    def made_codes(self, t: str, k: int) -> tuple[np.ndarray, list[str]] | None:
+        """:meth:`codes` when something made them already (a group key), else None: a text
+        filter alone compares the column with numpy's object loop, fewer passes than coding
+        it (vector_expr)."""
+        return self._codes.get((t, k))
+
+    def _flat(self, t: str) -> list[Any] | None:
+        """Every parameter of the type's rows in one list, row after row (a column is then a
+        slice: one pass over the events' tuples for all of their columns, not one each), when
+        the batch's check found each row of ``t`` to hold as many as its schema declares and
+        a second column of ``t`` is read; None otherwise (the first column, a type of one
+        parameter: nothing to share)."""
+        flat = self._flats.get(t)
+        if flat is None:
+            src = self.src
+            w = src.checked.get(t) if isinstance(src, EventRows) else None
+            if (not w or w < 2 or t not in self.schemas or len(self.schemas[t].params) != w
+                    or not any(u == t for u, _ in self._vals)):
+                # (the first column of t: a second one shares the pass)
+                return None
+            flat = self._flats[t] = list(chain.from_iterable(self.params(t)))
+        return flat
+
     def events(self, rows: np.ndarray) -> Mapping[int, Event] | Sequence[Event]:
         """The events of ``rows``, indexable by row (made only for those of a column source)."""
         src = self.src
@@ -410,6 +489,24 @@ class TypeColumns:
 
     def fields(self, t: str) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.schemas[t].param_names)}
+
+
+
+def distinct(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` (sorted distinct values, flattened) for numbers without NaN — by a
+    sort, since numpy's unique imports numpy.ma on its first call (≈ 9 ms of a process that
+    runs one batch)."""
+    a = np.sort(a, axis=None)
+    return a[np.concatenate(([True], a[1:] != a[:-1]))] if len(a) > 1 else a
+
+
+
+def picked(items: Any, at: list[int]) -> Sequence[Any]:
+    """``[items[i] for i in at]`` in one C-level call (a tuple; ``items`` a list of events or
+    a column source's mapping of them): half the time of a list comprehension or a map."""
+    if len(at) > 1:
+        return itemgetter(*at)(items)  # type: ignore[no-any-return]
+    return [items[i] for i in at]
 
 
 
@@ -449,6 +546,9 @@ def as_column(values: list[Any]) -> np.ndarray:
     # (a text or None first makes objects whatever follows: skip numpy's text array, several
     # times the cost; values numpy cannot stack, such as lists beside texts, are objects too)
     c = None
+    if type(first) is bool and list(map(type, values)).count(bool) == len(values):
+        # (booleans only: numpy's inference of them costs twice reading their types)
+        return np.fromiter(values, dtype=bool, count=len(values))
     if type(first) is not str and first is not None:
         try:
             c = np.array(values)

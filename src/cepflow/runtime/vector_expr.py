@@ -116,12 +116,18 @@ def _evaluate(expr: ast.Expr, fields: Mapping[str, int],
                     eq = np.fromiter(map(operator.eq, uniq, repeat(const)), dtype=bool,
                                      count=len(uniq))[c]
                     return eq if e.op == "==" else ~eq
-                raw = np.asarray(values(i))
+                vals = values(i)
+                raw = np.asarray(vals)
                 if raw.ndim != 1 or raw.dtype.kind not in "OU":
                     raise _Unsupported
+                if raw.dtype.kind == "U" and not isinstance(vals, np.ndarray):
+                    # (numpy makes text of the numbers in a list beside texts, 1 as "1":
+                    # the values themselves are compared)
+                    raw = np.empty(len(vals), dtype=object)
+                    raw[:] = vals
                 n = len(raw)
-                eq = np.fromiter(map(operator.eq, raw.tolist(), repeat(const)), dtype=bool,
-                                 count=n)
+                # (numpy's object loop: Python's == on each value and its truth, in C)
+                eq = np.equal(raw, const, dtype=bool)
                 return eq if e.op == "==" else ~eq
             if e.op == "and":
                 return _truth(ev(e.left), n) & _truth(ev(e.right), n)

@@ -49,7 +49,7 @@ from cepflow.runtime.kernels.frame import (
     unprepare,
 )
 from cepflow.runtime.kernels.queues import repeat_chain, run_chain, step_chain
-from cepflow.runtime.rows import ChainMatches, EventRows, MatchTable, Rows
+from cepflow.runtime.rows import ChainMatches, EventRows, MatchTable, Rows, distinct
 from cepflow.runtime.shapes import Chain
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows
@@ -220,7 +220,7 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
                 pred, complete, waiting, started = repeat
             else:
                 stage_sets = {b: [st for st in range(k) if b >> st & 1]
-                              for b in np.unique(bits).tolist()}
+                              for b in distinct(bits).tolist()}
                 z = c.zone
                 pred, done, left, begun, timed = step_chain(
                     k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
@@ -255,7 +255,7 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
         ds, di = ds[order], di[order]
         total = len(order)
         by_pattern = host.stats.by_pattern
-        for slot in np.unique(ds).tolist():
+        for slot in distinct(ds).tolist():
             rank = np.flatnonzero(ds == slot)
             c, run = chains[slot], runs[slot]
             n_ev = len(run.positions)

@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 
 from cepflow.events.event import ComplexEvent
-from cepflow.runtime.kernels.filters import filter_mask, passing
+from cepflow.runtime.kernels.filters import passing, type_mask
 from cepflow.runtime.kernels.frame import Declined, declined_on_failure
 from cepflow.runtime.kernels.pair import Uncodable, key_codes
 from cepflow.runtime.kernels.restart import Plan
-from cepflow.runtime.rows import TypeColumns, as_column
+from cepflow.runtime.rows import TypeColumns, as_column, distinct
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import Thread, Token
 from cepflow.runtime.vector_expr import pairs_mask
@@ -107,10 +107,8 @@ class _Walk:
         """Over ``cand``: the rows of ``pos``'s type that pass its event-only filter."""
         t = pos.type
         out = of_type.copy()
-        if pos.filter is not None:
-            rows = self.cols.rows(t)
-            mask = filter_mask(pos, rows, self.cols.fields(t),
-                               lambda k: self.cols.column(t, k), self.cols.events)
+        mask = type_mask(pos, self.cols)
+        if mask is not None:
             out[of_type] = mask[self._index(t)[cand[of_type]]]
         return out
 
@@ -316,7 +314,7 @@ class _Walk:
         done, end_rows = done[order], end_rows[order]
         live = np.flatnonzero(alive)
         used = self.taken[:, np.concatenate([done, live])].ravel()
-        used = np.unique(used[used >= 0])
+        used = distinct(used[used >= 0])
         evs = self.cols.events(used) if len(used) else {}
 
         def lookup(_: np.ndarray) -> Any:

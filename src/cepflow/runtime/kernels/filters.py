@@ -60,12 +60,29 @@ def filter_mask(pos: Any, rows: np.ndarray, fields: Mapping[str, int],
 
 
 
+def type_mask(pos: Any, cols: TypeColumns) -> np.ndarray | None:
+    """:func:`filter_mask` over every row of ``pos``'s type in ``cols``, computed once per
+    batch for equal filters (every1 and every2 of examples/every both test ``id = "A"``): the
+    same expression over the same events has the same truth, and a failure declines the
+    batch whichever pattern meets it first."""
+    t = pos.type
+    key = (t, pos.where)
+    try:
+        mask = cols.masks.get(key) if pos.where is not None else None
+    except TypeError:  # (an expression holding something unhashable: not shared)
+        key = None
+    if mask is None:
+        mask = filter_mask(pos, cols.rows(t), cols.fields(t), lambda k: cols.column(t, k),
+                           cols.events, lambda k: cols.made_codes(t, k))
+        if key is not None and pos.where is not None and mask is not None:
+            cols.masks[key] = mask
+    return mask
+
+
+
 def passing(edge: Any, cols: TypeColumns) -> np.ndarray:
     """Indices (into ``cols.rows(type)``) of the events that pass the edge's event-only
     filter (:func:`filter_mask`)."""
-    pos = edge.position
-    t = pos.type
-    rows = cols.rows(t)
-    mask = filter_mask(pos, rows, cols.fields(t), lambda k: cols.column(t, k), cols.events,
-                       lambda k: cols.codes(t, k))
-    return np.arange(len(rows), dtype=np.int64) if mask is None else np.flatnonzero(mask)
+    mask = type_mask(edge.position, cols)
+    return (np.arange(len(cols.rows(edge.position.type)), dtype=np.int64) if mask is None
+            else np.flatnonzero(mask))

@@ -39,6 +39,9 @@ from cepflow.runtime.rows import (
     StageMatches,
     TypeColumns,
     as_column,
+    distinct,
+    kind_of,
+    picked,
 )
 from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.timers import fired_before
@@ -50,6 +53,38 @@ _TS = attrgetter("ts")
 
 class Uncodable(Exception):
     """The batch holds key values the kernel cannot code exactly (NaN): go event by event."""
+
+
+
+def stable_order(code: np.ndarray) -> np.ndarray:
+    """``np.argsort(code, kind="stable")``: by numpy's radix sort when the codes span fewer
+    than 2**15 values (a fleet's ids, a few keys: linear, several times faster than the
+    merge sort int64 gets)."""
+    if len(code) > 256:
+        lo, hi = int(code.min()), int(code.max())
+        if hi - lo < 1 << 15:
+            return np.argsort((code - lo).astype(np.int16), kind="stable")
+    return np.argsort(code, kind="stable")
+
+
+
+def sorted_search(keys: np.ndarray, major: np.ndarray, minor: np.ndarray, span: int,
+                  side: str = "left") -> np.ndarray:
+    """``np.searchsorted(keys, major * span + minor + 1, side)`` (``keys`` ascending, ``minor``
+    in -1 .. span - 2), with the queries searched in ascending order: numpy's binary search
+    starts where the previous key's ended, several times faster than in random order over
+    a large batch. When ``minor`` ascends (the instances' rows), a stable sort by ``major``
+    orders them (:func:`stable_order`)."""
+    values = major * span + minor + 1
+    if len(values) < 256:
+        return np.searchsorted(keys, values, side=side)  # type: ignore[call-overload]
+    if bool((minor[1:] >= minor[:-1]).all()):
+        o = stable_order(major)
+    else:
+        o = np.argsort(values, kind="stable")
+    out = np.empty(len(values), np.int64)
+    out[o] = np.searchsorted(keys, values[o], side=side)  # type: ignore[call-overload]
+    return out
 
 
 
@@ -204,7 +239,7 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
     if isinstance(src, EventRows):
         events: Any = src.events
     else:
-        used = np.unique(np.concatenate(
+        used = distinct(np.concatenate(
             [p["taken"][:, (p["match"] & ~p["as_rows"]) | p["alive"]].ravel() for p in plans]))
         events = cols.events(used[used >= 0])
     last_ts = float(src.ts[-1])
@@ -348,9 +383,9 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
             continue
         code_j = b_code[bounds[j - 1]:bounds[j]]
         comb = code_j * span + rows_j + 1
-        order = np.argsort(comb, kind="stable")
+        order = stable_order(code_j)  # (by key, then row: rows_j ascend)
         comb_sorted = comb[order]
-        q = np.searchsorted(comb_sorted, i_code[sel] * span + last[sel] + 1, side="right")
+        q = sorted_search(comb_sorted, i_code[sel], last[sel], span, "right")
         has = q < len(comb_sorted)
         cand = order[np.where(has, q, 0)]
         has &= code_j[cand] == i_code[sel]
@@ -624,7 +659,7 @@ def lazy_matches(parts: Iterable[tuple[Event, ...]], shape: _PairShape,
                  match_ids: Iterable[int]) -> list[ComplexEvent]:
     """The lazy complex events (:class:`_PairMatch`) of matches holding ``parts``, with
     ``match_ids`` (0 when the caller gives the ids later)."""
-    return list(map(_PairMatch, parts, repeat(shape), match_ids))
+    return list(map(shape.kind, parts, match_ids))
 
 
 
@@ -658,10 +693,10 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
         q_new = inst[fresh]
         stage_rows = [taken[j][q_new] for j in range(n_stages)]
         starts = stage_rows[0].tolist()
-        firsts = (list(map(events.__getitem__, starts)) if n_old == n_real else
+        firsts = (picked(events, starts) if n_old == n_real else
                   [pend[q - n_real] if q < n_old else events[s]
                    for q, s in zip(q_new.tolist(), starts, strict=True)])
-        later = [list(map(events.__getitem__, r.tolist())) for r in stage_rows[1:]]
+        later = [picked(events, r.tolist()) for r in stage_rows[1:]]
         r_new = rank[fresh]
         ids = (first_id + r_new).tolist()
         parts = zip(firsts, *later, strict=True)
@@ -769,8 +804,7 @@ def pair_matches(m: Any, p: dict, inst: np.ndarray, events: Any, arity: dict[str
         return blocks[0].events  # (made in that order already: the instances begun in it)
     out: list[Any] = [None] * len(inst)
     for block in blocks:
-        for r, ce in zip(block.rank.tolist(), block.events, strict=True):
-            out[r] = ce
+        deque(map(out.__setitem__, block.rank.tolist(), block.events), maxlen=0)
     return out
 
 
@@ -803,7 +837,7 @@ class _PairShape:
     parameters, and the select list as positions in the row of its events' params, its time,
     None and the select list's literals (``a.params + b.params + … + (ts, None) + consts``)."""
 
-    __slots__ = ("consts", "get", "name", "names", "pick", "width")
+    __slots__ = ("consts", "get", "kind", "name", "names", "pick", "width")
 
     def __init__(self, name: str, names: Sequence[str], pick: list[int],
                  consts: tuple[Any, ...] = (), width: int | None = None) -> None:
@@ -814,6 +848,13 @@ class _PairShape:
         #: the parameter tuple from the row ``a.params + b.params + … + (ts, None)``
         self.get: Any = (itemgetter(*pick) if len(pick) > 1 else
                          (lambda row, i=pick[0]: (row[i],)) if pick else (lambda row: ()))
+        #: the class of its matches, ``kind(parts, match_id)``: a :class:`_PairMatch` whose
+        #: type, parameter names and shape are class attributes (rows.kind_of), one per
+        #: shape (the shape a batch makes again is the same; literals by type and value:
+        #: ``1``, ``1.0`` and ``True`` are equal keys but other parameters)
+        key = (name, self.names, tuple(pick), tuple((type(c), c) for c in consts), width)
+        self.kind: Any = kind_of(_PairMatch, key,
+                                 {"type": name, "_names": self.names, "_shape": self})
 
 
 
@@ -824,15 +865,14 @@ def fill_params(found: Sequence[ComplexEvent]) -> None:
     for a fraction of the cost."""
     by_shape: dict[int, list[_PairMatch]] = {}
     for m in found:
-        if m.__class__ is _PairMatch and m._params is None and (  # type: ignore[attr-defined]
-                len(m._events) == 1):  # type: ignore[attr-defined]
-            by_shape.setdefault(id(m._shape), []).append(m)  # type: ignore[attr-defined]
+        if isinstance(m, _PairMatch) and m._params is None and len(m.parts) == 1:
+            by_shape.setdefault(id(m._shape), []).append(m)
     for ms in by_shape.values():
         shape = ms[0]._shape
         w, n = shape.width, len(ms)
         if not shape.pick or w is None:
             continue
-        evs = [m._events[0] for m in ms]
+        evs = [m.parts[0] for m in ms]
         cols: list[Any] = [[e.params[i] for e in evs] if i < w else [e.ts for e in evs]
                            if i == w else repeat(None, n) if i == w + 1
                            else repeat(shape.consts[i - w - 2], n) for i in shape.pick]
@@ -871,22 +911,24 @@ class _PairMatch(LazyBindings):
     """A complex event of the Esper pair kernel whose select list only names fields of its
     events: ``params``, ``bindings`` and ``parts`` are made when first read, since most
     consumers of a large batch read a few of them or none (making them eagerly was half of the
-    Crash kernel's time). Reads give what Matcher._complete would have built."""
+    Crash kernel's time). Reads give what Matcher._complete would have built. Made as its
+    shape's ``kind`` (:class:`_PairShape`), which holds the type, names and shape."""
 
-    __slots__ = ("_events", "_params", "_shape")
+    __slots__ = ("_params",)
+    #: what the matches of its kind share (a class attribute of the kind)
+    _shape: _PairShape
 
-    def __init__(self, parts: tuple[Event, ...], shape: _PairShape, match_id: int) -> None:
-        self._events, self._shape, self._names = parts, shape, shape.names
-        self.type, self.ts, self.match_id = shape.name, parts[-1].ts, match_id
-        self.id, self.seq = None, -1
+    def __init__(self, parts: tuple[Event, ...], match_id: int) -> None:
+        self.parts, self.ts, self.match_id = parts, parts[-1].ts, match_id
         # (None until read: a test, not a caught AttributeError, which costs a microsecond)
-        self._params = self._bindings = None
+        self.id = self._params = self._bindings = None
+        self.seq = -1
 
     @property  # type: ignore[override]
     def params(self) -> tuple[Any, ...]:
         p = self._params
         if p is None:
-            evs = self._events
+            evs = self.parts
             shape = self._shape
             if len(evs) == 1:
                 e = evs[0]
@@ -897,10 +939,6 @@ class _PairMatch(LazyBindings):
                 p = shape.get((*row, evs[-1].ts, None, *shape.consts))
             self._params = p
         return p
-
-    @property  # type: ignore[override]
-    def parts(self) -> tuple[Event, ...]:
-        return self._events
 
 
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from cepflow.runtime.rows import distinct
+
 
 def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Segment id per row and the first row of each segment, for rows sorted by key."""
@@ -187,7 +189,7 @@ def repeat_chain(k: int, key: np.ndarray, occupants: Sequence[tuple[int, int, fl
     n, n_occ = len(key), len(occupants)
     occ_stage = np.array([o[0] for o in occupants], dtype=np.int64)
     occ_key = np.array([o[1] for o in occupants], dtype=np.int64)
-    if n_occ and len(np.unique(occ_key)) != n_occ:
+    if n_occ and len(distinct(occ_key)) != n_occ:
         return None
     pred = np.full(n + n_occ, -1, dtype=np.int64)
     order = np.argsort(key, kind="stable")  # each key's rows, in row order
@@ -218,5 +220,5 @@ def repeat_chain(k: int, key: np.ndarray, occupants: Sequence[tuple[int, int, fl
     idle = np.flatnonzero(seg_of_occ < 0)
     st_all = np.concatenate([stage[open_seg], occ_stage[idle]])
     items_all = np.concatenate([order[starts[open_seg] + count[open_seg] - 1], n + idle])
-    waiting = {s: items_all[st_all == s] for s in np.unique(st_all).tolist()}
+    waiting = {s: items_all[st_all == s] for s in distinct(st_all).tolist()}
     return pred, done, waiting, started

@@ -32,8 +32,10 @@ from cepflow.runtime.kernels.pair import (
     lazy_shape,
     reads_own_event,
     select_fields,
+    sorted_search,
+    stable_order,
 )
-from cepflow.runtime.rows import EventRows, TypeColumns
+from cepflow.runtime.rows import EventRows, TypeColumns, distinct, picked
 from cepflow.runtime.tokens import Thread, Token
 
 #: what a kernel of the split plans for a batch: the rows that open an instance (in order), the
@@ -76,7 +78,7 @@ def plan_restart(m: Any, cols: TypeColumns) -> Plan | None:
             return None
     # the B rows by (key, row): a key's rows after a given row are a run from a searchsorted
     b_keys = b_code * span + b_rows
-    order = np.argsort(b_keys, kind="stable")
+    order = stable_order(b_code)  # (by key, then row: b_rows ascend)
     b_keys, b_at, b_code = b_keys[order], b_rows[order], b_code[order]
     old_code = int(a_code[0]) if old else None
     events = src.lookup  # (rows -> events: all of them for an event batch)
@@ -89,7 +91,7 @@ def plan_restart(m: Any, cols: TypeColumns) -> Plan | None:
     if isinstance(src, EventRows):  # (all of them in hand)
         evs: Any = src.events
     else:  # (a column source: the events of the matches and of the instance left open)
-        used = np.unique(np.concatenate([a_of[a_of >= 0], b_of,
+        used = distinct(np.concatenate([a_of[a_of >= 0], b_of,
                                          [waiting] if waiting >= 0 else []])).astype(np.int64)
         evs = events(used) if len(used) else {}
     matches: list[ComplexEvent] = []
@@ -103,8 +105,8 @@ def plan_restart(m: Any, cols: TypeColumns) -> Plan | None:
     if fields is not None:  # (their values are fields of their events: made when read)
         shape = lazy_shape(m, [a_pos.type, b_pos.type], fields,
                            {t: len(cols.schemas[t].params) for t in (a_pos.type, b_pos.type)})
-        matches += lazy_matches(zip([evs[r] for r in a_new], [evs[r] for r in b_new],
-                                    strict=True), shape, repeat(0))
+        matches += lazy_matches(zip(picked(evs, a_new), picked(evs, b_new), strict=True),
+                                shape, repeat(0))
     else:
         for a_row, b_row in zip(a_new, b_new, strict=True):
             a = evs[a_row]
@@ -146,7 +148,7 @@ def _walk(a_rows: np.ndarray, a_code: np.ndarray, b_keys: np.ndarray, b_at: np.n
     n_a = len(a_rows)
     took = np.full(n_a, -1, np.int64)  # per A row: the B its instance takes (-1: none yet)
     if len(b_keys) and n_a:
-        q = np.searchsorted(b_keys, a_code * span + a_rows + 1)
+        q = sorted_search(b_keys, a_code, a_rows, span)
         has = q < len(b_keys)
         q = np.where(has, q, 0)
         has &= b_code[q] == a_code

@@ -41,6 +41,7 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Sequence
 from itertools import chain, repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -66,9 +67,12 @@ from cepflow.runtime.rows import (
     ObjectMatches,
     Rows,
     TypeColumns,
+    distinct,
     number_events,
 )
 from cepflow.runtime.tokens import PendingRows
+
+_SEQ = attrgetter("seq")
 
 
 def split_kernels(engine: Any) -> list[Any] | None:
@@ -182,7 +186,7 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
     if isinstance(cols.src, EventRows):
         events: Any = cols.src.events
     else:  # (a column source: the events of the matches and of the instances left open)
-        used = np.unique(p["taken"][:, p["match"] | p["alive"]].ravel())
+        used = distinct(p["taken"][:, p["match"] | p["alive"]].ravel())
         events = cols.events(used[used >= 0])
     inst = np.flatnonzero(p["match"])
     at = p["end_row"][inst]
@@ -275,16 +279,18 @@ class _Replay:
         #: per pattern: the rows its complex events complete at, ascending, and those events
         #: (ids to be given; a stepped row looks its own up)
         self.matches: list[tuple[list[int], list[ComplexEvent]]] = []
+        arrays = []  # (the same rows as numpy columns)
         for _, at, found, _ in plans:
             a = np.asarray(at, np.int64)
             if len(a) > 1 and bool((a[1:] < a[:-1]).any()):  # (in row order, else as given)
                 o = np.argsort(a, kind="stable")
-                at, found = a[o].tolist(), [found[i] for i in o.tolist()]
+                a = a[o]
+                at, found = a.tolist(), list(map(found.__getitem__, o.tolist()))
             self.matches.append((list(at), found))
+            arrays.append(a)
         #: the rows where a match something reads completes (they are stepped)
-        self.match_rows = np.unique(np.array([r for (_, at, _, _), c in zip(plans, consumed,
-                                                                           strict=True)
-                                              if c for r in at], np.int64))
+        self.match_rows = distinct(np.concatenate(
+            [np.zeros(0, np.int64), *(a for a, c in zip(arrays, consumed, strict=True) if c)]))
         #: the matches nothing reads, in detection order (row, pattern, age): recorded in
         #: bulk for rows no per-event step sees, with their ids
         #: (the order of plans at one row: ``ranks`` per plan, for ids and for the output;
@@ -307,9 +313,9 @@ class _Replay:
             out_of = {key: i for i, key in enumerate(sorted({r[1] for r in ranks}))}
             id_of = {key: i for i, key in enumerate(sorted({r[0] for r in ranks}))}
             lens = [len(self.matches[k][0]) for k in loose] + [len(b[3]) for b in bounds]
-            rows = np.concatenate([np.asarray(self.matches[k][0], np.int64) for k in loose]
-                                  + [b[1] for b in bounds])
-            flat = list(chain(*(self.matches[k][1] for k in loose), *(b[3] for b in bounds)))
+            rows = np.concatenate([arrays[k] for k in loose] + [b[1] for b in bounds])
+            flat = list(chain.from_iterable([*(self.matches[k][1] for k in loose),
+                                             *(b[3] for b in bounds)]))
             out_rank = np.array([out_of[ranks[k][1]] for k in loose]
                                 + [b[0] for b in bounds], np.int64)
             id_rank = np.array([id_of[ranks[k][0]] for k in loose]
@@ -489,7 +495,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         # the rows another part of the program reads, and those where a kernel's pattern
         # completes
         code = np.array([t in read for t in src.type_names], dtype=bool)
-        visit = np.union1d(np.flatnonzero(code[src.codes]), replay.match_rows)
+        visit = distinct(np.concatenate([np.flatnonzero(code[src.codes]),
+                                             replay.match_rows]))
         if columns:  # (numbered already, their events made with their numbers: the steps
             counters.renumber = False  # must not shift them again after a restore)
             events: Any = src.lookup(visit)
@@ -499,6 +506,13 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         visit.append(n)
         if engine.statement_start is None:
             engine.start_statements(float(ts[0]))
+        # (events numbered by their reader, as usual, and no restore's renumbering: the
+        # counter goes past the largest number so far, read once for the whole batch)
+        high = None
+        if not columns and not numbering:
+            seqs = np.fromiter(map(_SEQ, events), np.int64, count=n)
+            if int(seqs.min()) >= 0:
+                high = np.maximum.accumulate(seqs)
         try:
             i = v = 0
             while i < n:
@@ -509,7 +523,9 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                     nxt = min(nxt, i + int(np.searchsorted(ts[i:nxt], due,
                                                            side="left" if before else "right")))
                 if nxt > i:  # rows no per-event step sees
-                    if not columns:
+                    if high is not None:
+                        counters.input = max(counters.input, int(high[nxt - 1]) + 1)
+                    elif not columns:
                         number_events(counters, events[i:nxt])
                     host.stats.events += nxt - i
                     host.time = src.time_at(nxt - 1)
