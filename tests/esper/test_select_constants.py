@@ -184,3 +184,18 @@ def test_lazy_rows_read_as_the_per_event_engine_builds(cascade, spec, cuts) -> N
     for lo, hi in itertools.pairwise(sorted({0, len(spec), *(min(c, len(spec)) for c in cuts)})):
         got += read_fully(many.process_batch(evs[lo:hi]))
     assert got == ref
+
+
+def test_a_time_batch_group_carrying_null_arguments_keeps_their_count() -> None:
+    """A time batch's group whose events all had a null argument (``max`` over ``null as
+    grade``) carried into a batch without new rows of its own: its count of non-null values
+    stays 0 (the block counted every event, a state the per-event runner never has)."""
+    cascade = ("@Name('WL')\ninsert into WL\nselect a.k as k, a.x as x, avg(a.x) as ax\n"
+               "from A.win:time(5 msec) as a\ngroup by a.k;\n"
+               "@Name('G0')\ninsert into Grade\nselect g.k as k, null as grade\n"
+               "from pattern [every g = WL(g.ax < 1)];\n"
+               "@Name('Level')\ninsert into Level\n"
+               "select l.k as k, max(l.grade) as grade, count(*) as c\n"
+               "from Grade.win:time_batch(3 msec) as l\ngroup by l.k;\n")
+    spec = [("A", 0, 0, 0.0, 0), ("A", 0, 0, 0.0, 0), ("A", 0, 0, 0.0, 0), ("B", 0, 0, 0.0, 0)]
+    check_split(load_module(parse_epl(SCHEMA + cascade)), spec, [], 3)

@@ -650,6 +650,11 @@ class WindowBlock:
         current += n - pos
         # per (batch, group): counts and sums, in arrival order
         groups = proc.agg.groups
+        if any(st[b] != st[N] for st in groups.values() for _j, b, *_ in proc.agg._args):
+            # (the plan counts every event of a group as a value of each argument — the
+            # batch's own null values decline in _arg_columns; a group carried in with some
+            # does here, not to be counted as values)
+            raise Declined("a group carried in holds null arguments: event by event")
         g_prior = list(groups)
         gcode, objs = _group_codes(self.key_of, g_prior, self.key_codes)
         summed = self._summed()
