@@ -119,3 +119,37 @@ def test_a_partial_match_holding_nan_is_saved_and_continues(value: float) -> Non
     assert repr(m.bindings["v"]) == repr(value) and m.event_refs == ["a", "b"]
     (s,) = again.process(Event("B", (2,), 4, "c"))
     assert s.bindings["v"] == "NaN"
+
+
+def test_the_saved_dict_is_json_data_and_restores_as_it_is() -> None:
+    """``save_state``'s own dict — not only its JSON text — after batches through the chain
+    kernel (rows held as pending events) is the JSON data it stands for (lists, not tuples)
+    and restores directly, as the README shows (``restore_state(engine, save_state(...))``)."""
+    from importlib.resources import files
+
+    from cepflow.examples.gesture.events import gesture_events
+
+    from cepflow.loader import load
+
+    prog = load(files("cepflow.examples") / "gesture" / "gesture.vepl")
+    evs = list(gesture_events(3, 5))
+    actions = {"gesture.next_slide": lambda *_: None}
+    whole = [m.match_id for m in Engine(prog, actions=actions).run(evs)]
+    first = Engine(prog, actions=actions)
+    head = [m.match_id for m in first.run(evs[:40])]
+    saved = save_state(first)
+    assert saved == json.loads(json.dumps(saved))  # (a tuple would come back a list)
+    assert _no_tuples(saved)
+    second = restore_state(Engine(prog, actions=actions), saved)
+    fresh = [Event(e.type, e.params, e.ts, e.id) for e in evs[40:]]
+    assert head + [m.match_id for m in second.run(fresh)] == whole
+
+
+def _no_tuples(x: object) -> bool:
+    if isinstance(x, tuple):
+        return False
+    if isinstance(x, dict):
+        return all(_no_tuples(v) for v in x.values())
+    if isinstance(x, list):
+        return all(_no_tuples(v) for v in x)
+    return True

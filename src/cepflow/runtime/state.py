@@ -69,7 +69,7 @@ def _rows(rows: PendingRows) -> dict[str, Any]:
     return {"zone": rows.zone, "var": rows.var, "ids": list(rows.ids),
             "states": list(rows.states or ()), "keys": list(rows.keys or ()),
             "events": [[_event(e) if isinstance(e, ComplexEvent)
-                        else [e.type, e.params, e.ts, e.id, e.seq] for e in evs]
+                        else [e.type, list(e.params), e.ts, e.id, e.seq] for e in evs]
                        for evs in rows.events]}
 
 
