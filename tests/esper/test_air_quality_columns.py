@@ -15,14 +15,13 @@ import itertools
 import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from tests.esper.test_esper_kernel import SCHEMA, assert_alike, fed_columns
+from tests.esper.test_esper_kernel import SCHEMA, check_columns
 from tests.esper.test_split import check_split
 
 from cepflow.events.event import Event
 from cepflow.language import ast
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
-from cepflow.runtime.engine import Engine
 from cepflow.runtime.kernels import split
 from cepflow.runtime.rows import EventRows, TypeColumns
 from cepflow.runtime.vector_expr import filter_mask
@@ -123,25 +122,7 @@ def test_air_quality_shape_equals_event_by_event(text, spec, cuts, restore_at) -
 def test_air_quality_shape_over_arrow_columns(text, spec, cuts) -> None:
     """Over Arrow batches (Engine.process_columns: a column source's text filter by codes):
     the complex events, rows written, statistics and state of the per-event engine."""
-    prog = load_module(parse_epl(SCHEMA + text))
-    one, many = Engine(prog, strict_actions=False), Engine(prog, strict_actions=False)
-    if not many.columnar:
-        return
-
-    def numbered() -> list:
-        evs = make(spec)
-        for i, e in enumerate(evs):
-            e.seq = i
-        return evs
-
-    ref = [m for e in numbered() for m in one.process(e)]
-    evs, got, written = numbered(), [], []
-    for lo, hi in itertools.pairwise(sorted({0, len(spec), *(min(c, len(spec))
-                                                               for c in cuts)})):
-        found, rows_written = fed_columns(many, evs[lo:hi], {"A": 4, "B": 4})
-        got += found
-        written += rows_written
-    assert_alike(one, ref, many, got, written)
+    check_columns(load_module(parse_epl(SCHEMA + text)), lambda: make(spec), cuts)
 
 
 @given(st.lists(st.sampled_from(["CO", "O3", "", "é", "CO ", 1, 1.0, None, True]),

@@ -429,6 +429,30 @@ def fed_columns(engine: Engine, chunk: list[Event], arities: dict[str, int]
             encode_match_table(table, src).to_pylist() if table.count else [])
 
 
+def check_columns(prog, make, cuts: list[int]) -> None:
+    """The events ``make()`` builds (numbered as read), fed in Arrow batches cut at ``cuts``
+    through the column route (:func:`fed_columns`), against event by event
+    (:func:`assert_alike`); nothing to check when the engine does not take columns."""
+    one, many = Engine(prog, strict_actions=False), Engine(prog, strict_actions=False)
+    if not many.columnar:
+        return
+
+    def numbered() -> list:
+        evs = make()
+        for i, e in enumerate(evs):
+            e.seq = i
+        return evs
+
+    ref = [m for e in numbered() for m in one.process(e)]
+    evs, got, written = numbered(), [], []
+    n = len(evs)
+    for lo, hi in itertools.pairwise(sorted({0, n, *(min(c, n) for c in cuts)})):
+        found, rows_written = fed_columns(many, evs[lo:hi], {"A": 4, "B": 4})
+        got += found
+        written += rows_written
+    assert_alike(one, ref, many, got, written)
+
+
 def assert_alike(one: Engine, ref: list, many: Engine, got: list, written: list) -> None:
     """The complex events ``got`` and rows ``written`` by the column route (fed_columns) of
     engine ``many``, its statistics and state are those of the per-event engine ``one``

@@ -15,10 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_kernel import (
     SCHEMA,
-    assert_alike,
     check,
+    check_columns,
     events,
-    fed_columns,
     statements,
     stream,
 )
@@ -72,24 +71,8 @@ def test_constant_selects_in_the_pair_kernel_equal_event_by_event(stmts, spec, c
 def test_constant_selects_written_column_wise(stmt, select, spec, cuts) -> None:
     """Over Arrow batches (Engine.process_columns, encode_match_table): each literal's JSON
     text is the one the per-event engine's complex events are written with."""
-    prog = load_module(parse_epl(SCHEMA + with_select(stmt, select)))
-    one, many = Engine(prog, strict_actions=False), Engine(prog, strict_actions=False)
-    if not many.columnar:
-        return
-
-    def numbered() -> list:
-        evs = events(spec)
-        for i, e in enumerate(evs):
-            e.seq = i
-        return evs
-
-    ref = [m for e in numbered() for m in one.process(e)]
-    evs, got, written = numbered(), [], []
-    for lo, hi in itertools.pairwise(sorted({0, len(spec), *(min(c, len(spec)) for c in cuts)})):
-        found, rows_written = fed_columns(many, evs[lo:hi], {"A": 4, "B": 4})
-        got += found
-        written += rows_written
-    assert_alike(one, ref, many, got, written)
+    check_columns(load_module(parse_epl(SCHEMA + with_select(stmt, select))),
+                  lambda: events(spec), cuts)
 
 
 @st.composite
