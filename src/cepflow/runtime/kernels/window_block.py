@@ -318,17 +318,8 @@ class WindowBlock:
         """Every slot's value for a group of ``n`` events (none null) with ``totals`` (per
         argument; None where no sum is kept) and ``ext`` (per argument: (min, max), batch
         windows)."""
-        out = []
-        for s in self.plan.slots:
-            if s.func == "count" or s.arg is None:
-                out.append(n)
-            elif s.func == "sum":
-                out.append(totals[s.arg_index])
-            elif s.func == "avg":
-                out.append(totals[s.arg_index] / n)
-            else:
-                out.append(ext[s.arg_index][s.func == "max"])  # type: ignore[index]
-        return tuple(out)
+        return tuple(c[0] for c in self._slot_columns(
+            [n], [[t] for t in totals], [ext] if ext is not None else []))
 
     def _row(self, ev: Event, vals: tuple[Any, ...], now: Any, trigger: Event | None,
              match_id: int) -> ComplexEvent:
@@ -578,13 +569,15 @@ class WindowBlock:
         n_at = counts[last].tolist()
         tots = [t[last].tolist() if t is not None else [0] * len(last) for t in totals]
         empty = self.runner.window.proc.agg.empty_values
-        vals = [empty if c == 0 else self._values(c, [t[i] for t in tots])
-                for i, c in enumerate(n_at)]
-        cut = [*np.flatnonzero(np.append(True, inst[1:] != inst[:-1])).tolist(), len(vals)]
+        # (each slot's column; a group left empty has the empty values, its avg no division)
+        vals = [[e if c == 0 else v for v, c in zip(col, n_at, strict=True)]
+                for col, e in zip(self._slot_columns([c or 1 for c in n_at], tots, []), empty,
+                                  strict=True)]
+        cut = [*np.flatnonzero(np.append(True, inst[1:] != inst[:-1])).tolist(), len(n_at)]
         # (the instant as the runner computes it: its first leaving record's time + Δ)
         instants = [ts_of[rep[lo]] + size for lo in cut[:-1]]
         now = np.repeat(np.array(instants, object), np.diff(cut)).tolist()
-        rows = self._rows([ev_of[r] for r in rep], list(zip(*vals, strict=True)), now)
+        rows = self._rows([ev_of[r] for r in rep], vals, now)
         self._closes = [(b, rows[lo:hi])
                         for b, (lo, hi) in zip(instants, itertools.pairwise(cut), strict=True)]
         self.due = self._closes[0][0]
