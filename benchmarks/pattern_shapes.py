@@ -1,0 +1,202 @@
+"""Pattern shapes beyond the examples: how fast each route runs a shape of the pattern algebra
+(issue 21 item 2, "a general kernel for every automaton").
+
+The examples' statements all have kernels; this measures the shapes a user writes next — OR,
+AND, NOT, multiplicity, windows, filters on bound variables, every context, ``partition by``
+and Esper's forms outside the kernels — over one seeded stream (types A/B/C at 0.3/0.3/0.4,
+16 keys ``k``, a value ``v`` in 0..9, an event every 10 ms). Per shape and route, events per
+CPU second (``time.process_time``, the threads of the file job included), best and median of
+``--repeat``:
+
+* ``process``: ``Engine.process`` one event at a time (the reference route);
+* ``run``: ``Engine.run`` over the events already in memory;
+* ``file``: ``cepflow.replay.replay`` from a Parquet file to JSON Lines, in this process (the
+  work of ``cepflow run`` without the process's start).
+
+Every route must find the same number of complex events, else the benchmark stops. The table
+says which route took the shape (a kernel, the program split, a fast per-event step or the
+general token path, ``route``), so a shape's gain can be traced to the code that made it.
+
+    python benchmarks/pattern_shapes.py                       # all shapes, 100,000 events
+    python benchmarks/pattern_shapes.py --shapes or,not --events 200000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from common import (
+    ROOT,
+    BenchmarkFailure,
+    console,
+    fmt_int,
+    make_table,
+    metadata,
+    positive_int,
+    run_isolated,
+    write_json,
+)
+
+import cepflow
+from cepflow.events.event import Event
+from cepflow.language.epl import parse_epl
+from cepflow.replay import replay
+
+DEFAULT_JSON = ROOT / "benchmarks" / "results" / "pattern_shapes.json"
+SEED = 20261127
+
+VEPL = ("atomicEvent A(k: Integer, v: Integer)\natomicEvent B(k: Integer, v: Integer)\n"
+        "atomicEvent C(k: Integer, v: Integer)\n")
+EPL = ("create schema A(k int, v int);\ncreate schema B(k int, v int);\n"
+       "create schema C(k int, v int);\n")
+
+#: name -> (language, the statement); the VEPL ones declare ``P(x)`` over the key ``k``
+SHAPES: dict[str, tuple[str, str]] = {
+    "sequence": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) -> C(x, _) }"),
+    "or": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> (B(x, _) OR C(x, _)) }"),
+    "or_unkeyed": ("vepl", "complexEvent P { as A -> (B OR C) }"),
+    "and": ("vepl", "complexEvent P(x: Integer) { as A(x, _) AND B(x, _) }"),
+    "multiplicity": ("vepl", "complexEvent P(x: Integer) { as A(x, _){3} -> B(x, _) }"),
+    "not": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> NOT C(x, _) -> B(x, _) }"),
+    "within": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[10 s] }"),
+    "filter": ("vepl", "complexEvent P(x: Integer) { as A(x, v) where v > 5 -> B(x, _) }"),
+    "immediate": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) "
+                          "context immediate }"),
+    "strict": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) context strict }"),
+    "partitioned": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) "
+                            "context immediate partition by x }"),
+    "unrestricted": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[5 s] "
+                             "context unrestricted }"),
+    "esper_pair": ("epl", "select a.k as k from pattern [every a=A -> b=B(b.k = a.k) "
+                          "where timer:within(10 sec)];"),
+    "esper_or": ("epl", "select a.k as k from pattern [every a=A -> (b=B(b.k = a.k) "
+                        "or c=C(c.k = a.k)) where timer:within(10 sec)];"),
+    "esper_and": ("epl", "select a.k as k from pattern [every (a=A and b=B(b.k = a.k)) "
+                         "where timer:within(10 sec)];"),
+    "esper_not": ("epl", "select a.k as k from pattern [every a=A -> (b=B(b.k = a.k) "
+                         "and not C(k = a.k)) where timer:within(10 sec)];"),
+}
+
+
+def stream(n: int) -> pa.Table:
+    """The seeded stream every shape reads."""
+    rng = np.random.default_rng(SEED)
+    types = np.array(["A", "B", "C"])[rng.choice(3, size=n, p=[0.3, 0.3, 0.4])]
+    return pa.table({"type": types, "ts": np.arange(n, dtype=np.int64) * 10,
+                     "k": rng.integers(0, 16, size=n), "v": rng.integers(0, 10, size=n)})
+
+
+def events_of(table: pa.Table) -> list[Event]:
+    cols = table.to_pydict()
+    return [Event(t, (k, v), ts) for t, ts, k, v in zip(cols["type"], cols["ts"], cols["k"],
+                                                        cols["v"], strict=True)]
+
+
+def program_of(shape: str) -> Any:
+    lang, text = SHAPES[shape]
+    if lang == "vepl":
+        return cepflow.load(VEPL + text)
+    return cepflow.load_module(parse_epl(EPL + "@Name('P')\n" + text))
+
+
+def route_of(engine: Any) -> str:
+    """Which route ``Engine.run`` takes for the program: the chain or pair kernels, the
+    program split, else event by event (the fast per-event steps or the token path)."""
+    if getattr(engine, "_chains", None) is not None:
+        return "chain kernel"
+    if getattr(engine, "_pairs", None) is not None:
+        return "pair kernel"
+    if getattr(engine, "_split", None) is not None:
+        return "split"
+    return "per event"
+
+
+def _process(shape: str, evs: list[Event], parquet: Path, out: Path) -> int:
+    engine = cepflow.Engine(program_of(shape))
+    n = 0
+    for e in evs:
+        n += len(engine.process(e))
+    return n + len(engine.finish())
+
+
+def _run(shape: str, evs: list[Event], parquet: Path, out: Path) -> int:
+    engine = cepflow.Engine(program_of(shape))
+    return sum(1 for _ in engine.run(evs)) + len(engine.finish())
+
+
+def _file(shape: str, evs: list[Event], parquet: Path, out: Path) -> int:
+    return replay([parquet], program_of(shape), out).complex_events
+
+
+ROUTES: dict[str, Callable[[str, list[Event], Path, Path], int]] = {
+    "process": _process, "run": _run, "file": _file}
+
+
+def measure(shape: str, n: int, repeat: int, tmp: Path) -> dict[str, Any]:
+    """Every route over one shape, in a child process of its own (fresh memory)."""
+    table = stream(n)
+    parquet = tmp / "events.parquet"
+    pq.write_table(table, parquet)
+    evs = events_of(table)
+    result: dict[str, Any] = {"shape": shape, "statement": SHAPES[shape][1], "events": n,
+                              "route": route_of(cepflow.Engine(program_of(shape)))}
+    counts = {}
+    for name, fn in ROUTES.items():
+        times = []
+        for _ in range(repeat):
+            gc.collect()
+            t0 = time.process_time()
+            counts[name] = fn(shape, evs, parquet, tmp / "out.jsonl")
+            times.append(time.process_time() - t0)
+        result[name] = {"best_s": min(times), "median_s": statistics.median(times),
+                        "events_per_s": n / min(times),
+                        "median_events_per_s": n / statistics.median(times)}
+    if len(set(counts.values())) != 1:
+        raise BenchmarkFailure(f"{shape}: the routes disagree on the matches: {counts}")
+    result["matches"] = counts["process"]
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=positive_int, default=100_000)
+    ap.add_argument("--repeat", type=positive_int, default=3)
+    ap.add_argument("--shapes", default=",".join(SHAPES),
+                    help="comma-separated, of: " + ", ".join(SHAPES))
+    ap.add_argument("--json", default=str(DEFAULT_JSON))
+    args = ap.parse_args(argv)
+    shapes = [s for s in args.shapes.split(",") if s]
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        ap.error(f"unknown shapes: {', '.join(unknown)}")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for shape in shapes:
+            results.append(run_isolated(measure, shape, args.events, args.repeat, Path(tmp)))
+    table = make_table(f"Pattern shapes, {fmt_int(args.events)} events, events per CPU second "
+                       f"(best / median of {args.repeat})",
+                       [("shape", "left"), ("route", "left"), "matches", "process", "run",
+                        "file (Parquet → JSONL)"])
+    for r in results:
+        table.add_row(r["shape"], r["route"], fmt_int(r["matches"]),
+                      *(f"{fmt_int(r[k]['events_per_s'])} / {fmt_int(r[k]['median_events_per_s'])}"
+                        for k in ROUTES))
+    console().print(table)
+    path = write_json(args.json, {"metadata": metadata("pattern_shapes", vars(args)),
+                                  "results": results})
+    console().print(f"saved {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
