@@ -40,6 +40,32 @@ def _shapes_module() -> Any:
 
 
 PS = _shapes_module()
+#: besides the benchmark's shapes, corners a fast path must not get wrong
+EXTRA = {
+    "or_recurring": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> (B(x, _) OR C(x, _)) "
+                             "-> B(x, _) }"),
+    "or_same_type": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> (B(x, v) where v > 4 "
+                             "OR B(x, v) where v < 2) }"),
+    "or_bindings": ("vepl", "complexEvent P(x: Integer, y: Integer) { as A(x, _) -> "
+                            "(B(x, y) OR C(x, y)) -> C(x, y) }"),
+    "or_first": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) OR C(x, _)) -> B(x, _) }"),
+    "or_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> (B(x, _) OR C(x, _)))"
+                          "[300 ms] }"),
+    "filter_later": ("vepl", "complexEvent P(x: Integer) { as A(x, u) where u > 5 -> "
+                             "B(x, w) where w < u }"),
+    "immediate_three": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, v) where "
+                                "v > 2 -> A(x, _) context immediate }"),
+    "strict_partitioned": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> C(x, _) -> "
+                                   "B(x, _) context strict partition by x }"),
+    "immediate_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[50 ms] "
+                                 "context immediate partition by x }"),
+    "esper_or_filters": ("epl", "select a.k as k, b.v as bv, c.v as cv from pattern [every a=A "
+                                "-> (b=B(b.k = a.k, b.v > 3) or c=C(c.k = a.k)) "
+                                "where timer:within(200 msec)];"),
+    "esper_or_same": ("epl", "select a.k as k, b.v as bv, c.v as cv from pattern [every a=A "
+                             "-> (b=B(b.k = a.k, b.v > 5) or c=B(c.k = a.k, c.v < 3))];"),
+}
+PS.SHAPES.update(EXTRA)
 N = 3_000
 CUTS = (1, 2, 7, 500, 1, 1_000, 13)  # batch sizes, cycled; a save and restore after the third
 
