@@ -3,7 +3,8 @@
 
 The examples' statements all have kernels; this measures the shapes a user writes next — OR,
 AND, NOT, multiplicity, windows, filters on bound variables, every context, ``partition by``
-and Esper's forms outside the kernels — over one seeded stream (types A/B/C at 0.3/0.3/0.4,
+Esper's forms outside the kernels and window statements alone (``win_*``) — over one seeded
+stream (types A/B/C at 0.3/0.3/0.4,
 16 keys ``k``, a value ``v`` in 0..9, an event every 10 ms). Per shape and route, events per
 CPU second (``time.process_time``, the threads of the file job included), best and median of
 ``--repeat``:
@@ -85,6 +86,14 @@ SHAPES: dict[str, tuple[str, str]] = {
                          "where timer:within(10 sec)];"),
     "esper_not": ("epl", "select a.k as k from pattern [every a=A -> (b=B(b.k = a.k) "
                          "and not C(k = a.k)) where timer:within(10 sec)];"),
+    "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
+    "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
+    "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),
+    "win_time_batch": ("epl", "select k, count(*) as n from A#time_batch(1 sec) group by k;"),
+    "win_length_batch": ("epl", "select sum(v) as s from B#length_batch(50);"),
+    "win_having": ("epl", "select k, count(*) as n from C#time(500 msec) group by k "
+                          "having count(*) > 5;"),
+    "win_filter": ("epl", "select count(*) as n from A(v > 5)#time(2 sec);"),
 }
 
 

@@ -62,6 +62,8 @@ EXTRA = {
     "esper_or_filters": ("epl", "select a.k as k, b.v as bv, c.v as cv from pattern [every a=A "
                                 "-> (b=B(b.k = a.k, b.v > 3) or c=C(c.k = a.k)) "
                                 "where timer:within(200 msec)];"),
+    "win_read": ("epl", "insert into Cnt select count(*) as n from A(v > 5)#time(200 msec);\n"
+                        "@Name('Q') select c.n as n from pattern [every c=Cnt(n > 3)];"),
     "esper_or_same": ("epl", "select a.k as k, b.v as bv, c.v as cv from pattern [every a=A "
                              "-> (b=B(b.k = a.k, b.v > 5) or c=B(c.k = a.k, c.v < 3))];"),
 }

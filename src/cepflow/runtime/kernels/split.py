@@ -95,16 +95,17 @@ def split_kernels(engine: Any) -> list[Any] | None:
     if chosen:
         return chosen
     # window statements over the input split on their own (kernels.window_block) where that
-    # spares per-event steps: a sliding window whose rows come at its arrivals only, or a time
-    # batch whose rows nothing reads (its boundaries are recorded in bulk), whose type nothing
-    # but such statements reads (a time batch something reads is left per event: its
-    # boundaries are stepped rows, which cost more than its adds when a batch holds few rows;
-    # so is a fully aggregated sliding window, rows on expiry: not measured alone)
+    # spares per-event steps: a sliding window whose rows come at its arrivals, or whose rows
+    # nothing reads (on expiry too, recorded in bulk: 2.6-3.2x on Engine.run alone,
+    # benchmarks/README.md "pattern_shapes.py"), or a time batch whose rows nothing reads (its
+    # boundaries are recorded in bulk), whose type nothing but such statements reads (the
+    # instants of a time batch or expiry something reads are stepped rows, which cost more than
+    # the adds when a batch holds few rows: left per event)
     blocks = [engine.windows[i] for i in window_kernels(engine)]
     ids = {id(r) for r in blocks}
     alone = [r for r in blocks
              if ((r.statement.window.kind == "time" and r.plan.mode == "event")
-                 or (r.statement.window.kind != "time" and not engine.consumed(r.statement.name)))
+                 or not engine.consumed(r.statement.name))
              and not engine.subs_input.get(r.statement.input_type)
              and not engine.host.rules.triggers(r.statement.input_type)
              and all(id(o) in ids for o in engine._window_subs.get(r.statement.input_type, ()))]
