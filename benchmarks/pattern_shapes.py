@@ -4,9 +4,9 @@
 The examples' statements all have kernels; this measures the shapes a user writes next — OR,
 AND, NOT, multiplicity, windows, filters on bound variables, every context, ``partition by``,
 Esper's forms outside the kernels, and window statements alone (``win_*``) — over one seeded
-stream (types A/B/C at 0.3/0.3/0.4, 16 keys ``k``, a value ``v`` in 0..9, an event every 10 ms). Per shape and route, events per
-CPU second (``time.process_time``, the threads of the file job included), best and median of
-``--repeat``:
+stream (types A/B/C at 0.3/0.3/0.4, 16 keys ``k``, a value ``v`` in 0..9, an event every 10
+ms). Per shape and route, events per CPU second (``time.process_time``, the threads of the file
+job included), best and median of ``--repeat``:
 
 * ``process``: ``Engine.process`` one event at a time (the reference route);
 * ``run``: ``Engine.run`` over the events already in memory;
