@@ -171,6 +171,12 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
     cols: dict[str, list[pa.Array]] = {f.name: [] for f in MATCH_SCHEMA}
     ranks = []
     for b in table.blocks:
+        if isinstance(b, ChainMatches) and b.bindings is not None:
+            # (a chain binding more than its key: its bindings are the events' values, made
+            # as the complex events are)
+            whole = MatchTable([b], table.values, table.first_id, table.count,
+                               table.source).complex_events()
+            b = ObjectMatches(b.at, b.rank, [whole[r] for r in b.rank.tolist()])
         if isinstance(b, ObjectMatches):  # (made as objects by the kernel: as match_batch)
             made = match_batch(b.events)
             for f in MATCH_SCHEMA:

@@ -145,12 +145,13 @@ class CompiledPattern:
             and all(v is not None and v != "@ts" for v in svars) else None)
         #: the keyed-sequence shape of the chain kernel (runtime.shapes.Chain), or None
         self.chain: Chain | None = chain_of(self)
-        #: a keyed chain without a window or filters, of two stages or more, steps its partial
-        #: matches as rows (Matcher._row_step); per event type: its key's param, the stages it
-        #: moves ``(state, target)`` (``target`` FINAL: it completes) and the state a partial
-        #: match it starts waits in (None: it starts none). None: the token path
-        self.row_plan: dict[str, tuple[int, tuple[tuple[int, int], ...], int | None]] | None = (
-            _row_plan(self.chain) if fast_path else None)
+        #: a keyed chain without a window, of two stages or more, steps its partial matches
+        #: as rows (Matcher._row_step); per event type: its key's param, the stages it moves
+        #: ``(state, target, filter)`` (``target`` FINAL: it completes) and the state a partial
+        #: match it starts waits in (None: it starts none) with its filter. None: the token path
+        self.row_plan: dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None,
+                                       Any]] | None = (
+            _row_plan(self.chain, pos_states) if fast_path else None)
         self._sealed = True
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -205,16 +206,23 @@ class CompiledPattern:
         return edge
 
 
-def _row_plan(chain: Chain | None
-              ) -> dict[str, tuple[int, tuple[tuple[int, int], ...], int | None]] | None:
-    """CompiledPattern.row_plan of a chain shape (None when it does not apply)."""
-    if (chain is None or chain.zone is not None or len(chain.types) < 2
-            or any(p.filter is not None for p in chain.positions)):
+def _row_plan(chain: Chain | None, pos_states: dict[str, list[int]]
+              ) -> dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None, Any]] | None:
+    """CompiledPattern.row_plan of a chain shape (None when it does not apply): per event
+    type, its key's param, the moves ``(state, target, filter)`` it may make — in the order
+    the token path tries the states (``pos_states``), so filters are evaluated where it
+    evaluates them — and the state a partial match it starts waits in with that stage's
+    filter (None: it starts none)."""
+    if chain is None or chain.zone is not None or len(chain.stages) < 2:
         return None
-    states = chain.states
+    stage_of = chain.stage_of()
     plan = {}
-    for t in dict.fromkeys(chain.types):
-        moves = tuple((states[m], states[m + 1] if m + 1 < len(states) else FINAL)
-                      for m, u in enumerate(chain.types) if u == t and m > 0)
-        plan[t] = (chain.key_param[t], moves, states[1] if chain.types[0] == t else None)
+    for t in chain.types:
+        moves = []
+        for s in pos_states.get(t, ()):
+            e = chain.stages[stage_of[s]][t]
+            moves.append((s, FINAL if e.final else e.target, e.position.filter))
+        first = chain.stages[0].get(t)
+        plan[t] = (chain.key_param[t], tuple(moves), None if first is None else first.target,
+                   None if first is None else first.position.filter)
     return plan

@@ -160,12 +160,15 @@ class Matcher(EsperSteps, IntervalClock):
             return []
         pr = self.pattern.pair
         chain = rows.states is not None
+        extra = chain and self.pattern.chain is not None and self.pattern.chain.extra
         z = rows.zone
         out = []
         for q, tid in enumerate(rows.ids):
             if chain:
                 evs = rows.events[q]
-                state, bindings = rows.states[q], {rows.var: rows.keys[q]}
+                state = rows.states[q]
+                bindings = (self.pattern.chain.bindings(rows.keys[q], evs) if extra
+                            else {rows.var: rows.keys[q]})
             else:  # a pair's instance: its A event
                 e = rows.events[q]
                 evs, state = [e], pr.state
@@ -369,11 +372,12 @@ class Matcher(EsperSteps, IntervalClock):
         self._general(e, emit)
 
     def _row_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
-        """An event of a keyed chain without a window or filters (CompiledPattern.row_plan)
-        with the partial matches kept as rows (runtime.tokens.KeyedRows): the oldest row
-        waiting for it on its key moves (or completes), else it starts one — what
-        :meth:`_keyed_step` does to tokens, the same ids, order and matches. Tokens a reader
-        or a restored state made are taken back as rows first (:meth:`_keyed_rows`)."""
+        """An event of a keyed chain without a window (CompiledPattern.row_plan) with the
+        partial matches kept as rows (runtime.tokens.KeyedRows): the oldest row waiting for
+        it on its key at a stage whose filter it passes moves (or completes), else it starts
+        one if the first stage's filter lets it — what the token path does to tokens, the
+        same ids, order, matches and filter evaluations. Tokens a reader or a restored state
+        made are taken back as rows first (:meth:`_keyed_rows`)."""
         rows = self.pending
         pat = self.pattern
         if rows.__class__ is not KeyedRows:
@@ -381,26 +385,28 @@ class Matcher(EsperSteps, IntervalClock):
             if rows is None:
                 self._keyed_step(e, emit)
                 return
-        ki, moves, begin = pat.row_plan[e.type]
+        ki, moves, begin, bflt = pat.row_plan[e.type]
         key = e.params[ki]
         queues = rows.queues
         best = None
-        if moves and key == key:  # (a NaN unifies with nothing, not even itself)
-            if len(moves) == 1:  # (a type at one stage: the common case)
-                (bs, bt), = moves
-                bq = queues[bs].get(key)
-                if bq:
-                    best = bq[0]
-            else:
-                for s, target in moves:
-                    q = queues[s].get(key)
-                    if q:
-                        r = q[0]
-                        if best is None or r[0] < best[0]:
-                            best, bq, bs, bt = r, q, s, target
+        # (a NaN unifies with nothing, not even itself; a filter is tried, as by the token
+        # path, where a partial match older than the best so far waits on the key)
+        if len(moves) == 1:  # (a type at one stage: the common case)
+            (bs, bt, flt), = moves
+            bq = queues[bs].get(key)
+            if bq and (flt is None or flt(e, NO_BINDINGS)) and key == key:
+                best = bq[0]
+        else:
+            for s, target, flt in moves:
+                q = queues[s].get(key)
+                if q:
+                    r = q[0]
+                    if ((best is None or r[0] < best[0]) and (flt is None or flt(e, NO_BINDINGS))
+                            and key == key):
+                        best, bq, bs, bt = r, q, s, target
         rows._flat = None
         if best is None:
-            if begin is not None:
+            if begin is not None and (bflt is None or bflt(e, NO_BINDINGS)):
                 counters = self.host.counters
                 tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
                 q = queues[begin].get(key)
@@ -421,8 +427,9 @@ class Matcher(EsperSteps, IntervalClock):
             counters = self.host.counters
             mid = counters.match = counters.match + 1
             k = best[1]
-            emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts, {rows.var: k}, evs,
-                             mid))
+            c = pat.chain
+            emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts,
+                              c.bindings(k, evs) if c.extra else {rows.var: k}, evs, mid))
             return
         to = queues[bt]
         q = to.get(key)
@@ -447,9 +454,11 @@ class Matcher(EsperSteps, IntervalClock):
             self.materialize()
             toks = self.registered_tokens()
             ths = [t.threads[0] for t in toks]
+            stage_of = c.stage_of()
             if any(len(t.threads) != 1 or t.part is not None for t in toks) or any(
-                    th.zstart or th.state not in c.states[1:] or len(th.bindings) != 1
-                    or c.var not in th.bindings for th in ths):
+                    th.zstart or stage_of.get(th.state, 0) != len(th.events) or c.var
+                    not in th.bindings or not _same(th.bindings, c.bindings(
+                        th.bindings[c.var], th.events)) for th in ths):
                 self.rowless = True
                 return None
             held = PendingRows([t.id for t in toks], [th.events for th in ths], None,
@@ -459,7 +468,7 @@ class Matcher(EsperSteps, IntervalClock):
             self.buckets.clear()
         else:
             held = self.pending
-        rows = self.pending = KeyedRows.of(held, c.states[1:], c.var)
+        rows = self.pending = KeyedRows.of(held, [s for ss in c.waits[1:] for s in ss], c.var)
         return rows
 
     def _keyed_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
@@ -1015,6 +1024,14 @@ def _or_step(pos: Any, nb: dict[str, Any], th: Thread, e: Event, target: int,
     kept = [ev for ev, m in zip(events[-n:], masks, strict=True) if m >> done & 1]
     bindings = {k: v for k, v in nb.items() if k not in drop and k != pos.track}
     return Thread(target, bindings, [*events[:-n], *kept], zs, e)
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two bindings hold the same variables in the same order with the same values
+    (a value equal to itself or the very same object: a NaN)."""
+    return len(a) == len(b) and all(
+        ka == kb and (va is vb or va == vb)
+        for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True))
 
 
 def _values(bindings: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:

@@ -233,6 +233,9 @@ class ChainMatches:
     old: dict[int, list[Event]]
     #: per match, the index of its key value in :attr:`MatchTable.values`
     value: np.ndarray
+    #: the bindings of a match from its key value and events, when the chain binds more than
+    #: its key (runtime.shapes.Chain.bindings); None: only the key
+    bindings: Any = None
 
     def params_of(self, value: Any) -> tuple[Any, ...]:
         """The complex event's parameters (the pattern's formal parameters) for a key value."""
@@ -327,7 +330,8 @@ class MatchTable:
             only_key = b.params == (var,)
             ranks, vis = b.rank.tolist(), b.value.tolist()
             todo: Any = range(len(ranks))
-            if only_key and isinstance(self.source, EventRows):
+            bind = b.bindings
+            if only_key and bind is None and isinstance(self.source, EventRows):
                 # (one parameter, the key: its bindings made when read, the parts from the
                 # events' rows stage by stage — all but the matches continuing a partial
                 # match from before the batch, made below)
@@ -350,7 +354,9 @@ class MatchTable:
                 value = values[vis[r]]
                 rank = ranks[r]
                 out[rank] = ComplexEvent(name, (value,) if only_key else b.params_of(value),
-                                         parts[-1].ts, {var: value}, parts, first_id + rank)
+                                         parts[-1].ts,
+                                         {var: value} if bind is None else bind(value, parts),
+                                         parts, first_id + rank)
         return out
 
 

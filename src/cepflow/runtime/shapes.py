@@ -16,23 +16,57 @@ from cepflow.runtime.reach import Reach, reach_of
 
 @dataclass
 class Chain:
-    """A compiled pattern whose automaton is a keyed sequence (see :func:`chain_of`)."""
+    """A compiled pattern whose automaton is a keyed sequence of stages (see :func:`chain_of`):
+    at each stage one of its alternatives, single events of distinct types."""
 
-    types: tuple[str, ...]
+    #: per stage, its alternatives: event type -> the edge it takes (``A -> (B OR C)``: two
+    #: alternatives at stage 1); a type may recur at several stages, with the same key field
+    stages: tuple[dict[str, Any], ...]
     key_param: dict[str, int]
     var: str
-    states: tuple[int, ...]  # states[m]: waiting for types[m] (states[0] is the initial state)
-    #: per stage, the position whose filter (reading only its event) an event must pass
-    positions: tuple[Any, ...] = ()
+    #: waits[m]: the states where partial matches wait for stage m (``waits[0]`` is the
+    #: initial state; a stage after alternatives is waited for at one state per alternative)
+    waits: tuple[tuple[int, ...], ...]
     #: the window ``[Δ]`` over the whole sequence (ms) and its zone, or None
     window: float | None = None
     zone: int | None = None
+    #: the variables the stages bind besides the key (read only by their own stage's filter,
+    #: never by another stage or the complex event): per stage and type, ``(param, variable)``
+    #: — the first stage's with the key, in the position's order — so a partial match's
+    #: bindings are made from its events (:meth:`bindings`); empty when there are none
+    extra: tuple[dict[str, tuple[tuple[int, str], ...]], ...] = ()
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """The event types of the stages, each once, in the order they first come."""
+        return tuple(dict.fromkeys(t for alts in self.stages for t in alts))
 
     @property
     def queued(self) -> bool:
-        """Whether the numpy queue kernel (:func:`run_chain`) applies: distinct types and no
-        window (filters only drop rows); else :func:`step_chain` steps the rows."""
-        return self.window is None and len(set(self.types)) == len(self.types)
+        """Whether the numpy queue kernel (:func:`run_chain`) applies: each type at one stage
+        and no window (filters only drop rows); else :func:`step_chain` steps the rows."""
+        n = sum(len(alts) for alts in self.stages)
+        return self.window is None and len(self.types) == n
+
+    def stage_of(self) -> dict[int, int]:
+        """The stage a partial match waiting at a state waits for."""
+        return {s: m for m, ss in enumerate(self.waits) for s in ss}
+
+    def bindings(self, key: Any, events: Any) -> dict[str, Any]:
+        """The bindings of a partial match or match that took ``events`` (its first with key
+        value ``key``): the key, then the extra variables in the order the token path binds
+        them (runtime.binding.bind: stage by stage, each position's in its order)."""
+        extra = self.extra
+        if not extra:
+            return {self.var: key}
+        out: dict[str, Any] = {}
+        var = self.var
+        for m, e in enumerate(events):
+            for i, v in extra[m].get(e.type, ()):
+                out[v] = key if v == var else e.params[i]
+        if var not in out:  # (events that are not the chain's: a hand-written state)
+            out = {var: key, **out}
+        return out
 
 
 
@@ -43,10 +77,14 @@ MAX_CHAIN = 62
 
 def chain_of(pattern: Any) -> Chain | None:
     """The chain shape of a compiled pattern (runtime.compiled), or None if its automaton is
-    not a keyed sequence under chronicle: one event type per stage binding the one key
-    variable (a type may recur at several stages with the same key field), each stage's filter
-    reading only its event, and at most one ``within`` window around the whole sequence; no
-    NOT, no other zone."""
+    not a keyed sequence under chronicle: stages of alternatives — per stage one edge per event
+    type, every waiting state of a stage with the same edges, all of a stage's alternatives
+    final or none — each binding the one key variable (a type may recur at several stages
+    with the same key field) and possibly variables of its own that only its filter reads,
+    each stage's filter reading only its event, and at most one ``within`` window around the
+    whole sequence; no NOT, no other zone. One edge per state and type keeps a partial match
+    one run (no thread forks: ``B OR B where …`` is not taken), so under chronicle an event
+    goes to the oldest partial match of its key waiting for one of its stages."""
     auto = pattern.auto
     if (pattern.context is not Context.CHRONICLE or pattern.partitioned or auto.forbids
             or len(auto.zones) > 1
@@ -56,50 +94,82 @@ def chain_of(pattern: Any) -> Chain | None:
     if zone is not None and (zone.kind != "within" or zone.timer_accept):
         return None
     zid = () if zone is None else (zone.id,)
-    types: list[str] = []
-    states = [INITIAL]
-    positions: list[Any] = []
-    key_param: dict[str, int] = {}
-    var: str | None = None
-    state = INITIAL
+    stages: list[dict[str, Any]] = []
+    waits: list[tuple[int, ...]] = [(INITIAL,)]
+    seen = {INITIAL}
     while True:
-        out = auto.edges.get(state, {})
-        if len(out) != 1:
+        group = waits[-1]
+        out = auto.edges.get(group[0], {})
+        if not out or any(_signature(auto.edges.get(s, {})) != _signature(out)
+                          for s in group[1:]):
             return None
-        (t, es), = out.items()
-        if len(es) != 1:
+        alts: dict[str, Any] = {}
+        for t, es in out.items():
+            if len(es) != 1:
+                return None
+            e = es[0]
+            pos = e.position
+            first = len(stages) == 0
+            if (pos.every or pos.collect is not None or pos.conj is not None
+                    or pos.track is not None
+                    or (pos.filter is not None and not pos.local) or pos.zones != zid
+                    or e.enters != (zid if first else ()) or e.exits != (zid if e.final else ())
+                    or len({v for _, v in pos.binds}) != len(pos.binds) or not pos.binds):
+                return None
+            alts[t] = e
+        if len({e.final for e in alts.values()}) != 1:
             return None
-        e = es[0]
-        pos = e.position
-        first = state == INITIAL
-        if (len(pos.binds) != 1 or pos.every or pos.collect is not None
-                or (pos.filter is not None and not pos.local) or pos.zones != zid
-                or e.enters != (zid if first else ()) or e.exits != (zid if e.final else ())):
-            return None
-        i, v = pos.binds[0]
-        if var is None:
-            var = v
-        elif v != var:
-            return None
-        if key_param.setdefault(t, i) != i:
-            return None
-        types.append(t)
-        positions.append(pos)
-        if len(types) > MAX_CHAIN:
+        stages.append(alts)
+        if len(stages) > MAX_CHAIN:
             return None  # (the stages of an event are bits of an int64)
-        if e.final:
+        if next(iter(alts.values())).final:
             break
-        state = e.target
-        if state in states:
+        nxt = tuple(dict.fromkeys(e.target for e in alts.values()))
+        if seen & set(nxt):
             return None
-        states.append(state)
-    if var is None or any(p != var for p in auto.params):
+        seen.update(nxt)
+        waits.append(nxt)
+    # the key: the one variable every position binds (of those, the complex event's
+    # parameter); the others are a stage's own
+    common = set.intersection(*({v for _, v in e.position.binds}
+                                for alts in stages for e in alts.values()))
+    if auto.params:
+        common &= {auto.params[0]}
+    if len(common) != 1:
         return None
-    if zone is not None and zone.last & set(states):
+    (var,) = common
+    if any(p != var for p in auto.params):
         return None
-    return Chain(tuple(types), key_param, var, tuple(states), tuple(positions),
+    key_param: dict[str, int] = {}
+    extra: list[dict[str, tuple[tuple[int, str], ...]]] = []
+    owner: dict[str, int] = {}  # extra variable -> the stage that binds it
+    for m, alts in enumerate(stages):
+        own = {}
+        for t, e in alts.items():
+            i = next(i for i, v in e.position.binds if v == var)
+            if key_param.setdefault(t, i) != i:
+                return None
+            binds = tuple((i, v) for i, v in e.position.binds if v != var)
+            for _, v in binds:
+                if owner.setdefault(v, m) != m:
+                    return None  # (bound at two stages: a unification, not the stage's own)
+            if binds or m == 0:
+                own[t] = tuple(e.position.binds) if m == 0 else binds
+        extra.append(own)
+    if not owner:
+        extra = []
+    if zone is not None and zone.last & seen:
+        return None
+    return Chain(tuple(stages), key_param, var, tuple(waits),
                  None if zone is None else float(zone.length),
-                 None if zone is None else zone.id)
+                 None if zone is None else zone.id,
+                 tuple(extra))
+
+
+def _signature(out: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
+    """What a state's edges do (per type: each edge's position and target): the waiting
+    states of one stage must agree on it."""
+    return {t: tuple((e.position.id, e.target, e.final) for e in es) for t, es in out.items()}
 
 
 

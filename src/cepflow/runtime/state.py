@@ -135,14 +135,17 @@ def _saved(engine: Engine) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {}
     for m in engine.matchers:
         held = m.pending
-        if held.__class__ is PendingRows and held.states is not None:
+        chain = m.pattern.chain
+        if (held.__class__ is PendingRows and held.states is not None
+                and not (chain is not None and chain.extra)):
             # a chain's rows stay rows (a pair's become tokens: its deadline queue is built
             # from them, Matcher.materialize); its registered tokens are all older
             rows[m.name] = _rows(held)
             tokens = m.registered_tokens()
-        elif held.__class__ is KeyedRows:
-            # the per-event row step's rows are saved as the tokens they stand for (what the
-            # token path saves), and stay rows
+        elif held.__class__ is KeyedRows or (held.__class__ is PendingRows and held.states):
+            # the per-event row step's rows, and a chain's whose stages bind more than the key
+            # (the saved rows hold the key alone), are saved as the tokens they stand for
+            # (what the token path saves), and stay rows
             tokens = [*m.registered_tokens(), *m.row_tokens()]
         else:
             tokens = m.all_tokens()

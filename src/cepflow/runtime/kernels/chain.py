@@ -141,19 +141,19 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
     timers: list[tuple[int, list[tuple[int, float]]]] = []  # per windowed chain (step_chain)
     for slot, c in enumerate(chains):
         occupants = _occupants(matchers[slot], c)
-        k = len(c.types)
+        k = len(c.stages)
         pos_parts, bits_parts, key_parts, vidx_parts = [], [], [], []
         table: dict[Any, int] = {}
         # a NaN key unifies with nothing (Algorithm 1 compares values): at any stage after
         # the first a NaN row takes no partial match
-        strict = [st > 0 for st in range(len(c.types))]
-        for t in dict.fromkeys(c.types):
+        strict = [st > 0 for st in range(k)]
+        for t in c.types:
             code = type_code.get(t)
             if code is None:
                 continue
             idx = np.flatnonzero(codes == code)
-            sts = [st for st, u in enumerate(c.types) if u == t]
-            passes = [filter_rows(c.positions[st], src, idx, engine.program.schemas,
+            sts = [st for st, alts in enumerate(c.stages) if t in alts]
+            passes = [filter_rows(c.stages[st][t].position, src, idx, engine.program.schemas,
                                    filter_cols) for st in sts]
             if any(p is not None for p in passes):
                 keep = np.zeros(len(idx), dtype=bool)
@@ -190,7 +190,7 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
         occ_key = np.array([table.setdefault(v, len(table)) for v in occ_values], dtype=np.int64)
         occ_vidx = np.arange(len(values), len(values) + n_occ, dtype=np.int64)
         values.extend(occ_values)
-        stage_of = {s: st for st, s in enumerate(c.states)}
+        stage_of = c.stage_of()
         occ_stage = [stage_of[s] for s in occupants.states]
         positions = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.int64)
         bits = np.concatenate(bits_parts) if bits_parts else np.zeros(0, np.int64)
@@ -213,7 +213,8 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
             positions, bits, key, vidx = positions[order], bits[order], key[order], vidx[order]
             n_ev = len(positions)
             repeat = None
-            if c.window is None and len(set(c.types)) == 1 and (bits == (1 << k) - 1).all():
+            if (c.window is None and all(len(alts) == 1 for alts in c.stages)
+                    and len(c.types) == 1 and (bits == (1 << k) - 1).all()):
                 repeat = repeat_chain(k, key, [(st, kc, 0.0) for st, kc
                                                in zip(occ_stage, occ_key.tolist(), strict=True)])
             if repeat is not None:  # (T{k}, every row at every stage: numpy)
@@ -259,13 +260,14 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
             rank = np.flatnonzero(ds == slot)
             c, run = chains[slot], runs[slot]
             n_ev = len(run.positions)
-            items, rows, occ = run.paths(di[rank], len(c.types))
+            items, rows, occ = run.paths(di[rank], len(c.stages))
             first = np.where(occ >= 0, occ, items[0])
             old = {r: run.occupants.events[o - n_ev]
                    for r, o in enumerate(occ.tolist()) if o >= 0}
             m = matchers[slot]
             blocks.append(ChainMatches(m.name, c.var, m.pattern.auto.params,
-                                       rows[-1].copy(), rank, rows, old, run.vidx[first]))
+                                       rows[-1].copy(), rank, rows, old, run.vidx[first],
+                                       c.bindings if c.extra else None))
             by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
         host.counters.reserve_matches(total)
         host.stats.complex_events += total
@@ -290,8 +292,13 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
             ids = iter((first_token + np.searchsorted(
                 all_starts, rows[0, new] * n_chains + slot)).tolist())
             new_keys = iter([values[v] for v in run.vidx[items[0, new]].tolist()])
-            state = c.states[st]
+            # (the state after the stage's alternative the path's last event took)
+            alts = c.stages[st - 1]
+            after = {t: e.target for t, e in alts.items()}
+            state = c.waits[st][0]
             for o, path in zip((old - n_ev).tolist(), rows.T.tolist(), strict=True):
+                if len(alts) > 1:
+                    state = after[ev[path[-1]].type]
                 if o < 0:
                     left.append((next(ids), state, next(new_keys), [ev[r] for r in path]))
                 else:
