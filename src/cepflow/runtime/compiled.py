@@ -145,8 +145,8 @@ class CompiledPattern:
             and all(v is not None and v != "@ts" for v in svars) else None)
         #: the keyed-sequence shape of the chain kernel (runtime.shapes.Chain), or None
         self.chain: Chain | None = chain_of(self)
-        #: a keyed chain without a window, of two stages or more, steps its partial matches
-        #: as rows (Matcher._row_step); per event type: its key's param, the stages it moves
+        #: a keyed chain of two stages or more steps its partial matches as rows
+        #: (Matcher._row_step); per event type: its key's param, the stages it moves
         #: ``(state, target, filter)`` (``target`` FINAL: it completes) and the state a partial
         #: match it starts waits in (None: it starts none) with its filter. None: the token path
         self.row_plan: dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None,
@@ -213,7 +213,7 @@ def _row_plan(chain: Chain | None, pos_states: dict[str, list[int]]
     the token path tries the states (``pos_states``), so filters are evaluated where it
     evaluates them — and the state a partial match it starts waits in with that stage's
     filter (None: it starts none)."""
-    if chain is None or chain.zone is not None or len(chain.stages) < 2:
+    if chain is None or len(chain.stages) < 2:
         return None
     stage_of = chain.stage_of()
     plan = {}

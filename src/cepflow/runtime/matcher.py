@@ -372,18 +372,23 @@ class Matcher(EsperSteps, IntervalClock):
         self._general(e, emit)
 
     def _row_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
-        """An event of a keyed chain without a window (CompiledPattern.row_plan) with the
-        partial matches kept as rows (runtime.tokens.KeyedRows): the oldest row waiting for
-        it on its key at a stage whose filter it passes moves (or completes), else it starts
-        one if the first stage's filter lets it — what the token path does to tokens, the
-        same ids, order, matches and filter evaluations. Tokens a reader or a restored state
-        made are taken back as rows first (:meth:`_keyed_rows`)."""
+        """An event of a keyed chain (CompiledPattern.row_plan) with the partial matches kept
+        as rows (runtime.tokens.KeyedRows): the oldest row waiting for it on its key at a
+        stage whose filter it passes moves (or completes), else it starts one if the first
+        stage's filter lets it — what the token path does to tokens, the same ids, order,
+        matches and filter evaluations. In a window ``[Δ]`` a start sets the engine's timer
+        for its token id (:meth:`on_deadline` expires the row), and a row whose span the event
+        would take past Δ is trapped by it (Matcher._zones: the event starts none). Tokens a
+        reader or a restored state made are taken back as rows first (:meth:`_keyed_rows`)."""
         rows = self.pending
         pat = self.pattern
         if rows.__class__ is not KeyedRows:
             rows = self._keyed_rows()
             if rows is None:
-                self._keyed_step(e, emit)
+                if e.type in pat.fast:
+                    self._keyed_step(e, emit)
+                else:
+                    self._general(e, emit)
                 return
         ki, moves, begin, bflt = pat.row_plan[e.type]
         key = e.params[ki]
@@ -405,24 +410,41 @@ class Matcher(EsperSteps, IntervalClock):
                             and key == key):
                         best, bq, bs, bt = r, q, s, target
         rows._flat = None
+        alive = rows.alive
         if best is None:
             if begin is not None and (bflt is None or bflt(e, NO_BINDINGS)):
                 counters = self.host.counters
                 tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
+                row = [tid, key, [e]] if alive is None else [tid, key, [e], begin]
                 q = queues[begin].get(key)
                 if q is None:
-                    queues[begin][key] = [[tid, key, [e]]]
+                    queues[begin][key] = [row]
                 else:
-                    q.append([tid, key, [e]])
+                    q.append(row)
                 rows.n += 1
+                if alive is not None:  # (Matcher.schedule_zones of the new token)
+                    alive[tid] = row
+                    ts = e.ts
+                    self.host.schedule(ts + pat.zone_by_id[rows.zone].length, self, tid,
+                                       rows.zone, ts)
             return
         del bq[0]
         evs = best[2]
+        if alive is not None and pat.zone_by_id[rows.zone].exceeded(e.ts - evs[0].ts):
+            # the window exceeded at this very event (its deadline is not before it: float
+            # time): the partial match is trapped, and the event, taken by it, starts none
+            if not bq:
+                del queues[bs][key]
+            rows.n -= 1
+            del alive[best[0]]
+            return
         evs.append(e)
         if bt == FINAL:  # (_match of a chain, inlined: no select list, distinct or clock)
             if not bq:
                 del queues[bs][key]
             rows.n -= 1
+            if alive is not None:
+                del alive[best[0]]
             self.done = True
             counters = self.host.counters
             mid = counters.match = counters.match + 1
@@ -431,10 +453,12 @@ class Matcher(EsperSteps, IntervalClock):
             emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts,
                               c.bindings(k, evs) if c.extra else {rows.var: k}, evs, mid))
             return
+        if alive is not None:
+            best[3] = bt
         to = queues[bt]
         q = to.get(key)
-        if q is not None:  # (rows reach a state in age order: a chain's state has one
-            q.append(best)  # predecessor)
+        if q is not None:  # (rows reach a state in age order: a stage's rows leave it
+            q.append(best)  # oldest first, docs/architecture.md)
         elif bq:
             to[key] = [best]
         else:  # (the emptied queue serves again)
@@ -456,19 +480,21 @@ class Matcher(EsperSteps, IntervalClock):
             ths = [t.threads[0] for t in toks]
             stage_of = c.stage_of()
             if any(len(t.threads) != 1 or t.part is not None for t in toks) or any(
-                    th.zstart or stage_of.get(th.state, 0) != len(th.events) or c.var
+                    th.zstart != (None if c.zone is None else {c.zone: th.events[0].ts})
+                    or stage_of.get(th.state, 0) != len(th.events) or c.var
                     not in th.bindings or not _same(th.bindings, c.bindings(
                         th.bindings[c.var], th.events)) for th in ths):
                 self.rowless = True
                 return None
-            held = PendingRows([t.id for t in toks], [th.events for th in ths], None,
+            held = PendingRows([t.id for t in toks], [th.events for th in ths], c.zone,
                                [th.state for th in ths], [th.bindings[c.var] for th in ths],
                                c.var)
             self.tokens.clear()
             self.buckets.clear()
         else:
             held = self.pending
-        rows = self.pending = KeyedRows.of(held, [s for ss in c.waits[1:] for s in ss], c.var)
+        rows = self.pending = KeyedRows.of(held, [s for ss in c.waits[1:] for s in ss], c.var,
+                                           c.zone)
         return rows
 
     def _keyed_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
@@ -935,7 +961,11 @@ class Matcher(EsperSteps, IntervalClock):
 
     def on_deadline(self, token_id: int, z: int, start: float, emit: Callable) -> None:
         """The deadline of zone ``z`` entered at ``start`` has passed for token ``token_id``."""
-        if self.pending is not None:
+        rows = self.pending
+        if rows is not None:
+            if rows.__class__ is KeyedRows and rows.alive is not None:
+                rows.expire(token_id)  # (a windowed chain's row: _row_step)
+                return
             self.materialize()
         if token_id == -1:
             self._expire_queued(start + self.pattern.zone_by_id[z].length, emit)

@@ -84,34 +84,62 @@ class KeyedRows:
     match. To every reader it is the chain's :class:`PendingRows` (``ids``, ``events``,
     ``states``, ``keys``, ``var``, ``zone``: all rows, oldest first, listed when read), so the
     chain kernel, forks and :meth:`Matcher.materialize` take it as they take the kernel's rows;
-    saved state writes it as the tokens it stands for (the token path's state)."""
+    saved state writes it as the tokens it stands for (the token path's state).
 
-    __slots__ = ("_flat", "n", "queues", "var", "zone")
+    A chain in a window ``[Δ]`` (``zone``) keeps its rows ``[token id, key, events, state]``
+    and each by its token id in ``alive``: the engine's timer of a partial match names its
+    token id (:meth:`expire`), as the token path's does."""
 
-    def __init__(self, states: Any, var: str) -> None:
+    __slots__ = ("_flat", "alive", "n", "queues", "var", "zone")
+
+    def __init__(self, states: Any, var: str, zone: int | None = None) -> None:
         #: state -> key value -> the rows waiting there, oldest first
         self.queues: dict[int, dict[Any, list[list[Any]]]] = {s: {} for s in states}
         self.var = var
-        self.zone: int | None = None  # (only chains without a window are kept this way)
+        self.zone = zone
+        #: in a window: token id -> its row (None: no window)
+        self.alive: dict[int, list[Any]] | None = None if zone is None else {}
         self.n = 0
         #: the rows listed oldest first (ids, events, states, keys), made when read
         self._flat: tuple[list[Any], ...] | None = None
 
     @classmethod
-    def of(cls, rows: PendingRows | None, states: Any, var: str) -> KeyedRows:
+    def of(cls, rows: PendingRows | None, states: Any, var: str,
+           zone: int | None = None) -> KeyedRows:
         """The live form of a chain's pending rows (None: no row)."""
-        out = cls(states, var)
+        out = cls(states, var, zone)
         if rows is not None:
             queues = out.queues
+            alive = out.alive
             for tid, evs, state, key in zip(rows.ids, rows.events, rows.states or (),
                                             rows.keys or (), strict=True):
+                row = [tid, key, evs] if alive is None else [tid, key, evs, state]
                 q = queues[state].get(key)
                 if q is None:
-                    queues[state][key] = [[tid, key, evs]]
+                    queues[state][key] = [row]
                 else:
-                    q.append([tid, key, evs])
+                    q.append(row)
+                if alive is not None:
+                    alive[tid] = row
             out.n = len(rows.ids)
         return out
+
+    def expire(self, tid: int) -> None:
+        """The window of partial match ``tid`` has passed (its timer fired): it is gone, if
+        it is still waiting (else the timer fires idle, as the token path's)."""
+        row = self.alive.pop(tid, None)  # type: ignore[union-attr]
+        if row is None:
+            return
+        by_key = self.queues[row[3]]
+        q = by_key[row[1]]
+        i = 0
+        while q[i] is not row:  # (the oldest rows expire first: at the front)
+            i += 1
+        del q[i]
+        if not q:
+            del by_key[row[1]]
+        self.n -= 1
+        self._flat = None
 
     def _listed(self) -> tuple[list[Any], ...]:
         flat = self._flat
