@@ -404,7 +404,8 @@ class TypeColumns:
         c = self._cols.get((t, k))
         if c is None:
             if isinstance(self.src, EventRows):
-                c = as_column(self._values(t, k))
+                vals = self._vals.get((t, k))
+                c = as_column(vals) if vals is not None else read_column(self.params(t), k)
             else:  # (a column source: its values, without an event per row)
                 c = self.src.column(k, self.rows(t))
             self._cols[t, k] = c
@@ -542,6 +543,33 @@ def number_events(counters: Any, events: Sequence[Event]) -> list[tuple[Event, i
             if e.seq >= counters.input:
                 counters.input = e.seq + 1
     return shifted
+
+
+
+#: by the type of a column's first value: a C-level call that gives back a value of that
+#: type (a subclass's as its base type) and raises TypeError for any other, and the dtype
+#: numpy infers for such values (an int column may hold booleans: numpy makes them 0/1 too)
+_STRICT: dict[type, tuple[Any, Any]] = {float: (float.__float__, np.float64),
+                                        int: (int.__index__, np.int64),
+                                        bool: (bool.__xor__, np.bool_)}
+
+
+def read_column(params: Sequence[tuple], k: int) -> np.ndarray:
+    """Parameter ``k`` of the tuples ``params`` as :func:`as_column` makes it — in one pass
+    when every value is of its first value's type, a float, an int or a bool (each value read
+    and converted while in the cache: reading the values of Python events is memory-bound,
+    and numpy's inference reads each twice); else by :func:`as_column`."""
+    n = len(params)
+    strict = _STRICT.get(type(params[0][k])) if n else None
+    if strict is not None:
+        check, dtype = strict
+        vals = map(itemgetter(k), params)
+        try:  # (bool.__xor__(v, False) is v for a bool)
+            return np.fromiter(map(check, vals, repeat(False)) if dtype is np.bool_
+                               else map(check, vals), dtype=dtype, count=n)
+        except (TypeError, OverflowError):  # (another type, an int beyond int64)
+            pass
+    return as_column(list(map(itemgetter(k), params)))
 
 
 
