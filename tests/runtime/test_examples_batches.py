@@ -17,6 +17,7 @@ import pytest
 from tests.esper.test_esper_kernel import state
 from tests.esper.test_split import rows
 
+from cepflow.events.event import Event
 from cepflow.inputs import read_events
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
@@ -87,3 +88,20 @@ def test_example_batches_equal_event_by_event(name: str, numbered: bool,
     assert state(many) == state(one)
     assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
     assert many.partial_matches() == one.partial_matches()
+
+
+@pytest.mark.parametrize("name", ["every", "cps"])
+def test_run_reads_a_batch_only_when_its_first_match_is_asked_for(name: str) -> None:
+    """``Engine.run`` hands out each batch's matches from its list (one C-level iterator), and
+    stays lazy: nothing is read before the first match is asked for, then one batch at a time."""
+    prog = load(EX / FILES[name])
+    evs = [Event("ME", ("AB"[i % 2], i), i * 1000) if name == "every"
+           else Event("invalidModel", ("h1",), i * 1000) for i in range(40)]
+    one, eng = Engine(prog, strict_actions=False), Engine(prog, strict_actions=False)
+    ref = [m for e in evs for m in one.process(e)]
+    it = eng.run(evs, batch_size=16)
+    assert eng.stats.events == 0
+    first = next(it)
+    assert eng.stats.events == 16
+    got = rows([first, *it])
+    assert got == rows(ref) and len(ref) > 5 and eng.stats == one.stats
