@@ -166,6 +166,26 @@ def test_jsonl_good_records(tmp_path: Path) -> None:
     assert len(side) == 0
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_events_of_a_declared_type_share_its_name(tmp_path: Path, fmt: str) -> None:
+    """The readers give the events of a declared type the schema's own name object (as a
+    program's literal name is shared), not a new text per record; an undeclared type kept
+    has its record's name."""
+    if fmt == "jsonl":
+        path = jsonl(tmp_path, *(f'{{"type": "Door", "ts": {i}, "room": {i}}}' for i in range(3)),
+                     '{"type": "Nope", "ts": 9, "x": 1}')
+        events, _ = read_all(read_jsonl, path, SCHEMAS, unknown_types="keep")
+    else:
+        path = write(tmp_path, "e.csv", "type,ts,room\n" + "".join(f"Door,{i},{i}\n"
+                                                                   for i in range(3)))
+        events, _ = read_all(read_csv, path, SCHEMAS)
+    doors = [e for e in events if e.type == "Door"]
+    assert len(doors) == 3
+    key = next(k for k in SCHEMAS if k == "Door")
+    assert all(e.type is key for e in doors)
+    assert [e.type for e in events[3:]] == (["Nope"] if fmt == "jsonl" else [])
+
+
 BAD_JSONL = [
     ('{"type": "Temp", "ts": 1,, }', "invalid JSON", None, "line 2, column 26"),
     ('{"ts": 1, "sensor": "s"}', "missing required field 'type'", "type", "line 2"),

@@ -92,6 +92,12 @@ class EventRows(Rows):
             self.type_names, self.codes = types
             return
         names = list(map(_TYPE, events))
+        # (one type: an identity test per event when they share its name, as the readers'
+        # and a program's events do — no hash per event)
+        if names and names.count(names[0]) == self.n:
+            self.type_names = names[:1]
+            self.codes = np.zeros(self.n, dtype=np.int64)
+            return
         type_code = {t: i for i, t in enumerate(dict.fromkeys(names))}
         self.type_names = list(type_code)
         self.codes = (np.zeros(self.n, dtype=np.int64) if len(type_code) == 1 else
