@@ -349,6 +349,9 @@ class MatchTable:
                            zip(map(values.__getitem__, b.value[fresh].tolist() if old else vis)),
                            map(_TS, stages[-1]), zip(*stages, strict=True),
                            (first_id + at).tolist())
+                if (not old and len(self.blocks) == 1 and len(at) == self.count
+                        and bool((at[1:] > at[:-1]).all())):
+                    return list(made)  # (the batch's only block, in detection order)
                 deque(map(out.__setitem__, at.tolist(), made), maxlen=0)
                 todo = sorted(old)
             for r in todo:
