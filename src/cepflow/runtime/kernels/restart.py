@@ -39,9 +39,10 @@ from cepflow.runtime.rows import EventRows, TypeColumns, distinct, picked
 from cepflow.runtime.tokens import Thread, Token
 
 #: what a kernel of the split plans for a batch: the rows that open an instance (in order), the
-#: rows and complex events of its matches (in detection order), and what makes its state that
-#: of the batch's end given the token ids of those instances
-Plan = tuple[np.ndarray, list[int], list[ComplexEvent], Callable[[np.ndarray], None]]
+#: rows (an array or a list) and complex events of its matches (in detection order), and what
+#: makes its state that of the batch's end given the token ids of those instances
+Plan = tuple[np.ndarray, "np.ndarray | list[int]", list[ComplexEvent],
+             Callable[[np.ndarray], None]]
 
 #: what a walk finds: the rows that open instances (in order), per match its A row (-1: the
 #: instance from before the batch) and B row, and the A row of the instance left waiting (-1:
@@ -123,7 +124,7 @@ def plan_restart(m: Any, cols: TypeColumns) -> Plan | None:
             th = Thread(rs.state, {v: a.params[i] for i, v in a_pos.binds}, [a], None, a)
             m.register(Token(int(token_ids[-1]), None, a.ts, [th]))
 
-    return starts, b_of.tolist(), matches, commit
+    return starts, b_of, matches, commit
 
 
 def _complex_event(m: Any, rs: Any, held: list[Event], bindings: dict[str, Any]

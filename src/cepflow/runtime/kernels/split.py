@@ -208,7 +208,7 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
         open_ids, open_events = leave_open(m, pr, p, token_ids, events)
         m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
 
-    return p["new_rows"], at.tolist(), out, commit
+    return p["new_rows"], at, out, commit
 
 
 #: the keys _merged sorts as one int64 stay below this
@@ -279,15 +279,18 @@ class _Replay:
         self.next = 0  # the first instance without an id
         #: per pattern: the rows its complex events complete at, ascending, and those events
         #: (ids to be given; a stepped row looks its own up)
-        self.matches: list[tuple[list[int], list[ComplexEvent]]] = []
-        arrays = []  # (the same rows as numpy columns)
+        self.matches: list[tuple[np.ndarray, list[ComplexEvent]]] = []
+        #: the same rows as lists, made for a pattern when a stepped row first looks (a batch
+        #: that steps no row of 100,000 matches makes none)
+        self.at_lists: list[list[int] | None] = [None] * len(plans)
+        arrays = []
         for _, at, found, _ in plans:
-            a = np.asarray(at, np.int64)
+            a = np.asarray(at, np.int64)  # (the kernels' plans give their rows as arrays)
             if len(a) > 1 and bool((a[1:] < a[:-1]).any()):  # (in row order, else as given)
                 o = np.argsort(a, kind="stable")
                 a = a[o]
-                at, found = a.tolist(), list(map(found.__getitem__, o.tolist()))
-            self.matches.append((list(at), found))
+                found = list(map(found.__getitem__, o.tolist()))
+            self.matches.append((a, found))
             arrays.append(a)
         #: the rows where a match something reads completes (they are stepped)
         self.match_rows = distinct(np.concatenate(
@@ -304,7 +307,7 @@ class _Replay:
         ranks = ranks or [(k, k) for k in range(len(plans))]
         loose = [k for k, c in enumerate(consumed) if not c and len(plans[k][1])]
         bounds = [b for b in bounds or [] if len(b[3])]
-        self.loose_rows: list[int] = []
+        self.loose_rows = np.zeros(0, np.int64)
         self.loose: list[ComplexEvent] = []
         #: per loose match (in output order) its part, and each part's type (the statistics)
         self.loose_part = np.zeros(0, np.int64)
@@ -333,39 +336,41 @@ class _Replay:
             self.part_type = [self.matches[k][1][0].type for k in loose] + [
                 b[3][0].type for b in bounds]
             if simple and len(loose) == 1:
-                self.loose_rows, self.loose = self.matches[loose[0]][0], flat
+                self.loose_rows, self.loose = arrays[loose[0]], flat
                 self.loose_part = part
             elif simple:
                 o = np.argsort(rows * len(out_of) + out_rank[part], kind="stable")
-                self.loose_rows = rows[o].tolist()
+                self.loose_rows = rows[o]
                 self.loose = _objects(flat)[o].tolist()
                 self.loose_part = part[o]
             else:
                 late = np.array([1] * len(loose) + [0] * len(bounds), np.int64)
                 o, rank = _merged(rows, late, [b[2] for b in bounds], out_rank, id_rank, lens)
-                self.loose_rows = rows[o].tolist()
+                self.loose_rows = rows[o]
                 self.loose = _objects(flat)[o].tolist()
                 self.id_pos = rank[o]
                 self.loose_part = part[o]
         self.next_loose = 0
 
-    def record_loose(self, row: int, host: Any, out: list[ComplexEvent], at: list[int]
-                     ) -> None:
+    def record_loose(self, row: int, host: Any, out: list[ComplexEvent],
+                     at: list[int] | None) -> None:
         """Record the matches nothing reads of the rows before ``row`` not yet recorded, with
         the next match ids, as the per-event engine records a complex event (rows no per-event
-        step sees: no other id is given there), in one go."""
+        step sees: no other id is given there), in one go; their rows go to ``at`` (None: not
+        wanted)."""
         j = self.next_loose
         rows = self.loose_rows
         if j == len(rows) or rows[j] >= row:
             return
-        k = bisect_left(rows, row, j)
+        k = j + int(np.searchsorted(rows[j:], row, side="left"))
         counters, stats = host.counters, host.stats
-        found = self.loose[j:k]
+        found = self.loose[j:k] if j or k < len(rows) else self.loose
         deque(map(setattr, found, repeat("match_id"),
                   (self.id_pos[j:k] + (counters.match + 1 - j)).tolist()), maxlen=0)
         counters.match += k - j
         out += found
-        at += rows[j:k]
+        if at is not None:
+            at += rows[j:k].tolist()
         stats.complex_events += k - j
         by_pattern = stats.by_pattern
         # (counts per type, the types in the order first seen: reports list them so)
@@ -382,9 +387,9 @@ class _Replay:
     def skip_loose(self, row: int) -> None:
         """The matches of a stepped row were emitted by its replay: pass over them."""
         j = self.next_loose
-        while j < len(self.loose_rows) and self.loose_rows[j] <= row:
-            j += 1
-        self.next_loose = j
+        rows = self.loose_rows
+        if j < len(rows) and rows[j] <= row:
+            self.next_loose = j + int(np.searchsorted(rows[j:], row, side="right"))
 
     def ids_before(self, row: int, counters: Any) -> None:
         """Token ids for the instances opened at rows before ``row`` (rows no per-event step
@@ -398,7 +403,10 @@ class _Replay:
 
     def at_row(self, k: int) -> list[ComplexEvent]:
         """Plan ``k``'s complex events at the current row."""
-        at, found = self.matches[k]
+        at = self.at_lists[k]
+        if at is None:
+            at = self.at_lists[k] = self.matches[k][0].tolist()
+        found = self.matches[k][1]
         r = self.row
         lo = bisect_left(at, r)
         return found[lo:bisect_right(at, r, lo)] if lo < len(at) and at[lo] == r else []
@@ -531,7 +539,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                     host.stats.events += nxt - i
                     host.time = src.time_at(nxt - 1)
                     replay.ids_before(nxt, counters)
-                    replay.record_loose(nxt, host, out, at)
+                    replay.record_loose(nxt, host, out, at if columns else None)
                 if nxt >= n:
                     break
                 replay.row = nxt
@@ -543,7 +551,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                 for _i, b in quiet:
                     b.hide()
                 out += found
-                at += [nxt] * len(found)
+                if columns:
+                    at += [nxt] * len(found)
                 replay.skip_loose(nxt)
                 if visit[v] == nxt:
                     v += 1
