@@ -168,6 +168,9 @@ class Side:
 # has no row of it, so the block must not check it either (it raised 'object is deleted')
 @example([("block", 0, ("x", "y"), [0.0] * 16, "objects"), ("delete", 2),
           ("block", 0, ("x",), [0.0, 0.0, None] + [0.0] * 13, "kept")])
+# one id deleted, created again and deleted again in a transaction that rolls back: the first
+# object must come back (the second delete overwrote the first in the undo record: KeyError)
+@example([("rollback", [("delete", 0), ("create", 0, "Head", 0.5), ("delete", 0)])])
 def test_blocks_make_the_commits_errors_and_model_of_value_by_value_sets(steps):
     blocks, values = Side(blocks=True), Side(blocks=False)
     creations = [("create", i, "Head" if i % 2 else "Hand", 1.0) for i in range(6)]

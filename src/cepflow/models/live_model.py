@@ -259,7 +259,9 @@ class Model:
         self.metamodel = metamodel
         self._objects: dict[str, MObject] = {}
         self._log: list[Change | AttributeBlock] = []
-        self._graveyard: dict[str, MObject] = {}  # deleted in the open transaction (for undo)
+        #: the objects deleted in the open transaction, per id in the order they died (for
+        #: undo: an id deleted, created again and deleted again holds two)
+        self._graveyard: dict[str, list[MObject]] = {}
         self._depth = 0
         self._txn_ts: float | None = None
         self._ts: float = 0
@@ -369,8 +371,9 @@ class Model:
         if self._blocks and any(e.__class__ is AttributeBlock for e in log):
             changes = BlockChanges(tuple(log))
         self._blocks = False
-        for obj in self._graveyard.values():  # deleted for good: their rows are free
-            self._stores[obj.cls.name].release(obj)
+        for dead in self._graveyard.values():  # deleted for good: their rows are free
+            for obj in dead:
+                self._stores[obj.cls.name].release(obj)
         self._graveyard.clear()
         assert self._txn_ts is not None
         self._ts, self._txn_ts = self._txn_ts, None
@@ -791,7 +794,10 @@ class Model:
             self._objects[ch.obj] = MObject(self, ch.obj, self.metamodel.classes[ch.cls],
                                             store.lists, store.add(ch.new), next(self._seqs))
         elif kind == "delete" and not forward:  # the same object comes back to life
-            obj = self._graveyard.pop(ch.obj)
+            dead = self._graveyard[ch.obj]
+            obj = dead.pop()
+            if not dead:
+                del self._graveyard[ch.obj]
             obj.alive = True
             self._objects[ch.obj] = obj
         else:
@@ -799,7 +805,7 @@ class Model:
             obj.alive = False
             self._deaths += 1
             if forward:
-                self._graveyard[ch.obj] = obj
+                self._graveyard.setdefault(ch.obj, []).append(obj)
             else:  # a creation undone: its row is free again
                 self._stores[ch.cls].release(obj)
 
