@@ -15,6 +15,7 @@ from cepflow.runtime.shapes import (
     EsperPair,
     EsperRestart,
     chain_of,
+    context_chain_of,
     esper_consec_of,
     esper_pair_of,
     esper_restart_of,
@@ -34,6 +35,8 @@ class CompiledPattern:
         "conj_degree",
         "consec",
         "context",
+        "context_chain",
+        "context_plan",
         "exact",
         "fast",
         "fast_start",
@@ -152,6 +155,15 @@ class CompiledPattern:
         self.row_plan: dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None,
                                        Any]] | None = (
             _row_plan(self.chain, pos_states) if fast_path else None)
+        #: a keyed sequence under immediate or strict (partitioned by its key or not): its
+        #: shape (runtime.shapes.context_chain_of), stepped as rows with the noise disposal
+        #: (Matcher._context_step) and by the chain kernel (kernels.noise); None: the token path
+        self.context_chain: Chain | None = (context_chain_of(self)
+                                            if fast_path and self.clock is None else None)
+        #: its plan per event type, as row_plan's
+        self.context_plan: dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None,
+                                           Any]] | None = (
+            _row_plan(self.context_chain, pos_states))
         self._sealed = True
 
     def __setattr__(self, name: str, value: Any) -> None:

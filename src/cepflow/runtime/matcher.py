@@ -161,20 +161,24 @@ class Matcher(EsperSteps, IntervalClock):
         pr = self.pattern.pair
         chain = rows.states is not None
         extra = chain and self.pattern.chain is not None and self.pattern.chain.extra
+        parted = self.pattern.partitioned  # (a keyed sequence partitioned by its key)
         z = rows.zone
         out = []
+        part = None
         for q, tid in enumerate(rows.ids):
             if chain:
                 evs = rows.events[q]
                 state = rows.states[q]
                 bindings = (self.pattern.chain.bindings(rows.keys[q], evs) if extra
                             else {rows.var: rows.keys[q]})
+                if parted:
+                    part = rows.keys[q]
             else:  # a pair's instance: its A event
                 e = rows.events[q]
                 evs, state = [e], pr.state
                 bindings = {v: e.params[i] for i, v in pr.first.position.binds}
             ts = evs[0].ts
-            out.append(Token(tid, None, ts, [Thread(state, bindings, evs,
+            out.append(Token(tid, part, ts, [Thread(state, bindings, evs,
                                                      None if z is None else {z: ts}, evs[-1])]))
         return out
 
@@ -344,6 +348,11 @@ class Matcher(EsperSteps, IntervalClock):
         Engine.index_routes): the plain keyed step or Esper's pair step when the type takes
         one, else :meth:`process`. Each gives what :meth:`process` gives."""
         pat = self.pattern
+        if pat.context_plan is not None and self.host.trace is None:
+            if t in pat.context_plan:
+                return self._context_step
+            # (a type the sequence does not take: noise, but of no partition when partitioned)
+            return _ignored if pat.partitioned else self._context_noise
         if pat.row_plan is not None and t in pat.row_plan and self.host.trace is None:
             return self._row_step
         if t in pat.fast:
@@ -360,6 +369,9 @@ class Matcher(EsperSteps, IntervalClock):
 
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Feed one event (already time-ordered) to this pattern."""
+        if self.pattern.context_plan is not None and self.host.trace is None:
+            self._context_step(e, emit)
+            return
         plan = self.pattern.row_plan
         if plan is not None and e.type in plan and self.host.trace is None:
             self._row_step(e, emit)
@@ -415,15 +427,8 @@ class Matcher(EsperSteps, IntervalClock):
             if begin is not None and (bflt is None or bflt(e, NO_BINDINGS)):
                 counters = self.host.counters
                 tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
-                row = [tid, key, [e]] if alive is None else [tid, key, [e], begin]
-                q = queues[begin].get(key)
-                if q is None:
-                    queues[begin][key] = [row]
-                else:
-                    q.append(row)
-                rows.n += 1
+                rows.start(begin, tid, key, e)
                 if alive is not None:  # (Matcher.schedule_zones of the new token)
-                    alive[tid] = row
                     ts = e.ts
                     self.host.schedule(ts + pat.zone_by_id[rows.zone].length, self, tid,
                                        rows.zone, ts)
@@ -453,18 +458,76 @@ class Matcher(EsperSteps, IntervalClock):
             emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts,
                               c.bindings(k, evs) if c.extra else {rows.var: k}, evs, mid))
             return
-        if alive is not None:
-            best[3] = bt
-        to = queues[bt]
-        q = to.get(key)
-        if q is not None:  # (rows reach a state in age order: a stage's rows leave it
-            q.append(best)  # oldest first, docs/architecture.md)
-        elif bq:
-            to[key] = [best]
-        else:  # (the emptied queue serves again)
-            del queues[bs][key]
-            bq.append(best)
-            to[key] = bq
+        rows.move(best, bq, bs, bt, key)
+
+    def _context_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """An event for a keyed sequence under immediate or strict (CompiledPattern.
+        context_plan) with the partial matches kept as rows (runtime.tokens.KeyedRows): what
+        :meth:`_general` does to its tokens — the oldest row waiting for it on its key at a
+        stage whose filter it passes moves (or completes); else it starts one (strict: only
+        when none is held, in its partition); else it is noise and disposes every row (of its
+        key, when partitioned by it). The same ids, order, matches, and filters evaluated."""
+        rows = self.pending
+        if rows.__class__ is not KeyedRows and (rows := self._keyed_rows()) is None:
+            self._tokens_step(e, emit)
+            return
+        pat = self.pattern
+        plan = pat.context_plan.get(e.type)
+        if plan is None:  # (a type the sequence does not take: process, from a cascade)
+            if not pat.partitioned and rows.n:
+                rows.dispose()
+            return
+        ki, moves, begin, bflt = plan
+        key = e.params[ki]
+        queues = rows.queues
+        best = None
+        for s, target, flt in moves:  # (Matcher._find: a NaN key is looked up, never unified)
+            q = queues[s].get(key)
+            if q and (best is None or q[0][0] < best[0]) and (
+                    flt is None or flt(e, NO_BINDINGS)) and key == key:
+                best, bq, bs, bt = q[0], q, s, target
+        if best is not None:
+            del bq[0]
+            evs = best[2]
+            evs.append(e)
+            rows._flat = None
+            if bt != FINAL:
+                rows.move(best, bq, bs, bt, key)
+                return
+            if not bq:
+                del queues[bs][key]
+            rows.n -= 1
+            self.done = True
+            counters = self.host.counters
+            mid = counters.match = counters.match + 1  # (Counters.next_match, inlined)
+            k = best[1]
+            emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts, {rows.var: k},
+                              evs, mid))
+            return
+        if begin is not None and not (pat.context.one_at_a_time and (
+                any(key in by_key for by_key in queues.values()) if pat.partitioned
+                else rows.n)) and (bflt is None or bflt(e, NO_BINDINGS)):
+            counters = self.host.counters
+            tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
+            rows.start(begin, tid, key, e)
+            return
+        if rows.n:  # noise (Matcher._dispose_noise)
+            rows.dispose(key, not pat.partitioned)
+
+    def _context_noise(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """An input event of a type the keyed sequence under immediate or strict does not
+        take (not partitioned): noise, which disposes every partial match."""
+        rows = self.pending
+        if rows.__class__ is not KeyedRows and (rows := self._keyed_rows()) is None:
+            self._tokens_step(e, emit)
+        elif rows.n:
+            rows.dispose()
+
+    def _tokens_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """The token path for a pattern whose partial matches cannot be rows (rowless)."""
+        if self.pending is not None:
+            self.materialize()
+        self._general(e, emit)
 
     def _keyed_rows(self) -> KeyedRows | None:
         """The row step's rows (KeyedRows) made of what the matcher holds — a column kernel's
@@ -473,13 +536,15 @@ class Matcher(EsperSteps, IntervalClock):
         not of that form."""
         if self.rowless:
             return None
-        c = self.pattern.chain
+        pat = self.pattern
+        c = pat.chain if pat.chain is not None else pat.context_chain
         if self.tokens:
             self.materialize()
             toks = self.registered_tokens()
             ths = [t.threads[0] for t in toks]
             stage_of = c.stage_of()
-            if any(len(t.threads) != 1 or t.part is not None for t in toks) or any(
+            if any(len(t.threads) != 1 or not _own_part(t, c.var, pat.partitioned)
+                   for t in toks) or any(
                     th.zstart != (None if c.zone is None else {c.zone: th.events[0].ts})
                     or stage_of.get(th.state, 0) != len(th.events) or c.var
                     not in th.bindings or not _same(th.bindings, c.bindings(
@@ -1054,6 +1119,20 @@ def _or_step(pos: Any, nb: dict[str, Any], th: Thread, e: Event, target: int,
     kept = [ev for ev, m in zip(events[-n:], masks, strict=True) if m >> done & 1]
     bindings = {k: v for k, v in nb.items() if k not in drop and k != pos.track}
     return Thread(target, bindings, [*events[:-n], *kept], zs, e)
+
+
+def _ignored(e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+    """The step for an event that belongs to no partition of a keyed sequence partitioned by
+    its key (Matcher.step_for): the token path does nothing with it either."""
+
+
+def _own_part(tok: Token, var: str, partitioned: bool) -> bool:
+    """Whether ``tok``'s partition is the one a row of its key stands for: none, or (a
+    pattern partitioned by its key variable ``var``) its key's value."""
+    if not partitioned:
+        return tok.part is None
+    key = tok.threads[0].bindings.get(var)
+    return tok.part == key or (tok.part != tok.part and key != key)
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:

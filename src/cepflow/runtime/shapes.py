@@ -85,9 +85,15 @@ def chain_of(pattern: Any) -> Chain | None:
     whole sequence; no NOT, no other zone. One edge per state and type keeps a partial match
     one run (no thread forks: ``B OR B where …`` is not taken), so under chronicle an event
     goes to the oldest partial match of its key waiting for one of its stages."""
+    if pattern.context is not Context.CHRONICLE or pattern.partitioned:
+        return None
+    return _keyed_sequence(pattern)
+
+
+def _keyed_sequence(pattern: Any) -> Chain | None:
+    """:func:`chain_of` whatever the pattern's context and partitioning."""
     auto = pattern.auto
-    if (pattern.context is not Context.CHRONICLE or pattern.partitioned or auto.forbids
-            or len(auto.zones) > 1
+    if (auto.forbids or len(auto.zones) > 1
             or auto.distinct or auto.select is not None or pattern.clock is not None):
         return None
     zone = auto.zones[0] if auto.zones else None
@@ -170,6 +176,22 @@ def _signature(out: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
     """What a state's edges do (per type: each edge's position and target): the waiting
     states of one stage must agree on it."""
     return {t: tuple((e.position.id, e.target, e.final) for e in es) for t, es in out.items()}
+
+
+
+def context_chain_of(pattern: Any) -> Chain | None:
+    """The keyed sequence of a pattern under immediate or strict (docs/architecture.md, "Keyed
+    sequences under immediate and strict"): :func:`chain_of`'s shape of two stages or more,
+    one type per stage, no window and no variable besides the key, not partitioned or
+    partitioned by its key variable; or None (the token path)."""
+    if pattern.context not in (Context.IMMEDIATE, Context.STRICT):
+        return None
+    c = _keyed_sequence(pattern)
+    if (c is None or c.zone is not None or c.extra or len(c.stages) < 2
+            or any(len(alts) != 1 for alts in c.stages)
+            or (pattern.partitioned and tuple(pattern.auto.partition_by) != (c.var,))):
+        return None
+    return c
 
 
 

@@ -124,6 +124,56 @@ class KeyedRows:
             out.n = len(rows.ids)
         return out
 
+    def start(self, state: int, tid: int, key: Any, e: Event) -> None:
+        """A new row: partial match ``tid`` of key ``key``, which took ``e``, waits at
+        ``state``."""
+        alive = self.alive
+        row = [tid, key, [e]] if alive is None else [tid, key, [e], state]
+        q = self.queues[state].get(key)
+        if q is None:
+            self.queues[state][key] = [row]
+        else:
+            q.append(row)
+        self.n += 1
+        self._flat = None
+        if alive is not None:
+            alive[tid] = row
+
+    def move(self, row: list[Any], q: list[list[Any]], state: int, target: int,
+             key: Any) -> None:
+        """``row``, taken off the front of queue ``q`` (at ``state``, of ``key``), waits at
+        ``target`` now. Rows reach a state in age order: a stage's rows leave it oldest first
+        (docs/architecture.md)."""
+        if self.alive is not None:
+            row[3] = target
+        queues = self.queues
+        to = queues[target]
+        dest = to.get(key)
+        if dest is not None:
+            dest.append(row)
+        elif q:
+            to[key] = [row]
+        else:  # (the emptied queue serves again)
+            del queues[state][key]
+            q.append(row)
+            to[key] = q
+
+    def dispose(self, key: Any = None, every: bool = True) -> None:
+        """Drop every row (``every``) or those of ``key`` (a dict's look-up: the token path's
+        ``tokens[part]`` of a pattern partitioned by its key) — noise under immediate and
+        strict (Matcher._context_step; rows without a window)."""
+        queues = self.queues.values()
+        if every:
+            for by_key in queues:
+                by_key.clear()
+            self.n = 0
+        else:
+            for by_key in queues:
+                q = by_key.pop(key, None)
+                if q is not None:
+                    self.n -= len(q)
+        self._flat = None
+
     def expire(self, tid: int) -> None:
         """The window of partial match ``tid`` has passed (its timer fired): it is gone, if
         it is still waiting (else the timer fires idle, as the token path's)."""
