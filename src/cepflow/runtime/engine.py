@@ -152,12 +152,15 @@ class Engine:
             frozenset([*self.subs_complex, *self._window_subs]) if max_cascade >= 1 else None)
         # the column kernels need independent patterns: no noise, no data windows, and no
         # pattern reading another's output
-        plain = not self.noise and not self.windows and not any(
-            a.name in self.subs_complex for a in program.automata)
+        coupled = bool(self.windows) or any(a.name in self.subs_complex
+                                            for a in program.automata)
+        plain = not self.noise and not coupled
         #: the matchers, when the chain kernel takes them all (every one a keyed sequence:
-        #: CompiledPattern.chain), else None
-        self._chains = (self.matchers if plain and all(
-            m.pattern.chain is not None for m in self.matchers) else None)
+        #: CompiledPattern.chain, or one under immediate or strict, whose noise the kernel
+        #: decides: CompiledPattern.context_chain), else None
+        self._chains = (self.matchers if not coupled and all(
+            m.pattern.chain is not None or m.pattern.context_chain is not None
+            for m in self.matchers) else None)
         # Esper's `every a = A(f) -> b = B(g, key) [within Δ]` patterns: their column kernel
         # (CompiledPattern.pair is None without fast_path)
         self._pairs = (self.matchers if plain and self._chains is None and self.matchers
@@ -608,7 +611,8 @@ class Engine:
 
         When every pattern is a keyed sequence under chronicle (the gesture pattern; also with
         filters on the events' own fields, a type at several stages and a window over the
-        whole sequence, runtime.shapes.chain_of), or every pattern is Esper's
+        whole sequence, runtime.shapes.chain_of) or without a window under immediate or strict
+        (runtime.shapes.context_chain_of), or every pattern is Esper's
         ``every a = A(f) -> b = B(g, key) [within Δ]`` (the motorbike Crash), the batch is
         matched column-wise (cepflow.runtime.kernels); otherwise the events are processed one by
         one. Rules fire in the same order as with ``process``; events that rule actions emit

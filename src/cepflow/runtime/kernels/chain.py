@@ -39,7 +39,7 @@ import numpy as np
 
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
-from cepflow.runtime.kernels.filters import filter_rows
+from cepflow.runtime.kernels.filters import chain_rows
 from cepflow.runtime.kernels.frame import (
     Declined,
     count_rules,
@@ -48,11 +48,12 @@ from cepflow.runtime.kernels.frame import (
     prepare,
     unprepare,
 )
+from cepflow.runtime.kernels.noise import plan_context
 from cepflow.runtime.kernels.queues import repeat_chain, run_chain, step_chain
 from cepflow.runtime.rows import ChainMatches, EventRows, MatchTable, Rows, distinct
 from cepflow.runtime.shapes import Chain
 from cepflow.runtime.timers import fired_before
-from cepflow.runtime.tokens import PendingRows
+from cepflow.runtime.tokens import KeyedRows, PendingRows
 
 
 def process_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
@@ -128,9 +129,8 @@ def _run(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
 
 def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
     """The chain kernel over a prepared batch (:func:`_run`)."""
-    chains: list[Chain] = [m.pattern.chain for m in matchers]
+    chains: list[Chain] = [m.pattern.chain or m.pattern.context_chain for m in matchers]
     type_code = {t: i for i, t in enumerate(src.type_names)}
-    codes = src.codes
     values: list[Any] = []
     runs: list[_ChainRun] = []
     start_keys = []  # (position * n_chains + slot) of every token start, for token ids
@@ -141,50 +141,19 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
     timers: list[tuple[int, list[tuple[int, float]]]] = []  # per windowed chain (step_chain)
     for slot, c in enumerate(chains):
         occupants = _occupants(matchers[slot], c)
+        if matchers[slot].pattern.context_chain is not None:  # immediate, strict (noise.py)
+            positions, vidx, pred, complete, waiting, started = plan_context(
+                matchers[slot].pattern, src, type_code, values, occupants,
+                engine.program.schemas, filter_cols)
+            start_keys.append(positions[started] * n_chains + slot)
+            done_pos.append(positions[complete])
+            done_slot.append(np.full(len(complete), slot, dtype=np.int64))
+            done_item.append(complete)
+            runs.append(_ChainRun(positions, vidx, occupants, pred, waiting))
+            continue
         k = len(c.stages)
-        pos_parts, bits_parts, key_parts, vidx_parts = [], [], [], []
-        table: dict[Any, int] = {}
-        # a NaN key unifies with nothing (Algorithm 1 compares values): at any stage after
-        # the first a NaN row takes no partial match
-        strict = [st > 0 for st in range(k)]
-        for t in c.types:
-            code = type_code.get(t)
-            if code is None:
-                continue
-            idx = np.flatnonzero(codes == code)
-            sts = [st for st, alts in enumerate(c.stages) if t in alts]
-            passes = [filter_rows(c.stages[st][t].position, src, idx, engine.program.schemas,
-                                   filter_cols) for st in sts]
-            if any(p is not None for p in passes):
-                keep = np.zeros(len(idx), dtype=bool)
-                for p in passes:
-                    keep |= True if p is None else p
-                idx = idx[keep]
-                passes = [None if p is None else p[keep] for p in passes]
-            local, uniq = src.values(c.key_param[t], idx)
-            local = np.asarray(local, dtype=np.int64)
-            # (codes in the order values first come, as one setdefault per value gives them:
-            # the distinct values first, then every value looked up)
-            for v in dict.fromkeys(uniq):
-                table.setdefault(v, len(table))
-            remap = np.fromiter(map(table.__getitem__, uniq), dtype=np.int64, count=len(uniq))
-            nan = None
-            if len(uniq) and any(strict[st] for st in sts):  # (a value is NaN iff its code's)
-                nan = np.array([v != v for v in table], dtype=bool)[remap][local]
-            bits = np.zeros(len(idx), dtype=np.int64)
-            for st, p in zip(sts, passes, strict=True):
-                if p is None and (nan is None or not strict[st]):
-                    bits |= 1 << st
-                    continue
-                take = np.ones(len(idx), dtype=bool) if p is None else p
-                if strict[st] and nan is not None:
-                    take = take & ~nan
-                bits |= take.astype(np.int64) << st
-            key_parts.append(remap[local] if len(remap) else np.zeros(0, np.int64))
-            vidx_parts.append(local + len(values))
-            values.extend(uniq)
-            pos_parts.append(idx)
-            bits_parts.append(bits)
+        positions, bits, key, vidx, table = chain_rows(c, src, type_code, values,
+                                                       engine.program.schemas, filter_cols)
         occ_values = occupants.keys
         n_occ = len(occupants)
         occ_key = np.array([table.setdefault(v, len(table)) for v in occ_values], dtype=np.int64)
@@ -192,10 +161,6 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
         values.extend(occ_values)
         stage_of = c.stage_of()
         occ_stage = [stage_of[s] for s in occupants.states]
-        positions = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.int64)
-        bits = np.concatenate(bits_parts) if bits_parts else np.zeros(0, np.int64)
-        key = np.concatenate(key_parts) if key_parts else np.zeros(0, np.int64)
-        vidx = np.concatenate(vidx_parts) if vidx_parts else np.zeros(0, np.int64)
         live = bits != 0  # (a row no stage takes: a NaN key at a general step)
         if not live.all():
             positions, bits, key, vidx = positions[live], bits[live], key[live], vidx[live]
@@ -311,6 +276,8 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
         if left:
             tids, states, keys, evss = map(list, zip(*left, strict=True))
             m.pending = PendingRows(tids, evss, c.zone, states, keys, c.var)
+        if m.pattern.context_chain is not None:  # (the rows its per-event step takes)
+            m.pending = KeyedRows.of(m.pending, [s for ss in c.waits[1:] for s in ss], c.var)
     if src.n and timers:
         # the timers before the last event have fired (they only expired partial matches,
         # which the kernel did); the later ones of the batch's partial matches are set, also

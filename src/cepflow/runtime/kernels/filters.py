@@ -86,3 +86,59 @@ def passing(edge: Any, cols: TypeColumns) -> np.ndarray:
     mask = type_mask(edge.position, cols)
     return (np.arange(len(cols.rows(edge.position.type)), dtype=np.int64) if mask is None
             else np.flatnonzero(mask))
+
+
+
+def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any], schemas: Any,
+               cols: dict[tuple[str, int], np.ndarray], every_row: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[Any, int]]:
+    """The rows of a batch a keyed chain (runtime.shapes.Chain) reads, type by type: their
+    positions, per row a bit mask of the stages whose type and filter it passes, its key's
+    code (equal codes: equal as dict keys) and the index of its key value in ``values``
+    (extended here), and the codes' table. A NaN key unifies with nothing (Algorithm 1
+    compares values), so at a stage after the first a NaN row takes nothing. Rows that pass
+    no stage's filter are left out, unless ``every_row`` (they may be noise)."""
+    codes = src.codes
+    table: dict[Any, int] = {}
+    pos_parts, bits_parts, key_parts, vidx_parts = [], [], [], []
+    for t in c.types:
+        code = type_code.get(t)
+        if code is None:
+            continue
+        idx = np.flatnonzero(codes == code)
+        sts = [st for st, alts in enumerate(c.stages) if t in alts]
+        passes = [filter_rows(c.stages[st][t].position, src, idx, schemas, cols) for st in sts]
+        if not every_row and any(p is not None for p in passes):
+            keep = np.zeros(len(idx), dtype=bool)
+            for p in passes:
+                keep |= True if p is None else p
+            idx = idx[keep]
+            passes = [None if p is None else p[keep] for p in passes]
+        local, uniq = src.values(c.key_param[t], idx)
+        local = np.asarray(local, dtype=np.int64)
+        # (codes in the order values first come, as one setdefault per value gives them:
+        # the distinct values first, then every value looked up)
+        for v in dict.fromkeys(uniq):
+            table.setdefault(v, len(table))
+        remap = np.fromiter(map(table.__getitem__, uniq), dtype=np.int64, count=len(uniq))
+        nan = None
+        if len(uniq) and (every_row or sts[-1] > 0):  # (a value is NaN iff its code's)
+            nan = np.array([v != v for v in table], dtype=bool)[remap][local]
+        bits = np.zeros(len(idx), dtype=np.int64)
+        for st, p in zip(sts, passes, strict=True):
+            if p is None and (nan is None or not st):
+                bits |= 1 << st
+                continue
+            take = np.ones(len(idx), dtype=bool) if p is None else p
+            if st and nan is not None:
+                take = take & ~nan
+            bits |= take.astype(np.int64) << st
+        key_parts.append(remap[local] if len(remap) else np.zeros(0, np.int64))
+        vidx_parts.append(local + len(values))
+        values.extend(uniq)
+        pos_parts.append(idx)
+        bits_parts.append(bits)
+    empty = np.zeros(0, np.int64)
+    positions, bits, key, vidx = (np.concatenate(p) if p else empty
+                                  for p in (pos_parts, bits_parts, key_parts, vidx_parts))
+    return positions, bits, key, vidx, table

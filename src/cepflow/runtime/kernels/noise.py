@@ -1,0 +1,193 @@
+"""The chain kernel's plan for a keyed sequence under the immediate and strict contexts
+(CompiledPattern.context_chain; docs/architecture.md, "Keyed sequences under immediate and
+strict"): which rows move, complete, start or dispose partial matches over a batch, in the
+form kernels.chain assembles for chronicle chains (``pred``, completing items, items left
+waiting, starting items).
+
+The token path (Matcher._general) per event, mirrored here row by row: the oldest partial
+match of the event's key waiting at a stage of its type whose filter it passes takes it (moves
+or completes); else, at the first stage's type and filter, it starts one — under strict only
+when none is held (in its partition); else it is *noise* and disposes every partial match —
+of its key when the pattern is partitioned by it, where an event of a type the sequence does
+not take belongs to no partition and does nothing. Filters are decided column-wise first
+(kernels.filters: a failure declines the batch), so the loop reads only per row its stages and
+key code. Without a partition every input row counts — a run of noise rows disposes once, so
+only its first is stepped; with one, only the rows of the sequence's types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cepflow.runtime.kernels.filters import chain_rows
+from cepflow.runtime.kernels.frame import Declined
+from cepflow.runtime.kernels.queues import _segments, run_chain
+from cepflow.runtime.rows import Rows, distinct
+
+
+def plan_context(pattern: Any, src: Rows, type_code: dict[str, int], values: list[Any],
+                 occupants: Any, schemas: Any, filter_cols: dict[tuple[str, int], np.ndarray]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                            dict[int, np.ndarray], np.ndarray]:
+    """One context chain over the prepared batch ``src``, after the partial matches held
+    before it (``occupants``, kernels.chain._occupants): the rows it steps (``positions``,
+    the items ``0..n-1``; the occupants are items ``n..``), per item the index of its key value
+    in ``values`` (extended here), ``pred``, the completing items, per stage the items left
+    waiting and the items that started a partial match. Raises :class:`Declined` when a
+    filter fails on a row, or when the pattern is partitioned and a key is NaN (a NaN is its
+    own partition by identity, which the batch's values need not keep)."""
+    c = pattern.context_chain
+    parted = pattern.partitioned
+    k = len(c.stages)
+    positions, bits, key, vidx, table = chain_rows(c, src, type_code, values, schemas,
+                                                   filter_cols, every_row=True)
+    if parted and any(v != v for v in table):
+        raise Declined("a NaN partition: event by event")
+    if not parted and len(positions) < src.n:
+        # every other row is noise (bits 0): of a run of noise rows only the first counts
+        other = np.ones(src.n, dtype=bool)
+        other[positions] = False
+        extra = np.flatnonzero(other)
+        positions = np.concatenate([positions, extra])
+        zero = np.zeros(len(extra), dtype=np.int64)
+        bits, key = np.concatenate([bits, zero]), np.concatenate([key, zero - 1])
+        vidx = np.concatenate([vidx, zero - 1])
+    order = np.argsort(positions, kind="stable")
+    positions, bits, key, vidx = positions[order], bits[order], key[order], vidx[order]
+    if not parted and len(bits) > 1:
+        quiet = bits == 0
+        keep = ~quiet
+        keep[0] = True
+        keep[1:] |= ~quiet[:-1]
+        if not keep.all():
+            positions, bits, key, vidx = positions[keep], bits[keep], key[keep], vidx[keep]
+    occ_key = [table.setdefault(v, len(table)) for v in occupants.keys]
+    occ_vidx = np.arange(len(values), len(values) + len(occ_key), dtype=np.int64)
+    values.extend(occupants.keys)
+    stage_of = c.stage_of()
+    occ_stage = [stage_of[s] for s in occupants.states]
+    vidx = np.concatenate([vidx, occ_vidx])
+    if parted and k == 2 and len(c.types) == 2 and not pattern.context.one_at_a_time:
+        return (positions, vidx, *_queued_pairs(bits, key, occ_stage, occ_key, len(table)))
+    stage_sets = {b: tuple(st for st in range(k) if b >> st & 1)
+                  for b in distinct(bits).tolist()}
+    pred, done, waiting, started = step_context(
+        k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
+        list(zip(occ_stage, occ_key, strict=True)), pattern.context.one_at_a_time, parted)
+    return (positions, vidx, pred, np.array(done, dtype=np.int64),
+            {s: np.array(its, dtype=np.int64) for s, its in waiting.items()},
+            np.array(started, dtype=np.int64))
+
+
+def _queued_pairs(bits: np.ndarray, key: np.ndarray, occ_stage: list[int], occ_key: list[int],
+                  n_codes: int
+                  ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray], np.ndarray]:
+    """:func:`step_context` for two stages of distinct types under immediate, partitioned by
+    the key, in numpy: every row of the first stage starts a partial match, and a row of the
+    second that none waits for finds its key's partition empty (its partial matches all wait
+    there), so its noise disposes nothing — only a row that passes no stage (bits 0) does.
+    Between two such rows of a key the partial matches are chronicle's queues
+    (kernels.queues.run_chain), so the key's rows are queued per segment, and what waits in a
+    segment a later noise row of its key closed was disposed."""
+    n, n_occ = len(bits), len(occ_key)
+    noise = bits == 0
+    order = np.argsort(key, kind="stable")  # each key's rows, in row order
+    segid, starts = _segments(key[order]) if n else (np.zeros(0, np.int64),) * 2
+    c = np.cumsum(noise[order])
+    seg = np.empty(n, dtype=np.int64)
+    seg[order] = c - (c - noise[order])[starts][segid]  # noise rows of its key up to it
+    span = n + 1
+    live = np.flatnonzero(~noise)
+    occ_k = np.array(occ_key, dtype=np.int64)
+    items = np.concatenate([live, n + np.arange(n_occ, dtype=np.int64)])
+    pred, done, waiting = run_chain(
+        2, items, np.concatenate([bits[live] >> 1, np.array(occ_stage, dtype=np.int64)]),
+        np.concatenate([key[live] * span + seg[live], occ_k * span]),
+        np.concatenate([live, np.arange(-n_occ, 0, dtype=np.int64)]), n + n_occ)
+    closed = np.bincount(key[noise], minlength=n_codes)  # per key: its last segment
+    left = waiting.get(1, np.zeros(0, np.int64))
+    ev = left < n
+    stays = np.empty(len(left), dtype=bool)
+    stays[ev] = seg[left[ev]] == closed[key[left[ev]]]
+    stays[~ev] = closed[occ_k[left[~ev] - n]] == 0
+    return pred, done, {1: left[stays]}, live[bits[live] == 1]
+
+
+def step_context(k: int, stages: list[tuple[int, ...]], key: list[int],
+                 occupants: list[tuple[int, int]], strict: bool, parted: bool
+                 ) -> tuple[np.ndarray, list[int], dict[int, list[int]], list[int]]:
+    """The rows of :func:`plan_context` stepped in order: item ``i`` may take the stages
+    ``stages[i]`` (0: it may start one; none: noise) with key code ``key[i]``; the partial
+    matches held before are items ``n..``, ``occupants`` (stage, key code), oldest first.
+    Returns ``pred``, the completing items, per stage the items left waiting (oldest first)
+    and the items that started a partial match (also those disposed later)."""
+    n = len(key)
+    pr = [-1] * (n + len(occupants))
+    queues: dict[tuple[int, int], list[list[int]]] = {}  # (key, stage) -> [age, last item]
+    held: dict[int, int] = {}  # partitioned: per key, its partial matches
+    for j, (st, kc) in enumerate(occupants):
+        q = queues.get((kc, st))
+        if q is None:
+            queues[kc, st] = [[j, n + j]]
+        else:
+            q.append([j, n + j])
+        held[kc] = held.get(kc, 0) + 1
+    total = len(occupants)
+    age = total
+    done: list[int] = []
+    started: list[int] = []
+    last = k - 1
+    for i in range(n):
+        sts = stages[i]
+        kc = key[i]
+        best = None
+        for s in sts:
+            if s:
+                q = queues.get((kc, s))
+                if q is not None and (best is None or q[0][0] < best[0]):
+                    best, bq, bs = q[0], q, s
+        if best is not None:
+            del bq[0]
+            if not bq:
+                del queues[kc, bs]
+            pr[i] = best[1]
+            if bs == last:
+                done.append(i)
+                total -= 1
+                if parted:
+                    held[kc] -= 1
+                continue
+            best[1] = i
+            nq = queues.get((kc, bs + 1))
+            if nq is None:
+                queues[kc, bs + 1] = [best]
+            else:
+                nq.append(best)
+            continue
+        if sts and sts[0] == 0 and not (strict and (held.get(kc) if parted else total)):
+            started.append(i)
+            if k == 1:
+                done.append(i)
+                continue
+            queues.setdefault((kc, 1), []).append([age, i])
+            age += 1
+            total += 1
+            if parted:
+                held[kc] = held.get(kc, 0) + 1
+            continue
+        if not total:  # noise with nothing to dispose
+            continue
+        if not parted:
+            queues.clear()
+            total = 0
+        elif held.get(kc):
+            for s in range(1, k):
+                queues.pop((kc, s), None)
+            total -= held.pop(kc)
+    pred = np.array(pr, dtype=np.int64)
+    waiting: dict[int, list[tuple[int, int]]] = {}
+    for (_, s), q in queues.items():
+        waiting.setdefault(s, []).extend((tok[0], tok[1]) for tok in q)
+    return pred, done, {s: [it for _, it in sorted(v)] for s, v in waiting.items()}, started
