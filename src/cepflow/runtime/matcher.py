@@ -427,8 +427,17 @@ class Matcher(EsperSteps, IntervalClock):
             if begin is not None and (bflt is None or bflt(e, NO_BINDINGS)):
                 counters = self.host.counters
                 tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
-                rows.start(begin, tid, key, e)
+                # (KeyedRows.start and .move, inlined: the chronicle row step is gesture's
+                # per-event path, where a call per event costs 5-10%, benchmarks/README.md)
+                row = [tid, key, [e]] if alive is None else [tid, key, [e], begin]
+                q = queues[begin].get(key)
+                if q is None:
+                    queues[begin][key] = [row]
+                else:
+                    q.append(row)
+                rows.n += 1
                 if alive is not None:  # (Matcher.schedule_zones of the new token)
+                    alive[tid] = row
                     ts = e.ts
                     self.host.schedule(ts + pat.zone_by_id[rows.zone].length, self, tid,
                                        rows.zone, ts)
@@ -458,7 +467,18 @@ class Matcher(EsperSteps, IntervalClock):
             emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts,
                               c.bindings(k, evs) if c.extra else {rows.var: k}, evs, mid))
             return
-        rows.move(best, bq, bs, bt, key)
+        if alive is not None:
+            best[3] = bt
+        to = queues[bt]
+        q = to.get(key)
+        if q is not None:  # (rows reach a state in age order: a stage's rows leave it
+            q.append(best)  # oldest first, docs/architecture.md)
+        elif bq:
+            to[key] = [best]
+        else:  # (the emptied queue serves again)
+            del queues[bs][key]
+            bq.append(best)
+            to[key] = bq
 
     def _context_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """An event for a keyed sequence under immediate or strict (CompiledPattern.
