@@ -9,7 +9,8 @@ by one, ``process_batch`` and ``Engine.run`` cut anywhere, Arrow batches through
 ``process_columns`` — with reads of the tokens, counts, time passing and a save/restore at
 random points. Matches (ids, order, events, parameters, bindings), error records, statistics,
 partial matches (with their partitions) and the saved state equal the reference's at every
-point (docs/architecture.md, "Keyed sequences under immediate and strict")."""
+point (docs/architecture.md, "Keyed sequences under immediate and strict"). Also two-stage
+sequences under unrestricted (Matcher._every_step), per event."""
 
 from __future__ import annotations
 
@@ -153,14 +154,36 @@ def test_partitioned_pairs_equal_the_token_path(first: str, spec: list, plan: li
     check([first], spec, plan, end, size, nan)
 
 
+@st.composite
+def unrestricted(draw: st.DrawFn) -> str:
+    """Two stages under unrestricted (CompiledPattern.unrestricted_pair), the types equal or
+    not, filters, a window around the last atom alone, partitioned by the key or not."""
+    stages = [(draw(st.sampled_from("AB")), draw(st.sampled_from(FILTERS))) for _ in "ab"]
+    atoms = [f"{t}(s, _)" + (f" where {f}" if f else "") for t, f in stages]
+    window = draw(st.sampled_from(["", "", "[3 ms]", "[0 ms]"]))
+    atoms[-1] = f"({atoms[-1]}){window}" if window else atoms[-1]
+    parted = draw(st.booleans())
+    return " -> ".join(atoms) + " context unrestricted" + (" partition by s" if parted else "")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(unrestricted(), st.lists(sequences(("chronicle", "immediate", "unrestricted"), 1),
+                                max_size=1), specs, batches,
+       st.sampled_from(["events", "batch", "run"]), st.integers(1, 9), st.booleans())
+def test_unrestricted_pairs_equal_the_token_path(first: str, others: list[str], spec: list,
+                                                 plan: list, end: str, size: int,
+                                                 nan: bool) -> None:
+    check([first, *others], spec, plan, end, size, nan, shape="unrestricted_pair")
+
+
 def check(bodies: list[str], spec: list, plan: list, end: str, size: int,
-          nan: bool = True) -> None:
+          nan: bool = True, shape: str = "context_chain") -> None:
     """Feeds ``spec`` in the steps of ``plan`` (then the rest by ``end``) to the engine and
     to the token path, comparing everything at every step (the module docstring)."""
     prog = compile_(bodies)
     fast, ref = Engine(prog), Engine(prog, fast_path=False)
-    assert fast.matchers[0].pattern.context_chain is not None
-    assert all(m.pattern.context_chain is None for m in ref.matchers)
+    assert getattr(fast.matchers[0].pattern, shape) is not None
+    assert all(m.pattern.context_plan is None for m in ref.matchers)
     numbered = end == "columns" or any(op == "columns" for op, _ in plan)
     feed = Feed(spec, numbered, nan)
     for op, n in [*plan, (end, len(spec))]:

@@ -19,6 +19,7 @@ from cepflow.runtime.shapes import (
     esper_consec_of,
     esper_pair_of,
     esper_restart_of,
+    unrestricted_pair_of,
 )
 
 
@@ -57,6 +58,7 @@ class CompiledPattern:
         "timed_zones",
         "timers_first",
         "types",
+        "unrestricted_pair",
         "zone_by_id",
     )
 
@@ -160,10 +162,15 @@ class CompiledPattern:
         #: (Matcher._context_step) and by the chain kernel (kernels.noise); None: the token path
         self.context_chain: Chain | None = (context_chain_of(self)
                                             if fast_path and self.clock is None else None)
-        #: its plan per event type, as row_plan's
+        #: a keyed sequence of two stages under unrestricted (runtime.shapes.
+        #: unrestricted_pair_of): stepped as rows, every one of the key taking an event of the
+        #: second stage (Matcher._every_step); None: the token path
+        self.unrestricted_pair: Chain | None = (unrestricted_pair_of(self)
+                                                if fast_path and self.clock is None else None)
+        #: the plan of either per event type, as row_plan's
         self.context_plan: dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None,
                                            Any]] | None = (
-            _row_plan(self.context_chain, pos_states))
+            _row_plan(self.context_chain or self.unrestricted_pair, pos_states))
         self._sealed = True
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -350,9 +350,11 @@ class Matcher(EsperSteps, IntervalClock):
         pat = self.pattern
         if pat.context_plan is not None and self.host.trace is None:
             if t in pat.context_plan:
-                return self._context_step
-            # (a type the sequence does not take: noise, but of no partition when partitioned)
-            return _ignored if pat.partitioned else self._context_noise
+                return self._context_step if pat.unrestricted_pair is None else self._every_step
+            # (a type the sequence does not take: noise, but of no partition when partitioned
+            # — and never under unrestricted)
+            return (_ignored if pat.partitioned or pat.unrestricted_pair is not None
+                    else self._context_noise)
         if pat.row_plan is not None and t in pat.row_plan and self.host.trace is None:
             return self._row_step
         if t in pat.fast:
@@ -369,8 +371,12 @@ class Matcher(EsperSteps, IntervalClock):
 
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Feed one event (already time-ordered) to this pattern."""
-        if self.pattern.context_plan is not None and self.host.trace is None:
-            self._context_step(e, emit)
+        pat = self.pattern
+        if pat.context_plan is not None and self.host.trace is None:
+            if pat.unrestricted_pair is None:
+                self._context_step(e, emit)
+            elif e.type in pat.context_plan:
+                self._every_step(e, emit)
             return
         plan = self.pattern.row_plan
         if plan is not None and e.type in plan and self.host.trace is None:
@@ -517,12 +523,7 @@ class Matcher(EsperSteps, IntervalClock):
             if not bq:
                 del queues[bs][key]
             rows.n -= 1
-            self.done = True
-            counters = self.host.counters
-            mid = counters.match = counters.match + 1  # (Counters.next_match, inlined)
-            k = best[1]
-            emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts, {rows.var: k},
-                              evs, mid))
+            self._chain_match(best[1], evs, e.ts, rows.var, emit)
             return
         if begin is not None and not (pat.context.one_at_a_time and (
                 any(key in by_key for by_key in queues.values()) if pat.partitioned
@@ -534,6 +535,33 @@ class Matcher(EsperSteps, IntervalClock):
         if rows.n:  # noise (Matcher._dispose_noise)
             rows.dispose(key, not pat.partitioned)
 
+    def _every_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """An event for a keyed sequence of two stages under unrestricted (CompiledPattern.
+        unrestricted_pair) with the partial matches kept as rows: every row of its key waiting
+        for it takes it and completes, oldest first, if it passes the second stage's filter;
+        then it starts one if it passes the first stage's — what :meth:`_general` does to the
+        tokens (each run that takes it completes, and a token that completes ends)."""
+        rows = self.pending
+        if rows.__class__ is not KeyedRows and (rows := self._keyed_rows()) is None:
+            self._tokens_step(e, emit)
+            return
+        ki, moves, begin, bflt = self.pattern.context_plan[e.type]
+        key = e.params[ki]
+        for s, _, flt in moves:  # (the second stage: one state)
+            by_key = rows.queues[s]
+            q = by_key.get(key)
+            if q and (flt is None or flt(e, NO_BINDINGS)) and key == key:
+                del by_key[key]
+                rows.n -= len(q)
+                rows._flat = None
+                for row in q:
+                    row[2].append(e)
+                    self._chain_match(row[1], row[2], e.ts, rows.var, emit)
+        if begin is not None and (bflt is None or bflt(e, NO_BINDINGS)):
+            counters = self.host.counters
+            tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
+            rows.start(begin, tid, key, e)
+
     def _context_noise(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """An input event of a type the keyed sequence under immediate or strict does not
         take (not partitioned): noise, which disposes every partial match."""
@@ -542,6 +570,16 @@ class Matcher(EsperSteps, IntervalClock):
             self._tokens_step(e, emit)
         elif rows.n:
             rows.dispose()
+
+    def _chain_match(self, key: Any, evs: list[Event], ts: float, var: str,
+                     emit: Callable[[ComplexEvent], None]) -> None:
+        """The complex event of a keyed sequence's row that took ``evs`` (:meth:`_match` of
+        its token: no select list, distinct, clock or variable besides the key)."""
+        self.done = True
+        counters = self.host.counters
+        mid = counters.match = counters.match + 1  # (Counters.next_match, inlined)
+        emit(ComplexEvent(self.name, (key,) * len(self.pattern.auto.params), ts, {var: key},
+                          evs, mid))
 
     def _tokens_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """The token path for a pattern whose partial matches cannot be rows (rowless)."""
@@ -557,7 +595,8 @@ class Matcher(EsperSteps, IntervalClock):
         if self.rowless:
             return None
         pat = self.pattern
-        c = pat.chain if pat.chain is not None else pat.context_chain
+        c = next(x for x in (pat.chain, pat.context_chain, pat.unrestricted_pair)
+                 if x is not None)
         if self.tokens:
             self.materialize()
             toks = self.registered_tokens()

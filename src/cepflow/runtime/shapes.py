@@ -195,6 +195,49 @@ def context_chain_of(pattern: Any) -> Chain | None:
 
 
 
+def unrestricted_pair_of(pattern: Any) -> Chain | None:
+    """A keyed sequence of two stages under unrestricted (docs/architecture.md, "Keyed
+    sequences under immediate and strict"): one type per stage binding the one key variable
+    and no other, filters reading only their event, no NOT; a ``within`` window only around the
+    last atom (entered and left by its one event, so never exceeded: ``A(x) -> B(x)[5 s]``);
+    not partitioned or partitioned by the key. Every partial match of the key takes an event of
+    the second stage and completes, so rows model it; or None (the token path)."""
+    auto = pattern.auto
+    if (pattern.context is not Context.UNRESTRICTED or auto.forbids or auto.distinct
+            or auto.select is not None or pattern.clock is not None
+            or any(z.kind != "within" or z.timer_accept or z.exceeded(0) for z in auto.zones)):
+        return None
+    stages: list[dict[str, Any]] = []
+    waits: list[tuple[int, ...]] = [(INITIAL,)]
+    key_param: dict[str, int] = {}
+    var: str | None = None
+    while True:
+        out = auto.edges.get(waits[-1][0], {})
+        if len(out) != 1 or len(next(iter(out.values()))) != 1:
+            return None
+        (t, (e,)), = out.items()
+        pos = e.position
+        if (len(pos.binds) != 1 or pos.every or pos.collect is not None or pos.track is not None
+                or pos.conj is not None or (pos.filter is not None and not pos.local)
+                or e.enters != e.exits or e.enters != pos.zones or (pos.zones and not e.final)):
+            return None
+        i, v = pos.binds[0]
+        if (var is not None and v != var) or key_param.setdefault(t, i) != i:
+            return None
+        var = v
+        stages.append({t: e})
+        if e.final:
+            break
+        if len(stages) == 2 or e.target == INITIAL:
+            return None
+        waits.append((e.target,))
+    if (len(stages) != 2 or any(p != var for p in auto.params)
+            or (pattern.partitioned and tuple(auto.partition_by) != (var,))):
+        return None
+    return Chain(tuple(stages), key_param, var, tuple(waits))
+
+
+
 @dataclass
 class EsperPair:
     """A compiled pattern whose automaton is Esper's ``every a = A(f) -> b = B(g)`` (compiler.esper:
