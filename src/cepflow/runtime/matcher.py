@@ -391,7 +391,7 @@ class Matcher(EsperSteps, IntervalClock):
                     self._general(e, emit)
                 return
         ki, moves, begin, bflt = pat.row_plan[e.type]
-        key = e.params[ki]
+        key = e.params[ki] if ki >= 0 else None  # (-1: an unkeyed chain)
         queues = rows.queues
         best = None
         # (a NaN unifies with nothing, not even itself; a filter is tried, as by the token
@@ -481,13 +481,13 @@ class Matcher(EsperSteps, IntervalClock):
             stage_of = c.stage_of()
             if any(len(t.threads) != 1 or t.part is not None for t in toks) or any(
                     th.zstart != (None if c.zone is None else {c.zone: th.events[0].ts})
-                    or stage_of.get(th.state, 0) != len(th.events) or c.var
-                    not in th.bindings or not _same(th.bindings, c.bindings(
-                        th.bindings[c.var], th.events)) for th in ths):
+                    or stage_of.get(th.state, 0) != len(th.events) or not _same(
+                        th.bindings, c.bindings(th.bindings.get(c.var), th.events))
+                    for th in ths):
                 self.rowless = True
                 return None
             held = PendingRows([t.id for t in toks], [th.events for th in ths], c.zone,
-                               [th.state for th in ths], [th.bindings[c.var] for th in ths],
+                               [th.state for th in ths], [th.bindings.get(c.var) for th in ths],
                                c.var)
             self.tokens.clear()
             self.buckets.clear()

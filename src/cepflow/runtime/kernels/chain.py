@@ -161,7 +161,10 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
                     keep |= True if p is None else p
                 idx = idx[keep]
                 passes = [None if p is None else p[keep] for p in passes]
-            local, uniq = src.values(c.key_param[t], idx)
+            if c.var is None:  # (unkeyed: every row of one key, None)
+                local, uniq = np.zeros(len(idx), np.int64), [None] if len(idx) else []
+            else:
+                local, uniq = src.values(c.key_param[t], idx)
             local = np.asarray(local, dtype=np.int64)
             # (codes in the order values first come, as one setdefault per value gives them:
             # the distinct values first, then every value looked up)
@@ -267,7 +270,7 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
             m = matchers[slot]
             blocks.append(ChainMatches(m.name, c.var, m.pattern.auto.params,
                                        rows[-1].copy(), rank, rows, old, run.vidx[first],
-                                       c.bindings if c.extra else None))
+                                       c.bindings if c.own else None))
             by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
         host.counters.reserve_matches(total)
         host.stats.complex_events += total
