@@ -345,7 +345,8 @@ class Matcher(EsperSteps, IntervalClock):
         one, else :meth:`process`. Each gives what :meth:`process` gives."""
         pat = self.pattern
         if pat.row_plan is not None and t in pat.row_plan and self.host.trace is None:
-            return self._row_step
+            # (the type's plan bound in: no look-up per event)
+            return partial(Matcher._row_step, self, pat.row_plan[t])
         if t in pat.fast:
             start = pat.fast_start.get(t)
             if start is not None and not pat.fast[t]:  # (no token waits for it)
@@ -362,7 +363,7 @@ class Matcher(EsperSteps, IntervalClock):
         """Feed one event (already time-ordered) to this pattern."""
         plan = self.pattern.row_plan
         if plan is not None and e.type in plan and self.host.trace is None:
-            self._row_step(e, emit)
+            self._row_step(plan[e.type], e, emit)
             return
         if e.type in self.pattern.fast:
             self._keyed_step(e, emit)
@@ -371,8 +372,10 @@ class Matcher(EsperSteps, IntervalClock):
             self.materialize()
         self._general(e, emit)
 
-    def _row_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
-        """An event of a keyed chain (CompiledPattern.row_plan) with the partial matches kept
+    def _row_step(self, step: tuple[int, tuple[tuple[int, int, Any], ...], int | None, Any],
+                  e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """An event of a keyed chain (``step``: its type's CompiledPattern.row_plan entry)
+        with the partial matches kept
         as rows (runtime.tokens.KeyedRows): the oldest row waiting for it on its key at a
         stage whose filter it passes moves (or completes), else it starts one if the first
         stage's filter lets it — what the token path does to tokens, the same ids, order,
@@ -390,7 +393,7 @@ class Matcher(EsperSteps, IntervalClock):
                 else:
                     self._general(e, emit)
                 return
-        ki, moves, begin, bflt = pat.row_plan[e.type]
+        ki, moves, begin, bflt = step
         key = e.params[ki] if ki >= 0 else None  # (-1: an unkeyed chain)
         queues = rows.queues
         best = None
@@ -415,36 +418,41 @@ class Matcher(EsperSteps, IntervalClock):
             if begin is not None and (bflt is None or bflt(e, NO_BINDINGS)):
                 counters = self.host.counters
                 tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
-                row = [tid, key, [e]] if alive is None else [tid, key, [e], begin]
+                if alive is None:
+                    row = [tid, key, [e]]
+                else:  # (Matcher.schedule_zones of the new token)
+                    row = alive[tid] = [tid, key, [e], begin]
+                    ts = e.ts
+                    self.host.schedule(ts + pat.zone_by_id[rows.zone].length, self, tid,
+                                       rows.zone, ts)
                 q = queues[begin].get(key)
                 if q is None:
                     queues[begin][key] = [row]
                 else:
                     q.append(row)
                 rows.n += 1
-                if alive is not None:  # (Matcher.schedule_zones of the new token)
-                    alive[tid] = row
-                    ts = e.ts
-                    self.host.schedule(ts + pat.zone_by_id[rows.zone].length, self, tid,
-                                       rows.zone, ts)
             return
         del bq[0]
         evs = best[2]
-        if alive is not None and pat.zone_by_id[rows.zone].exceeded(e.ts - evs[0].ts):
-            # the window exceeded at this very event (its deadline is not before it: float
-            # time): the partial match is trapped, and the event, taken by it, starts none
-            if not bq:
-                del queues[bs][key]
-            rows.n -= 1
-            del alive[best[0]]
-            return
+        if alive is not None:
+            if pat.zone_by_id[rows.zone].exceeded(e.ts - evs[0].ts):
+                # the window exceeded at this very event (its deadline is not before it:
+                # float time): the partial match is trapped, and the event, taken by it,
+                # starts none
+                if not bq:
+                    del queues[bs][key]
+                rows.n -= 1
+                del alive[best[0]]
+                return
+            if bt == FINAL:
+                del alive[best[0]]
+            else:
+                best[3] = bt
         evs.append(e)
         if bt == FINAL:  # (_match of a chain, inlined: no select list, distinct or clock)
             if not bq:
                 del queues[bs][key]
             rows.n -= 1
-            if alive is not None:
-                del alive[best[0]]
             self.done = True
             counters = self.host.counters
             mid = counters.match = counters.match + 1
@@ -453,8 +461,6 @@ class Matcher(EsperSteps, IntervalClock):
             emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts,
                               c.bindings(k, evs) if c.extra else {rows.var: k}, evs, mid))
             return
-        if alive is not None:
-            best[3] = bt
         to = queues[bt]
         q = to.get(key)
         if q is not None:  # (rows reach a state in age order: a stage's rows leave it
