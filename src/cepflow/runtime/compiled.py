@@ -20,6 +20,9 @@ from cepflow.runtime.shapes import (
     esper_restart_of,
 )
 
+#: a type's entry of CompiledPattern.row_plan (see _row_plan)
+RowStep = tuple[int, tuple[tuple[int, int, Any], ...], int | None, Any, Zone | None, Any]
+
 
 class CompiledPattern:
     """The run-independent facts of one automaton (see the module docstring). Read-only: an
@@ -148,10 +151,10 @@ class CompiledPattern:
         #: a keyed chain of two stages or more steps its partial matches as rows
         #: (Matcher._row_step); per event type: its key's param, the stages it moves
         #: ``(state, target, filter)`` (``target`` FINAL: it completes) and the state a partial
-        #: match it starts waits in (None: it starts none) with its filter. None: the token path
-        self.row_plan: dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None,
-                                       Any]] | None = (
-            _row_plan(self.chain, pos_states) if fast_path else None)
+        #: match it starts waits in (None: it starts none) with its filter, the window and the
+        #: bindings (_row_plan). None: the token path
+        self.row_plan: dict[str, RowStep] | None = (
+            _row_plan(self.chain, pos_states, self.zone_by_id) if fast_path else None)
         self._sealed = True
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -206,16 +209,20 @@ class CompiledPattern:
         return edge
 
 
-def _row_plan(chain: Chain | None, pos_states: dict[str, list[int]]
-              ) -> dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None, Any]] | None:
+def _row_plan(chain: Chain | None, pos_states: dict[str, list[int]], zones: dict[int, Zone]
+              ) -> dict[str, RowStep] | None:
     """CompiledPattern.row_plan of a chain shape (None when it does not apply): per event
-    type, its key's param, the moves ``(state, target, filter)`` it may make — in the order
-    the token path tries the states (``pos_states``), so filters are evaluated where it
-    evaluates them — and the state a partial match it starts waits in with that stage's
-    filter (None: it starts none)."""
+    type, its key's param (-1: unkeyed), the moves ``(state, target, filter)`` it may make —
+    in the order the token path tries the states (``pos_states``), so filters are evaluated
+    where it evaluates them — the state a partial match it starts waits in with that stage's
+    filter (None: it starts none), the chain's window zone (or None) and how its matches'
+    bindings are made (Chain.bindings, or None: the key's alone) — the constants of the row
+    step, read from one tuple."""
     if chain is None or len(chain.stages) < 2:
         return None
     stage_of = chain.stage_of()
+    zone = None if chain.zone is None else zones[chain.zone]
+    bind = chain.bindings if chain.extra else None
     plan = {}
     for t in chain.types:
         moves = []
@@ -224,5 +231,5 @@ def _row_plan(chain: Chain | None, pos_states: dict[str, list[int]]
             moves.append((s, FINAL if e.final else e.target, e.position.filter))
         first = chain.stages[0].get(t)
         plan[t] = (chain.key_param[t], tuple(moves), None if first is None else first.target,
-                   None if first is None else first.position.filter)
+                   None if first is None else first.position.filter, zone, bind)
     return plan

@@ -28,7 +28,7 @@ from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, For
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.tags import index_name
 from cepflow.runtime.binding import NO_BINDINGS, bind
-from cepflow.runtime.compiled import CompiledPattern
+from cepflow.runtime.compiled import CompiledPattern, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
 from cepflow.runtime.tokens import KeyedRows, PendingRows, Thread, Token
@@ -372,8 +372,7 @@ class Matcher(EsperSteps, IntervalClock):
             self.materialize()
         self._general(e, emit)
 
-    def _row_step(self, step: tuple[int, tuple[tuple[int, int, Any], ...], int | None, Any],
-                  e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+    def _row_step(self, step: RowStep, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """An event of a keyed chain (``step``: its type's CompiledPattern.row_plan entry)
         with the partial matches kept
         as rows (runtime.tokens.KeyedRows): the oldest row waiting for it on its key at a
@@ -393,13 +392,15 @@ class Matcher(EsperSteps, IntervalClock):
                 else:
                     self._general(e, emit)
                 return
-        ki, moves, begin, bflt = step
+        ki, moves, begin, bflt, zone, bind = step
         key = e.params[ki] if ki >= 0 else None  # (-1: an unkeyed chain)
         queues = rows.queues
         best = None
         # (a NaN unifies with nothing, not even itself; a filter is tried, as by the token
         # path, where a partial match older than the best so far waits on the key)
-        if len(moves) == 1:  # (a type at one stage: the common case)
+        if not moves:  # (a type that only starts partial matches)
+            pass
+        elif len(moves) == 1:  # (a type at one stage: the common case)
             (bs, bt, flt), = moves
             bq = queues[bs].get(key)
             if bq and (flt is None or flt(e, NO_BINDINGS)) and key == key:
@@ -413,18 +414,16 @@ class Matcher(EsperSteps, IntervalClock):
                             and key == key):
                         best, bq, bs, bt = r, q, s, target
         rows._flat = None
-        alive = rows.alive
         if best is None:
             if begin is not None and (bflt is None or bflt(e, NO_BINDINGS)):
                 counters = self.host.counters
                 tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
-                if alive is None:
+                if zone is None:
                     row = [tid, key, [e]]
                 else:  # (Matcher.schedule_zones of the new token)
-                    row = alive[tid] = [tid, key, [e], begin]
+                    row = rows.alive[tid] = [tid, key, [e], begin]
                     ts = e.ts
-                    self.host.schedule(ts + pat.zone_by_id[rows.zone].length, self, tid,
-                                       rows.zone, ts)
+                    self.host.schedule(ts + zone.length, self, tid, zone.id, ts)
                 q = queues[begin].get(key)
                 if q is None:
                     queues[begin][key] = [row]
@@ -434,8 +433,9 @@ class Matcher(EsperSteps, IntervalClock):
             return
         del bq[0]
         evs = best[2]
-        if alive is not None:
-            if pat.zone_by_id[rows.zone].exceeded(e.ts - evs[0].ts):
+        if zone is not None:
+            alive = rows.alive
+            if zone.exceeded(e.ts - evs[0].ts):
                 # the window exceeded at this very event (its deadline is not before it:
                 # float time): the partial match is trapped, and the event, taken by it,
                 # starts none
@@ -457,9 +457,8 @@ class Matcher(EsperSteps, IntervalClock):
             counters = self.host.counters
             mid = counters.match = counters.match + 1
             k = best[1]
-            c = pat.chain
             emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts,
-                              c.bindings(k, evs) if c.extra else {rows.var: k}, evs, mid))
+                              {rows.var: k} if bind is None else bind(k, evs), evs, mid))
             return
         to = queues[bt]
         q = to.get(key)
