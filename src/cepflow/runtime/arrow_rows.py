@@ -199,7 +199,7 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
             cols["params"].append(_stage_params(b, rows))
             continue
         keys, which = np.unique(b.value, return_inverse=True)
-        if b.var.startswith("_"):  # internal names are not shown
+        if b.var is None or b.var.startswith("_"):  # (unkeyed; internal names not shown)
             texts = constant("{}", len(keys))
         else:
             values = [table.values[v] for v in keys.tolist()]

@@ -22,6 +22,9 @@ from cepflow.runtime.shapes import (
     unrestricted_pair_of,
 )
 
+#: a type's entry of CompiledPattern.row_plan (see _row_plan)
+RowStep = tuple[int, tuple[tuple[int, int, Any], ...], int | None, Any, Zone | None, Any]
+
 
 class CompiledPattern:
     """The run-independent facts of one automaton (see the module docstring). Read-only: an
@@ -153,10 +156,10 @@ class CompiledPattern:
         #: a keyed chain of two stages or more steps its partial matches as rows
         #: (Matcher._row_step); per event type: its key's param, the stages it moves
         #: ``(state, target, filter)`` (``target`` FINAL: it completes) and the state a partial
-        #: match it starts waits in (None: it starts none) with its filter. None: the token path
-        self.row_plan: dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None,
-                                       Any]] | None = (
-            _row_plan(self.chain, pos_states) if fast_path else None)
+        #: match it starts waits in (None: it starts none) with its filter, the window and the
+        #: bindings (_row_plan). None: the token path
+        self.row_plan: dict[str, RowStep] | None = (
+            _row_plan(self.chain, pos_states, self.zone_by_id) if fast_path else None)
         #: a keyed sequence under immediate or strict (partitioned by its key or not): its
         #: shape (runtime.shapes.context_chain_of), stepped as rows with the noise disposal
         #: (Matcher._context_step) and by the chain kernel (kernels.noise); None: the token path
@@ -167,10 +170,11 @@ class CompiledPattern:
         #: second stage (Matcher._every_step); None: the token path
         self.unrestricted_pair: Chain | None = (unrestricted_pair_of(self)
                                                 if fast_path and self.clock is None else None)
-        #: the plan of either per event type, as row_plan's
-        self.context_plan: dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None,
-                                           Any]] | None = (
-            _row_plan(self.context_chain or self.unrestricted_pair, pos_states))
+        #: the plan of either per event type, as row_plan's (neither has a window or bindings
+        #: besides the key: their entries' zone and bindings maker are None)
+        self.context_plan: dict[str, RowStep] | None = (
+            _row_plan(self.context_chain or self.unrestricted_pair, pos_states,
+                      self.zone_by_id))
         self._sealed = True
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -225,16 +229,20 @@ class CompiledPattern:
         return edge
 
 
-def _row_plan(chain: Chain | None, pos_states: dict[str, list[int]]
-              ) -> dict[str, tuple[int, tuple[tuple[int, int, Any], ...], int | None, Any]] | None:
+def _row_plan(chain: Chain | None, pos_states: dict[str, list[int]], zones: dict[int, Zone]
+              ) -> dict[str, RowStep] | None:
     """CompiledPattern.row_plan of a chain shape (None when it does not apply): per event
-    type, its key's param, the moves ``(state, target, filter)`` it may make — in the order
-    the token path tries the states (``pos_states``), so filters are evaluated where it
-    evaluates them — and the state a partial match it starts waits in with that stage's
-    filter (None: it starts none)."""
+    type, its key's param (-1: unkeyed), the moves ``(state, target, filter)`` it may make —
+    in the order the token path tries the states (``pos_states``), so filters are evaluated
+    where it evaluates them — the state a partial match it starts waits in with that stage's
+    filter (None: it starts none), the chain's window zone (or None) and how its matches'
+    bindings are made (Chain.bindings, or None: the key's alone) — the constants of the row
+    step, read from one tuple."""
     if chain is None or len(chain.stages) < 2:
         return None
     stage_of = chain.stage_of()
+    zone = None if chain.zone is None else zones[chain.zone]
+    bind = chain.bindings if chain.extra else None
     plan = {}
     for t in chain.types:
         moves = []
@@ -243,5 +251,5 @@ def _row_plan(chain: Chain | None, pos_states: dict[str, list[int]]
             moves.append((s, FINAL if e.final else e.target, e.position.filter))
         first = chain.stages[0].get(t)
         plan[t] = (chain.key_param[t], tuple(moves), None if first is None else first.target,
-                   None if first is None else first.position.filter)
+                   None if first is None else first.position.filter, zone, bind)
     return plan

@@ -28,7 +28,7 @@ from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, For
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.tags import index_name
 from cepflow.runtime.binding import NO_BINDINGS, bind
-from cepflow.runtime.compiled import CompiledPattern
+from cepflow.runtime.compiled import CompiledPattern, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
 from cepflow.runtime.tokens import KeyedRows, PendingRows, Thread, Token
@@ -356,7 +356,8 @@ class Matcher(EsperSteps, IntervalClock):
             return (_ignored if pat.partitioned or pat.unrestricted_pair is not None
                     else self._context_noise)
         if pat.row_plan is not None and t in pat.row_plan and self.host.trace is None:
-            return self._row_step
+            # (the type's plan bound in: no look-up per event)
+            return partial(Matcher._row_step, self, pat.row_plan[t])
         if t in pat.fast:
             start = pat.fast_start.get(t)
             if start is not None and not pat.fast[t]:  # (no token waits for it)
@@ -380,7 +381,7 @@ class Matcher(EsperSteps, IntervalClock):
             return
         plan = self.pattern.row_plan
         if plan is not None and e.type in plan and self.host.trace is None:
-            self._row_step(e, emit)
+            self._row_step(plan[e.type], e, emit)
             return
         if e.type in self.pattern.fast:
             self._keyed_step(e, emit)
@@ -389,8 +390,9 @@ class Matcher(EsperSteps, IntervalClock):
             self.materialize()
         self._general(e, emit)
 
-    def _row_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
-        """An event of a keyed chain (CompiledPattern.row_plan) with the partial matches kept
+    def _row_step(self, step: RowStep, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """An event of a keyed chain (``step``: its type's CompiledPattern.row_plan entry)
+        with the partial matches kept
         as rows (runtime.tokens.KeyedRows): the oldest row waiting for it on its key at a
         stage whose filter it passes moves (or completes), else it starts one if the first
         stage's filter lets it — what the token path does to tokens, the same ids, order,
@@ -408,13 +410,15 @@ class Matcher(EsperSteps, IntervalClock):
                 else:
                     self._general(e, emit)
                 return
-        ki, moves, begin, bflt = pat.row_plan[e.type]
-        key = e.params[ki]
+        ki, moves, begin, bflt, zone, bind = step
+        key = e.params[ki] if ki >= 0 else None  # (-1: an unkeyed chain)
         queues = rows.queues
         best = None
         # (a NaN unifies with nothing, not even itself; a filter is tried, as by the token
         # path, where a partial match older than the best so far waits on the key)
-        if len(moves) == 1:  # (a type at one stage: the common case)
+        if not moves:  # (a type that only starts partial matches)
+            pass
+        elif len(moves) == 1:  # (a type at one stage: the common case)
             (bs, bt, flt), = moves
             bq = queues[bs].get(key)
             if bq and (flt is None or flt(e, NO_BINDINGS)) and key == key:
@@ -428,53 +432,52 @@ class Matcher(EsperSteps, IntervalClock):
                             and key == key):
                         best, bq, bs, bt = r, q, s, target
         rows._flat = None
-        alive = rows.alive
         if best is None:
             if begin is not None and (bflt is None or bflt(e, NO_BINDINGS)):
                 counters = self.host.counters
                 tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
-                # (KeyedRows.start and .move, inlined: the chronicle row step is gesture's
-                # per-event path, where a call per event costs 5-10%, benchmarks/README.md)
-                row = [tid, key, [e]] if alive is None else [tid, key, [e], begin]
+                if zone is None:
+                    row = [tid, key, [e]]
+                else:  # (Matcher.schedule_zones of the new token)
+                    row = rows.alive[tid] = [tid, key, [e], begin]
+                    ts = e.ts
+                    self.host.schedule(ts + zone.length, self, tid, zone.id, ts)
                 q = queues[begin].get(key)
                 if q is None:
                     queues[begin][key] = [row]
                 else:
                     q.append(row)
                 rows.n += 1
-                if alive is not None:  # (Matcher.schedule_zones of the new token)
-                    alive[tid] = row
-                    ts = e.ts
-                    self.host.schedule(ts + pat.zone_by_id[rows.zone].length, self, tid,
-                                       rows.zone, ts)
             return
         del bq[0]
         evs = best[2]
-        if alive is not None and pat.zone_by_id[rows.zone].exceeded(e.ts - evs[0].ts):
-            # the window exceeded at this very event (its deadline is not before it: float
-            # time): the partial match is trapped, and the event, taken by it, starts none
-            if not bq:
-                del queues[bs][key]
-            rows.n -= 1
-            del alive[best[0]]
-            return
+        if zone is not None:
+            alive = rows.alive
+            if zone.exceeded(e.ts - evs[0].ts):
+                # the window exceeded at this very event (its deadline is not before it:
+                # float time): the partial match is trapped, and the event, taken by it,
+                # starts none
+                if not bq:
+                    del queues[bs][key]
+                rows.n -= 1
+                del alive[best[0]]
+                return
+            if bt == FINAL:
+                del alive[best[0]]
+            else:
+                best[3] = bt
         evs.append(e)
         if bt == FINAL:  # (_match of a chain, inlined: no select list, distinct or clock)
             if not bq:
                 del queues[bs][key]
             rows.n -= 1
-            if alive is not None:
-                del alive[best[0]]
             self.done = True
             counters = self.host.counters
             mid = counters.match = counters.match + 1
             k = best[1]
-            c = pat.chain
             emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts,
-                              c.bindings(k, evs) if c.extra else {rows.var: k}, evs, mid))
+                              {rows.var: k} if bind is None else bind(k, evs), evs, mid))
             return
-        if alive is not None:
-            best[3] = bt
         to = queues[bt]
         q = to.get(key)
         if q is not None:  # (rows reach a state in age order: a stage's rows leave it
@@ -503,7 +506,7 @@ class Matcher(EsperSteps, IntervalClock):
             if not pat.partitioned and rows.n:
                 rows.dispose()
             return
-        ki, moves, begin, bflt = plan
+        ki, moves, begin, bflt, _zone, _bind = plan  # (no window, the key alone)
         key = e.params[ki]
         queues = rows.queues
         best = None
@@ -545,7 +548,7 @@ class Matcher(EsperSteps, IntervalClock):
         if rows.__class__ is not KeyedRows and (rows := self._keyed_rows()) is None:
             self._tokens_step(e, emit)
             return
-        ki, moves, begin, bflt = self.pattern.context_plan[e.type]
+        ki, moves, begin, bflt, _zone, _bind = self.pattern.context_plan[e.type]
         key = e.params[ki]
         for s, _, flt in moves:  # (the second stage: one state)
             by_key = rows.queues[s]
@@ -605,13 +608,13 @@ class Matcher(EsperSteps, IntervalClock):
             if any(len(t.threads) != 1 or not _own_part(t, c.var, pat.partitioned)
                    for t in toks) or any(
                     th.zstart != (None if c.zone is None else {c.zone: th.events[0].ts})
-                    or stage_of.get(th.state, 0) != len(th.events) or c.var
-                    not in th.bindings or not _same(th.bindings, c.bindings(
-                        th.bindings[c.var], th.events)) for th in ths):
+                    or stage_of.get(th.state, 0) != len(th.events) or not _same(
+                        th.bindings, c.bindings(th.bindings.get(c.var), th.events))
+                    for th in ths):
                 self.rowless = True
                 return None
             held = PendingRows([t.id for t in toks], [th.events for th in ths], c.zone,
-                               [th.state for th in ths], [th.bindings[c.var] for th in ths],
+                               [th.state for th in ths], [th.bindings.get(c.var) for th in ths],
                                c.var)
             self.tokens.clear()
             self.buckets.clear()

@@ -227,7 +227,7 @@ class ChainMatches:
     """The complex events of one chain pattern in a batch, column-wise."""
 
     pattern: str
-    var: str
+    var: str | None  # (None: an unkeyed chain, whose ``bindings`` are given)
     params: tuple[str, ...]
     #: batch row of the completing event, per match (ascending)
     at: np.ndarray
@@ -337,15 +337,16 @@ class MatchTable:
             ranks, vis = b.rank.tolist(), b.value.tolist()
             todo: Any = range(len(ranks))
             bind = b.bindings
-            if only_key and bind is None and isinstance(self.source, EventRows):
-                # (one parameter, the key: its bindings made when read, the parts from the
-                # events' rows stage by stage — all but the matches continuing a partial
-                # match from before the batch, made below)
+            if (only_key or var is None) and bind is None and isinstance(self.source, EventRows):
+                # (one parameter, the key — or none, unkeyed: its bindings made when read, the
+                # parts from the events' rows stage by stage — all but the matches continuing
+                # a partial match from before the batch, made below)
                 fresh = [r for r in range(len(ranks)) if r not in old] if old else todo
                 rows = b.rows[:, fresh] if old else b.rows
                 stages = [picked(ev, r) for r in rows.tolist()]
                 at = b.rank[fresh] if old else b.rank
                 made = map(lazy_kind(name, b.params),
+                           repeat(()) if var is None else
                            zip(map(values.__getitem__, b.value[fresh].tolist() if old else vis)),
                            map(_TS, stages[-1]), zip(*stages, strict=True),
                            (first_id + at).tolist())
@@ -364,7 +365,8 @@ class MatchTable:
                 rank = ranks[r]
                 out[rank] = ComplexEvent(name, (value,) if only_key else b.params_of(value),
                                          parts[-1].ts,
-                                         {var: value} if bind is None else bind(value, parts),
+                                         bind(value, parts) if bind is not None
+                                         else {} if var is None else {var: value},
                                          parts, first_id + rank)
         return out
 

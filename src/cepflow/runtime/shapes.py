@@ -22,8 +22,11 @@ class Chain:
     #: per stage, its alternatives: event type -> the edge it takes (``A -> (B OR C)``: two
     #: alternatives at stage 1); a type may recur at several stages, with the same key field
     stages: tuple[dict[str, Any], ...]
+    #: per event type, the param holding the key (-1: an unkeyed chain, ``var`` None)
     key_param: dict[str, int]
-    var: str
+    #: the key variable every position binds, or None: an unkeyed chain (``A -> (B OR C)``),
+    #: whose partial matches all wait on one key, None (the token path's one bucket)
+    var: str | None
     #: waits[m]: the states where partial matches wait for stage m (``waits[0]`` is the
     #: initial state; a stage after alternatives is waited for at one state per alternative)
     waits: tuple[tuple[int, ...], ...]
@@ -33,8 +36,16 @@ class Chain:
     #: the variables the stages bind besides the key (read only by their own stage's filter,
     #: never by another stage or the complex event): per stage and type, ``(param, variable)``
     #: — the first stage's with the key, in the position's order — so a partial match's
-    #: bindings are made from its events (:meth:`bindings`); empty when there are none
+    #: bindings are made from its events (:meth:`bindings`); empty when there are none (an
+    #: unkeyed chain has it always: its bindings are not ``{var: key}``)
     extra: tuple[dict[str, tuple[tuple[int, str], ...]], ...] = ()
+
+    @property
+    def own(self) -> bool:
+        """Whether a stage binds a variable besides the key (the bindings are not the key's
+        alone, nor empty for an unkeyed chain)."""
+        return any(v != self.var for alts in self.extra for binds in alts.values()
+                   for _, v in binds)
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -64,8 +75,8 @@ class Chain:
         for m, e in enumerate(events):
             for i, v in extra[m].get(e.type, ()):
                 out[v] = key if v == var else e.params[i]
-        if var not in out:  # (events that are not the chain's: a hand-written state)
-            out = {var: key, **out}
+        if var is not None and var not in out:  # (events not the chain's: a hand-written
+            out = {var: key, **out}  # state)
         return out
 
 
@@ -80,7 +91,8 @@ def chain_of(pattern: Any) -> Chain | None:
     not a keyed sequence under chronicle: stages of alternatives — per stage one edge per event
     type, every waiting state of a stage with the same edges, all of a stage's alternatives
     final or none — each binding the one key variable (a type may recur at several stages
-    with the same key field) and possibly variables of its own that only its filter reads,
+    with the same key field), or no variable all of them bind (unkeyed: one key, None), and
+    possibly variables of its own that only its filter reads,
     each stage's filter reading only its event, and at most one ``within`` window around the
     whole sequence; no NOT, no other zone. One edge per state and type keeps a partial match
     one run (no thread forks: ``B OR B where …`` is not taken), so under chronicle an event
@@ -120,7 +132,7 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
                     or pos.track is not None
                     or (pos.filter is not None and not pos.local) or pos.zones != zid
                     or e.enters != (zid if first else ()) or e.exits != (zid if e.final else ())
-                    or len({v for _, v in pos.binds}) != len(pos.binds) or not pos.binds):
+                    or len({v for _, v in pos.binds}) != len(pos.binds)):
                 return None
             alts[t] = e
         if len({e.final for e in alts.values()}) != 1:
@@ -141,9 +153,9 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
                                 for alts in stages for e in alts.values()))
     if auto.params:
         common &= {auto.params[0]}
-    if len(common) != 1:
+    if len(common) > 1 or (not common and auto.params):
         return None
-    (var,) = common
+    var = next(iter(common), None)  # (None: no variable every position binds, unkeyed)
     if any(p != var for p in auto.params):
         return None
     key_param: dict[str, int] = {}
@@ -152,7 +164,7 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
     for m, alts in enumerate(stages):
         own = {}
         for t, e in alts.items():
-            i = next(i for i, v in e.position.binds if v == var)
+            i = next((i for i, v in e.position.binds if v == var), -1)
             if key_param.setdefault(t, i) != i:
                 return None
             binds = tuple((i, v) for i, v in e.position.binds if v != var)
@@ -162,7 +174,7 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
             if binds or m == 0:
                 own[t] = tuple(e.position.binds) if m == 0 else binds
         extra.append(own)
-    if not owner:
+    if not owner and var is not None:
         extra = []
     if zone is not None and zone.last & seen:
         return None

@@ -68,7 +68,7 @@ class PendingRows:
 
     def __init__(self, ids: list[int], events: list[Any], zone: int | None,
                  states: list[int] | None = None, keys: list[Any] | None = None,
-                 var: str = "") -> None:
+                 var: str | None = "") -> None:
         self.ids, self.events, self.zone = ids, events, zone
         self.states, self.keys, self.var = states, keys, var
 
@@ -92,7 +92,7 @@ class KeyedRows:
 
     __slots__ = ("_flat", "alive", "n", "queues", "var", "zone")
 
-    def __init__(self, states: Any, var: str, zone: int | None = None) -> None:
+    def __init__(self, states: Any, var: str | None, zone: int | None = None) -> None:
         #: state -> key value -> the rows waiting there, oldest first
         self.queues: dict[int, dict[Any, list[list[Any]]]] = {s: {} for s in states}
         self.var = var
@@ -104,7 +104,7 @@ class KeyedRows:
         self._flat: tuple[list[Any], ...] | None = None
 
     @classmethod
-    def of(cls, rows: PendingRows | None, states: Any, var: str,
+    def of(cls, rows: PendingRows | None, states: Any, var: str | None,
            zone: int | None = None) -> KeyedRows:
         """The live form of a chain's pending rows (None: no row)."""
         out = cls(states, var, zone)

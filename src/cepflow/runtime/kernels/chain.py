@@ -232,7 +232,7 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
             m = matchers[slot]
             blocks.append(ChainMatches(m.name, c.var, m.pattern.auto.params,
                                        rows[-1].copy(), rank, rows, old, run.vidx[first],
-                                       c.bindings if c.extra else None))
+                                       c.bindings if c.own else None))
             by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
         host.counters.reserve_matches(total)
         host.stats.complex_events += total

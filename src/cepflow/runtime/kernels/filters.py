@@ -114,7 +114,10 @@ def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any
                 keep |= True if p is None else p
             idx = idx[keep]
             passes = [None if p is None else p[keep] for p in passes]
-        local, uniq = src.values(c.key_param[t], idx)
+        if c.var is None:  # (unkeyed: every row of one key, None)
+            local, uniq = np.zeros(len(idx), np.int64), [None] if len(idx) else []
+        else:
+            local, uniq = src.values(c.key_param[t], idx)
         local = np.asarray(local, dtype=np.int64)
         # (codes in the order values first come, as one setdefault per value gives them:
         # the distinct values first, then every value looked up)
