@@ -1,6 +1,7 @@
 """Which column kernel fits a compiled pattern: the shapes the kernels recognise in an
 automaton (Chain: a keyed sequence under chronicle, for kernels.chain; EsperPair: Esper's
-``every a = A(f) -> b = B(g, key) [within Δ]``, for kernels.pair; EsperRestart: Esper's
+``every a = A(f) -> b = B(g, key) [within Δ]``, its chains and a last stage of alternatives
+``-> (b = B(g) or c = C(h) …)``, for kernels.pair; EsperRestart: Esper's
 ``every (a = A(f) -> b = B(g[, key]))``, for kernels.restart). Facts of the compiled pattern,
 computed once (runtime.compiled)."""
 
@@ -224,13 +225,18 @@ class EsperPair:
     #: a pair's guard conjunct ``x - a.y <= k`` (runtime.reach): which waiting instances an
     #: event can still reach, for the matcher's index and the kernel's cut-off; or None
     reach: Reach | None = None
+    #: a last stage of alternatives, ``every a = A(f) -> (b = B(g) or c = C(h) …)``: per
+    #: alternative, in the order that wins a tie (:func:`_preference`), the chain ending with
+    #: it (``stages`` above are the stages before them); () when the last stage is one event
+    alts: tuple[EsperPair, ...] = ()
 
 
 
 def esper_pair_of(pattern: Any) -> EsperPair | None:
     """The pair (or chain) shape of a compiled pattern, or None if its automaton is not of that
     shape. A chain of more than two stages is taken only when every filter reads only its own
-    event (the column kernel's case); a pair also when ``g`` reads ``a``'s fields."""
+    event (the column kernel's case); a pair also when ``g`` reads ``a``'s fields. Its last
+    stage may be alternatives of one event each (:func:`_with_alternatives`)."""
     auto = pattern.auto
     a = auto.spawn_edge()  # (context esper, spawn, not partitioned, no clock, one first edge)
     if a is not None and a.final:  # a single stage, every e = T(f): each event passing f
@@ -246,9 +252,15 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     if a.position.filter is not None and not a.position.local:
         return None
     stages, states = [a], [a.target]
+    alts: list[Any] = []
     while True:
         e = _only_edge(auto, states[-1])
-        if e is None or e.enters or e.position.every:
+        if e is None:  # (a last stage of alternatives, each a final edge)
+            alts = _alternatives(auto, states[-1])
+            if not alts:
+                return None
+            break
+        if e.enters or e.position.every:
             return None
         stages.append(e)
         if e.final:
@@ -258,6 +270,16 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         states.append(e.target)
     if set(auto.edges) != {INITIAL, *states}:
         return None
+    if alts:
+        return _with_alternatives(pattern, stages, states, alts)
+    return _stages_shape(pattern, stages, states)
+
+
+def _stages_shape(pattern: Any, stages: list[Any], states: list[int]) -> EsperPair | None:
+    """:func:`esper_pair_of` for the chain of ``stages`` (edges, the first from the initial
+    state, the last final) waiting at ``states``: the key, the bindings, the window."""
+    auto = pattern.auto
+    a = stages[0]
     b = stages[-1]
     bound = [v for _, v in a.position.binds]
     if len(set(bound)) != len(bound):
@@ -304,6 +326,71 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
                      local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new),
                      len(stages) == 2 and key_var is not None, reach)
 
+
+
+def _alternatives(auto: Any, state: int) -> list[Any]:
+    """The edges out of ``state`` when they are two or more single-event alternatives that
+    each complete the pattern (``-> (b = B(g) or c = C(h) …)``: final, entering no zone, no
+    inner every, no step of an ``and``/``or`` product, no repeated tag), else []."""
+    es = [e for lst in auto.edges.get(state, {}).values() for e in lst]
+    if len(es) < 2 or any(
+            not e.final or e.enters or e.position.every or e.position.conj is not None
+            or e.position.track is not None or e.position.collect is not None for e in es):
+        return []
+    return es
+
+
+def _preference(auto: Any, alts: list[Any]) -> list[Any] | None:
+    """``alts`` in the order that wins when one event completes several: the per-event
+    engine keeps, of the final threads one event makes at once, the least by
+    ``matcher._age`` — the same events, so by their bindings sorted by ``repr`` of each
+    (name, value) pair, the unused variables left out — and of equal ones the first edge.
+    An alternative binds its own variables besides the earlier stages' (which every one
+    holds with the same values), so the order is that of its names: decided here, once.
+    None when two alternatives bind one name to different parameters (the values would
+    decide)."""
+    where: dict[str, int] = {}
+    for e in alts:
+        for i, v in e.position.binds:
+            if where.setdefault(v, i) != i:
+                return None
+    unused = auto.unused
+
+    def key(e: Any) -> tuple:
+        # (every value alike: equal names compare equal, as the same objects do)
+        return tuple(sorted(((v, 0) for _, v in e.position.binds if v not in unused),
+                            key=repr))
+
+    return sorted(alts, key=key)  # (stable: of equal keys, the first edge)
+
+
+def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts: list[Any]
+                       ) -> EsperPair | None:
+    """The shape ``every a = A(f) [-> b = B(g) …] -> (x = X(h) or y = Y(k) …) [within Δ]``
+    (stages before the alternatives, a chain of :func:`esper_pair_of`'s): each alternative
+    the last stage of a chain of its own (:attr:`EsperPair.alts`), every one on the same key
+    as the stages before (or, after ``a`` alone, none on any key), every filter reading only
+    its own event, one ``within`` around all; else None."""
+    auto = pattern.auto
+    ordered = _preference(auto, alts)
+    if ordered is None:
+        return None
+    views = []
+    for e in ordered:
+        view = _stages_shape(pattern, [*stages, e], states)
+        if view is None or not all(x.position.filter is None or x.position.local
+                                   for x in view.stages[1:]):
+            return None
+        views.append(view)
+    v0 = views[0]
+    if (len({v.key_var for v in views}) != 1 or len({(v.window, v.zone) for v in views}) != 1
+            or (v0.key_var is None and len(stages) > 1)):
+        return None
+    n = len(stages)
+    return EsperPair(stages[0], stages[-1], states[0], v0.key_a, v0.keys[1] if n > 1 else -1,
+                     v0.window, v0.zone, v0.key_var, v0.new[1] if n > 1 else (), True,
+                     tuple(stages), tuple(states), v0.keys[:n], v0.new[:n],
+                     False, None, tuple(views))
 
 
 @dataclass

@@ -268,7 +268,7 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
     for slot, (m, pr, p, fields) in enumerate(zip(matchers, pairs, plans, picks, strict=True)):
         rank = np.flatnonzero(ms == slot)
         if len(rank):
-            blocks += _emit_pair(m, pr, p, mi[rank], rank, first_id, events, fields, arity)
+            blocks += _emit(m, pr, p, mi[rank], rank, first_id, events, fields, arity)
             by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
             m.done = True
         ids = (first_token + np.arange(len(all_starts)) if n_pairs == 1 else
@@ -312,9 +312,13 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     """Instances and the rows they take over a batch, stage after stage (numpy): per
     instance its stage at the start of the batch (``stage0``: how many events it holds) and at
     its end (``stage``), the row it took at each stage (``taken``), whether it completed
-    (``match``) and at which row (``end_row``)."""
+    (``match``) and at which row (``end_row``); with a last stage of alternatives
+    (``pr.alts``) also which one each instance completed by (``alt``: its place in
+    ``pr.alts``, -1 for none)."""
     src = cols.src
-    stages = pr.stages
+    # (the alternatives' edges after the stages before them: coded and searched alike)
+    stages = [*pr.stages, *(v.stages[-1] for v in pr.alts)]
+    keys_of = [*pr.keys, *(v.keys[-1] for v in pr.alts)]
     # (a guard reading the earlier stages' fields is checked per candidate below)
     locs = [passing(e, cols) if reads_own_event(e) else np.arange(len(cols.rows(e.position.type)))
             for e in stages]
@@ -334,17 +338,17 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     ka = pr.keys[0]
     try:
         if pr.key_var is None:  # (a pair without a key: every instance may take every B)
-            later = [locs[1]]
+            later = locs[1:]
             i_code = np.zeros(len(old) + len(pend_ids) + len(new_rows), np.int64)
-            b_code = np.zeros(len(locs[1]), np.int64)
+            b_code = np.zeros(sum(map(len, later)), np.int64)
         else:
-            full = [cols.column(e.position.type, k) for e, k in zip(stages, pr.keys,
+            full = [cols.column(e.position.type, k) for e, k in zip(stages, keys_of,
                                                                     strict=True)]
             held = [t.threads[0].bindings.get(pr.key_var) for t in old]
             if isinstance(src, EventRows) and any(c.dtype.kind == "O" for c in full):
                 i_code, b_code = column_key_codes(
                     cols, [(e.position.type, k, loc)
-                           for e, k, loc in zip(stages, pr.keys, locs, strict=True)],
+                           for e, k, loc in zip(stages, keys_of, locs, strict=True)],
                     held + [e.params[ka] for e in pend_events], span)
                 later = locs[1:]  # (their lengths)
             else:
@@ -373,14 +377,17 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     i_ts = np.concatenate([np.array([t.threads[0].zstart[z] if z is not None else t.created
                                      for t in old] + [e.ts for e in pend_events],
                                     dtype=np.float64), src.ts[new_rows]])
-    taken = np.full((len(stages), n_inst), -1, np.int64)
+    n_stages = len(pr.stages) + bool(pr.alts)  # (the events a match holds)
+    taken = np.full((n_stages, n_inst), -1, np.int64)
     taken[0, n_old:] = new_rows
     last = taken[0].copy()  # the row of each instance's last event (-1: before the batch)
-    for j in range(1, len(stages)):
-        sel = np.flatnonzero(stage == j)
+
+    def take(j: int, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The instances ``sel`` that take a row of edge ``j`` (the first later one of their
+        key passing its filter, within Δ) and the rows they take."""
         rows_j = stage_rows[j]
         if not len(sel) or not len(rows_j):
-            continue
+            return sel[:0], sel[:0]
         code_j = b_code[bounds[j - 1]:bounds[j]]
         comb = code_j * span + rows_j + 1
         order = stable_order(code_j)  # (by key, then row: rows_j ascend)
@@ -408,10 +415,30 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
                                         reach, guard.truth)
         else:
             moved, row = sel[ok], row[ok]
+        return moved, row
+
+    for j in range(1, len(pr.stages)):
+        moved, row = take(j, np.flatnonzero(stage == j))
         stage[moved] = j + 1
         taken[j, moved] = row
         last[moved] = row
-    match = stage == len(stages)
+    alt = None
+    if pr.alts:  # each instance at the alternatives completes by the first one's row
+        j0 = len(pr.stages)
+        sel = np.flatnonzero(stage == j0)
+        first = np.full(n_inst, n, np.int64)
+        alt = np.full(n_inst, -1, np.int64)
+        for i in range(len(pr.alts)):  # (in the order that wins a tie: a row strictly less)
+            moved, row = take(j0 + i, sel)
+            better = row < first[moved]
+            moved, row = moved[better], row[better]
+            first[moved] = row
+            alt[moved] = i
+        won = np.flatnonzero(alt >= 0)
+        stage[won] = j0 + 1
+        taken[j0, won] = first[won]
+        last[won] = first[won]
+    match = stage == n_stages
     # an instance whose deadline is the batch's last instant expired before its last event
     # (Esper's timer fires first) unless that very event began it (Δ = 0: its timer is still
     # to come)
@@ -424,7 +451,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     return {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "new_rows": new_rows,
             "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
-            "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols}
+            "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols,
+            "alt": alt}
 
 
 
@@ -663,6 +691,24 @@ def lazy_matches(parts: Iterable[tuple[Event, ...]], shape: _PairShape,
 
 
 
+def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
+          events: Any, fields: tuple[tuple[int, int] | None, ...] | None,
+          arity: dict[str, int]) -> list[Any]:
+    """:func:`_emit_pair`, for a last stage of alternatives per alternative: the matches it
+    completed are those of its own chain (``pr.alts``), whose select list reads the other
+    alternatives' tags as null."""
+    if not pr.alts:
+        return _emit_pair(m, pr, p, inst, rank, first_id, events, fields, arity)
+    blocks: list[Any] = []
+    by = p["alt"][inst]
+    for i, view in enumerate(pr.alts):
+        w = by == i
+        if w.any():
+            blocks += _emit_pair(m, view, p, inst[w], rank[w], first_id, events,
+                                 None if fields is None else _select_fields(m, view), arity)
+    return blocks
+
+
 def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
                events: Any, fields: tuple[tuple[int, int] | None, ...] | None,
                arity: dict[str, int]) -> list[Any]:
@@ -798,8 +844,8 @@ def pair_matches(m: Any, p: dict, inst: np.ndarray, events: Any, arity: dict[str
         return []
     pr = m.pattern.pair
     p["as_rows"] = np.zeros(len(p["match"]), bool)
-    blocks = _emit_pair(m, pr, p, inst, np.arange(len(inst)), 0, events,
-                        _select_fields(m, pr), arity)
+    blocks = _emit(m, pr, p, inst, np.arange(len(inst)), 0, events, _select_fields(m, pr),
+                   arity)
     if len(blocks) == 1 and bool((blocks[0].rank == np.arange(len(inst))).all()):
         return blocks[0].events  # (made in that order already: the instances begun in it)
     out: list[Any] = [None] * len(inst)

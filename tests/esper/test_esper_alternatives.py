@@ -1,0 +1,198 @@
+"""The pair kernel's last stage of alternatives (runtime/kernels/pair.py, ``EsperPair.alts``):
+``every a = A(f) [-> b = B(g, key)] -> (x = X(h, key) or y = Y(k, key) …) [where
+timer:within(Δ)]`` — each instance completes at the first later event of any alternative
+(of its key, passing that alternative's filter), binding that alternative's tag and leaving
+the others null. Over random statements of that shape (alternatives of one type or of the
+first stage's, filters, keyed or not, with and without ``within``, select lists reading the
+alternatives' tags) and random streams, the kernel equals the per-event general token path:
+complex events (parameters with their nulls, parts, bindings, match ids) in order, rule
+firings, statistics, open instances and saved state — through ``Engine.process_batch`` and
+``Engine.run`` with batches cut anywhere, ``Engine.process_columns`` (event lists and Arrow
+batches), the program split, and a save/restore in the middle."""
+
+import itertools
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from tests.esper.test_esper_kernel import (
+    FILTERS,
+    SCHEMA,
+    assert_alike,
+    check,
+    events,
+    fed_columns,
+    rows,
+    state,
+)
+from tests.esper.test_split import OTHERS, WINDOW_BLOCKS, check_split, program, restored
+
+from cepflow.language.epl import parse_epl
+from cepflow.loader import load_module
+from cepflow.runtime.engine import Engine
+
+#: a third type, so that alternatives may be of three types or share one
+C_SCHEMA = "create schema C(k integer, v integer, x double, s string);\n"
+TYPES = ["A", "B", "C"]
+
+
+@st.composite
+def alternatives(draw: st.DrawFn) -> str:
+    """``every a = T(f) [-> b = T(g, key)] -> (x = T(h[, key]) or y = T(…) [or z = …])
+    [where within]`` with a select list reading the alternatives' tags, or none."""
+    n_alts = draw(st.sampled_from([2, 2, 3]))
+    chained = draw(st.sampled_from([False, False, True]))
+    keyed = chained or draw(st.sampled_from([True, True, False]))
+    tags = draw(st.permutations(["p", "q", "r"]))[:n_alts]  # (any order: the names decide ties)
+
+    def stage(tag: str, t: str, key: bool) -> str:
+        f = draw(st.sampled_from(["", "", *FILTERS])).format(a=tag)
+        if key:
+            k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
+            f = f"({f}) and {k}" if f else k
+        if tag not in ("b", tags[0], tags[-1]) and draw(st.booleans()):  # (untagged)
+            return f"{t}({f.replace(tag + '.', '')})"
+        return f"{tag} = {t}({f})"
+
+    f = draw(st.sampled_from(["", *FILTERS])).format(a="a")
+    first = f"a = {draw(st.sampled_from(TYPES))}({f})"
+    alts = " or ".join(stage(tag, draw(st.sampled_from(TYPES)), keyed) for tag in tags)
+    body = f"({alts})"
+    if chained:
+        body = f"{stage('b', draw(st.sampled_from(TYPES)), True)} -> {body}"
+    within = draw(st.sampled_from(["", "", " where timer:within(3 msec)",
+                                   " where timer:within(0 msec)",
+                                   " where timer:within(10 milliseconds)"]))
+    if chained and within:
+        body = f"({body})"  # (the guard around everything after a)
+    x, y = tags[0], tags[-1]
+    select = draw(st.sampled_from([
+        "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
+        f"select {y}.k as yk, {x}.s as xs, a.k as k, 'lit' as c ",
+        f"select a.v + {x}.v as total, {y}.v as yv "]))
+    name = draw(st.sampled_from(["P", "Q"]))
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every {first} -> "
+            f"{body}{within}];\n")
+
+
+def stream(keys) -> st.SearchStrategy:
+    return st.lists(st.tuples(st.sampled_from(TYPES), st.sampled_from(keys),
+                              st.sampled_from([0, 1, 2, 3, 4, -1, 0.5, None, True]),
+                              st.sampled_from([0.0, 0.7, 1.2, 2.0]), st.integers(0, 3)),
+                    max_size=70)
+
+
+def takes_the_kernel(stmt: str) -> None:
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    engine = Engine(prog)
+    assert engine._pairs is not None, stmt
+    assert all(m.pattern.pair.alts for m in engine.matchers)
+
+
+# (an event of two alternatives' type that fits both: the per-event engine keeps the one
+# whose bindings sort first, ``q`` before ``r`` whatever the order they are written in)
+TIE = ("@Name('P')\ninsert into P\nselect a.v as av, r.v as rv, q.x as qx\nfrom pattern "
+       "[every a = A() -> (r = B(r.v >= 0 and k = a.k) or q = B(q.v <= 3 and k = a.k))];\n")
+TIE_STREAM = [("A", 0, 1, 0.0, 0), ("B", 0, 2, 0.7, 1), ("A", 1, 1, 0.0, 1),
+              ("B", 1, 5, 0.7, 1), ("B", 0, 1, 1.2, 1)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(alternatives(), min_size=1, max_size=2), stream([0, 1, 2]),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+@example([TIE], TIE_STREAM, [3], 0)
+def test_alternatives_equal_event_by_event(stmts, spec, cuts, tail) -> None:
+    """Batches cut anywhere (single events between them, per-event steps after), the column
+    route over event lists, rules firing: as the general token path."""
+    names = [s.split("'")[1] for s in stmts]
+    if len(set(names)) != len(names):
+        stmts = stmts[:1]
+    for s in stmts:
+        takes_the_kernel(s)
+    check(C_SCHEMA + "".join(stmts), spec, cuts, tail)
+
+
+@settings(max_examples=80, deadline=None)
+@given(alternatives(), stream([0, 1, 2, 1.0, True, "1", None, float("nan")]),
+       st.lists(st.integers(0, 70), max_size=2), st.integers(0, 5))
+def test_alternatives_with_mixed_keys(stmt, spec, cuts, tail) -> None:
+    """Keys that unify across types (1, 1.0, True), text, None and NaN (which unifies with
+    nothing: that batch goes event by event)."""
+    check(C_SCHEMA + stmt, spec, cuts, tail)
+
+
+@settings(max_examples=120, deadline=None)
+@given(alternatives(), stream([0, 1, 2]), st.integers(1, 30), st.integers(0, 70),
+       st.lists(st.integers(0, 70), max_size=3))
+@example(TIE, TIE_STREAM, 2, 3, [4])
+def test_alternatives_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
+    """``Engine.run`` in batches of ``batch`` events with a save/restore at ``restore_at``,
+    and ``Engine.process_columns`` over Arrow batches cut at ``cuts`` (the rows written
+    column-wise too): as event by event."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    one = Engine(prog)
+    ref = [m for e in events(spec) for m in one.process(e)]
+    one_ref = Engine(prog, fast_path=False)
+    assert rows([m for e in events(spec) for m in one_ref.process(e)]) == rows(ref)
+    many = Engine(prog)
+    assert many._pairs is not None
+    evs = events(spec)
+    at = min(restore_at, len(evs))
+    got = list(many.run(evs[:at], batch_size=batch))
+    many = restored(many, prog)
+    got += many.run(evs[at:], batch_size=batch)
+    assert rows(got) == rows(ref)
+    assert many.stats == one.stats
+    assert state(many) == state(one) == state(one_ref)
+    assert many.partial_matches() == one.partial_matches()
+    assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
+    # Arrow batches through the column route (rules only count: no action)
+    cols, ref_cols = Engine(prog, strict_actions=False), Engine(prog, strict_actions=False)
+    assert cols.columnar
+    evs = events(spec)
+    for i, e in enumerate(evs):
+        e.seq = i
+    ref = [m for e in evs for m in ref_cols.process(e)]
+    evs = events(spec)
+    for i, e in enumerate(evs):
+        e.seq = i
+    got, written = [], []
+    n = len(evs)
+    for lo, hi in itertools.pairwise(sorted({0, n, *(min(c, n) for c in cuts)})):
+        found, out = fed_columns(cols, evs[lo:hi], {"A": 4, "B": 4, "C": 4})
+        got += found
+        written += out
+    assert_alike(ref_cols, ref, cols, got, written)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(alternatives(), min_size=1, max_size=2),
+       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
+                min_size=1, max_size=2, unique=True),
+       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_alternatives_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes (over the input and over these statements'
+    output): the program split plans the alternatives column-wise, with a save/restore in
+    the middle, as event by event."""
+    prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    check_split(prog, spec, cuts, restore_at)
+
+
+def test_the_shape_and_what_it_declines() -> None:
+    """What takes the alternatives' kernel, and what stays per event."""
+    for s in [
+        "every a = A -> (b = B(b.k = a.k) or c = C(c.k = a.k)) where timer:within(10 sec)",
+        "every a = A(v > 1) -> (b = B or c = C or d = A)",
+        "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
+    ]:
+        takes_the_kernel(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    for s in [
+        "every a = A -> (b = B(k = a.k) or c = C)",  # (one keyed, one not)
+        "every a = A -> (b = B(v > a.v and k = a.k) or c = C(k = a.k))",  # (a guard on a)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k) -> d = A(k = a.k))",  # (not last)
+        "every a = A -> b = B -> (c = C or d = A)",  # (a chain without a key)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.v))",  # (two keys)
+        "every (a = A -> (b = B(k = a.k) or c = C(k = a.k)))",  # (restart)
+    ]:
+        prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
+                                     f"from pattern [{s}];\n"))
+        assert Engine(prog)._pairs is None, s
