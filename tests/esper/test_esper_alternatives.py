@@ -185,6 +185,14 @@ def test_the_shape_and_what_it_declines() -> None:
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
     ]:
         takes_the_kernel(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    # per event, after a alone on a key: the direct step (Matcher._pair_step), for a C
+    # closing, for an A opening, for a B (both) both
+    m = Engine(load_module(parse_epl(
+        SCHEMA + C_SCHEMA + "@Name('P')\ninsert into P\nfrom pattern [every a = A -> (b = "
+        "B(k = a.k) or c = C(k = a.k) or d = B(v > 1 and k = a.k))];\n"))).matchers[0]
+    assert m.pattern.pair.is_pair
+    assert (m.step_for("A"), m.step_for("B"), m.step_for("C")) == (
+        m._pair_open, m._alts_close, m._alts_close)
     for s in [
         "every a = A -> (b = B(k = a.k) or c = C)",  # (one keyed, one not)
         "every a = A -> (b = B(v > a.v and k = a.k) or c = C(k = a.k))",  # (a guard on a)

@@ -354,9 +354,10 @@ class Matcher(EsperSteps, IntervalClock):
             return self._keyed_step
         pr = pat.pair
         if pat.context.esper and pr is not None and pr.is_pair and self.host.trace is None:
-            a, b = pr.first.position.type, pr.second.position.type
-            return (self._pair_step if a == b else self._pair_open if t == a
-                    else self._pair_close if t == b else self._pair_step)
+            opens = t == pr.first.position.type
+            closes = t in pr.by_type if pr.alts else t == pr.second.position.type
+            return (self._pair_step if opens == closes else self._pair_open if opens
+                    else self._alts_close if pr.alts else self._pair_close)
         return self.process
 
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:

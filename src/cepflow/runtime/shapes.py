@@ -7,7 +7,7 @@ computed once (runtime.compiled)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cepflow.automaton.automaton import INITIAL
@@ -219,8 +219,9 @@ class EsperPair:
     keys: tuple[int, ...] = ()
     #: per stage, the bindings (param, variable) it adds to the earlier stages'
     new: tuple[tuple[tuple[int, str], ...], ...] = ()
-    #: two stages on a key: the matcher's direct per-event step (Matcher._pair_step) applies
-    #: (a field, not a property: Matcher.process reads it per event)
+    #: two stages on a key (or ``a`` and alternatives on a key): the matcher's direct
+    #: per-event step (Matcher._pair_step) applies (a field, not a property: Matcher.process
+    #: reads it per event)
     is_pair: bool = True
     #: a pair's guard conjunct ``x - a.y <= k`` (runtime.reach): which waiting instances an
     #: event can still reach, for the matcher's index and the kernel's cut-off; or None
@@ -229,6 +230,9 @@ class EsperPair:
     #: alternative, in the order that wins a tie (:func:`_preference`), the chain ending with
     #: it (``stages`` above are the stages before them); () when the last stage is one event
     alts: tuple[EsperPair, ...] = ()
+    #: per type of an alternative, its alternatives in the automaton's order (the order the
+    #: token path evaluates their filters), each with its place in ``alts``
+    by_type: dict[str, tuple[tuple[int, EsperPair], ...]] = field(default_factory=dict)
 
 
 
@@ -387,10 +391,16 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
             or (v0.key_var is None and len(stages) > 1)):
         return None
     n = len(stages)
+    by_type: dict[str, list[tuple[int, EsperPair]]] = {}
+    for e in alts:
+        rank = next(i for i, x in enumerate(ordered) if x is e)
+        by_type.setdefault(e.position.type, []).append((rank, views[rank]))
+    # (after a alone, on a key: the matcher's direct per-event step, Matcher._pair_step)
     return EsperPair(stages[0], stages[-1], states[0], v0.key_a, v0.keys[1] if n > 1 else -1,
                      v0.window, v0.zone, v0.key_var, v0.new[1] if n > 1 else (), True,
                      tuple(stages), tuple(states), v0.keys[:n], v0.new[:n],
-                     False, None, tuple(views))
+                     n == 1 and v0.key_var is not None, None, tuple(views),
+                     {t: tuple(v) for t, v in by_type.items()})
 
 
 @dataclass
