@@ -129,12 +129,19 @@ def test_alternatives_saved_and_restored(stmt, spec, batch, restore_at, cuts) ->
     and ``Engine.process_columns`` over Arrow batches cut at ``cuts`` (the rows written
     column-wise too): as event by event."""
     prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    assert Engine(prog)._pairs is not None
+    check_run(prog, spec, batch, restore_at)
+    check_arrow(prog, spec, cuts)
+
+
+def check_run(prog, spec, batch: int, restore_at: int) -> None:
+    """``Engine.run`` in batches of ``batch`` events with a save/restore at ``restore_at``
+    against event by event (the fast per-event steps and the general token path)."""
     one = Engine(prog)
     ref = [m for e in events(spec) for m in one.process(e)]
     one_ref = Engine(prog, fast_path=False)
     assert rows([m for e in events(spec) for m in one_ref.process(e)]) == rows(ref)
     many = Engine(prog)
-    assert many._pairs is not None
     evs = events(spec)
     at = min(restore_at, len(evs))
     got = list(many.run(evs[:at], batch_size=batch))
@@ -145,17 +152,22 @@ def test_alternatives_saved_and_restored(stmt, spec, batch, restore_at, cuts) ->
     assert state(many) == state(one) == state(one_ref)
     assert many.partial_matches() == one.partial_matches()
     assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
-    # Arrow batches through the column route (rules only count: no action)
+
+
+def check_arrow(prog, spec, cuts) -> None:
+    """Arrow batches cut at ``cuts`` through the column route (Engine.process_columns; rules
+    only count: no action), the rows written column-wise too, against event by event."""
     cols, ref_cols = Engine(prog, strict_actions=False), Engine(prog, strict_actions=False)
     assert cols.columnar
-    evs = events(spec)
-    for i, e in enumerate(evs):
-        e.seq = i
-    ref = [m for e in evs for m in ref_cols.process(e)]
-    evs = events(spec)
-    for i, e in enumerate(evs):
-        e.seq = i
-    got, written = [], []
+
+    def numbered() -> list:
+        evs = events(spec)
+        for i, e in enumerate(evs):
+            e.seq = i
+        return evs
+
+    ref = [m for e in numbered() for m in ref_cols.process(e)]
+    evs, got, written = numbered(), [], []
     n = len(evs)
     for lo, hi in itertools.pairwise(sorted({0, n, *(min(c, n) for c in cuts)})):
         found, out = fed_columns(cols, evs[lo:hi], {"A": 4, "B": 4, "C": 4})

@@ -573,3 +573,76 @@ def _only_edge(auto: Any, state: int) -> Any:
         return None
     ((_, es),) = out.items()
     return es[0] if len(es) == 1 else None
+
+
+@dataclass
+class EsperAnd:
+    """A compiled pattern whose automaton is Esper's ``every (a = A(f) and b = B(g[, key]))
+    [where timer:within(Δ)]`` (start policy *restart*: one instance at a time; compiler/
+    conjunction.py's product of two single events of distinct types): the instance begins at
+    the first event of either operand passing its filter, then takes the first later event
+    of the other operand of its key passing that one's filter — within Δ of its first event —
+    and completes; the next instance begins with the events after it, or after its
+    deadline (kernels/conj.py)."""
+
+    #: per operand that may come first: (its edge from the initial state, the final edge of
+    #: the other operand after it)
+    orders: tuple[tuple[Any, Any], ...]
+    #: per order, the param of the first event holding the key and that of the second
+    keys: tuple[tuple[int, int], ...]
+    #: per order, the bindings (param, variable) the second event adds
+    new: tuple[tuple[tuple[int, str], ...], ...]
+    key_var: str | None
+    window: float  # Δ in ms (inf without a within zone)
+    zone: int | None
+
+
+def esper_and_of(pattern: Any) -> EsperAnd | None:
+    """The shape of :class:`EsperAnd`, else None: two initial edges of distinct types, each
+    followed by the other's final edge, filters reading only their event, the second event
+    unified with the first on one key or on none, optionally one Esper ``within`` around
+    both."""
+    auto = pattern.auto
+    if (not auto.context.esper or auto.start != "restart" or auto.distinct or auto.forbids
+            or auto.partition_by or auto.clock is not None or pattern.exact or pattern.skips):
+        return None
+    init = auto.edges.get(INITIAL, {})
+    if len(init) != 2 or any(len(es) != 1 for es in init.values()):
+        return None
+    firsts = [es[0] for es in init.values()]
+    orders, keys, new, states, key_vars = [], [], [], [], set()
+    for first, other in zip(firsts, firsts[::-1], strict=True):
+        second = _only_edge(auto, first.target)
+        if second is None or first.final or not second.final:
+            return None
+        if second.position.type != other.position.type or first.target in states:
+            return None
+        for e in (first, second):
+            pos = e.position
+            vs = [v for _, v in pos.binds]
+            if (pos.conj is None or pos.every or pos.collect is not None
+                    or pos.track is not None or len(set(vs)) != len(vs)
+                    or (pos.filter is not None and not pos.local)):
+                return None
+        bound = {v: i for i, v in first.position.binds}
+        shared = [(i, v) for i, v in second.position.binds if v in bound]
+        kt = auto.key_index.get(first.target, {}).get(second.position.type)
+        if shared and (len(shared) != 1 or shared[0] != kt):
+            return None
+        if not shared and kt is not None:
+            return None
+        key_var = shared[0][1] if shared else None
+        key_vars.add(key_var)
+        orders.append((first, second))
+        keys.append((bound[key_var], shared[0][0]) if shared else (-1, -1))
+        new.append(tuple((i, v) for i, v in second.position.binds if v != key_var))
+        states.append(first.target)
+    if len(key_vars) != 1 or set(auto.edges) != {INITIAL, *states}:
+        return None
+    timed = [_within(auto, list(o)) for o in orders]
+    if any(t is None for t in timed) or len(set(timed)) != 1:
+        return None
+    window, zone = timed[0]  # type: ignore[misc]
+    if auto.zones and (not auto.zones[0].open_end or auto.zones[0].last & set(states)):
+        return None  # (an Esper window excludes its end)
+    return EsperAnd(tuple(orders), tuple(keys), tuple(new), key_vars.pop(), window, zone)
