@@ -216,3 +216,20 @@ def test_the_shape_and_what_it_declines() -> None:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))
         assert Engine(prog)._pairs is None, s
+
+
+#: a sliding window's rows read by a pattern of alternatives over that one type: no
+#: single-stage pattern of the cascade (kernels.cascade takes those), the pair kernel's
+OVER_BLOCK = (
+    "@Name('WK')\ninsert into WK\nselect a.k as k, a.x as x, avg(a.x) as ax\n"
+    "from A(a.k > 0).win:time(4 msec) as a\ngroup by a.k;\n"
+    "@Name('GW')\ninsert into GW\nselect g.k as k, h.x as hx, i.ax as iax\n"
+    "from pattern [every g = WK(g.ax > 0.8) -> (h = WK(h.k = g.k and h.x < 1) or "
+    "i = WK(i.k = g.k and i.x >= 1)) where timer:within(5 msec)];\n")
+
+
+@settings(max_examples=60, deadline=None)
+@given(stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_alternatives_over_a_window_block(spec, cuts, restore_at) -> None:
+    prog = program([C_SCHEMA + OVER_BLOCK], [])
+    check_split(prog, spec, cuts, restore_at)

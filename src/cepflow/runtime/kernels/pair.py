@@ -936,7 +936,7 @@ def one_stage_matches(m: Any, rows: np.ndarray, cols: TypeColumns, arity: dict[s
     read (:class:`~cepflow.runtime.rows.LazyBindings`); ids are given by the caller."""
     pr = m.pattern.pair
     fields = _select_fields(m, pr)
-    if fields is None or len(pr.stages) != 1:
+    if fields is None or len(pr.stages) != 1 or pr.alts:
         return None
     t = pr.stages[0].position.type
     shape = lazy_shape(m, [t], fields, arity)
