@@ -30,6 +30,11 @@ from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
 
+#: an alternative's conditions on a's fields after a alone (guards: checked per candidate,
+#: kernels.pair._first_guarded, column-wise where runtime.vector_expr decides them)
+GUARDS = ["{a}.v > a.v", "{a}.x < a.x + 1 and {a}.v >= 1", "{a}.v >= a.v + 2",
+          "{a}.v + a.v = 3"]
+
 #: a third type, so that alternatives may be of three types or share one
 C_SCHEMA = "create schema C(k integer, v integer, x double, s string);\n"
 TYPES = ["A", "B", "C"]
@@ -45,7 +50,8 @@ def alternatives(draw: st.DrawFn) -> str:
     tags = draw(st.permutations(["p", "q", "r"]))[:n_alts]  # (any order: the names decide ties)
 
     def stage(tag: str, t: str, key: bool) -> str:
-        f = draw(st.sampled_from(["", "", *FILTERS])).format(a=tag)
+        f = draw(st.sampled_from(["", "", *FILTERS] + ([] if chained or tag == "b" else GUARDS))
+                 ).format(a=tag)
         if key:
             k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
             f = f"({f}) and {k}" if f else k
@@ -194,6 +200,7 @@ def test_the_shape_and_what_it_declines() -> None:
     for s in [
         "every a = A -> (b = B(b.k = a.k) or c = C(c.k = a.k)) where timer:within(10 sec)",
         "every a = A(v > 1) -> (b = B or c = C or d = A)",
+        "every a = A -> (b = B(v > a.v and k = a.k) or c = C(k = a.k))",  # (a guard on a)
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
     ]:
         takes_the_kernel(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
@@ -207,7 +214,8 @@ def test_the_shape_and_what_it_declines() -> None:
         m._pair_open, m._alts_close, m._alts_close)
     for s in [
         "every a = A -> (b = B(k = a.k) or c = C)",  # (one keyed, one not)
-        "every a = A -> (b = B(v > a.v and k = a.k) or c = C(k = a.k))",  # (a guard on a)
+        # (a guard on a after a chain)
+        "every a = A -> b = B(k = a.k) -> (c = B(v > a.v and k = a.k) or d = C(k = a.k))",
         "every a = A -> (b = B(k = a.k) or c = C(k = a.k) -> d = A(k = a.k))",  # (not last)
         "every a = A -> b = B -> (c = C or d = A)",  # (a chain without a key)
         "every a = A -> (b = B(k = a.k) or c = C(k = a.v))",  # (two keys)

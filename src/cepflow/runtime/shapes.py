@@ -374,16 +374,16 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
     (stages before the alternatives, a chain of :func:`esper_pair_of`'s): each alternative
     the last stage of a chain of its own (:attr:`EsperPair.alts`), every one on the same key
     as the stages before (or, after ``a`` alone, none on any key), every filter reading only
-    its own event, one ``within`` around all; else None."""
+    its own event — but an alternative's after ``a`` alone, which may read ``a``'s fields (a
+    guard, as a pair's: checked per candidate) —, one ``within`` around all; else None."""
     auto = pattern.auto
     ordered = _preference(auto, alts)
     if ordered is None:
         return None
     views = []
     for e in ordered:
-        view = _stages_shape(pattern, [*stages, e], states)
-        if view is None or not all(x.position.filter is None or x.position.local
-                                   for x in view.stages[1:]):
+        view = _stages_shape(pattern, [*stages, e], states)  # (a guard after a alone)
+        if view is None:
             return None
         views.append(view)
     v0 = views[0]
@@ -395,11 +395,13 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
     for e in alts:
         rank = next(i for i, x in enumerate(ordered) if x is e)
         by_type.setdefault(e.position.type, []).append((rank, views[rank]))
-    # (after a alone, on a key: the matcher's direct per-event step, Matcher._pair_step)
+    # (after a alone, on a key, no guard: the matcher's direct per-event step,
+    # Matcher._pair_step)
     return EsperPair(stages[0], stages[-1], states[0], v0.key_a, v0.keys[1] if n > 1 else -1,
                      v0.window, v0.zone, v0.key_var, v0.new[1] if n > 1 else (), True,
                      tuple(stages), tuple(states), v0.keys[:n], v0.new[:n],
-                     n == 1 and v0.key_var is not None, None, tuple(views),
+                     n == 1 and v0.key_var is not None and all(v.columnar for v in views),
+                     None, tuple(views),
                      {t: tuple(v) for t, v in by_type.items()})
 
 

@@ -385,6 +385,12 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     def take(j: int, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The instances ``sel`` that take a row of edge ``j`` (the first later one of their
         key passing its filter, within Δ) and the rows they take."""
+        # (an alternative's guard is its own chain's last stage: pr.alts)
+        if j < len(pr.stages):
+            view, jv, vlocs = pr, j, locs
+        else:
+            jv = len(pr.stages)
+            view, vlocs = pr.alts[j - jv], [*locs[:jv], locs[j]]
         rows_j = stage_rows[j]
         if not len(sel) or not len(rows_j):
             return sel[:0], sel[:0]
@@ -401,18 +407,18 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
         # after the A is too late (docs/esper.md, "One instant")
         ok = has & (src.ts[row] - i_ts[sel] < pr.window)
         if not reads_own_event(stages[j]):
-            reach = _reach_cut(pr, j, cols, locs, order, code_j, old, pend_events)
+            reach = _reach_cut(view, jv, cols, vlocs, order, code_j, old, pend_events)
             if reach is not None:  # (instances no row of the batch can reach wait on)
                 near = reach[0][np.where(has, q, 0)] <= reach[1][sel]
                 ok &= near
             if not isinstance(src, EventRows):  # (the A events the guard's bindings read,
                 firsts = sel[ok]                # made in one go by a column source)
                 cols.events(new_rows[firsts[firsts >= n_old] - n_old])
-            guard = _GuardColumns(pr, j, cols, locs, order, old, pend_events)
-            moved, row = _first_guarded(pr, j, sel[ok], q[ok], order, code_j, i_code, rows_j,
-                                        i_ts, cols, lambda q: _bindings(pr, old, pend_events,
-                                                                        new_rows, q, cols),
-                                        reach, guard.truth)
+            guard = _GuardColumns(view, jv, cols, vlocs, order, old, pend_events)
+            moved, row = _first_guarded(view, jv, sel[ok], q[ok], order, code_j, i_code,
+                                        rows_j, i_ts, cols,
+                                        lambda q: _bindings(view, old, pend_events, new_rows,
+                                                            q, cols), reach, guard.truth)
         else:
             moved, row = sel[ok], row[ok]
         return moved, row
