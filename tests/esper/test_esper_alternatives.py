@@ -47,7 +47,9 @@ def alternatives(draw: st.DrawFn) -> str:
     n_alts = draw(st.sampled_from([2, 2, 3]))
     chained = draw(st.sampled_from([False, False, True]))
     keyed = chained or draw(st.sampled_from([True, True, False]))
-    tags = draw(st.permutations(["p", "q", "r"]))[:n_alts]  # (any order: the names decide ties)
+    # (any order: the names decide ties; Z sorts before the earlier stages' a and b, ab
+    # between them)
+    tags = draw(st.permutations(["p", "q", "r", "Z", "ab"]))[:n_alts]
 
     def stage(tag: str, t: str, key: bool) -> str:
         f = draw(st.sampled_from(["", "", *FILTERS] + ([] if chained or tag == "b" else GUARDS))
@@ -100,12 +102,18 @@ TIE = ("@Name('P')\ninsert into P\nselect a.v as av, r.v as rv, q.x as qx\nfrom 
        "[every a = A() -> (r = B(r.v >= 0 and k = a.k) or q = B(q.v <= 3 and k = a.k))];\n")
 TIE_STREAM = [("A", 0, 1, 0.0, 0), ("B", 0, 2, 0.7, 1), ("A", 1, 1, 0.0, 1),
               ("B", 1, 5, 0.7, 1), ("B", 0, 1, 1.2, 1)]
+# (the earlier stages' names count: ``ab.v`` sorts between ``a.*`` and ``b.v``, so the
+# tagged alternative wins over the untagged one, whose bindings lack it)
+TIE_CHAIN = ("@Name('P')\ninsert into P\nselect b.v as bv, ab.v as abv\nfrom pattern [every "
+             "a = A() -> (b = B(k = a.k) -> (ab = C(ab.v >= 0 and k = a.k) or "
+             "C(v <= 3 and k = a.k)))];\n")
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(alternatives(), min_size=1, max_size=2), stream([0, 1, 2]),
        st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
 @example([TIE], TIE_STREAM, [3], 0)
+@example([TIE_CHAIN], [("A", 0, 1, 0.0, 0), ("B", 0, 2, 0.7, 1), ("C", 0, 2, 0.7, 1)], [], 0)
 def test_alternatives_equal_event_by_event(stmts, spec, cuts, tail) -> None:
     """Batches cut anywhere (single events between them, per-event steps after), the column
     route over event lists, rules firing: as the general token path."""

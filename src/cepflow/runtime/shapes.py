@@ -344,26 +344,26 @@ def _alternatives(auto: Any, state: int) -> list[Any]:
     return es
 
 
-def _preference(auto: Any, alts: list[Any]) -> list[Any] | None:
+def _preference(auto: Any, stages: list[Any], alts: list[Any]) -> list[Any] | None:
     """``alts`` in the order that wins when one event completes several: the per-event
     engine keeps, of the final threads one event makes at once, the least by
     ``matcher._age`` — the same events, so by their bindings sorted by ``repr`` of each
     (name, value) pair, the unused variables left out — and of equal ones the first edge.
-    An alternative binds its own variables besides the earlier stages' (which every one
-    holds with the same values), so the order is that of its names: decided here, once.
-    None when two alternatives bind one name to different parameters (the values would
-    decide)."""
+    An alternative's bindings are the earlier ``stages``' (the same values in every one)
+    and its own, so the order is that of those names: decided here, once. None when two
+    alternatives bind one name to different parameters (the values would decide)."""
     where: dict[str, int] = {}
     for e in alts:
         for i, v in e.position.binds:
             if where.setdefault(v, i) != i:
                 return None
     unused = auto.unused
+    before = {v for e in stages for _, v in e.position.binds}
 
     def key(e: Any) -> tuple:
         # (every value alike: equal names compare equal, as the same objects do)
-        return tuple(sorted(((v, 0) for _, v in e.position.binds if v not in unused),
-                            key=repr))
+        names = (before | {v for _, v in e.position.binds}) - unused
+        return tuple(sorted(((v, 0) for v in names), key=repr))
 
     return sorted(alts, key=key)  # (stable: of equal keys, the first edge)
 
@@ -377,7 +377,7 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
     its own event — but an alternative's after ``a`` alone, which may read ``a``'s fields (a
     guard, as a pair's: checked per candidate) —, one ``within`` around all; else None."""
     auto = pattern.auto
-    ordered = _preference(auto, alts)
+    ordered = _preference(auto, stages, alts)
     if ordered is None:
         return None
     views = []
