@@ -82,6 +82,27 @@ def alternatives(draw: st.DrawFn) -> str:
             f"{body}{within}];\n")
 
 
+@st.composite
+def leading(draw: st.DrawFn) -> str:
+    """``every (x = T(f) or y = U(g) [or z = …])`` (or ``every x = T(f) or every y = …``,
+    the same pattern): each event passing an alternative's filter is a match."""
+    tags = draw(st.permutations(["p", "q", "r", "Z", "ab"]))[:draw(st.sampled_from([2, 3]))]
+    alts = []
+    for tag in tags:
+        f = draw(st.sampled_from(["", *FILTERS])).format(a=tag)
+        t = draw(st.sampled_from(TYPES))
+        untagged = tag not in (tags[0], tags[-1]) and draw(st.booleans())
+        alts.append(f"{t}({f.replace(tag + '.', '')})" if untagged else f"{tag} = {t}({f})")
+    body = (f"every ({' or '.join(alts)})" if draw(st.booleans())
+            else " or ".join(f"every {x}" for x in alts))
+    x, y = tags[0], tags[-1]
+    select = draw(st.sampled_from([
+        "", f"select {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
+        f"select {y}.k as yk, {x}.s as xs, 'lit' as c "]))
+    name = draw(st.sampled_from(["P", "Q"]))
+    return f"@Name('{name}')\ninsert into {name}\n{select}from pattern [{body}];\n"
+
+
 def stream(keys) -> st.SearchStrategy:
     return st.lists(st.tuples(st.sampled_from(TYPES), st.sampled_from(keys),
                               st.sampled_from([0, 1, 2, 3, 4, -1, 0.5, None, True]),
@@ -110,8 +131,8 @@ TIE_CHAIN = ("@Name('P')\ninsert into P\nselect b.v as bv, ab.v as abv\nfrom pat
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(alternatives(), min_size=1, max_size=2), stream([0, 1, 2]),
-       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+@given(st.lists(st.one_of(alternatives(), leading()), min_size=1, max_size=2),
+       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
 @example([TIE], TIE_STREAM, [3], 0)
 @example([TIE_CHAIN], [("A", 0, 1, 0.0, 0), ("B", 0, 2, 0.7, 1), ("C", 0, 2, 0.7, 1)], [], 0)
 def test_alternatives_equal_event_by_event(stmts, spec, cuts, tail) -> None:
@@ -135,8 +156,8 @@ def test_alternatives_with_mixed_keys(stmt, spec, cuts, tail) -> None:
 
 
 @settings(max_examples=120, deadline=None)
-@given(alternatives(), stream([0, 1, 2]), st.integers(1, 30), st.integers(0, 70),
-       st.lists(st.integers(0, 70), max_size=3))
+@given(st.one_of(alternatives(), leading()), stream([0, 1, 2]), st.integers(1, 30),
+       st.integers(0, 70), st.lists(st.integers(0, 70), max_size=3))
 @example(TIE, TIE_STREAM, 2, 3, [4])
 def test_alternatives_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
     """``Engine.run`` in batches of ``batch`` events with a save/restore at ``restore_at``,
@@ -191,7 +212,7 @@ def check_arrow(prog, spec, cuts) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(alternatives(), min_size=1, max_size=2),
+@given(st.lists(st.one_of(alternatives(), leading()), min_size=1, max_size=2),
        st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
                 min_size=1, max_size=2, unique=True),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
@@ -209,6 +230,8 @@ def test_the_shape_and_what_it_declines() -> None:
         "every a = A -> (b = B(b.k = a.k) or c = C(c.k = a.k)) where timer:within(10 sec)",
         "every a = A(v > 1) -> (b = B or c = C or d = A)",
         "every a = A -> (b = B(v > a.v and k = a.k) or c = C(k = a.k))",  # (a guard on a)
+        "every (a = A(v > 1) or b = B or c = A(v < 3))",  # (alternatives from the start)
+        "every a = A or every b = B",
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
     ]:
         takes_the_kernel(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
@@ -228,6 +251,8 @@ def test_the_shape_and_what_it_declines() -> None:
         "every a = A -> b = B -> (c = C or d = A)",  # (a chain without a key)
         "every a = A -> (b = B(k = a.k) or c = C(k = a.v))",  # (two keys)
         "every (a = A -> (b = B(k = a.k) or c = C(k = a.k)))",  # (restart)
+        "every (a = A or b = B) where timer:within(1 sec)",  # (restart, a window)
+        "every (a = A or b = B -> c = C)",  # (a sequence among them)
     ]:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))

@@ -38,6 +38,7 @@ class EsperSteps:
     pending: Any
     register_newest: Callable[[Token], None]
     _match: Callable[..., None]
+    _complete: Callable[..., None]
 
     def _process_esper(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Esper's semantics (compiler.esper): the event goes to every instance that can take
@@ -114,6 +115,27 @@ class EsperSteps:
                 won = rank, view
         if won is not None:
             self._close(e, emit, won[1], bm, group)
+
+    def _single_match(self, pos: Any, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """``e`` completes a pattern of one event at the position ``pos`` (its filter passed):
+        _start + _complete of the general path, a token id, then the match."""
+        params = e.params
+        tok = Token(self.host.counters.next_token(), None, e.ts, [])
+        th = Thread(FINAL, {v: params[i] for i, v in pos.binds}, [e], None, e)
+        self._complete(tok, th, e.ts, emit)
+
+    def _alts_single(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """``every (a = A(f) or b = B(g) …)`` (EsperPair.alts with no stage before them):
+        every filter of the event's type's alternatives evaluated in the automaton's order (as
+        the token path's start does), and the event a match by the one that wins."""
+        won: Any = None
+        for rank, view in self.pattern.pair.by_type.get(e.type, ()):
+            pos = view.first.position
+            if ((pos.filter is None or pos.filter(e, NO_BINDINGS))
+                    and (won is None or rank < won[0])):
+                won = rank, pos
+        if won is not None:
+            self._single_match(won[1], e, emit)
 
     def _close(self, e: Event, emit: Callable[[ComplexEvent], None], pr: Any,
                bm: dict[Any, dict[int, Token]], group: dict[int, Token]) -> None:

@@ -581,11 +581,9 @@ class Matcher(EsperSteps, IntervalClock):
             elif pat.single is not None and self.host.trace is None:
                 pos = pat.single.position
                 if pos.filter is None or pos.filter(e, NO_BINDINGS):
-                    # _start + _complete of the general path: a token id, then the match
-                    params = e.params
-                    tok = Token(self.host.counters.next_token(), None, e.ts, [])
-                    th = Thread(FINAL, {v: params[i] for i, v in pos.binds}, [e], None, e)
-                    self._complete(tok, th, e.ts, emit)
+                    self._single_match(pos, e, emit)
+            elif pat.pair is not None and not pat.pair.stages and self.host.trace is None:
+                self._alts_single(e, emit)  # (every (a = A or b = B …))
             else:
                 self._process_esper(e, emit)
             return

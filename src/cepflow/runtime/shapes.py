@@ -244,13 +244,9 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     auto = pattern.auto
     a = auto.spawn_edge()  # (context esper, spawn, not partitioned, no clock, one first edge)
     if a is not None and a.final:  # a single stage, every e = T(f): each event passing f
-        bound = [v for _, v in a.position.binds]
-        if (auto.zones or a.enters or a.exits or a.position.every
-                or set(auto.edges) != {INITIAL} or len(set(bound)) != len(bound)
-                or (a.position.filter is not None and not a.position.local)):
-            return None
-        return EsperPair(a, a, INITIAL, -1, -1, float("inf"), None, "", (), True, (a,), (),
-                         (), (tuple(a.position.binds),), False)
+        return _single_stage(auto, a)
+    if a is None:
+        return _first_alternatives(auto)
     if a is None or a.exits:
         return None
     if a.position.filter is not None and not a.position.local:
@@ -330,6 +326,43 @@ def _stages_shape(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
                      local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new),
                      len(stages) == 2 and key_var is not None, reach)
 
+
+
+def _single_stage(auto: Any, a: Any) -> EsperPair | None:
+    """``every e = T(f)`` (``a`` its one edge, final): each event passing ``f`` is a match;
+    else None."""
+    bound = [v for _, v in a.position.binds]
+    if (auto.zones or a.enters or a.exits or a.position.every
+            or set(auto.edges) != {INITIAL} or len(set(bound)) != len(bound)
+            or (a.position.filter is not None and not a.position.local)):
+        return None
+    return EsperPair(a, a, INITIAL, -1, -1, float("inf"), None, "", (), True, (a,), (), (),
+                     (tuple(a.position.binds),), False)
+
+
+def _first_alternatives(auto: Any) -> EsperPair | None:
+    """``every (a = A(f) or b = B(g) …)`` (spawn, alternatives of one event each from the
+    initial state, no window): each event passing the filter of an alternative of its type
+    is a match, by the alternative that wins (:func:`_preference`); the pattern has no stage
+    before them (``stages`` empty), each alternative is a single stage (``alts``)."""
+    if (not auto.context.esper or auto.start != "spawn" or auto.distinct or auto.forbids
+            or auto.partition_by or auto.clock is not None or set(auto.edges) != {INITIAL}):
+        return None  # (as Automaton.spawn_edge asks)
+    es = _alternatives(auto, INITIAL)
+    ordered = _preference(auto, [], es) if es else None
+    if ordered is None:
+        return None
+    views = [_single_stage(auto, e) for e in ordered]
+    if any(v is None for v in views):
+        return None
+    by_type: dict[str, list[tuple[int, EsperPair]]] = {}
+    for e in es:
+        rank = next(i for i, x in enumerate(ordered) if x is e)
+        by_type.setdefault(e.position.type, []).append((rank, views[rank]))  # type: ignore
+    first = ordered[0]
+    return EsperPair(first, first, INITIAL, -1, -1, float("inf"), None, "", (), True, (), (),
+                     (), (), False, None, tuple(views),  # type: ignore[arg-type]
+                     {t: tuple(v) for t, v in by_type.items()})
 
 
 def _alternatives(auto: Any, state: int) -> list[Any]:

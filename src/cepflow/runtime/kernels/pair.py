@@ -318,19 +318,26 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     src = cols.src
     # (the alternatives' edges after the stages before them: coded and searched alike)
     stages = [*pr.stages, *(v.stages[-1] for v in pr.alts)]
-    keys_of = [*pr.keys, *(v.keys[-1] for v in pr.alts)]
+    keys_of = [*pr.keys, *(v.keys[-1] if v.keys else -1 for v in pr.alts)]
     # (a guard reading the earlier stages' fields is checked per candidate below)
     locs = [passing(e, cols) if reads_own_event(e) else np.arange(len(cols.rows(e.position.type)))
             for e in stages]
     stage_rows = [cols.rows(e.position.type)[loc] for e, loc in zip(stages, locs, strict=True)]
     new_rows = stage_rows[0]
-    if len(stages) == 1:  # every a = A(f): each row passing f is an instance that completes
-        k = len(new_rows)
+    alt = None
+    if not pr.stages:  # every (a = A(f) or b = B(g) …): a row's first alternative it passes
+        by = np.full(src.n, -1, np.int64)
+        for i, r in enumerate(stage_rows):  # (in the order that wins a tie)
+            by[r[by[r] < 0]] = i
+        new_rows = np.flatnonzero(by >= 0)
+        alt = by[new_rows]
+    if len(stages) == 1 or alt is not None:  # every a = A(f): each row passing f is an
+        k = len(new_rows)                     # instance that completes
         return {"old": [], "pend_ids": [], "pend_events": [], "new_rows": new_rows,
                 "n_old": 0, "stage0": np.ones(k, np.int64), "stage": np.ones(k, np.int64),
                 "taken": new_rows[None, :].copy(), "end_row": new_rows.copy(),
                 "match": np.ones(k, bool), "alive": np.zeros(k, bool),
-                "age": np.arange(k, dtype=np.int64), "cols": cols}
+                "age": np.arange(k, dtype=np.int64), "cols": cols, "alt": alt}
     old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
     pend_ids, pend_events = (m.pending.ids, m.pending.events) if m.pending else ([], [])
     n = src.n
@@ -377,7 +384,7 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     i_ts = np.concatenate([np.array([t.threads[0].zstart[z] if z is not None else t.created
                                      for t in old] + [e.ts for e in pend_events],
                                     dtype=np.float64), src.ts[new_rows]])
-    n_stages = len(pr.stages) + bool(pr.alts)  # (the events a match holds)
+    n_stages = len(pr.stages) + 1 if pr.alts else len(pr.stages)  # (the events a match holds)
     taken = np.full((n_stages, n_inst), -1, np.int64)
     taken[0, n_old:] = new_rows
     last = taken[0].copy()  # the row of each instance's last event (-1: before the batch)
@@ -428,7 +435,6 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
         stage[moved] = j + 1
         taken[j, moved] = row
         last[moved] = row
-    alt = None
     if pr.alts:  # each instance at the alternatives completes by the first one's row
         j0 = len(pr.stages)
         sel = np.flatnonzero(stage == j0)
