@@ -63,8 +63,16 @@ def alternatives(draw: st.DrawFn) -> str:
 
     f = draw(st.sampled_from(["", *FILTERS])).format(a="a")
     first = f"a = {draw(st.sampled_from(TYPES))}({f})"
-    alts = " or ".join(stage(tag, draw(st.sampled_from(TYPES)), keyed) for tag in tags)
-    body = f"({alts})"
+    # (after a alone, some alternatives may be on the key and others not: per type, since
+    # the compiler indexes a type's events by a key only when all of them unify on it)
+    on_key: dict[str, bool] = {}
+    written = []
+    for tag in tags:
+        t = draw(st.sampled_from(TYPES))
+        k = on_key.setdefault(t, keyed and (chained or draw(st.sampled_from([True, True,
+                                                                             False]))))
+        written.append(stage(tag, t, k))
+    body = f"({' or '.join(written)})"
     if chained:
         body = f"{stage('b', draw(st.sampled_from(TYPES)), True)} -> {body}"
     within = draw(st.sampled_from(["", "", " where timer:within(3 msec)",
@@ -135,6 +143,10 @@ TIE_CHAIN = ("@Name('P')\ninsert into P\nselect b.v as bv, ab.v as abv\nfrom pat
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
 @example([TIE], TIE_STREAM, [3], 0)
 @example([TIE_CHAIN], [("A", 0, 1, 0.0, 0), ("B", 0, 2, 0.7, 1), ("C", 0, 2, 0.7, 1)], [], 0)
+# (an alternative on no key beside one on the key: any C completes the instance of key 1)
+@example(["@Name('P')\ninsert into P\nselect a.k as ak, q.k as qk\nfrom pattern [every a = "
+          "A() -> (p = B(k = a.k) or q = C())];\n"],
+         [("A", 1, 1, 0.0, 0), ("C", 2, 2, 0.7, 1), ("B", 1, 2, 0.7, 1)], [], 0)
 def test_alternatives_equal_event_by_event(stmts, spec, cuts, tail) -> None:
     """Batches cut anywhere (single events between them, per-event steps after), the column
     route over event lists, rules firing: as the general token path."""
@@ -230,6 +242,7 @@ def test_the_shape_and_what_it_declines() -> None:
         "every a = A -> (b = B(b.k = a.k) or c = C(c.k = a.k)) where timer:within(10 sec)",
         "every a = A(v > 1) -> (b = B or c = C or d = A)",
         "every a = A -> (b = B(v > a.v and k = a.k) or c = C(k = a.k))",  # (a guard on a)
+        "every a = A -> (b = B(k = a.k) or c = C)",  # (one keyed, one not)
         "every (a = A(v > 1) or b = B or c = A(v < 3))",  # (alternatives from the start)
         "every a = A or every b = B",
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
@@ -244,11 +257,11 @@ def test_the_shape_and_what_it_declines() -> None:
     assert (m.step_for("A"), m.step_for("B"), m.step_for("C")) == (
         m._pair_open, m._alts_close, m._alts_close)
     for s in [
-        "every a = A -> (b = B(k = a.k) or c = C)",  # (one keyed, one not)
         # (a guard on a after a chain)
         "every a = A -> b = B(k = a.k) -> (c = B(v > a.v and k = a.k) or d = C(k = a.k))",
         "every a = A -> (b = B(k = a.k) or c = C(k = a.k) -> d = A(k = a.k))",  # (not last)
         "every a = A -> b = B -> (c = C or d = A)",  # (a chain without a key)
+        "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = A)",  # (one on no key)
         "every a = A -> (b = B(k = a.k) or c = C(k = a.v))",  # (two keys)
         "every (a = A -> (b = B(k = a.k) or c = C(k = a.k)))",  # (restart)
         "every (a = A or b = B) where timer:within(1 sec)",  # (restart, a window)

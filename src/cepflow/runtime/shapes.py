@@ -406,7 +406,7 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
     """The shape ``every a = A(f) [-> b = B(g) …] -> (x = X(h) or y = Y(k) …) [within Δ]``
     (stages before the alternatives, a chain of :func:`esper_pair_of`'s): each alternative
     the last stage of a chain of its own (:attr:`EsperPair.alts`), every one on the same key
-    as the stages before (or, after ``a`` alone, none on any key), every filter reading only
+    as the stages before (or, after ``a`` alone, some or all on none), every filter reading only
     its own event — but an alternative's after ``a`` alone, which may read ``a``'s fields (a
     guard, as a pair's: checked per candidate) —, one ``within`` around all; else None."""
     auto = pattern.auto
@@ -419,10 +419,12 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
         if view is None:
             return None
         views.append(view)
-    v0 = views[0]
-    if (len({v.key_var for v in views}) != 1 or len({(v.window, v.zone) for v in views}) != 1
-            or (v0.key_var is None and len(stages) > 1)):
+    # (after a alone, some alternatives may be on the key and others on none)
+    keys = {v.key_var for v in views}
+    if (len(keys - {None}) > 1 or len({(v.window, v.zone) for v in views}) != 1
+            or (None in keys and len(stages) > 1)):
         return None
+    v0 = next((v for v in views if v.key_var is not None), views[0])
     n = len(stages)
     by_type: dict[str, list[tuple[int, EsperPair]]] = {}
     for e in alts:
@@ -433,7 +435,7 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
     return EsperPair(stages[0], stages[-1], states[0], v0.key_a, v0.keys[1] if n > 1 else -1,
                      v0.window, v0.zone, v0.key_var, v0.new[1] if n > 1 else (), True,
                      tuple(stages), tuple(states), v0.keys[:n], v0.new[:n],
-                     n == 1 and v0.key_var is not None and all(v.columnar for v in views),
+                     n == 1 and None not in keys and all(v.columnar for v in views),
                      None, tuple(views),
                      {t: tuple(v) for t, v in by_type.items()})
 

@@ -349,29 +349,39 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
             i_code = np.zeros(len(old) + len(pend_ids) + len(new_rows), np.int64)
             b_code = np.zeros(sum(map(len, later)), np.int64)
         else:
-            full = [cols.column(e.position.type, k) for e, k in zip(stages, keys_of,
-                                                                    strict=True)]
+            # (an alternative on no key — beside keyed ones — is coded 0, as are the
+            # instances for it: every instance may take every one of its rows)
+            on_key = [j for j, k in enumerate(keys_of) if k >= 0]
+            k_st, k_of, k_locs = ([stages[j] for j in on_key], [keys_of[j] for j in on_key],
+                                  [locs[j] for j in on_key])
+            full = [cols.column(e.position.type, k) for e, k in zip(k_st, k_of, strict=True)]
             held = [t.threads[0].bindings.get(pr.key_var) for t in old]
             if isinstance(src, EventRows) and any(c.dtype.kind == "O" for c in full):
                 i_code, b_code = column_key_codes(
                     cols, [(e.position.type, k, loc)
-                           for e, k, loc in zip(stages, keys_of, locs, strict=True)],
+                           for e, k, loc in zip(k_st, k_of, k_locs, strict=True)],
                     held + [e.params[ka] for e in pend_events], span)
-                later = locs[1:]  # (their lengths)
             else:
                 pend_keys = as_column([e.params[ka] for e in pend_events])
                 a_keys = full[0][locs[0]]
                 if (len(pend_keys) and len(a_keys)
                         and pend_keys.dtype.kind != a_keys.dtype.kind):
                     pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
-                later = [c[loc] for c, loc in zip(full[1:], locs[1:], strict=True)]
-                if len({c.dtype.kind for c in later}) > 1:
-                    later = [c.astype(object) for c in later]
+                keyed = [c[loc] for c, loc in zip(full[1:], k_locs[1:], strict=True)]
+                if len({c.dtype.kind for c in keyed}) > 1:
+                    keyed = [c.astype(object) for c in keyed]
                 i_code, b_code = key_codes(
                     np.concatenate([pend_keys, a_keys]) if len(pend_keys) else a_keys,
-                    np.concatenate(later) if len(later) > 1 else later[0], held, span)
+                    np.concatenate(keyed) if len(keyed) > 1 else keyed[0], held, span)
+            later = locs[1:]  # (their lengths)
+            if len(on_key) < len(stages):
+                parts = iter(np.split(b_code, np.cumsum([len(x) for x in k_locs[1:]])[:-1]))
+                b_code = np.concatenate([next(parts) if keys_of[j] >= 0
+                                         else np.zeros(len(locs[j]), np.int64)
+                                         for j in range(1, len(stages))])
     except Uncodable:
         return None
+    no_key = np.zeros_like(i_code)
     bounds = np.cumsum([0, *(len(c) for c in later)])
     n_real = len(old)
     n_old = n_real + len(pend_ids)
@@ -402,13 +412,14 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
         if not len(sel) or not len(rows_j):
             return sel[:0], sel[:0]
         code_j = b_code[bounds[j - 1]:bounds[j]]
+        i_code_j = i_code if keys_of[j] >= 0 or pr.key_var is None else no_key
         comb = code_j * span + rows_j + 1
         order = stable_order(code_j)  # (by key, then row: rows_j ascend)
         comb_sorted = comb[order]
-        q = sorted_search(comb_sorted, i_code[sel], last[sel], span, "right")
+        q = sorted_search(comb_sorted, i_code_j[sel], last[sel], span, "right")
         has = q < len(comb_sorted)
         cand = order[np.where(has, q, 0)]
-        has &= code_j[cand] == i_code[sel]
+        has &= code_j[cand] == i_code_j[sel]
         row = np.where(has, rows_j[cand], 0)
         # Esper's timer:within fires before an event at its deadline: an event exactly Δ
         # after the A is too late (docs/esper.md, "One instant")
@@ -422,7 +433,7 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
                 firsts = sel[ok]                # made in one go by a column source)
                 cols.events(new_rows[firsts[firsts >= n_old] - n_old])
             guard = _GuardColumns(view, jv, cols, vlocs, order, old, pend_events)
-            moved, row = _first_guarded(view, jv, sel[ok], q[ok], order, code_j, i_code,
+            moved, row = _first_guarded(view, jv, sel[ok], q[ok], order, code_j, i_code_j,
                                         rows_j, i_ts, cols,
                                         lambda q: _bindings(view, old, pend_events, new_rows,
                                                             q, cols), reach, guard.truth)
