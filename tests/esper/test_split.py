@@ -235,7 +235,8 @@ def check_split(prog, spec, cuts, restore_at, events=events) -> None:
     if split is None:  # (every statement a kernel or none: not this test's case)
         return
     assert all(m.pattern.pair is not None or m.pattern.restart is not None
-               or m.pattern.consec is not None for m in split)
+               or m.pattern.consec is not None or m.pattern.esper_and is not None
+               for m in split)
     ref = rows([m for e in events(spec) for m in one.process(e)])
     evs = events(spec)
     bounds = sorted({0, len(spec), *(min(c, len(spec)) for c in cuts)})

@@ -11,11 +11,13 @@ from cepflow.automaton.automaton import FINAL, INITIAL, Automaton, Edge, Zone
 from cepflow.automaton.context import Context
 from cepflow.runtime.shapes import (
     Chain,
+    EsperAnd,
     EsperConsec,
     EsperPair,
     EsperRestart,
     chain_of,
     context_chain_of,
+    esper_and_of,
     esper_consec_of,
     esper_pair_of,
     esper_restart_of,
@@ -41,6 +43,7 @@ class CompiledPattern:
         "context",
         "context_chain",
         "context_plan",
+        "esper_and",
         "exact",
         "fast",
         "fast_start",
@@ -135,6 +138,9 @@ class CompiledPattern:
         #: program split)
         self.consec: EsperConsec | None = (esper_consec_of(self) if fast_path
                                            and self.pair is None else None)
+        #: Esper's ``every (a = A(f) and b = B(g[, key])) [within Δ]``
+        #: (runtime.shapes.EsperAnd): the and kernel's shape (kernels/conj.py, in the split)
+        self.esper_and: EsperAnd | None = esper_and_of(self) if fast_path else None
         #: Esper's ``every e = T(f)`` (one event per match): completed directly, inline in
         #: Matcher.process
         self.single = self._single_edge() if fast_path else None

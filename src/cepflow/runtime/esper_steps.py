@@ -38,6 +38,7 @@ class EsperSteps:
     pending: Any
     register_newest: Callable[[Token], None]
     _match: Callable[..., None]
+    _complete: Callable[..., None]
 
     def _process_esper(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Esper's semantics (compiler.esper): the event goes to every instance that can take
@@ -69,7 +70,10 @@ class EsperSteps:
         one. The same tokens, bindings and matches (tests/esper/test_esper_kernel.py)."""
         pr = self.pattern.pair
         t = e.type
-        if t == pr.second.position.type:
+        if pr.alts:
+            if t in pr.by_type:
+                self._alts_close(e, emit)
+        elif t == pr.second.position.type:
             self._pair_close(e, emit)
         if t == pr.first.position.type:
             self._pair_open(e, emit)
@@ -88,44 +92,96 @@ class EsperSteps:
         group = bm.get(params[pr.key_b]) if bm else None
         flt = second.filter
         if group and (flt is None or not pr.columnar or flt(e, NO_BINDINGS)):
-            ts = e.ts
-            z, window, key, kv = pr.zone, pr.window, pr.key_var, params[pr.key_b]
-            pair_filter = flt if not pr.columnar else None  # g reads a's fields too
-            b_new = pr.b_new
-            # (with a select list the match's bindings are new: the instance's need no copy)
-            shared = not b_new and self.pattern.auto.select is not None
-            reach = pr.reach
-            if reach is not None and len(group) > REACH_SCAN:
-                x = params[reach.param]
-                waiting = (self._reachable(group, kv, reach, reach.lowest(x)) if whole(x)
-                           else list(group.values()))
+            self._close(e, emit, pr, bm, group)
+
+    def _alts_close(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """:meth:`_pair_close` for a last stage of alternatives (``every a = A(f) -> (b =
+        B(g, key) or c = C(h, key) …)``): the event completes the instances waiting on its
+        key by the alternative that wins (the first in ``pr.alts`` whose filter it passes;
+        every filter of its type evaluated, in the automaton's order, as the token path
+        does when an instance waits on the key)."""
+        if self.pending is not None:
+            self.materialize()
+        pr = self.pattern.pair
+        alts = pr.by_type[e.type]
+        bm = self.buckets.get(pr.state)
+        group = bm.get(e.params[alts[0][1].key_b]) if bm else None
+        if not group:
+            return
+        won: Any = None
+        for rank, view in alts:
+            flt = view.second.position.filter
+            if (flt is None or flt(e, NO_BINDINGS)) and (won is None or rank < won[0]):
+                won = rank, view
+        if won is not None:
+            self._close(e, emit, won[1], bm, group)
+
+    def _single_match(self, pos: Any, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """``e`` completes a pattern of one event at the position ``pos`` (its filter passed):
+        _start + _complete of the general path, a token id, then the match."""
+        params = e.params
+        tok = Token(self.host.counters.next_token(), None, e.ts, [])
+        th = Thread(FINAL, {v: params[i] for i, v in pos.binds}, [e], None, e)
+        self._complete(tok, th, e.ts, emit)
+
+    def _alts_single(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """``every (a = A(f) or b = B(g) …)`` (EsperPair.alts with no stage before them):
+        every filter of the event's type's alternatives evaluated in the automaton's order (as
+        the token path's start does), and the event a match by the one that wins."""
+        won: Any = None
+        for rank, view in self.pattern.pair.by_type.get(e.type, ()):
+            pos = view.first.position
+            if ((pos.filter is None or pos.filter(e, NO_BINDINGS))
+                    and (won is None or rank < won[0])):
+                won = rank, pos
+        if won is not None:
+            self._single_match(won[1], e, emit)
+
+    def _close(self, e: Event, emit: Callable[[ComplexEvent], None], pr: Any,
+               bm: dict[Any, dict[int, Token]], group: dict[int, Token]) -> None:
+        """Complete the instances of ``group`` (one key's, in age order) that ``e``, of the
+        last stage of the pair ``pr``, completes (within Δ; ``g`` holding when it reads
+        ``a``'s fields)."""
+        params = e.params
+        flt = pr.second.position.filter
+        ts = e.ts
+        z, window, key, kv = pr.zone, pr.window, pr.key_var, params[pr.key_b]
+        pair_filter = flt if not pr.columnar else None  # g reads a's fields too
+        b_new = pr.b_new
+        # (with a select list the match's bindings are new: the instance's need no copy)
+        shared = not b_new and self.pattern.auto.select is not None
+        reach = pr.reach
+        if reach is not None and len(group) > REACH_SCAN:
+            x = params[reach.param]
+            waiting = (self._reachable(group, kv, reach, reach.lowest(x)) if whole(x)
+                       else list(group.values()))
+        else:
+            waiting = list(group.values())
+        for tok in waiting:
+            th = tok.threads[0]
+            b = th.bindings
+            if (z is not None and ts - th.zstart[z] >= window) or b.get(key) != kv:
+                continue  # (expired at this very instant — Esper's timer fires before
+                # the event — / NaN: unifies with nothing)
+            if shared:
+                nb = b
             else:
-                waiting = list(group.values())
-            for tok in waiting:
-                th = tok.threads[0]
-                b = th.bindings
-                if (z is not None and ts - th.zstart[z] >= window) or b.get(key) != kv:
-                    continue  # (expired at this very instant — Esper's timer fires before
-                    # the event — / NaN: unifies with nothing)
-                if shared:
-                    nb = b
-                else:
-                    nb = dict(b)
-                    for i, v in b_new:
-                        nb[v] = params[i]
-                if pair_filter is not None and not pair_filter(e, nb):
-                    continue
-                # (unregister, inlined: the instance is in this group and partition None)
-                del group[tok.id]
-                if not group:
-                    del bm[kv]
-                part = self.tokens[None]
-                del part[tok.id]
-                if not part:
-                    del self.tokens[None]
-                tok.regs = []
-                self._match(tok, nb, (*th.events, e), e, ts, emit)  # (a tuple: the match's
-                # parts as they are)
+                nb = dict(b)
+                for i, v in b_new:
+                    nb[v] = params[i]
+            if pair_filter is not None and not pair_filter(e, nb):
+                continue
+            # (unregister, inlined: the instance is in this group and partition None)
+            del group[tok.id]
+            if not group:
+                del bm[kv]
+            part = self.tokens[None]
+            del part[tok.id]
+            if not part:
+                del self.tokens[None]
+            tok.regs = []
+            self._match(tok, nb, (*th.events, e), e, ts, emit)  # (a tuple: the match's
+            # parts as they are)
 
     def _reachable(self, group: dict[int, Token], kv: Any, reach: Reach, lowest: int
                    ) -> list[Token]:

@@ -365,9 +365,10 @@ class Matcher(EsperSteps, IntervalClock):
             return self._keyed_step
         pr = pat.pair
         if pat.context.esper and pr is not None and pr.is_pair and self.host.trace is None:
-            a, b = pr.first.position.type, pr.second.position.type
-            return (self._pair_step if a == b else self._pair_open if t == a
-                    else self._pair_close if t == b else self._pair_step)
+            opens = t == pr.first.position.type
+            closes = t in pr.by_type if pr.alts else t == pr.second.position.type
+            return (self._pair_step if opens == closes else self._pair_open if opens
+                    else self._alts_close if pr.alts else self._pair_close)
         return self.process
 
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
@@ -702,11 +703,9 @@ class Matcher(EsperSteps, IntervalClock):
             elif pat.single is not None and self.host.trace is None:
                 pos = pat.single.position
                 if pos.filter is None or pos.filter(e, NO_BINDINGS):
-                    # _start + _complete of the general path: a token id, then the match
-                    params = e.params
-                    tok = Token(self.host.counters.next_token(), None, e.ts, [])
-                    th = Thread(FINAL, {v: params[i] for i, v in pos.binds}, [e], None, e)
-                    self._complete(tok, th, e.ts, emit)
+                    self._single_match(pos, e, emit)
+            elif pat.pair is not None and not pat.pair.stages and self.host.trace is None:
+                self._alts_single(e, emit)  # (every (a = A or b = B …))
             else:
                 self._process_esper(e, emit)
             return

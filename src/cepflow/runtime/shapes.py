@@ -1,12 +1,13 @@
 """Which column kernel fits a compiled pattern: the shapes the kernels recognise in an
 automaton (Chain: a keyed sequence under chronicle, for kernels.chain; EsperPair: Esper's
-``every a = A(f) -> b = B(g, key) [within Δ]``, for kernels.pair; EsperRestart: Esper's
+``every a = A(f) -> b = B(g, key) [within Δ]``, its chains and a last stage of alternatives
+``-> (b = B(g) or c = C(h) …)``, for kernels.pair; EsperRestart: Esper's
 ``every (a = A(f) -> b = B(g[, key]))``, for kernels.restart). Facts of the compiled pattern,
 computed once (runtime.compiled)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cepflow.automaton.automaton import INITIAL
@@ -283,37 +284,48 @@ class EsperPair:
     keys: tuple[int, ...] = ()
     #: per stage, the bindings (param, variable) it adds to the earlier stages'
     new: tuple[tuple[tuple[int, str], ...], ...] = ()
-    #: two stages on a key: the matcher's direct per-event step (Matcher._pair_step) applies
-    #: (a field, not a property: Matcher.process reads it per event)
+    #: two stages on a key (or ``a`` and alternatives on a key): the matcher's direct
+    #: per-event step (Matcher._pair_step) applies (a field, not a property: Matcher.process
+    #: reads it per event)
     is_pair: bool = True
     #: a pair's guard conjunct ``x - a.y <= k`` (runtime.reach): which waiting instances an
     #: event can still reach, for the matcher's index and the kernel's cut-off; or None
     reach: Reach | None = None
+    #: a last stage of alternatives, ``every a = A(f) -> (b = B(g) or c = C(h) …)``: per
+    #: alternative, in the order that wins a tie (:func:`_preference`), the chain ending with
+    #: it (``stages`` above are the stages before them); () when the last stage is one event
+    alts: tuple[EsperPair, ...] = ()
+    #: per type of an alternative, its alternatives in the automaton's order (the order the
+    #: token path evaluates their filters), each with its place in ``alts``
+    by_type: dict[str, tuple[tuple[int, EsperPair], ...]] = field(default_factory=dict)
 
 
 
 def esper_pair_of(pattern: Any) -> EsperPair | None:
     """The pair (or chain) shape of a compiled pattern, or None if its automaton is not of that
     shape. A chain of more than two stages is taken only when every filter reads only its own
-    event (the column kernel's case); a pair also when ``g`` reads ``a``'s fields."""
+    event (the column kernel's case); a pair also when ``g`` reads ``a``'s fields. Its last
+    stage may be alternatives of one event each (:func:`_with_alternatives`)."""
     auto = pattern.auto
     a = auto.spawn_edge()  # (context esper, spawn, not partitioned, no clock, one first edge)
     if a is not None and a.final:  # a single stage, every e = T(f): each event passing f
-        bound = [v for _, v in a.position.binds]
-        if (auto.zones or a.enters or a.exits or a.position.every
-                or set(auto.edges) != {INITIAL} or len(set(bound)) != len(bound)
-                or (a.position.filter is not None and not a.position.local)):
-            return None
-        return EsperPair(a, a, INITIAL, -1, -1, float("inf"), None, "", (), True, (a,), (),
-                         (), (tuple(a.position.binds),), False)
+        return _single_stage(auto, a)
+    if a is None:
+        return _first_alternatives(auto)
     if a is None or a.exits:
         return None
     if a.position.filter is not None and not a.position.local:
         return None
     stages, states = [a], [a.target]
+    alts: list[Any] = []
     while True:
         e = _only_edge(auto, states[-1])
-        if e is None or e.enters or e.position.every:
+        if e is None:  # (a last stage of alternatives, each a final edge)
+            alts = _alternatives(auto, states[-1])
+            if not alts:
+                return None
+            break
+        if e.enters or e.position.every:
             return None
         stages.append(e)
         if e.final:
@@ -323,6 +335,16 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         states.append(e.target)
     if set(auto.edges) != {INITIAL, *states}:
         return None
+    if alts:
+        return _with_alternatives(pattern, stages, states, alts)
+    return _stages_shape(pattern, stages, states)
+
+
+def _stages_shape(pattern: Any, stages: list[Any], states: list[int]) -> EsperPair | None:
+    """:func:`esper_pair_of` for the chain of ``stages`` (edges, the first from the initial
+    state, the last final) waiting at ``states``: the key, the bindings, the window."""
+    auto = pattern.auto
+    a = stages[0]
     b = stages[-1]
     bound = [v for _, v in a.position.binds]
     if len(set(bound)) != len(bound):
@@ -369,6 +391,118 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
                      local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new),
                      len(stages) == 2 and key_var is not None, reach)
 
+
+
+def _single_stage(auto: Any, a: Any) -> EsperPair | None:
+    """``every e = T(f)`` (``a`` its one edge, final): each event passing ``f`` is a match;
+    else None."""
+    bound = [v for _, v in a.position.binds]
+    if (auto.zones or a.enters or a.exits or a.position.every
+            or set(auto.edges) != {INITIAL} or len(set(bound)) != len(bound)
+            or (a.position.filter is not None and not a.position.local)):
+        return None
+    return EsperPair(a, a, INITIAL, -1, -1, float("inf"), None, "", (), True, (a,), (), (),
+                     (tuple(a.position.binds),), False)
+
+
+def _first_alternatives(auto: Any) -> EsperPair | None:
+    """``every (a = A(f) or b = B(g) …)`` (spawn, alternatives of one event each from the
+    initial state, no window): each event passing the filter of an alternative of its type
+    is a match, by the alternative that wins (:func:`_preference`); the pattern has no stage
+    before them (``stages`` empty), each alternative is a single stage (``alts``)."""
+    if (not auto.context.esper or auto.start != "spawn" or auto.distinct or auto.forbids
+            or auto.partition_by or auto.clock is not None or set(auto.edges) != {INITIAL}):
+        return None  # (as Automaton.spawn_edge asks)
+    es = _alternatives(auto, INITIAL)
+    ordered = _preference(auto, [], es) if es else None
+    if ordered is None:
+        return None
+    views = [_single_stage(auto, e) for e in ordered]
+    if any(v is None for v in views):
+        return None
+    by_type: dict[str, list[tuple[int, EsperPair]]] = {}
+    for e in es:
+        rank = next(i for i, x in enumerate(ordered) if x is e)
+        by_type.setdefault(e.position.type, []).append((rank, views[rank]))  # type: ignore
+    first = ordered[0]
+    return EsperPair(first, first, INITIAL, -1, -1, float("inf"), None, "", (), True, (), (),
+                     (), (), False, None, tuple(views),  # type: ignore[arg-type]
+                     {t: tuple(v) for t, v in by_type.items()})
+
+
+def _alternatives(auto: Any, state: int) -> list[Any]:
+    """The edges out of ``state`` when they are two or more single-event alternatives that
+    each complete the pattern (``-> (b = B(g) or c = C(h) …)``: final, entering no zone, no
+    inner every, no step of an ``and``/``or`` product, no repeated tag), else []."""
+    es = [e for lst in auto.edges.get(state, {}).values() for e in lst]
+    if len(es) < 2 or any(
+            not e.final or e.enters or e.position.every or e.position.conj is not None
+            or e.position.track is not None or e.position.collect is not None for e in es):
+        return []
+    return es
+
+
+def _preference(auto: Any, stages: list[Any], alts: list[Any]) -> list[Any] | None:
+    """``alts`` in the order that wins when one event completes several: the per-event
+    engine keeps, of the final threads one event makes at once, the least by
+    ``matcher._age`` — the same events, so by their bindings sorted by ``repr`` of each
+    (name, value) pair, the unused variables left out — and of equal ones the first edge.
+    An alternative's bindings are the earlier ``stages``' (the same values in every one)
+    and its own, so the order is that of those names: decided here, once. None when two
+    alternatives bind one name to different parameters (the values would decide)."""
+    where: dict[str, int] = {}
+    for e in alts:
+        for i, v in e.position.binds:
+            if where.setdefault(v, i) != i:
+                return None
+    unused = auto.unused
+    before = {v for e in stages for _, v in e.position.binds}
+
+    def key(e: Any) -> tuple:
+        # (every value alike: equal names compare equal, as the same objects do)
+        names = (before | {v for _, v in e.position.binds}) - unused
+        return tuple(sorted(((v, 0) for v in names), key=repr))
+
+    return sorted(alts, key=key)  # (stable: of equal keys, the first edge)
+
+
+def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts: list[Any]
+                       ) -> EsperPair | None:
+    """The shape ``every a = A(f) [-> b = B(g) …] -> (x = X(h) or y = Y(k) …) [within Δ]``
+    (stages before the alternatives, a chain of :func:`esper_pair_of`'s): each alternative
+    the last stage of a chain of its own (:attr:`EsperPair.alts`), every one on the same key
+    as the stages before (or, after ``a`` alone, some or all on none), every filter reading only
+    its own event — but an alternative's after ``a`` alone, which may read ``a``'s fields (a
+    guard, as a pair's: checked per candidate) —, one ``within`` around all; else None."""
+    auto = pattern.auto
+    ordered = _preference(auto, stages, alts)
+    if ordered is None:
+        return None
+    views = []
+    for e in ordered:
+        view = _stages_shape(pattern, [*stages, e], states)  # (a guard after a alone)
+        if view is None:
+            return None
+        views.append(view)
+    # (after a alone, some alternatives may be on the key and others on none)
+    keys = {v.key_var for v in views}
+    if (len(keys - {None}) > 1 or len({(v.window, v.zone) for v in views}) != 1
+            or (None in keys and len(stages) > 1)):
+        return None
+    v0 = next((v for v in views if v.key_var is not None), views[0])
+    n = len(stages)
+    by_type: dict[str, list[tuple[int, EsperPair]]] = {}
+    for e in alts:
+        rank = next(i for i, x in enumerate(ordered) if x is e)
+        by_type.setdefault(e.position.type, []).append((rank, views[rank]))
+    # (after a alone, on a key, no guard: the matcher's direct per-event step,
+    # Matcher._pair_step)
+    return EsperPair(stages[0], stages[-1], states[0], v0.key_a, v0.keys[1] if n > 1 else -1,
+                     v0.window, v0.zone, v0.key_var, v0.new[1] if n > 1 else (), True,
+                     tuple(stages), tuple(states), v0.keys[:n], v0.new[:n],
+                     n == 1 and None not in keys and all(v.columnar for v in views),
+                     None, tuple(views),
+                     {t: tuple(v) for t, v in by_type.items()})
 
 
 @dataclass
@@ -541,3 +675,76 @@ def _only_edge(auto: Any, state: int) -> Any:
         return None
     ((_, es),) = out.items()
     return es[0] if len(es) == 1 else None
+
+
+@dataclass
+class EsperAnd:
+    """A compiled pattern whose automaton is Esper's ``every (a = A(f) and b = B(g[, key]))
+    [where timer:within(Δ)]`` (start policy *restart*: one instance at a time; compiler/
+    conjunction.py's product of two single events of distinct types): the instance begins at
+    the first event of either operand passing its filter, then takes the first later event
+    of the other operand of its key passing that one's filter — within Δ of its first event —
+    and completes; the next instance begins with the events after it, or after its
+    deadline (kernels/conj.py)."""
+
+    #: per operand that may come first: (its edge from the initial state, the final edge of
+    #: the other operand after it)
+    orders: tuple[tuple[Any, Any], ...]
+    #: per order, the param of the first event holding the key and that of the second
+    keys: tuple[tuple[int, int], ...]
+    #: per order, the bindings (param, variable) the second event adds
+    new: tuple[tuple[tuple[int, str], ...], ...]
+    key_var: str | None
+    window: float  # Δ in ms (inf without a within zone)
+    zone: int | None
+
+
+def esper_and_of(pattern: Any) -> EsperAnd | None:
+    """The shape of :class:`EsperAnd`, else None: two initial edges of distinct types, each
+    followed by the other's final edge, filters reading only their event, the second event
+    unified with the first on one key or on none, optionally one Esper ``within`` around
+    both."""
+    auto = pattern.auto
+    if (not auto.context.esper or auto.start != "restart" or auto.distinct or auto.forbids
+            or auto.partition_by or auto.clock is not None or pattern.exact or pattern.skips):
+        return None
+    init = auto.edges.get(INITIAL, {})
+    if len(init) != 2 or any(len(es) != 1 for es in init.values()):
+        return None
+    firsts = [es[0] for es in init.values()]
+    orders, keys, new, states, key_vars = [], [], [], [], set()
+    for first, other in zip(firsts, firsts[::-1], strict=True):
+        second = _only_edge(auto, first.target)
+        if second is None or first.final or not second.final:
+            return None
+        if second.position.type != other.position.type or first.target in states:
+            return None
+        for e in (first, second):
+            pos = e.position
+            vs = [v for _, v in pos.binds]
+            if (pos.conj is None or pos.every or pos.collect is not None
+                    or pos.track is not None or len(set(vs)) != len(vs)
+                    or (pos.filter is not None and not pos.local)):
+                return None
+        bound = {v: i for i, v in first.position.binds}
+        shared = [(i, v) for i, v in second.position.binds if v in bound]
+        kt = auto.key_index.get(first.target, {}).get(second.position.type)
+        if shared and (len(shared) != 1 or shared[0] != kt):
+            return None
+        if not shared and kt is not None:
+            return None
+        key_var = shared[0][1] if shared else None
+        key_vars.add(key_var)
+        orders.append((first, second))
+        keys.append((bound[key_var], shared[0][0]) if shared else (-1, -1))
+        new.append(tuple((i, v) for i, v in second.position.binds if v != key_var))
+        states.append(first.target)
+    if len(key_vars) != 1 or set(auto.edges) != {INITIAL, *states}:
+        return None
+    timed = [_within(auto, list(o)) for o in orders]
+    if any(t is None for t in timed) or len(set(timed)) != 1:
+        return None
+    window, zone = timed[0]  # type: ignore[misc]
+    if auto.zones and (not auto.zones[0].open_end or auto.zones[0].last & set(states)):
+        return None  # (an Esper window excludes its end)
+    return EsperAnd(tuple(orders), tuple(keys), tuple(new), key_vars.pop(), window, zone)

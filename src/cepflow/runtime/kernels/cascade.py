@@ -59,7 +59,7 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
     at_of: dict[int, np.ndarray] = {}
     for m in engine.matchers:
         pr, types = m.pattern.pair, m.pattern.types
-        if (pr is None or len(pr.stages) != 1 or len(types) != 1
+        if (pr is None or len(pr.stages) != 1 or pr.alts or len(types) != 1
                 or any(can_fail(f) for f in m.pattern.auto.select or ())):
             continue
         (t,) = types

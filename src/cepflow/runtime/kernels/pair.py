@@ -268,7 +268,7 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
     for slot, (m, pr, p, fields) in enumerate(zip(matchers, pairs, plans, picks, strict=True)):
         rank = np.flatnonzero(ms == slot)
         if len(rank):
-            blocks += _emit_pair(m, pr, p, mi[rank], rank, first_id, events, fields, arity)
+            blocks += _emit(m, pr, p, mi[rank], rank, first_id, events, fields, arity)
             by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
             m.done = True
         ids = (first_token + np.arange(len(all_starts)) if n_pairs == 1 else
@@ -312,21 +312,32 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     """Instances and the rows they take over a batch, stage after stage (numpy): per
     instance its stage at the start of the batch (``stage0``: how many events it holds) and at
     its end (``stage``), the row it took at each stage (``taken``), whether it completed
-    (``match``) and at which row (``end_row``)."""
+    (``match``) and at which row (``end_row``); with a last stage of alternatives
+    (``pr.alts``) also which one each instance completed by (``alt``: its place in
+    ``pr.alts``, -1 for none)."""
     src = cols.src
-    stages = pr.stages
+    # (the alternatives' edges after the stages before them: coded and searched alike)
+    stages = [*pr.stages, *(v.stages[-1] for v in pr.alts)]
+    keys_of = [*pr.keys, *(v.keys[-1] if v.keys else -1 for v in pr.alts)]
     # (a guard reading the earlier stages' fields is checked per candidate below)
     locs = [passing(e, cols) if reads_own_event(e) else np.arange(len(cols.rows(e.position.type)))
             for e in stages]
     stage_rows = [cols.rows(e.position.type)[loc] for e, loc in zip(stages, locs, strict=True)]
     new_rows = stage_rows[0]
-    if len(stages) == 1:  # every a = A(f): each row passing f is an instance that completes
-        k = len(new_rows)
+    alt = None
+    if not pr.stages:  # every (a = A(f) or b = B(g) …): a row's first alternative it passes
+        by = np.full(src.n, -1, np.int64)
+        for i, r in enumerate(stage_rows):  # (in the order that wins a tie)
+            by[r[by[r] < 0]] = i
+        new_rows = np.flatnonzero(by >= 0)
+        alt = by[new_rows]
+    if len(stages) == 1 or alt is not None:  # every a = A(f): each row passing f is an
+        k = len(new_rows)                     # instance that completes
         return {"old": [], "pend_ids": [], "pend_events": [], "new_rows": new_rows,
                 "n_old": 0, "stage0": np.ones(k, np.int64), "stage": np.ones(k, np.int64),
                 "taken": new_rows[None, :].copy(), "end_row": new_rows.copy(),
                 "match": np.ones(k, bool), "alive": np.zeros(k, bool),
-                "age": np.arange(k, dtype=np.int64), "cols": cols}
+                "age": np.arange(k, dtype=np.int64), "cols": cols, "alt": alt}
     old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
     pend_ids, pend_events = (m.pending.ids, m.pending.events) if m.pending else ([], [])
     n = src.n
@@ -334,33 +345,43 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     ka = pr.keys[0]
     try:
         if pr.key_var is None:  # (a pair without a key: every instance may take every B)
-            later = [locs[1]]
+            later = locs[1:]
             i_code = np.zeros(len(old) + len(pend_ids) + len(new_rows), np.int64)
-            b_code = np.zeros(len(locs[1]), np.int64)
+            b_code = np.zeros(sum(map(len, later)), np.int64)
         else:
-            full = [cols.column(e.position.type, k) for e, k in zip(stages, pr.keys,
-                                                                    strict=True)]
+            # (an alternative on no key — beside keyed ones — is coded 0, as are the
+            # instances for it: every instance may take every one of its rows)
+            on_key = [j for j, k in enumerate(keys_of) if k >= 0]
+            k_st, k_of, k_locs = ([stages[j] for j in on_key], [keys_of[j] for j in on_key],
+                                  [locs[j] for j in on_key])
+            full = [cols.column(e.position.type, k) for e, k in zip(k_st, k_of, strict=True)]
             held = [t.threads[0].bindings.get(pr.key_var) for t in old]
             if isinstance(src, EventRows) and any(c.dtype.kind == "O" for c in full):
                 i_code, b_code = column_key_codes(
                     cols, [(e.position.type, k, loc)
-                           for e, k, loc in zip(stages, pr.keys, locs, strict=True)],
+                           for e, k, loc in zip(k_st, k_of, k_locs, strict=True)],
                     held + [e.params[ka] for e in pend_events], span)
-                later = locs[1:]  # (their lengths)
             else:
                 pend_keys = as_column([e.params[ka] for e in pend_events])
                 a_keys = full[0][locs[0]]
                 if (len(pend_keys) and len(a_keys)
                         and pend_keys.dtype.kind != a_keys.dtype.kind):
                     pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
-                later = [c[loc] for c, loc in zip(full[1:], locs[1:], strict=True)]
-                if len({c.dtype.kind for c in later}) > 1:
-                    later = [c.astype(object) for c in later]
+                keyed = [c[loc] for c, loc in zip(full[1:], k_locs[1:], strict=True)]
+                if len({c.dtype.kind for c in keyed}) > 1:
+                    keyed = [c.astype(object) for c in keyed]
                 i_code, b_code = key_codes(
                     np.concatenate([pend_keys, a_keys]) if len(pend_keys) else a_keys,
-                    np.concatenate(later) if len(later) > 1 else later[0], held, span)
+                    np.concatenate(keyed) if len(keyed) > 1 else keyed[0], held, span)
+            later = locs[1:]  # (their lengths)
+            if len(on_key) < len(stages):
+                parts = iter(np.split(b_code, np.cumsum([len(x) for x in k_locs[1:]])[:-1]))
+                b_code = np.concatenate([next(parts) if keys_of[j] >= 0
+                                         else np.zeros(len(locs[j]), np.int64)
+                                         for j in range(1, len(stages))])
     except Uncodable:
         return None
+    no_key = np.zeros_like(i_code)
     bounds = np.cumsum([0, *(len(c) for c in later)])
     n_real = len(old)
     n_old = n_real + len(pend_ids)
@@ -373,45 +394,74 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     i_ts = np.concatenate([np.array([t.threads[0].zstart[z] if z is not None else t.created
                                      for t in old] + [e.ts for e in pend_events],
                                     dtype=np.float64), src.ts[new_rows]])
-    taken = np.full((len(stages), n_inst), -1, np.int64)
+    n_stages = len(pr.stages) + 1 if pr.alts else len(pr.stages)  # (the events a match holds)
+    taken = np.full((n_stages, n_inst), -1, np.int64)
     taken[0, n_old:] = new_rows
     last = taken[0].copy()  # the row of each instance's last event (-1: before the batch)
-    for j in range(1, len(stages)):
-        sel = np.flatnonzero(stage == j)
+
+    def take(j: int, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The instances ``sel`` that take a row of edge ``j`` (the first later one of their
+        key passing its filter, within Δ) and the rows they take."""
+        # (an alternative's guard is its own chain's last stage: pr.alts)
+        if j < len(pr.stages):
+            view, jv, vlocs = pr, j, locs
+        else:
+            jv = len(pr.stages)
+            view, vlocs = pr.alts[j - jv], [*locs[:jv], locs[j]]
         rows_j = stage_rows[j]
         if not len(sel) or not len(rows_j):
-            continue
+            return sel[:0], sel[:0]
         code_j = b_code[bounds[j - 1]:bounds[j]]
+        i_code_j = i_code if keys_of[j] >= 0 or pr.key_var is None else no_key
         comb = code_j * span + rows_j + 1
         order = stable_order(code_j)  # (by key, then row: rows_j ascend)
         comb_sorted = comb[order]
-        q = sorted_search(comb_sorted, i_code[sel], last[sel], span, "right")
+        q = sorted_search(comb_sorted, i_code_j[sel], last[sel], span, "right")
         has = q < len(comb_sorted)
         cand = order[np.where(has, q, 0)]
-        has &= code_j[cand] == i_code[sel]
+        has &= code_j[cand] == i_code_j[sel]
         row = np.where(has, rows_j[cand], 0)
         # Esper's timer:within fires before an event at its deadline: an event exactly Δ
         # after the A is too late (docs/esper.md, "One instant")
         ok = has & (src.ts[row] - i_ts[sel] < pr.window)
         if not reads_own_event(stages[j]):
-            reach = _reach_cut(pr, j, cols, locs, order, code_j, old, pend_events)
+            reach = _reach_cut(view, jv, cols, vlocs, order, code_j, old, pend_events)
             if reach is not None:  # (instances no row of the batch can reach wait on)
                 near = reach[0][np.where(has, q, 0)] <= reach[1][sel]
                 ok &= near
             if not isinstance(src, EventRows):  # (the A events the guard's bindings read,
                 firsts = sel[ok]                # made in one go by a column source)
                 cols.events(new_rows[firsts[firsts >= n_old] - n_old])
-            guard = _GuardColumns(pr, j, cols, locs, order, old, pend_events)
-            moved, row = _first_guarded(pr, j, sel[ok], q[ok], order, code_j, i_code, rows_j,
-                                        i_ts, cols, lambda q: _bindings(pr, old, pend_events,
-                                                                        new_rows, q, cols),
-                                        reach, guard.truth)
+            guard = _GuardColumns(view, jv, cols, vlocs, order, old, pend_events)
+            moved, row = _first_guarded(view, jv, sel[ok], q[ok], order, code_j, i_code_j,
+                                        rows_j, i_ts, cols,
+                                        lambda q: _bindings(view, old, pend_events, new_rows,
+                                                            q, cols), reach, guard.truth)
         else:
             moved, row = sel[ok], row[ok]
+        return moved, row
+
+    for j in range(1, len(pr.stages)):
+        moved, row = take(j, np.flatnonzero(stage == j))
         stage[moved] = j + 1
         taken[j, moved] = row
         last[moved] = row
-    match = stage == len(stages)
+    if pr.alts:  # each instance at the alternatives completes by the first one's row
+        j0 = len(pr.stages)
+        sel = np.flatnonzero(stage == j0)
+        first = np.full(n_inst, n, np.int64)
+        alt = np.full(n_inst, -1, np.int64)
+        for i in range(len(pr.alts)):  # (in the order that wins a tie: a row strictly less)
+            moved, row = take(j0 + i, sel)
+            better = row < first[moved]
+            moved, row = moved[better], row[better]
+            first[moved] = row
+            alt[moved] = i
+        won = np.flatnonzero(alt >= 0)
+        stage[won] = j0 + 1
+        taken[j0, won] = first[won]
+        last[won] = first[won]
+    match = stage == n_stages
     # an instance whose deadline is the batch's last instant expired before its last event
     # (Esper's timer fires first) unless that very event began it (Δ = 0: its timer is still
     # to come)
@@ -424,7 +474,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     return {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "new_rows": new_rows,
             "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
-            "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols}
+            "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols,
+            "alt": alt}
 
 
 
@@ -663,6 +714,24 @@ def lazy_matches(parts: Iterable[tuple[Event, ...]], shape: _PairShape,
 
 
 
+def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
+          events: Any, fields: tuple[tuple[int, int] | None, ...] | None,
+          arity: dict[str, int]) -> list[Any]:
+    """:func:`_emit_pair`, for a last stage of alternatives per alternative: the matches it
+    completed are those of its own chain (``pr.alts``), whose select list reads the other
+    alternatives' tags as null."""
+    if not pr.alts:
+        return _emit_pair(m, pr, p, inst, rank, first_id, events, fields, arity)
+    blocks: list[Any] = []
+    by = p["alt"][inst]
+    for i, view in enumerate(pr.alts):
+        w = by == i
+        if w.any():
+            blocks += _emit_pair(m, view, p, inst[w], rank[w], first_id, events,
+                                 None if fields is None else _select_fields(m, view), arity)
+    return blocks
+
+
 def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
                events: Any, fields: tuple[tuple[int, int] | None, ...] | None,
                arity: dict[str, int]) -> list[Any]:
@@ -798,8 +867,8 @@ def pair_matches(m: Any, p: dict, inst: np.ndarray, events: Any, arity: dict[str
         return []
     pr = m.pattern.pair
     p["as_rows"] = np.zeros(len(p["match"]), bool)
-    blocks = _emit_pair(m, pr, p, inst, np.arange(len(inst)), 0, events,
-                        _select_fields(m, pr), arity)
+    blocks = _emit(m, pr, p, inst, np.arange(len(inst)), 0, events, _select_fields(m, pr),
+                   arity)
     if len(blocks) == 1 and bool((blocks[0].rank == np.arange(len(inst))).all()):
         return blocks[0].events  # (made in that order already: the instances begun in it)
     out: list[Any] = [None] * len(inst)
@@ -890,7 +959,7 @@ def one_stage_matches(m: Any, rows: np.ndarray, cols: TypeColumns, arity: dict[s
     read (:class:`~cepflow.runtime.rows.LazyBindings`); ids are given by the caller."""
     pr = m.pattern.pair
     fields = _select_fields(m, pr)
-    if fields is None or len(pr.stages) != 1:
+    if fields is None or len(pr.stages) != 1 or pr.alts:
         return None
     t = pr.stages[0].position.type
     shape = lazy_shape(m, [t], fields, arity)

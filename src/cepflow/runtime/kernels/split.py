@@ -50,6 +50,7 @@ from cepflow.compiler.evaluator import EvaluationError, can_fail
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.cascade import Derived, plan_cascade
+from cepflow.runtime.kernels.conj import plan_and
 from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
 from cepflow.runtime.kernels.pair import (
@@ -88,7 +89,7 @@ def split_kernels(engine: Any) -> list[Any] | None:
     # declines the batch: _plan_pair)
     chosen = [m for m in engine.matchers
               if (m.pattern.pair is not None or m.pattern.restart is not None
-                  or m.pattern.consec is not None)
+                  or m.pattern.consec is not None or m.pattern.esper_and is not None)
               and not m.pattern.types & produced
               and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
@@ -157,6 +158,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
     try:
         plans = [_plan_pair(m, cols, engine.host.arity) if m.pattern.pair is not None
                  else plan_restart(m, cols) if m.pattern.restart is not None
+                 else plan_and(m, cols) if m.pattern.esper_and is not None
                  else plan_consec(m, cols) for m in kernels]
     except Declined:
         plans = [None]

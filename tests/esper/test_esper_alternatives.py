@@ -1,0 +1,289 @@
+"""The pair kernel's last stage of alternatives (runtime/kernels/pair.py, ``EsperPair.alts``):
+``every a = A(f) [-> b = B(g, key)] -> (x = X(h, key) or y = Y(k, key) …) [where
+timer:within(Δ)]`` — each instance completes at the first later event of any alternative
+(of its key, passing that alternative's filter), binding that alternative's tag and leaving
+the others null. Over random statements of that shape (alternatives of one type or of the
+first stage's, filters, keyed or not, with and without ``within``, select lists reading the
+alternatives' tags) and random streams, the kernel equals the per-event general token path:
+complex events (parameters with their nulls, parts, bindings, match ids) in order, rule
+firings, statistics, open instances and saved state — through ``Engine.process_batch`` and
+``Engine.run`` with batches cut anywhere, ``Engine.process_columns`` (event lists and Arrow
+batches), the program split, and a save/restore in the middle."""
+
+import itertools
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from tests.esper.test_esper_kernel import (
+    FILTERS,
+    SCHEMA,
+    assert_alike,
+    check,
+    events,
+    fed_columns,
+    rows,
+    state,
+)
+from tests.esper.test_split import OTHERS, WINDOW_BLOCKS, check_split, program, restored
+
+from cepflow.language.epl import parse_epl
+from cepflow.loader import load_module
+from cepflow.runtime.engine import Engine
+
+#: an alternative's conditions on a's fields after a alone (guards: checked per candidate,
+#: kernels.pair._first_guarded, column-wise where runtime.vector_expr decides them)
+GUARDS = ["{a}.v > a.v", "{a}.x < a.x + 1 and {a}.v >= 1", "{a}.v >= a.v + 2",
+          "{a}.v + a.v = 3"]
+
+#: a third type, so that alternatives may be of three types or share one
+C_SCHEMA = "create schema C(k integer, v integer, x double, s string);\n"
+TYPES = ["A", "B", "C"]
+
+
+@st.composite
+def alternatives(draw: st.DrawFn) -> str:
+    """``every a = T(f) [-> b = T(g, key)] -> (x = T(h[, key]) or y = T(…) [or z = …])
+    [where within]`` with a select list reading the alternatives' tags, or none."""
+    n_alts = draw(st.sampled_from([2, 2, 3]))
+    chained = draw(st.sampled_from([False, False, True]))
+    keyed = chained or draw(st.sampled_from([True, True, False]))
+    # (any order: the names decide ties; Z sorts before the earlier stages' a and b, ab
+    # between them)
+    tags = draw(st.permutations(["p", "q", "r", "Z", "ab"]))[:n_alts]
+
+    def stage(tag: str, t: str, key: bool) -> str:
+        f = draw(st.sampled_from(["", "", *FILTERS] + ([] if chained or tag == "b" else GUARDS))
+                 ).format(a=tag)
+        if key:
+            k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
+            f = f"({f}) and {k}" if f else k
+        if tag not in ("b", tags[0], tags[-1]) and draw(st.booleans()):  # (untagged)
+            return f"{t}({f.replace(tag + '.', '')})"
+        return f"{tag} = {t}({f})"
+
+    f = draw(st.sampled_from(["", *FILTERS])).format(a="a")
+    first = f"a = {draw(st.sampled_from(TYPES))}({f})"
+    # (after a alone, some alternatives may be on the key and others not: per type, since
+    # the compiler indexes a type's events by a key only when all of them unify on it)
+    on_key: dict[str, bool] = {}
+    written = []
+    for tag in tags:
+        t = draw(st.sampled_from(TYPES))
+        k = on_key.setdefault(t, keyed and (chained or draw(st.sampled_from([True, True,
+                                                                             False]))))
+        written.append(stage(tag, t, k))
+    body = f"({' or '.join(written)})"
+    if chained:
+        body = f"{stage('b', draw(st.sampled_from(TYPES)), True)} -> {body}"
+    within = draw(st.sampled_from(["", "", " where timer:within(3 msec)",
+                                   " where timer:within(0 msec)",
+                                   " where timer:within(10 milliseconds)"]))
+    if chained and within:
+        body = f"({body})"  # (the guard around everything after a)
+    x, y = tags[0], tags[-1]
+    select = draw(st.sampled_from([
+        "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
+        f"select {y}.k as yk, {x}.s as xs, a.k as k, 'lit' as c ",
+        f"select a.v + {x}.v as total, {y}.v as yv "]))
+    name = draw(st.sampled_from(["P", "Q"]))
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every {first} -> "
+            f"{body}{within}];\n")
+
+
+@st.composite
+def leading(draw: st.DrawFn) -> str:
+    """``every (x = T(f) or y = U(g) [or z = …])`` (or ``every x = T(f) or every y = …``,
+    the same pattern): each event passing an alternative's filter is a match."""
+    tags = draw(st.permutations(["p", "q", "r", "Z", "ab"]))[:draw(st.sampled_from([2, 3]))]
+    alts = []
+    for tag in tags:
+        f = draw(st.sampled_from(["", *FILTERS])).format(a=tag)
+        t = draw(st.sampled_from(TYPES))
+        untagged = tag not in (tags[0], tags[-1]) and draw(st.booleans())
+        alts.append(f"{t}({f.replace(tag + '.', '')})" if untagged else f"{tag} = {t}({f})")
+    body = (f"every ({' or '.join(alts)})" if draw(st.booleans())
+            else " or ".join(f"every {x}" for x in alts))
+    x, y = tags[0], tags[-1]
+    select = draw(st.sampled_from([
+        "", f"select {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
+        f"select {y}.k as yk, {x}.s as xs, 'lit' as c "]))
+    name = draw(st.sampled_from(["P", "Q"]))
+    return f"@Name('{name}')\ninsert into {name}\n{select}from pattern [{body}];\n"
+
+
+def stream(keys) -> st.SearchStrategy:
+    return st.lists(st.tuples(st.sampled_from(TYPES), st.sampled_from(keys),
+                              st.sampled_from([0, 1, 2, 3, 4, -1, 0.5, None, True]),
+                              st.sampled_from([0.0, 0.7, 1.2, 2.0]), st.integers(0, 3)),
+                    max_size=70)
+
+
+def takes_the_kernel(stmt: str) -> None:
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    engine = Engine(prog)
+    assert engine._pairs is not None, stmt
+    assert all(m.pattern.pair.alts for m in engine.matchers)
+
+
+# (an event of two alternatives' type that fits both: the per-event engine keeps the one
+# whose bindings sort first, ``q`` before ``r`` whatever the order they are written in)
+TIE = ("@Name('P')\ninsert into P\nselect a.v as av, r.v as rv, q.x as qx\nfrom pattern "
+       "[every a = A() -> (r = B(r.v >= 0 and k = a.k) or q = B(q.v <= 3 and k = a.k))];\n")
+TIE_STREAM = [("A", 0, 1, 0.0, 0), ("B", 0, 2, 0.7, 1), ("A", 1, 1, 0.0, 1),
+              ("B", 1, 5, 0.7, 1), ("B", 0, 1, 1.2, 1)]
+# (the earlier stages' names count: ``ab.v`` sorts between ``a.*`` and ``b.v``, so the
+# tagged alternative wins over the untagged one, whose bindings lack it)
+TIE_CHAIN = ("@Name('P')\ninsert into P\nselect b.v as bv, ab.v as abv\nfrom pattern [every "
+             "a = A() -> (b = B(k = a.k) -> (ab = C(ab.v >= 0 and k = a.k) or "
+             "C(v <= 3 and k = a.k)))];\n")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(alternatives(), leading()), min_size=1, max_size=2),
+       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+@example([TIE], TIE_STREAM, [3], 0)
+@example([TIE_CHAIN], [("A", 0, 1, 0.0, 0), ("B", 0, 2, 0.7, 1), ("C", 0, 2, 0.7, 1)], [], 0)
+# (an alternative on no key beside one on the key: any C completes the instance of key 1)
+@example(["@Name('P')\ninsert into P\nselect a.k as ak, q.k as qk\nfrom pattern [every a = "
+          "A() -> (p = B(k = a.k) or q = C())];\n"],
+         [("A", 1, 1, 0.0, 0), ("C", 2, 2, 0.7, 1), ("B", 1, 2, 0.7, 1)], [], 0)
+def test_alternatives_equal_event_by_event(stmts, spec, cuts, tail) -> None:
+    """Batches cut anywhere (single events between them, per-event steps after), the column
+    route over event lists, rules firing: as the general token path."""
+    names = [s.split("'")[1] for s in stmts]
+    if len(set(names)) != len(names):
+        stmts = stmts[:1]
+    for s in stmts:
+        takes_the_kernel(s)
+    check(C_SCHEMA + "".join(stmts), spec, cuts, tail)
+
+
+@settings(max_examples=80, deadline=None)
+@given(alternatives(), stream([0, 1, 2, 1.0, True, "1", None, float("nan")]),
+       st.lists(st.integers(0, 70), max_size=2), st.integers(0, 5))
+def test_alternatives_with_mixed_keys(stmt, spec, cuts, tail) -> None:
+    """Keys that unify across types (1, 1.0, True), text, None and NaN (which unifies with
+    nothing: that batch goes event by event)."""
+    check(C_SCHEMA + stmt, spec, cuts, tail)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.one_of(alternatives(), leading()), stream([0, 1, 2]), st.integers(1, 30),
+       st.integers(0, 70), st.lists(st.integers(0, 70), max_size=3))
+@example(TIE, TIE_STREAM, 2, 3, [4])
+def test_alternatives_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
+    """``Engine.run`` in batches of ``batch`` events with a save/restore at ``restore_at``,
+    and ``Engine.process_columns`` over Arrow batches cut at ``cuts`` (the rows written
+    column-wise too): as event by event."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    assert Engine(prog)._pairs is not None
+    check_run(prog, spec, batch, restore_at)
+    check_arrow(prog, spec, cuts)
+
+
+def check_run(prog, spec, batch: int, restore_at: int) -> None:
+    """``Engine.run`` in batches of ``batch`` events with a save/restore at ``restore_at``
+    against event by event (the fast per-event steps and the general token path)."""
+    one = Engine(prog)
+    ref = [m for e in events(spec) for m in one.process(e)]
+    one_ref = Engine(prog, fast_path=False)
+    assert rows([m for e in events(spec) for m in one_ref.process(e)]) == rows(ref)
+    many = Engine(prog)
+    evs = events(spec)
+    at = min(restore_at, len(evs))
+    got = list(many.run(evs[:at], batch_size=batch))
+    many = restored(many, prog)
+    got += many.run(evs[at:], batch_size=batch)
+    assert rows(got) == rows(ref)
+    assert many.stats == one.stats
+    assert state(many) == state(one) == state(one_ref)
+    assert many.partial_matches() == one.partial_matches()
+    assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
+
+
+def check_arrow(prog, spec, cuts) -> None:
+    """Arrow batches cut at ``cuts`` through the column route (Engine.process_columns; rules
+    only count: no action), the rows written column-wise too, against event by event."""
+    cols, ref_cols = Engine(prog, strict_actions=False), Engine(prog, strict_actions=False)
+    assert cols.columnar
+
+    def numbered() -> list:
+        evs = events(spec)
+        for i, e in enumerate(evs):
+            e.seq = i
+        return evs
+
+    ref = [m for e in numbered() for m in ref_cols.process(e)]
+    evs, got, written = numbered(), [], []
+    n = len(evs)
+    for lo, hi in itertools.pairwise(sorted({0, n, *(min(c, n) for c in cuts)})):
+        found, out = fed_columns(cols, evs[lo:hi], {"A": 4, "B": 4, "C": 4})
+        got += found
+        written += out
+    assert_alike(ref_cols, ref, cols, got, written)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(alternatives(), leading()), min_size=1, max_size=2),
+       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
+                min_size=1, max_size=2, unique=True),
+       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_alternatives_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes (over the input and over these statements'
+    output): the program split plans the alternatives column-wise, with a save/restore in
+    the middle, as event by event."""
+    prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    check_split(prog, spec, cuts, restore_at)
+
+
+def test_the_shape_and_what_it_declines() -> None:
+    """What takes the alternatives' kernel, and what stays per event."""
+    for s in [
+        "every a = A -> (b = B(b.k = a.k) or c = C(c.k = a.k)) where timer:within(10 sec)",
+        "every a = A(v > 1) -> (b = B or c = C or d = A)",
+        "every a = A -> (b = B(v > a.v and k = a.k) or c = C(k = a.k))",  # (a guard on a)
+        "every a = A -> (b = B(k = a.k) or c = C)",  # (one keyed, one not)
+        "every (a = A(v > 1) or b = B or c = A(v < 3))",  # (alternatives from the start)
+        "every a = A or every b = B",
+        "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
+    ]:
+        takes_the_kernel(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    # per event, after a alone on a key: the direct step (Matcher._pair_step), for a C
+    # closing, for an A opening, for a B (both) both
+    m = Engine(load_module(parse_epl(
+        SCHEMA + C_SCHEMA + "@Name('P')\ninsert into P\nfrom pattern [every a = A -> (b = "
+        "B(k = a.k) or c = C(k = a.k) or d = B(v > 1 and k = a.k))];\n"))).matchers[0]
+    assert m.pattern.pair.is_pair
+    assert (m.step_for("A"), m.step_for("B"), m.step_for("C")) == (
+        m._pair_open, m._alts_close, m._alts_close)
+    for s in [
+        # (a guard on a after a chain)
+        "every a = A -> b = B(k = a.k) -> (c = B(v > a.v and k = a.k) or d = C(k = a.k))",
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k) -> d = A(k = a.k))",  # (not last)
+        "every a = A -> b = B -> (c = C or d = A)",  # (a chain without a key)
+        "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = A)",  # (one on no key)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.v))",  # (two keys)
+        "every (a = A -> (b = B(k = a.k) or c = C(k = a.k)))",  # (restart)
+        "every (a = A or b = B) where timer:within(1 sec)",  # (restart, a window)
+        "every (a = A or b = B -> c = C)",  # (a sequence among them)
+    ]:
+        prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
+                                     f"from pattern [{s}];\n"))
+        assert Engine(prog)._pairs is None, s
+
+
+#: a sliding window's rows read by a pattern of alternatives over that one type: no
+#: single-stage pattern of the cascade (kernels.cascade takes those), the pair kernel's
+OVER_BLOCK = (
+    "@Name('WK')\ninsert into WK\nselect a.k as k, a.x as x, avg(a.x) as ax\n"
+    "from A(a.k > 0).win:time(4 msec) as a\ngroup by a.k;\n"
+    "@Name('GW')\ninsert into GW\nselect g.k as k, h.x as hx, i.ax as iax\n"
+    "from pattern [every g = WK(g.ax > 0.8) -> (h = WK(h.k = g.k and h.x < 1) or "
+    "i = WK(i.k = g.k and i.x >= 1)) where timer:within(5 msec)];\n")
+
+
+@settings(max_examples=60, deadline=None)
+@given(stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_alternatives_over_a_window_block(spec, cuts, restore_at) -> None:
+    prog = program([C_SCHEMA + OVER_BLOCK], [])
+    check_split(prog, spec, cuts, restore_at)
