@@ -305,6 +305,12 @@ def _occupants(m: Any, c: Chain) -> PendingRows:
     if not toks:
         return rows if rows is not None else PendingRows([], [], c.zone, [], [], c.var)
     ths = [t.threads[0] for t in toks]
+    if c.extra and any(  # (rows remake a match's bindings from its events, in binding order)
+            list(th.bindings.items()) != list(c.bindings(th.bindings.get(c.var),
+                                                         th.events).items()) for th in ths):
+        # a restored partial match whose bindings come in another order (a state written
+        # with sorted keys): the order shows in its match's params, so the token path keeps it
+        raise Declined("a partial match's bindings in another order: event by event")
     out = PendingRows([t.id for t in toks], [th.events for th in ths], c.zone,
                       [th.state for th in ths], [th.bindings.get(c.var) for th in ths], c.var)
     if rows is not None:  # (younger than every token)
