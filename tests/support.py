@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from cepflow.compiler.program import Program, compile_module
@@ -119,3 +122,21 @@ def keyed_chains(filters: Sequence[str], windows: Sequence[float | None]) -> Any
         return body if window is None else f"({body})[{window} ms]"
 
     return chains()
+
+
+def load_script(path: Path, name: str, register: bool = False) -> Any:
+    """A script of the repository (an example's generator, a benchmark, a tool under
+    scripts/) as a module; its own folder is importable while it loads (a benchmark imports
+    its common.py), and ``register`` keeps it in ``sys.modules`` (dataclasses look their
+    module up)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    if register:
+        sys.modules[name] = module
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module

@@ -8,23 +8,18 @@ random seeds; here two fixed seeds keep the suite deterministic and fast.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+
+from support import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fuzz_patterns.py"
 
 
 def _fuzz():  # type: ignore[no-untyped-def]
     """scripts/fuzz_patterns.py as a module."""
-    spec = importlib.util.spec_from_file_location("fuzz_patterns", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # (dataclasses look their module up)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "fuzz_patterns", register=True)
 
 
 fuzz = _fuzz()

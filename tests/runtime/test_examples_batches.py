@@ -7,7 +7,6 @@ instances, saved state and end of input; and no batch goes event by event."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 from pathlib import Path
@@ -22,6 +21,7 @@ from cepflow.inputs import read_events
 from cepflow.loader import load
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import restore_state, save_state
+from support import load_script
 
 EX = Path(__file__).resolve().parents[2] / "examples"
 N = 4000
@@ -36,11 +36,7 @@ def records(name: str) -> list[dict[str, Any]]:
     if name == "cps":  # invalidModel at random, validModel now and then, 100 hosts
         return [{"type": "invalidModel" if rng.random() < 0.8 else "validModel",
                  "ts": i * 1000, "params": [f"h{rng.randrange(100)}"]} for i in range(N)]
-    spec = importlib.util.spec_from_file_location("motorbike_generate",
-                                                  EX / "motorbike" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = load_script(EX / "motorbike" / "generate.py", "motorbike_generate")
     # (examples_cpu.py's scaling of the generator's defaults, and more crashes and accidents
     # so that the derived statements see several)
     out, _ = gen.generate(N, bikes=40, days=0.1, accidents=6, crashes=30)

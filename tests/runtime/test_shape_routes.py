@@ -8,9 +8,7 @@ checked here against the reference on the benchmark's own stream."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +20,12 @@ from cepflow.events.event import Event
 from cepflow.replay import replay
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import restore_state, save_state
+from support import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _shapes_module() -> Any:
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # (the benchmark imports its common.py)
-    try:
-        spec = importlib.util.spec_from_file_location("pattern_shapes",
-                                                      ROOT / "benchmarks" / "pattern_shapes.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.pop(0)
-
-
-PS = _shapes_module()
+PS = load_script(ROOT / "benchmarks" / "pattern_shapes.py", "pattern_shapes")
 #: besides the benchmark's shapes, corners a fast path must not get wrong
 EXTRA = {
     "or_recurring": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> (B(x, _) OR C(x, _)) "

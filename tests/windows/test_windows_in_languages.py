@@ -9,7 +9,6 @@ published PCPN marking) — each in both syntaxes; the engine's order of outputs
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from cepflow.language.printer import format_module
 from cepflow.loader import load, load_module, parse_path
 from cepflow.runtime.engine import Engine
 from cepflow.windows import run_statements
+from support import load_script
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MINUTE = 60_000
@@ -86,12 +86,7 @@ complexEvent N { from M window time(1500 ms) select max(a) as top }
 
 # -- 003 motorbike: Listings 3 and 4 on a generated stream --------------------------------------
 def _generator():
-    spec = importlib.util.spec_from_file_location("motorbike_generate",
-                                                  EXAMPLES / "motorbike" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(EXAMPLES / "motorbike" / "generate.py", "motorbike_generate")
 
 
 @pytest.fixture(scope="module")
