@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from cepflow.cli.main import app
 from cepflow.loader import diagnose_paths
 from cepflow.simulation import Simulation, load_model, required_runs
+from cepflow.simulation.monte_carlo import LocalRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 MOTORBIKE = ROOT / "examples" / "motorbike"
@@ -130,10 +131,15 @@ def test_errors(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "one language" in res.stderr
 
 
-def test_a_model_too_large_to_generate(tmp_path: Path) -> None:
+def test_a_model_too_large_to_generate(tmp_path: Path, monkeypatch) -> None:
     big = tmp_path / "big.toml"
     big.write_text((MOTORBIKE / "model.toml").read_text().replace('mean = "60 s"',
                                                                   'mean = "1 ms"'))
+
+    def no_workers(self):  # the size is checked before any worker is forked
+        raise AssertionError("the runner started")
+
+    monkeypatch.setattr(LocalRunner, "__enter__", no_workers)
     res = simulate(*APP[:2], "-m", str(big), "-n", "3", "--duration", "16d", "--workers", "2")
     assert res.exit_code == 1
     assert res.stderr.strip().splitlines()[-1].startswith(

@@ -19,6 +19,7 @@ from rich.table import Table
 from cepflow.cli.generate import pick_seed, read_model, run_duration
 from cepflow.cli.options import EngineName, load_program, need_spark, reading
 from cepflow.simulation.draws import GenerationError
+from cepflow.simulation.generator import check_size
 from cepflow.simulation.monte_carlo import LocalRunner, RunResult, Simulation, parse_count_by
 from cepflow.simulation.outcome import Outcome
 from cepflow.simulation.properties import FORMULAS, required_runs, run_until_precise, z_value
@@ -156,6 +157,8 @@ def simulate_command(
     t_start = time.perf_counter()
     reached: bool | None = None
     try:
+        if events is None:  # before forking workers or starting Spark
+            check_size(model, ms)
         with _runner(simulation, engine, master, workers) as runner, _bar(
                 progress, total) as advance:
             t0 = time.perf_counter()  # (processes forked, or Spark started)

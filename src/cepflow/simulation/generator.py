@@ -130,6 +130,17 @@ def expected_events(model: SimulationModel, duration_ms: float) -> float:
     return sum(s.instances * s.arrival.expected(duration_ms) for s in model.sources)
 
 
+def check_size(model: SimulationModel, duration_ms: float, max_events: int = MAX_EVENTS
+               ) -> None:
+    """Raise :class:`GenerationError` when a run of ``duration_ms`` would generate more than
+    ``max_events`` events (expected); the runners ask it before they start."""
+    expected = expected_events(model, duration_ms)
+    if expected > max_events:
+        raise GenerationError(f"the model would generate about {expected:,.0f} events per "
+                              f"run over {duration_ms / 1000:g} s (at most {max_events:,}): "
+                              "fewer instances, a shorter duration or slower arrivals")
+
+
 def generate(model: SimulationModel, duration_ms: float | None, seed: int, run: int = 0,
              max_events: int = MAX_EVENTS, limit: int | None = None) -> RunEvents:
     """Generate run ``run`` of seed ``seed``: every source's events over ``duration_ms``, or
@@ -146,11 +157,8 @@ def generate(model: SimulationModel, duration_ms: float | None, seed: int, run: 
                               f"(got {limit:,})")
     horizon = duration_ms if limit is None else _horizon(model, limit, duration_ms)
     while True:
-        expected = expected_events(model, horizon)
-        if expected > max_events and limit is None:
-            raise GenerationError(f"the model would generate about {expected:,.0f} events per "
-                                  f"run over {horizon / 1000:g} s (at most {max_events:,}): "
-                                  "fewer instances, a shorter duration or slower arrivals")
+        if limit is None:
+            check_size(model, horizon, max_events)
         ts, placed, instances = _arrivals(model, horizon, seed, run)
         if limit is None or ts.size >= limit or horizon == duration_ms:
             break
