@@ -36,11 +36,13 @@ CONTEXTS = ("chronicle", "immediate", "strict", "unrestricted", "esper")
 
 
 class Unrouted(Engine):
-    """The reference: no route table and no specialised step — every event goes through
-    ``Matcher.process`` of each pattern that reads its type or sees every event."""
+    """The reference: no route table and no specialised step — every event, input or
+    derived, goes through ``Matcher.process`` of each pattern that reads its type or sees
+    every event."""
 
     def index_routes(self) -> None:
         self._routes = {}
+        self._derived = {t: tuple(m.process for m in ms) for t, ms in self.subs_complex.items()}
 
     def _route(self, t: str) -> tuple[int, tuple, tuple, bool]:
         n = self.host.arity.get(t)
@@ -149,3 +151,64 @@ def test_a_select_list_of_variables_is_read_not_evaluated() -> None:
             "create schema A(k int, v int); create schema B(k int, v int);\n"
             f"insert into P select {select} from pattern [every a=A -> b=B(b.k = a.k)]"))
         assert Engine(program).matchers[0].pattern.select_copy is None
+
+
+def _higher(text: str) -> Any:
+    return load_module(parse_epl(
+        "create schema A(k int, v int); create schema B(k int, v int);\n"
+        "create schema C(k int, v int);\n"
+        "insert into P select a.k as k, b.v as v from pattern [every a=A(a.v > 0) -> "
+        f"b=B(b.k = a.k) where timer:within(3 sec)];\n{text}"))
+
+
+#: patterns over another's output (P) through their direct steps: P opening, P closing, P
+#: in both roles, and a VEPL keyed sequence over a derived type (the row step)
+HIGHER = {
+    "derived opens": (_higher("insert into Q select p.k as k from pattern [every p=P -> "
+                              "c=C(c.k = p.k) where timer:within(2 sec)]"),
+                      {"P": "_pair_open"}),
+    "derived closes": (_higher("insert into Q select c.k as k from pattern [every c=C -> "
+                               "p=P(p.k = c.k) where timer:within(2 sec)]"),
+                       {"P": "_pair_close"}),
+    "derived twice": (_higher("insert into Q select p.k as k from pattern [every p=P -> "
+                              "q=P(q.k = p.k)]"), {"P": "_pair_step"}),
+    "vepl": (cepflow.load("atomicEvent A(k: Integer, v: Integer)\n"
+                          "atomicEvent B(k: Integer, v: Integer)\n"
+                          "atomicEvent C(k: Integer, v: Integer)\n"
+                          "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) }\n"
+                          "complexEvent Q(x: Integer) { as P(x) -> C(x, _) -> P(x) }"),
+             {"P": "_row_step"}),
+}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(sorted(HIGHER)),
+       st.lists(st.tuples(st.sampled_from("ABC"), st.integers(0, 2), st.integers(-1, 2),
+                          st.sampled_from([0, 0, 500, 1000, 3000])), max_size=40))
+def test_derived_events_take_the_direct_steps_as_the_reference(which: str, spec: list) -> None:
+    """A derived event goes to the step its type routes to (Engine._derived, as for input
+    events): the same matches, ids, state and statistics as ``Matcher.process`` of each reader
+    and as the general token path."""
+    ts, events = 0, []
+    for i, (t, k, v, dt) in enumerate(spec):
+        ts += dt
+        events.append(Event(t, (k, v), ts, f"e{i}"))
+    program, expected = HIGHER[which]
+    engine = Engine(program)
+    steps = {t: getattr(s, "__name__", None) or s.func.__name__
+             for t, (s,) in engine._derived.items() if t in expected}
+    assert steps == expected
+    _both(program, events)
+    direct, general = Engine(program), Engine(program, fast_path=False)
+    assert _outcome(direct, events)[:3] == _outcome(general, events)[:3]
+    for cut in (1, 7):  # Engine.run: the program split over batches, derived events stepped
+        batched = Engine(program)
+        found = [(m.type, m.ts, m.match_id, tuple(m.event_refs), m.params)
+                 for i in range(0, len(events), cut) for m in batched.process_batch(
+                     [Event(e.type, e.params, e.ts, e.id) for e in events[i:i + cut]])]
+        reference = Engine(program, fast_path=False)
+        expected = [(m.type, m.ts, m.match_id, tuple(m.event_refs), m.params)
+                    for e in events for m in reference.process(Event(e.type, e.params, e.ts,
+                                                                     e.id))]
+        assert found == expected
+        assert save_state(batched) == save_state(reference)

@@ -210,6 +210,10 @@ class Engine:
         types = {*host.arity, *self.subs_input, *self._window_subs, *host.rules.by_type}
         self._routes: dict[str, tuple[int, tuple, tuple, bool]] = {
             t: self._route(t) for t in types}
+        #: per complex event type, the steps of the matchers that read it (as for an input
+        #: event: Matcher.step_for, so a derived event takes the fast steps too), in order
+        self._derived: dict[str, tuple[Callable, ...]] = {
+            t: tuple(m.step_for(t) for m in ms) for t, ms in self.subs_complex.items()}
 
     def _route(self, t: str) -> tuple[int, tuple[Callable, ...], tuple[WindowRunner, ...], bool]:
         """How an input event of type ``t`` is taken: its declared number of parameters (-1:
@@ -237,6 +241,7 @@ class Engine:
         (by slot) for the derived events they read (Matcher.process: runtime/kernels/cascade.py).
         """
         saved = dict(self._routes)
+        saved_derived = dict(self._derived)
         saved_windows = list(self.windows)
         saved_subs = {t: list(rs) for t, rs in self._window_subs.items()}
         swap = {id(self.windows[i]): b for i, b in (windows or {}).items()}
@@ -264,6 +269,10 @@ class Engine:
                 rs[:] = [swap.get(id(r), r) for r in rs]
             for k, fn in cascades.items():
                 self.matchers[k].process = fn  # type: ignore[method-assign]
+            for t, ms in self.subs_complex.items():
+                if any(m.slot in cascades for m in ms):
+                    self._derived[t] = tuple(cascades.get(m.slot, s)
+                                             for m, s in zip(ms, saved_derived[t], strict=True))
             yield frozenset(read)
         finally:
             self.windows[:] = saved_windows
@@ -276,6 +285,8 @@ class Engine:
                     self.matchers[k].process = before_p  # type: ignore[method-assign]
             self._routes.clear()
             self._routes.update(saved)
+            self._derived.clear()
+            self._derived.update(saved_derived)
             for m, before in zip(replaced, own, strict=True):
                 if before is None:
                     del m.on_deadline
@@ -598,8 +609,8 @@ class Engine:
                 raise EngineError(f"more than {self.host.max_cascade} complex events from one "
                                   "event")
             emitted: list[ComplexEvent] = []
-            for m in self.subs_complex.get(ce.type, ()):
-                m.process(ce, emitted.append)
+            for take in self._derived.get(ce.type, ()):
+                take(ce, emitted.append)
             for r in self._window_subs.get(ce.type, ()):
                 emitted.extend(self._window_rows(r, ce))
             for nxt in emitted:
