@@ -96,6 +96,10 @@ def test_time_batches_in_bulk_equal_event_by_event(prog, spec, cuts, restore_at)
 @settings(max_examples=120, deadline=None)
 @given(programs(), stream(), st.lists(st.integers(0, 90), max_size=3), st.integers(0, 90))
 def test_time_batches_in_bulk_over_arrow_columns(prog, spec, cuts, restore_at) -> None:
+    check_columns(prog, spec, cuts, restore_at)
+
+
+def check_columns(prog, spec, cuts, restore_at) -> None:
     """Through Engine.process_columns over Arrow batches (the reader numbers the rows, from 0
     again after the restore), the same as the per-event engine (test_split's column check)."""
     one, many = Engine(prog), Engine(prog)

@@ -52,6 +52,19 @@ EXTRA = {
                         "@Name('Q') select c.n as n from pattern [every c=Cnt(n > 3)];"),
     "esper_or_same": ("epl", "select a.k as k, b.v as bv, c.v as cv from pattern [every a=A "
                              "-> (b=B(b.k = a.k, b.v > 5) or c=B(c.k = a.k, c.v < 3))];"),
+    # length windows and having (kernels/window_block.py): a row for the group a push-out
+    # leaves, a row per event, min/max per lane, a grouped length batch's count-0 rows
+    "win_length_groups": ("epl", "select k, count(*) as n, avg(v) as m from A#length(20) "
+                                 "group by k having count(*) >= 1;"),
+    "win_length_event": ("epl", "select v, sum(v) as s, min(v) as lo from B(v > 2)#length(7) "
+                                "having sum(v) > 30;"),
+    "win_groupwin_minmax": ("epl", "select k, min(v) as lo, max(v) as hi, count(*) as n "
+                                   "from C#groupwin(k)#length(3) group by k;"),
+    "win_length_batch_group": ("epl", "select k, sum(v) as s from A#length_batch(40) "
+                                      "group by k having sum(v) < 20;"),
+    "win_read_length": ("epl", "insert into Cnt select k, sum(v) as s from A#length(10) "
+                               "group by k;\n"
+                               "@Name('Q') select c.s as s from pattern [every c=Cnt(s > 30)];"),
 }
 PS.SHAPES.update(EXTRA)
 N = 3_000

@@ -67,6 +67,9 @@ class StatementPlan:
     aliases: tuple[str, ...]
     output_schema: EventType
     row_builder: Callable[[Callable[[], int]], RowBuilder]
+    #: ``having`` as the row builder evaluates it (aggregates as their placeholder names,
+    #: ``current_timestamp()`` as NOW), for the column-wise plans (kernels.window_block)
+    having_expr: ast.Expr | None = None
 
     def record(self, event: Event, seq: int, ts: float | None = None) -> Record:
         """The record a window keeps for an accepted ``event`` (``cepflow.windows.held``):
@@ -265,8 +268,9 @@ def compile_statement(
             compiled_items.append(("expr", _compile(e, fields, functions, placeholders, stmt,
                                                     f"select item {i + 1}",
                                                     stmt.select[i].expr)))
-    having_fn = (_compile(replace_aggregates(having), fields, functions, placeholders, stmt,
-                          "having", stmt.having) if having is not None else None)
+    having_expr = replace_aggregates(having) if having is not None else None
+    having_fn = (_compile(having_expr, fields, functions, placeholders, stmt, "having",
+                          stmt.having) if having_expr is not None else None)
     filter_fn = (_compile(filt, fields, functions, frozenset(), stmt, "filter", stmt.filter)
                  if filt is not None else None)
     key = _key_fn([_compile(g, fields, functions, frozenset(), stmt, f"group by {i + 1}",
@@ -289,7 +293,8 @@ def compile_statement(
                    if args and all(_is_field(a, fields) for a in args) else None)
     return StatementPlan(stmt, mode, fields, filter_fn, key, group_exprs, tuple(args), arg_fns,
                          key_params, args_params, tuple(slots), select,
-                         tuple(compiled_items), aliases, output_schema, row_builder)
+                         tuple(compiled_items), aliases, output_schema, row_builder,
+                         having_expr)
 
 
 def _is_field(e: ast.Expr, fields: Mapping[str, int]) -> bool:

@@ -96,7 +96,8 @@ def split_kernels(engine: Any) -> list[Any] | None:
     if chosen:
         return chosen
     # window statements over the input split on their own (kernels.window_block) where that
-    # spares per-event steps: a sliding window whose rows come at its arrivals, or whose rows
+    # spares per-event steps: a window whose rows come at its arrivals (a length window,
+    # a length batch, a time window with a row per event), or whose rows
     # nothing reads (on expiry too, recorded in bulk: 2.6-3.2x on Engine.run alone,
     # benchmarks/README.md "pattern_shapes.py"), or a time batch whose rows nothing reads (its
     # boundaries are recorded in bulk), whose type nothing but such statements reads (the
@@ -105,7 +106,8 @@ def split_kernels(engine: Any) -> list[Any] | None:
     blocks = [engine.windows[i] for i in window_kernels(engine)]
     ids = {id(r) for r in blocks}
     alone = [r for r in blocks
-             if ((r.statement.window.kind == "time" and r.plan.mode == "event")
+             if (r.statement.window.kind in ("length", "length_batch")
+                 or (r.statement.window.kind == "time" and r.plan.mode == "event")
                  or not engine.consumed(r.statement.name))
              and not engine.subs_input.get(r.statement.input_type)
              and not engine.host.rules.triggers(r.statement.input_type)

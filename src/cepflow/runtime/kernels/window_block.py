@@ -42,13 +42,17 @@ from typing import Any
 
 import numpy as np
 
+from cepflow.compiler.evaluator import EvaluationError
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.walk import strip_alias
 from cepflow.runtime.kernels.filters import filter_mask
-from cepflow.runtime.kernels.frame import Declined
+from cepflow.runtime.kernels.frame import Declined, declined_on_failure
 from cepflow.runtime.rows import EventRows, LazyBindings, Rows, TypeColumns
+from cepflow.runtime.vector_expr import filter_mask as vector_mask
 from cepflow.windows.aggregates import FIRST, N
-from cepflow.windows.held import EVENT, KEY, TS, VALS
+from cepflow.windows.expressions import NOW
+from cepflow.windows.held import EVENT, KEY, SEQ, TS, VALS
+from cepflow.windows.output_rows import placeholder
 from cepflow.windows.tumbling import TimeBatchWindow
 
 _TS = attrgetter("ts")
@@ -71,9 +75,12 @@ def _fits(runner: Any, produced: set[str]) -> bool:
     kind = st.window.kind
     if st.more_inputs or st.input_type in produced:
         return False
-    # (a sliding min/max keeps a deque per group: not planned)
-    return (kind == "time_batch" or (kind == "time" and all(
-        s.func not in ("min", "max") for s in plan.slots))) and _shape(runner)
+    # (a sliding time window's min/max, a #groupwin length batch: not planned)
+    if kind == "time":
+        return all(s.func not in ("min", "max") for s in plan.slots) and _shape(runner)
+    return ((kind in ("time_batch", "length") or (kind == "length_batch"
+                                                  and not st.window.per_group))
+            and _shape(runner))
 
 
 def batch_fits(runner: Any) -> bool:
@@ -85,10 +92,11 @@ def batch_fits(runner: Any) -> bool:
 
 
 def _shape(runner: Any) -> bool:
-    """No having, at most one group-by field, aggregates count/sum/avg of fields, select items
-    that are aggregates, fields or current_timestamp()."""
+    """At most one group-by field, aggregates count/sum/avg/min/max of fields, select items
+    that are aggregates, fields or current_timestamp() (``having`` any condition: a mask over
+    the rows, WindowBlock._having)."""
     st, plan = runner.statement, runner.plan
-    if st.having is not None:
+    if st.having is not None and plan.having_expr is None:
         return False
     if len(plan.group_exprs) > 1 or (plan.group_exprs and plan.key_from_params is None):
         return False
@@ -194,6 +202,117 @@ def _numbers(values: list[Any], want: type | None, what: str) -> tuple[np.ndarra
     raise Declined(f"{what}: values of type {', '.join(sorted(k.__name__ for k in kinds))}")
 
 
+def _passed(at: list[int], found: list[Any]) -> tuple[list[int], list[ComplexEvent]]:
+    """The rows ``having`` kept (the others are None) and their input rows."""
+    if all(r is not None for r in found):
+        return at, found
+    keep = [i for i, r in enumerate(found) if r is not None]
+    return [at[i] for i in keep], [found[i] for i in keep]
+
+
+def _count_log(gcode: np.ndarray, by_group: np.ndarray, g_first: np.ndarray, m: int, n: int,
+               size: int, lanes: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A length window's log over the batch: per arrival (positions ``m`` on, after the
+    ``m`` held records) its entry, then the entry of the record it pushes out — the window's
+    ``size``-th before it, or its group's (``lanes``: ``#groupwin``; records by group then
+    arrival in ``by_group``, group ``g`` from ``g_first[g]``). The log's positions, which
+    entries are arrivals, each arrival's entry and the position each pushes out (-1: none)."""
+    a = m + np.arange(n)
+    if lanes:
+        rank = np.empty(m + n, np.int64)
+        rank[by_group] = np.arange(m + n) - g_first[gcode[by_group]]
+        back = rank[a] - size
+        removed = np.where(back >= 0, by_group[np.maximum(g_first[gcode[a]] + back, 0)], -1)
+    else:
+        removed = np.where(a >= size, a - size, -1)
+    out = removed >= 0
+    k = 1 + out.astype(np.int64)
+    start = np.cumsum(k) - k
+    src = np.empty(int(k.sum()), np.int64)
+    src[start] = a
+    src[start[out] + 1] = removed[out]
+    is_arr = np.zeros(len(src), bool)
+    is_arr[start] = True
+    return src, is_arr, start, removed
+
+
+class _Extremes:
+    """Sliding min/max over a sliding log: at an entry, the extreme of its group's window — a
+    run ``lo..hi`` of the records by group then arrival (``by_group``) —, read by a sparse
+    table (the extreme of two overlapping power-of-two runs). Values of one type (ints or
+    floats, _numbers), so the extreme is the value the runner's monotonic deque holds; a NaN
+    or -0.0 declines (where which of equal values stays would tell)."""
+
+    def __init__(self, agg: Any, args: list[tuple[np.ndarray, type | None]],
+                 by_group: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.lo, self.hi, self.by_group = lo, hi, by_group
+        self.n_args = len(args)
+        #: per argument with min or max: its values by group then arrival, and which it needs
+        self.cols: dict[int, tuple[np.ndarray, bool, bool]] = {}
+        for (col, _kind), (j, _b, _tot, mn, mx) in zip(args, agg._args, strict=True):
+            if not (mn or mx):
+                continue
+            x = col[by_group]
+            if x.dtype.kind == "f" and bool(np.any(np.isnan(x) | ((x == 0) & np.signbit(x)))):
+                raise Declined("a NaN or -0.0 under min/max")
+            self.cols[j] = (x, mn, mx)
+        self._tables: dict[tuple[int, bool], list[np.ndarray]] = {}
+
+    def at(self, j: int, is_max: bool, idx: np.ndarray) -> list[Any]:
+        """Argument ``j``'s minimum or maximum at the entries ``idx`` (anything where the
+        window is empty: the caller puts the empty value there)."""
+        x = self.cols[j][0]
+        lo, hi = self.lo[idx], self.hi[idx]
+        length = hi - lo + 1
+        ok = length > 0
+        out = np.zeros(len(idx), x.dtype)
+        if not ok.any():
+            return out.tolist()
+        level = np.frexp(np.maximum(length, 1).astype(np.float64))[1] - 1  # floor(log2)
+        table = self._tables.get((j, is_max))
+        top = int(level[ok].max())
+        pick = np.maximum if is_max else np.minimum
+        if table is None:
+            table = self._tables[(j, is_max)] = [x]
+        while len(table) <= top:
+            prev, half = table[-1], 1 << (len(table) - 1)
+            table.append(pick(prev, prev[np.minimum(np.arange(len(prev)) + half,
+                                                    len(prev) - 1)]))
+        for k in np.unique(level[ok]).tolist():
+            sel = ok & (level == k)
+            t = table[k]
+            out[sel] = pick(t[lo[sel]], t[hi[sel] - (1 << k) + 1])
+        return out.tolist()
+
+    def deques(self, e: int, seq_of: Any) -> list[Any] | None:
+        """Per argument, the monotonic deques (min, max) of ``[(seq, value)]`` the runner's
+        Aggregation holds for the window at entry ``e``: the values no later one reaches
+        (strictly below, resp. above every later value)."""
+        if not self.cols:
+            return None
+        lo, hi = int(self.lo[e]), int(self.hi[e])
+        pos = self.by_group[lo:hi + 1].tolist()
+        out: list[Any] = [(None, None)] * self.n_args
+        for j, (x, mn, mx) in self.cols.items():
+            vals = x[lo:hi + 1].tolist()
+            out[j] = (_monotonic(pos, vals, seq_of, False) if mn else None,
+                      _monotonic(pos, vals, seq_of, True) if mx else None)
+        return out
+
+
+def _monotonic(pos: list[int], vals: list[Any], seq_of: Any, is_max: bool) -> deque[Any]:
+    """The deque of ``(seq, value)`` a sliding min (max) keeps over ``vals`` entered in
+    order: each value strictly below (above) every later one."""
+    kept: list[tuple[int, Any]] = []
+    best = None
+    for p, v in zip(reversed(pos), reversed(vals), strict=True):
+        if best is None or (v > best if is_max else v < best):
+            kept.append((seq_of(p), v))
+            best = v
+    kept.reverse()
+    return deque(kept)
+
+
 class WindowBlock:
     """One window statement's plan over one batch, standing in for its runner meanwhile
     (``due``, ``process``, ``advance_to``, ``window``, ``statement``: what the engine calls)."""
@@ -233,7 +352,10 @@ class WindowBlock:
         self.rows = rows
         #: the events of the rows, by row (a time batch of rows per batch or group reads only
         #: its batches' first rows: over a column source only those are made, _fetch)
-        self._lazy = st.window.kind == "time_batch" and plan.mode != "event"
+        self._lazy = st.window.kind in ("time_batch", "length_batch") and plan.mode != "event"
+        #: rows of the block whose events a lazy block makes besides its batches' first rows
+        #: (a length batch's closing rows: its rows' trigger)
+        self._want: list[int] = []
         self._cols, self._src = cols, src
         self.events: Any = (cols.events(rows[:0] if self._lazy else rows) if len(rows)
                             else [])
@@ -265,7 +387,7 @@ class WindowBlock:
                 self.key_codes = (coded[0] if sel is None else coded[0][sel], coded[1])
         self.arg_values: list[list[Any]] = [per_row(plan.fields[a.name]) for a in plan.args]
         self.ts = src.ts[rows]
-        if st.window.kind == "time":
+        if st.window.kind in ("time", "length"):
             self._plan_sliding()
         else:
             self._plan_batches()
@@ -322,7 +444,10 @@ class WindowBlock:
             [n], [[t] for t in totals], [ext] if ext is not None else []))
 
     def _row(self, ev: Event, vals: tuple[Any, ...], now: Any, trigger: Event | None,
-             match_id: int) -> ComplexEvent:
+             match_id: int) -> ComplexEvent | None:
+        if self.plan.having_expr is not None and not self._having([ev], [[v] for v in vals],
+                                                                  [now])[0]:
+            return None
         params = tuple([vals[a] if k == "agg" else ev.params[a] if k == "field" else now
                         for k, a in self.plan.items])
         return ComplexEvent(self.name, params, now, dict(zip(self.plan.aliases, params,
@@ -330,17 +455,19 @@ class WindowBlock:
                             () if trigger is None else (trigger,), match_id)
 
     def _rows(self, evs: list[Event], slot_cols: list[list[Any]] | list[tuple[Any, ...]],
-              times: list[Any] | None = None, arrivals: list[Any] | None = None
-              ) -> list[ComplexEvent]:
+              times: list[Any] | None = None, arrivals: list[Any] | None = None,
+              triggers: list[Event] | None = None) -> list[ComplexEvent]:
         """Rows column by column (ids given later): the arrival rows of ``evs`` (each its own
         trigger, at its time), or with ``times`` boundary rows (no trigger; the fields of
-        ``evs``, the groups' representatives) at those instants. ``slot_cols`` holds every
-        aggregate slot's value per row; ``arrivals``, when given, the times of ``evs``."""
+        ``evs``, the groups' representatives) at those instants, or with ``triggers`` rows
+        of the representatives ``evs`` made by those arrivals (at ``arrivals``, their times).
+        ``slot_cols`` holds every aggregate slot's value per row; ``arrivals``, when given,
+        the times of the arrivals."""
         name, aliases = self.name, self.plan.aliases
         now = (times if times is not None else arrivals if arrivals is not None
                else list(map(_TS, evs)))
         # (an arrival row's fields are its own row's: the type's columns, per_row)
-        values = self._own_values if times is None else None
+        values = self._own_values if times is None and triggers is None else None
         cols = [slot_cols[a] if k == "agg" else values(a) if k == "field" and values
                 else [e.params[a] for e in evs] if k == "field" else now
                 for k, a in self.plan.items]
@@ -348,8 +475,46 @@ class WindowBlock:
             params: Any = repeat((), len(evs))
         else:
             params = zip(*cols, strict=True)
-        return list(map(LazyBindings, repeat(name), params, now, repeat(aliases),
-                        repeat(()) if times is not None else zip(evs)))
+        parts = (repeat(()) if times is not None else zip(evs) if triggers is None
+                 else zip(triggers))
+        made = list(map(LazyBindings, repeat(name), params, now, repeat(aliases), parts))
+        if self.plan.having_expr is not None and made:
+            keep = self._having(evs, slot_cols, now, values)
+            made = [r if k else None for r, k in zip(made, keep.tolist(), strict=True)]
+        return made
+
+    def _having(self, evs: list[Event], slot_cols: Any, now: list[Any],
+                own: Any = None) -> np.ndarray:
+        """``having`` of each row (its representative event ``evs[i]``, its slots' values,
+        its time): column-wise where runtime.vector_expr decides it exactly, else the
+        compiled closure per row, as the row builder calls it; a failure on a row declines
+        the batch (the per-event runner then reports it in its place). ``own``: the fields
+        of the block's own rows, when ``evs`` are they."""
+        plan = self.plan
+        nf, ns = len(plan.fields), len(plan.slots)
+        names = {**plan.fields, **{placeholder(i): nf + i for i in range(ns)}, NOW: nf + ns}
+
+        def column(i: int) -> Any:
+            if i < nf:
+                return own(i) if own is not None else [e.params[i] for e in evs]
+            return slot_cols[i - nf] if i < nf + ns else now
+
+        mask = vector_mask(plan.having_expr, names, column)
+        if mask is not None:
+            return mask
+        having = self.runner.window.proc.rows.having
+        holders = [placeholder(i) for i in range(ns)]
+        declined = "having failed on a row: event by event"
+        try:
+            with declined_on_failure(declined):
+                out = []
+                for i, e in enumerate(evs):
+                    bindings = dict(zip(holders, [c[i] for c in slot_cols], strict=True))
+                    bindings[NOW] = now[i]
+                    out.append(bool(having(e, bindings)))
+        except EvaluationError:  # (no sink installed)
+            raise Declined(declined) from None
+        return np.array(out, bool)
 
     def _summed(self) -> list[tuple[int, int, bool]]:
         """Per argument (index, base slot in a group's state, whether sum/avg keep its total)."""
@@ -392,12 +557,14 @@ class WindowBlock:
             out.append((col, kind))
         return out
 
-    # -- #time(Δ), one row per arriving event -------------------------------------------------
+    # -- #time(Δ) and #length(n) (also #groupwin(k)#length(n)): rows at every arrival --------
     def _plan_sliding(self) -> None:
         runner = self.runner
         win = runner.window
-        size = self.statement.window.size
-        held = list(win.items)
+        spec = self.statement.window
+        size, timed, lanes = spec.size, spec.kind == "time", spec.per_group
+        # (the held records: a #groupwin window's lanes one after another, each in order)
+        held = [r for d in win.items.values() for r in d] if lanes else list(win.items)
         groups = win.proc.agg.groups
         m, n = len(held), len(self.rows)
         g_prior = list(groups)
@@ -412,21 +579,32 @@ class WindowBlock:
                 p_tot[j][g] = st[b + 1]
         args = self._arg_columns([r[VALS] for r in held],
                                  [[st[b + 1] for _j, b, _t in summed] for st in groups.values()])
-        all_ts = np.concatenate([np.array([r[TS] for r in held], np.float64), self.ts])
-        # the log: every arrival of the batch, every expiry due by the batch's end; in time
-        # order, expiries first at one instant, each kind in arrival order
-        expiry = all_ts + size
-        p = int(np.searchsorted(expiry, float(self.t_end), side="right"))
-        # (both kinds come in time order, each in arrival order: merged by their places in
-        # each other — an expiry before the arrivals at its instant —, not sorted)
-        arr_ts, exp_ts = all_ts[m:], expiry[:p]
-        at_arr = np.arange(n) + np.searchsorted(exp_ts, arr_ts, side="right")
-        at_exp = np.arange(p) + np.searchsorted(arr_ts, exp_ts, side="left")
-        src = np.empty(n + p, np.int64)
-        src[at_arr] = np.arange(m, m + n)
-        src[at_exp] = np.arange(p)
-        is_arr = np.zeros(n + p, bool)
-        is_arr[at_arr] = True
+        # the records by group, then arrival (held first): a group's window is always a run
+        # of them, as events leave in arrival order
+        by_group = np.argsort(gcode, kind="stable")
+        g_first = np.searchsorted(gcode[by_group], np.arange(len(objs)))
+        # the log: every arrival of the batch and every record leaving by its end, in the
+        # order the runner applies them — a time window's expiries first at one instant, a
+        # length window's arrival then the record it pushes out (the same update)
+        removed: np.ndarray | None = None
+        if timed:
+            all_ts = np.concatenate([np.array([r[TS] for r in held], np.float64), self.ts])
+            expiry = all_ts + size
+            p = int(np.searchsorted(expiry, float(self.t_end), side="right"))
+            # (both kinds come in time order, each in arrival order: merged by their places
+            # in each other — an expiry before the arrivals at its instant —, not sorted)
+            arr_ts, exp_ts = all_ts[m:], expiry[:p]
+            at_arr = np.arange(n) + np.searchsorted(exp_ts, arr_ts, side="right")
+            at_exp = np.arange(p) + np.searchsorted(arr_ts, exp_ts, side="left")
+            src = np.empty(n + p, np.int64)
+            src[at_arr] = np.arange(m, m + n)
+            src[at_exp] = np.arange(p)
+            is_arr = np.zeros(n + p, bool)
+            is_arr[at_arr] = True
+        else:
+            p = max(0, m + n - int(size))  # (an ungrouped length window: the first p leave)
+            src, is_arr, at_arr, removed = _count_log(gcode, by_group, g_first, m, n,
+                                                      int(size), lanes)
         sign = np.where(is_arr, 1, -1)
         grp = gcode[src]
         order = np.argsort(grp, kind="stable")  # by group, then log order
@@ -450,54 +628,74 @@ class WindowBlock:
             prior = np.array(p_tot[j], dtype=np.float64 if kind is float else np.int64)
             init = np.where(fresh, 0, prior[gs[starts]]).astype(x.dtype)
             totals.append(running_sums(x, starts, init))
-        # the arrival rows, in the batch's order
-        arr = np.flatnonzero(is_arr[order])
-        which = so[arr] - m
-        pos = np.empty(n, np.int64)
-        pos[which] = arr
-        n_at = counts[pos]
-        slot_cols: list[list[Any]] = []
-        for sl in self.plan.slots:  # (a slot's value at every arrival, as _values gives it)
-            if sl.func == "count" or sl.arg is None:
-                slot_cols.append(n_at.tolist())
-            else:
-                t = totals[sl.arg_index][pos]  # type: ignore[index]
-                slot_cols.append((t if sl.func == "sum" else t / n_at).tolist())
+        # each log entry's window, as a run of its group's records (min/max read it)
+        arrived = np.cumsum(is_arr[order])
+        left = np.arange(1, len(order) + 1) - arrived
+        arrived = arrived - (arrived - is_arr[order])[base]
+        left = left - (left - ~is_arr[order])[base]
+        lo = g_first[gs] + left
+        hi = g_first[gs] + p_n[gs] + arrived - 1
+        extremes = _Extremes(self.runner.window.proc.agg, args, by_group, lo, hi)
+
+        def values_at(idx: np.ndarray) -> list[list[Any]]:
+            return self._slots_at(idx, counts, totals, extremes)
+
+        # the arrival rows, in the batch's order (a length window's after the record its
+        # arrival pushes out, when of its group)
+        where = np.empty(len(order), np.int64)
+        where[order] = np.arange(len(order))
+        pos = where[at_arr]
+        if removed is not None:
+            out_ = removed >= 0
+            same = np.zeros(n, bool)
+            same[out_] = gcode[removed[out_]] == gcode[m + np.flatnonzero(out_)]
+            pos = pos + same
         ev, rows = self.events, self.rows.tolist()
         evs = list(map(ev.__getitem__, rows))
         now = list(map(_TS, evs))  # (the arrivals' times: their rows', and the expiries')
-        self.at, self.found = rows, self._rows(evs, slot_cols, arrivals=now)
+        ev_of = [r[EVENT] for r in held] + evs if held else evs
+        other = (np.flatnonzero(out_ & ~same) if removed is not None and not lanes
+                 and self.plan.mode == "group" else np.zeros(0, np.int64))
+        if not len(other):
+            found = self._rows(evs, values_at(pos), arrivals=now)
+            at = rows
+        else:  # (and a row for the group of the record it pushed out, when another group)
+            j = np.concatenate([np.arange(n), other])
+            o = np.argsort(j, kind="stable")
+            j_l = j[o].tolist()
+            at_idx = np.concatenate([pos, where[at_arr[other] + 1]])[o]
+            reps = [ev_of[k] for k in np.concatenate([np.arange(m, m + n),
+                                                      removed[other]])[o].tolist()]
+            found = self._rows(reps, values_at(at_idx), arrivals=[now[i] for i in j_l],
+                               triggers=[evs[i] for i in j_l])
+            at = [rows[i] for i in j_l]
+        self.at, self.found = _passed(at, found)
         self._closes: list[Any] = []
         self._next = 0
         self._due_end = float("inf")
-        if self.plan.mode == "group":  # (Esper's fully aggregated queries: rows on expiry too)
+        if timed and self.plan.mode == "group":  # (fully aggregated: rows on expiry too)
             ts_of = [r[TS] for r in held] + now if held else now
-            ev_of = [r[EVENT] for r in held] + evs if held else evs
-            self._plan_expiries(is_arr[order], gs, so, counts, totals, expiry, ts_of, ev_of,
-                                p, size)
+            self._plan_expiries(is_arr[order], gs, so, expiry, ts_of, ev_of, p, size,
+                                values_at)
 
         def commit() -> None:
             assert self._next == len(self._closes), "a planned expiry instant was not reached"
             seq0 = runner._seq
             made: dict[int, tuple[Any, ...]] = {}
             # (the records of the batch's rows still held, column by column: _record's)
-            lo = max(p - m, 0)
-            args = (zip(*(v[lo:] for v in self.arg_values), strict=True) if self.arg_values
-                    else repeat((), n - lo))
-            recs = list(zip(now[lo:], range(seq0 + lo, seq0 + n),
-                            self.key_of[lo:], args, evs[lo:], strict=True))
+            low = max(p - m, 0) if not lanes else n
+            recs = self._records(low, n, seq0)
 
             def rec(k: int) -> tuple[Any, ...]:  # (the record of held + batch position k)
                 if k < m:
                     return held[k]
-                if k - m >= lo:
-                    return recs[k - m - lo]
+                if k - m >= low:
+                    return recs[k - m - low]
                 r = made.get(k)
                 if r is None:
                     r = made[k] = self._record(k - m, seq0 + k - m)
                 return r
 
-            kept = [*held[p:], *recs]
             # the groups left: those with events; one never emptied keeps its place, one
             # (re)created in the batch goes after them, in the order of its creating arrival
             last = np.ones(len(order), bool)
@@ -512,11 +710,13 @@ class WindowBlock:
                     continue
                 g, s_i = int(gs[e_i]), int(starts[s])
                 tots = [t[e_i].item() if t is not None else 0 for t in totals]
+                ext = extremes.deques(e_i, lambda k: rec(k)[SEQ])
                 if fresh[s]:  # (keyed by its creating arrival's key, as the runner's dict)
                     first = rec(int(so[s_i]))
-                    created.append((int(order[s_i]), first[KEY], self._state(c, first, tots)))
+                    created.append((int(order[s_i]), first[KEY],
+                                    self._state(c, first, tots, ext)))
                 else:
-                    carried[g] = self._state(c, groups[objs[g]][FIRST], tots)
+                    carried[g] = self._state(c, groups[objs[g]][FIRST], tots, ext)
             touched = set(np.unique(gs).tolist())
             out: dict[Any, list[Any]] = {}
             for g, (key, st) in enumerate(groups.items()):
@@ -527,29 +727,90 @@ class WindowBlock:
             for _w, key, st in sorted(created, key=lambda x: x[0]):
                 out[key] = st
             win.proc.agg.groups = out
-            win.items = deque(kept)
-            win.due = kept[0][TS] + size if kept else float("inf")
-            self._clock([rec(p - 1)[TS] + size] if p else [])
+            kept = [] if lanes else [*held[p:], *recs]
+            if lanes:  # (each group's last n records; a lane keeps its key object)
+                win.items = self._lanes(win.items, objs, gcode, by_group, g_first, int(size),
+                                        touched, rec)
+            else:
+                win.items = deque(kept)
+            if timed:
+                win.due = kept[0][TS] + size if kept else float("inf")
+                self._clock([rec(p - 1)[TS] + size] if p else [])
+            else:
+                self._clock([])
             runner._seq = seq0 + n
 
         self._commit = commit
 
+    def _records(self, lo: int, hi: int, seq0: int) -> list[tuple[Any, ...]]:
+        """The records of the batch's rows ``lo`` to ``hi``, column by column (:meth:`_record`
+        's)."""
+        ev, rows = self.events, self.rows[lo:hi].tolist()
+        args = (zip(*(v[lo:hi] for v in self.arg_values), strict=True) if self.arg_values
+                else repeat((), hi - lo))
+        evs = list(map(ev.__getitem__, rows))
+        return list(zip(map(_TS, evs), range(seq0 + lo, seq0 + hi), self.key_of[lo:hi], args,
+                        evs, strict=True))
+
+    @staticmethod
+    def _lanes(items: dict[Any, deque[Any]], objs: list[Any], gcode: np.ndarray,
+               by_group: np.ndarray, g_first: np.ndarray, size: int, touched: set[int],
+               rec: Any) -> dict[Any, deque[Any]]:
+        """A ``#groupwin`` window's lanes after the batch: each touched group's last ``size``
+        records (held and batch, by group then arrival); the groups in the order they first
+        came, a lane carried in keeping its key object (GroupLengthWindow.insert)."""
+        ends = np.append(g_first[1:], len(gcode))
+        num = {k: g for g, k in enumerate(objs)}  # (the lanes' keys: their groups by equality)
+        out: dict[Any, deque[Any]] = {}
+        for key in itertools.chain(items, objs[len(items):]):
+            g = num[key]
+            if g not in touched:
+                out[key] = items[key]
+                continue
+            lo = max(int(g_first[g]), int(ends[g]) - size)
+            out[key] = deque(map(rec, by_group[lo:int(ends[g])].tolist()))
+        return out
+
+    def _slots_at(self, idx: np.ndarray, counts: np.ndarray, totals: list[np.ndarray | None],
+                  extremes: _Extremes) -> list[list[Any]]:
+        """Every aggregate slot's value at the sliding log's entries ``idx`` (by group, then
+        log order), as Aggregation.values reads the group's state there: count 0 and null
+        aggregates for a group left empty."""
+        n_at = counts[idx]
+        empty = n_at == 0
+        div = np.where(empty, 1, n_at)
+        cols: list[list[Any]] = []
+        for sl, e in zip(self.plan.slots, self.runner.window.proc.agg.empty_values,
+                         strict=True):
+            if sl.func == "count" or sl.arg is None:
+                col = n_at.tolist()
+            elif sl.func in ("sum", "avg"):
+                t = totals[sl.arg_index][idx]  # type: ignore[index]
+                col = (t if sl.func == "sum" else t / div).tolist()
+            else:
+                col = extremes.at(sl.arg_index, sl.func == "max", idx)
+            if empty.any():
+                col = [e if z else v for v, z in zip(col, empty.tolist(), strict=True)]
+            cols.append(col)
+        return cols
+
     def _fetch(self, idx: list[int]) -> None:
         """Make the events of the block's rows ``idx`` (a lazy block's: see ``events``)."""
+        idx = [*idx, *self._want]
         if self._lazy and idx:
             self.events = self._cols.events(self.rows[np.array(idx, np.int64)])
 
     def _plan_expiries(self, arrival: np.ndarray, gs: np.ndarray, so: np.ndarray,
-                       counts: np.ndarray, totals: list[np.ndarray | None], expiry: np.ndarray,
-                       ts_of: list[Any], ev_of: list[Event], p: int, size: Any) -> None:
+                       expiry: np.ndarray, ts_of: list[Any], ev_of: list[Event], p: int,
+                       size: Any, values_at: Any) -> None:
         """The rows a fully aggregated ``#time`` statement outputs as time passes
         (processor.PerGroupRows.expire): at every expiry instant the batch reaches, one row per
         group that events leave, in the order of each group's first leaving event, with the
         group's values after all its events leaving then (count 0 and nulls for a group left
-        empty), its first leaving event as the row's event, no trigger. ``arrival``, ``gs``,
-        ``so``, ``counts`` and ``totals`` are the log by group (then log order) as
-        :meth:`_plan_sliding` has it; ``ts_of``/``ev_of`` the held and batch records' times and
-        events by position; ``p`` the expiries due by the batch's end."""
+        empty), its first leaving event as the row's event, no trigger. ``arrival``, ``gs`` and
+        ``so`` are the log by group (then log order) as :meth:`_plan_sliding` has it,
+        ``values_at`` the slots' values at its entries; ``ts_of``/``ev_of`` the held and batch
+        records' times and events by position; ``p`` the expiries due by the batch's end."""
         self._due_end = ts_of[p] + size if p < len(ts_of) else float("inf")
         q = np.flatnonzero(~arrival)
         if not len(q):
@@ -566,19 +827,13 @@ class WindowBlock:
         rep = esrc[first]
         o = np.lexsort((rep, et[first]))  # by instant, then first leaving event
         rep, last, inst = rep[o].tolist(), last[o], et[first][o]
-        n_at = counts[last].tolist()
-        tots = [t[last].tolist() if t is not None else [0] * len(last) for t in totals]
-        empty = self.runner.window.proc.agg.empty_values
-        # (each slot's column; a group left empty has the empty values, its avg no division)
-        vals = [[e if c == 0 else v for v, c in zip(col, n_at, strict=True)]
-                for col, e in zip(self._slot_columns([c or 1 for c in n_at], tots, []), empty,
-                                  strict=True)]
-        cut = [*np.flatnonzero(np.append(True, inst[1:] != inst[:-1])).tolist(), len(n_at)]
+        vals = values_at(last)
+        cut = [*np.flatnonzero(np.append(True, inst[1:] != inst[:-1])).tolist(), len(last)]
         # (the instant as the runner computes it: its first leaving record's time + Δ)
         instants = [ts_of[rep[lo]] + size for lo in cut[:-1]]
         now = np.repeat(np.array(instants, object), np.diff(cut)).tolist()
         rows = self._rows([ev_of[r] for r in rep], vals, now)
-        self._closes = [(b, rows[lo:hi])
+        self._closes = [(b, [r for r in rows[lo:hi] if r is not None])
                         for b, (lo, hi) in zip(instants, itertools.pairwise(cut), strict=True)]
         self.due = self._closes[0][0]
 
@@ -595,21 +850,16 @@ class WindowBlock:
         r.time = max(times)
 
     # -- #time_batch(Δ[, r]) ----------------------------------------------------------------
-    def _plan_batches(self) -> None:
-        runner = self.runner
-        win = runner.window
-        proc = win.proc
-        size = self.statement.window.size
-        n = len(self.rows)
-        src, rows = self._src, self.rows
-
-        def ts_at(i: int) -> Any:  # (a row's time as its event holds it)
-            return src.time_at(int(rows[i]))
-
-        # the boundaries the batch reaches, as TimeBatchWindow visits them
+    def _time_closes(self, ts_at: Any) -> tuple[Any, list[tuple[Any, int, int, bool]], int,
+                                                 int]:
+        """A time batch's boundaries over the batch, as TimeBatchWindow visits them: the
+        simulated window after them, each boundary's (instant, first row, end row, posted),
+        and the events of the current and previous batch after them."""
+        win = self.runner.window
+        size, n = self.statement.window.size, len(self.rows)
         sim = TimeBatchWindow(size, None, win.reference)  # type: ignore[arg-type]
         sim.k, current, previous = win.k, win.current, win.previous
-        closes: list[tuple[Any, int, int, bool]] = []  # (instant, first row, end row, posted)
+        closes: list[tuple[Any, int, int, bool]] = []
         pos = 0
         t_end = self.t_end
         while True:
@@ -640,7 +890,34 @@ class WindowBlock:
             if sim.reference is None:
                 sim.reference = ts_at(pos)
             sim._schedule_after(ts_at(pos))
-        current += n - pos
+        return sim, closes, current + n - pos, previous
+
+    def _plan_batches(self) -> None:
+        runner = self.runner
+        win = runner.window
+        proc = win.proc
+        size = self.statement.window.size
+        n = len(self.rows)
+        src, rows = self._src, self.rows
+        timed = self.statement.window.kind == "time_batch"
+
+        def ts_at(i: int) -> Any:  # (a row's time as its event holds it)
+            return src.time_at(int(rows[i]))
+
+        closes: list[tuple[Any, int, int, bool]] = []  # (instant, first row, end row, posted)
+        if timed:
+            sim, closes, current, previous = self._time_closes(ts_at)
+            bounds = np.array([float(c[0]) for c in closes], np.float64)
+            bidx = np.searchsorted(bounds, self.ts, side="right")
+        else:  # (#length_batch(n): the batch closes at its n-th row, which belongs to it)
+            c0, size = win.current, int(size)
+            shut = np.arange(size - 1 - c0, n, size)  # (the rows each batch closes at)
+            self._want = shut.tolist()
+            first = np.concatenate([[0], shut[:-1] + 1])[:len(shut)].tolist()
+            closes = [(ts_at(r), lo, r + 1, True)
+                      for lo, r in zip(first, self._want, strict=True)]
+            current, previous = (c0 + n) % size, 0
+            bidx = (c0 + np.arange(n)) // size
         # per (batch, group): counts and sums, in arrival order
         groups = proc.agg.groups
         if any(st[b] != st[N] for st in groups.values() for _j, b, *_ in proc.agg._args):
@@ -653,8 +930,6 @@ class WindowBlock:
         summed = self._summed()
         args = self._arg_columns([], [[st[b + 1] for _j, b, _t in summed]
                                       for st in groups.values()])
-        bounds = np.array([float(c[0]) for c in closes], np.float64)
-        bidx = np.searchsorted(bounds, self.ts, side="right")
         order = np.lexsort((np.arange(n), gcode, bidx))
         bs, gs = bidx[order], gcode[order]
         seg = np.ones(n, bool)
@@ -711,7 +986,19 @@ class WindowBlock:
                                                     prior_batch)
             state = {}
         self._next = 0
-        self._due_end = sim.boundary() if sim.k is not None else float("inf")
+        if timed:
+            self._due_end = sim.boundary() if sim.k is not None else float("inf")
+        else:  # (a length batch's rows come at its closing rows, each made by that row)
+            self._due_end = float("inf")
+            events = self.events
+            for (_b, found), r in zip(self._closes, self._want, strict=True):
+                trigger = (events[int(rows[r])],)
+                for ce in found:
+                    ce.parts = trigger
+            self.at = [r for (_b, found), r in zip(self._closes, rows[self._want].tolist(),
+                                                   strict=True) for _ in found]
+            self.found = [ce for _b, found in self._closes for ce in found]
+            self._closes = []
         self.due = self._closes[0][0] if self._closes else self._due_end
         pending = len(closes)
 
@@ -726,10 +1013,14 @@ class WindowBlock:
                     self._record(i, seq0 + i) for i in range(lo, n)]
             else:
                 proc.last = state["last"]
-            win.reference = sim.reference
-            win._set_k(sim.k)
-            win.current, win.previous = current, previous
-            self._clock([closes[-1][0]] if closes else [])
+            if timed:
+                win.reference = sim.reference
+                win._set_k(sim.k)
+                win.current, win.previous = current, previous
+                self._clock([closes[-1][0]] if closes else [])
+            else:
+                win.current = current
+                self._clock([])
             runner._seq = seq0 + n
 
         self._commit = commit
@@ -808,7 +1099,8 @@ class WindowBlock:
         slot_cols = [pick([*c, e]) for c, e in zip(cols, proc.agg.empty_values, strict=True)]
         per: list[list[ComplexEvent]] = [[] for _ in closes]
         for ce, i in zip(self._rows(out_ev, slot_cols, out_t), out_i, strict=True):
-            per[i].append(ce)
+            if ce is not None:
+                per[i].append(ce)
         pending = [(keys[s], seg_n[s], record(s), [t[s] for t in tots], seg_ext[s])
                    for s in order_l[cut[len(closes)]:cut[len(closes) + 1]]]
         rep = {key: record(s) if s.__class__ is int else s for key, s in last.items()}
@@ -873,7 +1165,8 @@ class WindowBlock:
             vals = {key: self._values(c, tots, ext) for key, c, _f, tots, ext in grp}
             recs = (prior_batch if bi == 0 else []) + [
                 self._record(i, seq0 + i) for i in range(lo, hi)]
-            return [self._row(rec[EVENT], vals[rec[KEY]], b, None, -1) for rec in recs]
+            made = [self._row(rec[EVENT], vals[rec[KEY]], b, None, -1) for rec in recs]
+            return [r for r in made if r is not None]
 
         made = [(b, close(bi, b, lo, hi, posted))
                 for bi, (b, lo, hi, posted) in enumerate(closes)]
