@@ -71,15 +71,13 @@ def window_kernels(engine: Any) -> list[int]:
 
 
 def _fits(runner: Any, produced: set[str]) -> bool:
-    st, plan = runner.statement, runner.plan
+    st = runner.statement
     kind = st.window.kind
     if st.more_inputs or st.input_type in produced:
         return False
-    # (a sliding time window's min/max, a #groupwin length batch: not planned)
-    if kind == "time":
-        return all(s.func not in ("min", "max") for s in plan.slots) and _shape(runner)
-    return ((kind in ("time_batch", "length") or (kind == "length_batch"
-                                                  and not st.window.per_group))
+    # (a #groupwin length batch: not planned)
+    return ((kind in ("time", "time_batch", "length") or (kind == "length_batch"
+                                                          and not st.window.per_group))
             and _shape(runner))
 
 
