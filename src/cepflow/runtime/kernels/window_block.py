@@ -475,11 +475,12 @@ class WindowBlock:
             params = zip(*cols, strict=True)
         parts = (repeat(()) if times is not None else zip(evs) if triggers is None
                  else zip(triggers))
-        made = list(map(LazyBindings, repeat(name), params, now, repeat(aliases), parts))
-        if self.plan.having_expr is not None and made:
-            keep = self._having(evs, slot_cols, now, values)
-            made = [r if k else None for r, k in zip(made, keep.tolist(), strict=True)]
-        return made
+        if self.plan.having_expr is None or not len(evs):
+            return list(map(LazyBindings, repeat(name), params, now, repeat(aliases), parts))
+        # (the rows having rejects are None: made only for those it keeps)
+        keep = self._having(evs, slot_cols, now, values).tolist()
+        return [LazyBindings(name, ps, t, aliases, pt) if k else None
+                for ps, t, pt, k in zip(params, now, parts, keep, strict=False)]
 
     def _having(self, evs: list[Event], slot_cols: Any, now: list[Any],
                 own: Any = None) -> np.ndarray:
