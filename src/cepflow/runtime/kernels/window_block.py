@@ -579,9 +579,12 @@ class WindowBlock:
         args = self._arg_columns([r[VALS] for r in held],
                                  [[st[b + 1] for _j, b, _t in summed] for st in groups.values()])
         # the records by group, then arrival (held first): a group's window is always a run
-        # of them, as events leave in arrival order
-        by_group = np.argsort(gcode, kind="stable")
-        g_first = np.searchsorted(gcode[by_group], np.arange(len(objs)))
+        # of them, as events leave in arrival order (read by #groupwin's lanes and min/max)
+        minmax = any(mn or mx for *_, mn, mx in win.proc.agg._args)
+        by_group = g_first = np.zeros(0, np.int64)
+        if lanes or minmax:
+            by_group = np.argsort(gcode, kind="stable")
+            g_first = np.searchsorted(gcode[by_group], np.arange(len(objs)))
         # the log: every arrival of the batch and every record leaving by its end, in the
         # order the runner applies them — a time window's expiries first at one instant, a
         # length window's arrival then the record it pushes out (the same update)
@@ -627,14 +630,15 @@ class WindowBlock:
             prior = np.array(p_tot[j], dtype=np.float64 if kind is float else np.int64)
             init = np.where(fresh, 0, prior[gs[starts]]).astype(x.dtype)
             totals.append(running_sums(x, starts, init))
-        # each log entry's window, as a run of its group's records (min/max read it)
-        arrived = np.cumsum(is_arr[order])
-        left = np.arange(1, len(order) + 1) - arrived
-        arrived = arrived - (arrived - is_arr[order])[base]
-        left = left - (left - ~is_arr[order])[base]
-        lo = g_first[gs] + left
-        hi = g_first[gs] + p_n[gs] + arrived - 1
-        extremes = _Extremes(self.runner.window.proc.agg, args, by_group, lo, hi)
+        extremes = None
+        if minmax:  # (each log entry's window, as a run of its group's records)
+            arrived = np.cumsum(is_arr[order])
+            left = np.arange(1, len(order) + 1) - arrived
+            arrived = arrived - (arrived - is_arr[order])[base]
+            left = left - (left - ~is_arr[order])[base]
+            lo = g_first[gs] + left
+            hi = g_first[gs] + p_n[gs] + arrived - 1
+            extremes = _Extremes(win.proc.agg, args, by_group, lo, hi)
 
         def values_at(idx: np.ndarray) -> list[list[Any]]:
             return self._slots_at(idx, counts, totals, extremes)
@@ -709,7 +713,8 @@ class WindowBlock:
                     continue
                 g, s_i = int(gs[e_i]), int(starts[s])
                 tots = [t[e_i].item() if t is not None else 0 for t in totals]
-                ext = extremes.deques(e_i, lambda k: rec(k)[SEQ])
+                ext = (extremes.deques(e_i, lambda k: rec(k)[SEQ]) if extremes is not None
+                       else None)
                 if fresh[s]:  # (keyed by its creating arrival's key, as the runner's dict)
                     first = rec(int(so[s_i]))
                     created.append((int(order[s_i]), first[KEY],
@@ -771,13 +776,14 @@ class WindowBlock:
         return out
 
     def _slots_at(self, idx: np.ndarray, counts: np.ndarray, totals: list[np.ndarray | None],
-                  extremes: _Extremes) -> list[list[Any]]:
+                  extremes: _Extremes | None) -> list[list[Any]]:
         """Every aggregate slot's value at the sliding log's entries ``idx`` (by group, then
         log order), as Aggregation.values reads the group's state there: count 0 and null
         aggregates for a group left empty."""
         n_at = counts[idx]
         empty = n_at == 0
         div = np.where(empty, 1, n_at)
+        zero = empty.tolist() if empty.any() else None
         cols: list[list[Any]] = []
         for sl, e in zip(self.plan.slots, self.runner.window.proc.agg.empty_values,
                          strict=True):
@@ -787,9 +793,9 @@ class WindowBlock:
                 t = totals[sl.arg_index][idx]  # type: ignore[index]
                 col = (t if sl.func == "sum" else t / div).tolist()
             else:
-                col = extremes.at(sl.arg_index, sl.func == "max", idx)
-            if empty.any():
-                col = [e if z else v for v, z in zip(col, empty.tolist(), strict=True)]
+                col = extremes.at(sl.arg_index, sl.func == "max", idx)  # type: ignore[union-attr]
+            if zero is not None:
+                col = [e if z else v for v, z in zip(col, zero, strict=True)]
             cols.append(col)
         return cols
 
