@@ -156,24 +156,42 @@ def test_partitioned_pairs_equal_the_token_path(first: str, spec: list, plan: li
 
 @st.composite
 def unrestricted(draw: st.DrawFn) -> str:
-    """Two stages under unrestricted (CompiledPattern.unrestricted_pair), the types equal or
-    not, filters, a window around the last atom alone, partitioned by the key or not."""
-    stages = [(draw(st.sampled_from("AB")), draw(st.sampled_from(FILTERS))) for _ in "ab"]
+    """A keyed sequence under unrestricted (CompiledPattern.unrestricted_chain) of two to four
+    stages, the first of any type and the later ones of distinct types (the first's may
+    recur), filters, a window around the last atom alone or around the whole sequence (0,
+    0.2, 1, 3 or 6 ms), partitioned by the key or not."""
+    n = draw(st.sampled_from([2, 2, 3, 4]))
+    later = draw(st.permutations("ABC"))[:n - 1]
+    stages = [(t, draw(st.sampled_from(FILTERS))) for t in (draw(st.sampled_from("ABC")),
+                                                             *later)]
     atoms = [f"{t}(s, _)" + (f" where {f}" if f else "") for t, f in stages]
-    window = draw(st.sampled_from(["", "", "[3 ms]", "[0 ms]"]))
-    atoms[-1] = f"({atoms[-1]}){window}" if window else atoms[-1]
+    where = draw(st.sampled_from(["", "last", "whole", "whole"]))
+    window = draw(st.sampled_from(["[3 ms]", "[0 ms]", "[0.2 ms]", "[1 ms]", "[6 ms]"]))
+    if where == "last":
+        atoms[-1] = f"({atoms[-1]}){window}"
+    body = " -> ".join(atoms)
+    if where == "whole":
+        body = f"({body}){window}"
     parted = draw(st.booleans())
-    return " -> ".join(atoms) + " context unrestricted" + (" partition by s" if parted else "")
+    return body + " context unrestricted" + (" partition by s" if parted else "")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: specs whose times also step by 0.1 ms (float time: a span past a window whose deadline is
+#: not before the event, Matcher._zones)
+float_specs = st.lists(st.tuples(st.sampled_from("ABCAB"), st.sampled_from([0, 1, 1.0, 0, 2, NAN]),
+                                 st.sampled_from([0, 1, 2, 3, None]),
+                                 st.sampled_from([0, 0, 1, 2, 0.1])), max_size=120)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(unrestricted(), st.lists(sequences(("chronicle", "immediate", "unrestricted"), 1),
-                                max_size=1), specs, batches,
-       st.sampled_from(["events", "batch", "run"]), st.integers(1, 9), st.booleans())
-def test_unrestricted_pairs_equal_the_token_path(first: str, others: list[str], spec: list,
-                                                 plan: list, end: str, size: int,
-                                                 nan: bool) -> None:
-    check([first, *others], spec, plan, end, size, nan, shape="unrestricted_pair")
+                                max_size=1), float_specs, batches,
+       st.sampled_from(["events", "batch", "run", "columns"]), st.integers(1, 9),
+       st.booleans())
+def test_unrestricted_chains_equal_the_token_path(first: str, others: list[str], spec: list,
+                                                  plan: list, end: str, size: int,
+                                                  nan: bool) -> None:
+    check([first, *others], spec, plan, end, size, nan, shape="unrestricted_chain")
 
 
 def check(bodies: list[str], spec: list, plan: list, end: str, size: int,
