@@ -188,6 +188,19 @@ float_specs = st.lists(st.tuples(st.sampled_from("ABCAB"), st.sampled_from([0, 1
                                 max_size=1), float_specs, batches,
        st.sampled_from(["events", "batch", "run", "columns"]), st.integers(1, 9),
        st.booleans())
+# A@0.1, B@0.1+0.1+0.1: the span 0.20000000000000004 exceeds the window, its deadline
+# 0.1 + 0.2 = 0.30000000000000004 is not before B: the partial match stays, unmatched
+@example("(A(s, _) -> C(s, _) -> B(s, _))[0.2 ms] context unrestricted", [],
+         [("A", 0, 0, 0.1), ("C", 0, 0, 0.1), ("B", 0, 0, 0.1), ("B", 0, 0, 0)],
+         [("events", 2)], "events", 1, True)
+@example("(A(s, _) -> B(s, _))[0.2 ms] context unrestricted", [],
+         [("A", 0, 0, 0.1), ("C", 0, 0, 0.1), ("B", 0, 0, 0.1), ("A", 0, 0, 0), ("B", 0, 0, 0)],
+         [("tokens", 0)], "events", 1, True)
+# the second B fails the filter (an error record): the token path evaluates it, as the
+# partial match waiting for C holds a thread waiting for B too
+@example("A(s, _) -> B(s, _) where sqrt(v - 1) > 0 -> C(s, _) context unrestricted", [],
+         [("A", 0, 0, 0), ("B", 0, 2, 1), ("B", 0, 0, 1), ("C", 0, 0, 1)], [], "events", 1,
+         True)
 def test_unrestricted_chains_equal_the_token_path(first: str, others: list[str], spec: list,
                                                   plan: list, end: str, size: int,
                                                   nan: bool) -> None:
