@@ -160,7 +160,7 @@ class Engine:
         #: decides: CompiledPattern.context_chain), else None
         self._chains = (self.matchers if not coupled and all(
             m.pattern.chain is not None or m.pattern.context_chain is not None
-            for m in self.matchers) else None)
+            or m.pattern.unrestricted_chain is not None for m in self.matchers) else None)
         # Esper's `every a = A(f) -> b = B(g, key) [within Δ]` patterns: their column kernel
         # (CompiledPattern.pair is None without fast_path)
         self._pairs = (self.matchers if plain and self._chains is None and self.matchers
