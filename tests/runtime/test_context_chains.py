@@ -207,6 +207,47 @@ def test_unrestricted_chains_equal_the_token_path(first: str, others: list[str],
     check([first, *others], spec, plan, end, size, nan, shape="unrestricted_chain")
 
 
+@st.composite
+def unrestricted_dense(draw: st.DrawFn) -> str:
+    """:func:`unrestricted` for the column kernel (kernels/every.py): filters that cannot fail
+    (one that fails declines the batch), windows wide enough to hold partial matches."""
+    n = draw(st.sampled_from([2, 3, 4]))
+    later = draw(st.permutations("ABC"))[:n - 1]
+    stages = [(t, draw(st.sampled_from(FILTERS[:-1]))) for t in (draw(st.sampled_from("ABC")),
+                                                                 *later)]
+    body = " -> ".join(f"{t}(s, _)" + (f" where {f}" if f else "") for t, f in stages)
+    window = draw(st.sampled_from(["", "[3 ms]", "[6 ms]", "[20 ms]", "[0.2 ms]"]))
+    if window:
+        body = f"({body}){window}"
+    return body + " context unrestricted" + (" partition by s" if draw(st.booleans()) else "")
+
+
+#: denser streams for the kernel: two keys (1 and 1.0 equal), rarely a NaN
+dense_specs = st.lists(st.tuples(st.sampled_from("ABCAB"), st.sampled_from([0, 1, 1.0, 0, NAN]),
+                                 st.sampled_from([0, 1, 2, 3]), st.sampled_from([0, 0, 1, 0.1])),
+                       min_size=10, max_size=120)
+kernel_ops = st.lists(st.tuples(st.sampled_from(["batch", "run", "columns", "columns", "save",
+                                                 "tokens", "events"]), st.integers(5, 60)),
+                      max_size=5)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(unrestricted_dense(), st.lists(sequences(("chronicle", "immediate", "strict"), 2),
+                                      max_size=1), dense_specs, kernel_ops,
+       st.sampled_from(["batch", "run", "columns"]), st.integers(5, 60), st.booleans())
+# two partial matches of a key completed by one row: the older first
+@example("A(s, _) -> B(s, _) context unrestricted", [],
+         [("A", 0, 0, 0), ("A", 0, 0, 1), ("B", 0, 0, 1), ("B", 0, 0, 0)], [], "batch", 9, True)
+# the float span past the window (test_unrestricted_chains_equal_the_token_path) in a batch
+@example("(A(s, _) -> C(s, _) -> B(s, _))[0.2 ms] context unrestricted", [],
+         [("A", 0, 0, 0.1), ("C", 0, 0, 0.1), ("B", 0, 0, 0.1), ("B", 0, 0, 0), ("A", 0, 0, 0),
+          ("B", 0, 0, 0.1), ("C", 0, 0, 0), ("B", 0, 0, 0)], [], "columns", 9, True)
+def test_unrestricted_batches_equal_the_token_path(first: str, others: list[str], spec: list,
+                                                   plan: list, end: str, size: int,
+                                                   nan: bool) -> None:
+    check([first, *others], spec, plan, end, size, nan, shape="unrestricted_chain")
+
+
 def check(bodies: list[str], spec: list, plan: list, end: str, size: int,
           nan: bool = True, shape: str = "context_chain") -> None:
     """Feeds ``spec`` in the steps of ``plan`` (then the rest by ``end``) to the engine and
