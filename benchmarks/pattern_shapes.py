@@ -79,7 +79,7 @@ SHAPES: dict[str, tuple[str, str]] = {
                              "context unrestricted }"),
     "unrestricted_seq": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _) -> "
                                  "C(x, _))[5 s] context unrestricted }"),
-    "unrestricted_open": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, v) where "
+    "unrestricted_open": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) where "
                                   "v > 2 -> C(x, _) context unrestricted partition by x }"),
     "esper_pair": ("epl", "select a.k as k from pattern [every a=A -> b=B(b.k = a.k) "
                           "where timer:within(10 sec)];"),

@@ -45,7 +45,7 @@ EXTRA = {
                                    "B(x, _) context strict partition by x }"),
     "immediate_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[50 ms] "
                                  "context immediate partition by x }"),
-    "unrestricted_recur": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> A(x, v) where "
+    "unrestricted_recur": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> A(x, _) where "
                                    "v > 3 -> B(x, _))[200 ms] context unrestricted }"),
     "unrestricted_last": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> C(x, _) -> "
                                   "(B(x, _))[1 s] context unrestricted }"),
