@@ -36,12 +36,20 @@ NAN = math.nan
 
 @st.composite
 def sequences(draw: st.DrawFn, contexts: tuple[str, ...] = ("immediate", "strict"),
-              least: int = 2) -> str:
+              least: int = 2, alternatives: bool = False) -> str:
     """``complexEvent``'s body: a keyed sequence of at least ``least`` stages, its context,
-    partitioned by its key or not."""
-    stages = draw(st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from(FILTERS)),
-                           min_size=least, max_size=draw(st.sampled_from([2, 3, 4]))))
-    body = " -> ".join(f"{t}(s, _)" + (f" where {f}" if f else "") for t, f in stages)
+    partitioned by its key or not; with ``alternatives`` a stage may be an OR of two types
+    (``(A(s, _) OR C(s, _))``, each with its filter)."""
+    kinds = ["A", "B", "A", "B", "A|C", "B|C", "A|B"] if alternatives else ["A", "B"]
+    stages = draw(st.lists(st.sampled_from(kinds), min_size=least,
+                           max_size=draw(st.sampled_from([2, 3, 4]))))
+
+    def atom(t: str) -> str:
+        f = draw(st.sampled_from(FILTERS))
+        return f"{t}(s, _)" + (f" where {f}" if f else "")
+
+    body = " -> ".join(f"({' OR '.join(atom(t) for t in kind.split('|'))})" if "|" in kind
+                       else atom(kind) for kind in stages)
     context = draw(st.sampled_from(contexts))
     parted = context != "chronicle" and draw(st.booleans())
     return f"{body} context {context}" + (" partition by s" if parted else "")
@@ -126,6 +134,17 @@ def columns(eng: Engine, evs: list[Event]) -> list:
 def test_context_chains_equal_the_token_path(first: str, others: list[str], spec: list,
                                              plan: list, end: str, size: int,
                                              nan: bool) -> None:
+    check([first, *others], spec, plan, end, size, nan)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sequences(alternatives=True), st.lists(sequences(("chronicle", "immediate", "strict"), 1,
+                                                        True), max_size=1),
+       specs, ops, st.sampled_from(["events", "batch", "run", "columns"]), st.integers(1, 9),
+       st.booleans())
+def test_context_alternatives_equal_the_token_path(first: str, others: list[str], spec: list,
+                                                   plan: list, end: str, size: int,
+                                                   nan: bool) -> None:
     check([first, *others], spec, plan, end, size, nan)
 
 

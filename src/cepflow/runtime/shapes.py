@@ -201,7 +201,6 @@ def context_chain_of(pattern: Any) -> Chain | None:
         return None
     c = _keyed_sequence(pattern)
     if (c is None or c.zone is not None or c.extra or len(c.stages) < 2
-            or any(len(alts) != 1 for alts in c.stages)
             or (pattern.partitioned and tuple(pattern.auto.partition_by) != (c.var,))):
         return None
     return c

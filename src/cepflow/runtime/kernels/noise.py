@@ -69,7 +69,8 @@ def plan_context(pattern: Any, src: Rows, type_code: dict[str, int], values: lis
     stage_of = c.stage_of()
     occ_stage = [stage_of[s] for s in occupants.states]
     vidx = np.concatenate([vidx, occ_vidx])
-    if parted and k == 2 and len(c.types) == 2 and not pattern.context.one_at_a_time:
+    if (parted and k == 2 and len(c.types) == 2 and not pattern.context.one_at_a_time
+            and all(len(alts) == 1 for alts in c.stages)):
         return (positions, vidx, *_queued_pairs(bits, key, occ_stage, occ_key, len(table)))
     stage_sets = {b: tuple(st for st in range(k) if b >> st & 1)
                   for b in distinct(bits).tolist()}
