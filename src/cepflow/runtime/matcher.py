@@ -520,7 +520,7 @@ class Matcher(EsperSteps, IntervalClock):
             if not pat.partitioned and rows.n:
                 rows.dispose()
             return
-        ki, moves, begin, bflt, _zone, _bind = plan  # (no window, the key alone)
+        ki, moves, begin, bflt, zone, _bind = plan  # (the key alone)
         key = e.params[ki]
         queues = rows.queues
         best = None
@@ -532,8 +532,19 @@ class Matcher(EsperSteps, IntervalClock):
         if best is not None:
             del bq[0]
             evs = best[2]
-            evs.append(e)
             rows._flat = None
+            if zone is not None and (bt == FINAL or zone.exceeded(e.ts - evs[0].ts)):
+                if zone.exceeded(e.ts - evs[0].ts):
+                    # the window exceeded at this very event (its deadline is not before it:
+                    # float time): the partial match is trapped, and the event, taken by it,
+                    # is no noise and starts none (Matcher._zones)
+                    if not bq:
+                        del queues[bs][key]
+                    rows.n -= 1
+                    del rows.alive[best[0]]
+                    return
+                del rows.alive[best[0]]
+            evs.append(e)
             if bt != FINAL:
                 rows.move(best, bq, bs, bt, key)
                 return
@@ -548,6 +559,9 @@ class Matcher(EsperSteps, IntervalClock):
             counters = self.host.counters
             tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
             rows.start(begin, tid, key, e)
+            if zone is not None:  # (Matcher.schedule_zones of the new token)
+                ts = e.ts
+                self.host.schedule(ts + zone.length, self, tid, zone.id, ts)
             return
         if rows.n:  # noise (Matcher._dispose_noise)
             rows.dispose(key, not pat.partitioned)

@@ -200,7 +200,7 @@ def context_chain_of(pattern: Any) -> Chain | None:
     if pattern.context not in (Context.IMMEDIATE, Context.STRICT):
         return None
     c = _keyed_sequence(pattern)
-    if (c is None or c.zone is not None or c.extra or len(c.stages) < 2
+    if (c is None or c.extra or len(c.stages) < 2
             or (pattern.partitioned and tuple(pattern.auto.partition_by) != (c.var,))):
         return None
     return c

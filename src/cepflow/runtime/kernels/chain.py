@@ -160,9 +160,11 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
                 timers.append((slot, timed))
             continue
         if matchers[slot].pattern.context_chain is not None:  # immediate, strict (noise.py)
-            positions, vidx, pred, complete, waiting, started = plan_context(
+            positions, vidx, pred, complete, waiting, started, timed = plan_context(
                 matchers[slot].pattern, src, type_code, values, occupants,
                 engine.program.schemas, filter_cols)
+            if c.zone is not None:
+                timers.append((slot, timed))
             start_keys.append(positions[started] * n_chains + slot)
             done_pos.append(positions[complete])
             done_slot.append(np.full(len(complete), slot, dtype=np.int64))
