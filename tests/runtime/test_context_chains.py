@@ -156,6 +156,9 @@ def test_context_chains_equal_the_token_path(first: str, others: list[str], spec
 @example("(A(s, _) -> C(s, _) -> B(s, _))[0.2 ms] context immediate", [],
          [("A", 0, 0, 0.1), ("C", 0, 0, 0.1), ("A", 0, 0, 0), ("B", 0, 0, 0.1), ("C", 0, 0, 0),
           ("B", 0, 0, 0)], [("batch", 2)], "events", 1, True)
+@example("(A(s, _) -> C(s, _) -> B(s, _))[0.2 ms] context immediate partition by s", [],
+         [("A", 0, 0, 0.1), ("C", 0, 0, 0.1), ("A", 0, 0, 0), ("B", 0, 0, 0.1), ("A", 0, 0, 0),
+          ("C", 0, 0, 0), ("B", 0, 0, 0)], [], "columns", 1, True)
 def test_context_alternatives_equal_the_token_path(first: str, others: list[str], spec: list,
                                                    plan: list, end: str, size: int,
                                                    nan: bool) -> None:
