@@ -45,6 +45,10 @@ EXTRA = {
                                    "B(x, _) context strict partition by x }"),
     "immediate_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[50 ms] "
                                  "context immediate partition by x }"),
+    "immediate_or": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> (B(x, _) OR C(x, _)) "
+                             "-> A(x, _) context immediate partition by x }"),
+    "strict_or_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> (B(x, _) OR "
+                                 "C(x, _) where v > 3))[200 ms] context strict partition by x }"),
     "unrestricted_recur": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> A(x, _) where "
                                    "v > 3 -> B(x, _))[200 ms] context unrestricted }"),
     "unrestricted_last": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> C(x, _) -> "
