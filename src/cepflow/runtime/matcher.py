@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, Forbid
@@ -533,17 +534,18 @@ class Matcher(EsperSteps, IntervalClock):
             del bq[0]
             evs = best[2]
             rows._flat = None
-            if zone is not None and (bt == FINAL or zone.exceeded(e.ts - evs[0].ts)):
-                if zone.exceeded(e.ts - evs[0].ts):
+            if zone is not None:
+                trapped = zone.exceeded(e.ts - evs[0].ts)
+                if trapped or bt == FINAL:
+                    del rows.alive[best[0]]
+                if trapped:
                     # the window exceeded at this very event (its deadline is not before it:
                     # float time): the partial match is trapped, and the event, taken by it,
                     # is no noise and starts none (Matcher._zones)
                     if not bq:
                         del queues[bs][key]
                     rows.n -= 1
-                    del rows.alive[best[0]]
                     return
-                del rows.alive[best[0]]
             evs.append(e)
             if bt != FINAL:
                 rows.move(best, bq, bs, bt, key)
@@ -597,9 +599,9 @@ class Matcher(EsperSteps, IntervalClock):
             if held and (flt is None or flt(e, NO_BINDINGS)) and key == key and q:
                 ts = e.ts
                 if zone is not None and zone.exceeded(ts - q[0][2][0].ts):
-                    # (the oldest first: those whose span e would take past Δ stay)
+                    # (those whose span e would take past Δ stay: the oldest)
                     stay = [r for r in q if zone.exceeded(ts - r[2][0].ts)]
-                    go = q[len(stay):]
+                    go = [r for r in q if not zone.exceeded(ts - r[2][0].ts)]
                     if go:
                         by_key[key] = stay
                 else:
@@ -625,12 +627,12 @@ class Matcher(EsperSteps, IntervalClock):
                         if zone is not None:
                             row[3] = target
                     if dest is None:
-                        to[key] = go if stay is None else list(go)
+                        to[key] = go
                     elif dest[-1][0] < go[0][0]:
                         dest.extend(go)
                     else:  # (a restored state's rows out of age order)
                         dest.extend(go)
-                        dest.sort(key=_first)
+                        dest.sort(key=itemgetter(0))
                     rows.n += len(go)
         if begin is not None and (bflt is None or bflt(e, NO_BINDINGS)):
             counters = self.host.counters
@@ -1269,11 +1271,6 @@ def _runs(threads: list[Thread], waits: tuple[tuple[int, ...], ...]) -> bool:
         and th.zstart == threads[0].zstart and _same(th.bindings, threads[0].bindings)
         and all(x is y for x, y in zip(th.events, deepest, strict=False))
         for i, th in enumerate(threads))
-
-
-def _first(row: list[Any]) -> int:
-    """A row's token id (its age)."""
-    return row[0]
 
 
 def _ignored(e: Event, emit: Callable[[ComplexEvent], None]) -> None:
