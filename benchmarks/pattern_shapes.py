@@ -77,6 +77,14 @@ SHAPES: dict[str, tuple[str, str]] = {
                             "context immediate partition by x }"),
     "unrestricted": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[5 s] "
                              "context unrestricted }"),
+    "unrestricted_seq": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _) -> "
+                                 "C(x, _))[5 s] context unrestricted }"),
+    "unrestricted_open": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) where "
+                                  "v > 2 -> C(x, _) context unrestricted partition by x }"),
+    "immediate_or": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> (B(x, _) OR C(x, _)) "
+                             "context immediate partition by x }"),
+    "strict_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[100 ms] "
+                              "context strict partition by x }"),
     "esper_pair": ("epl", "select a.k as k from pattern [every a=A -> b=B(b.k = a.k) "
                           "where timer:within(10 sec)];"),
     "esper_or": ("epl", "select a.k as k from pattern [every a=A -> (b=B(b.k = a.k) "

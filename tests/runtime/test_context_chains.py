@@ -36,12 +36,25 @@ NAN = math.nan
 
 @st.composite
 def sequences(draw: st.DrawFn, contexts: tuple[str, ...] = ("immediate", "strict"),
-              least: int = 2) -> str:
+              least: int = 2, alternatives: bool = False) -> str:
     """``complexEvent``'s body: a keyed sequence of at least ``least`` stages, its context,
-    partitioned by its key or not."""
-    stages = draw(st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from(FILTERS)),
-                           min_size=least, max_size=draw(st.sampled_from([2, 3, 4]))))
-    body = " -> ".join(f"{t}(s, _)" + (f" where {f}" if f else "") for t, f in stages)
+    partitioned by its key or not; with ``alternatives`` a stage may be an OR of two types
+    (``(A(s, _) OR C(s, _))``, each with its filter) and a window may hold the whole sequence
+    (0, 0.2, 1, 3 or 6 ms)."""
+    kinds = ["A", "B", "A", "B", "A|C", "B|C", "A|B"] if alternatives else ["A", "B"]
+    stages = draw(st.lists(st.sampled_from(kinds), min_size=least,
+                           max_size=draw(st.sampled_from([2, 3, 4]))))
+
+    def atom(t: str) -> str:
+        f = draw(st.sampled_from(FILTERS))
+        return f"{t}(s, _)" + (f" where {f}" if f else "")
+
+    body = " -> ".join(f"({' OR '.join(atom(t) for t in kind.split('|'))})" if "|" in kind
+                       else atom(kind) for kind in stages)
+    window = draw(st.sampled_from(["", "", "[0 ms]", "[0.2 ms]", "[1 ms]", "[3 ms]", "[6 ms]"])
+                  if alternatives else st.just(""))
+    if window:
+        body = f"({body}){window}"
     context = draw(st.sampled_from(contexts))
     parted = context != "chronicle" and draw(st.booleans())
     return f"{body} context {context}" + (" partition by s" if parted else "")
@@ -57,6 +70,11 @@ def compile_(bodies: list[str]) -> Any:
 specs = st.lists(st.tuples(st.sampled_from("ABCAB"), st.sampled_from([0, 1, 1.0, 0, 2, NAN]),
                            st.sampled_from([0, 1, 2, 3, None]), st.sampled_from([0, 0, 1, 2])),
                  max_size=120)
+#: specs whose times also step by 0.1 ms (float time: a span past a window whose deadline is
+#: not before the event, Matcher._zones)
+float_specs = st.lists(st.tuples(st.sampled_from("ABCAB"), st.sampled_from([0, 1, 1.0, 0, 2, NAN]),
+                                 st.sampled_from([0, 1, 2, 3, None]),
+                                 st.sampled_from([0, 0, 1, 2, 0.1])), max_size=120)
 ops = st.lists(st.one_of(
     st.tuples(st.sampled_from(["events", "batch", "run", "columns"]), st.integers(0, 40)),
     st.tuples(st.sampled_from(["tokens", "save", "count"]), st.just(0)),
@@ -129,6 +147,24 @@ def test_context_chains_equal_the_token_path(first: str, others: list[str], spec
     check([first, *others], spec, plan, end, size, nan)
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sequences(alternatives=True), st.lists(sequences(("chronicle", "immediate", "strict"), 1,
+                                                        True), max_size=1),
+       float_specs, ops, st.sampled_from(["events", "batch", "run", "columns"]),
+       st.integers(1, 9), st.booleans())
+# the float span past the window: the partial match is trapped by B, which is then no noise
+@example("(A(s, _) -> C(s, _) -> B(s, _))[0.2 ms] context immediate", [],
+         [("A", 0, 0, 0.1), ("C", 0, 0, 0.1), ("A", 0, 0, 0), ("B", 0, 0, 0.1), ("C", 0, 0, 0),
+          ("B", 0, 0, 0)], [("batch", 2)], "events", 1, True)
+@example("(A(s, _) -> C(s, _) -> B(s, _))[0.2 ms] context immediate partition by s", [],
+         [("A", 0, 0, 0.1), ("C", 0, 0, 0.1), ("A", 0, 0, 0), ("B", 0, 0, 0.1), ("A", 0, 0, 0),
+          ("C", 0, 0, 0), ("B", 0, 0, 0)], [], "columns", 1, True)
+def test_context_alternatives_equal_the_token_path(first: str, others: list[str], spec: list,
+                                                   plan: list, end: str, size: int,
+                                                   nan: bool) -> None:
+    check([first, *others], spec, plan, end, size, nan)
+
+
 @st.composite
 def pairs(draw: st.DrawFn) -> str:
     """Two stages of distinct types under immediate, partitioned by the key (the column
@@ -156,24 +192,91 @@ def test_partitioned_pairs_equal_the_token_path(first: str, spec: list, plan: li
 
 @st.composite
 def unrestricted(draw: st.DrawFn) -> str:
-    """Two stages under unrestricted (CompiledPattern.unrestricted_pair), the types equal or
-    not, filters, a window around the last atom alone, partitioned by the key or not."""
-    stages = [(draw(st.sampled_from("AB")), draw(st.sampled_from(FILTERS))) for _ in "ab"]
+    """A keyed sequence under unrestricted (CompiledPattern.unrestricted_chain) of two to four
+    stages, the first of any type and the later ones of distinct types (the first's may
+    recur), filters, a window around the last atom alone or around the whole sequence (0,
+    0.2, 1, 3 or 6 ms), partitioned by the key or not."""
+    n = draw(st.sampled_from([2, 2, 3, 4]))
+    later = draw(st.permutations("ABC"))[:n - 1]
+    stages = [(t, draw(st.sampled_from(FILTERS))) for t in (draw(st.sampled_from("ABC")),
+                                                             *later)]
     atoms = [f"{t}(s, _)" + (f" where {f}" if f else "") for t, f in stages]
-    window = draw(st.sampled_from(["", "", "[3 ms]", "[0 ms]"]))
-    atoms[-1] = f"({atoms[-1]}){window}" if window else atoms[-1]
+    where = draw(st.sampled_from(["", "last", "whole", "whole"]))
+    window = draw(st.sampled_from(["[3 ms]", "[0 ms]", "[0.2 ms]", "[1 ms]", "[6 ms]"]))
+    if where == "last":
+        atoms[-1] = f"({atoms[-1]}){window}"
+    body = " -> ".join(atoms)
+    if where == "whole":
+        body = f"({body}){window}"
     parted = draw(st.booleans())
-    return " -> ".join(atoms) + " context unrestricted" + (" partition by s" if parted else "")
+    return body + " context unrestricted" + (" partition by s" if parted else "")
+
+
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(unrestricted(), st.lists(sequences(("chronicle", "immediate", "unrestricted"), 1),
+                                max_size=1), float_specs, batches,
+       st.sampled_from(["events", "batch", "run", "columns"]), st.integers(1, 9),
+       st.booleans())
+# A@0.1, B@0.1+0.1+0.1: the span 0.20000000000000004 exceeds the window, its deadline
+# 0.1 + 0.2 = 0.30000000000000004 is not before B: the partial match stays, unmatched
+@example("(A(s, _) -> C(s, _) -> B(s, _))[0.2 ms] context unrestricted", [],
+         [("A", 0, 0, 0.1), ("C", 0, 0, 0.1), ("B", 0, 0, 0.1), ("B", 0, 0, 0)],
+         [("events", 2)], "events", 1, True)
+@example("(A(s, _) -> B(s, _))[0.2 ms] context unrestricted", [],
+         [("A", 0, 0, 0.1), ("C", 0, 0, 0.1), ("B", 0, 0, 0.1), ("A", 0, 0, 0), ("B", 0, 0, 0)],
+         [("tokens", 0)], "events", 1, True)
+# the second B fails the filter (an error record): the token path evaluates it, as the
+# partial match waiting for C holds a thread waiting for B too
+@example("A(s, _) -> B(s, _) where sqrt(v - 1) > 0 -> C(s, _) context unrestricted", [],
+         [("A", 0, 0, 0), ("B", 0, 2, 1), ("B", 0, 0, 1), ("C", 0, 0, 1)], [], "events", 1,
+         True)
+def test_unrestricted_chains_equal_the_token_path(first: str, others: list[str], spec: list,
+                                                  plan: list, end: str, size: int,
+                                                  nan: bool) -> None:
+    check([first, *others], spec, plan, end, size, nan, shape="unrestricted_chain")
+
+
+@st.composite
+def unrestricted_dense(draw: st.DrawFn) -> str:
+    """:func:`unrestricted` for the column kernel (kernels/every.py): filters that cannot fail
+    (one that fails declines the batch), windows wide enough to hold partial matches."""
+    n = draw(st.sampled_from([2, 3, 4]))
+    later = draw(st.permutations("ABC"))[:n - 1]
+    stages = [(t, draw(st.sampled_from(FILTERS[:-1]))) for t in (draw(st.sampled_from("ABC")),
+                                                                 *later)]
+    body = " -> ".join(f"{t}(s, _)" + (f" where {f}" if f else "") for t, f in stages)
+    window = draw(st.sampled_from(["", "[3 ms]", "[6 ms]", "[20 ms]", "[0.2 ms]"]))
+    if window:
+        body = f"({body}){window}"
+    return body + " context unrestricted" + (" partition by s" if draw(st.booleans()) else "")
+
+
+#: denser streams for the kernel: two keys (1 and 1.0 equal), rarely a NaN
+dense_specs = st.lists(st.tuples(st.sampled_from("ABCAB"), st.sampled_from([0, 1, 1.0, 0, NAN]),
+                                 st.sampled_from([0, 1, 2, 3]), st.sampled_from([0, 0, 1, 0.1])),
+                       min_size=10, max_size=120)
+kernel_ops = st.lists(st.tuples(st.sampled_from(["batch", "run", "columns", "columns", "save",
+                                                 "tokens", "events"]), st.integers(5, 60)),
+                      max_size=5)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(unrestricted(), st.lists(sequences(("chronicle", "immediate", "unrestricted"), 1),
-                                max_size=1), specs, batches,
-       st.sampled_from(["events", "batch", "run"]), st.integers(1, 9), st.booleans())
-def test_unrestricted_pairs_equal_the_token_path(first: str, others: list[str], spec: list,
-                                                 plan: list, end: str, size: int,
-                                                 nan: bool) -> None:
-    check([first, *others], spec, plan, end, size, nan, shape="unrestricted_pair")
+@given(unrestricted_dense(), st.lists(sequences(("chronicle", "immediate", "strict"), 2),
+                                      max_size=1), dense_specs, kernel_ops,
+       st.sampled_from(["batch", "run", "columns"]), st.integers(5, 60), st.booleans())
+# two partial matches of a key completed by one row: the older first
+@example("A(s, _) -> B(s, _) context unrestricted", [],
+         [("A", 0, 0, 0), ("A", 0, 0, 1), ("B", 0, 0, 1), ("B", 0, 0, 0)], [], "batch", 9, True)
+# the float span past the window (test_unrestricted_chains_equal_the_token_path) in a batch
+@example("(A(s, _) -> C(s, _) -> B(s, _))[0.2 ms] context unrestricted", [],
+         [("A", 0, 0, 0.1), ("C", 0, 0, 0.1), ("B", 0, 0, 0.1), ("B", 0, 0, 0), ("A", 0, 0, 0),
+          ("B", 0, 0, 0.1), ("C", 0, 0, 0), ("B", 0, 0, 0)], [], "columns", 9, True)
+def test_unrestricted_batches_equal_the_token_path(first: str, others: list[str], spec: list,
+                                                   plan: list, end: str, size: int,
+                                                   nan: bool) -> None:
+    check([first, *others], spec, plan, end, size, nan, shape="unrestricted_chain")
 
 
 def check(bodies: list[str], spec: list, plan: list, end: str, size: int,

@@ -45,6 +45,14 @@ EXTRA = {
                                    "B(x, _) context strict partition by x }"),
     "immediate_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[50 ms] "
                                  "context immediate partition by x }"),
+    "immediate_or": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> (B(x, _) OR C(x, _)) "
+                             "-> A(x, _) context immediate partition by x }"),
+    "strict_or_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> (B(x, _) OR "
+                                 "C(x, _) where v > 3))[200 ms] context strict partition by x }"),
+    "unrestricted_recur": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> A(x, _) where "
+                                   "v > 3 -> B(x, _))[200 ms] context unrestricted }"),
+    "unrestricted_last": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> C(x, _) -> "
+                                  "(B(x, _))[1 s] context unrestricted }"),
     "esper_or_filters": ("epl", "select a.k as k, b.v as bv, c.v as cv from pattern [every a=A "
                                 "-> (b=B(b.k = a.k, b.v > 3) or c=C(c.k = a.k)) "
                                 "where timer:within(200 msec)];"),

@@ -21,7 +21,7 @@ from cepflow.runtime.shapes import (
     esper_consec_of,
     esper_pair_of,
     esper_restart_of,
-    unrestricted_pair_of,
+    unrestricted_chain_of,
 )
 
 #: a type's entry of CompiledPattern.row_plan (see _row_plan)
@@ -64,7 +64,8 @@ class CompiledPattern:
         "timed_zones",
         "timers_first",
         "types",
-        "unrestricted_pair",
+        "unrestricted_chain",
+        "unrestricted_later",
         "zone_by_id",
     )
 
@@ -171,15 +172,21 @@ class CompiledPattern:
         #: (Matcher._context_step) and by the chain kernel (kernels.noise); None: the token path
         self.context_chain: Chain | None = (context_chain_of(self)
                                             if fast_path and self.clock is None else None)
-        #: a keyed sequence of two stages under unrestricted (runtime.shapes.
-        #: unrestricted_pair_of): stepped as rows, every one of the key taking an event of the
-        #: second stage (Matcher._every_step); None: the token path
-        self.unrestricted_pair: Chain | None = (unrestricted_pair_of(self)
-                                                if fast_path and self.clock is None else None)
-        #: the plan of either per event type, as row_plan's (neither has a window or bindings
-        #: besides the key: their entries' zone and bindings maker are None)
+        #: a keyed sequence under unrestricted (runtime.shapes.unrestricted_chain_of):
+        #: stepped as rows, every one of the key waiting for an event's stage taking it
+        #: (Matcher._every_step) and by the chain kernel (kernels.every); None: the token path
+        self.unrestricted_chain: Chain | None = (unrestricted_chain_of(self)
+                                                 if fast_path and self.clock is None else None)
+        #: of an unrestricted chain, per waiting state the states after it: a row waiting
+        #: there holds a thread at that state too (the token path evaluates its filters)
+        uc = self.unrestricted_chain
+        self.unrestricted_later: dict[int, tuple[int, ...]] = (
+            {} if uc is None else {ss[0]: tuple(x[0] for x in uc.waits[m + 1:])
+                                   for m, ss in enumerate(uc.waits) if m})
+        #: the plan of either per event type, as row_plan's (their entries' bindings maker is
+        #: None: the key alone; an unrestricted chain's window is its entries' zone)
         self.context_plan: dict[str, RowStep] | None = (
-            _row_plan(self.context_chain or self.unrestricted_pair, pos_states,
+            _row_plan(self.context_chain or self.unrestricted_chain, pos_states,
                       self.zone_by_id))
         self._sealed = True
 

@@ -156,11 +156,12 @@ class Engine:
                                             for a in program.automata)
         plain = not self.noise and not coupled
         #: the matchers, when the chain kernel takes them all (every one a keyed sequence:
-        #: CompiledPattern.chain, or one under immediate or strict, whose noise the kernel
-        #: decides: CompiledPattern.context_chain), else None
+        #: CompiledPattern.chain, one under immediate or strict, whose noise the kernel
+        #: decides: CompiledPattern.context_chain, or one under unrestricted:
+        #: CompiledPattern.unrestricted_chain, kernels/every.py), else None
         self._chains = (self.matchers if not coupled and all(
             m.pattern.chain is not None or m.pattern.context_chain is not None
-            for m in self.matchers) else None)
+            or m.pattern.unrestricted_chain is not None for m in self.matchers) else None)
         # Esper's `every a = A(f) -> b = B(g, key) [within Δ]` patterns: their column kernel
         # (CompiledPattern.pair is None without fast_path)
         self._pairs = (self.matchers if plain and self._chains is None and self.matchers
@@ -622,8 +623,9 @@ class Engine:
 
         When every pattern is a keyed sequence under chronicle (the gesture pattern; also with
         filters on the events' own fields, a type at several stages and a window over the
-        whole sequence, runtime.shapes.chain_of) or without a window under immediate or strict
-        (runtime.shapes.context_chain_of), or every pattern is Esper's
+        whole sequence, runtime.shapes.chain_of), under immediate or strict
+        (runtime.shapes.context_chain_of) or under unrestricted
+        (runtime.shapes.unrestricted_chain_of), or every pattern is Esper's
         ``every a = A(f) -> b = B(g, key) [within Δ]`` (the motorbike Crash), the batch is
         matched column-wise (cepflow.runtime.kernels); otherwise the events are processed one by
         one. Rules fire in the same order as with ``process``; events that rule actions emit

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, Forbid
@@ -141,7 +142,10 @@ class Matcher(EsperSteps, IntervalClock):
         z = rows.zone
         dl = self.deadlines
         for tok in toks:
-            self.register_newest(tok)
+            if len(tok.threads) == 1:
+                self.register_newest(tok)
+            else:  # (an unrestricted chain's token: a thread per state it reached)
+                self.register(tok)
             tid, ts = tok.id, tok.created
             if z is not None and not chain:
                 # a pair queues its deadlines (the engine holds the timer of the first one
@@ -163,6 +167,8 @@ class Matcher(EsperSteps, IntervalClock):
         extra = chain and self.pattern.chain is not None and self.pattern.chain.extra
         parted = self.pattern.partitioned  # (a keyed sequence partitioned by its key)
         z = rows.zone
+        uc = self.pattern.unrestricted_chain
+        every = None if uc is None else uc.waits
         out = []
         part = None
         for q, tid in enumerate(rows.ids):
@@ -178,8 +184,16 @@ class Matcher(EsperSteps, IntervalClock):
                 evs, state = [e], pr.state
                 bindings = {v: e.params[i] for i, v in pr.first.position.binds}
             ts = evs[0].ts
-            out.append(Token(tid, part, ts, [Thread(state, bindings, evs,
-                                                     None if z is None else {z: ts}, evs[-1])]))
+            th = Thread(state, bindings, evs, None if z is None else {z: ts}, evs[-1])
+            if every is not None and len(evs) > 1:
+                # (an unrestricted chain's token: a thread at every state it reached, the
+                # deepest first, each with the first events of the deepest)
+                ths = [th, *(Thread(every[j][0], dict(bindings), evs[:j],
+                                    None if z is None else {z: ts}, evs[j - 1])
+                             for j in range(len(evs) - 1, 0, -1))]
+            else:
+                ths = [th]
+            out.append(Token(tid, part, ts, ths))
         return out
 
     def register_newest(self, tok: Token) -> None:
@@ -350,10 +364,10 @@ class Matcher(EsperSteps, IntervalClock):
         pat = self.pattern
         if pat.context_plan is not None and self.host.trace is None:
             if t in pat.context_plan:
-                return self._context_step if pat.unrestricted_pair is None else self._every_step
+                return self._context_step if pat.unrestricted_chain is None else self._every_step
             # (a type the sequence does not take: noise, but of no partition when partitioned
             # — and never under unrestricted)
-            return (_ignored if pat.partitioned or pat.unrestricted_pair is not None
+            return (_ignored if pat.partitioned or pat.unrestricted_chain is not None
                     else self._context_noise)
         if pat.row_plan is not None and t in pat.row_plan and self.host.trace is None:
             # (the type's plan bound in: no look-up per event)
@@ -375,7 +389,7 @@ class Matcher(EsperSteps, IntervalClock):
         """Feed one event (already time-ordered) to this pattern."""
         pat = self.pattern
         if pat.context_plan is not None and self.host.trace is None:
-            if pat.unrestricted_pair is None:
+            if pat.unrestricted_chain is None:
                 self._context_step(e, emit)
             elif e.type in pat.context_plan:
                 self._every_step(e, emit)
@@ -507,7 +521,7 @@ class Matcher(EsperSteps, IntervalClock):
             if not pat.partitioned and rows.n:
                 rows.dispose()
             return
-        ki, moves, begin, bflt, _zone, _bind = plan  # (no window, the key alone)
+        ki, moves, begin, bflt, zone, _bind = plan  # (the key alone)
         key = e.params[ki]
         queues = rows.queues
         best = None
@@ -519,8 +533,20 @@ class Matcher(EsperSteps, IntervalClock):
         if best is not None:
             del bq[0]
             evs = best[2]
-            evs.append(e)
             rows._flat = None
+            if zone is not None:
+                trapped = zone.exceeded(e.ts - evs[0].ts)
+                if trapped or bt == FINAL:
+                    del rows.alive[best[0]]
+                if trapped:
+                    # the window exceeded at this very event (its deadline is not before it:
+                    # float time): the partial match is trapped, and the event, taken by it,
+                    # is no noise and starts none (Matcher._zones)
+                    if not bq:
+                        del queues[bs][key]
+                    rows.n -= 1
+                    return
+            evs.append(e)
             if bt != FINAL:
                 rows.move(best, bq, bs, bt, key)
                 return
@@ -535,36 +561,86 @@ class Matcher(EsperSteps, IntervalClock):
             counters = self.host.counters
             tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
             rows.start(begin, tid, key, e)
+            if zone is not None:  # (Matcher.schedule_zones of the new token)
+                ts = e.ts
+                self.host.schedule(ts + zone.length, self, tid, zone.id, ts)
             return
         if rows.n:  # noise (Matcher._dispose_noise)
             rows.dispose(key, not pat.partitioned)
 
     def _every_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
-        """An event for a keyed sequence of two stages under unrestricted (CompiledPattern.
-        unrestricted_pair) with the partial matches kept as rows: every row of its key waiting
-        for it takes it and completes, oldest first, if it passes the second stage's filter;
-        then it starts one if it passes the first stage's — what :meth:`_general` does to the
-        tokens (each run that takes it completes, and a token that completes ends)."""
+        """An event for a keyed sequence under unrestricted (CompiledPattern.
+        unrestricted_chain) with the partial matches kept as rows, each of its deepest events
+        (its threads at the states before hold their first events): every row of the event's
+        key waiting for the event's stage takes it, oldest first, if it passes that stage's
+        filter — completes, or waits at the next stage — then the event starts one if it
+        passes the first stage's. What :meth:`_general` does to the tokens: each run that can
+        take the event does (the runs that skip it stay, the later ones merged into the
+        earlier), a token that completes ends, and a filter is evaluated where a token of the
+        key holds a thread at the stage's state. In a window ``[Δ]`` a start sets the timer
+        of its token id (:meth:`on_deadline` expires the row) and a row whose span the event
+        would take past Δ stays as it is (float time: its deadline is not before the event)."""
         rows = self.pending
         if rows.__class__ is not KeyedRows and (rows := self._keyed_rows()) is None:
             self._tokens_step(e, emit)
             return
-        ki, moves, begin, bflt, _zone, _bind = self.pattern.context_plan[e.type]
+        pat = self.pattern
+        ki, moves, begin, bflt, zone, _bind = pat.context_plan[e.type]
         key = e.params[ki]
-        for s, _, flt in moves:  # (the second stage: one state)
-            by_key = rows.queues[s]
+        queues = rows.queues
+        if moves:
+            (s, target, flt), = moves  # (a type at one stage after the first at most)
+            by_key = queues[s]
             q = by_key.get(key)
-            if q and (flt is None or flt(e, NO_BINDINGS)) and key == key:
-                del by_key[key]
-                rows.n -= len(q)
+            if q is None:  # (a row at a later state holds a thread here too)
+                held = any(key in queues[x] for x in pat.unrestricted_later[s])
+            else:
+                held = True
+            if held and (flt is None or flt(e, NO_BINDINGS)) and key == key and q:
+                ts = e.ts
+                if zone is not None and zone.exceeded(ts - q[0][2][0].ts):
+                    # (those whose span e would take past Δ stay: the oldest)
+                    stay = [r for r in q if zone.exceeded(ts - r[2][0].ts)]
+                    go = [r for r in q if not zone.exceeded(ts - r[2][0].ts)]
+                    if go:
+                        by_key[key] = stay
+                else:
+                    go, stay = q, None
+                    del by_key[key]
+                if not go:
+                    go = ()
+                rows.n -= len(go)
                 rows._flat = None
-                for row in q:
-                    row[2].append(e)
-                    self._chain_match(row[1], row[2], e.ts, rows.var, emit)
+                if target == FINAL:
+                    alive = rows.alive
+                    for row in go:
+                        if alive is not None:
+                            del alive[row[0]]
+                        evs = row[2]
+                        evs.append(e)
+                        self._chain_match(row[1], evs, ts, rows.var, emit)
+                elif go:
+                    to = queues[target]
+                    dest = to.get(key)
+                    for row in go:
+                        row[2].append(e)
+                        if zone is not None:
+                            row[3] = target
+                    if dest is None:
+                        to[key] = go
+                    elif dest[-1][0] < go[0][0]:
+                        dest.extend(go)
+                    else:  # (a restored state's rows out of age order)
+                        dest.extend(go)
+                        dest.sort(key=itemgetter(0))
+                    rows.n += len(go)
         if begin is not None and (bflt is None or bflt(e, NO_BINDINGS)):
             counters = self.host.counters
             tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
             rows.start(begin, tid, key, e)
+            if zone is not None:  # (Matcher.schedule_zones of the new token)
+                ts = e.ts
+                self.host.schedule(ts + zone.length, self, tid, zone.id, ts)
 
     def _context_noise(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """An input event of a type the keyed sequence under immediate or strict does not
@@ -599,14 +675,16 @@ class Matcher(EsperSteps, IntervalClock):
         if self.rowless:
             return None
         pat = self.pattern
-        c = next(x for x in (pat.chain, pat.context_chain, pat.unrestricted_pair)
+        c = next(x for x in (pat.chain, pat.context_chain, pat.unrestricted_chain)
                  if x is not None)
         if self.tokens:
             self.materialize()
             toks = self.registered_tokens()
             ths = [t.threads[0] for t in toks]
             stage_of = c.stage_of()
-            if any(len(t.threads) != 1 or not _own_part(t, c.var, pat.partitioned)
+            every = pat.unrestricted_chain is not None
+            if any((not _runs(t.threads, c.waits) if every else len(t.threads) != 1)
+                   or not _own_part(t, c.var, pat.partitioned)
                    for t in toks) or any(
                     th.zstart != (None if c.zone is None else {c.zone: th.events[0].ts})
                     or stage_of.get(th.state, 0) != len(th.events) or not _same(
@@ -1180,6 +1258,19 @@ def _or_step(pos: Any, nb: dict[str, Any], th: Thread, e: Event, target: int,
     kept = [ev for ev, m in zip(events[-n:], masks, strict=True) if m >> done & 1]
     bindings = {k: v for k, v in nb.items() if k not in drop and k != pos.track}
     return Thread(target, bindings, [*events[:-n], *kept], zs, e)
+
+
+def _runs(threads: list[Thread], waits: tuple[tuple[int, ...], ...]) -> bool:
+    """Whether an unrestricted chain's token holds a thread at every state it reached, the
+    deepest first, each with the first events of the deepest (as the token path leaves them:
+    Matcher._every_step's row stands for them); its first thread is checked by the caller."""
+    deepest = threads[0].events
+    j = len(deepest)
+    return len(threads) == j and j < len(waits) and all(
+        th.state == waits[j - i][0] and len(th.events) == j - i and th.last is th.events[-1]
+        and th.zstart == threads[0].zstart and _same(th.bindings, threads[0].bindings)
+        and all(x is y for x, y in zip(th.events, deepest, strict=False))
+        for i, th in enumerate(threads))
 
 
 def _ignored(e: Event, emit: Callable[[ComplexEvent], None]) -> None:

@@ -200,30 +200,34 @@ def context_chain_of(pattern: Any) -> Chain | None:
     if pattern.context not in (Context.IMMEDIATE, Context.STRICT):
         return None
     c = _keyed_sequence(pattern)
-    if (c is None or c.zone is not None or c.extra or len(c.stages) < 2
-            or any(len(alts) != 1 for alts in c.stages)
+    if (c is None or c.extra or len(c.stages) < 2
             or (pattern.partitioned and tuple(pattern.auto.partition_by) != (c.var,))):
         return None
     return c
 
 
 
-def unrestricted_pair_of(pattern: Any) -> Chain | None:
-    """A keyed sequence of two stages under unrestricted (docs/architecture.md, "Keyed
-    sequences under immediate and strict"): one type per stage binding the one key variable
-    and no other, filters reading only their event, no NOT; a ``within`` window only around the
-    last atom (entered and left by its one event, so never exceeded: ``A(x) -> B(x)[5 s]``);
-    not partitioned or partitioned by the key. Every partial match of the key takes an event of
-    the second stage and completes, so rows model it; or None (the token path)."""
+def unrestricted_chain_of(pattern: Any) -> Chain | None:
+    """A keyed sequence under unrestricted (docs/architecture.md, "Keyed sequences under
+    unrestricted"): two stages or more, one type per stage binding the one key variable and no
+    other, each type at one stage after the first at most (it may also start one: ``A(x) ->
+    A(x)``), filters reading only their event, no NOT; windows either only around the last
+    atom (entered and left by its one event, so never exceeded: ``A(x) -> B(x)[5 s]``) or one
+    ``within`` around the whole sequence (``(A(x) -> B(x) -> C(x))[5 s]``, :attr:`Chain.zone`);
+    not partitioned or partitioned by the key. A partial match then holds a thread at every
+    state it reached, each with the first events of the deepest one (the token path merges the
+    later runs into them), so a row of its deepest events models it; or None (the token
+    path)."""
     auto = pattern.auto
     if (pattern.context is not Context.UNRESTRICTED or auto.forbids or auto.distinct
             or auto.select is not None or pattern.clock is not None
-            or any(z.kind != "within" or z.timer_accept or z.exceeded(0) for z in auto.zones)):
+            or any(z.kind != "within" or z.timer_accept for z in auto.zones)):
         return None
     stages: list[dict[str, Any]] = []
     waits: list[tuple[int, ...]] = [(INITIAL,)]
     key_param: dict[str, int] = {}
     var: str | None = None
+    edges = []
     while True:
         out = auto.edges.get(waits[-1][0], {})
         if len(out) != 1 or len(next(iter(out.values()))) != 1:
@@ -231,23 +235,53 @@ def unrestricted_pair_of(pattern: Any) -> Chain | None:
         (t, (e,)), = out.items()
         pos = e.position
         if (len(pos.binds) != 1 or pos.every or pos.collect is not None or pos.track is not None
-                or pos.conj is not None or (pos.filter is not None and not pos.local)
-                or e.enters != e.exits or e.enters != pos.zones or (pos.zones and not e.final)):
+                or pos.conj is not None or (pos.filter is not None and not pos.local)):
             return None
         i, v = pos.binds[0]
         if (var is not None and v != var) or key_param.setdefault(t, i) != i:
             return None
         var = v
         stages.append({t: e})
+        edges.append(e)
         if e.final:
             break
-        if len(stages) == 2 or e.target == INITIAL:
+        if e.target in {s for ss in waits for s in ss} or len(stages) > MAX_CHAIN:
             return None
         waits.append((e.target,))
-    if (len(stages) != 2 or any(p != var for p in auto.params)
+    later = [t for alts in stages[1:] for t in alts]
+    if (len(stages) < 2 or len(set(later)) != len(later)
+            or any(p != var for p in auto.params)
             or (pattern.partitioned and tuple(auto.partition_by) != (var,))):
         return None
-    return Chain(tuple(stages), key_param, var, tuple(waits))
+    zone = _whole_window(auto, edges, waits)
+    if zone is False:
+        return None
+    return Chain(tuple(stages), key_param, var, tuple(waits),
+                 None if zone is None else float(zone.length),
+                 None if zone is None else zone.id)
+
+
+def _whole_window(auto: Any, edges: list[Any], waits: list[tuple[int, ...]]) -> Any:
+    """The ``within`` zone around a whole unrestricted sequence (entered by its first edge,
+    left by its last, every position inside, no waiting state among the zone's last), None
+    when its zones are only around the last atom (each entered and left by that one event,
+    never exceeded), else False."""
+    last = edges[-1]
+    if all(not e.enters and not e.exits and not e.position.zones for e in edges[:-1]) and (
+            last.enters == last.exits == last.position.zones
+            and not any(z.exceeded(0) for z in auto.zones)):
+        return None
+    if len(auto.zones) != 1:
+        return False
+    z = auto.zones[0]
+    zid = (z.id,)
+    if (z.open_end or any(e.position.zones != zid for e in edges)
+            or edges[0].enters != zid or last.exits != zid
+            or any(e.enters or e.exits for e in edges[1:-1])
+            or (len(edges) > 1 and edges[0].exits) or last.enters
+            or z.last & {s for ss in waits for s in ss}):
+        return False
+    return z
 
 
 

@@ -161,17 +161,23 @@ class KeyedRows:
     def dispose(self, key: Any = None, every: bool = True) -> None:
         """Drop every row (``every``) or those of ``key`` (a dict's look-up: the token path's
         ``tokens[part]`` of a pattern partitioned by its key) — noise under immediate and
-        strict (Matcher._context_step; rows without a window)."""
+        strict (Matcher._context_step); in a window their timers then fire idle."""
         queues = self.queues.values()
+        alive = self.alive
         if every:
             for by_key in queues:
                 by_key.clear()
             self.n = 0
+            if alive:
+                alive.clear()
         else:
             for by_key in queues:
                 q = by_key.pop(key, None)
                 if q is not None:
                     self.n -= len(q)
+                    if alive is not None:
+                        for row in q:
+                            del alive[row[0]]
         self._flat = None
 
     def expire(self, tid: int) -> None:

@@ -1,6 +1,7 @@
 """The column kernels: a whole batch of events through patterns of a shape they recognise
 (runtime.shapes), with the per-event engine's matches, ids, state, timers and statistics —
-kernels.chain for keyed sequences under chronicle, kernels.pair for Esper's
+kernels.chain for keyed sequences under chronicle (and, by the plans of kernels.noise and
+kernels.every, under immediate, strict and unrestricted), kernels.pair for Esper's
 ``every a = A -> b = B(key) [-> c = C(key) …]``; kernels.frame is what both do around a batch."""
 
 from cepflow.runtime.kernels.chain import process_batch, process_columns

@@ -39,6 +39,7 @@ import numpy as np
 
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
+from cepflow.runtime.kernels.every import plan_every
 from cepflow.runtime.kernels.filters import chain_rows
 from cepflow.runtime.kernels.frame import (
     Declined,
@@ -129,7 +130,8 @@ def _run(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
 
 def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
     """The chain kernel over a prepared batch (:func:`_run`)."""
-    chains: list[Chain] = [m.pattern.chain or m.pattern.context_chain for m in matchers]
+    chains: list[Chain] = [m.pattern.chain or m.pattern.context_chain
+                           or m.pattern.unrestricted_chain for m in matchers]
     type_code = {t: i for i, t in enumerate(src.type_names)}
     values: list[Any] = []
     runs: list[_ChainRun] = []
@@ -140,11 +142,29 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
     filter_cols: dict[tuple[str, int], np.ndarray] = {}
     timers: list[tuple[int, list[tuple[int, float]]]] = []  # per windowed chain (step_chain)
     for slot, c in enumerate(chains):
-        occupants = _occupants(matchers[slot], c)
+        m = matchers[slot]
+        if m.pattern.unrestricted_chain is not None and (
+                m.rowless or (m.tokens and m._keyed_rows() is None)):
+            raise Declined("a partial match that is no row of its chain: event by event")
+        occupants = _occupants(m, c)
+        if m.pattern.unrestricted_chain is not None:  # unrestricted (every.py)
+            positions, vidx, pred, complete, waiting, started, timed = plan_every(
+                m.pattern, src, type_code, values, occupants, engine.program.schemas,
+                filter_cols)
+            start_keys.append(positions[started] * n_chains + slot)
+            done_pos.append(positions[complete])
+            done_slot.append(np.full(len(complete), slot, dtype=np.int64))
+            done_item.append(complete)
+            runs.append(_ChainRun(positions, vidx, occupants, pred, waiting))
+            if c.zone is not None:
+                timers.append((slot, timed))
+            continue
         if matchers[slot].pattern.context_chain is not None:  # immediate, strict (noise.py)
-            positions, vidx, pred, complete, waiting, started = plan_context(
+            positions, vidx, pred, complete, waiting, started, timed = plan_context(
                 matchers[slot].pattern, src, type_code, values, occupants,
                 engine.program.schemas, filter_cols)
+            if c.zone is not None:
+                timers.append((slot, timed))
             start_keys.append(positions[started] * n_chains + slot)
             done_pos.append(positions[complete])
             done_slot.append(np.full(len(complete), slot, dtype=np.int64))
@@ -276,8 +296,10 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
         if left:
             tids, states, keys, evss = map(list, zip(*left, strict=True))
             m.pending = PendingRows(tids, evss, c.zone, states, keys, c.var)
-        if m.pattern.context_chain is not None:  # (the rows its per-event step takes)
-            m.pending = KeyedRows.of(m.pending, [s for ss in c.waits[1:] for s in ss], c.var)
+        if m.pattern.context_chain is not None or m.pattern.unrestricted_chain is not None:
+            # (the rows its per-event step takes)
+            m.pending = KeyedRows.of(m.pending, [s for ss in c.waits[1:] for s in ss], c.var,
+                                     c.zone)
     if src.n and timers:
         # the timers before the last event have fired (they only expired partial matches,
         # which the kernel did); the later ones of the batch's partial matches are set, also
