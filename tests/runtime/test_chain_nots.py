@@ -193,3 +193,19 @@ def test_restored_tree_rows_stay_rows() -> None:
     assert [m.event_refs for m in back.process(Event("A", (1, 0), 5, id="e5"))] == [["e0", "e5"]]
     m = back.matchers[0]
     assert not m.rowless and type(m.pending) is KeyedRows and m.pending.n == 2
+
+
+def test_a_nan_key_forbids_nothing() -> None:
+    """A NaN unifies with nothing, not even the very same object (Algorithm 1): a C whose key
+    is the NaN a partial match started with does not trap it — on every route."""
+    prog = compile_(["A(s, _) -> NOT C(s, _) -> B(s, _)"])
+    nan = float("nan")
+    for mode in ("ref", "rows", "batch"):
+        eng = Engine(prog, fast_path=mode != "ref")
+        evs = [Event("A", (nan, 0), 0), Event("C", (nan, 0), 1), Event("C", (1, 0), 2)]
+        if mode == "batch":
+            eng.process_batch(evs)
+        else:
+            for e in evs:
+                eng.process(e)
+        assert eng.partial_matches() == {"P0": 1}, mode
