@@ -37,6 +37,18 @@ EXTRA = {
     "or_first": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) OR C(x, _)) -> B(x, _) }"),
     "or_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> (B(x, _) OR C(x, _)))"
                           "[300 ms] }"),
+    "not_filter": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> NOT C(x, _) where v > 5 "
+                           "-> B(x, _) }"),
+    "not_recurring": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> NOT A(x, _) -> "
+                              "(B(x, _) OR C(x, _)) }"),
+    "not_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> NOT C(x, _) where v < 3 "
+                           "-> B(x, _) -> NOT (A(x, _) OR C(x, _)) -> B(x, _))[300 ms] }"),
+    "and_three": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> (B(x, _) AND C(x, _) "
+                          "AND A(x, _)) }"),
+    "and_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) AND B(x, _) where v > 4)"
+                           "[300 ms] }"),
+    "or_sequences": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> NOT C(x, _) -> "
+                             "B(x, _)) OR (B(x, _) -> C(x, _)) }"),
     "filter_later": ("vepl", "complexEvent P(x: Integer) { as A(x, u) where u > 5 -> "
                              "B(x, w) where w < u }"),
     "immediate_three": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, v) where "

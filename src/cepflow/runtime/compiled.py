@@ -26,6 +26,9 @@ from cepflow.runtime.shapes import (
 
 #: a type's entry of CompiledPattern.row_plan (see _row_plan)
 RowStep = tuple[int, tuple[tuple[int, int, Any], ...], int | None, Any, Zone | None, Any]
+#: a type's entry of CompiledPattern.row_forbids: per state it is forbidden at (the token
+#: path's order), ``(state, key param, filters)`` — filters None when the first NOT has none
+ForbidStep = tuple[tuple[int, int, tuple[Any, ...] | None], ...]
 
 
 class CompiledPattern:
@@ -57,6 +60,7 @@ class CompiledPattern:
         "partitioned",
         "pos_states",
         "restart",
+        "row_forbids",
         "row_plan",
         "select_copy",
         "single",
@@ -167,6 +171,12 @@ class CompiledPattern:
         #: bindings (_row_plan). None: the token path
         self.row_plan: dict[str, RowStep] | None = (
             _row_plan(self.chain, pos_states, self.zone_by_id) if fast_path else None)
+        #: a rowed chain's NOTs (runtime.shapes.Chain.forbids) per event type they forbid: the
+        #: states whose rows of its key it traps, with the type's key param and the NOT's
+        #: filters (None: one without) — in the token path's order of states (Matcher.
+        #: _forbid_step); None when the chain has no NOT or is not rowed
+        self.row_forbids: dict[str, ForbidStep] | None = (
+            _row_forbids(self.chain, neg_states) if self.row_plan is not None else None)
         #: a keyed sequence under immediate or strict (partitioned by its key or not): its
         #: shape (runtime.shapes.context_chain_of), stepped as rows with the noise disposal
         #: (Matcher._context_step) and by the chain kernel (kernels.noise); None: the token path
@@ -266,3 +276,26 @@ def _row_plan(chain: Chain | None, pos_states: dict[str, list[int]], zones: dict
         plan[t] = (chain.key_param[t], tuple(moves), None if first is None else first.target,
                    None if first is None else first.position.filter, zone, bind)
     return plan
+
+
+
+def _row_forbids(chain: Chain | None, neg_states: dict[str, list[int]]
+                 ) -> dict[str, ForbidStep] | None:
+    """CompiledPattern.row_forbids of a rowed chain (None without a NOT): per forbidden type,
+    the states at which it traps the rows of its key, in ``neg_states``' order (the order the
+    token path's _negatives visits them), each with the type's key param (-1: an unkeyed
+    chain) and its NOTs' filters, tried in order until one holds (Matcher._forbidden; None
+    for a NOT without a filter, which always holds) — the whole None when the first has none
+    (every event of the type is forbidden, no filter tried)."""
+    if chain is None or not chain.forbids:
+        return None
+    stage_of = chain.stage_of()
+    out: dict[str, ForbidStep] = {}
+    for t, states in neg_states.items():
+        steps = []
+        for s in states:
+            poss = chain.forbids[stage_of[s]][t]
+            flts = None if poss[0].filter is None else tuple(p.filter for p in poss)
+            steps.append((s, chain.key_param[t], flts))
+        out[t] = tuple(steps)
+    return out

@@ -29,7 +29,7 @@ from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, For
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.tags import index_name
 from cepflow.runtime.binding import NO_BINDINGS, bind
-from cepflow.runtime.compiled import CompiledPattern, RowStep
+from cepflow.runtime.compiled import CompiledPattern, ForbidStep, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
 from cepflow.runtime.tokens import KeyedRows, PendingRows, Thread, Token
@@ -369,6 +369,9 @@ class Matcher(EsperSteps, IntervalClock):
             # — and never under unrestricted)
             return (_ignored if pat.partitioned or pat.unrestricted_chain is not None
                     else self._context_noise)
+        if pat.row_forbids is not None and t in pat.row_forbids and self.host.trace is None:
+            return partial(Matcher._forbid_step, self, pat.row_plan.get(t),  # type: ignore
+                           pat.row_forbids[t])
         if pat.row_plan is not None and t in pat.row_plan and self.host.trace is None:
             # (the type's plan bound in: no look-up per event)
             return partial(Matcher._row_step, self, pat.row_plan[t])
@@ -395,9 +398,14 @@ class Matcher(EsperSteps, IntervalClock):
                 self._every_step(e, emit)
             return
         plan = self.pattern.row_plan
-        if plan is not None and e.type in plan and self.host.trace is None:
-            self._row_step(plan[e.type], e, emit)
-            return
+        if plan is not None and self.host.trace is None:
+            fb = pat.row_forbids
+            if fb is not None and e.type in fb:
+                self._forbid_step(plan.get(e.type), fb[e.type], e, emit)
+                return
+            if e.type in plan:
+                self._row_step(plan[e.type], e, emit)
+                return
         if e.type in self.pattern.fast:
             self._keyed_step(e, emit)
             return
@@ -503,6 +511,45 @@ class Matcher(EsperSteps, IntervalClock):
             del queues[bs][key]
             bq.append(best)
             to[key] = bq
+
+    def _forbid_step(self, step: RowStep | None, forbids: ForbidStep, e: Event,
+                     emit: Callable[[ComplexEvent], None]) -> None:
+        """An event of a type a rowed chain's NOT forbids (``forbids``: its CompiledPattern.
+        row_forbids entry; ``step``: its row_plan entry, None when no stage takes it): the row
+        step first (:meth:`_row_step`: it may move, complete or start a row), then what the
+        token path's _negatives does — at each state it is forbidden at, the rows of its key
+        waiting there are trapped, but the one that has just taken it (its last event is
+        this very one, as _forbid's ``th.last is not e``), if a NOT's filter lets it; the
+        filter is tried only where such a row waits and the key unifies (not a NaN), as the
+        token path tries it. A trapped row's timer, in a window, fires idle."""
+        rows = self.pending
+        if rows.__class__ is not KeyedRows and (rows := self._keyed_rows()) is None:
+            self._tokens_step(e, emit)
+            return
+        if step is not None:
+            self._row_step(step, e, emit)
+        queues = rows.queues
+        for s, ki, flts in forbids:
+            key = e.params[ki] if ki >= 0 else None
+            by_key = queues[s]
+            q = by_key.get(key)
+            if not q or key != key:
+                continue
+            keep = [r for r in q if r[2][-1] is e]
+            if len(keep) == len(q) or (flts is not None and not any(
+                    f is None or f(e, NO_BINDINGS) for f in flts)):
+                continue
+            alive = rows.alive
+            if alive is not None:
+                for r in q:
+                    if r[2][-1] is not e:
+                        del alive[r[0]]
+            rows.n -= len(q) - len(keep)
+            rows._flat = None
+            if keep:
+                by_key[key] = keep
+            else:
+                del by_key[key]
 
     def _context_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """An event for a keyed sequence under immediate or strict (CompiledPattern.
@@ -687,7 +734,7 @@ class Matcher(EsperSteps, IntervalClock):
                    or not _own_part(t, c.var, pat.partitioned)
                    for t in toks) or any(
                     th.zstart != (None if c.zone is None else {c.zone: th.events[0].ts})
-                    or stage_of.get(th.state, 0) != len(th.events) or not _same(
+                    or c.held(stage_of.get(th.state, 0)) != len(th.events) or not _same(
                         th.bindings, c.bindings(th.bindings.get(c.var), th.events))
                     for th in ths):
                 self.rowless = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cepflow.automaton.automaton import INITIAL
+from cepflow.automaton.automaton import INITIAL, TRAP
 from cepflow.automaton.context import Context
 from cepflow.runtime.reach import Reach, reach_of
 
@@ -40,6 +40,33 @@ class Chain:
     #: bindings are made from its events (:meth:`bindings`); empty when there are none (an
     #: unkeyed chain has it always: its bindings are not ``{var: key}``)
     extra: tuple[dict[str, tuple[tuple[int, str], ...]], ...] = ()
+    #: NOTs between the stages (``A(x) -> NOT C(x) -> B(x)``): per stage m, the event types
+    #: forbidden while a partial match waits for it, each with its forbidding positions in
+    #: the automaton's order (each reads only its event and binds the key alone — or nothing,
+    #: in an unkeyed chain — and leads to the trap); () when there are none. Their key
+    #: fields are in ``key_param``
+    forbids: tuple[dict[str, tuple[Any, ...]], ...] = ()
+    #: a tree, not a line (``A(x) AND B(x)``: runtime.shapes._tree): per stage — here one
+    #: waiting state each, its edges leading to different stages — the events a partial
+    #: match waiting for it holds; () for a linear chain, whose stage m holds m
+    depths: tuple[int, ...] = ()
+
+    @property
+    def length(self) -> int:
+        """The events of a match."""
+        return max(self.depths) + 1 if self.depths else len(self.stages)
+
+    def held(self, m: int) -> int:
+        """The events a partial match waiting for stage ``m`` holds."""
+        return self.depths[m] if self.depths else m
+
+    def after(self, m: int, t: str) -> int:
+        """The stage a partial match waits for after an event of type ``t`` at stage ``m``
+        (``len(stages)``: it completes)."""
+        e = self.stages[m][t]
+        if e.final:
+            return len(self.stages)
+        return m + 1 if not self.depths else self.stage_of()[e.target]
 
     @property
     def own(self) -> bool:
@@ -58,7 +85,8 @@ class Chain:
         """Whether the numpy queue kernel (:func:`run_chain`) applies: each type at one stage
         and no window (filters only drop rows); else :func:`step_chain` steps the rows."""
         n = sum(len(alts) for alts in self.stages)
-        return self.window is None and len(self.types) == n
+        return (self.window is None and len(self.types) == n and not self.forbids
+                and not self.depths)
 
     def stage_of(self) -> dict[int, int]:
         """The stage a partial match waiting at a state waits for."""
@@ -95,7 +123,9 @@ def chain_of(pattern: Any) -> Chain | None:
     with the same key field), or no variable all of them bind (unkeyed: one key, None), and
     possibly variables of its own that only its filter reads,
     each stage's filter reading only its event, and at most one ``within`` window around the
-    whole sequence; no NOT, no other zone. One edge per state and type keeps a partial match
+    whole sequence; no other zone; NOTs between stages that forbid events of the key
+    (:func:`_forbids`). Or, not a line, a tree of such steps (:func:`_tree`: ``A(x) AND
+    B(x)``, a stage per waiting state). One edge per state and type keeps a partial match
     one run (no thread forks: ``B OR B where …`` is not taken), so under chronicle an event
     goes to the oldest partial match of its key waiting for one of its stages."""
     if pattern.context is not Context.CHRONICLE or pattern.partitioned:
@@ -106,48 +136,17 @@ def chain_of(pattern: Any) -> Chain | None:
 def _keyed_sequence(pattern: Any) -> Chain | None:
     """:func:`chain_of` whatever the pattern's context and partitioning."""
     auto = pattern.auto
-    if (auto.forbids or len(auto.zones) > 1
-            or auto.distinct or auto.select is not None or pattern.clock is not None):
+    if (len(auto.zones) > 1 or auto.distinct or auto.select is not None
+            or pattern.clock is not None):
         return None
     zone = auto.zones[0] if auto.zones else None
     if zone is not None and (zone.kind != "within" or zone.timer_accept):
         return None
     zid = () if zone is None else (zone.id,)
-    stages: list[dict[str, Any]] = []
-    waits: list[tuple[int, ...]] = [(INITIAL,)]
-    seen = {INITIAL}
-    while True:
-        group = waits[-1]
-        out = auto.edges.get(group[0], {})
-        if not out or any(_signature(auto.edges.get(s, {})) != _signature(out)
-                          for s in group[1:]):
-            return None
-        alts: dict[str, Any] = {}
-        for t, es in out.items():
-            if len(es) != 1:
-                return None
-            e = es[0]
-            pos = e.position
-            first = len(stages) == 0
-            if (pos.every or pos.collect is not None or pos.conj is not None
-                    or pos.track is not None
-                    or (pos.filter is not None and not pos.local) or pos.zones != zid
-                    or e.enters != (zid if first else ()) or e.exits != (zid if e.final else ())
-                    or len({v for _, v in pos.binds}) != len(pos.binds)):
-                return None
-            alts[t] = e
-        if len({e.final for e in alts.values()}) != 1:
-            return None
-        stages.append(alts)
-        if len(stages) > MAX_CHAIN:
-            return None  # (the stages of an event are bits of an int64)
-        if next(iter(alts.values())).final:
-            break
-        nxt = tuple(dict.fromkeys(e.target for e in alts.values()))
-        if seen & set(nxt):
-            return None
-        seen.update(nxt)
-        waits.append(nxt)
+    walked = _stages(auto, zid) or _tree(auto, zid)
+    if walked is None:
+        return None
+    stages, waits, seen, depths = walked
     # the key: the one variable every position binds (of those, the complex event's
     # parameter); the others are a stage's own
     common = set.intersection(*({v for _, v in e.position.binds}
@@ -177,12 +176,142 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
         extra.append(own)
     if not owner and var is not None:
         extra = []
+    if depths and owner:
+        return None  # (a tree's bindings would not follow its stages: not done)
     if zone is not None and zone.last & seen:
+        return None
+    forbids = _forbids(auto, waits, var, key_param)
+    if forbids is None:
         return None
     return Chain(tuple(stages), key_param, var, tuple(waits),
                  None if zone is None else float(zone.length),
                  None if zone is None else zone.id,
-                 tuple(extra))
+                 tuple(extra), forbids, depths)
+
+
+def _plain(e: Any, zid: tuple[int, ...], first: bool) -> bool:
+    """Whether an edge is a chain's: a plain VEPL step (no Esper every, tag, and, or), a
+    filter reading only its event, inside the window ``zid`` (entered by the first step, left
+    by the final one), binding each variable once."""
+    pos = e.position
+    return not (pos.every or pos.collect is not None or pos.conj is not None
+                or pos.track is not None
+                or (pos.filter is not None and not pos.local) or pos.zones != zid
+                or e.enters != (zid if first else ()) or e.exits != (zid if e.final else ())
+                or len({v for _, v in pos.binds}) != len(pos.binds))
+
+
+def _stages(auto: Any, zid: tuple[int, ...]) -> tuple[Any, ...] | None:
+    """A linear chain's stages, the states waiting for each, the states met and () (its
+    depths are its stage numbers), or None."""
+    stages: list[dict[str, Any]] = []
+    waits: list[tuple[int, ...]] = [(INITIAL,)]
+    seen = {INITIAL}
+    while True:
+        group = waits[-1]
+        out = auto.edges.get(group[0], {})
+        if not out or any(_signature(auto.edges.get(s, {})) != _signature(out)
+                          for s in group[1:]):
+            return None
+        alts: dict[str, Any] = {}
+        for t, es in out.items():
+            if len(es) != 1 or not _plain(es[0], zid, len(stages) == 0):
+                return None
+            alts[t] = es[0]
+        if len({e.final for e in alts.values()}) != 1:
+            return None
+        stages.append(alts)
+        if len(stages) > MAX_CHAIN:
+            return None  # (the stages of an event are bits of an int64)
+        if next(iter(alts.values())).final:
+            break
+        nxt = tuple(dict.fromkeys(e.target for e in alts.values()))
+        if seen & set(nxt):
+            return None
+        seen.update(nxt)
+        waits.append(nxt)
+    return stages, waits, seen, ()
+
+
+def _tree(auto: Any, zid: tuple[int, ...]) -> tuple[Any, ...] | None:
+    """A keyed automaton that is not a linear chain but a tree (``A(x) AND B(x)``: after
+    ``A`` it waits for ``B``, after ``B`` for ``A``): every waiting state its own stage
+    (breadth first from the initial state), entered by one edge only — so a state's partial
+    matches arrive oldest first, as they leave the one state before it — one edge per type
+    out of each, and every match as long (the final edges at one depth). Its stages, the
+    states waiting for each, the states met and per stage the events a partial match waiting
+    there holds; or None."""
+    stages: list[dict[str, Any]] = []
+    order = [INITIAL]
+    depth = {INITIAL: 0}
+    length = None
+    for s in order:  # (grows as the states are met)
+        out = auto.edges.get(s, {})
+        if not out:
+            return None
+        alts: dict[str, Any] = {}
+        for t, es in out.items():
+            e = es[0]
+            if len(es) != 1 or not _plain(e, zid, s == INITIAL):
+                return None
+            alts[t] = e
+            if e.final:
+                if length not in (None, depth[s] + 1):
+                    return None
+                length = depth[s] + 1
+            elif e.target in depth:
+                return None  # (entered twice, or a loop)
+            else:
+                depth[e.target] = depth[s] + 1
+                order.append(e.target)
+        stages.append(alts)
+        if len(stages) > MAX_CHAIN:
+            return None
+    if not set(auto.edges) <= depth.keys():
+        return None
+    return stages, [(s,) for s in order], set(order), tuple(depth[s] for s in order)
+
+
+def _forbids(auto: Any, waits: list[tuple[int, ...]], var: str | None,
+             key_param: dict[str, int]) -> tuple[dict[str, tuple[Any, ...]], ...] | None:
+    """:attr:`Chain.forbids` of a keyed sequence whose stages wait at ``waits`` (() without a
+    NOT), or None when a NOT is not of the form the row step and the kernel mirror: at a
+    state a partial match waits in (every state of a stage with the same NOTs), leading to
+    the trap (not to a restricted copy), reading only its event, unifying with the key alone
+    (an unkeyed chain: binding nothing) at the field its type's key is read from elsewhere.
+    What the token path does with such a NOT (Matcher._negatives): an event it forbids traps
+    every partial match of its key waiting at the state, but the one that has just taken the
+    event. Its key field is added to ``key_param``."""
+    if not auto.forbids:
+        return ()
+    if not set(auto.forbids) <= {s for ss in waits[1:] for s in ss}:
+        return None
+    out: list[dict[str, tuple[Any, ...]]] = []
+    for group in waits:
+        sigs = {tuple((t, tuple((f.position.id, f.target) for f in fs))
+                      for t, fs in auto.forbids.get(s, {}).items()) for s in group}
+        if len(sigs) != 1:
+            return None
+        at = auto.forbids.get(group[0], {})
+        for t, fs in at.items():
+            for f in fs:
+                pos = f.position
+                if (f.target != TRAP or pos.every or pos.collect is not None
+                        or pos.conj is not None or pos.track is not None
+                        or (pos.filter is not None and not pos.local)):
+                    return None
+                if var is None:
+                    if pos.binds:
+                        return None
+                    i = -1
+                elif len(pos.binds) != 1 or pos.binds[0][1] != var:
+                    return None  # (no key, or another variable too: not the key's NOT)
+                else:
+                    i = pos.binds[0][0]
+                if key_param.setdefault(t, i) != i:
+                    return None
+        out.append({t: tuple(f.position for f in fs) for t, fs in at.items()})
+    return tuple(out)
 
 
 def _signature(out: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
@@ -200,7 +329,7 @@ def context_chain_of(pattern: Any) -> Chain | None:
     if pattern.context not in (Context.IMMEDIATE, Context.STRICT):
         return None
     c = _keyed_sequence(pattern)
-    if (c is None or c.extra or len(c.stages) < 2
+    if (c is None or c.extra or c.forbids or c.depths or len(c.stages) < 2
             or (pattern.partitioned and tuple(pattern.auto.partition_by) != (c.var,))):
         return None
     return c

@@ -25,7 +25,11 @@ queues. Distinct types without
 a window keep the numpy queues (a filter only drops rows); one type at every stage without a
 window, every row passing every stage (``T{k}``), is numpy too (kernels.queues.repeat_chain).
 All give the per-event engine's matches, ids, state, timers and statistics
-(tests/runtime/test_chain_kernel_filters.py).
+(tests/runtime/test_chain_kernel_filters.py). NOTs between the stages (their rows trap the
+partial matches of their key waiting in the gap, runtime.kernels.filters.forbid_rows) and
+trees (``A(x) AND B(x)``: a stage per waiting state, each type's step leading to a stage of
+its own, runtime.shapes.Chain.after) go through step_chain too (tests/runtime/
+test_chain_nots.py).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import numpy as np
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.every import plan_every
-from cepflow.runtime.kernels.filters import chain_rows
+from cepflow.runtime.kernels.filters import chain_rows, forbid_rows
 from cepflow.runtime.kernels.frame import (
     Declined,
     count_rules,
@@ -184,6 +188,11 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
         live = bits != 0  # (a row no stage takes: a NaN key at a general step)
         if not live.all():
             positions, bits, key, vidx = positions[live], bits[live], key[live], vidx[live]
+        fbits = None
+        if c.forbids:  # (NOTs: the rows they forbid join the stepped ones, step_chain)
+            positions, bits, key, vidx, fbits = _with_forbidden(
+                positions, bits, key, vidx,
+                *forbid_rows(c, src, type_code, table, engine.program.schemas, filter_cols))
         if c.queued:
             n_ev = len(positions)
             stage = np.concatenate([np.log2(bits).astype(np.int64) if n_ev else bits,
@@ -194,11 +203,14 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
                                                 pos, n_ev + n_occ)
             started = np.flatnonzero(stage[:n_ev] == 0)
         else:
-            order = np.argsort(positions, kind="stable")
-            positions, bits, key, vidx = positions[order], bits[order], key[order], vidx[order]
+            if fbits is None:  # (else in row order already: _with_forbidden)
+                order = np.argsort(positions, kind="stable")
+                positions, bits, key, vidx = (positions[order], bits[order], key[order],
+                                              vidx[order])
             n_ev = len(positions)
             repeat = None
-            if (c.window is None and all(len(alts) == 1 for alts in c.stages)
+            if (c.window is None and fbits is None and not c.depths
+                    and all(len(alts) == 1 for alts in c.stages)
                     and len(c.types) == 1 and (bits == (1 << k) - 1).all()):
                 repeat = repeat_chain(k, key, [(st, kc, 0.0) for st, kc
                                                in zip(occ_stage, occ_key.tolist(), strict=True)])
@@ -206,14 +218,17 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
                 pred, complete, waiting, started = repeat
             else:
                 stage_sets = {b: [st for st in range(k) if b >> st & 1]
-                              for b in distinct(bits).tolist()}
+                              for b in distinct(bits if fbits is None else
+                                                np.concatenate([bits, fbits])).tolist()}
                 z = c.zone
                 pred, done, left, begun, timed = step_chain(
                     k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
                     src.ts[positions].tolist(),
                     [(st, kc, evs[0].ts if z is not None else 0.0) for st, kc, evs
                      in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
-                    c.window, last_ts)
+                    c.window, last_ts,
+                    None if fbits is None else list(map(stage_sets.__getitem__, fbits.tolist())),
+                    _targets(c, src, type_code, positions) if c.depths else None)
                 complete = np.array(done, dtype=np.int64)
                 waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
                 started = np.array(begun, dtype=np.int64)
@@ -245,7 +260,7 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
             rank = np.flatnonzero(ds == slot)
             c, run = chains[slot], runs[slot]
             n_ev = len(run.positions)
-            items, rows, occ = run.paths(di[rank], len(c.stages))
+            items, rows, occ = run.paths(di[rank], c.length)
             first = np.where(occ >= 0, occ, items[0])
             old = {r: run.occupants.events[o - n_ev]
                    for r, o in enumerate(occ.tolist()) if o >= 0}
@@ -271,18 +286,19 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
             moved = its[~stay]
             if not len(moved):
                 continue
-            items, rows, old = run.paths(moved, st)
+            items, rows, old = run.paths(moved, c.held(st))
             ev = src.lookup(rows[rows >= 0])
             new = old < 0
             ids = iter((first_token + np.searchsorted(
                 all_starts, rows[0, new] * n_chains + slot)).tolist())
             new_keys = iter([values[v] for v in run.vidx[items[0, new]].tolist()])
-            # (the state after the stage's alternative the path's last event took)
-            alts = c.stages[st - 1]
-            after = {t: e.target for t, e in alts.items()}
+            # (the state after the stage's alternative the path's last event took; a tree's
+            # stage is one state)
+            several = len(c.waits[st]) > 1
+            after = {t: e.target for t, e in c.stages[st - 1].items()} if several else {}
             state = c.waits[st][0]
             for o, path in zip((old - n_ev).tolist(), rows.T.tolist(), strict=True):
-                if len(alts) > 1:
+                if several:
                     state = after[ev[path[-1]].type]
                 if o < 0:
                     left.append((next(ids), state, next(new_keys), [ev[r] for r in path]))
@@ -316,6 +332,41 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
                 tid = next(ids) if it < n_ev else run.occupants.ids[it - n_ev]
                 host.schedule(start + length, matchers[slot], tid, c.zone, start)
     return MatchTable(blocks, values, first_id, total, src)
+
+
+
+def _targets(c: Chain, src: Rows, type_code: dict[str, int], positions: np.ndarray
+             ) -> list[dict[int, int]]:
+    """Per row of a tree (runtime.shapes.Chain.depths), per stage its type is at, the stage
+    a partial match waits for after it takes the row (``len(c.stages)``: it completes) —
+    kernels.queues.step_chain's ``to``."""
+    by_code = {type_code[t]: {m: c.after(m, t) for m, alts in enumerate(c.stages) if t in alts}
+               for t in c.types if t in type_code}
+    none: dict[int, int] = {}
+    return [by_code.get(code, none) for code in src.codes[positions].tolist()]
+
+
+
+def _with_forbidden(positions: np.ndarray, bits: np.ndarray, key: np.ndarray,
+                    vidx: np.ndarray, fpos: np.ndarray, fbits: np.ndarray, fkey: np.ndarray
+                    ) -> tuple[np.ndarray, ...]:
+    """A chain's rows (:func:`chain_rows`: positions, stage bits, key codes, value indices)
+    joined with the rows its NOTs forbid (:func:`forbid_rows`), in row order: per row its
+    stage bits (0: it only forbids), key code, value index (-1 where only forbidden: such a
+    row starts nothing) and forbid bits (0: it forbids nothing)."""
+    allpos = distinct(np.concatenate([positions, fpos]))
+    n = len(allpos)
+    at, fat = np.searchsorted(allpos, positions), np.searchsorted(allpos, fpos)
+    out_bits = np.zeros(n, np.int64)
+    out_bits[at] = bits
+    out_key = np.zeros(n, np.int64)
+    out_key[fat] = fkey
+    out_key[at] = key
+    out_vidx = np.full(n, -1, np.int64)
+    out_vidx[at] = vidx
+    out_fbits = np.zeros(n, np.int64)
+    out_fbits[fat] = fbits
+    return allpos, out_bits, out_key, out_vidx, out_fbits
 
 
 

@@ -145,3 +145,48 @@ def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any
     positions, bits, key, vidx = (np.concatenate(p) if p else empty
                                   for p in (pos_parts, bits_parts, key_parts, vidx_parts))
     return positions, bits, key, vidx, table
+
+
+
+def forbid_rows(c: Any, src: Rows, type_code: Mapping[str, int], table: dict[Any, int],
+                schemas: Any, cols: dict[tuple[str, int], np.ndarray]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of a batch a keyed chain's NOTs (runtime.shapes.Chain.forbids) forbid: their
+    positions, per row a bit mask of the stages whose waiting partial matches of its key it
+    traps (a NOT's filter holding: of several NOTs of its type at a stage, any), and its key's
+    code in ``table`` (:func:`chain_rows`' codes, extended here). A NaN key unifies with
+    nothing, so it forbids nothing (Matcher._forbidden)."""
+    codes = src.codes
+    by_type: dict[str, list[tuple[int, Any]]] = {}
+    for m, at in enumerate(c.forbids):
+        for t, poss in at.items():
+            by_type.setdefault(t, []).extend((m, p) for p in poss)
+    pos_parts, bits_parts, key_parts = [], [], []
+    for t, hits in by_type.items():
+        code = type_code.get(t)
+        if code is None:
+            continue
+        idx = np.flatnonzero(codes == code)
+        bits = np.zeros(len(idx), dtype=np.int64)
+        for m, p in hits:
+            mask = filter_rows(p, src, idx, schemas, cols)
+            bits |= (np.int64(1 << m) if mask is None
+                     else mask.astype(np.int64) << m)
+        if c.var is None:  # (unkeyed: one key, None)
+            key = np.full(len(idx), table.setdefault(None, len(table)), dtype=np.int64)
+        else:
+            local, uniq = src.values(c.key_param[t], idx)
+            nan = np.array([v != v for v in uniq], dtype=bool)
+            remap = np.fromiter((table.setdefault(v, len(table)) for v in uniq),
+                                dtype=np.int64, count=len(uniq))
+            local = np.asarray(local, dtype=np.int64)
+            key = remap[local] if len(uniq) else np.zeros(0, np.int64)
+            if nan.any():
+                bits[nan[local]] = 0
+        keep = bits != 0
+        pos_parts.append(idx[keep])
+        bits_parts.append(bits[keep])
+        key_parts.append(key[keep])
+    empty = np.zeros(0, np.int64)
+    return tuple(np.concatenate(p) if p else empty  # type: ignore[return-value]
+                 for p in (pos_parts, bits_parts, key_parts))

@@ -91,7 +91,9 @@ def run_chain(k: int, items: np.ndarray, stage: np.ndarray, key: np.ndarray, pos
 
 
 def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: Sequence[float],
-               occupants: Sequence[tuple[int, int, float]], window: float | None, end: float
+               occupants: Sequence[tuple[int, int, float]], window: float | None, end: float,
+               forbid: Sequence[Sequence[int]] | None = None,
+               to: Sequence[dict[int, int]] | None = None
                ) -> tuple[np.ndarray, list[int], dict[int, list[int]], list[int],
                           list[tuple[int, float]]]:
     """The chain's partial matches stepped row by row (repeated types, windows: the stages
@@ -110,6 +112,11 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
     the items that started a partial match, and the timers the engine still holds after the
     batch (every start and non-final step in a window sets one, Matcher.schedule_zones; those
     before ``end`` fired): per partial match, its first item (start or occupant) and start.
+    ``forbid[i]`` (a chain's NOTs): the stages whose partial matches of the key event ``i``
+    traps after that step (Matcher._negatives), but the one it has just moved or started.
+    ``to[i]`` (a tree, runtime.shapes.Chain.depths): per stage event ``i`` may take (0: the
+    start), the stage its partial match waits for next (``k``: it completes); without it a
+    partial match goes from stage m to m + 1.
     """
     n, n_occ = len(key), len(occupants)
     pred = np.full(n + n_occ, -1, dtype=np.int64)
@@ -124,7 +131,6 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
     started: list[int] = []
     inf = float("inf")
     w = inf if window is None else window
-    last = k - 1
     for i in range(n):
         kc, t, sts = key[i], ts[i], stages[i]
         best = None
@@ -141,30 +147,40 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
         if best is not None:
             bq.popleft()
             if t - best[1] > w:  # the window exceeded at this very event: trapped
-                continue
-            pr[i] = best[2]
-            if bs == last:
+                pass
+            else:
+                pr[i] = best[2]
+                nxt = bs + 1 if to is None else to[i][bs]
+                if nxt == k:
+                    done.append(i)
+                else:
+                    best[2] = i
+                    if window is not None:
+                        timed[best[3]] = best[1]
+                    nq = queues.get((kc, nxt))
+                    if nq is None:
+                        nq = queues[kc, nxt] = deque()
+                    nq.append(best)
+        elif sts and sts[0] == 0:
+            started.append(i)
+            nxt = 1 if to is None else to[i][0]
+            if nxt == k:
                 done.append(i)
             else:
-                best[2] = i
+                q = queues.get((kc, nxt))
+                if q is None:
+                    q = queues[kc, nxt] = deque()
+                q.append([age, t, i, i])
+                age += 1
                 if window is not None:
-                    timed[best[3]] = best[1]
-                nq = queues.get((kc, bs + 1))
-                if nq is None:
-                    nq = queues[kc, bs + 1] = deque()
-                nq.append(best)
-        elif sts[0] == 0:
-            started.append(i)
-            if k == 1:
-                done.append(i)
-                continue
-            q = queues.get((kc, 1))
-            if q is None:
-                q = queues[kc, 1] = deque()
-            q.append([age, t, i, i])
-            age += 1
-            if window is not None:
-                timed[i] = t
+                    timed[i] = t
+        if forbid is not None:
+            for m in forbid[i]:  # (a NOT: the key's partial matches waiting for stage m)
+                q = queues.get((kc, m))
+                if q:
+                    kept = [tok for tok in q if tok[2] == i]  # (it has just taken i)
+                    q.clear()
+                    q.extend(kept)
     waiting: dict[int, list[tuple[int, int]]] = {}
     for (_, s), q in queues.items():
         waiting.setdefault(s, []).extend((tok[0], tok[2]) for tok in q
