@@ -82,6 +82,8 @@ EXTRA = {
                                    "from C#groupwin(k)#length(3) group by k;"),
     "win_length_batch_group": ("epl", "select k, sum(v) as s from A#length_batch(40) "
                                       "group by k having sum(v) < 20;"),
+    "win_groupwin_batch": ("epl", "select k, v, sum(v) as s, count(*) as n from "
+                                  "B#groupwin(k)#length_batch(7) group by k;"),
     "win_read_length": ("epl", "insert into Cnt select k, sum(v) as s from A#length(10) "
                                "group by k;\n"
                                "@Name('Q') select c.s as s from pattern [every c=Cnt(s > 30)];"),

@@ -4,12 +4,15 @@ the program split").
 
 A statement of a form covered here (:func:`window_kernels`) — ``#time(Δ)`` with one row per
 arriving event (Esper's aggregated-ungrouped and aggregated-grouped queries) or one row per
-group at every arrival and expiry instant (fully aggregated queries), or ``#time_batch(Δ[, r])``
-of either query kind; count/sum/avg of fields; no ``having``; at most one ``group by`` field;
-select items that are aggregates, fields or ``current_timestamp()``; reading one input type no
-statement produces — is planned over the whole batch before the per-event part runs
-(:func:`plan_window`): which rows it outputs at which input row (a sliding window's arrival
-rows) or at which instant (a time batch's closes, a fully aggregated sliding window's expiry
+group at every arrival and expiry instant (fully aggregated queries), ``#length(n)`` and
+``#groupwin(k)#length(n)`` (rows at every arrival: also the row of the group a push-out
+leaves), ``#time_batch(Δ[, r])``, ``#length_batch(n)`` and ``#groupwin(k)#length_batch(n)`` of
+either query kind; count/sum/avg/min/max of fields; any ``having`` (a mask over the rows:
+:meth:`WindowBlock._having`); at most one ``group by`` field; select items that are
+aggregates, fields or ``current_timestamp()``; reading one input type no statement produces —
+is planned over the whole batch before the per-event part runs (:func:`plan_window`): which
+rows it outputs at which input row (a sliding window's arrival rows, a length batch's closing
+row) or at which instant (a time batch's closes, a fully aggregated sliding window's expiry
 instants), with their values, and the state the runner has at the batch's end. During the
 batch the split puts the :class:`WindowBlock` in the runner's place (Engine.replaying): a
 stepped row or instant gets its planned rows with the next match ids, as the runner would have
@@ -21,12 +24,14 @@ event-by-event feeding would have left them.
 
 **Exactness.** The values are the per-event runner's to the last bit: every group's running
 sum is added one value at a time in the order the runner adds and subtracts them (arrivals and
-expiries merged in time order, expiries first at one instant; reset when the group empties),
+expiries merged in time order, expiries first at one instant; a length window's arrival before
+the record it pushes out; reset when the group empties),
 by numpy's sequential ``cumsum`` (:func:`running_sums`), never by differences of prefix sums;
 integers only while every sum stays below 2**53 (where int64 and float64 division agree with
 Python's), and a batch whose values mix types, hold nulls, booleans or text, whose keys hold a
-NaN, or whose filter fails on a row declines the statement for that batch: its runner then
-takes the batch's rows per event, as before.
+NaN, whose min/max values hold a NaN or -0.0, or whose filter or ``having`` fails on a row
+declines the statement for that batch: its runner then takes the batch's rows per event, as
+before.
 """
 
 from __future__ import annotations
@@ -75,10 +80,7 @@ def _fits(runner: Any, produced: set[str]) -> bool:
     kind = st.window.kind
     if st.more_inputs or st.input_type in produced:
         return False
-    # (a #groupwin length batch: not planned)
-    return ((kind in ("time", "time_batch", "length") or (kind == "length_batch"
-                                                          and not st.window.per_group))
-            and _shape(runner))
+    return kind in ("time", "time_batch", "length", "length_batch") and _shape(runner)
 
 
 def batch_fits(runner: Any) -> bool:
@@ -909,11 +911,28 @@ class WindowBlock:
         def ts_at(i: int) -> Any:  # (a row's time as its event holds it)
             return src.time_at(int(rows[i]))
 
+        groups = proc.agg.groups
+        if any(st[b] != st[N] for st in groups.values() for _j, b, *_ in proc.agg._args):
+            # (the plan counts every event of a group as a value of each argument — the
+            # batch's own null values decline in _arg_columns; a group carried in with some
+            # does here, not to be counted as values)
+            raise Declined("a group carried in holds null arguments: event by event")
+        g_prior = list(groups)
+        gcode, objs = _group_codes(self.key_of, g_prior, self.key_codes)
+        lanes = self.statement.window.per_group
         closes: list[tuple[Any, int, int, bool]] = []  # (instant, first row, end row, posted)
         if timed:
             sim, closes, current, previous = self._time_closes(ts_at)
             bounds = np.array([float(c[0]) for c in closes], np.float64)
             bidx = np.searchsorted(bounds, self.ts, side="right")
+        elif lanes:  # (#groupwin(k)#length_batch(n): a batch per group, numbered per group)
+            size = int(size)
+            c_of = np.zeros(len(objs), np.int64)
+            c_of[:len(g_prior)] = [st[N] for st in groups.values()]
+            by_group = np.argsort(gcode, kind="stable")
+            rank = np.empty(n, np.int64)
+            rank[by_group] = np.arange(n) - np.searchsorted(gcode[by_group], gcode[by_group])
+            bidx = (c_of[gcode] + rank) // size
         else:  # (#length_batch(n): the batch closes at its n-th row, which belongs to it)
             c0, size = win.current, int(size)
             shut = np.arange(size - 1 - c0, n, size)  # (the rows each batch closes at)
@@ -924,14 +943,6 @@ class WindowBlock:
             current, previous = (c0 + n) % size, 0
             bidx = (c0 + np.arange(n)) // size
         # per (batch, group): counts and sums, in arrival order
-        groups = proc.agg.groups
-        if any(st[b] != st[N] for st in groups.values() for _j, b, *_ in proc.agg._args):
-            # (the plan counts every event of a group as a value of each argument — the
-            # batch's own null values decline in _arg_columns; a group carried in with some
-            # does here, not to be counted as values)
-            raise Declined("a group carried in holds null arguments: event by event")
-        g_prior = list(groups)
-        gcode, objs = _group_codes(self.key_of, g_prior, self.key_codes)
         summed = self._summed()
         args = self._arg_columns([], [[st[b + 1] for _j, b, _t in summed]
                                       for st in groups.values()])
@@ -981,6 +992,9 @@ class WindowBlock:
         prior_batch = list(proc.batch) if per_event else []
         segs = (bs[starts].tolist(), gs[starts].tolist(), seg_n.tolist(), seg_tot, seg_ext,
                 order[starts].tolist(), carried.tolist())
+        if lanes:
+            self._plan_lane_batches(segs, order, starts, ends, objs, g_prior, seq0, size)
+            return
         if not per_event:
             self._closes, pending_grp, last = self._aggregated(closes, segs, objs, g_prior,
                                                                seq0)
@@ -1027,6 +1041,93 @@ class WindowBlock:
                 win.current = current
                 self._clock([])
             runner._seq = seq0 + n
+
+        self._commit = commit
+
+    def _plan_lane_batches(self, segs: tuple[Any, ...], order: np.ndarray, starts: np.ndarray,
+                           ends: np.ndarray, objs: list[Any], g_prior: list[Any], seq0: int,
+                           size: int) -> None:
+        """``#groupwin(k)#length_batch(n)``'s rows and state from its segments (a group's
+        batch each, as :meth:`_plan_batches` makes them): a batch closes at its group's
+        ``n``-th row (GroupLengthBatchWindow.insert), which is the rows' trigger and time —
+        a row per group (its batch's values, its first record's event) or per event (each of
+        the batch's records, the carried ones first); the batches left open become the
+        runner's groups, counts and records, in the order the runner's dicts hold them (one
+        carried in and never closed keeps its place, one opened in the batch comes after, in
+        the order of its first row)."""
+        seg_b, seg_g, seg_n, seg_tot, seg_ext, first_row, carried = segs
+        runner, rows, src = self.runner, self.rows, self._src
+        win = runner.window
+        proc = win.proc
+        groups = proc.agg.groups
+        per_event = self.plan.mode == "event"
+        last_row = order[ends].tolist()
+        shut = sorted((r, s) for s, r in enumerate(last_row) if seg_n[s] == size)
+        self._want = [r for r, _s in shut]
+        self._fetch([r for r, c in zip(first_row, carried, strict=True) if not c])
+        events = self.events
+        tots = [t if t is not None else [0] * len(seg_b) for t in seg_tot]
+        cols = self._slot_columns(seg_n, tots, seg_ext)
+
+        def first_of(s: int) -> Any:  # (segment s's FIRST record)
+            return (groups[objs[seg_g[s]]][FIRST] if carried[s]
+                    else self._record(first_row[s], seq0 + first_row[s]))
+
+        def records(s: int) -> list[Any]:  # (segment s's records, carried ones first)
+            own = [self._record(int(i), seq0 + int(i))
+                   for i in order[int(starts[s]):int(ends[s]) + 1].tolist()]
+            return (proc.batches[objs[seg_g[s]]] if carried[s] else []) + own
+
+        at: list[int] = []
+        found: list[ComplexEvent] = []
+        for r, s in shut:
+            trigger, now = events[int(rows[r])], src.time_at(int(rows[r]))
+            vals = tuple(c[s] for c in cols)
+            reps = [rec[EVENT] for rec in records(s)] if per_event else [first_of(s)[EVENT]]
+            for ev in reps:
+                ce = self._row(ev, vals, now, trigger, -1)
+                if ce is not None:
+                    at.append(int(rows[r]))
+                    found.append(ce)
+        self.at, self.found = at, found
+        self._closes, self._next = [], 0
+        self.due = self._due_end = float("inf")
+        # the batches left open: a group's last segment, when it did not close
+        still = {seg_g[s]: s for s in range(len(seg_b)) if seg_n[s] < size}
+        closed = {seg_g[s] for s in range(len(seg_b)) if seg_n[s] == size and carried[s]}
+
+        def commit() -> None:
+            out: dict[Any, list[Any]] = {}
+            current: dict[Any, int] = {}
+            batches: dict[Any, list[Any]] = {}
+            for g, key in enumerate(g_prior):  # (carried in and never closed: in place)
+                if g in closed:
+                    continue
+                s = still.get(g)
+                if s is None:
+                    out[key], current[key] = groups[key], win.current[key]
+                    if per_event:
+                        batches[key] = proc.batches[key]
+                    continue
+                out[key] = self._state(seg_n[s], groups[key][FIRST],
+                                       [t[s] for t in tots], seg_ext[s])
+                current[key] = seg_n[s]
+                if per_event:
+                    batches[key] = records(s)
+            for s in sorted((s for g, s in still.items() if not carried[s]),
+                            key=lambda s: first_row[s]):
+                key = self.key_of[first_row[s]]  # (the batch's first record's, as the dicts')
+                out[key] = self._state(seg_n[s], first_of(s), [t[s] for t in tots],
+                                       seg_ext[s])
+                current[key] = seg_n[s]
+                if per_event:
+                    batches[key] = records(s)
+            proc.agg.groups = out
+            win.current = current
+            if per_event:
+                proc.batches = batches
+            self._clock([])
+            runner._seq = seq0 + len(rows)
 
         self._commit = commit
 
