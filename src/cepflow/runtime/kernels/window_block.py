@@ -1078,18 +1078,29 @@ class WindowBlock:
                    for i in order[int(starts[s]):int(ends[s]) + 1].tolist()]
             return (proc.batches[objs[seg_g[s]]] if carried[s] else []) + own
 
+        # the rows, column by column: per closing batch (by its row) its representatives
         at: list[int] = []
-        found: list[ComplexEvent] = []
+        out_s: list[int] = []
+        reps: list[Event] = []
+        row_of = rows.tolist()
         for r, s in shut:
-            trigger, now = events[int(rows[r])], src.time_at(int(rows[r]))
-            vals = tuple(c[s] for c in cols)
-            reps = [rec[EVENT] for rec in records(s)] if per_event else [first_of(s)[EVENT]]
-            for ev in reps:
-                ce = self._row(ev, vals, now, trigger, -1)
-                if ce is not None:
-                    at.append(int(rows[r]))
-                    found.append(ce)
-        self.at, self.found = at, found
+            if per_event:
+                carried_in = proc.batches[objs[seg_g[s]]] if carried[s] else []
+                own = order[int(starts[s]):int(ends[s]) + 1].tolist()
+                reps += [rec[EVENT] for rec in carried_in]
+                reps += [events[row_of[i]] for i in own]
+                k = len(carried_in) + len(own)
+            else:
+                reps.append(first_of(s)[EVENT])
+                k = 1
+            at += [row_of[r]] * k
+            out_s += [s] * k
+        trig = [events[i] for i in at]
+        pick = (itemgetter(*out_s) if len(out_s) > 1
+                else lambda c: tuple(c[s] for s in out_s))
+        found = self._rows(reps, [pick(c) for c in cols],
+                           arrivals=[src.time_at(i) for i in at], triggers=trig)
+        self.at, self.found = _passed(at, found)
         self._closes, self._next = [], 0
         self.due = self._due_end = float("inf")
         # the batches left open: a group's last segment, when it did not close
