@@ -1159,6 +1159,12 @@ class Matcher(EsperSteps, IntervalClock):
                     break
             if clocked:
                 self._clock_idle(start + self.pattern.zone_by_id[z].length)
+        if not clocked:
+            # the queued instances that completed since have nothing to expire: the next
+            # timer is the first open one's (a pair's instances mostly complete within Δ —
+            # else the engine stops once per instance begun, for nothing)
+            while dl and not any(dl[0][1] in d for d in tokens.values()):
+                dl.popleft()
         if dl:
             deadline, _, z, start = dl[0]
             self.host.schedule(deadline, self, -1, z, start)
