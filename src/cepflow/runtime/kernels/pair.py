@@ -45,7 +45,7 @@ from cepflow.runtime.rows import (
 )
 from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.timers import fired_before
-from cepflow.runtime.tokens import PendingRows, Thread, Token
+from cepflow.runtime.tokens import PairRows, PendingRows, Thread, Token
 from cepflow.runtime.vector_expr import arithmetic_values, pairs_mask
 
 _TS = attrgetter("ts")
@@ -338,6 +338,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
                 "taken": new_rows[None, :].copy(), "end_row": new_rows.copy(),
                 "match": np.ones(k, bool), "alive": np.zeros(k, bool),
                 "age": np.arange(k, dtype=np.int64), "cols": cols, "alt": alt}
+    if m.pending.__class__ is PairRows:  # (the per-event rows, their deadlines queued)
+        m.materialize()
     old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
     pend_ids, pend_events = (m.pending.ids, m.pending.events) if m.pending else ([], [])
     n = src.n
