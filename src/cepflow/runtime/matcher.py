@@ -1173,8 +1173,10 @@ class Matcher(EsperSteps, IntervalClock):
             # the queued instances that completed since have nothing to expire: the next
             # timer is the first open one's (a pair's instances mostly complete within Δ —
             # else the engine stops once per instance begun, for nothing)
-            while dl and dl[0][1] not in alive and not any(dl[0][1] in d
-                                                           for d in tokens.values()):
+            while dl:
+                tid = dl[0][1]
+                if tid in alive or (tokens and any(tid in d for d in tokens.values())):
+                    break
                 dl.popleft()
         if dl:
             deadline, _, z, start = dl[0]

@@ -722,7 +722,8 @@ def _only_edge(auto: Any, state: int) -> Any:
 class EsperAnd:
     """A compiled pattern whose automaton is Esper's ``every (a = A(f) and b = B(g[, key]))
     [where timer:within(Δ)]`` (start policy *restart*: one instance at a time; compiler/
-    conjunction.py's product of two single events of distinct types): the instance begins at
+    conjunction.py's product of two single events, of two types or one — then an event may
+    be both at once, :attr:`merged`): the instance begins at
     the first event of either operand passing its filter, then takes the first later event
     of the other operand of its key passing that one's filter — within Δ of its first event —
     and completes; the next instance begins with the events after it, or after its
@@ -746,7 +747,8 @@ class EsperAnd:
 
 
 def esper_and_of(pattern: Any) -> EsperAnd | None:
-    """The shape of :class:`EsperAnd`, else None: two initial edges of distinct types, each
+    """The shape of :class:`EsperAnd`, else None: two initial edges of distinct types (or of
+    one type, beside the step of both, :func:`_merges`), each
     followed by the other's final edge, filters reading only their event, the second event
     unified with the first on one key or on none, optionally one Esper ``within`` around
     both."""

@@ -4,7 +4,9 @@ time — *restart* — begun by the first row of either operand passing its filt
 first later row of the other operand of its key passing that one's filter and completes, or
 its ``within`` deadline passes first (Esper's timer fires before the events of its instant) and
 it ends. The row that completes an instance begins nothing; the next instance begins at the
-first row of either operand after it, or at the first at or after the deadline.
+first row of either operand after it, or at the first at or after the deadline. With operands
+of one type (EsperAnd.merged) a row passing both filters is both operands at once: its
+instance completes on that row alone.
 
 Per row that may begin an instance (numpy): the row its instance would take (one
 ``searchsorted`` per operand over the other operand's rows sorted by (key, row), as the pair
