@@ -258,14 +258,14 @@ def test_the_shape_and_what_it_declines() -> None:
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
     ]:
         takes_the_kernel(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
-    # per event, after a alone on a key: the direct step (Matcher._pair_step), for a C
-    # closing, for an A opening, for a B (both) both
+    # per event, after a alone on a key: the direct step with the instances as rows
+    # (EsperSteps._pair_start, _alts_end): for a C closing, for an A opening
     m = Engine(load_module(parse_epl(
         SCHEMA + C_SCHEMA + "@Name('P')\ninsert into P\nfrom pattern [every a = A -> (b = "
         "B(k = a.k) or c = C(k = a.k) or d = B(v > 1 and k = a.k))];\n"))).matchers[0]
     assert m.pattern.pair.is_pair
     assert (m.step_for("A"), m.step_for("B"), m.step_for("C")) == (
-        m._pair_open, m._alts_close, m._alts_close)
+        m._pair_start, m._alts_end, m._alts_end)
     for s in [
         # (a guard on a after a chain)
         "every a = A -> b = B(k = a.k) -> (c = B(v > a.v and k = a.k) or d = C(k = a.k))",

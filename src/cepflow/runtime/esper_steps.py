@@ -108,13 +108,9 @@ class EsperSteps:
         group = bm.get(e.params[alts[0][1].key_b]) if bm else None
         if not group:
             return
-        won: Any = None
-        for rank, view in alts:
-            flt = view.second.position.filter
-            if (flt is None or flt(e, NO_BINDINGS)) and (won is None or rank < won[0]):
-                won = rank, view
+        won = _winner(alts, e)
         if won is not None:
-            self._close(e, emit, won[1], bm, group)
+            self._close(e, emit, won, bm, group)
 
     def _single_match(self, pos: Any, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """``e`` completes a pattern of one event at the position ``pos`` (its filter passed):
@@ -296,30 +292,54 @@ class EsperSteps:
 
     def _pair_end(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """:meth:`_pair_close` with the instances as rows (:meth:`_pair_start`): the ``B``
-        completes the instances waiting on its key, in age order — the registered tokens
-        (older), then the rows."""
+        passing ``g`` completes the instances waiting on its key."""
         rows = self.pending
         if rows.__class__ is not PairRows:
             rows = self._pair_rows()
         pr = self.pattern.pair
-        params = e.params
-        kv = params[pr.key_b]
+        kv = e.params[pr.key_b]
         bm = self.buckets.get(pr.state)
         group = bm.get(kv) if bm else None
         q = rows.by_key.get(kv)  # type: ignore[union-attr]
         if not group and not q:
             return
         flt = pr.second.position.filter
-        if flt is not None and not flt(e, NO_BINDINGS):
+        if flt is None or flt(e, NO_BINDINGS):
+            self._end(e, emit, pr, kv, bm, group, rows, q)  # type: ignore[arg-type]
+
+    def _alts_end(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """:meth:`_alts_close` with the instances as rows: the event completes the
+        instances waiting on its key by the alternative that wins."""
+        rows = self.pending
+        if rows.__class__ is not PairRows:
+            rows = self._pair_rows()
+        pr = self.pattern.pair
+        alts = pr.by_type[e.type]
+        kv = e.params[alts[0][1].key_b]
+        bm = self.buckets.get(pr.state)
+        group = bm.get(kv) if bm else None
+        q = rows.by_key.get(kv)  # type: ignore[union-attr]
+        if not group and not q:
             return
+        won = _winner(alts, e)
+        if won is not None:
+            self._end(e, emit, won, kv, bm, group, rows, q)  # type: ignore[arg-type]
+
+    def _end(self, e: Event, emit: Callable[[ComplexEvent], None], pr: Any, kv: Any,
+             bm: dict[Any, dict[int, Token]], group: dict[int, Token] | None, rows: PairRows,
+             q: list[list[Any]] | None) -> None:
+        """``e``, of the last stage of the pair ``pr`` (an alternative's own, for
+        alternatives) on key ``kv``, completes the instances waiting on it in age order —
+        the registered tokens of the key (older: :meth:`_close`), then its rows — within Δ."""
         if group:
-            self._close(e, emit, pr, bm, group)  # type: ignore[arg-type]
+            self._close(e, emit, pr, bm, group)
         if not q:
             return
+        params = e.params
         ts = e.ts
         z, window, ka = pr.zone, pr.window, pr.key_a
         binds, b_new = pr.first.position.binds, pr.b_new
-        alive = rows.alive  # type: ignore[union-attr]
+        alive = rows.alive
         left = None
         for row in q:
             a = row[1]
@@ -339,16 +359,23 @@ class EsperSteps:
             del alive[row[0]]
             self._match(None, nb, (a, e), e, ts, emit)
         if left is None:
-            del rows.by_key[kv]  # type: ignore[union-attr]
+            del rows.by_key[kv]
         else:
             q[:] = left
-        rows._flat = None  # type: ignore[union-attr]
+        rows._flat = None
 
     def _pair_row_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
-        """:meth:`_pair_step` with the instances as rows: a type both ``A`` and ``B``
-        completes the instances of its key, then opens one."""
-        self._pair_end(e, emit)
-        self._pair_start(e, emit)
+        """:meth:`_pair_step` with the instances as rows: a type both ``A`` and of the last
+        stage completes the instances of its key, then opens one."""
+        pr = self.pattern.pair
+        t = e.type
+        if pr.alts:
+            if t in pr.by_type:
+                self._alts_end(e, emit)
+        elif t == pr.second.position.type:
+            self._pair_end(e, emit)
+        if t == pr.first.position.type:
+            self._pair_start(e, emit)
 
     def _spawn(self, tok: Token, forks: list[Thread], e: Event,
                emit: Callable[[ComplexEvent], None]) -> None:
@@ -383,3 +410,15 @@ class EsperSteps:
             return True
         seen[key] = ts
         return False
+
+
+def _winner(alts: tuple[tuple[int, Any], ...], e: Event) -> Any:
+    """Of a type's alternatives ``(rank, view)`` (EsperPair.by_type), the view of the one
+    ``e`` completes by: every filter evaluated, in the automaton's order (as the token path
+    does when an instance waits on the key), the lowest rank of those it passes; None."""
+    won: Any = None
+    for rank, view in alts:
+        flt = view.second.position.filter
+        if (flt is None or flt(e, NO_BINDINGS)) and (won is None or rank < won[0]):
+            won = rank, view
+    return None if won is None else won[1]

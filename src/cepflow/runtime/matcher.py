@@ -63,6 +63,11 @@ class Matcher(EsperSteps, IntervalClock):
         self.clock_start: float | None = None
         #: instance deadlines of a pair pattern, in time order (one engine timer at a time)
         self.deadlines: deque[tuple[float, int, int, float]] = deque()
+        #: deadlines (in time order) of a pair's instances that completed before them, which
+        #: the queue's timer skipped (_expire_queued) or a kernel's batch never queued: the
+        #: token path's timers for them fire idle, moving only the clock, so time passing
+        #: over them moves it as far (Engine._advance)
+        self.skipped: deque[float] = deque()
         #: partial matches a column kernel left as rows, not tokens (see materialize)
         self.pending: PendingRows | None = None
         self.slot = -1  # index in the engine's matchers (set by the engine)
@@ -382,9 +387,10 @@ class Matcher(EsperSteps, IntervalClock):
         if pat.context.esper and pr is not None and pr.is_pair and self.host.trace is None:
             opens = t == pr.first.position.type
             closes = t in pr.by_type if pr.alts else t == pr.second.position.type
-            if pr.columnar and not pr.alts:  # (the instances as rows: PairRows)
+            if pr.columnar:  # (the instances as rows: PairRows; alternatives' filters all
+                # read only their event, as is_pair asks)
                 return (self._pair_row_step if opens == closes else self._pair_start if opens
-                        else self._pair_end)
+                        else self._alts_end if pr.alts else self._pair_end)
             return (self._pair_step if opens == closes else self._pair_open if opens
                     else self._alts_close if pr.alts else self._pair_close)
         return self.process
@@ -1158,6 +1164,9 @@ class Matcher(EsperSteps, IntervalClock):
         rows = self.pending  # (None, or the per-event rows: PairRows — on_deadline made
         # the other kinds tokens already)
         alive = rows.alive if rows.__class__ is PairRows else ()
+        skipped = self.skipped
+        while skipped and skipped[0] <= now:  # (the clock is at now: passed)
+            skipped.popleft()
         while dl and dl[0][0] <= now:
             _, token_id, z, start = dl.popleft()
             if token_id in alive:
@@ -1177,7 +1186,7 @@ class Matcher(EsperSteps, IntervalClock):
                 tid = dl[0][1]
                 if tid in alive or (tokens and any(tid in d for d in tokens.values())):
                     break
-                dl.popleft()
+                skipped.append(dl.popleft()[0])
         if dl:
             deadline, _, z, start = dl[0]
             self.host.schedule(deadline, self, -1, z, start)
