@@ -172,12 +172,12 @@ def _higher(text: str) -> Any:
 HIGHER = {
     "derived opens": (_higher("insert into Q select p.k as k from pattern [every p=P -> "
                               "c=C(c.k = p.k) where timer:within(2 sec)]"),
-                      {"P": "_pair_open"}),
+                      {"P": "_pair_start"}),
     "derived closes": (_higher("insert into Q select c.k as k from pattern [every c=C -> "
                                "p=P(p.k = c.k) where timer:within(2 sec)]"),
-                       {"P": "_pair_close"}),
+                       {"P": "_pair_end"}),
     "derived twice": (_higher("insert into Q select p.k as k from pattern [every p=P -> "
-                              "q=P(q.k = p.k)]"), {"P": "_pair_step"}),
+                              "q=P(q.k = p.k)]"), {"P": "_pair_row_step"}),
     "vepl": (cepflow.load("atomicEvent A(k: Integer, v: Integer)\n"
                           "atomicEvent B(k: Integer, v: Integer)\n"
                           "atomicEvent C(k: Integer, v: Integer)\n"
