@@ -93,6 +93,16 @@ SHAPES: dict[str, tuple[str, str]] = {
                          "where timer:within(10 sec)];"),
     "esper_not": ("epl", "select a.k as k from pattern [every a=A -> (b=B(b.k = a.k) "
                          "and not C(k = a.k)) where timer:within(10 sec)];"),
+    # (the guard binds to c alone: its window opens at b — per event, docs/esper.md)
+    "esper_chain_guard": ("epl", "select a.k as k from pattern [every a=A -> b=B(b.k = a.k) "
+                                 "-> c=C(c.k = a.k) where timer:within(10 sec)];"),
+    "esper_or_seq": ("epl", "select a.k as k from pattern [every a=A -> ((b=B(b.k = a.k) -> "
+                            "c=C(c.k = a.k)) or d=C(d.k = a.k, d.v > 5)) "
+                            "where timer:within(10 sec)];"),
+    "esper_and_same": ("epl", "select a.k as k, b.v as v from pattern [every (a=A(a.v > 5) "
+                              "and b=A(b.k = a.k, b.v < 7)) where timer:within(10 sec)];"),
+    "esper_or_mixed": ("epl", "select a.k as k, c.v as v from pattern [every a=A -> "
+                              "(b=B(b.k = a.k) or c=B(c.v > 7)) where timer:within(10 sec)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

@@ -63,14 +63,16 @@ def alternatives(draw: st.DrawFn) -> str:
 
     f = draw(st.sampled_from(["", *FILTERS])).format(a="a")
     first = f"a = {draw(st.sampled_from(TYPES))}({f})"
-    # (after a alone, some alternatives may be on the key and others not: per type, since
-    # the compiler indexes a type's events by a key only when all of them unify on it)
+    # (after a alone, some alternatives may be on the key and others not: per type, or per
+    # alternative — then one type may have both, which the compiler indexes by no key)
+    per_alt = draw(st.booleans())
     on_key: dict[str, bool] = {}
     written = []
     for tag in tags:
         t = draw(st.sampled_from(TYPES))
-        k = on_key.setdefault(t, keyed and (chained or draw(st.sampled_from([True, True,
-                                                                             False]))))
+        k = keyed and (chained or draw(st.sampled_from([True, True, False])))
+        if not per_alt:
+            k = on_key.setdefault(t, k)
         written.append(stage(tag, t, k))
     body = f"({' or '.join(written)})"
     if chained:
@@ -143,6 +145,12 @@ TIE_CHAIN = ("@Name('P')\ninsert into P\nselect b.v as bv, ab.v as abv\nfrom pat
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
 @example([TIE], TIE_STREAM, [3], 0)
 @example([TIE_CHAIN], [("A", 0, 1, 0.0, 0), ("B", 0, 2, 0.7, 1), ("C", 0, 2, 0.7, 1)], [], 0)
+# (one type on the key and on none: B(2) completes the instance of key 1 by q, B(1) the next
+# one by p)
+@example(["@Name('P')\ninsert into P\nselect a.k as ak, q.k as qk\nfrom pattern [every a = "
+          "A() -> (p = B(k = a.k) or q = B(q.v > 1))];\n"],
+         [("A", 1, 1, 0.0, 0), ("B", 2, 2, 0.7, 1), ("A", 1, 1, 0.0, 1), ("B", 2, 0, 0.7, 1),
+          ("B", 1, 2, 0.7, 1)], [2], 0)
 # (an alternative on no key beside one on the key: any C completes the instance of key 1)
 @example(["@Name('P')\ninsert into P\nselect a.k as ak, q.k as qk\nfrom pattern [every a = "
           "A() -> (p = B(k = a.k) or q = C())];\n"],
@@ -243,19 +251,21 @@ def test_the_shape_and_what_it_declines() -> None:
         "every a = A(v > 1) -> (b = B or c = C or d = A)",
         "every a = A -> (b = B(v > a.v and k = a.k) or c = C(k = a.k))",  # (a guard on a)
         "every a = A -> (b = B(k = a.k) or c = C)",  # (one keyed, one not)
+        # (one type keyed and not: its events are indexed by no key)
+        "every a = A -> (b = B(b.k = a.k) or c = B(c.v > 2)) where timer:within(10 sec)",
         "every (a = A(v > 1) or b = B or c = A(v < 3))",  # (alternatives from the start)
         "every a = A or every b = B",
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
     ]:
         takes_the_kernel(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
-    # per event, after a alone on a key: the direct step (Matcher._pair_step), for a C
-    # closing, for an A opening, for a B (both) both
+    # per event, after a alone on a key: the direct step with the instances as rows
+    # (EsperSteps._pair_start, _alts_end): for a C closing, for an A opening
     m = Engine(load_module(parse_epl(
         SCHEMA + C_SCHEMA + "@Name('P')\ninsert into P\nfrom pattern [every a = A -> (b = "
         "B(k = a.k) or c = C(k = a.k) or d = B(v > 1 and k = a.k))];\n"))).matchers[0]
     assert m.pattern.pair.is_pair
     assert (m.step_for("A"), m.step_for("B"), m.step_for("C")) == (
-        m._pair_open, m._alts_close, m._alts_close)
+        m._pair_start, m._alts_end, m._alts_end)
     for s in [
         # (a guard on a after a chain)
         "every a = A -> b = B(k = a.k) -> (c = B(v > a.v and k = a.k) or d = C(k = a.k))",

@@ -32,15 +32,18 @@ from cepflow.runtime.engine import Engine
 
 @st.composite
 def ands(draw: st.DrawFn) -> str:
-    """``every (a = T(f) and b = U(g[, key])) [where within]``, ``T`` and ``U`` distinct."""
+    """``every (a = T(f) and b = U(g[, key])) [where within]``, ``T`` and ``U`` distinct or
+    one type (an event may then be both operands at once: EsperAnd.merged)."""
     ta, tb = draw(st.permutations(TYPES))[:2]
+    if draw(st.booleans()):
+        tb = ta
     x, y = draw(st.permutations(["a", "b"]))  # (y, written second, unifies with x)
     f = draw(st.sampled_from(["", "", *FILTERS])).format(a=x)
     g = draw(st.sampled_from(["", "", *FILTERS])).format(a=y)
     key = draw(st.sampled_from([f"{x}.k = {y}.k", f"{y}.k = {x}.k", f"k = {x}.k", ""]))
     g = f"({g}) and {key}" if g and key else g or key
     within = draw(st.sampled_from(["", "", " where timer:within(3 msec)",
-                                   " where timer:within(0 msec)",
+                                   *([] if ta == tb else [" where timer:within(0 msec)"]),
                                    " where timer:within(10 milliseconds)"]))
     select = draw(st.sampled_from(["", "select a.v as av, b.x as bx, current_timestamp() as t ",
                                    "select b.k as bk, a.s as s, 'lit' as c, a.k as ak "]))
@@ -63,6 +66,12 @@ TIMED = ("@Name('P')\ninsert into P\nselect a.v as av, b.x as bx\nfrom pattern [
          "A() and b = B(k = a.k)) where timer:within(3 msec)];\n")
 TIMED_STREAM = [("A", 0, 1, 0.0, 0), ("B", 1, 2, 0.7, 1), ("B", 0, 5, 0.7, 2),
                 ("A", 0, 1, 1.2, 1), ("A", 1, 1, 1.2, 1)]
+# (operands of one type: A(v=2) is both at once and a match alone; A(v=9) begins an
+# instance that A(v=0) of its key completes; A(v=3) is both again)
+SAME = ("@Name('P')\ninsert into P\nselect a.v as av, b.v as bv\nfrom pattern [every (a = "
+        "A(a.v > 1) and b = A(b.v < 5 and k = a.k)) where timer:within(3 msec)];\n")
+SAME_STREAM = [("A", 0, 2, 0.0, 0), ("A", 0, 9, 0.0, 1), ("A", 1, 0, 0.0, 0),
+               ("A", 0, 0, 0.0, 1), ("A", 0, 3, 0.0, 1)]
 
 
 @settings(max_examples=150, deadline=None)
@@ -71,6 +80,7 @@ TIMED_STREAM = [("A", 0, 1, 0.0, 0), ("B", 1, 2, 0.7, 1), ("B", 0, 5, 0.7, 2),
                 unique=True),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 @example([TIMED], [], TIMED_STREAM, [2], 3)
+@example([SAME], [], SAME_STREAM, [1, 3], 2)
 def test_and_equals_event_by_event(stmts, others, spec, cuts, restore_at) -> None:
     """Through the split, alone or beside statements over the input and over its output:
     batches cut anywhere, single events between them, a save/restore in the middle."""
@@ -90,6 +100,7 @@ def test_and_with_mixed_keys(stmt, spec, cuts, restore_at) -> None:
 @given(ands(), stream([0, 1, 2]), st.integers(1, 30), st.integers(0, 70),
        st.lists(st.integers(0, 70), max_size=3))
 @example(TIMED, TIMED_STREAM, 2, 3, [4])
+@example(SAME, SAME_STREAM, 2, 3, [1])
 def test_and_run_and_columns(stmt, spec, batch, restore_at, cuts) -> None:
     """``Engine.run`` in batches of ``batch`` events with a save/restore at ``restore_at``,
     against the general token path; Arrow batches through ``Engine.process_columns`` (rows
@@ -102,13 +113,18 @@ def test_and_run_and_columns(stmt, spec, batch, restore_at, cuts) -> None:
 
 def test_the_shape_and_what_it_declines() -> None:
     for s in ["every (a = A and b = B(b.k = a.k)) where timer:within(10 sec)",
-              "every (a = A(v > 1) and b = C)"]:
+              "every (a = A(v > 1) and b = C)",
+              "every (a = A(v > 5) and b = A(b.k = a.k, b.v < 3)) where timer:within(10 sec)",
+              "every (a = A and b = A)"]:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))
         assert Engine(prog).matchers[0].pattern.esper_and is not None, s
         assert Engine(prog)._split is not None
     for s in [
-        "every (a = A and b = A(k = a.k))",  # (one type: an event may be both)
+        # (one type: a window of 0 — the step of both at once enters and leaves it —, the
+        # key on another field of the second)
+        "every (a = A and b = A(k = a.k)) where timer:within(0 msec)",
+        "every (a = A and b = A(k = a.v))",
         "every (a = A and b = B(v > a.v and k = a.k))",  # (a guard on a)
         "every (a = A and b = B(k = a.k) and c = C(k = a.k))",  # (three operands)
         "a = A and b = B(k = a.k)",  # (once)

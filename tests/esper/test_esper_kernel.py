@@ -558,3 +558,38 @@ def test_chains_match_esper_by_definition(types, within, spec, cut) -> None:
     for lo in range(0, len(evs), cut):
         got += [m.event_refs for m in many.process_batch(evs[lo:lo + cut])]
     assert got == expected
+
+
+def test_completed_instances_fire_no_timer() -> None:
+    """A pair's instances mostly complete within Δ: the one engine timer its deadline queue
+    keeps (Matcher._expire_queued) skips those, so time passing stops the engine about once
+    per Δ of the stream, not once per instance begun (the per-event rate of
+    benchmarks/pattern_shapes.py's esper_pair, whose every event has its own timestamp) —
+    and the matches, open instances and saved state are the token path's."""
+    text = ("@Name('P')\ninsert into P\nfrom pattern [every a = A -> b = B(a.k = b.k) "
+            "where timer:within(1 sec)];\n")
+    prog = load_module(parse_epl(SCHEMA + text))
+    evs = []
+    for i in range(300):  # (every A met by a B of its key 5 ms later, but the last 20)
+        evs.append(Event("A", (i % 4, 0, 0.0, "x"), 10 * i))
+        if i < 280:
+            evs.append(Event("B", (i % 4, 0, 0.0, "x"), 10 * i + 5))
+    ref = Engine(prog, fast_path=False)
+    expected = rows([m for e in evs for m in ref.process(
+        Event(e.type, e.params, e.ts))])
+    engine = Engine(prog)
+    m = engine.matchers[0]
+    fired = []
+    on_deadline = m.on_deadline
+
+    def counted(*args) -> None:
+        fired.append(args)
+        on_deadline(*args)
+
+    m.on_deadline = counted
+    assert rows([c for e in evs for c in engine.process(e)]) == expected
+    assert len(fired) <= 3 + (evs[-1].ts - evs[0].ts) // 1000, len(fired)
+    assert state(engine) == state(ref) and engine.stats == ref.stats
+    # (the open instances still expire: time runs past the last ones' deadlines)
+    assert rows(engine.advance_to(10_000)) == rows(ref.advance_to(10_000)) == []
+    assert engine.partial_matches() == ref.partial_matches() == {"P": 0}

@@ -87,6 +87,18 @@ EXTRA = {
     "win_read_length": ("epl", "insert into Cnt select k, sum(v) as s from A#length(10) "
                                "group by k;\n"
                                "@Name('Q') select c.s as s from pattern [every c=Cnt(s > 30)];"),
+    # (one event both operands; no window; a key on neither)
+    "esper_and_same_bare": ("epl", "select a.v as av, b.v as bv from pattern [every (a=A(a.v > "
+                                   "2) and b=A(b.v < 6))];"),
+    "esper_and_same_key": ("epl", "select a.k as k, a.v as av, b.v as bv from pattern [every "
+                                  "(a=A(a.v < 4) and b=A(b.k = a.k, b.v > 1)) "
+                                  "where timer:within(300 msec)];"),
+    "esper_or_mixed_guard": ("epl", "select a.k as k, b.v as bv, c.k as ck from pattern [every "
+                                    "a=A -> (b=B(b.k = a.k, b.v > a.v) or c=B(c.v > 8) or "
+                                    "d=C(d.k = a.k, d.v = 0)) where timer:within(200 msec)];"),
+    "esper_chain_guard_mid": ("epl", "select a.k as k, c.v as cv from pattern [every a=A -> "
+                                     "(b=B(b.k = a.k) where timer:within(100 msec)) -> "
+                                     "c=C(c.k = a.k)];"),
 }
 PS.SHAPES.update(EXTRA)
 N = 3_000

@@ -71,14 +71,15 @@ from cepflow.windows.tumbling import GroupLengthBatchWindow, LengthBatchWindow, 
 ENGINE_STATE = frozenset({
     "host", "statement_start", "_emitted", "_emit", "matchers", "windows", "_window_subs",
     "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs", "_split", "errors",
-    "_next_check", "_routes", "_derived"})
+    "_next_check", "_routes", "_derived", "_skipping"})
 #: attributes of the engine's host (runtime/host.py) that processing changes
 HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trace", "stats",
                         "pending", "failures"})
 #: matcher attributes that processing changes (a matcher holds only run state; what is
 #: compiled is its ``pattern``, runtime/compiled.py)
 MATCHER_STATE = frozenset({
-    "host", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "pending",
+    "host", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "skipped",
+    "pending",
     "clock_start", "slot", "reach_index", "rowless"})
 #: window statement runner attributes that processing changes
 RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finished",
@@ -189,6 +190,7 @@ class Forker:
             d["_pairs"] = ms
         if engine._split is not None:
             d["_split"] = [ms[m.slot] for m in engine._split]
+        d["_skipping"] = [ms[m.slot] for m in engine._skipping]
 
     def own(self, part: Any, host: Host) -> Any:
         """A copy of a matcher or runner ``part`` for the engine whose host is ``host``."""
@@ -217,6 +219,7 @@ class Forker:
         d["_forks"] = ({k: [_thread(th) for th in v] for k, v in m._forks.items()}
                        if m._forks else {})
         d["deadlines"] = deque(m.deadlines)
+        d["skipped"] = deque(m.skipped)
         d["reach_index"] = {}  # (made again from the copy's own groups when needed)
         if m.pending is not None:
             d["pending"] = self._copy(m.pending, memo)
@@ -542,7 +545,8 @@ def state_key(engine: Engine) -> bytes:
     rank = {s: i for i, s in enumerate(seqs)}
     pats = []
     for m, toks in zip(matchers, held, strict=True):
-        if not (toks or m.done or m.seen or m.deadlines or m.clock_start is not None):
+        if not (toks or m.done or m.seen or m.deadlines or m.skipped
+                or m.clock_start is not None):
             pats.append(_IDLE)
             continue
         age = {t.id: i for i, t in enumerate(toks)}
@@ -553,7 +557,8 @@ def state_key(engine: Engine) -> bytes:
                           tuple(_event(e, rank) for e in th.events)) for th in t.threads))
                   for t in toks),
             m.done, tuple(sorted(m.seen.items(), key=repr)), m.clock_start,
-            tuple((d, age.get(tid, -1), z, s) for d, tid, z, s in m.deadlines)))
+            tuple((d, age.get(tid, -1), z, s) for d, tid, z, s in m.deadlines),
+            tuple(m.skipped)))
     wins = tuple(_picture(r) for r in engine.windows)
     return hashlib.blake2b(_bytes((engine.time, engine.statement_start if engine._clocks
                                     else None, engine.stopped, tuple(pats), wins)),

@@ -125,6 +125,9 @@ class Engine:
         self.matchers = [Matcher(CompiledPattern(a, fast_path), host) for a in program.automata]
         for i, m in enumerate(self.matchers):
             m.slot = i
+        #: the matchers whose pair queues its instances' deadlines (Matcher.skipped)
+        self._skipping = [m for m in self.matchers
+                          if m.pattern.pair is not None and m.pattern.pair.zone is not None]
         #: one runner per data-window statement, in dependency order, numbering rows with
         #: the engine's match ids
         self.windows = [WindowRunner(w, program.schemas, program.functions,
@@ -592,6 +595,13 @@ class Engine:
                 host.drain(out)
             if host.counters.token > self._next_check:  # (a pattern's clock starts instances)
                 self._bound(None, out)
+        for m in self._skipping:  # (idle timers of pairs' completed instances: the clock)
+            sk = m.skipped
+            if sk and sk[0] <= ts:  # (Esper's: due at their instant, before its events)
+                last = sk.popleft()
+                while sk and sk[0] <= ts:
+                    last = sk.popleft()
+                host.time = max(host.time, last)
 
     def _record(self, ce: ComplexEvent, out: list[ComplexEvent]) -> None:
         out.append(ce)

@@ -13,7 +13,7 @@ from cepflow.automaton.automaton import FINAL
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.binding import NO_BINDINGS
 from cepflow.runtime.reach import Reach, whole
-from cepflow.runtime.tokens import Thread, Token
+from cepflow.runtime.tokens import PairRows, Thread, Token
 
 #: a key's waiting instances up to which a pair with a reach (runtime.reach) tests them all
 #: rather than keep them in its index
@@ -108,13 +108,9 @@ class EsperSteps:
         group = bm.get(e.params[alts[0][1].key_b]) if bm else None
         if not group:
             return
-        won: Any = None
-        for rank, view in alts:
-            flt = view.second.position.filter
-            if (flt is None or flt(e, NO_BINDINGS)) and (won is None or rank < won[0]):
-                won = rank, view
+        won = _winner(alts, e)
         if won is not None:
-            self._close(e, emit, won[1], bm, group)
+            self._close(e, emit, won, bm, group)
 
     def _single_match(self, pos: Any, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """``e`` completes a pattern of one event at the position ``pos`` (its filter passed):
@@ -239,17 +235,147 @@ class EsperSteps:
             counters = self.host.counters
             tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
             tok = Token(tid, None, ts, [th])
-            if z is not None:  # (_schedule of the one timed zone, inlined)
-                deadline = ts + pat.zone_by_id[z].length
-                dl = self.deadlines
-                if not dl:
-                    self.host.schedule(deadline, self, -1, z, ts)
-                    dl.append((deadline, tid, z, ts))
-                elif dl[-1][0] <= deadline:
-                    dl.append((deadline, tid, z, ts))
-                else:
-                    self.host.schedule(deadline, self, tid, z, ts)
+            if z is not None:
+                self._queue_deadline(ts + pr.window, tid, z, ts)
             self.register_newest(tok)  # (the new instance is the youngest)
+
+    def _queue_deadline(self, deadline: float, tid: int, z: int, start: float) -> None:
+        """Ask for the deadline of instance ``tid`` of a pair (its zone ``z`` entered at
+        ``start``): queued behind the one engine timer of the first queued deadline when it
+        comes in time order (Matcher._expire_queued), else an engine timer of its own."""
+        dl = self.deadlines
+        if not dl:
+            self.host.schedule(deadline, self, -1, z, start)
+            dl.append((deadline, tid, z, start))
+        elif dl[-1][0] <= deadline:
+            dl.append((deadline, tid, z, start))
+        else:
+            self.host.schedule(deadline, self, tid, z, start)
+
+    # -- a keyed pair's instances as rows (PairRows) ----------------------------------------
+    def _pair_rows(self) -> PairRows:
+        """The pair's rows (runtime.tokens.PairRows) made of what the matcher holds as rows
+        — a column kernel's pending instances, their deadlines queued as
+        Matcher.materialize queues them; its registered tokens (all older) stay tokens."""
+        held = self.pending
+        pr = self.pattern.pair
+        if held is not None and held.states is not None:  # (not a pair's: never so)
+            self.materialize()
+            held = None
+        rows = PairRows(pr.zone)
+        if held is not None:
+            z, ka = pr.zone, pr.key_a
+            for tid, e in zip(held.ids, held.events, strict=True):
+                rows.start(tid, e.params[ka], e)
+                if z is not None:
+                    self._queue_deadline(e.ts + pr.window, tid, z, e.ts)
+        self.pending = rows
+        return rows
+
+    def _pair_start(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """:meth:`_pair_open` of a pair whose ``g`` reads only its event, the instance kept
+        as a row (PairRows): the same token id, deadline and, when something reads tokens
+        (Matcher.materialize), the same token."""
+        rows = self.pending
+        if rows.__class__ is not PairRows:
+            rows = self._pair_rows()
+        pr = self.pattern.pair
+        first = pr.first.position
+        if first.filter is None or first.filter(e, NO_BINDINGS):
+            counters = self.host.counters
+            tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
+            z = pr.zone
+            if z is not None:
+                ts = e.ts
+                self._queue_deadline(ts + pr.window, tid, z, ts)
+            rows.start(tid, e.params[pr.key_a], e)  # type: ignore[union-attr]
+
+    def _pair_end(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """:meth:`_pair_close` with the instances as rows (:meth:`_pair_start`): the ``B``
+        passing ``g`` completes the instances waiting on its key."""
+        rows = self.pending
+        if rows.__class__ is not PairRows:
+            rows = self._pair_rows()
+        pr = self.pattern.pair
+        kv = e.params[pr.key_b]
+        bm = self.buckets.get(pr.state)
+        group = bm.get(kv) if bm else None
+        q = rows.by_key.get(kv)  # type: ignore[union-attr]
+        if not group and not q:
+            return
+        flt = pr.second.position.filter
+        if flt is None or flt(e, NO_BINDINGS):
+            self._end(e, emit, pr, kv, bm, group, rows, q)  # type: ignore[arg-type]
+
+    def _alts_end(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """:meth:`_alts_close` with the instances as rows: the event completes the
+        instances waiting on its key by the alternative that wins."""
+        rows = self.pending
+        if rows.__class__ is not PairRows:
+            rows = self._pair_rows()
+        pr = self.pattern.pair
+        alts = pr.by_type[e.type]
+        kv = e.params[alts[0][1].key_b]
+        bm = self.buckets.get(pr.state)
+        group = bm.get(kv) if bm else None
+        q = rows.by_key.get(kv)  # type: ignore[union-attr]
+        if not group and not q:
+            return
+        won = _winner(alts, e)
+        if won is not None:
+            self._end(e, emit, won, kv, bm, group, rows, q)  # type: ignore[arg-type]
+
+    def _end(self, e: Event, emit: Callable[[ComplexEvent], None], pr: Any, kv: Any,
+             bm: dict[Any, dict[int, Token]], group: dict[int, Token] | None, rows: PairRows,
+             q: list[list[Any]] | None) -> None:
+        """``e``, of the last stage of the pair ``pr`` (an alternative's own, for
+        alternatives) on key ``kv``, completes the instances waiting on it in age order —
+        the registered tokens of the key (older: :meth:`_close`), then its rows — within Δ."""
+        if group:
+            self._close(e, emit, pr, bm, group)
+        if not q:
+            return
+        params = e.params
+        ts = e.ts
+        z, window, ka = pr.zone, pr.window, pr.key_a
+        binds, b_new = pr.first.position.binds, pr.b_new
+        alive = rows.alive
+        left = None
+        for row in q:
+            a = row[1]
+            ap = a.params
+            if (z is not None and ts - a.ts >= window) or ap[ka] != kv:
+                # (expired at this very instant — Esper's timer fires before the event —
+                # / NaN: unifies with nothing)
+                if left is None:
+                    left = []
+                left.append(row)
+                continue
+            nb = {}
+            for i, v in binds:
+                nb[v] = ap[i]
+            for i, v in b_new:
+                nb[v] = params[i]
+            del alive[row[0]]
+            self._match(None, nb, (a, e), e, ts, emit)
+        if left is None:
+            del rows.by_key[kv]
+        else:
+            q[:] = left
+        rows._flat = None
+
+    def _pair_row_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """:meth:`_pair_step` with the instances as rows: a type both ``A`` and of the last
+        stage completes the instances of its key, then opens one."""
+        pr = self.pattern.pair
+        t = e.type
+        if pr.alts:
+            if t in pr.by_type:
+                self._alts_end(e, emit)
+        elif t == pr.second.position.type:
+            self._pair_end(e, emit)
+        if t == pr.first.position.type:
+            self._pair_start(e, emit)
 
     def _spawn(self, tok: Token, forks: list[Thread], e: Event,
                emit: Callable[[ComplexEvent], None]) -> None:
@@ -284,3 +410,15 @@ class EsperSteps:
             return True
         seen[key] = ts
         return False
+
+
+def _winner(alts: tuple[tuple[int, Any], ...], e: Event) -> Any:
+    """Of a type's alternatives ``(rank, view)`` (EsperPair.by_type), the view of the one
+    ``e`` completes by: every filter evaluated, in the automaton's order (as the token path
+    does when an instance waits on the key), the lowest rank of those it passes; None."""
+    won: Any = None
+    for rank, view in alts:
+        flt = view.second.position.filter
+        if (flt is None or flt(e, NO_BINDINGS)) and (won is None or rank < won[0]):
+            won = rank, view
+    return None if won is None else won[1]

@@ -32,7 +32,7 @@ from cepflow.runtime.binding import NO_BINDINGS, bind
 from cepflow.runtime.compiled import CompiledPattern, ForbidStep, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
-from cepflow.runtime.tokens import KeyedRows, PendingRows, Thread, Token
+from cepflow.runtime.tokens import KeyedRows, PairRows, PendingRows, Thread, Token
 from cepflow.timefmt import duration_text as _ms
 
 NOPART = object()  # the event belongs to no partition of a partitioned pattern
@@ -63,6 +63,11 @@ class Matcher(EsperSteps, IntervalClock):
         self.clock_start: float | None = None
         #: instance deadlines of a pair pattern, in time order (one engine timer at a time)
         self.deadlines: deque[tuple[float, int, int, float]] = deque()
+        #: deadlines (in time order) of a pair's instances that completed before them, which
+        #: the queue's timer skipped (_expire_queued) or a kernel's batch never queued: the
+        #: token path's timers for them fire idle, moving only the clock, so time passing
+        #: over them moves it as far (Engine._advance)
+        self.skipped: deque[float] = deque()
         #: partial matches a column kernel left as rows, not tokens (see materialize)
         self.pending: PendingRows | None = None
         self.slot = -1  # index in the engine's matchers (set by the engine)
@@ -141,13 +146,14 @@ class Matcher(EsperSteps, IntervalClock):
         chain = rows.states is not None
         z = rows.zone
         dl = self.deadlines
+        queued = rows.__class__ is PairRows  # (the per-event rows' deadlines are queued)
         for tok in toks:
             if len(tok.threads) == 1:
                 self.register_newest(tok)
             else:  # (an unrestricted chain's token: a thread per state it reached)
                 self.register(tok)
             tid, ts = tok.id, tok.created
-            if z is not None and not chain:
+            if z is not None and not chain and not queued:
                 # a pair queues its deadlines (the engine holds the timer of the first one
                 # already); a chain's timers, one per token, are in the engine's heap
                 deadline = ts + pr.window
@@ -384,6 +390,10 @@ class Matcher(EsperSteps, IntervalClock):
         if pat.context.esper and pr is not None and pr.is_pair and self.host.trace is None:
             opens = t == pr.first.position.type
             closes = t in pr.by_type if pr.alts else t == pr.second.position.type
+            if pr.columnar:  # (the instances as rows: PairRows; alternatives' filters all
+                # read only their event, as is_pair asks)
+                return (self._pair_row_step if opens == closes else self._pair_start if opens
+                        else self._alts_end if pr.alts else self._pair_end)
             return (self._pair_step if opens == closes else self._pair_open if opens
                     else self._alts_close if pr.alts else self._pair_close)
         return self.process
@@ -1198,14 +1208,32 @@ class Matcher(EsperSteps, IntervalClock):
         dl = self.deadlines
         clocked = self.pattern.clock is not None
         tokens = self.tokens
-        while dl and dl[0][0] <= now:  # (on_deadline made the pending rows tokens already)
+        rows = self.pending  # (None, or the per-event rows: PairRows — on_deadline made
+        # the other kinds tokens already)
+        alive = rows.alive if rows.__class__ is PairRows else ()
+        skipped = self.skipped
+        while skipped and skipped[0] <= now:  # (the clock is at now: passed)
+            skipped.popleft()
+        while dl and dl[0][0] <= now:
             _, token_id, z, start = dl.popleft()
+            if token_id in alive:
+                rows.expire(token_id)  # type: ignore[union-attr]
+                continue
             for d in tokens.values():  # (an instance that completed has nothing to expire)
                 if token_id in d:
                     self._deadline(token_id, z, start, emit)
                     break
             if clocked:
                 self._clock_idle(start + self.pattern.zone_by_id[z].length)
+        if not clocked:
+            # the queued instances that completed since have nothing to expire: the next
+            # timer is the first open one's (a pair's instances mostly complete within Δ —
+            # else the engine stops once per instance begun, for nothing)
+            while dl:
+                tid = dl[0][1]
+                if tid in alive or (tokens and any(tid in d for d in tokens.values())):
+                    break
+                skipped.append(dl.popleft()[0])
         if dl:
             deadline, _, z, start = dl[0]
             self.host.schedule(deadline, self, -1, z, start)
@@ -1217,7 +1245,11 @@ class Matcher(EsperSteps, IntervalClock):
             if rows.__class__ is KeyedRows and rows.alive is not None:
                 rows.expire(token_id)  # (a windowed chain's row: _row_step)
                 return
-            self.materialize()
+            if rows.__class__ is PairRows:  # (a pair's rows per event: _pair_start)
+                if token_id != -1 and rows.expire(token_id):
+                    return
+            else:
+                self.materialize()
         if token_id == -1:
             self._expire_queued(start + self.pattern.zone_by_id[z].length, emit)
             return

@@ -503,9 +503,13 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     return _stages_shape(pattern, stages, states)
 
 
-def _stages_shape(pattern: Any, stages: list[Any], states: list[int]) -> EsperPair | None:
+def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed: bool = False
+                  ) -> EsperPair | None:
     """:func:`esper_pair_of` for the chain of ``stages`` (edges, the first from the initial
-    state, the last final) waiting at ``states``: the key, the bindings, the window."""
+    state, the last final) waiting at ``states``: the key, the bindings, the window.
+    ``unindexed``: a pair's second stage unified with ``a`` on one variable is on that key
+    even when the compiler indexes its type by none (an alternative of a type that has an
+    alternative on no key beside it: :func:`_with_alternatives`)."""
     auto = pattern.auto
     a = stages[0]
     b = stages[-1]
@@ -521,6 +525,8 @@ def _stages_shape(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
             return None
         shared = [(i, v) for i, v in e.position.binds if v in bound]
         kt = auto.key_index.get(s, {}).get(e.position.type)
+        if kt is None and unindexed and len(shared) == 1 and len(stages) == 2:
+            kt = shared[0]
         if not shared and kt is None and len(stages) == 2:  # a pair without a key
             keys.append(-1)
             new.append(tuple(e.position.binds))
@@ -642,8 +648,9 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
     if ordered is None:
         return None
     views = []
-    for e in ordered:
-        view = _stages_shape(pattern, [*stages, e], states)  # (a guard after a alone)
+    for e in ordered:  # (a guard after a alone; there also a type with alternatives on the
+        # key and on none, which the compiler indexes by no key)
+        view = _stages_shape(pattern, [*stages, e], states, len(stages) == 1)
         if view is None:
             return None
         views.append(view)
@@ -844,7 +851,8 @@ def _only_edge(auto: Any, state: int) -> Any:
 class EsperAnd:
     """A compiled pattern whose automaton is Esper's ``every (a = A(f) and b = B(g[, key]))
     [where timer:within(Δ)]`` (start policy *restart*: one instance at a time; compiler/
-    conjunction.py's product of two single events of distinct types): the instance begins at
+    conjunction.py's product of two single events, of two types or one — then an event may
+    be both at once, :attr:`merged`): the instance begins at
     the first event of either operand passing its filter, then takes the first later event
     of the other operand of its key passing that one's filter — within Δ of its first event —
     and completes; the next instance begins with the events after it, or after its
@@ -860,10 +868,16 @@ class EsperAnd:
     key_var: str | None
     window: float  # Δ in ms (inf without a within zone)
     zone: int | None
+    #: operands of one type (``every (a = A(f) and b = A(g, b.k = a.k))``): the final edge
+    #: from the initial state that takes both at once — an event passing ``f`` and ``g``
+    #: completes an instance on its own (compiler/conjunction.py: the larger step wins) —
+    #: else None
+    merged: Any = None
 
 
 def esper_and_of(pattern: Any) -> EsperAnd | None:
-    """The shape of :class:`EsperAnd`, else None: two initial edges of distinct types, each
+    """The shape of :class:`EsperAnd`, else None: two initial edges of distinct types (or of
+    one type, beside the step of both, :func:`_merges`), each
     followed by the other's final edge, filters reading only their event, the second event
     unified with the first on one key or on none, optionally one Esper ``within`` around
     both."""
@@ -872,9 +886,18 @@ def esper_and_of(pattern: Any) -> EsperAnd | None:
             or auto.partition_by or auto.clock is not None or pattern.exact or pattern.skips):
         return None
     init = auto.edges.get(INITIAL, {})
-    if len(init) != 2 or any(len(es) != 1 for es in init.values()):
+    merged = None
+    if len(init) == 1:  # (operands of one type: two edges of one operand each, and both)
+        (es,) = init.values()
+        finals = [e for e in es if e.final]
+        if len(es) != 3 or len(finals) != 1:
+            return None
+        merged = finals[0]
+        firsts = [e for e in es if not e.final]
+    elif len(init) == 2 and all(len(es) == 1 for es in init.values()):
+        firsts = [es[0] for es in init.values()]
+    else:
         return None
-    firsts = [es[0] for es in init.values()]
     orders, keys, new, states, key_vars = [], [], [], [], set()
     for first, other in zip(firsts, firsts[::-1], strict=True):
         second = _only_edge(auto, first.target)
@@ -910,4 +933,25 @@ def esper_and_of(pattern: Any) -> EsperAnd | None:
     window, zone = timed[0]  # type: ignore[misc]
     if auto.zones and (not auto.zones[0].open_end or auto.zones[0].last & set(states)):
         return None  # (an Esper window excludes its end)
-    return EsperAnd(tuple(orders), tuple(keys), tuple(new), key_vars.pop(), window, zone)
+    if merged is not None and not _merges(auto, merged, orders[0], keys[0], new[0],
+                                          timed[0]):
+        return None
+    return EsperAnd(tuple(orders), tuple(keys), tuple(new), key_vars.pop(), window, zone,
+                    merged)
+
+
+def _merges(auto: Any, merged: Any, order: tuple[Any, Any], keys: tuple[int, int],
+            new: tuple[tuple[int, str], ...], timed: tuple[float, int | None]) -> bool:
+    """Whether ``merged`` is the step of both operands at once of :func:`esper_and_of`'s
+    operands of one type (``order``: the first operand's edge, then the second's): a final
+    edge binding both operands' variables — the key from one field of the event, as both
+    operands read it (``b.k = a.k``) — within the same window, a positive Δ (a step that
+    enters and leaves a window of 0 is another case of the product); filters reading only
+    the event."""
+    pos = merged.position
+    vs = [v for _, v in pos.binds]
+    return (pos.conj is not None and len(pos.conj[1]) == 2 and not pos.every
+            and pos.collect is None and pos.track is None and len(set(vs)) == len(vs)
+            and (pos.filter is None or pos.local) and keys[0] == keys[1]
+            and set(pos.binds) == {*order[0].position.binds, *new}
+            and _within(auto, [merged]) == timed and timed[0] > 0)

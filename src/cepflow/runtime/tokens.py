@@ -76,7 +76,25 @@ class PendingRows:
         return len(self.ids)
 
 
-class KeyedRows:
+class _Listed:
+    """Live rows that a reader sees as :class:`PendingRows`: ``ids`` and ``events`` of all
+    rows, oldest first, from ``_listed`` (made when read)."""
+
+    __slots__ = ()
+
+    def _listed(self) -> tuple[list[Any], ...]:
+        raise NotImplementedError
+
+    @property
+    def ids(self) -> list[int]:
+        return self._listed()[0]
+
+    @property
+    def events(self) -> list[Any]:
+        return self._listed()[1]
+
+
+class KeyedRows(_Listed):
     """A keyed chain's partial matches as rows while events arrive one at a time
     (Matcher._row_step, docs/architecture.md "Per event"): per state, per key value, the rows
     ``[token id, key, events]`` waiting there, oldest first (a list: rarely more than a few)
@@ -207,14 +225,6 @@ class KeyedRows:
         return flat
 
     @property
-    def ids(self) -> list[int]:
-        return self._listed()[0]
-
-    @property
-    def events(self) -> list[Any]:
-        return self._listed()[1]
-
-    @property
     def states(self) -> list[int]:
         return self._listed()[2]
 
@@ -224,3 +234,69 @@ class KeyedRows:
 
     def __len__(self) -> int:
         return self.n
+
+
+class PairRows(_Listed):
+    """A keyed pair's waiting instances as rows while events arrive one at a time
+    (EsperSteps._pair_start, _pair_end; Esper's ``every a = A(f) -> b = B(g, a.k = b.k)``
+    with ``g`` reading only its event): per key value, the rows ``[token id, A event]``
+    oldest first — without a Token, a Thread and two dicts per instance, and the bucket
+    bookkeeping. Their deadlines are in the matcher's queue (Matcher.deadlines) as a token's
+    would be. To every reader it is the pair's :class:`PendingRows` (``ids``, ``events``:
+    all rows, oldest first, listed when read; no ``states``), so Matcher.materialize, the
+    kernels, saved state and forks take it as they take the kernel's rows; registered tokens
+    of the pattern are always older than its rows."""
+
+    __slots__ = ("_flat", "alive", "by_key", "zone")
+
+    #: (PendingRows: a pair's rows hold their A event, no state and no key)
+    states = None
+    keys = None
+    var = ""
+
+    def __init__(self, zone: int | None) -> None:
+        #: key value -> its rows, oldest first
+        self.by_key: dict[Any, list[list[Any]]] = {}
+        #: token id -> the key value its row waits on
+        self.alive: dict[int, Any] = {}
+        self.zone = zone
+        self._flat: tuple[list[int], list[Any]] | None = None
+
+    def start(self, tid: int, key: Any, e: Event) -> None:
+        """A new instance ``tid`` began at ``e`` and waits on ``key``."""
+        q = self.by_key.get(key)
+        if q is None:
+            self.by_key[key] = [[tid, e]]
+        else:
+            q.append([tid, e])
+        self.alive[tid] = key
+        self._flat = None
+
+    def expire(self, tid: int) -> bool:
+        """Instance ``tid``'s window has passed: it is gone if it waits still (True), else
+        nothing (False: not a row of these)."""
+        key = self.alive.pop(tid, _NONE)
+        if key is _NONE:
+            return False
+        q = self.by_key[key]
+        i = 0
+        while q[i][0] != tid:  # (the oldest expire first: at the front)
+            i += 1
+        del q[i]
+        if not q:
+            del self.by_key[key]
+        self._flat = None
+        return True
+
+    def _listed(self) -> tuple[list[int], list[Any]]:
+        flat = self._flat
+        if flat is None:
+            rows = sorted((r for q in self.by_key.values() for r in q), key=itemgetter(0))
+            flat = self._flat = ([r[0] for r in rows], [r[1] for r in rows])
+        return flat
+
+    def __len__(self) -> int:
+        return len(self.alive)
+
+
+_NONE = object()

@@ -4,7 +4,9 @@ time — *restart* — begun by the first row of either operand passing its filt
 first later row of the other operand of its key passing that one's filter and completes, or
 its ``within`` deadline passes first (Esper's timer fires before the events of its instant) and
 it ends. The row that completes an instance begins nothing; the next instance begins at the
-first row of either operand after it, or at the first at or after the deadline.
+first row of either operand after it, or at the first at or after the deadline. With operands
+of one type (EsperAnd.merged) a row passing both filters is both operands at once: its
+instance completes on that row alone.
 
 Per row that may begin an instance (numpy): the row its instance would take (one
 ``searchsorted`` per operand over the other operand's rows sorted by (key, row), as the pair
@@ -65,6 +67,13 @@ def plan_and(m: Any, cols: TypeColumns) -> Plan | None:
     code = np.concatenate(first_codes)
     o = np.argsort(starts, kind="stable")
     starts, side, code = starts[o], side[o], code[o]
+    if sh.merged is not None:  # (operands of one type: a row passing both filters is both
+        # operands at once, side 2 — its instance completes on it)
+        dup = np.flatnonzero(starts[1:] == starts[:-1])  # (stable: order 0's, then 1's)
+        side[dup] = 2
+        keep = np.ones(len(starts), bool)
+        keep[dup + 1] = False
+        starts, side, code = starts[keep], side[keep], code[keep]
     # per order: the other operand's rows sorted by (key, row)
     sorted_seconds = []
     for (e, loc), c in zip(seconds, second_codes, strict=True):
@@ -72,7 +81,7 @@ def plan_and(m: Any, cols: TypeColumns) -> Plan | None:
         order = stable_order(c)  # (by key, then row: r ascends)
         sorted_seconds.append(((c * span + r + 1)[order], r[order], c[order]))
     # per start row: the row its instance takes (-1: none within Δ)
-    took = np.full(len(starts), -1, np.int64)
+    took = np.where(side == 2, starts, -1)
     for s in range(len(sh.orders)):
         sel = np.flatnonzero(side == s)
         took[sel] = _take(sorted_seconds[s], code[sel], starts[sel], ts[starts[sel]], ts,
@@ -209,6 +218,24 @@ def _matches(m: Any, sh: Any, cols: TypeColumns, first_rows: np.ndarray,
     taken first, as the token path holds them), else as the token path makes them."""
     out: list[Any] = [None] * len(first_rows)
     arity = {t: len(cols.schemas[t].params) for t in cols.schemas}
+    if sh.merged is not None:  # (one event both operands: a match of that event alone)
+        idx = np.flatnonzero(sides == 2)
+        if len(idx):
+            pos = sh.merged.position
+            e_rows = first_rows[idx].tolist()
+            fields = select_fields(m, [pos.binds])
+            if fields is not None:
+                shape = lazy_shape(m, [pos.type], fields, arity)
+                made = lazy_matches(zip(picked(evs, e_rows), strict=True), shape,
+                                    [0] * len(idx))
+            else:
+                made = []
+                for r in e_rows:
+                    e = evs[r]
+                    made.append(_complex_event(m, sh, -1, [e], {
+                        v: e.params[i] for i, v in pos.binds}))
+            for i, ce in zip(idx.tolist(), made, strict=True):
+                out[i] = ce
     for s, (first, second) in enumerate(sh.orders):
         idx = np.flatnonzero(sides == s)
         if not len(idx):
@@ -233,11 +260,12 @@ def _matches(m: Any, sh: Any, cols: TypeColumns, first_rows: np.ndarray,
 def _complex_event(m: Any, sh: Any, s: int, held: list[Event], bindings: dict[str, Any]
                    ) -> ComplexEvent:
     """The complex event of an instance of order ``s`` that took ``held`` (its last event the
-    second operand's), having bound ``bindings`` before it, as the token path makes it (id
-    given later)."""
+    second operand's), having bound ``bindings`` before it — ``s`` -1: one event that was
+    both operands, ``bindings`` all of them —, as the token path makes it (id given
+    later)."""
     last = held[-1]
     full = dict(bindings)
-    for i, v in sh.new[s]:
+    for i, v in sh.new[s] if s >= 0 else ():  # (s -1: the merged step bound them all)
         full[v] = last.params[i]
     params, out = m.result(full, last.ts, last)
     return ComplexEvent(m.name, params, last.ts, out, held, 0)

@@ -45,7 +45,7 @@ from cepflow.runtime.rows import (
 )
 from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.timers import fired_before
-from cepflow.runtime.tokens import PendingRows, Thread, Token
+from cepflow.runtime.tokens import PairRows, PendingRows, Thread, Token
 from cepflow.runtime.vector_expr import arithmetic_values, pairs_mask
 
 _TS = attrgetter("ts")
@@ -291,6 +291,9 @@ def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
     for m in matchers:
         pr = m.pattern.pair
         m.deadlines = deque(d for d in m.deadlines if d[0] > last_ts)  # (Esper: fired at =)
+        sk = m.skipped
+        while sk and sk[0] <= last_ts:  # (passed: the clock is at the batch's last row)
+            sk.popleft()
         if pr.zone is None:
             continue
         # (deadline, start) of the first queued instance and of the first pending row; the
@@ -338,6 +341,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
                 "taken": new_rows[None, :].copy(), "end_row": new_rows.copy(),
                 "match": np.ones(k, bool), "alive": np.zeros(k, bool),
                 "age": np.arange(k, dtype=np.int64), "cols": cols, "alt": alt}
+    if m.pending.__class__ is PairRows:  # (the per-event rows, their deadlines queued)
+        m.materialize()
     old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
     pend_ids, pend_events = (m.pending.ids, m.pending.events) if m.pending else ([], [])
     n = src.n
@@ -1053,4 +1058,28 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
             m.register(tok)
             if z is not None:
                 m.schedule_zones(tok, th)
+    if pr.zone is not None:
+        _skip_completed(m, pr, p)
     return ids, evs
+
+
+def _skip_completed(m: Any, pr: EsperPair, p: dict) -> None:
+    """The deadlines after the batch of the instances that completed in it with none queued
+    — the kernel's rows from before it and the instances it began (the registered tokens'
+    are queued) —: the token path's timers for them fire idle later, moving the clock
+    (Matcher.skipped, Engine._advance)."""
+    n_real = len(p["old"])
+    done = np.flatnonzero(p["match"][n_real:])
+    if not len(done):
+        return
+    ts = p["cols"].src.ts
+    starts = np.concatenate([np.array([e.ts for e in p["pend_events"]], np.float64),
+                             ts[p["new_rows"]].astype(np.float64)])
+    due = starts[done] + pr.window
+    new = due[due > float(ts[-1])].tolist()
+    if new:
+        sk = m.skipped
+        if sk and new[0] < sk[-1]:  # (rows from before the batch: merged in time order)
+            m.skipped = deque(sorted([*sk, *new]))
+        else:
+            sk.extend(new)
