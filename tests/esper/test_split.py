@@ -400,7 +400,14 @@ def test_split_over_arrow_columns_equals_event_by_event(kernel_stmts, others, sp
     anywhere and a save/restore in the middle after which the reader numbers from 0 again:
     the same complex events, rows written, statistics, open instances and saved state as the
     per-event engine."""
-    prog = program(kernel_stmts, others, ruled)
+    check_split_columns(program(kernel_stmts, others, ruled), spec, cuts, restore_at)
+
+
+def check_split_columns(prog, spec, cuts, restore_at) -> None:
+    """:func:`check_split` through Engine.process_columns over Arrow batches cut at ``cuts``
+    (tests.esper.test_esper_kernel.fed_columns), a save/restore at ``restore_at`` after which
+    the reader numbers from 0 again (some rows without an id): the same complex events, rows
+    written, statistics, open instances, saved state and end of input as event by event."""
     one, many = Engine(prog), Engine(prog)
     if many._split is None:
         return
