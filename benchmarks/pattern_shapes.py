@@ -114,6 +114,12 @@ SHAPES: dict[str, tuple[str, str]] = {
     "ho_esper_win": ("epl", "insert into P select k, avg(v) as m from A#time(1 sec) group by k;\n"
                       "@Name('Q') select p.k as k from pattern [every p=P(m > 5) -> c=C(c.k = p.k) "
                       "where timer:within(10 sec)];"),
+    # a kernel pattern beside a pattern per event reading C and its output (its matches come
+    # in the cascade: not planned), so C's rows and P's completions are stepped (55 %)
+    "split_steps": ("epl", "insert into P select a.k as k from pattern [every a=A -> "
+                           "b=B(b.k = a.k) where timer:within(10 sec)];\n@Name('Q') select "
+                           "c.v as v from pattern [every c=C -> p=P(p.k = c.k) "
+                           "where timer:within(1 sec)];"),
 }
 
 

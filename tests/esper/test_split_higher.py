@@ -8,6 +8,7 @@ parts, match ids), token ids, rule firings, statistics, open instances and saved
 
 from unittest.mock import patch
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_kernel import SCHEMA, events, state
@@ -17,7 +18,7 @@ from cepflow.language import ast as A
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.kernels import cascade
+from cepflow.runtime.kernels import cascade, split
 
 #: filters of a kernel pattern's stages (on its own event)
 OWN = ["", "{a}.v >= 2", "{a}.x > 0.5", "not ({a}.v = 1)", "{a}.s = 'x'"]
@@ -100,7 +101,7 @@ def higher_patterns(draw: st.DrawFn, name: str, kinds: list[str]) -> str:
 BESIDE = [
     "@Name('Z')\ninsert into Z\nfrom pattern [every h = H1 -> y = B];\n",
     "@Name('WP')\ninsert into WP\nselect count(*) as c\nfrom P.win:length(2);\n",
-    "@Name('R')\ninsert into R\nfrom pattern [every (p = P(p.v >= 2) -> x = A(x.k = p.k))];\n",
+    "@Name('R')\ninsert into R\nfrom pattern [every (p = P(p.v >= 2) -> x = B(x.k = p.k))];\n",
     "@Name('D')\ninsert into D\nfrom pattern [every (x = A(x.v > 1) -> y = B(y.k = x.k))];\n",
 ]
 
@@ -182,11 +183,13 @@ def test_a_pattern_over_a_pair_steps_no_row() -> None:
     assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
 
 
-def test_instances_opened_in_the_cascade_take_their_ids_in_turn() -> None:
+@pytest.mark.parametrize("many_steps", [64, 0])
+def test_instances_opened_in_the_cascade_take_their_ids_in_turn(many_steps: int) -> None:
     """Two matches of P completing at one row, the first opening an instance of a pattern per
     event (R), the second one of the planned pattern (H1): at that stepped row the replay gives
     H1's instance its id when the engine reaches the second match, after R's (an id taken for
-    a match that opens none would swap them: kernels.split._Replay.cascade_step)."""
+    a match that opens none would swap them: kernels.split._Replay.cascade_step) — also
+    looking the instances up in lists (``many_steps`` 0: _Replay.as_lists)."""
     text = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v, b.x as x\nfrom pattern "
             "[every a = A -> b = B(b.k = a.k)];\n"
             "@Name('H1')\ninsert into H1\nselect p.k as k\nfrom pattern [every p = P(p.v < 2) "
@@ -196,6 +199,7 @@ def test_instances_opened_in_the_cascade_take_their_ids_in_turn() -> None:
     one, many = Engine(prog), Engine(prog)
     assert [m.name for m in cascade.higher_candidates(many, many._split)] == ["H1"]
     ref = rows([m for e in events(spec) for m in one.process(e)])
-    assert rows(many.process_batch(events(spec))) == ref
+    with patch.object(split, "_MANY_STEPS", many_steps):
+        assert rows(many.process_batch(events(spec))) == ref
     assert state(many) == state(one)
     assert {m.name: m.count() for m in many.matchers} == {"P": 0, "H1": 1, "R": 1}

@@ -224,6 +224,9 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
 
 #: the keys _merged sorts as one int64 stay below this
 _FITS = 1 << 62
+#: stepped rows in a batch above which _Replay looks rows up in lists (as_lists), and the
+#: stretches of loose matches it then records one by one
+_MANY_STEPS, _SHORT = 64, 32
 
 
 def _objects(values: list[Any]) -> np.ndarray:
@@ -381,6 +384,16 @@ class _Replay:
                 self.id_pos = rank[o]
                 self.loose_part = part[o]
         self.next_loose = 0
+        #: the loose matches' rows, id places and parts and the instances' rows as lists, for
+        #: a batch that steps many rows (:meth:`as_lists`)
+        self.lists: tuple[list[int], list[int], list[int], list[int]] | None = None
+
+    def as_lists(self) -> None:
+        """Look the rows up in Python lists from now on: a batch stepping many rows records
+        short stretches in between, where numpy's per-call cost was most of the split's time
+        (a stepped row in five: 0.8x per event before)."""
+        self.lists = (self.loose_rows.tolist(), self.id_pos.tolist(), self.loose_part.tolist(),
+                      self.start_rows.tolist())
 
     def record_loose(self, row: int, host: Any, out: list[ComplexEvent],
                      at: list[int] | None) -> None:
@@ -392,8 +405,28 @@ class _Replay:
         rows = self.loose_rows
         if j == len(rows) or rows[j] >= row:
             return
-        k = j + int(np.searchsorted(rows[j:], row, side="left"))
         counters, stats = host.counters, host.stats
+        if self.lists is not None:  # (many stepped rows: the stretches between are short)
+            lr, ids, parts = self.lists[:3]
+            k = bisect_left(lr, row, j)
+            if k - j <= _SHORT:
+                found = self.loose[j:k]
+                base = counters.match + 1 - j
+                for ce, i in zip(found, ids[j:k], strict=True):
+                    ce.match_id = i + base
+                counters.match += k - j
+                out += found
+                if at is not None:
+                    at += lr[j:k]
+                stats.complex_events += k - j
+                by_pattern, types = stats.by_pattern, self.part_type
+                for p in parts[j:k]:  # (the types in the order first seen, as below)
+                    t = types[p]
+                    by_pattern[t] = by_pattern.get(t, 0) + 1
+                self.next_loose = k
+                return
+        else:
+            k = j + int(np.searchsorted(rows[j:], row, side="left"))
         found = self.loose[j:k] if j or k < len(rows) else self.loose
         deque(map(setattr, found, repeat("match_id"),
                   (self.id_pos[j:k] + (counters.match + 1 - j)).tolist()), maxlen=0)
@@ -419,13 +452,15 @@ class _Replay:
         j = self.next_loose
         rows = self.loose_rows
         if j < len(rows) and rows[j] <= row:
-            self.next_loose = j + int(np.searchsorted(rows[j:], row, side="right"))
+            self.next_loose = (bisect_right(self.lists[0], row, j) if self.lists is not None
+                               else j + int(np.searchsorted(rows[j:], row, side="right")))
 
     def ids_before(self, row: int, counters: Any) -> None:
         """Token ids for the instances opened at rows before ``row`` (rows no per-event step
         sees: nothing else takes ids there)."""
-        q = int(np.searchsorted(self.start_rows, row, side="left"))
         k = self.next
+        q = (bisect_left(self.lists[3], row, k) if self.lists is not None
+             else int(np.searchsorted(self.start_rows, row, side="left")))
         if q > k:
             self.ids[k:q] = np.arange(counters.token + 1, counters.token + 1 + q - k)
             counters.token += q - k
@@ -574,6 +609,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
             events = src.events  # type: ignore[attr-defined]
         visit = visit.tolist()
         visit.append(n)
+        if len(visit) > _MANY_STEPS:
+            replay.as_lists()
         if engine.statement_start is None:
             engine.start_statements(float(ts[0]))
         # (events numbered by their reader, as usual, and no restore's renumbering: the
@@ -583,13 +620,15 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
             seqs = np.fromiter(map(_SEQ, events), np.int64, count=n)
             if int(seqs.min()) >= 0:
                 high = np.maximum.accumulate(seqs)
+        # (the times as floats when many rows are stepped: numpy's scalars cost per look)
+        times = ts.tolist() if len(visit) > _MANY_STEPS else ts
         try:
             i = v = 0
             while i < n:
                 nxt = visit[v]
                 # a timer or window instant due before a row in between: that row is stepped
                 due, before = engine.next_due()
-                if nxt > i and due <= ts[nxt - 1]:
+                if nxt > i and due <= times[nxt - 1]:
                     nxt = min(nxt, i + int(np.searchsorted(ts[i:nxt], due,
                                                            side="left" if before else "right")))
                 if nxt > i:  # rows no per-event step sees
@@ -608,7 +647,10 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                     events = src.lookup(np.array([nxt], np.int64))
                 for (_i, b), at_rows in zip(quiet, close_rows, strict=True):
                     b.expose(int(np.searchsorted(at_rows, nxt, side="left")))
-                found = engine.process(events[nxt])
+                # (Engine.process with the failure sink the caller installed: process_batch,
+                # process_columns)
+                found = []
+                engine._feed(events[nxt], found)
                 for _i, b in quiet:
                     b.hide()
                 out += found
