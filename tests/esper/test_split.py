@@ -211,7 +211,8 @@ def test_split_stepping_many_rows_equals_event_by_event(kernel_stmts, others, sp
     """A batch stepping many rows looks the loose matches and the instances up in lists
     (split._Replay.as_lists) and records the short stretches between stepped rows match by
     match (those up to ``short`` here; longer ones as before): as the per-event engine."""
-    with patch.object(split, "_MANY_STEPS", 0), patch.object(split, "_SHORT", short):
+    with (patch.object(split, "_MANY_STEPS", 0), patch.object(split, "_STRETCH", 1 << 40),
+          patch.object(split, "_SHORT", short)):
         check_split(program(kernel_stmts, others, ruled), spec, cuts, restore_at)
 
 

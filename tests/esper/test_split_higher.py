@@ -199,7 +199,7 @@ def test_instances_opened_in_the_cascade_take_their_ids_in_turn(many_steps: int)
     one, many = Engine(prog), Engine(prog)
     assert [m.name for m in cascade.higher_candidates(many, many._split)] == ["H1"]
     ref = rows([m for e in events(spec) for m in one.process(e)])
-    with patch.object(split, "_MANY_STEPS", many_steps):
+    with patch.object(split, "_MANY_STEPS", many_steps), patch.object(split, "_STRETCH", 1 << 40):
         assert rows(many.process_batch(events(spec))) == ref
     assert state(many) == state(one)
     assert {m.name: m.count() for m in many.matchers} == {"P": 0, "H1": 1, "R": 1}

@@ -224,9 +224,11 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
 
 #: the keys _merged sorts as one int64 stay below this
 _FITS = 1 << 62
-#: stepped rows in a batch above which _Replay looks rows up in lists (as_lists), and the
-#: stretches of loose matches it then records one by one
-_MANY_STEPS, _SHORT = 64, 32
+#: a batch looks rows up in lists (_Replay.as_lists) when it steps more than _MANY_STEPS rows
+#: and more than one in _STRETCH (the lists cost a pass over every instance opened: motorbike's
+#: 420 stepped rows among 100,000 went 5 % slower with them), and then records stretches of up
+#: to _SHORT loose matches one by one
+_MANY_STEPS, _STRETCH, _SHORT = 64, 16, 32
 
 
 def _objects(values: list[Any]) -> np.ndarray:
@@ -609,7 +611,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
             events = src.events  # type: ignore[attr-defined]
         visit = visit.tolist()
         visit.append(n)
-        if len(visit) > _MANY_STEPS:
+        if len(visit) > _MANY_STEPS + n // _STRETCH:
             replay.as_lists()
         if engine.statement_start is None:
             engine.start_statements(float(ts[0]))
@@ -621,7 +623,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
             if int(seqs.min()) >= 0:
                 high = np.maximum.accumulate(seqs)
         # (the times as floats when many rows are stepped: numpy's scalars cost per look)
-        times = ts.tolist() if len(visit) > _MANY_STEPS else ts
+        times = ts.tolist() if replay.lists is not None else ts
         try:
             i = v = 0
             while i < n:
