@@ -111,6 +111,25 @@ SHAPES: dict[str, tuple[str, str]] = {
     "win_having": ("epl", "select k, count(*) as n from C#time(500 msec) group by k "
                           "having count(*) > 5;"),
     "win_filter": ("epl", "select count(*) as n from A(v > 5)#time(2 sec);"),
+    "ho_chain": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) }\n"
+                         "complexEvent Q(x: Integer) { as P(x) -> C(x, _) }"),
+    "ho_or": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) }\n"
+                      "complexEvent Q(x: Integer) { as P(x) OR C(x, _) }"),
+    "ho_esper": ("epl", "insert into P select a.k as k from pattern [every a=A -> b=B(b.k = a.k) "
+                        "where timer:within(10 sec)];\n@Name('Q') select p.k as k from pattern "
+                        "[every p=P -> c=C(c.k = p.k) where timer:within(10 sec)];"),
+    "ho_win": ("epl", "insert into P select a.k as k from pattern [every a=A -> b=B(b.k = a.k) "
+                      "where timer:within(10 sec)];\n@Name('Q') select k, count(*) as n from "
+                      "P#time(1 sec) group by k;"),
+    "ho_esper_win": ("epl", "insert into P select k, avg(v) as m from A#time(1 sec) group by k;\n"
+                      "@Name('Q') select p.k as k from pattern [every p=P(m > 5) -> c=C(c.k = p.k) "
+                      "where timer:within(10 sec)];"),
+    # a kernel pattern beside a pattern per event reading C and its output (its matches come
+    # in the cascade: not planned), so C's rows and P's completions are stepped (55 %)
+    "split_steps": ("epl", "insert into P select a.k as k from pattern [every a=A -> "
+                           "b=B(b.k = a.k) where timer:within(10 sec)];\n@Name('Q') select "
+                           "c.v as v from pattern [every c=C -> p=P(p.k = c.k) "
+                           "where timer:within(1 sec)];"),
 }
 
 

@@ -28,6 +28,7 @@ from cepflow.language import ast as A
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
+from cepflow.runtime.kernels import split
 from cepflow.runtime.state import StateError, restore_state, save_state
 
 #: window statements over the input that a split batch plans column-wise
@@ -198,6 +199,21 @@ def program(kernel_stmts: list[str], others: list[str], ruled: int = -1):
 def test_split_equals_event_by_event(kernel_stmts, others, spec, cuts, restore_at,
                                      ruled) -> None:
     check_split(program(kernel_stmts, others, ruled), spec, cuts, restore_at)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(statements(), restarts(), consecs()), min_size=1, max_size=3),
+       st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
+       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70),
+       st.integers(-1, 2), st.sampled_from([0, 1, 3]))
+def test_split_stepping_many_rows_equals_event_by_event(kernel_stmts, others, spec, cuts,
+                                                        restore_at, ruled, short) -> None:
+    """A batch stepping many rows looks the loose matches and the instances up in lists
+    (split._Replay.as_lists) and records the short stretches between stepped rows match by
+    match (those up to ``short`` here; longer ones as before): as the per-event engine."""
+    with (patch.object(split, "_MANY_STEPS", 0), patch.object(split, "_STRETCH", 1 << 40),
+          patch.object(split, "_SHORT", short)):
+        check_split(program(kernel_stmts, others, ruled), spec, cuts, restore_at)
 
 
 @settings(max_examples=200, deadline=None)
@@ -400,7 +416,14 @@ def test_split_over_arrow_columns_equals_event_by_event(kernel_stmts, others, sp
     anywhere and a save/restore in the middle after which the reader numbers from 0 again:
     the same complex events, rows written, statistics, open instances and saved state as the
     per-event engine."""
-    prog = program(kernel_stmts, others, ruled)
+    check_split_columns(program(kernel_stmts, others, ruled), spec, cuts, restore_at)
+
+
+def check_split_columns(prog, spec, cuts, restore_at) -> None:
+    """:func:`check_split` through Engine.process_columns over Arrow batches cut at ``cuts``
+    (tests.esper.test_esper_kernel.fed_columns), a save/restore at ``restore_at`` after which
+    the reader numbers from 0 again (some rows without an id): the same complex events, rows
+    written, statistics, open instances, saved state and end of input as event by event."""
     one, many = Engine(prog), Engine(prog)
     if many._split is None:
         return

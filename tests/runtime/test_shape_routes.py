@@ -99,6 +99,20 @@ EXTRA = {
     "esper_chain_guard_mid": ("epl", "select a.k as k, c.v as cv from pattern [every a=A -> "
                                      "(b=B(b.k = a.k) where timer:within(100 msec)) -> "
                                      "c=C(c.k = a.k)];"),
+    # patterns over a kernel pattern's output (kernels.cascade.plan_higher): its type twice,
+    # after an input stage, alternatives at the end, beside the benchmark's ho_* shapes
+    "ho_twice": ("epl", "insert into P select a.k as k, a.v as v from pattern [every a=A -> "
+                        "b=B(b.k = a.k) where timer:within(300 msec)];\n@Name('Q') select p.k "
+                        "as k from pattern [every p=P(v > 3) -> (q=P(q.k = p.k) -> "
+                        "c=C(c.k = p.k)) where timer:within(500 msec)];"),
+    "ho_after_input": ("epl", "insert into P select a.k as k, a.v as v from pattern [every "
+                              "a=A -> b=B(b.k = a.k) where timer:within(300 msec)];\n"
+                              "@Name('Q') select c.v as v from pattern [every c=C(v > 6) -> "
+                              "(p=P(p.k = c.k) -> d=A(d.k = c.k)) where timer:within(400 msec)];"),
+    "ho_alts": ("epl", "insert into P select a.k as k, a.v as v from pattern [every a=A -> "
+                       "b=B(b.k = a.k) where timer:within(300 msec)];\n@Name('Q') select p.k "
+                       "as k from pattern [every p=P -> (c=C(c.k = p.k, c.v > 5) or "
+                       "d=A(d.k = p.k)) where timer:within(200 msec)];"),
 }
 PS.SHAPES.update(EXTRA)
 N = 3_000

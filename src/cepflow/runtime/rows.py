@@ -540,8 +540,12 @@ def number_events(counters: Any, events: Sequence[Event]) -> list[tuple[Event, i
         shifted = [(e, e.seq) for e in events if e.seq >= 0]
         for e, seq in shifted:
             e.seq = counters.continued(seq)
-    seqs = np.fromiter(map(_SEQ, events), dtype=np.int64, count=len(events))
-    low, high = int(seqs.min()), int(seqs.max())
+    if len(events) <= 32:  # (a short stretch between a split's stepped rows: no numpy call)
+        seqs: Any = list(map(_SEQ, events))
+        low, high = min(seqs), max(seqs)
+    else:
+        seqs = np.fromiter(map(_SEQ, events), dtype=np.int64, count=len(events))
+        low, high = int(seqs.min()), int(seqs.max())
     if low >= 0:  # numbered already (the usual case): only the counter moves
         counters.input = max(base, high + 1)
     elif high < 0:  # (none numbered: one C-level pass, half a Python loop's time)

@@ -9,6 +9,11 @@ input row, the window blocks' rows in statement order, each followed by the matc
 patterns reading it (in engine order). A pattern or time batch the batch cannot plan (a filter
 failing on a row, a value a sum cannot take) stays per event: its input rows are then read by
 the per-event part and stepped (split._run), where the planned statements replay.
+
+Patterns over the kernel patterns' matches (:func:`plan_higher`: Esper pairs and keyed chains
+reading a kernel pattern's output at some stage but the last) run in the pair kernel over the
+derived stream merged with the input rows they read, in the engine's order: at one input row
+the event itself, then the matches it made, by pattern in engine order.
 """
 
 from __future__ import annotations
@@ -121,3 +126,126 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
             continue
     return out
 
+
+
+@dataclass
+class Higher:
+    """A pattern over kernel patterns' matches planned over the derived stream
+    (:func:`plan_higher`): its matcher, its plan in input rows (the rows opening its instances,
+    the rows its matches complete at, the matches, the commit), and per instance opened its
+    place in the engine's order at its row — input step (phase 0) or the cascade of a match
+    (phase 1, ``cp``: that match's place among the row's matches, ``objs``: the match)."""
+
+    m: Any
+    plan: Any
+    phase: np.ndarray
+    cp: np.ndarray
+    objs: list[Any]
+
+
+def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
+    """The patterns a split batch plans over its kernel patterns' matches (docs/architecture.md,
+    "The program split"): Esper pair shapes (``CompiledPattern.pair``) that are no kernel
+    pattern, reading the output of kernel patterns at some stage but the last (and its
+    alternatives), and only input types no statement produces at the others; in engine
+    order."""
+    if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
+        return []
+    program = engine.program
+    produced = {a.name for a in program.automata} | {w.name for w in program.windows}
+    mine = {id(m) for m in kernels}
+    outs = {m.name for m in kernels}
+    chosen = []
+    for m in engine.matchers:
+        pr = m.pattern.pair
+        if pr is None or id(m) in mine:
+            continue
+        types = m.pattern.types
+        derived = types & outs
+        if not derived or (types - derived) & produced:
+            continue
+        ends = {e.position.type
+                for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
+        if len(pr.stages) + bool(pr.alts) < 2 or ends & produced:
+            continue
+        chosen.append(m)
+    return chosen
+
+
+def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
+                cols: TypeColumns, plan_pair: Callable[..., Any]) -> list[Higher]:
+    """Plan the :func:`higher_candidates` over the batch's derived stream: per pattern, its
+    input rows of the types it reads and the kernel patterns' planned matches of the types it
+    reads, in the per-event engine's order — at one input row the event itself (the input
+    step) first, then the matches that row emitted, by the emitting pattern's place in engine
+    order and their order there (the cascade) — each derived row at its input row's time. A
+    pattern whose plan declines (a filter or select list failing, a key not coded) is left
+    out: it runs per event."""
+    cands = higher_candidates(engine, kernels)
+    if not cands:
+        return []
+    n = src.n
+    # per kernel pattern: its matches ascending by row (as split._Replay orders them) and the
+    # place of each in the cascade's order at its row (1 + the matches before it in engine
+    # order: the kernels are in engine order, and each one's matches at a row keep theirs)
+    by_name: dict[str, tuple[np.ndarray, list[Any], np.ndarray]] = {}
+    offset = 1
+    for m, plan in zip(kernels, plans, strict=True):
+        at = np.asarray(plan[1], np.int64)
+        found = plan[2]
+        if len(at) > 1 and bool((at[1:] < at[:-1]).any()):
+            o = np.argsort(at, kind="stable")
+            at, found = at[o], list(map(found.__getitem__, o.tolist()))
+        by_name[m.name] = (at, found, offset + np.arange(len(at), dtype=np.int64))
+        offset += len(at)
+    top = offset
+    schemas, arity = engine.program.schemas, engine.host.arity
+    # (the rows the batch's last event brings begin at the first entry of its row)
+    last_ts = float(src.ts[-1])
+    out = []
+    for m in cands:
+        types = m.pattern.types
+        derived = sorted(types & set(by_name), key=list(by_name).index)
+        code = np.array([t in types and t not in by_name for t in src.type_names], bool)
+        own = np.flatnonzero(code[src.codes]) if len(code) else np.zeros(0, np.int64)
+        rows = [own, *(by_name[t][0] for t in derived)]
+        cps = [np.zeros(len(own), np.int64), *(by_name[t][2] for t in derived)]
+        r_all = np.concatenate(rows)
+        cp_all = np.concatenate(cps)
+        key = r_all * (top + 1) + cp_all
+        if n * (top + 1) < 1 << 62:
+            o = np.argsort(key, kind="stable")
+        else:
+            o = np.lexsort((cp_all, r_all))
+        evs_in = cols.events(own) if len(own) else []
+        objs = np.empty(len(r_all), dtype=object)
+        objs[:len(own)] = [evs_in[i] for i in own.tolist()]
+        at = len(own)
+        for t in derived:
+            found = by_name[t][1]
+            objs[at:at + len(found)] = found
+            at += len(found)
+        names = [t for t in src.type_names if t in types and t not in by_name] + derived
+        of_src = np.array([names.index(t) if t in names else -1 for t in src.type_names],
+                          np.int64)
+        tcode = np.concatenate([of_src[src.codes[own]], *(
+            np.full(len(by_name[t][0]), names.index(t), np.int64) for t in derived)])
+        r_m, cp_m = r_all[o], cp_all[o]
+        merged = EventRows(objs[o].tolist(), (names, tcode[o]), src.ts[r_m])
+        first_last = int(np.searchsorted(r_m, n - 1, side="left"))
+        try:
+            plan = plan_pair(m, TypeColumns(merged, schemas), arity,
+                             end=(last_ts, first_last))
+        except Declined:
+            plan = None
+        if plan is None:
+            continue
+        new_rows, ends, matches, commit = plan
+        new_rows = np.asarray(new_rows, np.int64)
+        phase = (cp_m[new_rows] > 0).astype(np.int64)
+        starts = merged.events
+        out.append(Higher(m, (r_m[new_rows], r_m[np.asarray(ends, np.int64)], matches, commit),
+                          phase, cp_m[new_rows],
+                          [starts[i] if p else None
+                           for i, p in zip(new_rows.tolist(), phase.tolist(), strict=True)]))
+    return out

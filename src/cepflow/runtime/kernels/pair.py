@@ -311,13 +311,16 @@ def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
 
 
 
-def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
+def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
+              end: tuple[float, int] | None = None) -> dict | None:
     """Instances and the rows they take over a batch, stage after stage (numpy): per
     instance its stage at the start of the batch (``stage0``: how many events it holds) and at
     its end (``stage``), the row it took at each stage (``taken``), whether it completed
     (``match``) and at which row (``end_row``); with a last stage of alternatives
     (``pr.alts``) also which one each instance completed by (``alt``: its place in
-    ``pr.alts``, -1 for none)."""
+    ``pr.alts``, -1 for none). ``end``: the batch's last instant and the first of the rows
+    the batch's last event brings (a derived stream's rows: kernels.cascade), when the rows
+    are not the batch itself (else its last row's)."""
     src = cols.src
     # (the alternatives' edges after the stages before them: coded and searched alike)
     stages = [*pr.stages, *(v.stages[-1] for v in pr.alts)]
@@ -471,8 +474,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     # (Esper's timer fires first) unless that very event began it (Δ = 0: its timer is still
     # to come)
     deadline = i_ts + pr.window
-    last_ts = src.ts[-1]
-    alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (taken[0] == n - 1)))
+    last_ts, last_row = (src.ts[-1], n - 1) if end is None else end
+    alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (taken[0] >= last_row)))
     ids = np.array([t.id for t in old] + list(pend_ids), np.int64)
     age = np.concatenate([np.argsort(np.argsort(ids, kind="stable"), kind="stable"),
                           np.arange(n_old, n_inst, dtype=np.int64)])

@@ -28,6 +28,10 @@ only their boundaries, and rows something unplanned reads, are stepped — and n
 boundaries of a time batch nothing reads: its rows are recorded in bulk with the matches
 nothing reads, before the row at which the engine would close them (a row stepped for another
 reason closes its own through the engine: WindowBlock.expose).
+Esper pairs and chains over the kernel patterns' matches are planned over the derived stream
+(kernels.cascade.plan_higher), so neither those matches' rows nor their own input rows are
+stepped; their instances take token ids in the engine's order at a row (input step, then
+cascade: _Replay's ``keys``).
 
 The batch is a list of events (:func:`process_split`) or any column source
 (:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
@@ -49,7 +53,7 @@ import numpy as np
 from cepflow.compiler.evaluator import EvaluationError, can_fail
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
-from cepflow.runtime.kernels.cascade import Derived, plan_cascade
+from cepflow.runtime.kernels.cascade import Derived, Higher, plan_cascade, plan_higher
 from cepflow.runtime.kernels.conj import plan_and
 from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
@@ -176,16 +180,19 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
             src.unnumber()
         return None
     derived = plan_cascade(engine, blocks, src.ts, src.last_ts(), _plan_pair)
-    return _run(engine, kernels, plans, src, columns, blocks, derived)  # type: ignore[arg-type]
+    higher = plan_higher(engine, kernels, plans, src, cols, _plan_pair)
+    return _run(engine, kernels, plans, src, columns, blocks, derived,  # type: ignore[arg-type]
+                higher)
 
 
-def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = False
-               ) -> Plan | None:
+def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = False,
+               end: tuple[float, int] | None = None) -> Plan | None:
     """The pair kernel's plan of ``m`` over the batch (kernels.pair), as the split takes it;
     with ``eager`` a single stage's matches are made with their parameters (a consumer reads
-    them all: kernels.pair.one_stage_matches)."""
+    them all: kernels.pair.one_stage_matches); ``end`` as kernels.pair.pair_rows takes it
+    (rows that are a derived stream: kernels.cascade.plan_higher)."""
     pr = m.pattern.pair
-    p = pair_rows(m, pr, cols)
+    p = pair_rows(m, pr, cols, end)
     if p is None:
         return None
     if isinstance(cols.src, EventRows):
@@ -217,6 +224,11 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
 
 #: the keys _merged sorts as one int64 stay below this
 _FITS = 1 << 62
+#: a batch looks rows up in lists (_Replay.as_lists) when it steps more than _MANY_STEPS rows
+#: and more than one in _STRETCH (the lists cost a pass over every instance opened: motorbike's
+#: 420 stepped rows among 100,000 went 5 % slower with them), and then records stretches of up
+#: to _SHORT loose matches one by one
+_MANY_STEPS, _STRETCH, _SHORT = 64, 16, 32
 
 
 def _objects(values: list[Any]) -> np.ndarray:
@@ -269,14 +281,33 @@ class _Replay:
     def __init__(self, plans: list[Plan], consumed: list[bool],
                  ranks: list[tuple[Any, Any]] | None = None,
                  bounds: list[tuple[int, np.ndarray, np.ndarray, list[ComplexEvent]]]
-                 | None = None) -> None:
+                 | None = None,
+                 keys: list[tuple[Any, Any, int, list[Any] | None]] | None = None) -> None:
         self.row = -1
         #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
         rows = np.concatenate([p[0] for p in plans] or [np.zeros(0, np.int64)])
         who = np.concatenate([np.full(len(p[0]), k, np.int64) for k, p in enumerate(plans)]
                              or [np.zeros(0, np.int64)])
-        # (by row, then pattern: one stable sort merging the plans' ascending rows)
-        order = np.argsort(rows * max(len(plans), 1) + who, kind="stable")
+        #: per instance opened (in id order), the match whose cascade opens it (None: the
+        #: input step), with ``keys``
+        self.start_obj: list[Any] | None = None
+        if keys is None:
+            # (by row, then pattern: one stable sort merging the plans' ascending rows)
+            order = np.argsort(rows * max(len(plans), 1) + who, kind="stable")
+        else:
+            # ``keys``, per plan, where its instances open in the engine's order at a row:
+            # (phase: 0 the input step, 1 the cascade; the place of the match whose cascade
+            # opens it; the pattern's place in engine order; those matches): by row, phase,
+            # match, pattern (patterns over the kernels' output: kernels.cascade.plan_higher)
+            lens = [len(p[0]) for p in plans]
+            phase, cp = ([np.broadcast_to(np.asarray(k[i], np.int64), (n,))
+                          for k, n in zip(keys, lens, strict=True)] for i in (0, 1))
+            slot = np.repeat(np.array([k[2] for k in keys], np.int64), lens)
+            order = np.lexsort((slot, np.concatenate([np.zeros(0, np.int64), *cp]),
+                                np.concatenate([np.zeros(0, np.int64), *phase]), rows))
+            objs = list(chain.from_iterable(repeat(None, n) if k[3] is None else k[3]
+                                            for k, n in zip(keys, lens, strict=True)))
+            self.start_obj = list(map(objs.__getitem__, order.tolist()))
         self.start_rows, self.start_who = rows[order], who[order]
         self.n_starts = len(order)
         self.ids = np.zeros(len(order), np.int64)
@@ -355,6 +386,16 @@ class _Replay:
                 self.id_pos = rank[o]
                 self.loose_part = part[o]
         self.next_loose = 0
+        #: the loose matches' rows, id places and parts and the instances' rows as lists, for
+        #: a batch that steps many rows (:meth:`as_lists`)
+        self.lists: tuple[list[int], list[int], list[int], list[int]] | None = None
+
+    def as_lists(self) -> None:
+        """Look the rows up in Python lists from now on: a batch stepping many rows records
+        short stretches in between, where numpy's per-call cost was most of the split's time
+        (a stepped row in five: 0.8x per event before)."""
+        self.lists = (self.loose_rows.tolist(), self.id_pos.tolist(), self.loose_part.tolist(),
+                      self.start_rows.tolist())
 
     def record_loose(self, row: int, host: Any, out: list[ComplexEvent],
                      at: list[int] | None) -> None:
@@ -366,8 +407,28 @@ class _Replay:
         rows = self.loose_rows
         if j == len(rows) or rows[j] >= row:
             return
-        k = j + int(np.searchsorted(rows[j:], row, side="left"))
         counters, stats = host.counters, host.stats
+        if self.lists is not None:  # (many stepped rows: the stretches between are short)
+            lr, ids, parts = self.lists[:3]
+            k = bisect_left(lr, row, j)
+            if k - j <= _SHORT:
+                found = self.loose[j:k]
+                base = counters.match + 1 - j
+                for ce, i in zip(found, ids[j:k], strict=True):
+                    ce.match_id = i + base
+                counters.match += k - j
+                out += found
+                if at is not None:
+                    at += lr[j:k]
+                stats.complex_events += k - j
+                by_pattern, types = stats.by_pattern, self.part_type
+                for p in parts[j:k]:  # (the types in the order first seen, as below)
+                    t = types[p]
+                    by_pattern[t] = by_pattern.get(t, 0) + 1
+                self.next_loose = k
+                return
+        else:
+            k = j + int(np.searchsorted(rows[j:], row, side="left"))
         found = self.loose[j:k] if j or k < len(rows) else self.loose
         deque(map(setattr, found, repeat("match_id"),
                   (self.id_pos[j:k] + (counters.match + 1 - j)).tolist()), maxlen=0)
@@ -393,13 +454,15 @@ class _Replay:
         j = self.next_loose
         rows = self.loose_rows
         if j < len(rows) and rows[j] <= row:
-            self.next_loose = j + int(np.searchsorted(rows[j:], row, side="right"))
+            self.next_loose = (bisect_right(self.lists[0], row, j) if self.lists is not None
+                               else j + int(np.searchsorted(rows[j:], row, side="right")))
 
     def ids_before(self, row: int, counters: Any) -> None:
         """Token ids for the instances opened at rows before ``row`` (rows no per-event step
         sees: nothing else takes ids there)."""
-        q = int(np.searchsorted(self.start_rows, row, side="left"))
         k = self.next
+        q = (bisect_left(self.lists[3], row, k) if self.lists is not None
+             else int(np.searchsorted(self.start_rows, row, side="left")))
         if q > k:
             self.ids[k:q] = np.arange(counters.token + 1, counters.token + 1 + q - k)
             counters.token += q - k
@@ -422,7 +485,8 @@ class _Replay:
             r = self.row
             j = self.next
             # (numpy scalars: only the stepped rows look, fewer than the starts to convert)
-            if j < self.n_starts and self.start_rows[j] == r and self.start_who[j] == k:
+            if (j < self.n_starts and self.start_rows[j] == r and self.start_who[j] == k
+                    and (self.start_obj is None or self.start_obj[j] is None)):
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
@@ -430,6 +494,20 @@ class _Replay:
                 counters.match += 1
                 ce.match_id = counters.match
                 emit(ce)
+        return replay
+
+    def cascade_step(self, k: int, counters: Any) -> Any:
+        """Pattern ``k``'s step for a kernel pattern's match in the cascade (a pattern over
+        their output whose matches complete at input steps: kernels.cascade.plan_higher): the
+        next token id if that match opens one of its instances."""
+
+        def replay(e: Event, emit: Any) -> None:
+            j = self.next
+            if (j < self.n_starts and self.start_obj is not None and self.start_obj[j] is e
+                    and self.start_who[j] == k):
+                counters.token += 1
+                self.ids[j] = counters.token
+                self.next = j + 1
         return replay
 
     def rows_at(self, k: int, counters: Any) -> list[ComplexEvent]:
@@ -447,26 +525,36 @@ class _Replay:
 
 
 def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns: bool,
-         blocks: dict[int, WindowBlock], derived: Derived
+         blocks: dict[int, WindowBlock], derived: Derived, higher: list[Higher]
          ) -> tuple[list[ComplexEvent], list[int]]:
     host = engine.host
     counters = host.counters
     ts = src.ts
     n = src.n
-    # at a row: the kernel patterns' matches, the window blocks' rows (the engine visits
+    # at a row: the kernel patterns' matches and those of the patterns over them that complete
+    # at the input step (in engine order), the window blocks' rows (the engine visits
     # patterns before window statements), each followed by the matches of the patterns over
     # it (kernels.cascade), whose ids come after every block's row; the time batches over
     # derived rows output only at their boundaries (stepped rows)
-    n_k, n_b = len(kernels), len(blocks)
+    n_k, n_b, n_m = len(kernels), len(blocks), len(engine.matchers)
     later = list(derived.batches.values())
+    # (the cascade's place of a block's rows at a row: after every kernel pattern's matches)
+    top = 1 + sum(len(p[1]) for p in plans)
     plans = [*plans, *((b.new_rows, b.at, b.found, b.commit)
                        for b in [*blocks.values(), *later]),
-             *(plan for _m, plan, _b in derived.patterns)]
-    ranks = ([(k, (k,)) for k in range(n_k)] + [(n_k + b, (n_k + b, 0)) for b in range(n_b)]
-             + [(n_k + n_b, (1 << 30,))] * len(later)
-             + [(n_k + n_b + 1 + q, (n_k + b, 1 + q))
-                for q, (_m, _p, b) in enumerate(derived.patterns)])
-    planned = ({id(b.runner) for b in later}, {m.slot for m, _p, _b in derived.patterns})
+             *(plan for _m, plan, _b in derived.patterns), *(h.plan for h in higher)]
+    ranks = ([(m.slot, (m.slot,)) for m in kernels]
+             + [(n_m + b, (n_m + b, 0)) for b in range(n_b)]
+             + [(n_m + n_b, (1 << 30,))] * len(later)
+             + [(n_m + n_b + 1 + q, (n_m + b, 1 + q))
+                for q, (_m, _p, b) in enumerate(derived.patterns)]
+             + [(h.m.slot, (h.m.slot,)) for h in higher])
+    keys = None if not higher else (
+        [(0, 0, m.slot, None) for m in kernels] + [(0, 0, 0, None)] * (n_b + len(later))
+        + [(1, top + b, m.slot, None) for m, _p, b in derived.patterns]
+        + [(h.phase, h.cp, h.m.slot, h.objs) for h in higher])
+    planned = ({id(b.runner) for b in later},
+               {m.slot for m, _p, _b in derived.patterns} | {h.m.slot for h in higher})
 
     def per_event(t: str) -> bool:  # (something the batch does not plan reads rows of t)
         return (engine._readers is None or host.rules.triggers(t)
@@ -492,19 +580,25 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         bounds.append((i, np.repeat(at_rows, lens), np.repeat(when, lens),
                        [ce for c in closes for ce in c[1]]))
         b.hide()
-    replay = _Replay(plans, [engine.consumed(m.name) for m in kernels]
+    replay = _Replay(plans, [per_event(m.name) for m in kernels]
                      + [per_event(b.name) for b in blocks.values()] + [False] * len(later)
-                     + [per_event(m.name) for m, _p, _b in derived.patterns], ranks, bounds)
+                     + [per_event(m.name) for m, _p, _b in derived.patterns]
+                     + [per_event(h.m.name) for h in higher], ranks, bounds, keys)
     for k, b in enumerate([*blocks.values(), *later], n_k):
         b.emit_at = lambda _b, k=k: replay.rows_at(k, counters)
     first2 = n_k + n_b + len(later)
     cascades = {m.slot: replay.step(k, counters)
                 for k, (m, _p, _b) in enumerate(derived.patterns, first2)}
+    first3 = first2 + len(derived.patterns)
+    cascades.update((h.m.slot, replay.cascade_step(k, counters))
+                    for k, h in enumerate(higher, first3))
+    steps = {m.slot: replay.step(k, counters) for k, m in enumerate(kernels)}
+    steps.update((h.m.slot, replay.step(k, counters)) for k, h in enumerate(higher, first3))
     out: list[ComplexEvent] = []
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber
-    with engine.replaying({m.slot: replay.step(k, counters) for k, m in enumerate(kernels)},
-                          src.type_names, {**blocks, **derived.batches}, cascades) as read:
+    with engine.replaying(steps, src.type_names, {**blocks, **derived.batches},
+                          cascades) as read:
         # the rows another part of the program reads, and those where a kernel's pattern
         # completes
         code = np.array([t in read for t in src.type_names], dtype=bool)
@@ -517,6 +611,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
             events = src.events  # type: ignore[attr-defined]
         visit = visit.tolist()
         visit.append(n)
+        if len(visit) > _MANY_STEPS + n // _STRETCH:
+            replay.as_lists()
         if engine.statement_start is None:
             engine.start_statements(float(ts[0]))
         # (events numbered by their reader, as usual, and no restore's renumbering: the
@@ -526,13 +622,15 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
             seqs = np.fromiter(map(_SEQ, events), np.int64, count=n)
             if int(seqs.min()) >= 0:
                 high = np.maximum.accumulate(seqs)
+        # (the times as floats when many rows are stepped: numpy's scalars cost per look)
+        times = ts.tolist() if replay.lists is not None else ts
         try:
             i = v = 0
             while i < n:
                 nxt = visit[v]
                 # a timer or window instant due before a row in between: that row is stepped
                 due, before = engine.next_due()
-                if nxt > i and due <= ts[nxt - 1]:
+                if nxt > i and due <= times[nxt - 1]:
                     nxt = min(nxt, i + int(np.searchsorted(ts[i:nxt], due,
                                                            side="left" if before else "right")))
                 if nxt > i:  # rows no per-event step sees
@@ -551,7 +649,10 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                     events = src.lookup(np.array([nxt], np.int64))
                 for (_i, b), at_rows in zip(quiet, close_rows, strict=True):
                     b.expose(int(np.searchsorted(at_rows, nxt, side="left")))
-                found = engine.process(events[nxt])
+                # (Engine.process with the failure sink the caller installed: process_batch,
+                # process_columns)
+                found = []
+                engine._feed(events[nxt], found)
                 for _i, b in quiet:
                     b.hide()
                 out += found
@@ -569,6 +670,6 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     for k, plan in enumerate(plans):
         plan[3](replay.token_ids(k))
     reschedule(host, [m for m in kernels if m.pattern.pair is not None]
-               + [m for m, _p, _b in derived.patterns], float(ts[-1]))
+               + [m for m, _p, _b in derived.patterns] + [h.m for h in higher], float(ts[-1]))
     return out, at
 
