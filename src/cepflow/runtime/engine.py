@@ -127,7 +127,9 @@ class Engine:
             m.slot = i
         #: the matchers whose pair queues its instances' deadlines (Matcher.skipped)
         self._skipping = [m for m in self.matchers
-                          if m.pattern.pair is not None and m.pattern.pair.zone is not None]
+                          if (m.pattern.pair is not None and m.pattern.pair.zone is not None)
+                          or (m.pattern.esper_and is not None
+                              and m.pattern.esper_and.zone is not None)]
         #: one runner per data-window statement, in dependency order, numbering rows with
         #: the engine's match ids
         self.windows = [WindowRunner(w, program.schemas, program.functions,

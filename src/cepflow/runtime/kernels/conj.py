@@ -30,6 +30,7 @@ from cepflow.runtime.kernels.pair import (
     lazy_matches,
     lazy_shape,
     select_fields,
+    skip_idle,
     sorted_search,
     stable_order,
 )
@@ -144,6 +145,12 @@ def plan_and(m: Any, cols: TypeColumns) -> Plan | None:
         if z is not None:  # (the timers the per-event engine ran before the last row)
             last_ts = float(ts[-1])
             m.host.timers.keep(lambda h: h[3] != m.slot or not fired_before(h, last_ts))
+            # the later ones of the instances it began and completed fire idle, moving the
+            # clock (Matcher.skipped, Engine._advance; kernels.pair._skip_completed)
+            # (not one that an event completed as both operands: it never waited)
+            waited = done[side[done] != 2]
+            due = ts[starts[waited]].astype(np.float64) + sh.window
+            skip_idle(m, due[due > last_ts].tolist())
         if waiting >= 0:
             r = int(starts[waiting])
             first, _ = sh.orders[int(side[waiting])]

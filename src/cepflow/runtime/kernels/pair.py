@@ -1079,7 +1079,12 @@ def _skip_completed(m: Any, pr: EsperPair, p: dict) -> None:
     starts = np.concatenate([np.array([e.ts for e in p["pend_events"]], np.float64),
                              ts[p["new_rows"]].astype(np.float64)])
     due = starts[done] + pr.window
-    new = due[due > float(ts[-1])].tolist()
+    skip_idle(m, due[due > float(ts[-1])].tolist())
+
+
+def skip_idle(m: Any, new: list[float]) -> None:
+    """Queue the deadlines ``new`` (ascending) of a kernel's completed instances whose timers
+    the token path would have run idle after the batch (Matcher.skipped)."""
     if new:
         sk = m.skipped
         if sk and new[0] < sk[-1]:  # (rows from before the batch: merged in time order)
