@@ -150,7 +150,7 @@ def plan_and(m: Any, cols: TypeColumns) -> Plan | None:
             # (not one that an event completed as both operands: it never waited)
             waited = done[side[done] != 2]
             due = ts[starts[waited]].astype(np.float64) + sh.window
-            skip_idle(m, due[due > last_ts].tolist())
+            skip_idle(m, due[due > last_ts].tolist(), last_ts)
         if waiting >= 0:
             r = int(starts[waiting])
             first, _ = sh.orders[int(side[waiting])]

@@ -1079,14 +1079,17 @@ def _skip_completed(m: Any, pr: EsperPair, p: dict) -> None:
     starts = np.concatenate([np.array([e.ts for e in p["pend_events"]], np.float64),
                              ts[p["new_rows"]].astype(np.float64)])
     due = starts[done] + pr.window
-    skip_idle(m, due[due > float(ts[-1])].tolist())
+    skip_idle(m, due[due > float(ts[-1])].tolist(), float(ts[-1]))
 
 
-def skip_idle(m: Any, new: list[float]) -> None:
+def skip_idle(m: Any, new: list[float], now: float) -> None:
     """Queue the deadlines ``new`` (ascending) of a kernel's completed instances whose timers
-    the token path would have run idle after the batch (Matcher.skipped)."""
+    the token path would have run idle after the batch, which ended at ``now``
+    (Matcher.skipped); those the batch passed are dropped (the clock is past them)."""
+    sk = m.skipped
+    while sk and sk[0] <= now:
+        sk.popleft()
     if new:
-        sk = m.skipped
         if sk and new[0] < sk[-1]:  # (rows from before the batch: merged in time order)
             m.skipped = deque(sorted([*sk, *new]))
         else:
