@@ -9,7 +9,7 @@ parts, match ids), token ids, rule firings, statistics, open instances and saved
 from unittest.mock import patch
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_kernel import SCHEMA, events, state
 from tests.esper.test_split import check_split, check_split_columns, restored, rows
@@ -138,8 +138,16 @@ def test_patterns_over_kernel_output_equal_event_by_event(prog_spec, spec, cuts,
     check_split(program_of(*prog_spec), spec, cuts, restore_at)
 
 
+# (within(0) over two single stages' output: over columns the instance outlived its instant)
+ZERO = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v, a.x as x\nfrom pattern [every "
+        "a = B()];\n@Name('Q')\ninsert into Q\nselect a.k as k, a.v as v, a.x as x\nfrom "
+        "pattern [every a = B()];\n@Name('H1')\ninsert into H1\nfrom pattern [every p = P() "
+        "-> (q = Q(q.k = p.k) -> c = A(c.k = p.k)) where timer:within(0 msec)];\n", 0)
+
+
 @settings(max_examples=150, deadline=None)
 @given(programs(), STREAMS, st.lists(st.integers(0, 80), max_size=4), st.integers(0, 80))
+@example(ZERO, [("B", 0, 0, 0.0, 0)], [], 0)
 def test_patterns_over_kernel_output_over_arrow_columns(prog_spec, spec, cuts,
                                                         restore_at) -> None:
     """The same over Arrow batches (Engine.process_columns: the input rows a higher pattern
