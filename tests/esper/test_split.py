@@ -9,7 +9,7 @@ import itertools
 from typing import Any
 from unittest.mock import patch
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_kernel import (
     FILTERS,
@@ -238,6 +238,34 @@ def test_consecutive_chains_equal_event_by_event(kernel_stmts, others, spec, cut
     assert all(m.pattern.consec is not None or m.pattern.pair is not None
                for m in Engine(prog).matchers if m.name in mine)
     check_split(prog, spec, cuts, restore_at)
+
+
+# (A at 0 begins an instance B of its key completes at 1: the token path's timer for it, at
+# 0 + 3 ms, fires idle later and moves the clock there)
+IDLE = ("@Name('P')\ninsert into P\nselect a.k as k\nfrom pattern [every a = A() -> (b = "
+        "B(k = a.k) and not A(k = a.k)) where timer:within(3 msec)];\n")
+
+
+@settings(max_examples=150, deadline=None)
+@given(consecs(), st.lists(st.tuples(st.sampled_from(["A", "B"]), st.sampled_from([0, 1, 2]),
+                                     st.sampled_from([0, 1, 2, 3, 4, 5]),
+                                     st.sampled_from([0.0, 0.7]), st.integers(0, 2)),
+                           max_size=40),
+       st.sampled_from([0, 1, 2, 3, 4, 50]))
+@example(IDLE, [("A", 0, 1, 0.0, 0), ("B", 0, 1, 0.0, 1)], 9)
+def test_consecutive_time_passing_after_a_batch(stmt, spec, later) -> None:
+    """A batch then ``advance_to``: the clock moves over the idle deadlines of the instances
+    the batch began and ended (completed, or by the NOT) as the token path's timers move it
+    (Matcher.skipped) — the saved state's ``time`` — and the matches are the token path's."""
+    prog = program([stmt], [])
+    evs = events(spec)
+    end = (evs[-1].ts if evs else 0) + later
+    batch, ref = Engine(prog), Engine(prog, fast_path=False)
+    got = batch.process_batch(events(spec)) + batch.advance_to(end)
+    want = [m for e in evs for m in ref.process(e)] + ref.advance_to(end)
+    assert [(m.type, m.match_id, m.event_refs) for m in got] == [
+        (m.type, m.match_id, m.event_refs) for m in want]
+    assert save_state(batch) == save_state(ref)
 
 
 def check_split(prog, spec, cuts, restore_at, events=events) -> None:

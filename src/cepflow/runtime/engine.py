@@ -129,7 +129,9 @@ class Engine:
         self._skipping = [m for m in self.matchers
                           if (m.pattern.pair is not None and m.pattern.pair.zone is not None)
                           or (m.pattern.esper_and is not None
-                              and m.pattern.esper_and.zone is not None)]
+                              and m.pattern.esper_and.zone is not None)
+                          or (m.pattern.consec is not None
+                              and m.pattern.consec.zone is not None)]
         #: one runner per data-window statement, in dependency order, numbering rows with
         #: the engine's match ids
         self.windows = [WindowRunner(w, program.schemas, program.functions,

@@ -29,7 +29,7 @@ import numpy as np
 from cepflow.events.event import ComplexEvent
 from cepflow.runtime.kernels.filters import passing, type_mask
 from cepflow.runtime.kernels.frame import Declined, declined_on_failure
-from cepflow.runtime.kernels.pair import Uncodable, key_codes
+from cepflow.runtime.kernels.pair import Uncodable, key_codes, skip_idle
 from cepflow.runtime.kernels.restart import Plan
 from cepflow.runtime.rows import TypeColumns, as_column, distinct
 from cepflow.runtime.timers import fired_before
@@ -345,6 +345,10 @@ class _Walk:
             z = cs.zone
             if z is not None:  # (the timers the per-event engine ran before the last row)
                 m.host.timers.keep(lambda h: h[3] != m.slot or not fired_before(h, last_ts))
+                # the later ones of the instances it began and ended (completed, or by the
+                # NOT) fire idle, moving the clock (Matcher.skipped, kernels.pair.skip_idle)
+                due = deadline[n_old:][~alive[n_old:]]
+                skip_idle(m, np.sort(due[due > last_ts]).tolist(), last_ts)
             for q in live[live >= n_old].tolist():
                 held, full = self._held(q, int(stage[q]), lookup)
                 start = held[0].ts
