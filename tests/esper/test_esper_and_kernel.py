@@ -17,18 +17,18 @@ from tests.esper.test_esper_alternatives import (
     check_run,
     stream,
 )
-from tests.esper.test_esper_kernel import FILTERS, SCHEMA, events, rows
+from tests.esper.test_esper_kernel import FILTERS, SCHEMA
 from tests.esper.test_split import (
     OTHERS,
     WINDOW_BLOCKS,
     check_split,
+    check_time_passing,
     program,
 )
 
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.state import save_state
 
 
 @st.composite
@@ -140,8 +140,8 @@ def test_the_shape_and_what_it_declines() -> None:
         assert Engine(prog).matchers[0].pattern.esper_and is None, s
 
 
-# (A at 0.7 s begins an instance B completes at 1.2 s: the token path's timer for it, at
-# 0.7 + 3 ms, fires idle later and moves the clock there)
+# (A and B of key 0 at 0 ms: the instance begun at 0 completes there; the token path's timer
+# for it, at 0 + 3 ms, fires idle later and moves the clock there)
 IDLE_STREAM = [("A", 0, 1, 0.7, 0), ("B", 0, 2, 1.2, 0)]
 
 
@@ -153,12 +153,4 @@ def test_time_passing_after_a_batch(stmt, spec, later) -> None:
     """A batch then ``advance_to``: the clock moves over the idle deadlines of the instances
     the batch completed as the token path's timers move it (Matcher.skipped) — the saved
     state's ``time`` — and the matches and statistics are the token path's."""
-    prog = prog_of([stmt], [])
-    evs = events(spec)
-    end = (evs[-1].ts if evs else 0) + later
-    batch, ref = Engine(prog), Engine(prog, fast_path=False)
-    got = batch.process_batch(events(spec)) + batch.advance_to(end)
-    want = [m for e in evs for m in ref.process(e)] + ref.advance_to(end)
-    assert rows(got) == rows(want)
-    assert save_state(batch) == save_state(ref)
-    assert batch.stats == ref.stats
+    check_time_passing(prog_of([stmt], []), spec, later)

@@ -257,15 +257,22 @@ def test_consecutive_time_passing_after_a_batch(stmt, spec, later) -> None:
     """A batch then ``advance_to``: the clock moves over the idle deadlines of the instances
     the batch began and ended (completed, or by the NOT) as the token path's timers move it
     (Matcher.skipped) — the saved state's ``time`` — and the matches are the token path's."""
-    prog = program([stmt], [])
+    check_time_passing(program([stmt], []), spec, later)
+
+
+def check_time_passing(prog, spec, later) -> None:
+    """``spec`` in one batch, then time passes ``later`` past its last event, against the
+    general token path event by event: the same matches and ids, saved state (its ``time``)
+    and statistics."""
     evs = events(spec)
     end = (evs[-1].ts if evs else 0) + later
     batch, ref = Engine(prog), Engine(prog, fast_path=False)
     got = batch.process_batch(events(spec)) + batch.advance_to(end)
     want = [m for e in evs for m in ref.process(e)] + ref.advance_to(end)
-    assert [(m.type, m.match_id, m.event_refs) for m in got] == [
-        (m.type, m.match_id, m.event_refs) for m in want]
+    assert [(m.type, m.match_id, m.event_refs, m.params) for m in got] == [
+        (m.type, m.match_id, m.event_refs, m.params) for m in want]
     assert save_state(batch) == save_state(ref)
+    assert batch.stats == ref.stats
 
 
 def check_split(prog, spec, cuts, restore_at, events=events) -> None:
