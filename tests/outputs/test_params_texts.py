@@ -50,7 +50,7 @@ def matches(draw: st.DrawFn) -> list:
         names = kinds[i]
         params = tuple(draw(c) for c in cols[i])
         if draw(st.integers(0, 9)) == 0:  # (a row shorter or longer than its names)
-            params = params[:-1] if params and draw(st.booleans()) else params + (1,)
+            params = params[:-1] if params and draw(st.booleans()) else (*params, 1)
         how = draw(st.sampled_from(["lazy", "lazy", "kind", "plain", "read"]))
         if how == "kind":
             m = lazy_kind("P", names)(params, 0, ())
