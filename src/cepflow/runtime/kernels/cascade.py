@@ -27,6 +27,7 @@ import numpy as np
 
 from cepflow.compiler.evaluator import can_fail
 from cepflow.events.event import ComplexEvent
+from cepflow.runtime.kernels.chain import plan_chain, split_chain
 from cepflow.runtime.kernels.frame import Declined
 from cepflow.runtime.kernels.pair import fill_params
 from cepflow.runtime.kernels.window_block import WindowBlock, batch_fits
@@ -157,12 +158,17 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     outs = {m.name for m in kernels}
     chosen = []
     for m in engine.matchers:
-        pr = m.pattern.pair
-        if pr is None or id(m) in mine:
+        pr, c = m.pattern.pair, split_chain(m)
+        if (pr is None and c is None) or id(m) in mine:
             continue
         types = m.pattern.types
         derived = types & outs
         if not derived or (types - derived) & produced:
+            continue
+        if c is not None and pr is None:  # (a VEPL chain: its matches at input steps)
+            if {t for st in c.stages for t, e in st.items() if e.final} & produced:
+                continue
+            chosen.append(m)
             continue
         ends = {e.position.type
                 for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
@@ -237,8 +243,8 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
         merged = EventRows(objs[o].tolist(), (names, tcode[o]), src.ts[r_m])
         first_last = int(np.searchsorted(r_m, n - 1, side="left"))
         try:
-            plan = plan_pair(m, TypeColumns(merged, schemas), arity,
-                             end=(last_ts, first_last))
+            plan = (plan_pair(m, TypeColumns(merged, schemas), arity, end=(last_ts, first_last))
+                    if m.pattern.pair is not None else plan_chain(m, merged, schemas))
         except Declined:
             plan = None
         if plan is None:

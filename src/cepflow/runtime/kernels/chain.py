@@ -204,6 +204,47 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
 
 
 
+def split_chain(m: Any) -> Chain | None:
+    """The chain of ``m`` when the program split may plan it with :func:`plan_chain`: one the
+    kernel takes (chronicle, immediate, strict, unrestricted) without a window (whose timers
+    the split does not plan: per event), else None."""
+    c = _chain(m)
+    return c if c is not None and c.zone is None else None
+
+
+
+def plan_chain(m: Any, src: Rows, schemas: Any) -> tuple[
+        np.ndarray, np.ndarray, list[ComplexEvent], Callable[[np.ndarray], None]]:
+    """The chain pattern ``m`` (:func:`split_chain`) over a batch as the program split plans a
+    kernel pattern (kernels.restart.Plan): the rows that begin its partial matches
+    (ascending: a row begins at most one), the rows its matches complete at with those complex
+    events (in detection order; ids to be given by the split), and the commit that leaves its
+    partial matches as rows, given the token ids of those beginnings in order. ``src`` is the
+    batch, or a derived stream of input rows and complex events (kernels.cascade.plan_higher).
+    Nothing changes before the commit; raises :class:`Declined` when a filter fails on a row
+    or a partial match is no row."""
+    c = _chain(m)
+    values: list[Any] = []
+    type_code = {t: i for i, t in enumerate(src.type_names)}
+    run, started, complete, _timed = _plan_one(
+        m, c, src, type_code, values, schemas, {},
+        float(src.ts[-1]) if src.n else float("-inf"))
+    new_rows = np.sort(run.positions[started])
+    done_rows = run.positions[complete]
+    order = np.argsort(done_rows, kind="stable")
+    found: list[ComplexEvent] = []
+    if len(order):
+        found = MatchTable([_block(m, c, run, complete[order], np.arange(len(order)))], values,
+                           0, len(order), src).complex_events()
+
+    def commit(token_ids: np.ndarray) -> None:
+        _leave(m, c, run, src, values,
+               lambda rows: token_ids[np.searchsorted(new_rows, rows)])
+
+    return new_rows, done_rows[order], found, commit
+
+
+
 def _block(m: Any, c: Chain, run: _ChainRun, done: np.ndarray, rank: np.ndarray
            ) -> ChainMatches:
     """The matches of chain ``m`` ending at its items ``done`` (in detection order), column-wise,
