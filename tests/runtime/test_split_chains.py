@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from unittest.mock import patch
 
+import numpy as np
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_chain_alternatives import (
@@ -26,13 +28,16 @@ from test_chain_alternatives import (
 )
 from test_chain_nots import not_chains, trees
 
-from cepflow.events.event import Event
+from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.kernels import cascade, split
 from cepflow.runtime.state import restore_state, save_state
 
-#: the patterns over the input: windowless (a window's timers keep a chain per event)
-LOWER = st.one_of(alternatives(), not_chains(), trees()).filter(lambda b: "ms]" not in b)
+#: the patterns over the input: windowless (kernel patterns) or with a window (its timers
+#: keep a chain per event: its input rows are stepped, and the kernel patterns replayed there)
+LOWER = st.one_of(alternatives(), not_chains(), trees())
+KERNEL = LOWER.filter(lambda b: "ms]" not in b)
+TIMED = LOWER.filter(lambda b: "ms]" in b)
 
 
 def keyed(body: str) -> bool:
@@ -84,8 +89,9 @@ def higher(draw: st.DrawFn, lower: list[str]) -> str:
 
 @st.composite
 def programs(draw: st.DrawFn) -> list[str]:
-    """One or two patterns over the input, one or two over their output."""
-    lower = draw(st.lists(LOWER, min_size=1, max_size=2))
+    """One or two patterns over the input, now and then one with a window (per event), one or
+    two over their output."""
+    lower = draw(st.lists(KERNEL, min_size=1, max_size=2)) + draw(st.lists(TIMED, max_size=1))
     return lower + draw(st.lists(higher(lower), min_size=1, max_size=2))
 
 
@@ -133,22 +139,28 @@ def test_chains_over_chain_output_stepping_many_rows(bodies: list[str], spec: li
         check(bodies, spec, cuts, restore_at, gap, route=split_route)
 
 
-HO_CHAIN = ["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)"]
-
-
-def test_ho_chain_steps_no_row() -> None:
-    """ho_chain: P0 is the split's kernel pattern, P1 is planned over its output, so no row of
-    a batch is stepped (per event P1's input C and P0's completions were), and the matches,
-    ids, state and statistics are the per-event engine's."""
-    prog = compile_(HO_CHAIN)
+@pytest.mark.parametrize("bodies", [["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)"],
+                                    ["A(s, _) -> B(s, _)", "P0(s) OR C(s, _)"],
+                                    ["A(s, _) -> B(s, _)", "B(s, _) -> C(s, _)",
+                                     "C(s, _) -> (P1(s) OR P0(s))",
+                                     "P0(s) -> NOT P1(s) -> C(s, _)"]])
+def test_ho_shapes_step_no_row(bodies: list[str]) -> None:
+    """ho_chain and ho_or (and two kernel patterns read by two chains, one completing in
+    either's cascade): the patterns over the input are the split's kernel patterns, those over
+    their output are planned, so no row of a batch is stepped (per event their input C and
+    the kernel patterns' completions were), and the matches, ids and state are the per-event
+    engine's, across a save/restore."""
+    prog = compile_(bodies)
     spec = [("ABC"[(i * 7) % 5 % 3], i % 4, 0) for i in range(400)]
 
     def evs() -> list[Event]:
         return [Event(t, (k, v), i, id=i) for i, (t, k, v) in enumerate(spec)]
 
     one, many = Engine(prog), Engine(prog)
-    assert [m.name for m in many._split] == ["P0"]
-    assert [m.name for m in cascade.higher_candidates(many, many._split)] == ["P1"]
+    lower = [m.name for m in many.matchers if not m.pattern.types - {"A", "B", "C", "D"}]
+    assert [m.name for m in many._split] == lower
+    assert [m.name for m in cascade.higher_candidates(many, many._split)] == [
+        m.name for m in many.matchers if m.name not in lower]
     ref = found(m for e in evs() for m in one.process(e))
     stepped = []
     process = Engine.process
@@ -163,17 +175,37 @@ def test_ho_chain_steps_no_row() -> None:
         many = restore_state(Engine(prog), save_state(many))
         got += found(many.process_batch(batch[150:]))
     assert not stepped
-    assert got == ref and {r[0] for r in ref} == {"P0", "P1"}
+    assert got == ref and {r[0] for r in ref} == {m.name for m in one.matchers}
     assert saved(many) == saved(one)
 
 
 def test_a_chain_read_per_event_stays_per_event() -> None:
-    """ho_or (``P0(s) OR C(s, _)``: its matches come in P0's cascade, not planned): P0 is no
-    kernel pattern — its completions and C's rows would be stepped — and the program runs
+    """A chain whose output a chain with a window reads (its timers: per event) is no kernel
+    pattern — its completions and the reader's rows would be stepped — so the program runs
     per event (split._chains_read_in_plan); beside a planned reader too."""
-    assert Engine(compile_(["A(s, _) -> B(s, _)", "P0(s) OR C(s, _)"]))._split is None
-    e = Engine(compile_(["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)", "P0(s) OR C(s, _)"]))
+    assert Engine(compile_(["A(s, _) -> B(s, _)", "(P0(s) -> C(s, _))[5 ms]"]))._split is None
+    e = Engine(compile_(["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)", "(P0(s) OR C(s, _))[5 ms]"]))
     assert e._split is None
     e = Engine(compile_(["A(s, _) -> B(s, _)", "B(s, _) -> A(s, _)", "P0(s) -> C(s, _)",
-                         "P1(s) OR C(s, _)"]))
+                         "(P1(s) OR C(s, _))[5 ms]"]))
     assert [m.name for m in e._split] == ["P0"]
+
+
+def test_matches_of_the_cascade_decline_where_a_kernel_pattern_completes_twice() -> None:
+    """cascade._late: matches completing in the cascade of a kernel pattern that completes two
+    matches at their row would come out between those two but take their ids after both —
+    not one rank per kernel pattern: declined (the pattern runs per event for the batch);
+    one match per row is planned, split from those of the input steps."""
+    eng = Engine(compile_(["A(s, _) -> B(s, _)", "P0(s) OR C(s, _)"]))
+    p = [ComplexEvent("P0", (1,), t, {"s": 1}, [], 0) for t in (2, 3, 3)]
+    r_m = np.array([0, 2, 2, 3, 3])  # (derived rows: C at 0, P0's at 2, C at 2 and 3, P0's)
+    cp_m = np.array([0, 1, 0, 0, 2])
+    starts = [Event("C", (1, 0), 0), p[0], Event("C", (1, 0), 2), Event("C", (1, 0), 3), p[1]]
+    ends = np.array([0, 1, 4])  # (P1 completes at C's row 0 and in P0's cascade at 2 and 3)
+    one = {"P0": (np.array([2, 3]), p[:2], np.array([1, 2]))}
+    keep, matches, late = cascade._late(eng, one, r_m, cp_m, ends, ["m0", "m1", "m2"], starts)
+    assert keep.tolist() == [0] and matches == ["m0"]
+    assert [(s, rows.tolist(), found, t) for s, rows, found, t in late] == [
+        (0, [2, 3], ["m1", "m2"], p[:2])]
+    two = {"P0": (np.array([2, 3, 3]), p, np.array([1, 2, 3]))}
+    assert cascade._late(eng, two, r_m, cp_m, ends, ["m0", "m1", "m2"], starts) is None
