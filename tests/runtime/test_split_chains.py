@@ -115,8 +115,8 @@ def runnable(bodies: list[str]) -> bool:
 @example(["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)"],
          [("A", 1, 0, 0), ("B", 1, 0, 1), ("A", 1, 0, 0), ("C", 1, 0, 0), ("B", 1, 0, 0),
           ("C", 1, 0, 1), ("C", 1, 0, 0)], [3, 1], 1, 2)
-# a chain whose last stage is derived (P2's matches come in P0's cascade, after P1's match of
-# that row takes its id, before it comes out): not planned (cascade.higher_candidates)
+# a chain whose last stage is derived: P2's match comes in P0's cascade, so it takes its id
+# after P1's match of that row but comes out before it (split._run's ranks, cascade._late)
 @example(["A(s, _) -> B(s, _)", "B(s, _)", "C(s, _) -> P0(s)"],
          [("A", 1, 0, 0), ("C", 1, 0, 1), ("B", 1, 0, 0), ("A", 2, 0, 1)], [2], 0, 0)
 def test_chains_over_chain_output_equal_the_token_path(bodies: list[str], spec: list,
