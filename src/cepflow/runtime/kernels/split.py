@@ -527,21 +527,25 @@ class _Replay:
         return replay
 
     def cascade_step(self, k: int, counters: Any,
-                     late: dict[int, list[ComplexEvent]] | None = None) -> Any:
+                     late: list[tuple[int, np.ndarray, list[ComplexEvent], list[Any]]] = ()
+                     ) -> Any:
         """Pattern ``k``'s step for a kernel pattern's match in the cascade (a pattern over
         their output: kernels.cascade.plan_higher): the next token id if that match opens one
-        of its instances, then the matches it completes (``late``: by the id of the kernel
-        pattern's match, with the next match ids)."""
-        late = late or {}
+        of its instances, then the matches it completes there (``late``:
+        ``cascade.Higher.late``), with the next match ids."""
+        by_id: dict[int, list[ComplexEvent]] | None = None if late else {}
 
         def replay(e: Event, emit: Any) -> None:
+            nonlocal by_id
             j = self.next
             if (j < self.n_starts and self.start_obj is not None and self.start_obj[j] is e
                     and self.start_who[j] == k):
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
-            for ce in late.get(id(e), ()):
+            if by_id is None:  # (made when a stepped row first looks: most batches never do)
+                by_id = _by_trigger(late)
+            for ce in by_id.get(id(e), ()):
                 counters.match += 1
                 ce.match_id = counters.match
                 emit(ce)
@@ -653,7 +657,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     cascades = {m.slot: replay.step(k, counters)
                 for k, (m, _p, _b) in enumerate(derived.patterns, first2)}
     first3 = first2 + len(derived.patterns)
-    cascades.update((h.m.slot, replay.cascade_step(k, counters, _by_trigger(h.late)))
+    cascades.update((h.m.slot, replay.cascade_step(k, counters, h.late))
                     for k, h in enumerate(higher, first3))
     steps = {m.slot: replay.step(k, counters) for k, m in enumerate(kernels)}
     steps.update((h.m.slot, replay.step(k, counters)) for k, h in enumerate(higher, first3))
