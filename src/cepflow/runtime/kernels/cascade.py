@@ -11,9 +11,10 @@ failing on a row, a value a sum cannot take) stays per event: its input rows are
 the per-event part and stepped (split._run), where the planned statements replay.
 
 Patterns over the kernel patterns' matches (:func:`plan_higher`: Esper pairs and keyed chains
-reading a kernel pattern's output at some stage but the last) run in the pair kernel over the
-derived stream merged with the input rows they read, in the engine's order: at one input row
-the event itself, then the matches it made, by pattern in engine order.
+reading a kernel pattern's output at some stage but the last, VEPL chains reading it at any
+stage) run in the pair or the chain kernel over the derived stream merged with the input rows
+they read, in the engine's order: at one input row the event itself, then the matches it made,
+by pattern in engine order.
 """
 
 from __future__ import annotations
@@ -152,8 +153,9 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     """The patterns a split batch plans over its kernel patterns' matches (docs/architecture.md,
     "The program split"): Esper pair shapes (``CompiledPattern.pair``) that are no kernel
     pattern, reading the output of kernel patterns at some stage but the last (and its
-    alternatives), and only input types no statement produces at the others; in engine
-    order."""
+    alternatives), and VEPL chains without a window (kernels.chain.split_chain) reading it at
+    any stage (a last stage's matches complete in the cascade: :func:`_late`), and only input
+    types no statement produces at the others; in engine order."""
     if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
         return []
     program = engine.program

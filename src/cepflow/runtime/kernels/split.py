@@ -5,8 +5,10 @@ the ids the per-event engine gives them (docs/architecture.md, "The program spli
 
 The kernel patterns (``Engine._split``: the pair kernel's shapes — single stages, pairs with or
 without a key and with guards on the first stage's fields, keyed chains — and the restart
-kernel's ``every (a -> b)`` if its select list cannot fail, reading input types no statement
-produces) are planned over the whole batch first (kernels.pair, kernels.restart: the rows
+kernel's ``every (a -> b)`` if its select list cannot fail, the and and consecutive kernels',
+and the chain kernel's VEPL chains without a window (kernels.chain.plan_chain) whose output only
+planned patterns read, reading input types no statement produces) are planned over the whole
+batch first (kernels.pair, kernels.restart: the rows
 that open instances, which complete where, with their complex events) — nothing changes yet,
 and a filter, guard or select list failing on a row declines the batch.
 Then the engine steps, one by one, only the rows something else must see: a row of a type
@@ -28,10 +30,12 @@ only their boundaries, and rows something unplanned reads, are stepped — and n
 boundaries of a time batch nothing reads: its rows are recorded in bulk with the matches
 nothing reads, before the row at which the engine would close them (a row stepped for another
 reason closes its own through the engine: WindowBlock.expose).
-Esper pairs and chains over the kernel patterns' matches are planned over the derived stream
-(kernels.cascade.plan_higher), so neither those matches' rows nor their own input rows are
-stepped; their instances take token ids in the engine's order at a row (input step, then
-cascade: _Replay's ``keys``).
+Esper pairs and chains and VEPL chains over the kernel patterns' matches are planned over the
+derived stream (kernels.cascade.plan_higher), so neither those matches' rows nor their own input
+rows are stepped; their instances take token ids in the engine's order at a row (input step,
+then cascade: _Replay's ``keys``), and a VEPL chain's matches completing in the cascade are
+parts of their own, ranked right after the match they read for the output and after the row's
+input step for the ids (``Higher.late``).
 
 The batch is a list of events (:func:`process_split`) or any column source
 (:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
