@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from unittest.mock import patch
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -28,7 +27,7 @@ from test_chain_alternatives import (
 )
 from test_chain_nots import not_chains, trees
 
-from cepflow.events.event import ComplexEvent, Event
+from cepflow.events.event import Event
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.kernels import cascade, split
 from cepflow.runtime.state import restore_state, save_state
@@ -115,8 +114,8 @@ def runnable(bodies: list[str]) -> bool:
 @example(["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)"],
          [("A", 1, 0, 0), ("B", 1, 0, 1), ("A", 1, 0, 0), ("C", 1, 0, 0), ("B", 1, 0, 0),
           ("C", 1, 0, 1), ("C", 1, 0, 0)], [3, 1], 1, 2)
-# a chain whose last stage is derived: P2's match comes in P0's cascade, so it takes its id
-# after P1's match of that row but comes out before it (split._run's ranks, cascade._late)
+# a chain whose last stage is derived (P2's matches come in P0's cascade, after P1's match of
+# that row takes its id, before it comes out): not planned (cascade.higher_candidates)
 @example(["A(s, _) -> B(s, _)", "B(s, _)", "C(s, _) -> P0(s)"],
          [("A", 1, 0, 0), ("C", 1, 0, 1), ("B", 1, 0, 0), ("A", 2, 0, 1)], [2], 0, 0)
 def test_chains_over_chain_output_equal_the_token_path(bodies: list[str], spec: list,
@@ -140,15 +139,14 @@ def test_chains_over_chain_output_stepping_many_rows(bodies: list[str], spec: li
 
 
 @pytest.mark.parametrize("bodies", [["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)"],
-                                    ["A(s, _) -> B(s, _)", "P0(s) OR C(s, _)"],
                                     ["A(s, _) -> B(s, _)", "B(s, _) -> C(s, _)",
-                                     "C(s, _) -> (P1(s) OR P0(s))",
+                                     "(P1(s) OR P0(s)) -> C(s, _)",
                                      "P0(s) -> NOT P1(s) -> C(s, _)"]])
 def test_ho_shapes_step_no_row(bodies: list[str]) -> None:
-    """ho_chain and ho_or (and two kernel patterns read by two chains, one completing in
-    either's cascade): the patterns over the input are the split's kernel patterns, those over
-    their output are planned, so no row of a batch is stepped (per event their input C and
-    the kernel patterns' completions were), and the matches, ids and state are the per-event
+    """ho_chain (and two kernel patterns read by two chains, one of either, one with a NOT of
+    the other): the patterns over the input are the split's kernel patterns, those over their
+    output are planned, so no row of a batch is stepped (per event their input C and the
+    kernel patterns' completions were), and the matches, ids and state are the per-event
     engine's, across a save/restore."""
     prog = compile_(bodies)
     spec = [("ABC"[(i * 7) % 5 % 3], i % 4, 0) for i in range(400)]
@@ -180,32 +178,14 @@ def test_ho_shapes_step_no_row(bodies: list[str]) -> None:
 
 
 def test_a_chain_read_per_event_stays_per_event() -> None:
-    """A chain whose output a chain with a window reads (its timers: per event) is no kernel
-    pattern — its completions and the reader's rows would be stepped — so the program runs
+    """ho_or (``P0(s) OR C(s, _)``: its matches come in P0's cascade, not planned) and a chain
+    with a window (its timers: per event) over a chain's output: that chain is no kernel
+    pattern — its completions and the reader's rows would be stepped — and the program runs
     per event (split._chains_read_in_plan); beside a planned reader too."""
-    assert Engine(compile_(["A(s, _) -> B(s, _)", "(P0(s) -> C(s, _))[5 ms]"]))._split is None
-    e = Engine(compile_(["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)", "(P0(s) OR C(s, _))[5 ms]"]))
-    assert e._split is None
-    e = Engine(compile_(["A(s, _) -> B(s, _)", "B(s, _) -> A(s, _)", "P0(s) -> C(s, _)",
-                         "(P1(s) OR C(s, _))[5 ms]"]))
-    assert [m.name for m in e._split] == ["P0"]
-
-
-def test_matches_of_the_cascade_decline_where_a_kernel_pattern_completes_twice() -> None:
-    """cascade._late: matches completing in the cascade of a kernel pattern that completes two
-    matches at their row would come out between those two but take their ids after both —
-    not one rank per kernel pattern: declined (the pattern runs per event for the batch);
-    one match per row is planned, split from those of the input steps."""
-    eng = Engine(compile_(["A(s, _) -> B(s, _)", "P0(s) OR C(s, _)"]))
-    p = [ComplexEvent("P0", (1,), t, {"s": 1}, [], 0) for t in (2, 3, 3)]
-    r_m = np.array([0, 2, 2, 3, 3])  # (derived rows: C at 0, P0's at 2, C at 2 and 3, P0's)
-    cp_m = np.array([0, 1, 0, 0, 2])
-    starts = [Event("C", (1, 0), 0), p[0], Event("C", (1, 0), 2), Event("C", (1, 0), 3), p[1]]
-    ends = np.array([0, 1, 4])  # (P1 completes at C's row 0 and in P0's cascade at 2 and 3)
-    one = {"P0": (np.array([2, 3]), p[:2], np.array([1, 2]))}
-    keep, matches, late = cascade._late(eng, one, r_m, cp_m, ends, ["m0", "m1", "m2"], starts)
-    assert keep.tolist() == [0] and matches == ["m0"]
-    assert [(s, rows.tolist(), found, t) for s, rows, found, t in late] == [
-        (0, [2, 3], ["m1", "m2"], p[:2])]
-    two = {"P0": (np.array([2, 3, 3]), p, np.array([1, 2, 3]))}
-    assert cascade._late(eng, two, r_m, cp_m, ends, ["m0", "m1", "m2"], starts) is None
+    for reader in ("P0(s) OR C(s, _)", "(P0(s) -> C(s, _))[5 ms]"):
+        assert Engine(compile_(["A(s, _) -> B(s, _)", reader]))._split is None
+        e = Engine(compile_(["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)", reader]))
+        assert e._split is None
+        e = Engine(compile_(["A(s, _) -> B(s, _)", "B(s, _) -> A(s, _)", "P0(s) -> C(s, _)",
+                             reader.replace("P0", "P1")]))
+        assert [m.name for m in e._split] == ["P0"]

@@ -11,8 +11,8 @@ failing on a row, a value a sum cannot take) stays per event: its input rows are
 the per-event part and stepped (split._run), where the planned statements replay.
 
 Patterns over the kernel patterns' matches (:func:`plan_higher`: Esper pairs and keyed chains
-reading a kernel pattern's output at some stage but the last, VEPL chains reading it at any
-stage) run in the pair or the chain kernel over the derived stream merged with the input rows
+reading a kernel pattern's output at some stage but the last, VEPL chains reading it at no final
+edge) run in the pair or the chain kernel over the derived stream merged with the input rows
 they read, in the engine's order: at one input row the event itself, then the matches it made,
 by pattern in engine order.
 """
@@ -143,10 +143,6 @@ class Higher:
     phase: np.ndarray
     cp: np.ndarray
     objs: list[Any]
-    #: the matches completing in the cascade (a VEPL chain whose last stage reads a kernel
-    #: pattern's output), per kernel pattern read (its slot): their input rows, the matches
-    #: and the kernel pattern's match each completes at (:func:`_late`)
-    late: list[tuple[int, np.ndarray, list[Any], list[Any]]] = field(default_factory=list)
 
 
 def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
@@ -154,8 +150,8 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     "The program split"): Esper pair shapes (``CompiledPattern.pair``) that are no kernel
     pattern, reading the output of kernel patterns at some stage but the last (and its
     alternatives), and VEPL chains without a window (kernels.chain.split_chain) reading it at
-    any stage (a last stage's matches complete in the cascade: :func:`_late`), and only input
-    types no statement produces at the others; in engine order."""
+    no final edge (their matches complete at input steps; ho_or's ``P(x) OR C(x, _)`` per
+    event), and only input types no statement produces at the others; in engine order."""
     if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
         return []
     program = engine.program
@@ -171,8 +167,10 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
         derived = types & outs
         if not derived or (types - derived) & produced:
             continue
-        if c is not None and pr is None:  # (a VEPL chain: a last stage of a kernel
-            chosen.append(m)  # pattern's output completes in the cascade, _late)
+        if c is not None and pr is None:  # (a VEPL chain: its matches at input steps)
+            if {t for st in c.stages for t, e in st.items() if e.final} & produced:
+                continue
+            chosen.append(m)
             continue
         ends = {e.position.type
                 for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
@@ -255,53 +253,10 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
             continue
         new_rows, ends, matches, commit = plan
         new_rows = np.asarray(new_rows, np.int64)
-        ends = np.asarray(ends, np.int64)
         phase = (cp_m[new_rows] > 0).astype(np.int64)
         starts = merged.events
-        late: list[tuple[int, np.ndarray, list[Any], list[Any]]] = []
-        if m.pattern.pair is None and bool((cp_m[ends] > 0).any()):
-            found = _late(engine, by_name, r_m, cp_m, ends, matches, starts)
-            if found is None:
-                continue
-            ends, matches, late = found
-        out.append(Higher(m, (r_m[new_rows], r_m[ends], matches, commit),
+        out.append(Higher(m, (r_m[new_rows], r_m[np.asarray(ends, np.int64)], matches, commit),
                           phase, cp_m[new_rows],
                           [starts[i] if p else None
-                           for i, p in zip(new_rows.tolist(), phase.tolist(), strict=True)],
-                          late))
+                           for i, p in zip(new_rows.tolist(), phase.tolist(), strict=True)]))
     return out
-
-
-def _late(engine: Any, by_name: dict[str, tuple[np.ndarray, list[Any], np.ndarray]],
-          r_m: np.ndarray, cp_m: np.ndarray, ends: np.ndarray, matches: list[Any],
-          starts: list[Any]) -> tuple[np.ndarray, list[Any], list[tuple[int, np.ndarray,
-                                                                        list[Any], list[Any]]]]:
-    """A VEPL chain's matches over the derived stream (rows ``ends`` of it, ``r_m`` their input
-    rows, ``cp_m`` their places in the cascade, ``starts`` its rows' events) split into those
-    completing at input steps (their derived rows and matches) and, per kernel pattern whose
-    match completes them in the cascade, its slot, their input rows, the matches and those
-    kernel matches; None when their order is not one rank per kernel pattern read.
-
-    Per event, a match of the cascade takes its id after every match and window row of its
-    input row's input step, but comes out right after the match it read (and that one's
-    earlier readers' matches). **Decision:** planned only where the kernel pattern read
-    completes one match at each row where it completes such a match — then those matches
-    rank, for the output, right after that pattern's (per reader in engine order), and for
-    the ids after the row's input step (split._run) — else the chain runs per event for the
-    batch (several matches of one kernel pattern at a row would interleave with them)."""
-    late_at = cp_m[ends] > 0
-    keep = np.flatnonzero(~late_at)
-    out = []
-    slot_of = {m.name: m.slot for m in engine.matchers}
-    lates = np.flatnonzero(late_at)
-    kind = [starts[i].type for i in ends[lates].tolist()]
-    for t in dict.fromkeys(kind):
-        mine = lates[np.array([k == t for k in kind], bool)]
-        rows = r_m[ends[mine]]
-        at = by_name[t][0]
-        if bool((np.searchsorted(at, rows, side="right")
-                 - np.searchsorted(at, rows, side="left") != 1).any()):
-            return None
-        out.append((slot_of[t], rows, [matches[i] for i in mine.tolist()],
-                    [starts[i] for i in ends[mine].tolist()]))
-    return ends[keep], [matches[i] for i in keep.tolist()], out

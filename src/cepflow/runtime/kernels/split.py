@@ -33,9 +33,7 @@ reason closes its own through the engine: WindowBlock.expose).
 Esper pairs and chains and VEPL chains over the kernel patterns' matches are planned over the
 derived stream (kernels.cascade.plan_higher), so neither those matches' rows nor their own input
 rows are stepped; their instances take token ids in the engine's order at a row (input step,
-then cascade: _Replay's ``keys``), and a VEPL chain's matches completing in the cascade are
-parts of their own, ranked right after the match they read for the output and after the row's
-input step for the ids (``Higher.late``).
+then cascade: _Replay's ``keys``).
 
 The batch is a list of events (:func:`process_split`) or any column source
 (:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
@@ -530,29 +528,18 @@ class _Replay:
                 emit(ce)
         return replay
 
-    def cascade_step(self, k: int, counters: Any,
-                     late: list[tuple[int, np.ndarray, list[ComplexEvent], list[Any]]] = ()
-                     ) -> Any:
+    def cascade_step(self, k: int, counters: Any) -> Any:
         """Pattern ``k``'s step for a kernel pattern's match in the cascade (a pattern over
-        their output: kernels.cascade.plan_higher): the next token id if that match opens one
-        of its instances, then the matches it completes there (``late``:
-        ``cascade.Higher.late``), with the next match ids."""
-        by_id: dict[int, list[ComplexEvent]] | None = None if late else {}
+        their output whose matches complete at input steps: kernels.cascade.plan_higher): the
+        next token id if that match opens one of its instances."""
 
         def replay(e: Event, emit: Any) -> None:
-            nonlocal by_id
             j = self.next
             if (j < self.n_starts and self.start_obj is not None and self.start_obj[j] is e
                     and self.start_who[j] == k):
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
-            if by_id is None:  # (made when a stepped row first looks: most batches never do)
-                by_id = _by_trigger(late)
-            for ce in by_id.get(id(e), ()):
-                counters.match += 1
-                ce.match_id = counters.match
-                emit(ce)
         return replay
 
     def rows_at(self, k: int, counters: Any) -> list[ComplexEvent]:
@@ -567,21 +554,6 @@ class _Replay:
     def token_ids(self, k: int) -> np.ndarray:
         """Pattern ``k``'s token ids, in the order of its plan's rows that open instances."""
         return self.ids[self.start_who == k]
-
-
-def _nothing(token_ids: np.ndarray) -> None:
-    """The commit of a plan that opens no instance (its pattern's own plan commits)."""
-
-
-def _by_trigger(late: list[tuple[int, np.ndarray, list[ComplexEvent], list[Any]]]
-                ) -> dict[int, list[ComplexEvent]]:
-    """The matches a pattern completes in the cascade (``Higher.late``) by the id of the
-    kernel pattern's match each completes at, in order."""
-    out: dict[int, list[ComplexEvent]] = {}
-    for _s, _rows, found, triggers in late:
-        for ce, e in zip(found, triggers, strict=True):
-            out.setdefault(id(e), []).append(ce)
-    return out
 
 
 def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns: bool,
@@ -600,29 +572,19 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     later = list(derived.batches.values())
     # (the cascade's place of a block's rows at a row: after every kernel pattern's matches)
     top = 1 + sum(len(p[1]) for p in plans)
-    # (the matches of the patterns over the kernel patterns' output that complete in the
-    # cascade, per kernel pattern read: cascade._late)
-    late = [(h, s, part) for h in higher for s, *part in h.late]
     plans = [*plans, *((b.new_rows, b.at, b.found, b.commit)
                        for b in [*blocks.values(), *later]),
-             *(plan for _m, plan, _b in derived.patterns), *(h.plan for h in higher),
-             *((np.zeros(0, np.int64), rows, found, _nothing)
-               for _h, _s, (rows, found, _t) in late)]
-    # (per plan the rank of its matches at a row for the ids, then for the output: the input
-    # step's matches in engine order, the blocks' rows; then the cascade's, of the kernel
-    # patterns' matches first — each comes out right after the match it read —, then of the
-    # blocks' rows)
-    ranks = ([((0, m.slot), (m.slot,)) for m in kernels]
-             + [((1, b), (n_m + b, 0)) for b in range(n_b)]
-             + [((2,), (1 << 30,))] * len(later)
-             + [((4, q), (n_m + b, 1 + q)) for q, (_m, _p, b) in enumerate(derived.patterns)]
-             + [((0, h.m.slot), (h.m.slot,)) for h in higher]
-             + [((3, s, h.m.slot), (s, 1 + h.m.slot)) for h, s, _part in late])
+             *(plan for _m, plan, _b in derived.patterns), *(h.plan for h in higher)]
+    ranks = ([(m.slot, (m.slot,)) for m in kernels]
+             + [(n_m + b, (n_m + b, 0)) for b in range(n_b)]
+             + [(n_m + n_b, (1 << 30,))] * len(later)
+             + [(n_m + n_b + 1 + q, (n_m + b, 1 + q))
+                for q, (_m, _p, b) in enumerate(derived.patterns)]
+             + [(h.m.slot, (h.m.slot,)) for h in higher])
     keys = None if not higher else (
         [(0, 0, m.slot, None) for m in kernels] + [(0, 0, 0, None)] * (n_b + len(later))
         + [(1, top + b, m.slot, None) for m, _p, b in derived.patterns]
-        + [(h.phase, h.cp, h.m.slot, h.objs) for h in higher]
-        + [(0, 0, h.m.slot, None) for h, _s, _part in late])
+        + [(h.phase, h.cp, h.m.slot, h.objs) for h in higher])
     planned = ({id(b.runner) for b in later},
                {m.slot for m, _p, _b in derived.patterns} | {h.m.slot for h in higher})
 
@@ -653,15 +615,14 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     replay = _Replay(plans, [per_event(m.name) for m in kernels]
                      + [per_event(b.name) for b in blocks.values()] + [False] * len(later)
                      + [per_event(m.name) for m, _p, _b in derived.patterns]
-                     + [per_event(h.m.name) for h in higher]
-                     + [per_event(h.m.name) for h, _s, _part in late], ranks, bounds, keys)
+                     + [per_event(h.m.name) for h in higher], ranks, bounds, keys)
     for k, b in enumerate([*blocks.values(), *later], n_k):
         b.emit_at = lambda _b, k=k: replay.rows_at(k, counters)
     first2 = n_k + n_b + len(later)
     cascades = {m.slot: replay.step(k, counters)
                 for k, (m, _p, _b) in enumerate(derived.patterns, first2)}
     first3 = first2 + len(derived.patterns)
-    cascades.update((h.m.slot, replay.cascade_step(k, counters, h.late))
+    cascades.update((h.m.slot, replay.cascade_step(k, counters))
                     for k, h in enumerate(higher, first3))
     steps = {m.slot: replay.step(k, counters) for k, m in enumerate(kernels)}
     steps.update((h.m.slot, replay.step(k, counters)) for k, h in enumerate(higher, first3))
