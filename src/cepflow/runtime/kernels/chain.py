@@ -188,22 +188,24 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
         live = bits != 0  # (a row no stage takes: a NaN key at a general step)
         if not live.all():
             positions, bits, key, vidx = positions[live], bits[live], key[live], vidx[live]
-        fbits = None
-        if c.forbids:  # (NOTs: the rows they forbid join the stepped ones, step_chain)
-            positions, bits, key, vidx, fbits = _with_forbidden(
-                positions, bits, key, vidx,
-                *forbid_rows(c, src, type_code, table, engine.program.schemas, filter_cols))
+        fbits = abits = None
+        forbidden = (forbid_rows(c, src, type_code, table, engine.program.schemas, filter_cols)
+                     if c.forbids else None)
         if c.queued:
             n_ev = len(positions)
             stage = np.concatenate([np.log2(bits).astype(np.int64) if n_ev else bits,
                                     np.array(occ_stage, dtype=np.int64)])
             pos = np.concatenate([positions, np.arange(-n_occ, 0, dtype=np.int64)])
             items = np.arange(n_ev + n_occ, dtype=np.int64)
-            pred, complete, waiting = run_chain(k, items, stage, np.concatenate([key, occ_key]),
-                                                pos, n_ev + n_occ)
+            pred, complete, waiting = run_chain(
+                k, items, stage, np.concatenate([key, occ_key]), pos, n_ev + n_occ,
+                None if forbidden is None else _clears(k, *forbidden))
             started = np.flatnonzero(stage[:n_ev] == 0)
         else:
-            if fbits is None:  # (else in row order already: _with_forbidden)
+            if forbidden is not None:  # (NOTs: the rows they forbid join the stepped ones)
+                positions, bits, key, vidx, fbits, abits = _with_forbidden(
+                    positions, bits, key, vidx, *forbidden)
+            else:  # (else in row order already: _with_forbidden)
                 order = np.argsort(positions, kind="stable")
                 positions, bits, key, vidx = (positions[order], bits[order], key[order],
                                               vidx[order])
@@ -219,7 +221,7 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
             else:
                 stage_sets = {b: [st for st in range(k) if b >> st & 1]
                               for b in distinct(bits if fbits is None else
-                                                np.concatenate([bits, fbits])).tolist()}
+                                                np.concatenate([bits, fbits, abits])).tolist()}
                 z = c.zone
                 pred, done, left, begun, timed = step_chain(
                     k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
@@ -228,7 +230,9 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
                      in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
                     c.window, last_ts,
                     None if fbits is None else list(map(stage_sets.__getitem__, fbits.tolist())),
-                    _targets(c, src, type_code, positions) if c.depths else None)
+                    _targets(c, src, type_code, positions) if c.depths else None,
+                    None if abits is None or not abits.any()
+                    else list(map(stage_sets.__getitem__, abits.tolist())))
                 complete = np.array(done, dtype=np.int64)
                 waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
                 started = np.array(begun, dtype=np.int64)
@@ -347,13 +351,28 @@ def _targets(c: Chain, src: Rows, type_code: dict[str, int], positions: np.ndarr
 
 
 
+def _clears(k: int, fpos: np.ndarray, fbits: np.ndarray, fkey: np.ndarray, abits: np.ndarray
+            ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The rows a chain's NOTs forbid (:func:`forbid_rows`) as the numpy queues' clears
+    (kernels.queues.run_chain): per stage, their positions and key codes (-1: of any key)."""
+    out = {}
+    for m in range(1, k):
+        mine, every = (fbits >> m & 1).astype(bool), (abits >> m & 1).astype(bool)
+        if mine.any() or every.any():
+            out[m] = (np.concatenate([fpos[mine], fpos[every]]),
+                      np.concatenate([fkey[mine], np.full(int(every.sum()), -1, np.int64)]))
+    return out
+
+
+
 def _with_forbidden(positions: np.ndarray, bits: np.ndarray, key: np.ndarray,
-                    vidx: np.ndarray, fpos: np.ndarray, fbits: np.ndarray, fkey: np.ndarray
-                    ) -> tuple[np.ndarray, ...]:
+                    vidx: np.ndarray, fpos: np.ndarray, fbits: np.ndarray, fkey: np.ndarray,
+                    abits: np.ndarray) -> tuple[np.ndarray, ...]:
     """A chain's rows (:func:`chain_rows`: positions, stage bits, key codes, value indices)
     joined with the rows its NOTs forbid (:func:`forbid_rows`), in row order: per row its
     stage bits (0: it only forbids), key code, value index (-1 where only forbidden: such a
-    row starts nothing) and forbid bits (0: it forbids nothing)."""
+    row starts nothing), forbid bits (0: it forbids nothing) and bits of the stages it
+    forbids for every key."""
     allpos = distinct(np.concatenate([positions, fpos]))
     n = len(allpos)
     at, fat = np.searchsorted(allpos, positions), np.searchsorted(allpos, fpos)
@@ -366,7 +385,9 @@ def _with_forbidden(positions: np.ndarray, bits: np.ndarray, key: np.ndarray,
     out_vidx[at] = vidx
     out_fbits = np.zeros(n, np.int64)
     out_fbits[fat] = fbits
-    return allpos, out_bits, out_key, out_vidx, out_fbits
+    out_abits = np.zeros(n, np.int64)
+    out_abits[fat] = abits
+    return allpos, out_bits, out_key, out_vidx, out_fbits, out_abits
 
 
 

@@ -150,30 +150,40 @@ def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any
 
 def forbid_rows(c: Any, src: Rows, type_code: Mapping[str, int], table: dict[Any, int],
                 schemas: Any, cols: dict[tuple[str, int], np.ndarray]
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The rows of a batch a keyed chain's NOTs (runtime.shapes.Chain.forbids) forbid: their
     positions, per row a bit mask of the stages whose waiting partial matches of its key it
-    traps (a NOT's filter holding: of several NOTs of its type at a stage, any), and its key's
-    code in ``table`` (:func:`chain_rows`' codes, extended here). A NaN key unifies with
-    nothing, so it forbids nothing (Matcher._forbidden)."""
+    traps (a NOT's filter holding: of several NOTs of its type at a stage, any), its key's
+    code in ``table`` (:func:`chain_rows`' codes, extended here; 0 for a type no keyed NOT
+    or stage reads a key of), and a bit mask of the stages whose partial matches of every
+    key it traps (a NOT of any key, Chain.every_key). A NaN key unifies with nothing, so it
+    forbids nothing of its key (Matcher._forbidden); a NOT of any key binds no key, so its
+    row traps whatever the row's key."""
     codes = src.codes
-    by_type: dict[str, list[tuple[int, Any]]] = {}
+    by_type: dict[str, list[tuple[int, Any, bool]]] = {}
     for m, at in enumerate(c.forbids):
         for t, poss in at.items():
-            by_type.setdefault(t, []).extend((m, p) for p in poss)
-    pos_parts, bits_parts, key_parts = [], [], []
+            every = c.every_key(m, t)
+            by_type.setdefault(t, []).extend((m, p, every) for p in poss)
+    pos_parts, bits_parts, key_parts, all_parts = [], [], [], []
     for t, hits in by_type.items():
         code = type_code.get(t)
         if code is None:
             continue
         idx = np.flatnonzero(codes == code)
         bits = np.zeros(len(idx), dtype=np.int64)
-        for m, p in hits:
+        every_bits = np.zeros(len(idx), dtype=np.int64)
+        for m, p, every in hits:
             mask = filter_rows(p, src, idx, schemas, cols)
-            bits |= (np.int64(1 << m) if mask is None
-                     else mask.astype(np.int64) << m)
+            hit = np.int64(1 << m) if mask is None else mask.astype(np.int64) << m
+            if every:
+                every_bits |= hit
+            else:
+                bits |= hit
         if c.var is None:  # (unkeyed: one key, None)
             key = np.full(len(idx), table.setdefault(None, len(table)), dtype=np.int64)
+        elif t not in c.key_param:  # (only NOTs of any key read it: no key)
+            key = np.zeros(len(idx), dtype=np.int64)
         else:
             local, uniq = src.values(c.key_param[t], idx)
             nan = np.array([v != v for v in uniq], dtype=bool)
@@ -183,10 +193,11 @@ def forbid_rows(c: Any, src: Rows, type_code: Mapping[str, int], table: dict[Any
             key = remap[local] if len(uniq) else np.zeros(0, np.int64)
             if nan.any():
                 bits[nan[local]] = 0
-        keep = bits != 0
+        keep = (bits | every_bits) != 0
         pos_parts.append(idx[keep])
         bits_parts.append(bits[keep])
         key_parts.append(key[keep])
+        all_parts.append(every_bits[keep])
     empty = np.zeros(0, np.int64)
     return tuple(np.concatenate(p) if p else empty  # type: ignore[return-value]
-                 for p in (pos_parts, bits_parts, key_parts))
+                 for p in (pos_parts, bits_parts, key_parts, all_parts))
