@@ -89,6 +89,25 @@ def passing(edge: Any, cols: TypeColumns) -> np.ndarray:
 
 
 
+def key_codes(table: dict[Any, int], uniq: list[Any], local: np.ndarray) -> np.ndarray:
+    """Per row (``local``: its index into ``uniq``, Rows.values) its key's code in ``table``
+    (extended here; equal codes: equal as dict keys), the codes given in the order values
+    first come, as one setdefault per value gives them: the distinct values first, then every
+    value looked up, at C speed."""
+    for v in dict.fromkeys(uniq):
+        table.setdefault(v, len(table))
+    remap = np.fromiter(map(table.__getitem__, uniq), dtype=np.int64, count=len(uniq))
+    return remap[local] if len(remap) else np.zeros(0, np.int64)
+
+
+
+def nan_codes(table: dict[Any, int]) -> np.ndarray:
+    """Per code of :func:`key_codes`' table whether its value is NaN (a value is NaN iff its
+    code's: a NaN unifies with nothing)."""
+    return np.fromiter((v != v for v in table), dtype=bool, count=len(table))
+
+
+
 def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any], schemas: Any,
                cols: dict[tuple[str, int], np.ndarray], every_row: bool = False
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[Any, int]]:
@@ -119,14 +138,10 @@ def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any
         else:
             local, uniq = src.values(c.key_param[t], idx)
         local = np.asarray(local, dtype=np.int64)
-        # (codes in the order values first come, as one setdefault per value gives them:
-        # the distinct values first, then every value looked up)
-        for v in dict.fromkeys(uniq):
-            table.setdefault(v, len(table))
-        remap = np.fromiter(map(table.__getitem__, uniq), dtype=np.int64, count=len(uniq))
+        key = key_codes(table, uniq, local)
         nan = None
-        if len(uniq) and (every_row or sts[-1] > 0):  # (a value is NaN iff its code's)
-            nan = np.array([v != v for v in table], dtype=bool)[remap][local]
+        if len(uniq) and (every_row or sts[-1] > 0):
+            nan = nan_codes(table)[key]
         bits = np.zeros(len(idx), dtype=np.int64)
         for st, p in zip(sts, passes, strict=True):
             if p is None and (nan is None or not st):
@@ -136,7 +151,7 @@ def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any
             if st and nan is not None:
                 take = take & ~nan
             bits |= take.astype(np.int64) << st
-        key_parts.append(remap[local] if len(remap) else np.zeros(0, np.int64))
+        key_parts.append(key)
         vidx_parts.append(local + len(values))
         values.extend(uniq)
         pos_parts.append(idx)
@@ -186,13 +201,9 @@ def forbid_rows(c: Any, src: Rows, type_code: Mapping[str, int], table: dict[Any
             key = np.zeros(len(idx), dtype=np.int64)
         else:
             local, uniq = src.values(c.key_param[t], idx)
-            nan = np.array([v != v for v in uniq], dtype=bool)
-            remap = np.fromiter((table.setdefault(v, len(table)) for v in uniq),
-                                dtype=np.int64, count=len(uniq))
-            local = np.asarray(local, dtype=np.int64)
-            key = remap[local] if len(uniq) else np.zeros(0, np.int64)
-            if nan.any():
-                bits[nan[local]] = 0
+            key = key_codes(table, uniq, np.asarray(local, dtype=np.int64))
+            if len(uniq):
+                bits[nan_codes(table)[key]] = 0
         keep = (bits | every_bits) != 0
         pos_parts.append(idx[keep])
         bits_parts.append(bits[keep])
