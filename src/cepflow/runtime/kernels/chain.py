@@ -26,10 +26,11 @@ a window keep the numpy queues (a filter only drops rows); one type at every sta
 window, every row passing every stage (``T{k}``), is numpy too (kernels.queues.repeat_chain).
 All give the per-event engine's matches, ids, state, timers and statistics
 (tests/runtime/test_chain_kernel_filters.py). NOTs between the stages (their rows trap the
-partial matches of their key waiting in the gap, runtime.kernels.filters.forbid_rows) and
-trees (``A(x) AND B(x)``: a stage per waiting state, each type's step leading to a stage of
-its own, runtime.shapes.Chain.after) go through step_chain too (tests/runtime/
-test_chain_nots.py).
+partial matches of their key — or, a NOT of any key, of every key — waiting in the gap,
+runtime.kernels.filters.forbid_rows) keep the numpy queues where the chain would (the rows
+clear a stage's queue of their key, run_chain's ``clears``), else step_chain; trees (``A(x)
+AND B(x)``: a stage per waiting state, each type's step leading to a stage of its own,
+runtime.shapes.Chain.after) go through step_chain (tests/runtime/test_chain_nots.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The chain kernel's two algorithms over the rows of a batch (kernels.chain says what they
 compute): :func:`run_chain`, the FIFO queues with balking evaluated stage by stage for all keys
-at once in numpy; :func:`repeat_chain`, one type at every stage (``T{k}``) that every row
+at once in numpy (a NOT's rows cut a key's queue into segments, :func:`_cleared`);
+:func:`repeat_chain`, one type at every stage (``T{k}``) that every row
 passes, in numpy too; and :func:`step_chain`, the plain loop over the rows some stage takes
 when a type recurs otherwise or a window expires partial matches."""
 
