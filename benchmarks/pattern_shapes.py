@@ -68,6 +68,8 @@ SHAPES: dict[str, tuple[str, str]] = {
     "and": ("vepl", "complexEvent P(x: Integer) { as A(x, _) AND B(x, _) }"),
     "multiplicity": ("vepl", "complexEvent P(x: Integer) { as A(x, _){3} -> B(x, _) }"),
     "not": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> NOT C(x, _) -> B(x, _) }"),
+    # (a C of any key traps every key's partial matches waiting in the gap)
+    "not_any": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> NOT C(_, _) -> B(x, _) }"),
     "within": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[10 s] }"),
     "filter": ("vepl", "complexEvent P(x: Integer) { as A(x, v) where v > 5 -> B(x, _) }"),
     "immediate": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) "

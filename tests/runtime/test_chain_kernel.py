@@ -76,8 +76,8 @@ def test_batch_equals_event_by_event(p1: A.Pattern, p2: A.Pattern, spec, cuts,
 
 def test_not_a_chain_falls_back_to_events() -> None:
     # (a window over the whole sequence is a chain now: tests/runtime/test_chain_kernel_filters.py;
-    # a NOT of the key too: test_chain_nots.py — one of any key is not)
-    prog = program(A.Fol(at("a", "k"), A.Fol(A.Not(at("c", None)), at("b", "k"))),
+    # a NOT of the key or of any key too: test_chain_nots.py — one after an iteration is not)
+    prog = program(A.Fol(A.Mult(at("a", "k"), "+"), A.Fol(A.Not(at("c", None)), at("b", "k"))),
                    params=("k",), arity=1)
     eng = Engine(prog)
     assert eng._chains is None

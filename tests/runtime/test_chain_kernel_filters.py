@@ -221,9 +221,10 @@ def test_repeated_type_three_stages_by_hand() -> None:
 
 
 def test_not_eligible_forms_fall_back() -> None:
-    """A filter reading a bound variable, a NOT of any key (one of the key is taken:
-    test_chain_nots.py), two windows: the per-event path."""
-    for body in ("A(s, x) -> B(s, _) where v > x", "A(s, _) -> NOT B(_, _) -> A(s, _)",
+    """A filter reading a bound variable, NOTs of one type of the key and of any key at one
+    gap (either alone is taken: test_chain_nots.py), two windows: the per-event path."""
+    for body in ("A(s, x) -> B(s, _) where v > x",
+                 "A(s, _) -> NOT (B(_, _) OR B(s, _)) -> A(s, _)",
                  "(A(s, _) -> B(s, _))[5 ms] -> (A(s, _) -> B(s, _))[5 ms]"):
         prog = compile_module(parse(DECLS + f"complexEvent P(s: Int) {{ as {body} }}"))
         assert Engine(prog)._chains is None, body

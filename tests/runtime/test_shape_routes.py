@@ -43,6 +43,11 @@ EXTRA = {
                               "(B(x, _) OR C(x, _)) }"),
     "not_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> NOT C(x, _) where v < 3 "
                            "-> B(x, _) -> NOT (A(x, _) OR C(x, _)) -> B(x, _))[300 ms] }"),
+    # NOTs of any key: in the numpy queues (two gaps, a stage's type), in a window (step_chain)
+    "not_any_gaps": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> NOT C(_, _) where "
+                             "v > 7 -> B(x, _) -> NOT A(_, _) where v > 8 -> C(x, _) }"),
+    "not_any_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> NOT C(_, _) where "
+                               "v > 6 -> B(x, _))[300 ms] }"),
     "and_three": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> (B(x, _) AND C(x, _) "
                           "AND A(x, _)) }"),
     "and_window": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) AND B(x, _) where v > 4)"

@@ -27,8 +27,9 @@ from cepflow.runtime.shapes import (
 #: a type's entry of CompiledPattern.row_plan (see _row_plan)
 RowStep = tuple[int, tuple[tuple[int, int, Any], ...], int | None, Any, Zone | None, Any]
 #: a type's entry of CompiledPattern.row_forbids: per state it is forbidden at (the token
-#: path's order), ``(state, key param, filters)`` — filters None when the first NOT has none
-ForbidStep = tuple[tuple[int, int, tuple[Any, ...] | None], ...]
+#: path's order), ``(state, key param, filters)`` — key param None when the NOT traps every
+#: key (Chain.every_key), filters None when the first NOT has none
+ForbidStep = tuple[tuple[int, int | None, tuple[Any, ...] | None], ...]
 
 
 class CompiledPattern:
@@ -284,9 +285,10 @@ def _row_forbids(chain: Chain | None, neg_states: dict[str, list[int]]
     """CompiledPattern.row_forbids of a rowed chain (None without a NOT): per forbidden type,
     the states at which it traps the rows of its key, in ``neg_states``' order (the order the
     token path's _negatives visits them), each with the type's key param (-1: an unkeyed
-    chain) and its NOTs' filters, tried in order until one holds (Matcher._forbidden; None
-    for a NOT without a filter, which always holds) — the whole None when the first has none
-    (every event of the type is forbidden, no filter tried)."""
+    chain; None: a NOT of any key, which traps the rows of every key) and its NOTs'
+    filters, tried in order until one holds (Matcher._forbidden; None for a NOT without a
+    filter, which always holds) — the whole None when the first has none (every event of the
+    type is forbidden, no filter tried)."""
     if chain is None or not chain.forbids:
         return None
     stage_of = chain.stage_of()
@@ -294,8 +296,9 @@ def _row_forbids(chain: Chain | None, neg_states: dict[str, list[int]]
     for t, states in neg_states.items():
         steps = []
         for s in states:
-            poss = chain.forbids[stage_of[s]][t]
+            m = stage_of[s]
+            poss = chain.forbids[m][t]
             flts = None if poss[0].filter is None else tuple(p.filter for p in poss)
-            steps.append((s, chain.key_param[t], flts))
+            steps.append((s, None if chain.every_key(m, t) else chain.key_param[t], flts))
         out[t] = tuple(steps)
     return out

@@ -531,7 +531,9 @@ class Matcher(EsperSteps, IntervalClock):
         waiting there are trapped, but the one that has just taken it (its last event is
         this very one, as _forbid's ``th.last is not e``), if a NOT's filter lets it; the
         filter is tried only where such a row waits and the key unifies (not a NaN), as the
-        token path tries it. A trapped row's timer, in a window, fires idle."""
+        token path tries it. A NOT of any key (key param None) traps the rows of every key
+        there, its filter tried where a row of any key waits. A trapped row's timer, in a
+        window, fires idle."""
         rows = self.pending
         if rows.__class__ is not KeyedRows and (rows := self._keyed_rows()) is None:
             self._tokens_step(e, emit)
@@ -540,8 +542,17 @@ class Matcher(EsperSteps, IntervalClock):
             self._row_step(step, e, emit)
         queues = rows.queues
         for s, ki, flts in forbids:
-            key = e.params[ki] if ki >= 0 else None
             by_key = queues[s]
+            if ki is None:  # (of any key: every key's rows, a NaN's too — it binds nothing)
+                hit = [(key, q, [r for r in q if r[2][-1] is e]) for key, q in by_key.items()]
+                hit = [h for h in hit if len(h[2]) < len(h[1])]
+                if not hit or (flts is not None and not any(
+                        f is None or f(e, NO_BINDINGS) for f in flts)):
+                    continue
+                for key, q, keep in hit:
+                    _trap_rows(rows, by_key, key, q, keep)
+                continue
+            key = e.params[ki] if ki >= 0 else None
             q = by_key.get(key)
             if not q or key != key:
                 continue
@@ -549,17 +560,7 @@ class Matcher(EsperSteps, IntervalClock):
             if len(keep) == len(q) or (flts is not None and not any(
                     f is None or f(e, NO_BINDINGS) for f in flts)):
                 continue
-            alive = rows.alive
-            if alive is not None:
-                for r in q:
-                    if r[2][-1] is not e:
-                        del alive[r[0]]
-            rows.n -= len(q) - len(keep)
-            rows._flat = None
-            if keep:
-                by_key[key] = keep
-            else:
-                del by_key[key]
+            _trap_rows(rows, by_key, key, q, keep)
 
     def _context_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """An event for a keyed sequence under immediate or strict (CompiledPattern.
@@ -1350,6 +1351,25 @@ def _runs(threads: list[Thread], waits: tuple[tuple[int, ...], ...]) -> bool:
         and th.zstart == threads[0].zstart and _same(th.bindings, threads[0].bindings)
         and all(x is y for x, y in zip(th.events, deepest, strict=False))
         for i, th in enumerate(threads))
+
+
+def _trap_rows(rows: KeyedRows, by_key: dict[Any, list], key: Any, q: list, keep: list
+               ) -> None:
+    """A NOT's trap at a state (Matcher._forbid_step): the rows ``q`` of ``key`` waiting
+    there (``by_key``) but ``keep`` (those that have just taken the event) leave the rows,
+    and their windows' deadlines go (their timers fire idle)."""
+    alive = rows.alive
+    if alive is not None:
+        kept = {id(r) for r in keep}
+        for r in q:
+            if id(r) not in kept:
+                del alive[r[0]]
+    rows.n -= len(q) - len(keep)
+    rows._flat = None
+    if keep:
+        by_key[key] = keep
+    else:
+        del by_key[key]
 
 
 def _ignored(e: Event, emit: Callable[[ComplexEvent], None]) -> None:

@@ -42,9 +42,10 @@ class Chain:
     extra: tuple[dict[str, tuple[tuple[int, str], ...]], ...] = ()
     #: NOTs between the stages (``A(x) -> NOT C(x) -> B(x)``): per stage m, the event types
     #: forbidden while a partial match waits for it, each with its forbidding positions in
-    #: the automaton's order (each reads only its event and binds the key alone — or nothing,
-    #: in an unkeyed chain — and leads to the trap); () when there are none. Their key
-    #: fields are in ``key_param``
+    #: the automaton's order (each reads only its event and binds the key alone — or nothing:
+    #: in an unkeyed chain, and a NOT of any key, ``NOT C(_, _)``, :meth:`every_key` — and
+    #: leads to the trap); () when there are none. The key fields of the keyed ones are in
+    #: ``key_param``
     forbids: tuple[dict[str, tuple[Any, ...]], ...] = ()
     #: a tree, not a line (``A(x) AND B(x)``: runtime.shapes._tree): per stage — here one
     #: waiting state each, its edges leading to different stages — the events a partial
@@ -80,13 +81,19 @@ class Chain:
         """The event types of the stages, each once, in the order they first come."""
         return tuple(dict.fromkeys(t for alts in self.stages for t in alts))
 
+    def every_key(self, m: int, t: str) -> bool:
+        """Whether the NOTs of type ``t`` at stage ``m`` trap the partial matches of every
+        key (a keyed chain's NOT that binds nothing, ``NOT C(_, _)``), not only of the event's
+        (an unkeyed chain's partial matches are all of one key, None)."""
+        return self.var is not None and not self.forbids[m][t][0].binds
+
     @property
     def queued(self) -> bool:
         """Whether the numpy queue kernel (:func:`run_chain`) applies: each type at one stage
-        and no window (filters only drop rows); else :func:`step_chain` steps the rows."""
+        and no window (filters only drop rows; a NOT's rows clear a queue, run_chain's
+        ``clears``); else :func:`step_chain` steps the rows."""
         n = sum(len(alts) for alts in self.stages)
-        return (self.window is None and len(self.types) == n and not self.forbids
-                and not self.depths)
+        return self.window is None and len(self.types) == n and not self.depths
 
     def stage_of(self) -> dict[int, int]:
         """The stage a partial match waiting at a state waits for."""
@@ -278,10 +285,13 @@ def _forbids(auto: Any, waits: list[tuple[int, ...]], var: str | None,
     NOT), or None when a NOT is not of the form the row step and the kernel mirror: at a
     state a partial match waits in (every state of a stage with the same NOTs), leading to
     the trap (not to a restricted copy), reading only its event, unifying with the key alone
-    (an unkeyed chain: binding nothing) at the field its type's key is read from elsewhere.
-    What the token path does with such a NOT (Matcher._negatives): an event it forbids traps
-    every partial match of its key waiting at the state, but the one that has just taken the
-    event. Its key field is added to ``key_param``."""
+    (an unkeyed chain: binding nothing) at the field its type's key is read from elsewhere —
+    or, in a keyed chain, binding nothing (``NOT C(_, _)``: of any key, Chain.every_key), when
+    every NOT of its type at the state does. What the token path does with such a NOT
+    (Matcher._negatives): an event it forbids traps every partial match of its key (of any
+    key: no variable indexes the state for the type, so _groups gives every bucket, and the
+    NOT unifies with every partial match) waiting at the state, but the one that has just
+    taken the event. A keyed NOT's key field is added to ``key_param``."""
     if not auto.forbids:
         return ()
     if not set(auto.forbids) <= {s for ss in waits[1:] for s in ss}:
@@ -294,12 +304,16 @@ def _forbids(auto: Any, waits: list[tuple[int, ...]], var: str | None,
             return None
         at = auto.forbids.get(group[0], {})
         for t, fs in at.items():
+            if var is not None and len({not f.position.binds for f in fs}) > 1:
+                return None  # (of any key and of the key: the token path tries them by thread)
             for f in fs:
                 pos = f.position
                 if (f.target != TRAP or pos.every or pos.collect is not None
                         or pos.conj is not None or pos.track is not None
                         or (pos.filter is not None and not pos.local)):
                     return None
+                if var is not None and not pos.binds:
+                    continue  # (of any key: it reads no key field)
                 if var is None:
                     if pos.binds:
                         return None

@@ -26,10 +26,11 @@ a window keep the numpy queues (a filter only drops rows); one type at every sta
 window, every row passing every stage (``T{k}``), is numpy too (kernels.queues.repeat_chain).
 All give the per-event engine's matches, ids, state, timers and statistics
 (tests/runtime/test_chain_kernel_filters.py). NOTs between the stages (their rows trap the
-partial matches of their key waiting in the gap, runtime.kernels.filters.forbid_rows) and
-trees (``A(x) AND B(x)``: a stage per waiting state, each type's step leading to a stage of
-its own, runtime.shapes.Chain.after) go through step_chain too (tests/runtime/
-test_chain_nots.py).
+partial matches of their key — or, a NOT of any key, of every key — waiting in the gap,
+runtime.kernels.filters.forbid_rows) keep the numpy queues where the chain would (the rows
+clear a stage's queue of their key, run_chain's ``clears``), else step_chain; trees (``A(x)
+AND B(x)``: a stage per waiting state, each type's step leading to a stage of its own,
+runtime.shapes.Chain.after) go through step_chain (tests/runtime/test_chain_nots.py).
 """
 
 from __future__ import annotations
@@ -343,11 +344,9 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
     live = bits != 0  # (a row no stage takes: a NaN key at a general step)
     if not live.all():
         positions, bits, key, vidx = positions[live], bits[live], key[live], vidx[live]
-    fbits = None
-    if c.forbids:  # (NOTs: the rows they forbid join the stepped ones, step_chain)
-        positions, bits, key, vidx, fbits = _with_forbidden(
-            positions, bits, key, vidx,
-            *forbid_rows(c, src, type_code, table, schemas, filter_cols))
+    fbits = abits = None
+    forbidden = (forbid_rows(c, src, type_code, table, schemas, filter_cols)
+                 if c.forbids else None)
     timed = None
     if c.queued:
         n_ev = len(positions)
@@ -355,11 +354,15 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
                                 np.array(occ_stage, dtype=np.int64)])
         pos = np.concatenate([positions, np.arange(-n_occ, 0, dtype=np.int64)])
         items = np.arange(n_ev + n_occ, dtype=np.int64)
-        pred, complete, waiting = run_chain(k, items, stage, np.concatenate([key, occ_key]),
-                                            pos, n_ev + n_occ)
+        pred, complete, waiting = run_chain(
+            k, items, stage, np.concatenate([key, occ_key]), pos, n_ev + n_occ,
+            None if forbidden is None else _clears(k, *forbidden))
         started = np.flatnonzero(stage[:n_ev] == 0)
     else:
-        if fbits is None:  # (else in row order already: _with_forbidden)
+        if forbidden is not None:  # (NOTs: the rows they forbid join the stepped ones)
+            positions, bits, key, vidx, fbits, abits = _with_forbidden(
+                positions, bits, key, vidx, *forbidden)
+        else:  # (else in row order already: _with_forbidden)
             order = np.argsort(positions, kind="stable")
             positions, bits, key, vidx = (positions[order], bits[order], key[order],
                                           vidx[order])
@@ -374,7 +377,7 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
         else:
             stage_sets = {b: [st for st in range(k) if b >> st & 1]
                           for b in distinct(bits if fbits is None else
-                                            np.concatenate([bits, fbits])).tolist()}
+                                            np.concatenate([bits, fbits, abits])).tolist()}
             z = c.zone
             pred, done, left, begun, timed = step_chain(
                 k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
@@ -383,7 +386,9 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
                  in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
                 c.window, last_ts,
                 None if fbits is None else list(map(stage_sets.__getitem__, fbits.tolist())),
-                _targets(c, src, type_code, positions) if c.depths else None)
+                _targets(c, src, type_code, positions) if c.depths else None,
+                None if abits is None or not abits.any()
+                else list(map(stage_sets.__getitem__, abits.tolist())))
             complete = np.array(done, dtype=np.int64)
             waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
             started = np.array(begun, dtype=np.int64)
@@ -406,13 +411,28 @@ def _targets(c: Chain, src: Rows, type_code: dict[str, int], positions: np.ndarr
 
 
 
+def _clears(k: int, fpos: np.ndarray, fbits: np.ndarray, fkey: np.ndarray, abits: np.ndarray
+            ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The rows a chain's NOTs forbid (:func:`forbid_rows`) as the numpy queues' clears
+    (kernels.queues.run_chain): per stage, their positions and key codes (-1: of any key)."""
+    out = {}
+    for m in range(1, k):
+        mine, every = (fbits >> m & 1).astype(bool), (abits >> m & 1).astype(bool)
+        if mine.any() or every.any():
+            out[m] = (np.concatenate([fpos[mine], fpos[every]]),
+                      np.concatenate([fkey[mine], np.full(int(every.sum()), -1, np.int64)]))
+    return out
+
+
+
 def _with_forbidden(positions: np.ndarray, bits: np.ndarray, key: np.ndarray,
-                    vidx: np.ndarray, fpos: np.ndarray, fbits: np.ndarray, fkey: np.ndarray
-                    ) -> tuple[np.ndarray, ...]:
+                    vidx: np.ndarray, fpos: np.ndarray, fbits: np.ndarray, fkey: np.ndarray,
+                    abits: np.ndarray) -> tuple[np.ndarray, ...]:
     """A chain's rows (:func:`chain_rows`: positions, stage bits, key codes, value indices)
     joined with the rows its NOTs forbid (:func:`forbid_rows`), in row order: per row its
     stage bits (0: it only forbids), key code, value index (-1 where only forbidden: such a
-    row starts nothing) and forbid bits (0: it forbids nothing)."""
+    row starts nothing), forbid bits (0: it forbids nothing) and bits of the stages it
+    forbids for every key."""
     allpos = distinct(np.concatenate([positions, fpos]))
     n = len(allpos)
     at, fat = np.searchsorted(allpos, positions), np.searchsorted(allpos, fpos)
@@ -425,7 +445,9 @@ def _with_forbidden(positions: np.ndarray, bits: np.ndarray, key: np.ndarray,
     out_vidx[at] = vidx
     out_fbits = np.zeros(n, np.int64)
     out_fbits[fat] = fbits
-    return allpos, out_bits, out_key, out_vidx, out_fbits
+    out_abits = np.zeros(n, np.int64)
+    out_abits[fat] = abits
+    return allpos, out_bits, out_key, out_vidx, out_fbits, out_abits
 
 
 

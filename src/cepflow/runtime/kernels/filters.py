@@ -89,6 +89,25 @@ def passing(edge: Any, cols: TypeColumns) -> np.ndarray:
 
 
 
+def key_codes(table: dict[Any, int], uniq: list[Any], local: np.ndarray) -> np.ndarray:
+    """Per row (``local``: its index into ``uniq``, Rows.values) its key's code in ``table``
+    (extended here; equal codes: equal as dict keys), the codes given in the order values
+    first come, as one setdefault per value gives them: the distinct values first, then every
+    value looked up, at C speed."""
+    for v in dict.fromkeys(uniq):
+        table.setdefault(v, len(table))
+    remap = np.fromiter(map(table.__getitem__, uniq), dtype=np.int64, count=len(uniq))
+    return remap[local] if len(remap) else np.zeros(0, np.int64)
+
+
+
+def nan_codes(table: dict[Any, int]) -> np.ndarray:
+    """Per code of :func:`key_codes`' table whether its value is NaN (a value is NaN iff its
+    code's: a NaN unifies with nothing)."""
+    return np.fromiter((v != v for v in table), dtype=bool, count=len(table))
+
+
+
 def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any], schemas: Any,
                cols: dict[tuple[str, int], np.ndarray], every_row: bool = False
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[Any, int]]:
@@ -119,14 +138,10 @@ def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any
         else:
             local, uniq = src.values(c.key_param[t], idx)
         local = np.asarray(local, dtype=np.int64)
-        # (codes in the order values first come, as one setdefault per value gives them:
-        # the distinct values first, then every value looked up)
-        for v in dict.fromkeys(uniq):
-            table.setdefault(v, len(table))
-        remap = np.fromiter(map(table.__getitem__, uniq), dtype=np.int64, count=len(uniq))
+        key = key_codes(table, uniq, local)
         nan = None
-        if len(uniq) and (every_row or sts[-1] > 0):  # (a value is NaN iff its code's)
-            nan = np.array([v != v for v in table], dtype=bool)[remap][local]
+        if len(uniq) and (every_row or sts[-1] > 0):
+            nan = nan_codes(table)[key]
         bits = np.zeros(len(idx), dtype=np.int64)
         for st, p in zip(sts, passes, strict=True):
             if p is None and (nan is None or not st):
@@ -136,7 +151,7 @@ def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any
             if st and nan is not None:
                 take = take & ~nan
             bits |= take.astype(np.int64) << st
-        key_parts.append(remap[local] if len(remap) else np.zeros(0, np.int64))
+        key_parts.append(key)
         vidx_parts.append(local + len(values))
         values.extend(uniq)
         pos_parts.append(idx)
@@ -150,43 +165,50 @@ def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any
 
 def forbid_rows(c: Any, src: Rows, type_code: Mapping[str, int], table: dict[Any, int],
                 schemas: Any, cols: dict[tuple[str, int], np.ndarray]
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The rows of a batch a keyed chain's NOTs (runtime.shapes.Chain.forbids) forbid: their
     positions, per row a bit mask of the stages whose waiting partial matches of its key it
-    traps (a NOT's filter holding: of several NOTs of its type at a stage, any), and its key's
-    code in ``table`` (:func:`chain_rows`' codes, extended here). A NaN key unifies with
-    nothing, so it forbids nothing (Matcher._forbidden)."""
+    traps (a NOT's filter holding: of several NOTs of its type at a stage, any), its key's
+    code in ``table`` (:func:`chain_rows`' codes, extended here; 0 for a type no keyed NOT
+    or stage reads a key of), and a bit mask of the stages whose partial matches of every
+    key it traps (a NOT of any key, Chain.every_key). A NaN key unifies with nothing, so it
+    forbids nothing of its key (Matcher._forbidden); a NOT of any key binds no key, so its
+    row traps whatever the row's key."""
     codes = src.codes
-    by_type: dict[str, list[tuple[int, Any]]] = {}
+    by_type: dict[str, list[tuple[int, Any, bool]]] = {}
     for m, at in enumerate(c.forbids):
         for t, poss in at.items():
-            by_type.setdefault(t, []).extend((m, p) for p in poss)
-    pos_parts, bits_parts, key_parts = [], [], []
+            every = c.every_key(m, t)
+            by_type.setdefault(t, []).extend((m, p, every) for p in poss)
+    pos_parts, bits_parts, key_parts, all_parts = [], [], [], []
     for t, hits in by_type.items():
         code = type_code.get(t)
         if code is None:
             continue
         idx = np.flatnonzero(codes == code)
         bits = np.zeros(len(idx), dtype=np.int64)
-        for m, p in hits:
+        every_bits = np.zeros(len(idx), dtype=np.int64)
+        for m, p, every in hits:
             mask = filter_rows(p, src, idx, schemas, cols)
-            bits |= (np.int64(1 << m) if mask is None
-                     else mask.astype(np.int64) << m)
+            hit = np.int64(1 << m) if mask is None else mask.astype(np.int64) << m
+            if every:
+                every_bits |= hit
+            else:
+                bits |= hit
         if c.var is None:  # (unkeyed: one key, None)
             key = np.full(len(idx), table.setdefault(None, len(table)), dtype=np.int64)
+        elif t not in c.key_param:  # (only NOTs of any key read it: no key)
+            key = np.zeros(len(idx), dtype=np.int64)
         else:
             local, uniq = src.values(c.key_param[t], idx)
-            nan = np.array([v != v for v in uniq], dtype=bool)
-            remap = np.fromiter((table.setdefault(v, len(table)) for v in uniq),
-                                dtype=np.int64, count=len(uniq))
-            local = np.asarray(local, dtype=np.int64)
-            key = remap[local] if len(uniq) else np.zeros(0, np.int64)
-            if nan.any():
-                bits[nan[local]] = 0
-        keep = bits != 0
+            key = key_codes(table, uniq, np.asarray(local, dtype=np.int64))
+            if len(uniq):
+                bits[nan_codes(table)[key]] = 0
+        keep = (bits | every_bits) != 0
         pos_parts.append(idx[keep])
         bits_parts.append(bits[keep])
         key_parts.append(key[keep])
+        all_parts.append(every_bits[keep])
     empty = np.zeros(0, np.int64)
     return tuple(np.concatenate(p) if p else empty  # type: ignore[return-value]
-                 for p in (pos_parts, bits_parts, key_parts))
+                 for p in (pos_parts, bits_parts, key_parts, all_parts))

@@ -24,7 +24,7 @@ import numpy as np
 
 from cepflow.runtime.kernels.filters import chain_rows
 from cepflow.runtime.kernels.frame import Declined
-from cepflow.runtime.kernels.queues import _segments, run_chain
+from cepflow.runtime.kernels.queues import run_chain
 from cepflow.runtime.rows import Rows, distinct
 
 
@@ -73,7 +73,7 @@ def plan_context(pattern: Any, src: Rows, type_code: dict[str, int], values: lis
     vidx = np.concatenate([vidx, occ_vidx])
     if (parted and k == 2 and len(c.types) == 2 and not pattern.context.one_at_a_time
             and c.window is None and all(len(alts) == 1 for alts in c.stages)):
-        return (positions, vidx, *_queued_pairs(bits, key, occ_stage, occ_key, len(table)), [])
+        return (positions, vidx, *_queued_pairs(bits, key, occ_stage, occ_key), [])
     stage_sets = {b: tuple(st for st in range(k) if b >> st & 1)
                   for b in distinct(bits).tolist()}
     w = c.window
@@ -88,38 +88,25 @@ def plan_context(pattern: Any, src: Rows, type_code: dict[str, int], values: lis
             np.array(started, dtype=np.int64), timed)
 
 
-def _queued_pairs(bits: np.ndarray, key: np.ndarray, occ_stage: list[int], occ_key: list[int],
-                  n_codes: int
+def _queued_pairs(bits: np.ndarray, key: np.ndarray, occ_stage: list[int], occ_key: list[int]
                   ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray], np.ndarray]:
     """:func:`step_context` for two stages of distinct types under immediate, partitioned by
     the key, in numpy: every row of the first stage starts a partial match, and a row of the
     second that none waits for finds its key's partition empty (its partial matches all wait
     there), so its noise disposes nothing — only a row that passes no stage (bits 0) does.
-    Between two such rows of a key the partial matches are chronicle's queues
-    (kernels.queues.run_chain), so the key's rows are queued per segment, and what waits in a
-    segment a later noise row of its key closed was disposed."""
+    Between two such rows of a key the partial matches are chronicle's queues, and such a row
+    empties its key's queue: kernels.queues.run_chain with the noise rows as its clears."""
     n, n_occ = len(bits), len(occ_key)
     noise = bits == 0
-    order = np.argsort(key, kind="stable")  # each key's rows, in row order
-    segid, starts = _segments(key[order]) if n else (np.zeros(0, np.int64),) * 2
-    c = np.cumsum(noise[order])
-    seg = np.empty(n, dtype=np.int64)
-    seg[order] = c - (c - noise[order])[starts][segid]  # noise rows of its key up to it
-    span = n + 1
-    live = np.flatnonzero(~noise)
-    occ_k = np.array(occ_key, dtype=np.int64)
-    items = np.concatenate([live, n + np.arange(n_occ, dtype=np.int64)])
+    live, quiet = np.flatnonzero(~noise), np.flatnonzero(noise)
     pred, done, waiting = run_chain(
-        2, items, np.concatenate([bits[live] >> 1, np.array(occ_stage, dtype=np.int64)]),
-        np.concatenate([key[live] * span + seg[live], occ_k * span]),
-        np.concatenate([live, np.arange(-n_occ, 0, dtype=np.int64)]), n + n_occ)
-    closed = np.bincount(key[noise], minlength=n_codes)  # per key: its last segment
-    left = waiting.get(1, np.zeros(0, np.int64))
-    ev = left < n
-    stays = np.empty(len(left), dtype=bool)
-    stays[ev] = seg[left[ev]] == closed[key[left[ev]]]
-    stays[~ev] = closed[occ_k[left[~ev] - n]] == 0
-    return pred, done, {1: left[stays]}, live[bits[live] == 1]
+        2, np.concatenate([live, n + np.arange(n_occ, dtype=np.int64)]),
+        np.concatenate([bits[live] >> 1, np.array(occ_stage, dtype=np.int64)]),
+        np.concatenate([key[live], np.array(occ_key, dtype=np.int64)]),
+        np.concatenate([live, np.arange(-n_occ, 0, dtype=np.int64)]), n + n_occ,
+        {1: (quiet, key[quiet])})
+    return pred, done, {1: waiting.get(1, np.zeros(0, np.int64))}, live[bits[live] == 1]
+
 
 
 def step_context(k: int, stages: list[tuple[int, ...]], key: list[int],

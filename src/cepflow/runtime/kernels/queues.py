@@ -1,13 +1,14 @@
 """The chain kernel's two algorithms over the rows of a batch (kernels.chain says what they
 compute): :func:`run_chain`, the FIFO queues with balking evaluated stage by stage for all keys
-at once in numpy; :func:`repeat_chain`, one type at every stage (``T{k}``) that every row
+at once in numpy (a NOT's rows cut a key's queue into segments, :func:`_cleared`);
+:func:`repeat_chain`, one type at every stage (``T{k}``) that every row
 passes, in numpy too; and :func:`step_chain`, the plain loop over the rows some stage takes
 when a type recurs otherwise or a window expires partial matches."""
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -30,15 +31,28 @@ def _count_in_segment(flag: np.ndarray, segid: np.ndarray, starts: np.ndarray) -
 
 
 
+#: the kinds of a stage's entries at one position, in the order a row's step makes them
+#: (Matcher._general: the event's step, then _negatives): an attempt to move a partial match,
+#: a NOT's clear, the partial match the row has just moved or started (which the clear spares)
+_ATTEMPT, _CLEAR, _ARRIVAL = 0, 1, 2
+
+
+
 def run_chain(k: int, items: np.ndarray, stage: np.ndarray, key: np.ndarray, pos: np.ndarray,
-              n_items: int) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+              n_items: int, clears: Mapping[int, tuple[np.ndarray, np.ndarray]] | None = None
+              ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
     """Queues of one chain over a batch.
 
     ``items``/``stage``/``key``/``pos`` describe the rows: real events (stage = index of their
     type in the chain) and partial matches from before the batch (stage = the state they wait
     in, flagged by a negative ``pos`` that orders them oldest first, before every event).
-    Returns ``pred`` (item -> the item it followed), the completing items, and per state the
-    items left waiting there.
+    ``clears`` (a chain's NOTs, runtime.shapes.Chain.forbids): per stage m, the positions of
+    the rows that trap the partial matches waiting for m and per row its key code (-1: every
+    key's, a NOT of any key) — after the row's own step, sparing the partial match that has
+    just taken the row. A clear empties the key's queue, so each key's arrivals and attempts
+    are queued per segment between its clears, and what waits in a segment a later clear
+    closed was trapped. Returns ``pred`` (item -> the item it followed), the completing
+    items, and per state the items left waiting there.
     """
     pred = np.full(n_items, -1, dtype=np.int64)
     waiting: dict[int, np.ndarray] = {}
@@ -53,16 +67,23 @@ def run_chain(k: int, items: np.ndarray, stage: np.ndarray, key: np.ndarray, pos
         a_items = np.concatenate([items[occ], cur_items])
         a_key = np.concatenate([key[occ], cur_key])
         a_pos = np.concatenate([pos[occ], cur_pos])
+        n_arr, n_att = len(a_items), int(att.sum())
         allk = np.concatenate([a_key, key[att]])
         allp = np.concatenate([a_pos, pos[att]])
         itm = np.concatenate([a_items, items[att]])
-        val = np.concatenate([np.ones(len(a_items), np.int64), -np.ones(int(att.sum()), np.int64)])
+        val = np.concatenate([np.ones(n_arr, np.int64), -np.ones(n_att, np.int64)])
         if len(val) == 0:
             cur_items, cur_key, cur_pos = itm, allk, allp
             continue
-        order = np.lexsort((allp, allk))
-        allk, allp, itm, val = allk[order], allp[order], itm[order], val[order]
-        segid, starts = _segments(allk)
+        cl = clears.get(m) if clears else None
+        if cl is None or not len(cl[0]):
+            order = np.lexsort((allp, allk))
+            allk, allp, itm, val = allk[order], allp[order], itm[order], val[order]
+            segid, starts = _segments(allk)
+            closed = np.zeros(len(starts), dtype=bool)
+        else:
+            allk, allp, itm, val, segid, starts, closed = _cleared(
+                allk, allp, itm, val, n_arr, *cl)
         cs = np.cumsum(val)
         walk = cs - (cs - val)[starts][segid]
         big = len(val) + 2
@@ -74,7 +95,7 @@ def run_chain(k: int, items: np.ndarray, stage: np.ndarray, key: np.ndarray, pos
         before[1:] = level[:-1]
         before[starts] = 0
         is_arr = val > 0
-        success = ~is_arr & (before > 0)
+        success = (val < 0) & (before > 0)
         arr_rank = _count_in_segment(is_arr, segid, starts) - 1
         succ_rank = _count_in_segment(success, segid, starts) - 1
         arr_rows = np.flatnonzero(is_arr)
@@ -83,17 +104,55 @@ def run_chain(k: int, items: np.ndarray, stage: np.ndarray, key: np.ndarray, pos
         paired = arr_rows[arr_before_seg[segid[s_rows]] + succ_rank[s_rows]]
         pred[itm[s_rows]] = itm[paired]
         n_succ = np.bincount(segid[s_rows], minlength=len(starts))
-        left = is_arr & (arr_rank >= n_succ[segid])
+        left = is_arr & (arr_rank >= n_succ[segid]) & ~closed[segid]
         waiting[m] = itm[left]
         cur_items, cur_key, cur_pos = itm[s_rows], allk[s_rows], allp[s_rows]
     return pred, cur_items, waiting
 
 
 
+def _cleared(allk: np.ndarray, allp: np.ndarray, itm: np.ndarray, val: np.ndarray, n_arr: int,
+             cpos: np.ndarray, ckey: np.ndarray) -> tuple[np.ndarray, ...]:
+    """One stage of :func:`run_chain` with clears: its arrivals (the first ``n_arr`` entries)
+    and attempts joined by the keyed clears (item -1, ``val`` 0), sorted by key, then by the
+    clears of every key before them, then by position and kind (:data:`_ATTEMPT`, ...), with
+    a segment per key between its clears; per segment whether a later clear closed it (what
+    waits there was trapped)."""
+    every = ckey < 0
+    glob = np.sort(cpos[every])
+    mine = ~every
+    n_cl = int(mine.sum())
+    kind = np.concatenate([np.full(n_arr, _ARRIVAL, np.int64),
+                           np.full(len(val) - n_arr, _ATTEMPT, np.int64),
+                           np.full(n_cl, _CLEAR, np.int64)])
+    allk = np.concatenate([allk, ckey[mine]])
+    allp = np.concatenate([allp, cpos[mine]])
+    itm = np.concatenate([itm, np.full(n_cl, -1, np.int64)])
+    val = np.concatenate([val, np.zeros(n_cl, np.int64)])
+    # (the clears of every key before an entry: an arrival at a clear's position comes after
+    # it, an attempt or a keyed clear before — the same on the sorted side)
+    epoch = np.where(kind == _ARRIVAL, np.searchsorted(glob, allp, side="right"),
+                     np.searchsorted(glob, allp, side="left"))
+    order = np.lexsort((kind, allp, epoch, allk))
+    allk, allp, itm, val, kind, epoch = (a[order] for a in (allk, allp, itm, val, kind, epoch))
+    new = np.empty(len(val), dtype=bool)
+    new[:1] = True
+    new[1:] = (allk[1:] != allk[:-1]) | (epoch[1:] != epoch[:-1])
+    new |= kind == _CLEAR
+    segid, starts = np.cumsum(new) - 1, np.flatnonzero(new)
+    # (a segment stays open when it is its key's last and no clear of every key followed it)
+    last = np.ones(len(starts), dtype=bool)
+    last[:-1] = allk[starts[1:]] != allk[starts[:-1]]
+    closed = ~last | (epoch[starts] < len(glob))
+    return allk, allp, itm, val, segid, starts, closed
+
+
+
 def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: Sequence[float],
                occupants: Sequence[tuple[int, int, float]], window: float | None, end: float,
                forbid: Sequence[Sequence[int]] | None = None,
-               to: Sequence[dict[int, int]] | None = None
+               to: Sequence[dict[int, int]] | None = None,
+               forbid_all: Sequence[Sequence[int]] | None = None
                ) -> tuple[np.ndarray, list[int], dict[int, list[int]], list[int],
                           list[tuple[int, float]]]:
     """The chain's partial matches stepped row by row (repeated types, windows: the stages
@@ -113,7 +172,8 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
     batch (every start and non-final step in a window sets one, Matcher.schedule_zones; those
     before ``end`` fired): per partial match, its first item (start or occupant) and start.
     ``forbid[i]`` (a chain's NOTs): the stages whose partial matches of the key event ``i``
-    traps after that step (Matcher._negatives), but the one it has just moved or started.
+    traps after that step (Matcher._negatives), but the one it has just moved or started;
+    ``forbid_all[i]`` the same for the partial matches of every key (a NOT of any key).
     ``to[i]`` (a tree, runtime.shapes.Chain.depths): per stage event ``i`` may take (0: the
     start), the stage its partial match waits for next (``k``: it completes); without it a
     partial match goes from stage m to m + 1.
@@ -121,10 +181,10 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
     n, n_occ = len(key), len(occupants)
     pred = np.full(n + n_occ, -1, dtype=np.int64)
     pr = pred.tolist()
-    queues: dict[tuple[int, int], deque[list]] = {}
+    queues: list[dict[int, deque[list]]] = [{} for _ in range(k)]  # per stage, per key
     for j, (st, kc, start) in enumerate(occupants):
         # a partial match: [age, window start, last item, first item]
-        queues.setdefault((kc, st), deque()).append([j, start, n + j, n + j])
+        queues[st].setdefault(kc, deque()).append([j, start, n + j, n + j])
     timed: dict[int, float] = {}  # first item -> window start, of those that set a timer
     age = n_occ
     done: list[int] = []
@@ -137,7 +197,7 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
         for s in sts:
             if not s:
                 continue
-            q = queues.get((kc, s))
+            q = queues[s].get(kc)
             if not q:
                 continue
             while q and q[0][1] + w < t:  # its deadline passed before t (the engine's timer)
@@ -157,9 +217,9 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
                     best[2] = i
                     if window is not None:
                         timed[best[3]] = best[1]
-                    nq = queues.get((kc, nxt))
+                    nq = queues[nxt].get(kc)
                     if nq is None:
-                        nq = queues[kc, nxt] = deque()
+                        nq = queues[nxt][kc] = deque()
                     nq.append(best)
         elif sts and sts[0] == 0:
             started.append(i)
@@ -167,27 +227,39 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
             if nxt == k:
                 done.append(i)
             else:
-                q = queues.get((kc, nxt))
+                q = queues[nxt].get(kc)
                 if q is None:
-                    q = queues[kc, nxt] = deque()
+                    q = queues[nxt][kc] = deque()
                 q.append([age, t, i, i])
                 age += 1
                 if window is not None:
                     timed[i] = t
         if forbid is not None:
             for m in forbid[i]:  # (a NOT: the key's partial matches waiting for stage m)
-                q = queues.get((kc, m))
+                q = queues[m].get(kc)
                 if q:
-                    kept = [tok for tok in q if tok[2] == i]  # (it has just taken i)
-                    q.clear()
-                    q.extend(kept)
+                    _spare(q, i)
+        if forbid_all is not None:
+            for m in forbid_all[i]:  # (a NOT of any key: every key's, waiting for stage m)
+                for q in queues[m].values():
+                    _spare(q, i)
     waiting: dict[int, list[tuple[int, int]]] = {}
-    for (_, s), q in queues.items():
-        waiting.setdefault(s, []).extend((tok[0], tok[2]) for tok in q
-                                         if not (tok[1] + w < end))
+    for s, by_key in enumerate(queues):
+        for q in by_key.values():
+            waiting.setdefault(s, []).extend((tok[0], tok[2]) for tok in q
+                                             if not (tok[1] + w < end))
     pred[:] = pr
     return (pred, done, {s: [it for _, it in sorted(v)] for s, v in waiting.items()}, started,
             [(it, start) for it, start in timed.items() if not (start + w < end)])
+
+
+
+def _spare(q: deque[list], i: int) -> None:
+    """A NOT's trap of a queue of :func:`step_chain` at item ``i``: only the partial match
+    that has just taken ``i`` stays."""
+    kept = [tok for tok in q if tok[2] == i]
+    q.clear()
+    q.extend(kept)
 
 
 
