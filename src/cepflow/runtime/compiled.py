@@ -231,7 +231,11 @@ class CompiledPattern:
                 if (edge.position.filter is not None or edge.enters or edge.exits
                         or s in auto.forbids or zones.get(s)
                         or edge.position.zones
-                        or any(v != kt[1] for _, v in edge.position.binds)):
+                        or any(v != kt[1] for _, v in edge.position.binds)
+                        # (the token moves in place, kept in its key's bucket: the target
+                        # must wait on that same variable — `(b(x) -> a(y)){2}` waits on y
+                        # after its second b)
+                        or (not edge.final and self.key_var.get(edge.target) != kt[1])):
                     break
                 entries.append((s, kt[0], edge))
             else:
