@@ -1,0 +1,197 @@
+"""The pair kernel's guard that opens at a later stage (runtime/kernels/pair.py,
+``EsperPair.zone_at``; runtime.shapes._guard): ``every a = A(f) -> b = B(g, key) -> c = C(h,
+key) where timer:within(Δ)`` — Esper's ``where`` binds tighter than ``->``, so the guard is
+``c``'s alone and its window opens at ``b``'s event — and generally a window opened by the
+event of stage ``at`` around the stages after it (``every a -> b -> (c -> d) where
+timer:within(Δ)``). An instance waits for the stages up to ``at`` without a deadline; from
+there each later stage must come less than Δ after the event of stage ``at``.
+
+Over random chains of two to four stages with the window opening at each stage, filters,
+keys that unify across types, windows of 1, 3 and 10 ms (and none), select lists, and random
+streams, the kernel equals the per-event general token path: complex events (parameters,
+parts, bindings, ids) in order, rule firings, statistics, open instances and saved state —
+through ``Engine.process_batch`` with batches cut anywhere and single events between,
+``Engine.run`` with a save/restore in the middle, ``Engine.process_columns`` over event
+lists and Arrow batches (the rows written too), ``advance_to`` after a batch, and the program
+split beside statements no kernel takes."""
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from tests.esper.test_esper_alternatives import C_SCHEMA, TYPES, check_arrow, check_run, stream
+from tests.esper.test_esper_kernel import FILTERS, SCHEMA, check, events, rows
+from tests.esper.test_split import OTHERS, WINDOW_BLOCKS, check_split, check_time_passing, program
+
+from cepflow.language.epl import parse_epl
+from cepflow.loader import load_module
+from cepflow.runtime.engine import Engine
+
+WINDOWS = [" where timer:within(3 msec)", " where timer:within(1 msec)",
+           " where timer:within(10 milliseconds)", ""]
+
+
+def written(tags: str, types: list[str], filters: list[str], at: int, within: str,
+            select: str = "", name: str = "P", parens: bool = True) -> str:
+    """The statement ``every a = T(f) -> … -> (x = T(g) -> …) <within>`` whose window opens
+    at the event of stage ``at`` (the stages after it in parentheses; ``parens`` False for a
+    last stage alone, written bare as the benchmark's shape is)."""
+    steps = [f"{t} = {ty}({f})" for t, ty, f in zip(tags, types, filters, strict=True)]
+    head, tail = steps[:at + 1], steps[at + 1:]
+    if within:
+        inner = " -> ".join(tail)
+        tail = [f"({inner}){within}" if parens or len(tail) > 1 else f"{inner}{within}"]
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every "
+            f"{' -> '.join(head + tail)}];\n")
+
+
+@st.composite
+def guarded(draw: st.DrawFn) -> str:
+    """A chain of two to four stages on one key (a pair may have none) whose window opens at
+    a random stage's event."""
+    n = draw(st.sampled_from([2, 3, 3, 4]))
+    tags = "abcd"[:n]
+    keyed = n > 2 or draw(st.booleans())
+    within = draw(st.sampled_from(WINDOWS))
+    at = draw(st.integers(0, n - 2))
+    types, filters = [], []
+    for j, tag in enumerate(tags):
+        types.append(draw(st.sampled_from(TYPES)))
+        f = draw(st.sampled_from(FILTERS)).format(a=tag)
+        if j and keyed:
+            k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
+            f = f"({f}) and {k}" if f else k
+        filters.append(f)
+    last, second = tags[-1], tags[1]
+    select = draw(st.sampled_from([
+        "", f"select a.v as av, {last}.x as lx, current_timestamp() as t, {second}.k as key ",
+        f"select a.v + {last}.v as total, {second}.s as s, 'lit' as c "]))
+    return written(tags, types, filters, at, within, select, draw(st.sampled_from(["P", "Q"])),
+                   draw(st.booleans()))
+
+
+def zone_at(stmt: str) -> int:
+    """The stage whose event opens the statement's window, asserting the pair kernel takes it."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    engine = Engine(prog)
+    assert engine._pairs is not None, stmt
+    return engine.matchers[0].pattern.pair.zone_at
+
+
+#: the benchmark's shape (esper_chain_guard), keyed, with a 10 ms window
+CHAIN_GUARD = written("abc", ["A", "B", "C"], ["", "k = a.k", "k = a.k"], 1,
+                      " where timer:within(10 msec)", "select a.k as k, b.v as bv ",
+                      parens=False)
+# hand-derived: A(0)@0 waits for its B with no deadline; B(0)@50 opens the window, C(0)@55 is
+# 5 ms after it (55 ms after A: a window opened at A would have closed), so (e0, e1, e2) at 55;
+# A(1)@56, B(1)@57, C(1)@67 is exactly 10 ms after B: too late (Esper's timer fires first);
+# the C(0)@67 completes nothing (the instance of key 0 completed, a new A(0) came never)
+PINNED = [("A", 0, 1, 0.0, 0), ("B", 0, 7, 0.7, 50), ("C", 0, 2, 0.7, 5),
+          ("A", 1, 1, 0.0, 1), ("B", 1, 3, 0.7, 1), ("C", 1, 2, 0.7, 10), ("C", 0, 2, 0.7, 0)]
+# (two instances of one key: A(0)@0, A(0)@1, B(0)@2 moves both into the window at 2, C(0)@5
+# completes both, oldest first; a B(0)@20 after it opens nothing: no instance waits)
+PINNED_TWO = [("A", 0, 1, 0.0, 0), ("A", 0, 2, 0.0, 1), ("B", 0, 7, 0.7, 1),
+              ("C", 0, 2, 0.7, 3), ("B", 0, 2, 0.7, 15)]
+
+
+def test_the_guard_opens_at_its_stage() -> None:
+    """The benchmark's shape matches as worked out by hand: the window opens at ``b``."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + CHAIN_GUARD))
+    for spec, want in [(PINNED, [("P", 55, ("e0", "e1", "e2"), "(0, 7)")]),
+                       (PINNED_TWO, [("P", 5, ("e0", "e2", "e3"), "(0, 7)"),
+                                     ("P", 5, ("e1", "e2", "e3"), "(0, 7)")])]:
+        for engine in (Engine(prog), Engine(prog, fast_path=False)):
+            got = engine.process_batch(events(spec))
+            assert [(m.type, m.ts, tuple(m.event_refs), repr(m.params)) for m in got] == want
+    assert zone_at(CHAIN_GUARD) == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(guarded(), min_size=1, max_size=2), stream([0, 1, 2]),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+@example([CHAIN_GUARD], PINNED, [2], 0)
+@example([CHAIN_GUARD], PINNED, [5], 1)
+@example([CHAIN_GUARD], PINNED_TWO, [3], 0)
+def test_guarded_chains_equal_event_by_event(stmts, spec, cuts, tail) -> None:
+    """Batches cut anywhere (single events between them, per-event steps after), the column
+    route over event lists, rules firing: as the general token path."""
+    names = [s.split("'")[1] for s in stmts]
+    if len(set(names)) != len(names):
+        stmts = stmts[:1]
+    for s in stmts:
+        zone_at(s)
+    check(C_SCHEMA + "".join(stmts), spec, cuts, tail)
+
+
+@settings(max_examples=60, deadline=None)
+@given(guarded(), stream([0, 1, 2, 1.0, True, "1", None, float("nan")]),
+       st.lists(st.integers(0, 70), max_size=2), st.integers(0, 5))
+def test_guarded_chains_with_mixed_keys(stmt, spec, cuts, tail) -> None:
+    """Keys that unify across types (1, 1.0, True), text, None and NaN (which unifies with
+    nothing: that batch goes event by event)."""
+    check(C_SCHEMA + stmt, spec, cuts, tail)
+
+
+@settings(max_examples=100, deadline=None)
+@given(guarded(), stream([0, 1, 2]), st.integers(1, 30), st.integers(0, 70),
+       st.lists(st.integers(0, 70), max_size=3))
+@example(CHAIN_GUARD, PINNED, 2, 3, [4])
+def test_guarded_chains_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
+    """``Engine.run`` in batches with a save/restore in the middle, and Arrow batches through
+    ``Engine.process_columns`` (the rows written column-wise too): as event by event."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    assert Engine(prog)._pairs is not None
+    check_run(prog, spec, batch, restore_at)
+    check_arrow(prog, spec, cuts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(guarded(), stream([0, 1, 2]), st.sampled_from([0, 1, 2, 3, 9, 10, 11, 100]))
+@example(CHAIN_GUARD, PINNED[:2], 10)
+@example(CHAIN_GUARD, PINNED_TWO, 7)
+def test_guarded_chains_time_passing_after_a_batch(stmt, spec, later) -> None:
+    """One batch, then ``advance_to`` past its last event: the windows opened in the batch
+    (and the idle timers of the instances that completed) move the clock as per event."""
+    check_time_passing(load_module(parse_epl(SCHEMA + C_SCHEMA + stmt)), spec, later)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(guarded(), min_size=1, max_size=2),
+       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
+                min_size=1, max_size=2, unique=True),
+       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_guarded_chains_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes (over the input and over these statements'
+    output): the program split plans them column-wise, as event by event."""
+    check_split(program([C_SCHEMA + stmts[0], *stmts[1:]], others), spec, cuts, restore_at)
+
+
+def test_what_the_guard_declines() -> None:
+    """A window opened at a later stage is the pair kernel's; these stay per event."""
+    for s, at in [("every a = A -> b = B(k = a.k) -> c = C(k = a.k) where timer:within(1 sec)",
+                   1),
+                  ("every a = A -> b = B(k = a.k) -> (c = C(k = a.k) -> d = A(k = a.k)) "
+                   "where timer:within(1 sec)", 1),
+                  ("every a = A -> b = B(k = a.k) -> c = C(k = a.k) -> d = A(k = a.k) "
+                   "where timer:within(1 sec)", 2),
+                  ("every a = A -> (b = B(k = a.k) -> c = C(k = a.k)) "
+                   "where timer:within(1 sec)", 0),
+                  # (a guard on the alternatives alone, after a chain)
+                  ("every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = A(k = a.k)) "
+                   "where timer:within(1 sec)", 1)]:
+        assert zone_at(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n") == at, s
+    for s in [
+        # (a window around a middle stage: left before the last, at c's edge)
+        "every a = A -> (b = B(k = a.k) where timer:within(1 sec)) -> c = C(k = a.k)",
+        # (a window of 0 opened at a later stage: its deadline at a batch's last row)
+        "every a = A -> b = B(k = a.k) -> c = C(k = a.k) where timer:within(0 msec)",
+        # (a chain on no key)
+        "every a = A -> b = B -> c = C where timer:within(1 sec)",
+    ]:
+        prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
+                                     f"from pattern [{s}];\n"))
+        assert Engine(prog)._pairs is None, s
+    # the general path's own answer for the window of 0 (nothing completes: a C can never
+    # come less than 0 ms after its B), so declining loses no match
+    prog = load_module(parse_epl(
+        SCHEMA + C_SCHEMA + "@Name('P')\ninsert into P\nfrom pattern [every a = A -> b = B(k "
+        "= a.k) -> c = C(k = a.k) where timer:within(0 msec)];\n"))
+    assert rows(Engine(prog).process_batch(events(PINNED_TWO))) == []
