@@ -24,6 +24,7 @@ from tests.esper.test_split import OTHERS, WINDOW_BLOCKS, check_split, check_tim
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
+from cepflow.runtime.state import save_state
 
 WINDOWS = [" where timer:within(3 msec)", " where timer:within(1 msec)",
            " where timer:within(10 milliseconds)", ""]
@@ -55,7 +56,8 @@ def guarded(draw: st.DrawFn) -> str:
     types, filters = [], []
     for j, tag in enumerate(tags):
         types.append(draw(st.sampled_from(TYPES)))
-        f = draw(st.sampled_from(FILTERS)).format(a=tag)
+        # (no filter half the time: instances then go far enough to cross batches)
+        f = draw(st.sampled_from(["", *FILTERS])).format(a=tag)
         if j and keyed:
             k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
             f = f"({f}) and {k}" if f else k
@@ -92,6 +94,18 @@ PINNED_TWO = [("A", 0, 1, 0.0, 0), ("A", 0, 2, 0.0, 1), ("B", 0, 7, 0.7, 1),
               ("C", 0, 2, 0.7, 3), ("B", 0, 2, 0.7, 15)]
 
 
+#: four stages, the window opening at c's event (which a later batch brings: the token that
+#: waited for it from an earlier batch gets its window and timer there): A(0)@0, B(0)@1,
+#: C(0)@3 opens the window, so the d = A(0)@13 is exactly 10 ms late (no match; the instance
+#: expired at 13 before it) and begins an instance of its own
+FOUR = written("abcd", ["A", "B", "C", "A"], ["", "k = a.k", "k = a.k", "k = a.k"], 2,
+               " where timer:within(10 msec)", "select a.k as k, d.v as dv ")
+FOUR_STREAM = [("A", 0, 1, 0.0, 0), ("B", 0, 1, 0.0, 1), ("A", 1, 1, 0.0, 1),
+               ("C", 0, 1, 0.0, 1), ("A", 1, 1, 0.0, 1), ("A", 0, 5, 0.0, 9)]
+#: the same with the d 9 ms after the C: a match at 12, (e0, e1, e3, e5)
+FOUR_IN_TIME = [*FOUR_STREAM[:5], ("A", 0, 5, 0.0, 8)]
+
+
 def test_the_guard_opens_at_its_stage() -> None:
     """The benchmark's shape matches as worked out by hand: the window opens at ``b``."""
     prog = load_module(parse_epl(SCHEMA + C_SCHEMA + CHAIN_GUARD))
@@ -102,6 +116,12 @@ def test_the_guard_opens_at_its_stage() -> None:
             got = engine.process_batch(events(spec))
             assert [(m.type, m.ts, tuple(m.event_refs), repr(m.params)) for m in got] == want
     assert zone_at(CHAIN_GUARD) == 1
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + FOUR))
+    for spec, want in [(FOUR_STREAM, []), (FOUR_IN_TIME, [("P", 12, ("e0", "e1", "e3", "e5"),
+                                                          "(0, 5)")])]:
+        for engine in (Engine(prog), Engine(prog, fast_path=False)):
+            got = engine.process_batch(events(spec))
+            assert [(m.type, m.ts, tuple(m.event_refs), repr(m.params)) for m in got] == want
 
 
 @settings(max_examples=150, deadline=None)
@@ -110,6 +130,9 @@ def test_the_guard_opens_at_its_stage() -> None:
 @example([CHAIN_GUARD], PINNED, [2], 0)
 @example([CHAIN_GUARD], PINNED, [5], 1)
 @example([CHAIN_GUARD], PINNED_TWO, [3], 0)
+@example([FOUR], FOUR_STREAM, [2, 4], 1)
+@example([FOUR], FOUR_IN_TIME, [2, 4], 1)
+@example([FOUR], FOUR_STREAM, [2], 2)
 def test_guarded_chains_equal_event_by_event(stmts, spec, cuts, tail) -> None:
     """Batches cut anywhere (single events between them, per-event steps after), the column
     route over event lists, rules firing: as the general token path."""
@@ -151,6 +174,29 @@ def test_guarded_chains_time_passing_after_a_batch(stmt, spec, later) -> None:
     """One batch, then ``advance_to`` past its last event: the windows opened in the batch
     (and the idle timers of the instances that completed) move the clock as per event."""
     check_time_passing(load_module(parse_epl(SCHEMA + C_SCHEMA + stmt)), spec, later)
+
+
+@settings(max_examples=100, deadline=None)
+@given(guarded(), stream([0, 1]), st.integers(0, 70), st.sampled_from([0, 1, 3, 9, 10, 100]))
+@example(FOUR, FOUR_STREAM, 2, 0)
+# (the token of e0 waits for its c from the first batch, takes it and its d in the second:
+# its deadline, 13, fires idle when time passes it — the clock reads 13, not 5)
+@example(FOUR, [*FOUR_STREAM[:4], ("A", 0, 1, 0.0, 1)], 2, 10)
+def test_guarded_chains_time_passing_after_batches(stmt, spec, cut, later) -> None:
+    """Two batches with one event between them (the pending rows become tokens there), then
+    ``advance_to``: the tokens whose windows opened or that completed in the second batch —
+    their timers (idle for those that completed) — move the clock as the token path's."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    evs = events(spec)
+    cut = min(cut, len(evs))
+    end = (evs[-1].ts if evs else 0) + later
+    batch, ref = Engine(prog), Engine(prog, fast_path=False)
+    got = (batch.process_batch(evs[:cut]) + (batch.process(evs[cut]) if cut < len(evs) else [])
+           + batch.process_batch(evs[cut + 1:]) + batch.advance_to(end))
+    want = [m for e in events(spec) for m in ref.process(e)] + ref.advance_to(end)
+    assert rows(got) == rows(want)
+    assert save_state(batch) == save_state(ref)
+    assert batch.stats == ref.stats
 
 
 @settings(max_examples=60, deadline=None)
