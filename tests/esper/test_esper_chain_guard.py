@@ -31,28 +31,36 @@ WINDOWS = [" where timer:within(3 msec)", " where timer:within(1 msec)",
 
 
 def written(tags: str, types: list[str], filters: list[str], at: int, within: str,
-            select: str = "", name: str = "P", parens: bool = True) -> str:
-    """The statement ``every a = T(f) -> … -> (x = T(g) -> …) <within>`` whose window opens
-    at the event of stage ``at`` (the stages after it in parentheses; ``parens`` False for a
-    last stage alone, written bare as the benchmark's shape is)."""
+            select: str = "", name: str = "P", parens: bool = True, to: int | None = None
+            ) -> str:
+    """The statement ``every a = T(f) -> … -> (x = T(g) -> …) <within> [-> …]`` whose
+    window opens at the event of stage ``at`` and holds the stages up to ``to`` (the last
+    without; ``parens`` False for a last stage alone, written bare as the benchmark's shape
+    is; ``((x = T(g) -> …) <within>) -> y = …`` when ``to`` is before the last)."""
     steps = [f"{t} = {ty}({f})" for t, ty, f in zip(tags, types, filters, strict=True)]
-    head, tail = steps[:at + 1], steps[at + 1:]
+    to = len(steps) - 1 if to is None else to
+    head, mid, tail = steps[:at + 1], steps[at + 1:to + 1], steps[to + 1:]
     if within:
-        inner = " -> ".join(tail)
-        tail = [f"({inner}){within}" if parens or len(tail) > 1 else f"{inner}{within}"]
+        inner = " -> ".join(mid)
+        mid = [f"({inner}){within}" if parens or len(mid) > 1 else f"{inner}{within}"]
+        if tail:
+            mid = [f"({mid[0]})"]
     return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every "
-            f"{' -> '.join(head + tail)}];\n")
+            f"{' -> '.join(head + mid + tail)}];\n")
 
 
 @st.composite
 def guarded(draw: st.DrawFn) -> str:
     """A chain of two to four stages on one key (a pair may have none) whose window opens at
-    a random stage's event."""
+    a random stage's event and ends at a later one (the last, or one before it)."""
     n = draw(st.sampled_from([2, 3, 3, 4]))
     tags = "abcd"[:n]
     keyed = n > 2 or draw(st.booleans())
     within = draw(st.sampled_from(WINDOWS))
     at = draw(st.integers(0, n - 2))
+    to = draw(st.integers(at + 1, n - 1))
+    if at == 0 and draw(st.integers(0, 4)) == 0:  # (a window of 0: from a only)
+        within = " where timer:within(0 msec)"
     types, filters = [], []
     for j, tag in enumerate(tags):
         types.append(draw(st.sampled_from(TYPES)))
@@ -67,15 +75,22 @@ def guarded(draw: st.DrawFn) -> str:
         "", f"select a.v as av, {last}.x as lx, current_timestamp() as t, {second}.k as key ",
         f"select a.v + {last}.v as total, {second}.s as s, 'lit' as c "]))
     return written(tags, types, filters, at, within, select, draw(st.sampled_from(["P", "Q"])),
-                   draw(st.booleans()))
+                   draw(st.booleans()), to)
 
 
 def zone_at(stmt: str) -> int:
     """The stage whose event opens the statement's window, asserting the pair kernel takes it."""
+    return window_of(stmt)[0]
+
+
+def window_of(stmt: str) -> tuple[int, int | None]:
+    """The stages where the statement's window opens and ends (EsperPair.zone_at, zone_to),
+    asserting the pair kernel takes it."""
     prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
     engine = Engine(prog)
     assert engine._pairs is not None, stmt
-    return engine.matchers[0].pattern.pair.zone_at
+    pr = engine.matchers[0].pattern.pair
+    return pr.zone_at, pr.zone_to
 
 
 #: the benchmark's shape (esper_chain_guard), keyed, with a 10 ms window
@@ -106,6 +121,21 @@ FOUR_STREAM = [("A", 0, 1, 0.0, 0), ("B", 0, 1, 0.0, 1), ("A", 1, 1, 0.0, 1),
 FOUR_IN_TIME = [*FOUR_STREAM[:5], ("A", 0, 5, 0.0, 8)]
 
 
+#: a window around a middle stage: b within 10 ms of a, c any time after b
+MIDDLE = written("abc", ["A", "B", "C"], ["", "k = a.k", "k = a.k"], 0,
+                 " where timer:within(10 msec)", "select a.k as k, b.v as bv ", to=1)
+# hand-derived: A(0)@0, B(0)@5 in its window, A(1)@6, C(0)@100 completes e0 long after the
+# window (the deadline at 10 left it waiting for its c): (e0, e1, e3) at 100; B(1)@116 is
+# past e2's deadline (16: expired), so C(1)@120 completes nothing
+MIDDLE_STREAM = [("A", 0, 1, 0.0, 0), ("B", 0, 7, 0.7, 5), ("A", 1, 1, 0.0, 1),
+                 ("C", 0, 2, 0.7, 94), ("B", 1, 3, 0.7, 16), ("C", 1, 2, 0.7, 4)]
+
+#: four stages, the window around b alone: after c an instance waits for its d with no
+#: deadline, its window's timer still to fire (idle)
+MIDDLE4 = written("abcd", ["A", "B", "C", "A"], ["", "k = a.k", "k = a.k", "k = a.k"], 0,
+                  " where timer:within(10 msec)", to=1)
+
+
 def test_the_guard_opens_at_its_stage() -> None:
     """The benchmark's shape matches as worked out by hand: the window opens at ``b``."""
     prog = load_module(parse_epl(SCHEMA + C_SCHEMA + CHAIN_GUARD))
@@ -116,6 +146,12 @@ def test_the_guard_opens_at_its_stage() -> None:
             got = engine.process_batch(events(spec))
             assert [(m.type, m.ts, tuple(m.event_refs), repr(m.params)) for m in got] == want
     assert zone_at(CHAIN_GUARD) == 1
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + MIDDLE))
+    assert window_of(MIDDLE) == (0, 1)
+    for engine in (Engine(prog), Engine(prog, fast_path=False)):
+        got = engine.process_batch(events(MIDDLE_STREAM))
+        assert [(m.type, m.ts, tuple(m.event_refs), repr(m.params)) for m in got] == [
+            ("P", 100, ("e0", "e1", "e3"), "(0, 7)")]
     prog = load_module(parse_epl(SCHEMA + C_SCHEMA + FOUR))
     for spec, want in [(FOUR_STREAM, []), (FOUR_IN_TIME, [("P", 12, ("e0", "e1", "e3", "e5"),
                                                           "(0, 5)")])]:
@@ -133,6 +169,8 @@ def test_the_guard_opens_at_its_stage() -> None:
 @example([FOUR], FOUR_STREAM, [2, 4], 1)
 @example([FOUR], FOUR_IN_TIME, [2, 4], 1)
 @example([FOUR], FOUR_STREAM, [2], 2)
+@example([MIDDLE], MIDDLE_STREAM, [2, 4], 1)
+@example([MIDDLE], MIDDLE_STREAM, [3], 0)
 def test_guarded_chains_equal_event_by_event(stmts, spec, cuts, tail) -> None:
     """Batches cut anywhere (single events between them, per-event steps after), the column
     route over event lists, rules firing: as the general token path."""
@@ -169,6 +207,11 @@ def test_guarded_chains_saved_and_restored(stmt, spec, batch, restore_at, cuts) 
 @settings(max_examples=100, deadline=None)
 @given(guarded(), stream([0, 1, 2]), st.sampled_from([0, 1, 2, 3, 9, 10, 11, 100]))
 @example(CHAIN_GUARD, PINNED[:2], 10)
+@example(MIDDLE, MIDDLE_STREAM[:2], 6)
+# (e0 left its window at c, 6, and waits for its d: its deadline, 10, fires idle — the clock
+# reads 10 after time passes 15)
+@example(MIDDLE4, [*MIDDLE_STREAM[:2], ("C", 0, 2, 0.7, 1)], 9)
+@example(MIDDLE, [*MIDDLE_STREAM[:2], ("C", 0, 2, 0.7, 1)], 6)
 @example(CHAIN_GUARD, PINNED_TWO, 7)
 def test_guarded_chains_time_passing_after_a_batch(stmt, spec, later) -> None:
     """One batch, then ``advance_to`` past its last event: the windows opened in the batch
@@ -182,6 +225,10 @@ def test_guarded_chains_time_passing_after_a_batch(stmt, spec, later) -> None:
 # (the token of e0 waits for its c from the first batch, takes it and its d in the second:
 # its deadline, 13, fires idle when time passes it — the clock reads 13, not 5)
 @example(FOUR, [*FOUR_STREAM[:4], ("A", 0, 1, 0.0, 1)], 2, 10)
+# (e0's window, opened at 0, holds its b at 5 and is left by its c at 100: its deadline, 10,
+# fires idle after the second batch, whose b it took)
+@example(MIDDLE, MIDDLE_STREAM[:2], 1, 9)
+@example(MIDDLE, [*MIDDLE_STREAM[:2], ("C", 0, 2, 0.7, 1)], 1, 9)
 def test_guarded_chains_time_passing_after_batches(stmt, spec, cut, later) -> None:
     """Two batches with one event between them (the pending rows become tokens there), then
     ``advance_to``: the tokens whose windows opened or that completed in the second batch —
@@ -211,26 +258,36 @@ def test_guarded_chains_in_the_split(stmts, others, spec, cuts, restore_at) -> N
 
 
 def test_what_the_guard_declines() -> None:
-    """A window opened at a later stage is the pair kernel's; these stay per event."""
-    for s, at in [("every a = A -> b = B(k = a.k) -> c = C(k = a.k) where timer:within(1 sec)",
-                   1),
-                  ("every a = A -> b = B(k = a.k) -> (c = C(k = a.k) -> d = A(k = a.k)) "
-                   "where timer:within(1 sec)", 1),
-                  ("every a = A -> b = B(k = a.k) -> c = C(k = a.k) -> d = A(k = a.k) "
-                   "where timer:within(1 sec)", 2),
-                  ("every a = A -> (b = B(k = a.k) -> c = C(k = a.k)) "
-                   "where timer:within(1 sec)", 0),
-                  # (a guard on the alternatives alone, after a chain)
-                  ("every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = A(k = a.k)) "
-                   "where timer:within(1 sec)", 1)]:
-        assert zone_at(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n") == at, s
+    """Windows opened at a later stage or ending before the last are the pair kernel's; these
+    stay per event."""
+    for s, window in [
+            ("every a = A -> b = B(k = a.k) -> c = C(k = a.k) where timer:within(1 sec)",
+             (1, None)),
+            ("every a = A -> b = B(k = a.k) -> (c = C(k = a.k) -> d = A(k = a.k)) "
+             "where timer:within(1 sec)", (1, None)),
+            ("every a = A -> b = B(k = a.k) -> c = C(k = a.k) -> d = A(k = a.k) "
+             "where timer:within(1 sec)", (2, None)),
+            ("every a = A -> (b = B(k = a.k) -> c = C(k = a.k)) where timer:within(1 sec)",
+             (0, None)),
+            # (a guard on the alternatives alone, after a chain)
+            ("every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = A(k = a.k)) "
+             "where timer:within(1 sec)", (1, None)),
+            # (a window around middle stages: left at the next stage's edge)
+            ("every a = A -> (b = B(k = a.k) where timer:within(1 sec)) -> c = C(k = a.k)",
+             (0, 1)),
+            ("every a = A -> b = B(k = a.k) -> (c = C(k = a.k) where timer:within(1 sec)) -> "
+             "d = A(k = a.k) -> e = B(k = a.k)", (1, 2)),
+            ("every a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) where timer:within(0 sec)) "
+             "-> d = A(k = a.k)", (0, 2))]:
+        assert window_of(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n") == window, s
     for s in [
-        # (a window around a middle stage: left before the last, at c's edge)
-        "every a = A -> (b = B(k = a.k) where timer:within(1 sec)) -> c = C(k = a.k)",
         # (a window of 0 opened at a later stage: its deadline at a batch's last row)
         "every a = A -> b = B(k = a.k) -> c = C(k = a.k) where timer:within(0 msec)",
         # (a chain on no key)
         "every a = A -> b = B -> c = C where timer:within(1 sec)",
+        # (a window around middle stages before alternatives)
+        "every a = A -> (b = B(k = a.k) where timer:within(1 sec)) -> (c = C(k = a.k) or "
+        "d = A(k = a.k))",
     ]:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))

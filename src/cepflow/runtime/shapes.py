@@ -466,6 +466,12 @@ class EsperPair:
     #: an instance's deadline is then that stage's event's time plus Δ, and the stages up
     #: to it wait without one
     zone_at: int = 0
+    #: the last stage inside the window (:func:`_guard`): None, the last stage (or the
+    #: alternatives); earlier for a window around middle stages (``every a = A -> (b = B(…)
+    #: where timer:within(Δ)) -> c = C(…)``), which the next stage's edge leaves — the
+    #: stages after it have no deadline, and the deadline leaves an instance waiting for
+    #: that next stage alone (the zone's ``last``)
+    zone_to: int | None = None
 
     @property
     def first_zone(self) -> int | None:
@@ -504,7 +510,7 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         stages.append(e)
         if e.final:
             break
-        if e.exits or e.target in states or e.target == INITIAL:
+        if e.target in states or e.target == INITIAL:  # (a window's exit: _guard)
             return None
         states.append(e.target)
     if set(auto.edges) != {INITIAL, *states}:
@@ -553,12 +559,10 @@ def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed:
         new.append(tuple((i, v) for i, v in e.position.binds if v != key_var))
         bound += [v for _, v in new[-1]]
     keys[0] = next((i for i, v in a.position.binds if v == key_var), -1)
-    if any(e.exits for e in stages[1:-1]):
-        return None
     timed = _guard(auto, stages, tuple(states))
     if timed is None:
         return None
-    window, zone, zone_at = timed
+    window, zone, zone_at, zone_to = timed
     local = [e.position.filter is None or e.position.local for e in stages[1:]]
     if len(stages) > 2 and not all(local):
         return None
@@ -569,7 +573,8 @@ def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed:
                          frozenset(bound) - {v for _, v in new[1]})
     return EsperPair(a, b, states[0], keys[0], keys[1], window, zone, key_var, new[1],
                      local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new),
-                     len(stages) == 2 and key_var is not None, reach, zone_at=zone_at)
+                     len(stages) == 2 and key_var is not None, reach, zone_at=zone_at,
+                     zone_to=None if zone_to == len(stages) - 1 else zone_to)
 
 
 
@@ -667,7 +672,8 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
         views.append(view)
     # (after a alone, some alternatives may be on the key and others on none)
     keys = {v.key_var for v in views}
-    if (len(keys - {None}) > 1 or len({(v.window, v.zone, v.zone_at) for v in views}) != 1
+    if (len(keys - {None}) > 1 or any(v.zone_to is not None for v in views)
+            or len({(v.window, v.zone, v.zone_at) for v in views}) != 1
             or (None in keys and len(stages) > 1)):
         return None
     v0 = next((v for v in views if v.key_var is not None), views[0])
@@ -836,42 +842,52 @@ def _within(auto: Any, stages: list[Any]) -> tuple[float, int | None] | None:
     Esper chain — entered by the first, left by the last, every stage inside it — or None
     when its zones are otherwise."""
     timed = _guard(auto, stages)
-    if timed is None or timed[2]:
+    if timed is None or timed[2] or timed[3] != len(stages) - 1:
         return None
     return timed[0], timed[1]
 
 
 def _guard(auto: Any, stages: list[Any], states: tuple[int, ...] = ()
-           ) -> tuple[float, int | None, int] | None:
-    """Δ (ms; inf without), the zone and the stage whose event opens it, of the one
-    ``within`` window of an Esper chain that ends with its last stage: entered by stage
-    ``at``'s edge, every stage from there on inside it, left by the last — ``at`` 0 for a
-    guard around everything after ``a`` (``every a = A -> (b -> c) where
-    timer:within(Δ)``), later for a guard that binds to the later stages alone (``every a =
-    A -> b = B -> c = C where timer:within(Δ)``: Esper's ``where`` binds tighter than
-    ``->``, so the window opens at ``b``'s event, docs/esper.md). None when the zones are
-    otherwise — also when a deadline would leave an instance waiting inside the window
-    (its zone's ``last`` holds one of ``states``, where instances wait)."""
-    last = stages[-1]
+           ) -> tuple[float, int | None, int, int] | None:
+    """Δ (ms; inf without), the zone, the stage whose event opens it and the last stage
+    inside it, of the one ``within`` window of an Esper chain: entered by stage ``at``'s
+    edge, the stages ``at`` … ``to`` inside it, left by the last stage's edge or by the
+    edge of the stage after ``to`` (outside it). ``at`` is 0 for a guard around everything
+    after ``a`` (``every a = A -> (b -> c) where timer:within(Δ)``), later for a guard that
+    binds to the later stages alone (``every a = A -> b = B -> c = C where
+    timer:within(Δ)``: Esper's ``where`` binds tighter than ``->``, so the window opens at
+    ``b``'s event, docs/esper.md); ``to`` is before the last stage for a window around
+    middle stages (``every a = A -> (b = B where timer:within(Δ)) -> c = C``: ``c`` may come
+    any time after ``b``). None when the zones are otherwise — also when a deadline would
+    leave an instance waiting inside the window or expire one waiting after it (the zone's
+    ``last``: the states of ``states``, where instances wait, at which it leaves them)."""
     if not auto.zones:
         if any(e.enters or e.exits or e.position.zones for e in stages):
             return None
-        return float("inf"), None, 0
+        return float("inf"), None, 0, len(stages) - 1
     if len(auto.zones) != 1:
         return None
     z = auto.zones[0]
     inside = (z.id,)
     at = next((j for j, e in enumerate(stages) if e.enters), None)
-    if (at is None or 0 < at == len(stages) - 1 or z.kind != "within" or z.timer_accept
-            or z.last & set(states[at:]) or last.exits != inside
-            or any(e.exits for e in stages[:-1])
+    out = next((j for j, e in enumerate(stages) if e.exits), None)
+    if at is None or out is None or z.kind != "within" or z.timer_accept:
+        return None
+    last = len(stages) - 1
+    to = out if stages[out].position.zones == inside else out - 1
+    waiting = set(states[at:to])  # (states[j]: instances wait there for stage j + 1)
+    if (at > to or (at == to and last > 0) or to == out < last
             or any(e.enters != (inside if j == at else ()) for j, e in enumerate(stages))
-            or any(e.position.zones != (inside if j >= at else ()) for j, e in enumerate(stages))
+            or any(e.exits != (inside if j == out else ()) for j, e in enumerate(stages))
+            or any(e.position.zones != (inside if at <= j <= to else ())
+                   for j, e in enumerate(stages))
+            or z.last & waiting or (to < last and states[to:to + 1]
+                                    and states[to] not in z.last)
             or (at and not z.length)):
         # (a window of 0 opened at a later stage: at a batch's last row its deadline is the
         # batch's last instant, which the kernels' timer queue drops — declined)
         return None
-    return float(z.length), z.id, at
+    return float(z.length), z.id, at, to
 
 
 def _only_edge(auto: Any, state: int) -> Any:

@@ -394,7 +394,7 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     n_real = len(old)
     n_old = n_real + len(pend_ids)
     n_inst = n_old + len(new_rows)
-    z, zat = pr.zone, pr.zone_at
+    z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     where = {s: j + 1 for j, s in enumerate(pr.states)}  # a waiting state -> events held
     stage0 = np.concatenate([np.array([where[t.threads[0].state] for t in old], np.int64),
                              np.ones(n_inst - n_real, np.int64)])
@@ -433,8 +433,9 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         has &= code_j[cand] == i_code_j[sel]
         row = np.where(has, rows_j[cand], 0)
         # Esper's timer:within fires before an event at its deadline: an event exactly Δ
-        # after the A is too late (docs/esper.md, "One instant")
-        ok = has & (src.ts[row] - i_ts[sel] < pr.window)
+        # after the A is too late (docs/esper.md, "One instant"); a stage after the window
+        # (zone_to) has none
+        ok = has & (src.ts[row] - i_ts[sel] < pr.window) if j <= zto else has
         if not reads_own_event(stages[j]):
             reach = _reach_cut(view, jv, cols, vlocs, order, code_j, old, pend_events)
             if reach is not None:  # (instances no row of the batch can reach wait on)
@@ -478,7 +479,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     # an instance whose deadline is the batch's last instant expired before its last event
     # (Esper's timer fires first) unless that very event opened its window (Δ = 0: its
     # timer is still to come)
-    deadline = i_ts + pr.window
+    # (an instance waiting for a stage after the window has no deadline)
+    deadline = np.where(stage <= zto, i_ts + pr.window, np.inf)
     last_ts, last_row = (src.ts[-1], n - 1) if end is None else end
     alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (taken[zat] >= last_row)))
     ids = np.array([t.id for t in old] + list(pend_ids), np.int64)
@@ -489,6 +491,12 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols,
             "alt": alt, "zstart": i_ts}
+
+
+def _zone_to(pr: EsperPair) -> int:
+    """The last stage (edge index) inside the pattern's window — ``pr.zone_to``; else every
+    stage, the alternatives too."""
+    return len(pr.stages) + len(pr.alts) if pr.zone_to is None else pr.zone_to
 
 
 def _zone_start(tok: Token, z: int | None) -> float:
@@ -1045,7 +1053,7 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     stage0, stage = p["stage0"], p["stage"]
     n_real = len(old)
     n_old = n_real + len(pend_ids)
-    z, zat = pr.zone, pr.zone_at
+    z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     moved = stage != stage0
     #: the tokens whose window opened in the batch (a guard on the later stages): their
     #: timers, asked for below in the order the windows opened
@@ -1057,9 +1065,9 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         th = tok.threads[0]
         th.events, th.bindings = _held(pr, p, q, events)
         th.last, th.state = th.events[-1], pr.states[int(stage[q]) - 1]
+        th.zstart = _zstart(pr, int(stage[q]), th.events, zto)
         m.register(tok)
-        if z is not None and stage0[q] <= zat < stage[q]:
-            th.zstart = {z: th.events[zat].ts}
+        if z is not None and stage0[q] <= zat < stage[q] <= zto + 1:  # (opened: its timer)
             opened.append((int(p["taken"][zat][q]), tok.id, tok, th))
     waiting = alive & (stage == 1)
     keep = np.flatnonzero(waiting[n_real:n_old]).tolist()
@@ -1074,12 +1082,11 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         all_ids = [*pend_ids, *new_ids.tolist()]
         for q in on.tolist():
             held, full = _held(pr, p, q, events)
-            inside = z is not None and int(stage[q]) > zat
-            th = Thread(pr.states[int(stage[q]) - 1], full, held,
-                        {z: held[zat].ts} if inside else None, held[-1])
+            zs = _zstart(pr, int(stage[q]), held, zto)
+            th = Thread(pr.states[int(stage[q]) - 1], full, held, zs, held[-1])
             tok = Token(all_ids[q - n_real], None, held[0].ts, [th])
             m.register(tok)
-            if inside:
+            if zs:  # (in its window, or waiting for the stage that leaves it: its timer)
                 if zat == 0:  # (in the order the instances began: their windows')
                     m.schedule_zones(tok, th)
                 else:
@@ -1092,13 +1099,27 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     return ids, evs
 
 
+def _zstart(pr: EsperPair, s: int, held: Sequence[Event], zto: int) -> dict[int, Any] | None:
+    """The zone entries of an instance holding ``s`` events ``held``, as the token path's
+    thread has them: none before its window opens (a guard on the later stages), the time
+    of the event that opened it from then on — also while it waits for the stage that
+    leaves a window around middle stages — and an empty dict once that stage left it
+    (Matcher._zones pops the zone)."""
+    z, zat = pr.zone, pr.zone_at
+    if z is None or s <= zat:
+        return None
+    return {z: held[zat].ts} if s <= zto + 1 else {}
+
+
 def _skip_completed(m: Any, pr: EsperPair, p: dict) -> None:
-    """The deadlines after the batch of the instances that completed in it with none queued
-    — the kernel's rows from before it and the instances it began (the registered tokens'
-    are queued) —: the token path's timers for them fire idle later, moving the clock
-    (Matcher.skipped, Engine._advance)."""
+    """The deadlines after the batch of the instances whose window opened with none queued
+    — the kernel's rows from before it, the instances it began, the tokens from before it
+    whose window opened in it — and that completed in it or left a window around middle
+    stages (their deadlines are no token's to expire): the token path's timers for them fire
+    idle later, moving the clock (Matcher.skipped, Engine._advance)."""
     n_real = len(p["old"])
-    done = p["match"].copy()
+    done = p["match"] | (p["alive"] & (p["stage"] > _zone_to(pr) + 1))
+    done &= np.isfinite(p["zstart"])  # (the window opened)
     # (a token from before the batch whose window was open then has its deadline queued;
     # one whose window opened in it — a guard on the later stages — has none)
     done[:n_real] &= p["stage0"][:n_real] <= pr.zone_at
