@@ -124,11 +124,13 @@ FOUR_IN_TIME = [*FOUR_STREAM[:5], ("A", 0, 5, 0.0, 8)]
 #: a window around a middle stage: b within 10 ms of a, c any time after b
 MIDDLE = written("abc", ["A", "B", "C"], ["", "k = a.k", "k = a.k"], 0,
                  " where timer:within(10 msec)", "select a.k as k, b.v as bv ", to=1)
-# hand-derived: A(0)@0, B(0)@5 in its window, A(1)@6, C(0)@100 completes e0 long after the
-# window (the deadline at 10 left it waiting for its c): (e0, e1, e3) at 100; B(1)@116 is
-# past e2's deadline (16: expired), so C(1)@120 completes nothing
+# hand-derived: A(0)@0, B(0)@5 in its window, A(1)@6, A(2)@50, C(0)@100 completes e0 long
+# after the window (the deadline at 10 left it waiting for its c; a batch may end past it):
+# (e0, e1, e4) at 100; B(1)@116 is past e2's deadline (16: expired), so C(1)@120 completes
+# nothing
 MIDDLE_STREAM = [("A", 0, 1, 0.0, 0), ("B", 0, 7, 0.7, 5), ("A", 1, 1, 0.0, 1),
-                 ("C", 0, 2, 0.7, 94), ("B", 1, 3, 0.7, 16), ("C", 1, 2, 0.7, 4)]
+                 ("A", 2, 1, 0.0, 44), ("C", 0, 2, 0.7, 50), ("B", 1, 3, 0.7, 16),
+                 ("C", 1, 2, 0.7, 4)]
 
 #: four stages, the window around b alone: after c an instance waits for its d with no
 #: deadline, its window's timer still to fire (idle)
@@ -151,7 +153,7 @@ def test_the_guard_opens_at_its_stage() -> None:
     for engine in (Engine(prog), Engine(prog, fast_path=False)):
         got = engine.process_batch(events(MIDDLE_STREAM))
         assert [(m.type, m.ts, tuple(m.event_refs), repr(m.params)) for m in got] == [
-            ("P", 100, ("e0", "e1", "e3"), "(0, 7)")]
+            ("P", 100, ("e0", "e1", "e4"), "(0, 7)")]
     prog = load_module(parse_epl(SCHEMA + C_SCHEMA + FOUR))
     for spec, want in [(FOUR_STREAM, []), (FOUR_IN_TIME, [("P", 12, ("e0", "e1", "e3", "e5"),
                                                           "(0, 5)")])]:
@@ -170,7 +172,9 @@ def test_the_guard_opens_at_its_stage() -> None:
 @example([FOUR], FOUR_IN_TIME, [2, 4], 1)
 @example([FOUR], FOUR_STREAM, [2], 2)
 @example([MIDDLE], MIDDLE_STREAM, [2, 4], 1)
-@example([MIDDLE], MIDDLE_STREAM, [3], 0)
+@example([MIDDLE], MIDDLE_STREAM, [4], 0)  # (the first batch ends past e0's deadline)
+# (e0 left its window at its c and waits for its d: its token's zstart is empty)
+@example([MIDDLE4], [*MIDDLE_STREAM[:2], ("C", 0, 2, 0.7, 1)], [], 0)
 def test_guarded_chains_equal_event_by_event(stmts, spec, cuts, tail) -> None:
     """Batches cut anywhere (single events between them, per-event steps after), the column
     route over event lists, rules firing: as the general token path."""

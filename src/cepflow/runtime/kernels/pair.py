@@ -1103,12 +1103,12 @@ def _zstart(pr: EsperPair, s: int, held: Sequence[Event], zto: int) -> dict[int,
     """The zone entries of an instance holding ``s`` events ``held``, as the token path's
     thread has them: none before its window opens (a guard on the later stages), the time
     of the event that opened it from then on — also while it waits for the stage that
-    leaves a window around middle stages — and an empty dict once that stage left it
-    (Matcher._zones pops the zone)."""
+    leaves a window around middle stages — and none again once that stage left it
+    (Matcher._zones pops the zone and gives None for no zone left)."""
     z, zat = pr.zone, pr.zone_at
-    if z is None or s <= zat:
+    if z is None or s <= zat or s > zto + 1:
         return None
-    return {z: held[zat].ts} if s <= zto + 1 else {}
+    return {z: held[zat].ts}
 
 
 def _skip_completed(m: Any, pr: EsperPair, p: dict) -> None:
