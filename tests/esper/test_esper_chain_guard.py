@@ -31,6 +31,7 @@ from tests.esper.test_split import OTHERS, WINDOW_BLOCKS, check_split, check_tim
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
+from cepflow.runtime.kernels.cascade import higher_candidates
 from cepflow.runtime.state import save_state
 
 WINDOWS = [" where timer:within(3 msec)", " where timer:within(1 msec)",
@@ -304,3 +305,29 @@ def test_what_the_guard_declines() -> None:
         SCHEMA + C_SCHEMA + "@Name('P')\ninsert into P\nfrom pattern [every a = A -> b = B(k "
         "= a.k) -> c = C(k = a.k) where timer:within(0 msec)];\n"))
     assert rows(Engine(prog).process_batch(events(PINNED_TWO))) == []
+
+
+#: a pair whose matches the guarded chains below read (the program split's kernel pattern)
+OVER = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v\nfrom pattern [every a = "
+        "A(a.v > 0) -> b = B(b.k = a.k) where timer:within(3 msec)];\n")
+#: guarded chains over P's output, planned over the derived stream (kernels.cascade)
+HIGHER = [
+    "@Name('Q')\ninsert into Q\nselect p.k as k\nfrom pattern [every p = P -> b = B(b.k = "
+    "p.k) -> c = C(c.k = p.k) where timer:within(3 msec)];\n",
+    "@Name('Q')\ninsert into Q\nselect p.k as k\nfrom pattern [every p = P -> (b = B(b.k = "
+    "p.k) where timer:within(2 msec)) -> c = C(c.k = p.k)];\n",
+    "@Name('Q')\ninsert into Q\nselect p.k as k\nfrom pattern [every p = P -> b = B(b.k = "
+    "p.k) -> (c = C(c.k = p.k) or d = A(d.k = p.k)) where timer:within(3 msec)];\n",
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(HIGHER), stream([0, 1]), st.lists(st.integers(0, 70), max_size=4),
+       st.integers(0, 70))
+def test_guarded_chains_over_a_kernel_patterns_output(q, spec, cuts, restore_at) -> None:
+    """A guarded chain reading a kernel pattern's matches is planned over the derived stream
+    (kernels.cascade.higher_candidates takes it): as event by event."""
+    prog = program([C_SCHEMA + OVER + q], [])
+    engine = Engine(prog)
+    assert [m.name for m in higher_candidates(engine, engine._split)] == ["Q"]
+    check_split(prog, spec, cuts, restore_at)
