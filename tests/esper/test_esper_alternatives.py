@@ -82,10 +82,9 @@ def alternatives(draw: st.DrawFn) -> str:
     within = draw(st.sampled_from(["", "", " where timer:within(3 msec)",
                                    " where timer:within(0 msec)",
                                    " where timer:within(10 milliseconds)"]))
-    if chained and within and ("(0 " in within or draw(st.booleans())):
+    if chained and within and draw(st.booleans()):
         body = f"({body})"  # (the guard around everything after a; else on the
-        # alternatives alone: its window opens at b's event, EsperPair.zone_at — of 0 ms
-        # that is declined)
+        # alternatives alone: its window opens at b's event, EsperPair.zone_at)
     x, y = tags[0], tags[-1]
     select = draw(st.sampled_from([
         "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",

@@ -882,10 +882,7 @@ def _guard(auto: Any, stages: list[Any], states: tuple[int, ...] = ()
             or any(e.position.zones != (inside if at <= j <= to else ())
                    for j, e in enumerate(stages))
             or z.last & waiting or (to < last and states[to:to + 1]
-                                    and states[to] not in z.last)
-            or (at and not z.length)):
-        # (a window of 0 opened at a later stage: at a batch's last row its deadline is the
-        # batch's last instant, which the kernels' timer queue drops — declined)
+                                    and states[to] not in z.last)):
         return None
     return float(z.length), z.id, at, to
 

@@ -290,7 +290,10 @@ def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
                                                      and h[4] != -1))
     for m in matchers:
         pr = m.pattern.pair
-        m.deadlines = deque(d for d in m.deadlines if d[0] > last_ts)  # (Esper: fired at =)
+        # (Esper: fired at =; but a window of 0 that opened at the batch's last instant —
+        # at a later stage, by a token the batch left — fires after it: kept, as the token
+        # path's, whose timer would fire before the next event)
+        m.deadlines = deque(d for d in m.deadlines if d[0] > last_ts or d[0] == d[3] == last_ts)
         sk = m.skipped
         while sk and sk[0] <= last_ts:  # (passed: the clock is at the batch's last row)
             sk.popleft()
