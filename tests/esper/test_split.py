@@ -333,7 +333,7 @@ def test_temperature_alerts_run_in_the_kernel() -> None:
     def no_step(*_: object) -> None:
         raise AssertionError("a batch went event by event")
 
-    many._feed = no_step  # type: ignore[method-assign]
+    many._one_by_one = no_step  # type: ignore[method-assign]
     got = rows(list(many.run(evs, batch_size=701)))
     assert got == ref and {r[0] for r in ref} == {"Warning", "Critical"}
     assert many.stats == one.stats and state(many) == state(one)
@@ -405,10 +405,10 @@ def test_contractions_counter_is_a_window_block() -> None:
         return mask
 
     with patch.object(pair._GuardColumns, "truth", spy):
-        many._feed = no_step  # type: ignore[method-assign]
+        many._one_by_one = no_step  # type: ignore[method-assign]
         got = rows(list(many.run(evs[:2500], batch_size=701)))
         many = restored(many, prog)
-        many._feed = no_step  # type: ignore[method-assign]
+        many._one_by_one = no_step  # type: ignore[method-assign]
         got += rows(list(many.run(evs[2500:], batch_size=997)))
     assert decided and all(decided)
     assert got == ref and {r[0] for r in ref} == {"Duration", "Counter"}

@@ -69,14 +69,14 @@ def test_example_batches_equal_event_by_event(name: str, numbered: bool,
         raise AssertionError("a batch went event by event")
 
     evs = stream()
-    many._feed = no_step  # type: ignore[method-assign]
+    many._one_by_one = no_step  # type: ignore[method-assign]
     got = rows(list(many.run(evs[:N // 2], batch_size=1500)))
     # (through JSON, as a state file: the chain kernel's rows save parameter tuples, which
     # restore_state takes as JSON gives them, lists)
     again = restore_state(Engine(prog, strict_actions=False),
                           json.loads(json.dumps(save_state(many))))
     again.host.stats, many = many.stats, again  # (statistics are no part of the state)
-    many._feed = no_step  # type: ignore[method-assign]
+    many._one_by_one = no_step  # type: ignore[method-assign]
     got += rows(list(many.run(evs[N // 2:], batch_size=1300)))
     assert got == ref and len(ref) > 10
     assert many.stats == one.stats

@@ -200,6 +200,12 @@ class ComplexEvent(Event):
             "events": [str(r) for r in self.event_refs],
         }
 
+    def output_columns(self) -> tuple[Sequence[str], tuple[Any, ...]] | None:
+        """``(names, values)`` when the bindings are ``dict(zip(names, values))`` and not
+        made yet (a kernel's lazy match, runtime.rows.LazyBindings): the match writer then
+        encodes such matches column by column (outputs.records.params_texts); None here."""
+        return None
+
     def bindings_for_output(self) -> dict[str, Any]:
         """The bindings without internal names (those starting with an underscore)."""
         b = self.bindings

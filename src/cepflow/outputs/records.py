@@ -21,8 +21,11 @@ same input gives the same bytes whichever engine wrote them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice, repeat
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from math import isfinite
+from operator import methodcaller
 from typing import Any
 
 import pyarrow as pa
@@ -58,9 +61,86 @@ def match_batch(matches: Iterable[ComplexEvent]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({
         "pattern": [m.type for m in ms],
         "ts": [output_ts(m.ts) for m in ms],
-        "params": [dumps(m.bindings_for_output()) for m in ms],
+        "params": params_texts(ms),
         "events": [[str(r) for r in m.event_refs] for m in ms],
     }, schema=MATCH_SCHEMA)
+
+
+def params_texts(ms: Sequence[ComplexEvent]) -> list[str]:
+    """``dumps(m.bindings_for_output())`` of each match: the lazy matches of one parameter
+    list (:meth:`ComplexEvent.output_columns`: a window block's rows, a kernel's matches)
+    column by column — each value's text is what the encoder writes for it inside the
+    object —, the others one by one."""
+    cs = list(map(_COLUMNS, ms))
+    if cs and None not in cs:  # (one kernel's or window's rows: one list of names)
+        names = cs[0][0]
+        if all(c[0] is names for c in cs):
+            return _object_texts(names, [c[1] for c in cs])
+    out: list[Any] = [None] * len(ms)
+    groups: dict[int, tuple[Sequence[str], list[int], list[tuple[Any, ...]]]] = {}
+    for i, (m, c) in enumerate(zip(ms, cs, strict=True)):
+        if c is None:
+            out[i] = dumps(m.bindings_for_output())
+            continue
+        names, values = c
+        g = groups.get(id(names))  # (the matches hold their names: the ids stay theirs)
+        if g is None:
+            g = groups[id(names)] = (names, [], [])
+        g[1].append(i)
+        g[2].append(values)
+    for names, at, rows in groups.values():
+        for i, text in zip(at, _object_texts(names, rows), strict=True):
+            out[i] = text
+    return out
+
+
+_COLUMNS = methodcaller("output_columns")
+
+
+def _object_texts(names: Sequence[str], rows: list[tuple[Any, ...]]) -> list[str]:
+    """The JSON object of ``dict(zip(names, row))`` of each row, internal ``_`` names left
+    out (a name given twice keeps its first place and last value, as the dict does)."""
+    n = len(names)
+    if any(len(r) != n for r in rows):  # (zip stops at the shorter: one by one)
+        return [dumps({k: v for k, v in zip(names, r, strict=False) if not k.startswith("_")})
+                for r in rows]
+    last: dict[str, int] = {}
+    for j, name in enumerate(names):
+        last[name] = j
+    shown = [(name, j) for name, j in last.items() if not name.startswith("_")]
+    if not shown:
+        return ["{}"] * len(rows)
+    cols = list(zip(*rows, strict=True))
+    parts: list[Iterable[str]] = []
+    for k, (name, j) in enumerate(shown):
+        parts += [repeat(("{" if k == 0 else ",") + dumps(name) + ":"), _texts(cols[j])]
+    parts.append(repeat("}"))
+    return list(map("".join, zip(*parts, strict=False)))  # (the repeats are endless)
+
+
+def _texts(values: tuple[Any, ...]) -> Iterable[str]:
+    """The JSON text of each value as :func:`dumps` writes it in an object: a column of
+    one type, nulls beside it too, by that type's own text (ints, finite floats — ``repr``,
+    as the encoder —, text), anything else one by one."""
+    kinds = set(map(type, values))
+    nulls = type(None) in kinds
+    kinds.discard(type(None))
+    if not kinds:
+        return repeat("null", len(values))
+    text: Callable[[Any], str] | None = None
+    if len(kinds) == 1:
+        kind = kinds.pop()
+        if kind is int:
+            text = int.__repr__
+        elif kind is float and all(isfinite(v) for v in values if v is not None):
+            text = float.__repr__
+        elif kind is str:
+            text = encode_basestring
+    if text is None:
+        return map(dumps, values)
+    if nulls:
+        return ["null" if v is None else text(v) for v in values]
+    return map(text, values)
 
 
 def match_batches(matches: Iterable[ComplexEvent], size: int = 4096

@@ -463,6 +463,12 @@ class Engine:
         if host.pending or host.failures:
             self._settle(out)
 
+    def _one_by_one(self, events: Sequence[Event], out: list[ComplexEvent]) -> None:
+        """A batch no kernel takes (or that declined), event by event under the caller's
+        failure sink — one method, so that tests can tell it from the split's stepped rows."""
+        for e in events:
+            self._feed(e, out)
+
     def _report(self, out: list[ComplexEvent]) -> None:
         """The failures collected since the last report as error records, one per (event,
         expression); with ``on_error="fail"`` raise :class:`EvaluationFailed` after them."""
@@ -673,8 +679,7 @@ class Engine:
                 found = process_split(self, self._split, events)
                 if found is not None:
                     return found
-            for e in events:
-                self._feed(e, out)
+            self._one_by_one(events, out)
             return out
         finally:
             install_sink(before)

@@ -172,6 +172,9 @@ class LazyBindings(ComplexEvent):
             d = self._bindings = dict(zip(self._names, self.params, strict=False))
         return d
 
+    def output_columns(self) -> tuple[Sequence[str], tuple[Any, ...]] | None:
+        return (self._names, self.params) if self._bindings is None else None
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (ComplexEvent, (self.type, self.params, self.ts, self.bindings, self.parts,
                                self.match_id), (None, {"id": self.id, "seq": self.seq}))

@@ -168,9 +168,6 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
                 for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
         if len(pr.stages) + bool(pr.alts) < 2 or ends & produced:
             continue
-        if pr.window == 0:  # (within(0): over column batches its instances outlived their
-            # instant — found at the end of stop 31; left per event)
-            continue
         chosen.append(m)
     return chosen
 

@@ -412,6 +412,12 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     taken = np.full((n_stages, n_inst), -1, np.int64)
     taken[0, n_old:] = new_rows
     last = taken[0].copy()  # the row of each instance's last event (-1: before the batch)
+    last_ts, last_row = (src.ts[-1], n - 1) if end is None else end
+    # within(0) over a derived stream: a later row of the last input row's cascade that an
+    # instance opened there would take traps it — no time passes in a cascade, so its timer
+    # has not fired, and the token path's window check ends it (Matcher._zones); over input
+    # rows the timer always fires first (an event at the deadline: Esper's timer first)
+    trapped = np.zeros(n_inst, bool) if end is not None and pr.window == 0 else None
 
     def take(j: int, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The instances ``sel`` that take a row of edge ``j`` (the first later one of their
@@ -439,6 +445,11 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         # after the A is too late (docs/esper.md, "One instant"); a stage after the window
         # (zone_to) has none
         ok = has & (src.ts[row] - i_ts[sel] < pr.window) if j <= zto else has
+        if trapped is not None and zat < j <= zto:  # (Δ = 0: ok is empty for the stages in
+            # the window; a stage a derived row can fill reads only its own event — a
+            # chain's filters do, a pair's guard is on its last stage, of an input type:
+            # shapes.esper_pair_of)
+            trapped[sel[has]] = True
         if not reads_own_event(stages[j]):
             reach = _reach_cut(view, jv, cols, vlocs, order, code_j, old, pend_events)
             if reach is not None:  # (instances no row of the batch can reach wait on)
@@ -484,8 +495,9 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     # timer is still to come)
     # (an instance waiting for a stage after the window has no deadline)
     deadline = np.where(stage <= zto, i_ts + pr.window, np.inf)
-    last_ts, last_row = (src.ts[-1], n - 1) if end is None else end
     alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (taken[zat] >= last_row)))
+    if trapped is not None:
+        alive &= ~trapped
     ids = np.array([t.id for t in old] + list(pend_ids), np.int64)
     age = np.concatenate([np.argsort(np.argsort(ids, kind="stable"), kind="stable"),
                           np.arange(n_old, n_inst, dtype=np.int64)])

@@ -649,12 +649,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                     events = src.lookup(np.array([nxt], np.int64))
                 for (_i, b), at_rows in zip(quiet, close_rows, strict=True):
                     b.expose(int(np.searchsorted(at_rows, nxt, side="left")))
-                # (one step under the failure sink the caller installed — process_batch,
-                # process_columns — then what the step left, as Engine._feed does)
-                found = []
-                engine.process(events[nxt], found)
-                if host.pending or host.failures:
-                    engine._settle(found)
+                found = []  # (under the failure sink the caller installed)
+                engine._feed(events[nxt], found)
                 for _i, b in quiet:
                     b.hide()
                 out += found
