@@ -10,6 +10,7 @@ state, across a save_state/restore_state in the middle, time passing and ``finis
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
@@ -135,14 +136,24 @@ def test_alternatives_equal_the_token_path(bodies: list[str], spec: list, cuts: 
     check(bodies, spec, cuts, restore_at, gap)
 
 
-def check(bodies: list[str], spec: list, cuts: list[int], restore_at: int, gap: int) -> None:
+def chain_kernel_route(bodies: list[str], fast: Engine, batch: Engine, cols: Engine) -> None:
+    """Every pattern is the chain kernel's (a batch) and the row step's (per event)."""
+    assert batch._chains is not None and cols.columnar, bodies
+    for m in fast.matchers:  # (the row step takes every chain of 2 stages or more)
+        assert (m.pattern.row_plan is not None) == (len(m.pattern.chain.stages) > 1)
+
+
+def check(bodies: list[str], spec: list, cuts: list[int], restore_at: int, gap: int,
+          route: Callable[[list[str], Engine, Engine, Engine], None] = chain_kernel_route
+          ) -> None:
+    """The patterns ``bodies`` (:func:`compile_`) over ``spec`` in parts cut at ``cuts``: the
+    row step, batches and Arrow columns against the general token path; ``route`` checks
+    which route the engines take (the chain kernel's by default)."""
     prog = compile_(bodies)
     ref = Engine(prog, fast_path=False)  # the general token path, event by event
     fast, batch, cols = Engine(prog), Engine(prog), Engine(prog)
-    assert batch._chains is not None and cols.columnar, bodies
+    route(bodies, fast, batch, cols)
     assert all(m.pattern.row_plan is None for m in ref.matchers)
-    for m in fast.matchers:  # (the row step takes every chain of 2 stages or more)
-        assert (m.pattern.row_plan is not None) == (len(m.pattern.chain.stages) > 1)
     engines = [ref, fast, batch, cols]
     feed = Feed(spec)
     for part, n in enumerate([*cuts, len(spec)]):

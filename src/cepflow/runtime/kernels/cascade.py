@@ -11,9 +11,10 @@ failing on a row, a value a sum cannot take) stays per event: its input rows are
 the per-event part and stepped (split._run), where the planned statements replay.
 
 Patterns over the kernel patterns' matches (:func:`plan_higher`: Esper pairs and keyed chains
-reading a kernel pattern's output at some stage but the last) run in the pair kernel over the
-derived stream merged with the input rows they read, in the engine's order: at one input row
-the event itself, then the matches it made, by pattern in engine order.
+reading a kernel pattern's output at some stage but the last, VEPL chains reading it at no final
+edge) run in the pair or the chain kernel over the derived stream merged with the input rows
+they read, in the engine's order: at one input row the event itself, then the matches it made,
+by pattern in engine order.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 
 from cepflow.compiler.evaluator import can_fail
 from cepflow.events.event import ComplexEvent
+from cepflow.runtime.kernels.chain import plan_chain, split_chain
 from cepflow.runtime.kernels.frame import Declined
 from cepflow.runtime.kernels.pair import fill_params
 from cepflow.runtime.kernels.window_block import WindowBlock, batch_fits
@@ -147,8 +149,9 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     """The patterns a split batch plans over its kernel patterns' matches (docs/architecture.md,
     "The program split"): Esper pair shapes (``CompiledPattern.pair``) that are no kernel
     pattern, reading the output of kernel patterns at some stage but the last (and its
-    alternatives), and only input types no statement produces at the others; in engine
-    order."""
+    alternatives), and VEPL chains without a window (kernels.chain.split_chain) reading it at
+    no final edge (their matches complete at input steps; ho_or's ``P(x) OR C(x, _)`` per
+    event), and only input types no statement produces at the others; in engine order."""
     if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
         return []
     program = engine.program
@@ -157,12 +160,17 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     outs = {m.name for m in kernels}
     chosen = []
     for m in engine.matchers:
-        pr = m.pattern.pair
-        if pr is None or id(m) in mine:
+        pr, c = m.pattern.pair, split_chain(m)
+        if (pr is None and c is None) or id(m) in mine:
             continue
         types = m.pattern.types
         derived = types & outs
         if not derived or (types - derived) & produced:
+            continue
+        if c is not None and pr is None:  # (a VEPL chain: its matches at input steps)
+            if {t for st in c.stages for t, e in st.items() if e.final} & produced:
+                continue
+            chosen.append(m)
             continue
         ends = {e.position.type
                 for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
@@ -234,8 +242,8 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
         merged = EventRows(objs[o].tolist(), (names, tcode[o]), src.ts[r_m])
         first_last = int(np.searchsorted(r_m, n - 1, side="left"))
         try:
-            plan = plan_pair(m, TypeColumns(merged, schemas), arity,
-                             end=(last_ts, first_last))
+            plan = (plan_pair(m, TypeColumns(merged, schemas), arity, end=(last_ts, first_last))
+                    if m.pattern.pair is not None else plan_chain(m, merged, schemas))
         except Declined:
             plan = None
         if plan is None:

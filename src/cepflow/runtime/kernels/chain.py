@@ -34,7 +34,7 @@ test_chain_nots.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -134,8 +134,7 @@ def _run(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
 
 def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
     """The chain kernel over a prepared batch (:func:`_run`)."""
-    chains: list[Chain] = [m.pattern.chain or m.pattern.context_chain
-                           or m.pattern.unrestricted_chain for m in matchers]
+    chains: list[Chain] = [_chain(m) for m in matchers]
     type_code = {t: i for i, t in enumerate(src.type_names)}
     values: list[Any] = []
     runs: list[_ChainRun] = []
@@ -146,100 +145,17 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
     filter_cols: dict[tuple[str, int], np.ndarray] = {}
     timers: list[tuple[int, list[tuple[int, float]]]] = []  # per windowed chain (step_chain)
     for slot, c in enumerate(chains):
-        m = matchers[slot]
-        if m.pattern.unrestricted_chain is not None and (
-                m.rowless or (m.tokens and m._keyed_rows() is None)):
-            raise Declined("a partial match that is no row of its chain: event by event")
-        occupants = _occupants(m, c)
-        if m.pattern.unrestricted_chain is not None:  # unrestricted (every.py)
-            positions, vidx, pred, complete, waiting, started, timed = plan_every(
-                m.pattern, src, type_code, values, occupants, engine.program.schemas,
-                filter_cols)
-            start_keys.append(positions[started] * n_chains + slot)
-            done_pos.append(positions[complete])
-            done_slot.append(np.full(len(complete), slot, dtype=np.int64))
-            done_item.append(complete)
-            runs.append(_ChainRun(positions, vidx, occupants, pred, waiting))
-            if c.zone is not None:
-                timers.append((slot, timed))
-            continue
-        if matchers[slot].pattern.context_chain is not None:  # immediate, strict (noise.py)
-            positions, vidx, pred, complete, waiting, started, timed = plan_context(
-                matchers[slot].pattern, src, type_code, values, occupants,
-                engine.program.schemas, filter_cols)
-            if c.zone is not None:
-                timers.append((slot, timed))
-            start_keys.append(positions[started] * n_chains + slot)
-            done_pos.append(positions[complete])
-            done_slot.append(np.full(len(complete), slot, dtype=np.int64))
-            done_item.append(complete)
-            runs.append(_ChainRun(positions, vidx, occupants, pred, waiting))
-            continue
-        k = len(c.stages)
-        positions, bits, key, vidx, table = chain_rows(c, src, type_code, values,
-                                                       engine.program.schemas, filter_cols)
-        occ_values = occupants.keys
-        n_occ = len(occupants)
-        occ_key = np.array([table.setdefault(v, len(table)) for v in occ_values], dtype=np.int64)
-        occ_vidx = np.arange(len(values), len(values) + n_occ, dtype=np.int64)
-        values.extend(occ_values)
-        stage_of = c.stage_of()
-        occ_stage = [stage_of[s] for s in occupants.states]
-        live = bits != 0  # (a row no stage takes: a NaN key at a general step)
-        if not live.all():
-            positions, bits, key, vidx = positions[live], bits[live], key[live], vidx[live]
-        fbits = None
-        if c.forbids:  # (NOTs: the rows they forbid join the stepped ones, step_chain)
-            positions, bits, key, vidx, fbits = _with_forbidden(
-                positions, bits, key, vidx,
-                *forbid_rows(c, src, type_code, table, engine.program.schemas, filter_cols))
-        if c.queued:
-            n_ev = len(positions)
-            stage = np.concatenate([np.log2(bits).astype(np.int64) if n_ev else bits,
-                                    np.array(occ_stage, dtype=np.int64)])
-            pos = np.concatenate([positions, np.arange(-n_occ, 0, dtype=np.int64)])
-            items = np.arange(n_ev + n_occ, dtype=np.int64)
-            pred, complete, waiting = run_chain(k, items, stage, np.concatenate([key, occ_key]),
-                                                pos, n_ev + n_occ)
-            started = np.flatnonzero(stage[:n_ev] == 0)
-        else:
-            if fbits is None:  # (else in row order already: _with_forbidden)
-                order = np.argsort(positions, kind="stable")
-                positions, bits, key, vidx = (positions[order], bits[order], key[order],
-                                              vidx[order])
-            n_ev = len(positions)
-            repeat = None
-            if (c.window is None and fbits is None and not c.depths
-                    and all(len(alts) == 1 for alts in c.stages)
-                    and len(c.types) == 1 and (bits == (1 << k) - 1).all()):
-                repeat = repeat_chain(k, key, [(st, kc, 0.0) for st, kc
-                                               in zip(occ_stage, occ_key.tolist(), strict=True)])
-            if repeat is not None:  # (T{k}, every row at every stage: numpy)
-                pred, complete, waiting, started = repeat
-            else:
-                stage_sets = {b: [st for st in range(k) if b >> st & 1]
-                              for b in distinct(bits if fbits is None else
-                                                np.concatenate([bits, fbits])).tolist()}
-                z = c.zone
-                pred, done, left, begun, timed = step_chain(
-                    k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
-                    src.ts[positions].tolist(),
-                    [(st, kc, evs[0].ts if z is not None else 0.0) for st, kc, evs
-                     in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
-                    c.window, last_ts,
-                    None if fbits is None else list(map(stage_sets.__getitem__, fbits.tolist())),
-                    _targets(c, src, type_code, positions) if c.depths else None)
-                complete = np.array(done, dtype=np.int64)
-                waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
-                started = np.array(begun, dtype=np.int64)
-                if c.zone is not None:
-                    timers.append((slot, timed))
+        run, started, complete, timed = _plan_one(
+            matchers[slot], c, src, type_code, values, engine.program.schemas, filter_cols,
+            last_ts)
+        if timed is not None:
+            timers.append((slot, timed))
+        positions = run.positions
         start_keys.append(positions[started] * n_chains + slot)
         done_pos.append(positions[complete])
         done_slot.append(np.full(len(complete), slot, dtype=np.int64))
         done_item.append(complete)
-        runs.append(_ChainRun(positions, np.concatenate([vidx, occ_vidx]), occupants, pred,
-                              waiting))
+        runs.append(run)
 
     host = engine.host
     all_starts = np.sort(np.concatenate(start_keys)) if start_keys else np.zeros(0, np.int64)
@@ -258,16 +174,8 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
         by_pattern = host.stats.by_pattern
         for slot in distinct(ds).tolist():
             rank = np.flatnonzero(ds == slot)
-            c, run = chains[slot], runs[slot]
-            n_ev = len(run.positions)
-            items, rows, occ = run.paths(di[rank], c.length)
-            first = np.where(occ >= 0, occ, items[0])
-            old = {r: run.occupants.events[o - n_ev]
-                   for r, o in enumerate(occ.tolist()) if o >= 0}
             m = matchers[slot]
-            blocks.append(ChainMatches(m.name, c.var, m.pattern.auto.params,
-                                       rows[-1].copy(), rank, rows, old, run.vidx[first],
-                                       c.bindings if c.own else None))
+            blocks.append(_block(m, chains[slot], runs[slot], di[rank], rank))
             by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
         host.counters.reserve_matches(total)
         host.stats.complex_events += total
@@ -275,47 +183,8 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
     # partial matches left waiting: rows of the matcher in their new state (tokens are made
     # of them only when needed, Matcher.materialize), events made only for them
     for slot, c in enumerate(chains):
-        m, run = matchers[slot], runs[slot]
-        occ = run.occupants
-        n_ev = len(run.positions)
-        left: list[tuple[int, int, Any, list[Event]]] = []  # (token id, state, key, events)
-        for st, its in run.waiting.items():
-            stay = its >= n_ev
-            for o in (its[stay] - n_ev).tolist():  # waited through the whole batch: unchanged
-                left.append((occ.ids[o], occ.states[o], occ.keys[o], occ.events[o]))
-            moved = its[~stay]
-            if not len(moved):
-                continue
-            items, rows, old = run.paths(moved, c.held(st))
-            ev = src.lookup(rows[rows >= 0])
-            new = old < 0
-            ids = iter((first_token + np.searchsorted(
-                all_starts, rows[0, new] * n_chains + slot)).tolist())
-            new_keys = iter([values[v] for v in run.vidx[items[0, new]].tolist()])
-            # (the state after the stage's alternative the path's last event took; a tree's
-            # stage is one state)
-            several = len(c.waits[st]) > 1
-            after = {t: e.target for t, e in c.stages[st - 1].items()} if several else {}
-            state = c.waits[st][0]
-            for o, path in zip((old - n_ev).tolist(), rows.T.tolist(), strict=True):
-                if several:
-                    state = after[ev[path[-1]].type]
-                if o < 0:
-                    left.append((next(ids), state, next(new_keys), [ev[r] for r in path]))
-                else:
-                    left.append((occ.ids[o], state, occ.keys[o],
-                                 [*occ.events[o], *(ev[r] for r in path if r >= 0)]))
-        left.sort(key=itemgetter(0))
-        m.tokens.clear()  # (every token of the matcher was an occupant: now a row or gone)
-        m.buckets.clear()
-        m.pending = None
-        if left:
-            tids, states, keys, evss = map(list, zip(*left, strict=True))
-            m.pending = PendingRows(tids, evss, c.zone, states, keys, c.var)
-        if m.pattern.context_chain is not None or m.pattern.unrestricted_chain is not None:
-            # (the rows its per-event step takes)
-            m.pending = KeyedRows.of(m.pending, [s for ss in c.waits[1:] for s in ss], c.var,
-                                     c.zone)
+        _leave(matchers[slot], c, runs[slot], src, values, lambda rows, slot=slot: (
+            first_token + np.searchsorted(all_starts, rows * n_chains + slot)))
     if src.n and timers:
         # the timers before the last event have fired (they only expired partial matches,
         # which the kernel did); the later ones of the batch's partial matches are set, also
@@ -332,6 +201,196 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
                 tid = next(ids) if it < n_ev else run.occupants.ids[it - n_ev]
                 host.schedule(start + length, matchers[slot], tid, c.zone, start)
     return MatchTable(blocks, values, first_id, total, src)
+
+
+
+def split_chain(m: Any) -> Chain | None:
+    """The chain of ``m`` when the program split may plan it with :func:`plan_chain`: one the
+    kernel takes (chronicle, immediate, strict, unrestricted) without a window (whose timers
+    the split does not plan: per event), else None."""
+    c = _chain(m)
+    return c if c is not None and c.zone is None else None
+
+
+
+def plan_chain(m: Any, src: Rows, schemas: Any) -> tuple[
+        np.ndarray, np.ndarray, list[ComplexEvent], Callable[[np.ndarray], None]]:
+    """The chain pattern ``m`` (:func:`split_chain`) over a batch as the program split plans a
+    kernel pattern (kernels.restart.Plan): the rows that begin its partial matches
+    (ascending: a row begins at most one), the rows its matches complete at with those complex
+    events (in detection order; ids to be given by the split), and the commit that leaves its
+    partial matches as rows, given the token ids of those beginnings in order. ``src`` is the
+    batch, or a derived stream of input rows and complex events (kernels.cascade.plan_higher).
+    Nothing changes before the commit; raises :class:`Declined` when a filter fails on a row
+    or a partial match is no row."""
+    c = _chain(m)
+    values: list[Any] = []
+    type_code = {t: i for i, t in enumerate(src.type_names)}
+    run, started, complete, _timed = _plan_one(
+        m, c, src, type_code, values, schemas, {},
+        float(src.ts[-1]) if src.n else float("-inf"))
+    new_rows = np.sort(run.positions[started])
+    done_rows = run.positions[complete]
+    order = np.argsort(done_rows, kind="stable")
+    found: list[ComplexEvent] = []
+    if len(order):
+        found = MatchTable([_block(m, c, run, complete[order], np.arange(len(order)))], values,
+                           0, len(order), src).complex_events()
+
+    def commit(token_ids: np.ndarray) -> None:
+        _leave(m, c, run, src, values,
+               lambda rows: token_ids[np.searchsorted(new_rows, rows)])
+
+    return new_rows, done_rows[order], found, commit
+
+
+
+def _block(m: Any, c: Chain, run: _ChainRun, done: np.ndarray, rank: np.ndarray
+           ) -> ChainMatches:
+    """The matches of chain ``m`` ending at its items ``done`` (in detection order), column-wise,
+    ``rank`` their places in the batch's detection order."""
+    n_ev = len(run.positions)
+    items, rows, occ = run.paths(done, c.length)
+    first = np.where(occ >= 0, occ, items[0])
+    old = {r: run.occupants.events[o - n_ev] for r, o in enumerate(occ.tolist()) if o >= 0}
+    return ChainMatches(m.name, c.var, m.pattern.auto.params, rows[-1].copy(), rank, rows, old,
+                        run.vidx[first], c.bindings if c.own else None)
+
+
+
+def _leave(m: Any, c: Chain, run: _ChainRun, src: Rows, values: list[Any],
+           start_ids: Callable[[np.ndarray], np.ndarray]) -> None:
+    """Make the partial matches ``run`` leaves waiting the rows of ``m`` (its tokens, all of
+    them occupants of the run, are dropped); ``start_ids``: the token ids of the partial
+    matches begun at the given batch rows."""
+    occ = run.occupants
+    n_ev = len(run.positions)
+    left: list[tuple[int, int, Any, list[Event]]] = []  # (token id, state, key, events)
+    for st, its in run.waiting.items():
+        stay = its >= n_ev
+        for o in (its[stay] - n_ev).tolist():  # waited through the whole batch: unchanged
+            left.append((occ.ids[o], occ.states[o], occ.keys[o], occ.events[o]))
+        moved = its[~stay]
+        if not len(moved):
+            continue
+        items, rows, old = run.paths(moved, c.held(st))
+        ev = src.lookup(rows[rows >= 0])
+        new = old < 0
+        ids = iter(start_ids(rows[0, new]).tolist())
+        new_keys = iter([values[v] for v in run.vidx[items[0, new]].tolist()])
+        # (the state after the stage's alternative the path's last event took; a tree's
+        # stage is one state)
+        several = len(c.waits[st]) > 1
+        after = {t: e.target for t, e in c.stages[st - 1].items()} if several else {}
+        state = c.waits[st][0]
+        for o, path in zip((old - n_ev).tolist(), rows.T.tolist(), strict=True):
+            if several:
+                state = after[ev[path[-1]].type]
+            if o < 0:
+                left.append((next(ids), state, next(new_keys), [ev[r] for r in path]))
+            else:
+                left.append((occ.ids[o], state, occ.keys[o],
+                             [*occ.events[o], *(ev[r] for r in path if r >= 0)]))
+    left.sort(key=itemgetter(0))
+    m.tokens.clear()  # (every token of the matcher was an occupant: now a row or gone)
+    m.buckets.clear()
+    m.pending = None
+    if left:
+        tids, states, keys, evss = map(list, zip(*left, strict=True))
+        m.pending = PendingRows(tids, evss, c.zone, states, keys, c.var)
+    if m.pattern.context_chain is not None or m.pattern.unrestricted_chain is not None:
+        # (the rows its per-event step takes)
+        m.pending = KeyedRows.of(m.pending, [s for ss in c.waits[1:] for s in ss], c.var,
+                                 c.zone)
+
+
+
+def _chain(m: Any) -> Chain:
+    """The chain the kernel runs ``m`` as: under chronicle, immediate or strict (noise.py),
+    or unrestricted (every.py)."""
+    return m.pattern.chain or m.pattern.context_chain or m.pattern.unrestricted_chain
+
+
+
+def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: list[Any],
+              schemas: Any, filter_cols: dict[tuple[str, int], np.ndarray], last_ts: float
+              ) -> tuple[_ChainRun, np.ndarray, np.ndarray, list[tuple[int, float]] | None]:
+    """One chain over a batch, changing nothing but ``values`` (the batch's key values, which
+    its chains share) and ``filter_cols``: its items and queues, the items that start a
+    partial match, the items that complete one (in detection order) and, with a window, the
+    (item, start) of the partial matches whose timers are set (None without a window). Raises
+    :class:`Declined` when a filter fails on a row or a partial match is no row."""
+    if m.pattern.unrestricted_chain is not None and (
+            m.rowless or (m.tokens and m._keyed_rows() is None)):
+        raise Declined("a partial match that is no row of its chain: event by event")
+    occupants = _occupants(m, c)
+    if m.pattern.unrestricted_chain is not None or m.pattern.context_chain is not None:
+        plan = plan_every if m.pattern.unrestricted_chain is not None else plan_context
+        positions, vidx, pred, complete, waiting, started, timed = plan(
+            m.pattern, src, type_code, values, occupants, schemas, filter_cols)
+        return (_ChainRun(positions, vidx, occupants, pred, waiting), started, complete,
+                timed if c.zone is not None else None)
+    k = len(c.stages)
+    positions, bits, key, vidx, table = chain_rows(c, src, type_code, values, schemas,
+                                                   filter_cols)
+    occ_values = occupants.keys
+    n_occ = len(occupants)
+    occ_key = np.array([table.setdefault(v, len(table)) for v in occ_values], dtype=np.int64)
+    occ_vidx = np.arange(len(values), len(values) + n_occ, dtype=np.int64)
+    values.extend(occ_values)
+    stage_of = c.stage_of()
+    occ_stage = [stage_of[s] for s in occupants.states]
+    live = bits != 0  # (a row no stage takes: a NaN key at a general step)
+    if not live.all():
+        positions, bits, key, vidx = positions[live], bits[live], key[live], vidx[live]
+    fbits = None
+    if c.forbids:  # (NOTs: the rows they forbid join the stepped ones, step_chain)
+        positions, bits, key, vidx, fbits = _with_forbidden(
+            positions, bits, key, vidx,
+            *forbid_rows(c, src, type_code, table, schemas, filter_cols))
+    timed = None
+    if c.queued:
+        n_ev = len(positions)
+        stage = np.concatenate([np.log2(bits).astype(np.int64) if n_ev else bits,
+                                np.array(occ_stage, dtype=np.int64)])
+        pos = np.concatenate([positions, np.arange(-n_occ, 0, dtype=np.int64)])
+        items = np.arange(n_ev + n_occ, dtype=np.int64)
+        pred, complete, waiting = run_chain(k, items, stage, np.concatenate([key, occ_key]),
+                                            pos, n_ev + n_occ)
+        started = np.flatnonzero(stage[:n_ev] == 0)
+    else:
+        if fbits is None:  # (else in row order already: _with_forbidden)
+            order = np.argsort(positions, kind="stable")
+            positions, bits, key, vidx = (positions[order], bits[order], key[order],
+                                          vidx[order])
+        repeat = None
+        if (c.window is None and fbits is None and not c.depths
+                and all(len(alts) == 1 for alts in c.stages)
+                and len(c.types) == 1 and (bits == (1 << k) - 1).all()):
+            repeat = repeat_chain(k, key, [(st, kc, 0.0) for st, kc
+                                           in zip(occ_stage, occ_key.tolist(), strict=True)])
+        if repeat is not None:  # (T{k}, every row at every stage: numpy)
+            pred, complete, waiting, started = repeat
+        else:
+            stage_sets = {b: [st for st in range(k) if b >> st & 1]
+                          for b in distinct(bits if fbits is None else
+                                            np.concatenate([bits, fbits])).tolist()}
+            z = c.zone
+            pred, done, left, begun, timed = step_chain(
+                k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
+                src.ts[positions].tolist(),
+                [(st, kc, evs[0].ts if z is not None else 0.0) for st, kc, evs
+                 in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
+                c.window, last_ts,
+                None if fbits is None else list(map(stage_sets.__getitem__, fbits.tolist())),
+                _targets(c, src, type_code, positions) if c.depths else None)
+            complete = np.array(done, dtype=np.int64)
+            waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
+            started = np.array(begun, dtype=np.int64)
+            if z is None:
+                timed = None
+    return (_ChainRun(positions, np.concatenate([vidx, occ_vidx]), occupants, pred, waiting),
+            started, complete, timed)
 
 
 

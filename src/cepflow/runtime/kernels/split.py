@@ -5,8 +5,10 @@ the ids the per-event engine gives them (docs/architecture.md, "The program spli
 
 The kernel patterns (``Engine._split``: the pair kernel's shapes — single stages, pairs with or
 without a key and with guards on the first stage's fields, keyed chains — and the restart
-kernel's ``every (a -> b)`` if its select list cannot fail, reading input types no statement
-produces) are planned over the whole batch first (kernels.pair, kernels.restart: the rows
+kernel's ``every (a -> b)`` if its select list cannot fail, the and and consecutive kernels',
+and the chain kernel's VEPL chains without a window (kernels.chain.plan_chain) whose output only
+planned patterns read, reading input types no statement produces) are planned over the whole
+batch first (kernels.pair, kernels.restart: the rows
 that open instances, which complete where, with their complex events) — nothing changes yet,
 and a filter, guard or select list failing on a row declines the batch.
 Then the engine steps, one by one, only the rows something else must see: a row of a type
@@ -28,10 +30,10 @@ only their boundaries, and rows something unplanned reads, are stepped — and n
 boundaries of a time batch nothing reads: its rows are recorded in bulk with the matches
 nothing reads, before the row at which the engine would close them (a row stepped for another
 reason closes its own through the engine: WindowBlock.expose).
-Esper pairs and chains over the kernel patterns' matches are planned over the derived stream
-(kernels.cascade.plan_higher), so neither those matches' rows nor their own input rows are
-stepped; their instances take token ids in the engine's order at a row (input step, then
-cascade: _Replay's ``keys``).
+Esper pairs and chains and VEPL chains over the kernel patterns' matches are planned over the
+derived stream (kernels.cascade.plan_higher), so neither those matches' rows nor their own input
+rows are stepped; their instances take token ids in the engine's order at a row (input step,
+then cascade: _Replay's ``keys``).
 
 The batch is a list of events (:func:`process_split`) or any column source
 (:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
@@ -53,7 +55,14 @@ import numpy as np
 from cepflow.compiler.evaluator import EvaluationError, can_fail
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
-from cepflow.runtime.kernels.cascade import Derived, Higher, plan_cascade, plan_higher
+from cepflow.runtime.kernels.cascade import (
+    Derived,
+    Higher,
+    higher_candidates,
+    plan_cascade,
+    plan_higher,
+)
+from cepflow.runtime.kernels.chain import plan_chain, split_chain
 from cepflow.runtime.kernels.conj import plan_and
 from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
@@ -93,10 +102,12 @@ def split_kernels(engine: Any) -> list[Any] | None:
     # declines the batch: _plan_pair)
     chosen = [m for m in engine.matchers
               if (m.pattern.pair is not None or m.pattern.restart is not None
-                  or m.pattern.consec is not None or m.pattern.esper_and is not None)
+                  or m.pattern.consec is not None or m.pattern.esper_and is not None
+                  or split_chain(m) is not None)
               and not m.pattern.types & produced
               and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
+    chosen = _chains_read_in_plan(engine, chosen)
     if chosen:
         return chosen
     # window statements over the input split on their own (kernels.window_block) where that
@@ -117,6 +128,26 @@ def split_kernels(engine: Any) -> list[Any] | None:
              and not engine.host.rules.triggers(r.statement.input_type)
              and all(id(o) in ids for o in engine._window_subs.get(r.statement.input_type, ()))]
     return [] if alone else None
+
+
+def _chains_read_in_plan(engine: Any, chosen: list[Any]) -> list[Any]:
+    """``chosen`` without the chain patterns (kernels.chain.split_chain) whose matches a
+    pattern reads that the batch does not plan over them (kernels.cascade.higher_candidates)
+    or a window statement reads. **Decision:** such a reader's rows and the chain's
+    completions would be stepped, and a chain's own per-event step (the row step) is fast
+    enough that the kernel does not pay for them (ho_or, ``Q: P(x) OR C(x, _)`` per event
+    over P's output: 164k events/s split against 304k per event) — the chain stays per
+    event then. Dropping one may make a reader of another unplanned: repeated until none
+    changes."""
+    while True:
+        planned = {id(m) for m in higher_candidates(engine, chosen)}
+        drop = {id(m) for m in chosen if split_chain(m) is not None and (
+            engine._window_subs.get(m.name)
+            or any(id(r) not in planned for r in engine.subs_complex.get(m.name, ())))}
+        if not drop:
+            return chosen
+        chosen = [m for m in chosen if id(m) not in drop]
+
 
 
 def process_split(engine: Any, kernels: list[Any], events: Sequence[Event]
@@ -163,6 +194,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
     cols = TypeColumns(src, engine.program.schemas)
     try:
         plans = [_plan_pair(m, cols, engine.host.arity) if m.pattern.pair is not None
+                 else plan_chain(m, src, engine.program.schemas) if split_chain(m) is not None
                  else plan_restart(m, cols) if m.pattern.restart is not None
                  else plan_and(m, cols) if m.pattern.esper_and is not None
                  else plan_consec(m, cols) for m in kernels]
@@ -668,6 +700,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     for k, plan in enumerate(plans):
         plan[3](replay.token_ids(k))
     reschedule(host, [m for m in kernels if m.pattern.pair is not None]
-               + [m for m, _p, _b in derived.patterns] + [h.m for h in higher], float(ts[-1]))
+               + [m for m, _p, _b in derived.patterns]
+               + [h.m for h in higher if h.m.pattern.pair is not None], float(ts[-1]))
     return out, at
 
