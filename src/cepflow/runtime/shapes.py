@@ -475,6 +475,23 @@ class EsperPair:
     #: per type of an alternative, its alternatives in the automaton's order (the order the
     #: token path evaluates their filters), each with its place in ``alts``
     by_type: dict[str, tuple[tuple[int, EsperPair], ...]] = field(default_factory=dict)
+    #: the stage whose event opens the ``within`` window (:func:`_guard`): 0, ``a``'s, for a
+    #: window around everything after ``a``; later for a guard on the later stages alone —
+    #: an instance's deadline is then that stage's event's time plus Δ, and the stages up
+    #: to it wait without one
+    zone_at: int = 0
+    #: the last stage inside the window (:func:`_guard`): None, the last stage (or the
+    #: alternatives); earlier for a window around middle stages (``every a = A -> (b = B(…)
+    #: where timer:within(Δ)) -> c = C(…)``), which the next stage's edge leaves — the
+    #: stages after it have no deadline, and the deadline leaves an instance waiting for
+    #: that next stage alone (the zone's ``last``)
+    zone_to: int | None = None
+
+    @property
+    def first_zone(self) -> int | None:
+        """The zone the instances waiting for their second stage are in (the kernel's
+        pending rows, runtime.tokens.PendingRows): None when the window opens later."""
+        return self.zone if self.zone_at == 0 else None
 
 
 
@@ -502,12 +519,12 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
             if not alts:
                 return None
             break
-        if e.enters or e.position.every:
+        if e.position.every:  # (where a window may open: _guard)
             return None
         stages.append(e)
         if e.final:
             break
-        if e.exits or e.target in states or e.target == INITIAL:
+        if e.target in states or e.target == INITIAL:  # (a window's exit: _guard)
             return None
         states.append(e.target)
     if set(auto.edges) != {INITIAL, *states}:
@@ -556,12 +573,10 @@ def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed:
         new.append(tuple((i, v) for i, v in e.position.binds if v != key_var))
         bound += [v for _, v in new[-1]]
     keys[0] = next((i for i, v in a.position.binds if v == key_var), -1)
-    if any(e.exits for e in stages[1:-1]):
-        return None
-    timed = _within(auto, stages)
+    timed = _guard(auto, stages, tuple(states))
     if timed is None:
         return None
-    window, zone = timed
+    window, zone, zone_at, zone_to = timed
     local = [e.position.filter is None or e.position.local for e in stages[1:]]
     if len(stages) > 2 and not all(local):
         return None
@@ -572,7 +587,8 @@ def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed:
                          frozenset(bound) - {v for _, v in new[1]})
     return EsperPair(a, b, states[0], keys[0], keys[1], window, zone, key_var, new[1],
                      local[-1], tuple(stages), tuple(states), tuple(keys), tuple(new),
-                     len(stages) == 2 and key_var is not None, reach)
+                     len(stages) == 2 and key_var is not None, reach, zone_at=zone_at,
+                     zone_to=None if zone_to == len(stages) - 1 else zone_to)
 
 
 
@@ -670,7 +686,8 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
         views.append(view)
     # (after a alone, some alternatives may be on the key and others on none)
     keys = {v.key_var for v in views}
-    if (len(keys - {None}) > 1 or len({(v.window, v.zone) for v in views}) != 1
+    if (len(keys - {None}) > 1 or any(v.zone_to is not None for v in views)
+            or len({(v.window, v.zone, v.zone_at) for v in views}) != 1
             or (None in keys and len(stages) > 1)):
         return None
     v0 = next((v for v in views if v.key_var is not None), views[0])
@@ -686,7 +703,7 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
                      tuple(stages), tuple(states), v0.keys[:n], v0.new[:n],
                      n == 1 and None not in keys and all(v.columnar for v in views),
                      None, tuple(views),
-                     {t: tuple(v) for t, v in by_type.items()})
+                     {t: tuple(v) for t, v in by_type.items()}, v0.zone_at)
 
 
 @dataclass
@@ -838,18 +855,50 @@ def _within(auto: Any, stages: list[Any]) -> tuple[float, int | None] | None:
     """Δ (ms; inf without) and the zone of the one ``within`` window around the stages of an
     Esper chain — entered by the first, left by the last, every stage inside it — or None
     when its zones are otherwise."""
-    a, last = stages[0], stages[-1]
+    timed = _guard(auto, stages)
+    if timed is None or timed[2] or timed[3] != len(stages) - 1:
+        return None
+    return timed[0], timed[1]
+
+
+def _guard(auto: Any, stages: list[Any], states: tuple[int, ...] = ()
+           ) -> tuple[float, int | None, int, int] | None:
+    """Δ (ms; inf without), the zone, the stage whose event opens it and the last stage
+    inside it, of the one ``within`` window of an Esper chain: entered by stage ``at``'s
+    edge, the stages ``at`` … ``to`` inside it, left by the last stage's edge or by the
+    edge of the stage after ``to`` (outside it). ``at`` is 0 for a guard around everything
+    after ``a`` (``every a = A -> (b -> c) where timer:within(Δ)``), later for a guard that
+    binds to the later stages alone (``every a = A -> b = B -> c = C where
+    timer:within(Δ)``: Esper's ``where`` binds tighter than ``->``, so the window opens at
+    ``b``'s event, docs/esper.md); ``to`` is before the last stage for a window around
+    middle stages (``every a = A -> (b = B where timer:within(Δ)) -> c = C``: ``c`` may come
+    any time after ``b``). None when the zones are otherwise — also when a deadline would
+    leave an instance waiting inside the window or expire one waiting after it (the zone's
+    ``last``: the states of ``states``, where instances wait, at which it leaves them)."""
     if not auto.zones:
-        if a.enters or last.exits or any(e.position.zones for e in stages):
+        if any(e.enters or e.exits or e.position.zones for e in stages):
             return None
-        return float("inf"), None
+        return float("inf"), None, 0, len(stages) - 1
     if len(auto.zones) != 1:
         return None
     z = auto.zones[0]
-    if (z.kind != "within" or z.timer_accept or a.enters != (z.id,) or last.exits != (z.id,)
-            or any(e.position.zones != (z.id,) for e in stages)):
+    inside = (z.id,)
+    at = next((j for j, e in enumerate(stages) if e.enters), None)
+    out = next((j for j, e in enumerate(stages) if e.exits), None)
+    if at is None or out is None or z.kind != "within" or z.timer_accept:
         return None
-    return float(z.length), z.id
+    last = len(stages) - 1
+    to = out if stages[out].position.zones == inside else out - 1
+    waiting = set(states[at:to])  # (states[j]: instances wait there for stage j + 1)
+    if (at > to or (at == to and last > 0) or to == out < last
+            or any(e.enters != (inside if j == at else ()) for j, e in enumerate(stages))
+            or any(e.exits != (inside if j == out else ()) for j, e in enumerate(stages))
+            or any(e.position.zones != (inside if at <= j <= to else ())
+                   for j, e in enumerate(stages))
+            or z.last & waiting or (to < last and states[to:to + 1]
+                                    and states[to] not in z.last)):
+        return None
+    return float(z.length), z.id, at, to
 
 
 def _only_edge(auto: Any, state: int) -> Any:

@@ -274,7 +274,7 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
         ids = (first_token + np.arange(len(all_starts)) if n_pairs == 1 else
                first_token + np.searchsorted(all_starts, p["new_rows"] * n_pairs + slot))
         open_ids, open_events = leave_open(m, pr, p, ids, events)
-        m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
+        m.pending = PendingRows(open_ids, open_events, pr.first_zone) if open_ids else None
     reschedule(host, matchers, last_ts)
     return MatchTable(blocks, [], first_id, total, src)
 
@@ -290,7 +290,10 @@ def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
                                                      and h[4] != -1))
     for m in matchers:
         pr = m.pattern.pair
-        m.deadlines = deque(d for d in m.deadlines if d[0] > last_ts)  # (Esper: fired at =)
+        # (Esper: fired at =; but a window of 0 that opened at the batch's last instant —
+        # at a later stage, by a token the batch left — fires after it: kept, as the token
+        # path's, whose timer would fire before the next event)
+        m.deadlines = deque(d for d in m.deadlines if d[0] > last_ts or d[0] == d[3] == last_ts)
         sk = m.skipped
         while sk and sk[0] <= last_ts:  # (passed: the clock is at the batch's last row)
             sk.popleft()
@@ -299,7 +302,7 @@ def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
         # (deadline, start) of the first queued instance and of the first pending row; the
         # timer carries the start, so that Matcher._expire_queued knows when it is due
         firsts = [(m.deadlines[0][0], m.deadlines[0][3])] if m.deadlines else []
-        if m.pending is not None:
+        if m.pending is not None and pr.first_zone is not None:
             start = m.pending.events[0].ts
             firsts.append((start + pr.window, start))
         if firsts:
@@ -394,14 +397,17 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     n_real = len(old)
     n_old = n_real + len(pend_ids)
     n_inst = n_old + len(new_rows)
-    z = pr.zone
+    z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     where = {s: j + 1 for j, s in enumerate(pr.states)}  # a waiting state -> events held
     stage0 = np.concatenate([np.array([where[t.threads[0].state] for t in old], np.int64),
                              np.ones(n_inst - n_real, np.int64)])
     stage = stage0.copy()
-    i_ts = np.concatenate([np.array([t.threads[0].zstart[z] if z is not None else t.created
-                                     for t in old] + [e.ts for e in pend_events],
-                                    dtype=np.float64), src.ts[new_rows]])
+    # each instance's window start: its A's time, or (a guard on the later stages: zone_at)
+    # the time of its event at stage zone_at — inf until it takes one, so that every row is
+    # within its window and its deadline is inf (set as the stage is taken, below)
+    i_ts = np.concatenate([np.array([_zone_start(t, z) for t in old] + [
+        e.ts if zat == 0 else np.inf for e in pend_events], dtype=np.float64),
+        src.ts[new_rows].astype(np.float64) if zat == 0 else np.full(len(new_rows), np.inf)])
     n_stages = len(pr.stages) + 1 if pr.alts else len(pr.stages)  # (the events a match holds)
     taken = np.full((n_stages, n_inst), -1, np.int64)
     taken[0, n_old:] = new_rows
@@ -436,11 +442,14 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         has &= code_j[cand] == i_code_j[sel]
         row = np.where(has, rows_j[cand], 0)
         # Esper's timer:within fires before an event at its deadline: an event exactly Δ
-        # after the A is too late (docs/esper.md, "One instant")
-        ok = has & (src.ts[row] - i_ts[sel] < pr.window)
-        if trapped is not None:  # (Δ = 0: ok is empty; a stage a derived row can fill reads
-            trapped[sel[has]] = True  # only its own event — a chain's filters do, a pair's
-            # guard is on its last stage, of an input type: shapes.esper_pair_of)
+        # after the A is too late (docs/esper.md, "One instant"); a stage after the window
+        # (zone_to) has none
+        ok = has & (src.ts[row] - i_ts[sel] < pr.window) if j <= zto else has
+        if trapped is not None and zat < j <= zto:  # (Δ = 0: ok is empty for the stages in
+            # the window; a stage a derived row can fill reads only its own event — a
+            # chain's filters do, a pair's guard is on its last stage, of an input type:
+            # shapes.esper_pair_of)
+            trapped[sel[has]] = True
         if not reads_own_event(stages[j]):
             reach = _reach_cut(view, jv, cols, vlocs, order, code_j, old, pend_events)
             if reach is not None:  # (instances no row of the batch can reach wait on)
@@ -463,6 +472,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         stage[moved] = j + 1
         taken[j, moved] = row
         last[moved] = row
+        if j == zat and z is not None:  # (the guard's window opens at this stage's event)
+            i_ts[moved] = src.ts[row]
     if pr.alts:  # each instance at the alternatives completes by the first one's row
         j0 = len(pr.stages)
         sel = np.flatnonzero(stage == j0)
@@ -480,10 +491,11 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         last[won] = first[won]
     match = stage == n_stages
     # an instance whose deadline is the batch's last instant expired before its last event
-    # (Esper's timer fires first) unless that very event began it (Δ = 0: its timer is still
-    # to come)
-    deadline = i_ts + pr.window
-    alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (taken[0] >= last_row)))
+    # (Esper's timer fires first) unless that very event opened its window (Δ = 0: its
+    # timer is still to come)
+    # (an instance waiting for a stage after the window has no deadline)
+    deadline = np.where(stage <= zto, i_ts + pr.window, np.inf)
+    alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (taken[zat] >= last_row)))
     if trapped is not None:
         alive &= ~trapped
     ids = np.array([t.id for t in old] + list(pend_ids), np.int64)
@@ -493,7 +505,22 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols,
-            "alt": alt}
+            "alt": alt, "zstart": i_ts}
+
+
+def _zone_to(pr: EsperPair) -> int:
+    """The last stage (edge index) inside the pattern's window — ``pr.zone_to``; else every
+    stage, the alternatives too."""
+    return len(pr.stages) + len(pr.alts) if pr.zone_to is None else pr.zone_to
+
+
+def _zone_start(tok: Token, z: int | None) -> float:
+    """When the window of a token from before the batch opened (inf: not yet, a guard on
+    the later stages; its creation without a window, which then never closes)."""
+    if z is None:
+        return tok.created
+    zs = tok.threads[0].zstart
+    return zs.get(z, np.inf) if zs else np.inf
 
 
 
@@ -1041,7 +1068,11 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     stage0, stage = p["stage0"], p["stage"]
     n_real = len(old)
     n_old = n_real + len(pend_ids)
+    z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     moved = stage != stage0
+    #: the tokens whose window opened in the batch (a guard on the later stages): their
+    #: timers, asked for below in the order the windows opened
+    opened: list[tuple[int, int, Token, Thread]] = []
     for q in np.flatnonzero(~alive[:n_real] | moved[:n_real]).tolist():
         m.unregister(old[q])
     for q in np.flatnonzero(alive[:n_real] & moved[:n_real]).tolist():
@@ -1049,7 +1080,10 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         th = tok.threads[0]
         th.events, th.bindings = _held(pr, p, q, events)
         th.last, th.state = th.events[-1], pr.states[int(stage[q]) - 1]
+        th.zstart = _zstart(pr, int(stage[q]), th.events, zto)
         m.register(tok)
+        if z is not None and stage0[q] <= zat < stage[q] <= zto + 1:  # (opened: its timer)
+            opened.append((int(p["taken"][zat][q]), tok.id, tok, th))
     waiting = alive & (stage == 1)
     keep = np.flatnonzero(waiting[n_real:n_old]).tolist()
     ids = [pend_ids[q] for q in keep]
@@ -1061,35 +1095,54 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     on = on[on >= n_real]
     if len(on):
         all_ids = [*pend_ids, *new_ids.tolist()]
-        z = pr.zone
         for q in on.tolist():
             held, full = _held(pr, p, q, events)
-            start = held[0].ts
-            th = Thread(pr.states[int(stage[q]) - 1], full, held,
-                        None if z is None else {z: start}, held[-1])
-            tok = Token(all_ids[q - n_real], None, start, [th])
+            zs = _zstart(pr, int(stage[q]), held, zto)
+            th = Thread(pr.states[int(stage[q]) - 1], full, held, zs, held[-1])
+            tok = Token(all_ids[q - n_real], None, held[0].ts, [th])
             m.register(tok)
-            if z is not None:
-                m.schedule_zones(tok, th)
-    if pr.zone is not None:
+            if zs:  # (in its window, or waiting for the stage that leaves it: its timer)
+                if zat == 0:  # (in the order the instances began: their windows')
+                    m.schedule_zones(tok, th)
+                else:
+                    opened.append((int(p["taken"][zat][q]), tok.id, tok, th))
+    # (as the token path asks for them: at the event that opens each window, oldest first)
+    for _, _, tok, th in sorted(opened, key=itemgetter(0, 1)):
+        m.schedule_zones(tok, th)
+    if z is not None:
         _skip_completed(m, pr, p)
     return ids, evs
 
 
+def _zstart(pr: EsperPair, s: int, held: Sequence[Event], zto: int) -> dict[int, Any] | None:
+    """The zone entries of an instance holding ``s`` events ``held``, as the token path's
+    thread has them: none before its window opens (a guard on the later stages), the time
+    of the event that opened it from then on — also while it waits for the stage that
+    leaves a window around middle stages — and none again once that stage left it
+    (Matcher._zones pops the zone and gives None for no zone left)."""
+    z, zat = pr.zone, pr.zone_at
+    if z is None or s <= zat or s > zto + 1:
+        return None
+    return {z: held[zat].ts}
+
+
 def _skip_completed(m: Any, pr: EsperPair, p: dict) -> None:
-    """The deadlines after the batch of the instances that completed in it with none queued
-    — the kernel's rows from before it and the instances it began (the registered tokens'
-    are queued) —: the token path's timers for them fire idle later, moving the clock
-    (Matcher.skipped, Engine._advance)."""
+    """The deadlines after the batch of the instances whose window opened with none queued
+    — the kernel's rows from before it, the instances it began, the tokens from before it
+    whose window opened in it — and that completed in it or left a window around middle
+    stages (their deadlines are no token's to expire): the token path's timers for them fire
+    idle later, moving the clock (Matcher.skipped, Engine._advance)."""
     n_real = len(p["old"])
-    done = np.flatnonzero(p["match"][n_real:])
-    if not len(done):
+    done = p["match"] | (p["alive"] & (p["stage"] > _zone_to(pr) + 1))
+    done &= np.isfinite(p["zstart"])  # (the window opened)
+    # (a token from before the batch whose window was open then has its deadline queued;
+    # one whose window opened in it — a guard on the later stages — has none)
+    done[:n_real] &= p["stage0"][:n_real] <= pr.zone_at
+    if not done.any():
         return
-    ts = p["cols"].src.ts
-    starts = np.concatenate([np.array([e.ts for e in p["pend_events"]], np.float64),
-                             ts[p["new_rows"]].astype(np.float64)])
-    due = starts[done] + pr.window
-    skip_idle(m, due[due > float(ts[-1])].tolist(), float(ts[-1]))
+    last = float(p["cols"].src.ts[-1])
+    due = np.sort(p["zstart"][done] + pr.window)
+    skip_idle(m, due[due > last].tolist(), last)
 
 
 def skip_idle(m: Any, new: list[float], now: float) -> None:

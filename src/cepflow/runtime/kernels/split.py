@@ -249,7 +249,7 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
         if len(inst):
             m.done = True
         open_ids, open_events = leave_open(m, pr, p, token_ids, events)
-        m.pending = PendingRows(open_ids, open_events, pr.zone) if open_ids else None
+        m.pending = PendingRows(open_ids, open_events, pr.first_zone) if open_ids else None
 
     return p["new_rows"], at, out, commit
 
