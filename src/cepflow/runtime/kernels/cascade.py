@@ -29,7 +29,12 @@ from cepflow.compiler.evaluator import can_fail
 from cepflow.events.event import ComplexEvent
 from cepflow.runtime.kernels.frame import Declined
 from cepflow.runtime.kernels.pair import fill_params
-from cepflow.runtime.kernels.window_block import WindowBlock, batch_fits
+from cepflow.runtime.kernels.window_block import (
+    WindowBlock,
+    batch_fits,
+    plan_window,
+    single_fits,
+)
 from cepflow.runtime.rows import EventRows, TypeColumns
 
 
@@ -175,6 +180,91 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     return chosen
 
 
+def kernel_outputs(kernels: list[Any], plans: list[Any]
+                   ) -> dict[str, tuple[np.ndarray, list[Any], np.ndarray]]:
+    """Per kernel pattern (by name): its planned matches ascending by row (as split._Replay
+    orders them), the rows, and the place of each in the cascade's order at its row (1 + the
+    matches before it in engine order: the kernels are in engine order, and each one's
+    matches at a row keep theirs) — the derived stream the patterns and windows over their
+    output read."""
+    by_name: dict[str, tuple[np.ndarray, list[Any], np.ndarray]] = {}
+    offset = 1
+    for m, plan in zip(kernels, plans, strict=True):
+        at = np.asarray(plan[1], np.int64)
+        found = plan[2]
+        if len(at) > 1 and bool((at[1:] < at[:-1]).any()):
+            o = np.argsort(at, kind="stable")
+            at, found = at[o], list(map(found.__getitem__, o.tolist()))
+        by_name[m.name] = (at, found, offset + np.arange(len(at), dtype=np.int64))
+        offset += len(at)
+    return by_name
+
+
+@dataclass
+class Over:
+    """A window statement over a kernel pattern's output planned over that pattern's planned
+    matches (:func:`plan_windows_over`): its position in ``engine.windows``, the kernel
+    pattern's slot, its block (``at``: the input row of each of its rows) and per row the
+    place, among the kernel pattern's matches at that input row, of the match that made it
+    (the engine's cascade: a match, then its window rows, then the next match)."""
+
+    index: int
+    slot: int
+    block: WindowBlock
+    sub: np.ndarray
+
+
+def plan_windows_over(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
+                      skip: Any) -> list[Over]:
+    """Plan the window statements over one kernel pattern's output (of the forms a block
+    takes: window_block.single_fits; not at positions ``skip``, blocks already) over that
+    pattern's planned matches, each at its input row's time, the batch's last instant the
+    input's. Per event such a row comes in the cascade of the match it reads: its id after
+    every id the input step gives at that row, and out right after that match (split._Replay
+    ranks them per match). A window whose plan declines runs per event; so do all of them
+    when some match would make more rows than ``max_cascade`` lets one event cascade."""
+    if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
+        return []
+    by_name = kernel_outputs(kernels, plans)
+    slots = {m.name: m.slot for m in kernels}
+    t_end = src.time_at(src.n - 1)
+    schemas = engine.program.schemas
+    out: list[Over] = []
+    cols: dict[str, tuple[EventRows, TypeColumns]] = {}
+    for i, r in enumerate(engine.windows):
+        t = r.statement.input_type
+        if i in skip or t not in by_name or not single_fits(r):
+            continue
+        at, found, _cp = by_name[t]
+        if t not in cols:  # (a kernel pattern's matches as rows, read once per window)
+            rows = EventRows(found, ([t], np.zeros(len(found), np.int64)), src.ts[at])
+            cols[t] = (rows, TypeColumns(rows, schemas))
+        b = plan_window(engine, r, cols[t][1], cols[t][0], t_end)
+        if b is None:
+            continue
+        d = np.asarray(b.at, np.int64)
+        b.at = at[d]  # (the derived rows' input rows)
+        within = np.arange(len(at), dtype=np.int64) - np.searchsorted(at, at, side="left")
+        out.append(Over(i, slots[t], b, within[d]))
+    # (per event a match and its window rows cascade as one: 1 + its rows within the limit)
+    if out and engine.host.max_cascade < 1 + _most_per_match(out, src.n):
+        return []
+    return out
+
+
+def _most_per_match(out: list[Over], n: int) -> int:
+    """The most window rows one kernel pattern's match makes across ``out`` (a batch of ``n``
+    input rows)."""
+    width = n + 1
+    key = np.concatenate([(o.slot * width + np.asarray(o.block.at, np.int64)) * width + o.sub
+                          for o in out])
+    if not len(key):
+        return 0
+    key.sort()
+    ends = np.flatnonzero(np.diff(key)) + 1
+    return int(np.diff(np.concatenate([[0], ends, [len(key)]])).max())
+
+
 def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
                 cols: TypeColumns, plan_pair: Callable[..., Any]) -> list[Higher]:
     """Plan the :func:`higher_candidates` over the batch's derived stream: per pattern, its
@@ -188,20 +278,8 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
     if not cands:
         return []
     n = src.n
-    # per kernel pattern: its matches ascending by row (as split._Replay orders them) and the
-    # place of each in the cascade's order at its row (1 + the matches before it in engine
-    # order: the kernels are in engine order, and each one's matches at a row keep theirs)
-    by_name: dict[str, tuple[np.ndarray, list[Any], np.ndarray]] = {}
-    offset = 1
-    for m, plan in zip(kernels, plans, strict=True):
-        at = np.asarray(plan[1], np.int64)
-        found = plan[2]
-        if len(at) > 1 and bool((at[1:] < at[:-1]).any()):
-            o = np.argsort(at, kind="stable")
-            at, found = at[o], list(map(found.__getitem__, o.tolist()))
-        by_name[m.name] = (at, found, offset + np.arange(len(at), dtype=np.int64))
-        offset += len(at)
-    top = offset
+    by_name = kernel_outputs(kernels, plans)
+    top = 1 + sum(len(v[0]) for v in by_name.values())
     schemas, arity = engine.program.schemas, engine.host.arity
     # (the rows the batch's last event brings begin at the first entry of its row)
     last_ts = float(src.ts[-1])
