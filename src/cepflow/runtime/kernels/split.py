@@ -334,19 +334,17 @@ class _Replay:
         #: that steps no row of 100,000 matches makes none)
         self.at_lists: list[list[int] | None] = [None] * len(plans)
         arrays = []
-        #: ``subs``: per plan of a window over a kernel pattern's output, per row (in the
-        #: plan's order) the place of the match it reads among its pattern's matches at its
-        #: input row (kernels.cascade.plan_windows_over; sorted with the rows below); a loose
-        #: match of any other plan is ranked by its own place among its plan's at its row
-        self.subs = dict(subs or {})
-        for k, (_, at, found, _) in enumerate(plans):
+        #: ``subs``: per plan of a window over a kernel pattern's output, per row (a block's
+        #: rows ascend: not sorted below) the place of the match it reads among its pattern's
+        #: matches at its input row (kernels.cascade.plan_windows_over); a loose match of any
+        #: other plan is ranked by its own place among its plan's at its row
+        self.subs = subs or {}
+        for _, at, found, _ in plans:
             a = np.asarray(at, np.int64)  # (the kernels' plans give their rows as arrays)
             if len(a) > 1 and bool((a[1:] < a[:-1]).any()):  # (in row order, else as given)
                 o = np.argsort(a, kind="stable")
                 a = a[o]
                 found = list(map(found.__getitem__, o.tolist()))
-                if k in self.subs:
-                    self.subs[k] = self.subs[k][o]
             self.matches.append((a, found))
             arrays.append(a)
         #: the rows where a match something reads completes (they are stepped)
