@@ -52,6 +52,10 @@ BESIDE = [
     "where timer:within(6 msec)];\n",
     "@Name('R')\ninsert into R\nfrom pattern [every (p = P(p.v >= 2) -> x = B(x.k = p.k))];\n",
     "@Name('D')\ninsert into D\nfrom pattern [every (x = A(x.v > 1) -> y = B(y.k = x.k))];\n",
+    # (completing in P's matches' cascade, before the windows' rows: planned, ranked per match)
+    "@Name('H2')\ninsert into H2\nselect c.v as v\nfrom pattern [every c = A -> p = P(p.k = c.k) "
+    "where timer:within(4 msec)];\n",
+    "@Name('H3')\ninsert into H3\nfrom pattern [every c = B(c.v >= 1) -> p = P(p.v != 1)];\n",
 ]
 
 
@@ -69,7 +73,7 @@ def programs(draw: st.DrawFn) -> tuple[str, int]:
     text = "".join(draw(kernel_patterns(k)) for k in kinds)
     n = draw(st.integers(1, 2))
     text += "".join(draw(windows(f"W{i}", kinds)) for i in range(1, n + 1))
-    text += "".join(draw(st.lists(st.sampled_from(BESIDE), max_size=2, unique=True)))
+    text += "".join(draw(st.lists(st.sampled_from(BESIDE), max_size=3, unique=True)))
     return text, draw(st.integers(-1, 3))
 
 
@@ -113,9 +117,43 @@ def test_window_rows_come_after_the_match_they_read() -> None:
     assert state(many) == state(one) and many.stats == one.stats
 
 
+#: TWO and a pattern completing at P's matches: both its instances (opened by the A's)
+#: complete at P's first match, in its cascade, before that match's window row
+TWO_H2 = (TWO[0] + "@Name('H2')\ninsert into H2\nselect c.v as v\nfrom pattern [every c = A -> "
+          "p = P(p.k = c.k)];\n", 0)
+
+
+@pytest.mark.parametrize("ruled", [0, -1])
+def test_patterns_completing_in_the_cascade_come_after_the_match_they_read(ruled: int) -> None:
+    """The hand-derived order of TWO_H2: P's matches take ids 1 and 2 in the input step; in
+    the first one's cascade H2's two matches (3, 4, oldest instance first), then its window
+    row (5); then P's second match and its window row (6). Nothing is stepped — or, with a
+    rule on every pattern (``ruled`` -1), the B is, and the replay emits each pattern's rows
+    at the match they read."""
+    prog = program_of(TWO_H2[0], ruled)
+    many = Engine(prog)
+    stepped = []
+    process = Engine.process
+
+    def spy(self, event, out=None):
+        stepped.append(event)
+        return process(self, event, out)
+
+    with patch.object(Engine, "process", spy):
+        got = many.process_batch(events(TWO_SPEC))
+    assert [e.id for e in stepped] == ([] if ruled == 0 else ["e2"])
+    assert [(m.type, m.match_id, m.params) for m in got] == [
+        ("P", 1, (0, 1, 0.0)), ("H2", 3, (1,)), ("H2", 4, (2,)), ("W1", 5, (0, 1)),
+        ("P", 2, (0, 2, 0.0)), ("W1", 6, (0, 2))]
+    one = Engine(prog)
+    assert rows(got) == rows([m for e in events(TWO_SPEC) for m in one.process(e)])
+    assert state(many) == state(one) and many.stats == one.stats
+
+
 @settings(max_examples=250, deadline=None)
 @given(programs(), INTS, st.lists(st.integers(0, 80), max_size=4), st.integers(0, 80))
 @example(TWO, TWO_SPEC, [], 0)
+@example(TWO_H2, TWO_SPEC, [], 0)
 def test_windows_over_kernel_output_equal_event_by_event(prog_spec, spec, cuts,
                                                          restore_at) -> None:
     check_split(program_of(*prog_spec), spec, cuts, restore_at)
@@ -199,19 +237,21 @@ def test_windows_over_a_pair_are_planned() -> None:
     assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
 
 
-@pytest.mark.parametrize("limit", [1, 2])
-def test_a_cascade_over_the_limit_is_stepped(limit: int) -> None:
-    """With ``max_cascade`` 1 a P match and its window row are two complex events of one
-    cascade: the per-event engine stops there, and so does the batch (its windows are left
-    per event, their rows stepped); with 2 both go on."""
-    prog = program_of(*TWO)
+@pytest.mark.parametrize(("prog_spec", "limit", "stops"),
+                         [(TWO, 1, True), (TWO, 2, False), (TWO_H2, 3, True), (TWO_H2, 4, False)])
+def test_a_cascade_over_the_limit_is_stepped(prog_spec, limit: int, stops: bool) -> None:
+    """A P match, its window row and the matches completing at it are complex events of one
+    cascade (TWO: 2; TWO_H2: 4 at P's first match): over ``max_cascade`` the per-event engine
+    stops there, and so does the batch (those statements are left per event, their rows
+    stepped); within it both go on."""
+    prog = program_of(*prog_spec)
     evs = events(TWO_SPEC)
     one, many = Engine(prog, max_cascade=limit), Engine(prog, max_cascade=limit)
-    if limit == 1:
-        with pytest.raises(EngineError, match="more than 1 complex events"):
+    if stops:
+        with pytest.raises(EngineError, match=f"more than {limit} complex events"):
             for e in evs:
                 one.process(e)
-        with pytest.raises(EngineError, match="more than 1 complex events"):
+        with pytest.raises(EngineError, match=f"more than {limit} complex events"):
             many.process_batch(evs)
     else:
         assert rows(many.process_batch(evs)) == rows([m for e in evs for m in one.process(e)])

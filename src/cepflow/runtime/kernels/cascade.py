@@ -139,21 +139,27 @@ class Higher:
     (:func:`plan_higher`): its matcher, its plan in input rows (the rows opening its instances,
     the rows its matches complete at, the matches, the commit), and per instance opened its
     place in the engine's order at its row — input step (phase 0) or the cascade of a match
-    (phase 1, ``cp``: that match's place among the row's matches, ``objs``: the match)."""
+    (phase 1, ``cp``: that match's place among the row's matches, ``objs``: the match). A
+    pattern whose last stage reads a kernel pattern's output completes in the cascade of that
+    pattern's matches: ``last`` is that kernel pattern's slot and ``sub`` per match the place,
+    among that pattern's matches at its row, of the one it completes at (None: it completes
+    at input steps)."""
 
     m: Any
     plan: Any
     phase: np.ndarray
     cp: np.ndarray
     objs: list[Any]
+    last: int | None = None
+    sub: np.ndarray | None = None
 
 
 def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     """The patterns a split batch plans over its kernel patterns' matches (docs/architecture.md,
     "The program split"): Esper pair shapes (``CompiledPattern.pair``) that are no kernel
-    pattern, reading the output of kernel patterns at some stage but the last (and its
-    alternatives), and only input types no statement produces at the others; in engine
-    order."""
+    pattern, reading the output of kernel patterns, and only input types no statement produces
+    at the others, whose last stage (and its alternatives) reads input types or one kernel
+    pattern's output; in engine order."""
     if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
         return []
     program = engine.program
@@ -169,15 +175,21 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
         derived = types & outs
         if not derived or (types - derived) & produced:
             continue
-        ends = {e.position.type
-                for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
-        if len(pr.stages) + bool(pr.alts) < 2 or ends & produced:
+        ends = _ends(pr)
+        if len(pr.stages) + bool(pr.alts) < 2 or (ends & produced
+                                                   and not (len(ends) == 1 and ends <= outs)):
             continue
         if pr.window == 0:  # (within(0): over column batches its instances outlived their
             # instant — found at the end of stop 31; left per event)
             continue
         chosen.append(m)
     return chosen
+
+
+def _ends(pr: Any) -> set[str]:
+    """The types a pair shape's matches complete at (its last stage's, or alternatives')."""
+    return {e.position.type
+            for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
 
 
 def kernel_outputs(kernels: list[Any], plans: list[Any]
@@ -221,8 +233,8 @@ def plan_windows_over(engine: Any, kernels: list[Any], plans: list[Any], src: An
     pattern's planned matches, each at its input row's time, the batch's last instant the
     input's. Per event such a row comes in the cascade of the match it reads: its id after
     every id the input step gives at that row, and out right after that match (split._Replay
-    ranks them per match). A window whose plan declines runs per event; so do all of them
-    when some match would make more rows than ``max_cascade`` lets one event cascade."""
+    ranks them per match). A window whose plan declines runs per event (and every one when a
+    match's cascade would pass ``max_cascade``: :func:`cascade_fits`)."""
     if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
         return []
     by_name = kernel_outputs(kernels, plans)
@@ -246,23 +258,27 @@ def plan_windows_over(engine: Any, kernels: list[Any], plans: list[Any], src: An
         b.at = at[d]  # (the derived rows' input rows)
         within = np.arange(len(at), dtype=np.int64) - np.searchsorted(at, at, side="left")
         out.append(Over(i, slots[t], b, within[d]))
-    # (per event a match and its window rows cascade as one: 1 + its rows within the limit)
-    if out and engine.host.max_cascade < 1 + _most_per_match(out, src.n):
-        return []
     return out
 
 
-def _most_per_match(out: list[Over], n: int) -> int:
-    """The most window rows one kernel pattern's match makes across ``out`` (a batch of ``n``
-    input rows)."""
+def cascade_fits(engine: Any, n: int, over: list[Over], higher: list[Higher]) -> bool:
+    """Whether every kernel pattern's match, with the window rows (``over``) and the matches
+    of the patterns completing in its cascade (``higher`` whose ``last`` is set) it makes,
+    stays within ``max_cascade`` (per event they are one cascade: 1 + those; over the limit
+    the engine stops there, so the batch leaves them per event) — in a batch of ``n`` rows."""
     width = n + 1
-    key = np.concatenate([(o.slot * width + np.asarray(o.block.at, np.int64)) * width + o.sub
-                          for o in out])
+    parts = [(o.slot, o.block.at, o.sub) for o in over] + [
+        (h.last, h.plan[1], h.sub) for h in higher if h.last is not None]
+    if not parts:
+        return True
+    key = np.concatenate([(s * width + np.asarray(at, np.int64)) * width + sub
+                          for s, at, sub in parts])
     if not len(key):
-        return 0
+        return True
     key.sort()
     ends = np.flatnonzero(np.diff(key)) + 1
-    return int(np.diff(np.concatenate([[0], ends, [len(key)]])).max())
+    most = int(np.diff(np.concatenate([[0], ends, [len(key)]])).max())
+    return engine.host.max_cascade >= 1 + most
 
 
 def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
@@ -277,6 +293,7 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
     cands = higher_candidates(engine, kernels)
     if not cands:
         return []
+    slots = {m.name: m.slot for m in kernels}
     n = src.n
     by_name = kernel_outputs(kernels, plans)
     top = 1 + sum(len(v[0]) for v in by_name.values())
@@ -323,10 +340,20 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
             continue
         new_rows, ends, matches, commit = plan
         new_rows = np.asarray(new_rows, np.int64)
+        ends = np.asarray(ends, np.int64)
         phase = (cp_m[new_rows] > 0).astype(np.int64)
         starts = merged.events
-        out.append(Higher(m, (r_m[new_rows], r_m[np.asarray(ends, np.int64)], matches, commit),
+        last = sub = None
+        end_types = _ends(m.pattern.pair)
+        end = next(iter(end_types)) if len(end_types) == 1 else None
+        if end in by_name:  # (completes in the cascade of a kernel pattern's match: its place
+            # among that pattern's matches at its row, which the pattern's ranks follow)
+            at_k, _f, cps = by_name[end]
+            idx = cp_m[ends] - (int(cps[0]) if len(cps) else 0)
+            last, sub = slots[end], idx - np.searchsorted(at_k, at_k[idx], side="left")
+        out.append(Higher(m, (r_m[new_rows], r_m[ends], matches, commit),
                           phase, cp_m[new_rows],
                           [starts[i] if p else None
-                           for i, p in zip(new_rows.tolist(), phase.tolist(), strict=True)]))
+                           for i, p in zip(new_rows.tolist(), phase.tolist(), strict=True)],
+                          last, sub))
     return out

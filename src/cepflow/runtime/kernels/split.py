@@ -57,6 +57,7 @@ from cepflow.runtime.kernels.cascade import (
     Derived,
     Higher,
     Over,
+    cascade_fits,
     plan_cascade,
     plan_higher,
     plan_windows_over,
@@ -189,6 +190,8 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
     derived = plan_cascade(engine, blocks, src.ts, src.last_ts(), _plan_pair)
     higher = plan_higher(engine, kernels, plans, src, cols, _plan_pair)
     over = plan_windows_over(engine, kernels, plans, src, {**blocks, **derived.batches})
+    if not cascade_fits(engine, src.n, over, higher):  # (left per event: the engine stops)
+        over, higher = [], [h for h in higher if h.last is None]
     return _run(engine, kernels, plans, src, columns, blocks, derived,  # type: ignore[arg-type]
                 higher, over)
 
@@ -510,8 +513,9 @@ class _Replay:
         lo, hi = self._span(k)
         return self.matches[k][1][lo:hi] if hi > lo else []
 
-    def step(self, k: int, counters: Any) -> Any:
-        """Pattern ``k``'s step for the current row."""
+    def step(self, k: int, counters: Any, emits: bool = True) -> Any:
+        """Pattern ``k``'s step for the current row (without ``emits`` it only opens
+        instances: a pattern whose matches come in a cascade, :meth:`cascade_step`)."""
 
         def replay(e: Event, emit: Any) -> None:
             r = self.row
@@ -522,16 +526,18 @@ class _Replay:
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
-            for ce in self.at_row(k):
-                counters.match += 1
-                ce.match_id = counters.match
-                emit(ce)
+            if emits:
+                for ce in self.at_row(k):
+                    counters.match += 1
+                    ce.match_id = counters.match
+                    emit(ce)
         return replay
 
-    def cascade_step(self, k: int, counters: Any) -> Any:
+    def cascade_step(self, k: int, counters: Any, kk: int | None = None) -> Any:
         """Pattern ``k``'s step for a kernel pattern's match in the cascade (a pattern over
-        their output whose matches complete at input steps: kernels.cascade.plan_higher): the
-        next token id if that match opens one of its instances."""
+        their output: kernels.cascade.plan_higher): the next token id if that match opens one
+        of its instances, then — when its matches complete in the cascade of kernel plan
+        ``kk``'s matches — those completing at that match, with the next match ids."""
 
         def replay(e: Event, emit: Any) -> None:
             j = self.next
@@ -540,6 +546,9 @@ class _Replay:
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
+            if kk is not None:
+                for ce in self._made_by(k, kk, e, counters):
+                    emit(ce)
         return replay
 
     def rows_at(self, k: int, counters: Any) -> list[ComplexEvent]:
@@ -551,23 +560,25 @@ class _Replay:
             ce.match_id = counters.match
         return found
 
+    def _made_by(self, k: int, kk: int, e: Any, counters: Any) -> list[ComplexEvent]:
+        """Plan ``k``'s complex events at the current row made in the cascade of kernel plan
+        ``kk``'s match ``e`` (its place among ``kk``'s matches at the row: ``subs``), with the
+        next match ids."""
+        klo, khi = self._span(kk)
+        place = next(i for i, m in enumerate(self.matches[kk][1][klo:khi]) if m is e)
+        lo, hi = self._span(k)
+        found = [ce for ce, s in zip(self.matches[k][1][lo:hi], self.subs[k][lo:hi].tolist(),
+                                     strict=True) if s == place]
+        for ce in found:
+            counters.match += 1
+            ce.match_id = counters.match
+        return found
+
     def rows_for(self, k: int, kk: int, counters: Any) -> Any:
         """The cascade step of window block ``k`` over kernel plan ``kk``'s output: at the
-        current row, the block's rows made by the match it is given (its place among ``kk``'s
-        matches at the row: ``subs``), with the next match ids."""
-
-        def emit(_b: Any, e: Any) -> list[ComplexEvent]:
-            klo, khi = self._span(kk)
-            place = next(i for i, m in enumerate(self.matches[kk][1][klo:khi]) if m is e)
-            lo, hi = self._span(k)
-            subs = self.subs[k]
-            found = [ce for ce, s in zip(self.matches[k][1][lo:hi], subs[lo:hi].tolist(),
-                                         strict=True) if s == place]
-            for ce in found:
-                counters.match += 1
-                ce.match_id = counters.match
-            return found
-        return emit
+        current row, the block's rows made by the match it is given, with the next match
+        ids."""
+        return lambda _b, e: self._made_by(k, kk, e, counters)
 
     def token_ids(self, k: int) -> np.ndarray:
         """Pattern ``k``'s token ids, in the order of its plan's rows that open instances."""
@@ -602,7 +613,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
              + [((n_m + n_b,), (1 << 30,))] * len(later)
              + [((n_m + n_b + 1 + q,), (n_m + b, 1 + q))
                 for q, (_m, _p, b) in enumerate(derived.patterns)]
-             + [((h.m.slot,), (h.m.slot,)) for h in higher]
+             + [((h.m.slot,), (h.m.slot,)) if h.last is None
+                else ((n_m + n_b, 1 + h.last), (h.last,)) for h in higher]
              + [((n_m + n_b, 1 + o.slot), (o.slot,)) for o in over])
     keys = None if not higher else (
         [(0, 0, m.slot, None) for m in kernels] + [(0, 0, 0, None)] * (n_b + len(later))
@@ -637,25 +649,29 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         bounds.append((i, np.repeat(at_rows, lens), np.repeat(when, lens),
                        [ce for c in closes for ce in c[1]]))
         b.hide()
+    first2 = n_k + n_b + len(later)
+    first3 = first2 + len(derived.patterns)
     replay = _Replay(plans, [per_event(m.name) for m in kernels]
                      + [per_event(b.name) for b in blocks.values()] + [False] * len(later)
                      + [per_event(m.name) for m, _p, _b in derived.patterns]
                      + [per_event(h.m.name) for h in higher]
                      + [per_event(o.block.name) for o in over], ranks, bounds, keys,
-                     {len(plans) - len(over) + q: o.sub for q, o in enumerate(over)})
+                     {**{first3 + q: h.sub for q, h in enumerate(higher) if h.last is not None},
+                      **{len(plans) - len(over) + q: o.sub for q, o in enumerate(over)}})
     for k, b in enumerate([*blocks.values(), *later], n_k):
         b.emit_at = lambda _b, _e, k=k: replay.rows_at(k, counters)
     kernel_of = {m.slot: k for k, m in enumerate(kernels)}
     for q, o in enumerate(over, len(plans) - len(over)):
         o.block.emit_at = replay.rows_for(q, kernel_of[o.slot], counters)
-    first2 = n_k + n_b + len(later)
     cascades = {m.slot: replay.step(k, counters)
                 for k, (m, _p, _b) in enumerate(derived.patterns, first2)}
-    first3 = first2 + len(derived.patterns)
-    cascades.update((h.m.slot, replay.cascade_step(k, counters))
+    # (a pattern completing in a kernel pattern's matches' cascade emits its matches there,
+    # each at the match it reads; its input step only takes token ids)
+    cascades.update((h.m.slot, replay.cascade_step(k, counters, kernel_of.get(h.last)))
                     for k, h in enumerate(higher, first3))
     steps = {m.slot: replay.step(k, counters) for k, m in enumerate(kernels)}
-    steps.update((h.m.slot, replay.step(k, counters)) for k, h in enumerate(higher, first3))
+    steps.update((h.m.slot, replay.step(k, counters, h.last is None))
+                 for k, h in enumerate(higher, first3))
     out: list[ComplexEvent] = []
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber
