@@ -31,7 +31,9 @@ reason closes its own through the engine: WindowBlock.expose).
 Esper pairs and chains over the kernel patterns' matches are planned over the derived stream
 (kernels.cascade.plan_higher), so neither those matches' rows nor their own input rows are
 stepped; their instances take token ids in the engine's order at a row (input step, then
-cascade: _Replay's ``keys``).
+cascade: _Replay's ``keys``). So are windows over a kernel pattern's matches
+(kernels.cascade.plan_windows_over); their rows, and the matches of a pattern whose last stage
+reads a kernel pattern's output, come in that match's cascade: ranked per match (``subs``).
 
 The batch is a list of events (:func:`process_split`) or any column source
 (:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
