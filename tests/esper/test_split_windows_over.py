@@ -16,8 +16,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_kernel import SCHEMA, events, state
-from tests.esper.test_split import check_split, check_split_columns, restored, rows
-from tests.esper.test_split_higher import STREAMS, kernel_patterns, program_of
+from tests.esper.test_split import (
+    check_split,
+    check_split_columns,
+    restored,
+    rows,
+    stepping,
+)
+from tests.esper.test_split_higher import STREAMS, program_of
+from tests.esper.test_split_higher import programs as higher_programs
 
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
@@ -67,14 +74,9 @@ def windows(draw: st.DrawFn, name: str, kinds: list[str]) -> str:
     return f"@Name('{name}')\ninsert into {name}\n{form};\n"
 
 
-@st.composite
-def programs(draw: st.DrawFn) -> tuple[str, int]:
-    kinds = ["P"] + (["Q"] if draw(st.booleans()) else [])
-    text = "".join(draw(kernel_patterns(k)) for k in kinds)
-    n = draw(st.integers(1, 2))
-    text += "".join(draw(windows(f"W{i}", kinds)) for i in range(1, n + 1))
-    text += "".join(draw(st.lists(st.sampled_from(BESIDE), max_size=3, unique=True)))
-    return text, draw(st.integers(-1, 3))
+def programs() -> st.SearchStrategy[tuple[str, int]]:
+    """Kernel patterns P (and Q), one or two windows over their output, up to three BESIDE."""
+    return higher_programs(windows, BESIDE, "W", 3)
 
 
 #: streams mostly of integers (the blocks plan them), some nulls (a block declines the batch)
@@ -98,14 +100,7 @@ def test_window_rows_come_after_the_match_they_read() -> None:
     is stepped."""
     prog = program_of(*TWO)
     many = Engine(prog)
-    stepped = []
-    process = Engine.process
-
-    def spy(self, event, out=None):
-        stepped.append(event)
-        return process(self, event, out)
-
-    with patch.object(Engine, "process", spy):
+    with stepping() as stepped:
         got = many.process_batch(events([*TWO_SPEC, ("A", 1, 0, 0.0, 3)]))
     assert not stepped
     assert [(m.type, m.match_id, m.params) for m in got] == [
@@ -132,14 +127,7 @@ def test_patterns_completing_in_the_cascade_come_after_the_match_they_read(ruled
     at the match they read."""
     prog = program_of(TWO_H2[0], ruled)
     many = Engine(prog)
-    stepped = []
-    process = Engine.process
-
-    def spy(self, event, out=None):
-        stepped.append(event)
-        return process(self, event, out)
-
-    with patch.object(Engine, "process", spy):
+    with stepping() as stepped:
         got = many.process_batch(events(TWO_SPEC))
     assert [e.id for e in stepped] == ([] if ruled == 0 else ["e2"])
     assert [(m.type, m.match_id, m.params) for m in got] == [
@@ -219,14 +207,7 @@ def test_windows_over_a_pair_are_planned() -> None:
         return found
 
     evs = events(spec)
-    stepped = []
-    process = Engine.process
-
-    def step(self, event, out=None):
-        stepped.append(event)
-        return process(self, event, out)
-
-    with patch.object(split, "plan_windows_over", spy), patch.object(Engine, "process", step):
+    with patch.object(split, "plan_windows_over", spy), stepping() as stepped:
         got = rows(many.process_batch(evs[:250]))
         many = restored(many, prog)
         got += rows(many.process_batch(evs[250:]))
