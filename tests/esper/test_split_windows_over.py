@@ -63,6 +63,10 @@ BESIDE = [
     "@Name('H2')\ninsert into H2\nselect c.v as v\nfrom pattern [every c = A -> p = P(p.k = c.k) "
     "where timer:within(4 msec)];\n",
     "@Name('H3')\ninsert into H3\nfrom pattern [every c = B(c.v >= 1) -> p = P(p.v != 1)];\n",
+    # (within(0) and a guard on the derived stage: per event here — planned once main's
+    # within(0) trap is merged, which these programs then check)
+    "@Name('H5')\ninsert into H5\nfrom pattern [every c = A -> p = P(p.k = c.k and p.v >= c.v) "
+    "where timer:within(0 msec)];\n",
 ]
 
 
@@ -135,6 +139,27 @@ def test_patterns_completing_in_the_cascade_come_after_the_match_they_read(ruled
         ("P", 2, (0, 2, 0.0)), ("W1", 6, (0, 2))]
     one = Engine(prog)
     assert rows(got) == rows([m for e in events(TWO_SPEC) for m in one.process(e)])
+    assert state(many) == state(one) and many.stats == one.stats
+
+
+#: a pattern reading Q at its first stage and completing at P's matches, its rows stepped (a
+#: rule reads it): the cascade replay is called with Q's matches too, where nothing completes
+QP = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v, a.x as x\nfrom pattern [every a = "
+      "A()];\n@Name('Q')\ninsert into Q\nselect a.k as k, a.v as v, a.x as x\nfrom pattern "
+      "[every a = A()];\n@Name('H4')\ninsert into H4\nfrom pattern [every q = Q -> p = P(p.k = "
+      "q.k)];\n", -1)
+QP_SPEC = [("A", 0, 0, 0.0, 0), ("A", 0, 1, 0.0, 1), ("B", 0, 1, 0.0, 1)]
+
+
+def test_a_pattern_completing_at_one_kernel_pattern_reading_another() -> None:
+    """QP: at the second A, H4's instance (opened at the first A's Q match) completes at P's
+    match, in its cascade; the replay is also called with Q's match, which completes
+    nothing."""
+    prog = program_of(*QP)
+    one, many = Engine(prog), Engine(prog)
+    ref = rows([m for e in events(QP_SPEC) for m in one.process(e)])
+    got = rows(many.process_batch(events(QP_SPEC)))
+    assert got == ref and [r[0] for r in ref] == ["P", "Q", "P", "H4", "Q"]
     assert state(many) == state(one) and many.stats == one.stats
 
 

@@ -565,9 +565,12 @@ class _Replay:
     def _made_by(self, k: int, kk: int, e: Any, counters: Any) -> list[ComplexEvent]:
         """Plan ``k``'s complex events at the current row made in the cascade of kernel plan
         ``kk``'s match ``e`` (its place among ``kk``'s matches at the row: ``subs``), with the
-        next match ids."""
+        next match ids; none for ``e`` of another type (a pattern reading it at an earlier
+        stage)."""
         klo, khi = self._span(kk)
-        place = next(i for i, m in enumerate(self.matches[kk][1][klo:khi]) if m is e)
+        place = next((i for i, m in enumerate(self.matches[kk][1][klo:khi]) if m is e), None)
+        if place is None:
+            return []
         lo, hi = self._span(k)
         found = [ce for ce, s in zip(self.matches[k][1][lo:hi], self.subs[k][lo:hi].tolist(),
                                      strict=True) if s == place]
