@@ -325,9 +325,6 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
         at = len(own)
         for t in derived:
             found = by_name[t][1]
-            # (the plan reads the merged rows' parameters, these too, by one pass per
-            # column rather than per match — also when it reads no field of them)
-            fill_params(found)
             objs[at:at + len(found)] = found
             at += len(found)
         names = [t for t in src.type_names if t in types and t not in by_name] + derived
