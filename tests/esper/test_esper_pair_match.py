@@ -44,21 +44,6 @@ def test_lazy_fields_equal_eager_ones(ap: list, bp: list, more: list[list],
     for twin in (pickle.loads(pickle.dumps(lazy)), copy.copy(lazy)):
         assert type(twin) is ComplexEvent and twin == eager
         assert (twin.seq, twin.match_id, twin.params) == (11, 7, params)
-    # (made column by column for a consumer reading them all: fill_params, the parts' widths
-    # read from the matches; with a match of other widths they are left to their lazy reads)
-    width = len(row) - 2 - len(consts)
-    shape = _PairShape("P", names, pick, consts, width)
-    wider = Event("A", (*ap, 0), 1.0)
-    filled = [shape.kind(parts, 1), shape.kind(parts, 2)]
-    odd = [shape.kind((wider, *parts[1:]), 3), shape.kind(parts, 4)]
-    fill_params(filled)
-    fill_params(odd)
-    assert [m.params for m in filled] == [params, params]
-    assert [type(v) for v in filled[0].params] == [type(v) for v in params]
-    assert [m._params for m in odd] == [None, None]
-    for m in odd:  # (their lazy reads: the row of their own parts)
-        own = [*(x for e in m.parts for x in e.params), m.parts[-1].ts, None, *consts]
-        assert m.params == tuple(own[i] for i in pick)
 
 
 @given(st.lists(values, max_size=4), st.lists(values, max_size=2), st.data())

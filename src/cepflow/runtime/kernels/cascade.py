@@ -251,8 +251,7 @@ def plan_windows_over(engine: Any, kernels: list[Any], plans: list[Any], src: An
         if i in skip or t not in by_name or not single_fits(r):
             continue
         at, found, _cp = by_name[t]
-        if t not in cols:  # (a kernel pattern's matches as rows, read once per window;
-            fill_params(found)  # their parameters made column by column: all are read)
+        if t not in cols:  # (a kernel pattern's matches as rows, read once per window)
             rows = EventRows(found, ([t], np.zeros(len(found), np.int64)), src.ts[at])
             cols[t] = (rows, TypeColumns(rows, schemas))
         b = plan_window(engine, r, cols[t][1], cols[t][0], t_end)

@@ -9,7 +9,6 @@ second stage after a batch stay rows until tokens are needed, those further on b
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import count, repeat
@@ -50,8 +49,6 @@ from cepflow.runtime.tokens import PairRows, PendingRows, Thread, Token
 from cepflow.runtime.vector_expr import arithmetic_values, pairs_mask
 
 _TS = attrgetter("ts")
-_PARTS = attrgetter("parts")
-_PARAMS = attrgetter("params")
 
 
 class Uncodable(Exception):
@@ -939,42 +936,23 @@ class _PairShape:
 
 
 def fill_params(found: Sequence[ComplexEvent]) -> None:
-    """Make the parameters of the lazy matches in ``found`` column by column (a list per
-    select item, zipped into the tuples), for a consumer about to read them all (a time batch
-    over a cascade's matches, a window over a kernel pattern's: kernels.cascade): the values
-    reading each one would give, for a fraction of the cost. A shape's matches hold events of
-    its stages' types, so a select item is one part's field in every one of them (the parts'
-    widths read from the first)."""
-    kinds = set(map(type, found))  # (a shape's matches are of its kind)
-    for kind in kinds:
-        if not issubclass(kind, _PairMatch):
-            continue
-        ms = [m for m in (found if len(kinds) == 1 else
-                          [m for m in found if type(m) is kind]) if m._params is None]
-        shape = getattr(kind, "_shape", None)
-        if shape is None or not shape.pick or shape.width is None or not ms:
-            continue
+    """Make the parameters of the one-event lazy matches in ``found`` column by column (a list
+    per select item, zipped into the tuples), for a consumer about to read them all (a time
+    batch over a cascade's matches, kernels.cascade): the values reading each one would give,
+    for a fraction of the cost."""
+    by_shape: dict[int, list[_PairMatch]] = {}
+    for m in found:
+        if isinstance(m, _PairMatch) and m._params is None and len(m.parts) == 1:
+            by_shape.setdefault(id(m._shape), []).append(m)
+    for ms in by_shape.values():
+        shape = ms[0]._shape
         w, n = shape.width, len(ms)
-        # (each part's parameters, and where they begin in the row ``a.params + b.params +
-        # …``: the same in every match, else the lazy reads are left to it)
-        parts = list(map(_PARTS, ms))  # (as many as the shape has stages)
-        params = [list(map(_PARAMS, map(itemgetter(j), parts))) for j in range(len(parts[0]))]
-        widths = [set(map(len, ps)) for ps in params]
-        if any(len(ws) != 1 for ws in widths):
+        if not shape.pick or w is None:
             continue
-        starts = np.cumsum([0, *(ws.pop() for ws in widths)]).tolist()
-        if starts[-1] != w:
-            continue
-        cols: list[Any] = []
-        for i in shape.pick:
-            if i < w:
-                j = bisect_right(starts, i) - 1
-                cols.append(list(map(itemgetter(i - starts[j]), params[j])))
-            elif i == w:
-                cols.append([p[-1].ts for p in parts])
-            else:
-                cols.append(repeat(None, n) if i == w + 1
-                            else repeat(shape.consts[i - w - 2], n))
+        evs = [m.parts[0] for m in ms]
+        cols: list[Any] = [[e.params[i] for e in evs] if i < w else [e.ts for e in evs]
+                           if i == w else repeat(None, n) if i == w + 1
+                           else repeat(shape.consts[i - w - 2], n) for i in shape.pick]
         for m, p in zip(ms, zip(*cols, strict=True), strict=True):
             m._params = p
 
