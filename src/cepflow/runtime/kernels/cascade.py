@@ -238,7 +238,9 @@ def plan_windows_over(engine: Any, kernels: list[Any], plans: list[Any], src: An
     every id the input step gives at that row, and out right after that match (split._Replay
     ranks them per match). A window whose plan declines runs per event (and every one when a
     match's cascade would pass ``max_cascade``: :func:`cascade_fits`)."""
-    if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
+    names = {m.name for m in kernels}
+    if engine._readers is None or not any(  # (max_cascade < 1: the first cascade stops it)
+            r.statement.input_type in names for r in engine.windows):
         return []
     by_name = kernel_outputs(kernels, plans)
     slots = {m.name: m.slot for m in kernels}
