@@ -568,9 +568,8 @@ class _Replay:
         next match ids; none for ``e`` of another type (a pattern reading it at an earlier
         stage)."""
         klo, khi = self._span(kk)
+        # (None for ``e`` of another type: no row is at it)
         place = next((i for i, m in enumerate(self.matches[kk][1][klo:khi]) if m is e), None)
-        if place is None:
-            return []
         lo, hi = self._span(k)
         found = [ce for ce, s in zip(self.matches[k][1][lo:hi], self.subs[k][lo:hi].tolist(),
                                      strict=True) if s == place]
