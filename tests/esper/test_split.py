@@ -6,6 +6,8 @@ them and a save/restore in the middle, it equals the per-event engine: the same 
 (parameters, parts, match ids), rule firings, statistics, open instances and saved state."""
 
 import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from unittest.mock import patch
 
@@ -24,6 +26,7 @@ from tests.esper.test_esper_kernel import (
     stream,
 )
 
+from cepflow.events.event import Event
 from cepflow.language import ast as A
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
@@ -167,6 +170,20 @@ def restored(engine: Engine, prog) -> Engine:
     again = restore_state(Engine(prog), saved)
     again.host.stats = engine.stats
     return again
+
+
+@contextmanager
+def stepping() -> Iterator[list[Event]]:
+    """Within the block, the events the engine steps one by one (Engine.process), in order."""
+    stepped: list[Event] = []
+    process = Engine.process
+
+    def spy(self, event, out=None):
+        stepped.append(event)
+        return process(self, event, out)
+
+    with patch.object(Engine, "process", spy):
+        yield stepped
 
 
 def program(kernel_stmts: list[str], others: list[str], ruled: int = -1):

@@ -6,13 +6,20 @@ programs and streams, batches cut anywhere, single events between them, a save/r
 middle and Arrow columns, it equals the per-event engine: the same complex events (parameters,
 parts, match ids), token ids, rule firings, statistics, open instances and saved state."""
 
+from typing import Any
 from unittest.mock import patch
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_kernel import SCHEMA, events, state
-from tests.esper.test_split import check_split, check_split_columns, restored, rows
+from tests.esper.test_split import (
+    check_split,
+    check_split_columns,
+    restored,
+    rows,
+    stepping,
+)
 
 from cepflow.language import ast as A
 from cepflow.language.epl import parse_epl
@@ -110,12 +117,17 @@ BESIDE = [
 
 
 @st.composite
-def programs(draw: st.DrawFn) -> tuple[str, int]:
+def programs(draw: st.DrawFn, over: Any = None, beside: list[str] = BESIDE, name: str = "H",
+             most: int = 2) -> tuple[str, int]:
+    """One or two kernel patterns (P, Q), one or two statements over their output (``over``:
+    :func:`higher_patterns` unless given, named ``name`` 1, 2), up to ``most`` of ``beside``
+    and how many patterns a rule reads (-1: all)."""
     kinds = ["P"] + (["Q"] if draw(st.booleans()) else [])
     text = "".join(draw(kernel_patterns(k)) for k in kinds)
     n = draw(st.integers(1, 2))
-    text += "".join(draw(higher_patterns(f"H{i}", kinds)) for i in range(1, n + 1))
-    text += "".join(draw(st.lists(st.sampled_from(BESIDE), max_size=2, unique=True)))
+    text += "".join(draw((over or higher_patterns)(f"{name}{i}", kinds))
+                    for i in range(1, n + 1))
+    text += "".join(draw(st.lists(st.sampled_from(beside), max_size=most, unique=True)))
     return text, draw(st.integers(-1, 3))
 
 
@@ -189,14 +201,7 @@ def test_a_pattern_over_a_pair_steps_no_row() -> None:
     assert [m.name for m in cascade.higher_candidates(many, many._split)] == ["H1"]
     ref = rows([m for e in events(spec) for m in one.process(e)])
     evs = events(spec)
-    stepped = []
-    process = Engine.process
-
-    def spy(self, event, out=None):
-        stepped.append(event)
-        return process(self, event, out)
-
-    with patch.object(Engine, "process", spy):
+    with stepping() as stepped:
         got = rows(many.process_batch(evs[:250]))
         many = restored(many, prog)
         got += rows(many.process_batch(evs[250:]))

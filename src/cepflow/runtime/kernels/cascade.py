@@ -11,10 +11,13 @@ failing on a row, a value a sum cannot take) stays per event: its input rows are
 the per-event part and stepped (split._run), where the planned statements replay.
 
 Patterns over the kernel patterns' matches (:func:`plan_higher`: Esper pairs and keyed chains
-reading a kernel pattern's output at some stage but the last, VEPL chains reading it at no final
-edge) run in the pair or the chain kernel over the derived stream merged with the input rows
-they read, in the engine's order: at one input row the event itself, then the matches it made,
-by pattern in engine order.
+reading a kernel pattern's output, VEPL chains reading it at no final edge) run in the pair or
+the chain kernel over the derived stream merged with the input rows they read, in the engine's
+order: at one input row the event itself, then the matches it made, by pattern in engine order.
+Window statements over one kernel pattern's output (:func:`plan_windows_over`) are window blocks
+over its planned matches. Where an Esper pattern's last stage reads a kernel pattern's output,
+its matches come in the cascade of the match they read, as a window's rows do: ranked per match
+(split._Replay's ``subs``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,12 @@ from cepflow.events.event import ComplexEvent
 from cepflow.runtime.kernels.chain import plan_chain, split_chain
 from cepflow.runtime.kernels.frame import Declined
 from cepflow.runtime.kernels.pair import fill_params
-from cepflow.runtime.kernels.window_block import WindowBlock, batch_fits
+from cepflow.runtime.kernels.window_block import (
+    WindowBlock,
+    batch_fits,
+    plan_window,
+    single_fits,
+)
 from cepflow.runtime.rows import EventRows, TypeColumns
 
 
@@ -136,22 +144,29 @@ class Higher:
     (:func:`plan_higher`): its matcher, its plan in input rows (the rows opening its instances,
     the rows its matches complete at, the matches, the commit), and per instance opened its
     place in the engine's order at its row — input step (phase 0) or the cascade of a match
-    (phase 1, ``cp``: that match's place among the row's matches, ``objs``: the match)."""
+    (phase 1, ``cp``: that match's place among the row's matches, ``objs``: the match). A
+    pattern whose last stage reads a kernel pattern's output completes in the cascade of that
+    pattern's matches: ``last`` is that kernel pattern's slot and ``sub`` per match the place,
+    among that pattern's matches at its row, of the one it completes at (None: it completes
+    at input steps)."""
 
     m: Any
     plan: Any
     phase: np.ndarray
     cp: np.ndarray
     objs: list[Any]
+    last: int | None = None
+    sub: np.ndarray | None = None
 
 
 def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     """The patterns a split batch plans over its kernel patterns' matches (docs/architecture.md,
     "The program split"): Esper pair shapes (``CompiledPattern.pair``) that are no kernel
-    pattern, reading the output of kernel patterns at some stage but the last (and its
-    alternatives), and VEPL chains without a window (kernels.chain.split_chain) reading it at
-    no final edge (their matches complete at input steps; ho_or's ``P(x) OR C(x, _)`` per
-    event), and only input types no statement produces at the others; in engine order."""
+    pattern, reading the output of kernel patterns, and only input types no statement produces
+    at the others, whose last stage (and its alternatives) reads input types or one kernel
+    pattern's output; and VEPL chains without a window (kernels.chain.split_chain) reading it
+    at no final edge (their matches complete at input steps; ho_or's ``P(x) OR C(x, _)`` per
+    event, for now); in engine order."""
     if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
         return []
     program = engine.program
@@ -172,12 +187,109 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
                 continue
             chosen.append(m)
             continue
-        ends = {e.position.type
-                for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
-        if len(pr.stages) + bool(pr.alts) < 2 or ends & produced:
+        ends = _ends(pr)
+        if len(pr.stages) + bool(pr.alts) < 2 or (ends & produced
+                                                   and not (len(ends) == 1 and ends <= outs)):
             continue
         chosen.append(m)
     return chosen
+
+
+def _ends(pr: Any) -> set[str]:
+    """The types a pair shape's matches complete at (its last stage's, or alternatives')."""
+    return {e.position.type
+            for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
+
+
+def kernel_outputs(kernels: list[Any], plans: list[Any]
+                   ) -> dict[str, tuple[np.ndarray, list[Any], np.ndarray]]:
+    """Per kernel pattern (by name): its planned matches ascending by row (as split._Replay
+    orders them), the rows, and the place of each in the cascade's order at its row (1 + the
+    matches before it in engine order: the kernels are in engine order, and each one's
+    matches at a row keep theirs) — the derived stream the patterns and windows over their
+    output read."""
+    by_name: dict[str, tuple[np.ndarray, list[Any], np.ndarray]] = {}
+    offset = 1
+    for m, plan in zip(kernels, plans, strict=True):
+        at = np.asarray(plan[1], np.int64)
+        found = plan[2]
+        if len(at) > 1 and bool((at[1:] < at[:-1]).any()):
+            o = np.argsort(at, kind="stable")
+            at, found = at[o], list(map(found.__getitem__, o.tolist()))
+        by_name[m.name] = (at, found, offset + np.arange(len(at), dtype=np.int64))
+        offset += len(at)
+    return by_name
+
+
+@dataclass
+class Over:
+    """A window statement over a kernel pattern's output planned over that pattern's planned
+    matches (:func:`plan_windows_over`): its position in ``engine.windows``, the kernel
+    pattern's slot, its block (``at``: the input row of each of its rows) and per row the
+    place, among the kernel pattern's matches at that input row, of the match that made it
+    (the engine's cascade: a match, then its window rows, then the next match)."""
+
+    index: int
+    slot: int
+    block: WindowBlock
+    sub: np.ndarray
+
+
+def plan_windows_over(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
+                      skip: Any) -> list[Over]:
+    """Plan the window statements over one kernel pattern's output (of the forms a block
+    takes: window_block.single_fits; not at positions ``skip``, blocks already) over that
+    pattern's planned matches, each at its input row's time, the batch's last instant the
+    input's. Per event such a row comes in the cascade of the match it reads: its id after
+    every id the input step gives at that row, and out right after that match (split._Replay
+    ranks them per match). A window whose plan declines runs per event (and every one when a
+    match's cascade would pass ``max_cascade``: :func:`cascade_fits`)."""
+    names = {m.name for m in kernels}
+    if engine._readers is None or not any(  # (max_cascade < 1: the first cascade stops it)
+            r.statement.input_type in names for r in engine.windows):
+        return []
+    by_name = kernel_outputs(kernels, plans)
+    slots = {m.name: m.slot for m in kernels}
+    t_end = src.time_at(src.n - 1)
+    schemas = engine.program.schemas
+    out: list[Over] = []
+    cols: dict[str, tuple[EventRows, TypeColumns]] = {}
+    for i, r in enumerate(engine.windows):
+        t = r.statement.input_type
+        if i in skip or t not in by_name or not single_fits(r):
+            continue
+        at, found, _cp = by_name[t]
+        if t not in cols:  # (a kernel pattern's matches as rows, read once per window)
+            rows = EventRows(found, ([t], np.zeros(len(found), np.int64)), src.ts[at])
+            cols[t] = (rows, TypeColumns(rows, schemas))
+        b = plan_window(engine, r, cols[t][1], cols[t][0], t_end)
+        if b is None:
+            continue
+        d = np.asarray(b.at, np.int64)
+        b.at = at[d]  # (the derived rows' input rows)
+        within = np.arange(len(at), dtype=np.int64) - np.searchsorted(at, at, side="left")
+        out.append(Over(i, slots[t], b, within[d]))
+    return out
+
+
+def cascade_fits(engine: Any, n: int, over: list[Over], higher: list[Higher]) -> bool:
+    """Whether every kernel pattern's match, with the window rows (``over``) and the matches
+    of the patterns completing in its cascade (``higher`` whose ``last`` is set) it makes,
+    stays within ``max_cascade`` (per event they are one cascade: 1 + those; over the limit
+    the engine stops there, so the batch leaves them per event) — in a batch of ``n`` rows."""
+    width = n + 1
+    parts = [(o.slot, o.block.at, o.sub) for o in over] + [
+        (h.last, h.plan[1], h.sub) for h in higher if h.last is not None]
+    if not parts:
+        return True
+    key = np.concatenate([(s * width + np.asarray(at, np.int64)) * width + sub
+                          for s, at, sub in parts])
+    if not len(key):
+        return True
+    key.sort()
+    ends = np.flatnonzero(np.diff(key)) + 1
+    most = int(np.diff(np.concatenate([[0], ends, [len(key)]])).max())
+    return engine.host.max_cascade >= 1 + most
 
 
 def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
@@ -192,21 +304,10 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
     cands = higher_candidates(engine, kernels)
     if not cands:
         return []
+    slots = {m.name: m.slot for m in kernels}
     n = src.n
-    # per kernel pattern: its matches ascending by row (as split._Replay orders them) and the
-    # place of each in the cascade's order at its row (1 + the matches before it in engine
-    # order: the kernels are in engine order, and each one's matches at a row keep theirs)
-    by_name: dict[str, tuple[np.ndarray, list[Any], np.ndarray]] = {}
-    offset = 1
-    for m, plan in zip(kernels, plans, strict=True):
-        at = np.asarray(plan[1], np.int64)
-        found = plan[2]
-        if len(at) > 1 and bool((at[1:] < at[:-1]).any()):
-            o = np.argsort(at, kind="stable")
-            at, found = at[o], list(map(found.__getitem__, o.tolist()))
-        by_name[m.name] = (at, found, offset + np.arange(len(at), dtype=np.int64))
-        offset += len(at)
-    top = offset
+    by_name = kernel_outputs(kernels, plans)
+    top = 1 + sum(len(v[0]) for v in by_name.values())
     schemas, arity = engine.program.schemas, engine.host.arity
     # (the rows the batch's last event brings begin at the first entry of its row)
     last_ts = float(src.ts[-1])
@@ -250,10 +351,21 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
             continue
         new_rows, ends, matches, commit = plan
         new_rows = np.asarray(new_rows, np.int64)
+        ends = np.asarray(ends, np.int64)
         phase = (cp_m[new_rows] > 0).astype(np.int64)
         starts = merged.events
-        out.append(Higher(m, (r_m[new_rows], r_m[np.asarray(ends, np.int64)], matches, commit),
+        last = sub = None
+        end_types = _ends(m.pattern.pair) if m.pattern.pair is not None else set()
+        end = next(iter(end_types)) if len(end_types) == 1 else None  # (a VEPL chain's
+        # matches complete at input steps: higher_candidates)
+        if end in by_name:  # (completes in the cascade of a kernel pattern's match: its place
+            # among that pattern's matches at its row, which the pattern's ranks follow)
+            at_k, _f, cps = by_name[end]
+            idx = cp_m[ends] - (int(cps[0]) if len(cps) else 0)
+            last, sub = slots[end], idx - np.searchsorted(at_k, at_k[idx], side="left")
+        out.append(Higher(m, (r_m[new_rows], r_m[ends], matches, commit),
                           phase, cp_m[new_rows],
                           [starts[i] if p else None
-                           for i, p in zip(new_rows.tolist(), phase.tolist(), strict=True)]))
+                           for i, p in zip(new_rows.tolist(), phase.tolist(), strict=True)],
+                          last, sub))
     return out

@@ -446,10 +446,14 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         # (zone_to) has none
         ok = has & (src.ts[row] - i_ts[sel] < pr.window) if j <= zto else has
         if trapped is not None and zat < j <= zto:  # (Δ = 0: ok is empty for the stages in
-            # the window; a stage a derived row can fill reads only its own event — a
-            # chain's filters do, a pair's guard is on its last stage, of an input type:
-            # shapes.esper_pair_of)
-            trapped[sel[has]] = True
+            # the window; a candidate that passes the stage's filter traps)
+            late = sel[has]
+            if (not reads_own_event(stages[j]) and len(late)
+                    and bool((taken[zat, late] >= last_row).any())):
+                # (a guard reading the earlier stages — a last stage of a derived type — would
+                # decide the trap of an instance the batch could leave open: per event)
+                raise Declined("within(0): a guard would decide a trap in the last cascade")
+            trapped[late] = True
         if not reads_own_event(stages[j]):
             reach = _reach_cut(view, jv, cols, vlocs, order, code_j, old, pend_events)
             if reach is not None:  # (instances no row of the batch can reach wait on)

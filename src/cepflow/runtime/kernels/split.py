@@ -33,7 +33,9 @@ reason closes its own through the engine: WindowBlock.expose).
 Esper pairs and chains and VEPL chains over the kernel patterns' matches are planned over the
 derived stream (kernels.cascade.plan_higher), so neither those matches' rows nor their own input
 rows are stepped; their instances take token ids in the engine's order at a row (input step,
-then cascade: _Replay's ``keys``).
+then cascade: _Replay's ``keys``). So are windows over a kernel pattern's matches
+(kernels.cascade.plan_windows_over); their rows, and the matches of a pattern whose last stage
+reads a kernel pattern's output, come in that match's cascade: ranked per match (``subs``).
 
 The batch is a list of events (:func:`process_split`) or any column source
 (:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
@@ -58,9 +60,12 @@ from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.cascade import (
     Derived,
     Higher,
+    Over,
+    cascade_fits,
     higher_candidates,
     plan_cascade,
     plan_higher,
+    plan_windows_over,
 )
 from cepflow.runtime.kernels.chain import plan_chain, split_chain
 from cepflow.runtime.kernels.conj import plan_and
@@ -213,8 +218,11 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
         return None
     derived = plan_cascade(engine, blocks, src.ts, src.last_ts(), _plan_pair)
     higher = plan_higher(engine, kernels, plans, src, cols, _plan_pair)
+    over = plan_windows_over(engine, kernels, plans, src, {**blocks, **derived.batches})
+    if not cascade_fits(engine, src.n, over, higher):  # (left per event: the engine stops)
+        over, higher = [], [h for h in higher if h.last is None]
     return _run(engine, kernels, plans, src, columns, blocks, derived,  # type: ignore[arg-type]
-                higher)
+                higher, over)
 
 
 def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = False,
@@ -269,15 +277,21 @@ def _objects(values: list[Any]) -> np.ndarray:
 
 
 def _merged(rows: np.ndarray, late: np.ndarray, when: list[np.ndarray], out_rank: np.ndarray,
-            id_rank: np.ndarray, lens: list[int]) -> tuple[np.ndarray, np.ndarray]:
+            id_rank: np.ndarray, lens: list[int], sub: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
     """The order of the loose parts' entries (concatenated part after part, each part's
-    entries in its own order, of ``lens``) by (row, late, when, out_rank, then each part's
-    order) — the output — and each entry's rank by (row, late, when, id_rank, then each
-    part's order) — the ids; ``late``, ``when`` (the instants of the parts after the first
-    ``len(lens) - len(when)``, 0 for those) and the ranks per part. The keys as one int64 (dense
-    ranks of each), sorted stably, which keeps a part's own order among equal keys (as
-    ``lexsort``'s last key did); every part's keys ascend, so the sort merges a few runs.
-    ``lexsort`` when they would not fit in 63 bits."""
+    entries in its own order, of ``lens``) by (row, late, when, out_rank, sub, then each
+    part's order) — the output — and each entry's rank by (row, late, when, id_rank, sub,
+    then each part's order) — the ids; ``late``, ``when`` (the instants of the parts after the
+    first ``len(lens) - len(when)``, 0 for those) and the ranks per part; ``sub`` per entry
+    (None: 0), the place of the kernel pattern's match a window row over its output comes
+    after (kernels.cascade.plan_windows_over). The keys as one int64 (dense ranks of each),
+    sorted stably, which keeps a part's own order among equal keys (as ``lexsort``'s last key
+    did); every part's keys ascend, so the sort merges a few runs. ``lexsort`` when they
+    would not fit in 63 bits."""
+    if sub is None:
+        sub = np.zeros(len(rows), np.int64)
+    nsub = int(sub.max(initial=0)) + 1
     parts = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
     lead = len(lens) - len(when)
     flat_when = np.concatenate([np.zeros(sum(lens[:lead]), np.float64), *when])
@@ -291,18 +305,18 @@ def _merged(rows: np.ndarray, late: np.ndarray, when: list[np.ndarray], out_rank
     width = len(lens) + 1
     late_e = late[parts]
     rank = np.empty(len(rows), np.int64)
-    if (int(rows.max(initial=0)) + 1) * 2 * nw * width < _FITS:
+    if (int(rows.max(initial=0)) + 1) * 2 * nw * width * nsub < _FITS:
         base = ((rows * 2 + late_e) * nw + w) * width
-        o = np.argsort(base + ko, kind="stable")
+        o = np.argsort((base + ko) * nsub + sub, kind="stable")
         if np.array_equal(ko, ki):  # (the ranks order the parts alike: the ids follow o)
             rank[o] = np.arange(len(rows))
         else:
-            rank[np.argsort(base + ki, kind="stable")] = np.arange(len(rows))
+            rank[np.argsort((base + ki) * nsub + sub, kind="stable")] = np.arange(len(rows))
         return o, rank
     j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
     by_out, by_id = out_rank[parts], id_rank[parts]
-    o = np.lexsort((j, by_out, flat_when, late_e, rows))
-    rank[np.lexsort((j, by_id, flat_when, late_e, rows))] = np.arange(len(rows))
+    o = np.lexsort((j, parts, sub, by_out, flat_when, late_e, rows))
+    rank[np.lexsort((j, parts, sub, by_id, flat_when, late_e, rows))] = np.arange(len(rows))
     return o, rank
 
 
@@ -314,7 +328,8 @@ class _Replay:
                  ranks: list[tuple[Any, Any]] | None = None,
                  bounds: list[tuple[int, np.ndarray, np.ndarray, list[ComplexEvent]]]
                  | None = None,
-                 keys: list[tuple[Any, Any, int, list[Any] | None]] | None = None) -> None:
+                 keys: list[tuple[Any, Any, int, list[Any] | None]] | None = None,
+                 subs: dict[int, np.ndarray] | None = None) -> None:
         self.row = -1
         #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
         rows = np.concatenate([p[0] for p in plans] or [np.zeros(0, np.int64)])
@@ -351,6 +366,11 @@ class _Replay:
         #: that steps no row of 100,000 matches makes none)
         self.at_lists: list[list[int] | None] = [None] * len(plans)
         arrays = []
+        #: ``subs``: per plan of a window over a kernel pattern's output, per row (a block's
+        #: rows ascend: not sorted below) the place of the match it reads among its pattern's
+        #: matches at its input row (kernels.cascade.plan_windows_over); a loose match of any
+        #: other plan is ranked by its own place among its plan's at its row
+        self.subs = subs or {}
         for _, at, found, _ in plans:
             a = np.asarray(at, np.int64)  # (the kernels' plans give their rows as arrays)
             if len(a) > 1 and bool((a[1:] < a[:-1]).any()):  # (in row order, else as given)
@@ -412,7 +432,15 @@ class _Replay:
                 self.loose_part = part[o]
             else:
                 late = np.array([1] * len(loose) + [0] * len(bounds), np.int64)
-                o, rank = _merged(rows, late, [b[2] for b in bounds], out_rank, id_rank, lens)
+                sub = None
+                if self.subs:  # (a match's window rows come right after it: ranked per match)
+                    sub = np.concatenate([
+                        self.subs[k] if k in self.subs
+                        else np.arange(len(arrays[k]), dtype=np.int64)
+                        - np.searchsorted(arrays[k], arrays[k], side="left") for k in loose]
+                        + [np.zeros(len(b[3]), np.int64) for b in bounds])
+                o, rank = _merged(rows, late, [b[2] for b in bounds], out_rank, id_rank, lens,
+                                  sub)
                 self.loose_rows = rows[o]
                 self.loose = _objects(flat)[o].tolist()
                 self.id_pos = rank[o]
@@ -500,18 +528,23 @@ class _Replay:
             counters.token += q - k
             self.next = q
 
-    def at_row(self, k: int) -> list[ComplexEvent]:
-        """Plan ``k``'s complex events at the current row."""
+    def _span(self, k: int) -> tuple[int, int]:
+        """Where plan ``k``'s complex events at the current row are in its list."""
         at = self.at_lists[k]
         if at is None:
             at = self.at_lists[k] = self.matches[k][0].tolist()
-        found = self.matches[k][1]
         r = self.row
         lo = bisect_left(at, r)
-        return found[lo:bisect_right(at, r, lo)] if lo < len(at) and at[lo] == r else []
+        return (lo, bisect_right(at, r, lo)) if lo < len(at) and at[lo] == r else (lo, lo)
 
-    def step(self, k: int, counters: Any) -> Any:
-        """Pattern ``k``'s step for the current row."""
+    def at_row(self, k: int) -> list[ComplexEvent]:
+        """Plan ``k``'s complex events at the current row."""
+        lo, hi = self._span(k)
+        return self.matches[k][1][lo:hi] if hi > lo else []
+
+    def step(self, k: int, counters: Any, emits: bool = True) -> Any:
+        """Pattern ``k``'s step for the current row (without ``emits`` it only opens
+        instances: a pattern whose matches come in a cascade, :meth:`cascade_step`)."""
 
         def replay(e: Event, emit: Any) -> None:
             r = self.row
@@ -522,16 +555,18 @@ class _Replay:
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
-            for ce in self.at_row(k):
-                counters.match += 1
-                ce.match_id = counters.match
-                emit(ce)
+            if emits:
+                for ce in self.at_row(k):
+                    counters.match += 1
+                    ce.match_id = counters.match
+                    emit(ce)
         return replay
 
-    def cascade_step(self, k: int, counters: Any) -> Any:
+    def cascade_step(self, k: int, counters: Any, kk: int | None = None) -> Any:
         """Pattern ``k``'s step for a kernel pattern's match in the cascade (a pattern over
-        their output whose matches complete at input steps: kernels.cascade.plan_higher): the
-        next token id if that match opens one of its instances."""
+        their output: kernels.cascade.plan_higher): the next token id if that match opens one
+        of its instances, then — when its matches complete in the cascade of kernel plan
+        ``kk``'s matches — those completing at that match, with the next match ids."""
 
         def replay(e: Event, emit: Any) -> None:
             j = self.next
@@ -540,6 +575,9 @@ class _Replay:
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
+            if kk is not None:
+                for ce in self._made_by(k, kk, e, counters):
+                    emit(ce)
         return replay
 
     def rows_at(self, k: int, counters: Any) -> list[ComplexEvent]:
@@ -551,14 +589,36 @@ class _Replay:
             ce.match_id = counters.match
         return found
 
+    def _made_by(self, k: int, kk: int, e: Any, counters: Any) -> list[ComplexEvent]:
+        """Plan ``k``'s complex events at the current row made in the cascade of kernel plan
+        ``kk``'s match ``e`` (its place among ``kk``'s matches at the row: ``subs``), with the
+        next match ids; none for ``e`` of another type (a pattern reading it at an earlier
+        stage)."""
+        klo, khi = self._span(kk)
+        # (None for ``e`` of another type: no row is at it)
+        place = next((i for i, m in enumerate(self.matches[kk][1][klo:khi]) if m is e), None)
+        lo, hi = self._span(k)
+        found = [ce for ce, s in zip(self.matches[k][1][lo:hi], self.subs[k][lo:hi].tolist(),
+                                     strict=True) if s == place]
+        for ce in found:
+            counters.match += 1
+            ce.match_id = counters.match
+        return found
+
+    def rows_for(self, k: int, kk: int, counters: Any) -> Any:
+        """The cascade step of window block ``k`` over kernel plan ``kk``'s output: at the
+        current row, the block's rows made by the match it is given, with the next match
+        ids."""
+        return lambda _b, e: self._made_by(k, kk, e, counters)
+
     def token_ids(self, k: int) -> np.ndarray:
         """Pattern ``k``'s token ids, in the order of its plan's rows that open instances."""
         return self.ids[self.start_who == k]
 
 
 def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns: bool,
-         blocks: dict[int, WindowBlock], derived: Derived, higher: list[Higher]
-         ) -> tuple[list[ComplexEvent], list[int]]:
+         blocks: dict[int, WindowBlock], derived: Derived, higher: list[Higher],
+         over: list[Over]) -> tuple[list[ComplexEvent], list[int]]:
     host = engine.host
     counters = host.counters
     ts = src.ts
@@ -574,19 +634,27 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     top = 1 + sum(len(p[1]) for p in plans)
     plans = [*plans, *((b.new_rows, b.at, b.found, b.commit)
                        for b in [*blocks.values(), *later]),
-             *(plan for _m, plan, _b in derived.patterns), *(h.plan for h in higher)]
-    ranks = ([(m.slot, (m.slot,)) for m in kernels]
-             + [(n_m + b, (n_m + b, 0)) for b in range(n_b)]
-             + [(n_m + n_b, (1 << 30,))] * len(later)
-             + [(n_m + n_b + 1 + q, (n_m + b, 1 + q))
+             *(plan for _m, plan, _b in derived.patterns), *(h.plan for h in higher),
+             *((o.block.new_rows, o.block.at, o.block.found, o.block.commit) for o in over)]
+    # (windows over a kernel pattern's output, last: a row of theirs comes out right after
+    # the match it reads, of the same output rank, ranked per match by ``subs``; its id comes
+    # in that match's cascade, after the input step's and the window blocks' rows)
+    ranks = ([((m.slot,), (m.slot,)) for m in kernels]
+             + [((n_m + b,), (n_m + b, 0)) for b in range(n_b)]
+             + [((n_m + n_b,), (1 << 30,))] * len(later)
+             + [((n_m + n_b + 1 + q,), (n_m + b, 1 + q))
                 for q, (_m, _p, b) in enumerate(derived.patterns)]
-             + [(h.m.slot, (h.m.slot,)) for h in higher])
+             + [((h.m.slot,), (h.m.slot,)) if h.last is None
+                else ((n_m + n_b, 1 + h.last), (h.last,)) for h in higher]
+             + [((n_m + n_b, 1 + o.slot), (o.slot,)) for o in over])
     keys = None if not higher else (
         [(0, 0, m.slot, None) for m in kernels] + [(0, 0, 0, None)] * (n_b + len(later))
         + [(1, top + b, m.slot, None) for m, _p, b in derived.patterns]
-        + [(h.phase, h.cp, h.m.slot, h.objs) for h in higher])
-    planned = ({id(b.runner) for b in later},
+        + [(h.phase, h.cp, h.m.slot, h.objs) for h in higher]
+        + [(0, 0, 0, None)] * len(over))
+    planned = ({id(b.runner) for b in later} | {id(o.block.runner) for o in over},
                {m.slot for m, _p, _b in derived.patterns} | {h.m.slot for h in higher})
+    windows = {**blocks, **derived.batches, **{o.index: o.block for o in over}}
 
     def per_event(t: str) -> bool:  # (something the batch does not plan reads rows of t)
         return (engine._readers is None or host.rules.triggers(t)
@@ -598,7 +666,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     # reason closes its own (WindowBlock.expose), so the engine orders them there with its
     # timers and the other windows (docs/windows.md, "In the program split")
     # (also a fully aggregated sliding window's rows on expiry: closed as time passes too)
-    quiet = [(i, b) for i, b in {**blocks, **derived.batches}.items()
+    quiet = [(i, b) for i, b in windows.items()
              if (b.statement.window.kind == "time_batch" or b.plan.mode == "group")
              and not per_event(b.name)]
     bounds = []
@@ -612,25 +680,33 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         bounds.append((i, np.repeat(at_rows, lens), np.repeat(when, lens),
                        [ce for c in closes for ce in c[1]]))
         b.hide()
+    first2 = n_k + n_b + len(later)
+    first3 = first2 + len(derived.patterns)
     replay = _Replay(plans, [per_event(m.name) for m in kernels]
                      + [per_event(b.name) for b in blocks.values()] + [False] * len(later)
                      + [per_event(m.name) for m, _p, _b in derived.patterns]
-                     + [per_event(h.m.name) for h in higher], ranks, bounds, keys)
+                     + [per_event(h.m.name) for h in higher]
+                     + [per_event(o.block.name) for o in over], ranks, bounds, keys,
+                     {**{first3 + q: h.sub for q, h in enumerate(higher) if h.last is not None},
+                      **{len(plans) - len(over) + q: o.sub for q, o in enumerate(over)}})
     for k, b in enumerate([*blocks.values(), *later], n_k):
-        b.emit_at = lambda _b, k=k: replay.rows_at(k, counters)
-    first2 = n_k + n_b + len(later)
+        b.emit_at = lambda _b, _e, k=k: replay.rows_at(k, counters)
+    kernel_of = {m.slot: k for k, m in enumerate(kernels)}
+    for q, o in enumerate(over, len(plans) - len(over)):
+        o.block.emit_at = replay.rows_for(q, kernel_of[o.slot], counters)
     cascades = {m.slot: replay.step(k, counters)
                 for k, (m, _p, _b) in enumerate(derived.patterns, first2)}
-    first3 = first2 + len(derived.patterns)
-    cascades.update((h.m.slot, replay.cascade_step(k, counters))
+    # (a pattern completing in a kernel pattern's matches' cascade emits its matches there,
+    # each at the match it reads; its input step only takes token ids)
+    cascades.update((h.m.slot, replay.cascade_step(k, counters, kernel_of.get(h.last)))
                     for k, h in enumerate(higher, first3))
     steps = {m.slot: replay.step(k, counters) for k, m in enumerate(kernels)}
-    steps.update((h.m.slot, replay.step(k, counters)) for k, h in enumerate(higher, first3))
+    steps.update((h.m.slot, replay.step(k, counters, h.last is None))
+                 for k, h in enumerate(higher, first3))
     out: list[ComplexEvent] = []
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber
-    with engine.replaying(steps, src.type_names, {**blocks, **derived.batches},
-                          cascades) as read:
+    with engine.replaying(steps, src.type_names, windows, cascades) as read:
         # the rows another part of the program reads, and those where a kernel's pattern
         # completes
         code = np.array([t in read for t in src.type_names], dtype=bool)

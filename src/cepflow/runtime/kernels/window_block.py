@@ -76,11 +76,16 @@ def window_kernels(engine: Any) -> list[int]:
 
 
 def _fits(runner: Any, produced: set[str]) -> bool:
+    return runner.statement.input_type not in produced and single_fits(runner)
+
+
+def single_fits(runner: Any) -> bool:
+    """Whether a window statement over one type is of a form a block takes, whatever its
+    input (the input, or a kernel pattern's output: kernels.cascade.plan_windows_over)."""
     st = runner.statement
     kind = st.window.kind
-    if st.more_inputs or st.input_type in produced:
-        return False
-    return kind in ("time", "time_batch", "length", "length_batch") and _shape(runner)
+    return (not st.more_inputs and kind in ("time", "time_batch", "length", "length_batch")
+            and _shape(runner))
 
 
 def batch_fits(runner: Any) -> bool:
@@ -398,8 +403,10 @@ class WindowBlock:
         return self
 
     def process(self, event: Event) -> list[ComplexEvent]:
-        """The rows planned at the current (stepped) row, with the next match ids."""
-        return self.emit_at(self)
+        """The rows planned at the current (stepped) row for ``event`` (a block over the
+        input: all of them; over a kernel pattern's matches: those ``event`` made), with the
+        next match ids."""
+        return self.emit_at(self, event)
 
     def advance_to(self, t: float) -> list[ComplexEvent]:
         """The rows of the batch boundary at ``t`` (the next planned close), with the next
@@ -1289,12 +1296,15 @@ class WindowBlock:
                 for bi, (b, lo, hi, posted) in enumerate(closes)]
         return made, batches
 
-def plan_window(engine: Any, runner: Any, cols: TypeColumns, src: Rows) -> WindowBlock | None:
-    """The block of ``runner``'s statement over the batch, or None when this batch declines
-    it (its runner then takes the rows per event)."""
+def plan_window(engine: Any, runner: Any, cols: TypeColumns, src: Rows, t_end: Any = None
+                ) -> WindowBlock | None:
+    """The block of ``runner``'s statement over the batch (``src``: the input, or a kernel
+    pattern's planned matches ending at the input's last instant ``t_end``:
+    kernels.cascade.plan_windows_over), or None when this batch declines it (its runner then
+    takes the rows per event)."""
     if runner.finished or runner._in_fast:
         return None
     try:
-        return WindowBlock(engine, runner, cols, src)
+        return WindowBlock(engine, runner, cols, src, t_end=t_end)
     except Declined:
         return None
