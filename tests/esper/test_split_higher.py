@@ -162,9 +162,9 @@ ZERO_MIDDLE = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v, a.x as x\n
                "(p = P(p.k = c.k) -> d = B(d.k = c.k)) where timer:within(0 msec)];\n", 0)
 
 
-#: within(0), a last stage of a derived type whose guard reads the first stage: the instance the
-#: last row opens meets P's match in that row's cascade, which traps it only if the guard holds
-#: (here it does not: per event it stays open) — the batch declines that case (per event)
+#: within(0), a last stage of a derived type (with a guard reading the first stage): the
+#: instance the last row opens meets P's match in that row's cascade — at a last stage the
+#: per-event pair step skips an instance past its window (its timer ends it), so it stays open
 ZERO_GUARD = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v, a.x as x\nfrom pattern "
               "[every a = A()];\n@Name('H1')\ninsert into H1\nfrom pattern [every c = A() -> "
               "p = P(p.v > c.v and p.k = c.k) where timer:within(0 msec)];\n", 0)

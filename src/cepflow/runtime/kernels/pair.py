@@ -418,6 +418,7 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     # has not fired, and the token path's window check ends it (Matcher._zones); over input
     # rows the timer always fires first (an event at the deadline: Esper's timer first)
     trapped = np.zeros(n_inst, bool) if end is not None and pr.window == 0 else None
+    middle = len(pr.stages) - (0 if pr.alts else 1)  # (the edges before the last stage's)
 
     def take(j: int, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The instances ``sel`` that take a row of edge ``j`` (the first later one of their
@@ -445,15 +446,11 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         # after the A is too late (docs/esper.md, "One instant"); a stage after the window
         # (zone_to) has none
         ok = has & (src.ts[row] - i_ts[sel] < pr.window) if j <= zto else has
-        if trapped is not None and zat < j <= zto:  # (Δ = 0: ok is empty for the stages in
-            # the window; a candidate that passes the stage's filter traps)
-            late = sel[has]
-            if (not reads_own_event(stages[j]) and len(late)
-                    and bool((taken[zat, late] >= last_row).any())):
-                # (a guard reading the earlier stages — a last stage of a derived type — would
-                # decide the trap of an instance the batch could leave open: per event)
-                raise Declined("within(0): a guard would decide a trap in the last cascade")
-            trapped[late] = True
+        if trapped is not None and zat < j <= zto and j < middle:  # (Δ = 0: ok is empty
+            # for the stages in the window; a middle stage's candidate traps — its filter
+            # reads only its own event: a chain's do. At a last stage the per-event pair step
+            # skips an instance past its window, which its timer then ends: no trap)
+            trapped[sel[has]] = True
         if not reads_own_event(stages[j]):
             reach = _reach_cut(view, jv, cols, vlocs, order, code_j, old, pend_events)
             if reach is not None:  # (instances no row of the batch can reach wait on)
