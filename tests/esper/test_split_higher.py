@@ -170,11 +170,17 @@ ZERO_GUARD = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v, a.x as x\nf
               "p = P(p.v > c.v and p.k = c.k) where timer:within(0 msec)];\n", 0)
 
 
+def zero_examples(test: Any) -> Any:
+    """The within(0) examples above, pinned in both routes' property tests."""
+    for prog_spec, spec in ((ZERO, [("B", 0, 0, 0.0, 0)]), (ZERO_MIDDLE, [("A", 1, 0, 0.0, 0)]),
+                            (ZERO_GUARD, [("A", 0, 1, 0.0, 0)])):
+        test = example(prog_spec, spec, [], 0)(test)
+    return test
+
+
 @settings(max_examples=300, deadline=None)
 @given(programs(), STREAMS, st.lists(st.integers(0, 80), max_size=4), st.integers(0, 80))
-@example(ZERO, [("B", 0, 0, 0.0, 0)], [], 0)
-@example(ZERO_MIDDLE, [("A", 1, 0, 0.0, 0)], [], 0)
-@example(ZERO_GUARD, [("A", 0, 1, 0.0, 0)], [], 0)
+@zero_examples
 def test_patterns_over_kernel_output_equal_event_by_event(prog_spec, spec, cuts,
                                                           restore_at) -> None:
     check_split(program_of(*prog_spec), spec, cuts, restore_at)
@@ -182,9 +188,7 @@ def test_patterns_over_kernel_output_equal_event_by_event(prog_spec, spec, cuts,
 
 @settings(max_examples=150, deadline=None)
 @given(programs(), STREAMS, st.lists(st.integers(0, 80), max_size=4), st.integers(0, 80))
-@example(ZERO, [("B", 0, 0, 0.0, 0)], [], 0)
-@example(ZERO_MIDDLE, [("A", 1, 0, 0.0, 0)], [], 0)
-@example(ZERO_GUARD, [("A", 0, 1, 0.0, 0)], [], 0)
+@zero_examples
 def test_patterns_over_kernel_output_over_arrow_columns(prog_spec, spec, cuts,
                                                         restore_at) -> None:
     """The same over Arrow batches (Engine.process_columns: the input rows a higher pattern
