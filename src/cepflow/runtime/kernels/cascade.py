@@ -344,7 +344,7 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
         first_last = int(np.searchsorted(r_m, n - 1, side="left"))
         try:
             plan = (plan_pair(m, TypeColumns(merged, schemas), arity, end=(last_ts, first_last))
-                    if m.pattern.pair is not None else plan_chain(m, merged, schemas))
+                    if m.pattern.pair is not None else plan_chain(m, merged, schemas, last_ts))
         except Declined:
             plan = None
         if plan is None:

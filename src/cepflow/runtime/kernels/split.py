@@ -67,7 +67,7 @@ from cepflow.runtime.kernels.cascade import (
     plan_higher,
     plan_windows_over,
 )
-from cepflow.runtime.kernels.chain import plan_chain, split_chain
+from cepflow.runtime.kernels.chain import drop_passed_timers, plan_chain, split_chain
 from cepflow.runtime.kernels.conj import plan_and
 from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
@@ -703,6 +703,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     steps = {m.slot: replay.step(k, counters) for k, m in enumerate(kernels)}
     steps.update((h.m.slot, replay.step(k, counters, h.last is None))
                  for k, h in enumerate(higher, first3))
+    # (the planned windowed chains' timers due in the batch would only make rows stepped)
+    drop_passed_timers(host, [*kernels, *(h.m for h in higher)], float(ts[-1]))
     out: list[ComplexEvent] = []
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber
