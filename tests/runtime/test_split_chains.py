@@ -12,6 +12,7 @@ time passing and ``finish`` against the general token path."""
 
 from __future__ import annotations
 
+from typing import Any
 from unittest.mock import patch
 
 import pytest
@@ -140,6 +141,38 @@ def test_chains_over_chain_output_stepping_many_rows(bodies: list[str], spec: li
         check(bodies, spec, cuts, restore_at, gap, route=split_route)
 
 
+#: (type, key, value, time): a longer stream of three types and four keys
+STREAM = [("ABC"[(i * 7) % 5 % 3], i % 4, 0, i) for i in range(400)]
+
+
+def in_batches(prog: Any, spec: list, cuts: list[int], restore_at: int | None = None
+               ) -> tuple[Engine, list, Engine, list, list[Event]]:
+    """``spec`` per event and through ``process_batch`` in parts cut at ``cuts`` (a
+    save/restore before part ``restore_at``): the per-event engine and its matches, the
+    batches' engine and theirs, and the events the batches stepped (Engine.process)."""
+
+    def evs() -> list[Event]:
+        return [Event(t, (k, v), ts, id=i) for i, (t, k, v, ts) in enumerate(spec)]
+
+    one, many = Engine(prog), Engine(prog)
+    ref = found(m for e in evs() for m in one.process(e))
+    stepped: list[Event] = []
+    process = Engine.process
+
+    def spy(self: Engine, event: Event, out: Any = None) -> Any:
+        stepped.append(event)
+        return process(self, event, out)
+
+    batch = evs()
+    got: list = []
+    with patch.object(Engine, "process", spy):
+        for part, (lo, hi) in enumerate(zip([0, *cuts], [*cuts, len(batch)], strict=True)):
+            if part == restore_at:
+                many = restore_state(Engine(prog), save_state(many))
+            got += found(many.process_batch(batch[lo:hi]))
+    return one, ref, many, got, stepped
+
+
 @pytest.mark.parametrize("bodies", [["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)"],
                                     ["A(s, _) -> B(s, _)", "B(s, _) -> C(s, _)",
                                      "(P1(s) OR P0(s)) -> C(s, _)",
@@ -151,29 +184,12 @@ def test_ho_shapes_step_no_row(bodies: list[str]) -> None:
     kernel patterns' completions were), and the matches, ids and state are the per-event
     engine's, across a save/restore."""
     prog = compile_(bodies)
-    spec = [("ABC"[(i * 7) % 5 % 3], i % 4, 0) for i in range(400)]
-
-    def evs() -> list[Event]:
-        return [Event(t, (k, v), i, id=i) for i, (t, k, v) in enumerate(spec)]
-
-    one, many = Engine(prog), Engine(prog)
+    many = Engine(prog)
     lower = [m.name for m in many.matchers if not m.pattern.types - {"A", "B", "C", "D"}]
     assert [m.name for m in many._split] == lower
     assert [m.name for m in cascade.higher_candidates(many, many._split)] == [
         m.name for m in many.matchers if m.name not in lower]
-    ref = found(m for e in evs() for m in one.process(e))
-    stepped = []
-    process = Engine.process
-
-    def spy(self, event, out=None):
-        stepped.append(event)
-        return process(self, event, out)
-
-    batch = evs()
-    with patch.object(Engine, "process", spy):
-        got = found(many.process_batch(batch[:150]))
-        many = restore_state(Engine(prog), save_state(many))
-        got += found(many.process_batch(batch[150:]))
+    one, ref, many, got, stepped = in_batches(prog, STREAM, [150], 1)
     assert not stepped
     assert got == ref and {r[0] for r in ref} == {m.name for m in one.matchers}
     assert saved(many) == saved(one)
@@ -215,24 +231,10 @@ def test_ho_chain_win_hand_derived() -> None:
     C(1)@8 completes 3 at a span of exactly 5 (match 2); A(1)@9 begins 4. Time passing to 20
     fires 4's timer at 14 (the clock moves there); the others fired idle before 9."""
     prog = compile_(["(A(s, _) -> B(s, _))[5 ms]", "(P0(s) -> C(s, _))[5 ms]"])
-    spec = [("A", 1, 0), ("A", 2, 1), ("B", 1, 3), ("B", 2, 7), ("C", 1, 8), ("A", 1, 9)]
-
-    def evs() -> list[Event]:
-        return [Event(t, (k, 0), ts, id=i) for i, (t, k, ts) in enumerate(spec)]
-
-    one, many = Engine(prog), Engine(prog)
-    assert [m.name for m in many._split] == ["P0"]
-    ref = found(m for e in evs() for m in one.process(e))
-    stepped = []
-    process = Engine.process
-
-    def spy(self, event, out=None):
-        stepped.append(event)
-        return process(self, event, out)
-
-    batch = evs()
-    with patch.object(Engine, "process", spy):
-        got = found(many.process_batch(batch[:3])) + found(many.process_batch(batch[3:]))
+    spec = [("A", 1, 0, 0), ("A", 2, 0, 1), ("B", 1, 0, 3), ("B", 2, 0, 7), ("C", 1, 0, 8),
+            ("A", 1, 0, 9)]
+    assert [m.name for m in Engine(prog)._split] == ["P0"]
+    one, ref, many, got, stepped = in_batches(prog, spec, [3])
     assert not stepped
     assert got == ref
     assert [(t, ts, mid, p) for t, ts, mid, _r, p, _b in got] == [
@@ -251,26 +253,7 @@ def test_ho_chain_win_steps_no_row() -> None:
     no row is stepped, and the matches, ids, state and time passing are the per-event
     engine's."""
     prog = compile_(["(A(s, _) -> B(s, _))[6 ms]", "(P0(s) -> C(s, _))[8 ms]"])
-    spec = [("ABC"[(i * 7) % 5 % 3], i % 4, 0) for i in range(400)]
-
-    def evs() -> list[Event]:
-        return [Event(t, (k, v), i, id=i) for i, (t, k, v) in enumerate(spec)]
-
-    one, many = Engine(prog), Engine(prog)
-    ref = found(m for e in evs() for m in one.process(e))
-    stepped = []
-    process = Engine.process
-
-    def spy(self, event, out=None):
-        stepped.append(event)
-        return process(self, event, out)
-
-    batch = evs()
-    with patch.object(Engine, "process", spy):
-        got = found(many.process_batch(batch[:150]))
-        got += found(many.process_batch(batch[150:270]))
-        many = restore_state(Engine(prog), save_state(many))
-        got += found(many.process_batch(batch[270:]))
+    one, ref, many, got, stepped = in_batches(prog, STREAM, [150, 270], 2)
     assert not stepped
     assert got == ref and {r[0] for r in ref} == {"P0", "P1"}
     assert saved(many) == saved(one)
