@@ -164,7 +164,7 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     "The program split"): Esper pair shapes (``CompiledPattern.pair``) that are no kernel
     pattern, reading the output of kernel patterns, and only input types no statement produces
     at the others, whose last stage (and its alternatives) reads input types or one kernel
-    pattern's output; and VEPL chains without a window (kernels.chain.split_chain) reading it
+    pattern's output; and VEPL chains (kernels.chain.split_chain; windows too) reading it
     at no final edge (their matches complete at input steps; ho_or's ``P(x) OR C(x, _)`` per
     event, for now); in engine order."""
     if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
@@ -344,7 +344,7 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
         first_last = int(np.searchsorted(r_m, n - 1, side="left"))
         try:
             plan = (plan_pair(m, TypeColumns(merged, schemas), arity, end=(last_ts, first_last))
-                    if m.pattern.pair is not None else plan_chain(m, merged, schemas))
+                    if m.pattern.pair is not None else plan_chain(m, merged, schemas, last_ts))
         except Declined:
             plan = None
         if plan is None:

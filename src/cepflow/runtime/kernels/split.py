@@ -6,9 +6,9 @@ the ids the per-event engine gives them (docs/architecture.md, "The program spli
 The kernel patterns (``Engine._split``: the pair kernel's shapes — single stages, pairs with or
 without a key and with guards on the first stage's fields, keyed chains — and the restart
 kernel's ``every (a -> b)`` if its select list cannot fail, the and and consecutive kernels',
-and the chain kernel's VEPL chains without a window (kernels.chain.plan_chain) whose output only
-planned patterns read, reading input types no statement produces) are planned over the whole
-batch first (kernels.pair, kernels.restart: the rows
+and the chain kernel's VEPL chains, with or without a window (kernels.chain.plan_chain), whose
+output only planned patterns read, reading input types no statement produces) are planned over
+the whole batch first (kernels.pair, kernels.restart: the rows
 that open instances, which complete where, with their complex events) — nothing changes yet,
 and a filter, guard or select list failing on a row declines the batch.
 Then the engine steps, one by one, only the rows something else must see: a row of a type
@@ -67,7 +67,7 @@ from cepflow.runtime.kernels.cascade import (
     plan_higher,
     plan_windows_over,
 )
-from cepflow.runtime.kernels.chain import plan_chain, split_chain
+from cepflow.runtime.kernels.chain import drop_passed_timers, plan_chain, split_chain
 from cepflow.runtime.kernels.conj import plan_and
 from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
@@ -703,6 +703,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     steps = {m.slot: replay.step(k, counters) for k, m in enumerate(kernels)}
     steps.update((h.m.slot, replay.step(k, counters, h.last is None))
                  for k, h in enumerate(higher, first3))
+    # (the planned windowed chains' timers due in the batch would only make rows stepped)
+    drop_passed_timers(host, [*kernels, *(h.m for h in higher)], float(ts[-1]))
     out: list[ComplexEvent] = []
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber
