@@ -318,18 +318,28 @@ def window_rows(blocks: dict[int, WindowBlock], ts: np.ndarray, top: int
     first input row at or after it (Engine._advance: instant, then window order, then the
     block's order), at a negative place, at the instant's time."""
     offsets = arrival_offsets(blocks)
-    closes = [(float(t), pos, j, b.name, ce) for pos, b in enumerate(blocks.values())
-              for t, rows in b.closes() for j, ce in enumerate(rows)]
-    closes.sort(key=lambda c: c[:3])
     parts: dict[str, list[tuple[np.ndarray, list[Any], np.ndarray, np.ndarray]]] = {}
+    whens, found = [], []
     for pos, b in enumerate(blocks.values()):
         at = np.asarray(b.at, np.int64)
         parts.setdefault(b.name, []).append(
             (at, b.found, top + offsets[pos] + np.arange(len(at), dtype=np.int64), ts[at]))
-    for q, (t, _pos, _j, name, ce) in enumerate(closes):
-        when = np.array([t], np.float64)
-        parts.setdefault(name, []).append((np.searchsorted(ts, when, side="left"), [ce],
-                                           np.array([q - len(closes)], np.int64), when))
+        closes = b.closes()
+        whens.append(np.repeat(np.array([float(t) for t, _r in closes], np.float64),
+                               [len(r) for _t, r in closes]))
+        found.append([ce for _t, r in closes for ce in r])
+    lens = [len(w) for w in whens]
+    when = np.concatenate([np.zeros(0, np.float64), *whens])
+    # (by instant, then window: a stable sort keeps each block's order at an instant)
+    o = np.lexsort((np.repeat(np.arange(len(lens), dtype=np.int64), lens), when))
+    place = np.empty(len(o), np.int64)
+    place[o] = np.arange(len(o), dtype=np.int64) - len(o)
+    rows = np.searchsorted(ts, when, side="left")
+    ends = np.cumsum([0, *lens])
+    for pos, b in enumerate(blocks.values()):
+        sl = slice(ends[pos], ends[pos + 1])
+        if lens[pos]:
+            parts[b.name].append((rows[sl], found[pos], place[sl], when[sl]))
     return {name: (np.concatenate([p[0] for p in ps]), [ce for p in ps for ce in p[1]],
                    np.concatenate([p[2] for p in ps]), np.concatenate([p[3] for p in ps]))
             for name, ps in parts.items()}
