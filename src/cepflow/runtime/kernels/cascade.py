@@ -422,20 +422,19 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
     input, :func:`window_rows`), which may also read the kernel patterns' matches. A
     pattern whose plan declines (a filter or select list failing, a key not coded) is left
     out: it runs per event."""
-    cands = higher_candidates(engine, kernels)
     blocks = blocks or {}
-    cands += rows_candidates(engine, {m.name for m in kernels},
-                             {b.name for b in blocks.values()})
+    over_rows = rows_candidates(engine, {m.name for m in kernels},
+                                {b.name for b in blocks.values()})
+    cands = sorted(higher_candidates(engine, kernels) + over_rows, key=lambda m: m.slot)
     if not cands:
         return []
-    cands.sort(key=lambda m: m.slot)
     slots = {m.name: m.slot for m in kernels}
     n = src.n
     by_name = kernel_outputs(kernels, plans)
     top = 1 + sum(len(v[0]) for v in by_name.values())
     sources: dict[str, tuple[np.ndarray, list[Any], np.ndarray, np.ndarray | None]] = {
         t: (*v, None) for t, v in by_name.items()}
-    if blocks:
+    if over_rows:  # (the blocks' rows as a derived stream: only when a pattern reads them)
         sources.update(window_rows(blocks, src.ts, top))
     schemas, arity = engine.program.schemas, engine.host.arity
     # (the rows the batch's last event brings begin at the first entry of its row after time
