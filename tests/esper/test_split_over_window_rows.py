@@ -21,7 +21,7 @@ from tests.esper.test_split import (
     check_split,
     check_split_columns,
     check_time_passing,
-    restored,
+    in_two_batches,
     rows,
     stepping,
 )
@@ -140,13 +140,7 @@ def test_a_pattern_over_a_window_s_rows_steps_no_row() -> None:
     assert rows(got) == rows([m for e in events(EXPIRY) for m in one.process(e)])
     assert state(many) == state(one) and many.stats == one.stats
     spec = [("AB"[(i * 7) % 3 % 2], i % 4, i % 5, 0.5, i % 3) for i in range(600)]
-    one, many = Engine(prog), Engine(prog)
-    ref = rows([m for e in events(spec) for m in one.process(e)])
-    evs = events(spec)
-    with stepping() as stepped:
-        got = rows(many.process_batch(evs[:250]))
-        many = restored(many, prog)
-        got += rows(many.process_batch(evs[250:]))
+    got, ref, stepped, one, many = in_two_batches(prog, spec, 250)
     assert len(stepped) <= 2
     assert got == ref and {r[0] for r in ref} == {"P", "Q"}
     assert many.stats == one.stats and state(many) == state(one)
