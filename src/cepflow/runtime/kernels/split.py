@@ -66,6 +66,7 @@ from cepflow.runtime.kernels.cascade import (
     plan_cascade,
     plan_higher,
     plan_windows_over,
+    rows_candidates,
 )
 from cepflow.runtime.kernels.chain import drop_passed_timers, plan_chain, split_chain
 from cepflow.runtime.kernels.conj import plan_and
@@ -123,16 +124,28 @@ def split_kernels(engine: Any) -> list[Any] | None:
     # boundaries are recorded in bulk), whose type nothing but such statements reads (the
     # instants of a time batch or expiry something reads are stepped rows, which cost more than
     # the adds when a batch holds few rows: left per event)
+    # — or whose rows only patterns planned over them read (kernels.cascade.rows_candidates:
+    # then none of its rows or instants is stepped for them)
     blocks = [engine.windows[i] for i in window_kernels(engine)]
     ids = {id(r) for r in blocks}
+    over = {id(m) for m in rows_candidates(engine, set(), {r.statement.name for r in blocks})}
     alone = [r for r in blocks
              if (r.statement.window.kind in ("length", "length_batch")
                  or (r.statement.window.kind == "time" and r.plan.mode == "event")
-                 or not engine.consumed(r.statement.name))
+                 or not engine.consumed(r.statement.name)
+                 or _read_in_plan(engine, r.statement.name, over))
              and not engine.subs_input.get(r.statement.input_type)
              and not engine.host.rules.triggers(r.statement.input_type)
              and all(id(o) in ids for o in engine._window_subs.get(r.statement.input_type, ()))]
     return [] if alone else None
+
+
+def _read_in_plan(engine: Any, name: str, planned: set[int]) -> bool:
+    """Whether only patterns a batch plans (their ids ``planned``) read the complex events
+    ``name`` (no rule, no window statement)."""
+    return (engine._readers is not None and not engine.host.rules.triggers(name)
+            and not engine._window_subs.get(name)
+            and all(id(m) in planned for m in engine.subs_complex.get(name, ())))
 
 
 def _chains_read_in_plan(engine: Any, chosen: list[Any]) -> list[Any]:
@@ -217,7 +230,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
             src.unnumber()
         return None
     derived = plan_cascade(engine, blocks, src.ts, src.last_ts(), _plan_pair)
-    higher = plan_higher(engine, kernels, plans, src, cols, _plan_pair)
+    higher = plan_higher(engine, kernels, plans, src, cols, _plan_pair, blocks)
     over = plan_windows_over(engine, kernels, plans, src, {**blocks, **derived.batches})
     if not cascade_fits(engine, src.n, over, higher):  # (left per event: the engine stops)
         over, higher = [], [h for h in higher if h.last is None]
@@ -649,7 +662,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
              + [((n_m + n_b, 1 + o.slot), (o.slot,)) for o in over])
     keys = None if not higher else (
         [(0, 0, m.slot, None) for m in kernels] + [(0, 0, 0, None)] * (n_b + len(later))
-        + [(1, top + b, m.slot, None) for m, _p, b in derived.patterns]
+        + [(1, top + o, m.slot, None)
+           for (m, _p, _b), o in zip(derived.patterns, derived.opens, strict=True)]
         + [(h.phase, h.cp, h.m.slot, h.objs) for h in higher]
         + [(0, 0, 0, None)] * len(over))
     planned = ({id(b.runner) for b in later} | {id(o.block.runner) for o in over},
