@@ -116,11 +116,11 @@ def leading(draw: st.DrawFn) -> str:
     return f"@Name('{name}')\ninsert into {name}\n{select}from pattern [{body}];\n"
 
 
-def stream(keys) -> st.SearchStrategy:
+def stream(keys, min_size: int = 0) -> st.SearchStrategy:
     return st.lists(st.tuples(st.sampled_from(TYPES), st.sampled_from(keys),
                               st.sampled_from([0, 1, 2, 3, 4, -1, 0.5, None, True]),
                               st.sampled_from([0.0, 0.7, 1.2, 2.0]), st.integers(0, 3)),
-                    max_size=70)
+                    min_size=min_size, max_size=70)
 
 
 def takes_the_kernel(stmt: str) -> None:
@@ -290,6 +290,75 @@ def test_the_shape_and_what_it_declines() -> None:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))
         assert Engine(prog)._pairs is None, s
+
+
+@st.composite
+def sequences(draw: st.DrawFn) -> str:
+    """``every a = T(f) [-> b = T(g, key)] -> ((x = T(h, key) -> y = …) or z = T(…) [or …])
+    [where within]``: an Esper ``or`` some of whose operands are sequences of one to three
+    atoms (compiler.conjunction's product: kernels.orseq), every atom on a's key,
+    filters on the atom's own event, select lists reading the operands' tags (null for the
+    operands that did not complete) — some atoms untagged."""
+    lens = draw(st.sampled_from([[2, 1], [1, 2], [2, 2], [3, 1], [1, 1, 2], [2, 1, 3], [1, 3]]))
+    names = iter(draw(st.permutations(["p", "q", "r", "s", "t", "u", "w", "Z", "ab"])))
+    chained = draw(st.sampled_from([False, False, True]))
+    tags: list[list[str]] = []
+    operands = []
+
+    def atom(tag: str) -> str:
+        f = draw(st.sampled_from(["", "", *FILTERS])).format(a=tag)
+        k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
+        return f"{tag} = {draw(st.sampled_from(TYPES))}({f'({f}) and {k}' if f else k})"
+
+    for n in lens:
+        op = [next(names) for _ in range(n)]
+        written = [atom(t) for t in op]
+        if len(written) > 1 and draw(st.booleans()):  # (an untagged middle atom)
+            written[0] = written[0].split(" = ", 1)[1].replace(op[0] + ".", "")
+            op = op[1:]
+        tags.append(op)
+        operands.append(written[0] if len(written) == 1 else f"({' -> '.join(written)})")
+    body = f"({' or '.join(operands)})"
+    if chained:
+        body = f"{atom('b')} -> {body}"
+    within = draw(st.sampled_from(["", " where timer:within(3 msec)",
+                                   " where timer:within(0 msec)",
+                                   " where timer:within(10 milliseconds)"]))
+    if chained and within and draw(st.booleans()):
+        body = f"({body})"  # (the guard around everything after a; else on the or alone)
+    f = draw(st.sampled_from(["", *FILTERS])).format(a="a")
+    first = f"a = {draw(st.sampled_from(TYPES))}({f})"
+    x, y = tags[0][-1], tags[-1][0]
+    select = draw(st.sampled_from([
+        "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
+        f"select {y}.k as yk, {x}.s as xs, a.k as k, 'lit' as c ",
+        f"select a.v + {x}.v as total, {y}.v as yv "]))
+    name = draw(st.sampled_from(["P", "Q"]))
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every {first} -> "
+            f"{body}{within}];\n")
+
+
+def takes_the_product(stmt: str) -> None:
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    engine = Engine(prog)
+    assert engine._pairs is not None, stmt
+    assert all(m.pattern.pair.track for m in engine.matchers)
+
+
+# (the esper_or_seq shape of benchmarks/pattern_shapes.py)
+OR_SEQ = ("@Name('P')\ninsert into P\nselect a.k as k, c.v as cv, d.v as dv\nfrom pattern "
+          "[every a = A -> ((b = B(b.k = a.k) -> c = C(c.k = a.k)) or d = C(d.k = a.k and "
+          "d.v > 2)) where timer:within(10 milliseconds)];\n")
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(sequences(), min_size=1, max_size=2), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+def test_sequences_equal_event_by_event(stmts, spec, cuts, tail) -> None:
+    """An or of sequences (kernels.orseq): batches cut anywhere (single events between them,
+    per-event steps after), the column route over event lists, rules firing: as the general
+    token path."""
+    check_statements(stmts, spec, cuts, tail, takes_the_product)
 
 
 #: a sliding window's rows read by a pattern of alternatives over that one type: no
