@@ -26,7 +26,15 @@ from tests.esper.test_esper_kernel import (
     rows,
     state,
 )
-from tests.esper.test_split import OTHERS, WINDOW_BLOCKS, check_split, program, restored
+from tests.esper.test_split import (
+    OTHERS,
+    WINDOW_BLOCKS,
+    check_split,
+    check_time_passing,
+    program,
+    restored,
+)
+from tests.esper.test_split_higher import DERIVED, OWN, STREAMS, WITHIN, program_of, programs
 
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
@@ -296,19 +304,23 @@ def test_the_shape_and_what_it_declines() -> None:
 def sequences(draw: st.DrawFn) -> str:
     """``every a = T(f) [-> b = T(g, key)] -> ((x = T(h, key) -> y = …) or z = T(…) [or …])
     [where within]``: an Esper ``or`` some of whose operands are sequences of one to three
-    atoms (compiler.conjunction's product: kernels.orseq), every atom on a's key,
-    filters on the atom's own event, select lists reading the operands' tags (null for the
-    operands that did not complete) — some atoms untagged."""
+    atoms (compiler.conjunction's product: kernels.orseq), every atom on a's key (after a
+    alone also on none: all, or some), filters on the atom's own event, select lists
+    reading the operands' tags (null for the operands that did not complete) — some atoms
+    untagged."""
     lens = draw(st.sampled_from([[2, 1], [1, 2], [2, 2], [3, 1], [1, 1, 2], [2, 1, 3], [1, 3]]))
     names = iter(draw(st.permutations(["p", "q", "r", "s", "t", "u", "w", "Z", "ab"])))
     chained = draw(st.sampled_from([False, False, True]))
+    keys = chained or draw(st.sampled_from([True, True, False]))  # (False: on no key)
     tags: list[list[str]] = []
     operands = []
 
     def atom(tag: str) -> str:
         f = draw(st.sampled_from(["", "", *FILTERS])).format(a=tag)
-        k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
-        return f"{tag} = {draw(st.sampled_from(TYPES))}({f'({f}) and {k}' if f else k})"
+        if keys or draw(st.booleans()):
+            k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
+            f = f"({f}) and {k}" if f else k
+        return f"{tag} = {draw(st.sampled_from(TYPES))}({f})"
 
     for n in lens:
         op = [next(names) for _ in range(n)]
@@ -359,6 +371,87 @@ def test_sequences_equal_event_by_event(stmts, spec, cuts, tail) -> None:
     per-event steps after), the column route over event lists, rules firing: as the general
     token path."""
     check_statements(stmts, spec, cuts, tail, takes_the_product)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sequences(), stream([0, 1, 2, 1.0, True, "1", None, float("nan")], 10),
+       st.lists(st.integers(0, 70), max_size=2), st.integers(0, 5))
+def test_sequences_with_mixed_keys(stmt, spec, cuts, tail) -> None:
+    """Keys that unify across types (1, 1.0, True), text, None and NaN (which unifies with
+    nothing: that batch goes event by event)."""
+    check(C_SCHEMA + stmt, spec, cuts, tail)
+
+
+@settings(max_examples=80, deadline=None)
+@given(sequences(), stream([0, 1], 20), st.integers(1, 30), st.integers(0, 70),
+       st.lists(st.integers(0, 70), max_size=3))
+def test_sequences_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
+    """``Engine.run`` in batches with a save/restore in the middle (the product's tokens
+    saved and read back), ``Engine.process_columns`` over Arrow batches: as event by
+    event."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    takes_the_product(stmt)
+    check_run(prog, spec, batch, restore_at)
+    check_arrow(prog, spec, cuts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(sequences(), min_size=1, max_size=2),
+       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
+                min_size=1, max_size=2, unique=True),
+       stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_sequences_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes (over the input and over these statements'
+    output): the program split plans the or of sequences column-wise, with a save/restore
+    in the middle, as event by event."""
+    prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    check_split(prog, spec, cuts, restore_at)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sequences(), stream([0, 1], 5), st.sampled_from([0, 1, 3, 9, 10, 100]))
+def test_sequences_time_passing_after_a_batch(stmt, spec, later) -> None:
+    """One batch, then ``advance_to`` past its last event: the product's tokens left open
+    expire, and the idle timers of the instances that completed move the clock, as per
+    event."""
+    check_time_passing(load_module(parse_epl(SCHEMA + C_SCHEMA + stmt)), spec, later)
+
+
+@st.composite
+def sequences_over(draw: st.DrawFn, name: str, kinds: list[str]) -> str:
+    """An or of sequences over kernel patterns' output (``kinds``: P, Q) and input types
+    after ``p`` — ``every p = P(f) -> ((q = T(key) -> c = U(key)) or d = V(key) …)
+    [within]``, derived types at any atom (tests.esper.test_split_higher.programs): planned
+    over the derived stream (kernels.cascade.plan_higher) where its operands end at input
+    types or one kernel pattern's output, else per event."""
+    types = ["A", "B", *kinds]
+    f = draw(st.sampled_from(DERIVED)).format(p="p")
+
+    def atom(tag: str) -> str:
+        t = draw(st.sampled_from(types))
+        g = draw(st.sampled_from(DERIVED if t in kinds else OWN)).format(p=tag, a=tag)
+        return f"{tag} = {t}({f'({g}) and {tag}.k = p.k' if g else f'{tag}.k = p.k'})"
+
+    ops = [f"({atom('q')} -> {atom('c')})", atom("d")]
+    if draw(st.booleans()):
+        ops.append(f"({atom('e')} -> {atom('g')})")
+    ops = draw(st.permutations(ops))
+    within = draw(st.sampled_from(WITHIN))
+    select = draw(st.sampled_from(["", "select p.k as k, p.v as pv, c.v as cv, d.x as dx "]))
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every p = "
+            f"{draw(st.sampled_from(kinds))}({f}) -> ({' or '.join(ops)}){within}];\n")
+
+
+@settings(max_examples=80, deadline=None)
+@given(programs(over=sequences_over), st.tuples(STREAMS, STREAMS).map(lambda s: s[0] + s[1]),
+       st.lists(st.integers(0, 80), max_size=4),
+       st.integers(0, 80))
+def test_sequences_over_kernel_output(prog_spec, spec, cuts, restore_at) -> None:
+    """Over the derived stream of kernel patterns' matches (within(0) too: an instance a
+    row's cascade opens is trapped by a later row of that cascade any operand's atom would
+    take, as the token path's product steps check the window), batches cut anywhere, a
+    save/restore in the middle: as event by event."""
+    check_split(program_of(*prog_spec), spec, cuts, restore_at)
 
 
 #: a sliding window's rows read by a pattern of alternatives over that one type: no

@@ -542,13 +542,16 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     return _stages_shape(pattern, stages, states)
 
 
-def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed: bool = False
-                  ) -> EsperPair | None:
+def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed: bool = False,
+                  loose: bool = False) -> EsperPair | None:
     """:func:`esper_pair_of` for the chain of ``stages`` (edges, the first from the initial
     state, the last final) waiting at ``states``: the key, the bindings, the window.
     ``unindexed``: a pair's second stage unified with ``a`` on one variable is on that key
     even when the compiler indexes its type by none (an alternative of a type that has an
-    alternative on no key beside it: :func:`_with_alternatives`)."""
+    alternative on no key beside it: :func:`_with_alternatives`). ``loose``: so is any
+    stage of a longer chain, and a stage on no key may come anywhere (an operand of an or of
+    sequences after ``a`` alone, :func:`_with_product`: the kernel codes the instances and
+    such a stage's rows alike)."""
     auto = pattern.auto
     a = stages[0]
     b = stages[-1]
@@ -564,12 +567,13 @@ def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed:
             return None
         shared = [(i, v) for i, v in e.position.binds if v in bound]
         kt = auto.key_index.get(s, {}).get(e.position.type)
-        if kt is None and unindexed and len(shared) == 1 and len(stages) == 2:
+        if kt is None and (unindexed and len(stages) == 2 or loose) and len(shared) == 1:
             kt = shared[0]
-        if not shared and kt is None and len(stages) == 2:  # a pair without a key
+        if not shared and kt is None and (len(stages) == 2 or loose):  # (a stage on no key)
             keys.append(-1)
             new.append(tuple(e.position.binds))
-            break
+            bound += [v for _, v in new[-1]]
+            continue
         if len(shared) != 1 or kt is None or shared[0] != kt or kt[1] not in dict(
                 (v, i) for i, v in a.position.binds):
             return None
@@ -726,8 +730,8 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
     of its own after the stages before (:attr:`EsperPair.alts`, in operand order) — and the
     instance completes by the operand with the least (completing row, operand index). Taken
     when every operand is a chain (no alternatives or repetitions inside), every filter reads
-    only its own event, every atom is on the key of the stages before, one ``within`` around
-    all, and the automaton's product states are exactly those of the per-operand progress
+    only its own event, every atom is on the key of the stages before (after ``a`` alone,
+    on ``a``'s key or on none), one ``within`` around all, and the automaton's product states are exactly those of the per-operand progress
     (mapped in :attr:`EsperPair.product`); else None."""
     auto = pattern.auto
     s0 = states[-1]
@@ -800,15 +804,17 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
     views = []
     for chain in chains:
         view = _stages_shape(pattern, [*stages, *chain],
-                             [*states, *(e.target for e in chain[:-1])])
-        if view is None or view.key_var is None or view.zone_to is not None:
+                             [*states, *(e.target for e in chain[:-1])], loose=len(stages) == 1)
+        if view is None or view.zone_to is not None or (
+                len(stages) > 1 and -1 in view.keys):  # (after a chain: every atom keyed)
             return None
         views.append(view)
     own = [{v for new in view.new[len(stages):] for _, v in new} for view in views]
-    if (len({(v.key_var, v.window, v.zone, v.zone_at) for v in views}) != 1
+    if (len({v.key_var for v in views} - {None}) > 1
+            or len({(v.window, v.zone, v.zone_at) for v in views}) != 1
             or any(own[i] & own[j] for i in range(n_ops) for j in range(i))):
         return None
-    v0, n = views[0], len(stages)
+    v0, n = next((v for v in views if v.key_var is not None), views[0]), len(stages)
     return EsperPair(stages[0], stages[-1], states[0], v0.key_a, v0.keys[1] if n > 1 else -1,
                      v0.window, v0.zone, v0.key_var, v0.new[1] if n > 1 else (), True,
                      tuple(stages), tuple(states), v0.keys[:n], v0.new[:n], False, None,
