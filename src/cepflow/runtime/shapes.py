@@ -567,7 +567,7 @@ def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed:
             return None
         shared = [(i, v) for i, v in e.position.binds if v in bound]
         kt = auto.key_index.get(s, {}).get(e.position.type)
-        if kt is None and (unindexed and len(stages) == 2 or loose) and len(shared) == 1:
+        if kt is None and ((unindexed and len(stages) == 2) or loose) and len(shared) == 1:
             kt = shared[0]
         if not shared and kt is None and (len(stages) == 2 or loose):  # (a stage on no key)
             keys.append(-1)
@@ -731,8 +731,9 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
     instance completes by the operand with the least (completing row, operand index). Taken
     when every operand is a chain (no alternatives or repetitions inside), every filter reads
     only its own event, every atom is on the key of the stages before (after ``a`` alone,
-    on ``a``'s key or on none), one ``within`` around all, and the automaton's product states are exactly those of the per-operand progress
-    (mapped in :attr:`EsperPair.product`); else None."""
+    on ``a``'s key or on none), one ``within`` around all, and the automaton's product
+    states are exactly those of the per-operand progress (mapped in
+    :attr:`EsperPair.product`); else None."""
     auto = pattern.auto
     s0 = states[-1]
     out = [e for lst in auto.edges.get(s0, {}).values() for e in lst]

@@ -325,6 +325,14 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     ``pr.alts``, -1 for none). ``end``: the batch's last instant and the first of the rows
     the batch's last event brings (a derived stream's rows: kernels.cascade), when the rows
     are not the batch itself (else its last row's)."""
+    if pr.track and end is not None and pr.window == 0:
+        # Declined: an or of sequences in within(0) over a derived stream. A later row of the
+        # cascade that opened an instance fails the product's window check (no time passes
+        # in a cascade), which traps the instance only when every edge out of its state
+        # fires on that row — else the token path keeps it, its operands side by side
+        # (Matcher._others_wait) — a rule over the operands' next atoms together that the
+        # kernel does not model: the pattern goes per event for this batch
+        return None
     src = cols.src
     # (the alternatives' edges after the stages before them — an or of sequences: every
     # operand's atoms, kernels.orseq — coded and searched alike)
@@ -425,9 +433,7 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     # has not fired, and the token path's window check ends it (Matcher._zones); over input
     # rows the timer always fires first (an event at the deadline: Esper's timer first)
     trapped = np.zeros(n_inst, bool) if end is not None and pr.window == 0 else None
-    # (the edges before the last stage's; an or of sequences traps at any of its operands'
-    # atoms: the token path's product steps all check the window, Matcher._zones)
-    middle = len(stages) if pr.track else len(pr.stages) - (0 if pr.alts else 1)
+    middle = len(pr.stages) - (0 if pr.alts else 1)  # (the edges before the last stage's)
 
     def take(j: int, sel: np.ndarray, after: np.ndarray | None = None
              ) -> tuple[np.ndarray, np.ndarray]:
