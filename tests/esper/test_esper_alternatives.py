@@ -363,6 +363,41 @@ OR_SEQ = ("@Name('P')\ninsert into P\nselect a.k as k, c.v as cv, d.v as dv\nfro
           "d.v > 2)) where timer:within(10 milliseconds)];\n")
 
 
+#: hand-derived: e0's instance completes by b -> c at e2 (d's filter fails on C(v=1)); e3's
+#: by d at e4; e5's at e7 by both operands at once — the lowest, b -> c, wins; e8's takes b
+#: at e9 and is left open as a product token (track "1") by a batch cut after e9, which the
+#: next batch reads back: e11 completes it by b -> c (d too: the lowest wins); e10 waits
+OR_SEQ_STREAM = [("A", 0, 1, 0.0, 0), ("B", 0, 2, 0.0, 1), ("C", 0, 1, 0.0, 1),
+                 ("A", 0, 1, 0.0, 1), ("C", 0, 5, 0.0, 1), ("A", 1, 1, 0.0, 1),
+                 ("B", 1, 2, 0.0, 1), ("C", 1, 5, 0.0, 1), ("A", 2, 1, 0.0, 1),
+                 ("B", 2, 2, 0.0, 1), ("A", 1, 1, 0.0, 1), ("C", 2, 9, 0.0, 1)]
+OR_SEQ_MATCHES = [(("e0", "e1", "e2"), (0, 1, None)), (("e3", "e4"), (0, None, 5)),
+                  (("e5", "e6", "e7"), (1, 5, None)), (("e8", "e9", "e11"), (2, 9, None))]
+
+
+def test_or_seq_pinned() -> None:
+    """The esper_or_seq shape over a hand-derived stream, in two batches cut after e9 (the
+    product token left open and read back), then in one: the matches above, and the token
+    the first batch leaves as the general token path holds it."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + OR_SEQ))
+    takes_the_product(OR_SEQ)
+    for cut in (10, 12):
+        eng, ref = Engine(prog), Engine(prog, fast_path=False)
+        evs = events(OR_SEQ_STREAM)
+        got = eng.process_batch(evs[:cut])
+        want = [m for e in events(OR_SEQ_STREAM)[:cut] for m in ref.process(e)]
+        assert state(eng) == state(ref)
+        if cut == 10:
+            (tok,) = [t for t in eng.matchers[0].all_tokens() if t.threads[0].events[0].ref == "e8"]
+            th = tok.threads[0]
+            assert ([e.ref for e in th.events], th.bindings["_or1"]) == (["e8", "e9"], "1")
+        got += eng.process_batch(evs[cut:])
+        want += [m for e in events(OR_SEQ_STREAM)[cut:] for m in ref.process(e)]
+        assert [(tuple(m.event_refs), m.params) for m in got] == OR_SEQ_MATCHES
+        assert rows(got) == rows(want)
+        assert state(eng) == state(ref) and eng.stats == ref.stats
+
+
 @settings(max_examples=120, deadline=None)
 @given(st.lists(sequences(), min_size=1, max_size=2), stream([0, 1], 20),
        st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
