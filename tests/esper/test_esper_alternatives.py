@@ -325,7 +325,10 @@ def sequences(draw: st.DrawFn) -> str:
     for n in lens:
         op = [next(names) for _ in range(n)]
         written = [atom(t) for t in op]
-        if len(written) > 1 and draw(st.booleans()):  # (an untagged middle atom)
+        if n == 2 and draw(st.integers(0, 4)) == 0:  # ([2] T(f): two untagged atoms alike)
+            written = [f"[2] {written[1].split(' = ', 1)[1].replace(op[1] + '.', '')}"]
+            op = []
+        elif len(written) > 1 and draw(st.booleans()):  # (an untagged middle atom)
             written[0] = written[0].split(" = ", 1)[1].replace(op[0] + ".", "")
             op = op[1:]
         tags.append(op)
@@ -340,7 +343,7 @@ def sequences(draw: st.DrawFn) -> str:
         body = f"({body})"  # (the guard around everything after a; else on the or alone)
     f = draw(st.sampled_from(["", *FILTERS])).format(a="a")
     first = f"a = {draw(st.sampled_from(TYPES))}({f})"
-    x, y = tags[0][-1], tags[-1][0]
+    x, y = (tags[0] or ["a"])[-1], (tags[-1] or ["a"])[0]
     select = draw(st.sampled_from([
         "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
         f"select {y}.k as yk, {x}.s as xs, a.k as k, 'lit' as c ",
@@ -361,6 +364,40 @@ def takes_the_product(stmt: str) -> None:
 OR_SEQ = ("@Name('P')\ninsert into P\nselect a.k as k, c.v as cv, d.v as dv\nfrom pattern "
           "[every a = A -> ((b = B(b.k = a.k) -> c = C(c.k = a.k)) or d = C(d.k = a.k and "
           "d.v > 2)) where timer:within(10 milliseconds)];\n")
+
+
+def test_what_the_or_of_sequences_takes_and_declines() -> None:
+    """What takes the pair kernel as an or of sequences (kernels.orseq), and what stays per
+    event (the general token path)."""
+    for s in [
+        "every a = A -> ((b = B(b.k = a.k) -> c = C(c.k = a.k)) or d = C(d.k = a.k and d.v > 5))"
+        " where timer:within(10 sec)",
+        "every a = A -> ((b = B -> c = C) or d = C(v > 5))",  # (on no key)
+        "every a = A -> ((b = B(k = a.k) -> c = C) or (d = C -> e = A(k = a.k)))",  # (some)
+        "every a = A -> b = B(k = a.k) -> ((c = C(k = a.k) -> d = A(k = a.k)) or "
+        "e = B(k = a.k)) where timer:within(5 sec)",  # (after a chain: the guard opens at b)
+        "every a = A -> (B(k = a.k) -> C(k = a.k) -> A(k = a.k) or d = C(k = a.k) or "
+        "(e = B(k = a.k and v > 1) -> f = B(k = a.k)))",  # (untagged, three operands)
+        "every a = A -> ((b = B(k = a.k) -> c = B(k = a.k)) or d = B(k = a.k))",  # (one type)
+        "every a = A -> ([2] B(k = a.k) or d = C(k = a.k))",  # (a repetition: B -> B)
+    ]:
+        takes_the_product(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    for s in [
+        "every a = A -> ((b = B(b.v > a.v and k = a.k) -> c = C(k = a.k)) or d = C(k = a.k))",
+        "every a = A -> ((b = B(k = a.k) -> c = C(c.v > b.v and k = a.k)) or d = C(k = a.k))",
+        "every a = A -> ((b = B(k = a.k) -> c = C(k = a.v)) or d = C(k = a.k))",  # (two keys)
+        "every a = A -> b = B -> ((c = C -> d = A) or e = B)",  # (a chain on no key before)
+        "every a = A -> b = B(k = a.k) -> ((c = C -> d = A(k = a.k)) or e = B(k = a.k))",
+        "every a = A -> ((b = B(k = a.k) -> (c = C(k = a.k) or e = A(k = a.k))) or "
+        "d = C(k = a.k))",  # (alternatives inside an operand)
+        "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) or d = C(k = a.k)) -> "
+        "e = A(k = a.k)",  # (not the last stage)
+        "every (a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) or d = C(k = a.k)))",  # (restart)
+    ]:
+        prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
+                                     f"from pattern [{s}];\n"))
+        assert all(m.pattern.pair is None or not m.pattern.pair.track
+                   for m in Engine(prog).matchers), s
 
 
 #: hand-derived: e0's instance completes by b -> c at e2 (d's filter fails on C(v=1)); e3's
