@@ -51,6 +51,18 @@ TYPES = ["A", "B", "C"]
 
 
 @st.composite
+def stated(draw: st.DrawFn, pattern: str, x: str, y: str) -> str:
+    """The statement ``P`` or ``Q`` of ``pattern`` after ``a``, with a select list reading
+    tags ``x`` and ``y`` (fields, a literal, ``current_timestamp()``, arithmetic) or none."""
+    select = draw(st.sampled_from([
+        "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
+        f"select {y}.k as yk, {x}.s as xs, a.k as k, 'lit' as c ",
+        f"select a.v + {x}.v as total, {y}.v as yv "]))
+    name = draw(st.sampled_from(["P", "Q"]))
+    return f"@Name('{name}')\ninsert into {name}\n{select}from pattern [{pattern}];\n"
+
+
+@st.composite
 def alternatives(draw: st.DrawFn) -> str:
     """``every a = T(f) [-> b = T(g, key)] -> (x = T(h[, key]) or y = T(…) [or z = …])
     [where within]`` with a select list reading the alternatives' tags, or none."""
@@ -94,13 +106,7 @@ def alternatives(draw: st.DrawFn) -> str:
         body = f"({body})"  # (the guard around everything after a; else on the
         # alternatives alone: its window opens at b's event, EsperPair.zone_at)
     x, y = tags[0], tags[-1]
-    select = draw(st.sampled_from([
-        "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
-        f"select {y}.k as yk, {x}.s as xs, a.k as k, 'lit' as c ",
-        f"select a.v + {x}.v as total, {y}.v as yv "]))
-    name = draw(st.sampled_from(["P", "Q"]))
-    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every {first} -> "
-            f"{body}{within}];\n")
+    return draw(stated(f"every {first} -> {body}{within}", x, y))
 
 
 @st.composite
@@ -131,11 +137,13 @@ def stream(keys, min_size: int = 0) -> st.SearchStrategy:
                     min_size=min_size, max_size=70)
 
 
-def takes_the_kernel(stmt: str) -> None:
+def takes_the_kernel(stmt: str, shape: str = "alts") -> None:
+    """``stmt`` runs in the pair kernel, its last stage alternatives (``shape``: or an or of
+    sequences, ``"track"``)."""
     prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
     engine = Engine(prog)
     assert engine._pairs is not None, stmt
-    assert all(m.pattern.pair.alts for m in engine.matchers)
+    assert all(getattr(m.pattern.pair, shape) for m in engine.matchers)
 
 
 # (an event of two alternatives' type that fits both: the per-event engine keeps the one
@@ -344,20 +352,11 @@ def sequences(draw: st.DrawFn) -> str:
     f = draw(st.sampled_from(["", *FILTERS])).format(a="a")
     first = f"a = {draw(st.sampled_from(TYPES))}({f})"
     x, y = (tags[0] or ["a"])[-1], (tags[-1] or ["a"])[0]
-    select = draw(st.sampled_from([
-        "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
-        f"select {y}.k as yk, {x}.s as xs, a.k as k, 'lit' as c ",
-        f"select a.v + {x}.v as total, {y}.v as yv "]))
-    name = draw(st.sampled_from(["P", "Q"]))
-    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every {first} -> "
-            f"{body}{within}];\n")
+    return draw(stated(f"every {first} -> {body}{within}", x, y))
 
 
 def takes_the_product(stmt: str) -> None:
-    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
-    engine = Engine(prog)
-    assert engine._pairs is not None, stmt
-    assert all(m.pattern.pair.track for m in engine.matchers)
+    takes_the_kernel(stmt, "track")
 
 
 # (the esper_or_seq shape of benchmarks/pattern_shapes.py)
