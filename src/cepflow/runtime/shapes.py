@@ -795,7 +795,9 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
             if product.setdefault((mask, after), e.target) != e.target or counts_at.setdefault(
                     e.target, after) != after:
                 return None
-            if e.target not in todo and e.target != at and len(product) <= len(auto.edges):
+            if len(counts_at) > len(auto.edges):  # (not a product of chains)
+                return None
+            if e.target not in todo:
                 todo.append(e.target)
         if got != want or len(got) != len(es):
             return None
