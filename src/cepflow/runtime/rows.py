@@ -247,7 +247,8 @@ class ChainMatches:
     bindings: Any = None
 
     def params_of(self, value: Any) -> tuple[Any, ...]:
-        """The complex event's parameters (the pattern's formal parameters) for a key value."""
+        """The complex event's parameters (the pattern's formal parameters) for a key value,
+        when the chain binds nothing but its key (else they are read from :attr:`bindings`)."""
         return tuple(value if p == self.var else None for p in self.params)
 
 
@@ -366,11 +367,14 @@ class MatchTable:
                     parts = [ev[q] for q in path]
                 value = values[vis[r]]
                 rank = ranks[r]
-                out[rank] = ComplexEvent(name, (value,) if only_key else b.params_of(value),
-                                         parts[-1].ts,
-                                         bind(value, parts) if bind is not None
-                                         else {} if var is None else {var: value},
-                                         parts, first_id + rank)
+                if bind is None:
+                    params, bound = ((value,) if only_key else b.params_of(value),
+                                     {} if var is None else {var: value})
+                else:  # (a parameter may be a stage's own variable: from the bindings)
+                    bound = bind(value, parts)
+                    params = tuple(map(bound.get, b.params))
+                out[rank] = ComplexEvent(name, params, parts[-1].ts, bound, parts,
+                                         first_id + rank)
         return out
 
 

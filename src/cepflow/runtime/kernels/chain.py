@@ -208,9 +208,10 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
 def split_chain(m: Any) -> Chain | None:
     """The chain of ``m`` when the program split may plan it with :func:`plan_chain`: one the
     kernel takes (chronicle, immediate, strict, unrestricted) without a window (whose timers
-    the split does not plan: per event), else None."""
+    the split does not plan: per event) and without a filter reading variables (Chain.cross:
+    the row step, per event), else None."""
     c = _chain(m)
-    return c if c is not None and c.zone is None else None
+    return c if c is not None and c.zone is None and not c.cross else None
 
 
 
