@@ -23,7 +23,8 @@ from cepflow.runtime.tokens import KeyedRows
 #: filters reading variables (``u``, ``w``: bound by some stage, or at a later one — then
 #: None); the square root fails where ``u < v`` (an error record; null where ``u`` is null)
 CROSS = ("v < u", "v > w", "w < u", "u == null", "sqrt(u - v) > 1", "v + w > 2",
-         "w == null or v > 1")
+         "w == null or v > 1", "u > 1", "w < 2")
+NAN = float("nan")
 
 
 @st.composite
@@ -99,12 +100,41 @@ FAILING = (["(s: Int, u: Int) { as A(s, u) -> B(s, _) where sqrt(u - v) > 1 }"],
             ("B", 1, 3, 1)], [2, 4], 1, 0)
 
 
+#: a NaN key (the very same object: the dict finds its queue) unifies with nothing, and
+#: ``bind`` refuses it before a filter reading variables is tried: no match, no evaluation
+NAN_KEY = (["(s: Int) { as A(s, u) -> B(s, _) where v < u }"],
+           [("A", NAN, 5, 0), ("B", NAN, 1, 0)], [2], 0, 0)
+#: a first stage's filter reading its own variable (not by its field's name) is tried with
+#: the event's bindings: u = 5 starts a partial match
+OWN_START = (["(s: Int) { as A(s, u) where u > 1 -> B(s, _) }"],
+             [("A", 1, 5, 0), ("B", 1, 0, 0)], [2], 0, 0)
+#: B at two stages, both filters reading u: b2 moves a1 (u=0) to the last stage; b3 passes
+#: a0's row at the middle stage first, so a1's (younger) at the last is not tried — a0 moves
+YOUNGER = (["(s: Int) { as A(s, u) -> B(s, _) where v > u -> B(s, _) where v > u }"],
+           [("A", 1, 5, 0), ("A", 1, 0, 0), ("B", 1, 3, 0), ("B", 1, 6, 0), ("B", 1, 9, 0)],
+           [5], 0, 0)
+#: float time: a0 at 0.1, b1 at 0.1 + 0.2, its span past 0.2 ms while its deadline is not
+#: before it — b1 passes the filter and traps a0's partial match (no match, none started)
+TRAP = (["(s: Int) { as (A(s, u) -> B(s, _) where v < u)[0.2 ms] }"],
+        [("A", 1, 5, 0.1), ("B", 1, 1, 0.2), ("B", 1, 1, 0)], [3], 0, 0)
+
+#: the complex event carries the first stage's own variable (the row step: no filter reads
+#: a variable; u = 7, not the key)
+OWN_PARAM = (["(s: Int, u: Int) { as A(s, u) -> B(s, _) }"],
+             [("A", 1, 7, 0), ("B", 1, 0, 0)], [2], 0, 0)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(crossing(), min_size=1, max_size=2), specs,
        st.lists(st.integers(0, 30), min_size=1, max_size=5), st.integers(0, 4),
        st.integers(0, 6))
 @example(*OVERTAKE)
 @example(*FAILING)
+@example(*NAN_KEY)
+@example(*OWN_START)
+@example(*YOUNGER)
+@example(*TRAP)
+@example(*OWN_PARAM)
 def test_cross_chains_equal_the_token_path(decls: list[str], spec: list, cuts: list[int],
                                            restore_at: int, gap: int) -> None:
     check(decls, spec, cuts, restore_at, gap, cross_route, compile_cross)
