@@ -83,6 +83,15 @@ class Chain:
                    for _, v in binds)
 
     @property
+    def columnar(self) -> bool:
+        """Whether the chain kernel takes it: not a :attr:`cross` chain, or one whose stages
+        are each one type, at no other stage — each stage then waits at one state, whose
+        partial matches the kernel tries oldest first as the token path's _find tries them
+        (kernels.queues.step_chain's ``cross``); else the row step, per event."""
+        return not self.cross or (all(len(alts) == 1 for alts in self.stages)
+                                  and len(self.types) == len(self.stages))
+
+    @property
     def types(self) -> tuple[str, ...]:
         """The event types of the stages, each once, in the order they first come."""
         return tuple(dict.fromkeys(t for alts in self.stages for t in alts))
@@ -104,6 +113,22 @@ class Chain:
     def stage_of(self) -> dict[int, int]:
         """The stage a partial match waiting at a state waits for."""
         return {s: m for m, ss in enumerate(self.waits) for s in ss}
+
+    def param_fields(self, params: tuple[str, ...]) -> tuple[tuple[int, int], ...] | None:
+        """Where a match's parameters are when its bindings (:meth:`bindings`) are exactly
+        ``params``, in order, whatever path it took (one alternative per stage): per
+        parameter ``(stage, k)``, field k of its event at that stage, or ``(-1, 0)`` the key
+        value; else None."""
+        if not params or self.depths or any(len(alts) != 1 for alts in self.stages):
+            return None
+        where: dict[str, tuple[int, int]] = {}
+        for m, alts in enumerate(self.stages):
+            for t in alts:
+                for i, v in self.extra[m].get(t, ()):
+                    where.setdefault(v, (-1, 0) if v == self.var else (m, i))
+        if self.var is not None and self.var not in where:
+            where = {self.var: (-1, 0), **where}
+        return tuple(where.values()) if tuple(where) == params else None
 
     def bindings(self, key: Any, events: Any) -> dict[str, Any]:
         """The bindings of a partial match or match that took ``events`` (its first with key
