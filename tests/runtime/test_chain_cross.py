@@ -125,7 +125,9 @@ TRAP = (["(s: Int) { as (A(s, u) -> B(s, _) where v < u)[0.2 ms] }"],
 #: a variable; u = 7, not the key)
 OWN_PARAM = (["(s: Int, u: Int) { as A(s, u) -> B(s, _) }"],
              [("A", 1, 7, 0), ("B", 1, 0, 0)], [2], 0, 0)
-
+#: ... and a match of the next batch continuing a partial match from the one before (its
+#: first event no row of the batch: written from the events, not the columns)
+OWN_OCCUPANT = (OWN_PARAM[0], OWN_PARAM[1], [1], 4, 0)
 #: a variable bound at a stage without a filter of its own (b1's u = 5) read by a later one
 #: (c2: 1 < 5): the partial match's bindings grow at every stage it takes
 GROWN = (["(s: Int) { as A(s, _) -> B(s, u) -> C(s, _) where v < u }"],
@@ -149,6 +151,7 @@ OCCUPANT = (["(s: Int) { as A(s, u) -> B(s, _) where v < u }"],
 @example(*OWN_PARAM)
 @example(*GROWN)
 @example(*OCCUPANT)
+@example(*OWN_OCCUPANT)
 def test_cross_chains_equal_the_token_path(decls: list[str], spec: list, cuts: list[int],
                                            restore_at: int, gap: int) -> None:
     check(decls, spec, cuts, restore_at, gap, cross_route, compile_cross)
