@@ -34,8 +34,9 @@ class Chain:
     #: the window ``[Δ]`` over the whole sequence (ms) and its zone, or None
     window: float | None = None
     zone: int | None = None
-    #: the variables the stages bind besides the key (read only by their own stage's filter,
-    #: never by another stage or the complex event): per stage and type, ``(param, variable)``
+    #: the variables the stages bind besides the key (each bound at one stage: no
+    #: unification; read by filters — a later stage's only in a :attr:`cross` chain — and
+    #: the complex event's parameters): per stage and type, ``(param, variable)``
     #: — the first stage's with the key, in the position's order — so a partial match's
     #: bindings are made from its events (:meth:`bindings`); empty when there are none (an
     #: unkeyed chain has it always: its bindings are not ``{var: key}``)
@@ -51,6 +52,11 @@ class Chain:
     #: waiting state each, its edges leading to different stages — the events a partial
     #: match waiting for it holds; () for a linear chain, whose stage m holds m
     depths: tuple[int, ...] = ()
+    #: a stage's filter reads variables, not only its event's fields (``B(x, w) where w <
+    #: u``, ``u`` bound at an earlier stage; docs/architecture.md "Filters that read earlier
+    #: stages"): it is tried row by row, with each partial match's bindings
+    #: (Matcher._cross_step); the column kernels do not take such a chain
+    cross: bool = False
 
     @property
     def length(self) -> int:
@@ -77,6 +83,15 @@ class Chain:
                    for _, v in binds)
 
     @property
+    def columnar(self) -> bool:
+        """Whether the chain kernel takes it: not a :attr:`cross` chain, or one whose stages
+        are each one type, at no other stage — each stage then waits at one state, whose
+        partial matches the kernel tries oldest first as the token path's _find tries them
+        (kernels.queues.step_chain's ``cross``); else the row step, per event."""
+        return not self.cross or (all(len(alts) == 1 for alts in self.stages)
+                                  and len(self.types) == len(self.stages))
+
+    @property
     def types(self) -> tuple[str, ...]:
         """The event types of the stages, each once, in the order they first come."""
         return tuple(dict.fromkeys(t for alts in self.stages for t in alts))
@@ -98,6 +113,22 @@ class Chain:
     def stage_of(self) -> dict[int, int]:
         """The stage a partial match waiting at a state waits for."""
         return {s: m for m, ss in enumerate(self.waits) for s in ss}
+
+    def param_fields(self, params: tuple[str, ...]) -> tuple[tuple[int, int], ...] | None:
+        """Where a match's parameters are when its bindings (:meth:`bindings`) are exactly
+        ``params``, in order, whatever path it took (one alternative per stage): per
+        parameter ``(stage, k)``, field k of its event at that stage, or ``(-1, 0)`` the key
+        value; else None."""
+        if not params or self.depths or any(len(alts) != 1 for alts in self.stages):
+            return None
+        where: dict[str, tuple[int, int]] = {}
+        for m, alts in enumerate(self.stages):
+            for t in alts:
+                for i, v in self.extra[m].get(t, ()):
+                    where.setdefault(v, (-1, 0) if v == self.var else (m, i))
+        if self.var is not None and self.var not in where:
+            where = {self.var: (-1, 0), **where}
+        return tuple(where.values()) if tuple(where) == params else None
 
     def bindings(self, key: Any, events: Any) -> dict[str, Any]:
         """The bindings of a partial match or match that took ``events`` (its first with key
@@ -128,13 +159,15 @@ def chain_of(pattern: Any) -> Chain | None:
     type, every waiting state of a stage with the same edges, all of a stage's alternatives
     final or none — each binding the one key variable (a type may recur at several stages
     with the same key field), or no variable all of them bind (unkeyed: one key, None), and
-    possibly variables of its own that only its filter reads,
-    each stage's filter reading only its event, and at most one ``within`` window around the
-    whole sequence; no other zone; NOTs between stages that forbid events of the key
-    (:func:`_forbids`). Or, not a line, a tree of such steps (:func:`_tree`: ``A(x) AND
-    B(x)``, a stage per waiting state). One edge per state and type keeps a partial match
-    one run (no thread forks: ``B OR B where …`` is not taken), so under chronicle an event
-    goes to the oldest partial match of its key waiting for one of its stages."""
+    possibly variables of its own (each bound at one stage) that filters and the complex
+    event's parameters may read — the key the first parameter —, and at most one ``within``
+    window around the whole sequence; no other zone; NOTs between stages that forbid events
+    of the key (:func:`_forbids`). Or, not a line, a tree of such steps (:func:`_tree`:
+    ``A(x) AND B(x)``, a stage per waiting state). One edge per state and type keeps a
+    partial match one run (no thread forks: ``B OR B where …`` is not taken), so under
+    chronicle an event goes to the oldest partial match of its key waiting for one of its
+    stages whose filter it passes — with a filter reading variables (:attr:`Chain.cross`;
+    no NOT, no tree) the oldest whose bindings let it pass."""
     if pattern.context is not Context.CHRONICLE or pattern.partitioned:
         return None
     return _keyed_sequence(pattern)
@@ -163,8 +196,6 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
     if len(common) > 1 or (not common and auto.params):
         return None
     var = next(iter(common), None)  # (None: no variable every position binds, unkeyed)
-    if any(p != var for p in auto.params):
-        return None
     key_param: dict[str, int] = {}
     extra: list[dict[str, tuple[tuple[int, str], ...]]] = []
     owner: dict[str, int] = {}  # extra variable -> the stage that binds it
@@ -181,29 +212,32 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
             if binds or m == 0:
                 own[t] = tuple(e.position.binds) if m == 0 else binds
         extra.append(own)
+    if any(p != var and p not in owner for p in auto.params):
+        return None  # (a parameter no stage binds for itself: a unification, or none)
     if not owner and var is not None:
         extra = []
-    if depths and owner:
+    cross = any(e.position.filter is not None and not e.position.local
+                for alts in stages for e in alts.values())
+    if depths and (owner or cross):
         return None  # (a tree's bindings would not follow its stages: not done)
     if zone is not None and zone.last & seen:
         return None
     forbids = _forbids(auto, waits, var, key_param)
-    if forbids is None:
-        return None
+    if forbids is None or (cross and forbids):
+        return None  # (a NOT beside a filter reading bindings: Matcher._cross_step has none)
     return Chain(tuple(stages), key_param, var, tuple(waits),
                  None if zone is None else float(zone.length),
                  None if zone is None else zone.id,
-                 tuple(extra), forbids, depths)
+                 tuple(extra), forbids, depths, cross)
 
 
 def _plain(e: Any, zid: tuple[int, ...], first: bool) -> bool:
-    """Whether an edge is a chain's: a plain VEPL step (no Esper every, tag, and, or), a
-    filter reading only its event, inside the window ``zid`` (entered by the first step, left
-    by the final one), binding each variable once."""
+    """Whether an edge is a chain's: a plain VEPL step (no Esper every, tag, and, or) inside
+    the window ``zid`` (entered by the first step, left by the final one), binding each
+    variable once. Its filter may read variables (Chain.cross: tried with the bindings)."""
     pos = e.position
     return not (pos.every or pos.collect is not None or pos.conj is not None
-                or pos.track is not None
-                or (pos.filter is not None and not pos.local) or pos.zones != zid
+                or pos.track is not None or pos.zones != zid
                 or e.enters != (zid if first else ()) or e.exits != (zid if e.final else ())
                 or len({v for _, v in pos.binds}) != len(pos.binds))
 
@@ -338,12 +372,13 @@ def _signature(out: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
 def context_chain_of(pattern: Any) -> Chain | None:
     """The keyed sequence of a pattern under immediate or strict (docs/architecture.md, "Keyed
     sequences under immediate and strict"): :func:`chain_of`'s shape of two stages or more,
-    one type per stage, no window and no variable besides the key, not partitioned or
+    one type per stage, no window, no variable besides the key and no filter reading one,
+    not partitioned or
     partitioned by its key variable; or None (the token path)."""
     if pattern.context not in (Context.IMMEDIATE, Context.STRICT):
         return None
     c = _keyed_sequence(pattern)
-    if (c is None or c.extra or c.forbids or c.depths or len(c.stages) < 2
+    if (c is None or c.extra or c.forbids or c.depths or c.cross or len(c.stages) < 2
             or (pattern.partitioned and tuple(pattern.auto.partition_by) != (c.var,))):
         return None
     return c
