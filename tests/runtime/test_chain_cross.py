@@ -202,3 +202,43 @@ def test_own_parameter_in_the_kernel() -> None:
     evs = [Event(t, (k, v), i, id=i) for i, (t, k, v) in enumerate(stream)]
     assert [(m.params, m.bindings) for m in batch.process_batch(evs)] == [
         ((2, 8), {"s": 2, "u": 8}), ((1, 7), {"s": 1, "u": 7})]
+
+
+@st.composite
+def split_programs(draw: st.DrawFn) -> list[str]:
+    """A chain with filters reading variables (or a parameter of its own), now and then in a
+    window, and a chain over its output (keyed, a NOT now and then, a window now and then):
+    the program split plans both (kernels.chain.split_chain, plan_chain's timers)."""
+    body = draw(st.sampled_from([
+        "A(s, u) -> B(s, _) where v < u", "A(s, u) where u > 1 -> B(s, w) where w < u -> C(s, _)",
+        "A(s, u) -> B(s, _) where sqrt(u - v) > 1", "A(s, _) -> B(s, u) -> C(s, _) where v < u",
+        "A(s, u) -> B(s, _)"]))
+    window = draw(st.sampled_from([None, None, 0, 0.2, 2, 5]))
+    if window is not None:
+        body = f"({body})[{window} ms]"
+    own = "u" in body.split("->")[0] and draw(st.booleans())
+    lower = ("(s: Int, u: Int)" if own else "(s: Int)") + " { as " + body + " }"
+    higher = draw(st.sampled_from(["P0(s) -> C(s, _)", "A(s, _) -> P0(s)",
+                                   "P0(s) -> NOT B(s, _) -> C(s, _)"]))
+    if own:
+        higher = higher.replace("P0(s)", "P0(s, _)")
+    window = draw(st.sampled_from([None, 0.2, 2, 5]))
+    higher = higher if window is None else f"({higher})[{window} ms]"
+    return [lower, f"(s: Int) {{ as {higher} }}"]
+
+
+def split_cross_route(decls: list[str], fast: Engine, batch: Engine, cols: Engine) -> None:
+    """The program splits with the crossing chain among its kernel patterns."""
+    assert batch._split is not None and "P0" in {m.name for m in batch._split}, decls
+
+
+@settings(max_examples=100, deadline=None)
+@given(split_programs().filter(lambda d: Engine(compile_cross(d))._split is not None), specs,
+       st.lists(st.integers(0, 30), min_size=1, max_size=5), st.integers(0, 4),
+       st.integers(0, 6))
+def test_cross_chains_in_the_split_equal_the_token_path(decls: list[str], spec: list,
+                                                        cuts: list[int], restore_at: int,
+                                                        gap: int) -> None:
+    """Where the two branches meet: a crossing chain (vxf) in a window (vwin) as a kernel
+    pattern of the program split, read by a chain over its output."""
+    check(decls, spec, cuts, restore_at, gap, route=split_cross_route, compiler=compile_cross)
