@@ -9,9 +9,10 @@ that can take it (chronicle: ``e ↦ min_τstart(P)``), else a new token from th
 it and also starts a new one.
 Tokens are indexed by state and by the value of a unification variable, so finding the token an
 event belongs to costs the same whatever the number of keys (bodies, vehicles) in the stream.
-Two Esper shapes are stepped directly (``pair``: ``every a = A(f) -> b = B(g, key) [within Δ]``,
-``single``: ``every e = T(f)``) with the general path's result (tests/esper/
-test_esper_kernel.py); ``fast_path=False`` turns these and the chronicle fast path off.
+Three Esper shapes are stepped directly (``pair``: ``every a = A(f) -> b = B(g, key) [within Δ]``,
+``single``: ``every e = T(f)``; the missing event: runtime.absence) with the general path's
+result (tests/esper/test_esper_kernel.py, test_esper_absence.py); ``fast_path=False`` turns
+these and the chronicle fast path off.
 What is fixed for the pattern is its CompiledPattern (runtime.compiled); the matcher holds the
 run state. Esper's own steps: runtime.esper_steps; the ``timer:interval`` clock:
 runtime.interval_clock.
@@ -28,6 +29,7 @@ from typing import Any
 from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, Forbid
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.tags import index_name
+from cepflow.runtime.absence import AbsenceSteps
 from cepflow.runtime.binding import NO_BINDINGS, bind
 from cepflow.runtime.compiled import CompiledPattern, ForbidStep, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
@@ -38,7 +40,7 @@ from cepflow.timefmt import duration_text as _ms
 NOPART = object()  # the event belongs to no partition of a partitioned pattern
 
 
-class Matcher(EsperSteps, IntervalClock):
+class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
     """Run-time state of one compiled pattern."""
 
     def __init__(self, pattern: CompiledPattern, host: Any) -> None:
@@ -396,6 +398,12 @@ class Matcher(EsperSteps, IntervalClock):
                         else self._alts_end if pr.alts else self._pair_end)
             return (self._pair_step if opens == closes else self._pair_open if opens
                     else self._alts_close if pr.alts else self._pair_close)
+        ab = pat.absence
+        if ab is not None and self.host.trace is None:
+            if t == ab.first.type:
+                return self._absence_open
+            if t == ab.forbid_type:
+                return self._absence_close
         return self.process
 
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
@@ -842,6 +850,8 @@ class Matcher(EsperSteps, IntervalClock):
                     self._single_match(pos, e, emit)
             elif pat.pair is not None and not pat.pair.stages and self.host.trace is None:
                 self._alts_single(e, emit)  # (every (a = A or b = B …))
+            elif pat.absence is not None and self.host.trace is None:
+                self._absence_step(e, emit)  # (every a = A -> (timer:interval and not B))
             else:
                 self._process_esper(e, emit)
             return
