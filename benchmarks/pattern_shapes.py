@@ -107,7 +107,7 @@ SHAPES: dict[str, tuple[str, str]] = {
                               "(b=B(b.k = a.k) or c=B(c.v > 7)) where timer:within(10 sec)];"),
     # the missing event: a match when the timer fires Δ after a with no B of its key before
     "esper_absence": ("epl", "select a.k as k from pattern [every a=A -> "
-                             "(timer:interval(10 sec) and not B(k = a.k))];"),
+                             "(timer:interval(500 msec) and not B(k = a.k))];"),
     # a match Δ after b (the timer's instant, between rows)
     "esper_interval": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
                               "b=B(b.k = a.k) -> timer:interval(10 sec)];"),

@@ -1433,12 +1433,18 @@ def _collect(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
 
 def _insert(bucket: dict[int, Token], tok: Token) -> None:
     """Add ``tok`` to a bucket keeping id (age) order; a token that reaches a state after a
-    younger one (possible when several paths lead there) makes the bucket re-sort."""
+    younger one (possible when several paths lead there: Esper's ``every a -> b -> timer``
+    moves old instances to the state a younger one waits in) goes in before the younger ones,
+    which are taken off the end and put back after it — the order a sort of the whole bucket
+    gives, since every bucket is in id order (every writer goes through here or appends a
+    youngest token: register_newest, _keyed_step), at the cost of the younger ones only."""
     if bucket and tok.id < next(reversed(bucket)):
-        items = sorted([*bucket.values(), tok], key=lambda x: x.id)
-        bucket.clear()
-        for x in items:
-            bucket[x.id] = x
+        younger = []
+        while bucket and next(reversed(bucket)) > tok.id:
+            younger.append(bucket.popitem())
+        bucket[tok.id] = tok
+        for tid, x in reversed(younger):
+            bucket[tid] = x
     else:
         bucket[tok.id] = tok
 
