@@ -108,6 +108,12 @@ SHAPES: dict[str, tuple[str, str]] = {
                               "and b=A(b.k = a.k, b.v < 7)) where timer:within(10 sec)];"),
     "esper_or_mixed": ("epl", "select a.k as k, c.v as v from pattern [every a=A -> "
                               "(b=B(b.k = a.k) or c=B(c.v > 7)) where timer:within(10 sec)];"),
+    # the missing event: a match when the timer fires Δ after a with no B of its key before
+    "esper_absence": ("epl", "select a.k as k from pattern [every a=A -> "
+                             "(timer:interval(500 msec) and not B(k = a.k))];"),
+    # a match Δ after b (the timer's instant, between rows)
+    "esper_interval": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
+                              "b=B(b.k = a.k) -> timer:interval(10 sec)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

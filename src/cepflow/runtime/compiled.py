@@ -9,6 +9,7 @@ from typing import Any
 
 from cepflow.automaton.automaton import FINAL, INITIAL, Automaton, Edge, Zone
 from cepflow.automaton.context import Context
+from cepflow.runtime.absence import EsperAbsence, esper_absence_of
 from cepflow.runtime.shapes import (
     Chain,
     EsperAnd,
@@ -41,6 +42,7 @@ class CompiledPattern:
 
     __slots__ = (
         "_sealed",
+        "absence",
         "auto",
         "chain",
         "clock",
@@ -151,6 +153,9 @@ class CompiledPattern:
         #: Esper's ``every (a = A(f) and b = B(g[, key])) [within Δ]``
         #: (runtime.shapes.EsperAnd): the and kernel's shape (kernels/conj.py, in the split)
         self.esper_and: EsperAnd | None = esper_and_of(self) if fast_path else None
+        #: Esper's missing event ``every a = A(f) -> (timer:interval(Δ) and not B(g, key))``
+        #: (runtime.absence.EsperAbsence): stepped directly (Matcher._absence_step)
+        self.absence: EsperAbsence | None = esper_absence_of(self) if fast_path else None
         #: Esper's ``every e = T(f)`` (one event per match): completed directly, inline in
         #: Matcher.process
         self.single = self._single_edge() if fast_path else None

@@ -9,9 +9,10 @@ that can take it (chronicle: ``e ↦ min_τstart(P)``), else a new token from th
 it and also starts a new one.
 Tokens are indexed by state and by the value of a unification variable, so finding the token an
 event belongs to costs the same whatever the number of keys (bodies, vehicles) in the stream.
-Two Esper shapes are stepped directly (``pair``: ``every a = A(f) -> b = B(g, key) [within Δ]``,
-``single``: ``every e = T(f)``) with the general path's result (tests/esper/
-test_esper_kernel.py); ``fast_path=False`` turns these and the chronicle fast path off.
+Three Esper shapes are stepped directly (``pair``: ``every a = A(f) -> b = B(g, key) [within Δ]``,
+``single``: ``every e = T(f)``; the missing event: runtime.absence) with the general path's
+result (tests/esper/test_esper_kernel.py, test_esper_absence.py); ``fast_path=False`` turns
+these and the chronicle fast path off.
 What is fixed for the pattern is its CompiledPattern (runtime.compiled); the matcher holds the
 run state. Esper's own steps: runtime.esper_steps; the ``timer:interval`` clock:
 runtime.interval_clock.
@@ -29,6 +30,7 @@ from typing import Any
 from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, Forbid
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.tags import index_name
+from cepflow.runtime.absence import AbsenceSteps
 from cepflow.runtime.binding import NO_BINDINGS, bind
 from cepflow.runtime.compiled import CompiledPattern, CrossStep, ForbidStep, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
@@ -39,7 +41,7 @@ from cepflow.timefmt import duration_text as _ms
 NOPART = object()  # the event belongs to no partition of a partitioned pattern
 
 
-class Matcher(EsperSteps, IntervalClock):
+class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
     """Run-time state of one compiled pattern."""
 
     def __init__(self, pattern: CompiledPattern, host: Any) -> None:
@@ -400,6 +402,12 @@ class Matcher(EsperSteps, IntervalClock):
                         else self._alts_end if pr.alts else self._pair_end)
             return (self._pair_step if opens == closes else self._pair_open if opens
                     else self._alts_close if pr.alts else self._pair_close)
+        ab = pat.absence
+        if ab is not None and self.host.trace is None:
+            if t == ab.first.type:
+                return self._absence_open
+            if t == ab.forbid_type:
+                return self._absence_close
         return self.process
 
     def process(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
@@ -934,6 +942,8 @@ class Matcher(EsperSteps, IntervalClock):
                     self._single_match(pos, e, emit)
             elif pat.pair is not None and not pat.pair.stages and self.host.trace is None:
                 self._alts_single(e, emit)  # (every (a = A or b = B …))
+            elif pat.absence is not None and self.host.trace is None:
+                self._absence_step(e, emit)  # (every a = A -> (timer:interval and not B))
             else:
                 self._process_esper(e, emit)
             return
@@ -1515,12 +1525,18 @@ def _collect(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
 
 def _insert(bucket: dict[int, Token], tok: Token) -> None:
     """Add ``tok`` to a bucket keeping id (age) order; a token that reaches a state after a
-    younger one (possible when several paths lead there) makes the bucket re-sort."""
+    younger one (possible when several paths lead there: Esper's ``every a -> b -> timer``
+    moves old instances to the state a younger one waits in) goes in before the younger ones,
+    which are taken off the end and put back after it — the order a sort of the whole bucket
+    gives, since every bucket is in id order (every writer goes through here or appends a
+    youngest token: register_newest, _keyed_step), at the cost of the younger ones only."""
     if bucket and tok.id < next(reversed(bucket)):
-        items = sorted([*bucket.values(), tok], key=lambda x: x.id)
-        bucket.clear()
-        for x in items:
-            bucket[x.id] = x
+        younger = []
+        while bucket and next(reversed(bucket)) > tok.id:
+            younger.append(bucket.popitem())
+        bucket[tok.id] = tok
+        for tid, x in reversed(younger):
+            bucket[tid] = x
     else:
         bucket[tok.id] = tok
 
