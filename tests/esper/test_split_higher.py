@@ -298,22 +298,25 @@ def test_instances_opened_in_the_cascade_take_their_ids_in_turn(many_steps: int)
 
 def test_mixed_alternatives_order_matches_by_where_they_complete() -> None:
     """Hand-derived: ``every c = A -> (p = P(p.k = c.k) or d = B(d.k = c.k and d.v > c.v))``
-    over ``P: every a = A(a.v = 0) -> b = B(b.k = a.k)``. A e0 (v 0) and A e1 (v 5) open H1's
-    instances, e0 P's; at B e2 (v 1) the input step gives P's match id 1 and H1's match of
-    e0's instance (d = e2: 1 > 0) id 2, then P's match cascades: e1's instance takes it (the
-    B failed its guard), id 3, out right after P's match and before id 2 — per event and in
-    the split, which steps no row."""
+    over ``P: every a = A(a.v = 0) -> b = B(b.k = a.k)``, and a kernel pattern R after them
+    (``every y = B``). A e0 (v 0) and A e1 (v 5) open H1's instances, e0 P's; at B e2 (v 1)
+    the input step gives P's match id 1, H1's match of e0's instance (d = e2: 1 > 0) id 2 and
+    R's id 3, then P's match cascades: e1's instance takes it (the B failed its guard), id 4,
+    out right after P's match and before id 2 — per event and in the split, which steps no
+    row."""
     text = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v\nfrom pattern [every "
             "a = A(a.v = 0) -> b = B(b.k = a.k)];\n@Name('H1')\ninsert into H1\nfrom pattern "
-            "[every c = A -> (p = P(p.k = c.k) or d = B(d.k = c.k and d.v > c.v))];\n")
+            "[every c = A -> (p = P(p.k = c.k) or d = B(d.k = c.k and d.v > c.v))];\n"
+            "@Name('R')\ninsert into R\nfrom pattern [every y = B];\n")
     prog = load_module(parse_epl(SCHEMA + text))
     spec = [("A", 0, 0, 0.0, 0), ("A", 0, 5, 0.0, 1), ("B", 0, 1, 0.0, 1)]
     one, many = Engine(prog), Engine(prog)
+    assert [m.name for m in many._split] == ["P", "R"]
     assert [m.name for m in cascade.higher_candidates(many, many._split)] == ["H1"]
     ref = rows([m for e in events(spec) for m in one.process(e)])
     assert [(r[0], r[4], r[2]) for r in ref] == [("P", 1, ("e0", "e2")),
-                                                 ("H1", 3, ("e1", "e0", "e2")),
-                                                 ("H1", 2, ("e0", "e2"))]
+                                                 ("H1", 4, ("e1", "e0", "e2")),
+                                                 ("H1", 2, ("e0", "e2")), ("R", 3, ("e2",))]
     with stepping() as stepped:
         assert rows(many.process_batch(events(spec))) == ref
     assert not stepped

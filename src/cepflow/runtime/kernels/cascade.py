@@ -11,13 +11,14 @@ failing on a row, a value a sum cannot take) stays per event: its input rows are
 the per-event part and stepped (split._run), where the planned statements replay.
 
 Patterns over the kernel patterns' matches (:func:`plan_higher`: Esper pairs and keyed chains
-reading a kernel pattern's output, VEPL chains reading it at no final edge) run in the pair or
-the chain kernel over the derived stream merged with the input rows they read, in the engine's
-order: at one input row the event itself, then the matches it made, by pattern in engine order.
-Window statements over one kernel pattern's output (:func:`plan_windows_over`) are window blocks
-over its planned matches. Where an Esper pattern's last stage reads a kernel pattern's output,
-its matches come in the cascade of the match they read, as a window's rows do: ranked per match
-(split._Replay's ``subs``).
+and VEPL chains reading a kernel pattern's output) run in the pair or the chain kernel over the
+derived stream merged with the input rows they read, in the engine's order: at one input row
+the event itself, then the matches it made, by pattern in engine order. Window statements over
+one kernel pattern's output (:func:`plan_windows_over`) are window blocks over its planned
+matches. Where a pattern's last stage reads a kernel pattern's output (alone or as an
+alternative beside input types), the matches completing at that output come in the cascade of
+the match they read, as a window's rows do: ranked per match (split._Replay's ``subs``); those
+completing at an input row come at its input step (:class:`Higher`).
 """
 
 from __future__ import annotations

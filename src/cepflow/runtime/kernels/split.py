@@ -35,7 +35,8 @@ derived stream (kernels.cascade.plan_higher), so neither those matches' rows nor
 rows are stepped; their instances take token ids in the engine's order at a row (input step,
 then cascade: _Replay's ``keys``). So are windows over a kernel pattern's matches
 (kernels.cascade.plan_windows_over); their rows, and the matches of a pattern whose last stage
-reads a kernel pattern's output, come in that match's cascade: ranked per match (``subs``).
+reads a kernel pattern's output (alone or beside input types: those at that match), come in
+that match's cascade: ranked per match (``subs``).
 
 The batch is a list of events (:func:`process_split`) or any column source
 (:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
@@ -141,9 +142,9 @@ def _chains_read_in_plan(engine: Any, chosen: list[Any]) -> list[Any]:
     or a window statement reads. **Decision:** such a reader's rows and the chain's
     completions would be stepped, and a chain's own per-event step (the row step) is fast
     enough that the kernel does not pay for them (ho_or, ``Q: P(x) OR C(x, _)`` per event
-    over P's output: 164k events/s split against 304k per event) — the chain stays per
-    event then. Dropping one may make a reader of another unplanned: repeated until none
-    changes."""
+    over P's output, before Q was planned: 164k events/s split against 304k per event) — the
+    chain stays per event then. Dropping one may make a reader of another unplanned: repeated
+    until none changes."""
     while True:
         planned = {id(m) for m in higher_candidates(engine, chosen)}
         drop = {id(m) for m in chosen if split_chain(m) is not None and (
