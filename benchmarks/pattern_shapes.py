@@ -117,6 +117,9 @@ SHAPES: dict[str, tuple[str, str]] = {
                          "complexEvent Q(x: Integer) { as P(x) -> C(x, _) }"),
     "ho_or": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) }\n"
                       "complexEvent Q(x: Integer) { as P(x) OR C(x, _) }"),
+    # ho_chain with a window on both: the windowed chains' timers planned in the split
+    "ho_chain_win": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[10 s] }\n"
+                             "complexEvent Q(x: Integer) { as (P(x) -> C(x, _))[10 s] }"),
     "ho_esper": ("epl", "insert into P select a.k as k from pattern [every a=A -> b=B(b.k = a.k) "
                         "where timer:within(10 sec)];\n@Name('Q') select p.k as k from pattern "
                         "[every p=P -> c=C(c.k = p.k) where timer:within(10 sec)];"),

@@ -172,6 +172,20 @@ def restored(engine: Engine, prog) -> Engine:
     return again
 
 
+def in_two_batches(prog, spec, cut: int) -> tuple[list, list, list[Event], Engine, Engine]:
+    """``spec`` event by event and through ``process_batch`` in two batches cut at ``cut``,
+    saved and restored between: the rows of both, the events the batches stepped, and both
+    engines (the batches' restored)."""
+    one, many = Engine(prog), Engine(prog)
+    ref = rows([m for e in events(spec) for m in one.process(e)])
+    evs = events(spec)
+    with stepping() as stepped:
+        got = rows(many.process_batch(evs[:cut]))
+        many = restored(many, prog)
+        got += rows(many.process_batch(evs[cut:]))
+    return got, ref, stepped, one, many
+
+
 @contextmanager
 def stepping() -> Iterator[list[Event]]:
     """Within the block, the events the engine steps one by one (Engine.process), in order."""

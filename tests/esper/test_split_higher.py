@@ -16,7 +16,7 @@ from tests.esper.test_esper_kernel import SCHEMA, events, state
 from tests.esper.test_split import (
     check_split,
     check_split_columns,
-    restored,
+    in_two_batches,
     rows,
     stepping,
 )
@@ -259,15 +259,10 @@ def test_a_pattern_over_a_pair_steps_no_row() -> None:
     pattern and batch, Engine.next_due), and everything equals the per-event engine's."""
     prog = load_module(parse_epl(SCHEMA + HO_ESPER))
     spec = [("AB"[(i * 7) % 3 % 2], i % 4, i % 5, 0.5, i % 3) for i in range(600)]
-    one, many = Engine(prog), Engine(prog)
-    assert [m.name for m in many._split] == ["P"]
-    assert [m.name for m in cascade.higher_candidates(many, many._split)] == ["H1"]
-    ref = rows([m for e in events(spec) for m in one.process(e)])
-    evs = events(spec)
-    with stepping() as stepped:
-        got = rows(many.process_batch(evs[:250]))
-        many = restored(many, prog)
-        got += rows(many.process_batch(evs[250:]))
+    engine = Engine(prog)
+    assert [m.name for m in engine._split] == ["P"]
+    assert [m.name for m in cascade.higher_candidates(engine, engine._split)] == ["H1"]
+    got, ref, stepped, one, many = in_two_batches(prog, spec, 250)
     assert len(stepped) <= 2 * 2
     assert got == ref and {r[0] for r in ref} == {"P", "H1"}
     assert many.stats == one.stats and state(many) == state(one)

@@ -19,7 +19,7 @@ from tests.esper.test_esper_kernel import SCHEMA, events, state
 from tests.esper.test_split import (
     check_split,
     check_split_columns,
-    restored,
+    in_two_batches,
     rows,
     stepping,
 )
@@ -221,8 +221,6 @@ def test_windows_over_a_pair_are_planned() -> None:
                       for i, w in enumerate(WINDOWS)))
     prog = load_module(parse_epl(SCHEMA + text))
     spec = [("AB"[(i * 7) % 3 % 2], i % 4, i % 5, 0.5, i % 3) for i in range(600)]
-    one, many = Engine(prog), Engine(prog)
-    ref = rows([m for e in events(spec) for m in one.process(e)])
     planned: list[list[int]] = []
     real = split.plan_windows_over
 
@@ -231,11 +229,8 @@ def test_windows_over_a_pair_are_planned() -> None:
         planned.append([o.index for o in found])
         return found
 
-    evs = events(spec)
-    with patch.object(split, "plan_windows_over", spy), stepping() as stepped:
-        got = rows(many.process_batch(evs[:250]))
-        many = restored(many, prog)
-        got += rows(many.process_batch(evs[250:]))
+    with patch.object(split, "plan_windows_over", spy):
+        got, ref, stepped, one, many = in_two_batches(prog, spec, 250)
     assert planned == [list(range(len(WINDOWS)))] * 2
     assert len(stepped) <= 2 * 2
     assert got == ref and {r[0] for r in ref} == {"P", *(f"W{i}" for i in range(len(WINDOWS)))}

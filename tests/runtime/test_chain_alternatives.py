@@ -5,7 +5,8 @@ kernel (``Engine.process_batch`` with batches cut anywhere, parts event by event
 ``Engine.process_columns`` over Arrow batches) and the per-event row step (``Engine.process``,
 Matcher._row_step) against the general token path (``fast_path=False``, event by event): the
 same matches (ids, order, events, parameters, bindings), statistics, partial matches and saved
-state, across a save_state/restore_state in the middle, time passing and ``finish``."""
+state, across time passing and a save_state/restore_state in the middle, time passing at the
+end and ``finish``."""
 
 from __future__ import annotations
 
@@ -118,6 +119,13 @@ def snapshot(eng: Engine) -> list:
               for t in m.all_tokens()] for m in eng.matchers]]
 
 
+def clock(eng: Engine) -> list:
+    """What time passing shows without reading the partial matches: the clock (moved to each
+    timer that fired, also idle), the counters, the statistics, the partial match counts."""
+    c = eng.host.counters
+    return [eng.time, c.token, c.match, c.input, eng.stats, eng.partial_matches()]
+
+
 def columns(evs: list[Event]) -> Any:
     return ArrowRows(encode(evs, 2, [None] * len(evs), [None] * len(evs)),
                      {t: 2 for t in "ABCD"}, 2)
@@ -171,6 +179,11 @@ def check(bodies: list[str], spec: list, cuts: list[int], restore_at: int, gap: 
             assert found(table.complex_events()) == expected
             assert (encode_match_table(table, src).to_pylist() if table.count else []) == (
                 encode_matches(made).to_pylist() if made else [])
+        if part == restore_at and gap % 2:  # time passing after a batch: the timers it left
+            feed.ts += gap
+            later = [found(e.advance_to(feed.ts)) for e in engines]
+            assert all(x == later[0] for x in later)
+            assert all(clock(e) == clock(ref) for e in engines), part
         states = [saved(e) for e in engines]
         assert all(s == states[0] for s in states), part
         assert all(e.stats == ref.stats for e in engines)

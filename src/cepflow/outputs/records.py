@@ -28,6 +28,7 @@ from math import isfinite
 from operator import methodcaller
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -58,12 +59,34 @@ def match_ts_column(ts: pa.Array) -> pa.Array:
 def match_batch(matches: Iterable[ComplexEvent]) -> pa.RecordBatch:
     """Matches as rows of :data:`MATCH_SCHEMA`."""
     ms = list(matches)
-    return pa.RecordBatch.from_pydict({
-        "pattern": [m.type for m in ms],
-        "ts": [output_ts(m.ts) for m in ms],
-        "params": params_texts(ms),
-        "events": [[str(r) for r in m.event_refs] for m in ms],
-    }, schema=MATCH_SCHEMA)
+    return pa.RecordBatch.from_arrays([
+        pa.array([m.type for m in ms], pa.string()),
+        pa.array([output_ts(m.ts) for m in ms], pa.int64()),
+        pa.array(params_texts(ms), pa.string()),
+        events_column(ms),
+    ], schema=MATCH_SCHEMA)
+
+
+def events_column(ms: Sequence[ComplexEvent]) -> pa.ListArray:
+    """The ``events`` column of ``ms``: each match's :attr:`~ComplexEvent.event_refs` as
+    strings, made as one flat column with offsets (ids that are all integers — the stream
+    positions — are cast by Arrow; anything else is ``str`` one by one, as before)."""
+    refs: list[Any] = []
+    ends = []
+    for m in ms:
+        refs += m.event_refs
+        ends.append(len(refs))
+    offsets = np.zeros(len(ends) + 1, np.int32)
+    offsets[1:] = ends
+    values: pa.Array | None = None
+    if refs and all(r.__class__ is int for r in refs):
+        try:
+            values = pa.array(refs, pa.int64()).cast(pa.string())
+        except OverflowError:  # (an id beyond 64 bits)
+            values = None
+    if values is None:
+        values = pa.array([str(r) for r in refs], pa.string())
+    return pa.ListArray.from_arrays(pa.array(offsets), values)
 
 
 def params_texts(ms: Sequence[ComplexEvent]) -> list[str]:

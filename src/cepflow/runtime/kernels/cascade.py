@@ -52,6 +52,10 @@ class Derived:
 
     patterns: list[tuple[Any, Any, int]] = field(default_factory=list)
     batches: dict[int, WindowBlock] = field(default_factory=dict)
+    #: per pattern, the place of each instance it opens among the blocks' arrival rows
+    #: (:func:`arrival_offsets`: the cascade's order at an input row, which its token ids
+    #: follow, beside the patterns over the blocks' rows planned by :func:`plan_higher`)
+    opens: list[np.ndarray] = field(default_factory=list)
 
 
 def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray, t_end: Any,
@@ -69,7 +73,8 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
     by_type = {b.name: (pos, i, b) for pos, (i, b) in enumerate(blocks.items())
                if b.statement.window.kind == "time" and b.plan.mode == "event"}
     # (patterns in cascade order: by the block they read, then engine order)
-    found: list[tuple[int, int, Any, Any, list[ComplexEvent]]] = []
+    found: list[tuple[int, int, Any, Any, list[ComplexEvent], np.ndarray]] = []
+    offsets = arrival_offsets(blocks)
     # (the block's rows as columns, read once for every pattern over it)
     cols: dict[int, TypeColumns] = {}
     at_of: dict[int, np.ndarray] = {}
@@ -99,10 +104,12 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
         at = at_of[pos]
         new_rows, rows, matches, commit = plan
         found.append((pos, m.slot, m, (at[new_rows], at[np.asarray(rows, np.int64)].tolist(),
-                                       matches, commit), eager))
+                                       matches, commit), eager,
+                      offsets[pos] + np.asarray(new_rows, np.int64)))
     found.sort(key=lambda f: (f[0], f[1]))
-    out.patterns = [(m, plan, pos) for pos, _s, m, plan, _e in found]
-    made = [e for _p, _s, _m, _plan, e in found]  # (with their parameters: eager)
+    out.patterns = [(m, plan, pos) for pos, _s, m, plan, _e, _o in found]
+    out.opens = [o for *_f, o in found]
+    made = [e for _p, _s, _m, _plan, e, _o in found]  # (with their parameters: eager)
     planned = set(by_type) | {m.name for m, _p, _b in out.patterns}
     # the derived stream, in the cascade's order: (input row, block, 0 | 1 + pattern, j);
     # per part its type, rows, rank, complex events and whether their parameters are made
@@ -198,7 +205,7 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     "The program split"): Esper pair shapes (``CompiledPattern.pair``) that are no kernel
     pattern, reading the output of kernel patterns, and only input types no statement produces
     at the others, whose last stage (and its alternatives) reads input types or one kernel
-    pattern's output; and VEPL chains without a window (kernels.chain.split_chain) reading it
+    pattern's output; and VEPL chains (kernels.chain.split_chain; windows too) reading it
     — whose last stage (alternatives, final edges) reads input types or one kernel pattern's
     output, or mixes the two (ho_or's ``P(x) OR C(x, _)``); in engine order."""
     if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
@@ -225,13 +232,18 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     return chosen
 
 
+def _ends(pr: Any) -> set[str]:
+    """The types a pair shape's matches complete at (its last stage's, or alternatives')."""
+    return {e.position.type
+            for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
+
+
 def _finals(m: Any) -> set[str]:
     """The types the matches of ``m`` (a pair shape or a VEPL chain: higher_candidates)
-    complete at: a pair shape's last stage's, or its alternatives', a chain's final edges'."""
+    complete at: a pair shape's :func:`_ends`, a chain's final edges'."""
     pr = m.pattern.pair
     if pr is not None:
-        return {e.position.type
-                for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
+        return _ends(pr)
     return {t for st in split_chain(m).stages for t, e in st.items() if e.final}
 
 
@@ -327,59 +339,154 @@ def cascade_fits(engine: Any, n: int, over: list[Over], higher: list[Higher]) ->
     return engine.host.max_cascade >= 1 + most
 
 
+def arrival_offsets(blocks: dict[int, WindowBlock]) -> list[int]:
+    """Per window block over the input (in ``blocks``' order, the engine's window order) where
+    its rows at arrivals begin among all the blocks' such rows, block after block: at one
+    input row the engine's cascade takes them in that order (the window runners' rows in
+    statement order, each in its own), so a place in it orders the instances they open."""
+    return np.cumsum([0, *(len(b.found) for b in blocks.values())])[:-1].tolist()
+
+
+def window_rows(blocks: dict[int, WindowBlock], ts: np.ndarray, top: int
+                ) -> dict[str, tuple[np.ndarray, list[Any], np.ndarray, np.ndarray]]:
+    """The rows of the window blocks over the input as a derived stream for the patterns over
+    them (:func:`plan_higher`), per statement name: each row's input row, the row, its place
+    in the engine's order at that input row and its time. A row at an arrival comes in the
+    cascade of its input row, after every kernel pattern's match's (place ``top`` + its place
+    among the blocks' arrival rows: :func:`arrival_offsets`); a row of a boundary or an
+    expiry instant (``WindowBlock.closes``) comes as time passes to that instant, before the
+    first input row at or after it (Engine._advance: instant, then window order, then the
+    block's order), at a negative place, at the instant's time."""
+    offsets = arrival_offsets(blocks)
+    parts: dict[str, list[tuple[np.ndarray, list[Any], np.ndarray, np.ndarray]]] = {}
+    whens, found = [], []
+    for pos, b in enumerate(blocks.values()):
+        at = np.asarray(b.at, np.int64)
+        parts.setdefault(b.name, []).append(
+            (at, b.found, top + offsets[pos] + np.arange(len(at), dtype=np.int64), ts[at]))
+        closes = b.closes()
+        whens.append(np.repeat(np.array([float(t) for t, _r in closes], np.float64),
+                               [len(r) for _t, r in closes]))
+        found.append([ce for _t, r in closes for ce in r])
+    lens = [len(w) for w in whens]
+    when = np.concatenate([np.zeros(0, np.float64), *whens])
+    # (by instant, then window: a stable sort keeps each block's order at an instant)
+    o = np.lexsort((np.repeat(np.arange(len(lens), dtype=np.int64), lens), when))
+    place = np.empty(len(o), np.int64)
+    place[o] = np.arange(len(o), dtype=np.int64) - len(o)
+    rows = np.searchsorted(ts, when, side="left")
+    ends = np.cumsum([0, *lens])
+    for pos, b in enumerate(blocks.values()):
+        sl = slice(ends[pos], ends[pos + 1])
+        if lens[pos]:
+            parts[b.name].append((rows[sl], found[pos], place[sl], when[sl]))
+    return {name: (np.concatenate([p[0] for p in ps]), [ce for p in ps for ce in p[1]],
+                   np.concatenate([p[2] for p in ps]), np.concatenate([p[3] for p in ps]))
+            for name, ps in parts.items()}
+
+
+def rows_candidates(engine: Any, outs: set[str], rows_of: set[str]) -> list[Any]:
+    """The patterns a split batch plans over the rows of window blocks over the input (their
+    statements' names ``rows_of``; docs/architecture.md, "Patterns over a window statement's
+    rows"): Esper pair shapes (``CompiledPattern.pair``) reading such rows at some stage but
+    the last, and otherwise only input types no statement produces or kernel patterns' output
+    (``outs``), whose last stage (and its alternatives) reads input types — their matches
+    complete at input steps — and without a window of 0 (**declined**: whether a later row of
+    the same instant traps an instance, at an expiry instant too, is not planned); in engine
+    order."""
+    if engine._readers is None or not rows_of:  # (max_cascade < 1)
+        return []
+    program = engine.program
+    produced = {a.name for a in program.automata} | {w.name for w in program.windows}
+    chosen = []
+    for m in engine.matchers:
+        pr = m.pattern.pair
+        types = m.pattern.types
+        if pr is None or not types & rows_of or (types - outs - rows_of) & produced:
+            continue
+        if (len(pr.stages) + bool(pr.alts) < 2 or _ends(pr) & produced
+                or (pr.zone is not None and pr.window == 0)):
+            continue
+        chosen.append(m)
+    return chosen
+
+
+def merged_stream(src: Any, cols: TypeColumns, types: set[str],
+                  sources: dict[str, tuple[np.ndarray, list[Any], np.ndarray, np.ndarray | None]]
+                  ) -> tuple[EventRows, np.ndarray, np.ndarray]:
+    """A pattern's derived stream: its input rows of ``types`` (no ``sources`` name) and the
+    derived rows of ``sources`` (per type: input rows, rows, place at the input row, times or
+    None for the input row's), in the per-event engine's order — by input row, then place:
+    0 the input step, below 0 as time passes before it, above 0 the cascade — as rows, with
+    each entry's input row and place."""
+    derived = [t for t in sources if t in types]
+    code = np.array([t in types and t not in sources for t in src.type_names], bool)
+    own = np.flatnonzero(code[src.codes]) if len(code) else np.zeros(0, np.int64)
+    r_all = np.concatenate([own, *(sources[t][0] for t in derived)])
+    cp_all = np.concatenate([np.zeros(len(own), np.int64), *(sources[t][2] for t in derived)])
+    lo = int(cp_all.min(initial=0))
+    span = int(cp_all.max(initial=0)) - lo + 1
+    if src.n * span < 1 << 62:
+        o = np.argsort(r_all * span + (cp_all - lo), kind="stable")
+    else:
+        o = np.lexsort((cp_all, r_all))
+    evs_in = cols.events(own) if len(own) else []
+    objs = np.empty(len(r_all), dtype=object)
+    objs[:len(own)] = [evs_in[i] for i in own.tolist()]
+    at = len(own)
+    for t in derived:
+        found = sources[t][1]
+        objs[at:at + len(found)] = found
+        at += len(found)
+    names = [t for t in src.type_names if t in types and t not in sources] + derived
+    of_src = np.array([names.index(t) if t in names else -1 for t in src.type_names],
+                      np.int64)
+    tcode = np.concatenate([of_src[src.codes[own]], *(
+        np.full(len(sources[t][0]), names.index(t), np.int64) for t in derived)])
+    times = np.concatenate([src.ts[own].astype(np.float64), *(
+        src.ts[sources[t][0]].astype(np.float64) if sources[t][3] is None else sources[t][3]
+        for t in derived)])
+    r_m, cp_m = r_all[o], cp_all[o]
+    return EventRows(objs[o].tolist(), (names, tcode[o]), times[o]), r_m, cp_m
+
+
 def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
-                cols: TypeColumns, plan_pair: Callable[..., Any]) -> list[Higher]:
+                cols: TypeColumns, plan_pair: Callable[..., Any],
+                blocks: dict[int, WindowBlock] | None = None) -> list[Higher]:
     """Plan the :func:`higher_candidates` over the batch's derived stream: per pattern, its
     input rows of the types it reads and the kernel patterns' planned matches of the types it
     reads, in the per-event engine's order — at one input row the event itself (the input
     step) first, then the matches that row emitted, by the emitting pattern's place in engine
-    order and their order there (the cascade) — each derived row at its input row's time. A
+    order and their order there (the cascade) — each derived row at its input row's time.
+    Likewise the :func:`rows_candidates` over the rows of ``blocks`` (window blocks over the
+    input, :func:`window_rows`), which may also read the kernel patterns' matches. A
     pattern whose plan declines (a filter or select list failing, a key not coded) is left
     out: it runs per event."""
-    cands = higher_candidates(engine, kernels)
+    blocks = blocks or {}
+    over_rows = rows_candidates(engine, {m.name for m in kernels},
+                                {b.name for b in blocks.values()})
+    cands = sorted(higher_candidates(engine, kernels) + over_rows, key=lambda m: m.slot)
     if not cands:
         return []
     slots = {m.name: m.slot for m in kernels}
     n = src.n
     by_name = kernel_outputs(kernels, plans)
     top = 1 + sum(len(v[0]) for v in by_name.values())
+    sources: dict[str, tuple[np.ndarray, list[Any], np.ndarray, np.ndarray | None]] = {
+        t: (*v, None) for t, v in by_name.items()}
+    if over_rows:  # (the blocks' rows as a derived stream: only when a pattern reads them)
+        sources.update(window_rows(blocks, src.ts, top))
     schemas, arity = engine.program.schemas, engine.host.arity
-    # (the rows the batch's last event brings begin at the first entry of its row)
+    # (the rows the batch's last event brings begin at the first entry of its row after time
+    # passed: its input step)
     last_ts = float(src.ts[-1])
     out = []
     for m in cands:
-        types = m.pattern.types
-        derived = sorted(types & set(by_name), key=list(by_name).index)
-        code = np.array([t in types and t not in by_name for t in src.type_names], bool)
-        own = np.flatnonzero(code[src.codes]) if len(code) else np.zeros(0, np.int64)
-        rows = [own, *(by_name[t][0] for t in derived)]
-        cps = [np.zeros(len(own), np.int64), *(by_name[t][2] for t in derived)]
-        r_all = np.concatenate(rows)
-        cp_all = np.concatenate(cps)
-        key = r_all * (top + 1) + cp_all
-        if n * (top + 1) < 1 << 62:
-            o = np.argsort(key, kind="stable")
-        else:
-            o = np.lexsort((cp_all, r_all))
-        evs_in = cols.events(own) if len(own) else []
-        objs = np.empty(len(r_all), dtype=object)
-        objs[:len(own)] = [evs_in[i] for i in own.tolist()]
-        at = len(own)
-        for t in derived:
-            found = by_name[t][1]
-            objs[at:at + len(found)] = found
-            at += len(found)
-        names = [t for t in src.type_names if t in types and t not in by_name] + derived
-        of_src = np.array([names.index(t) if t in names else -1 for t in src.type_names],
-                          np.int64)
-        tcode = np.concatenate([of_src[src.codes[own]], *(
-            np.full(len(by_name[t][0]), names.index(t), np.int64) for t in derived)])
-        r_m, cp_m = r_all[o], cp_all[o]
-        merged = EventRows(objs[o].tolist(), (names, tcode[o]), src.ts[r_m])
-        first_last = int(np.searchsorted(r_m, n - 1, side="left"))
+        merged, r_m, cp_m = merged_stream(src, cols, m.pattern.types, sources)
+        first_last = int(np.count_nonzero((r_m < n - 1) | ((r_m == n - 1) & (cp_m < 0))))
         try:
             plan = (plan_pair(m, TypeColumns(merged, schemas), arity, end=(last_ts, first_last))
-                    if m.pattern.pair is not None else plan_chain(m, merged, schemas))
+                    if m.pattern.pair is not None else plan_chain(m, merged, schemas, last_ts))
         except Declined:
             plan = None
         if plan is None:
@@ -387,7 +494,7 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
         new_rows, ends, matches, commit = plan
         new_rows = np.asarray(new_rows, np.int64)
         ends = np.asarray(ends, np.int64)
-        phase = (cp_m[new_rows] > 0).astype(np.int64)
+        phase = np.sign(cp_m[new_rows])
         starts = merged.events
         last = sub = None
         end = _finals(m) & set(by_name)  # (one at most: higher_candidates)

@@ -187,49 +187,74 @@ def _chains(engine: Any, matchers: list[Any], src: Rows) -> MatchTable:
         _leave(matchers[slot], c, runs[slot], src, values, lambda rows, slot=slot: (
             first_token + np.searchsorted(all_starts, rows * n_chains + slot)))
     if src.n and timers:
-        # the timers before the last event have fired (they only expired partial matches,
-        # which the kernel did); the later ones of the batch's partial matches are set, also
-        # those of completed ones (they fire idle, as in the per-event engine)
+        # (every pattern is a chain: the timers before the last event are all theirs)
         host.timers.keep(lambda h: not fired_before(h, last_ts))
         for slot, timed in timers:
-            c, run = chains[slot], runs[slot]
-            n_ev = len(run.positions)
-            length = matchers[slot].pattern.zone_by_id[c.zone].length
-            firsts = [it for it, _ in timed if it < n_ev]
-            ids = iter((first_token + np.searchsorted(
-                all_starts, run.positions[firsts] * n_chains + slot)).tolist())
-            for it, start in timed:
-                tid = next(ids) if it < n_ev else run.occupants.ids[it - n_ev]
-                host.schedule(start + length, matchers[slot], tid, c.zone, start)
+            _set_timers(matchers[slot], chains[slot], runs[slot], timed,
+                        lambda rows, slot=slot: (
+                            first_token + np.searchsorted(all_starts, rows * n_chains + slot)))
     return MatchTable(blocks, values, first_id, total, src)
+
+
+
+def _set_timers(m: Any, c: Chain, run: _ChainRun, timed: list[tuple[int, float]],
+                start_ids: Callable[[np.ndarray], np.ndarray]) -> None:
+    """The window timers chain ``m`` holds after a batch (its timers before the batch's last
+    event dropped by the caller: they only expired partial matches, which the plan did):
+    those of the partial matches ``timed`` (kernels.queues.step_chain: (first item, start),
+    also of completed ones — they fire idle, as in the per-event engine, and move the clock
+    at ``advance_to``); ``start_ids``: the token ids of the partial matches begun at the
+    given batch rows."""
+    n_ev = len(run.positions)
+    length = m.pattern.zone_by_id[c.zone].length
+    firsts = [it for it, _ in timed if it < n_ev]
+    ids = iter(start_ids(run.positions[firsts]).tolist())
+    for it, start in timed:
+        tid = next(ids) if it < n_ev else run.occupants.ids[it - n_ev]
+        m.host.schedule(start + length, m, tid, c.zone, start)
+
+
+
+def drop_passed_timers(host: Any, matchers: Sequence[Any], last_ts: float) -> None:
+    """Drop the timers of ``matchers`` that would fire before an event at ``last_ts`` (a
+    split batch's last instant): the windowed chains the split plans, whose timers only expire
+    partial matches, which their plans did (:func:`plan_chain`) — silenced during the batch
+    (Engine.replaying), they would only make the rows they are due before stepped ones."""
+    slots = {m.slot for m in matchers
+             if m.pattern.pair is None and (c := _chain(m)) is not None and c.zone is not None}
+    if slots:
+        host.timers.keep(lambda h: h[3] not in slots or not fired_before(h, last_ts))
 
 
 
 def split_chain(m: Any) -> Chain | None:
     """The chain of ``m`` when the program split may plan it with :func:`plan_chain`: one the
-    kernel takes (chronicle, immediate, strict, unrestricted) without a window (whose timers
-    the split does not plan: per event), else None."""
-    c = _chain(m)
-    return c if c is not None and c.zone is None else None
+    kernel takes (chronicle, immediate, strict, unrestricted; with or without a window), else
+    None."""
+    return _chain(m)
 
 
 
-def plan_chain(m: Any, src: Rows, schemas: Any) -> tuple[
+def plan_chain(m: Any, src: Rows, schemas: Any, end: float | None = None) -> tuple[
         np.ndarray, np.ndarray, list[ComplexEvent], Callable[[np.ndarray], None]]:
     """The chain pattern ``m`` (:func:`split_chain`) over a batch as the program split plans a
     kernel pattern (kernels.restart.Plan): the rows that begin its partial matches
     (ascending: a row begins at most one), the rows its matches complete at with those complex
     events (in detection order; ids to be given by the split), and the commit that leaves its
     partial matches as rows, given the token ids of those beginnings in order. ``src`` is the
-    batch, or a derived stream of input rows and complex events (kernels.cascade.plan_higher).
-    Nothing changes before the commit; raises :class:`Declined` when a filter fails on a row
-    or a partial match is no row."""
+    batch, or a derived stream of input rows and complex events (kernels.cascade.plan_higher);
+    ``end`` the batch's last instant (default ``src``'s last: a derived stream may end before
+    the batch). In a window, the partial matches whose deadline is before ``end`` have expired,
+    and the commit also sets the timers of the batch's partial matches the per-event engine
+    holds after it (:func:`_set_timers`; the caller drops those before ``end`` before the
+    batch is replayed, :func:`drop_passed_timers`). Nothing changes before the commit; raises
+    :class:`Declined` when a filter fails on a row or a partial match is no row."""
     c = _chain(m)
     values: list[Any] = []
     type_code = {t: i for i, t in enumerate(src.type_names)}
-    run, started, complete, _timed = _plan_one(
-        m, c, src, type_code, values, schemas, {},
-        float(src.ts[-1]) if src.n else float("-inf"))
+    if end is None:
+        end = float(src.ts[-1]) if src.n else float("-inf")
+    run, started, complete, timed = _plan_one(m, c, src, type_code, values, schemas, {}, end)
     new_rows = np.sort(run.positions[started])
     done_rows = run.positions[complete]
     order = np.argsort(done_rows, kind="stable")
@@ -239,8 +264,12 @@ def plan_chain(m: Any, src: Rows, schemas: Any) -> tuple[
                            0, len(order), src).complex_events()
 
     def commit(token_ids: np.ndarray) -> None:
-        _leave(m, c, run, src, values,
-               lambda rows: token_ids[np.searchsorted(new_rows, rows)])
+        def start_ids(rows: np.ndarray) -> np.ndarray:
+            return token_ids[np.searchsorted(new_rows, rows)]
+
+        _leave(m, c, run, src, values, start_ids)
+        if timed is not None:
+            _set_timers(m, c, run, timed, start_ids)
 
     return new_rows, done_rows[order], found, commit
 

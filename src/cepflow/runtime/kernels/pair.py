@@ -41,6 +41,7 @@ from cepflow.runtime.rows import (
     as_column,
     distinct,
     kind_of,
+    lazy_kind,
     picked,
 )
 from cepflow.runtime.shapes import EsperPair
@@ -825,8 +826,8 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
                 lazy = False
             else:
                 names = tuple(m.pattern.auto.params)
-                out += map(LazyBindings, repeat(name), params,
-                           map(_TS, later[-1] if later else firsts), repeat(names), parts, ids)
+                out += map(lazy_kind(name, names), params,
+                           map(_TS, later[-1] if later else firsts), parts, ids)
     if lazy:
         ranks.append(r_new)
         keep = ~fresh
@@ -1018,8 +1019,7 @@ def one_stage_matches(m: Any, rows: np.ndarray, cols: TypeColumns, arity: dict[s
                            else repeat(None, n) if i == w + 1
                            else repeat(shape.consts[i - w - 2], n) for i in shape.pick]
     params = zip(*per_item, strict=True) if per_item else repeat((), n)
-    return list(map(LazyBindings, repeat(shape.name), params, ts, repeat(shape.names),
-                    zip(evs)))
+    return list(map(lazy_kind(shape.name, shape.names), params, ts, zip(evs)))
 
 
 class _PairMatch(LazyBindings):

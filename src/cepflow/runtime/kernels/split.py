@@ -6,9 +6,9 @@ the ids the per-event engine gives them (docs/architecture.md, "The program spli
 The kernel patterns (``Engine._split``: the pair kernel's shapes — single stages, pairs with or
 without a key and with guards on the first stage's fields, keyed chains — and the restart
 kernel's ``every (a -> b)`` if its select list cannot fail, the and and consecutive kernels',
-and the chain kernel's VEPL chains without a window (kernels.chain.plan_chain) whose output only
-planned patterns read, reading input types no statement produces) are planned over the whole
-batch first (kernels.pair, kernels.restart: the rows
+and the chain kernel's VEPL chains, with or without a window (kernels.chain.plan_chain), whose
+output only planned patterns read, reading input types no statement produces) are planned over
+the whole batch first (kernels.pair, kernels.restart: the rows
 that open instances, which complete where, with their complex events) — nothing changes yet,
 and a filter, guard or select list failing on a row declines the batch.
 Then the engine steps, one by one, only the rows something else must see: a row of a type
@@ -67,8 +67,9 @@ from cepflow.runtime.kernels.cascade import (
     plan_cascade,
     plan_higher,
     plan_windows_over,
+    rows_candidates,
 )
-from cepflow.runtime.kernels.chain import plan_chain, split_chain
+from cepflow.runtime.kernels.chain import drop_passed_timers, plan_chain, split_chain
 from cepflow.runtime.kernels.conj import plan_and
 from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
@@ -124,16 +125,28 @@ def split_kernels(engine: Any) -> list[Any] | None:
     # boundaries are recorded in bulk), whose type nothing but such statements reads (the
     # instants of a time batch or expiry something reads are stepped rows, which cost more than
     # the adds when a batch holds few rows: left per event)
+    # — or whose rows only patterns planned over them read (kernels.cascade.rows_candidates:
+    # then none of its rows or instants is stepped for them)
     blocks = [engine.windows[i] for i in window_kernels(engine)]
     ids = {id(r) for r in blocks}
+    over = {id(m) for m in rows_candidates(engine, set(), {r.statement.name for r in blocks})}
     alone = [r for r in blocks
              if (r.statement.window.kind in ("length", "length_batch")
                  or (r.statement.window.kind == "time" and r.plan.mode == "event")
-                 or not engine.consumed(r.statement.name))
+                 or not engine.consumed(r.statement.name)
+                 or _read_in_plan(engine, r.statement.name, over))
              and not engine.subs_input.get(r.statement.input_type)
              and not engine.host.rules.triggers(r.statement.input_type)
              and all(id(o) in ids for o in engine._window_subs.get(r.statement.input_type, ()))]
     return [] if alone else None
+
+
+def _read_in_plan(engine: Any, name: str, planned: set[int]) -> bool:
+    """Whether only patterns a batch plans (their ids ``planned``) read the complex events
+    ``name`` (no rule, no window statement)."""
+    return (engine._readers is not None and not engine.host.rules.triggers(name)
+            and not engine._window_subs.get(name)
+            and all(id(m) in planned for m in engine.subs_complex.get(name, ())))
 
 
 def _chains_read_in_plan(engine: Any, chosen: list[Any]) -> list[Any]:
@@ -218,7 +231,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
             src.unnumber()
         return None
     derived = plan_cascade(engine, blocks, src.ts, src.last_ts(), _plan_pair)
-    higher = plan_higher(engine, kernels, plans, src, cols, _plan_pair)
+    higher = plan_higher(engine, kernels, plans, src, cols, _plan_pair, blocks)
     over = plan_windows_over(engine, kernels, plans, src, {**blocks, **derived.batches})
     if not cascade_fits(engine, src.n, over, higher):  # (left per event: the engine stops)
         over, higher = [], [h for h in higher if h.last is None]
@@ -657,7 +670,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
              + [((n_m + n_b, 1 + o.slot), (o.slot,)) for o in over])
     keys = None if not higher else (
         [(0, 0, m.slot, None) for m in kernels] + [(0, 0, 0, None)] * (n_b + len(later))
-        + [(1, top + b, m.slot, None) for m, _p, b in derived.patterns]
+        + [(1, top + o, m.slot, None)
+           for (m, _p, _b), o in zip(derived.patterns, derived.opens, strict=True)]
         + [(h.phase, h.cp, h.m.slot, h.objs) for h in higher]
         + [(0, 0, 0, None)] * (len(casc) + len(over)))
     planned = ({id(b.runner) for b in later} | {id(o.block.runner) for o in over},
@@ -714,6 +728,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                     for k, h in enumerate(higher, first3))
     steps = {m.slot: replay.step(k, counters) for k, m in enumerate(kernels)}
     steps.update((h.m.slot, replay.step(k, counters)) for k, h in enumerate(higher, first3))
+    # (the planned windowed chains' timers due in the batch would only make rows stepped)
+    drop_passed_timers(host, [*kernels, *(h.m for h in higher)], float(ts[-1]))
     out: list[ComplexEvent] = []
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber

@@ -52,7 +52,7 @@ from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.walk import strip_alias
 from cepflow.runtime.kernels.filters import filter_mask
 from cepflow.runtime.kernels.frame import Declined, declined_on_failure
-from cepflow.runtime.rows import EventRows, LazyBindings, Rows, TypeColumns
+from cepflow.runtime.rows import EventRows, Rows, TypeColumns, lazy_kind
 from cepflow.runtime.vector_expr import filter_mask as vector_mask
 from cepflow.windows.aggregates import FIRST, N
 from cepflow.windows.expressions import NOW
@@ -484,11 +484,12 @@ class WindowBlock:
             params = zip(*cols, strict=True)
         parts = (repeat(()) if times is not None else zip(evs) if triggers is None
                  else zip(triggers))
+        kind = lazy_kind(name, aliases)
         if self.plan.having_expr is None or not len(evs):
-            return list(map(LazyBindings, repeat(name), params, now, repeat(aliases), parts))
+            return list(map(kind, params, now, parts))
         # (the rows having rejects are None: made only for those it keeps)
         keep = self._having(evs, slot_cols, now, values).tolist()
-        return [LazyBindings(name, ps, t, aliases, pt) if k else None
+        return [kind(ps, t, pt) if k else None
                 for ps, t, pt, k in zip(params, now, parts, keep, strict=False)]
 
     def _having(self, evs: list[Event], slot_cols: Any, now: list[Any],
