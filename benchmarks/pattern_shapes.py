@@ -72,6 +72,9 @@ SHAPES: dict[str, tuple[str, str]] = {
     "not_any": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> NOT C(_, _) -> B(x, _) }"),
     "within": ("vepl", "complexEvent P(x: Integer) { as (A(x, _) -> B(x, _))[10 s] }"),
     "filter": ("vepl", "complexEvent P(x: Integer) { as A(x, v) where v > 5 -> B(x, _) }"),
+    "cross_filter": ("vepl", "complexEvent P(x: Integer) { as A(x, u) where u > 5 -> "
+                     "B(x, w) where w < u }"),
+    "own_param": ("vepl", "complexEvent P(x: Integer, y: Integer) { as A(x, y) -> B(x, _) }"),
     "immediate": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) "
                           "context immediate }"),
     "strict": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) context strict }"),

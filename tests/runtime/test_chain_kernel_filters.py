@@ -221,9 +221,10 @@ def test_repeated_type_three_stages_by_hand() -> None:
 
 
 def test_not_eligible_forms_fall_back() -> None:
-    """A filter reading a bound variable, NOTs of one type of the key and of any key at one
+    """A filter reading a bound variable at a type that is at two stages (one type per
+    stage is taken: test_chain_cross.py), NOTs of one type of the key and of any key at one
     gap (either alone is taken: test_chain_nots.py), two windows: the per-event path."""
-    for body in ("A(s, x) -> B(s, _) where v > x",
+    for body in ("A(s, x) -> A(s, _) where v > x",
                  "A(s, _) -> NOT (B(_, _) OR B(s, _)) -> A(s, _)",
                  "(A(s, _) -> B(s, _))[5 ms] -> (A(s, _) -> B(s, _))[5 ms]"):
         prog = compile_module(parse(DECLS + f"complexEvent P(s: Int) {{ as {body} }}"))

@@ -171,9 +171,11 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
     cols: dict[str, list[pa.Array]] = {f.name: [] for f in MATCH_SCHEMA}
     ranks = []
     for b in table.blocks:
-        if isinstance(b, ChainMatches) and b.bindings is not None:
-            # (a chain binding more than its key: its bindings are the events' values, made
-            # as the complex events are)
+        if isinstance(b, ChainMatches) and b.bindings is not None and (
+                b.fields is None or b.old):
+            # (a chain binding more than its key, not only its parameters, or with matches
+            # from before the batch: its bindings are the events' values, made as the complex
+            # events are)
             whole = MatchTable([b], table.values, table.first_id, table.count,
                                table.source).complex_events()
             b = ObjectMatches(b.at, b.rank, [whole[r] for r in b.rank.tolist()])
@@ -199,6 +201,10 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
             cols["params"].append(_stage_params(b, rows))
             continue
         keys, which = np.unique(b.value, return_inverse=True)
+        if b.fields is not None:  # (its parameters are its bindings: fields of its events)
+            cols["params"].append(_field_params(b, [table.values[v] for v in keys.tolist()],
+                                                which, rows))
+            continue
         if b.var is None or b.var.startswith("_"):  # (unkeyed; internal names not shown)
             texts = constant("{}", len(keys))
         else:
@@ -211,6 +217,24 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
     order = pa.array(np.argsort(np.concatenate(ranks), kind="stable"))
     return pa.RecordBatch.from_arrays(
         [pa.concat_arrays(cols[f.name]).take(order) for f in MATCH_SCHEMA], schema=MATCH_SCHEMA)
+
+
+def _field_params(b: ChainMatches, keys: list[Any], which: np.ndarray, rows: ArrowRows
+                  ) -> pa.Array:
+    """The ``params`` text of each match of a :class:`ChainMatches` block whose bindings are
+    its parameters (``fields``; no match from before the batch): the JSON object of the key
+    value (``keys``, per match ``which``) and the fields of its events, internal ``_`` names
+    left out, as :func:`~cepflow.outputs.records.match_batch` writes the complex events."""
+    parts: list[Any] = []
+    for name, (m, k) in zip(b.params, b.fields or (), strict=True):
+        if name.startswith("_"):
+            continue
+        text = (_value_texts(keys).take(pa.array(which.ravel())) if m < 0
+                else rows.texts(k, pa.array(b.rows[m])))
+        parts += [("," if parts else "{") + dumps(name) + ":", text]
+    if not parts:
+        return constant("{}", len(b.at))
+    return pc.binary_join_element_wise(*parts, "}", "")
 
 
 def _stage_params(b: StageMatches, rows: ArrowRows) -> pa.Array:

@@ -26,6 +26,9 @@ from cepflow.runtime.shapes import (
 
 #: a type's entry of CompiledPattern.row_plan (see _row_plan)
 RowStep = tuple[int, tuple[tuple[int, int, Any], ...], int | None, Any, Zone | None, Any]
+#: a type's entry of CompiledPattern.row_cross: per move of its RowStep, and for the start,
+#: whether the filter reads variables (tried with a partial match's bindings)
+CrossStep = tuple[tuple[bool, ...], bool]
 #: a type's entry of CompiledPattern.row_forbids: per state it is forbidden at (the token
 #: path's order), ``(state, key param, filters)`` — key param None when the NOT traps every
 #: key (Chain.every_key), filters None when the first NOT has none
@@ -61,6 +64,7 @@ class CompiledPattern:
         "partitioned",
         "pos_states",
         "restart",
+        "row_cross",
         "row_forbids",
         "row_plan",
         "select_copy",
@@ -172,6 +176,12 @@ class CompiledPattern:
         #: bindings (_row_plan). None: the token path
         self.row_plan: dict[str, RowStep] | None = (
             _row_plan(self.chain, pos_states, self.zone_by_id) if fast_path else None)
+        #: a rowed chain whose filters read variables (runtime.shapes.Chain.cross): per
+        #: event type, which of its moves' filters, and its start's, read them (Matcher.
+        #: _cross_step); None: not such a chain
+        self.row_cross: dict[str, CrossStep] | None = (
+            _row_cross(self.chain, self.row_plan)
+            if self.row_plan is not None and self.chain.cross else None)
         #: a rowed chain's NOTs (runtime.shapes.Chain.forbids) per event type they forbid: the
         #: states whose rows of its key it traps, with the type's key param and the NOT's
         #: filters (None: one without) — in the token path's order of states (Matcher.
@@ -282,6 +292,20 @@ def _row_plan(chain: Chain | None, pos_states: dict[str, list[int]], zones: dict
                    None if first is None else first.position.filter, zone, bind)
     return plan
 
+
+
+def _row_cross(chain: Chain, plan: dict[str, RowStep]) -> dict[str, CrossStep]:
+    """CompiledPattern.row_cross of a rowed chain whose filters read variables: per event
+    type, per move and for the start, whether its filter does (its position is not
+    ``local``)."""
+    reading = {id(e.position.filter) for alts in chain.stages for e in alts.values()
+               if e.position.filter is not None and not e.position.local}
+
+    def reads(flt: Any) -> bool:
+        return id(flt) in reading
+
+    return {t: (tuple(reads(f) for _, _, f in moves), reads(bflt))
+            for t, (_, moves, _, bflt, _, _) in plan.items()}
 
 
 def _row_forbids(chain: Chain | None, neg_states: dict[str, list[int]]

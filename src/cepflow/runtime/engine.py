@@ -167,7 +167,8 @@ class Engine:
         #: decides: CompiledPattern.context_chain, or one under unrestricted:
         #: CompiledPattern.unrestricted_chain, kernels/every.py), else None
         self._chains = (self.matchers if not coupled and all(
-            m.pattern.chain is not None or m.pattern.context_chain is not None
+            (m.pattern.chain is not None and m.pattern.chain.columnar)
+            or m.pattern.context_chain is not None
             or m.pattern.unrestricted_chain is not None for m in self.matchers) else None)
         # Esper's `every a = A(f) -> b = B(g, key) [within Δ]` patterns: their column kernel
         # (CompiledPattern.pair is None without fast_path)

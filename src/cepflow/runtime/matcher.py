@@ -19,6 +19,7 @@ runtime.interval_clock.
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
@@ -29,7 +30,7 @@ from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, For
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.tags import index_name
 from cepflow.runtime.binding import NO_BINDINGS, bind
-from cepflow.runtime.compiled import CompiledPattern, ForbidStep, RowStep
+from cepflow.runtime.compiled import CompiledPattern, CrossStep, ForbidStep, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
 from cepflow.runtime.tokens import KeyedRows, PairRows, PendingRows, Thread, Token
@@ -380,6 +381,9 @@ class Matcher(EsperSteps, IntervalClock):
                            pat.row_forbids[t])
         if pat.row_plan is not None and t in pat.row_plan and self.host.trace is None:
             # (the type's plan bound in: no look-up per event)
+            if pat.row_cross is not None:
+                return partial(Matcher._cross_step, self, pat.row_plan[t],  # type: ignore
+                               pat.row_cross[t])
             return partial(Matcher._row_step, self, pat.row_plan[t])
         if t in pat.fast:
             start = pat.fast_start.get(t)
@@ -414,7 +418,10 @@ class Matcher(EsperSteps, IntervalClock):
                 self._forbid_step(plan.get(e.type), fb[e.type], e, emit)
                 return
             if e.type in plan:
-                self._row_step(plan[e.type], e, emit)
+                if pat.row_cross is None:
+                    self._row_step(plan[e.type], e, emit)
+                else:
+                    self._cross_step(plan[e.type], pat.row_cross[e.type], e, emit)
                 return
         if e.type in self.pattern.fast:
             self._keyed_step(e, emit)
@@ -508,8 +515,12 @@ class Matcher(EsperSteps, IntervalClock):
             counters = self.host.counters
             mid = counters.match = counters.match + 1
             k = best[1]
-            emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts,
-                              {rows.var: k} if bind is None else bind(k, evs), evs, mid))
+            if bind is None:
+                emit(ComplexEvent(self.name, (k,) * len(pat.auto.params), e.ts, {rows.var: k},
+                                  evs, mid))
+            else:  # (a parameter may be a stage's own variable)
+                b = bind(k, evs)
+                emit(ComplexEvent(self.name, _values(b, pat.auto.params), e.ts, b, evs, mid))
             return
         to = queues[bt]
         q = to.get(key)
@@ -521,6 +532,87 @@ class Matcher(EsperSteps, IntervalClock):
             del queues[bs][key]
             bq.append(best)
             to[key] = bq
+
+    def _cross_step(self, step: RowStep, cross: CrossStep, e: Event,
+                    emit: Callable[[ComplexEvent], None]) -> None:
+        """:meth:`_row_step` of a chain whose filters read variables (runtime.shapes.Chain.
+        cross: ``A(x, u) -> B(x, w) where w < u``; ``cross``: per move, and for the start,
+        whether its filter does). Such a filter is no longer the same for every row of the
+        key: as the token path's _find, the rows at each state (in its order of states) are
+        tried oldest first, up to the first whose bindings (:meth:`Chain.bindings` of its
+        events and this one: what ``bind`` gives) pass it, none younger than the best so far
+        — and not at all for a NaN key, which ``bind`` refuses before the filter. The
+        filters evaluated, and so the failures reported, are the token path's. A younger row
+        may now leave a state before an older one, so the row is inserted at its place in
+        age order where it arrives (the token path's ``_insert``). Kept apart from
+        :meth:`_row_step`, the hot step of the common chains, which compares queue heads."""
+        rows = self.pending
+        pat = self.pattern
+        if rows.__class__ is not KeyedRows and (rows := self._keyed_rows()) is None:
+            self._tokens_step(e, emit)
+            return
+        ki, moves, begin, bflt, zone, _bind = step
+        key = e.params[ki] if ki >= 0 else None
+        queues = rows.queues
+        binds = pat.chain.bindings
+        best = None
+        for (s, target, flt), reads in zip(moves, cross[0], strict=True):
+            q = queues[s].get(key)
+            if not q:
+                continue
+            if not reads:  # (a filter of the event alone: tried once, on the oldest)
+                r = q[0]
+                if ((best is None or r[0] < best[0]) and (flt is None or flt(e, NO_BINDINGS))
+                        and key == key):
+                    best, bq, bi, bs, bt = r, q, 0, s, target
+                continue
+            if key != key:
+                continue
+            for i, r in enumerate(q):
+                if best is not None and r[0] > best[0]:
+                    break
+                if flt(e, binds(r[1], [*r[2], e])):
+                    best, bq, bi, bs, bt = r, q, i, s, target
+                    break
+        rows._flat = None
+        if best is None:
+            if begin is not None and (bflt is None or bflt(
+                    e, binds(key, [e]) if cross[1] else NO_BINDINGS)):
+                counters = self.host.counters
+                tid = counters.token = counters.token + 1  # (Counters.next_token, inlined)
+                rows.start(begin, tid, key, e)
+                if zone is not None:  # (Matcher.schedule_zones of the new token)
+                    self.host.schedule(e.ts + zone.length, self, tid, zone.id, e.ts)
+            return
+        del bq[bi]
+        if not bq:
+            del queues[bs][key]
+        rows.n -= 1
+        evs = best[2]
+        if zone is not None:
+            del rows.alive[best[0]]
+            if zone.exceeded(e.ts - evs[0].ts):
+                return  # (trapped at this very event, which starts none: _row_step)
+        evs.append(e)
+        if bt == FINAL:
+            k = best[1]
+            b = binds(k, evs)
+            self.done = True
+            counters = self.host.counters
+            mid = counters.match = counters.match + 1
+            emit(ComplexEvent(self.name, _values(b, pat.auto.params), e.ts, b, evs, mid))
+            return
+        if zone is not None:
+            best[3] = bt
+            rows.alive[best[0]] = best
+        rows.n += 1
+        dest = queues[bt].get(key)
+        if dest is None:
+            queues[bt][key] = [best]
+        elif dest[-1][0] < best[0]:
+            dest.append(best)
+        else:  # (an older row stayed behind at the state before: its place by age)
+            insort(dest, best, key=itemgetter(0))
 
     def _forbid_step(self, step: RowStep | None, forbids: ForbidStep, e: Event,
                      emit: Callable[[ComplexEvent], None]) -> None:

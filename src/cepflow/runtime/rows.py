@@ -245,9 +245,15 @@ class ChainMatches:
     #: the bindings of a match from its key value and events, when the chain binds more than
     #: its key (runtime.shapes.Chain.bindings); None: only the key
     bindings: Any = None
+    #: when those bindings are exactly the parameters, in order (``P(x, y) { as A(x, y) ->
+    #: B(x, _) }``, runtime.shapes.Chain.param_fields): per parameter ``(stage, k)``, field k
+    #: of the event the match took at that stage, or ``(-1, 0)`` the key — the matches are
+    #: then made lazily as the key-only ones; None: made with :attr:`bindings`
+    fields: tuple[tuple[int, int], ...] | None = None
 
     def params_of(self, value: Any) -> tuple[Any, ...]:
-        """The complex event's parameters (the pattern's formal parameters) for a key value."""
+        """The complex event's parameters (the pattern's formal parameters) for a key value,
+        when the chain binds nothing but its key (else they are read from :attr:`bindings`)."""
         return tuple(value if p == self.var else None for p in self.params)
 
 
@@ -340,17 +346,24 @@ class MatchTable:
             ranks, vis = b.rank.tolist(), b.value.tolist()
             todo: Any = range(len(ranks))
             bind = b.bindings
-            if (only_key or var is None) and bind is None and isinstance(self.source, EventRows):
-                # (one parameter, the key — or none, unkeyed: its bindings made when read, the
-                # parts from the events' rows stage by stage — all but the matches continuing
-                # a partial match from before the batch, made below)
+            fields = b.fields
+            lazy = ((only_key or var is None) and bind is None) or fields is not None
+            if lazy and isinstance(self.source, EventRows):
+                # (one parameter, the key — or none, unkeyed —, or parameters that are the
+                # bindings, fields of the events: its bindings made when read, the parts from
+                # the events' rows stage by stage — all but the matches continuing a partial
+                # match from before the batch, made below)
                 fresh = [r for r in range(len(ranks)) if r not in old] if old else todo
                 rows = b.rows[:, fresh] if old else b.rows
                 stages = [picked(ev, r) for r in rows.tolist()]
                 at = b.rank[fresh] if old else b.rank
+                keys = (None if var is None else
+                        list(map(values.__getitem__, b.value[fresh].tolist() if old else vis)))
                 made = map(lazy_kind(name, b.params),
-                           repeat(()) if var is None else
-                           zip(map(values.__getitem__, b.value[fresh].tolist() if old else vis)),
+                           repeat(()) if var is None and fields is None else zip(keys)
+                           if fields is None else zip(*(
+                               keys if m < 0 else [e.params[k] for e in stages[m]]
+                               for m, k in fields), strict=True),
                            map(_TS, stages[-1]), zip(*stages, strict=True),
                            (first_id + at).tolist())
                 if (not old and len(self.blocks) == 1 and len(at) == self.count
@@ -366,11 +379,14 @@ class MatchTable:
                     parts = [ev[q] for q in path]
                 value = values[vis[r]]
                 rank = ranks[r]
-                out[rank] = ComplexEvent(name, (value,) if only_key else b.params_of(value),
-                                         parts[-1].ts,
-                                         bind(value, parts) if bind is not None
-                                         else {} if var is None else {var: value},
-                                         parts, first_id + rank)
+                if bind is None:
+                    params, bound = ((value,) if only_key else b.params_of(value),
+                                     {} if var is None else {var: value})
+                else:  # (a parameter may be a stage's own variable: from the bindings)
+                    bound = bind(value, parts)
+                    params = tuple(map(bound.get, b.params))
+                out[rank] = ComplexEvent(name, params, parts[-1].ts, bound, parts,
+                                         first_id + rank)
         return out
 
 

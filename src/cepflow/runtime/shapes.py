@@ -34,8 +34,9 @@ class Chain:
     #: the window ``[Δ]`` over the whole sequence (ms) and its zone, or None
     window: float | None = None
     zone: int | None = None
-    #: the variables the stages bind besides the key (read only by their own stage's filter,
-    #: never by another stage or the complex event): per stage and type, ``(param, variable)``
+    #: the variables the stages bind besides the key (each bound at one stage: no
+    #: unification; read by filters — a later stage's only in a :attr:`cross` chain — and
+    #: the complex event's parameters): per stage and type, ``(param, variable)``
     #: — the first stage's with the key, in the position's order — so a partial match's
     #: bindings are made from its events (:meth:`bindings`); empty when there are none (an
     #: unkeyed chain has it always: its bindings are not ``{var: key}``)
@@ -51,6 +52,11 @@ class Chain:
     #: waiting state each, its edges leading to different stages — the events a partial
     #: match waiting for it holds; () for a linear chain, whose stage m holds m
     depths: tuple[int, ...] = ()
+    #: a stage's filter reads variables, not only its event's fields (``B(x, w) where w <
+    #: u``, ``u`` bound at an earlier stage; docs/architecture.md "Filters that read earlier
+    #: stages"): it is tried row by row, with each partial match's bindings
+    #: (Matcher._cross_step); the column kernels do not take such a chain
+    cross: bool = False
 
     @property
     def length(self) -> int:
@@ -77,6 +83,15 @@ class Chain:
                    for _, v in binds)
 
     @property
+    def columnar(self) -> bool:
+        """Whether the chain kernel takes it: not a :attr:`cross` chain, or one whose stages
+        are each one type, at no other stage — each stage then waits at one state, whose
+        partial matches the kernel tries oldest first as the token path's _find tries them
+        (kernels.queues.step_chain's ``cross``); else the row step, per event."""
+        return not self.cross or (all(len(alts) == 1 for alts in self.stages)
+                                  and len(self.types) == len(self.stages))
+
+    @property
     def types(self) -> tuple[str, ...]:
         """The event types of the stages, each once, in the order they first come."""
         return tuple(dict.fromkeys(t for alts in self.stages for t in alts))
@@ -98,6 +113,22 @@ class Chain:
     def stage_of(self) -> dict[int, int]:
         """The stage a partial match waiting at a state waits for."""
         return {s: m for m, ss in enumerate(self.waits) for s in ss}
+
+    def param_fields(self, params: tuple[str, ...]) -> tuple[tuple[int, int], ...] | None:
+        """Where a match's parameters are when its bindings (:meth:`bindings`) are exactly
+        ``params``, in order, whatever path it took (one alternative per stage): per
+        parameter ``(stage, k)``, field k of its event at that stage, or ``(-1, 0)`` the key
+        value; else None."""
+        if not params or self.depths or any(len(alts) != 1 for alts in self.stages):
+            return None
+        where: dict[str, tuple[int, int]] = {}
+        for m, alts in enumerate(self.stages):
+            for t in alts:
+                for i, v in self.extra[m].get(t, ()):
+                    where.setdefault(v, (-1, 0) if v == self.var else (m, i))
+        if self.var is not None and self.var not in where:
+            where = {self.var: (-1, 0), **where}
+        return tuple(where.values()) if tuple(where) == params else None
 
     def bindings(self, key: Any, events: Any) -> dict[str, Any]:
         """The bindings of a partial match or match that took ``events`` (its first with key
@@ -128,13 +159,15 @@ def chain_of(pattern: Any) -> Chain | None:
     type, every waiting state of a stage with the same edges, all of a stage's alternatives
     final or none — each binding the one key variable (a type may recur at several stages
     with the same key field), or no variable all of them bind (unkeyed: one key, None), and
-    possibly variables of its own that only its filter reads,
-    each stage's filter reading only its event, and at most one ``within`` window around the
-    whole sequence; no other zone; NOTs between stages that forbid events of the key
-    (:func:`_forbids`). Or, not a line, a tree of such steps (:func:`_tree`: ``A(x) AND
-    B(x)``, a stage per waiting state). One edge per state and type keeps a partial match
-    one run (no thread forks: ``B OR B where …`` is not taken), so under chronicle an event
-    goes to the oldest partial match of its key waiting for one of its stages."""
+    possibly variables of its own (each bound at one stage) that filters and the complex
+    event's parameters may read — the key the first parameter —, and at most one ``within``
+    window around the whole sequence; no other zone; NOTs between stages that forbid events
+    of the key (:func:`_forbids`). Or, not a line, a tree of such steps (:func:`_tree`:
+    ``A(x) AND B(x)``, a stage per waiting state). One edge per state and type keeps a
+    partial match one run (no thread forks: ``B OR B where …`` is not taken), so under
+    chronicle an event goes to the oldest partial match of its key waiting for one of its
+    stages whose filter it passes — with a filter reading variables (:attr:`Chain.cross`;
+    no NOT, no tree) the oldest whose bindings let it pass."""
     if pattern.context is not Context.CHRONICLE or pattern.partitioned:
         return None
     return _keyed_sequence(pattern)
@@ -163,8 +196,6 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
     if len(common) > 1 or (not common and auto.params):
         return None
     var = next(iter(common), None)  # (None: no variable every position binds, unkeyed)
-    if any(p != var for p in auto.params):
-        return None
     key_param: dict[str, int] = {}
     extra: list[dict[str, tuple[tuple[int, str], ...]]] = []
     owner: dict[str, int] = {}  # extra variable -> the stage that binds it
@@ -181,29 +212,32 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
             if binds or m == 0:
                 own[t] = tuple(e.position.binds) if m == 0 else binds
         extra.append(own)
+    if any(p != var and p not in owner for p in auto.params):
+        return None  # (a parameter no stage binds for itself: a unification, or none)
     if not owner and var is not None:
         extra = []
-    if depths and owner:
+    cross = any(e.position.filter is not None and not e.position.local
+                for alts in stages for e in alts.values())
+    if depths and (owner or cross):
         return None  # (a tree's bindings would not follow its stages: not done)
     if zone is not None and zone.last & seen:
         return None
     forbids = _forbids(auto, waits, var, key_param)
-    if forbids is None:
-        return None
+    if forbids is None or (cross and forbids):
+        return None  # (a NOT beside a filter reading bindings: Matcher._cross_step has none)
     return Chain(tuple(stages), key_param, var, tuple(waits),
                  None if zone is None else float(zone.length),
                  None if zone is None else zone.id,
-                 tuple(extra), forbids, depths)
+                 tuple(extra), forbids, depths, cross)
 
 
 def _plain(e: Any, zid: tuple[int, ...], first: bool) -> bool:
-    """Whether an edge is a chain's: a plain VEPL step (no Esper every, tag, and, or), a
-    filter reading only its event, inside the window ``zid`` (entered by the first step, left
-    by the final one), binding each variable once."""
+    """Whether an edge is a chain's: a plain VEPL step (no Esper every, tag, and, or) inside
+    the window ``zid`` (entered by the first step, left by the final one), binding each
+    variable once. Its filter may read variables (Chain.cross: tried with the bindings)."""
     pos = e.position
     return not (pos.every or pos.collect is not None or pos.conj is not None
-                or pos.track is not None
-                or (pos.filter is not None and not pos.local) or pos.zones != zid
+                or pos.track is not None or pos.zones != zid
                 or e.enters != (zid if first else ()) or e.exits != (zid if e.final else ())
                 or len({v for _, v in pos.binds}) != len(pos.binds))
 
@@ -338,12 +372,13 @@ def _signature(out: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
 def context_chain_of(pattern: Any) -> Chain | None:
     """The keyed sequence of a pattern under immediate or strict (docs/architecture.md, "Keyed
     sequences under immediate and strict"): :func:`chain_of`'s shape of two stages or more,
-    one type per stage, no window and no variable besides the key, not partitioned or
+    one type per stage, no window, no variable besides the key and no filter reading one,
+    not partitioned or
     partitioned by its key variable; or None (the token path)."""
     if pattern.context not in (Context.IMMEDIATE, Context.STRICT):
         return None
     c = _keyed_sequence(pattern)
-    if (c is None or c.extra or c.forbids or c.depths or len(c.stages) < 2
+    if (c is None or c.extra or c.forbids or c.depths or c.cross or len(c.stages) < 2
             or (pattern.partitioned and tuple(pattern.auto.partition_by) != (c.var,))):
         return None
     return c
@@ -486,6 +521,14 @@ class EsperPair:
     #: stages after it have no deadline, and the deadline leaves an instance waiting for
     #: that next stage alone (the zone's ``last``)
     zone_to: int | None = None
+    #: an Esper ``or`` some of whose operands are sequences (compiler.conjunction's product,
+    #: :func:`_with_product`): the hidden variable recording which operands took each event
+    #: (``matcher._or_step``); ``alts`` are then the operands' chains in operand order (an
+    #: event completing several completes the lowest), and ``product`` maps (the operand bit
+    #: mask of the step an instance took last, per operand the events it took) to the state
+    #: where the instance waits. None otherwise
+    track: str | None = None
+    product: dict[tuple[int, tuple[int, ...]], int] = field(default_factory=dict)
 
     @property
     def first_zone(self) -> int | None:
@@ -516,8 +559,8 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         e = _only_edge(auto, states[-1])
         if e is None:  # (a last stage of alternatives, each a final edge)
             alts = _alternatives(auto, states[-1])
-            if not alts:
-                return None
+            if not alts:  # (an or of sequences: its product)
+                return _with_product(pattern, stages, states)
             break
         if e.position.every:  # (where a window may open: _guard)
             return None
@@ -534,13 +577,16 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     return _stages_shape(pattern, stages, states)
 
 
-def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed: bool = False
-                  ) -> EsperPair | None:
+def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed: bool = False,
+                  loose: bool = False) -> EsperPair | None:
     """:func:`esper_pair_of` for the chain of ``stages`` (edges, the first from the initial
     state, the last final) waiting at ``states``: the key, the bindings, the window.
     ``unindexed``: a pair's second stage unified with ``a`` on one variable is on that key
     even when the compiler indexes its type by none (an alternative of a type that has an
-    alternative on no key beside it: :func:`_with_alternatives`)."""
+    alternative on no key beside it: :func:`_with_alternatives`). ``loose``: so is any
+    stage of a longer chain, and a stage on no key may come anywhere (an operand of an or of
+    sequences after ``a`` alone, :func:`_with_product`: the kernel codes the instances and
+    such a stage's rows alike)."""
     auto = pattern.auto
     a = stages[0]
     b = stages[-1]
@@ -556,12 +602,13 @@ def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed:
             return None
         shared = [(i, v) for i, v in e.position.binds if v in bound]
         kt = auto.key_index.get(s, {}).get(e.position.type)
-        if kt is None and unindexed and len(shared) == 1 and len(stages) == 2:
+        if kt is None and ((unindexed and len(stages) == 2) or loose) and len(shared) == 1:
             kt = shared[0]
-        if not shared and kt is None and len(stages) == 2:  # a pair without a key
+        if not shared and kt is None and (len(stages) == 2 or loose):  # (a stage on no key)
             keys.append(-1)
             new.append(tuple(e.position.binds))
-            break
+            bound += [v for _, v in new[-1]]
+            continue
         if len(shared) != 1 or kt is None or shared[0] != kt or kt[1] not in dict(
                 (v, i) for i, v in a.position.binds):
             return None
@@ -704,6 +751,112 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
                      n == 1 and None not in keys and all(v.columnar for v in views),
                      None, tuple(views),
                      {t: tuple(v) for t, v in by_type.items()}, v0.zone_at)
+
+
+def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPair | None:
+    """The shape ``every a = A(f) [-> b = B(g) …] -> ((x = X(h) -> y = Y(k) …) or z = Z(l) …)
+    [within Δ]``: an Esper ``or`` some of whose operands are sequences after the chain
+    ``stages`` (waiting at ``states``), compiled as the product of its operands
+    (compiler.conjunction): a state per operand progress, a step per non-empty set of
+    operands whose next atoms take one event (of those that fire, only the maximal one goes
+    on: ``Position.conj``), ending at the first step completing an operand (the lowest of
+    several, ``Position.settle``). Events are not consumed, so each operand takes, atom after
+    atom, the first later event of its key passing its atom's filter — each operand a chain
+    of its own after the stages before (:attr:`EsperPair.alts`, in operand order) — and the
+    instance completes by the operand with the least (completing row, operand index). Taken
+    when every operand is a chain (no alternatives or repetitions inside), every filter reads
+    only its own event, every atom is on the key of the stages before (after ``a`` alone,
+    on ``a``'s key or on none), one ``within`` around all, and the automaton's product
+    states are exactly those of the per-operand progress (mapped in
+    :attr:`EsperPair.product`); else None."""
+    auto = pattern.auto
+    s0 = states[-1]
+    out = [e for lst in auto.edges.get(s0, {}).values() for e in lst]
+    if not out or any(e.position.track is None or e.position.conj is None for e in out):
+        return None
+    track, cid = out[0].position.track, out[0].position.conj[0]
+    n_ops = 1 + max(i for e in out for i in e.position.conj[1])
+    chains: list[list[Any]] = []  # per operand its edges alone, from s0
+    for i in range(n_ops):
+        chain, at = [], s0
+        while True:
+            own = [e for lst in auto.edges.get(at, {}).values() for e in lst
+                   if e.position.conj is not None and e.position.conj[1] == {i}]
+            if len(own) != 1 or len(chain) > len(auto.edges):
+                return None
+            chain.append(own[0])
+            if own[0].final:
+                break
+            at = own[0].target
+        chains.append(chain)
+    lens = tuple(map(len, chains))
+    if max(lens) < 2:
+        return None  # (an or of single events: the plain alternatives')
+    # every state of the product, walked from s0: (mask, counts) -> state
+    product: dict[tuple[int, tuple[int, ...]], int] = {}
+    counts_at = {s0: (0,) * n_ops}
+    todo = [s0]
+    zone = auto.zones[0] if auto.zones else None
+    inside = () if zone is None else (zone.id,)
+    while todo:
+        at = todo.pop()
+        c = counts_at[at]
+        es = [e for lst in auto.edges.get(at, {}).values() for e in lst]
+        nexts: dict[str, list[int]] = {}
+        for i in range(n_ops):
+            if c[i] < lens[i]:
+                nexts.setdefault(chains[i][c[i]].position.type, []).append(i)
+        want = {(t, mask) for t, ops in nexts.items()
+                for mask in range(1, 1 << n_ops)
+                if not mask & ~sum(1 << i for i in ops)}
+        got = set()
+        for e in es:
+            pos = e.position
+            if (pos.track != track or pos.conj is None or pos.conj[0] != cid or pos.every
+                    or pos.collect is not None or not (pos.filter is None or pos.local)
+                    or e.enters or e.position.zones != inside):
+                return None
+            moved = sorted(pos.conj[1])
+            mask = sum(1 << i for i in moved)
+            got.add((pos.type, mask))
+            after = tuple(k + (1 if i in moved else 0) for i, k in enumerate(c))
+            done = [i for i in moved if after[i] == lens[i]]
+            if bool(done) != e.final or e.exits != (inside if done else ()):
+                return None
+            if done:
+                if pos.settle is None or pos.settle[0] != done[0]:
+                    return None
+                continue
+            if product.setdefault((mask, after), e.target) != e.target or counts_at.setdefault(
+                    e.target, after) != after:
+                return None
+            if len(counts_at) > len(auto.edges):  # (not a product of chains)
+                return None
+            if e.target not in todo:
+                todo.append(e.target)
+        if got != want or len(got) != len(es):
+            return None
+    if set(auto.edges) != {INITIAL, *states, *counts_at} or (zone is not None and (
+            zone.last & set(counts_at))):
+        return None
+    views = []
+    for chain in chains:
+        view = _stages_shape(pattern, [*stages, *chain],
+                             [*states, *(e.target for e in chain[:-1])], loose=len(stages) == 1)
+        if view is None or view.zone_to is not None or (
+                len(stages) > 1 and -1 in view.keys):  # (after a chain: every atom keyed)
+            return None
+        views.append(view)
+    own = [{v for new in view.new[len(stages):] for _, v in new} for view in views]
+    if (len({v.key_var for v in views} - {None}) > 1
+            or len({(v.window, v.zone, v.zone_at) for v in views}) != 1
+            or any(own[i] & own[j] for i in range(n_ops) for j in range(i))):
+        return None
+    v0, n = next((v for v in views if v.key_var is not None), views[0]), len(stages)
+    return EsperPair(stages[0], stages[-1], states[0], v0.key_a, v0.keys[1] if n > 1 else -1,
+                     v0.window, v0.zone, v0.key_var, v0.new[1] if n > 1 else (), True,
+                     tuple(stages), tuple(states), v0.keys[:n], v0.new[:n], False, None,
+                     tuple(views), {}, v0.zone_at, track=track, product=product)
 
 
 @dataclass

@@ -30,12 +30,16 @@ partial matches of their key — or, a NOT of any key, of every key — waiting 
 runtime.kernels.filters.forbid_rows) keep the numpy queues where the chain would (the rows
 clear a stage's queue of their key, run_chain's ``clears``), else step_chain; trees (``A(x)
 AND B(x)``: a stage per waiting state, each type's step leading to a stage of its own,
-runtime.shapes.Chain.after) go through step_chain (tests/runtime/test_chain_nots.py).
+runtime.shapes.Chain.after) go through step_chain (tests/runtime/test_chain_nots.py), and
+so do chains whose filters read variables bound at earlier stages (runtime.shapes.Chain.
+cross, one type per stage: step_chain's ``cross`` tries a key's partial matches oldest first
+with their bindings, _cross_tests; tests/runtime/test_chain_cross.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -43,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from cepflow.events.event import ComplexEvent, Event
+from cepflow.runtime.binding import bind
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.kernels.every import plan_every
 from cepflow.runtime.kernels.filters import chain_rows, forbid_rows
@@ -50,12 +55,13 @@ from cepflow.runtime.kernels.frame import (
     Declined,
     count_rules,
     counters_before,
+    declined_on_failure,
     fire_or_count,
     prepare,
     unprepare,
 )
 from cepflow.runtime.kernels.noise import plan_context
-from cepflow.runtime.kernels.queues import repeat_chain, run_chain, step_chain
+from cepflow.runtime.kernels.queues import Cross, repeat_chain, run_chain, step_chain
 from cepflow.runtime.rows import ChainMatches, EventRows, MatchTable, Rows, distinct
 from cepflow.runtime.shapes import Chain
 from cepflow.runtime.timers import fired_before
@@ -229,9 +235,11 @@ def drop_passed_timers(host: Any, matchers: Sequence[Any], last_ts: float) -> No
 
 def split_chain(m: Any) -> Chain | None:
     """The chain of ``m`` when the program split may plan it with :func:`plan_chain`: one the
-    kernel takes (chronicle, immediate, strict, unrestricted; with or without a window), else
-    None."""
-    return _chain(m)
+    kernel takes (chronicle, immediate, strict, unrestricted; with or without a window) and
+    not a chain of filters reading variables that the kernel leaves to the row step
+    (Chain.columnar), else None."""
+    c = _chain(m)
+    return c if c is not None and c.columnar else None
 
 
 
@@ -283,8 +291,10 @@ def _block(m: Any, c: Chain, run: _ChainRun, done: np.ndarray, rank: np.ndarray
     items, rows, occ = run.paths(done, c.length)
     first = np.where(occ >= 0, occ, items[0])
     old = {r: run.occupants.events[o - n_ev] for r, o in enumerate(occ.tolist()) if o >= 0}
-    return ChainMatches(m.name, c.var, m.pattern.auto.params, rows[-1].copy(), rank, rows, old,
-                        run.vidx[first], c.bindings if c.own else None)
+    params = m.pattern.auto.params
+    return ChainMatches(m.name, c.var, params, rows[-1].copy(), rank, rows, old,
+                        run.vidx[first], c.bindings if c.own else None,
+                        c.param_fields(params) if c.own else None)
 
 
 
@@ -377,7 +387,7 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
     forbidden = (forbid_rows(c, src, type_code, table, schemas, filter_cols)
                  if c.forbids else None)
     timed = None
-    if c.queued:
+    if c.queued and not c.cross:
         n_ev = len(positions)
         stage = np.concatenate([np.log2(bits).astype(np.int64) if n_ev else bits,
                                 np.array(occ_stage, dtype=np.int64)])
@@ -396,7 +406,7 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
             positions, bits, key, vidx = (positions[order], bits[order], key[order],
                                           vidx[order])
         repeat = None
-        if (c.window is None and fbits is None and not c.depths
+        if (c.window is None and fbits is None and not c.depths and not c.cross
                 and all(len(alts) == 1 for alts in c.stages)
                 and len(c.types) == 1 and (bits == (1 << k) - 1).all()):
             repeat = repeat_chain(k, key, [(st, kc, 0.0) for st, kc
@@ -408,16 +418,20 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
                           for b in distinct(bits if fbits is None else
                                             np.concatenate([bits, fbits, abits])).tolist()}
             z = c.zone
-            pred, done, left, begun, timed = step_chain(
-                k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
-                src.ts[positions].tolist(),
-                [(st, kc, evs[0].ts if z is not None else 0.0) for st, kc, evs
-                 in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
-                c.window, last_ts,
-                None if fbits is None else list(map(stage_sets.__getitem__, fbits.tolist())),
-                _targets(c, src, type_code, positions) if c.depths else None,
-                None if abits is None or not abits.any()
-                else list(map(stage_sets.__getitem__, abits.tolist())))
+            cross = None if not c.cross else _cross_tests(c, src, positions, occupants)
+            with declined_on_failure(f"a filter reading variables failed on a row of {m.name}"
+                                     ) if cross else nullcontext():
+                pred, done, left, begun, timed = step_chain(
+                    k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
+                    src.ts[positions].tolist(),
+                    [(st, kc, evs[0].ts if z is not None else 0.0) for st, kc, evs
+                     in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
+                    c.window, last_ts,
+                    None if fbits is None else list(map(stage_sets.__getitem__,
+                                                        fbits.tolist())),
+                    _targets(c, src, type_code, positions) if c.depths else None,
+                    None if abits is None or not abits.any()
+                    else list(map(stage_sets.__getitem__, abits.tolist())), cross)
             complete = np.array(done, dtype=np.int64)
             waiting = {st: np.array(its, dtype=np.int64) for st, its in left.items()}
             started = np.array(begun, dtype=np.int64)
@@ -425,6 +439,36 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
                 timed = None
     return (_ChainRun(positions, np.concatenate([vidx, occ_vidx]), occupants, pred, waiting),
             started, complete, timed)
+
+
+
+def _cross_tests(c: Chain, src: Rows, positions: np.ndarray, occupants: PendingRows
+                 ) -> Cross:
+    """kernels.queues.step_chain's ``cross`` of a chain whose filters read variables
+    (Chain.cross, Chain.columnar: one type per stage): per stage None where its filter reads
+    only its event (decided column-wise, :func:`chain_rows`), else the filter as a test of
+    stepped row ``i`` with the bindings given; a partial match's bindings after it takes row
+    ``i`` at stage m — ``bind`` of the row's parameters, the token path's ``nb``, the key
+    kept from its first event (a NaN key takes no row after the first stage: the bits) —;
+    and the occupants' bindings, made from their events (Chain.bindings)."""
+    rows = positions.tolist()
+    ev = src.lookup(positions)
+    poss = [{src.type_names.index(t): e.position for t, e in alts.items()
+             if t in src.type_names} for alts in c.stages]
+    codes = src.codes[positions].tolist()
+
+    def test_of(flt: Any) -> Callable[[int, Any], bool]:
+        def test(i: int, b: Any) -> bool:
+            return bool(flt(ev[rows[i]], b))
+        return test
+
+    def grown(i: int, m: int, b: Any) -> Any:
+        return bind(poss[m][codes[i]], ev[rows[i]].params, b or {})
+
+    return ([None if e.position.filter is None or e.position.local
+             else test_of(e.position.filter) for alts in c.stages for e in alts.values()],
+            grown, [c.bindings(k, evs) for k, evs in zip(occupants.keys, occupants.events,
+                                                         strict=True)])
 
 
 

@@ -114,7 +114,8 @@ def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any
     """The rows of a batch a keyed chain (runtime.shapes.Chain) reads, type by type: their
     positions, per row a bit mask of the stages whose type and filter it passes, its key's
     code (equal codes: equal as dict keys) and the index of its key value in ``values``
-    (extended here), and the codes' table. A NaN key unifies with nothing (Algorithm 1
+    (extended here), and the codes' table. A filter reading variables (Chain.cross) drops
+    no row here. A NaN key unifies with nothing (Algorithm 1
     compares values), so at a stage after the first a NaN row takes nothing. Rows that pass
     no stage's filter are left out, unless ``every_row`` (they may be noise)."""
     codes = src.codes
@@ -126,7 +127,10 @@ def chain_rows(c: Any, src: Rows, type_code: Mapping[str, int], values: list[Any
             continue
         idx = np.flatnonzero(codes == code)
         sts = [st for st, alts in enumerate(c.stages) if t in alts]
-        passes = [filter_rows(c.stages[st][t].position, src, idx, schemas, cols) for st in sts]
+        # (a filter reading variables, Chain.cross, is tried row by row with a partial
+        # match's bindings: kernels.chain._cross_tests)
+        passes = [filter_rows(pos, src, idx, schemas, cols) if pos.local else None
+                  for pos in (c.stages[st][t].position for st in sts)]
         if not every_row and any(p is not None for p in passes):
             keep = np.zeros(len(idx), dtype=bool)
             for p in passes:

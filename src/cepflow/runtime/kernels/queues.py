@@ -3,12 +3,16 @@ compute): :func:`run_chain`, the FIFO queues with balking evaluated stage by sta
 at once in numpy (a NOT's rows cut a key's queue into segments, :func:`_cleared`);
 :func:`repeat_chain`, one type at every stage (``T{k}``) that every row
 passes, in numpy too; and :func:`step_chain`, the plain loop over the rows some stage takes
-when a type recurs otherwise or a window expires partial matches."""
+when a type recurs otherwise, a window expires partial matches or a filter reads a partial
+match's bindings."""
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
@@ -148,11 +152,20 @@ def _cleared(allk: np.ndarray, allp: np.ndarray, itm: np.ndarray, val: np.ndarra
 
 
 
+#: step_chain's ``cross``: per stage the test of a filter reading variables (None: none),
+#: the bindings of a partial match after it takes event ``i`` at stage m (None before: a
+#: start) and the bindings of the partial matches from before the batch
+Cross = tuple[Sequence[Callable[[int, Any], bool] | None], Callable[[int, int, Any], Any],
+              Sequence[Any]]
+
+
+
 def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: Sequence[float],
                occupants: Sequence[tuple[int, int, float]], window: float | None, end: float,
                forbid: Sequence[Sequence[int]] | None = None,
                to: Sequence[dict[int, int]] | None = None,
-               forbid_all: Sequence[Sequence[int]] | None = None
+               forbid_all: Sequence[Sequence[int]] | None = None,
+               cross: Cross | None = None
                ) -> tuple[np.ndarray, list[int], dict[int, list[int]], list[int],
                           list[tuple[int, float]]]:
     """The chain's partial matches stepped row by row (repeated types, windows: the stages
@@ -177,20 +190,29 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
     ``to[i]`` (a tree, runtime.shapes.Chain.depths): per stage event ``i`` may take (0: the
     start), the stage its partial match waits for next (``k``: it completes); without it a
     partial match goes from stage m to m + 1.
+    ``cross`` (a chain whose filters read variables, runtime.shapes.Chain.cross; each type
+    at one stage): per stage the test of such a filter (None: none, decided in ``stages``),
+    how a partial match's bindings grow when it takes event ``i`` at stage m (from None at a
+    start) and the bindings of the occupants: at a stage with such a test, the key's partial
+    matches waiting there are tried oldest first with their bindings and the event's, up to
+    the first that passes (Matcher._find), so a younger one may move while an older one
+    stays — it is inserted by age where it arrives.
     """
     n, n_occ = len(key), len(occupants)
     pred = np.full(n + n_occ, -1, dtype=np.int64)
     pr = pred.tolist()
     queues: list[dict[int, deque[list]]] = [{} for _ in range(k)]  # per stage, per key
     for j, (st, kc, start) in enumerate(occupants):
-        # a partial match: [age, window start, last item, first item]
-        queues[st].setdefault(kc, deque()).append([j, start, n + j, n + j])
+        # a partial match: [age, window start, last item, first item, bindings (cross)]
+        queues[st].setdefault(kc, deque()).append([j, start, n + j, n + j,
+                                                   None if cross is None else cross[2][j]])
     timed: dict[int, float] = {}  # first item -> window start, of those that set a timer
     age = n_occ
     done: list[int] = []
     started: list[int] = []
     inf = float("inf")
     w = inf if window is None else window
+    tests, bind = (cross[0], cross[1]) if cross is not None else ([None] * k, None)
     for i in range(n):
         kc, t, sts = key[i], ts[i], stages[i]
         best = None
@@ -202,10 +224,22 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
                 continue
             while q and q[0][1] + w < t:  # its deadline passed before t (the engine's timer)
                 q.popleft()
-            if q and (best is None or q[0][0] < best[0]):
-                best, bq, bs = q[0], q, s
+            test = tests[s]
+            if test is not None:  # (the oldest whose bindings pass, none younger than best)
+                for j, tok in enumerate(q):
+                    if best is not None and tok[0] > best[0]:
+                        break
+                    nb = bind(i, s, tok[4])
+                    if test(i, nb):
+                        best, bq, bs, bj, bb = tok, q, s, j, nb
+                        break
+            elif q and (best is None or q[0][0] < best[0]):
+                best, bq, bs, bj, bb = q[0], q, s, 0, None
         if best is not None:
-            bq.popleft()
+            if bj:
+                del bq[bj]
+            else:
+                bq.popleft()
             if t - best[1] > w:  # the window exceeded at this very event: trapped
                 pass
             else:
@@ -215,13 +249,19 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
                     done.append(i)
                 else:
                     best[2] = i
+                    if bind is not None:
+                        best[4] = bind(i, bs, best[4]) if bb is None else bb
                     if window is not None:
                         timed[best[3]] = best[1]
                     nq = queues[nxt].get(kc)
                     if nq is None:
                         nq = queues[nxt][kc] = deque()
-                    nq.append(best)
-        elif sts and sts[0] == 0:
+                    if nq and nq[-1][0] > best[0]:  # (an older one stayed behind: cross)
+                        insort(nq, best, key=itemgetter(0))
+                    else:
+                        nq.append(best)
+        elif sts and sts[0] == 0 and (bind is None or tests[0] is None or tests[0](
+                i, nb := bind(i, 0, None))):
             started.append(i)
             nxt = 1 if to is None else to[i][0]
             if nxt == k:
@@ -230,7 +270,8 @@ def step_chain(k: int, stages: Sequence[Sequence[int]], key: Sequence[int], ts: 
                 q = queues[nxt].get(kc)
                 if q is None:
                     q = queues[nxt][kc] = deque()
-                q.append([age, t, i, i])
+                q.append([age, t, i, i, None if bind is None else
+                          nb if tests[0] is not None else bind(i, 0, None)])
                 age += 1
                 if window is not None:
                     timed[i] = t
