@@ -132,6 +132,11 @@ SHAPES: dict[str, tuple[str, str]] = {
     "ho_esper": ("epl", "insert into P select a.k as k from pattern [every a=A -> b=B(b.k = a.k) "
                         "where timer:within(10 sec)];\n@Name('Q') select p.k as k from pattern "
                         "[every p=P -> c=C(c.k = p.k) where timer:within(10 sec)];"),
+    # a last stage of alternatives mixing P's output and an input type (ho_or's Esper twin)
+    "ho_esper_or": ("epl", "insert into P select a.k as k from pattern [every a=A -> "
+                           "b=B(b.k = a.k) where timer:within(10 sec)];\n@Name('Q') select "
+                           "c.k as k from pattern [every c=C -> (p=P(p.k = c.k) or "
+                           "d=C(d.k = c.k, d.v > 5)) where timer:within(10 sec)];"),
     "ho_win": ("epl", "insert into P select a.k as k from pattern [every a=A -> b=B(b.k = a.k) "
                       "where timer:within(10 sec)];\n@Name('Q') select k, count(*) as n from "
                       "P#time(1 sec) group by k;"),

@@ -18,6 +18,7 @@ from tests.esper.test_split import (
     check_split_columns,
     in_two_batches,
     rows,
+    stepping,
 )
 
 from cepflow.language import ast as A
@@ -57,12 +58,22 @@ def kernel_patterns(draw: st.DrawFn, name: str) -> str:
             f"{last}.x as x\nfrom pattern [{pattern}];\n")
 
 
+#: the shapes of :func:`higher_patterns` (a name twice: drawn twice as often)
+SHAPES = ("pair", "pair", "twice", "middle", "two", "alts", "guard", "ends_derived", "mixed",
+          "mixed", "mixed_after")
+#: a last stage of alternatives mixing a derived and an input type
+MIXED = ("mixed", "mixed_after")
+
+
 @st.composite
-def higher_patterns(draw: st.DrawFn, name: str, kinds: list[str]) -> str:
+def higher_patterns(draw: st.DrawFn, name: str, kinds: list[str],
+                    shapes: tuple[str, ...] = SHAPES) -> str:
     """A pattern over the kernel patterns ``kinds`` (P, Q): a pair ``every p = P(f) -> c =
     T(g, key?)``, a keyed chain with the derived type twice or at a middle stage after an
-    input one, two derived types, alternatives at the end, a guard on p's fields — or (not
-    this planner's shape: per event) a last stage of a derived type."""
+    input one, two derived types, alternatives at the end (input types, or one derived type
+    beside an input type — after an input or a derived first stage —), a guard on p's fields,
+    a last stage of a derived type (its matches come in the cascade of the match it reads;
+    with the alternatives, those an input row completes at that row's input step)."""
     p = draw(st.sampled_from(kinds))
     f = draw(st.sampled_from(DERIVED)).format(p="p")
     t, u = draw(st.sampled_from(["A", "B"])), draw(st.sampled_from(["A", "B"]))
@@ -73,9 +84,8 @@ def higher_patterns(draw: st.DrawFn, name: str, kinds: list[str]) -> str:
         k = f"{tag}.k = {on}.k" if keyed else ""
         return f"({cond}) and {k}" if cond and k else cond or k
 
-    shape = draw(st.sampled_from(["pair", "pair", "twice", "middle", "two", "alts", "guard",
-                                  "ends_derived"]))
-    if shape in ("twice", "middle", "two", "ends_derived"):
+    shape = draw(st.sampled_from(shapes))
+    if shape in ("twice", "middle", "two", "ends_derived", "mixed"):
         keyed = True  # (a chain of three unifies every later stage with the first's key)
     within = draw(st.sampled_from(WITHIN))
     q = draw(st.sampled_from(kinds))
@@ -96,11 +106,20 @@ def higher_patterns(draw: st.DrawFn, name: str, kinds: list[str]) -> str:
     elif shape == "alts":
         body = (f"every p = {p}({f}) -> (c = {t}({key('c', g)}) or "
                 f"d = {u}({key('d', 'd.v >= 1')})){within}")
-    else:  # (its matches come in the cascade: per event)
+    elif shape == "mixed":  # (either alternative first)
+        alts = draw(st.permutations([f"p = {p}({key('p', f, 'c')})",
+                                     f"d = {u}({key('d', 'd.v >= 1', 'c')})"]))
+        body = f"every c = {t}({g}) -> ({alts[0]} or {alts[1]}){within}"
+    elif shape == "mixed_after":
+        alts = draw(st.permutations([f"c = {t}({key('c', g)})", f"q = {q}({key('q', '')})"]))
+        body = f"every p = {p}({f}) -> ({alts[0]} or {alts[1]}){within}"
+    else:  # (its matches come in the cascade)
         body = f"every c = {t}({g}) -> p = {p}({key('p', f, 'c')}){within}"
     select = draw(st.sampled_from(["", "select p.k as k, p.v as pv "]))
     if shape == "middle" or shape == "ends_derived":
         select = draw(st.sampled_from(["", "select c.k as k, p.v as pv "]))
+    elif shape == "mixed":  # (p is absent from a match of the other alternative)
+        select = draw(st.sampled_from(["", "select c.k as k "]))
     return f"@Name('{name}')\ninsert into {name}\n{select}from pattern [{body}];\n"
 
 
@@ -138,11 +157,12 @@ def program_of(text: str, ruled: int):
     return prog
 
 
-#: the random streams: types A/B, keys, values, small time steps (instants shared often)
-STREAMS = st.lists(st.tuples(st.sampled_from(["A", "B"]), st.sampled_from([0, 1, 2]),
-                             st.sampled_from([0, 1, 2, 3, None]),
-                             st.sampled_from([0.0, 0.7, 1.2, 2.0]),
-                             st.sampled_from([0, 0, 1, 2])), max_size=80)
+#: one event of the random streams: type A/B, key, value, small time steps (instants shared
+#: often)
+EVENT = st.tuples(st.sampled_from(["A", "B"]), st.sampled_from([0, 1, 2]),
+                  st.sampled_from([0, 1, 2, 3, None]), st.sampled_from([0.0, 0.7, 1.2, 2.0]),
+                  st.sampled_from([0, 0, 1, 2]))
+STREAMS = st.lists(EVENT, max_size=80)
 
 
 # within(0) over two single stages' output: the instance P opens in a row's cascade is trapped
@@ -196,6 +216,36 @@ def test_patterns_over_kernel_output_over_arrow_columns(prog_spec, spec, cuts,
     check_split_columns(program_of(*prog_spec), spec, cuts, restore_at)
 
 
+#: longer streams (a pattern over a pair's output completes in most batches)
+DENSE = st.lists(EVENT, min_size=20, max_size=80)
+
+
+def mixed_patterns(name: str, kinds: list[str]) -> Any:
+    """:func:`higher_patterns` of the mixed shapes only."""
+    return higher_patterns(name, kinds, MIXED)
+
+
+@settings(max_examples=120, deadline=None)
+@given(programs(mixed_patterns), DENSE, st.lists(st.integers(0, 80), max_size=4),
+       st.integers(0, 80))
+def test_mixed_last_stages_equal_event_by_event(prog_spec, spec, cuts, restore_at) -> None:
+    """Patterns ending in alternatives of a kernel pattern's output and an input type
+    (``every c = A -> (p = P(p.k = c.k) or d = B(d.k = c.k))``): a match the input row
+    completes comes at its input step, one P's match completes in that match's cascade
+    (kernels.cascade.Higher.sub) — also looking the rows up in lists."""
+    check_split(program_of(*prog_spec), spec, cuts, restore_at)
+    with patch.object(split, "_MANY_STEPS", 0), patch.object(split, "_STRETCH", 1 << 40):
+        check_split(program_of(*prog_spec), spec, cuts, restore_at)
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs(mixed_patterns), DENSE, st.lists(st.integers(0, 80), max_size=4),
+       st.integers(0, 80))
+def test_mixed_last_stages_over_arrow_columns(prog_spec, spec, cuts, restore_at) -> None:
+    """The same over Arrow batches."""
+    check_split_columns(program_of(*prog_spec), spec, cuts, restore_at)
+
+
 HO_ESPER = ("@Name('P')\ninsert into P\nselect a.k as k, b.v as v, b.x as x\nfrom pattern "
             "[every a = A -> b = B(b.k = a.k) where timer:within(6 msec)];\n"
             "@Name('H1')\ninsert into H1\nselect p.k as k\nfrom pattern [every p = P -> "
@@ -239,3 +289,30 @@ def test_instances_opened_in_the_cascade_take_their_ids_in_turn(many_steps: int)
         assert rows(many.process_batch(events(spec))) == ref
     assert state(many) == state(one)
     assert {m.name: m.count() for m in many.matchers} == {"P": 0, "H1": 1, "R": 1}
+
+
+def test_mixed_alternatives_order_matches_by_where_they_complete() -> None:
+    """Hand-derived: ``every c = A -> (p = P(p.k = c.k) or d = B(d.k = c.k and d.v > c.v))``
+    over ``P: every a = A(a.v = 0) -> b = B(b.k = a.k)``, and a kernel pattern R after them
+    (``every y = B``). A e0 (v 0) and A e1 (v 5) open H1's instances, e0 P's; at B e2 (v 1)
+    the input step gives P's match id 1, H1's match of e0's instance (d = e2: 1 > 0) id 2 and
+    R's id 3, then P's match cascades: e1's instance takes it (the B failed its guard), id 4,
+    out right after P's match and before id 2 — per event and in the split, which steps no
+    row."""
+    text = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v\nfrom pattern [every "
+            "a = A(a.v = 0) -> b = B(b.k = a.k)];\n@Name('H1')\ninsert into H1\nfrom pattern "
+            "[every c = A -> (p = P(p.k = c.k) or d = B(d.k = c.k and d.v > c.v))];\n"
+            "@Name('R')\ninsert into R\nfrom pattern [every y = B];\n")
+    prog = load_module(parse_epl(SCHEMA + text))
+    spec = [("A", 0, 0, 0.0, 0), ("A", 0, 5, 0.0, 1), ("B", 0, 1, 0.0, 1)]
+    one, many = Engine(prog), Engine(prog)
+    assert [m.name for m in many._split] == ["P", "R"]
+    assert [m.name for m in cascade.higher_candidates(many, many._split)] == ["H1"]
+    ref = rows([m for e in events(spec) for m in one.process(e)])
+    assert [(r[0], r[4], r[2]) for r in ref] == [("P", 1, ("e0", "e2")),
+                                                 ("H1", 4, ("e1", "e0", "e2")),
+                                                 ("H1", 2, ("e0", "e2")), ("R", 3, ("e2",))]
+    with stepping() as stepped:
+        assert rows(many.process_batch(events(spec))) == ref
+    assert not stepped
+    assert many.stats == one.stats and state(many) == state(one)

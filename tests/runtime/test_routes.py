@@ -24,6 +24,7 @@ from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import save_state
+from support import tokens_form
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = [ROOT / "examples" / "motorbike" / "motorbike.epl",
@@ -217,4 +218,7 @@ def test_derived_events_take_the_direct_steps_as_the_reference(which: str, spec:
                     for e in events for m in reference.process(Event(e.type, e.params, e.ts,
                                                                      e.id))]
         assert found == expected
-        assert save_state(batched) == save_state(reference)
+        # (the vepl program's P is a kernel pattern of the split since Q, whose last stage
+        # reads P's output, is planned: its partial matches after a batch are chain rows,
+        # written as the tokens they stand for — docs/state-format.md, "Rows")
+        assert tokens_form(save_state(batched)) == tokens_form(save_state(reference))

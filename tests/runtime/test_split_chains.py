@@ -4,8 +4,9 @@ over their output whose matches complete at input steps are planned over the der
 (kernels.cascade.plan_higher) — benchmarks/pattern_shapes.py's ``ho_chain``, ``P(x) -> C(x,
 _)`` over ``A(x, _) -> B(x, _)``; with windows since stop 33, ``ho_chain_win``). Random
 two-level programs (chains of stages of alternatives, NOTs, trees, keyed and unkeyed, windows,
-over the input; chains over their output with the derived type at the first or a middle stage,
-twice, beside an input alternative, in a NOT, or last — that one per event —, windows, unkeyed)
+over the input; chains over their output with the derived type at any stage, twice, beside an
+input alternative — also last, or in a tree there (ho_or's ``P0(s) OR C(s, _)``, since stop 33)
+—, in a NOT, windows, unkeyed)
 over random streams, through test_chain_alternatives.check: the row step, batches cut
 anywhere, parts event by event, Arrow columns, time passing after a batch, a save/restore,
 time passing and ``finish`` against the general token path."""
@@ -45,15 +46,23 @@ def keyed(body: str) -> bool:
     return "(s" in body or ", s)" in body
 
 
+#: the last stage of a chain over the output: input types, alternatives of a derived and an
+#: input type (ho_or's ``P0(s) OR C(s, _)``), a derived type
+ENDS = ("input",) * 3 + ("or",) * 3 + ("derived",)
+#: the last stage mixing a derived and an input type: as alternatives or in a tree
+MIXED = ("or", "or", "and")
+
+
 @st.composite
-def higher(draw: st.DrawFn, lower: list[str]) -> str:
-    """A chain over the output of the patterns ``lower`` (P0, P1): 2-3 stages, the derived
-    types at any but the last (an alternative beside an input type now and then, the same
-    derived type twice), a NOT of a derived or an input type in a gap now and then, the last
-    stage input types — or (per event: its matches come in the cascade) a derived type —;
-    filters on the input events; keyed on ``s`` or not; now and then a window (of 0, 0.2, 2 or
-    5 ms: the float time of test_chain_alternatives.specs exceeds 0.2 at a deadline not before
-    the event)."""
+def higher(draw: st.DrawFn, lower: list[str], ends: tuple[str, ...] = ENDS) -> str:
+    """A chain over the output of the patterns ``lower`` (P0, P1): 1-3 stages, the derived
+    types at any (an alternative beside an input type now and then, the same derived type
+    twice), a NOT of a derived or an input type in a gap now and then, the last stage of a
+    kind in ``ends`` — input types (its matches complete at input steps), a derived type (in
+    the cascade of that pattern's matches), alternatives or a tree (``AND``) of a derived and
+    an input type (either) —; filters on the input events; keyed on ``s`` or not; now and
+    then a window (of 0, 0.2, 2 or 5 ms: the float time of test_chain_alternatives.specs
+    exceeds 0.2 at a deadline not before the event)."""
     # (keyed when every pattern below gives its key: a derived type read without one binds
     # no ``s`` for a later NOT to read)
     key = draw(st.sampled_from(["s", "s", "s", "_"])) if all(map(keyed, lower)) else "_"
@@ -70,16 +79,17 @@ def higher(draw: st.DrawFn, lower: list[str]) -> str:
         a = f"D(_, {key})" if t == "D" else f"{t}({key}, _)"
         return a + (" where " + (f.replace("v", "k") if t == "D" else f) if f else "")
 
-    n = draw(st.integers(2, 3))
+    n = draw(st.sampled_from([1, 2, 2, 3]))
     parts = []
     for m in range(n):
         last = m == n - 1
         kind = draw(st.sampled_from(["derived", "derived", "input", "or"]) if not last
-                    else st.sampled_from(["input"] * 5 + ["or", "derived"]))
+                    else st.sampled_from(ends))
         if kind == "derived" or (m == 0 and kind == "input" and draw(st.booleans())):
             parts.append(derived())
-        elif kind == "or":
-            parts.append(f"({derived()} OR {atom()})")
+        elif kind in ("or", "and"):
+            pair = draw(st.permutations([derived(), atom()]))
+            parts.append("(" + f" {kind.upper()} ".join(pair) + ")")
         else:
             parts.append(atom())
         if not last and draw(st.integers(0, 3)) == 0:
@@ -90,11 +100,18 @@ def higher(draw: st.DrawFn, lower: list[str]) -> str:
 
 
 @st.composite
-def programs(draw: st.DrawFn) -> list[str]:
+def programs(draw: st.DrawFn, ends: tuple[str, ...] = ENDS) -> list[str]:
     """One or two patterns over the input, now and then one more with a window, one or two over
-    their output."""
+    their output (their last stages of a kind in ``ends``)."""
     lower = draw(st.lists(LOWER, min_size=1, max_size=2)) + draw(st.lists(TIMED, max_size=1))
-    return lower + draw(st.lists(higher(lower), min_size=1, max_size=2))
+    return lower + draw(st.lists(higher(lower, ends), min_size=1, max_size=2))
+
+
+#: longer streams over fewer keys (a NaN now and then): a chain over a chain's output has
+#: matches of both kinds in most batches
+DENSE = st.lists(st.tuples(st.sampled_from("ABCD"), st.sampled_from([0, 1, 1, 0, float("nan")]),
+                           st.sampled_from([0, 1, 2, 3, None]), st.sampled_from([0, 0, 1, 0.1])),
+                 min_size=20, max_size=80)
 
 
 def split_route(bodies: list[str], fast: Engine, batch: Engine, cols: Engine) -> None:
@@ -141,6 +158,20 @@ def test_chains_over_chain_output_stepping_many_rows(bodies: list[str], spec: li
         check(bodies, spec, cuts, restore_at, gap, route=split_route)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.filter_too_much])
+@given(programs(MIXED).filter(runnable), DENSE,
+       st.lists(st.integers(0, 30), min_size=1, max_size=5), st.integers(0, 4),
+       st.integers(0, 6))
+def test_chains_ending_in_a_mixed_stage_equal_the_token_path(bodies: list[str], spec: list,
+                                                             cuts: list[int], restore_at: int,
+                                                             gap: int) -> None:
+    """Chains whose last stage mixes a kernel pattern's output with an input type (ho_or's
+    alternatives, or a tree): a match an input row completes comes at that row's input step,
+    one a kernel match completes in that match's cascade (kernels.cascade.Higher.sub)."""
+    check(bodies, spec, cuts, restore_at, gap, route=split_route)
+
+
 #: (type, key, value, time): a longer stream of three types and four keys
 STREAM = [("ABC"[(i * 7) % 5 % 3], i % 4, 0, i) for i in range(400)]
 
@@ -176,13 +207,18 @@ def in_batches(prog: Any, spec: list, cuts: list[int], restore_at: int | None = 
 @pytest.mark.parametrize("bodies", [["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)"],
                                     ["A(s, _) -> B(s, _)", "B(s, _) -> C(s, _)",
                                      "(P1(s) OR P0(s)) -> C(s, _)",
-                                     "P0(s) -> NOT P1(s) -> C(s, _)"]])
+                                     "P0(s) -> NOT P1(s) -> C(s, _)"],
+                                    ["A(s, _) -> B(s, _)", "P0(s) OR C(s, _)"],
+                                    ["A(s, _) -> C(s, _)", "B(s, _) -> (P0(s) AND C(s, _))",
+                                     "(C(s, _) OR P0(s))"]])
 def test_ho_shapes_step_no_row(bodies: list[str]) -> None:
     """ho_chain (and two kernel patterns read by two chains, one of either, one with a NOT of
-    the other): the patterns over the input are the split's kernel patterns, those over their
-    output are planned, so no row of a batch is stepped (per event their input C and the
-    kernel patterns' completions were), and the matches, ids and state are the per-event
-    engine's, across a save/restore."""
+    the other), ho_or (and a tree and alternatives ending in a kernel pattern's output or an
+    input type C that also completes that pattern: both kinds of match at one row): the
+    patterns over the input are the split's kernel patterns, those over their output are
+    planned, so no row of a batch is stepped (per event their input C and the kernel
+    patterns' completions were), and the matches, ids and state are the per-event engine's,
+    across a save/restore."""
     prog = compile_(bodies)
     many = Engine(prog)
     lower = [m.name for m in many.matchers if not m.pattern.types - {"A", "B", "C", "D"}]
@@ -195,18 +231,42 @@ def test_ho_shapes_step_no_row(bodies: list[str]) -> None:
     assert saved(many) == saved(one)
 
 
+def test_ho_or_orders_matches_by_where_they_complete() -> None:
+    """Hand-derived: ``Q: P0(s) OR C(s, _)`` over ``P0: A(s, _) -> C(s, _)``. At the C row
+    the input step gives P0's match id 1 and Q's match of the C id 2; P0's match then cascades
+    and Q's match of it takes id 3 and comes out right after it, before Q's match of the C —
+    per event and in the split, which steps no row."""
+    prog = compile_(["A(s, _) -> C(s, _)", "P0(s) OR C(s, _)"])
+    spec = [("A", 1, 0), ("C", 2, 0), ("C", 1, 0)]
+    batch = Engine(prog)
+    assert [m.name for m in batch._split] == ["P0"]
+    got = []
+    for eng in (Engine(prog), batch):
+        evs = [Event(t, (k, v), i, id=f"{t.lower()}{i}") for i, (t, k, v) in enumerate(spec)]
+        if eng is batch:
+            with patch.object(Engine, "process", side_effect=AssertionError("stepped")):
+                got.append(found(eng.process_batch(evs)))
+        else:
+            got.append(found(m for e in evs for m in eng.process(e)))
+    assert [(m[0], m[2]) for m in got[0]] == [("P1", 1), ("P0", 2), ("P1", 4), ("P1", 3)]
+    # (Q's match of P0's match refers to the events under it)
+    assert [m[3] for m in got[0]] == [("c1",), ("a0", "c2"), ("a0", "c2"), ("c2",)]
+    assert got[1] == got[0]
+
+
 def test_a_chain_read_per_event_stays_per_event() -> None:
-    """ho_or (``P0(s) OR C(s, _)``: its matches come in P0's cascade, not planned) over a
-    chain's output: that chain is no kernel pattern — its completions and the reader's rows
-    would be stepped — and the program runs per event (split._chains_read_in_plan); beside a
-    planned reader too."""
-    for reader in ("P0(s) OR C(s, _)",):
-        assert Engine(compile_(["A(s, _) -> B(s, _)", reader]))._split is None
-        e = Engine(compile_(["A(s, _) -> B(s, _)", "P0(s) -> C(s, _)", reader]))
-        assert e._split is None
-        e = Engine(compile_(["A(s, _) -> B(s, _)", "B(s, _) -> A(s, _)", "P0(s) -> C(s, _)",
-                             reader.replace("P0", "P1")]))
-        assert [m.name for m in e._split] == ["P0"]
+    """A chain whose last stage reads two kernel patterns' outputs (``P0(s) OR P1(s)``: not
+    planned, cascade.higher_candidates) over two chains' output: those chains are no kernel
+    patterns — their completions and the reader's rows would be stepped — and the program runs
+    per event (split._chains_read_in_plan); beside a planned reader of a third chain, that one
+    is a kernel pattern. (ho_or's ``P0(s) OR C(s, _)`` and a windowed reader were such readers
+    until stop 33.)"""
+    two = ["A(s, _) -> B(s, _)", "B(s, _) -> A(s, _)"]
+    assert Engine(compile_([*two, "P0(s) OR P1(s)"]))._split is None
+    e = Engine(compile_([*two, "C(s, _) -> A(s, _)", "P0(s) OR P1(s)", "P2(s) -> C(s, _)"]))
+    assert [m.name for m in e._split] == ["P2"]
+    assert [m.name for m in Engine(compile_(["A(s, _) -> B(s, _)", "P0(s) OR C(s, _)"]))._split
+            ] == ["P0"]
 
 
 def test_windowed_chains_are_planned() -> None:

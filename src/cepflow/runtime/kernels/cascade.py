@@ -11,13 +11,14 @@ failing on a row, a value a sum cannot take) stays per event: its input rows are
 the per-event part and stepped (split._run), where the planned statements replay.
 
 Patterns over the kernel patterns' matches (:func:`plan_higher`: Esper pairs and keyed chains
-reading a kernel pattern's output, VEPL chains reading it at no final edge) run in the pair or
-the chain kernel over the derived stream merged with the input rows they read, in the engine's
-order: at one input row the event itself, then the matches it made, by pattern in engine order.
-Window statements over one kernel pattern's output (:func:`plan_windows_over`) are window blocks
-over its planned matches. Where an Esper pattern's last stage reads a kernel pattern's output,
-its matches come in the cascade of the match they read, as a window's rows do: ranked per match
-(split._Replay's ``subs``).
+and VEPL chains reading a kernel pattern's output) run in the pair or the chain kernel over the
+derived stream merged with the input rows they read, in the engine's order: at one input row
+the event itself, then the matches it made, by pattern in engine order. Window statements over
+one kernel pattern's output (:func:`plan_windows_over`) are window blocks over its planned
+matches. Where a pattern's last stage reads a kernel pattern's output (alone or as an
+alternative beside input types), the matches completing at that output come in the cascade of
+the match they read, as a window's rows do: ranked per match (split._Replay's ``subs``); those
+completing at an input row come at its input step (:class:`Higher`).
 """
 
 from __future__ import annotations
@@ -152,10 +153,12 @@ class Higher:
     the rows its matches complete at, the matches, the commit), and per instance opened its
     place in the engine's order at its row — input step (phase 0) or the cascade of a match
     (phase 1, ``cp``: that match's place among the row's matches, ``objs``: the match). A
-    pattern whose last stage reads a kernel pattern's output completes in the cascade of that
-    pattern's matches: ``last`` is that kernel pattern's slot and ``sub`` per match the place,
-    among that pattern's matches at its row, of the one it completes at (None: it completes
-    at input steps)."""
+    pattern whose last stage (or one of its alternatives) reads a kernel pattern's output
+    completes in the cascade of that pattern's matches: ``last`` is that kernel pattern's slot
+    and ``sub`` per match the place, among that pattern's matches at its row, of the one it
+    completes at — -1 for a match an input row's step completes (a last stage mixing that
+    output with input types: ho_or's ``P(x) OR C(x, _)``); ``last`` None: every match
+    completes at input steps."""
 
     m: Any
     plan: Any
@@ -165,6 +168,37 @@ class Higher:
     last: int | None = None
     sub: np.ndarray | None = None
 
+    def at_input(self) -> Any:
+        """The plan of the matches completing at input steps — ranked like a kernel pattern's,
+        by the pattern's slot — with every instance the pattern opens and its commit (all of
+        the plan when ``last`` is None)."""
+        if self.sub is None:
+            return self.plan
+        return _picked(self.plan, self.sub < 0, self.plan[0], self.plan[3])
+
+    def in_cascade(self) -> tuple[Any, np.ndarray]:
+        """The plan of the matches completing in the cascade of kernel pattern ``last``'s
+        matches — opening no instance, nothing to commit: :meth:`at_input`'s plan does — and
+        per match its place among that pattern's matches at its row (split._Replay's
+        ``subs``); rows ascending, as the plan's."""
+        assert self.sub is not None
+        mine = self.sub >= 0
+        return _picked(self.plan, mine, np.zeros(0, np.int64), _no_commit), self.sub[mine]
+
+
+def _picked(plan: Any, mask: np.ndarray, new_rows: np.ndarray, commit: Callable[..., None]
+            ) -> Any:
+    """``plan``'s matches where ``mask`` holds (in their order), with ``new_rows`` and
+    ``commit``."""
+    if bool(mask.all()):
+        return new_rows, plan[1], plan[2], commit
+    return (new_rows, np.asarray(plan[1], np.int64)[mask],
+            [plan[2][i] for i in np.flatnonzero(mask).tolist()], commit)
+
+
+def _no_commit(_token_ids: np.ndarray) -> None:
+    """Nothing to leave: the part of a plan that opens no instance (:meth:`Higher.in_cascade`)."""
+
 
 def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     """The patterns a split batch plans over its kernel patterns' matches (docs/architecture.md,
@@ -172,8 +206,8 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     pattern, reading the output of kernel patterns, and only input types no statement produces
     at the others, whose last stage (and its alternatives) reads input types or one kernel
     pattern's output; and VEPL chains (kernels.chain.split_chain; windows too) reading it
-    at no final edge (their matches complete at input steps; ho_or's ``P(x) OR C(x, _)`` per
-    event, for now); in engine order."""
+    — whose last stage (alternatives, final edges) reads input types or one kernel pattern's
+    output, or mixes the two (ho_or's ``P(x) OR C(x, _)``); in engine order."""
     if engine._readers is None:  # (max_cascade < 1: the first cascade stops the engine)
         return []
     program = engine.program
@@ -189,14 +223,10 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
         derived = types & outs
         if not derived or (types - derived) & produced:
             continue
-        if c is not None and pr is None:  # (a VEPL chain: its matches at input steps)
-            if {t for st in c.stages for t, e in st.items() if e.final} & produced:
-                continue
-            chosen.append(m)
-            continue
-        ends = _ends(pr)
-        if len(pr.stages) + bool(pr.alts) < 2 or (ends & produced
-                                                   and not (len(ends) == 1 and ends <= outs)):
+        # (its matches complete at input steps, or in the cascade of one kernel pattern's
+        # matches, or both: a rank per match, Higher.sub)
+        if len(_finals(m) & derived) > 1 or (
+                pr is not None and len(pr.stages) + bool(pr.alts) < 2):
             continue
         chosen.append(m)
     return chosen
@@ -206,6 +236,15 @@ def _ends(pr: Any) -> set[str]:
     """The types a pair shape's matches complete at (its last stage's, or alternatives')."""
     return {e.position.type
             for e in ([v.stages[-1] for v in pr.alts] if pr.alts else pr.stages[-1:])}
+
+
+def _finals(m: Any) -> set[str]:
+    """The types the matches of ``m`` (a pair shape or a VEPL chain: higher_candidates)
+    complete at: a pair shape's :func:`_ends`, a chain's final edges'."""
+    pr = m.pattern.pair
+    if pr is not None:
+        return _ends(pr)
+    return {t for st in split_chain(m).stages for t, e in st.items() if e.final}
 
 
 def kernel_outputs(kernels: list[Any], plans: list[Any]
@@ -286,7 +325,8 @@ def cascade_fits(engine: Any, n: int, over: list[Over], higher: list[Higher]) ->
     the engine stops there, so the batch leaves them per event) — in a batch of ``n`` rows."""
     width = n + 1
     parts = [(o.slot, o.block.at, o.sub) for o in over] + [
-        (h.last, h.plan[1], h.sub) for h in higher if h.last is not None]
+        (h.last, np.asarray(h.plan[1], np.int64)[h.sub >= 0], h.sub[h.sub >= 0])
+        for h in higher if h.last is not None and h.sub is not None]
     if not parts:
         return True
     key = np.concatenate([(s * width + np.asarray(at, np.int64)) * width + sub
@@ -457,14 +497,18 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
         phase = np.sign(cp_m[new_rows])
         starts = merged.events
         last = sub = None
-        end_types = _ends(m.pattern.pair) if m.pattern.pair is not None else set()
-        end = next(iter(end_types)) if len(end_types) == 1 else None  # (a VEPL chain's
-        # matches complete at input steps: higher_candidates)
-        if end in by_name:  # (completes in the cascade of a kernel pattern's match: its place
-            # among that pattern's matches at its row, which the pattern's ranks follow)
-            at_k, _f, cps = by_name[end]
-            idx = cp_m[ends] - (int(cps[0]) if len(cps) else 0)
-            last, sub = slots[end], idx - np.searchsorted(at_k, at_k[idx], side="left")
+        end = _finals(m) & set(by_name)  # (one at most: higher_candidates)
+        if end:  # (a match at a derived row completes in the cascade of that kernel pattern's
+            # match: its place among that pattern's matches at its row, which the pattern's
+            # ranks follow; one at an input row, at its input step: -1)
+            (t,) = end
+            at_k, _f, cps = by_name[t]
+            e_cp = cp_m[ends]
+            casc = e_cp > 0
+            idx = e_cp[casc] - (int(cps[0]) if len(cps) else 0)
+            sub = np.full(len(ends), -1, np.int64)
+            sub[casc] = idx - np.searchsorted(at_k, at_k[idx], side="left")
+            last = slots[t]
         out.append(Higher(m, (r_m[new_rows], r_m[ends], matches, commit),
                           phase, cp_m[new_rows],
                           [starts[i] if p else None

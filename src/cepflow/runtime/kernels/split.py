@@ -35,7 +35,8 @@ derived stream (kernels.cascade.plan_higher), so neither those matches' rows nor
 rows are stepped; their instances take token ids in the engine's order at a row (input step,
 then cascade: _Replay's ``keys``). So are windows over a kernel pattern's matches
 (kernels.cascade.plan_windows_over); their rows, and the matches of a pattern whose last stage
-reads a kernel pattern's output, come in that match's cascade: ranked per match (``subs``).
+reads a kernel pattern's output (alone or beside input types: those at that match), come in
+that match's cascade: ranked per match (``subs``).
 
 The batch is a list of events (:func:`process_split`) or any column source
 (:func:`split_columns`, Engine.process_columns: the file job's Arrow batches), of which events
@@ -154,9 +155,9 @@ def _chains_read_in_plan(engine: Any, chosen: list[Any]) -> list[Any]:
     or a window statement reads. **Decision:** such a reader's rows and the chain's
     completions would be stepped, and a chain's own per-event step (the row step) is fast
     enough that the kernel does not pay for them (ho_or, ``Q: P(x) OR C(x, _)`` per event
-    over P's output: 164k events/s split against 304k per event) — the chain stays per
-    event then. Dropping one may make a reader of another unplanned: repeated until none
-    changes."""
+    over P's output, before Q was planned: 164k events/s split against 304k per event) — the
+    chain stays per event then. Dropping one may make a reader of another unplanned: repeated
+    until none changes."""
     while True:
         planned = {id(m) for m in higher_candidates(engine, chosen)}
         drop = {id(m) for m in chosen if split_chain(m) is not None and (
@@ -555,9 +556,9 @@ class _Replay:
         lo, hi = self._span(k)
         return self.matches[k][1][lo:hi] if hi > lo else []
 
-    def step(self, k: int, counters: Any, emits: bool = True) -> Any:
-        """Pattern ``k``'s step for the current row (without ``emits`` it only opens
-        instances: a pattern whose matches come in a cascade, :meth:`cascade_step`)."""
+    def step(self, k: int, counters: Any) -> Any:
+        """Pattern ``k``'s step for the current row: the next token id if the row opens one of
+        its instances, then its matches at the row with the next match ids."""
 
         def replay(e: Event, emit: Any) -> None:
             r = self.row
@@ -568,18 +569,19 @@ class _Replay:
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
-            if emits:
-                for ce in self.at_row(k):
-                    counters.match += 1
-                    ce.match_id = counters.match
-                    emit(ce)
+            for ce in self.at_row(k):
+                counters.match += 1
+                ce.match_id = counters.match
+                emit(ce)
         return replay
 
-    def cascade_step(self, k: int, counters: Any, kk: int | None = None) -> Any:
+    def cascade_step(self, k: int, counters: Any, kk: int | None = None,
+                     km: int | None = None) -> Any:
         """Pattern ``k``'s step for a kernel pattern's match in the cascade (a pattern over
         their output: kernels.cascade.plan_higher): the next token id if that match opens one
-        of its instances, then — when its matches complete in the cascade of kernel plan
-        ``kk``'s matches — those completing at that match, with the next match ids."""
+        of its instances, then — when some of its matches complete in the cascade of kernel
+        plan ``kk``'s matches, plan ``km`` (kernels.cascade.Higher.in_cascade) — those
+        completing at that match, with the next match ids."""
 
         def replay(e: Event, emit: Any) -> None:
             j = self.next
@@ -588,8 +590,8 @@ class _Replay:
                 counters.token += 1
                 self.ids[j] = counters.token
                 self.next = j + 1
-            if kk is not None:
-                for ce in self._made_by(k, kk, e, counters):
+            if km is not None:
+                for ce in self._made_by(km, kk, e, counters):
                     emit(ce)
         return replay
 
@@ -645,9 +647,15 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     later = list(derived.batches.values())
     # (the cascade's place of a block's rows at a row: after every kernel pattern's matches)
     top = 1 + sum(len(p[1]) for p in plans)
+    # (the matches of the patterns over the kernel patterns' output that complete in the
+    # cascade of one's matches: a part of their own, after the patterns' and before the
+    # windows' over that output — per event the matchers take a match before the windows)
+    in_casc = [h for h in higher if h.last is not None]
+    casc = [h.in_cascade() for h in in_casc]
     plans = [*plans, *((b.new_rows, b.at, b.found, b.commit)
                        for b in [*blocks.values(), *later]),
-             *(plan for _m, plan, _b in derived.patterns), *(h.plan for h in higher),
+             *(plan for _m, plan, _b in derived.patterns), *(h.at_input() for h in higher),
+             *(plan for plan, _s in casc),
              *((o.block.new_rows, o.block.at, o.block.found, o.block.commit) for o in over)]
     # (windows over a kernel pattern's output, last: a row of theirs comes out right after
     # the match it reads, of the same output rank, ranked per match by ``subs``; its id comes
@@ -657,15 +665,15 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
              + [((n_m + n_b,), (1 << 30,))] * len(later)
              + [((n_m + n_b + 1 + q,), (n_m + b, 1 + q))
                 for q, (_m, _p, b) in enumerate(derived.patterns)]
-             + [((h.m.slot,), (h.m.slot,)) if h.last is None
-                else ((n_m + n_b, 1 + h.last), (h.last,)) for h in higher]
+             + [((h.m.slot,), (h.m.slot,)) for h in higher]
+             + [((n_m + n_b, 1 + h.last), (h.last,)) for h in in_casc]
              + [((n_m + n_b, 1 + o.slot), (o.slot,)) for o in over])
     keys = None if not higher else (
         [(0, 0, m.slot, None) for m in kernels] + [(0, 0, 0, None)] * (n_b + len(later))
         + [(1, top + o, m.slot, None)
            for (m, _p, _b), o in zip(derived.patterns, derived.opens, strict=True)]
         + [(h.phase, h.cp, h.m.slot, h.objs) for h in higher]
-        + [(0, 0, 0, None)] * len(over))
+        + [(0, 0, 0, None)] * (len(casc) + len(over)))
     planned = ({id(b.runner) for b in later} | {id(o.block.runner) for o in over},
                {m.slot for m, _p, _b in derived.patterns} | {h.m.slot for h in higher})
     windows = {**blocks, **derived.batches, **{o.index: o.block for o in over}}
@@ -696,12 +704,13 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         b.hide()
     first2 = n_k + n_b + len(later)
     first3 = first2 + len(derived.patterns)
+    first4 = first3 + len(higher)
     replay = _Replay(plans, [per_event(m.name) for m in kernels]
                      + [per_event(b.name) for b in blocks.values()] + [False] * len(later)
                      + [per_event(m.name) for m, _p, _b in derived.patterns]
-                     + [per_event(h.m.name) for h in higher]
+                     + [per_event(h.m.name) for h in [*higher, *in_casc]]
                      + [per_event(o.block.name) for o in over], ranks, bounds, keys,
-                     {**{first3 + q: h.sub for q, h in enumerate(higher) if h.last is not None},
+                     {**{first4 + q: sub for q, (_p, sub) in enumerate(casc)},
                       **{len(plans) - len(over) + q: o.sub for q, o in enumerate(over)}})
     for k, b in enumerate([*blocks.values(), *later], n_k):
         b.emit_at = lambda _b, _e, k=k: replay.rows_at(k, counters)
@@ -710,13 +719,15 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         o.block.emit_at = replay.rows_for(q, kernel_of[o.slot], counters)
     cascades = {m.slot: replay.step(k, counters)
                 for k, (m, _p, _b) in enumerate(derived.patterns, first2)}
-    # (a pattern completing in a kernel pattern's matches' cascade emits its matches there,
-    # each at the match it reads; its input step only takes token ids)
-    cascades.update((h.m.slot, replay.cascade_step(k, counters, kernel_of.get(h.last)))
+    # (a pattern completing in a kernel pattern's matches' cascade emits those matches there,
+    # each at the match it reads — its part ``casc`` —; its input step takes token ids and
+    # emits the matches an input row completes)
+    part = {id(h): k for k, h in enumerate(in_casc, first4)}
+    cascades.update((h.m.slot, replay.cascade_step(k, counters, kernel_of.get(h.last),
+                                                   part.get(id(h))))
                     for k, h in enumerate(higher, first3))
     steps = {m.slot: replay.step(k, counters) for k, m in enumerate(kernels)}
-    steps.update((h.m.slot, replay.step(k, counters, h.last is None))
-                 for k, h in enumerate(higher, first3))
+    steps.update((h.m.slot, replay.step(k, counters)) for k, h in enumerate(higher, first3))
     # (the planned windowed chains' timers due in the batch would only make rows stepped)
     drop_passed_timers(host, [*kernels, *(h.m for h in higher)], float(ts[-1]))
     out: list[ComplexEvent] = []
