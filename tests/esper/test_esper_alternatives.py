@@ -26,7 +26,15 @@ from tests.esper.test_esper_kernel import (
     rows,
     state,
 )
-from tests.esper.test_split import OTHERS, WINDOW_BLOCKS, check_split, program, restored
+from tests.esper.test_split import (
+    OTHERS,
+    WINDOW_BLOCKS,
+    check_split,
+    check_time_passing,
+    program,
+    restored,
+)
+from tests.esper.test_split_higher import DERIVED, OWN, STREAMS, WITHIN, program_of, programs
 
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
@@ -40,6 +48,18 @@ GUARDS = ["{a}.v > a.v", "{a}.x < a.x + 1 and {a}.v >= 1", "{a}.v >= a.v + 2",
 #: a third type, so that alternatives may be of three types or share one
 C_SCHEMA = "create schema C(k integer, v integer, x double, s string);\n"
 TYPES = ["A", "B", "C"]
+
+
+@st.composite
+def stated(draw: st.DrawFn, pattern: str, x: str, y: str) -> str:
+    """The statement ``P`` or ``Q`` of ``pattern`` after ``a``, with a select list reading
+    tags ``x`` and ``y`` (fields, a literal, ``current_timestamp()``, arithmetic) or none."""
+    select = draw(st.sampled_from([
+        "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
+        f"select {y}.k as yk, {x}.s as xs, a.k as k, 'lit' as c ",
+        f"select a.v + {x}.v as total, {y}.v as yv "]))
+    name = draw(st.sampled_from(["P", "Q"]))
+    return f"@Name('{name}')\ninsert into {name}\n{select}from pattern [{pattern}];\n"
 
 
 @st.composite
@@ -86,13 +106,7 @@ def alternatives(draw: st.DrawFn) -> str:
         body = f"({body})"  # (the guard around everything after a; else on the
         # alternatives alone: its window opens at b's event, EsperPair.zone_at)
     x, y = tags[0], tags[-1]
-    select = draw(st.sampled_from([
-        "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
-        f"select {y}.k as yk, {x}.s as xs, a.k as k, 'lit' as c ",
-        f"select a.v + {x}.v as total, {y}.v as yv "]))
-    name = draw(st.sampled_from(["P", "Q"]))
-    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every {first} -> "
-            f"{body}{within}];\n")
+    return draw(stated(f"every {first} -> {body}{within}", x, y))
 
 
 @st.composite
@@ -116,18 +130,20 @@ def leading(draw: st.DrawFn) -> str:
     return f"@Name('{name}')\ninsert into {name}\n{select}from pattern [{body}];\n"
 
 
-def stream(keys) -> st.SearchStrategy:
+def stream(keys, min_size: int = 0) -> st.SearchStrategy:
     return st.lists(st.tuples(st.sampled_from(TYPES), st.sampled_from(keys),
                               st.sampled_from([0, 1, 2, 3, 4, -1, 0.5, None, True]),
                               st.sampled_from([0.0, 0.7, 1.2, 2.0]), st.integers(0, 3)),
-                    max_size=70)
+                    min_size=min_size, max_size=70)
 
 
-def takes_the_kernel(stmt: str) -> None:
+def takes_the_kernel(stmt: str, shape: str = "alts") -> None:
+    """``stmt`` runs in the pair kernel, its last stage alternatives (``shape``: or an or of
+    sequences, ``"track"``)."""
     prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
     engine = Engine(prog)
     assert engine._pairs is not None, stmt
-    assert all(m.pattern.pair.alts for m in engine.matchers)
+    assert all(getattr(m.pattern.pair, shape) for m in engine.matchers)
 
 
 # (an event of two alternatives' type that fits both: the per-event engine keeps the one
@@ -290,6 +306,242 @@ def test_the_shape_and_what_it_declines() -> None:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))
         assert Engine(prog)._pairs is None, s
+
+
+@st.composite
+def sequences(draw: st.DrawFn) -> str:
+    """``every a = T(f) [-> b = T(g, key)] -> ((x = T(h, key) -> y = …) or z = T(…) [or …])
+    [where within]``: an Esper ``or`` some of whose operands are sequences of one to three
+    atoms (compiler.conjunction's product: kernels.orseq), every atom on a's key (after a
+    alone also on none: all, or some), filters on the atom's own event, select lists
+    reading the operands' tags (null for the operands that did not complete) — some atoms
+    untagged."""
+    lens = draw(st.sampled_from([[2, 1], [1, 2], [2, 2], [3, 1], [1, 1, 2], [2, 1, 3], [1, 3]]))
+    names = iter(draw(st.permutations(["p", "q", "r", "s", "t", "u", "w", "Z", "ab"])))
+    chained = draw(st.sampled_from([False, False, True]))
+    keys = chained or draw(st.sampled_from([True, True, False]))  # (False: on no key)
+    tags: list[list[str]] = []
+    operands = []
+
+    def atom(tag: str) -> str:
+        f = draw(st.sampled_from(["", "", *FILTERS])).format(a=tag)
+        if keys or draw(st.booleans()):
+            k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
+            f = f"({f}) and {k}" if f else k
+        return f"{tag} = {draw(st.sampled_from(TYPES))}({f})"
+
+    for n in lens:
+        op = [next(names) for _ in range(n)]
+        written = [atom(t) for t in op]
+        if n == 2 and draw(st.integers(0, 4)) == 0:  # ([2] T(f): two untagged atoms alike)
+            written = [f"[2] {written[1].split(' = ', 1)[1].replace(op[1] + '.', '')}"]
+            op = []
+        elif len(written) > 1 and draw(st.booleans()):  # (an untagged middle atom)
+            written[0] = written[0].split(" = ", 1)[1].replace(op[0] + ".", "")
+            op = op[1:]
+        tags.append(op)
+        operands.append(written[0] if len(written) == 1 else f"({' -> '.join(written)})")
+    body = f"({' or '.join(operands)})"
+    if chained:
+        body = f"{atom('b')} -> {body}"
+    within = draw(st.sampled_from(["", " where timer:within(3 msec)",
+                                   " where timer:within(0 msec)",
+                                   " where timer:within(10 milliseconds)"]))
+    if chained and within and draw(st.booleans()):
+        body = f"({body})"  # (the guard around everything after a; else on the or alone)
+    f = draw(st.sampled_from(["", *FILTERS])).format(a="a")
+    first = f"a = {draw(st.sampled_from(TYPES))}({f})"
+    x, y = (tags[0] or ["a"])[-1], (tags[-1] or ["a"])[0]
+    return draw(stated(f"every {first} -> {body}{within}", x, y))
+
+
+def takes_the_product(stmt: str) -> None:
+    takes_the_kernel(stmt, "track")
+
+
+# (the esper_or_seq shape of benchmarks/pattern_shapes.py)
+OR_SEQ = ("@Name('P')\ninsert into P\nselect a.k as k, c.v as cv, d.v as dv\nfrom pattern "
+          "[every a = A -> ((b = B(b.k = a.k) -> c = C(c.k = a.k)) or d = C(d.k = a.k and "
+          "d.v > 2)) where timer:within(10 milliseconds)];\n")
+
+
+def test_what_the_or_of_sequences_takes_and_declines() -> None:
+    """What takes the pair kernel as an or of sequences (kernels.orseq), and what stays per
+    event (the general token path)."""
+    for s in [
+        "every a = A -> ((b = B(b.k = a.k) -> c = C(c.k = a.k)) or d = C(d.k = a.k and d.v > 5))"
+        " where timer:within(10 sec)",
+        "every a = A -> ((b = B -> c = C) or d = C(v > 5))",  # (on no key)
+        "every a = A -> ((b = B(k = a.k) -> c = C) or (d = C -> e = A(k = a.k)))",  # (some)
+        "every a = A -> b = B(k = a.k) -> ((c = C(k = a.k) -> d = A(k = a.k)) or "
+        "e = B(k = a.k)) where timer:within(5 sec)",  # (after a chain: the guard opens at b)
+        "every a = A -> (B(k = a.k) -> C(k = a.k) -> A(k = a.k) or d = C(k = a.k) or "
+        "(e = B(k = a.k and v > 1) -> f = B(k = a.k)))",  # (untagged, three operands)
+        "every a = A -> ((b = B(k = a.k) -> c = B(k = a.k)) or d = B(k = a.k))",  # (one type)
+        "every a = A -> ([2] B(k = a.k) or d = C(k = a.k))",  # (a repetition: B -> B)
+    ]:
+        takes_the_product(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    for s in [
+        "every a = A -> ((b = B(b.v > a.v and k = a.k) -> c = C(k = a.k)) or d = C(k = a.k))",
+        "every a = A -> ((b = B(k = a.k) -> c = C(c.v > b.v and k = a.k)) or d = C(k = a.k))",
+        "every a = A -> ((b = B(k = a.k) -> c = C(k = a.v)) or d = C(k = a.k))",  # (two keys)
+        "every a = A -> b = B -> ((c = C -> d = A) or e = B)",  # (a chain on no key before)
+        "every a = A -> b = B(k = a.k) -> ((c = C -> d = A(k = a.k)) or e = B(k = a.k))",
+        "every a = A -> ((b = B(k = a.k) -> (c = C(k = a.k) or e = A(k = a.k))) or "
+        "d = C(k = a.k))",  # (alternatives inside an operand)
+        "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) or d = C(k = a.k)) -> "
+        "e = A(k = a.k)",  # (not the last stage)
+        "every (a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) or d = C(k = a.k)))",  # (restart)
+    ]:
+        prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
+                                     f"from pattern [{s}];\n"))
+        assert all(m.pattern.pair is None or not m.pattern.pair.track
+                   for m in Engine(prog).matchers), s
+
+
+#: hand-derived: e0's instance completes by b -> c at e2 (d's filter fails on C(v=1)); e3's
+#: by d at e4; e5's at e7 by both operands at once — the lowest, b -> c, wins; e8's takes b
+#: at e9 and is left open as a product token (track "1") by a batch cut after e9, which the
+#: next batch reads back: e11 completes it by b -> c (d too: the lowest wins); e10 waits
+OR_SEQ_STREAM = [("A", 0, 1, 0.0, 0), ("B", 0, 2, 0.0, 1), ("C", 0, 1, 0.0, 1),
+                 ("A", 0, 1, 0.0, 1), ("C", 0, 5, 0.0, 1), ("A", 1, 1, 0.0, 1),
+                 ("B", 1, 2, 0.0, 1), ("C", 1, 5, 0.0, 1), ("A", 2, 1, 0.0, 1),
+                 ("B", 2, 2, 0.0, 1), ("A", 1, 1, 0.0, 1), ("C", 2, 9, 0.0, 1)]
+OR_SEQ_MATCHES = [(("e0", "e1", "e2"), (0, 1, None)), (("e3", "e4"), (0, None, 5)),
+                  (("e5", "e6", "e7"), (1, 5, None)), (("e8", "e9", "e11"), (2, 9, None))]
+
+
+def test_or_seq_pinned() -> None:
+    """The esper_or_seq shape over a hand-derived stream, in two batches cut after e9 (the
+    product token left open and read back), then in one: the matches above, and the token
+    the first batch leaves as the general token path holds it."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + OR_SEQ))
+    takes_the_product(OR_SEQ)
+    for cut in (10, 12):
+        eng, ref = Engine(prog), Engine(prog, fast_path=False)
+        evs = events(OR_SEQ_STREAM)
+        got = eng.process_batch(evs[:cut])
+        want = [m for e in events(OR_SEQ_STREAM)[:cut] for m in ref.process(e)]
+        assert state(eng) == state(ref)
+        if cut == 10:
+            (tok,) = [t for t in eng.matchers[0].all_tokens() if t.threads[0].events[0].ref == "e8"]
+            th = tok.threads[0]
+            assert ([e.ref for e in th.events], th.bindings["_or1"]) == (["e8", "e9"], "1")
+        got += eng.process_batch(evs[cut:])
+        want += [m for e in events(OR_SEQ_STREAM)[cut:] for m in ref.process(e)]
+        assert [(tuple(m.event_refs), m.params) for m in got] == OR_SEQ_MATCHES
+        assert rows(got) == rows(want)
+        assert state(eng) == state(ref) and eng.stats == ref.stats
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(sequences(), min_size=1, max_size=2), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+def test_sequences_equal_event_by_event(stmts, spec, cuts, tail) -> None:
+    """An or of sequences (kernels.orseq): batches cut anywhere (single events between them,
+    per-event steps after), the column route over event lists, rules firing: as the general
+    token path."""
+    check_statements(stmts, spec, cuts, tail, takes_the_product)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sequences(), stream([0, 1, 2, 1.0, True, "1", None, float("nan")], 10),
+       st.lists(st.integers(0, 70), max_size=2), st.integers(0, 5))
+def test_sequences_with_mixed_keys(stmt, spec, cuts, tail) -> None:
+    """Keys that unify across types (1, 1.0, True), text, None and NaN (which unifies with
+    nothing: that batch goes event by event)."""
+    check(C_SCHEMA + stmt, spec, cuts, tail)
+
+
+@settings(max_examples=80, deadline=None)
+@given(sequences(), stream([0, 1], 20), st.integers(1, 30), st.integers(0, 70),
+       st.lists(st.integers(0, 70), max_size=3))
+def test_sequences_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
+    """``Engine.run`` in batches with a save/restore in the middle (the product's tokens
+    saved and read back), ``Engine.process_columns`` over Arrow batches: as event by
+    event."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    takes_the_product(stmt)
+    check_run(prog, spec, batch, restore_at)
+    check_arrow(prog, spec, cuts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(sequences(), min_size=1, max_size=2),
+       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
+                min_size=1, max_size=2, unique=True),
+       stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_sequences_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes (over the input and over these statements'
+    output): the program split plans the or of sequences column-wise, with a save/restore
+    in the middle, as event by event."""
+    prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    check_split(prog, spec, cuts, restore_at)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sequences(), stream([0, 1], 5), st.sampled_from([0, 1, 3, 9, 10, 100]))
+def test_sequences_time_passing_after_a_batch(stmt, spec, later) -> None:
+    """One batch, then ``advance_to`` past its last event: the product's tokens left open
+    expire, and the idle timers of the instances that completed move the clock, as per
+    event."""
+    check_time_passing(load_module(parse_epl(SCHEMA + C_SCHEMA + stmt)), spec, later)
+
+
+@st.composite
+def sequences_over(draw: st.DrawFn, name: str, kinds: list[str]) -> str:
+    """An or of sequences over kernel patterns' output (``kinds``: P, Q) and input types
+    after ``p`` — ``every p = P(f) -> ((q = T(key) -> c = U(key)) or d = V(key) …)
+    [within]``, derived types at any atom (tests.esper.test_split_higher.programs): planned
+    over the derived stream (kernels.cascade.plan_higher) where its operands end at input
+    types or one kernel pattern's output, else per event."""
+    types = ["A", "B", *kinds]
+    f = draw(st.sampled_from(DERIVED)).format(p="p")
+
+    def atom(tag: str) -> str:
+        t = draw(st.sampled_from(types))
+        g = draw(st.sampled_from(DERIVED if t in kinds else OWN)).format(p=tag, a=tag)
+        return f"{tag} = {t}({f'({g}) and {tag}.k = p.k' if g else f'{tag}.k = p.k'})"
+
+    ops = [f"({atom('q')} -> {atom('c')})", atom("d")]
+    if draw(st.booleans()):
+        ops.append(f"({atom('e')} -> {atom('g')})")
+    ops = draw(st.permutations(ops))
+    within = draw(st.sampled_from(WITHIN))
+    select = draw(st.sampled_from(["", "select p.k as k, p.v as pv, c.v as cv, d.x as dx "]))
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every p = "
+            f"{draw(st.sampled_from(kinds))}({f}) -> ({' or '.join(ops)}){within}];\n")
+
+
+#: within(0) over two single stages' output: the instance P opens in a row's cascade meets
+#: that cascade's Q at an operand's middle atom (``ZERO_SEQ``) or last atom (``ZERO_LAST``):
+#: the token path's product step checks the window there and fails (no time passes in a
+#: cascade, so its timer has not fired) — but keeps the instance, the other operand still
+#: waiting (Matcher._others_wait); at both operands' atoms (``ZERO_ALL``: every edge out of
+#: its state fires) it traps it. Declined by the kernel (kernels.pair.pair_rows)
+ZERO_SEQ = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v, a.x as x\nfrom pattern "
+            "[every a = B()];\n@Name('Q')\ninsert into Q\nselect a.k as k, a.v as v, a.x as x"
+            "\nfrom pattern [every a = B()];\n@Name('H1')\ninsert into H1\nfrom pattern [every "
+            "p = P() -> ((q = Q(q.k = p.k) -> c = A(c.k = p.k)) or d = A(d.k = p.k)) where "
+            "timer:within(0 msec)];\n", -1)
+ZERO_LAST = (ZERO_SEQ[0].replace("or d = A(d.k", "or d = Q(d.k").replace(
+    "(q = Q(q.k = p.k) -> c", "(q = A(q.k = p.k) -> c"), -1)
+ZERO_ALL = (ZERO_SEQ[0].replace("or d = A(d.k", "or d = Q(d.k").replace(
+    "-> c = A(c.k", "-> c = Q(c.k"), -1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(programs(over=sequences_over), st.tuples(STREAMS, STREAMS).map(lambda s: s[0] + s[1]),
+       st.lists(st.integers(0, 80), max_size=4), st.integers(0, 80))
+@example(ZERO_SEQ, [("B", 0, 0, 0.0, 0)], [], 0)
+@example(ZERO_LAST, [("B", 0, 0, 0.0, 0)], [], 0)
+@example(ZERO_ALL, [("B", 0, 0, 0.0, 0)], [], 0)
+def test_sequences_over_kernel_output(prog_spec, spec, cuts, restore_at) -> None:
+    """Over the derived stream of kernel patterns' matches (within(0) too: an instance a
+    row's cascade opens is trapped by a later row of that cascade any operand's atom would
+    take, as the token path's product steps check the window), batches cut anywhere, a
+    save/restore in the middle: as event by event."""
+    check_split(program_of(*prog_spec), spec, cuts, restore_at)
 
 
 #: a sliding window's rows read by a pattern of alternatives over that one type: no

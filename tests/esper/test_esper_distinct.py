@@ -6,14 +6,14 @@ does it (Matcher._start → EsperSteps._distinct_seen), carried across batches a
 state.
 
 Over random single stages, pairs (keyed, unkeyed, with a guard on ``a``), chains and last
-stages of alternatives, with keys of one or two variables, expiries of 0, 1, 2 and 5 ms or
-none, windows, select lists and random streams (keys that unify across types: 1, 1.0, True;
-text; None; NaN), the kernel equals the per-event general token path: complex events
-(parameters, parts, bindings, ids) in order, rule firings, statistics, open instances and
-saved state (the seen keys with their times) — through ``Engine.process_batch`` with batches
-cut anywhere and single events between, ``Engine.run`` with a save/restore in the middle,
-``Engine.process_columns`` over event lists and Arrow batches, ``advance_to`` after a batch,
-and the program split beside statements no kernel takes."""
+stages of alternatives (an or of sequences too), with keys of one or two variables,
+expiries of 0, 1, 2 and 5 ms or none, windows, select lists and random streams (keys that
+unify across types: 1, 1.0, True; text; None; NaN), the kernel equals the per-event general
+token path: complex events (parameters, parts, bindings, ids) in order, rule firings,
+statistics, open instances and saved state (the seen keys with their times) — through
+``Engine.process_batch`` with batches cut anywhere and single events between, ``Engine.run``
+with a save/restore in the middle, ``Engine.process_columns`` over event lists and Arrow
+batches, ``advance_to`` after a batch, and the program split beside statements no kernel takes."""
 
 from pathlib import Path
 
@@ -65,9 +65,10 @@ def written(keys: str, expiry: str, steps: list[str], within: str = "", select: 
 @st.composite
 def distinct_statements(draw: st.DrawFn) -> str:
     """A single stage, a pair (on the key, on none, or with a guard on ``a``), a chain of
-    three stages on the key, or ``a`` then alternatives on the key, under every-distinct."""
+    three stages on the key, or ``a`` then alternatives on the key (single events, or a
+    sequence and an event: kernels.orseq), under every-distinct."""
     form = draw(st.sampled_from(["single", "pair", "pair", "unkeyed", "guard", "chain",
-                                 "alts"]))
+                                 "alts", "orseq"]))
     keys, expiry = draw(st.sampled_from(KEYS)), draw(st.sampled_from(EXPIRIES))
     first = f"a = {draw(st.sampled_from(TYPES))}({draw(st.sampled_from(['', *FILTERS]))})"
     first = first.format(a="a")
@@ -88,8 +89,10 @@ def distinct_statements(draw: st.DrawFn) -> str:
         steps = [first, later("b", True, guard=True)]
     elif form == "chain":
         steps = [first, later("b"), later("c")]
-    else:
+    elif form == "alts":
         steps = [first, f"{later('b')} or {later('c')}"]
+    else:  # (an or of sequences: kernels.orseq)
+        steps = [first, f"({later('b')} -> {later('c')}) or {later('d')}"]
     within = "" if form == "single" else draw(st.sampled_from(WITHIN))
     last = "a" if form == "single" else "b"
     select = draw(st.sampled_from(["", f"select a.v as av, {last}.x as lx, "

@@ -487,6 +487,14 @@ class EsperPair:
     #: stages after it have no deadline, and the deadline leaves an instance waiting for
     #: that next stage alone (the zone's ``last``)
     zone_to: int | None = None
+    #: an Esper ``or`` some of whose operands are sequences (compiler.conjunction's product,
+    #: :func:`_with_product`): the hidden variable recording which operands took each event
+    #: (``matcher._or_step``); ``alts`` are then the operands' chains in operand order (an
+    #: event completing several completes the lowest), and ``product`` maps (the operand bit
+    #: mask of the step an instance took last, per operand the events it took) to the state
+    #: where the instance waits. None otherwise
+    track: str | None = None
+    product: dict[tuple[int, tuple[int, ...]], int] = field(default_factory=dict)
 
     @property
     def first_zone(self) -> int | None:
@@ -517,8 +525,8 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         e = _only_edge(auto, states[-1])
         if e is None:  # (a last stage of alternatives, each a final edge)
             alts = _alternatives(auto, states[-1])
-            if not alts:
-                return None
+            if not alts:  # (an or of sequences: its product)
+                return _with_product(pattern, stages, states)
             break
         if e.position.every:  # (where a window may open: _guard)
             return None
@@ -561,13 +569,16 @@ class _Undistinct:
         return getattr(self._pattern, name)
 
 
-def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed: bool = False
-                  ) -> EsperPair | None:
+def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed: bool = False,
+                  loose: bool = False) -> EsperPair | None:
     """:func:`esper_pair_of` for the chain of ``stages`` (edges, the first from the initial
     state, the last final) waiting at ``states``: the key, the bindings, the window.
     ``unindexed``: a pair's second stage unified with ``a`` on one variable is on that key
     even when the compiler indexes its type by none (an alternative of a type that has an
-    alternative on no key beside it: :func:`_with_alternatives`)."""
+    alternative on no key beside it: :func:`_with_alternatives`). ``loose``: so is any
+    stage of a longer chain, and a stage on no key may come anywhere (an operand of an or of
+    sequences after ``a`` alone, :func:`_with_product`: the kernel codes the instances and
+    such a stage's rows alike)."""
     auto = pattern.auto
     a = stages[0]
     b = stages[-1]
@@ -583,12 +594,13 @@ def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed:
             return None
         shared = [(i, v) for i, v in e.position.binds if v in bound]
         kt = auto.key_index.get(s, {}).get(e.position.type)
-        if kt is None and unindexed and len(shared) == 1 and len(stages) == 2:
+        if kt is None and ((unindexed and len(stages) == 2) or loose) and len(shared) == 1:
             kt = shared[0]
-        if not shared and kt is None and len(stages) == 2:  # a pair without a key
+        if not shared and kt is None and (len(stages) == 2 or loose):  # (a stage on no key)
             keys.append(-1)
             new.append(tuple(e.position.binds))
-            break
+            bound += [v for _, v in new[-1]]
+            continue
         if len(shared) != 1 or kt is None or shared[0] != kt or kt[1] not in dict(
                 (v, i) for i, v in a.position.binds):
             return None
@@ -731,6 +743,112 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
                      n == 1 and None not in keys and all(v.columnar for v in views),
                      None, tuple(views),
                      {t: tuple(v) for t, v in by_type.items()}, v0.zone_at)
+
+
+def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPair | None:
+    """The shape ``every a = A(f) [-> b = B(g) …] -> ((x = X(h) -> y = Y(k) …) or z = Z(l) …)
+    [within Δ]``: an Esper ``or`` some of whose operands are sequences after the chain
+    ``stages`` (waiting at ``states``), compiled as the product of its operands
+    (compiler.conjunction): a state per operand progress, a step per non-empty set of
+    operands whose next atoms take one event (of those that fire, only the maximal one goes
+    on: ``Position.conj``), ending at the first step completing an operand (the lowest of
+    several, ``Position.settle``). Events are not consumed, so each operand takes, atom after
+    atom, the first later event of its key passing its atom's filter — each operand a chain
+    of its own after the stages before (:attr:`EsperPair.alts`, in operand order) — and the
+    instance completes by the operand with the least (completing row, operand index). Taken
+    when every operand is a chain (no alternatives or repetitions inside), every filter reads
+    only its own event, every atom is on the key of the stages before (after ``a`` alone,
+    on ``a``'s key or on none), one ``within`` around all, and the automaton's product
+    states are exactly those of the per-operand progress (mapped in
+    :attr:`EsperPair.product`); else None."""
+    auto = pattern.auto
+    s0 = states[-1]
+    out = [e for lst in auto.edges.get(s0, {}).values() for e in lst]
+    if not out or any(e.position.track is None or e.position.conj is None for e in out):
+        return None
+    track, cid = out[0].position.track, out[0].position.conj[0]
+    n_ops = 1 + max(i for e in out for i in e.position.conj[1])
+    chains: list[list[Any]] = []  # per operand its edges alone, from s0
+    for i in range(n_ops):
+        chain, at = [], s0
+        while True:
+            own = [e for lst in auto.edges.get(at, {}).values() for e in lst
+                   if e.position.conj is not None and e.position.conj[1] == {i}]
+            if len(own) != 1 or len(chain) > len(auto.edges):
+                return None
+            chain.append(own[0])
+            if own[0].final:
+                break
+            at = own[0].target
+        chains.append(chain)
+    lens = tuple(map(len, chains))
+    if max(lens) < 2:
+        return None  # (an or of single events: the plain alternatives')
+    # every state of the product, walked from s0: (mask, counts) -> state
+    product: dict[tuple[int, tuple[int, ...]], int] = {}
+    counts_at = {s0: (0,) * n_ops}
+    todo = [s0]
+    zone = auto.zones[0] if auto.zones else None
+    inside = () if zone is None else (zone.id,)
+    while todo:
+        at = todo.pop()
+        c = counts_at[at]
+        es = [e for lst in auto.edges.get(at, {}).values() for e in lst]
+        nexts: dict[str, list[int]] = {}
+        for i in range(n_ops):
+            if c[i] < lens[i]:
+                nexts.setdefault(chains[i][c[i]].position.type, []).append(i)
+        want = {(t, mask) for t, ops in nexts.items()
+                for mask in range(1, 1 << n_ops)
+                if not mask & ~sum(1 << i for i in ops)}
+        got = set()
+        for e in es:
+            pos = e.position
+            if (pos.track != track or pos.conj is None or pos.conj[0] != cid or pos.every
+                    or pos.collect is not None or not (pos.filter is None or pos.local)
+                    or e.enters or e.position.zones != inside):
+                return None
+            moved = sorted(pos.conj[1])
+            mask = sum(1 << i for i in moved)
+            got.add((pos.type, mask))
+            after = tuple(k + (1 if i in moved else 0) for i, k in enumerate(c))
+            done = [i for i in moved if after[i] == lens[i]]
+            if bool(done) != e.final or e.exits != (inside if done else ()):
+                return None
+            if done:
+                if pos.settle is None or pos.settle[0] != done[0]:
+                    return None
+                continue
+            if product.setdefault((mask, after), e.target) != e.target or counts_at.setdefault(
+                    e.target, after) != after:
+                return None
+            if len(counts_at) > len(auto.edges):  # (not a product of chains)
+                return None
+            if e.target not in todo:
+                todo.append(e.target)
+        if got != want or len(got) != len(es):
+            return None
+    if set(auto.edges) != {INITIAL, *states, *counts_at} or (zone is not None and (
+            zone.last & set(counts_at))):
+        return None
+    views = []
+    for chain in chains:
+        view = _stages_shape(pattern, [*stages, *chain],
+                             [*states, *(e.target for e in chain[:-1])], loose=len(stages) == 1)
+        if view is None or view.zone_to is not None or (
+                len(stages) > 1 and -1 in view.keys):  # (after a chain: every atom keyed)
+            return None
+        views.append(view)
+    own = [{v for new in view.new[len(stages):] for _, v in new} for view in views]
+    if (len({v.key_var for v in views} - {None}) > 1
+            or len({(v.window, v.zone, v.zone_at) for v in views}) != 1
+            or any(own[i] & own[j] for i in range(n_ops) for j in range(i))):
+        return None
+    v0, n = next((v for v in views if v.key_var is not None), views[0]), len(stages)
+    return EsperPair(stages[0], stages[-1], states[0], v0.key_a, v0.keys[1] if n > 1 else -1,
+                     v0.window, v0.zone, v0.key_var, v0.new[1] if n > 1 else (), True,
+                     tuple(stages), tuple(states), v0.keys[:n], v0.new[:n], False, None,
+                     tuple(views), {}, v0.zone_at, track=track, product=product)
 
 
 @dataclass

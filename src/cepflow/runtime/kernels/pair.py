@@ -20,6 +20,7 @@ import numpy as np
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.distinct import distinct_openings
+from cepflow.runtime.kernels import orseq
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.frame import (
     Declined,
@@ -326,10 +327,23 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     ``pr.alts``, -1 for none). ``end``: the batch's last instant and the first of the rows
     the batch's last event brings (a derived stream's rows: kernels.cascade), when the rows
     are not the batch itself (else its last row's)."""
+    if pr.track and end is not None and pr.window == 0:
+        # Declined: an or of sequences in within(0) over a derived stream. A later row of the
+        # cascade that opened an instance fails the product's window check (no time passes
+        # in a cascade), which traps the instance only when every edge out of its state
+        # fires on that row — else the token path keeps it, its operands side by side
+        # (Matcher._others_wait) — a rule over the operands' next atoms together that the
+        # kernel does not model: the pattern goes per event for this batch
+        return None
     src = cols.src
-    # (the alternatives' edges after the stages before them: coded and searched alike)
-    stages = [*pr.stages, *(v.stages[-1] for v in pr.alts)]
-    keys_of = [*pr.keys, *(v.keys[-1] if v.keys else -1 for v in pr.alts)]
+    # (the alternatives' edges after the stages before them — an or of sequences: every
+    # operand's atoms, kernels.orseq — coded and searched alike)
+    nb = len(pr.stages)
+    ops = orseq.operand_edges(pr) if pr.track else [v.stages[-1:] for v in pr.alts]
+    alt_of = [i for i, op in enumerate(ops) for _ in op]  # (the edges' alternatives)
+    stages = [*pr.stages, *(e for op in ops for e in op)]
+    keys_of = [*pr.keys, *(k for v, op in zip(pr.alts, ops, strict=True)
+                           for k in (v.keys[len(v.keys) - len(op):] if v.keys else [-1]))]
     # (a guard reading the earlier stages' fields is checked per candidate below)
     locs = [passing(e, cols) if reads_own_event(e) else np.arange(len(cols.rows(e.position.type)))
             for e in stages]
@@ -408,6 +422,7 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     n_inst = n_old + len(new_rows)
     z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     where = {s: j + 1 for j, s in enumerate(pr.states)}  # a waiting state -> events held
+    where.update((s, nb) for s in pr.product.values())  # (past the stages before the or)
     stage0 = np.concatenate([np.array([where[t.threads[0].state] for t in old], np.int64),
                              np.ones(n_inst - n_real, np.int64)])
     stage = stage0.copy()
@@ -429,15 +444,11 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     trapped = np.zeros(n_inst, bool) if end is not None and pr.window == 0 else None
     middle = len(pr.stages) - (0 if pr.alts else 1)  # (the edges before the last stage's)
 
-    def take(j: int, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def take(j: int, sel: np.ndarray, after: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
         """The instances ``sel`` that take a row of edge ``j`` (the first later one of their
-        key passing its filter, within Δ) and the rows they take."""
-        # (an alternative's guard is its own chain's last stage: pr.alts)
-        if j < len(pr.stages):
-            view, jv, vlocs = pr, j, locs
-        else:
-            jv = len(pr.stages)
-            view, vlocs = pr.alts[j - jv], [*locs[:jv], locs[j]]
+        key passing its filter, within Δ, after their last row — or ``after``, per
+        instance) and the rows they take."""
         rows_j = stage_rows[j]
         if not len(sel) or not len(rows_j):
             return sel[:0], sel[:0]
@@ -446,7 +457,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         comb = code_j * span + rows_j + 1
         order = stable_order(code_j)  # (by key, then row: rows_j ascend)
         comb_sorted = comb[order]
-        q = sorted_search(comb_sorted, i_code_j[sel], last[sel], span, "right")
+        q = sorted_search(comb_sorted, i_code_j[sel], (last if after is None else after)[sel],
+                          span, "right")
         has = q < len(comb_sorted)
         cand = order[np.where(has, q, 0)]
         has &= code_j[cand] == i_code_j[sel]
@@ -461,6 +473,12 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             # skips an instance past its window, which its timer then ends: no trap)
             trapped[sel[has]] = True
         if not reads_own_event(stages[j]):
+            # (an alternative's guard is its own chain's last stage: pr.alts)
+            if j < nb:
+                view, jv, vlocs = pr, j, locs
+            else:
+                jv = nb
+                view, vlocs = pr.alts[alt_of[j - jv]], [*locs[:jv], locs[j]]
             reach = _reach_cut(view, jv, cols, vlocs, order, code_j, old, pend_events)
             if reach is not None:  # (instances no row of the batch can reach wait on)
                 near = reach[0][np.where(has, q, 0)] <= reach[1][sel]
@@ -484,7 +502,18 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         last[moved] = row
         if j == zat and z is not None:  # (the guard's window opens at this stage's event)
             i_ts[moved] = src.ts[row]
-    if pr.alts:  # each instance at the alternatives completes by the first one's row
+    op = None
+    if pr.track:  # an or of sequences: each operand a chain of its own (kernels.orseq)
+        sel = np.flatnonzero(stage == nb)
+        counts0 = np.zeros((len(pr.alts), n_inst), np.int64)
+        for q, t in enumerate(old):
+            counts0[:, q] = orseq.decode(pr, t.threads[0])[1]
+        first, alt, op_rows, counts = orseq.walk(pr, take, sel, counts0, last, n)
+        won = np.flatnonzero(alt >= 0)
+        stage[won] = nb + 1
+        last[won] = first[won]
+        op = {"counts0": counts0, "counts": counts, "op_rows": op_rows}
+    elif pr.alts:  # each instance at the alternatives completes by the first one's row
         j0 = len(pr.stages)
         sel = np.flatnonzero(stage == j0)
         first = np.full(n_inst, n, np.int64)
@@ -511,8 +540,10 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     ids = np.array([t.id for t in old] + list(pend_ids), np.int64)
     age = np.concatenate([np.argsort(np.argsort(ids, kind="stable"), kind="stable"),
                           np.arange(n_old, n_inst, dtype=np.int64)])
-    return {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "new_rows": new_rows,
-            "n_old": n_old,
+    if op is not None:  # (the stages before, then every operand's atoms: _taken_by)
+        taken = np.concatenate([taken[:nb], *op["op_rows"]])
+    return {**(op or {}), "old": old, "pend_ids": pend_ids, "pend_events": pend_events,
+            "new_rows": new_rows, "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols,
             "alt": alt, "zstart": i_ts, "seen": seen}
@@ -546,8 +577,11 @@ def distinct_rows(m: Any, first: Any, cols: TypeColumns, rows: np.ndarray
 
 def _zone_to(pr: EsperPair) -> int:
     """The last stage (edge index) inside the pattern's window — ``pr.zone_to``; else every
-    stage, the alternatives too."""
-    return len(pr.stages) + len(pr.alts) if pr.zone_to is None else pr.zone_to
+    stage, the alternatives too (an or of sequences: every operand's atoms)."""
+    if pr.zone_to is not None:
+        return pr.zone_to
+    nb = len(pr.stages)
+    return nb + (sum(len(v.stages) - nb for v in pr.alts) if pr.track else len(pr.alts))
 
 
 def _zone_start(tok: Token, z: int | None) -> float:
@@ -808,9 +842,25 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
     for i, view in enumerate(pr.alts):
         w = by == i
         if w.any():
-            blocks += _emit_pair(m, view, p, inst[w], rank[w], first_id, events,
+            blocks += _emit_pair(m, view, _taken_by(pr, p, i) if pr.track else p, inst[w],
+                                 rank[w], first_id, events,
                                  None if fields is None else _select_fields(m, view), arity)
     return blocks
+
+
+def _taken_by(pr: EsperPair, p: dict, i: int) -> dict:
+    """The plan ``p`` of an or of sequences (kernels.orseq) as operand ``i``'s chain
+    (``pr.alts[i]``) would have it, for its matches: the rows of the stages before and of its
+    own atoms, the events it held before the batch (a token's: ``held_old``)."""
+    nb = len(pr.stages)
+    lens = [len(v.stages) - nb for v in pr.alts]
+    at = nb + sum(lens[:i])
+    taken = p["taken"]
+    stage0 = p["stage0"] + np.where(p["stage0"] == nb, p["counts0"][i], 0)
+    old, own = p["old"], orseq.own_variables(pr)
+    return {**p, "taken": np.concatenate([taken[:nb], taken[at:at + lens[i]]]),
+            "stage0": stage0, "stage": np.full(len(stage0), nb + lens[i], np.int64),
+            "held_old": lambda q: orseq.held_by(pr, i, old[q].threads[0], own)}
 
 
 def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
@@ -966,7 +1016,8 @@ def _held(pr: EsperPair, p: dict, q: int, events: Any) -> tuple[list[Event], dic
     n_real = len(old)
     if q < n_real:
         th = old[q].threads[0]
-        evs, full = list(th.events), dict(th.bindings)
+        held = p.get("held_old")  # (an or of sequences: an operand's view of its token)
+        evs, full = (list(th.events), dict(th.bindings)) if held is None else held(q)
     else:
         a = (pend[q - n_real] if q < n_real + len(pend)
              else events[int(p["taken"][0][q])])
@@ -1107,6 +1158,10 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     n_old = n_real + len(pend_ids)
     z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     moved = stage != stage0
+    deep = stage > 1  # (past the first stage: tokens; the others pending rows)
+    if pr.track:  # (an or of sequences: an operand's progress moves it on too)
+        moved |= (p["counts"] != p["counts0"]).any(axis=0)
+        deep |= p["counts"].any(axis=0)
     #: the tokens whose window opened in the batch (a guard on the later stages): their
     #: timers, asked for below in the order the windows opened
     opened: list[tuple[int, int, Token, Thread]] = []
@@ -1115,27 +1170,27 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     for q in np.flatnonzero(alive[:n_real] & moved[:n_real]).tolist():
         tok = old[q]
         th = tok.threads[0]
-        th.events, th.bindings = _held(pr, p, q, events)
-        th.last, th.state = th.events[-1], pr.states[int(stage[q]) - 1]
+        th.state, th.events, th.bindings = _open(pr, p, q, events)
+        th.last = th.events[-1]
         th.zstart = _zstart(pr, int(stage[q]), th.events, zto)
         m.register(tok)
         if z is not None and stage0[q] <= zat < stage[q] <= zto + 1:  # (opened: its timer)
             opened.append((int(p["taken"][zat][q]), tok.id, tok, th))
-    waiting = alive & (stage == 1)
+    waiting = alive & ~deep
     keep = np.flatnonzero(waiting[n_real:n_old]).tolist()
     ids = [pend_ids[q] for q in keep]
     evs = [pend_events[q] for q in keep]
     live = np.flatnonzero(waiting[n_old:])
     ids += new_ids[live].tolist()
     evs += [events[i] for i in new_rows[live].tolist()]
-    on = np.flatnonzero(alive & (stage > 1))
+    on = np.flatnonzero(alive & deep)
     on = on[on >= n_real]
     if len(on):
         all_ids = [*pend_ids, *new_ids.tolist()]
         for q in on.tolist():
-            held, full = _held(pr, p, q, events)
+            state, held, full = _open(pr, p, q, events)
             zs = _zstart(pr, int(stage[q]), held, zto)
-            th = Thread(pr.states[int(stage[q]) - 1], full, held, zs, held[-1])
+            th = Thread(state, full, held, zs, held[-1])
             tok = Token(all_ids[q - n_real], None, held[0].ts, [th])
             m.register(tok)
             if zs:  # (in its window, or waiting for the stage that leaves it: its timer)
@@ -1149,6 +1204,16 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     if z is not None:
         _skip_completed(m, pr, p)
     return ids, evs
+
+
+def _open(pr: EsperPair, p: dict, q: int, events: Any) -> tuple[int, list[Event], dict[str, Any]]:
+    """The state, events and bindings of instance ``q``'s thread left open after the batch:
+    what it holds (:func:`_held`), at the state where it waits for its next stage — or, past
+    the stages before an or of sequences, its product thread (kernels.orseq.open_thread)."""
+    evs, full = _held(pr, p, q, events)
+    if not pr.track or not p["counts"][:, q].any():
+        return pr.states[int(p["stage"][q]) - 1], evs, full
+    return orseq.open_thread(pr, evs, full, q, p["op_rows"], p["counts"], events)
 
 
 def _zstart(pr: EsperPair, s: int, held: Sequence[Event], zto: int) -> dict[int, Any] | None:

@@ -1,0 +1,137 @@
+"""Esper's ``or`` of sequences in the pair kernel (kernels/pair.py): ``every a = A(f) [-> b …]
+-> ((x = X(g) -> y = Y(h) …) or z = Z(k) …) [where timer:within(Δ)]`` — the ``esper_or_seq``
+shape, :attr:`~cepflow.runtime.shapes.EsperPair.track` (docs/esper.md, "Alternatives that
+are sequences").
+
+The compiled automaton is the product of the operands (compiler.conjunction): events are not
+consumed and every operand that can take an event takes it, so each operand progresses on
+its own — atom after atom the first later event of its key passing that atom's filter, a
+chain search after the stages before the ``or`` (:func:`walk`) — and an instance completes by
+the operand with the least (completing row, operand index) (``ProductStep.settles``). What
+the token path holds of an instance still open is its product thread: the events of the
+stages before, then one event per step (one event for a step that moved several operands),
+the track variable — per step the bit mask of the operands it moved, comma-separated
+(``matcher._or_step``) — and the state of (the last step's mask, per operand its progress)
+(:attr:`EsperPair.product`). :func:`decode` reads such a thread back into per-operand
+progress (the tokens from before a batch), :func:`open_thread` writes one
+(the instances a batch leaves open), :func:`held_by` gives an operand's view of it (the
+events and bindings its chain would hold: what its match keeps)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from cepflow.events.event import Event
+from cepflow.runtime.shapes import EsperPair
+
+
+def operand_edges(pr: EsperPair) -> list[tuple[Any, ...]]:
+    """Per operand of the ``or``, its atoms' edges (its chain's stages after ``pr.stages``)."""
+    nb = len(pr.stages)
+    return [v.stages[nb:] for v in pr.alts]
+
+
+def own_variables(pr: EsperPair) -> set[str]:
+    """The variables the operands bind (none of the stages before binds them but the key)."""
+    nb = len(pr.stages)
+    return {v for view in pr.alts for new in view.new[nb:] for _, v in new}
+
+
+def decode(pr: EsperPair, th: Any) -> tuple[list[tuple[Event, int]], list[int]]:
+    """The steps a product thread ``th`` took — (event, operand mask), in order — and per
+    operand how many of its atoms it took; no steps when it waits before the ``or``."""
+    track = th.bindings.get(pr.track)
+    if not track:
+        return [], [0] * len(pr.alts)
+    masks = [int(m) for m in track.split(",")]
+    steps = list(zip(th.events[len(th.events) - len(masks):], masks, strict=True))
+    return steps, [sum(m >> i & 1 for m in masks) for i in range(len(pr.alts))]
+
+
+def held_by(pr: EsperPair, i: int, th: Any, own: set[str]) -> tuple[list[Event], dict[str, Any]]:
+    """Operand ``i``'s view of the product thread ``th`` from before a batch: the events and
+    bindings of its chain (:attr:`EsperPair.alts`) — the stages before, then its own events
+    — as ``matcher._or_step`` keeps them when operand ``i`` completes the ``or``."""
+    steps, _ = decode(pr, th)
+    if not steps:
+        return list(th.events), dict(th.bindings)
+    evs = list(th.events[:len(th.events) - len(steps)])
+    full = {k: v for k, v in th.bindings.items() if k != pr.track and k not in own}
+    view = pr.alts[i]
+    j = len(pr.stages)
+    for e, mask in steps:
+        if mask >> i & 1:
+            evs.append(e)
+            full.update((v, e.params[p]) for p, v in view.new[j])
+            j += 1
+    return evs, full
+
+
+def walk(pr: EsperPair, take: Callable[[int, np.ndarray, np.ndarray], tuple[np.ndarray,
+                                                                                np.ndarray]],
+         sel: np.ndarray, counts0: np.ndarray, last: np.ndarray, n: int
+         ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
+    """The operands' progress over the batch of the instances ``sel`` (those past the stages
+    before the ``or``): per operand, atom after atom, the first later row of its key passing
+    the atom's filter within Δ (``take(j, instances, after)``: edge ``j`` of the kernel's
+    stages, after the rows ``after``), from its progress before the batch (``counts0``,
+    (operand, instance)) and the instance's last row (``last``: -1 before the batch).
+    Returns per instance the row completing it (``n`` for none) and its operand (-1), per
+    operand the rows its atoms took in the batch ((atom, instance), -1 for none) and per
+    (operand, instance) its progress after the batch."""
+    n_inst = len(last)
+    first = np.full(n_inst, n, np.int64)
+    alt = np.full(n_inst, -1, np.int64)
+    counts = counts0.copy()
+    op_rows = []
+    j = len(pr.stages)
+    for i, edges in enumerate(operand_edges(pr)):  # (in operand order: a tie is the lowest's)
+        rows = np.full((len(edges), n_inst), -1, np.int64)
+        after = last.copy()
+        cnt = counts[i]
+        for k in range(len(edges)):
+            moved, row = take(j + k, sel[cnt[sel] == k], after)
+            cnt[moved] = k + 1
+            after[moved] = row
+            rows[k, moved] = row
+        done = sel[cnt[sel] == len(edges)]
+        better = after[done] < first[done]
+        first[done[better]] = after[done[better]]
+        alt[done[better]] = i
+        op_rows.append(rows)
+        j += len(edges)
+    return first, alt, op_rows, counts
+
+
+def open_thread(pr: EsperPair, evs: list[Event], full: dict[str, Any], q: int,
+                op_rows: Sequence[np.ndarray], counts: np.ndarray, events: Any
+                ) -> tuple[int, list[Event], dict[str, Any]]:
+    """Instance ``q``'s product thread after the batch, as the token path leaves it: its
+    events and bindings before the batch's steps (``evs``, ``full``: the stages before and
+    any steps it took earlier), then one step per row the operands took in the batch
+    (``op_rows``), ascending, with the mask of the operands that took it — the step's
+    variables in operand order, the track after the first step's (``matcher._or_step``) —
+    and the state of (its last step's mask, ``counts``). Returns (state, events, bindings)."""
+    steps: dict[int, list[tuple[int, int]]] = {}  # row -> (operand, its atom)
+    for i, rows in enumerate(op_rows):
+        for k in np.flatnonzero(rows[:, q] >= 0).tolist():
+            steps.setdefault(int(rows[k, q]), []).append((i, k))
+    nb = len(pr.stages)
+    track = full.get(pr.track, "")
+    mask = 0
+    for r in sorted(steps):
+        e = events[r]
+        mask = 0
+        for i, k in steps[r]:
+            mask |= 1 << i
+            for p, v in pr.alts[i].new[nb + k]:
+                full.setdefault(v, e.params[p])
+        track = f"{track},{mask}" if track else str(mask)
+        full[pr.track] = track
+        evs.append(e)
+    if not steps:
+        mask = int(track.rsplit(",", 1)[-1])
+    return pr.product[(mask, tuple(int(c) for c in counts[:, q]))], evs, full
