@@ -20,6 +20,7 @@ from cepflow.runtime.shapes import (
     context_chain_of,
     esper_and_of,
     esper_consec_of,
+    esper_distinct_pair_of,
     esper_pair_of,
     esper_restart_of,
     unrestricted_chain_of,
@@ -141,7 +142,8 @@ class CompiledPattern:
         self.fast = self._fast_paths() if fast_path else {}
         #: Esper's ``every a = A(f) -> b = B(g, key) [within Δ]`` (runtime.shapes.EsperPair):
         #: stepped directly (Matcher._pair_step) and by the pair kernel
-        self.pair: EsperPair | None = esper_pair_of(self) if fast_path else None
+        self.pair: EsperPair | None = (esper_pair_of(self) or esper_distinct_pair_of(self)
+                                       if fast_path else None)
         #: Esper's ``every (a = A(f) -> b = B(g[, key]))`` (runtime.shapes.EsperRestart): the
         #: restart kernel's shape (kernels/restart.py, in the program split)
         self.restart: EsperRestart | None = esper_restart_of(self) if fast_path else None

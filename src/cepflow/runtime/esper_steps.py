@@ -12,6 +12,7 @@ from typing import Any
 from cepflow.automaton.automaton import FINAL
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.binding import NO_BINDINGS
+from cepflow.runtime.distinct import seen_before
 from cepflow.runtime.reach import Reach, whole
 from cepflow.runtime.tokens import PairRows, Thread, Token
 
@@ -396,20 +397,10 @@ class EsperSteps:
                 self.schedule_zones(new, th)
 
     def _distinct_seen(self, bindings: dict[str, Any], ts: float) -> bool:
-        """every-distinct: were the start's key values seen (within the expiry)? Else note them."""
+        """every-distinct: were the start's key values seen (within the expiry)? Else note them
+        (runtime.distinct.seen_before, which the batch filter shares)."""
         key = tuple(f(None, bindings) for f in self.pattern.auto.distinct)
-        seen = self.seen
-        expiry = self.pattern.auto.distinct_expiry
-        if expiry is not None:
-            while seen:  # a key expires when now >= its time + expiry (Esper's timer fires first)
-                k, t0 = next(iter(seen.items()))
-                if ts - t0 < expiry:
-                    break
-                del seen[k]
-        if key in seen:
-            return True
-        seen[key] = ts
-        return False
+        return seen_before(self.seen, key, ts, self.pattern.auto.distinct_expiry)
 
 
 def _winner(alts: tuple[tuple[int, Any], ...], e: Event) -> Any:

@@ -7,11 +7,12 @@ computed once (runtime.compiled)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cepflow.automaton.automaton import INITIAL, TRAP
 from cepflow.automaton.context import Context
+from cepflow.compiler.evaluator import can_fail
 from cepflow.runtime.reach import Reach, reach_of
 
 
@@ -575,6 +576,32 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     if alts:
         return _with_alternatives(pattern, stages, states, alts)
     return _stages_shape(pattern, stages, states)
+
+
+def esper_distinct_pair_of(pattern: Any) -> EsperPair | None:
+    """:func:`esper_pair_of` for ``every-distinct(keys[, Δ]) a = A(f) -> …`` (the spawn
+    form): the shape of the pattern without its distinct keys — the pair kernel then opens
+    instances only at the rows runtime.distinct.distinct_openings keeps (kernels.pair) —,
+    or None: another start, alternatives from the initial state, or a key that can fail
+    (the failures' records would come in another order). ``is_pair`` is off: per event the
+    token path starts the instances (Matcher._start checks the keys)."""
+    auto = pattern.auto
+    if not auto.distinct or auto.start != "spawn" or any(can_fail(f) for f in auto.distinct):
+        return None
+    shape = esper_pair_of(_Undistinct(pattern, replace(auto, distinct=())))
+    if shape is None or not shape.stages:
+        return None
+    return replace(shape, is_pair=False)
+
+
+class _Undistinct:
+    """A compiled pattern seen with another automaton (its other facts its own)."""
+
+    def __init__(self, pattern: Any, auto: Any) -> None:
+        self._pattern, self.auto = pattern, auto
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pattern, name)
 
 
 def _stages_shape(pattern: Any, stages: list[Any], states: list[int], unindexed: bool = False,

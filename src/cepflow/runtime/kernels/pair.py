@@ -19,6 +19,7 @@ import numpy as np
 
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
+from cepflow.runtime.distinct import distinct_openings
 from cepflow.runtime.kernels import orseq
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.frame import (
@@ -347,6 +348,13 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     locs = [passing(e, cols) if reads_own_event(e) else np.arange(len(cols.rows(e.position.type)))
             for e in stages]
     stage_rows = [cols.rows(e.position.type)[loc] for e, loc in zip(stages, locs, strict=True)]
+    seen = None
+    if m.pattern.auto.distinct:  # (every-distinct: the rows whose keys were not seen)
+        opened = distinct_rows(m, stages[0], cols, stage_rows[0])
+        if opened is None:
+            return None
+        keep, seen = opened
+        locs[0], stage_rows[0] = locs[0][keep], stage_rows[0][keep]
     new_rows = stage_rows[0]
     alt = None
     if not pr.stages:  # every (a = A(f) or b = B(g) …): a row's first alternative it passes
@@ -361,7 +369,7 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
                 "n_old": 0, "stage0": np.ones(k, np.int64), "stage": np.ones(k, np.int64),
                 "taken": new_rows[None, :].copy(), "end_row": new_rows.copy(),
                 "match": np.ones(k, bool), "alive": np.zeros(k, bool),
-                "age": np.arange(k, dtype=np.int64), "cols": cols, "alt": alt}
+                "age": np.arange(k, dtype=np.int64), "cols": cols, "alt": alt, "seen": seen}
     if m.pending.__class__ is PairRows:  # (the per-event rows, their deadlines queued)
         m.materialize()
     old = m.registered_tokens()  # instances from before the batch: tokens, then pending rows
@@ -538,7 +546,33 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             "new_rows": new_rows, "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols,
-            "alt": alt, "zstart": i_ts}
+            "alt": alt, "zstart": i_ts, "seen": seen}
+
+
+def distinct_rows(m: Any, first: Any, cols: TypeColumns, rows: np.ndarray
+                  ) -> tuple[np.ndarray, dict[tuple, Any]] | None:
+    """Every-distinct (spawn form, runtime.shapes.esper_distinct_pair_of): of the ``rows``
+    passing the first stage's filter (its edge ``first``), which open an instance — those
+    whose distinct key, computed from the bindings the row gives the first stage (the
+    values themselves, as the events hold them), was not seen — and the seen keys after
+    them (runtime.distinct.distinct_openings; :func:`leave_open` keeps them). None (event by
+    event) for a NaN in a key of a column source: its NaN objects are not the events'."""
+    auto = m.pattern.auto
+    src = cols.src
+    t = first.position.type
+    names = [v for _, v in first.position.binds]
+    values = [cols.pick(t, i, rows) for i, _ in first.position.binds]
+    fs = auto.distinct
+
+    def key(q: int) -> tuple:
+        b = {v: col[q] for v, col in zip(names, values, strict=True)}
+        return tuple(f(None, b) for f in fs)
+
+    if not isinstance(src, EventRows) and any(
+            isinstance(v, float) and v != v for col in values for v in col):
+        return None
+    times = [src.time_at(r) for r in rows.tolist()]
+    return distinct_openings(m.seen, key, times, auto.distinct_expiry)
 
 
 def _zone_to(pr: EsperPair) -> int:
@@ -1115,6 +1149,8 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     their second stage are returned as the pattern's pending rows (ids, A events) — tokens are
     made of them only when needed (Matcher.materialize) — and those further on (a chain of
     three stages or more) become tokens now, oldest first, with their window's timer."""
+    if p["seen"] is not None:  # (every-distinct: the keys the batch noted)
+        m.seen = p["seen"]
     old, pend_ids, pend_events = p["old"], p["pend_ids"], p["pend_events"]
     new_rows, alive = p["new_rows"], p["alive"]
     stage0, stage = p["stage0"], p["stage"]
