@@ -200,6 +200,15 @@ def stepping() -> Iterator[list[Event]]:
         yield stepped
 
 
+@contextmanager
+def in_lists(short: int) -> Iterator[None]:
+    """Within the block a split batch looks its rows up in lists from the first stepped row
+    and records stretches of up to ``short`` loose rows one by one (split._Replay.as_lists)."""
+    with (patch.object(split, "_MANY_STEPS", 0), patch.object(split, "_STRETCH", 1 << 40),
+          patch.object(split, "_SHORT", short)):
+        yield
+
+
 def program(kernel_stmts: list[str], others: list[str], ruled: int = -1):
     names = set()
     text = ""
@@ -242,8 +251,7 @@ def test_split_stepping_many_rows_equals_event_by_event(kernel_stmts, others, sp
     """A batch stepping many rows looks the loose matches and the instances up in lists
     (split._Replay.as_lists) and records the short stretches between stepped rows match by
     match (those up to ``short`` here; longer ones as before): as the per-event engine."""
-    with (patch.object(split, "_MANY_STEPS", 0), patch.object(split, "_STRETCH", 1 << 40),
-          patch.object(split, "_SHORT", short)):
+    with in_lists(short):
         check_split(program(kernel_stmts, others, ruled), spec, cuts, restore_at)
 
 

@@ -11,8 +11,6 @@ in the middle, time passing after a batch and Arrow columns, it equals the per-e
 the same complex events (parameters, parts, match ids), token ids, rule firings, statistics,
 open instances and saved state."""
 
-from unittest.mock import patch
-
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -21,6 +19,7 @@ from tests.esper.test_split import (
     check_split,
     check_split_columns,
     check_time_passing,
+    in_lists,
     in_two_batches,
     rows,
     stepping,
@@ -38,7 +37,7 @@ from cepflow.language import ast as A
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.kernels import cascade, split
+from cepflow.runtime.kernels import cascade
 
 #: window statements over the input ({t}: A or B), each giving ``k``, ``v`` and ``x`` (the
 #: fields test_split_higher's patterns read): a grouped fully aggregated sliding window (rows
@@ -230,8 +229,7 @@ def test_patterns_over_window_rows_stepping_many_rows(prog_spec, spec, cuts, res
                                                       short) -> None:
     """The same looking rows up in lists from the first stepped row and recording stretches
     of up to ``short`` loose rows one by one (split._Replay.as_lists)."""
-    with (patch.object(split, "_MANY_STEPS", 0), patch.object(split, "_STRETCH", 1 << 40),
-          patch.object(split, "_SHORT", short)):
+    with in_lists(short):
         check_split(program_of(*prog_spec), spec, cuts, restore_at)
 
 

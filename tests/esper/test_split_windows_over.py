@@ -19,6 +19,7 @@ from tests.esper.test_esper_kernel import SCHEMA, events, state
 from tests.esper.test_split import (
     check_split,
     check_split_columns,
+    in_lists,
     in_two_batches,
     rows,
     stepping,
@@ -179,8 +180,7 @@ def test_windows_over_kernel_output_stepping_many_rows(prog_spec, spec, cuts, re
                                                        short) -> None:
     """The same looking rows up in lists from the first stepped row and recording stretches
     of up to ``short`` loose rows one by one (split._Replay.as_lists)."""
-    with (patch.object(split, "_MANY_STEPS", 0), patch.object(split, "_STRETCH", 1 << 40),
-          patch.object(split, "_SHORT", short)):
+    with in_lists(short):
         check_split(program_of(*prog_spec), spec, cuts, restore_at)
 
 

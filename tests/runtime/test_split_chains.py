@@ -29,10 +29,11 @@ from test_chain_alternatives import (
     specs,
 )
 from test_chain_nots import not_chains, trees
+from tests.esper.test_split import in_lists
 
 from cepflow.events.event import Event
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.kernels import cascade, split
+from cepflow.runtime.kernels import cascade
 from cepflow.runtime.state import restore_state, save_state
 
 #: the patterns over the input (kernel patterns), one of them now and then with a window (its
@@ -153,8 +154,7 @@ def test_chains_over_chain_output_stepping_many_rows(bodies: list[str], spec: li
                                                      gap: int) -> None:
     """The same with the rows looked up in lists from the first stepped row and the loose
     matches recorded one by one (split._Replay.as_lists)."""
-    with (patch.object(split, "_MANY_STEPS", 0), patch.object(split, "_STRETCH", 1 << 40),
-          patch.object(split, "_SHORT", 3)):
+    with in_lists(3):
         check(bodies, spec, cuts, restore_at, gap, route=split_route)
 
 
