@@ -32,8 +32,10 @@ clear a stage's queue of their key, run_chain's ``clears``), else step_chain; tr
 AND B(x)``: a stage per waiting state, each type's step leading to a stage of its own,
 runtime.shapes.Chain.after) go through step_chain (tests/runtime/test_chain_nots.py), and
 so do chains whose filters read variables bound at earlier stages (runtime.shapes.Chain.
-cross, one type per stage: step_chain's ``cross`` tries a key's partial matches oldest first
-with their bindings, _cross_tests; tests/runtime/test_chain_cross.py).
+cross, one type per stage: kernels.crossing decides their filters on pairs column-wise and
+assigns the rows stage by stage, _crossed; where numpy cannot decide them exactly,
+step_chain's ``cross`` tries a key's partial matches oldest first with their bindings,
+_cross_tests; tests/runtime/test_chain_cross.py).
 """
 
 from __future__ import annotations
