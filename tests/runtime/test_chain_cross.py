@@ -256,8 +256,9 @@ def _passes(seed: int, density: float, ident: int, row: int, m: int) -> bool:
 def assignments(draw: st.DrawFn) -> tuple:
     """A chain of 1-4 stages (each type at one: a row at one stage), its rows (stage, key,
     time: ties, float time), partial matches from before (oldest first: their starts in
-    order), a window or none, the batch's end (a derived stream's may be later), per stage a
-    filter on pairs or none, and which rows may start."""
+    order, now and then not — kernels.crossing then declines in a window), a window or
+    none, the batch's end (a derived stream's may be later), per stage a filter on pairs or
+    none, and which rows may start."""
     k = draw(st.integers(1, 4))
     n = draw(st.integers(0, 40))
     stage = draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n))
@@ -269,6 +270,8 @@ def assignments(draw: st.DrawFn) -> tuple:
                                          st.integers(1, max(k - 1, 1)), st.integers(0, 2)),
                                max_size=6 if k > 1 else 0)))
     occupants = [(s, kc, start) for start, s, kc in occ]
+    if len(occupants) > 1 and draw(st.integers(0, 9)) == 0:  # (a hand-written state)
+        occupants = occupants[::-1]
     window = draw(st.sampled_from([None, None, 0, 0.2, 2, 5]))
     end = (ts[-1] if ts else float("-inf")) + draw(st.sampled_from([0, 0, 1]))
     tested = [draw(st.booleans()) for _ in range(k)]
@@ -291,12 +294,19 @@ OVERTAKEN = (2, [0, 0, 1, 1], [0, 0, 0, 0], [0, 1, 2, 3], [], None, 3, [False, T
 TIMERS = (4, [0, 1, 0, 2], [1, 0, 2, 0], [1, 2, 3, 4], [(1, 0, 0)], 10, 4,
           [False, False, False, False], 0, 1.0)
 
+#: a restored state whose partial matches' starts are out of age order (8, 0, 9): the loop
+#: tries the second (expired, not at the head) and traps it with the row, which the third
+#: would have taken (seed 2: the first fails, the others pass) — declined
+UNORDERED = (2, [1], [0], [10], [(1, 0, 8), (1, 0, 0), (1, 0, 9)], 5, 10, [False, True], 2,
+             0.5)
+
 
 @settings(max_examples=250, deadline=None)
 @given(assignments())
 @example(TRAPPED)
 @example(OVERTAKEN)
 @example(TIMERS)
+@example(UNORDERED)
 def test_crossing_assignment_equals_the_loop(case: tuple) -> None:
     """kernels.crossing.cross_chain against kernels.queues.step_chain (the loop the kernel
     took before): the same partial match takes each row — random filters on (partial
@@ -333,7 +343,10 @@ def test_crossing_assignment_equals_the_loop(case: tuple) -> None:
                        np.array(ts), occupants, window, end,
                        [pair_test(m) if tested[m] and m else None for m in range(k)],
                        start_ok if tested[0] else None)
-    assert mine is not None
+    starts = [o[2] for o in occupants]
+    if mine is None:  # (declined only where the loop's queue is not in start order)
+        assert window is not None and starts != sorted(starts)
+        return
     pred, done, waiting, started, timed = loop
     assert mine[0].tolist() == pred.tolist()
     assert mine[1] == done

@@ -69,8 +69,9 @@ def cross_chain(k: int, stage: np.ndarray, key: np.ndarray, ts: np.ndarray,
     n_paths = n_occ + len(starts0)
     # per path (a partial match: the occupants, then the batch's starts — its age)
     p_start = np.array(occ_start + [ts_list[i] for i in starts0.tolist()])
-    if not _exact_times(ts, p_start, window):
-        return None
+    if not _exact_times(ts, p_start, window) or (
+            window is not None and bool((p_start[1:] < p_start[:-1]).any())):
+        return None  # (the loop expires a queue's heads only: their starts must be in order)
     p_key = np.concatenate([np.array([o[1] for o in occupants], dtype=np.int64),
                             key[starts0]]).astype(np.int64)
     p_stage = np.concatenate([np.array([o[0] for o in occupants], dtype=np.int64),
