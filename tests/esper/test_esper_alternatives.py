@@ -720,9 +720,13 @@ def conjunctions_over(name: str, kinds: list[str]) -> st.SearchStrategy:
     return sequences_over(name, kinds, "and")
 
 
-#: within(0) over kernel output: the and's instance P opens in a row's cascade meets that
-#: cascade's Q at an operand's atom — declined (kernels.pair.pair_rows), as the or's
+#: within(0) over kernel output, as the or's ZERO_SEQ and ZERO_ALL: the and's instance P
+#: opens in a row's cascade meets that cascade's Q at one operand's atom (``ZERO_AND``: the
+#: token path's step fails the window check but keeps the instance, the other operand
+#: waiting) or at both operands' (``ZERO_AND_ALL``: every edge out of its state fires, it is
+#: trapped) — declined (kernels.pair.pair_rows), as the or's
 ZERO_AND = (ZERO_SEQ[0].replace(") or d = A(d.k", ") and d = A(d.k"), -1)
+ZERO_AND_ALL = (ZERO_ALL[0].replace(") or d = Q(d.k", ") and d = Q(d.k"), -1)
 
 
 @settings(max_examples=60, deadline=None)
@@ -730,6 +734,7 @@ ZERO_AND = (ZERO_SEQ[0].replace(") or d = A(d.k", ") and d = A(d.k"), -1)
        st.tuples(STREAMS, STREAMS).map(lambda s: s[0] + s[1]),
        st.lists(st.integers(0, 80), max_size=4), st.integers(0, 80))
 @example(ZERO_AND, [("B", 0, 0, 0.0, 0), ("A", 0, 0, 0.0, 0)], [], 0)
+@example(ZERO_AND_ALL, [("B", 0, 0, 0.0, 0)], [], 0)
 def test_conjunctions_over_kernel_output(prog_spec, spec, cuts, restore_at) -> None:
     """An and over the derived stream of kernel patterns' matches (planned by
     kernels.cascade.plan_higher where its operands end at input types or one kernel
