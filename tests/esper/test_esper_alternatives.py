@@ -605,6 +605,8 @@ def test_what_the_and_takes_and_declines() -> None:
         "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) and d = C(k = a.k))",  # (a chain)
         "every a = A -> (b = B(k = a.k) and C(k = a.k) and d = A(k = a.k))",  # (three)
         "every a = A -> ([2] B(k = a.k) and d = C(k = a.k))",  # (a repetition: B -> B)
+        "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k) -> d = A(k = a.k)) and "
+        "(e = B(k = a.k) -> f = C(k = a.k)) and g = A(k = a.k))",  # (six atoms: the most)
     ]:
         takes_the_and(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
     for s in [
@@ -615,6 +617,9 @@ def test_what_the_and_takes_and_declines() -> None:
         # inside an operand)
         "every a = A -> (b = B(k = a.k) and c = C(k = a.k)) -> d = A(k = a.k)",  # (not last)
         "every (a = A -> (b = B(k = a.k) and c = C(k = a.k)))",  # (restart)
+        "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k) -> d = A(k = a.k)) and "
+        "(e = B(k = a.k) -> f = C(k = a.k)) and (g = A(k = a.k) -> h = B(k = a.k)))",  # (more
+        # than shapes.MAX_AND_ATOMS atoms)
     ]:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))
@@ -635,6 +640,12 @@ AND_STREAM = [("A", 0, 1, 0.0, 0), ("C", 0, 7, 0.0, 1), ("B", 0, 2, 0.0, 1),
               ("B", 1, 9, 0.0, 0), ("C", 1, 3, 0.0, 0)]
 AND_MATCHES = [(("e0", "e1", "e2"), (0, 2, 7)), (("e5", "e6", "e7"), (0, 0, 6)),
                (("e8", "e9", "e10"), (1, 9, 3))]
+
+
+#: six atoms (shapes.MAX_AND_ATOMS), rows taken by several atoms at once
+SIX = ("@Name('P')\ninsert into P\nselect b.v as bv, g.x as gx, f.k as fk\nfrom pattern "
+       "[every a = A -> ((b = B(k = a.k) -> c = C(k = a.k) -> d = A(k = a.k)) and "
+       "(e = B(k = a.k) -> f = C(k = a.k)) and g = A(k = a.k))];\n")
 
 
 def test_and_after_pinned() -> None:
@@ -666,6 +677,7 @@ def test_and_after_pinned() -> None:
 @given(st.lists(conjunctions(), min_size=1, max_size=2), stream([0, 1], 20),
        st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
 @example([AND_AFTER], AND_STREAM, [7], 0)
+@example([SIX], [(t, 0, 1, 0.7, 1) for t in "ABCABCABCA"], [2, 5], 2)
 def test_conjunctions_equal_event_by_event(stmts, spec, cuts, tail) -> None:
     """An and after a stage: batches cut anywhere (single events between them, per-event
     steps after), the column route over event lists, rules firing: as the general token

@@ -791,6 +791,12 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
                      {t: tuple(v) for t, v in by_type.items()}, v0.zone_at)
 
 
+#: the most atoms an and's operands may have in the pair kernel: kernels.orseq.step_groups
+#: codes the order of an instance's atoms (3 digits per atom, each below their number + 1)
+#: as one int64 — 7 ** 19 fits, 8 ** 22 does not
+MAX_AND_ATOMS = 6
+
+
 def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPair | None:
     """The shape ``every a = A(f) [-> b = B(g) …] -> ((x = X(h) -> y = Y(k) …) or z = Z(l) …)
     [within Δ]`` — or the same with ``and`` (:attr:`EsperPair.conj`: its operands may all be
@@ -834,7 +840,7 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
             at = own[0].target
         chains.append(chain)
     lens = tuple(map(len, chains))
-    if n_ops < 2 or (not conj and max(lens) < 2):
+    if n_ops < 2 or (not conj and max(lens) < 2) or (conj and sum(lens) > MAX_AND_ATOMS):
         return None  # (an or of single events: the plain alternatives')
     # every state of the product, walked from s0: (mask, counts) -> state
     product: dict[tuple[int, tuple[int, ...]], int] = {}

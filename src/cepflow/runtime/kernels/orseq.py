@@ -185,15 +185,14 @@ def step_groups(pr: EsperPair, op_rows: Sequence[np.ndarray], inst: np.ndarray,
     joins[1:] = (ordered[1:] == ordered[:-1]) & (ordered[1:] >= 0)
     keys = np.vstack([order, joins, ordered < 0, before[inst][None, :]])
     n_atoms = len(owner)
-    radix = max(n_atoms, int(keys[-1].max(initial=0))) + 1
-    if radix ** len(keys) < 1 << 62:  # (each instance's key as one int: one sort of ints)
-        codes = np.zeros(keys.shape[1], np.int64)
-        for row in keys:
-            codes = codes * radix + row
-        _, first, group = np.unique(codes, return_index=True, return_inverse=True)
-        uniq = keys[:, first].T
-    else:
-        uniq, group = np.unique(keys.T, axis=0, return_inverse=True)
+    # (each instance's key as one int, its digits below n_atoms + 1 — a token's steps before
+    # the batch are fewer than the atoms —, which fits int64 for the and's at most
+    # shapes.MAX_AND_ATOMS atoms: one sort of ints)
+    codes = np.zeros(keys.shape[1], np.int64)
+    for row in keys:
+        codes = codes * (n_atoms + 1) + row
+    _, first, group = np.unique(codes, return_index=True, return_inverse=True)
+    uniq = keys[:, first].T
     groups = []
     for key in uniq.tolist():
         steps: list[list[tuple[int, int]]] = []
