@@ -387,7 +387,7 @@ def test_what_the_or_of_sequences_takes_and_declines() -> None:
         "every a = A -> ([2] B(k = a.k) or d = C(k = a.k))",  # (a repetition: B -> B)
     ]:
         takes_the_product(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
-    for s in [
+    declined([
         "every a = A -> ((b = B(b.v > a.v and k = a.k) -> c = C(k = a.k)) or d = C(k = a.k))",
         "every a = A -> ((b = B(k = a.k) -> c = C(c.v > b.v and k = a.k)) or d = C(k = a.k))",
         "every a = A -> ((b = B(k = a.k) -> c = C(k = a.v)) or d = C(k = a.k))",  # (two keys)
@@ -398,10 +398,16 @@ def test_what_the_or_of_sequences_takes_and_declines() -> None:
         "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) or d = C(k = a.k)) -> "
         "e = A(k = a.k)",  # (not the last stage)
         "every (a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) or d = C(k = a.k)))",  # (restart)
-    ]:
+    ], "track")
+
+
+def declined(patterns: list[str], shape: str) -> None:
+    """Each of ``patterns`` compiles to no pair kernel of ``shape`` (an or of sequences,
+    ``"track"``; an and, ``"conj"``): it stays per event (the general token path)."""
+    for s in patterns:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))
-        assert all(m.pattern.pair is None or not m.pattern.pair.track
+        assert all(m.pattern.pair is None or not getattr(m.pattern.pair, shape)
                    for m in Engine(prog).matchers), s
 
 
@@ -421,21 +427,32 @@ def test_or_seq_pinned() -> None:
     """The esper_or_seq shape over a hand-derived stream, in two batches cut after e9 (the
     product token left open and read back), then in one: the matches above, and the token
     the first batch leaves as the general token path holds it."""
-    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + OR_SEQ))
     takes_the_product(OR_SEQ)
-    for cut in (10, 12):
+
+    def left(eng: Engine) -> None:
+        (tok,) = [t for t in eng.matchers[0].all_tokens() if t.threads[0].events[0].ref == "e8"]
+        th = tok.threads[0]
+        assert ([e.ref for e in th.events], th.bindings["_or1"]) == (["e8", "e9"], "1")
+
+    check_pinned(OR_SEQ, OR_SEQ_STREAM, 10, OR_SEQ_MATCHES, left)
+
+
+def check_pinned(stmt: str, spec, cut: int, matches, left: Callable[[Engine], None]) -> None:
+    """``stmt`` over the hand-derived stream ``spec`` in two batches cut at ``cut`` — ``left``
+    checks the tokens the first one leaves —, then in one batch: the ``matches`` (events,
+    parameters), and everything else as the general token path."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    for at in (cut, len(spec)):
         eng, ref = Engine(prog), Engine(prog, fast_path=False)
-        evs = events(OR_SEQ_STREAM)
-        got = eng.process_batch(evs[:cut])
-        want = [m for e in events(OR_SEQ_STREAM)[:cut] for m in ref.process(e)]
+        evs = events(spec)
+        got = eng.process_batch(evs[:at])
+        want = [m for e in events(spec)[:at] for m in ref.process(e)]
         assert state(eng) == state(ref)
-        if cut == 10:
-            (tok,) = [t for t in eng.matchers[0].all_tokens() if t.threads[0].events[0].ref == "e8"]
-            th = tok.threads[0]
-            assert ([e.ref for e in th.events], th.bindings["_or1"]) == (["e8", "e9"], "1")
-        got += eng.process_batch(evs[cut:])
-        want += [m for e in events(OR_SEQ_STREAM)[cut:] for m in ref.process(e)]
-        assert [(tuple(m.event_refs), m.params) for m in got] == OR_SEQ_MATCHES
+        if at == cut:
+            left(eng)
+        got += eng.process_batch(evs[at:])
+        want += [m for e in events(spec)[at:] for m in ref.process(e)]
+        assert [(tuple(m.event_refs), m.params) for m in got] == matches
         assert rows(got) == rows(want)
         assert state(eng) == state(ref) and eng.stats == ref.stats
 
@@ -609,7 +626,7 @@ def test_what_the_and_takes_and_declines() -> None:
         "(e = B(k = a.k) -> f = C(k = a.k)) and g = A(k = a.k))",  # (six atoms: the most)
     ]:
         takes_the_and(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
-    for s in [
+    declined([
         "every a = A -> (b = B(b.v > a.v and k = a.k) and c = C(k = a.k))",  # (a guard on a)
         "every a = A -> (b = B(k = a.k) and c = C(k = a.v))",  # (two keys)
         "every a = A -> b = B -> (c = C and d = A)",  # (a chain on no key before)
@@ -620,11 +637,7 @@ def test_what_the_and_takes_and_declines() -> None:
         "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k) -> d = A(k = a.k)) and "
         "(e = B(k = a.k) -> f = C(k = a.k)) and (g = A(k = a.k) -> h = B(k = a.k)))",  # (more
         # than shapes.MAX_AND_ATOMS atoms)
-    ]:
-        prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
-                                     f"from pattern [{s}];\n"))
-        assert all(m.pattern.pair is None or not m.pattern.pair.conj
-                   for m in Engine(prog).matchers), s
+    ], "conj")
 
 
 #: hand-derived (within 10 ms; times 0 1 2 2 2 4 13 13 14 14 14): e0's instance takes c at e1
@@ -652,25 +665,16 @@ def test_and_after_pinned() -> None:
     """The esper_and_after shape over a hand-derived stream, in two batches cut after e6
     (the product token left open and read back), then in one: the matches above, and the
     token the first batch leaves as the general token path holds it."""
-    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + AND_AFTER))
     takes_the_and(AND_AFTER)
-    for cut in (7, 11):
-        eng, ref = Engine(prog), Engine(prog, fast_path=False)
-        evs = events(AND_STREAM)
-        got = eng.process_batch(evs[:cut])
-        want = [m for e in events(AND_STREAM)[:cut] for m in ref.process(e)]
-        assert state(eng) == state(ref)
-        if cut == 7:
-            (tok,) = eng.matchers[0].all_tokens()
-            th = tok.threads[0]
-            assert [e.ref for e in th.events] == ["e5", "e6"]
-            assert th.bindings == {"a.k": 0, "a.v": 5, "a.x": 0.0, "a.s": "x", "c.v": 6,
-                                   "c.x": 0.0, "c.s": "y"}
-        got += eng.process_batch(evs[cut:])
-        want += [m for e in events(AND_STREAM)[cut:] for m in ref.process(e)]
-        assert [(tuple(m.event_refs), m.params) for m in got] == AND_MATCHES
-        assert rows(got) == rows(want)
-        assert state(eng) == state(ref) and eng.stats == ref.stats
+
+    def left(eng: Engine) -> None:
+        (tok,) = eng.matchers[0].all_tokens()
+        th = tok.threads[0]
+        assert [e.ref for e in th.events] == ["e5", "e6"]
+        assert th.bindings == {"a.k": 0, "a.v": 5, "a.x": 0.0, "a.s": "x", "c.v": 6,
+                               "c.x": 0.0, "c.s": "y"}
+
+    check_pinned(AND_AFTER, AND_STREAM, 7, AND_MATCHES, left)
 
 
 @settings(max_examples=100, deadline=None)
@@ -681,8 +685,14 @@ def test_and_after_pinned() -> None:
 def test_conjunctions_equal_event_by_event(stmts, spec, cuts, tail) -> None:
     """An and after a stage: batches cut anywhere (single events between them, per-event
     steps after), the column route over event lists, rules firing: as the general token
-    path."""
+    path — and the matches' bindings in its order (what the record writer writes, one
+    step's atoms in operand order)."""
     check_statements(stmts, spec, cuts, tail, takes_the_and)
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmts[0]))
+    ref = Engine(prog, fast_path=False)
+    want = [list(m.bindings_for_output()) for e in events(spec) for m in ref.process(e)]
+    got = Engine(prog).process_batch(events(spec))
+    assert [list(m.bindings_for_output()) for m in got] == want
 
 
 @settings(max_examples=50, deadline=None)
