@@ -881,8 +881,8 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
             if done:
                 if not conj and (pos.settle is None or pos.settle[0] != done[0]):
                     return None
-                if conj:
-                    ends.setdefault(moved[-1] if len(moved) == 1 else -1, e)
+                if conj and len(moved) == 1:
+                    ends.setdefault(moved[0], e)
                 continue
             if product.setdefault((mask, after), e.target) != e.target or counts_at.setdefault(
                     e.target, after) != after:

@@ -330,12 +330,11 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     are not the batch itself (else its last row's)."""
     if pr.operands and end is not None and pr.window == 0:
         # Declined: an or of sequences (an and alike) in within(0) over a derived stream. A
-        # later row of the
-        # cascade that opened an instance fails the product's window check (no time passes
-        # in a cascade), which traps the instance only when every edge out of its state
-        # fires on that row — else the token path keeps it, its operands side by side
-        # (Matcher._others_wait) — a rule over the operands' next atoms together that the
-        # kernel does not model: the pattern goes per event for this batch
+        # later row of the cascade that opened an instance fails the product's window check
+        # (no time passes in a cascade), which traps the instance only when every edge out
+        # of its state fires on that row — else the token path keeps it, its operands side
+        # by side (Matcher._others_wait) — a rule over the operands' next atoms together
+        # that the kernel does not model: the pattern goes per event for this batch
         return None
     src = cols.src
     # (the alternatives' edges after the stages before them — an or of sequences: every
