@@ -122,6 +122,11 @@ def test_the_fork_pinned() -> None:
 @example([BENCH], PINNED, [5, 6], 1)
 @example([SAME], SAME_STREAM, [2], 0)
 @example([OPEN, BENCH.replace("'P'", "'Q'")], PINNED, [4], 2)
+# (P's A at row 1 opens token 2 before Q forks there — token 3 —: patterns in engine order,
+# each forking before it opens; Q's instance of row 0 is token 1)
+@example([written("A", "B(k = a.k)", " where timer:within(3 msec)"),
+          written("B", "A(k = a.k)", "", name="Q")],
+         [("B", 0, 1, 0.0, 0), ("A", 0, 1, 0.0, 1), ("B", 0, 1, 0.0, 1)], [], 0)
 def test_forks_equal_event_by_event(stmts, spec, cuts, tail) -> None:
     """Batches cut anywhere (single events between them, per-event steps after), the column
     route over event lists, rules firing, beside the pair kernel's other shapes (the token
@@ -222,15 +227,20 @@ def test_what_the_fork_declines() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.7, 1e-17, 1.0, 3.0, 1e16]),
-                min_size=1, max_size=30),
+@given(st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.7, 0.9999999999999999, 1e-17, 1.0,
+                                 3.0, 1e16, 1e16 + 2]), min_size=1, max_size=30),
        st.lists(st.integers(0, 29), min_size=1, max_size=8),
-       st.sampled_from([0.0, 0.1, 0.2, 0.3, 1.0, 0.30000000000000004, 1e-16, 2.0]))
-def test_window_cut_is_the_windows_end(steps, at, window) -> None:
+       st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.7, 1.0, 0.30000000000000004, 1e-16, 2.0]))
+# (0.3 + 0.7 rounds up to 1.0, though 0.9999999999999999 - 0.3 is not below 0.7: the search
+# by start + Δ ends one row late; 1e16 + 1 rounds down to 1e16, though 1e16 + 2 - 1e16 = 2
+# is not below 1 … and 1e16 - 1e16 is: one row early)
+@example([0.3, 0.9999999999999999, 1.0], [0], 0.7)
+@example([1e16, 1e16 + 2], [0], 1.0)
+def test_window_cut_is_the_windows_end(times, at, window) -> None:
     """Per instance, every row before the cut — none at or after it — is less than Δ after
     its window's start, in the float arithmetic the pair kernel checks (``ts - start <
-    Δ``): float times whose sums round (0.1 + 0.2), equal instants, huge ones."""
-    ts = np.cumsum(np.array(steps, np.float64))
+    Δ``): float times where ``start + Δ`` rounds, equal instants, huge ones."""
+    ts = np.array(sorted(times), np.float64)
     starts = ts[[min(i, len(ts) - 1) for i in at]]
     cut = fork.window_cut(ts, starts, window)
     for c, s in zip(cut.tolist(), starts.tolist(), strict=True):

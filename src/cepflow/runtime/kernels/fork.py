@@ -54,10 +54,9 @@ def match_plan(p: dict, inst: np.ndarray, rows: np.ndarray) -> dict:
     """The pair kernel's plan ``p`` (kernels.pair.pair_rows) seen with one instance per
     match — instance ``inst[k]`` forked at row ``rows[k]`` —, each completed at that row: what
     kernels.pair._emit makes the complex events of (the instance's ``A`` and bindings, then
-    the row's). Its instances keep the plan's order (tokens from before the batch, pending
-    rows, then those begun in it), so that the emission finds each one's ``A``."""
-    o = np.argsort(inst, kind="stable")
-    inst, rows = inst[o], rows[o]
+    the row's). ``inst`` ascends (as :func:`ranges` gives it), so its instances keep the
+    plan's order (tokens from before the batch, pending rows, then those begun in it), which
+    the emission reads each one's ``A`` by."""
     old, pend_ids, pend = p["old"], p["pend_ids"], p["pend_events"]
     n_real = len(old)
     n_old = n_real + len(pend_ids)
