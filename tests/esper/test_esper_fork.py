@@ -134,7 +134,14 @@ def test_forks_equal_event_by_event(stmts, spec, cuts, tail) -> None:
     check_statements(stmts, spec, cuts, tail, takes_the_fork)
 
 
+NAN = float("nan")
+
+
 @settings(max_examples=60, deadline=None)
+# (one NaN object as both keys: the bucket is found, unification fails — no match)
+@example(BENCH, [("A", NAN, 1, 0.0, 0), ("B", NAN, 2, 0.7, 1), ("A", 1, 1, 0.0, 0),
+                 ("B", 1.0, 3, 0.7, 1), ("B", True, 4, 0.7, 1)], [], 5)
+@example(OPEN, [("A", NAN, 1, 0.0, 0), ("B", NAN, 2, 0.7, 1)], [1], 0)
 @given(forks(), st.one_of(stream([0, 1, 1.0, True, "1", None], 20),
                           stream([0, 1, 1.0, True, "1", None, float("nan")], 20)),
        st.lists(st.integers(0, 70), max_size=2), st.integers(0, 5))
