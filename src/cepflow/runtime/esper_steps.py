@@ -86,7 +86,7 @@ class EsperSteps:
         planning: a ``B`` passing ``g`` forks every instance waiting on its key (in age order)
         within Δ — a token id and a match each, as _spawn —, the instances keep waiting; then
         an ``A`` passing ``f`` opens one. The same tokens, ids and matches
-        (tests/esper/test_esper_fork.py)."""
+        (tests/esper/test_esper_inner_every.py)."""
         pr = self.pattern.pair
         t = e.type
         if t == pr.second.position.type:

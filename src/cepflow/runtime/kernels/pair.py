@@ -20,7 +20,7 @@ import numpy as np
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.distinct import distinct_openings
-from cepflow.runtime.kernels import fork, orseq
+from cepflow.runtime.kernels import inner_every, orseq
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.frame import (
     Declined,
@@ -234,7 +234,7 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
     arity = engine.host.arity
     picks = [_select_fields(m, pr) for m, pr in zip(matchers, pairs, strict=True)]
     # per pattern, the plan its matches are made of: an inner every's, one instance per
-    # match (kernels.fork.match_plan)
+    # match (kernels.inner_every.match_plan)
     found = [p if p.get("forked") is None else p["forked"] for p in plans]
     # per pattern, the matches made as rows: those of instances begun in the batch
     for p, fields in zip(found, picks, strict=True):
@@ -254,11 +254,11 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
     host = engine.host
     forks = [p["end_row"] if q.get("forked") is not None else None
              for p, q in zip(found, plans, strict=True)]
-    if any(f is not None for f in forks):  # (each fork takes a token id: kernels.fork)
+    if any(f is not None for f in forks):  # (each fork takes a token id: kernels.inner_every)
         starts = [p["new_rows"] for p in plans]
         first_token = host.counters.reserve_tokens(
             sum(map(len, starts)) + sum(len(f) for f in forks if f is not None))
-        token_ids = fork.token_ids(first_token, n_pairs, starts,
+        token_ids = inner_every.token_ids(first_token, n_pairs, starts,
                                    [f if f is not None else f0[:0]
                                     for f, f0 in zip(forks, starts, strict=True)])
     else:
@@ -519,17 +519,17 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         return moved, row
 
     forked = None
-    if pr.fork:  # an inner every (kernels.fork): every later row of the key, within Δ
+    if pr.fork:  # an inner every (kernels.inner_every): every later row of the key, within Δ
         order = stable_order(b_code)  # (by key, then row: the stage's rows ascend)
         comb = (b_code * span + stage_rows[1] + 1)[order]
         cut = (np.full(n_inst, n, np.int64) if z is None
-               else fork.window_cut(src.ts, i_ts, pr.window))
-        inst, pos = fork.ranges(sorted_search(comb, i_code, last, span, "right"),
-                                sorted_search(comb, i_code, cut - 1, span, "right"))
-        forked = fork.match_plan({"old": old, "pend_ids": pend_ids, "pend_events": pend_events,
-                                  "stage0": stage0, "taken": taken, "cols": cols,
-                                  "age": _ages(old, pend_ids, n_old, n_inst),
-                                  "zstart": i_ts}, inst, stage_rows[1][order[pos]])
+               else inner_every.window_cut(src.ts, i_ts, pr.window))
+        inst, pos = inner_every.ranges(sorted_search(comb, i_code, last, span, "right"),
+                                       sorted_search(comb, i_code, cut - 1, span, "right"))
+        forked = inner_every.match_plan(
+            {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "stage0": stage0,
+             "taken": taken, "cols": cols, "age": _ages(old, pend_ids, n_old, n_inst),
+             "zstart": i_ts}, inst, stage_rows[1][order[pos]])
     for j in range(1, 1 if pr.fork else len(pr.stages)):
         moved, row = take(j, np.flatnonzero(stage == j))
         stage[moved] = j + 1

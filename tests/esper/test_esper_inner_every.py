@@ -1,4 +1,4 @@
-"""Esper's inner ``every`` after one stage in the pair kernel (runtime/kernels/fork.py,
+"""Esper's inner ``every`` after one stage in the pair kernel (runtime/kernels/inner_every.py,
 ``EsperPair.fork``): ``every a = A(f) -> every b = B(g, key) [where timer:within(Δ)]`` — each
 ``A`` passing ``f`` opens an instance that stays open (until its deadline, or for ever without
 a window) and forks at every later ``B`` of its key passing ``g``: a match per such ``B``, each
@@ -30,7 +30,7 @@ from tests.esper.test_split import OTHERS, WINDOW_BLOCKS, check_split, check_tim
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.kernels import fork
+from cepflow.runtime.kernels import inner_every
 from cepflow.runtime.kernels.cascade import higher_candidates
 from cepflow.runtime.state import save_state
 
@@ -245,7 +245,7 @@ def test_window_cut_is_the_windows_end(times, at, window) -> None:
     Δ``): float times where ``start + Δ`` rounds, equal instants, huge ones."""
     ts = np.array(sorted(times), np.float64)
     starts = ts[[min(i, len(ts) - 1) for i in at]]
-    cut = fork.window_cut(ts, starts, window)
+    cut = inner_every.window_cut(ts, starts, window)
     for c, s in zip(cut.tolist(), starts.tolist(), strict=True):
         assert all(t - s < window for t in ts[:c].tolist() if t >= s)
         assert not any(t - s < window for t in ts[c:].tolist())
