@@ -120,6 +120,10 @@ SHAPES: dict[str, tuple[str, str]] = {
     # a match Δ after b (the timer's instant, between rows)
     "esper_interval": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
                               "b=B(b.k = a.k) -> timer:interval(10 sec)];"),
+    # an inner every: each B of the key within 1 s of an A is a match of that A's instance
+    # (1 s, not 10: about two open A per key, so the matches stay near the input's size)
+    "esper_every_inner": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
+                                 "(every b=B(b.k = a.k)) where timer:within(1 sec)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

@@ -209,6 +209,12 @@ def test_alternatives_saved_and_restored(stmt, spec, batch, restore_at, cuts) ->
     """``Engine.run`` in batches of ``batch`` events with a save/restore at ``restore_at``,
     and ``Engine.process_columns`` over Arrow batches cut at ``cuts`` (the rows written
     column-wise too): as event by event."""
+    check_pair_run(stmt, spec, batch, restore_at, cuts)
+
+
+def check_pair_run(stmt: str, spec, batch: int, restore_at: int, cuts) -> None:
+    """``stmt`` (asserted to take the pair kernel) through :func:`check_run` and
+    :func:`check_arrow`."""
     prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
     assert Engine(prog)._pairs is not None
     check_run(prog, spec, batch, restore_at)

@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 from tests.esper.test_esper_alternatives import (
     C_SCHEMA,
     TYPES,
-    check_arrow,
-    check_run,
+    check_pair_run,
     check_statements,
     stream,
 )
@@ -214,10 +213,7 @@ def test_guarded_chains_with_mixed_keys(stmt, spec, cuts, tail) -> None:
 def test_guarded_chains_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
     """``Engine.run`` in batches with a save/restore in the middle, and Arrow batches through
     ``Engine.process_columns`` (the rows written column-wise too): as event by event."""
-    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
-    assert Engine(prog)._pairs is not None
-    check_run(prog, spec, batch, restore_at)
-    check_arrow(prog, spec, cuts)
+    check_pair_run(stmt, spec, batch, restore_at, cuts)
 
 
 @settings(max_examples=100, deadline=None)

@@ -23,7 +23,7 @@ from tests.esper.test_esper_alternatives import (
     C_SCHEMA,
     TYPES,
     check_arrow,
-    check_run,
+    check_pair_run,
     check_statements,
     stream,
 )
@@ -213,10 +213,7 @@ def test_distinct_with_mixed_keys(stmt, spec, cuts, tail) -> None:
 def test_distinct_saved_restored_and_in_arrow(stmt, spec, batch, restore_at, cuts) -> None:
     """``Engine.run`` in batches with a save/restore in the middle (the seen keys saved), and
     ``Engine.process_columns`` over Arrow batches: as event by event."""
-    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
-    assert Engine(prog)._pairs is not None
-    check_run(prog, spec, batch, restore_at)
-    check_arrow(prog, spec, cuts)
+    check_pair_run(stmt, spec, batch, restore_at, cuts)
 
 
 @settings(max_examples=60, deadline=None)

@@ -81,6 +81,49 @@ class EsperSteps:
         elif self.pending is not None:
             self.materialize()
 
+    def _fork_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
+        """_process_esper for an inner every after one stage (EsperPair.fork) without
+        planning: a ``B`` passing ``g`` forks every instance waiting on its key (in age order)
+        within Δ — a token id and a match each, as _spawn —, the instances keep waiting; then
+        an ``A`` passing ``f`` opens one. The same tokens, ids and matches
+        (tests/esper/test_esper_inner_every.py)."""
+        pr = self.pattern.pair
+        t = e.type
+        if t == pr.second.position.type:
+            if self.pending is not None:
+                self.materialize()
+            bm = self.buckets.get(pr.state)
+            group = (bm.get(None if pr.key_var is None else e.params[pr.key_b])
+                     if bm else None)
+            flt = pr.second.position.filter
+            if group and (flt is None or flt(e, NO_BINDINGS)):
+                self._fork(e, emit, pr, group)
+        if t == pr.first.position.type:
+            self._pair_open(e, emit)
+
+    def _fork(self, e: Event, emit: Callable[[ComplexEvent], None], pr: Any,
+              group: dict[int, Token]) -> None:
+        """Fork the instances of ``group`` (one key's, in age order) that ``e`` — of the fork's
+        stage, passing its filter — reaches: within Δ (Esper's timer fires before an event at
+        the deadline) and unifying with the key (a NaN unifies with nothing)."""
+        params = e.params
+        ts = e.ts
+        z, window, key = pr.zone, pr.window, pr.key_var
+        kv = None if key is None else params[pr.key_b]
+        b_new = pr.b_new
+        counters = self.host.counters
+        for tok in list(group.values()):
+            th = tok.threads[0]
+            b = th.bindings
+            if (z is not None and ts - th.zstart[z] >= window) or (
+                    key is not None and b.get(key) != kv):
+                continue
+            nb = dict(b)
+            for i, v in b_new:
+                nb[v] = params[i]
+            counters.token += 1  # (the fork's token, Counters.next_token: it completes at once)
+            self._match(None, nb, (*th.events, e), e, ts, emit)
+
     def _pair_close(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """The ``B`` half of :meth:`_pair_step` (the engine's step for a type only ``B`` is):
         complete the instances waiting on its key."""

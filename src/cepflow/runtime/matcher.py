@@ -393,6 +393,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                 return partial(self._fast_begin, start)
             return self._keyed_step
         pr = pat.pair
+        if pat.context.esper and pr is not None and pr.fork and self.host.trace is None:
+            return self._fork_step
         if pat.context.esper and pr is not None and pr.is_pair and self.host.trace is None:
             opens = t == pr.first.position.type
             closes = t in pr.by_type if pr.alts else t == pr.second.position.type
@@ -936,6 +938,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         if pat.context.esper:
             if pat.pair is not None and pat.pair.is_pair and self.host.trace is None:
                 self._pair_step(e, emit)
+            elif pat.pair is not None and pat.pair.fork and self.host.trace is None:
+                self._fork_step(e, emit)
             elif pat.single is not None and self.host.trace is None:
                 pos = pat.single.position
                 if pos.filter is None or pos.filter(e, NO_BINDINGS):

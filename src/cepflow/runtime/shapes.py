@@ -535,6 +535,12 @@ class EsperPair:
     #: has, at the latest of their rows, and its match holds every operand's events (one
     #: per row, in time order) and bindings; no hidden variable (``track`` None)
     conj: bool = False
+    #: Esper's ``every`` on the last stage, ``every a = A(f) -> every b = B(g, key) [within
+    #: Δ]`` (:func:`_fork`): an instance takes *every* later event of its key passing ``g``
+    #: within Δ, each a match of its own (the token path forks it: Matcher._spawn, a token
+    #: id per match), and keeps waiting until its deadline. A pair otherwise (two stages, no
+    #: alternatives); only the pair kernel takes it — not the split, not over derived events
+    fork: bool = False
 
     @property
     def operands(self) -> bool:
@@ -574,8 +580,9 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
             if not alts:  # (an or of sequences: its product)
                 return _with_product(pattern, stages, states)
             break
-        if e.position.every:  # (where a window may open: _guard)
-            return None
+        if e.position.every:  # (an inner every: the fork after a alone, else where a
+            # window may open: _guard)
+            return _fork(pattern, stages, states, e)
         stages.append(e)
         if e.final:
             break
@@ -589,6 +596,21 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     return _stages_shape(pattern, stages, states)
 
 
+def _fork(pattern: Any, stages: list[Any], states: list[int], e: Any) -> EsperPair | None:
+    """The shape ``every a = A(f) -> every b = B(g, key) [within Δ]`` (:attr:`EsperPair.fork`):
+    ``e``, the edge after ``a`` alone, is the inner every's and completes the pattern, ``g``
+    reads only its event, the window (if any) opens at ``a``; else None. ``is_pair`` is off:
+    per event the token path forks the instances (Matcher._process_esper)."""
+    pos = e.position
+    if (len(stages) != 1 or not e.final or pos.collect is not None or pos.conj is not None
+            or pos.track is not None or set(pattern.auto.edges) != {INITIAL, *states}):
+        return None
+    view = _stages_shape(pattern, [*stages, e], states)
+    if view is None or not view.columnar or view.zone_at or view.zone_to is not None:
+        return None
+    return replace(view, fork=True, is_pair=False)
+
+
 def esper_distinct_pair_of(pattern: Any) -> EsperPair | None:
     """:func:`esper_pair_of` for ``every-distinct(keys[, Δ]) a = A(f) -> …`` (the spawn
     form): the shape of the pattern without its distinct keys — the pair kernel then opens
@@ -600,7 +622,7 @@ def esper_distinct_pair_of(pattern: Any) -> EsperPair | None:
     if not auto.distinct or auto.start != "spawn" or any(can_fail(f) for f in auto.distinct):
         return None
     shape = esper_pair_of(_Undistinct(pattern, replace(auto, distinct=())))
-    if shape is None or not shape.stages:
+    if shape is None or not shape.stages or shape.fork:  # (the fork: not proved with it)
         return None
     return replace(shape, is_pair=False)
 

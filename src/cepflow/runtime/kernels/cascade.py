@@ -34,7 +34,7 @@ from cepflow.compiler.evaluator import can_fail
 from cepflow.events.event import ComplexEvent
 from cepflow.runtime.kernels.chain import plan_chain, split_chain
 from cepflow.runtime.kernels.frame import Declined
-from cepflow.runtime.kernels.pair import fill_params
+from cepflow.runtime.kernels.pair import fill_params, planned_pair
 from cepflow.runtime.kernels.window_block import (
     WindowBlock,
     batch_fits,
@@ -216,7 +216,7 @@ def higher_candidates(engine: Any, kernels: list[Any]) -> list[Any]:
     outs = {m.name for m in kernels}
     chosen = []
     for m in engine.matchers:
-        pr, c = m.pattern.pair, split_chain(m)
+        pr, c = planned_pair(m), split_chain(m)
         if (pr is None and c is None) or id(m) in mine:
             continue
         types = m.pattern.types
@@ -400,7 +400,7 @@ def rows_candidates(engine: Any, outs: set[str], rows_of: set[str]) -> list[Any]
     produced = {a.name for a in program.automata} | {w.name for w in program.windows}
     chosen = []
     for m in engine.matchers:
-        pr = m.pattern.pair
+        pr = planned_pair(m)
         types = m.pattern.types
         if pr is None or not types & rows_of or (types - outs - rows_of) & produced:
             continue

@@ -21,7 +21,7 @@ import numpy as np
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.distinct import distinct_openings
-from cepflow.runtime.kernels import orseq
+from cepflow.runtime.kernels import inner_every, orseq
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.frame import (
     Declined,
@@ -234,8 +234,11 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
         return None
     arity = engine.host.arity
     picks = [_select_fields(m, pr) for m, pr in zip(matchers, pairs, strict=True)]
+    # per pattern, the plan its matches are made of: an inner every's, one instance per
+    # match (kernels.inner_every.match_plan)
+    found = [p if p.get("forked") is None else p["forked"] for p in plans]
     # per pattern, the matches made as rows: those of instances begun in the batch
-    for p, fields in zip(plans, picks, strict=True):
+    for p, fields in zip(found, picks, strict=True):
         p["as_rows"] = (p["match"] & (np.arange(len(p["match"])) >= p["n_old"])
                         if columns and fields is not None else np.zeros_like(p["match"]))
     # the events of the rows the other matches and the instances left open hold (an
@@ -244,17 +247,30 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
         events: Any = src.events
     else:
         used = distinct(np.concatenate(
-            [p["taken"][:, (p["match"] & ~p["as_rows"]) | p["alive"]].ravel() for p in plans]))
+            [p["taken"][:, p["match"] & ~p["as_rows"]].ravel() for p in found]
+            + [p["taken"][:, p["alive"]].ravel() for p in plans]))
         events = cols.events(used[used >= 0])
     last_ts = float(src.ts[-1])
     n_pairs = len(pairs)
-    start_keys = [p["new_rows"] * n_pairs + slot for slot, p in enumerate(plans)]
     host = engine.host
-    all_starts = np.sort(np.concatenate(start_keys))
-    first_token = host.counters.reserve_tokens(len(all_starts))
+    forks = [p["end_row"] if q.get("forked") is not None else None
+             for p, q in zip(found, plans, strict=True)]
+    if any(f is not None for f in forks):  # (each fork takes a token id: kernels.inner_every)
+        starts = [p["new_rows"] for p in plans]
+        first_token = host.counters.reserve_tokens(
+            sum(map(len, starts)) + sum(len(f) for f in forks if f is not None))
+        token_ids = inner_every.token_ids(first_token, n_pairs, starts,
+                                   [f if f is not None else f0[:0]
+                                    for f, f0 in zip(forks, starts, strict=True)])
+    else:
+        start_keys = [p["new_rows"] * n_pairs + slot for slot, p in enumerate(plans)]
+        all_starts = np.sort(np.concatenate(start_keys))
+        first_token = host.counters.reserve_tokens(len(all_starts))
+        token_ids = [first_token + np.arange(len(all_starts)) if n_pairs == 1 else
+                     first_token + np.searchsorted(all_starts, k) for k in start_keys]
     # detections: by completing row, then pattern, then instance age (token id order)
     m_row, m_slot, m_age, m_inst = [], [], [], []
-    for slot, p in enumerate(plans):
+    for slot, p in enumerate(found):
         inst = np.flatnonzero(p["match"])
         m_row.append(p["end_row"][inst])
         m_slot.append(np.full(len(inst), slot, np.int64))
@@ -272,16 +288,23 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
     for slot, (m, pr, p, fields) in enumerate(zip(matchers, pairs, plans, picks, strict=True)):
         rank = np.flatnonzero(ms == slot)
         if len(rank):
-            blocks += _emit(m, pr, p, mi[rank], rank, first_id, events, fields, arity)
+            blocks += _emit(m, pr, found[slot], mi[rank], rank, first_id, events, fields,
+                            arity)
             by_pattern[m.name] = by_pattern.get(m.name, 0) + len(rank)
             m.done = True
-        ids = (first_token + np.arange(len(all_starts)) if n_pairs == 1 else
-               first_token + np.searchsorted(all_starts, p["new_rows"] * n_pairs + slot))
-        open_ids, open_events = leave_open(m, pr, p, ids, events)
+        open_ids, open_events = leave_open(m, pr, p, token_ids[slot], events)
         m.pending = PendingRows(open_ids, open_events, pr.first_zone) if open_ids else None
     reschedule(host, matchers, last_ts)
     return MatchTable(blocks, [], first_id, total, src)
 
+
+
+def planned_pair(m: Any) -> EsperPair | None:
+    """The pair shape of matcher ``m`` the program split and the plans over derived events
+    take (kernels.split, kernels.cascade), or None: none, or an inner every's
+    (EsperPair.fork), which only :func:`process_esper_batch` runs column-wise."""
+    pr = m.pattern.pair
+    return None if pr is None or pr.fork else pr
 
 
 def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
@@ -496,7 +519,19 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             moved, row = sel[ok], row[ok]
         return moved, row
 
-    for j in range(1, len(pr.stages)):
+    forked = None
+    if pr.fork:  # an inner every (kernels.inner_every): every later row of the key, within Δ
+        order = stable_order(b_code)  # (by key, then row: the stage's rows ascend)
+        comb = (b_code * span + stage_rows[1] + 1)[order]
+        cut = (np.full(n_inst, n, np.int64) if z is None
+               else inner_every.window_cut(src.ts, i_ts, pr.window))
+        inst, pos = inner_every.ranges(sorted_search(comb, i_code, last, span, "right"),
+                                       sorted_search(comb, i_code, cut - 1, span, "right"))
+        forked = inner_every.match_plan(
+            {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "stage0": stage0,
+             "taken": taken, "cols": cols, "age": _ages(old, pend_ids, n_old, n_inst),
+             "zstart": i_ts}, inst, stage_rows[1][order[pos]])
+    for j in range(1, 1 if pr.fork else len(pr.stages)):
         moved, row = take(j, np.flatnonzero(stage == j))
         stage[moved] = j + 1
         taken[j, moved] = row
@@ -538,16 +573,22 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     alive = ~match & ((deadline > last_ts) | ((deadline == last_ts) & (taken[zat] >= last_row)))
     if trapped is not None:
         alive &= ~trapped
-    ids = np.array([t.id for t in old] + list(pend_ids), np.int64)
-    age = np.concatenate([np.argsort(np.argsort(ids, kind="stable"), kind="stable"),
-                          np.arange(n_old, n_inst, dtype=np.int64)])
+    age = _ages(old, pend_ids, n_old, n_inst)
     if op is not None:  # (the stages before, then every operand's atoms: _taken_by)
         taken = np.concatenate([taken[:nb], *op["op_rows"]])
     return {**(op or {}), "old": old, "pend_ids": pend_ids, "pend_events": pend_events,
             "new_rows": new_rows, "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols,
-            "alt": alt, "zstart": i_ts, "seen": seen}
+            "alt": alt, "zstart": i_ts, "seen": seen, "forked": forked}
+
+
+def _ages(old: list[Token], pend_ids: list[int], n_old: int, n_inst: int) -> np.ndarray:
+    """Each instance's place in age (token id) order: the tokens and pending rows from
+    before the batch by id, then those it begins, in row order."""
+    ids = np.array([t.id for t in old] + list(pend_ids), np.int64)
+    return np.concatenate([np.argsort(np.argsort(ids, kind="stable"), kind="stable"),
+                           np.arange(n_old, n_inst, dtype=np.int64)])
 
 
 def distinct_rows(m: Any, first: Any, cols: TypeColumns, rows: np.ndarray

@@ -78,6 +78,7 @@ from cepflow.runtime.kernels.pair import (
     one_stage_matches,
     pair_matches,
     pair_rows,
+    planned_pair,
     reschedule,
 )
 from cepflow.runtime.kernels.restart import Plan, plan_restart
@@ -107,12 +108,14 @@ def split_kernels(engine: Any) -> list[Any] | None:
     produced = {a.name for a in program.automata} | {w.name for w in program.windows}
     # (a pair's select list is evaluated when the batch is planned, and a failure there
     # declines the batch: _plan_pair)
+    # (an inner every's fork, EsperPair.fork, runs per event here: the replay gives no token
+    # ids to forks)
     chosen = [m for m in engine.matchers
-              if (m.pattern.pair is not None or m.pattern.restart is not None
+              if (planned_pair(m) is not None or m.pattern.restart is not None
                   or m.pattern.consec is not None or m.pattern.esper_and is not None
                   or split_chain(m) is not None)
               and not m.pattern.types & produced
-              and (m.pattern.pair is not None
+              and (planned_pair(m) is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
     chosen = _chains_read_in_plan(engine, chosen)
     if chosen:
