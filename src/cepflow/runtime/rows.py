@@ -74,12 +74,14 @@ class EventRows(Rows):
 
     def __init__(self, events: Sequence[Event],
                  types: tuple[list[str], np.ndarray] | None = None,
-                 ts: np.ndarray | None = None) -> None:
+                 ts: np.ndarray | None = None, inputs: np.ndarray | None = None) -> None:
         """``types``: the type names and each event's code, ``ts`` their times as float64,
         when the caller knows them (the derived rows of a split batch, kernels.cascade: each
-        at its input row's time)."""
+        at its input row's time); ``inputs``: such a derived stream's input row of each row."""
         self.events = events
         self.n = len(events)
+        #: per row, the batch's input row it came at (a derived stream), else None
+        self.inputs = inputs
         #: per declared type, its number of parameters once :meth:`check` found every row of
         #: it to have that many (TypeColumns then reads its columns from one flat list)
         self.checked: dict[str, int] = {}
@@ -284,6 +286,10 @@ class StageMatches:
     rows: np.ndarray
     #: the select list's literals, by item (what a ``(CONST, i)`` field reads)
     consts: tuple[Any, ...] = ()
+    #: the complex events themselves when a kernel made them already (the program split's
+    #: blocks, kernels.column_blocks: :meth:`MatchTable.complex_events` gives those very
+    #: objects), in the block's order; None: made on demand
+    events: list[ComplexEvent] | None = None
 
     def complex_event(self, parts: Sequence[Event], match_id: int) -> ComplexEvent:
         """The complex event of one match of the block, as the token path makes it."""
@@ -330,9 +336,9 @@ class MatchTable:
         out: list[Any] = [None] * self.count
         values = self.values
         for b in self.blocks:
-            if isinstance(b, ObjectMatches):
-                for rank, ce in zip(b.rank.tolist(), b.events, strict=True):
-                    out[rank] = ce
+            if isinstance(b, ObjectMatches) or (isinstance(b, StageMatches)
+                                                and b.events is not None):
+                deque(map(out.__setitem__, b.rank.tolist(), b.events), maxlen=0)
                 continue
             if isinstance(b, StageMatches):
                 ev = self.source.lookup(b.rows.ravel())

@@ -447,7 +447,7 @@ def merged_stream(src: Any, cols: TypeColumns, types: set[str],
         src.ts[sources[t][0]].astype(np.float64) if sources[t][3] is None else sources[t][3]
         for t in derived)])
     r_m, cp_m = r_all[o], cp_all[o]
-    return EventRows(objs[o].tolist(), (names, tcode[o]), times[o]), r_m, cp_m
+    return EventRows(objs[o].tolist(), (names, tcode[o]), times[o], r_m), r_m, cp_m
 
 
 def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
