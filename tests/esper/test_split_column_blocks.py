@@ -192,3 +192,22 @@ def test_blocks_carry_most_matches_of_ho_esper() -> None:
     assert table.count > 100
     assert all(isinstance(b, StageMatches) for b in table.blocks)
     assert check_blocks(prog, spec, [200, 450], 300) > 100
+
+
+def test_a_derived_parts_time_leaves_the_match_an_object() -> None:
+    """Hand-derived: H3 reads ``p.t``, P's ``current_timestamp()`` — the time of the match it
+    reads, which is no field of an input row — so its matches stay objects, P's a block. A e0
+    (k 0) at 0, B e1 at 1: P's match at 1; A e2 (v 4) at 3: H3's match, pt 1, at 3."""
+    prog = load_module(parse_epl(SCHEMA + (
+        "@Name('P')\ninsert into P\nselect a.k as k, current_timestamp() as t\nfrom pattern "
+        "[every a = A -> b = B(b.k = a.k)];\n@Name('H3')\ninsert into H3\nselect p.t as pt, "
+        "c.v as cv\nfrom pattern [every p = P -> c = A(c.k = p.k)];\n")))
+    evs = events([("A", 0, 1, 0.5, 0), ("B", 0, 2, 0.5, 1), ("A", 0, 4, 0.5, 2)])
+    for i, e in enumerate(evs):
+        e.seq = i
+    table, src = _table(Engine(prog), evs)
+    assert [(type(b).__name__, [m.type for m in b.events]) for b in table.blocks] == [
+        ("StageMatches", ["P"]), ("ObjectMatches", ["H3"])]
+    assert encode_match_table(table, src).to_pylist() == [
+        {"pattern": "P", "ts": 1, "params": '{"k":0,"t":1}', "events": ["e0", "e1"]},
+        {"pattern": "H3", "ts": 3, "params": '{"pt":1,"cv":4}', "events": ["e0", "e1", "e2"]}]
