@@ -252,6 +252,9 @@ class ChainMatches:
     #: of the event the match took at that stage, or ``(-1, 0)`` the key — the matches are
     #: then made lazily as the key-only ones; None: made with :attr:`bindings`
     fields: tuple[tuple[int, int], ...] | None = None
+    #: the complex events themselves when a kernel made them already (as
+    #: :attr:`StageMatches.events`); None: made on demand
+    events: list[ComplexEvent] | None = None
 
     def params_of(self, value: Any) -> tuple[Any, ...]:
         """The complex event's parameters (the pattern's formal parameters) for a key value,
@@ -336,8 +339,7 @@ class MatchTable:
         out: list[Any] = [None] * self.count
         values = self.values
         for b in self.blocks:
-            if isinstance(b, ObjectMatches) or (isinstance(b, StageMatches)
-                                                and b.events is not None):
+            if b.events is not None:  # (made already: those objects)
                 deque(map(out.__setitem__, b.rank.tolist(), b.events), maxlen=0)
                 continue
             if isinstance(b, StageMatches):

@@ -36,11 +36,21 @@ import numpy as np
 
 from cepflow.events.event import ComplexEvent
 from cepflow.runtime.kernels.pair import stage_blocks
-from cepflow.runtime.rows import CONST, EventRows, MatchTable, ObjectMatches, Rows, StageMatches
+from cepflow.runtime.rows import (
+    CONST,
+    ChainMatches,
+    EventRows,
+    MatchTable,
+    ObjectMatches,
+    Rows,
+    StageMatches,
+)
 
-#: a kernel pattern's block by output type: its objects' ids sorted, the block's column of
-#: each, the block
-_Registered = tuple[np.ndarray, np.ndarray, StageMatches]
+#: a kernel pattern's block by output type: its objects' ids sorted (those whose events are
+#: all rows of the batch), the block's column of each, the block
+_Registered = tuple[np.ndarray, np.ndarray, "StageMatches | ChainMatches"]
+#: a block of the batch and the key values its ``value`` indexes (a chain's; None: none)
+_Block = tuple["StageMatches | ChainMatches", "list[Any] | None"]
 
 
 def _ids(objects: Any, n: int) -> np.ndarray:
@@ -49,8 +59,8 @@ def _ids(objects: Any, n: int) -> np.ndarray:
 
 
 class ColumnBlocks:
-    """The column blocks of one split batch's plans (:meth:`add`), and the batch's
-    :class:`MatchTable` made of them and of the split's output (:meth:`table`)."""
+    """The column blocks of one split batch's plans (:meth:`add`, :meth:`add_chain`), and the
+    batch's :class:`MatchTable` made of them and of the split's output (:meth:`table`)."""
 
     def __init__(self, batch: Rows, produced: set[str]) -> None:
         #: the batch, whose rows the blocks name
@@ -58,65 +68,111 @@ class ColumnBlocks:
         #: the types some statement produces: a stage of any other type reads input rows
         self.produced = produced
         #: every block, in input rows (``rank``: the place in its plan's matches)
-        self.blocks: list[StageMatches] = []
+        self.blocks: list[_Block] = []
         #: a kernel pattern's block over the input, by its output type (only when its
         #: matches are one block: a derived stage reads one layout of rows and fields)
         self.by_type: dict[str, _Registered] = {}
+
+    def _readable(self, src: Rows) -> bool:
+        """Whether ``src`` is the batch or a derived stream of it (kernels.cascade), not
+        another (a window block's rows, kernels.cascade.plan_cascade)."""
+        return src is self.batch or (isinstance(src, EventRows) and src.inputs is not None)
 
     def add(self, m: Any, p: dict, inst: np.ndarray, found: list[ComplexEvent],
             src: Rows) -> None:
         """Describe the matches ``found`` of the pair plan ``p`` of pattern ``m`` (instances
         ``inst``, in the same order) as blocks where they can be (kernels.pair.stage_blocks),
         in input rows when ``src`` is a derived stream (:meth:`_flat`); none when ``src`` is
-        neither that nor the batch (a window block's rows, kernels.cascade.plan_cascade)."""
-        if src is not self.batch and not (isinstance(src, EventRows)
-                                          and src.inputs is not None):
+        neither that nor the batch."""
+        if not self._readable(src):
             return
         made = stage_blocks(m, p, inst)
         if src is not self.batch:
             made = [b for b in (self._flat(b, src) for b in made)  # type: ignore[arg-type]
                     if b is not None]
         for b in made:
-            b.events = list(map(found.__getitem__, b.rank.tolist()))
-            self.blocks.append(b)
-        if len(made) == 1 and m.name in self.produced:
-            b = made[0]
-            ids = _ids(b.events, len(b.at))  # type: ignore[arg-type]
-            o = np.argsort(ids, kind="stable")
-            self.by_type[m.name] = (ids[o], o, b)
+            self._keep(m, b, None, found, len(made) == 1)
 
-    def _flat(self, b: StageMatches, src: EventRows) -> StageMatches | None:
-        """Block ``b`` over the derived stream ``src`` in input rows (module docstring): the
-        matches whose every derived part is a registered block's match; None when none is,
-        or a stage reads rows of several types or a layout not registered, or a select item
-        reads a derived part's time."""
-        k, n = b.rows.shape
-        keep = np.ones(n, bool)
-        leaves: list[np.ndarray] = []
-        # per stage: where its leaves begin among the match's and the kernel block it reads
-        # (None: an input row)
-        stages: list[tuple[int, StageMatches | None]] = []
+    def add_chain(self, m: Any, b: ChainMatches, values: list[Any],
+                  found: list[ComplexEvent], src: Rows) -> None:
+        """The block ``b`` of a chain's plan (kernels.chain.plan_chain: its matches ``found``
+        in the block's order, key values ``values``) — over a derived stream in input rows,
+        when its parameters are its key (or none) and the match began in the batch (a
+        partial match held from before may hold derived events of an earlier batch)."""
+        if not self._readable(src):
+            return
+        if src is not self.batch:
+            if b.bindings is not None or b.fields is not None:
+                return
+            fresh = np.ones(len(b.at), bool)
+            fresh[list(b.old)] = False
+            got = self._leaves(b.rows, src, fresh)  # type: ignore[arg-type]
+            if got is None:
+                return
+            leaves, _stages, keep = got
+            assert src.inputs is not None  # type: ignore[attr-defined]
+            b = replace(b, at=src.inputs[b.at][keep], rank=b.rank[keep],  # type: ignore[attr-defined]
+                        rows=np.concatenate(leaves)[:, keep], old={}, value=b.value[keep])
+        self._keep(m, b, values, found, True)
+
+    def _keep(self, m: Any, b: StageMatches | ChainMatches, values: list[Any] | None,
+              found: list[ComplexEvent], alone: bool) -> None:
+        """Keep block ``b`` (its objects from ``found``, by rank) and, when it is the
+        pattern's only one (``alone``) and the pattern's output is read, register it by type
+        (its matches whose events are all rows of the batch)."""
+        b.events = list(map(found.__getitem__, b.rank.tolist()))
+        self.blocks.append((b, values))
+        if alone and m.name in self.produced:
+            whole = np.flatnonzero((b.rows >= 0).all(axis=0))
+            ids = _ids(map(b.events.__getitem__, whole.tolist()), len(whole))
+            o = np.argsort(ids, kind="stable")
+            self.by_type[m.name] = (ids[o], whole[o], b)
+
+    def _leaves(self, rows: np.ndarray, src: EventRows, keep: np.ndarray
+                ) -> tuple[list[np.ndarray], list[tuple[int, Any]], np.ndarray] | None:
+        """Per stage of a block over the derived stream ``src`` (its ``rows``), the input
+        rows of its events (an input type's: the row's input row; a kernel pattern's output:
+        its match's rows in that pattern's registered block) and where they begin among the
+        match's with that block (None for an input row); ``keep`` narrowed to the matches
+        whose every derived event is a registered block's match. None when a stage reads
+        rows of several types or of an output not registered."""
         assert src.inputs is not None
-        for j in range(k):
-            r = b.rows[j]
+        n = rows.shape[1]
+        leaves: list[np.ndarray] = []
+        stages: list[tuple[int, Any]] = []
+        at = 0
+        for r in rows:
             codes = src.codes[r]
             if bool((codes != codes[0]).any()):
                 return None
             t = src.type_names[int(codes[0])]
             if t not in self.produced:
-                stages.append((sum(len(x) for x in leaves), None))
+                stages.append((at, None))
                 leaves.append(src.inputs[r][None, :])
+                at += 1
                 continue
             reg = self.by_type.get(t)
             if reg is None:
                 return None
-            ids, o, kb = reg
+            ids, col, kb = reg
             want = _ids(map(src.events.__getitem__, r.tolist()), n)
-            at = np.searchsorted(ids, want).clip(max=max(len(ids) - 1, 0))
-            hit = ids[at] == want if len(ids) else np.zeros(n, bool)
-            keep &= hit
-            stages.append((sum(len(x) for x in leaves), kb))
-            leaves.append(kb.rows[:, o[at]])
+            q = np.searchsorted(ids, want).clip(max=max(len(ids) - 1, 0))
+            keep = keep & (ids[q] == want if len(ids) else np.zeros(n, bool))
+            stages.append((at, kb))
+            leaves.append(kb.rows[:, col[q]] if len(ids) else np.zeros((len(kb.rows), n),
+                                                                      np.int64))
+            at += len(kb.rows)
+        return leaves, stages, keep
+
+    def _flat(self, b: StageMatches, src: EventRows) -> StageMatches | None:
+        """Block ``b`` over the derived stream ``src`` in input rows (module docstring): the
+        matches whose every derived part is a registered block's match; None when none is,
+        or a stage reads rows of several types or a layout not registered, or a select item
+        reads a derived part's time or a chain's parameter."""
+        got = self._leaves(b.rows, src, np.ones(b.rows.shape[1], bool))
+        if got is None:
+            return None
+        leaves, stages, keep = got
         consts = list(b.consts)
         fields: list[tuple[int, int] | None] = []
         for f in b.fields:
@@ -127,6 +183,8 @@ class ColumnBlocks:
             if kb is None:
                 fields.append((start, f[1]))
                 continue
+            if not isinstance(kb, StageMatches):  # (a chain's parameters: its key or bindings)
+                return None
             g = kb.fields[f[1]]
             if g is not None and g[0] == CONST:
                 fields.append((CONST, len(consts)))
@@ -137,13 +195,15 @@ class ColumnBlocks:
                 fields.append(None if g is None else (start + g[0], g[1]))
         if not keep.any():
             return None
+        assert src.inputs is not None
         return StageMatches(b.pattern, b.names, tuple(fields), src.inputs[b.at][keep],
                             b.rank[keep], np.concatenate(leaves)[:, keep], tuple(consts))
 
     def table(self, out: list[ComplexEvent], at: list[int], src: Rows) -> MatchTable:
         """The batch's :class:`MatchTable`: the split's complex events ``out`` (in detection
         order, each detected at row ``at``) as the blocks of the matches they hold (placed
-        where their objects are in ``out``) and one ``ObjectMatches`` block of the others."""
+        where their objects are in ``out``; a chain's key values appended to the table's)
+        and one ``ObjectMatches`` block of the others."""
         n = len(out)
         first = out[0].match_id if out else 0
         if not n:
@@ -154,21 +214,31 @@ class ColumnBlocks:
         sorted_ids = ids[o]
         free = np.ones(n, bool)
         blocks: list[Any] = []
-        for b in self.blocks:
-            want = _ids(b.events, len(b.at))  # type: ignore[arg-type]
+        values: list[Any] = []
+        for b, own in self.blocks:
+            made: list[ComplexEvent] = b.events  # type: ignore[assignment]
+            want = _ids(made, len(made))
             q = np.searchsorted(sorted_ids, want).clip(max=n - 1)
             hit = sorted_ids[q] == want
             pos = o[q[hit]]
             if not len(pos) or not free[pos].all():  # (not emitted: objects, as per event)
                 continue
             free[pos] = False
-            events = b.events if bool(hit.all()) else [
-                ce for ce, h in zip(b.events, hit.tolist(), strict=True) if h]  # type: ignore[arg-type]
-            blocks.append(replace(b, at=rows_at[pos], rank=pos, rows=b.rows[:, hit],
-                                  events=events))
+            events = made if bool(hit.all()) else [
+                ce for ce, h in zip(made, hit.tolist(), strict=True) if h]
+            if isinstance(b, ChainMatches):
+                kept = np.flatnonzero(hit)
+                old = {int(j): b.old[r] for j, r in enumerate(kept.tolist()) if r in b.old}
+                blocks.append(replace(b, at=rows_at[pos], rank=pos, rows=b.rows[:, hit],
+                                      old=old, value=b.value[hit] + len(values),
+                                      events=events))
+                values += own or []
+            else:
+                blocks.append(replace(b, at=rows_at[pos], rank=pos, rows=b.rows[:, hit],
+                                      events=events))
         rest = np.flatnonzero(free)
         if len(rest):
             blocks.append(ObjectMatches(rows_at[rest], rest,
                                         out if len(rest) == n else
                                         list(map(out.__getitem__, rest.tolist()))))
-        return MatchTable(blocks, [], first, n, src)
+        return MatchTable(blocks, values, first, n, src)

@@ -217,7 +217,8 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
     plan_pair = _plan_pair if blocks is None else partial(_plan_pair, blocks=blocks)
     try:
         plans = [plan_pair(m, cols, engine.host.arity) if m.pattern.pair is not None
-                 else plan_chain(m, src, engine.program.schemas) if split_chain(m) is not None
+                 else plan_chain(m, src, engine.program.schemas, blocks=blocks)
+                 if split_chain(m) is not None
                  else plan_restart(m, cols) if m.pattern.restart is not None
                  else plan_and(m, cols) if m.pattern.esper_and is not None
                  else plan_consec(m, cols) for m in kernels]
@@ -235,7 +236,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
             src.unnumber()
         return None
     derived = plan_cascade(engine, windows, src.ts, src.last_ts(), plan_pair)
-    higher = plan_higher(engine, kernels, plans, src, cols, plan_pair, windows)
+    higher = plan_higher(engine, kernels, plans, src, cols, plan_pair, windows, blocks)
     over = plan_windows_over(engine, kernels, plans, src, {**windows, **derived.batches})
     if not cascade_fits(engine, src.n, over, higher):  # (left per event: the engine stops)
         over, higher = [], [h for h in higher if h.last is None]
