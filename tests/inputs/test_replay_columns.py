@@ -56,9 +56,35 @@ select w.k as k from pattern [every w = W(w.m > 0.6)];
 insert into R
 select a.k as k from pattern [every (a=A -> b=B(b.k = a.k))];
 """
+# split programs whose kernel patterns' matches are written as column blocks
+# (kernels/column_blocks.py): patterns over the pair's output — a pair over it, one ending in
+# it, alternatives mixing it with an input type, one reading its literal —, a window over it
+HIGHER = ESPER.replace("b.v as v", "b.v as v, 'x' as tag") + """@Name('H1')
+insert into H1
+select p.k as k, p.tag as tag, c.v as cv from pattern [every p=P -> c=C(c.k = p.k)
+                                                       where timer:within(5 msec)];
+@Name('H2')
+insert into H2
+select c.v as cv, p.v as pv from pattern [every c=C -> p=P(p.k = c.k) where timer:within(3 msec)];
+@Name('H3')
+insert into H3
+select c.k as k from pattern [every c=C -> (p=P(p.k = c.k) or d=A(d.k = c.k))];
+@Name('W')
+insert into W
+select p.k as k, count(*) as n from P.win:time(3 msec) as p group by p.k;
+"""
+# VEPL chains over a chain's output (benchmarks/pattern_shapes.py's ho_chain and ho_or)
+HO_CHAIN = CHAIN + """complexEvent H(K : Integer) {
+  as P(K) -> C(K, _X)
+}
+complexEvent O(K : Integer) {
+  as P(K) OR C(K, _X)
+}
+"""
 PROGRAMS = {"chain": lambda: load(CHAIN), "pair": lambda: load_module(parse_epl(ESPER)),
             "sequence": lambda: load_module(parse_epl(SEQUENCE)),
-            "split": lambda: load_module(parse_epl(SPLIT))}
+            "split": lambda: load_module(parse_epl(SPLIT)),
+            "higher": lambda: load_module(parse_epl(HIGHER)), "ho_chain": lambda: load(HO_CHAIN)}
 
 BAD = ["", "", "", "", "", "json", "missing", "text", "nan", "unknown"]
 

@@ -7,8 +7,10 @@ block (``arrow_rows.encode_match_table``). So, over a column source, each Esper 
 the batch — a kernel pattern over the input or a pattern planned over the derived stream
 (kernels.cascade.plan_higher) — also describes its matches the way the pair kernel's column
 route does (kernels.pair.stage_blocks: instances begun in the batch, a select list of fields,
-the time and literals), and :meth:`ColumnBlocks.table` places those blocks in the batch's
-detection order beside the other matches, which stay an ``ObjectMatches`` block.
+the time and literals: ``StageMatches``), and each VEPL chain's plan hands over the
+``ChainMatches`` block it makes its objects from (kernels.chain.plan_chain);
+:meth:`ColumnBlocks.table` places those blocks in the batch's detection order beside the other
+matches, which stay an ``ObjectMatches`` block.
 
 A block over a derived stream names rows of that stream; **decision — it is written in input
 rows only**: each of its stages of an input type is that row's input row, each stage of a
@@ -16,15 +18,19 @@ kernel pattern's output the input rows of the match there (found by the object's
 that pattern's own block: a match held from an earlier batch, or made as an object, leaves the
 match that reads it an object), and each select item reading such a match's parameter the item
 of its own select list it is (its literals carried over; an item reading its time, which is
-not a field of a row, leaves the block to objects). The events of a match are then its leaves'
-input rows in order, as ``ComplexEvent.event_refs`` lists them, and its time that of the row
-it completed at, as the match's last part's.
+not a field of a row, or a chain's parameter, leaves the block to objects). A chain over a
+derived stream is taken when its parameters are its key (or none: ho_chain's ``P(x) -> C(x,
+_)``) and its match began in the batch (a partial match held from before may hold derived
+events of an earlier batch). The events of a match are then its leaves' input rows in order,
+as ``ComplexEvent.event_refs`` lists them, and its time that of the row it completed at, as
+the match's last part's.
 
-**Decision — the objects are the block's** (``StageMatches.events``): ``MatchTable.
-complex_events()`` gives the very objects the split emitted (ids, bindings, parts, lazy kinds
-for the Python API), and a block's place in the detection order is where its objects are in
-the split's output, by identity — a plan whose matches were not emitted (a pattern the batch
-left per event after planning it) contributes nothing, and its matches are objects there.
+**Decision — the objects are the block's** (``StageMatches.events``, ``ChainMatches.events``):
+``MatchTable.complex_events()`` gives the very objects the split emitted (ids, bindings,
+parts, lazy kinds for the Python API), and a block's place in the detection order is where its
+objects are in the split's output, by identity — a plan whose matches were not emitted (a
+pattern the batch left per event after planning it) contributes nothing, and its matches are
+objects there.
 """
 
 from __future__ import annotations

@@ -185,8 +185,10 @@ def split_columns(engine: Any, kernels: list[Any], rows: Rows) -> MatchTable | N
     """:func:`process_split` over a column source (:meth:`Engine.process_columns`, such as an
     Arrow batch of the file job): Python events are made only for the rows the per-event part
     steps, the rows of the kernels' matches and the instances left open; the complex events
-    as one :class:`~cepflow.runtime.rows.ObjectMatches` block. None, having changed nothing,
-    when the kernel patterns cannot take the batch."""
+    as the pair and chain plans' column blocks and one
+    :class:`~cepflow.runtime.rows.ObjectMatches` block of the others
+    (kernels.column_blocks). None, having changed nothing, when the kernel patterns cannot
+    take the batch."""
     program = engine.program
     blocks = ColumnBlocks(rows, {a.name for a in program.automata}
                           | {w.name for w in program.windows})
