@@ -17,16 +17,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_kernel import SCHEMA, events, state
-from tests.esper.test_split import (
-    OTHERS,
-    consecs,
-    program,
-    restarts,
-    restored,
-    rows,
-    statements,
-    stream,
-)
+from tests.esper.test_split import PROGRAMS as SPLIT_PROGRAMS
+from tests.esper.test_split import program, restored, rows
 from tests.esper.test_split_higher import DENSE, STREAMS, program_of, programs
 
 from cepflow.language.epl import parse_epl
@@ -139,10 +131,7 @@ def test_dense_streams_put_most_matches_in_blocks(prog_spec, spec, cuts, restore
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.one_of(statements(), restarts(), consecs()), min_size=1, max_size=3),
-       st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
-       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70),
-       st.integers(-1, 2))
+@given(*SPLIT_PROGRAMS)
 def test_split_programs_in_blocks(kernel_stmts, others, spec, cuts, restore_at,
                                   ruled) -> None:
     """test_split's programs: pair, restart and consecutive kernel patterns beside window
