@@ -116,6 +116,8 @@ class ColumnBlocks:
             if got is None:
                 return
             leaves, _stages, keep = got
+            if not keep.any():
+                return
             assert src.inputs is not None  # type: ignore[attr-defined]
             b = replace(b, at=src.inputs[b.at][keep], rank=b.rank[keep],  # type: ignore[attr-defined]
                         rows=np.concatenate(leaves)[:, keep], old={}, value=b.value[keep])
@@ -225,23 +227,19 @@ class ColumnBlocks:
             made: list[ComplexEvent] = b.events  # type: ignore[assignment]
             want = _ids(made, len(made))
             q = np.searchsorted(sorted_ids, want).clip(max=n - 1)
-            hit = sorted_ids[q] == want
-            pos = o[q[hit]]
-            if not len(pos) or not free[pos].all():  # (not emitted: objects, as per event)
+            pos = o[q]
+            # (every planned match is emitted — a batch whose cascade would pass max_cascade
+            # stops, as per event —, once; a block whose objects are not all where they should
+            # be would stay objects)
+            if not bool((sorted_ids[q] == want).all()) or not free[pos].all():
                 continue
             free[pos] = False
-            events = made if bool(hit.all()) else [
-                ce for ce, h in zip(made, hit.tolist(), strict=True) if h]
             if isinstance(b, ChainMatches):
-                kept = np.flatnonzero(hit)
-                old = {int(j): b.old[r] for j, r in enumerate(kept.tolist()) if r in b.old}
-                blocks.append(replace(b, at=rows_at[pos], rank=pos, rows=b.rows[:, hit],
-                                      old=old, value=b.value[hit] + len(values),
-                                      events=events))
+                blocks.append(replace(b, at=rows_at[pos], rank=pos,
+                                      value=b.value + len(values)))
                 values += own or []
             else:
-                blocks.append(replace(b, at=rows_at[pos], rank=pos, rows=b.rows[:, hit],
-                                      events=events))
+                blocks.append(replace(b, at=rows_at[pos], rank=pos))
         rest = np.flatnonzero(free)
         if len(rest):
             blocks.append(ObjectMatches(rows_at[rest], rest,
