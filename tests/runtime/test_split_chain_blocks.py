@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_chain_alternatives import columns, compile_
+from test_chain_alternatives import DECLS, columns, compile_
 from test_chain_alternatives import specs as chain_specs
 from test_split_chains import programs as chain_programs
 from test_split_chains import runnable
 from tests.esper.test_split_column_blocks import check_blocks, table_of
 
 from cepflow.events.event import Event
+from cepflow.loader import load
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.rows import ObjectMatches
 from cepflow.spark.columns import encode_match_table
@@ -62,3 +63,18 @@ def test_ho_chain_in_blocks() -> None:
     assert encode_match_table(table, src).to_pylist() == [
         {"pattern": "P1", "ts": 2, "params": '{"s":0}', "events": ["0", "1", "2"]}]
     assert check_blocks(prog, spec * 30, [13, 40], 50, vepl_events, columns) > 20
+
+
+def test_a_chain_over_derived_events_with_more_parameters_stays_objects() -> None:
+    """Hand-derived: ``H(s, x): P(s) -> C(s, x)`` binds a field of C beside the key, which its
+    block would read by stage — not a row once the stages are input rows — so its matches
+    over the derived stream stay objects (P's a block): A 0, B 1 (k 0) give P's match [0, 1],
+    C 2 (k 0, v 3) H's, written ``{"s":0,"x":3}``."""
+    prog = load(DECLS + "complexEvent P(s: Int) { as A(s, _) -> B(s, _) }\n"
+                "complexEvent H(s: Int, x: Int) { as P(s) -> C(s, x) }\n")
+    spec = [("A", 0, 1, 0), ("B", 0, 2, 1), ("C", 0, 3, 1)]
+    table, src = table_of(Engine(prog), vepl_events(spec, 0), columns)
+    assert [type(b).__name__ for b in table.blocks] == ["ChainMatches", "ObjectMatches"]
+    assert encode_match_table(table, src).to_pylist() == [
+        {"pattern": "P", "ts": 1, "params": '{"s":0}', "events": ["0", "1"]},
+        {"pattern": "H", "ts": 2, "params": '{"s":0,"x":3}', "events": ["0", "1", "2"]}]
