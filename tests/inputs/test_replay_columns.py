@@ -188,6 +188,33 @@ def test_column_route_equals_record_route(tmp_path_factory, files, which, folder
     assert by_columns[0] == by_records[0]
 
 
+#: dense clean records (few keys, small steps): a pattern over a pattern's output completes
+#: within one part
+dense = st.lists(st.tuples(st.sampled_from("AABBCC"), st.sampled_from([0, 0, 1, 2]),
+                           st.integers(0, 1), st.sampled_from([0.5, 1.0, 2.25]),
+                           st.just(""), st.sampled_from([None, "id"])),
+                 min_size=10, max_size=60)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(dense, st.sampled_from(["higher", "ho_chain"]), st.sampled_from(["jsonl", "parquet"]),
+       st.integers(8, 64))
+def test_split_programs_column_route_equals_record_route(tmp_path_factory, spec, which, fmt,
+                                                         rows_per_part) -> None:
+    """The split programs whose kernel matches are column blocks (kernels/column_blocks.py:
+    patterns and a window over a pair's output, chains over a chain's output) over dense
+    Parquet files in parts of 8 to 64 rows: the column route writes what the record route
+    writes."""
+    tmp = tmp_path_factory.mktemp("blocks")
+    path = tmp / "in.parquet"
+    _write(path, _rows(spec, "e"))
+    program = PROGRAMS[which]()
+    with mock.patch.object(batched, "PARQUET_ROWS", rows_per_part):
+        by_columns = _outputs(tmp, "cols", [path], program, fmt)
+    assert by_columns == _outputs(tmp, "recs", [path], program, fmt, columns=False)
+
+
 def test_a_clean_parquet_file_goes_column_wise(tmp_path: Path) -> None:
     """A clean file is read by the fast path and matched by process_columns (no event object
     per row): the chain program's matches come from the column kernel."""
