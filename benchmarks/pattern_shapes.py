@@ -104,6 +104,9 @@ SHAPES: dict[str, tuple[str, str]] = {
     "esper_or_seq": ("epl", "select a.k as k from pattern [every a=A -> ((b=B(b.k = a.k) -> "
                             "c=C(c.k = a.k)) or d=C(d.k = a.k, d.v > 5)) "
                             "where timer:within(10 sec)];"),
+    # Esper's and after a stage: complete when both operands have, at the later of their rows
+    "esper_and_after": ("epl", "select a.k as k from pattern [every a=A -> (b=B(b.k = a.k) and "
+                               "c=C(c.k = a.k)) where timer:within(10 sec)];"),
     # (the spawn form: an A opens an instance only if its key was not seen in the last second)
     "esper_distinct": ("epl", "select a.k as k from pattern [every-distinct(a.k, 1 sec) a=A -> "
                               "b=B(b.k = a.k) where timer:within(10 sec)];"),

@@ -308,15 +308,21 @@ def test_the_shape_and_what_it_declines() -> None:
         assert Engine(prog)._pairs is None, s
 
 
+#: per operator, the operands' lengths drawn (an or of single events is the plain
+#: alternatives'; an and's may all be single events)
+LENS = {"or": [[2, 1], [1, 2], [2, 2], [3, 1], [1, 1, 2], [2, 1, 3], [1, 3]],
+        "and": [[1, 1], [1, 1], [1, 2], [2, 1], [2, 2], [1, 1, 1], [1, 2, 1]]}
+
+
 @st.composite
-def sequences(draw: st.DrawFn) -> str:
+def sequences(draw: st.DrawFn, word: str = "or") -> str:
     """``every a = T(f) [-> b = T(g, key)] -> ((x = T(h, key) -> y = …) or z = T(…) [or …])
     [where within]``: an Esper ``or`` some of whose operands are sequences of one to three
     atoms (compiler.conjunction's product: kernels.orseq), every atom on a's key (after a
     alone also on none: all, or some), filters on the atom's own event, select lists
     reading the operands' tags (null for the operands that did not complete) — some atoms
-    untagged."""
-    lens = draw(st.sampled_from([[2, 1], [1, 2], [2, 2], [3, 1], [1, 1, 2], [2, 1, 3], [1, 3]]))
+    untagged. ``word`` "and": the same with ``and``, operands of one or two atoms."""
+    lens = draw(st.sampled_from(LENS[word]))
     names = iter(draw(st.permutations(["p", "q", "r", "s", "t", "u", "w", "Z", "ab"])))
     chained = draw(st.sampled_from([False, False, True]))
     keys = chained or draw(st.sampled_from([True, True, False]))  # (False: on no key)
@@ -341,7 +347,7 @@ def sequences(draw: st.DrawFn) -> str:
             op = op[1:]
         tags.append(op)
         operands.append(written[0] if len(written) == 1 else f"({' -> '.join(written)})")
-    body = f"({' or '.join(operands)})"
+    body = f"({f' {word} '.join(operands)})"
     if chained:
         body = f"{atom('b')} -> {body}"
     within = draw(st.sampled_from(["", " where timer:within(3 msec)",
@@ -381,7 +387,7 @@ def test_what_the_or_of_sequences_takes_and_declines() -> None:
         "every a = A -> ([2] B(k = a.k) or d = C(k = a.k))",  # (a repetition: B -> B)
     ]:
         takes_the_product(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
-    for s in [
+    declined([
         "every a = A -> ((b = B(b.v > a.v and k = a.k) -> c = C(k = a.k)) or d = C(k = a.k))",
         "every a = A -> ((b = B(k = a.k) -> c = C(c.v > b.v and k = a.k)) or d = C(k = a.k))",
         "every a = A -> ((b = B(k = a.k) -> c = C(k = a.v)) or d = C(k = a.k))",  # (two keys)
@@ -392,10 +398,16 @@ def test_what_the_or_of_sequences_takes_and_declines() -> None:
         "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) or d = C(k = a.k)) -> "
         "e = A(k = a.k)",  # (not the last stage)
         "every (a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) or d = C(k = a.k)))",  # (restart)
-    ]:
+    ], "track")
+
+
+def declined(patterns: list[str], shape: str) -> None:
+    """Each of ``patterns`` compiles to no pair kernel of ``shape`` (an or of sequences,
+    ``"track"``; an and, ``"conj"``): it stays per event (the general token path)."""
+    for s in patterns:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))
-        assert all(m.pattern.pair is None or not m.pattern.pair.track
+        assert all(m.pattern.pair is None or not getattr(m.pattern.pair, shape)
                    for m in Engine(prog).matchers), s
 
 
@@ -415,21 +427,32 @@ def test_or_seq_pinned() -> None:
     """The esper_or_seq shape over a hand-derived stream, in two batches cut after e9 (the
     product token left open and read back), then in one: the matches above, and the token
     the first batch leaves as the general token path holds it."""
-    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + OR_SEQ))
     takes_the_product(OR_SEQ)
-    for cut in (10, 12):
+
+    def left(eng: Engine) -> None:
+        (tok,) = [t for t in eng.matchers[0].all_tokens() if t.threads[0].events[0].ref == "e8"]
+        th = tok.threads[0]
+        assert ([e.ref for e in th.events], th.bindings["_or1"]) == (["e8", "e9"], "1")
+
+    check_pinned(OR_SEQ, OR_SEQ_STREAM, 10, OR_SEQ_MATCHES, left)
+
+
+def check_pinned(stmt: str, spec, cut: int, matches, left: Callable[[Engine], None]) -> None:
+    """``stmt`` over the hand-derived stream ``spec`` in two batches cut at ``cut`` — ``left``
+    checks the tokens the first one leaves —, then in one batch: the ``matches`` (events,
+    parameters), and everything else as the general token path."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    for at in (cut, len(spec)):
         eng, ref = Engine(prog), Engine(prog, fast_path=False)
-        evs = events(OR_SEQ_STREAM)
-        got = eng.process_batch(evs[:cut])
-        want = [m for e in events(OR_SEQ_STREAM)[:cut] for m in ref.process(e)]
+        evs = events(spec)
+        got = eng.process_batch(evs[:at])
+        want = [m for e in events(spec)[:at] for m in ref.process(e)]
         assert state(eng) == state(ref)
-        if cut == 10:
-            (tok,) = [t for t in eng.matchers[0].all_tokens() if t.threads[0].events[0].ref == "e8"]
-            th = tok.threads[0]
-            assert ([e.ref for e in th.events], th.bindings["_or1"]) == (["e8", "e9"], "1")
-        got += eng.process_batch(evs[cut:])
-        want += [m for e in events(OR_SEQ_STREAM)[cut:] for m in ref.process(e)]
-        assert [(tuple(m.event_refs), m.params) for m in got] == OR_SEQ_MATCHES
+        if at == cut:
+            left(eng)
+        got += eng.process_batch(evs[at:])
+        want += [m for e in events(spec)[at:] for m in ref.process(e)]
+        assert [(tuple(m.event_refs), m.params) for m in got] == matches
         assert rows(got) == rows(want)
         assert state(eng) == state(ref) and eng.stats == ref.stats
 
@@ -489,10 +512,11 @@ def test_sequences_time_passing_after_a_batch(stmt, spec, later) -> None:
 
 
 @st.composite
-def sequences_over(draw: st.DrawFn, name: str, kinds: list[str]) -> str:
+def sequences_over(draw: st.DrawFn, name: str, kinds: list[str], word: str = "or") -> str:
     """An or of sequences over kernel patterns' output (``kinds``: P, Q) and input types
     after ``p`` — ``every p = P(f) -> ((q = T(key) -> c = U(key)) or d = V(key) …)
-    [within]``, derived types at any atom (tests.esper.test_split_higher.programs): planned
+    [within]`` (``word`` "and": an and, its operands of one or two atoms), derived types at
+    any atom (tests.esper.test_split_higher.programs): planned
     over the derived stream (kernels.cascade.plan_higher) where its operands end at input
     types or one kernel pattern's output, else per event."""
     types = ["A", "B", *kinds]
@@ -504,13 +528,15 @@ def sequences_over(draw: st.DrawFn, name: str, kinds: list[str]) -> str:
         return f"{tag} = {t}({f'({g}) and {tag}.k = p.k' if g else f'{tag}.k = p.k'})"
 
     ops = [f"({atom('q')} -> {atom('c')})", atom("d")]
+    if word == "and" and draw(st.booleans()):  # (an and of single events completes oftener)
+        ops[0] = atom("c")
     if draw(st.booleans()):
-        ops.append(f"({atom('e')} -> {atom('g')})")
+        ops.append(f"({atom('e')} -> {atom('g')})" if word == "or" else atom("e"))
     ops = draw(st.permutations(ops))
     within = draw(st.sampled_from(WITHIN))
     select = draw(st.sampled_from(["", "select p.k as k, p.v as pv, c.v as cv, d.x as dx "]))
     return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every p = "
-            f"{draw(st.sampled_from(kinds))}({f}) -> ({' or '.join(ops)}){within}];\n")
+            f"{draw(st.sampled_from(kinds))}({f}) -> ({f' {word} '.join(ops)}){within}];\n")
 
 
 #: within(0) over two single stages' output: the instance P opens in a row's cascade meets
@@ -559,3 +585,181 @@ OVER_BLOCK = (
 def test_alternatives_over_a_window_block(spec, cuts, restore_at) -> None:
     prog = program([C_SCHEMA + OVER_BLOCK], [])
     check_split(prog, spec, cuts, restore_at)
+
+
+# --- Esper's and after a stage (EsperPair.conj: the or's product, every operand completing) ---
+
+
+def takes_the_and(stmt: str) -> None:
+    takes_the_kernel(stmt, "conj")
+
+
+def conjunctions() -> st.SearchStrategy:
+    """:func:`sequences` with ``and``: ``every a = T(f) [-> b = T(g, key)] -> (x = T(h, key)
+    and (y = T(…) -> z = T(…)) [and …]) [where within]`` — operands of one or two atoms
+    (``[2] T`` too), keyed or (after a alone) not, within none/0/3/10 ms, tags read in the
+    select list."""
+    return sequences("and")
+
+
+# (the esper_and_after shape of benchmarks/pattern_shapes.py, its tags read)
+AND_AFTER = ("@Name('P')\ninsert into P\nselect a.k as k, b.v as bv, c.v as cv\nfrom pattern "
+             "[every a = A -> (b = B(b.k = a.k) and c = C(c.k = a.k)) "
+             "where timer:within(10 milliseconds)];\n")
+
+
+def test_what_the_and_takes_and_declines() -> None:
+    """What takes the pair kernel as an and after a stage (EsperPair.conj), and what stays
+    per event (the general token path)."""
+    for s in [
+        "every a = A -> (b = B(b.k = a.k) and c = C(c.k = a.k)) where timer:within(10 sec)",
+        "every a = A -> (b = B and c = C(v > 5))",  # (on no key)
+        "every a = A -> (b = B(k = a.k) and c = C)",  # (one keyed, one not)
+        "every a = A -> (b = B(k = a.k) and c = B(k = a.k and v > 2))",  # (one type: one
+        # event may take both)
+        "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) and d = A(k = a.k)) "
+        "where timer:within(5 sec)",  # (after a chain: the guard opens at b)
+        "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k)) and d = C(k = a.k))",  # (a chain)
+        "every a = A -> (b = B(k = a.k) and C(k = a.k) and d = A(k = a.k))",  # (three)
+        "every a = A -> ([2] B(k = a.k) and d = C(k = a.k))",  # (a repetition: B -> B)
+        "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k) -> d = A(k = a.k)) and "
+        "(e = B(k = a.k) -> f = C(k = a.k)) and g = A(k = a.k))",  # (six atoms: the most)
+    ]:
+        takes_the_and(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    declined([
+        "every a = A -> (b = B(b.v > a.v and k = a.k) and c = C(k = a.k))",  # (a guard on a)
+        "every a = A -> (b = B(k = a.k) and c = C(k = a.v))",  # (two keys)
+        "every a = A -> b = B -> (c = C and d = A)",  # (a chain on no key before)
+        "every a = A -> ((b = B(k = a.k) or c = C(k = a.k)) and d = A(k = a.k))",  # (an or
+        # inside an operand)
+        "every a = A -> (b = B(k = a.k) and c = C(k = a.k)) -> d = A(k = a.k)",  # (not last)
+        "every (a = A -> (b = B(k = a.k) and c = C(k = a.k)))",  # (restart)
+        "every a = A -> ((b = B(k = a.k) -> c = C(k = a.k) -> d = A(k = a.k)) and "
+        "(e = B(k = a.k) -> f = C(k = a.k)) and (g = A(k = a.k) -> h = B(k = a.k)))",  # (more
+        # than shapes.MAX_AND_ATOMS atoms)
+    ], "conj")
+
+
+#: hand-derived (within 10 ms; times 0 1 2 2 2 4 13 13 14 14 14): e0's instance takes c at e1
+#: and b at e2 and completes there, its events in time order (e0, e1, e2); e3's (t=2) takes b
+#: at e4 (same instant, a later row), but no C of key 0 comes before its deadline (12): it
+#: expires; e5's (t=4) takes the C at e6 (t=13) and the B at e7 (one instant, before its
+#: deadline 14); e8 (key 1) takes b at e9 and c at e10. A batch cut after e6 leaves e5's
+#: instance a product token holding (e5, e6) at the state "c taken" (and e3's expired),
+#: which the next batch reads back: e7 completes it
+AND_STREAM = [("A", 0, 1, 0.0, 0), ("C", 0, 7, 0.0, 1), ("B", 0, 2, 0.0, 1),
+              ("A", 0, 3, 0.0, 0), ("B", 0, 4, 0.0, 0), ("A", 0, 5, 0.0, 2),
+              ("C", 0, 6, 0.0, 9), ("B", 0, 0, 0.0, 0), ("A", 1, 8, 0.0, 1),
+              ("B", 1, 9, 0.0, 0), ("C", 1, 3, 0.0, 0)]
+AND_MATCHES = [(("e0", "e1", "e2"), (0, 2, 7)), (("e5", "e6", "e7"), (0, 0, 6)),
+               (("e8", "e9", "e10"), (1, 9, 3))]
+
+
+#: six atoms (shapes.MAX_AND_ATOMS), rows taken by several atoms at once
+SIX = ("@Name('P')\ninsert into P\nselect b.v as bv, g.x as gx, f.k as fk\nfrom pattern "
+       "[every a = A -> ((b = B(k = a.k) -> c = C(k = a.k) -> d = A(k = a.k)) and "
+       "(e = B(k = a.k) -> f = C(k = a.k)) and g = A(k = a.k))];\n")
+
+
+def test_and_after_pinned() -> None:
+    """The esper_and_after shape over a hand-derived stream, in two batches cut after e6
+    (the product token left open and read back), then in one: the matches above, and the
+    token the first batch leaves as the general token path holds it."""
+    takes_the_and(AND_AFTER)
+
+    def left(eng: Engine) -> None:
+        (tok,) = eng.matchers[0].all_tokens()
+        th = tok.threads[0]
+        assert [e.ref for e in th.events] == ["e5", "e6"]
+        assert th.bindings == {"a.k": 0, "a.v": 5, "a.x": 0.0, "a.s": "x", "c.v": 6,
+                               "c.x": 0.0, "c.s": "y"}
+
+    check_pinned(AND_AFTER, AND_STREAM, 7, AND_MATCHES, left)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(conjunctions(), min_size=1, max_size=2), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+@example([AND_AFTER], AND_STREAM, [7], 0)
+@example([SIX], [(t, 0, 1, 0.7, 1) for t in "ABCABCABCA"], [2, 5], 2)
+def test_conjunctions_equal_event_by_event(stmts, spec, cuts, tail) -> None:
+    """An and after a stage: batches cut anywhere (single events between them, per-event
+    steps after), the column route over event lists, rules firing: as the general token
+    path — and the matches' bindings in its order (what the record writer writes, one
+    step's atoms in operand order)."""
+    check_statements(stmts, spec, cuts, tail, takes_the_and)
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmts[0]))
+    ref = Engine(prog, fast_path=False)
+    want = [list(m.bindings_for_output()) for e in events(spec) for m in ref.process(e)]
+    got = Engine(prog).process_batch(events(spec))
+    assert [list(m.bindings_for_output()) for m in got] == want
+
+
+@settings(max_examples=50, deadline=None)
+@given(conjunctions(), stream([0, 1, 2, 1.0, True, "1", None, float("nan")], 10),
+       st.lists(st.integers(0, 70), max_size=2), st.integers(0, 5))
+def test_conjunctions_with_mixed_keys(stmt, spec, cuts, tail) -> None:
+    """Keys that unify across types, text, None and NaN (that batch event by event)."""
+    check(C_SCHEMA + stmt, spec, cuts, tail)
+
+
+@settings(max_examples=80, deadline=None)
+@given(conjunctions(), stream([0, 1], 20), st.integers(1, 30), st.integers(0, 70),
+       st.lists(st.integers(0, 70), max_size=3))
+@example(AND_AFTER, AND_STREAM, 3, 7, [7])
+def test_conjunctions_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
+    """``Engine.run`` in batches with a save/restore in the middle (the and's product tokens
+    saved and read back), ``Engine.process_columns`` over Arrow batches (rows written
+    column-wise): as event by event."""
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    takes_the_and(stmt)
+    check_run(prog, spec, batch, restore_at)
+    check_arrow(prog, spec, cuts)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(conjunctions(), min_size=1, max_size=2),
+       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
+                min_size=1, max_size=2, unique=True),
+       stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_conjunctions_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes: the program split plans the and column-wise, with
+    a save/restore in the middle, as event by event."""
+    prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    check_split(prog, spec, cuts, restore_at)
+
+
+@settings(max_examples=50, deadline=None)
+@given(conjunctions(), stream([0, 1], 5), st.sampled_from([0, 1, 3, 9, 10, 100]))
+def test_conjunctions_time_passing_after_a_batch(stmt, spec, later) -> None:
+    """One batch, then ``advance_to`` past its last event: the and's tokens left open expire,
+    the idle timers of the instances that completed move the clock, as per event."""
+    check_time_passing(load_module(parse_epl(SCHEMA + C_SCHEMA + stmt)), spec, later)
+
+
+def conjunctions_over(name: str, kinds: list[str]) -> st.SearchStrategy:
+    """:func:`sequences_over` with ``and``."""
+    return sequences_over(name, kinds, "and")
+
+
+#: within(0) over kernel output, as the or's ZERO_SEQ and ZERO_ALL: the and's instance P
+#: opens in a row's cascade meets that cascade's Q at one operand's atom (``ZERO_AND``: the
+#: token path's step fails the window check but keeps the instance, the other operand
+#: waiting) or at both operands' (``ZERO_AND_ALL``: every edge out of its state fires, it is
+#: trapped) — declined (kernels.pair.pair_rows), as the or's
+ZERO_AND = (ZERO_SEQ[0].replace(") or d = A(d.k", ") and d = A(d.k"), -1)
+ZERO_AND_ALL = (ZERO_ALL[0].replace(") or d = Q(d.k", ") and d = Q(d.k"), -1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs(over=conjunctions_over),
+       st.tuples(STREAMS, STREAMS).map(lambda s: s[0] + s[1]),
+       st.lists(st.integers(0, 80), max_size=4), st.integers(0, 80))
+@example(ZERO_AND, [("B", 0, 0, 0.0, 0), ("A", 0, 0, 0.0, 0)], [], 0)
+@example(ZERO_AND_ALL, [("B", 0, 0, 0.0, 0)], [], 0)
+def test_conjunctions_over_kernel_output(prog_spec, spec, cuts, restore_at) -> None:
+    """An and over the derived stream of kernel patterns' matches (planned by
+    kernels.cascade.plan_higher where its operands end at input types or one kernel
+    pattern's output), batches cut anywhere, a save/restore in the middle: as event by
+    event."""
+    check_split(program_of(*prog_spec), spec, cuts, restore_at)

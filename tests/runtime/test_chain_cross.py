@@ -28,7 +28,7 @@ NAN = float("nan")
 
 
 @st.composite
-def crossing(draw: st.DrawFn) -> str:
+def crossing(draw: st.DrawFn, cross: tuple[str, ...] = CROSS) -> str:
     """A chain of 1-4 stages of 1-3 alternatives (test_chain_alternatives.alternatives'
     shape) where one stage may bind ``u`` and one ``w`` for itself (each alternative there
     binding it or not), filters of the event's own fields or reading ``u``/``w``, the complex
@@ -40,7 +40,7 @@ def crossing(draw: st.DrawFn) -> str:
     if at["w"] == at["u"]:
         at["w"] = None
     # (a filter may name only variables the pattern binds — at that stage or later: None)
-    known = FILTERS + tuple(f for f in CROSS if all(at[v] is not None for v in "uw" if v in f))
+    known = FILTERS + tuple(f for f in cross if all(at[v] is not None for v in "uw" if v in f))
     bound: list[str] = []
     stages = []
     for m in range(n):
@@ -242,3 +242,251 @@ def test_cross_chains_in_the_split_equal_the_token_path(decls: list[str], spec: 
     """Where the two branches meet: a crossing chain (vxf) in a window (vwin) as a kernel
     pattern of the program split, read by a chain over its output."""
     check(decls, spec, cuts, restore_at, gap, route=split_cross_route, compiler=compile_cross)
+
+
+# -- the crossing filters column-wise (kernels.crossing, session 34) -----------------------
+
+def _passes(seed: int, density: float, ident: int, row: int, m: int) -> bool:
+    """A random but fixed truth of a stage's filter on a (partial match, row) pair."""
+    h = (ident * 7919 + row * 104729 + m * 15485863 + seed) * 2654435761 % 2 ** 32
+    return h < density * 2 ** 32
+
+
+@st.composite
+def assignments(draw: st.DrawFn) -> tuple:
+    """A chain of 1-4 stages (each type at one: a row at one stage), its rows (stage, key,
+    time: ties, float time), partial matches from before (oldest first: their starts in
+    order, now and then not — kernels.crossing then declines in a window), a window or
+    none, the batch's end (a derived stream's may be later), per stage a filter on pairs or
+    none, and which rows may start."""
+    k = draw(st.integers(1, 4))
+    n = draw(st.integers(0, 40))
+    stage = draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n))
+    key = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    steps = draw(st.lists(st.sampled_from([0, 0, 1, 2, 0.1]), min_size=n, max_size=n))
+    t0 = draw(st.sampled_from([0, 3, 10]))
+    ts = [t0 + sum(steps[:i + 1]) for i in range(n)]
+    occ = sorted(draw(st.lists(st.tuples(st.sampled_from(range(-3, t0 + 1)),
+                                         st.integers(1, max(k - 1, 1)), st.integers(0, 2)),
+                               max_size=6 if k > 1 else 0)))
+    occupants = [(s, kc, start) for start, s, kc in occ]
+    if len(occupants) > 1 and draw(st.integers(0, 9)) == 0:  # (a hand-written state)
+        occupants = occupants[::-1]
+    window = draw(st.sampled_from([None, None, 0, 0.2, 2, 5]))
+    end = (ts[-1] if ts else float("-inf")) + draw(st.sampled_from([0, 0, 1]))
+    tested = [draw(st.booleans()) for _ in range(k)]
+    seed, density = draw(st.integers(0, 2 ** 16)), draw(st.sampled_from([0.2, 0.5, 0.9, 1.0]))
+    return k, stage, key, ts, occupants, window, end, tested, seed, density
+
+
+#: a start at 0.1 in a window of 0.2: its row at 0.1 + 0.2 is past the span (trapped) while
+#: its deadline is not before it; the other key's partial match expires before its row
+TRAPPED = (2, [0, 1, 0, 1], [0, 0, 1, 1], [0.1, 0.30000000000000004, 1, 4], [], 0.2, 4,
+           [False, True], 0, 1.0)
+#: two partial matches of one key, the row passing only the younger's filter: it overtakes
+#: (seed 10: the pair (0, 2) fails, (1, 2) passes); then the older takes the next row
+OVERTAKEN = (2, [0, 0, 1, 1], [0, 0, 0, 0], [0, 1, 2, 3], [], None, 3, [False, True], 10,
+             0.5)
+
+#: timers set in the order the loop sets them (their order at one deadline): a start (row
+#: 0), then an occupant's first step in the batch (row 1), a start (row 2) — the occupant's
+#: second step (row 3) does not set it again
+TIMERS = (4, [0, 1, 0, 2], [1, 0, 2, 0], [1, 2, 3, 4], [(1, 0, 0)], 10, 4,
+          [False, False, False, False], 0, 1.0)
+
+#: a restored state whose partial matches' starts are out of age order (8, 0, 9): the loop
+#: tries the second (expired, not at the head) and traps it with the row, which the third
+#: would have taken (seed 2: the first fails, the others pass) — declined
+UNORDERED = (2, [1], [0], [10], [(1, 0, 8), (1, 0, 0), (1, 0, 9)], 5, 10, [False, True], 2,
+             0.5)
+
+
+@settings(max_examples=250, deadline=None)
+@given(assignments())
+@example(TRAPPED)
+@example(OVERTAKEN)
+@example(TIMERS)
+@example(UNORDERED)
+def test_crossing_assignment_equals_the_loop(case: tuple) -> None:
+    """kernels.crossing.cross_chain against kernels.queues.step_chain (the loop the kernel
+    took before): the same partial match takes each row — random filters on (partial
+    match, row) pairs, windows expiring and trapping, occupants — and the same result
+    (predecessors, completions, partial matches left by age, starts, timers in the order
+    they were set)."""
+    import numpy as np
+
+    from cepflow.runtime.kernels.crossing import cross_chain
+    from cepflow.runtime.kernels.queues import step_chain
+
+    k, stage, key, ts, occupants, window, end, tested, seed, density = case
+    n_occ = len(occupants)
+
+    def loop_test(m: int) -> Any:
+        return lambda i, b: _passes(seed, density, b, i, m)
+
+    # (a partial match's bindings: its identity — an occupant -(j + 1), else its start row)
+    loop = step_chain(k, [[s] for s in stage], key, ts, occupants, window, end,
+                      cross=([loop_test(m) if tested[m] else None for m in range(k)],
+                             lambda i, m, b: i if b is None else b,
+                             [-(j + 1) for j in range(n_occ)]))
+
+    def pair_test(m: int) -> Any:
+        def test(paths: np.ndarray, rows: np.ndarray, took: np.ndarray) -> np.ndarray:
+            ident = [-(p + 1) if p < n_occ else int(took[0, p]) for p in paths.tolist()]
+            return np.array([_passes(seed, density, d, r, m)
+                             for d, r in zip(ident, rows.tolist(), strict=True)], dtype=bool)
+        return test
+
+    start_ok = np.array([s == 0 and (not tested[0] or _passes(seed, density, i, i, 0))
+                         for i, s in enumerate(stage)], dtype=bool)
+    mine = cross_chain(k, np.array(stage, dtype=np.int64), np.array(key, dtype=np.int64),
+                       np.array(ts), occupants, window, end,
+                       [pair_test(m) if tested[m] and m else None for m in range(k)],
+                       start_ok if tested[0] else None)
+    starts = [o[2] for o in occupants]
+    if mine is None:  # (declined only where the loop's queue is not in start order)
+        assert window is not None and starts != sorted(starts)
+        return
+    pred, done, waiting, started, timed = loop
+    assert mine[0].tolist() == pred.tolist()
+    assert mine[1] == done
+    assert mine[2] == {s: v for s, v in waiting.items() if v}
+    assert mine[3] == started
+    assert mine[4] == timed
+
+
+#: filters reading variables that runtime.vector_expr decides on pairs (kernels.crossing)
+VECTOR = ("v < u", "v > w", "w < u", "v + w > 2", "u > 1", "w < 2", "u * 2 > v + 1",
+          "not (w == u) and v >= 1")
+#: test_chain_alternatives.specs with numbers for values (NaN and floats among them): the
+#: filters' pairs are decided column-wise throughout
+numeric_specs = st.lists(st.tuples(st.sampled_from("ABCD"),
+                                   st.sampled_from([0, 1, 2, float("nan")]),
+                                   st.sampled_from([0, 1, 2, 3, 1.5, float("nan")]),
+                                   st.sampled_from([0, 0, 1, 2, 3, 0.1])),
+                         max_size=80)
+
+
+class Crossed:
+    """Counts kernels.crossing.cross_chain's results in the chain kernel while in use: how
+    many batches it decided and how many it gave back to the loop (None)."""
+
+    def __init__(self) -> None:
+        self.decided = self.declined = 0
+
+    def __enter__(self) -> Crossed:
+        from cepflow.runtime.kernels import chain
+
+        self._orig = chain.cross_chain
+
+        def counted(*args: Any) -> Any:
+            out = self._orig(*args)
+            if out is None:
+                self.declined += 1
+            else:
+                self.decided += 1
+            return out
+
+        chain.cross_chain = counted
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from cepflow.runtime.kernels import chain
+
+        chain.cross_chain = self._orig
+
+
+#: two partial matches from the batch before (u = 0, u = 7), one of this batch (u = 5):
+#: b3 (6) passes only a1's, b4 (1) a2's — the values of the older ones from their bindings,
+#: beside the batch's from its rows
+OCCUPANTS = (["(s: Int) { as A(s, u) -> B(s, _) where v < u }"],
+             [("A", 1, 0, 0), ("A", 1, 7, 0), ("A", 1, 5, 0), ("B", 1, 6, 0), ("B", 1, 1, 0)],
+             [2], 0, 0)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(crossing(VECTOR), min_size=1, max_size=2), numeric_specs,
+       st.lists(st.integers(0, 30), min_size=1, max_size=5), st.integers(0, 4),
+       st.integers(0, 6))
+@example(OVERTAKE[0], [(t, k, v, dt) for t, k, v, dt in OVERTAKE[1]], *OVERTAKE[2:])
+@example(GROWN[0], GROWN[1], [1], 0, 0)
+@example(OCCUPANT[0], OCCUPANT[1], *OCCUPANT[2:])
+@example(*OCCUPANTS)
+@example(OCCUPANTS[0], OCCUPANTS[1][:2] + OCCUPANTS[1][3:], *OCCUPANTS[2:])
+@example(["(s: Int) { as (A(s, u) -> B(s, _) where v < u)[0.2 ms] }"],
+         [("A", 1, 5, 0.1), ("B", 1, 1, 0.2), ("B", 1, 1, 0), ("A", 1, 2, 0),
+          ("B", 1, 1, 0.1)], [5], 0, 0)
+def test_column_wise_crossing_equals_the_token_path(decls: list[str], spec: list,
+                                                     cuts: list[int], restore_at: int,
+                                                     gap: int) -> None:
+    """Chains whose filters read variables in forms runtime.vector_expr decides, over numbers
+    (NaN keys and values, floats beside ints): the chain kernel decides them column-wise
+    (kernels.crossing) in every batch, and gives what the token path gives (matches, errors,
+    statistics, state; batches cut anywhere, Arrow, save/restore, time passing)."""
+    with Crossed() as crossed:
+        check(decls, spec, cuts, restore_at, gap, cross_route, compile_cross)
+    assert crossed.declined == 0 or not decidable(decls)
+
+
+def decidable(decls: list[str]) -> bool:
+    """Whether every filter reading variables reads only the event's fields and variables
+    bound at its stage or before (one reading a later stage's reads it as null: the loop)."""
+    from cepflow.compiler.evaluator import names_in
+
+    prog = compile_cross(decls)
+    for m in Engine(prog).matchers:
+        c, bound = m.pattern.chain, set()
+        for alts in c.stages:
+            for e in alts.values():
+                pos = e.position
+                bound |= {v for _, v in pos.binds}
+                fields = set(prog.schemas[pos.type].param_names)
+                if pos.where is not None and not names_in(pos.where) <= fields | bound:
+                    return False
+    return True
+
+
+def test_crossing_is_column_wise() -> None:
+    """cross_filter of benchmarks/pattern_shapes.py in one batch: decided by
+    kernels.crossing (not the loop), the oldest partial match passing takes each B."""
+    prog = compile_cross(["(s: Int) { as A(s, u) where u > 5 -> B(s, w) where w < u }"])
+    stream = [("A", 1, 6), ("A", 1, 9), ("B", 1, 7), ("B", 1, 5), ("A", 2, 8), ("B", 2, 8),
+              ("B", 2, 7)]
+    with Crossed() as crossed:
+        out = Engine(prog).process_batch([Event(t, (k, v), i, id=f"{t.lower()}{i}")
+                                          for i, (t, k, v) in enumerate(stream)])
+    assert (crossed.decided, crossed.declined) == (1, 0)
+    # b2 (7) is refused by a0 (6) and taken by a1 (9); b3 (5) by a0; b6 (7 < 8) by a4
+    assert [m.event_refs for m in out] == [["a1", "b2"], ["a0", "b3"], ["a4", "b6"]]
+
+
+def test_crossing_declines_what_numpy_cannot_decide() -> None:
+    """A filter with a function (``sqrt``) or ``null``, or a text among the values: the
+    loop (kernels.queues.step_chain) steps the rows, with the same matches."""
+    for decl, v in (("(s: Int) { as A(s, u) -> B(s, _) where sqrt(u - v) > 1 }", 1),
+                    ("(s: Int) { as A(s, u) -> B(s, _) where u == null or v < u }", 1),
+                    ("(s: Int) { as A(s, u) -> B(s, _) where v < u }", "x")):
+        prog = compile_cross([decl])
+        stream = [("A", 1, 5), ("B", 1, v)]
+        with Crossed() as crossed:
+            out = Engine(prog).process_batch([Event(t, (k, x), i) for i, (t, k, x)
+                                              in enumerate(stream)])
+        ref = Engine(prog, fast_path=False)
+        assert found(out) == found(m for i, (t, k, x) in enumerate(stream)
+                                   for m in ref.process(Event(t, (k, x), i)))
+        assert (crossed.decided, crossed.declined) == (0, 1), decl
+
+
+@settings(max_examples=60, deadline=None)
+@given(split_programs().filter(lambda d: "sqrt" not in d[0]
+                               and Engine(compile_cross(d))._split is not None),
+       numeric_specs, st.lists(st.integers(0, 30), min_size=1, max_size=5),
+       st.integers(0, 4), st.integers(0, 6))
+def test_column_wise_crossing_in_the_split_equals_the_token_path(
+        decls: list[str], spec: list, cuts: list[int], restore_at: int, gap: int) -> None:
+    """The crossing chain as a kernel pattern of the program split (kernels.chain.plan_chain),
+    its filters decided column-wise in every batch, under a chain over its output."""
+    with Crossed() as crossed:
+        check(decls, spec, cuts, restore_at, gap, route=split_cross_route,
+              compiler=compile_cross)
+    assert crossed.declined == 0

@@ -530,6 +530,17 @@ class EsperPair:
     #: where the instance waits. None otherwise
     track: str | None = None
     product: dict[tuple[int, tuple[int, ...]], int] = field(default_factory=dict)
+    #: an Esper ``and`` of chains after the stages (:func:`_with_product`): ``alts`` and
+    #: ``product`` as for an or of sequences, but an instance completes when every operand
+    #: has, at the latest of their rows, and its match holds every operand's events (one
+    #: per row, in time order) and bindings; no hidden variable (``track`` None)
+    conj: bool = False
+
+    @property
+    def operands(self) -> bool:
+        """Whether the last stage is a product of operands side by side (an or of sequences
+        or an and: kernels.orseq)."""
+        return self.conj or self.track is not None
 
     @property
     def first_zone(self) -> int | None:
@@ -780,9 +791,18 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
                      {t: tuple(v) for t, v in by_type.items()}, v0.zone_at)
 
 
+#: the most atoms an and's operands may have in the pair kernel: kernels.orseq.step_groups
+#: codes the order of an instance's atoms (3 digits per atom, each below their number + 1)
+#: as one int64 — 7 ** 19 fits, 8 ** 22 does not
+MAX_AND_ATOMS = 6
+
+
 def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPair | None:
     """The shape ``every a = A(f) [-> b = B(g) …] -> ((x = X(h) -> y = Y(k) …) or z = Z(l) …)
-    [within Δ]``: an Esper ``or`` some of whose operands are sequences after the chain
+    [within Δ]`` — or the same with ``and`` (:attr:`EsperPair.conj`: its operands may all be
+    single events; the product ends at the step completing the last operand, it has no
+    hidden variable and no settling operand) —: an Esper ``or`` some of whose operands are
+    sequences after the chain
     ``stages`` (waiting at ``states``), compiled as the product of its operands
     (compiler.conjunction): a state per operand progress, a step per non-empty set of
     operands whose next atoms take one event (of those that fire, only the maximal one goes
@@ -799,9 +819,10 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
     auto = pattern.auto
     s0 = states[-1]
     out = [e for lst in auto.edges.get(s0, {}).values() for e in lst]
-    if not out or any(e.position.track is None or e.position.conj is None for e in out):
+    if not out or any(e.position.conj is None for e in out):
         return None
     track, cid = out[0].position.track, out[0].position.conj[0]
+    conj = track is None  # (an and: no hidden variable, Glushkov's product of all operands)
     n_ops = 1 + max(i for e in out for i in e.position.conj[1])
     chains: list[list[Any]] = []  # per operand its edges alone, from s0
     for i in range(n_ops):
@@ -809,6 +830,8 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
         while True:
             own = [e for lst in auto.edges.get(at, {}).values() for e in lst
                    if e.position.conj is not None and e.position.conj[1] == {i}]
+            if conj and not own and chain:  # (an and's operand done, the others waiting)
+                break
             if len(own) != 1 or len(chain) > len(auto.edges):
                 return None
             chain.append(own[0])
@@ -817,10 +840,11 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
             at = own[0].target
         chains.append(chain)
     lens = tuple(map(len, chains))
-    if max(lens) < 2:
+    if n_ops < 2 or (not conj and max(lens) < 2) or (conj and sum(lens) > MAX_AND_ATOMS):
         return None  # (an or of single events: the plain alternatives')
     # every state of the product, walked from s0: (mask, counts) -> state
     product: dict[tuple[int, tuple[int, ...]], int] = {}
+    ends: dict[int, Any] = {}  # (an and: per operand, a final edge completing it alone)
     counts_at = {s0: (0,) * n_ops}
     todo = [s0]
     zone = auto.zones[0] if auto.zones else None
@@ -848,11 +872,17 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
             got.add((pos.type, mask))
             after = tuple(k + (1 if i in moved else 0) for i, k in enumerate(c))
             done = [i for i in moved if after[i] == lens[i]]
+            if conj:  # (an and ends when its last operand completes; nothing settles)
+                done = [] if after != lens else done
+                if pos.settle is not None:
+                    return None
             if bool(done) != e.final or e.exits != (inside if done else ()):
                 return None
             if done:
-                if pos.settle is None or pos.settle[0] != done[0]:
+                if not conj and (pos.settle is None or pos.settle[0] != done[0]):
                     return None
+                if conj and len(moved) == 1:
+                    ends.setdefault(moved[0], e)
                 continue
             if product.setdefault((mask, after), e.target) != e.target or counts_at.setdefault(
                     e.target, after) != after:
@@ -867,7 +897,12 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
             zone.last & set(counts_at))):
         return None
     views = []
-    for chain in chains:
+    for i, chain in enumerate(chains):
+        if conj:  # (its last atom as the final edge completing the and by it alone: the
+            # window's exit, as an or's operand's own final edge)
+            if i not in ends or ends[i].position.type != chain[-1].position.type:
+                return None
+            chain = [*chain[:-1], ends[i]]
         view = _stages_shape(pattern, [*stages, *chain],
                              [*states, *(e.target for e in chain[:-1])], loose=len(stages) == 1)
         if view is None or view.zone_to is not None or (
@@ -883,7 +918,7 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
     return EsperPair(stages[0], stages[-1], states[0], v0.key_a, v0.keys[1] if n > 1 else -1,
                      v0.window, v0.zone, v0.key_var, v0.new[1] if n > 1 else (), True,
                      tuple(stages), tuple(states), v0.keys[:n], v0.new[:n], False, None,
-                     tuple(views), {}, v0.zone_at, track=track, product=product)
+                     tuple(views), {}, v0.zone_at, track=track, product=product, conj=conj)
 
 
 @dataclass

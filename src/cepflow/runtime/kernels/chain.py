@@ -32,8 +32,10 @@ clear a stage's queue of their key, run_chain's ``clears``), else step_chain; tr
 AND B(x)``: a stage per waiting state, each type's step leading to a stage of its own,
 runtime.shapes.Chain.after) go through step_chain (tests/runtime/test_chain_nots.py), and
 so do chains whose filters read variables bound at earlier stages (runtime.shapes.Chain.
-cross, one type per stage: step_chain's ``cross`` tries a key's partial matches oldest first
-with their bindings, _cross_tests; tests/runtime/test_chain_cross.py).
+cross, one type per stage: kernels.crossing decides their filters on pairs column-wise and
+assigns the rows stage by stage, _crossed; where numpy cannot decide them exactly,
+step_chain's ``cross`` tries a key's partial matches oldest first with their bindings,
+_cross_tests; tests/runtime/test_chain_cross.py).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import numpy as np
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.binding import bind
 from cepflow.runtime.collector import gc_paused
+from cepflow.runtime.kernels.crossing import cross_chain, pair_tests
 from cepflow.runtime.kernels.every import plan_every
 from cepflow.runtime.kernels.filters import chain_rows, forbid_rows
 from cepflow.runtime.kernels.frame import (
@@ -422,14 +425,18 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
                           for b in distinct(bits if fbits is None else
                                             np.concatenate([bits, fbits, abits])).tolist()}
             z = c.zone
-            cross = None if not c.cross else _cross_tests(c, src, positions, occupants)
+            occ_start = [evs[0].ts if z is not None else 0.0 for evs in occupants.events]
+            stepped = None if not c.cross else _crossed(
+                c, src, schemas, positions, bits, key, occupants, occ_stage, occ_key,
+                occ_start, last_ts)
+            cross = (None if not c.cross or stepped is not None
+                     else _cross_tests(c, src, positions, occupants))
             with declined_on_failure(f"a filter reading variables failed on a row of {m.name}"
                                      ) if cross else nullcontext():
-                pred, done, left, begun, timed = step_chain(
+                pred, done, left, begun, timed = stepped or step_chain(
                     k, list(map(stage_sets.__getitem__, bits.tolist())), key.tolist(),
                     src.ts[positions].tolist(),
-                    [(st, kc, evs[0].ts if z is not None else 0.0) for st, kc, evs
-                     in zip(occ_stage, occ_key.tolist(), occupants.events, strict=True)],
+                    list(zip(occ_stage, occ_key.tolist(), occ_start, strict=True)),
                     c.window, last_ts,
                     None if fbits is None else list(map(stage_sets.__getitem__,
                                                         fbits.tolist())),
@@ -443,6 +450,26 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
                 timed = None
     return (_ChainRun(positions, np.concatenate([vidx, occ_vidx]), occupants, pred, waiting),
             started, complete, timed)
+
+
+
+def _crossed(c: Chain, src: Rows, schemas: Any, positions: np.ndarray, bits: np.ndarray,
+             key: np.ndarray, occupants: PendingRows, occ_stage: list[int],
+             occ_key: np.ndarray, occ_start: list[Any], end: float
+             ) -> tuple[np.ndarray, list[int], dict[int, list[int]], list[int],
+                        list[tuple[int, Any]]] | None:
+    """kernels.queues.step_chain's result for a chain whose filters read variables
+    (Chain.cross, Chain.columnar: each row at one stage), decided column-wise by
+    kernels.crossing.cross_chain; None where that cannot be done exactly (the loop then)."""
+    stage = np.log2(bits).astype(np.int64) if len(bits) else bits
+    tests = pair_tests(c, src, schemas, positions, stage,
+                       [c.bindings(k, evs) for k, evs in zip(occupants.keys, occupants.events,
+                                                            strict=True)])
+    if tests is None:
+        return None
+    return cross_chain(len(c.stages), stage, key, src.ts[positions],
+                       list(zip(occ_stage, occ_key.tolist(), occ_start, strict=True)),
+                       c.window, end, *tests)
 
 
 

@@ -1,7 +1,9 @@
-"""Esper's ``or`` of sequences in the pair kernel (kernels/pair.py): ``every a = A(f) [-> b …]
--> ((x = X(g) -> y = Y(h) …) or z = Z(k) …) [where timer:within(Δ)]`` — the ``esper_or_seq``
-shape, :attr:`~cepflow.runtime.shapes.EsperPair.track` (docs/esper.md, "Alternatives that
-are sequences").
+"""Esper's ``or`` of sequences and ``and`` of chains in the pair kernel (kernels/pair.py):
+``every a = A(f) [-> b …] -> ((x = X(g) -> y = Y(h) …) or z = Z(k) …) [where
+timer:within(Δ)]`` — the ``esper_or_seq`` shape, :attr:`~cepflow.runtime.shapes.EsperPair.track`
+(docs/esper.md, "Alternatives that are sequences") — and the same with ``and``
+(``esper_and_after``, :attr:`~cepflow.runtime.shapes.EsperPair.conj`): operands side by side,
+which differ only in when an instance completes.
 
 The compiled automaton is the product of the operands (compiler.conjunction): events are not
 consumed and every operand that can take an event takes it, so each operand progresses on
@@ -12,10 +14,16 @@ the token path holds of an instance still open is its product thread: the events
 stages before, then one event per step (one event for a step that moved several operands),
 the track variable — per step the bit mask of the operands it moved, comma-separated
 (``matcher._or_step``) — and the state of (the last step's mask, per operand its progress)
-(:attr:`EsperPair.product`). :func:`decode` reads such a thread back into per-operand
-progress (the tokens from before a batch), :func:`open_thread` writes one
+(:attr:`EsperPair.product`). :func:`progress` reads the per-operand progress of a thread
+back from its state (the tokens from before a batch), :func:`open_thread` writes one
 (the instances a batch leaves open), :func:`held_by` gives an operand's view of it (the
-events and bindings its chain would hold: what its match keeps)."""
+events and bindings its chain would hold: what its match keeps).
+
+An ``and`` (compiler.conjunction: no track variable) completes when every operand has, at the
+latest of their completing rows, and its match holds the events of every step — one per row,
+a row two operands took once — with every operand's bindings (the token path's thread):
+:func:`step_groups` sorts the matches by the order their operands' rows came in, so that each
+group is one chain of steps (kernels.pair._emit_and)."""
 
 from __future__ import annotations
 
@@ -38,6 +46,15 @@ def own_variables(pr: EsperPair) -> set[str]:
     """The variables the operands bind (none of the stages before binds them but the key)."""
     nb = len(pr.stages)
     return {v for view in pr.alts for new in view.new[nb:] for _, v in new}
+
+
+def progress(pr: EsperPair, th: Any) -> tuple[int, ...]:
+    """Per operand, how many of its atoms the thread ``th`` took: its state's (the product's
+    states are (last step's mask, progress): :attr:`EsperPair.product`), none before it."""
+    for (_, counts), state in pr.product.items():
+        if state == th.state:
+            return counts
+    return (0,) * len(pr.alts)
 
 
 def decode(pr: EsperPair, th: Any) -> tuple[list[tuple[Event, int]], list[int]]:
@@ -88,6 +105,9 @@ def walk(pr: EsperPair, take: Callable[[int, np.ndarray, np.ndarray], tuple[np.n
     counts = counts0.copy()
     op_rows = []
     j = len(pr.stages)
+    # (an and: the instances every operand completed, at the latest operand's row; alt 0)
+    every = np.ones(n_inst, bool)
+    latest = np.full(n_inst, -1, np.int64)
     for i, edges in enumerate(operand_edges(pr)):  # (in operand order: a tie is the lowest's)
         rows = np.full((len(edges), n_inst), -1, np.int64)
         after = last.copy()
@@ -97,12 +117,20 @@ def walk(pr: EsperPair, take: Callable[[int, np.ndarray, np.ndarray], tuple[np.n
             cnt[moved] = k + 1
             after[moved] = row
             rows[k, moved] = row
+        op_rows.append(rows)
+        j += len(edges)
+        if pr.conj:
+            every &= cnt == len(edges)
+            np.maximum(latest, after, out=latest)
+            continue
         done = sel[cnt[sel] == len(edges)]
         better = after[done] < first[done]
         first[done[better]] = after[done[better]]
         alt[done[better]] = i
-        op_rows.append(rows)
-        j += len(edges)
+    if pr.conj:
+        done = sel[every[sel]]
+        first[done] = latest[done]
+        alt[done] = 0
     return first, alt, op_rows, counts
 
 
@@ -114,13 +142,14 @@ def open_thread(pr: EsperPair, evs: list[Event], full: dict[str, Any], q: int,
     any steps it took earlier), then one step per row the operands took in the batch
     (``op_rows``), ascending, with the mask of the operands that took it — the step's
     variables in operand order, the track after the first step's (``matcher._or_step``) —
-    and the state of (its last step's mask, ``counts``). Returns (state, events, bindings)."""
+    and the state of (its last step's mask, ``counts``) — an and's without the track.
+    Returns (state, events, bindings)."""
     steps: dict[int, list[tuple[int, int]]] = {}  # row -> (operand, its atom)
     for i, rows in enumerate(op_rows):
         for k in np.flatnonzero(rows[:, q] >= 0).tolist():
             steps.setdefault(int(rows[k, q]), []).append((i, k))
     nb = len(pr.stages)
-    track = full.get(pr.track, "")
+    track = full.get(pr.track, "") if pr.track else ""
     mask = 0
     for r in sorted(steps):
         e = events[r]
@@ -129,9 +158,51 @@ def open_thread(pr: EsperPair, evs: list[Event], full: dict[str, Any], q: int,
             mask |= 1 << i
             for p, v in pr.alts[i].new[nb + k]:
                 full.setdefault(v, e.params[p])
-        track = f"{track},{mask}" if track else str(mask)
-        full[pr.track] = track
+        if pr.track:
+            track = f"{track},{mask}" if track else str(mask)
+            full[pr.track] = track
         evs.append(e)
-    if not steps:
+    if not steps:  # (an or's: an and's thread reaches here only after a step in the batch)
         mask = int(track.rsplit(",", 1)[-1])
     return pr.product[(mask, tuple(int(c) for c in counts[:, q]))], evs, full
+
+
+def step_groups(pr: EsperPair, op_rows: Sequence[np.ndarray], inst: np.ndarray,
+                before: np.ndarray) -> tuple[list[tuple[int, list[list[tuple[int, int]]]]],
+                                             np.ndarray]:
+    """The completed instances ``inst`` of an and grouped by the chain of steps their
+    operands' rows in the batch make (``op_rows``: per operand (atom, instance), -1 for an
+    atom taken before the batch): per group the steps the instance's thread took before the
+    batch (``before``, per instance: a token's product steps) and its steps in the batch —
+    per row, ascending, the (operand, atom) pairs that took it, in operand order (one step
+    moving every operand whose atom the row is, as the product's maximal step) —, and per
+    instance its group."""
+    owner = [(i, k) for i, rows in enumerate(op_rows) for k in range(len(rows))]
+    rows = np.concatenate(op_rows)[:, inst]
+    order = np.argsort(rows, axis=0, kind="stable")  # (atoms before the batch first, -1)
+    ordered = np.take_along_axis(rows, order, axis=0)
+    joins = np.zeros_like(ordered, dtype=bool)
+    joins[1:] = (ordered[1:] == ordered[:-1]) & (ordered[1:] >= 0)
+    keys = np.vstack([order, joins, ordered < 0, before[inst][None, :]])
+    n_atoms = len(owner)
+    # (each instance's key as one int, its digits below n_atoms + 1 — a token's steps before
+    # the batch are fewer than the atoms —, which fits int64 for the and's at most
+    # shapes.MAX_AND_ATOMS atoms: one sort of ints)
+    codes = np.zeros(keys.shape[1], np.int64)
+    for row in keys:
+        codes = codes * (n_atoms + 1) + row
+    _, first, group = np.unique(codes, return_index=True, return_inverse=True)
+    uniq = keys[:, first].T
+    groups = []
+    for key in uniq.tolist():
+        steps: list[list[tuple[int, int]]] = []
+        for at, joined, held in zip(key[:n_atoms], key[n_atoms:2 * n_atoms],
+                                    key[2 * n_atoms:3 * n_atoms], strict=True):
+            if held:
+                continue
+            if joined:
+                steps[-1].append(owner[at])
+            else:
+                steps.append([owner[at]])
+        groups.append((key[-1], steps))
+    return groups, group.reshape(-1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from itertools import count, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -327,19 +328,19 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     ``pr.alts``, -1 for none). ``end``: the batch's last instant and the first of the rows
     the batch's last event brings (a derived stream's rows: kernels.cascade), when the rows
     are not the batch itself (else its last row's)."""
-    if pr.track and end is not None and pr.window == 0:
-        # Declined: an or of sequences in within(0) over a derived stream. A later row of the
-        # cascade that opened an instance fails the product's window check (no time passes
-        # in a cascade), which traps the instance only when every edge out of its state
-        # fires on that row — else the token path keeps it, its operands side by side
-        # (Matcher._others_wait) — a rule over the operands' next atoms together that the
-        # kernel does not model: the pattern goes per event for this batch
+    if pr.operands and end is not None and pr.window == 0:
+        # Declined: an or of sequences (an and alike) in within(0) over a derived stream. A
+        # later row of the cascade that opened an instance fails the product's window check
+        # (no time passes in a cascade), which traps the instance only when every edge out
+        # of its state fires on that row — else the token path keeps it, its operands side
+        # by side (Matcher._others_wait) — a rule over the operands' next atoms together
+        # that the kernel does not model: the pattern goes per event for this batch
         return None
     src = cols.src
     # (the alternatives' edges after the stages before them — an or of sequences: every
     # operand's atoms, kernels.orseq — coded and searched alike)
     nb = len(pr.stages)
-    ops = orseq.operand_edges(pr) if pr.track else [v.stages[-1:] for v in pr.alts]
+    ops = orseq.operand_edges(pr) if pr.operands else [v.stages[-1:] for v in pr.alts]
     alt_of = [i for i, op in enumerate(ops) for _ in op]  # (the edges' alternatives)
     stages = [*pr.stages, *(e for op in ops for e in op)]
     keys_of = [*pr.keys, *(k for v, op in zip(pr.alts, ops, strict=True)
@@ -503,11 +504,11 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         if j == zat and z is not None:  # (the guard's window opens at this stage's event)
             i_ts[moved] = src.ts[row]
     op = None
-    if pr.track:  # an or of sequences: each operand a chain of its own (kernels.orseq)
-        sel = np.flatnonzero(stage == nb)
+    if pr.operands:  # an or of sequences, an and: each operand a chain of its own
+        sel = np.flatnonzero(stage == nb)  # (kernels.orseq)
         counts0 = np.zeros((len(pr.alts), n_inst), np.int64)
         for q, t in enumerate(old):
-            counts0[:, q] = orseq.decode(pr, t.threads[0])[1]
+            counts0[:, q] = orseq.progress(pr, t.threads[0])
         first, alt, op_rows, counts = orseq.walk(pr, take, sel, counts0, last, n)
         won = np.flatnonzero(alt >= 0)
         stage[won] = nb + 1
@@ -581,7 +582,7 @@ def _zone_to(pr: EsperPair) -> int:
     if pr.zone_to is not None:
         return pr.zone_to
     nb = len(pr.stages)
-    return nb + (sum(len(v.stages) - nb for v in pr.alts) if pr.track else len(pr.alts))
+    return nb + (sum(len(v.stages) - nb for v in pr.alts) if pr.operands else len(pr.alts))
 
 
 def _zone_start(tok: Token, z: int | None) -> float:
@@ -837,6 +838,8 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
     alternatives' tags as null."""
     if not pr.alts:
         return _emit_pair(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
+    if pr.conj:
+        return _emit_and(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
     blocks: list[Any] = []
     by = p["alt"][inst]
     for i, view in enumerate(pr.alts):
@@ -846,6 +849,39 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
                                  rank[w], first_id, events,
                                  None if fields is None else _select_fields(m, view), arity,
                                  objects)
+    return blocks
+
+
+def _emit_and(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray,
+              first_id: int, events: Any, fields: tuple[tuple[int, int] | None, ...] | None,
+              arity: dict[str, int], objects: bool = True) -> list[Any]:
+    """:func:`_emit_pair` for an and (kernels.orseq): its matches grouped by the chain of
+    steps their rows make (orseq.step_groups), each group's as those of the chain of its
+    steps would be — the stages before, the token's product steps from before the batch
+    (its events and bindings, held), then per step the row its operands took, binding their
+    atoms' variables in operand order (the token path's merged step)."""
+    nb = len(pr.stages)
+    before = np.zeros(len(p["match"]), np.int64)  # (a token's product steps before the batch)
+    for q, t in enumerate(p["old"]):
+        if p["stage0"][q] == nb and p["counts0"][:, q].any():
+            before[q] = len(t.threads[0].events) - nb
+    groups, group = orseq.step_groups(pr, p["op_rows"], inst, before)
+    taken = p["taken"]
+    at = np.cumsum([nb, *(len(r) for r in p["op_rows"])]).tolist()
+    blocks: list[Any] = []
+    for g, (held, steps) in enumerate(groups):
+        w = group == g
+        new = [tuple(x for i, k in step for x in pr.alts[i].new[nb + k]) for step in steps]
+        view = replace(pr, stages=(*pr.stages, *(None,) * held,  # (held: never read)
+                                   *(pr.alts[i].stages[nb + k] for (i, k), *_ in steps)),
+                       new=(*pr.new, *((),) * held, *new), alts=(), conj=False, product={})
+        rows = np.concatenate([taken[:nb], np.full((held, len(before)), -1, np.int64),
+                               *(taken[at[i] + k][None, :] for (i, k), *_ in steps)])
+        plan = {**p, "taken": rows, "stage0": p["stage0"] + before,
+                "stage": np.full(len(before), nb + held + len(steps), np.int64)}
+        blocks += _emit_pair(m, view, plan, inst[w], rank[w], first_id, events,
+                             None if fields is None else _select_fields(m, view), arity,
+                             objects)
     return blocks
 
 
@@ -907,7 +943,8 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
     n_stages = len(pr.stages)
     out: list[Any] = []
     ranks: list[np.ndarray] = []
-    lazy = fields is not None or m.pattern.auto.select_exprs is not None
+    lazy = (fields is not None or m.pattern.auto.select_exprs is not None) and bool(
+        (inst >= n_real).any())
     if lazy:  # the instances begun by an A event in hand: lazy complex events
         fresh = inst >= n_real
         q_new = inst[fresh]
@@ -1179,7 +1216,7 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     moved = stage != stage0
     deep = stage > 1  # (past the first stage: tokens; the others pending rows)
-    if pr.track:  # (an or of sequences: an operand's progress moves it on too)
+    if pr.operands:  # (an or of sequences, an and: an operand's progress moves it on too)
         moved |= (p["counts"] != p["counts0"]).any(axis=0)
         deep |= p["counts"].any(axis=0)
     #: the tokens whose window opened in the batch (a guard on the later stages): their
@@ -1231,7 +1268,7 @@ def _open(pr: EsperPair, p: dict, q: int, events: Any) -> tuple[int, list[Event]
     what it holds (:func:`_held`), at the state where it waits for its next stage — or, past
     the stages before an or of sequences, its product thread (kernels.orseq.open_thread)."""
     evs, full = _held(pr, p, q, events)
-    if not pr.track or not p["counts"][:, q].any():
+    if not pr.operands or not p["counts"][:, q].any():
         return pr.states[int(p["stage"][q]) - 1], evs, full
     return orseq.open_thread(pr, evs, full, q, p["op_rows"], p["counts"], events)
 
