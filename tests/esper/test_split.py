@@ -231,11 +231,16 @@ def program(kernel_stmts: list[str], others: list[str], ruled: int = -1):
     return prog
 
 
+#: the random split programs and their runs: kernel statements, other statements, a stream,
+#: cuts, where to save and restore, how many patterns a rule reads (-1: all)
+PROGRAMS = (st.lists(st.one_of(statements(), restarts(), consecs()), min_size=1, max_size=3),
+            st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
+            stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70),
+            st.integers(-1, 2))
+
+
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(statements(), restarts(), consecs()), min_size=1, max_size=3),
-       st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
-       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70),
-       st.integers(-1, 2))
+@given(*PROGRAMS)
 def test_split_equals_event_by_event(kernel_stmts, others, spec, cuts, restore_at,
                                      ruled) -> None:
     check_split(program(kernel_stmts, others, ruled), spec, cuts, restore_at)
@@ -479,10 +484,7 @@ def test_matches_nothing_reads_keep_the_per_event_order() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(statements(), restarts(), consecs()), min_size=1, max_size=3),
-       st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
-       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70),
-       st.integers(-1, 2))
+@given(*PROGRAMS)
 def test_split_over_arrow_columns_equals_event_by_event(kernel_stmts, others, spec, cuts,
                                                          restore_at, ruled) -> None:
     """The split over a column source (Engine.process_columns over Arrow batches of the file

@@ -14,7 +14,7 @@ from unittest import mock
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cepflow.inputs import batched, columnar
@@ -56,9 +56,35 @@ select w.k as k from pattern [every w = W(w.m > 0.6)];
 insert into R
 select a.k as k from pattern [every (a=A -> b=B(b.k = a.k))];
 """
+# split programs whose kernel patterns' matches are written as column blocks
+# (kernels/column_blocks.py): patterns over the pair's output — a pair over it, one ending in
+# it, alternatives mixing it with an input type, one reading its literal —, a window over it
+HIGHER = ESPER.replace("b.v as v", "b.v as v, 'x' as tag") + """@Name('H1')
+insert into H1
+select p.k as k, p.tag as tag, c.v as cv from pattern [every p=P -> c=C(c.k = p.k)
+                                                       where timer:within(5 msec)];
+@Name('H2')
+insert into H2
+select c.v as cv, p.v as pv from pattern [every c=C -> p=P(p.k = c.k) where timer:within(3 msec)];
+@Name('H3')
+insert into H3
+select c.k as k from pattern [every c=C -> (p=P(p.k = c.k) or d=A(d.k = c.k))];
+@Name('W')
+insert into W
+select p.k as k, count(*) as n from P.win:time(3 msec) as p group by p.k;
+"""
+# VEPL chains over a chain's output (benchmarks/pattern_shapes.py's ho_chain and ho_or)
+HO_CHAIN = CHAIN + """complexEvent H(K : Integer) {
+  as P(K) -> C(K, _X)
+}
+complexEvent O(K : Integer) {
+  as P(K) OR C(K, _X)
+}
+"""
 PROGRAMS = {"chain": lambda: load(CHAIN), "pair": lambda: load_module(parse_epl(ESPER)),
             "sequence": lambda: load_module(parse_epl(SEQUENCE)),
-            "split": lambda: load_module(parse_epl(SPLIT))}
+            "split": lambda: load_module(parse_epl(SPLIT)),
+            "higher": lambda: load_module(parse_epl(HIGHER)), "ho_chain": lambda: load(HO_CHAIN)}
 
 BAD = ["", "", "", "", "", "json", "missing", "text", "nan", "unknown"]
 
@@ -160,6 +186,43 @@ def test_column_route_equals_record_route(tmp_path_factory, files, which, folder
         by_columns, by_records = ([r[i] for i in keep] for r in (by_columns, by_records))
     assert by_columns[1:] == by_records[1:]
     assert by_columns[0] == by_records[0]
+
+
+#: dense clean records (few keys, small steps): a pattern over a pattern's output completes
+#: within one part
+dense = st.lists(st.tuples(st.sampled_from("AABBCC"), st.sampled_from([0, 0, 1, 2]),
+                           st.integers(0, 1), st.sampled_from([0.5, 1.0, 2.25]),
+                           st.just(""), st.sampled_from([None, "id"])),
+                 min_size=10, max_size=60)
+
+
+#: A (k 1), then A, B, C of key 0, then B, C of key 1: P's matches and the chains and
+#: patterns over them in one part (test below)
+PINNED = [(t, 1, k, v, "", None) for t, k, v in (("A", 1, 0.5), ("A", 0, 1.0), ("B", 0, 2.25),
+                                                  ("C", 0, 0.5), ("B", 1, 1.0), ("C", 1, 2.25))] * 2
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(dense, st.sampled_from(["higher", "ho_chain"]), st.sampled_from(["jsonl", "parquet"]),
+       st.integers(8, 64))
+# keys first seen in another order by the chain over the input and the chain over its output
+# (their key values are one list in the match table); a pattern over P reading C's field
+@example(spec=PINNED, which="ho_chain", fmt="jsonl", rows_per_part=16)
+@example(spec=PINNED, which="higher", fmt="jsonl", rows_per_part=16)
+def test_split_programs_column_route_equals_record_route(tmp_path_factory, spec, which, fmt,
+                                                         rows_per_part) -> None:
+    """The split programs whose kernel matches are column blocks (kernels/column_blocks.py:
+    patterns and a window over a pair's output, chains over a chain's output) over dense
+    Parquet files in parts of 8 to 64 rows: the column route writes what the record route
+    writes."""
+    tmp = tmp_path_factory.mktemp("blocks")
+    path = tmp / "in.parquet"
+    _write(path, _rows(spec, "e"))
+    program = PROGRAMS[which]()
+    with mock.patch.object(batched, "PARQUET_ROWS", rows_per_part):
+        by_columns = _outputs(tmp, "cols", [path], program, fmt)
+    assert by_columns == _outputs(tmp, "recs", [path], program, fmt, columns=False)
 
 
 def test_a_clean_parquet_file_goes_column_wise(tmp_path: Path) -> None:

@@ -74,12 +74,14 @@ class EventRows(Rows):
 
     def __init__(self, events: Sequence[Event],
                  types: tuple[list[str], np.ndarray] | None = None,
-                 ts: np.ndarray | None = None) -> None:
+                 ts: np.ndarray | None = None, inputs: np.ndarray | None = None) -> None:
         """``types``: the type names and each event's code, ``ts`` their times as float64,
         when the caller knows them (the derived rows of a split batch, kernels.cascade: each
-        at its input row's time)."""
+        at its input row's time); ``inputs``: such a derived stream's input row of each row."""
         self.events = events
         self.n = len(events)
+        #: per row, the batch's input row it came at (a derived stream), else None
+        self.inputs = inputs
         #: per declared type, its number of parameters once :meth:`check` found every row of
         #: it to have that many (TypeColumns then reads its columns from one flat list)
         self.checked: dict[str, int] = {}
@@ -250,6 +252,9 @@ class ChainMatches:
     #: of the event the match took at that stage, or ``(-1, 0)`` the key — the matches are
     #: then made lazily as the key-only ones; None: made with :attr:`bindings`
     fields: tuple[tuple[int, int], ...] | None = None
+    #: the complex events themselves when a kernel made them already (as
+    #: :attr:`StageMatches.events`); None: made on demand
+    events: list[ComplexEvent] | None = None
 
     def params_of(self, value: Any) -> tuple[Any, ...]:
         """The complex event's parameters (the pattern's formal parameters) for a key value,
@@ -284,6 +289,10 @@ class StageMatches:
     rows: np.ndarray
     #: the select list's literals, by item (what a ``(CONST, i)`` field reads)
     consts: tuple[Any, ...] = ()
+    #: the complex events themselves when a kernel made them already (the program split's
+    #: blocks, kernels.column_blocks: :meth:`MatchTable.complex_events` gives those very
+    #: objects), in the block's order; None: made on demand
+    events: list[ComplexEvent] | None = None
 
     def complex_event(self, parts: Sequence[Event], match_id: int) -> ComplexEvent:
         """The complex event of one match of the block, as the token path makes it."""
@@ -330,9 +339,8 @@ class MatchTable:
         out: list[Any] = [None] * self.count
         values = self.values
         for b in self.blocks:
-            if isinstance(b, ObjectMatches):
-                for rank, ce in zip(b.rank.tolist(), b.events, strict=True):
-                    out[rank] = ce
+            if b.events is not None:  # (made already: those objects)
+                deque(map(out.__setitem__, b.rank.tolist(), b.events), maxlen=0)
                 continue
             if isinstance(b, StageMatches):
                 ev = self.source.lookup(b.rows.ravel())

@@ -447,12 +447,13 @@ def merged_stream(src: Any, cols: TypeColumns, types: set[str],
         src.ts[sources[t][0]].astype(np.float64) if sources[t][3] is None else sources[t][3]
         for t in derived)])
     r_m, cp_m = r_all[o], cp_all[o]
-    return EventRows(objs[o].tolist(), (names, tcode[o]), times[o]), r_m, cp_m
+    return EventRows(objs[o].tolist(), (names, tcode[o]), times[o], r_m), r_m, cp_m
 
 
 def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
                 cols: TypeColumns, plan_pair: Callable[..., Any],
-                blocks: dict[int, WindowBlock] | None = None) -> list[Higher]:
+                blocks: dict[int, WindowBlock] | None = None, columns: Any = None
+                ) -> list[Higher]:
     """Plan the :func:`higher_candidates` over the batch's derived stream: per pattern, its
     input rows of the types it reads and the kernel patterns' planned matches of the types it
     reads, in the per-event engine's order — at one input row the event itself (the input
@@ -461,7 +462,8 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
     Likewise the :func:`rows_candidates` over the rows of ``blocks`` (window blocks over the
     input, :func:`window_rows`), which may also read the kernel patterns' matches. A
     pattern whose plan declines (a filter or select list failing, a key not coded) is left
-    out: it runs per event."""
+    out: it runs per event. ``columns``: where a VEPL chain's plan puts its matches' block
+    (kernels.column_blocks; ``plan_pair`` does so for the pair's)."""
     blocks = blocks or {}
     over_rows = rows_candidates(engine, {m.name for m in kernels},
                                 {b.name for b in blocks.values()})
@@ -486,7 +488,8 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
         first_last = int(np.count_nonzero((r_m < n - 1) | ((r_m == n - 1) & (cp_m < 0))))
         try:
             plan = (plan_pair(m, TypeColumns(merged, schemas), arity, end=(last_ts, first_last))
-                    if m.pattern.pair is not None else plan_chain(m, merged, schemas, last_ts))
+                    if m.pattern.pair is not None
+                    else plan_chain(m, merged, schemas, last_ts, columns))
         except Declined:
             plan = None
         if plan is None:

@@ -246,7 +246,8 @@ def split_chain(m: Any) -> Chain | None:
 
 
 
-def plan_chain(m: Any, src: Rows, schemas: Any, end: float | None = None) -> tuple[
+def plan_chain(m: Any, src: Rows, schemas: Any, end: float | None = None,
+               blocks: Any = None) -> tuple[
         np.ndarray, np.ndarray, list[ComplexEvent], Callable[[np.ndarray], None]]:
     """The chain pattern ``m`` (:func:`split_chain`) over a batch as the program split plans a
     kernel pattern (kernels.restart.Plan): the rows that begin its partial matches
@@ -259,7 +260,8 @@ def plan_chain(m: Any, src: Rows, schemas: Any, end: float | None = None) -> tup
     and the commit also sets the timers of the batch's partial matches the per-event engine
     holds after it (:func:`_set_timers`; the caller drops those before ``end`` before the
     batch is replayed, :func:`drop_passed_timers`). Nothing changes before the commit; raises
-    :class:`Declined` when a filter fails on a row or a partial match is no row."""
+    :class:`Declined` when a filter fails on a row or a partial match is no row. ``blocks``
+    (kernels.column_blocks.ColumnBlocks) collects its matches' block too."""
     c = _chain(m)
     values: list[Any] = []
     type_code = {t: i for i, t in enumerate(src.type_names)}
@@ -271,8 +273,10 @@ def plan_chain(m: Any, src: Rows, schemas: Any, end: float | None = None) -> tup
     order = np.argsort(done_rows, kind="stable")
     found: list[ComplexEvent] = []
     if len(order):
-        found = MatchTable([_block(m, c, run, complete[order], np.arange(len(order)))], values,
-                           0, len(order), src).complex_events()
+        block = _block(m, c, run, complete[order], np.arange(len(order)))
+        found = MatchTable([block], values, 0, len(order), src).complex_events()
+        if blocks is not None:
+            blocks.add_chain(m, block, values, found, src)
 
     def commit(token_ids: np.ndarray) -> None:
         def start_ids(rows: np.ndarray) -> np.ndarray:

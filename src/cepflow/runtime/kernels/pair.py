@@ -873,14 +873,14 @@ def lazy_matches(parts: Iterable[tuple[Event, ...]], shape: _PairShape,
 
 def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
           events: Any, fields: tuple[tuple[int, int] | None, ...] | None,
-          arity: dict[str, int]) -> list[Any]:
+          arity: dict[str, int], objects: bool = True) -> list[Any]:
     """:func:`_emit_pair`, for a last stage of alternatives per alternative: the matches it
     completed are those of its own chain (``pr.alts``), whose select list reads the other
     alternatives' tags as null."""
     if not pr.alts:
-        return _emit_pair(m, pr, p, inst, rank, first_id, events, fields, arity)
+        return _emit_pair(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
     if pr.conj:
-        return _emit_and(m, pr, p, inst, rank, first_id, events, fields, arity)
+        return _emit_and(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
     blocks: list[Any] = []
     by = p["alt"][inst]
     for i, view in enumerate(pr.alts):
@@ -888,13 +888,14 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
         if w.any():
             blocks += _emit_pair(m, view, _taken_by(pr, p, i) if pr.track else p, inst[w],
                                  rank[w], first_id, events,
-                                 None if fields is None else _select_fields(m, view), arity)
+                                 None if fields is None else _select_fields(m, view), arity,
+                                 objects)
     return blocks
 
 
 def _emit_and(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray,
               first_id: int, events: Any, fields: tuple[tuple[int, int] | None, ...] | None,
-              arity: dict[str, int]) -> list[Any]:
+              arity: dict[str, int], objects: bool = True) -> list[Any]:
     """:func:`_emit_pair` for an and (kernels.orseq): its matches grouped by the chain of
     steps their rows make (orseq.step_groups), each group's as those of the chain of its
     steps would be — the stages before, the token's product steps from before the batch
@@ -920,8 +921,27 @@ def _emit_and(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray
         plan = {**p, "taken": rows, "stage0": p["stage0"] + before,
                 "stage": np.full(len(before), nb + held + len(steps), np.int64)}
         blocks += _emit_pair(m, view, plan, inst[w], rank[w], first_id, events,
-                             None if fields is None else _select_fields(m, view), arity)
+                             None if fields is None else _select_fields(m, view), arity,
+                             objects)
     return blocks
+
+
+def stage_blocks(m: Any, p: dict, inst: np.ndarray) -> list[StageMatches]:
+    """The matches of instances ``inst`` of the plan ``p`` (:func:`pair_rows`) that
+    :func:`process_esper_columns` hands over as rows — instances begun in the batch, a select
+    list of fields, the time and literals — as :class:`StageMatches` blocks (a last stage of
+    alternatives: one per alternative), each match's ``rank`` its place in ``inst``; no
+    complex event is made (the program split's column blocks, kernels.column_blocks, whose
+    objects :func:`pair_matches` makes)."""
+    pr = m.pattern.pair
+    fields = _select_fields(m, pr)
+    if fields is None or not len(inst):
+        return []
+    p["as_rows"] = p["match"] & (np.arange(len(p["match"])) >= p["n_old"])
+    try:
+        return _emit(m, pr, p, inst, np.arange(len(inst)), 0, None, fields, {}, objects=False)
+    finally:
+        p["as_rows"] = np.zeros(len(p["match"]), bool)
 
 
 def _taken_by(pr: EsperPair, p: dict, i: int) -> dict:
@@ -941,10 +961,11 @@ def _taken_by(pr: EsperPair, p: dict, i: int) -> dict:
 
 def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
                events: Any, fields: tuple[tuple[int, int] | None, ...] | None,
-               arity: dict[str, int]) -> list[Any]:
+               arity: dict[str, int], objects: bool = True) -> list[Any]:
     """The complex events of one pattern as Matcher._complete makes them (``events``: the
     batch's events, indexable by row): a :class:`StageMatches` block for the matches
-    ``p["as_rows"]`` marks, an :class:`ObjectMatches` block for the others."""
+    ``p["as_rows"]`` marks, an :class:`ObjectMatches` block for the others (not made without
+    ``objects``: :func:`stage_blocks`)."""
     blocks: list[Any] = []
     name = m.name
     taken = p["taken"]
@@ -955,8 +976,8 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
                                    p["end_row"][q], rank[as_rows], taken[:, q],
                                    select_consts(m)))
         inst, rank = inst[~as_rows], rank[~as_rows]
-        if not len(inst):
-            return blocks
+    if not len(inst) or not objects:
+        return blocks
     old, pend = p["old"], p["pend_events"]
     n_real = len(old)
     n_old = n_real + len(pend)

@@ -49,6 +49,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Sequence
+from functools import partial
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import Any
@@ -70,6 +71,7 @@ from cepflow.runtime.kernels.cascade import (
     rows_candidates,
 )
 from cepflow.runtime.kernels.chain import drop_passed_timers, plan_chain, split_chain
+from cepflow.runtime.kernels.column_blocks import ColumnBlocks
 from cepflow.runtime.kernels.conj import plan_and
 from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
@@ -86,7 +88,6 @@ from cepflow.runtime.kernels.window_block import WindowBlock, plan_window, windo
 from cepflow.runtime.rows import (
     EventRows,
     MatchTable,
-    ObjectMatches,
     Rows,
     TypeColumns,
     distinct,
@@ -187,24 +188,28 @@ def split_columns(engine: Any, kernels: list[Any], rows: Rows) -> MatchTable | N
     """:func:`process_split` over a column source (:meth:`Engine.process_columns`, such as an
     Arrow batch of the file job): Python events are made only for the rows the per-event part
     steps, the rows of the kernels' matches and the instances left open; the complex events
-    as one :class:`~cepflow.runtime.rows.ObjectMatches` block. None, having changed nothing,
-    when the kernel patterns cannot take the batch."""
+    as the pair and chain plans' column blocks and one
+    :class:`~cepflow.runtime.rows.ObjectMatches` block of the others
+    (kernels.column_blocks). None, having changed nothing, when the kernel patterns cannot
+    take the batch."""
+    program = engine.program
+    blocks = ColumnBlocks(rows, {a.name for a in program.automata}
+                          | {w.name for w in program.windows})
     with gc_paused():
-        found = _split(engine, kernels, rows, columns=True)
+        found = _split(engine, kernels, rows, columns=True, blocks=blocks)
     if found is None:
         return None
-    out, at = found
-    first = out[0].match_id if out else 0
-    return MatchTable([ObjectMatches(np.array(at, np.int64), np.arange(len(out)), out)]
-                      if out else [], [], first, len(out), rows)
+    return blocks.table(*found, rows)
 
 
-def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
+def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
+           blocks: ColumnBlocks | None = None
            ) -> tuple[list[ComplexEvent], list[int]] | None:
     """The split of one batch: its complex events and the row each was detected at. With
     ``columns`` the rows are numbered before the plans make events of them (a column source
     makes its events with their numbers; ``Rows.number``), else one step at a time as the
-    per-event engine numbers them."""
+    per-event engine numbers them. ``blocks`` collects the pair plans' matches as column
+    blocks (kernels.column_blocks)."""
     if not src.n:
         return [], []
     check_order(engine, src)
@@ -214,40 +219,44 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool
     if columns:
         src.number(engine)
     cols = TypeColumns(src, engine.program.schemas)
+    plan_pair = _plan_pair if blocks is None else partial(_plan_pair, blocks=blocks)
     try:
-        plans = [_plan_pair(m, cols, engine.host.arity) if m.pattern.pair is not None
-                 else plan_chain(m, src, engine.program.schemas) if split_chain(m) is not None
+        plans = [plan_pair(m, cols, engine.host.arity) if m.pattern.pair is not None
+                 else plan_chain(m, src, engine.program.schemas, blocks=blocks)
+                 if split_chain(m) is not None
                  else plan_restart(m, cols) if m.pattern.restart is not None
                  else plan_and(m, cols) if m.pattern.esper_and is not None
                  else plan_consec(m, cols) for m in kernels]
     except Declined:
         plans = [None]
-    blocks: dict[int, WindowBlock] = {}
+    windows: dict[int, WindowBlock] = {}
     if not any(p is None for p in plans):
         for i in window_kernels(engine):
             b = plan_window(engine, engine.windows[i], cols, src)
             if b is not None:
-                blocks[i] = b
-    if any(p is None for p in plans) or not (plans or blocks):
+                windows[i] = b
+    if any(p is None for p in plans) or not (plans or windows):
         if columns:
             counters.rewind(before)
             src.unnumber()
         return None
-    derived = plan_cascade(engine, blocks, src.ts, src.last_ts(), _plan_pair)
-    higher = plan_higher(engine, kernels, plans, src, cols, _plan_pair, blocks)
-    over = plan_windows_over(engine, kernels, plans, src, {**blocks, **derived.batches})
+    derived = plan_cascade(engine, windows, src.ts, src.last_ts(), plan_pair)
+    higher = plan_higher(engine, kernels, plans, src, cols, plan_pair, windows, blocks)
+    over = plan_windows_over(engine, kernels, plans, src, {**windows, **derived.batches})
     if not cascade_fits(engine, src.n, over, higher):  # (left per event: the engine stops)
         over, higher = [], [h for h in higher if h.last is None]
-    return _run(engine, kernels, plans, src, columns, blocks, derived,  # type: ignore[arg-type]
+    return _run(engine, kernels, plans, src, columns, windows, derived,  # type: ignore[arg-type]
                 higher, over)
 
 
 def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = False,
-               end: tuple[float, int] | None = None) -> Plan | None:
+               end: tuple[float, int] | None = None, blocks: ColumnBlocks | None = None
+               ) -> Plan | None:
     """The pair kernel's plan of ``m`` over the batch (kernels.pair), as the split takes it;
     with ``eager`` a single stage's matches are made with their parameters (a consumer reads
     them all: kernels.pair.one_stage_matches); ``end`` as kernels.pair.pair_rows takes it
-    (rows that are a derived stream: kernels.cascade.plan_higher)."""
+    (rows that are a derived stream: kernels.cascade.plan_higher); ``blocks`` collects its
+    matches as column blocks too (kernels.column_blocks)."""
     pr = m.pattern.pair
     p = pair_rows(m, pr, cols, end)
     if p is None:
@@ -269,6 +278,8 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
                 out = pair_matches(m, p, inst, events, arity)
     except EvaluationError:  # (no sink installed)
         raise Declined(declined) from None
+    if blocks is not None and len(inst):
+        blocks.add(m, p, inst, out, cols.src)
 
     def commit(token_ids: np.ndarray) -> None:
         if len(inst):

@@ -1,0 +1,248 @@
+"""The program split's kernel matches handed over as column blocks (kernels.split.split_columns).
+
+The split makes every match of a batch as a Python object (the per-event part and the replay
+need them), but the file job writes them: as objects, each pays for its parameters and its
+events' ids one by one (``outputs.records.match_batch``), as columns a few Arrow calls per
+block (``arrow_rows.encode_match_table``). So, over a column source, each Esper pair plan of
+the batch — a kernel pattern over the input or a pattern planned over the derived stream
+(kernels.cascade.plan_higher) — also describes its matches the way the pair kernel's column
+route does (kernels.pair.stage_blocks: instances begun in the batch, a select list of fields,
+the time and literals: ``StageMatches``), and each VEPL chain's plan hands over the
+``ChainMatches`` block it makes its objects from (kernels.chain.plan_chain);
+:meth:`ColumnBlocks.table` places those blocks in the batch's detection order beside the other
+matches, which stay an ``ObjectMatches`` block.
+
+A block over a derived stream names rows of that stream; **decision — it is written in input
+rows only**: each of its stages of an input type is that row's input row, each stage of a
+kernel pattern's output the input rows of the match there (found by the object's identity among
+that pattern's own block: a match held from an earlier batch, or made as an object, leaves the
+match that reads it an object), and each select item reading such a match's parameter the item
+of its own select list it is (its literals carried over; an item reading its time, which is
+not a field of a row, or a chain's parameter, leaves the block to objects). A chain over a
+derived stream is taken when its parameters are its key (or none: ho_chain's ``P(x) -> C(x,
+_)``) and its match began in the batch (a partial match held from before may hold derived
+events of an earlier batch). The events of a match are then its leaves' input rows in order,
+as ``ComplexEvent.event_refs`` lists them, and its time that of the row it completed at, as
+the match's last part's.
+
+**Decision — the objects are the block's** (``StageMatches.events``, ``ChainMatches.events``):
+``MatchTable.complex_events()`` gives the very objects the split emitted (ids, bindings,
+parts, lazy kinds for the Python API), and a block's place in the detection order is where its
+objects are in the split's output, by identity — a plan whose matches were not emitted (a
+pattern the batch left per event after planning it) contributes nothing, and its matches are
+objects there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from cepflow.events.event import ComplexEvent
+from cepflow.runtime.kernels.pair import stage_blocks
+from cepflow.runtime.rows import (
+    CONST,
+    ChainMatches,
+    EventRows,
+    MatchTable,
+    ObjectMatches,
+    Rows,
+    StageMatches,
+)
+
+#: a kernel pattern's block by output type: its objects' ids sorted (those whose events are
+#: all rows of the batch), the block's column of each, the block
+_Registered = tuple[np.ndarray, np.ndarray, "StageMatches | ChainMatches"]
+#: a block of the batch and the key values its ``value`` indexes (a chain's; None: none)
+_Block = tuple["StageMatches | ChainMatches", "list[Any] | None"]
+
+
+def _ids(objects: Any, n: int) -> np.ndarray:
+    """The identities of ``objects`` as an int64 column."""
+    return np.fromiter(map(id, objects), np.int64, count=n)
+
+
+class ColumnBlocks:
+    """The column blocks of one split batch's plans (:meth:`add`, :meth:`add_chain`), and the
+    batch's :class:`MatchTable` made of them and of the split's output (:meth:`table`)."""
+
+    def __init__(self, batch: Rows, produced: set[str]) -> None:
+        #: the batch, whose rows the blocks name
+        self.batch = batch
+        #: the types some statement produces: a stage of any other type reads input rows
+        self.produced = produced
+        #: every block, in input rows (``rank``: the place in its plan's matches)
+        self.blocks: list[_Block] = []
+        #: a kernel pattern's block over the input, by its output type (only when its
+        #: matches are one block: a derived stage reads one layout of rows and fields)
+        self.by_type: dict[str, _Registered] = {}
+
+    def _readable(self, src: Rows) -> bool:
+        """Whether ``src`` is the batch or a derived stream of it (kernels.cascade), not
+        another (a window block's rows, kernels.cascade.plan_cascade)."""
+        return src is self.batch or (isinstance(src, EventRows) and src.inputs is not None)
+
+    def add(self, m: Any, p: dict, inst: np.ndarray, found: list[ComplexEvent],
+            src: Rows) -> None:
+        """Describe the matches ``found`` of the pair plan ``p`` of pattern ``m`` (instances
+        ``inst``, in the same order) as blocks where they can be (kernels.pair.stage_blocks),
+        in input rows when ``src`` is a derived stream (:meth:`_flat`); none when ``src`` is
+        neither that nor the batch."""
+        if not self._readable(src):
+            return
+        made = stage_blocks(m, p, inst)
+        if src is not self.batch:
+            made = [b for b in (self._flat(b, src) for b in made)  # type: ignore[arg-type]
+                    if b is not None]
+        for b in made:
+            self._keep(m, b, None, found, len(made) == 1)
+
+    def add_chain(self, m: Any, b: ChainMatches, values: list[Any],
+                  found: list[ComplexEvent], src: Rows) -> None:
+        """The block ``b`` of a chain's plan (kernels.chain.plan_chain: its matches ``found``
+        in the block's order, key values ``values``) — over a derived stream in input rows,
+        when its parameters are its key (or none) and the match began in the batch (a
+        partial match held from before may hold derived events of an earlier batch)."""
+        if not self._readable(src):
+            return
+        if src is not self.batch:
+            if b.bindings is not None or b.fields is not None:
+                return
+            fresh = np.ones(len(b.at), bool)
+            fresh[list(b.old)] = False
+            got = self._leaves(b.rows, src, fresh)  # type: ignore[arg-type]
+            if got is None:
+                return
+            leaves, _stages, keep = got
+            if not keep.any():
+                return
+            assert src.inputs is not None  # type: ignore[attr-defined]
+            b = replace(b, at=src.inputs[b.at][keep], rank=b.rank[keep],  # type: ignore[attr-defined]
+                        rows=np.concatenate(leaves)[:, keep], old={}, value=b.value[keep])
+        self._keep(m, b, values, found, True)
+
+    def _keep(self, m: Any, b: StageMatches | ChainMatches, values: list[Any] | None,
+              found: list[ComplexEvent], alone: bool) -> None:
+        """Keep block ``b`` (its objects from ``found``, by rank) and, when it is the
+        pattern's only one (``alone``) and the pattern's output is read, register it by type
+        (its matches whose events are all rows of the batch)."""
+        b.events = list(map(found.__getitem__, b.rank.tolist()))
+        self.blocks.append((b, values))
+        if alone and m.name in self.produced:
+            whole = np.flatnonzero((b.rows >= 0).all(axis=0))
+            ids = _ids(map(b.events.__getitem__, whole.tolist()), len(whole))
+            o = np.argsort(ids, kind="stable")
+            self.by_type[m.name] = (ids[o], whole[o], b)
+
+    def _leaves(self, rows: np.ndarray, src: EventRows, keep: np.ndarray
+                ) -> tuple[list[np.ndarray], list[tuple[int, Any]], np.ndarray] | None:
+        """Per stage of a block over the derived stream ``src`` (its ``rows``), the input
+        rows of its events (an input type's: the row's input row; a kernel pattern's output:
+        its match's rows in that pattern's registered block) and where they begin among the
+        match's with that block (None for an input row); ``keep`` narrowed to the matches
+        whose every derived event is a registered block's match. None when a stage reads
+        rows of several types or of an output not registered."""
+        assert src.inputs is not None
+        n = rows.shape[1]
+        leaves: list[np.ndarray] = []
+        stages: list[tuple[int, Any]] = []
+        at = 0
+        for r in rows:
+            codes = src.codes[r]
+            if bool((codes != codes[0]).any()):
+                return None
+            t = src.type_names[int(codes[0])]
+            if t not in self.produced:
+                stages.append((at, None))
+                leaves.append(src.inputs[r][None, :])
+                at += 1
+                continue
+            reg = self.by_type.get(t)
+            if reg is None:
+                return None
+            ids, col, kb = reg
+            want = _ids(map(src.events.__getitem__, r.tolist()), n)
+            q = np.searchsorted(ids, want).clip(max=max(len(ids) - 1, 0))
+            keep = keep & (ids[q] == want if len(ids) else np.zeros(n, bool))
+            stages.append((at, kb))
+            leaves.append(kb.rows[:, col[q]] if len(ids) else np.zeros((len(kb.rows), n),
+                                                                      np.int64))
+            at += len(kb.rows)
+        return leaves, stages, keep
+
+    def _flat(self, b: StageMatches, src: EventRows) -> StageMatches | None:
+        """Block ``b`` over the derived stream ``src`` in input rows (module docstring): the
+        matches whose every derived part is a registered block's match; None when none is,
+        or a stage reads rows of several types or a layout not registered, or a select item
+        reads a derived part's time or a chain's parameter."""
+        got = self._leaves(b.rows, src, np.ones(b.rows.shape[1], bool))
+        if got is None:
+            return None
+        leaves, stages, keep = got
+        consts = list(b.consts)
+        fields: list[tuple[int, int] | None] = []
+        for f in b.fields:
+            if f is None or f[0] < 0:  # (null, a literal, the match's own time)
+                fields.append(f)
+                continue
+            start, kb = stages[f[0]]
+            if kb is None:
+                fields.append((start, f[1]))
+                continue
+            if not isinstance(kb, StageMatches):  # (a chain's parameters: its key or bindings)
+                return None
+            g = kb.fields[f[1]]
+            if g is not None and g[0] == CONST:
+                fields.append((CONST, len(consts)))
+                consts.append(kb.consts[g[1]])
+            elif g is not None and g[0] < 0:  # (the derived part's time: not a row's field)
+                return None
+            else:
+                fields.append(None if g is None else (start + g[0], g[1]))
+        if not keep.any():
+            return None
+        assert src.inputs is not None
+        return StageMatches(b.pattern, b.names, tuple(fields), src.inputs[b.at][keep],
+                            b.rank[keep], np.concatenate(leaves)[:, keep], tuple(consts))
+
+    def table(self, out: list[ComplexEvent], at: list[int], src: Rows) -> MatchTable:
+        """The batch's :class:`MatchTable`: the split's complex events ``out`` (in detection
+        order, each detected at row ``at``) as the blocks of the matches they hold (placed
+        where their objects are in ``out``; a chain's key values appended to the table's)
+        and one ``ObjectMatches`` block of the others."""
+        n = len(out)
+        first = out[0].match_id if out else 0
+        if not n:
+            return MatchTable([], [], first, 0, src)
+        rows_at = np.array(at, np.int64)
+        ids = _ids(out, n)
+        o = np.argsort(ids, kind="stable")
+        sorted_ids = ids[o]
+        free = np.ones(n, bool)
+        blocks: list[Any] = []
+        values: list[Any] = []
+        for b, own in self.blocks:
+            made: list[ComplexEvent] = b.events  # type: ignore[assignment]
+            want = _ids(made, len(made))
+            q = np.searchsorted(sorted_ids, want).clip(max=n - 1)
+            pos = o[q]
+            # (every planned match is emitted — a batch whose cascade would pass max_cascade
+            # stops, as per event —, once; a block whose objects are not all where they should
+            # be would stay objects)
+            if not bool((sorted_ids[q] == want).all()) or not free[pos].all():
+                continue
+            free[pos] = False
+            if isinstance(b, ChainMatches):
+                blocks.append(replace(b, at=rows_at[pos], rank=pos,
+                                      value=b.value + len(values)))
+                values += own or []
+            else:
+                blocks.append(replace(b, at=rows_at[pos], rank=pos))
+        rest = np.flatnonzero(free)
+        if len(rest):
+            blocks.append(ObjectMatches(rows_at[rest], rest,
+                                        out if len(rest) == n else
+                                        list(map(out.__getitem__, rest.tolist()))))
+        return MatchTable(blocks, values, first, n, src)
