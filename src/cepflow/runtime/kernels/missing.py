@@ -30,6 +30,7 @@ Equality with the per-event engine: tests/esper/test_esper_absence.py.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -52,7 +53,14 @@ from cepflow.runtime.kernels.pair import (
     sorted_search,
     stable_order,
 )
-from cepflow.runtime.rows import EventRows, MatchTable, ObjectMatches, Rows, TypeColumns
+from cepflow.runtime.rows import (
+    EventRows,
+    MatchTable,
+    ObjectMatches,
+    Rows,
+    TypeColumns,
+    lazy_kind,
+)
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import Thread, Token
 
@@ -171,36 +179,31 @@ def _missing_batch(engine: Any, matchers: list[Any], src: Rows) -> MatchTable | 
     # the events the matches and the open instances hold (a column source makes only these)
     used = np.concatenate([p["rows"][(p["match"] | ~p["fired"])[p["n_old"]:]] for p in plans])
     lookup = src.lookup(np.sort(used)) if len(used) else {}
-    # the matches, made by the token path's Matcher._match (ids in firing order); a select
-    # list failing on one declines the batch
-    found: list[ComplexEvent] = []
-    emit = found.append
+    at = np.concatenate([p["fire_at"][p["match"]] for p in plans])[order]
+    total = len(order)
     mark, dones = host.counters.match, [m.done for m in matchers]
+    blocks: list[ObjectMatches] = []
     try:
+        # (a select list failing on a match declines the batch)
         with declined_on_failure("a select list failed at a timer"):
-            for s, q in zip(sl.tolist(), qi.tolist(), strict=True):
-                m, p = matchers[s], plans[s]
-                window = m.pattern.absence.window
-                if q < p["n_old"]:
-                    th = p["old"][q].threads[0]
-                    a, bindings, start = th.events[0], th.bindings, p["old_start"][q]
-                else:
-                    a = lookup[int(p["rows"][q - p["n_old"]])]
-                    bindings = {v: a.params[i] for i, v in m.pattern.absence.first.binds}
-                    start = a.ts
-                m._match(None, bindings, [a], a, start + window, emit)
+            for slot, (m, p) in enumerate(zip(matchers, plans, strict=True)):
+                rank = np.flatnonzero(sl == slot)
+                if len(rank):
+                    made = _matches(m, p, qi[rank].tolist(), (mark + 1 + rank).tolist(), lookup)
+                    blocks.append(ObjectMatches(at[rank], rank, made))
     except Declined:
         host.counters.match = mark
         for m, done in zip(matchers, dones, strict=True):
             m.done = done
         unprepare(engine, before, src)
         return None
+    host.counters.match = mark + total
     host.counters.token += len(opened)
     stats = host.stats
-    stats.complex_events += len(found)
+    stats.complex_events += total
     by = stats.by_pattern
-    for ce in found:
-        by[ce.type] = by.get(ce.type, 0) + 1
+    for b in blocks:
+        by[b.events[0].type] = by.get(b.events[0].type, 0) + len(b.events)
     # the queue: the timers the batch passed fired (with a match, idle or trapped)
     host.timers.keep(lambda h: not fired_before(h, last_ts))
     waiting = sorted(w for m, p in zip(matchers, plans, strict=True)
@@ -208,9 +211,38 @@ def _missing_batch(engine: Any, matchers: list[Any], src: Rows) -> MatchTable | 
     schedule = host.schedule
     for tid, start, m in waiting:  # (asked for as per event: by row, then pattern)
         schedule(start + m.pattern.absence.window, m, tid, m.pattern.absence.zone, start)
-    at = np.concatenate([p["fire_at"][p["match"]] for p in plans])[order]
-    return MatchTable([ObjectMatches(at, np.arange(len(found)), found)] if found else [], [],
-                      mark + 1, len(found), src)
+    return MatchTable(blocks, [], mark + 1, total, src)
+
+
+def _matches(m: Any, p: dict, qs: list[int], ids: list[int], lookup: Any
+             ) -> list[ComplexEvent]:
+    """The complex events of pattern ``m``'s instances ``qs`` (their places in plan ``p``),
+    completed at their deadlines with match ``ids``: what Matcher._match makes — lazily
+    (rows.lazy_kind: bindings made when read) when the select list copies variables, each
+    then a field of ``a``."""
+    ab = m.pattern.absence
+    window, n_old, old, rows = ab.window, p["n_old"], p["old"], p["rows"]
+    evs = [old[q].threads[0].events[0] if q < n_old else lookup[int(rows[q - n_old])]
+           for q in qs]
+    starts = [p["old_start"][q] if q < n_old else a.ts for q, a in zip(qs, evs, strict=True)]
+    m.done = True
+    pat = m.pattern
+    if pat.select_copy is not None:  # (Matcher._match: the values copied, named as params)
+        at = {v: i for i, v in ab.first.binds}
+        get = itemgetter(*(at[v] for v in pat.select_copy))
+        params = ([get(a.params) for a in evs] if len(pat.select_copy) > 1
+                  else [(get(a.params),) for a in evs])
+        return list(map(lazy_kind(m.name, pat.auto.params), params,
+                        [t + window for t in starts], zip(evs), ids))
+    made: list[ComplexEvent] = []
+    counters = m.host.counters
+    binds = ab.first.binds
+    for q, a, t, mid in zip(qs, evs, starts, ids, strict=True):
+        bindings = (old[q].threads[0].bindings if q < n_old
+                    else {v: a.params[i] for i, v in binds})
+        counters.match = mid - 1  # (Matcher._match takes the next id)
+        m._match(None, bindings, [a], a, t + window, made.append)
+    return made
 
 
 def _leave_open(m: Any, p: dict, lookup: Any) -> list[tuple[int, Any, Any]]:
