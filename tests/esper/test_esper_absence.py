@@ -78,6 +78,12 @@ def restored(engine: Engine, fresh) -> Engine:
     return again
 
 
+def timers(engine: Engine) -> list:
+    """The engine's pending timers (deadline, pattern, token, zone, start), in firing order —
+    those of trapped instances too, which fire idle and move the clock."""
+    return [h[:2] + h[3:] for h in sorted(engine.host.timers.entries())]
+
+
 def check(text: str, spec, cuts, restore_at: int, gap: int) -> None:
     """``spec`` event by event and through batches cut at ``cuts`` (a single event between
     them, time advanced up to ``gap`` ms past the batch's last event before the next, a save/restore
@@ -128,6 +134,8 @@ def check(text: str, spec, cuts, restore_at: int, gap: int) -> None:
     assert fast.stats == one.stats and many.stats == one.stats
     assert state(fast) == state(one) and state(many) == state(one)
     assert fast.partial_matches() == one.partial_matches() == many.partial_matches()
+    if all(m.pattern.absence is not None for m in fast.matchers):  # (a pair queues its own)
+        assert timers(fast) == timers(one) and timers(many) == timers(one)
     closed = rows(one.finish(close_windows=True))
     assert rows(fast.finish(close_windows=True)) == closed
     assert rows(many.finish(close_windows=True)) == closed
@@ -291,6 +299,7 @@ def test_batch_route_over_arrow(data, spec, cuts, gap) -> None:
     assert written == (encode_matches(ref).to_pylist() if ref else [])
     assert many.stats == one.stats
     assert state(many) == state(one)
+    assert timers(many) == timers(one)
 
 
 def _kernel_only(eng: Engine) -> Engine:
@@ -312,7 +321,7 @@ def test_pinned_timers_of_two_batches_at_one_instant() -> None:
     """Hand-derived, P (Δ 3) before Q (Δ 1). Batch 1: A(k 0)@0 opens P's 1 and Q's 2.
     Batch 2: Q's 2 fires at 1, before A(k 1)@2, which opens P's 3 (due 5) and Q's 4 (due 3);
     before C@3 fire P's 1 — asked for in batch 1 — then Q's 4; before C@6 P's 3. So the
-    matches Q e0@1, P e0@3, Q e1@3, P e1@5 with ids 1–4: an instance from before the batch
+    matches Q e0@1, P e0@3, Q e1@3, P e1@5 with ids 1 to 4: an instance from before the batch
     first at a shared instant (sorting the batch's before it, or by pattern, gives another
     order)."""
     prog = program(P3 + Q1)
@@ -358,3 +367,41 @@ def test_pinned_rule_order() -> None:
         eng.process_batch(events([("A", 0, 0, 0.0, 0), ("C", 0, 0, 0.0, 3),
                                   ("C", 0, 0, 0.0, 1)]))
         assert fired == ["P", "C", "C"]
+
+
+def test_pinned_timers_left_at_one_instant() -> None:
+    """Hand-derived, P and Q both Δ 3 over A: A@0 (P's 1, Q's 2), A@0 (P's 3, Q's 4) in one
+    batch, all due at 3 after it; time passing to 3 fires them as asked for — P e0, Q e0,
+    P e1, Q e1 —, not one statement's after the other's."""
+    prog = program(P3 + Q1.replace("1 msec", "3 msec"))
+    eng = _kernel_only(Engine(prog, strict_actions=False))
+    assert eng.process_batch(events([("A", 0, 0, 0.0, 0), ("A", 1, 0, 0.0, 0)])) == []
+    assert [(m.type, tuple(m.event_refs), m.match_id) for m in eng.advance_to(3)] == [
+        ("P", ("e0",), 1), ("Q", ("e0",), 2), ("P", ("e1",), 3), ("Q", ("e1",), 4)]
+
+
+def test_batch_route_takes() -> None:
+    """Which programs the batch route takes whole (Engine._absences): missing events whose
+    filters read only their events, the NOT binding nothing or one of a's variables; not a
+    NOT filter reading a's fields (its truth is per instance), a NOT binding two variables,
+    a program beside another shape (the NOT on A's own type: the token path)."""
+    def route(text: str) -> bool:
+        return Engine(program(text), strict_actions=False)._absences is not None
+
+    def stmt(g: str, name: str = "P", f: str = "") -> str:
+        return (f"@Name('{name}')\ninsert into {name}\nfrom pattern [every a = A({f}) -> "
+                f"(timer:interval(3 msec) and not B({g}))];\n")
+
+    for g in TAKEN_NOTS:
+        assert route(stmt(g, f="v >= 2"))
+    assert route(stmt("k = a.k") + stmt("", "Q"))
+    assert not route(stmt("k = a.k and v > a.v"))
+    assert not route(stmt("k = a.k and v = a.v"))
+    assert not route(stmt("k = a.k") + stmt("k = a.k", "Q").replace("not B", "not A"))
+    # (and that one, per event, is what the token path gives: B's v above a's traps)
+    spec = [("A", 0, 0, 0.0, 0), ("B", 0, 1, 0.0, 1), ("A", 0, 1, 0.0, 0), ("B", 0, 1, 0.0, 1),
+            ("C", 0, 0, 0.0, 5)]
+    prog = program(stmt("k = a.k and v > a.v"))
+    for fast in (True, False):
+        out = Engine(prog, strict_actions=False, fast_path=fast).process_batch(events(spec))
+        assert [tuple(m.event_refs) for m in out] == [("e2",)]
