@@ -257,7 +257,11 @@ def test_batch_route_equals_token_path(data, spec, cuts, restore_at, gap) -> Non
     """Programs the batch route takes whole (Engine._timer_ends): batches cut anywhere against
     the token path event by event (check: single events between, time passing between
     batches, a save/restore in the middle, rule actions, the end of input)."""
-    text = batch_program(data.draw)
+    check_taken(batch_program(data.draw), spec, cuts, restore_at, gap)
+
+
+def check_taken(text: str, spec, cuts, restore_at: int, gap: int) -> None:
+    """:func:`check` of a program the batch route takes whole (Engine._timer_ends)."""
     assert Engine(program(text), strict_actions=False)._timer_ends is not None
     check(text, spec, cuts, restore_at, gap)
 

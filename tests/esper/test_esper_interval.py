@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_absence import (
     FIRST,
+    _kernel_only,
     batched,
-    check,
     check_arrow,
+    check_taken,
     program,
     stream,
 )
@@ -52,9 +53,7 @@ def programs(draw: st.DrawFn) -> str:
 def test_interval_equals_token_path(data, spec, cuts, restore_at, gap) -> None:
     """Batches cut anywhere against the token path event by event (test_esper_absence.check:
     single events between, time passing, a save/restore, rule actions, timers, the end)."""
-    text = programs(data.draw)
-    assert Engine(program(text), strict_actions=False)._timer_ends is not None
-    check(text, spec, cuts, restore_at, gap)
+    check_taken(programs(data.draw), spec, cuts, restore_at, gap)
 
 
 @settings(max_examples=60, deadline=None)
@@ -63,13 +62,6 @@ def test_interval_equals_token_path(data, spec, cuts, restore_at, gap) -> None:
 def test_interval_over_arrow(data, spec, cuts, gap) -> None:
     """Over Arrow batches, mixed keys (NaN declines the batch: fed as events)."""
     check_arrow(programs(data.draw), spec, cuts, gap)
-
-
-def _kernel_only(eng: Engine) -> Engine:
-    def refuse(events, out):
-        raise AssertionError("the batch went event by event")
-    eng._one_by_one = refuse  # type: ignore[method-assign]
-    return eng
 
 
 P = ("@Name('P')\ninsert into P\nselect a.k as k, b.v as v from pattern [every a = A -> "
