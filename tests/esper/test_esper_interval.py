@@ -117,3 +117,17 @@ def test_interval_route_takes() -> None:
     assert not route("every a = A -> b = B(b.k = a.k) -> c = C(c.k = a.k) -> "
                      "timer:interval(5 msec)")
     assert not route("a = A -> b = B(b.k = a.k) -> timer:interval(5 msec)")
+
+
+def test_pinned_timers_in_asking_order() -> None:
+    """Hand-derived, Δ 3: A(k 1)@0 (token 1), A(k 2)@0 (token 2); B(k 2)@1 asks for token 2's
+    timer, then B(k 1)@1 for token 1's, both due at 4: before C@4 the matches (e1, e2) then
+    (e0, e3) — in the order the timers were asked for, not by token id."""
+    prog = program(P)
+    spec = [("A", 1, 0, 0.0, 0), ("A", 2, 0, 0.0, 0), ("B", 2, 0, 0.0, 1), ("B", 1, 0, 0.0, 0),
+            ("C", 0, 0, 0.0, 3)]
+    for eng in (_kernel_only(Engine(prog, strict_actions=False)),
+                Engine(prog, strict_actions=False, fast_path=False)):
+        out = eng.process_batch(events(spec))
+        assert [(tuple(m.event_refs), m.match_id) for m in out] == [
+            (("e1", "e2"), 1), (("e0", "e3"), 2)]
