@@ -184,12 +184,14 @@ def program_of(shape: str) -> Any:
 
 
 def route_of(engine: Any) -> str:
-    """Which route ``Engine.run`` takes for the program: the chain or pair kernels, the
-    program split, else event by event (the fast per-event steps or the token path)."""
+    """Which route ``Engine.run`` takes for the program: the chain, pair or timer-end
+    kernels, the program split, else event by event (the fast per-event steps or the token path)."""
     if getattr(engine, "_chains", None) is not None:
         return "chain kernel"
     if getattr(engine, "_pairs", None) is not None:
         return "pair kernel"
+    if getattr(engine, "_timer_ends", None) is not None:
+        return "timer-end kernel"
     if getattr(engine, "_split", None) is not None:
         return "split"
     return "per event"

@@ -71,7 +71,7 @@ from cepflow.windows.tumbling import GroupLengthBatchWindow, LengthBatchWindow, 
 ENGINE_STATE = frozenset({
     "host", "statement_start", "_emitted", "_emit", "matchers", "windows", "_window_subs",
     "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs", "_split", "errors",
-    "_next_check", "_routes", "_derived", "_skipping"})
+    "_next_check", "_routes", "_derived", "_skipping", "_timer_ends"})
 #: attributes of the engine's host (runtime/host.py) that processing changes
 HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trace", "stats",
                         "pending", "failures"})
@@ -86,7 +86,7 @@ RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finish
                           "_match_ids"})
 #: what the four classes hold that is made once from the program (shared by forks)
 ENGINE_SHARED = frozenset({"program", "side", "_evaluates", "_starts", "max_partial_matches",
-                           "on_error", "_readers"})
+                           "on_error", "_readers", "_timer_end_shapes"})
 HOST_SHARED = frozenset({"rules", "actions", "max_cascade", "arity", "_plans", "acting"})
 MATCHER_SHARED = frozenset({"pattern", "name"})
 RUNNER_SHARED = frozenset({"statement", "plan", "output_schema", "columnar_min_batch",
@@ -188,6 +188,8 @@ class Forker:
             d["_chains"] = ms
         if engine._pairs is not None:
             d["_pairs"] = ms
+        if engine._timer_ends is not None:
+            d["_timer_ends"] = ms
         if engine._split is not None:
             d["_split"] = [ms[m.slot] for m in engine._split]
         d["_skipping"] = [ms[m.slot] for m in engine._skipping]

@@ -67,6 +67,11 @@ from cepflow.runtime.kernels import (
     process_esper_columns,
 )
 from cepflow.runtime.kernels.split import process_split, split_columns, split_kernels
+from cepflow.runtime.kernels.timer_end import (
+    process_timer_end_batch,
+    process_timer_end_columns,
+    timer_end_of,
+)
 from cepflow.runtime.matcher import Matcher
 from cepflow.runtime.rows import MatchTable, Rows
 from cepflow.runtime.timers import BEFORE_EVENTS
@@ -174,10 +179,19 @@ class Engine:
         # (CompiledPattern.pair is None without fast_path)
         self._pairs = (self.matchers if plain and self._chains is None and self.matchers
                        and all(m.pattern.pair is not None for m in self.matchers) else None)
+        #: the matchers, when every pattern is Esper's missing event or interval after b of
+        #: the forms the batch route takes (runtime/kernels/timer_end.py: their timers are
+        #: the engine's only ones), with their shapes
+        self._timer_end_shapes = ([timer_end_of(m.pattern) for m in self.matchers]
+                                  if plain and self._chains is None and self._pairs is None
+                                  and fast_path else [])
+        self._timer_ends = (self.matchers if self.matchers and all(
+            sh is not None for sh in self._timer_end_shapes) and len(
+            self._timer_end_shapes) == len(self.matchers) else None)
         #: the patterns a batch runs column-wise while the rest of the program runs per event
         #: (runtime/kernels/split.py), when no whole-batch kernel takes the program
         self._split = (split_kernels(self) if self._chains is None and self._pairs is None
-                       else None)
+                       and self._timer_ends is None else None)
         for rule in program.rules:
             if rule.action is not None and rule.action not in host.actions and strict_actions:
                 known = ", ".join(sorted(host.actions)) or "none registered"
@@ -666,6 +680,12 @@ class Engine:
                     if self.host.failures:
                         self._report(found)
                     return found
+            if self._timer_ends is not None and kernels:
+                found = process_timer_end_batch(self, self._timer_ends, events)
+                if found is not None:
+                    if self.host.failures:  # (of events rule actions emitted)
+                        self._report(found)
+                    return found
             if self._chains is not None and kernels:
                 try:
                     out = process_batch(self, self._chains, events)
@@ -694,6 +714,7 @@ class Engine:
         registered action (a rule then only counts its firings, so no complex event needs to
         be handed to one)."""
         return ((self._chains is not None or self._pairs is not None
+                 or self._timer_ends is not None
                  or (self._split is not None and self.max_partial_matches is None))
                 and self.trace is None and self.on_error != "fail"
                 and not any(r.action in self.actions for r in self.program.rules if r.action))
@@ -728,6 +749,11 @@ class Engine:
                 if table is None:
                     raise Declined("a key value the pair kernel cannot code: event by event")
                 return table
+            if self._timer_ends is not None:
+                table = process_timer_end_columns(self, self._timer_ends, rows)
+                if table is None:
+                    raise Declined("a batch the timer-end route declines: event by event")
+                return table
             return process_columns(self, self._chains, rows)  # type: ignore[arg-type]
         finally:
             install_sink(before)
@@ -743,7 +769,8 @@ class Engine:
                   ) -> Iterator[list[ComplexEvent]]:
         """:meth:`run`'s complex events, a list per batch (lazily: nothing runs before the
         first is asked for)."""
-        if ((self._chains is None and self._pairs is None and self._split is None)
+        if ((self._chains is None and self._pairs is None and self._split is None
+             and self._timer_ends is None)
                 or self.trace is not None or self.on_error == "fail"):
             it = iter(events)
             while True:

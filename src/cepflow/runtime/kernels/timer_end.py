@@ -1,0 +1,514 @@
+"""Esper patterns whose match comes at a timer after their events, over a batch (docs/esper.md
+"One instant: timers before events"): the missing event ``every a = A(f) -> (timer:interval(Δ)
+and not B(g))`` (its per-event steps: runtime/absence.py) and the interval after ``b``, ``every
+a = A(f) -> b = B(g, key) -> timer:interval(Δ)`` (the token path per event).
+
+Per event each ``A`` passing ``f`` opens an instance; its engine timer of its own is asked for
+at the event that starts its interval — the ``A`` itself (missing event) or the first ``B`` of
+its key after it passing ``g`` (interval after ``b``: that ``B`` moves every waiting instance
+of the key, oldest first) — due ``Δ`` later; a ``B`` the NOT fires for traps the missing
+event's instances open then (their timers stay in the engine's queue and fire idle); a timer
+that finds its instance open completes it — a match at the deadline, *before* the events of
+that instant. Over a batch all of this is computable when every pattern of the engine has one
+of these shapes and nothing else has timers:
+
+* an instance whose timer is asked for at row ``rc`` (-1: before the batch) with deadline
+  ``d`` fires before the first row after ``rc`` whose time is ``>= d`` (``fire_at``), if the
+  batch has one;
+* the first ``B`` after a row (after the ``A``: the interval's start; after ``rc``: the NOT)
+  passing the filter (it reads only its event) whose value equals ``a``'s where the pattern
+  compares them (Python's ``==``, as runtime.binding.bind unifies: the pair kernel's key
+  codes; a NaN declines) — one ``searchsorted``; a missing event is trapped iff it comes
+  before ``fire_at``;
+* the timers firing in the batch fire in the engine's order, (deadline, scheduling order): the
+  timers from before the batch by their place in the queue, then the batch's by the row that
+  asked for them, then pattern, then token id — the order the per-event engine asks for them;
+* what stays: the instances open after the batch as the token path's tokens, each with its
+  engine timer once its interval started, and the timers of the instances trapped in the batch
+  (they fire idle later, moving the clock, as the token path's), asked for in that order after
+  the queue's.
+
+Declined (the batch goes event by event; nothing changed): a shape whose filters read
+variables, a NOT of several negative transitions or binding more than one variable, repeated
+variables in ``A``'s position, a value that cannot be coded exactly (NaN), a filter or select
+list failing on a row, a token not where the shape has it or without exactly its one timer.
+Equality with the per-event engine: tests/esper/test_esper_absence.py,
+tests/esper/test_esper_interval.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from cepflow.automaton.automaton import INITIAL, Position
+from cepflow.events.event import ComplexEvent, Event
+from cepflow.runtime.collector import gc_paused
+from cepflow.runtime.kernels.filters import type_mask
+from cepflow.runtime.kernels.frame import (
+    Declined,
+    count_rules,
+    counters_before,
+    declined_on_failure,
+    prepare,
+    unprepare,
+)
+from cepflow.runtime.kernels.pair import (
+    Uncodable,
+    column_key_codes,
+    key_codes,
+    sorted_search,
+    stable_order,
+)
+from cepflow.runtime.rows import (
+    EventRows,
+    MatchTable,
+    ObjectMatches,
+    Rows,
+    TypeColumns,
+    lazy_kind,
+)
+from cepflow.runtime.timers import fired_before
+from cepflow.runtime.tokens import Thread, Token
+
+
+@dataclass(frozen=True)
+class TimerEnd:
+    """A pattern the batch route takes: ``first`` the ``A`` position (its edge from the
+    initial state to ``wait`` — the interval after ``b`` — or to ``state``, the missing event);
+    ``second`` the ``B`` position into ``state`` (None for the missing event); ``state`` where
+    the instance waits for its timer, in ``zone`` of length ``window``; ``forbid`` the NOT's
+    position (None for the interval), on ``other`` — the type of ``B`` either way; ``key``
+    (``a``'s parameter, ``B``'s) the values compared, or None."""
+
+    first: Position
+    second: Position | None
+    wait: int | None
+    state: int
+    zone: int
+    window: float
+    forbid: Position | None
+    other: str
+    key: tuple[int, int] | None
+
+
+def _own(pos: Position) -> bool:
+    """Whether ``pos``'s filter (if any) reads only its event."""
+    return pos.filter is None or pos.local
+
+
+def _plain(pos: Position) -> bool:
+    """A position with no Esper operator of its own (inner every, and, or, collected tag)."""
+    return not (pos.every or pos.conj is not None or pos.track is not None
+                or pos.collect is not None or pos.settle is not None)
+
+
+def _compared(first: Position, pos: Position, fresh: bool) -> tuple[int, int] | bool | None:
+    """The (``a`` parameter, ``pos`` parameter) whose values ``pos`` must equal — the one
+    variable of ``a`` it binds —, None when it binds none of them, False when the route does
+    not take it: ``a`` binding a variable twice, ``pos`` binding two of ``a``'s, or (not
+    ``fresh``) anything of its own."""
+    at = {v: i for i, v in first.binds}
+    if len(at) != len(first.binds):
+        return False
+    shared = [(at[v], i) for i, v in pos.binds if v in at]
+    own = [v for i, v in pos.binds if v not in at]
+    if len(shared) > 1 or (own and not fresh) or len(set(own)) != len(own):
+        return False
+    return shared[0] if shared else None
+
+
+def timer_end_of(pat: Any) -> TimerEnd | None:
+    """The :class:`TimerEnd` of CompiledPattern ``pat``, or None (per event): its missing-event
+    shape (CompiledPattern.absence) with filters reading only their events and a NOT of one
+    negative transition binding at most one of ``a``'s variables; or the interval after ``b``
+    read off the automaton — Esper's spawning ``every`` with no distinct keys and no leading
+    clock, an ``A`` edge from the initial state, a ``B`` edge (another type) from there into
+    the one zone, a ``within`` whose timer accepts at its target and nothing else, no NOT,
+    plain positions whose filters read only their events, ``B`` binding at most one of
+    ``a``'s variables and variables of its own."""
+    ab = pat.absence
+    if ab is not None:
+        if len(ab.forbids) != 1:
+            return None
+        pos = ab.forbids[0].position
+        key = _compared(ab.first, pos, fresh=False)
+        if key is False or not _own(ab.first) or not _own(pos):
+            return None
+        return TimerEnd(ab.first, None, None, ab.state, ab.zone, ab.window, pos,
+                        ab.forbid_type, key)  # type: ignore[arg-type]
+    auto = pat.auto
+    if (not pat.context.esper or auto.start != "spawn" or auto.distinct
+            or pat.clock is not None or auto.forbids or len(auto.zones) != 1
+            or set(auto.edges) != {INITIAL, *(
+                e.target for d in auto.edges.get(INITIAL, {}).values() for e in d)}):
+        return None
+    firsts = [e for d in auto.edges[INITIAL].values() for e in d]
+    if len(firsts) != 1:
+        return None
+    e1 = firsts[0]
+    seconds = [e for d in auto.edges.get(e1.target, {}).values() for e in d]
+    if len(seconds) != 1:
+        return None
+    e2 = seconds[0]
+    zone = auto.zones[0]
+    a, b = e1.position, e2.position
+    if (e1.final or e1.exits or e1.enters or e1.target == INITIAL or e2.final or e2.exits
+            or e2.enters != (zone.id,) or e2.target in (e1.target, INITIAL)
+            or a.type == b.type or not (_plain(a) and _plain(b) and _own(a) and _own(b))
+            or zone.kind != "within" or zone.timer_accept != frozenset({e2.target})
+            or e2.target in auto.edges):
+        return None
+    key = _compared(a, b, fresh=True)
+    if key is False:
+        return None
+    return TimerEnd(a, b, e1.target, e2.target, zone.id, zone.length, None, b.type,
+                    key)  # type: ignore[arg-type]
+
+
+def process_timer_end_batch(engine: Any, matchers: list[Any], events: Sequence[Event]
+                            ) -> list[ComplexEvent] | None:
+    """Feed ``events`` (time-ordered) to an engine every pattern of which (``matchers``) has a
+    :class:`TimerEnd` (``engine._timer_ends``); the complex events, or None (having changed
+    nothing) when it declines. Rules fire as per event: a timer's match on its own, before
+    the row it fired before, and the input rows that trigger rules after it; the events their
+    actions emit are processed after the batch (as the other kernels' are)."""
+    with gc_paused():
+        table = _batch(engine, matchers, EventRows(events))
+        if table is None:
+            return None
+        out = table.complex_events()
+        host = engine.host
+        if host.rules:
+            if host.acting:
+                _fire(host, events, out, table.positions())
+            else:
+                count_rules(host, table, table.source)
+        return out
+
+
+def process_timer_end_columns(engine: Any, matchers: list[Any], rows: Rows
+                              ) -> MatchTable | None:
+    """:func:`process_timer_end_batch` over a column batch (no rule has a registered action:
+    rules are counted); events are made only for the rows of matches and open instances."""
+    with gc_paused():
+        table = _batch(engine, matchers, rows)
+        if table is not None:
+            count_rules(engine.host, table, rows)
+        return table
+
+
+def _fire(host: Any, events: Sequence[Event], out: list[ComplexEvent], at: list[int]) -> None:
+    """Rule firings in the per-event engine's order: each timer's match on its own (Host.fire
+    with no event) before the row ``at`` it fired before, each input row of a triggering type
+    after them; then the events actions emitted."""
+    triggers = host.rules.triggers
+    k, n_out = 0, len(out)
+    for i, e in enumerate(events):
+        while k < n_out and at[k] <= i:
+            host.fire(None, [out[k]])
+            k += 1
+        if triggers(e.type):
+            host.fire(e, [])
+    while k < n_out:  # (not reached: a timer firing in the batch fires before one of its rows)
+        host.fire(None, [out[k]])
+        k += 1
+    if host.pending:
+        host.drain(out)
+
+
+def _batch(engine: Any, matchers: list[Any], src: Rows) -> MatchTable | None:
+    """The batch's complex events (a block per pattern), the instances left open and the
+    timers; None, having changed nothing, when the batch is declined."""
+    if any(m.pending is not None for m in matchers):
+        return None
+    before = counters_before(engine)
+    prepare(engine, src)
+    n = src.n
+    if not n:
+        return MatchTable([], [], 0, 0, src)
+    host = engine.host
+    shapes = engine._timer_end_shapes
+    try:
+        cols = TypeColumns(src, engine.program.schemas)
+        plans = [_plan(m, sh, cols, host.timers.heap)
+                 for m, sh in zip(matchers, shapes, strict=True)]
+    except (Declined, Uncodable):
+        plans = [None]
+    if any(p is None for p in plans):
+        unprepare(engine, before, src)
+        return None
+    last_ts = float(src.ts[-1])
+    n_pat = len(matchers)
+    # token ids of the batch's instances: by row, then pattern (the per-event engine opens
+    # them so)
+    opened = np.sort(np.concatenate([p["rows"] * n_pat + slot for slot, p in enumerate(plans)]))
+    first_token = host.counters.token + 1
+    for slot, p in enumerate(plans):
+        p["tid"] = np.concatenate([p["old_ids"], first_token + np.searchsorted(
+            opened, p["rows"] * n_pat + slot)])
+    # the timers the batch asks for, in the order it asks: by row, pattern, token id
+    asks = [np.flatnonzero(p["asks"]) for p in plans]
+    a_rc, a_slot, a_tid = (np.concatenate(x) for x in (
+        [p["rc"][q] for p, q in zip(plans, asks, strict=True)],
+        [np.full(len(q), s, np.int64) for s, q in enumerate(asks)],
+        [p["tid"][q] for p, q in zip(plans, asks, strict=True)]))
+    asked = np.lexsort((a_tid, a_slot, a_rc))
+    rank = np.empty(len(asked), np.int64)
+    rank[asked] = np.arange(len(asked))
+    base = max((h[2] for h in host.timers.heap), default=0) + 1
+    bounds = np.cumsum([0, *map(len, asks)])
+    for slot, (p, q) in enumerate(zip(plans, asks, strict=True)):
+        p["seq"][q] = base + rank[bounds[slot]:bounds[slot + 1]]
+    # the timers firing in the batch with an open instance, in the engine's order
+    wins = [np.flatnonzero(p["match"]) for p in plans]
+    d, sq, sl, qi = (np.concatenate(x) for x in (
+        [p["deadline"][w] for p, w in zip(plans, wins, strict=True)],
+        [p["seq"][w] for p, w in zip(plans, wins, strict=True)],
+        [np.full(len(w), s, np.int64) for s, w in enumerate(wins)], wins))
+    order = np.lexsort((sq, d))
+    sl, qi = sl[order], qi[order]
+    at = np.concatenate([p["fire_at"][w] for p, w in zip(plans, wins, strict=True)])[order]
+    # the events the matches and the open instances hold (a column source makes only these)
+    need = [p["match"] | ~p["fired"] for p in plans]
+    used = np.concatenate([p["rows"][w[p["n_old"]:]] for p, w in zip(plans, need, strict=True)]
+                          + [p["b_row"][w & (p["b_row"] >= 0)]
+                             for p, w in zip(plans, need, strict=True)])
+    lookup = src.lookup(np.sort(used)) if len(used) else {}
+    total = len(order)
+    mark, dones = host.counters.match, [m.done for m in matchers]
+    blocks: list[ObjectMatches] = []
+    try:
+        # (a select list failing on a match declines the batch)
+        with declined_on_failure("a select list failed at a timer"):
+            for slot, (m, sh, p) in enumerate(zip(matchers, shapes, plans, strict=True)):
+                r = np.flatnonzero(sl == slot)
+                if len(r):
+                    made = _matches(m, sh, p, qi[r].tolist(), (mark + 1 + r).tolist(), lookup)
+                    blocks.append(ObjectMatches(at[r], r, made))
+    except Declined:
+        host.counters.match = mark
+        for m, done in zip(matchers, dones, strict=True):
+            m.done = done
+        unprepare(engine, before, src)
+        return None
+    host.counters.match = mark + total
+    host.counters.token += len(opened)
+    stats = host.stats
+    stats.complex_events += total
+    by = stats.by_pattern
+    for b in blocks:
+        by[b.events[0].type] = by.get(b.events[0].type, 0) + len(b.events)
+    # the queue: the timers the batch passed fired (with a match, idle or trapped)
+    host.timers.keep(lambda h: not fired_before(h, last_ts))
+    waiting = sorted(w for m, sh, p in zip(matchers, shapes, plans, strict=True)
+                     for w in _leave_open(m, sh, p, lookup))
+    schedule = host.schedule
+    for _, tid, start, m, sh in waiting:  # (asked for as per event: _batch's order)
+        schedule(start + sh.window, m, tid, sh.zone, start)
+    return MatchTable(blocks, [], mark + 1, total, src)
+
+
+def _events(sh: TimerEnd, p: dict, q: int, lookup: Any) -> list[Event]:
+    """The events instance ``q`` of plan ``p`` holds: ``a`` (and ``b`` once it took one)."""
+    n_old = p["n_old"]
+    held = list(p["old"][q].threads[0].events) if q < n_old else [
+        lookup[int(p["rows"][q - n_old])]]
+    b = int(p["b_row"][q])
+    if b >= 0 and len(held) == 1:
+        held.append(lookup[b])
+    return held
+
+
+def _bindings(sh: TimerEnd, p: dict, q: int, held: list[Event]) -> dict[str, Any]:
+    """The token path's bindings of instance ``q`` holding ``held``: the token's, ``a``'s
+    variables, then those ``b`` binds of its own."""
+    if q < p["n_old"] and len(p["old"][q].threads[0].events) == len(held):
+        return p["old"][q].threads[0].bindings
+    base = (p["old"][q].threads[0].bindings if q < p["n_old"]
+            else {v: held[0].params[i] for i, v in sh.first.binds})
+    if len(held) == 1:
+        return base
+    out = dict(base)
+    for i, v in sh.second.binds:  # type: ignore[union-attr]
+        out.setdefault(v, held[1].params[i])
+    return out
+
+
+def _matches(m: Any, sh: TimerEnd, p: dict, qs: list[int], ids: list[int], lookup: Any
+             ) -> list[ComplexEvent]:
+    """The complex events of pattern ``m``'s instances ``qs`` (their places in plan ``p``),
+    completed at their deadlines with match ``ids``: what Matcher._match makes — lazily
+    (rows.lazy_kind: bindings made when read) when the select list copies variables, each
+    then a field of one of its events."""
+    window = sh.window
+    held = [_events(sh, p, q, lookup) for q in qs]
+    deadlines = [float(p["start"][q]) + window if q < p["n_old"] and p["asks"][q] == 0
+                 else h[-1].ts + window for q, h in zip(qs, held, strict=True)]
+    m.done = True
+    pat = m.pattern
+    if pat.select_copy is not None:  # (Matcher._match: the values copied, named as params)
+        at = {v: i for i, v in sh.first.binds}
+        width = len(held[0][0].params) if held else 0
+        if sh.second is not None:
+            for i, v in sh.second.binds:
+                at.setdefault(v, width + i)
+        get = itemgetter(*(at[v] for v in pat.select_copy))
+        flat = [h[0].params if len(h) == 1 else h[0].params + h[1].params for h in held]
+        params = ([get(x) for x in flat] if len(pat.select_copy) > 1
+                  else [(get(x),) for x in flat])
+        return list(map(lazy_kind(m.name, pat.auto.params), params, deadlines,
+                        map(tuple, held), ids))
+    made: list[ComplexEvent] = []
+    counters = m.host.counters
+    for q, h, t, mid in zip(qs, held, deadlines, ids, strict=True):
+        counters.match = mid - 1  # (Matcher._match takes the next id)
+        m._match(None, _bindings(sh, p, q, h), h, h[-1], t, made.append)
+    return made
+
+
+def _leave_open(m: Any, sh: TimerEnd, p: dict, lookup: Any) -> list[tuple]:
+    """The tokens from before the batch that matched or were trapped leave, those that took
+    their ``B`` move on; the instances the batch opened that stay open become the token
+    path's tokens. Returns (place in the ask order, token id, start, matcher, shape) of every
+    timer the batch asked for that has not fired (trapped instances' too: it fires idle)."""
+    n_old = p["n_old"]
+    z, state = sh.zone, sh.state
+    for q in np.flatnonzero(~p["keep"][:n_old] | p["moved"][:n_old]).tolist():
+        m.unregister(p["old"][q])
+    for q in np.flatnonzero(p["keep"][:n_old] & p["moved"][:n_old]).tolist():
+        tok = p["old"][q]
+        th = tok.threads[0]
+        held = _events(sh, p, q, lookup)
+        b = held[-1]
+        th.state, th.bindings, th.events = state, _bindings(sh, p, q, held), held
+        th.zstart, th.last = {z: b.ts}, b
+        m.register(tok)
+    timers = []
+    live = p["keep"] & ~p["trapped"]
+    for q in np.flatnonzero(p["asks"] & ~p["fired"]).tolist():
+        held = _events(sh, p, q, lookup)
+        timers.append((int(p["seq"][q]), int(p["tid"][q]), held[-1].ts, m, sh))
+    for q in np.flatnonzero(live[n_old:]).tolist():
+        qq = q + n_old
+        held = _events(sh, p, qq, lookup)
+        a = held[0]
+        at_state = len(held) > 1 or sh.second is None
+        th = Thread(state if at_state else sh.wait, _bindings(sh, p, qq, held), held,
+                    {z: held[-1].ts} if at_state else None, held[-1])
+        # (younger than every token registered: the new ones come in id order)
+        m.register_newest(Token(int(p["tid"][qq]), None, a.ts, [th]))
+    return timers
+
+
+def _plan(m: Any, sh: TimerEnd, cols: TypeColumns, heap: list[tuple]) -> dict | None:
+    """Pattern ``m``'s instances over the batch — its tokens from before it, then one per
+    ``A`` row passing ``f`` — and per instance: the row of the ``B`` it takes in the batch
+    (``b_row``, -1: none), the row that asks for its timer (``rc``, ``asks``) or its timer
+    from before (``seq``, ``start``), its deadline, the row its timer fires before
+    (``fire_at``), whether it fired, was trapped, matched, is kept open, moved on. None when
+    the batch must go event by event."""
+    src = cols.src
+    ts = src.ts
+    n = src.n
+    # the tokens from before the batch: waiting for B (no timer), or for their timer (theirs
+    # in the queue)
+    old = m.registered_tokens()
+    timer: dict[int, list[tuple]] = {}
+    for h in heap:
+        if h[3] == m.slot:
+            timer.setdefault(h[4], []).append(h)
+    n_old = len(old)
+    old_seq = np.zeros(n_old, np.int64)
+    start = np.zeros(n_old, np.float64)
+    waits = np.zeros(n_old, bool)
+    for q, tok in enumerate(old):
+        hs = timer.get(tok.id, ())
+        th = tok.threads[0]
+        if len(tok.threads) != 1:
+            return None
+        if th.state == sh.wait and not hs and not th.zstart:
+            waits[q] = True
+            continue
+        if th.state != sh.state or len(hs) != 1 or (th.zstart or {}).get(sh.zone) != hs[0][6]:
+            return None
+        old_seq[q], start[q] = hs[0][2], hs[0][6]
+    a_all = cols.rows(sh.first.type)
+    mask = type_mask(sh.first, cols)
+    rows = a_all[np.flatnonzero(mask)] if mask is not None else a_all
+    a_loc = np.flatnonzero(mask) if mask is not None else np.arange(len(a_all))
+    r = np.concatenate([np.full(n_old, -1, np.int64), rows])
+    b_pos = sh.second if sh.second is not None else sh.forbid
+    b_all = cols.rows(sh.other)
+    bmask = type_mask(b_pos, cols)  # type: ignore[arg-type]
+    b_loc = np.flatnonzero(bmask) if bmask is not None else np.arange(len(b_all))
+    b_rows = b_all[b_loc]
+    var = None if sh.key is None else dict(sh.first.binds)[sh.key[0]]
+    held = [tok.threads[0].bindings[var] for tok in old] if var is not None else []
+    codes = (_codes(cols, src, (sh.first.type, sh.key[0], a_loc), (sh.other, sh.key[1], b_loc),
+                    held, n + 2) if sh.key is not None and len(b_rows) else None)
+
+    def first_b(after: np.ndarray) -> np.ndarray:
+        """Per instance the first B row after ``after`` it is compared with (n: none)."""
+        if not len(b_rows):
+            return np.full(len(after), n, np.int64)
+        if codes is None:
+            q = np.searchsorted(b_rows, after, "right")
+            has = q < len(b_rows)
+            return np.where(has, b_rows[np.where(has, q, 0)], n)
+        i_code, b_code = codes
+        span = n + 2
+        order = stable_order(b_code)
+        q = sorted_search((b_code * span + b_rows + 1)[order], i_code, after, span, "right")
+        has = q < len(order)
+        cand = order[np.where(has, q, 0)]
+        has &= b_code[cand] == i_code
+        return np.where(has, b_rows[cand], n)
+
+    n_inst = len(r)
+    b_row = np.full(n_inst, -1, np.int64)
+    if sh.second is None:  # the missing event: the timer asked for at the A
+        rc = r.copy()
+        asks = np.concatenate([np.zeros(n_old, bool), np.ones(len(rows), bool)])
+    else:  # the interval after b: asked for at the first B of its key after the A
+        waiting = np.concatenate([waits, np.ones(len(rows), bool)])
+        nxt = first_b(r)
+        asks = waiting & (nxt < n)
+        b_row[asks] = nxt[asks]
+        rc = np.where(asks, nxt, -1)
+    deadline = np.concatenate([start, np.zeros(len(rows))]) + sh.window
+    deadline[asks] = ts[rc[asks]].astype(np.float64) + sh.window
+    timed = asks | np.concatenate([~waits, np.zeros(len(rows), bool)])
+    fire_at = np.where(timed, np.maximum(rc + 1, np.searchsorted(ts, deadline, "left")), n)
+    fired = timed & (fire_at < n)
+    if sh.forbid is not None:
+        trapped = first_b(r) < fire_at
+    else:
+        trapped = np.zeros(n_inst, bool)
+    seq = np.concatenate([old_seq, np.zeros(len(rows), np.int64)])
+    moved = b_row >= 0
+    return {"old": old, "old_ids": np.array([t.id for t in old], np.int64), "n_old": n_old,
+            "rows": rows, "seq": seq, "start": start, "rc": rc, "asks": asks,
+            "deadline": deadline, "fire_at": fire_at, "fired": fired, "trapped": trapped,
+            "match": fired & ~trapped, "keep": ~fired & ~trapped, "moved": moved,
+            "b_row": b_row}
+
+
+def _codes(cols: TypeColumns, src: Rows, a: tuple[str, int, np.ndarray],
+           b: tuple[str, int, np.ndarray], held: list[Any], span: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of the instances' values (``held``, then the ``A`` rows') and the ``B`` rows',
+    equal iff the values unify (the pair kernel's key_codes / column_key_codes; Uncodable for
+    a NaN or an unhashable value)."""
+    ka = cols.column(a[0], a[1])[a[2]]
+    kb = cols.column(b[0], b[1])[b[2]]
+    if isinstance(src, EventRows) and (ka.dtype.kind == "O" or kb.dtype.kind == "O"):
+        return column_key_codes(cols, [a, b], held, span)
+    try:
+        return key_codes(ka, kb, held, span)
+    except TypeError:  # (an unhashable value: event by event)
+        raise Uncodable from None
