@@ -33,9 +33,11 @@ AND B(x)``: a stage per waiting state, each type's step leading to a stage of it
 runtime.shapes.Chain.after) go through step_chain (tests/runtime/test_chain_nots.py), and
 so do chains whose filters read variables bound at earlier stages (runtime.shapes.Chain.
 cross, one type per stage: kernels.crossing decides their filters on pairs column-wise and
-assigns the rows stage by stage, _crossed; where numpy cannot decide them exactly,
+assigns the rows stage by stage, _assigned; where numpy cannot decide them exactly,
 step_chain's ``cross`` tries a key's partial matches oldest first with their bindings,
-_cross_tests; tests/runtime/test_chain_cross.py).
+_cross_tests; tests/runtime/test_chain_cross.py). A window with each type at one stage and no
+NOT goes through kernels.crossing too, its stages queues without pair tests (_assigned;
+tests/runtime/test_chain_window_queues.py), else step_chain.
 """
 
 from __future__ import annotations
