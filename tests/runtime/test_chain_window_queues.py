@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_chain_alternatives import FILTERS, check, compile_, specs
-from test_chain_cross import assignments
+from test_chain_cross import Counted, assignments, same_result
 
 from cepflow.events.event import Event
 from cepflow.runtime.engine import Engine
@@ -23,29 +23,12 @@ from cepflow.runtime.kernels.crossing import cross_chain
 from cepflow.runtime.kernels.queues import step_chain
 
 
-class Queued:
+class Queued(Counted):
     """Counts kernels.crossing._first_in_first_out's results while in use: the stages it
     decided and those it gave back (None) to the deferred-acceptance rounds."""
 
     def __init__(self) -> None:
-        self.decided = self.declined = 0
-
-    def __enter__(self) -> Queued:
-        self._orig = crossing._first_in_first_out
-
-        def counted(*args: Any) -> Any:
-            out = self._orig(*args)
-            if out is None:
-                self.declined += 1
-            else:
-                self.decided += 1
-            return out
-
-        crossing._first_in_first_out = counted
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        crossing._first_in_first_out = self._orig
+        super().__init__(crossing, "_first_in_first_out")
 
 
 def _loop_and_queues(case: tuple) -> tuple[Any, Any]:
@@ -91,12 +74,7 @@ def test_queue_step_equals_the_loop(case: tuple) -> None:
         assert case[5] is not None and starts != sorted(starts)
         return
     assert queued.declined == 0 or overtaken(case[4])
-    pred, done, waiting, started, timed = loop
-    assert mine[0].tolist() == pred.tolist()
-    assert mine[1] == done
-    assert mine[2] == {s: v for s, v in waiting.items() if v}
-    assert mine[3] == started
-    assert mine[4] == timed
+    same_result(mine, loop)
 
 
 def overtaken(occupants: list[tuple[int, int, Any]]) -> bool:
