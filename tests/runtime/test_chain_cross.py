@@ -347,6 +347,13 @@ def test_crossing_assignment_equals_the_loop(case: tuple) -> None:
     if mine is None:  # (declined only where the loop's queue is not in start order)
         assert window is not None and starts != sorted(starts)
         return
+    same_result(mine, loop)
+
+
+def same_result(mine: tuple, loop: tuple) -> None:
+    """kernels.crossing.cross_chain's result ``mine`` is kernels.queues.step_chain's
+    ``loop``: predecessors, completions, partial matches left by age (the loop's empty
+    stages left out), starts, timers in the order set."""
     pred, done, waiting, started, timed = loop
     assert mine[0].tolist() == pred.tolist()
     assert mine[1] == done
@@ -367,17 +374,16 @@ numeric_specs = st.lists(st.tuples(st.sampled_from("ABCD"),
                          max_size=80)
 
 
-class Crossed:
-    """Counts kernels.crossing.cross_chain's results in the chain kernel while in use: how
-    many batches it decided and how many it gave back to the loop (None)."""
+class Counted:
+    """Counts the results of function ``name`` of ``module`` while in use (replaced there):
+    how many calls it decided and how many it gave back (None)."""
 
-    def __init__(self) -> None:
+    def __init__(self, module: Any, name: str) -> None:
+        self.module, self.name = module, name
         self.decided = self.declined = 0
 
-    def __enter__(self) -> Crossed:
-        from cepflow.runtime.kernels import chain
-
-        self._orig = chain.cross_chain
+    def __enter__(self) -> Counted:
+        self._orig = getattr(self.module, self.name)
 
         def counted(*args: Any) -> Any:
             out = self._orig(*args)
@@ -387,13 +393,21 @@ class Crossed:
                 self.decided += 1
             return out
 
-        chain.cross_chain = counted
+        setattr(self.module, self.name, counted)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        setattr(self.module, self.name, self._orig)
+
+
+class Crossed(Counted):
+    """Counts kernels.crossing.cross_chain's results in the chain kernel while in use: how
+    many batches it decided and how many it gave back to the loop (None)."""
+
+    def __init__(self) -> None:
         from cepflow.runtime.kernels import chain
 
-        chain.cross_chain = self._orig
+        super().__init__(chain, "cross_chain")
 
 
 #: two partial matches from the batch before (u = 0, u = 7), one of this batch (u = 5):

@@ -33,9 +33,11 @@ AND B(x)``: a stage per waiting state, each type's step leading to a stage of it
 runtime.shapes.Chain.after) go through step_chain (tests/runtime/test_chain_nots.py), and
 so do chains whose filters read variables bound at earlier stages (runtime.shapes.Chain.
 cross, one type per stage: kernels.crossing decides their filters on pairs column-wise and
-assigns the rows stage by stage, _crossed; where numpy cannot decide them exactly,
+assigns the rows stage by stage, _assigned; where numpy cannot decide them exactly,
 step_chain's ``cross`` tries a key's partial matches oldest first with their bindings,
-_cross_tests; tests/runtime/test_chain_cross.py).
+_cross_tests; tests/runtime/test_chain_cross.py). A window with each type at one stage and no
+NOT goes through kernels.crossing too, its stages queues without pair tests (_assigned;
+tests/runtime/test_chain_window_queues.py), else step_chain.
 """
 
 from __future__ import annotations
@@ -426,7 +428,7 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
                                             np.concatenate([bits, fbits, abits])).tolist()}
             z = c.zone
             occ_start = [evs[0].ts if z is not None else 0.0 for evs in occupants.events]
-            stepped = None if not c.cross else _crossed(
+            stepped = None if fbits is not None or c.depths else _assigned(
                 c, src, schemas, positions, bits, key, occupants, occ_stage, occ_key,
                 occ_start, last_ts)
             cross = (None if not c.cross or stepped is not None
@@ -453,18 +455,28 @@ def _plan_one(m: Any, c: Chain, src: Rows, type_code: dict[str, int], values: li
 
 
 
-def _crossed(c: Chain, src: Rows, schemas: Any, positions: np.ndarray, bits: np.ndarray,
-             key: np.ndarray, occupants: PendingRows, occ_stage: list[int],
-             occ_key: np.ndarray, occ_start: list[Any], end: float
-             ) -> tuple[np.ndarray, list[int], dict[int, list[int]], list[int],
-                        list[tuple[int, Any]]] | None:
-    """kernels.queues.step_chain's result for a chain whose filters read variables
-    (Chain.cross, Chain.columnar: each row at one stage), decided column-wise by
-    kernels.crossing.cross_chain; None where that cannot be done exactly (the loop then)."""
+def _assigned(c: Chain, src: Rows, schemas: Any, positions: np.ndarray, bits: np.ndarray,
+              key: np.ndarray, occupants: PendingRows, occ_stage: list[int],
+              occ_key: np.ndarray, occ_start: list[Any], end: float
+              ) -> tuple[np.ndarray, list[int], dict[int, list[int]], list[int],
+                         list[tuple[int, Any]]] | None:
+    """kernels.queues.step_chain's result for a linear chain without NOTs whose types are
+    each at one stage (each row at one stage), decided column-wise by
+    kernels.crossing.cross_chain: a chain whose filters read variables (Chain.cross, with
+    their pair tests), or one in a window ``[Δ]`` (no tests: its filters read only their
+    event and dropped rows already, chain_rows — the oldest partial match of the key takes
+    the row, the window expiring and trapping as in the loop). None where that cannot be
+    done exactly (the loop then)."""
+    if len(c.types) != sum(len(alts) for alts in c.stages):
+        return None  # (a type at several stages: a row may be at several)
     stage = np.log2(bits).astype(np.int64) if len(bits) else bits
-    tests = pair_tests(c, src, schemas, positions, stage,
-                       [c.bindings(k, evs) for k, evs in zip(occupants.keys, occupants.events,
-                                                            strict=True)])
+    if not c.cross:
+        tests: tuple[list[Any], np.ndarray | None] | None = ([None] * len(c.stages), None)
+    else:
+        tests = pair_tests(c, src, schemas, positions, stage,
+                           [c.bindings(k, evs) for k, evs in zip(occupants.keys,
+                                                                occupants.events,
+                                                                strict=True)])
     if tests is None:
         return None
     return cross_chain(len(c.stages), stage, key, src.ts[positions],

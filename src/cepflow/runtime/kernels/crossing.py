@@ -95,8 +95,9 @@ def cross_chain(k: int, stage: np.ndarray, key: np.ndarray, ts: np.ndarray,
         wait = np.flatnonzero(p_stage == m)
         if not len(rows_m) or not len(wait):
             continue
-        held = _assign(rows_m, key, ts, n, wait, p_key, p_arr, p_start, w, tests[m], took,
-                       budget)
+        held = (_first_in_first_out(rows_m, key, ts, n, wait, p_key, p_arr, p_start, w)
+                if tests[m] is None else None) or _assign(
+            rows_m, key, ts, n, wait, p_key, p_arr, p_start, w, tests[m], took, budget)
         if held is None:
             return None
         budget -= held[2]
@@ -209,6 +210,72 @@ def _assign(rows_m: np.ndarray, key: np.ndarray, ts: np.ndarray, n: int, wait: n
         blk[lost_q] = _FIRST_BLOCK
         free = np.concatenate([miss, lost_q])
     return att, holder, tried
+
+
+def _first_in_first_out(rows_m: np.ndarray, key: np.ndarray, ts: np.ndarray, n: int,
+                        wait: np.ndarray, p_key: np.ndarray, p_arr: np.ndarray,
+                        p_start: np.ndarray, w: float
+                        ) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """:func:`_assign`'s result for a stage without a pair test, in one pass: every row takes
+    its key's oldest partial match waiting there, a queue. Where each key's partial matches
+    arrive in age order with their starts in that order and the rows' times do not go back,
+    a key's queue is the range ``[p, A_j)`` of its partial matches (oldest first): ``A_j``
+    those arrived before its j-th row, ``p`` the head. The loop pops the expired heads
+    (``start + Δ < t``: the first ``E_j``), then the row takes the head if any, so
+    ``p_j = min(max(p_{j-1}, min(E_j, A_j)) + 1, A_j)`` — per row a shift clamped below and
+    above, whose compositions are again such clamps: a segmented prefix scan (Hillis-Steele,
+    log n numpy passes). None when the order does not hold (then :func:`_assign`)."""
+    att = rows_m[np.argsort(key[rows_m], kind="stable")]
+    wk = np.argsort(p_key[wait], kind="stable")  # (oldest first within each key)
+    wkey, warr, wstart = p_key[wait][wk], p_arr[wait][wk], p_start[wait][wk]
+    same = wkey[1:] == wkey[:-1]
+    t_att = ts[att]
+    akey = key[att]
+    if (bool((same & (warr[1:] < warr[:-1])).any())
+            or (w != float("inf") and bool((same & (wstart[1:] < wstart[:-1])).any()))
+            or bool(((akey[1:] == akey[:-1]) & (t_att[1:] < t_att[:-1])).any())):
+        return None
+    lo_k = np.searchsorted(wkey, akey, side="left")
+    width = np.int64(n + 2)
+    arrived = np.searchsorted(wkey * width + warr + 1, akey * width + att + 1,
+                              side="left") - lo_k  # (A_j: arrived before the row)
+    # E_j: the key's partial matches whose deadline passed before the row's time (a tie:
+    # not passed — the row sorts before the deadline)
+    nw = len(wait)
+    kind = np.concatenate([np.ones(nw, np.int8), np.zeros(len(att), np.int8)])
+    order = np.lexsort((kind, np.concatenate([wstart + w, t_att]),
+                        np.concatenate([wkey, akey])))
+    before = np.cumsum(kind[order]) - kind[order]
+    passed = np.empty(len(order), dtype=np.int64)
+    passed[order] = before
+    expired = passed[nw:] - lo_k
+    low = np.minimum(expired, arrived)
+    # p_j = clamp(p_{j-1} + 1, min(low_j + 1, A_j), A_j), composed along each key's rows
+    shift = np.ones(len(att), dtype=np.int64)
+    floor_ = np.minimum(low + 1, arrived)
+    ceil_ = arrived.copy()
+    d = 1
+    while d < len(att):
+        on = np.zeros(len(att), dtype=bool)
+        on[d:] = akey[d:] == akey[:-d]
+        j = np.flatnonzero(on)
+        i = j - d  # (apply i's clamp first, then j's)
+        sj, fj, cj = shift[j], floor_[j], ceil_[j]
+        new_floor = np.minimum(np.maximum(floor_[i] + sj, fj), cj)
+        new_ceil = np.minimum(np.maximum(ceil_[i] + sj, fj), cj)
+        shift[j] = shift[i] + sj
+        floor_[j], ceil_[j] = new_floor, new_ceil
+        d *= 2
+    head = np.minimum(np.maximum(shift, floor_), ceil_)  # (p_j, from p = 0)
+    prev = np.zeros(len(att), dtype=np.int64)
+    first = np.ones(len(att), dtype=bool)
+    first[1:] = akey[1:] != akey[:-1]
+    prev[~first] = head[:-1][~first[1:]]
+    q = np.maximum(prev, low)
+    took = q < arrived
+    holder = np.full(len(att), -1, dtype=np.int64)
+    holder[took] = wk[lo_k[took] + q[took]]
+    return att, holder, 0
 
 
 def pair_tests(c: Chain, src: Rows, schemas: Any, positions: np.ndarray, stage: np.ndarray,
