@@ -188,14 +188,17 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
     if walked is None:
         return None
     stages, waits, seen, depths = walked
-    # the key: the one variable every position binds (of those, the complex event's
-    # parameter); the others are a stage's own
+    # the key: the one variable every position binds, wherever it is among the complex
+    # event's parameters, or none of them (``P(x, y) { as A(x, y) -> B(y, _) }``: y;
+    # ``P(y) { as A(x, y) -> B(x, _) }``: x) — chronicle unifies an event with the oldest
+    # partial match binding its value, whatever the parameters; the others are a stage's own
     common = set.intersection(*({v for _, v in e.position.binds}
                                 for alts in stages for e in alts.values()))
-    if auto.params:
-        common &= {auto.params[0]}
-    if len(common) > 1 or (not common and auto.params):
-        return None
+    if len(common) > 1:
+        # (several: of more stages a unification, declined below; a one-stage chain's key is
+        # the first parameter among them, else the first its first position binds)
+        first = [v for alts in stages[:1] for e in alts.values() for _, v in e.position.binds]
+        common = {next(v for v in (*auto.params, *first) if v in common)}
     var = next(iter(common), None)  # (None: no variable every position binds, unkeyed)
     key_param: dict[str, int] = {}
     extra: list[dict[str, tuple[tuple[int, str], ...]]] = []
