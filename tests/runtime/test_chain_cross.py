@@ -246,14 +246,19 @@ def test_key_not_first_takes_the_kernel() -> None:
               [("A", 1, 5), ("A", 2, 6), ("B", 2, 0), ("B", 1, 0)],
               [((6,), {"s": 2, "u": 6}), ((5,), {"s": 1, "u": 5})],
               ['{"s":2,"u":6}', '{"s":1,"u":5}']))
-    planned = chain._plan_one
+    planned, calls = chain._plan_one, []
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        calls.append(1)
+        return planned(*args, **kw)
+
     for decl, stream, expected, texts in cases:
         prog = compile_cross([decl])
         fast = Engine(prog)
         assert fast.matchers[0].pattern.row_plan is not None, decl
         evs = [Event(t, (k, v), i, id=i) for i, (t, k, v) in enumerate(stream)]
-        calls = []
-        chain._plan_one = lambda *a, **k: calls.append(1) or planned(*a, **k)
+        calls.clear()
+        chain._plan_one = spy
         try:
             batch = Engine(prog)
             assert batch._chains is not None, decl
@@ -272,8 +277,9 @@ def test_key_not_first_takes_the_kernel() -> None:
 @st.composite
 def split_programs(draw: st.DrawFn) -> list[str]:
     """A chain with filters reading variables (or a parameter of its own, before the key, or
-    instead of it), now and then in a window, and a chain over its output (keyed, a NOT now and then, a window now and then):
-    the program split plans both (kernels.chain.split_chain, plan_chain's timers)."""
+    instead of it), now and then in a window, and a chain over its output (keyed, a NOT now
+    and then, a window now and then): the program split plans both (kernels.chain.split_chain,
+    plan_chain's timers)."""
     body = draw(st.sampled_from([
         "A(s, u) -> B(s, _) where v < u", "A(s, u) where u > 1 -> B(s, w) where w < u -> C(s, _)",
         "A(s, u) -> B(s, _) where sqrt(u - v) > 1", "A(s, _) -> B(s, u) -> C(s, _) where v < u",
