@@ -163,8 +163,8 @@ def chain_of(pattern: Any) -> Chain | None:
     possibly variables of its own (each bound at one stage) that filters and the complex
     event's parameters may read — the key at any place among them, or none —, and at most
     one ``within`` window around the whole sequence; no other zone; NOTs between stages that
-    forbid events of the key (:func:`_forbids`). Or, not a line, a tree of such steps (:func:`_tree`:
-    ``A(x) AND B(x)``, a stage per waiting state). One edge per state and type keeps a
+    forbid events of the key (:func:`_forbids`). Or, not a line, a tree of such steps
+    (:func:`_tree`: ``A(x) AND B(x)``, a stage per waiting state). One edge per state and type keeps a
     partial match one run (no thread forks: ``B OR B where …`` is not taken), so under
     chronicle an event goes to the oldest partial match of its key waiting for one of its
     stages whose filter it passes — with a filter reading variables (:attr:`Chain.cross`;
