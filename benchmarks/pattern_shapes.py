@@ -75,6 +75,9 @@ SHAPES: dict[str, tuple[str, str]] = {
     "cross_filter": ("vepl", "complexEvent P(x: Integer) { as A(x, u) where u > 5 -> "
                      "B(x, w) where w < u }"),
     "own_param": ("vepl", "complexEvent P(x: Integer, y: Integer) { as A(x, y) -> B(x, _) }"),
+    # the key not the first parameter (A keyed on its second field), or no parameter
+    "key_second": ("vepl", "complexEvent P(x: Integer, y: Integer) { as A(x, y) -> B(y, _) }"),
+    "key_hidden": ("vepl", "complexEvent P(y: Integer) { as A(x, y) -> B(x, _) }"),
     "immediate": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) "
                           "context immediate }"),
     "strict": ("vepl", "complexEvent P(x: Integer) { as A(x, _) -> B(x, _) context strict }"),

@@ -249,15 +249,15 @@ def test_own_variables_reach_the_bindings() -> None:
 
 def test_shapes_not_taken() -> None:
     """Two edges of one type from a state (a thread fork), a variable bound at two stages
-    (a unification), a filter reading a variable beside a NOT or in a tree, the complex
-    event carrying a variable no stage binds for itself (the key first): not chains (the
+    (a unification), a filter reading a variable beside a NOT or in a tree: not chains (the
     token path). (A filter reading a variable, ``A(s, w) where w > 1``, and a stage's own
-    variable carried by the complex event are taken since session 33: test_chain_cross.)"""
+    variable carried by the complex event are taken since session 33, a key that is not the
+    first parameter, ``P(v, s) { as A(s, v) -> B(s, _) }``, since session 34:
+    test_chain_cross.)"""
     for body, params in (("A(s, _) -> (B(s, _) OR B(s, v) where v > 1)", "s: Int"),
                          ("A(s, v) -> B(s, v)", "s: Int"),
                          ("A(s, u) -> NOT C(s, _) -> B(s, _) where v < u", "s: Int"),
-                         ("A(s, _) AND B(s, _) where v < s", "s: Int"),
-                         ("A(s, v) -> B(s, _)", "v: Int, s: Int")):
+                         ("A(s, _) AND B(s, _) where v < s", "s: Int")):
         prog = compile_module(parse(DECLS + f"complexEvent P({params}) {{ as {body} }}"))
         assert Engine(prog).matchers[0].pattern.chain is None, body
 

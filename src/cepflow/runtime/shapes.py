@@ -156,19 +156,19 @@ MAX_CHAIN = 62
 
 def chain_of(pattern: Any) -> Chain | None:
     """The chain shape of a compiled pattern (runtime.compiled), or None if its automaton is
-    not a keyed sequence under chronicle: stages of alternatives — per stage one edge per event
-    type, every waiting state of a stage with the same edges, all of a stage's alternatives
-    final or none — each binding the one key variable (a type may recur at several stages
-    with the same key field), or no variable all of them bind (unkeyed: one key, None), and
-    possibly variables of its own (each bound at one stage) that filters and the complex
-    event's parameters may read — the key the first parameter —, and at most one ``within``
-    window around the whole sequence; no other zone; NOTs between stages that forbid events
-    of the key (:func:`_forbids`). Or, not a line, a tree of such steps (:func:`_tree`:
-    ``A(x) AND B(x)``, a stage per waiting state). One edge per state and type keeps a
-    partial match one run (no thread forks: ``B OR B where …`` is not taken), so under
-    chronicle an event goes to the oldest partial match of its key waiting for one of its
-    stages whose filter it passes — with a filter reading variables (:attr:`Chain.cross`;
-    no NOT, no tree) the oldest whose bindings let it pass."""
+    not a keyed sequence under chronicle: stages of alternatives — per stage one edge per
+    event type, every waiting state of a stage with the same edges, all of a stage's
+    alternatives final or none — each binding the one key variable (a type may recur at
+    several stages with the same key field), or no variable all of them bind (unkeyed: one
+    key, None), and possibly variables of its own (each bound at one stage) that filters and
+    the complex event's parameters may read — the key at any place among them, or none —,
+    and at most one ``within`` window around the whole sequence; no other zone; NOTs between
+    stages that forbid events of the key (:func:`_forbids`). Or, not a line, a tree of such
+    steps (:func:`_tree`: ``A(x) AND B(x)``, a stage per waiting state). One edge per state
+    and type keeps a partial match one run (no thread forks: ``B OR B where …`` is not
+    taken), so under chronicle an event goes to the oldest partial match of its key waiting
+    for one of its stages whose filter it passes — with a filter reading variables
+    (:attr:`Chain.cross`; no NOT, no tree) the oldest whose bindings let it pass."""
     if pattern.context is not Context.CHRONICLE or pattern.partitioned:
         return None
     return _keyed_sequence(pattern)
@@ -188,14 +188,17 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
     if walked is None:
         return None
     stages, waits, seen, depths = walked
-    # the key: the one variable every position binds (of those, the complex event's
-    # parameter); the others are a stage's own
+    # the key: the one variable every position binds, wherever it is among the complex
+    # event's parameters, or none of them (``P(x, y) { as A(x, y) -> B(y, _) }``: y;
+    # ``P(y) { as A(x, y) -> B(x, _) }``: x) — chronicle unifies an event with the oldest
+    # partial match binding its value, whatever the parameters; the others are a stage's own
     common = set.intersection(*({v for _, v in e.position.binds}
                                 for alts in stages for e in alts.values()))
-    if auto.params:
-        common &= {auto.params[0]}
-    if len(common) > 1 or (not common and auto.params):
-        return None
+    if len(common) > 1:
+        # (several: of more stages a unification, declined below; a one-stage chain's key is
+        # the first parameter among them, else the first its first position binds)
+        first = [v for alts in stages[:1] for e in alts.values() for _, v in e.position.binds]
+        common = {next(v for v in (*auto.params, *first) if v in common)}
     var = next(iter(common), None)  # (None: no variable every position binds, unkeyed)
     key_param: dict[str, int] = {}
     extra: list[dict[str, tuple[tuple[int, str], ...]]] = []
