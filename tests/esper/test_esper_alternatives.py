@@ -489,10 +489,8 @@ def test_sequences_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> No
     """``Engine.run`` in batches with a save/restore in the middle (the product's tokens
     saved and read back), ``Engine.process_columns`` over Arrow batches: as event by
     event."""
-    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
     takes_the_product(stmt)
-    check_run(prog, spec, batch, restore_at)
-    check_arrow(prog, spec, cuts)
+    check_pair_run(stmt, spec, batch, restore_at, cuts)
 
 
 @settings(max_examples=60, deadline=None)
@@ -717,10 +715,8 @@ def test_conjunctions_saved_and_restored(stmt, spec, batch, restore_at, cuts) ->
     """``Engine.run`` in batches with a save/restore in the middle (the and's product tokens
     saved and read back), ``Engine.process_columns`` over Arrow batches (rows written
     column-wise): as event by event."""
-    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
     takes_the_and(stmt)
-    check_run(prog, spec, batch, restore_at)
-    check_arrow(prog, spec, cuts)
+    check_pair_run(stmt, spec, batch, restore_at, cuts)
 
 
 @settings(max_examples=50, deadline=None)

@@ -185,9 +185,8 @@ class Engine:
         self._timer_end_shapes = ([timer_end_of(m.pattern) for m in self.matchers]
                                   if plain and self._chains is None and self._pairs is None
                                   and fast_path else [])
-        self._timer_ends = (self.matchers if self.matchers and all(
-            sh is not None for sh in self._timer_end_shapes) and len(
-            self._timer_end_shapes) == len(self.matchers) else None)
+        self._timer_ends = (self.matchers if self._timer_end_shapes and all(
+            sh is not None for sh in self._timer_end_shapes) else None)
         #: the patterns a batch runs column-wise while the rest of the program runs per event
         #: (runtime/kernels/split.py), when no whole-batch kernel takes the program
         self._split = (split_kernels(self) if self._chains is None and self._pairs is None
