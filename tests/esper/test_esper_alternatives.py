@@ -27,10 +27,9 @@ from tests.esper.test_esper_kernel import (
     state,
 )
 from tests.esper.test_split import (
-    OTHERS,
-    WINDOW_BLOCKS,
     check_split,
     check_time_passing,
+    keyed_others,
     program,
     restored,
 )
@@ -265,8 +264,7 @@ def check_arrow(prog, spec, cuts) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(alternatives(), leading()), min_size=1, max_size=2),
-       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
-                min_size=1, max_size=2, unique=True),
+       keyed_others(1),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 def test_alternatives_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
     """Beside statements no kernel takes (over the input and over these statements'
@@ -495,8 +493,7 @@ def test_sequences_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> No
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(sequences(), min_size=1, max_size=2),
-       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
-                min_size=1, max_size=2, unique=True),
+       keyed_others(1),
        stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 def test_sequences_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
     """Beside statements no kernel takes (over the input and over these statements'
@@ -721,8 +718,7 @@ def test_conjunctions_saved_and_restored(stmt, spec, batch, restore_at, cuts) ->
 
 @settings(max_examples=50, deadline=None)
 @given(st.lists(conjunctions(), min_size=1, max_size=2),
-       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
-                min_size=1, max_size=2, unique=True),
+       keyed_others(1),
        stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 def test_conjunctions_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
     """Beside statements no kernel takes: the program split plans the and column-wise, with

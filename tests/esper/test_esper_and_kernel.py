@@ -19,10 +19,9 @@ from tests.esper.test_esper_alternatives import (
 )
 from tests.esper.test_esper_kernel import FILTERS, SCHEMA
 from tests.esper.test_split import (
-    OTHERS,
-    WINDOW_BLOCKS,
     check_split,
     check_time_passing,
+    keyed_others,
     program,
 )
 
@@ -77,8 +76,7 @@ SAME_STREAM = [("A", 0, 2, 0.0, 0), ("A", 0, 9, 0.0, 1), ("A", 1, 0, 0.0, 0),
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(ands(), min_size=1, max_size=2),
-       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]), max_size=2,
-                unique=True),
+       keyed_others(),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 @example([TIMED], [], TIMED_STREAM, [2], 3)
 @example([SAME], [], SAME_STREAM, [1, 3], 2)

@@ -25,7 +25,12 @@ from tests.esper.test_esper_alternatives import (
     stream,
 )
 from tests.esper.test_esper_kernel import FILTERS, SCHEMA, check, events, rows
-from tests.esper.test_split import OTHERS, WINDOW_BLOCKS, check_split, check_time_passing, program
+from tests.esper.test_split import (
+    check_split,
+    check_time_passing,
+    keyed_others,
+    program,
+)
 
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
@@ -260,8 +265,7 @@ def test_guarded_chains_time_passing_after_batches(stmt, spec, cut, later) -> No
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(guarded(), min_size=1, max_size=2),
-       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
-                min_size=1, max_size=2, unique=True),
+       keyed_others(1),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 def test_guarded_chains_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
     """Beside statements no kernel takes (over the input and over these statements'

@@ -29,10 +29,9 @@ from tests.esper.test_esper_alternatives import (
 )
 from tests.esper.test_esper_kernel import FILTERS, PAIR_FILTERS, SCHEMA, check, events, rows
 from tests.esper.test_split import (
-    OTHERS,
-    WINDOW_BLOCKS,
     check_split,
     check_time_passing,
+    keyed_others,
     program,
     stepping,
 )
@@ -226,8 +225,7 @@ def test_time_passing_after_a_batch(stmt, spec, later) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(distinct_statements(), min_size=1, max_size=2),
-       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
-                min_size=1, max_size=2, unique=True),
+       keyed_others(1),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 def test_distinct_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
     """Beside statements no kernel takes (some reading these statements' output, ``every p =

@@ -25,7 +25,12 @@ from tests.esper.test_esper_alternatives import (
     stream,
 )
 from tests.esper.test_esper_kernel import FILTERS, SCHEMA, check, events, rows, statements
-from tests.esper.test_split import OTHERS, WINDOW_BLOCKS, check_split, check_time_passing, program
+from tests.esper.test_split import (
+    check_split,
+    check_time_passing,
+    keyed_others,
+    program,
+)
 
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
@@ -171,8 +176,7 @@ def test_forks_time_passing_after_a_batch(stmt, spec, later) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(forks(), st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
-                         min_size=1, max_size=2, unique=True),
+@given(forks(), keyed_others(1),
        stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 def test_forks_beside_the_split(stmt, others, spec, cuts, restore_at) -> None:
     """In a program the split takes, the fork is none of its kernel patterns (declined: it

@@ -13,9 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_kernel import KEYS, events, state, stream
 from tests.esper.test_split import (
-    OTHERS,
-    WINDOW_BLOCKS,
     check_split,
+    keyed_others,
     program,
     restarts,
     restored,
@@ -38,9 +37,7 @@ EVERY = (
 
 @settings(max_examples=250, deadline=None)
 @given(st.lists(restarts(), min_size=1, max_size=3),
-       # (not the window blocks: their aggregates take numbers, and these keys are any value)
-       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]), max_size=2,
-                unique=True),
+       keyed_others(),
        stream(KEYS[:7] + KEYS[8:9]), st.lists(st.integers(0, 70), max_size=4),
        st.integers(0, 70), st.integers(-1, 2))
 @example(["@Name('R')\ninsert into R\nfrom pattern [every (a = A -> b = A)];\n"], [],

@@ -90,6 +90,13 @@ OTHERS = [
 ]
 
 
+def keyed_others(min_size: int = 0) -> st.SearchStrategy:
+    """Up to two of :data:`OTHERS` beside the statements under test, not the window blocks:
+    their aggregates take numbers, and the keys these tests draw are any value."""
+    return st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]),
+                    min_size=min_size, max_size=2, unique=True)
+
+
 @st.composite
 def restarts(draw: st.DrawFn) -> str:
     """``every (a = T(f) -> b = T(g))``, ``g`` with or without a key, perhaps reading a's
@@ -262,9 +269,7 @@ def test_split_stepping_many_rows_equals_event_by_event(kernel_stmts, others, sp
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(consecs(), min_size=1, max_size=2),
-       # (not the window blocks: their aggregates take numbers, and these keys are any value)
-       st.lists(st.sampled_from([o for o in OTHERS if o not in WINDOW_BLOCKS]), max_size=2,
-                unique=True),
+       keyed_others(),
        st.lists(st.tuples(st.sampled_from(["A", "B"]),
                           st.sampled_from([*[0, 1, 2] * 6, 1.0, True, None, "1",
                                            float("nan")]),
