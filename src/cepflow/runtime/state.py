@@ -19,8 +19,10 @@ Format ``cepflow.engine-state`` version 3 (see docs/state-format.md)::
 ``rows`` (optional) holds the partial matches a chain kernel left as rows
 (:class:`~cepflow.runtime.tokens.PendingRows`): they are restored as rows, so the column path
 continues from them without making a token of each (docs/state-format.md, "Rows").
-Timers are not stored: they are derived from the zone entry times of the restored threads and
-rows. ``windows`` holds each data-window statement's state (:mod:`cepflow.windows.snapshot`).
+``timers`` (optional) holds the pending timers of the patterns whose timer can complete a
+match, in firing order (:func:`timers_saved`); the other timers are derived from the zone entry
+times of the restored threads and rows. ``windows`` holds each data-window statement's state
+(:mod:`cepflow.windows.snapshot`).
 Versions 1 (without ``windows``) and 2 (without ``rows``) are still read. A NaN or infinite value
 (JSON has no number for it) is saved as ``{"$float": "NaN"}`` and ``"nonfinite": true`` marks
 such a state (:mod:`cepflow.events.jsonvalues`), so the state stays JSON and comes back exactly.
@@ -28,9 +30,11 @@ such a state (:mod:`cepflow.events.jsonvalues`), so the state stays JSON and com
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import reprlib
+from collections import deque
 from typing import Any
 
 from cepflow.compiler.evaluator import EvaluationError
@@ -38,6 +42,7 @@ from cepflow.events.event import ComplexEvent, Event
 from cepflow.events.jsonvalues import tagged, untagged
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.engine import Engine
+from cepflow.runtime.interval_clock import CLOCK_TOKEN
 from cepflow.runtime.matcher import Matcher
 from cepflow.runtime.tokens import KeyedRows, PendingRows, Thread, Token
 from cepflow.windows.snapshot import load_runner, save_runner
@@ -177,7 +182,55 @@ def _saved(engine: Engine) -> dict[str, Any]:
     clocks = engine.clock_state()
     if clocks is not None:  # optional: patterns that start with timer:interval
         state["clocks"] = clocks
+    timers = _timers(engine)
+    if timers:  # optional: the pending pattern timers, in firing order
+        state["timers"] = timers
     return state
+
+
+def timers_saved(m: Matcher) -> bool:
+    """Are pattern ``m``'s timers saved as they stand (docs/state-format.md, "Timers")? Those
+    of a pattern whose timer can complete a match (Esper's ``timer:interval``, a missing event,
+    a VEPL ``NOT`` at the end of a window) or start its clock's next interval: at one instant
+    they fire in the order they were asked for, which the partial matches do not tell. Other
+    patterns' timers only end partial matches, in any order: derived on restore."""
+    return m.pattern.clock is not None or any(z.timer_accept for z in m.pattern.auto.zones)
+
+
+def _timers(engine: Engine) -> dict[str, Any]:
+    """The pending timers of the patterns :func:`timers_saved` takes, as they stand: the
+    timer queue's in firing order, each pair pattern's queued instance deadlines and the
+    deadlines its completed instances skipped — the timers of ended instances too, which
+    still move the clock when they come due."""
+    names = [m.name for m in engine.matchers]
+    saved = {m.slot for m in engine.matchers if timers_saved(m)}
+    if not saved:
+        return {}
+    # (a timer asked for twice — by two threads of one partial match that entered its zone
+    # together — fires once to effect: Matcher._deadline takes every such thread; the second
+    # finds none. Saved once, so every route saves one state)
+    heap, asked = [], set()
+    for h in sorted(engine.host.timers.entries()):
+        if h[3] in saved and h[3:] not in asked:
+            asked.add(h[3:])
+            heap.append(h)
+    out: dict[str, Any] = {}
+    # (times as floats: a kernel's are, the token path's the events' own numbers — one state)
+    if heap:
+        out["queue"] = {"pattern": [names[h[3]] for h in heap], "token": [h[4] for h in heap],
+                        "zone": [h[5] for h in heap], "start": [float(h[6]) for h in heap],
+                        "deadline": [float(h[0]) for h in heap]}
+    pairs = {m.name: {"token": [d[1] for d in m.deadlines], "zone": [d[2] for d in m.deadlines],
+                      "start": [float(d[3]) for d in m.deadlines],
+                      "deadline": [float(d[0]) for d in m.deadlines]}
+             for m in engine.matchers if m.deadlines and m.slot in saved}
+    if pairs:
+        out["pairs"] = pairs
+    skipped = {m.name: list(map(float, m.skipped)) for m in engine.matchers
+               if m.skipped and m.slot in saved}
+    if skipped:
+        out["skipped"] = skipped
+    return out
 
 
 def restore_state(engine: Engine, state: dict[str, Any]) -> Engine:
@@ -269,6 +322,8 @@ class _Reader:
         for m in engine.matchers:  # the synthetic event of a leading timer:interval
             if m.pattern.clock is not None:
                 self.arity.setdefault(m.pattern.clock.type, 0)
+        #: with saved timers, the timed zones of the restored partial matches (Reader.place)
+        self.entered: list[tuple[Matcher, int, int, float]] | None = None
         #: per pattern, the automaton states a partial match can rest in
         self._states = {m.name: {p.id for p in m.pattern.auto.positions}
                         | set(m.pattern.auto.restricted) for m in engine.matchers}
@@ -561,6 +616,10 @@ class _Reader:
         if tids:
             m.pending = PendingRows(list(tids), events, z, list(cols[1]), list(cols[2]), var)
         if z is not None and z in m.pattern.timed_zones:
+            if self.entered is not None and m.slot in self.kept:  # (place checks them)
+                self.entered.extend((m, tid, z, evs[0].ts)
+                                    for tid, evs in zip(tids, events, strict=True))
+                return
             length = m.pattern.zone_by_id[z].length
             schedule = m.host.schedule
             for tid, evs in zip(tids, events, strict=True):
@@ -609,6 +668,10 @@ class _Reader:
                     self.scalar(k, f"{where}.seen[{i}][0][{j}]")
                 seen[tuple(key)] = self.time(item[1], f"{where}.seen[{i}][1]")
             m.seen = seen
+        #: the patterns whose timers the state holds (timers_saved)
+        self.kept = {m.slot for m in engine.matchers if timers_saved(m)}
+        timers = self.timers(state.get("timers"), by_name)
+        self.entered = None if timers is None else []
         for name, toks in patterns.items():
             m, ids = by_name[name], set()
             for i, t in enumerate(self.list_(toks, f"patterns.{name}")):
@@ -616,7 +679,10 @@ class _Reader:
                 m.register(tok)
                 for th in tok.threads:
                     if th.zstart:
-                        m.schedule_zones(tok, th)
+                        if timers is not None and m.slot in self.kept:
+                            self.enter(m, tok.id, th.zstart)
+                        else:
+                            m.schedule_zones(tok, th)
             saved = state.get("rows", {}).get(name)
             if saved is not None:
                 self.rows(m, saved, f"rows.{name}", ids)
@@ -624,6 +690,119 @@ class _Reader:
             if name not in patterns:
                 self.rows(by_name[name], saved, f"rows.{name}", set())
         self.clocks(state.get("clocks"))
+        if timers is not None:
+            self.place(timers)
+
+    def enter(self, m: Matcher, tid: int, zstart: dict[int, float]) -> None:
+        """Note the timed zones a restored partial match is in (for :meth:`place`)."""
+        timed = m.pattern.timed_zones
+        for z, start in zstart.items():
+            if z in timed:
+                self.entered.append((m, tid, z, start))  # type: ignore[union-attr]
+
+    # -- timers ---------------------------------------------------------------------------
+    def timer_columns(self, saved: Any, where: str, by_name: dict[str, Matcher] | None,
+                      m: Matcher | None = None) -> list[tuple[Any, ...]]:
+        """Saved timers as ``(matcher, deadline, token, zone, start)`` in their order, each
+        checked: a pattern of the program, a token id (or -1, a pair's queue; -2, a clock),
+        a timed zone of the pattern (-1 for a clock), finite times with the deadline not
+        before the start."""
+        self.dict_(saved, where)
+        names = ("token", "zone", "start", "deadline") if m else (
+            "pattern", "token", "zone", "start", "deadline")
+        cols = [self.list_(self.field(saved, c, where), f"{where}.{c}") for c in names]
+        if len({len(c) for c in cols}) != 1:
+            raise self.bad(where, f"{', '.join(names)} of different lengths",
+                           [len(c) for c in cols])
+        if m is not None:
+            cols.insert(0, [m.name] * len(cols[0]))
+        out = []
+        lo = 1 if m is not None else -2
+        kept = self.kept
+        for i, (name, token, zone, start, deadline) in enumerate(zip(*cols, strict=True)):
+            at = f"{where}[{i}]"
+            mi = m if m is not None else by_name.get(name) if isinstance(name, str) else None
+            if mi is None or mi.slot not in kept:
+                raise self.bad(f"{where}.pattern[{i}]" if m is None else where,
+                               "expected a pattern of the program whose timers are saved "
+                               "(a timer:interval, a missing event or a clock)", name)
+            if type(token) is not int or not lo <= token <= self.tokens or token == 0:
+                raise self.bad(f"{where}.token[{i}]", f"expected a token id up to "
+                               f"{self.tokens}" + ("" if m else ", -1 or -2"), token)
+            clock = token == -2
+            if clock and (mi.pattern.clock is None or zone != -1):
+                raise self.bad(at, f"a clock's timer (token -2, zone -1) of pattern "
+                               f"'{mi.name}', which has no clock or another zone", zone)
+            if not clock and (type(zone) is not int or zone not in mi.pattern.timed_zones):
+                raise self.bad(f"{where}.zone[{i}]", f"expected a timed zone of pattern "
+                               f"'{mi.name}'", zone)
+            self.time(start, f"{where}.start[{i}]")
+            if self.time(deadline, f"{where}.deadline[{i}]") < start:
+                raise self.bad(f"{where}.deadline[{i}]", f"before its start {start:g}",
+                               deadline)
+            out.append((mi, deadline, token, zone, start))
+        return out
+
+    def timers(self, saved: Any, by_name: dict[str, Matcher]) -> dict[str, Any] | None:
+        """The saved ``timers`` (docs/state-format.md, "Timers"), checked, or None."""
+        if saved is None:
+            return None
+        self.dict_(saved, "timers")
+        queue = self.timer_columns(saved.get("queue", {"pattern": [], "token": [], "zone": [],
+                                                       "start": [], "deadline": []}),
+                                   "timers.queue", by_name)
+        pairs = {}
+        for name, q in self.dict_(saved.get("pairs", {}), "timers.pairs").items():
+            if name not in by_name or by_name[name].slot not in self.kept:
+                raise self.bad(f"timers.pairs.{name}", "not a pattern of the program whose "
+                               "timers are saved", show=False)
+            entries = self.timer_columns(q, f"timers.pairs.{name}", None, by_name[name])
+            if any(a[1] > b[1] for a, b in itertools.pairwise(entries)):
+                raise self.bad(f"timers.pairs.{name}.deadline", "expected deadlines in time "
+                               "order", [e[1] for e in entries])
+            pairs[by_name[name]] = entries
+        skipped = {}
+        for name, ds in self.dict_(saved.get("skipped", {}), "timers.skipped").items():
+            if name not in by_name or by_name[name].slot not in self.kept:
+                raise self.bad(f"timers.skipped.{name}", "not a pattern of the program whose "
+                               "timers are saved", show=False)
+            where = f"timers.skipped.{name}"
+            times = [self.time(d, f"{where}[{i}]")
+                     for i, d in enumerate(self.list_(ds, where))]
+            if times != sorted(times):
+                raise self.bad(where, "expected deadlines in time order", times)
+            skipped[by_name[name]] = times
+        return {"queue": queue, "pairs": pairs, "skipped": skipped}
+
+    def place(self, timers: dict[str, Any]) -> None:
+        """The saved timers in the engine, in their order (the restored clocks' and partial
+        matches' timers replaced); a timer a partial match or a running clock needs that the
+        state lacks is asked for after them, as a state without timers has it."""
+        host = self.engine.host
+        kept = self.kept
+        host.timers.keep(lambda h: h[3] not in kept)  # (restore_clocks asked again for them)
+        have = set()
+        for m, deadline, token, zone, start in timers["queue"]:
+            host.schedule(deadline, m, token, zone, start)
+            have.add((m.slot, token, zone, start))
+        for m, entries in timers["pairs"].items():
+            m.deadlines = deque((d, t, z, s) for _, d, t, z, s in entries)
+            have.update((m.slot, t, z, s) for _, _, t, z, s in entries)
+        for m, times in timers["skipped"].items():
+            m.skipped = deque(times)
+        for m, tid, z, start in self.entered:  # type: ignore[union-attr]
+            if (m.slot, tid, z, start) not in have:
+                host.schedule(start + m.pattern.zone_by_id[z].length, m, tid, z, start)
+        for m in self.engine.matchers:
+            if m.slot not in kept:
+                continue
+            clock = m.pattern.clock
+            if (clock is not None and m.clock_start is not None
+                    and (m.slot, CLOCK_TOKEN, -1, m.clock_start) not in have):
+                host.schedule(m.clock_start + clock.length, m, CLOCK_TOKEN, -1, m.clock_start)
+            dl = m.deadlines
+            if dl and not any(h[3] == m.slot and h[4] == -1 for h in host.timers.heap):
+                host.schedule(dl[0][0], m, -1, dl[0][2], dl[0][3])
 
     def clocks(self, saved: Any) -> None:
         if saved is None:
