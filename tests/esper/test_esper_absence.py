@@ -88,8 +88,8 @@ def check(text: str, spec, cuts, restore_at: int, gap: int) -> None:
     """``spec`` event by event and through batches cut at ``cuts`` (a single event between
     them, time advanced up to ``gap`` ms past the batch's last event before the next, the
     direct step and the batch route saved and restored at ``restore_at``) against the token
-    path, never stopped, with the same time passing: the same rows, rule firings, statistics, state and pending timers, and the same
-    at the end of input."""
+    path, never stopped, with the same time passing: the same rows, rule firings, statistics,
+    state and pending timers, and the same at the end of input."""
     prog = program(text)
     fired: dict[str, list] = {"one": [], "fast": [], "many": []}
 

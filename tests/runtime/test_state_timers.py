@@ -36,10 +36,10 @@ STATEMENTS = {
 #: VEPL patterns (their timers fire after the events of their instant): a NOT at the end of
 #: a window completes a match at its deadline
 VEPL = {
-    "N": "(A(k, _) -> NOT B(k, _))[{d}]",
-    "G": "(A(k, _) -> NOT C(k, _) -> B(k, _))[{d}]",
-    "P": "(A(k, _) -> B(k, _))[{d}]",
-    "R": "(A(k, _) -> C(k, _) -> NOT B(k, _))[{d}]",
+    "n": "(A(k, _) -> NOT B(k, _))[{d}]",
+    "g": "(A(k, _) -> NOT C(k, _) -> B(k, _))[{d}]",
+    "p": "(A(k, _) -> B(k, _))[{d}]",
+    "r": "(A(k, _) -> C(k, _) -> NOT B(k, _))[{d}]",
 }
 VEPL_SCHEMA = ("atomicEvent A(k: Integer, v: Integer)\natomicEvent B(k: Integer, v: Integer)\n"
                "atomicEvent C(k: Integer, v: Integer)\n")
@@ -98,6 +98,8 @@ def run(prog, evs: list[Event], cut: int | None, batch: bool, fast_path: bool,
        st.integers(0, 40), st.booleans(), st.booleans(), st.integers(0, 6))
 @example([("I", 3)], [("A", 1, 0, 0), ("A", 2, 0, 0), ("B", 2, 0, 1), ("B", 1, 0, 0),
                       ("A", 0, 0, 6)], 4, False, False, 0)
+# (a completed instance's window timer, idle at 5: the clock after time passes to 7)
+@example([("W", 5)], [("A", 1, 0, 0), ("B", 1, 0, 1)], 2, False, False, 6)
 def test_restored_engine_continues_like_the_uninterrupted(chosen, spec, cut, batch, fast_path,
                                                           gap) -> None:
     prog = program(chosen)
@@ -178,3 +180,19 @@ def test_damaged_timers_are_state_errors() -> None:
         assert "of different lengths" in str(err)
     else:
         raise AssertionError("columns of different lengths restored")
+
+
+def test_the_window_timer_of_a_completed_instance_still_moves_the_clock() -> None:
+    """A(1)@0 and B(1)@1 complete the windowed pair; its window's timer, due at 5, fires idle:
+    time passing to 10 leaves the clock at 5 — also after a restore (``idle``), per event and
+    through the pair's direct step, in Esper and VEPL."""
+    for prog in (program([("W", 5)]), program([("p", 5)])):
+        for fast_path in (False, True):
+            eng = Engine(prog, fast_path=fast_path)
+            for e in events([("A", 1, 0, 0), ("B", 1, 0, 1)]):
+                eng.process(e)
+            saved = save_state(eng)
+            assert 5.0 in next(iter(saved["timers"]["idle"].values()))
+            again = restore_state(Engine(prog, fast_path=fast_path), saved)
+            for e in (eng, again):
+                assert e.advance_to(10) == [] and e.time == 5

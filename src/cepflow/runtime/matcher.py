@@ -35,6 +35,7 @@ from cepflow.runtime.binding import NO_BINDINGS, bind
 from cepflow.runtime.compiled import CompiledPattern, CrossStep, ForbidStep, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
+from cepflow.runtime.timers import IDLE_TOKEN
 from cepflow.runtime.tokens import KeyedRows, PairRows, PendingRows, Thread, Token
 from cepflow.timefmt import duration_text as _ms
 
@@ -1347,6 +1348,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
 
     def on_deadline(self, token_id: int, z: int, start: float, emit: Callable) -> None:
         """The deadline of zone ``z`` entered at ``start`` has passed for token ``token_id``."""
+        if token_id == IDLE_TOKEN:  # (it moved the clock: all it does)
+            return
         rows = self.pending
         if rows is not None:
             if rows.__class__ is KeyedRows and rows.alive is not None:

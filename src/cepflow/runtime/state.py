@@ -44,6 +44,7 @@ from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.interval_clock import CLOCK_TOKEN
 from cepflow.runtime.matcher import Matcher
+from cepflow.runtime.timers import IDLE_TOKEN
 from cepflow.runtime.tokens import KeyedRows, PendingRows, Thread, Token
 from cepflow.windows.snapshot import load_runner, save_runner
 from cepflow.windows.statement import WindowError
@@ -201,11 +202,23 @@ def _timers(engine: Engine) -> dict[str, Any]:
     """The pending timers of the patterns :func:`timers_saved` takes, as they stand: the
     timer queue's in firing order, each pair pattern's queued instance deadlines and the
     deadlines its completed instances skipped — the timers of ended instances too, which
-    still move the clock when they come due."""
+    still move the clock when they come due; of the other patterns, the instants their
+    pending timers are due at (``idle``: when they come due, the clock moves there)."""
     names = [m.name for m in engine.matchers]
     saved = {m.slot for m in engine.matchers if timers_saved(m)}
+    out: dict[str, Any] = {}
+    due: dict[int, set[float]] = {}
+    for h in engine.host.timers.heap:
+        if h[3] not in saved:
+            due.setdefault(h[3], set()).add(float(h[0]))
+    for m in engine.matchers:
+        if m.slot not in saved and (m.deadlines or m.skipped):
+            due.setdefault(m.slot, set()).update(
+                [float(d[0]) for d in m.deadlines] + list(map(float, m.skipped)))
+    if due:
+        out["idle"] = {names[slot]: sorted(ds) for slot, ds in sorted(due.items())}
     if not saved:
-        return {}
+        return out
     # (a timer asked for twice — by two threads of one partial match that entered its zone
     # together — fires once to effect: Matcher._deadline takes every such thread; the second
     # finds none. Saved once, so every route saves one state)
@@ -214,7 +227,6 @@ def _timers(engine: Engine) -> dict[str, Any]:
         if h[3] in saved and h[3:] not in asked:
             asked.add(h[3:])
             heap.append(h)
-    out: dict[str, Any] = {}
     # (times as floats: a kernel's are, the token path's the events' own numbers — one state)
     if heap:
         out["queue"] = {"pattern": [names[h[3]] for h in heap], "token": [h[4] for h in heap],
@@ -772,7 +784,15 @@ class _Reader:
             if times != sorted(times):
                 raise self.bad(where, "expected deadlines in time order", times)
             skipped[by_name[name]] = times
-        return {"queue": queue, "pairs": pairs, "skipped": skipped}
+        idle = {}
+        for name, ds in self.dict_(saved.get("idle", {}), "timers.idle").items():
+            if name not in by_name or by_name[name].slot in self.kept:
+                raise self.bad(f"timers.idle.{name}", "not a pattern of the program whose "
+                               "timers are derived", show=False)
+            where = f"timers.idle.{name}"
+            idle[by_name[name]] = [self.time(d, f"{where}[{i}]")
+                                   for i, d in enumerate(self.list_(ds, where))]
+        return {"queue": queue, "pairs": pairs, "skipped": skipped, "idle": idle}
 
     def place(self, timers: dict[str, Any]) -> None:
         """The saved timers in the engine, in their order (the restored clocks' and partial
@@ -790,6 +810,9 @@ class _Reader:
             have.update((m.slot, t, z, s) for _, _, t, z, s in entries)
         for m, times in timers["skipped"].items():
             m.skipped = deque(times)
+        for m, times in timers["idle"].items():  # (the other patterns': they move the clock)
+            for t in times:
+                host.schedule(t, m, IDLE_TOKEN, -1, t)
         for m, tid, z, start in self.entered:  # type: ignore[union-attr]
             if (m.slot, tid, z, start) not in have:
                 host.schedule(start + m.pattern.zone_by_id[z].length, m, tid, z, start)

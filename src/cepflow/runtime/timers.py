@@ -18,6 +18,9 @@ Timer = tuple[float, int, int, int, int, int, float]
 
 #: phases of a timer at its instant
 BEFORE_EVENTS, AFTER_EVENTS = 0, 1
+#: the token of a timer that only moves the clock when it comes due: a restored engine's for
+#: the deadlines of instances that ended before them (runtime.state; Matcher.on_deadline)
+IDLE_TOKEN = -3
 
 
 def fired_before(timer: Timer, ts: float) -> bool:
