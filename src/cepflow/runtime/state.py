@@ -183,10 +183,23 @@ def _saved(engine: Engine) -> dict[str, Any]:
     clocks = engine.clock_state()
     if clocks is not None:  # optional: patterns that start with timer:interval
         state["clocks"] = clocks
-    timers = _timers(engine)
+    timers = _timers(engine, patterns, rows)
     if timers:  # optional: the pending pattern timers, in firing order
         state["timers"] = timers
     return state
+
+
+def _derived(m: Matcher, toks: Any, saved_rows: dict[str, Any] | None) -> set[float]:
+    """The instants of the timers the saved partial matches of ``m`` get again on restore
+    (:meth:`Matcher.schedule_zones`, :meth:`_Reader.rows`)."""
+    zones, timed = m.pattern.zone_by_id, m.pattern.timed_zones
+    out = {float(start + zones[int(z)].length) for tok in toks for th in tok["threads"]
+           for z, start in th["zones"].items() if int(z) in timed}
+    if saved_rows is not None and saved_rows["zone"] in timed:
+        length = zones[saved_rows["zone"]].length
+        out.update(float((evs[0][2] if type(evs[0]) is list else evs[0]["ts"]) + length)
+                   for evs in saved_rows["events"])
+    return out
 
 
 def timers_saved(m: Matcher) -> bool:
@@ -198,12 +211,14 @@ def timers_saved(m: Matcher) -> bool:
     return m.pattern.clock is not None or any(z.timer_accept for z in m.pattern.auto.zones)
 
 
-def _timers(engine: Engine) -> dict[str, Any]:
+def _timers(engine: Engine, patterns: dict[str, list[dict[str, Any]]],
+            rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The pending timers of the patterns :func:`timers_saved` takes, as they stand: the
     timer queue's in firing order, each pair pattern's queued instance deadlines and the
     deadlines its completed instances skipped — the timers of ended instances too, which
     still move the clock when they come due; of the other patterns, the instants their
-    pending timers are due at (``idle``: when they come due, the clock moves there)."""
+    pending timers are due at that no saved partial match's timer is (``idle``: when they
+    come due, the clock moves there; the partial matches get theirs again on restore)."""
     names = [m.name for m in engine.matchers]
     saved = {m.slot for m in engine.matchers if timers_saved(m)}
     out: dict[str, Any] = {}
@@ -215,8 +230,17 @@ def _timers(engine: Engine) -> dict[str, Any]:
         if m.slot not in saved and (m.deadlines or m.skipped):
             due.setdefault(m.slot, set()).update(
                 [float(d[0]) for d in m.deadlines] + list(map(float, m.skipped)))
-    if due:
-        out["idle"] = {names[slot]: sorted(ds) for slot, ds in sorted(due.items())}
+    idle = {}
+    now = engine.time
+    for slot, ds in sorted(due.items()):
+        m = engine.matchers[slot]
+        # (one not after the clock cannot move it)
+        ds = {d for d in ds if d > now} - _derived(m, patterns.get(m.name, ()),
+                                                   rows.get(m.name))
+        if ds:
+            idle[m.name] = sorted(ds)
+    if idle:
+        out["idle"] = idle
     if not saved:
         return out
     # (a timer asked for twice — by two threads of one partial match that entered its zone
