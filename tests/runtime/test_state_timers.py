@@ -16,6 +16,7 @@ from cepflow.language.epl import parse_epl
 from cepflow.loader import load, load_module
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.state import StateError, restore_state, restore_text, save_state, state_text
+from support import tokens_form
 
 SCHEMA = ("create schema A(k integer, v integer);\ncreate schema B(k integer, v integer);\n"
           "create schema C(k integer, v integer);\n")
@@ -87,7 +88,9 @@ def run(prog, evs: list[Event], cut: int | None, batch: bool, fast_path: bool,
                 out += rows(eng.process(e))
     end = (evs[-1].ts if evs else 0) + gap
     out += rows(eng.advance_to(end))
-    return out, eng.time, json.dumps(save_state(eng), sort_keys=True)
+    # (a chain kernel's rows written as the tokens they stand for: a restored engine may hold
+    # as tokens what the uninterrupted one holds as rows)
+    return out, eng.time, json.dumps(tokens_form(save_state(eng)), sort_keys=True)
 
 
 @settings(max_examples=150, deadline=None)
@@ -100,6 +103,8 @@ def run(prog, evs: list[Event], cut: int | None, batch: bool, fast_path: bool,
                       ("A", 0, 0, 6)], 4, False, False, 0)
 # (a completed instance's window timer, idle at 5: the clock after time passes to 7)
 @example([("W", 5)], [("A", 1, 0, 0), ("B", 1, 0, 1)], 2, False, False, 6)
+# (a restored chain's partial match a token, the uninterrupted one's a row)
+@example([("g", 2)], [("A", 0, 0, 0), ("B", 0, 0, 0), ("A", 0, 0, 2)], 2, True, False, 1)
 def test_restored_engine_continues_like_the_uninterrupted(chosen, spec, cut, batch, fast_path,
                                                           gap) -> None:
     prog = program(chosen)
