@@ -18,8 +18,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_alternatives import C_SCHEMA, check_run, stream
 from tests.esper.test_esper_kernel import FILTERS, SCHEMA, events, rows, state
-from tests.esper.test_esper_operators import DOC, EPL_SCHEMA, cep, combos, epl
+from tests.esper.test_esper_operators import DOC, cep, combos, epl
 from tests.esper.test_esper_operators import events as events_of
+from tests.esper.test_esper_operators import test_unsupported_operator_forms_are_located as located
 from tests.esper.test_split import (
     check_split,
     check_split_columns,
@@ -63,6 +64,20 @@ PINNED = [
      ["A1 C1", "A2 C1"]),
     ("every ((a=A -> b=B) or c=C) -> d=D", "every ((a = A -> b = B) OR c = C) -> d = D",
      "A1 C1 D1 A2 B1 D2", ["C1 D1", "A2 B1 D2"]),
+    # (C1 ends the first group — its A1 -> B branch goes with it — and A2 begins the next)
+    ("every ((a=A -> b=B) or c=C) -> d=D", "every ((a = A -> b = B) OR c = C) -> d = D",
+     "A1 C1 A2 B1 D1", ["C1 D1", "A2 B1 D1"]),
+    # (the group's run that waits for C after B1 ends with it: A2 begins the next group)
+    ("every (a=A -> (b=B or c=C)) -> d=D", "every (a = A -> (b = B OR c = C)) -> d = D",
+     "A1 B1 A2 C1 D1", ["A1 B1 D1", "A2 C1 D1"]),
+    ("every (A -> B) -> (C or E) -> F", "every (A -> B) -> (C OR E) -> F", "A1 B1 C1 F1",
+     ["A1 B1 C1 F1"]),
+    # (an or in the rest: the instance keeps waiting for C while it goes on with E)
+    ("every (A -> B) -> (C or (E -> F))", "every (A -> B) -> (C OR (E -> F))",
+     "A1 B1 E1 F1 A2 B2 E2 C1", ["A1 B1 E1 F1", "A2 B2 C1"]),
+    # (a group completed by its first event, whose key was seen)
+    ("every-distinct(a.n) (a=A and b=A) -> c=C", "every-distinct(a.n) (a = A AND b = A) -> c = C",
+     "A1 A1 A2 C1", ["A1 C1", "A2 C1"]),
     ("every (a=A -> (b=B and not C)) -> d=D", "every (a = A -> (b = B AND NOT C)) -> d = D",
      "A1 C1 B1 A2 B2 D1", ["A2 B2 D1"]),
     ("every ([2] A until B) -> C", "every (A{2} UNTIL B) -> C", "A1 B1 A2 A3 C1", ["A2 A3 C1"]),
@@ -121,11 +136,21 @@ def test_group_then_more_token_ids() -> None:
     ("every (A -> B) -> timer:interval(1 sec)", 47, "timer:interval after a group"),
 ])
 def test_what_stays_unsupported_is_located(pattern, col, what) -> None:
+    located(pattern, col, what)  # (x.epl, line 7, col)
+
+
+@pytest.mark.parametrize(("pattern", "col", "what"), [
+    ("every (A -> every B) -> C", 33, "every inside every"),
+    ("every-distinct(a.n) ((a = A -> B)[1 s]) -> C", 21, "every-distinct on a group that can"),
+    ("every (A -> B) -> (C -> D)[1 s]", 47, "a guard on what follows a group"),
+    ("every (every (A -> B) -> C) -> D", 28, "at the start of the whole pattern only"),
+])
+def test_what_stays_unsupported_is_located_in_cepflow_syntax(pattern, col, what) -> None:
     with pytest.raises(PatternSyntaxError) as info:
-        load_module(parse_epl(EPL_SCHEMA + f"insert into P from pattern [{pattern}]", "x.epl"))
+        cep(pattern)
     d = info.value.diagnostics[0]
     assert what in d.message
-    assert (d.file, d.line, d.col) == ("x.epl", 7, col)
+    assert (d.line, d.col) == (7, col)
 
 
 # ---- random group statements: per event on every route ---------------------------------------
@@ -151,30 +176,14 @@ def groups(draw: st.DrawFn) -> str:
     G a sequence of two or three, an and, an or of a sequence and an event, [2] (its tag
     read as a[0]), an and not; R one or two events, an and not or an inner every."""
     kind = draw(st.sampled_from(["seq", "seq", "seq3", "and", "or", "count", "andnot"]))
-    a = draw(atom("a", False))
-    if kind == "seq":
-        g = f"{a} -> {draw(atom('b', True))}"
-    elif kind == "seq3":
-        g = f"{a} -> {draw(atom('b', True))} -> {draw(atom('e', True))}"
-    elif kind == "and":
-        g = f"{a} and {draw(atom('b', False))}"
-    elif kind == "or":
-        g = f"({a} -> {draw(atom('b', True))}) or {draw(atom('e', False))}"
-    elif kind == "count":
-        g = f"[2] {a}"
-    else:
-        g = f"{a} -> ({draw(atom('b', True))} and not {draw(st.sampled_from('ABC'))})"
+    a, b = draw(atom("a", False)), draw(atom("b", kind != "and"))
+    e, nb = draw(atom("e", kind == "seq3")), draw(st.sampled_from("ABC"))
+    g = {"seq": f"{a} -> {b}", "seq3": f"{a} -> {b} -> {e}", "and": f"{a} and {b}",
+         "or": f"({a} -> {b}) or {e}", "count": f"[2] {a}",
+         "andnot": f"{a} -> ({b} and not {nb})"}[kind]
     keyed = kind not in ("or", "count")  # (a is surely bound, and no array)
-    rest = draw(st.sampled_from(["one", "one", "two", "andnot", "every"]))
-    c = draw(atom("c", keyed))
-    if rest == "two":
-        r = f"{c} -> {draw(atom('d', keyed))}"
-    elif rest == "andnot":
-        r = f"({c} and not {draw(st.sampled_from('ABC'))})"
-    elif rest == "every":
-        r = f"every {c}"
-    else:
-        r = c
+    c, d, nc = draw(atom("c", keyed)), draw(atom("d", keyed)), draw(st.sampled_from("ABC"))
+    r = draw(st.sampled_from([c, c, f"{c} -> {d}", f"({c} and not {nc})", f"every {c}"]))
     window = draw(st.sampled_from(WINDOWS))
     whole = window and draw(st.booleans())
     distinct = (not window and kind not in ("andnot", "or") and draw(st.booleans()))

@@ -273,9 +273,9 @@ class _Lowering:
         of where the group ends (compiler.automata, Automaton.group)."""
         if rest and isinstance(rest[0], ast.Window):
             raise EsperError("a guard on what follows a group (every (…) -> (P where "
-                             "timer:within(…))) is not supported: Esper starts it when the "
-                             "group completes; put the guard on the group or around the "
-                             "whole pattern", rest[0].loc)
+                             "timer:within(…)), every (…) -> (P)[Δ]) is not supported: Esper "
+                             "starts it when the group completes; put the guard on the group "
+                             "or around the whole pattern", rest[0].loc)
         return replace(head, pattern=_Lowering("restart").pattern(head.pattern, head=True))
 
     def inner_every(self, p: ast.Every) -> ast.Pattern:
