@@ -61,7 +61,7 @@ from cepflow.compiler.normalize import and_items, fol_items, or_items
 from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.language.tags import RepeatedTag, indexed, misuses, repeated_tags
-from cepflow.language.walk import rewrite, strip_alias, walk
+from cepflow.language.walk import atoms, names, rewrite, strip_alias, walk
 
 StartPolicy = Literal["once", "restart", "spawn", "group"]
 
@@ -176,11 +176,20 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
 
 
 def _group_distinct(head: ast.Every) -> None:
-    """every-distinct on a group is taken when the group cannot end without matching: Esper
+    """every-distinct on a group is taken when its keys read the group's tags (the keys of
+    each result of the group) and the group cannot end without matching: Esper
     (EvalEveryDistinctStateNode.evaluateFalse) restarts such a group with no seen keys, which
     the statement-wide keys of cepflow's every-distinct do not model."""
     if not head.distinct and head.expiry is None:
         return
+    tags = {a.alias for a in atoms(head.pattern)}
+    for d in head.distinct:
+        for n in names(d):
+            tag = (indexed(n.name) or (n.name,))[0]
+            if n.path and tag not in tags:
+                raise EsperError(f"every-distinct on a group reads the group's tags; "
+                                 f"'{tag}' is not one of them (the keys are the group's "
+                                 "result's, as Esper's)", n.loc or head.loc)
     for n in walk(head.pattern):
         if isinstance(n, ast.Window | ast.Not | ast.Until | ast.Interval):
             raise EsperError("every-distinct on a group that can end without matching (a "
