@@ -145,6 +145,7 @@ def test_what_stays_unsupported_is_located(pattern, col, what) -> None:
     ("every-distinct(a.n) ((a = A -> B)[1 s]) -> C", 21, "every-distinct on a group that can"),
     ("every (A -> B) -> (C -> D)[1 s]", 47, "a guard on what follows a group"),
     ("every (every (A -> B) -> C) -> D", 28, "at the start of the whole pattern only"),
+    ("every (A -> B{+}) -> C", 14, "a group that can go on after it completed"),
 ])
 def test_what_stays_unsupported_is_located_in_cepflow_syntax(pattern, col, what) -> None:
     with pytest.raises(PatternSyntaxError) as info:
