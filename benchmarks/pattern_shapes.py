@@ -127,6 +127,11 @@ SHAPES: dict[str, tuple[str, str]] = {
     # (1 s, not 10: about two open A per key, so the matches stay near the input's size)
     "esper_every_inner": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
                                  "(every b=B(b.k = a.k)) where timer:within(1 sec)];"),
+    # every in front of a group followed by more (start policy group: per event on every
+    # route, docs/esper.md): one A -> B group at a time, each completion waiting for a C
+    "esper_every_group": ("epl", "select a.k as k, c.v as v from pattern [every (a=A -> "
+                                 "b=B(b.k = a.k)) where timer:within(1 sec) -> "
+                                 "c=C(c.k = a.k)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

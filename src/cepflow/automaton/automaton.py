@@ -157,9 +157,15 @@ class Automaton:
     #: state -> (event type -> (param index, variable)) for the unification-key index.
     key_index: dict[int, dict[str, tuple[int, str]]] = field(default_factory=dict)
     pattern_text: str = ""
-    #: Esper semantics (context ``esper``): how instances start — "once", "restart" or "spawn"
-    #: (compiler.esper) — and every-distinct keys f(None, bindings) with their expiry (ms).
+    #: Esper semantics (context ``esper``): how instances start — "once", "restart", "spawn"
+    #: or "group" (compiler.esper) — and every-distinct keys f(None, bindings) with their
+    #: expiry (ms).
     start: str = "spawn"
+    #: start policy "group" (``every (G) -> R``): the states inside the group (before it
+    #: completed; with the initial state, one instance at a time) and the states where it
+    #: completed (G's last positions: the rest's instance waits there)
+    group: frozenset[int] = frozenset()
+    group_end: frozenset[int] = frozenset()
     distinct: tuple[Predicate, ...] = ()
     distinct_expiry: float | None = None
     #: Esper's select list: parameter values f(None, bindings) computed at completion.

@@ -100,6 +100,10 @@ class _Builder:
         #: Esper's and is a product of its operands (compiler.conjunction), VEPL's 000's sugar
         self.esper = decl.context == Context.ESPER
         self.n_conj = 0
+        #: start policy "group" (``every (G) -> R``): the head's every marks G, whose
+        #: fragment is kept to tell its positions from the rest's (Automaton.group)
+        self.group_head = False
+        self.group: _Frag | None = None
 
     # -- helpers -------------------------------------------------------------------------
     def err(self, msg: str, loc: ast.Loc) -> CompileError:
@@ -245,6 +249,11 @@ class _Builder:
                 return self.build_product(p)
             # normalize() expands 000's and; kept for direct callers
             return self.build(ast.Or(ast.Fol(p.left, p.right), ast.Fol(p.right, p.left)))
+        if isinstance(p, ast.Every) and self.group_head and self.group is None:
+            # every (G) -> R (compiler.esper): G's own positions, and those that complete it
+            f = self.build(p.pattern)
+            self.group = f
+            return f
         if isinstance(p, ast.Every):  # Esper's every on one event inside a pattern (esper.py)
             f = self.build(p.pattern)
             for pos in self.positions:
@@ -452,10 +461,27 @@ class _Builder:
             partition_by=tuple(decl.partition_by),
             restricted=restricted,
         )
+        if self.group is not None:
+            auto.group, auto.group_end = self._group(top)
         sure = self._sure_bound(auto)
         self._key_index(auto, sure)
         self._partition_index(auto)
         return auto
+
+    def _group(self, top: _Frag) -> tuple[frozenset[int], frozenset[int]]:
+        """The states inside the group of ``every (G) -> R`` and those where it completed
+        (Automaton.group): a group must complete once — no step from a completing position
+        back into it — and what follows must hold an event."""
+        g = self.group
+        assert g is not None
+        end = frozenset(g.last)
+        inner = frozenset(g.created) - end
+        if end & top.last or g.tail or g.timer:
+            raise self.err("the pattern after every (…) must take an event", self.decl.loc)
+        if any(src in end and q in g.created for src, q, _ in self.raw):
+            raise self.err("a group that can go on after it completed is not supported after "
+                           "every (…) -> (its end must be its last event)", self.decl.loc)
+        return inner, end
 
     def _restrict(self, edges: dict[int, dict[str, list[Edge]]],
                   forbids: dict[int, dict[str, list[Forbid]]]) -> dict[int, int]:
@@ -586,6 +612,7 @@ def compile_pattern(
     if clock is not None:  # the synthetic event its clock feeds the pattern
         schemas = {**schemas, CLOCK: EventType(CLOCK, ())}
     builder = _Builder(decl, schemas, functions, plan.distinct if plan is not None else ())
+    builder.group_head = plan is not None and plan.start == "group"
     auto = builder.assemble(default_context)
     if clock is not None:
         forbids = [] if clock.forbidden is None else [

@@ -7,7 +7,11 @@ same automata and engine:
 * ``every`` placement becomes the pattern's **start policy**: ``every A -> P`` (and
   ``every-distinct(keys) A -> P``) starts a new instance at each ``A`` (*spawn*);
   ``every (P)`` runs one instance at a time and starts the next after it completed
-  (*restart*); without ``every`` the pattern matches once (*once*). ``every X or every Y``
+  (*restart*); ``every (G) -> R`` with a group ``G`` (a sequence, ``and``, ``[n]`` …) runs
+  one instance of ``G`` at a time and each completion of it goes on as an instance of ``R``
+  while ``G`` restarts (*group*: the head's every stays in the lowered pattern to mark ``G``,
+  compiler.automata's Automaton.group; docs/esper.md, "every (group) -> more"); without
+  ``every`` the pattern matches once (*once*). ``every X or every Y``
   is ``every (X or Y)`` (Esper documents the equivalence). ``every`` on a single event inside
   a pattern (``A -> every B``, ``every A -> every B -> C``) marks that event's occurrence: the
   partial match that takes it stays waiting for the next one, and a new one goes on
@@ -57,9 +61,9 @@ from cepflow.compiler.normalize import and_items, fol_items, or_items
 from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.language.tags import RepeatedTag, indexed, misuses, repeated_tags
-from cepflow.language.walk import rewrite, strip_alias, walk
+from cepflow.language.walk import atoms, names, rewrite, strip_alias, walk
 
-StartPolicy = Literal["once", "restart", "spawn"]
+StartPolicy = Literal["once", "restart", "spawn", "group"]
 
 #: the synthetic event type a pattern's :class:`Clock` feeds it (never an input event)
 CLOCK = "@clock"
@@ -132,6 +136,10 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
     """Strip the ``every`` that decides the start policy; reject the others."""
     if isinstance(body, ast.Window):  # (every a = A -> P)[Δ]: the window stays around it all
         inner, plan = _start_policy(body.pattern)
+        if plan.start == "group" and (plan.distinct or plan.expiry is not None):
+            raise EsperError("every-distinct on a group inside a window is not supported: "
+                             "the window can end the group, and Esper forgets the seen keys "
+                             "then", body.loc)
         return replace(body, pattern=inner), plan
     body = _every_or(body)
     if isinstance(body, ast.Fol):
@@ -158,12 +166,35 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
                                  "compare; write every timer:interval(…)", first.loc)
             return _fol([first.pattern, *items[1:]]), EsperPlan("spawn")
         if not _single(first.pattern):
-            raise EsperError("every in front of a parenthesised group followed by more pattern "
-                             "is not supported yet (write every (A -> B) or every a = A -> B)",
-                             first.loc)
+            # every (G) -> R: the group restarts, each completion begins an instance of R
+            _group_distinct(first)
+            return _fol([ast.Every(first.pattern, loc=first.loc), *items[1:]]), EsperPlan(
+                "group", first.distinct, first.expiry)
         return _fol([first.pattern, *items[1:]]), EsperPlan("spawn", first.distinct,
                                                            first.expiry)
     return body, EsperPlan("once")
+
+
+def _group_distinct(head: ast.Every) -> None:
+    """every-distinct on a group is taken when its keys read the group's tags (the keys of
+    each result of the group) and the group cannot end without matching: Esper
+    (EvalEveryDistinctStateNode.evaluateFalse) restarts such a group with no seen keys, which
+    the statement-wide keys of cepflow's every-distinct do not model."""
+    if not head.distinct and head.expiry is None:
+        return
+    tags = {a.alias for a in atoms(head.pattern)}
+    for d in head.distinct:
+        for n in names(d):
+            tag = (indexed(n.name) or (n.name,))[0]
+            if n.path and tag not in tags:
+                raise EsperError(f"every-distinct on a group reads the group's tags; "
+                                 f"'{tag}' is not one of them (the keys are the group's "
+                                 "result's, as Esper's)", n.loc or head.loc)
+    for n in walk(head.pattern):
+        if isinstance(n, ast.Window | ast.Not | ast.Until | ast.Interval):
+            raise EsperError("every-distinct on a group that can end without matching (a "
+                             "window, not or until inside it) is not supported: Esper forgets "
+                             "the seen keys when the group ends so", head.loc)
 
 
 _START = ("at the start of a pattern the operator has nothing to begin from: cepflow starts an "
@@ -236,12 +267,25 @@ class _Lowering:
                                  "(timer:interval(Δ) and not C) [-> …]), not inside "
                                  "'or' or 'and'", p.loc)
             if head:  # a leading every the start policy did not take
-                raise EsperError("every in front of a group followed by more pattern is not "
-                                 "supported (write every (A -> B) or every a = A -> B)", p.loc)
+                raise EsperError("every in front of a group followed by more pattern is "
+                                 "supported at the start of the whole pattern only (not inside "
+                                 "a group, a window before more pattern, or, and)", p.loc)
             return self.inner_every(p)
         if isinstance(p, ast.Until | ast.Interval | ast.Not):
             return _fol(self.chain([p], head))
         raise EsperError(f"unsupported pattern node {type(p).__name__}", None)
+
+    @staticmethod
+    def group(head: ast.Every, rest: list[ast.Pattern]) -> ast.Every:
+        """The group of ``every (G) -> R`` lowered as ``every (G)`` alone would be (one
+        instance at a time: no every inside); the every stays around it, the compiler's mark
+        of where the group ends (compiler.automata, Automaton.group)."""
+        if rest and isinstance(rest[0], ast.Window):
+            raise EsperError("a guard on what follows a group (every (…) -> (P where "
+                             "timer:within(…)), every (…) -> (P)[Δ]) is not supported: Esper "
+                             "starts it when the group completes; put the guard on the group "
+                             "or around the whole pattern", rest[0].loc)
+        return replace(head, pattern=_Lowering("restart").pattern(head.pattern, head=True))
 
     def inner_every(self, p: ast.Every) -> ast.Pattern:
         if p.distinct or p.expiry is not None:
@@ -260,7 +304,9 @@ class _Lowering:
         for i, it in enumerate(items):
             first = head and i == 0
             last = i == len(items) - 1
-            if isinstance(it, ast.And) and _special(it):
+            if first and self.start == "group" and isinstance(it, ast.Every):
+                out.append(self.group(it, items[1:]))
+            elif isinstance(it, ast.And) and _special(it):
                 self.and_not(it, out, first, last)
             elif isinstance(it, ast.Until):
                 self.until(it, out, first)

@@ -114,6 +114,9 @@ def growth(auto: Automaton) -> str | None:
     if ctx.esper:
         if auto.start == "spawn":
             return f"every at its start spawns an instance per event, and {after}"
+        if auto.start == "group":
+            return (f"every (…) at its start begins an instance of the rest each time its "
+                    f"group completes, and {after}")
         if any(p.every for p in auto.positions):
             return f"an every inside it forks an instance per event it takes, and {after}"
         return None

@@ -45,6 +45,11 @@ class EsperSteps:
         """Esper's semantics (compiler.esper): the event goes to every instance that can take
         it — events are not consumed, each instance takes the first event that fits — and a new
         instance begins as the start policy says."""
+        start = self.pattern.auto.start
+        initial = e.type in self.pattern.initial
+        # every (G) -> R: a new group begins at an event only when none was under way before
+        # it (Esper restarts the group after the event that ended it: that event is not its)
+        idle = start == "group" and initial and not self._group_alive()
         takers = self._find(e)
         if takers:
             takers.sort(key=lambda tp: tp[0].id)
@@ -53,11 +58,10 @@ class EsperSteps:
                 forks = self._forks.pop(tok.id, None)
                 if forks:
                     self._spawn(tok, forks, e, emit)
-        if e.type in self.pattern.initial:
-            start = self.pattern.auto.start
-            if start == "spawn" or (not takers and not self.tokens
-                                    and not (start == "once" and self.done)):
-                self._start(e, None, emit)
+        if initial and (start == "spawn" or idle or (
+                start != "group" and not takers and not self.tokens
+                and not (start == "once" and self.done))):
+            self._start(e, None, emit)
         if e.type in self.pattern.neg_states:
             self._negatives(e)
         if self.pattern.clock is not None:
@@ -438,6 +442,12 @@ class EsperSteps:
             self.register(new)
             if th.zstart:
                 self.schedule_zones(new, th)
+
+    def _group_alive(self) -> bool:
+        """every (G) -> R: is an instance of the group under way (a token with a thread at a
+        state inside it)? At most one is (the group restarts only when none is)."""
+        buckets = self.buckets
+        return any(buckets.get(s) for s in self.pattern.auto.group)
 
     def _distinct_seen(self, bindings: dict[str, Any], ts: float) -> bool:
         """every-distinct: were the start's key values seen (within the expiry)? Else note them

@@ -1091,6 +1091,10 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         if done is not None:
             self._complete(tok, done, e.ts, emit)
             return
+        auto = self.pattern.auto
+        if auto.group_end:  # every (G) -> R: did G complete?
+            threads = self._group_end(tok, threads, new or any(
+                th.state in auto.group for th, _ in plan), e.ts)
         if len(threads) > 1:
             threads = _dedupe(threads)
         if not threads:
@@ -1100,6 +1104,27 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             return
         tok.threads = threads
         self.register(tok)
+
+    def _group_end(self, tok: Token, threads: list[Thread], inside: bool,
+                   ts: float) -> list[Thread]:
+        """every (G) -> R: the threads ``tok`` goes on with after a step. When a thread of an
+        instance of G (``inside`` before the step) reached a state where G completed, G is
+        true: it ends (its other threads go — Esper quits the group), and the instance goes on
+        as the rest's with that thread — the oldest run by _age, as a match is chosen — unless
+        every-distinct saw its keys (then nothing goes on; the group restarts all the same)."""
+        auto = self.pattern.auto
+        end = auto.group_end
+        if not inside or not any(th.state in end for th in threads):
+            return threads
+        unused = auto.unused
+        best = min((th for th in threads if th.state in end), key=lambda th: _age(th, unused))
+        if auto.distinct and self._distinct_seen(best.bindings, ts):
+            trace = self.host.trace
+            if trace is not None:
+                trace.add(kind="dispose", pattern=self.name, token=tok.id, event=None, ts=ts,
+                          reason="every-distinct: keys seen")
+            return []
+        return [best]
 
     def result(self, bindings: dict[str, Any], ts: float, last: Event | None = None
                ) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -119,6 +119,9 @@ class PatternNet:
                 "statement's start is not translated yet")
         if a.partition_by:
             bad("partition by", "not translated yet")
+        if a.start == "group":
+            bad("every (…) -> …", "a group that restarts and begins an instance of the rest "
+                "at each completion is not translated yet")
         for p in a.positions:
             if p.collect is not None:
                 bad(f"tag '{p.collect.alias}' inside a repetition", "tags that collect arrays "
