@@ -201,7 +201,7 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
             cols["params"].append(_stage_params(b, rows))
             continue
         keys, which = np.unique(b.value, return_inverse=True)
-        if b.fields is not None:  # (its parameters are its bindings: fields of its events)
+        if b.fields is not None:  # (its bindings are fields of its events)
             cols["params"].append(_field_params(b, [table.values[v] for v in keys.tolist()],
                                                 which, rows))
             continue
@@ -222,11 +222,12 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
 def _field_params(b: ChainMatches, keys: list[Any], which: np.ndarray, rows: ArrowRows
                   ) -> pa.Array:
     """The ``params`` text of each match of a :class:`ChainMatches` block whose bindings are
-    its parameters (``fields``; no match from before the batch): the JSON object of the key
-    value (``keys``, per match ``which``) and the fields of its events, internal ``_`` names
-    left out, as :func:`~cepflow.outputs.records.match_batch` writes the complex events."""
+    fields of its events (``fields``, named ``bound``; no match from before the batch): the
+    JSON object of the key value (``keys``, per match ``which``) and the fields of its events,
+    internal ``_`` names left out, as :func:`~cepflow.outputs.records.match_batch` writes the
+    complex events."""
     parts: list[Any] = []
-    for name, (m, k) in zip(b.params, b.fields or (), strict=True):
+    for name, (m, k) in zip(b.bound or (), b.fields or (), strict=True):
         if name.startswith("_"):
             continue
         text = (_value_texts(keys).take(pa.array(which.ravel())) if m < 0

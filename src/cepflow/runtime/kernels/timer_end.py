@@ -40,7 +40,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import itemgetter
+from itertools import repeat
+from operator import add, attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -70,7 +71,9 @@ from cepflow.runtime.rows import (
     ObjectMatches,
     Rows,
     TypeColumns,
+    field_matches,
     lazy_kind,
+    picked,
 )
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import Thread, Token
@@ -346,11 +349,15 @@ def _matches(m: Any, sh: TimerEnd, p: dict, qs: list[int], ids: list[int], looku
     (rows.lazy_kind: bindings made when read) when the select list copies variables, each
     then a field of one of its events."""
     window = sh.window
+    m.done = True
+    pat = m.pattern
+    if pat.select_copy is not None:
+        fresh = _fresh_matches(m, sh, p, qs, ids, lookup)
+        if fresh is not None:
+            return fresh
     held = [_events(sh, p, q, lookup) for q in qs]
     deadlines = [float(p["start"][q]) + window if q < p["n_old"] and p["asks"][q] == 0
                  else h[-1].ts + window for q, h in zip(qs, held, strict=True)]
-    m.done = True
-    pat = m.pattern
     if pat.select_copy is not None:  # (Matcher._match: the values copied, named as params)
         at = {v: i for i, v in sh.first.binds}
         width = len(held[0][0].params) if held else 0
@@ -369,6 +376,37 @@ def _matches(m: Any, sh: TimerEnd, p: dict, qs: list[int], ids: list[int], looku
         counters.match = mid - 1  # (Matcher._match takes the next id)
         m._match(None, _bindings(sh, p, q, h), h, h[-1], t, made.append)
     return made
+
+
+def _fresh_matches(m: Any, sh: TimerEnd, p: dict, qs: list[int], ids: list[int], lookup: Any
+                   ) -> list[ComplexEvent] | None:
+    """:func:`_matches` of a select list copying variables when every instance ``qs`` began
+    in the batch and all or none of them took a ``B``: column by column (rows.field_matches —
+    each copied variable a field of ``a``'s or ``b``'s event, the time ``Δ`` after the
+    last), not instance by instance; None otherwise (or a variable of a ``b`` they lack)."""
+    q = np.asarray(qs, dtype=np.int64)
+    n_old = p["n_old"]
+    if not len(q) or int(q.min()) < n_old:
+        return None
+    b_rows = p["b_row"][q]
+    took = b_rows >= 0
+    if not (took.all() or not took.any()):
+        return None
+    stages = [picked(lookup, p["rows"][q - n_old].tolist())]
+    if took.all():
+        stages.append(picked(lookup, b_rows.tolist()))
+    where = {v: (0, i) for i, v in sh.first.binds}
+    if sh.second is not None:
+        for i, v in sh.second.binds:
+            where.setdefault(v, (1, i))
+    fields = [where[v] for v in m.pattern.select_copy]
+    if any(st >= len(stages) for st, _ in fields):
+        return None
+    names = m.pattern.auto.params
+    return list(field_matches(m.name, names, names,
+                              [[e.params[k] for e in stages[st]] for st, k in fields],
+                              map(add, map(attrgetter("ts"), stages[-1]), repeat(sh.window)),
+                              zip(*stages, strict=True), ids))
 
 
 def _leave_open(m: Any, sh: TimerEnd, p: dict, lookup: Any) -> list[tuple]:
