@@ -171,11 +171,12 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
     cols: dict[str, list[pa.Array]] = {f.name: [] for f in MATCH_SCHEMA}
     ranks = []
     for b in table.blocks:
-        if isinstance(b, ChainMatches) and b.bindings is not None and (
-                b.fields is None or b.old):
-            # (a chain binding more than its key, not only its parameters, or with matches
-            # from before the batch: its bindings are the events' values, made as the complex
-            # events are)
+        if isinstance(b, ChainMatches) and (
+                (b.bindings is not None and b.fields is None)
+                or (b.old and (b.bindings is not None or b.fields is not None))):
+            # (a chain binding more than its key whose bindings are not fields of its events
+            # whatever the path, or with matches from before the batch: its bindings are the
+            # events' values, made as the complex events are)
             whole = MatchTable([b], table.values, table.first_id, table.count,
                                table.source).complex_events()
             b = ObjectMatches(b.at, b.rank, [whole[r] for r in b.rank.tolist()])

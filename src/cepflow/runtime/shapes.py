@@ -124,7 +124,7 @@ class Chain:
         if self.depths or any(len(alts) != 1 for alts in self.stages):
             return None
         where: dict[str, tuple[int, int]] = {}
-        for m, alts in enumerate(self.stages):
+        for m, alts in enumerate(self.stages if self.extra else ()):  # (none: the key only)
             for t in alts:
                 for i, v in self.extra[m].get(t, ()):
                     where.setdefault(v, (-1, 0) if v == self.var else (m, i))

@@ -38,10 +38,11 @@ tests/esper/test_esper_interval.py.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import add, attrgetter, itemgetter
+from operator import add, attrgetter
 from typing import Any
 
 import numpy as np
@@ -346,36 +347,50 @@ def _matches(m: Any, sh: TimerEnd, p: dict, qs: list[int], ids: list[int], looku
              ) -> list[ComplexEvent]:
     """The complex events of pattern ``m``'s instances ``qs`` (their places in plan ``p``),
     completed at their deadlines with match ``ids``: what Matcher._match makes — lazily
-    (rows.lazy_kind: bindings made when read) when the select list copies variables, each
-    then a field of one of its events."""
+    (rows.field_matches: bindings made when read) when the select list copies variables, each
+    then a field of one of its events: the instances begun in the batch column by column
+    (:func:`_fresh_matches`), those from before one by one."""
     window = sh.window
     m.done = True
     pat = m.pattern
+    todo: list[int] = list(range(len(qs)))
+    out: list[Any] = [None] * len(qs)
     if pat.select_copy is not None:
-        fresh = _fresh_matches(m, sh, p, qs, ids, lookup)
-        if fresh is not None:
-            return fresh
-    held = [_events(sh, p, q, lookup) for q in qs]
-    deadlines = [float(p["start"][q]) + window if q < p["n_old"] and p["asks"][q] == 0
-                 else h[-1].ts + window for q, h in zip(qs, held, strict=True)]
+        n_old = p["n_old"]
+        fresh = [j for j, q in enumerate(qs) if q >= n_old] if n_old else todo
+        made = _fresh_matches(m, sh, p, [qs[j] for j in fresh], [ids[j] for j in fresh],
+                              lookup)
+        if made is not None:
+            if len(fresh) == len(qs):
+                return made
+            deque(map(out.__setitem__, fresh, made), maxlen=0)
+            todo = [j for j, q in enumerate(qs) if q < n_old]
+    held = [_events(sh, p, qs[j], lookup) for j in todo]
+    deadlines = [float(p["start"][qs[j]]) + window
+                 if qs[j] < p["n_old"] and p["asks"][qs[j]] == 0 else h[-1].ts + window
+                 for j, h in zip(todo, held, strict=True)]
     if pat.select_copy is not None:  # (Matcher._match: the values copied, named as params)
-        at = {v: i for i, v in sh.first.binds}
-        width = len(held[0][0].params) if held else 0
-        if sh.second is not None:
-            for i, v in sh.second.binds:
-                at.setdefault(v, width + i)
-        get = itemgetter(*(at[v] for v in pat.select_copy))
-        flat = [h[0].params if len(h) == 1 else h[0].params + h[1].params for h in held]
-        params = ([get(x) for x in flat] if len(pat.select_copy) > 1
-                  else [(get(x),) for x in flat])
-        return list(map(lazy_kind(m.name, pat.auto.params), params, deadlines,
-                        map(tuple, held), ids))
-    made: list[ComplexEvent] = []
+        fields = _copied(sh, pat.select_copy)
+        kind = lazy_kind(m.name, pat.auto.params)
+        for j, h, t in zip(todo, held, deadlines, strict=True):
+            out[j] = kind(tuple(h[st].params[k] for st, k in fields), t, tuple(h), ids[j])
+        return out
+    made: list[ComplexEvent] = []  # (every instance here: todo is all of them)
     counters = m.host.counters
     for q, h, t, mid in zip(qs, held, deadlines, ids, strict=True):
         counters.match = mid - 1  # (Matcher._match takes the next id)
         m._match(None, _bindings(sh, p, q, h), h, h[-1], t, made.append)
     return made
+
+
+def _copied(sh: TimerEnd, names: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where each variable ``names`` copies is: ``(0, i)`` field i of ``a``'s event, else
+    ``(1, i)`` of ``b``'s (the variables ``a`` binds first, as the token path's bindings)."""
+    where = {v: (0, i) for i, v in sh.first.binds}
+    if sh.second is not None:
+        for i, v in sh.second.binds:
+            where.setdefault(v, (1, i))
+    return [where[v] for v in names]
 
 
 def _fresh_matches(m: Any, sh: TimerEnd, p: dict, qs: list[int], ids: list[int], lookup: Any
@@ -395,11 +410,7 @@ def _fresh_matches(m: Any, sh: TimerEnd, p: dict, qs: list[int], ids: list[int],
     stages = [picked(lookup, p["rows"][q - n_old].tolist())]
     if took.all():
         stages.append(picked(lookup, b_rows.tolist()))
-    where = {v: (0, i) for i, v in sh.first.binds}
-    if sh.second is not None:
-        for i, v in sh.second.binds:
-            where.setdefault(v, (1, i))
-    fields = [where[v] for v in m.pattern.select_copy]
+    fields = _copied(sh, m.pattern.select_copy)
     if any(st >= len(stages) for st, _ in fields):
         return None
     names = m.pattern.auto.params
