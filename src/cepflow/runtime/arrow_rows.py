@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepflow.events.event import Event
+from cepflow.events.event import Event, output_ts
 from cepflow.inputs.columnar import SLOTS, column, constant, decode
 from cepflow.outputs.encoding import dumps, json_texts
 from cepflow.outputs.records import MATCH_SCHEMA, match_batch, match_ts_column
@@ -196,7 +196,8 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
         offsets = pa.array(np.arange(0, m * k + 1, k, dtype=np.int32))
         cols["events"].append(pa.ListArray.from_arrays(offsets, ids))
         cols["pattern"].append(constant(b.pattern, m))
-        cols["ts"].append(match_ts_column(ts.take(pa.array(b.at))))
+        cols["ts"].append(_delayed_ts(b, rows) if isinstance(b, StageMatches)
+                          and b.delay is not None else match_ts_column(ts.take(pa.array(b.at))))
         ranks.append(b.rank)
         if isinstance(b, StageMatches):
             cols["params"].append(_stage_params(b, rows))
@@ -237,6 +238,19 @@ def _field_params(b: ChainMatches, keys: list[Any], which: np.ndarray, rows: Arr
     if not parts:
         return constant("{}", len(b.at))
     return pc.binary_join_element_wise(*parts, "}", "")
+
+
+def _delayed_ts(b: StageMatches, rows: ArrowRows) -> pa.Array:
+    """The written time of each match of a block at its last event's time plus ``delay`` (a
+    timer's deadline): ``output_ts(e.ts + delay)`` — in float64 when every time is below
+    2**53 in magnitude (an int's float then exact, the sum as Python makes it), else value by
+    value."""
+    last = b.rows[-1]
+    t = rows.ts[last] + b.delay
+    if len(t) and not bool((np.abs(t) < 2.0**53).all()):
+        return pa.array([output_ts(rows.time_at(r) + b.delay) for r in last.tolist()],
+                        pa.int64())
+    return pa.array(np.ceil(t).astype(np.int64))  # (a whole deadline: itself)
 
 
 def _stage_params(b: StageMatches, rows: ArrowRows) -> pa.Array:

@@ -328,7 +328,9 @@ CONST = -2
 class StageMatches:
     """The complex events of one Esper pair or chain pattern in a batch whose every event is a
     row of the batch and whose select list names only fields of those events, column-wise
-    (the pair kernel, :func:`~cepflow.runtime.kernels.pair.process_esper_columns`)."""
+    (the pair kernel, :func:`~cepflow.runtime.kernels.pair.process_esper_columns`; the
+    timer-end kernel's, at their deadlines: :attr:`delay`), made into lazy complex events
+    (:func:`field_matches`) only when read."""
 
     pattern: str
     #: the pattern's parameters (its select list's names), in order
@@ -349,14 +351,10 @@ class StageMatches:
     #: blocks, kernels.column_blocks: :meth:`MatchTable.complex_events` gives those very
     #: objects), in the block's order; None: made on demand
     events: list[ComplexEvent] | None = None
-
-    def complex_event(self, parts: Sequence[Event], match_id: int) -> ComplexEvent:
-        """The complex event of one match of the block, as the token path makes it."""
-        ts = parts[-1].ts
-        vals = tuple(None if f is None else self.consts[f[1]] if f[0] == CONST
-                     else ts if f[0] < 0 else parts[f[0]].params[f[1]] for f in self.fields)
-        return ComplexEvent(self.pattern, vals, ts, dict(zip(self.names, vals, strict=True)),
-                            parts, match_id)
+    #: a timer's Δ: each match is at its last event's time plus this (the timer-end kernel's
+    #: matches, at their deadlines: such a block has no ``(-1, 0)`` field); None: at its
+    #: last event's time
+    delay: Any = None
 
 
 
@@ -398,10 +396,19 @@ class MatchTable:
             if b.events is not None:  # (made already: those objects)
                 deque(map(out.__setitem__, b.rank.tolist(), b.events), maxlen=0)
                 continue
-            if isinstance(b, StageMatches):
+            if isinstance(b, StageMatches):  # (lazy: its values are fields of its rows)
                 ev = self.source.lookup(b.rows.ravel())
-                for rank, rows in zip(b.rank.tolist(), b.rows.T.tolist(), strict=True):
-                    out[rank] = b.complex_event([ev[q] for q in rows], self.first_id + rank)
+                stages = [picked(ev, r) for r in b.rows.tolist()]
+                ts = list(map(_TS, stages[-1]))
+                if b.delay is not None:
+                    ts = [t + b.delay for t in ts]
+                n = len(ts)
+                made = field_matches(b.pattern, b.names, b.names, [
+                    [None] * n if f is None else [b.consts[f[1]]] * n if f[0] == CONST
+                    else ts if f[0] < 0 else [e.params[f[1]] for e in stages[f[0]]]
+                    for f in b.fields], ts, zip(*stages, strict=True),
+                    (self.first_id + b.rank).tolist())
+                deque(map(out.__setitem__, b.rank.tolist(), made), maxlen=0)
                 continue
             ev = self.source.lookup(b.rows[b.rows >= 0])
             old = b.old

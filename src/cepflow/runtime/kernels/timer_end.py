@@ -38,11 +38,8 @@ tests/esper/test_esper_interval.py.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import add, attrgetter
 from typing import Any
 
 import numpy as np
@@ -71,10 +68,9 @@ from cepflow.runtime.rows import (
     MatchTable,
     ObjectMatches,
     Rows,
+    StageMatches,
     TypeColumns,
-    field_matches,
     lazy_kind,
-    picked,
 )
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import Thread, Token
@@ -277,20 +273,33 @@ def _batch(engine: Any, matchers: list[Any], src: Rows) -> MatchTable | None:
     order = np.lexsort((sq, d))
     sl, qi = sl[order], qi[order]
     at = np.concatenate([p["fire_at"][w] for p, w in zip(plans, wins, strict=True)])[order]
-    # the events the matches and the open instances hold (a column source makes only these)
+    # per pattern, its matches: the places in the batch's order (r) and the instances (q);
+    # those of the instances the batch opened as one block of rows when the select list
+    # copies variables (made only when read: _stage_block)
+    per = [np.flatnonzero(sl == slot) for slot in range(n_pat)]
+    staged = [_stage_block(m, sh, p, qi[r], at[r], r)
+              for m, sh, p, r in zip(matchers, shapes, plans, per, strict=True)]
+    # the events the other matches and the open instances hold (a column source makes only
+    # these)
     need = [p["match"] | ~p["fired"] for p in plans]
+    for w, b in zip(need, staged, strict=True):
+        if b is not None:  # (a block's instances: matched, so fired)
+            w[b[1]] = False
     used = np.concatenate([p["rows"][w[p["n_old"]:]] for p, w in zip(plans, need, strict=True)]
                           + [p["b_row"][w & (p["b_row"] >= 0)]
                              for p, w in zip(plans, need, strict=True)])
     lookup = src.lookup(np.sort(used)) if len(used) else {}
     total = len(order)
     mark, dones = host.counters.match, [m.done for m in matchers]
-    blocks: list[ObjectMatches] = []
+    blocks: list[StageMatches | ObjectMatches] = []
     try:
         # (a select list failing on a match declines the batch)
         with declined_on_failure("a select list failed at a timer"):
-            for slot, (m, sh, p) in enumerate(zip(matchers, shapes, plans, strict=True)):
-                r = np.flatnonzero(sl == slot)
+            for m, sh, p, r, b in zip(matchers, shapes, plans, per, staged, strict=True):
+                if b is not None:
+                    blocks.append(b[0])
+                    m.done = True
+                    r = r[qi[r] < p["n_old"]]
                 if len(r):
                     made = _matches(m, sh, p, qi[r].tolist(), (mark + 1 + r).tolist(), lookup)
                     blocks.append(ObjectMatches(at[r], r, made))
@@ -305,8 +314,9 @@ def _batch(engine: Any, matchers: list[Any], src: Rows) -> MatchTable | None:
     stats = host.stats
     stats.complex_events += total
     by = stats.by_pattern
-    for b in blocks:
-        by[b.events[0].type] = by.get(b.events[0].type, 0) + len(b.events)
+    for m, r in zip(matchers, per, strict=True):
+        if len(r):
+            by[m.name] = by.get(m.name, 0) + len(r)
     # the queue: the timers the batch passed fired (with a match, idle or trapped)
     host.timers.keep(lambda h: not fired_before(h, last_ts))
     waiting = sorted(w for m, sh, p in zip(matchers, shapes, plans, strict=True)
@@ -347,35 +357,21 @@ def _matches(m: Any, sh: TimerEnd, p: dict, qs: list[int], ids: list[int], looku
              ) -> list[ComplexEvent]:
     """The complex events of pattern ``m``'s instances ``qs`` (their places in plan ``p``),
     completed at their deadlines with match ``ids``: what Matcher._match makes — lazily
-    (rows.field_matches: bindings made when read) when the select list copies variables, each
-    then a field of one of its events: the instances begun in the batch column by column
-    (:func:`_fresh_matches`), those from before one by one."""
+    (rows.lazy_kind: bindings made when read) when the select list copies variables, each
+    then a field of one of its events (those of instances the batch opened are a block of
+    rows instead, :func:`_stage_block`)."""
     window = sh.window
     m.done = True
     pat = m.pattern
-    todo: list[int] = list(range(len(qs)))
-    out: list[Any] = [None] * len(qs)
-    if pat.select_copy is not None:
-        n_old = p["n_old"]
-        fresh = [j for j, q in enumerate(qs) if q >= n_old] if n_old else todo
-        made = _fresh_matches(m, sh, p, [qs[j] for j in fresh], [ids[j] for j in fresh],
-                              lookup)
-        if made is not None:
-            if len(fresh) == len(qs):
-                return made
-            deque(map(out.__setitem__, fresh, made), maxlen=0)
-            todo = [j for j, q in enumerate(qs) if q < n_old]
-    held = [_events(sh, p, qs[j], lookup) for j in todo]
-    deadlines = [float(p["start"][qs[j]]) + window
-                 if qs[j] < p["n_old"] and p["asks"][qs[j]] == 0 else h[-1].ts + window
-                 for j, h in zip(todo, held, strict=True)]
+    held = [_events(sh, p, q, lookup) for q in qs]
+    deadlines = [float(p["start"][q]) + window if q < p["n_old"] and p["asks"][q] == 0
+                 else h[-1].ts + window for q, h in zip(qs, held, strict=True)]
     if pat.select_copy is not None:  # (Matcher._match: the values copied, named as params)
         fields = _copied(sh, pat.select_copy)
-        kind = lazy_kind(m.name, pat.auto.params)
-        for j, h, t in zip(todo, held, deadlines, strict=True):
-            out[j] = kind(tuple(h[st].params[k] for st, k in fields), t, tuple(h), ids[j])
-        return out
-    made: list[ComplexEvent] = []  # (every instance here: todo is all of them)
+        return list(map(lazy_kind(m.name, pat.auto.params),
+                        [tuple(h[st].params[k] for st, k in fields) for h in held],
+                        deadlines, map(tuple, held), ids))
+    made: list[ComplexEvent] = []
     counters = m.host.counters
     for q, h, t, mid in zip(qs, held, deadlines, ids, strict=True):
         counters.match = mid - 1  # (Matcher._match takes the next id)
@@ -393,31 +389,30 @@ def _copied(sh: TimerEnd, names: tuple[str, ...]) -> list[tuple[int, int]]:
     return [where[v] for v in names]
 
 
-def _fresh_matches(m: Any, sh: TimerEnd, p: dict, qs: list[int], ids: list[int], lookup: Any
-                   ) -> list[ComplexEvent] | None:
-    """:func:`_matches` of a select list copying variables when every instance ``qs`` began
-    in the batch and all or none of them took a ``B``: column by column (rows.field_matches —
-    each copied variable a field of ``a``'s or ``b``'s event, the time ``Δ`` after the
-    last), not instance by instance; None otherwise (or a variable of a ``b`` they lack)."""
-    q = np.asarray(qs, dtype=np.int64)
-    n_old = p["n_old"]
-    if not len(q) or int(q.min()) < n_old:
+def _stage_block(m: Any, sh: TimerEnd, p: dict, qs: np.ndarray, at: np.ndarray,
+                 rank: np.ndarray) -> tuple[StageMatches, np.ndarray] | None:
+    """The matches of pattern ``m``'s instances ``qs`` (places ``rank`` in the batch's order,
+    each fired before row ``at``) that began in the batch, as one block of their rows
+    (rows.StageMatches: each copied variable a field of ``a``'s or ``b``'s row, the time ``Δ``
+    after the last — made when read, written from the columns), with those instances; None
+    when the select list computes, or the instances differ in whether they took a ``B`` (or
+    lack the ``b`` a variable is copied from), or none began in the batch."""
+    if m.pattern.select_copy is None:
+        return None
+    fresh = qs >= p["n_old"]
+    q = qs[fresh]
+    if not len(q):
         return None
     b_rows = p["b_row"][q]
     took = b_rows >= 0
     if not (took.all() or not took.any()):
         return None
-    stages = [picked(lookup, p["rows"][q - n_old].tolist())]
-    if took.all():
-        stages.append(picked(lookup, b_rows.tolist()))
+    rows = [p["rows"][q - p["n_old"]]] + ([b_rows] if took.all() else [])
     fields = _copied(sh, m.pattern.select_copy)
-    if any(st >= len(stages) for st, _ in fields):
+    if any(st >= len(rows) for st, _ in fields):
         return None
-    names = m.pattern.auto.params
-    return list(field_matches(m.name, names, names,
-                              [[e.params[k] for e in stages[st]] for st, k in fields],
-                              map(add, map(attrgetter("ts"), stages[-1]), repeat(sh.window)),
-                              zip(*stages, strict=True), ids))
+    return (StageMatches(m.name, m.pattern.auto.params, tuple(fields), at[fresh], rank[fresh],
+                         np.stack(rows), delay=sh.window), q)
 
 
 def _leave_open(m: Any, sh: TimerEnd, p: dict, lookup: Any) -> list[tuple]:
