@@ -31,7 +31,7 @@ from cepflow.outputs.records import match_batch
 from cepflow.runtime.arrow_rows import ArrowRows, encode_match_table
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.kernels import Declined
-from cepflow.runtime.rows import LazyBindings
+from cepflow.runtime.rows import LazyBindings, StageMatches
 from cepflow.runtime.state import StateError, restore_state, save_state
 from cepflow.spark.columns import encode
 
@@ -231,8 +231,9 @@ def test_chain_matches_read_every_way(decls, spec, cuts, restore_at, gap) -> Non
 #: select lists copying ``a``'s and ``b``'s fields (the lazy form), one computing (not)
 COPIES = ["select a.k as k, b.v as v ", "select b.s as s, a.v as v, b.k as bk ",
           "select b.v as v ", "select a.x as x, a.k as k ", "select b.v + 1 as w "]
-#: test_esper_absence.stream's events, at least 15 (matches in most examples)
-DENSE_ESPER = stream([0, 1, 2]).filter(lambda spec: len(spec) >= 15)
+#: test_esper_absence.stream's events, at least 15 (matches in most examples), keys equal
+#: across types (``b.k = a.k`` holds for 1 and 1.0: ``a.k`` is copied from ``a``, not ``b``)
+DENSE_ESPER = stream([0, 1, 2, 1.0, True]).filter(lambda spec: len(spec) >= 15)
 
 
 @st.composite
@@ -317,3 +318,45 @@ def test_pinned_interval_fields() -> None:
     table = cols.process_columns(src)
     assert encode_match_table(table, src).to_pylist() == [
         {"pattern": "P", "ts": 4, "params": '{"v":5,"k":0}', "events": ["e0", "e1"]}]
+
+
+def test_pinned_column_route_across_batches() -> None:
+    """Hand-derived, ``P0(u) { as A(s, u) -> B(s, _) }`` over two Arrow batches: A(1, 5)@0,
+    A(2, 6)@1, then B(1, 0)@2, B(2, 0)@3 — both matches continue partial matches of the first
+    batch, so their bindings are made from their events (not written from the rows' fields,
+    whose first stage is not in the batch): {s, u} in that order, at 2 and 3."""
+    prog = chain_program(["(u: Int) { as A(s, u) -> B(s, _) }"], rule=False)
+    make = chain_events([("A", 1, 5, 0), ("A", 2, 6, 1), ("B", 1, 0, 1), ("B", 2, 0, 1)])
+    eng = Engine(prog)
+    assert eng.process_columns(columns(make(0, 2))).count == 0
+    src = columns(make(2, 4))
+    table = eng.process_columns(src)
+    assert encode_match_table(table, src).to_pylist() == [
+        {"pattern": "P0", "ts": 2, "params": '{"s":1,"u":5}', "events": ["0", "2"]},
+        {"pattern": "P0", "ts": 3, "params": '{"s":2,"u":6}', "events": ["1", "3"]}]
+
+
+def test_pinned_deadlines_written() -> None:
+    """Hand-derived, the interval after b (Δ 3) at fractional times: A@0.5, B@1.25 — the
+    match at 4.25 (before C@4.5), written at 5 (ceil); and beyond 2**53 (float64 no longer
+    holds every int: the times written value by value; 2**53 + 2 + 3.0 is the float 2**53 +
+    4), the same rows as the token path."""
+    text = ("@Name('P')\ninsert into P\nselect b.v as v, a.k as k from pattern [every a = A "
+            "-> b = B(b.k = a.k) -> timer:interval(3 msec)];\n")
+    prog = program(text)
+    for t0, t1, t2, due in ((0.5, 1.25, 4.5, 4.25),
+                            (2**53 + 1, 2**53 + 2, 2**53 + 10, float(2**53 + 4))):
+        def make(t0: Any = t0, t1: Any = t1, t2: Any = t2) -> list[Event]:
+            return [Event("A", (0, 1, 0.0, "x"), t0, id="e0", seq=0),
+                    Event("B", (0, 5, 0.0, "y"), t1, id="e1", seq=1),
+                    Event("C", (0, 0, 0.0, "x"), t2, id="e2", seq=2)]
+        ref = Engine(prog, strict_actions=False, fast_path=False)
+        want = [m for e in make() for m in ref.process(e)]
+        assert [m.ts for m in want] == [due]  # (Δ a float: the int time made a float)
+        eng = Engine(prog, strict_actions=False)
+        src = esper_columns(make())
+        table = eng.process_columns(src)
+        assert isinstance(table.blocks[0], StageMatches)
+        assert encode_match_table(table, src).to_pylist() == match_batch(want).to_pylist()
+        if t0 == 0.5:
+            assert match_batch(want).to_pylist()[0]["ts"] == 5
