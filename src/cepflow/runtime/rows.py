@@ -258,6 +258,13 @@ def lazy_kind(type_name: str, names: tuple[str, ...],
 
 
 
+def field_values(events: Sequence[Event], k: int) -> list[Any]:
+    """Field ``k`` of each of ``events`` (a lazy match's binding column; a comprehension: in
+    Python 3.11 faster than ``map(itemgetter(k), map(attrgetter("params"), …))``)."""
+    return [e.params[k] for e in events]
+
+
+
 def field_matches(type_name: str, names: tuple[str, ...], params: tuple[str, ...],
                   columns: Sequence[Sequence[Any]], ts: Iterable[Any],
                   parts: Iterable[tuple[Event, ...]], ids: Iterable[int]) -> Iterator[Any]:
@@ -405,7 +412,7 @@ class MatchTable:
                 n = len(ts)
                 made = field_matches(b.pattern, b.names, b.names, [
                     [None] * n if f is None else [b.consts[f[1]]] * n if f[0] == CONST
-                    else ts if f[0] < 0 else [e.params[f[1]] for e in stages[f[0]]]
+                    else ts if f[0] < 0 else field_values(stages[f[0]], f[1])
                     for f in b.fields], ts, zip(*stages, strict=True),
                     (self.first_id + b.rank).tolist())
                 deque(map(out.__setitem__, b.rank.tolist(), made), maxlen=0)
@@ -434,7 +441,7 @@ class MatchTable:
                 made = field_matches(
                     name, b.params if fields is None else b.bound or (), b.params,
                     ([] if var is None else [keys]) if fields is None else [
-                        keys if m < 0 else [e.params[k] for e in stages[m]] for m, k in fields],
+                        keys if m < 0 else field_values(stages[m], k) for m, k in fields],
                     map(_TS, stages[-1]), zip(*stages, strict=True), (first_id + at).tolist())
                 if (not old and len(self.blocks) == 1 and len(at) == self.count
                         and bool((at[1:] > at[:-1]).all())):

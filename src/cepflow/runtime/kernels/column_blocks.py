@@ -108,11 +108,8 @@ class ColumnBlocks:
         if not self._readable(src):
             return
         if src is not self.batch:
-            if b.bindings is not None:
+            if b.bindings is not None:  # (fields beyond the key: the derived stream's)
                 return
-            # (the key bound, not a parameter: the fields name the derived stream's stages,
-            # the rows below are input rows — written from the key as before)
-            b = replace(b, fields=None, bound=None)
             fresh = np.ones(len(b.at), bool)
             fresh[list(b.old)] = False
             got = self._leaves(b.rows, src, fresh)  # type: ignore[arg-type]
