@@ -306,8 +306,9 @@ class ChainMatches:
     #: the bindings of a match from its key value and events, when the chain binds more than
     #: its key (runtime.shapes.Chain.bindings); None: only the key
     bindings: Any = None
-    #: when those bindings are fields of the match's events whatever its path (one type per
-    #: stage, runtime.shapes.Chain.binding_fields): per binding (named in :attr:`bound`)
+    #: when the bindings (those, or the key alone when it is not the one parameter) are
+    #: fields of the match's events whatever its path (one type per stage,
+    #: runtime.shapes.Chain.binding_fields): per binding (named in :attr:`bound`)
     #: ``(stage, k)``, field k of the event the match took at that stage, or ``(-1, 0)`` the
     #: key — the matches are then made lazily (rows.field_matches) and written column by
     #: column; None: made with :attr:`bindings`
