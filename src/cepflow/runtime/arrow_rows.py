@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepflow.events.event import Event
+from cepflow.events.event import Event, output_ts
 from cepflow.inputs.columnar import SLOTS, column, constant, decode
 from cepflow.outputs.encoding import dumps, json_texts
 from cepflow.outputs.records import MATCH_SCHEMA, match_batch, match_ts_column
@@ -171,11 +171,12 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
     cols: dict[str, list[pa.Array]] = {f.name: [] for f in MATCH_SCHEMA}
     ranks = []
     for b in table.blocks:
-        if isinstance(b, ChainMatches) and b.bindings is not None and (
-                b.fields is None or b.old):
-            # (a chain binding more than its key, not only its parameters, or with matches
-            # from before the batch: its bindings are the events' values, made as the complex
-            # events are)
+        if isinstance(b, ChainMatches) and (
+                (b.bindings is not None and b.fields is None)
+                or (b.old and (b.bindings is not None or b.fields is not None))):
+            # (a chain binding more than its key whose bindings are not fields of its events
+            # whatever the path, or with matches from before the batch: its bindings are the
+            # events' values, made as the complex events are)
             whole = MatchTable([b], table.values, table.first_id, table.count,
                                table.source).complex_events()
             b = ObjectMatches(b.at, b.rank, [whole[r] for r in b.rank.tolist()])
@@ -195,13 +196,14 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
         offsets = pa.array(np.arange(0, m * k + 1, k, dtype=np.int32))
         cols["events"].append(pa.ListArray.from_arrays(offsets, ids))
         cols["pattern"].append(constant(b.pattern, m))
-        cols["ts"].append(match_ts_column(ts.take(pa.array(b.at))))
+        cols["ts"].append(_delayed_ts(b, rows) if isinstance(b, StageMatches)
+                          and b.delay is not None else match_ts_column(ts.take(pa.array(b.at))))
         ranks.append(b.rank)
         if isinstance(b, StageMatches):
             cols["params"].append(_stage_params(b, rows))
             continue
         keys, which = np.unique(b.value, return_inverse=True)
-        if b.fields is not None:  # (its parameters are its bindings: fields of its events)
+        if b.fields is not None:  # (its bindings are fields of its events)
             cols["params"].append(_field_params(b, [table.values[v] for v in keys.tolist()],
                                                 which, rows))
             continue
@@ -222,11 +224,12 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
 def _field_params(b: ChainMatches, keys: list[Any], which: np.ndarray, rows: ArrowRows
                   ) -> pa.Array:
     """The ``params`` text of each match of a :class:`ChainMatches` block whose bindings are
-    its parameters (``fields``; no match from before the batch): the JSON object of the key
-    value (``keys``, per match ``which``) and the fields of its events, internal ``_`` names
-    left out, as :func:`~cepflow.outputs.records.match_batch` writes the complex events."""
+    fields of its events (``fields``, named ``bound``; no match from before the batch): the
+    JSON object of the key value (``keys``, per match ``which``) and the fields of its events,
+    internal ``_`` names left out, as :func:`~cepflow.outputs.records.match_batch` writes the
+    complex events."""
     parts: list[Any] = []
-    for name, (m, k) in zip(b.params, b.fields or (), strict=True):
+    for name, (m, k) in zip(b.bound or (), b.fields or (), strict=True):
         if name.startswith("_"):
             continue
         text = (_value_texts(keys).take(pa.array(which.ravel())) if m < 0
@@ -235,6 +238,19 @@ def _field_params(b: ChainMatches, keys: list[Any], which: np.ndarray, rows: Arr
     if not parts:
         return constant("{}", len(b.at))
     return pc.binary_join_element_wise(*parts, "}", "")
+
+
+def _delayed_ts(b: StageMatches, rows: ArrowRows) -> pa.Array:
+    """The written time of each match of a block at its last event's time plus ``delay`` (a
+    timer's deadline): ``output_ts(e.ts + delay)`` — in float64 when every time is below
+    2**53 in magnitude (an int's float then exact, the sum as Python makes it), else value by
+    value."""
+    last = b.rows[-1]
+    t = rows.ts[last] + b.delay
+    if len(t) and not bool((np.abs(t) < 2.0**53).all()):
+        return pa.array([output_ts(rows.time_at(r) + b.delay) for r in last.tolist()],
+                        pa.int64())
+    return pa.array(np.ceil(t).astype(np.int64))  # (a whole deadline: itself)
 
 
 def _stage_params(b: StageMatches, rows: ArrowRows) -> pa.Array:

@@ -6,7 +6,7 @@ ObjectMatches from the pair kernel), made into complex events only on demand."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
@@ -219,11 +219,70 @@ class _OneKind(LazyBindings):
 
 
 
-def lazy_kind(type_name: str, names: tuple[str, ...]) -> Any:
+class _Picked(LazyBindings):
+    """:class:`LazyBindings` of one pattern whose parameters are some of its bindings (a
+    chain binding variables besides its parameters, ``P(y) { as A(x, y) -> B(x, _) }``): the
+    bindings' values kept as a tuple, named by the kind's ``_names``, made a dict when read."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, params: tuple[Any, ...], ts: Any, parts: tuple[Event, ...],
+                 match_id: int, values: tuple[Any, ...]) -> None:
+        self.params, self.ts, self.parts, self.match_id = params, ts, parts, match_id
+        self._values = values
+        self.id = self._bindings = None
+        self.seq = -1
+
+    @property  # type: ignore[override]
+    def bindings(self) -> dict[str, Any]:
+        d = self._bindings
+        if d is None:
+            d = self._bindings = dict(zip(self._names, self._values, strict=True))
+        return d
+
+    def output_columns(self) -> tuple[Sequence[str], tuple[Any, ...]] | None:
+        return (self._names, self._values) if self._bindings is None else None
+
+
+
+def lazy_kind(type_name: str, names: tuple[str, ...],
+              params: tuple[str, ...] | None = None) -> Any:
     """The constructor ``(params, ts, parts, match_id)`` of :class:`LazyBindings` of type
     ``type_name`` whose parameters are named ``names``: the same complex events, made for
-    about two thirds of the cost (:func:`kind_of`)."""
-    return kind_of(_OneKind, (type_name, names), {"type": type_name, "_names": names})
+    about two thirds of the cost (:func:`kind_of`). With ``params`` other than ``names``
+    (bindings beyond the parameters): ``(params, ts, parts, match_id, values)``, the bindings
+    ``names`` with ``values`` (:class:`_Picked`)."""
+    if params is None or params == names:
+        return kind_of(_OneKind, (type_name, names), {"type": type_name, "_names": names})
+    return kind_of(_Picked, (type_name, names), {"type": type_name, "_names": names})
+
+
+
+def field_values(events: Sequence[Event], k: int) -> list[Any]:
+    """Field ``k`` of each of ``events`` (a lazy match's binding column; a comprehension: in
+    Python 3.11 faster than ``map(itemgetter(k), map(attrgetter("params"), …))``)."""
+    return [e.params[k] for e in events]
+
+
+
+def field_matches(type_name: str, names: tuple[str, ...], params: tuple[str, ...],
+                  columns: Sequence[Sequence[Any]], ts: Iterable[Any],
+                  parts: Iterable[tuple[Event, ...]], ids: Iterable[int]) -> Iterator[Any]:
+    """The lazy complex events (:func:`lazy_kind`) of matches whose bindings ``names`` are,
+    per match, the values of ``columns`` (one per name, a value per match: fields of the
+    match's events, gathered column by column) and whose parameters ``params`` are the
+    bindings of those names (None for a parameter nothing binds), with the times ``ts``, the
+    events ``parts`` and the match ids ``ids``: the shared lazy form of the kernels' matches
+    whose values are fields of their rows (the chain kernel, the timer-end kernel)."""
+    values: Iterable[tuple[Any, ...]] = zip(*columns, strict=True) if columns else repeat(())
+    kind = lazy_kind(type_name, names, params)
+    if params == names:
+        return map(kind, values, ts, parts, ids)
+    at = {n: i for i, n in enumerate(names)}
+    picked_params = (zip(*(repeat(None) if p not in at else columns[at[p]] for p in params),
+                         strict=False)
+                     if params else repeat(()))
+    return map(kind, picked_params, ts, parts, ids, values)
 
 
 
@@ -247,14 +306,19 @@ class ChainMatches:
     #: the bindings of a match from its key value and events, when the chain binds more than
     #: its key (runtime.shapes.Chain.bindings); None: only the key
     bindings: Any = None
-    #: when those bindings are exactly the parameters, in order (``P(x, y) { as A(x, y) ->
-    #: B(x, _) }``, runtime.shapes.Chain.param_fields): per parameter ``(stage, k)``, field k
-    #: of the event the match took at that stage, or ``(-1, 0)`` the key — the matches are
-    #: then made lazily as the key-only ones; None: made with :attr:`bindings`
+    #: when the bindings (those, or the key alone when it is not the one parameter) are
+    #: fields of the match's events whatever its path (one type per stage,
+    #: runtime.shapes.Chain.binding_fields): per binding (named in :attr:`bound`)
+    #: ``(stage, k)``, field k of the event the match took at that stage, or ``(-1, 0)`` the
+    #: key — the matches are then made lazily (rows.field_matches) and written column by
+    #: column; None: made with :attr:`bindings`
     fields: tuple[tuple[int, int], ...] | None = None
     #: the complex events themselves when a kernel made them already (as
     #: :attr:`StageMatches.events`); None: made on demand
     events: list[ComplexEvent] | None = None
+    #: the names of the bindings :attr:`fields` locates, in the token path's order (the
+    #: parameters are those of them :attr:`params` names); None with ``fields`` None
+    bound: tuple[str, ...] | None = None
 
     def params_of(self, value: Any) -> tuple[Any, ...]:
         """The complex event's parameters (the pattern's formal parameters) for a key value,
@@ -272,7 +336,9 @@ CONST = -2
 class StageMatches:
     """The complex events of one Esper pair or chain pattern in a batch whose every event is a
     row of the batch and whose select list names only fields of those events, column-wise
-    (the pair kernel, :func:`~cepflow.runtime.kernels.pair.process_esper_columns`)."""
+    (the pair kernel, :func:`~cepflow.runtime.kernels.pair.process_esper_columns`; the
+    timer-end kernel's, at their deadlines: :attr:`delay`), made into lazy complex events
+    (:func:`field_matches`) only when read."""
 
     pattern: str
     #: the pattern's parameters (its select list's names), in order
@@ -293,14 +359,10 @@ class StageMatches:
     #: blocks, kernels.column_blocks: :meth:`MatchTable.complex_events` gives those very
     #: objects), in the block's order; None: made on demand
     events: list[ComplexEvent] | None = None
-
-    def complex_event(self, parts: Sequence[Event], match_id: int) -> ComplexEvent:
-        """The complex event of one match of the block, as the token path makes it."""
-        ts = parts[-1].ts
-        vals = tuple(None if f is None else self.consts[f[1]] if f[0] == CONST
-                     else ts if f[0] < 0 else parts[f[0]].params[f[1]] for f in self.fields)
-        return ComplexEvent(self.pattern, vals, ts, dict(zip(self.names, vals, strict=True)),
-                            parts, match_id)
+    #: a timer's Δ: each match is at its last event's time plus this (the timer-end kernel's
+    #: matches, at their deadlines: such a block has no ``(-1, 0)`` field); None: at its
+    #: last event's time
+    delay: Any = None
 
 
 
@@ -342,10 +404,19 @@ class MatchTable:
             if b.events is not None:  # (made already: those objects)
                 deque(map(out.__setitem__, b.rank.tolist(), b.events), maxlen=0)
                 continue
-            if isinstance(b, StageMatches):
+            if isinstance(b, StageMatches):  # (lazy: its values are fields of its rows)
                 ev = self.source.lookup(b.rows.ravel())
-                for rank, rows in zip(b.rank.tolist(), b.rows.T.tolist(), strict=True):
-                    out[rank] = b.complex_event([ev[q] for q in rows], self.first_id + rank)
+                stages = [picked(ev, r) for r in b.rows.tolist()]
+                ts = list(map(_TS, stages[-1]))
+                if b.delay is not None:
+                    ts = [t + b.delay for t in ts]
+                n = len(ts)
+                made = field_matches(b.pattern, b.names, b.names, [
+                    [None] * n if f is None else [b.consts[f[1]]] * n if f[0] == CONST
+                    else ts if f[0] < 0 else field_values(stages[f[0]], f[1])
+                    for f in b.fields], ts, zip(*stages, strict=True),
+                    (self.first_id + b.rank).tolist())
+                deque(map(out.__setitem__, b.rank.tolist(), made), maxlen=0)
                 continue
             ev = self.source.lookup(b.rows[b.rows >= 0])
             old = b.old
@@ -357,8 +428,9 @@ class MatchTable:
             fields = b.fields
             lazy = ((only_key or var is None) and bind is None) or fields is not None
             if lazy and isinstance(self.source, EventRows):
-                # (one parameter, the key — or none, unkeyed —, or parameters that are the
-                # bindings, fields of the events: its bindings made when read, the parts from
+                # (one parameter, the key — or none, unkeyed —, or bindings that are fields
+                # of the events, the parameters some of them: its bindings made when read,
+                # the parts from
                 # the events' rows stage by stage — all but the matches continuing a partial
                 # match from before the batch, made below)
                 fresh = [r for r in range(len(ranks)) if r not in old] if old else todo
@@ -367,13 +439,11 @@ class MatchTable:
                 at = b.rank[fresh] if old else b.rank
                 keys = (None if var is None else
                         list(map(values.__getitem__, b.value[fresh].tolist() if old else vis)))
-                made = map(lazy_kind(name, b.params),
-                           repeat(()) if var is None and fields is None else zip(keys)
-                           if fields is None else zip(*(
-                               keys if m < 0 else [e.params[k] for e in stages[m]]
-                               for m, k in fields), strict=True),
-                           map(_TS, stages[-1]), zip(*stages, strict=True),
-                           (first_id + at).tolist())
+                made = field_matches(
+                    name, b.params if fields is None else b.bound or (), b.params,
+                    ([] if var is None else [keys]) if fields is None else [
+                        keys if m < 0 else field_values(stages[m], k) for m, k in fields],
+                    map(_TS, stages[-1]), zip(*stages, strict=True), (first_id + at).tolist())
                 if (not old and len(self.blocks) == 1 and len(at) == self.count
                         and bool((at[1:] > at[:-1]).all())):
                     return list(made)  # (the batch's only block, in detection order)

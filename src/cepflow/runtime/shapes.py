@@ -115,21 +115,22 @@ class Chain:
         """The stage a partial match waiting at a state waits for."""
         return {s: m for m, ss in enumerate(self.waits) for s in ss}
 
-    def param_fields(self, params: tuple[str, ...]) -> tuple[tuple[int, int], ...] | None:
-        """Where a match's parameters are when its bindings (:meth:`bindings`) are exactly
-        ``params``, in order, whatever path it took (one alternative per stage): per
-        parameter ``(stage, k)``, field k of its event at that stage, or ``(-1, 0)`` the key
-        value; else None."""
-        if not params or self.depths or any(len(alts) != 1 for alts in self.stages):
+    def binding_fields(self) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]] | None:
+        """Where a match's bindings (:meth:`bindings`) are, whatever path it took (one
+        alternative per stage): their names in the token path's order and per name
+        ``(stage, k)``, field k of its event at that stage, or ``(-1, 0)`` the key value;
+        None when a stage has alternatives (the names would depend on the path) or the chain
+        is a tree."""
+        if self.depths or any(len(alts) != 1 for alts in self.stages):
             return None
         where: dict[str, tuple[int, int]] = {}
-        for m, alts in enumerate(self.stages):
+        for m, alts in enumerate(self.stages if self.extra else ()):  # (none: the key only)
             for t in alts:
                 for i, v in self.extra[m].get(t, ()):
                     where.setdefault(v, (-1, 0) if v == self.var else (m, i))
         if self.var is not None and self.var not in where:
             where = {self.var: (-1, 0), **where}
-        return tuple(where.values()) if tuple(where) == params else None
+        return tuple(where), tuple(where.values())
 
     def bindings(self, key: Any, events: Any) -> dict[str, Any]:
         """The bindings of a partial match or match that took ``events`` (its first with key

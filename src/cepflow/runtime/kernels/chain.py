@@ -301,9 +301,14 @@ def _block(m: Any, c: Chain, run: _ChainRun, done: np.ndarray, rank: np.ndarray
     first = np.where(occ >= 0, occ, items[0])
     old = {r: run.occupants.events[o - n_ev] for r, o in enumerate(occ.tolist()) if o >= 0}
     params = m.pattern.auto.params
+    # (bindings that are fields of the rows, not the key alone as the one parameter — or no
+    # key, unkeyed —, which the block's key values give)
+    where = (c.binding_fields() if c.own or (c.var is not None and params != (c.var,))
+             else None)
     return ChainMatches(m.name, c.var, params, rows[-1].copy(), rank, rows, old,
                         run.vidx[first], c.bindings if c.own else None,
-                        c.param_fields(params) if c.own else None)
+                        fields=None if where is None else where[1],
+                        bound=None if where is None else where[0])
 
 
 

@@ -108,7 +108,7 @@ class ColumnBlocks:
         if not self._readable(src):
             return
         if src is not self.batch:
-            if b.bindings is not None or b.fields is not None:
+            if b.bindings is not None:  # (fields beyond the key: the derived stream's)
                 return
             fresh = np.ones(len(b.at), bool)
             fresh[list(b.old)] = False

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -69,6 +68,7 @@ from cepflow.runtime.rows import (
     MatchTable,
     ObjectMatches,
     Rows,
+    StageMatches,
     TypeColumns,
     lazy_kind,
 )
@@ -273,20 +273,33 @@ def _batch(engine: Any, matchers: list[Any], src: Rows) -> MatchTable | None:
     order = np.lexsort((sq, d))
     sl, qi = sl[order], qi[order]
     at = np.concatenate([p["fire_at"][w] for p, w in zip(plans, wins, strict=True)])[order]
-    # the events the matches and the open instances hold (a column source makes only these)
+    # per pattern, its matches: the places in the batch's order (r) and the instances (q);
+    # those of the instances the batch opened as one block of rows when the select list
+    # copies variables (made only when read: _stage_block)
+    per = [np.flatnonzero(sl == slot) for slot in range(n_pat)]
+    staged = [_stage_block(m, sh, p, qi[r], at[r], r)
+              for m, sh, p, r in zip(matchers, shapes, plans, per, strict=True)]
+    # the events the other matches and the open instances hold (a column source makes only
+    # these)
     need = [p["match"] | ~p["fired"] for p in plans]
+    for w, b in zip(need, staged, strict=True):
+        if b is not None:  # (a block's instances: matched, so fired)
+            w[b[1]] = False
     used = np.concatenate([p["rows"][w[p["n_old"]:]] for p, w in zip(plans, need, strict=True)]
                           + [p["b_row"][w & (p["b_row"] >= 0)]
                              for p, w in zip(plans, need, strict=True)])
     lookup = src.lookup(np.sort(used)) if len(used) else {}
     total = len(order)
     mark, dones = host.counters.match, [m.done for m in matchers]
-    blocks: list[ObjectMatches] = []
+    blocks: list[StageMatches | ObjectMatches] = []
     try:
         # (a select list failing on a match declines the batch)
         with declined_on_failure("a select list failed at a timer"):
-            for slot, (m, sh, p) in enumerate(zip(matchers, shapes, plans, strict=True)):
-                r = np.flatnonzero(sl == slot)
+            for m, sh, p, r, b in zip(matchers, shapes, plans, per, staged, strict=True):
+                if b is not None:
+                    blocks.append(b[0])
+                    m.done = True
+                    r = r[qi[r] < p["n_old"]]
                 if len(r):
                     made = _matches(m, sh, p, qi[r].tolist(), (mark + 1 + r).tolist(), lookup)
                     blocks.append(ObjectMatches(at[r], r, made))
@@ -301,8 +314,9 @@ def _batch(engine: Any, matchers: list[Any], src: Rows) -> MatchTable | None:
     stats = host.stats
     stats.complex_events += total
     by = stats.by_pattern
-    for b in blocks:
-        by[b.events[0].type] = by.get(b.events[0].type, 0) + len(b.events)
+    for m, r in zip(matchers, per, strict=True):
+        if len(r):
+            by[m.name] = by.get(m.name, 0) + len(r)
     # the queue: the timers the batch passed fired (with a match, idle or trapped)
     host.timers.keep(lambda h: not fired_before(h, last_ts))
     waiting = sorted(w for m, sh, p in zip(matchers, shapes, plans, strict=True)
@@ -344,31 +358,61 @@ def _matches(m: Any, sh: TimerEnd, p: dict, qs: list[int], ids: list[int], looku
     """The complex events of pattern ``m``'s instances ``qs`` (their places in plan ``p``),
     completed at their deadlines with match ``ids``: what Matcher._match makes — lazily
     (rows.lazy_kind: bindings made when read) when the select list copies variables, each
-    then a field of one of its events."""
+    then a field of one of its events (those of instances the batch opened are a block of
+    rows instead, :func:`_stage_block`)."""
     window = sh.window
+    m.done = True
+    pat = m.pattern
     held = [_events(sh, p, q, lookup) for q in qs]
     deadlines = [float(p["start"][q]) + window if q < p["n_old"] and p["asks"][q] == 0
                  else h[-1].ts + window for q, h in zip(qs, held, strict=True)]
-    m.done = True
-    pat = m.pattern
     if pat.select_copy is not None:  # (Matcher._match: the values copied, named as params)
-        at = {v: i for i, v in sh.first.binds}
-        width = len(held[0][0].params) if held else 0
-        if sh.second is not None:
-            for i, v in sh.second.binds:
-                at.setdefault(v, width + i)
-        get = itemgetter(*(at[v] for v in pat.select_copy))
-        flat = [h[0].params if len(h) == 1 else h[0].params + h[1].params for h in held]
-        params = ([get(x) for x in flat] if len(pat.select_copy) > 1
-                  else [(get(x),) for x in flat])
-        return list(map(lazy_kind(m.name, pat.auto.params), params, deadlines,
-                        map(tuple, held), ids))
+        fields = _copied(sh, pat.select_copy)
+        return list(map(lazy_kind(m.name, pat.auto.params),
+                        [tuple(h[st].params[k] for st, k in fields) for h in held],
+                        deadlines, map(tuple, held), ids))
     made: list[ComplexEvent] = []
     counters = m.host.counters
     for q, h, t, mid in zip(qs, held, deadlines, ids, strict=True):
         counters.match = mid - 1  # (Matcher._match takes the next id)
         m._match(None, _bindings(sh, p, q, h), h, h[-1], t, made.append)
     return made
+
+
+def _copied(sh: TimerEnd, names: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where each variable ``names`` copies is: ``(0, i)`` field i of ``a``'s event, else
+    ``(1, i)`` of ``b``'s (the variables ``a`` binds first, as the token path's bindings)."""
+    where = {v: (0, i) for i, v in sh.first.binds}
+    if sh.second is not None:
+        for i, v in sh.second.binds:
+            where.setdefault(v, (1, i))
+    return [where[v] for v in names]
+
+
+def _stage_block(m: Any, sh: TimerEnd, p: dict, qs: np.ndarray, at: np.ndarray,
+                 rank: np.ndarray) -> tuple[StageMatches, np.ndarray] | None:
+    """The matches of pattern ``m``'s instances ``qs`` (places ``rank`` in the batch's order,
+    each fired before row ``at``) that began in the batch, as one block of their rows
+    (rows.StageMatches: each copied variable a field of ``a``'s or ``b``'s row, the time ``Δ``
+    after the last — made when read, written from the columns), with those instances; None
+    when the select list computes, or the instances differ in whether they took a ``B`` (or
+    lack the ``b`` a variable is copied from), or none began in the batch."""
+    if m.pattern.select_copy is None:
+        return None
+    fresh = qs >= p["n_old"]
+    q = qs[fresh]
+    if not len(q):
+        return None
+    b_rows = p["b_row"][q]
+    took = b_rows >= 0
+    if not (took.all() or not took.any()):
+        return None
+    rows = [p["rows"][q - p["n_old"]]] + ([b_rows] if took.all() else [])
+    fields = _copied(sh, m.pattern.select_copy)
+    if any(st >= len(rows) for st, _ in fields):
+        return None
+    return (StageMatches(m.name, m.pattern.auto.params, tuple(fields), at[fresh], rank[fresh],
+                         np.stack(rows), delay=sh.window), q)
 
 
 def _leave_open(m: Any, sh: TimerEnd, p: dict, lookup: Any) -> list[tuple]:
