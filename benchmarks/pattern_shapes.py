@@ -127,6 +127,10 @@ SHAPES: dict[str, tuple[str, str]] = {
     # (1 s, not 10: about two open A per key, so the matches stay near the input's size)
     "esper_every_inner": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
                                  "(every b=B(b.k = a.k)) where timer:within(1 sec)];"),
+    # Esper's [n] after a stage: an instance takes the next two B of its key within 1 s (the
+    # compiler's chain A -> B -> B whose B stages collect b; b[0], b[1] in the select list)
+    "esper_count": ("epl", "select a.k as k, b[0].v as v0, b[1].v as v1 from pattern "
+                           "[every a=A -> ([2] b=B(b.k = a.k)) where timer:within(1 sec)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

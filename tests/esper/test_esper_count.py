@@ -264,6 +264,8 @@ def test_what_the_count_declines() -> None:
         "every a = A -> [2:3] b = B(b.k = a.k) until c = C(c.k = a.k)",
         # (an inner every after the repetition)
         "every a = A -> [2] b = B(b.k = a.k) -> every c = C(c.k = a.k)",
+        # (a window opening at a later stage, around the repetition)
+        "every a = A -> b = B(b.k = a.k) -> ([2] c = C(c.k = a.k) where timer:within(3 msec))",
     ]:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))
