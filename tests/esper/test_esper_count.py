@@ -254,8 +254,10 @@ def test_counts_over_a_kernel_patterns_output(q, spec, cuts, restore_at) -> None
 def test_what_the_count_declines() -> None:
     """Shapes around a repeated tag that stay per event."""
     for s in [
-        # (g reads a's fields: the token path evaluates it per instance)
+        # (g reads a's fields: the token path evaluates it per instance; a guard of the
+        # pair, [1], reads b's current variables, which the guard columns do not name)
         "every a = A -> [2] b = B(b.k = a.k and b.v > a.v)",
+        "every a = A -> [1] b = B(b.k = a.k and b.v > a.v)",
         # (no key: a chain of three stages or more needs one)
         "every a = A -> [2] b = B",
         # (every-distinct around the start: not proved with a repeated tag)

@@ -631,10 +631,7 @@ def esper_collect_of(pattern: Any) -> EsperPair | None:
     chain on one key whose later stages read only their own event (no alternatives, no
     product, no inner every, no distinct keys) and a collecting stage binds nothing but the
     key; else None. ``is_pair`` is off: per event the token path steps it."""
-    auto = pattern.auto
-    if auto.distinct:
-        return None
-    shape = esper_pair_of(pattern)
+    shape = esper_pair_of(pattern)  # (None under every-distinct: Automaton.spawn_edge)
     if (shape is None or shape.alts or shape.operands or shape.fork or shape.key_var is None
             or shape.reach is not None or len(shape.stages) < 2
             or not all(e.position.filter is None or e.position.local
