@@ -31,6 +31,7 @@ from tests.esper.test_esper_alternatives import (
 from tests.esper.test_esper_kernel import FILTERS, SCHEMA, check, events, statements
 from tests.esper.test_split import (
     check_split,
+    check_split_columns,
     check_time_passing,
     keyed_others,
     program,
@@ -217,38 +218,52 @@ def test_counts_time_passing_after_a_batch(stmt, spec, later) -> None:
     check_time_passing(load_module(parse_epl(SCHEMA + C_SCHEMA + stmt)), spec, later)
 
 
-@settings(max_examples=40, deadline=None)
-@given(counted(), keyed_others(1),
+@settings(max_examples=80, deadline=None)
+@given(st.lists(counted(), min_size=1, max_size=2), keyed_others(1),
        stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
-def test_counts_beside_the_split(stmt, others, spec, cuts, restore_at) -> None:
-    """In a program the split takes, a repeated tag's pattern is none of its kernel patterns
-    (declined: it runs per event), and the program equals event by event."""
-    prog = program([C_SCHEMA + stmt], others)
+def test_counts_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes (over the input and over these statements'
+    output), a repeated tag's pattern is one of the split's kernel patterns: batches cut
+    anywhere, a save/restore in the middle, Arrow batches (the rows written column-wise),
+    time passing after a batch — as event by event."""
+    names = [s.split("'")[1] for s in stmts]
+    stmts = stmts if len(set(names)) == len(names) else stmts[:1]
+    prog = program([C_SCHEMA + "".join(stmts)], others)
     engine = Engine(prog)
-    assert all(m.name not in ("P", "Q") for m in engine._split or ())
+    if engine._split is None:  # (every statement a pair shape: the whole-batch kernel)
+        assert engine._pairs is not None
+        return
+    assert {m.name for m in engine._split} >= {s.split("'")[1] for s in stmts}
     check_split(prog, spec, cuts, restore_at)
+    check_split_columns(prog, spec, cuts, restore_at)
+    check_time_passing(prog, spec, restore_at % 12)
 
 
 #: a pair whose matches a repeated tag reads (the program split's kernel pattern)
+#: (no filter, a long window: P's matches come often enough to complete Q's repetitions)
 OVER = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v\nfrom pattern [every a = "
-        "A(a.v > 0) -> b = B(b.k = a.k) where timer:within(3 msec)];\n")
+        "A -> b = B(b.k = a.k) where timer:within(20 msec)];\n")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.sampled_from([
-    written("P", "[2] b = B(b.k = a.k)", " where timer:within(3 msec)", "select a.k as k ", "Q"),
-    written("C", "[2] b = P(b.k = a.k)", " where timer:within(2 msec)",
+    written("P", "[2] b = B(b.k = a.k)", " where timer:within(5 msec)", "select a.k as k ", "Q"),
+    written("C", "[2] b = P(b.k = a.k)", " where timer:within(9 msec)",
             "select a.k as k, b[1].v as v ", "Q"),
-    written("P", "[3] b = P(k = a.k)", "", "select a.v as av, b[0].v as bv ", "Q")]),
+    written("P", "[3] b = P(k = a.k)", "", "select a.v as av, b[0].v as bv ", "Q"),
+    written("C", "[2] b = P(b.k = a.k) -> c = B(k = a.k)", "",
+            "select b[0].v as v0, b[1].v as v1, c.x as cx ", "Q")]),
     stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 def test_counts_over_a_kernel_patterns_output(q, spec, cuts, restore_at) -> None:
-    """A repeated tag reading a kernel pattern's matches is not planned over the derived
-    stream (declined: per event), and equals event by event."""
+    """A repeated tag reading a kernel pattern's matches is planned over the derived stream
+    (kernels.cascade) when its last stage reads input types or that pattern's output, and
+    equals event by event (batches cut anywhere, save/restore, Arrow)."""
     prog = program([C_SCHEMA + OVER + q], [])
     engine = Engine(prog)
     assert engine._split is not None and [m.name for m in engine._split] == ["P"]
-    assert higher_candidates(engine, engine._split) == []
+    assert [m.name for m in higher_candidates(engine, engine._split)] == ["Q"]
     check_split(prog, spec, cuts, restore_at)
+    check_split_columns(prog, spec, cuts, restore_at)
 
 
 def test_what_the_count_declines() -> None:

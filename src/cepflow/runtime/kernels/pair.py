@@ -302,11 +302,12 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
 
 def planned_pair(m: Any) -> EsperPair | None:
     """The pair shape of matcher ``m`` the program split and the plans over derived events
-    take (kernels.split, kernels.cascade), or None: none, an inner every's (EsperPair.fork)
-    or a repeated tag's (EsperPair.collects), which only :func:`process_esper_batch` runs
-    column-wise (not proved in the split's replay)."""
+    take (kernels.split, kernels.cascade), or None: none, or an inner every's
+    (EsperPair.fork), which only :func:`process_esper_batch` runs column-wise. (A repeated
+    tag's chain, EsperPair.collects, is planned: its instances take token ids at their
+    starts only, as any chain's, and its bindings are made by :func:`_held`.)"""
     pr = m.pattern.pair
-    return None if pr is None or pr.fork or pr.collects else pr
+    return None if pr is None or pr.fork else pr
 
 
 def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
