@@ -132,6 +132,10 @@ SHAPES: dict[str, tuple[str, str]] = {
     "esper_every_group": ("epl", "select a.k as k, c.v as v from pattern [every (a=A -> "
                                  "b=B(b.k = a.k)) where timer:within(1 sec) -> "
                                  "c=C(c.k = a.k)];"),
+    # Esper's [n] after a stage: an instance takes the next two B of its key within 1 s (the
+    # compiler's chain A -> B -> B whose B stages collect b; b[0], b[1] in the select list)
+    "esper_count": ("epl", "select a.k as k, b[0].v as v0, b[1].v as v1 from pattern "
+                           "[every a=A -> ([2] b=B(b.k = a.k)) where timer:within(1 sec)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

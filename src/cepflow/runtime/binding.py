@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from cepflow.automaton.automaton import Collect
+from cepflow.language.tags import index_name
+
 _MISSING = object()
 #: the bindings given to a filter that reads only its event
 NO_BINDINGS: dict[str, Any] = {}
@@ -33,3 +36,17 @@ def bind(pos: Any, params: tuple, b: dict[str, Any]) -> dict[str, Any] | None:
         elif cur != v:
             return None
     return b if newb is None else newb
+
+
+def collect(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
+    """The bindings after a repeated tag (Esper's ``[n] b=B``, ``b=B until …``) took its k-th
+    event: ``b[k].<field>``, the current event's variables and the count, in that order (a new
+    dict; binding dicts are never changed in place) — the token path's step and the pair
+    kernel's matches and open instances (kernels.pair._held) make them alike."""
+    k = b.get(c.count, 0)
+    nb = dict(b)
+    head = index_name(c.alias, k)
+    for i, f in enumerate(c.fields):
+        nb[c.current[i]] = nb[f"{head}.{f}"] = params[i]
+    nb[c.count] = k + 1
+    return nb

@@ -19,6 +19,7 @@ from cepflow.runtime.shapes import (
     chain_of,
     context_chain_of,
     esper_and_of,
+    esper_collect_of,
     esper_consec_of,
     esper_distinct_pair_of,
     esper_pair_of,
@@ -122,9 +123,11 @@ class CompiledPattern:
             types = (types | self.clock_types) - {self.clock.type}
         #: the event types the pattern reads
         self.types = types
-        # the direct steps below know neither clocks nor collected (repeated) tags
-        fast_path = fast_path and self.clock is None and not any(
+        # the direct steps below know neither clocks nor collected (repeated) tags; of the
+        # latter the pair kernel takes ``every a -> [n] b`` (runtime.shapes.esper_collect_of)
+        collecting = fast_path and self.clock is None and any(
             p.collect is not None for p in auto.positions)
+        fast_path = fast_path and self.clock is None and not collecting
         self.key_index = auto.key_index
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
         #: per state, how many of its edges are steps of each Esper and (by the and's id)
@@ -143,7 +146,8 @@ class CompiledPattern:
         #: Esper's ``every a = A(f) -> b = B(g, key) [within Δ]`` (runtime.shapes.EsperPair):
         #: stepped directly (Matcher._pair_step) and by the pair kernel
         self.pair: EsperPair | None = (esper_pair_of(self) or esper_distinct_pair_of(self)
-                                       if fast_path else None)
+                                       if fast_path else esper_collect_of(self) if collecting
+                                       else None)
         #: Esper's ``every (a = A(f) -> b = B(g[, key]))`` (runtime.shapes.EsperRestart): the
         #: restart kernel's shape (kernels/restart.py, in the program split)
         self.restart: EsperRestart | None = esper_restart_of(self) if fast_path else None

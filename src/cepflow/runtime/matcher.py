@@ -27,11 +27,10 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
-from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Collect, Edge, Forbid
+from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Edge, Forbid
 from cepflow.events.event import ComplexEvent, Event
-from cepflow.language.tags import index_name
 from cepflow.runtime.absence import AbsenceSteps
-from cepflow.runtime.binding import NO_BINDINGS, bind
+from cepflow.runtime.binding import NO_BINDINGS, bind, collect
 from cepflow.runtime.compiled import CompiledPattern, CrossStep, ForbidStep, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
@@ -274,7 +273,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                     continue
             fired += 1
             if pos.collect is not None:  # a repeated tag: assign, not unify
-                nb = _collect(pos.collect, params, nb)
+                nb = collect(pos.collect, params, nb)
             zs = th.zstart
             if edge.enters or edge.exits or (zs and edge.target != FINAL):
                 zs, why = self._zones(th, edge, e)
@@ -1541,18 +1540,6 @@ def _named(names: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:
     if len(names) == 1:
         return {names[0]: values[0]}
     return dict(zip(names, values, strict=True))
-
-
-def _collect(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
-    """The bindings after a repeated tag took its k-th event: ``a[k].<field>``, the current
-    event's variables and the count (a new dict; binding dicts are never changed in place)."""
-    k = b.get(c.count, 0)
-    nb = dict(b)
-    head = index_name(c.alias, k)
-    for i, f in enumerate(c.fields):
-        nb[c.current[i]] = nb[f"{head}.{f}"] = params[i]
-    nb[c.count] = k + 1
-    return nb
 
 
 def _insert(bucket: dict[int, Token], tok: Token) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from cepflow.automaton.automaton import INITIAL, TRAP
 from cepflow.automaton.context import Context
 from cepflow.compiler.evaluator import can_fail
+from cepflow.language.tags import index_name
 from cepflow.runtime.reach import Reach, reach_of
 
 
@@ -545,6 +546,12 @@ class EsperPair:
     #: id per match), and keeps waiting until its deadline. A pair otherwise (two stages, no
     #: alternatives); only the pair kernel takes it — not the split, not over derived events
     fork: bool = False
+    #: per stage, Esper's repeated tag it collects (``every a = A(f) -> [n] b = B(g, key)``,
+    #: :func:`esper_collect_of`: the stages ``B`` … ``B`` each with the tag's ``Collect``),
+    #: else None; () when no stage collects. A collecting stage's ``new`` are the indexed
+    #: names its event assigns (``b[k].<field>``: what a select list reads); its bindings are
+    #: made by runtime.binding.collect, as the token path makes them
+    collects: tuple[Any, ...] = ()
 
     @property
     def operands(self) -> bool:
@@ -613,6 +620,39 @@ def _fork(pattern: Any, stages: list[Any], states: list[int], e: Any) -> EsperPa
     if view is None or not view.columnar or view.zone_at or view.zone_to is not None:
         return None
     return replace(view, fork=True, is_pair=False)
+
+
+def esper_collect_of(pattern: Any) -> EsperPair | None:
+    """The chain shape of ``every a = A(f) -> [n] b = B(g, key) [-> …] [where
+    timer:within(Δ)]`` (:attr:`EsperPair.collects`): the compiler unrolls ``[n] b`` to ``n``
+    stages of ``B`` that collect the tag ``b``; an instance takes them as a chain's stages
+    (the first later row of its key passing ``g``, each), and only its bindings differ — each
+    collecting stage assigns ``b[k].<field>`` (k: the collecting stages of ``b`` before it),
+    the current event's variables and the count. Taken when the pattern is otherwise a plain
+    chain on one key whose later stages read only their own event (no alternatives, no
+    product, no inner every, no distinct keys) and a collecting stage binds nothing but the
+    key; else None. ``is_pair`` is off: per event the token path steps it."""
+    shape = esper_pair_of(pattern)  # (None under every-distinct: Automaton.spawn_edge)
+    if (shape is None or shape.alts or shape.operands or shape.fork or shape.key_var is None
+            or shape.reach is not None or len(shape.stages) < 2
+            or not all(e.position.filter is None or e.position.local
+                       for e in shape.stages[1:])):
+        return None
+    collects = tuple(e.position.collect for e in shape.stages)
+    if collects[0] is not None or not any(collects):
+        return None
+    new = list(shape.new)
+    taken: dict[str, int] = {}
+    for j, c in enumerate(collects):
+        if c is None:
+            continue
+        if new[j]:  # (a repeated tag assigns its fields; it unifies only the key)
+            return None
+        k = taken.get(c.count, 0)
+        taken[c.count] = k + 1
+        head = index_name(c.alias, k)
+        new[j] = tuple((i, f"{head}.{f}") for i, f in enumerate(c.fields))
+    return replace(shape, collects=collects, new=tuple(new), is_pair=False)
 
 
 def esper_distinct_pair_of(pattern: Any) -> EsperPair | None:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from cepflow.events.event import ComplexEvent, Event
+from cepflow.runtime.binding import collect
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.distinct import distinct_openings
 from cepflow.runtime.kernels import inner_every, orseq
@@ -302,7 +303,9 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
 def planned_pair(m: Any) -> EsperPair | None:
     """The pair shape of matcher ``m`` the program split and the plans over derived events
     take (kernels.split, kernels.cascade), or None: none, or an inner every's
-    (EsperPair.fork), which only :func:`process_esper_batch` runs column-wise."""
+    (EsperPair.fork), which only :func:`process_esper_batch` runs column-wise. (A repeated
+    tag's chain, EsperPair.collects, is planned: its instances take token ids at their
+    starts only, as any chain's, and its bindings are made by :func:`_held`.)"""
     pr = m.pattern.pair
     return None if pr is None or pr.fork else pr
 
@@ -1122,11 +1125,15 @@ def _held(pr: EsperPair, p: dict, q: int, events: Any) -> tuple[list[Event], dic
         ap = a.params
         evs, full = [a], {v: ap[i] for i, v in pr.new[0]}
     taken = p["taken"]
+    collects = pr.collects
     for j in range(int(p["stage0"][q]), int(p["stage"][q])):
         e = events[int(taken[j][q])]
         evs.append(e)
         ep = e.params
-        full.update((v, ep[i]) for i, v in pr.new[j])
+        if collects and collects[j] is not None:  # (a repeated tag: the token path's step)
+            full = collect(collects[j], ep, full)
+        else:
+            full.update((v, ep[i]) for i, v in pr.new[j])
     return evs, full
 
 
