@@ -80,7 +80,6 @@ from cepflow.runtime.kernels.pair import (
     one_stage_matches,
     pair_matches,
     pair_rows,
-    planned_pair,
     reschedule,
 )
 from cepflow.runtime.kernels.restart import Plan, plan_restart
@@ -109,14 +108,14 @@ def split_kernels(engine: Any) -> list[Any] | None:
     produced = {a.name for a in program.automata} | {w.name for w in program.windows}
     # (a pair's select list is evaluated when the batch is planned, and a failure there
     # declines the batch: _plan_pair)
-    # (an inner every's fork, EsperPair.fork, runs per event here: the replay gives no token
-    # ids to forks)
+    # (an inner every, EsperPair.fork, too: the replay gives its forks their token ids at
+    # their rows, forks_and_starts; over derived events it is declined, planned_pair)
     chosen = [m for m in engine.matchers
-              if (planned_pair(m) is not None or m.pattern.restart is not None
+              if (m.pattern.pair is not None or m.pattern.restart is not None
                   or m.pattern.consec is not None or m.pattern.esper_and is not None
                   or split_chain(m) is not None)
               and not m.pattern.types & produced
-              and (planned_pair(m) is not None
+              and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
     chosen = _chains_read_in_plan(engine, chosen)
     if chosen:
@@ -261,33 +260,53 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
     p = pair_rows(m, pr, cols, end)
     if p is None:
         return None
+    # (an inner every's matches: one per fork, kernels.inner_every.match_plan)
+    made = p if p.get("forked") is None else p["forked"]
     if isinstance(cols.src, EventRows):
         events: Any = cols.src.events
     else:  # (a column source: the events of the matches and of the instances left open)
-        used = distinct(p["taken"][:, p["match"] | p["alive"]].ravel())
+        used = distinct(np.concatenate([made["taken"][:, made["match"]].ravel(),
+                                        p["taken"][:, p["alive"]].ravel()]))
         events = cols.events(used[used >= 0])
-    inst = np.flatnonzero(p["match"])
-    at = p["end_row"][inst]
-    o = np.lexsort((p["age"][inst], at))
+    inst = np.flatnonzero(made["match"])
+    at = made["end_row"][inst]
+    o = np.lexsort((made["age"][inst], at))
     inst, at = inst[o], at[o]
     declined = "a select list failed on a match: event by event"
     try:
         with declined_on_failure(declined):
-            out = one_stage_matches(m, p["end_row"][inst], cols, arity) if eager else None
+            out = one_stage_matches(m, made["end_row"][inst], cols, arity) if eager else None
             if out is None:
-                out = pair_matches(m, p, inst, events, arity)
+                out = pair_matches(m, made, inst, events, arity)
     except EvaluationError:  # (no sink installed)
         raise Declined(declined) from None
     if blocks is not None and len(inst):
-        blocks.add(m, p, inst, out, cols.src)
+        blocks.add(m, made, inst, out, cols.src)
+    id_rows, opens = forks_and_starts(None if made is p else at, p["new_rows"])
 
     def commit(token_ids: np.ndarray) -> None:
         if len(inst):
             m.done = True
-        open_ids, open_events = leave_open(m, pr, p, token_ids, events)
+        open_ids, open_events = leave_open(m, pr, p, token_ids[opens], events)
         m.pending = PendingRows(open_ids, open_events, pr.first_zone) if open_ids else None
 
-    return p["new_rows"], at, out, commit
+    return id_rows, at, out, commit
+
+
+def forks_and_starts(forks: np.ndarray | None, starts: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray | slice]:
+    """The rows at which a pair plan's pattern takes token ids, ascending, and which of them
+    open an instance (its plan's ``starts``; the others are an inner every's ``forks``, each
+    taking an id as it completes at once: kernels.inner_every). At one row the pattern forks
+    before it opens (Matcher._process_esper, EsperSteps._fork_step), so a fork's id comes
+    first there; forks of one row take consecutive ids, which nothing keeps. Without forks
+    (None): ``starts``, all of them opening."""
+    if forks is None or not len(forks):
+        return starts, slice(None)
+    rows = np.concatenate([forks, starts]).astype(np.int64)
+    kind = np.concatenate([np.zeros(len(forks), np.int64), np.ones(len(starts), np.int64)])
+    o = np.argsort(rows * 2 + kind, kind="stable")
+    return rows[o], kind[o] == 1
 
 
 #: the keys _merged sorts as one int64 stay below this
@@ -578,11 +597,13 @@ class _Replay:
             r = self.row
             j = self.next
             # (numpy scalars: only the stepped rows look, fewer than the starts to convert)
-            if (j < self.n_starts and self.start_rows[j] == r and self.start_who[j] == k
+            # (an inner every may take several: its forks at the row, then its start)
+            while (j < self.n_starts and self.start_rows[j] == r and self.start_who[j] == k
                     and (self.start_obj is None or self.start_obj[j] is None)):
                 counters.token += 1
                 self.ids[j] = counters.token
-                self.next = j + 1
+                j += 1
+                self.next = j
             for ce in self.at_row(k):
                 counters.match += 1
                 ce.match_id = counters.match
