@@ -127,6 +127,12 @@ SHAPES: dict[str, tuple[str, str]] = {
     # (1 s, not 10: about two open A per key, so the matches stay near the input's size)
     "esper_every_inner": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
                                  "(every b=B(b.k = a.k)) where timer:within(1 sec)];"),
+    # the inner every beside a consecutive chain: a split program (the fork planned in it
+    # since session 35, per event before)
+    "split_inner": ("epl", "insert into P select a.k as k, b.v as v from pattern [every a=A -> "
+                           "(every b=B(b.k = a.k)) where timer:within(1 sec)];\n@Name('Q') "
+                           "select a.k as k from pattern [every a=A -> (b=B(b.k = a.k) and not "
+                           "C(k = a.k)) where timer:within(10 sec)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

@@ -11,8 +11,11 @@ token path: complex events (parameters, parts, bindings, ids) in order, rule fir
 statistics, open instances and saved state — through ``Engine.process_batch`` with batches
 cut anywhere and single events between, ``Engine.run`` with a save/restore in the middle,
 ``Engine.process_columns`` over event lists and Arrow batches (the rows written too),
-``advance_to`` after a batch. In the program split and over a kernel pattern's output it
-stays per event (declined), equal all the same."""
+``advance_to`` after a batch. In the program split it is a kernel pattern (its forks take
+their token ids at their rows): the split's random programs with forks among their kernel
+statements, batches cut anywhere, save/restore, Arrow, ``advance_to``, and two hand-derived
+two-statement examples. Over a kernel pattern's output it stays per event (declined), equal
+all the same."""
 
 import numpy as np
 from hypothesis import example, given, settings
