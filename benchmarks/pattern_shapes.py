@@ -133,6 +133,16 @@ SHAPES: dict[str, tuple[str, str]] = {
                            "(every b=B(b.k = a.k)) where timer:within(1 sec)];\n@Name('Q') "
                            "select a.k as k from pattern [every a=A -> (b=B(b.k = a.k) and not "
                            "C(k = a.k)) where timer:within(10 sec)];"),
+    # the missing event, the interval after b, each beside a pair: split programs (the
+    # timer-end pattern planned in the split since session 35, per event before)
+    "split_absence": ("epl", "select a.k as k from pattern [every a=A -> "
+                             "(timer:interval(500 msec) and not B(k = a.k))];\n@Name('Q') "
+                             "select a.k as k from pattern [every a=A -> b=C(b.k = a.k) "
+                             "where timer:within(10 sec)];"),
+    "split_interval": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
+                              "b=B(b.k = a.k) -> timer:interval(10 sec)];\n@Name('Q') "
+                              "select a.k as k from pattern [every a=A -> b=C(b.k = a.k) "
+                              "where timer:within(10 sec)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),
