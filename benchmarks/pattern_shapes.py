@@ -136,6 +136,22 @@ SHAPES: dict[str, tuple[str, str]] = {
     # compiler's chain A -> B -> B whose B stages collect b; b[0], b[1] in the select list)
     "esper_count": ("epl", "select a.k as k, b[0].v as v0, b[1].v as v1 from pattern "
                            "[every a=A -> ([2] b=B(b.k = a.k)) where timer:within(1 sec)];"),
+    # the inner every beside a consecutive chain: a split program (the fork planned in it
+    # since session 35, per event before)
+    "split_inner": ("epl", "insert into P select a.k as k, b.v as v from pattern [every a=A -> "
+                           "(every b=B(b.k = a.k)) where timer:within(1 sec)];\n@Name('Q') "
+                           "select a.k as k from pattern [every a=A -> (b=B(b.k = a.k) and not "
+                           "C(k = a.k)) where timer:within(10 sec)];"),
+    # the missing event, the interval after b, each beside a pair: split programs (the
+    # timer-end pattern planned in the split since session 35, per event before)
+    "split_absence": ("epl", "select a.k as k from pattern [every a=A -> "
+                             "(timer:interval(500 msec) and not B(k = a.k))];\n@Name('Q') "
+                             "select a.k as k from pattern [every a=A -> b=C(b.k = a.k) "
+                             "where timer:within(10 sec)];"),
+    "split_interval": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
+                              "b=B(b.k = a.k) -> timer:interval(10 sec)];\n@Name('Q') "
+                              "select a.k as k from pattern [every a=A -> b=C(b.k = a.k) "
+                              "where timer:within(10 sec)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

@@ -11,8 +11,11 @@ token path: complex events (parameters, parts, bindings, ids) in order, rule fir
 statistics, open instances and saved state — through ``Engine.process_batch`` with batches
 cut anywhere and single events between, ``Engine.run`` with a save/restore in the middle,
 ``Engine.process_columns`` over event lists and Arrow batches (the rows written too),
-``advance_to`` after a batch. In the program split and over a kernel pattern's output it
-stays per event (declined), equal all the same."""
+``advance_to`` after a batch. In the program split it is a kernel pattern (its forks take
+their token ids at their rows): the split's random programs with forks among their kernel
+statements, batches cut anywhere, save/restore, Arrow, ``advance_to``, and two hand-derived
+two-statement examples. Over a kernel pattern's output it stays per event (declined), equal
+all the same."""
 
 import numpy as np
 from hypothesis import example, given, settings
@@ -25,9 +28,13 @@ from tests.esper.test_esper_alternatives import (
     stream,
 )
 from tests.esper.test_esper_kernel import FILTERS, SCHEMA, check, events, rows, statements
+from tests.esper.test_esper_kernel import stream as kernel_stream
 from tests.esper.test_split import (
+    OTHERS,
     check_split,
+    check_split_columns,
     check_time_passing,
+    in_lists,
     keyed_others,
     program,
 )
@@ -175,16 +182,112 @@ def test_forks_time_passing_after_a_batch(stmt, spec, later) -> None:
     check_time_passing(load_module(parse_epl(SCHEMA + C_SCHEMA + stmt)), spec, later)
 
 
-@settings(max_examples=40, deadline=None)
-@given(forks(), keyed_others(1),
-       stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
-def test_forks_beside_the_split(stmt, others, spec, cuts, restore_at) -> None:
-    """In a program the split takes, the fork is none of its kernel patterns (declined: it
-    runs per event), and the program equals event by event."""
-    prog = program([C_SCHEMA + stmt], others)
+def split_program(stmts: list[str], others: list[str], ruled: int = -1):
+    """tests.esper.test_split.program of the statements ``stmts`` (forks among them) and
+    ``others``, with the schema of C; the forks in it are kernel patterns of its split."""
+    prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others, ruled)
     engine = Engine(prog)
-    assert all(m.name not in ("P", "Q") for m in engine._split or ())
-    check_split(prog, spec, cuts, restore_at)
+    if engine._split is None:  # (every statement the pair kernel's: not the split's case)
+        assert engine._pairs is not None or not engine.matchers
+    else:
+        mine = {m.name for m in engine._split}
+        assert all(m.name in mine for m in engine.matchers if m.pattern.pair is not None
+                   and m.pattern.pair.fork)
+    return prog
+
+
+#: split programs with forks among their kernel statements (test_split.PROGRAMS' shape):
+#: kernel statements, other statements (over the input and over P's and Q's output), cuts,
+#: where to save and restore, how many patterns a rule reads
+SPLIT_PROGRAMS = (st.lists(st.one_of(forks(), forks(), statements()), min_size=1, max_size=3),
+                  st.lists(st.sampled_from(OTHERS), min_size=1, max_size=3, unique=True),
+                  st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70),
+                  st.integers(-1, 2))
+
+#: beside the fork ``P`` (BENCH), ``R``, which the split runs per event: every B opens an
+#: instance (a token id) that matches 5 ms later at its timer
+BESIDE = ("@Name('R')\ninsert into R\nselect x.v as v\nfrom pattern [every x = B -> "
+          "timer:interval(5 msec)];\n")
+# hand-derived (PINNED: A(0)@0, A(0)@3, B(0)@5, A(1)@7, B(0)@10, B(1)@12, A(0)@13, B(0)@13):
+# P opens 1 at e0 and 2 at e1; e2 forks 1 and 2 (tokens 3, 4), then R opens 5; P opens 6 at
+# e3; at 10 R's timer fires first (match R (e2)), P's instance 1 is past its deadline, e4
+# forks 2 (7) and R opens 8; e5 forks 6 (9), R opens 10; P opens 11 at e6; e7 is 10 ms after
+# e1 (too late) and forks 11 (12), R opens 13. After the batch P's 6 and 11 wait, R's 8, 10,
+# 13, whose timers fire at 15, 17, 18 as time passes to 20
+BESIDE_WANT = [("P", 5, ("e0", "e2"), 1), ("P", 5, ("e1", "e2"), 2), ("R", 10, ("e2",), 3),
+               ("P", 10, ("e1", "e4"), 4), ("P", 12, ("e3", "e5"), 5),
+               ("P", 13, ("e6", "e7"), 6)]
+BESIDE_LATER = [("R", 15, ("e4",), 7), ("R", 17, ("e5",), 8), ("R", 18, ("e7",), 9)]
+# one type at both stages beside R over A (SAME_STREAM: A(0) at 0, 1, 2, 3): e0 opens P's 1
+# and R's 2; e1 forks 1 (3), opens 4, R's 5; e2 forks 1 and 4 (6, 7), opens 8, R's 9; at e3
+# instance 1 has expired (3 ms), e3 forks 4 and 8 (10, 11), opens 12, R's 13
+SAME_BESIDE = BESIDE.replace("x = B", "x = A")
+
+
+def test_the_fork_in_the_split_pinned() -> None:
+    """Two statements, the fork planned and ``R`` per event at the stepped rows: a stepped
+    row gives the fork every token id it takes there (its forks, then its own start) before
+    ``R`` opens; a timer at an event's instant fires before the fork's matches there."""
+    for stmt, spec, want, later, tokens in [
+            (BENCH + BESIDE, PINNED, BESIDE_WANT, BESIDE_LATER, [6, 11, 8, 10, 13]),
+            (SAME + SAME_BESIDE, SAME_STREAM,
+             [("P", t, refs, i) for i, (t, refs) in enumerate(
+                 [(1, ("e0", "e1")), (2, ("e0", "e2")), (2, ("e1", "e2")), (3, ("e1", "e3")),
+                  (3, ("e2", "e3"))], 1)],
+             [("R", 5 + i, (f"e{i}",), 6 + i) for i in range(4)], [4, 8, 12, 2, 5, 9, 13])]:
+        prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+        split_engine = Engine(prog)
+        assert [m.name for m in split_engine._split] == ["P"]
+        for engine in (split_engine, Engine(prog, fast_path=False)):
+            got = engine.process_batch(events(spec))
+            assert [(m.type, m.ts, tuple(m.event_refs), m.match_id) for m in got] == want
+            assert engine.host.counters.token == 13
+            assert [t.id for m in engine.matchers for t in m.all_tokens()] == tokens
+            assert [(m.type, m.ts, tuple(m.event_refs), m.match_id)
+                    for m in engine.advance_to(20)] == later
+    check_split(load_module(parse_epl(SCHEMA + C_SCHEMA + BENCH + BESIDE)), PINNED, [3], 5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(*SPLIT_PROGRAMS[:2], stream([0, 1, 2], 20), *SPLIT_PROGRAMS[2:])
+@example([BENCH], [BESIDE], PINNED, [2, 7], 4, -1)
+@example([SAME], [SAME_BESIDE], SAME_STREAM, [1], 2, 0)
+def test_forks_in_the_split(stmts, others, spec, cuts, restore_at, ruled) -> None:
+    """Forks as the split's kernel patterns beside other kernel statements and statements
+    per event (over the input and over the forks' output): batches cut anywhere, single
+    events between, a save/restore in the middle — as event by event (check_split)."""
+    check_split(split_program(stmts, others, ruled), spec, cuts, restore_at)
+
+
+@settings(max_examples=60, deadline=None)
+@given(*SPLIT_PROGRAMS[:2], stream([0, 1, 2], 20), *SPLIT_PROGRAMS[2:],
+       st.sampled_from([0, 1, 3]))
+def test_forks_in_the_split_stepping_many_rows(stmts, others, spec, cuts, restore_at, ruled,
+                                               short) -> None:
+    """The same with the rows looked up in lists (split._Replay.as_lists), stretches of up to
+    ``short`` loose matches recorded one by one."""
+    with in_lists(short):
+        check_split(split_program(stmts, others, ruled), spec, cuts, restore_at)
+
+
+@settings(max_examples=80, deadline=None)
+@given(*SPLIT_PROGRAMS[:2], kernel_stream([0, 1, 2]), *SPLIT_PROGRAMS[2:])
+@example([BENCH], [BESIDE], [s for s in PINNED], [3], 6, -1)
+def test_forks_in_the_split_over_arrow(stmts, others, spec, cuts, restore_at, ruled) -> None:
+    """The split over Arrow batches (Engine.process_columns: events made only for the rows
+    stepped, in matches or left open; the rows written column-wise), a save/restore after
+    which the reader numbers from 0 again: as event by event (check_split_columns)."""
+    check_split_columns(split_program(stmts, others, ruled), spec, cuts, restore_at)
+
+
+@settings(max_examples=60, deadline=None)
+@given(forks(), keyed_others(1), stream([0, 1], 20), st.sampled_from([0, 1, 2, 3, 9, 11, 100]))
+@example(BENCH, [], PINNED, 7)
+def test_forks_in_the_split_time_passing(stmt, others, spec, later) -> None:
+    """One split batch, then ``advance_to`` past its last event: the forks' instances and the
+    other statements' timers move the clock and end as per event (check_time_passing)."""
+    others = others or [BESIDE]
+    check_time_passing(split_program([stmt], others), spec, later)
 
 
 #: a pair whose matches a fork reads (the program split's kernel pattern)

@@ -181,11 +181,12 @@ class Engine:
                        and all(m.pattern.pair is not None for m in self.matchers) else None)
         #: the matchers, when every pattern is Esper's missing event or interval after b of
         #: the forms the batch route takes (runtime/kernels/timer_end.py: their timers are
-        #: the engine's only ones), with their shapes
+        #: the engine's only ones), with their shapes (per matcher, None for the others:
+        #: the program split plans one too, kernels.split.split_kernels)
         self._timer_end_shapes = ([timer_end_of(m.pattern) for m in self.matchers]
-                                  if plain and self._chains is None and self._pairs is None
+                                  if self._chains is None and self._pairs is None
                                   and fast_path else [])
-        self._timer_ends = (self.matchers if self._timer_end_shapes and all(
+        self._timer_ends = (self.matchers if plain and self._timer_end_shapes and all(
             sh is not None for sh in self._timer_end_shapes) else None)
         #: the patterns a batch runs column-wise while the rest of the program runs per event
         #: (runtime/kernels/split.py), when no whole-batch kernel takes the program

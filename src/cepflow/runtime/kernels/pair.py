@@ -301,11 +301,13 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
 
 
 def planned_pair(m: Any) -> EsperPair | None:
-    """The pair shape of matcher ``m`` the program split and the plans over derived events
-    take (kernels.split, kernels.cascade), or None: none, or an inner every's
-    (EsperPair.fork), which only :func:`process_esper_batch` runs column-wise. (A repeated
-    tag's chain, EsperPair.collects, is planned: its instances take token ids at their
-    starts only, as any chain's, and its bindings are made by :func:`_held`.)"""
+    """The pair shape of matcher ``m`` the plans over derived events take
+    (kernels.cascade), or None: none, or an inner every's (EsperPair.fork), which runs
+    column-wise over the input only (:func:`process_esper_batch`, and the program split's
+    kernel patterns: kernels.split.forks_and_starts gives its forks token ids there; over a
+    derived stream they would take them at matches, which the replay does not plan). (A
+    repeated tag's chain, EsperPair.collects, is planned: its instances take token ids at
+    their starts only, as any chain's, and its bindings are made by :func:`_held`.)"""
     pr = m.pattern.pair
     return None if pr is None or pr.fork else pr
 

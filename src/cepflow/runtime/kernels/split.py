@@ -80,10 +80,10 @@ from cepflow.runtime.kernels.pair import (
     one_stage_matches,
     pair_matches,
     pair_rows,
-    planned_pair,
     reschedule,
 )
 from cepflow.runtime.kernels.restart import Plan, plan_restart
+from cepflow.runtime.kernels.timer_end import SplitTimers, TimerEnd, plan_split
 from cepflow.runtime.kernels.window_block import WindowBlock, plan_window, window_kernels
 from cepflow.runtime.rows import (
     EventRows,
@@ -109,16 +109,17 @@ def split_kernels(engine: Any) -> list[Any] | None:
     produced = {a.name for a in program.automata} | {w.name for w in program.windows}
     # (a pair's select list is evaluated when the batch is planned, and a failure there
     # declines the batch: _plan_pair)
-    # (an inner every's fork, EsperPair.fork, runs per event here: the replay gives no token
-    # ids to forks)
+    # (an inner every, EsperPair.fork, too: the replay gives its forks their token ids at
+    # their rows, forks_and_starts; over derived events it is declined, planned_pair)
     chosen = [m for m in engine.matchers
-              if (planned_pair(m) is not None or m.pattern.restart is not None
+              if (m.pattern.pair is not None or m.pattern.restart is not None
                   or m.pattern.consec is not None or m.pattern.esper_and is not None
                   or split_chain(m) is not None)
               and not m.pattern.types & produced
-              and (planned_pair(m) is not None
+              and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
     chosen = _chains_read_in_plan(engine, chosen)
+    chosen = _with_timer_end(engine, chosen, produced)
     if chosen:
         return chosen
     # window statements over the input split on their own (kernels.window_block) where that
@@ -143,6 +144,35 @@ def split_kernels(engine: Any) -> list[Any] | None:
              and not engine.host.rules.triggers(r.statement.input_type)
              and all(id(o) in ids for o in engine._window_subs.get(r.statement.input_type, ()))]
     return [] if alone else None
+
+
+def timer_end_shape(engine: Any, m: Any) -> TimerEnd | None:
+    """The timer-end shape (kernels.timer_end) of matcher ``m`` of ``engine``, or None."""
+    shapes = engine._timer_end_shapes
+    return shapes[m.slot] if shapes else None
+
+
+def _with_timer_end(engine: Any, chosen: list[Any], produced: set[str]) -> list[Any]:
+    """``chosen`` with the program's timer-end pattern (Esper's missing event, the interval
+    after ``b``: kernels.timer_end) in engine order, when it is the only one and its plan is
+    exact beside the rest: its timers' matches come between rows, so **decision — taken only
+    when nothing but the output reads its matches** (no pattern, window statement or rule:
+    they are recorded in bulk, or fired by the engine at a stepped row), **when it is the
+    program's only timer-end pattern** (the bulk records order one pattern's timers;
+    several would interleave by their scheduling order) **and when no pattern the split
+    leaves per event has timers** (a window or deadline: its timers' scheduling order with
+    this pattern's would be lost — those of the kernel patterns only end instances, and the
+    window statements' instants are ordered by time, which the records keep)."""
+    ends = [m for m in engine.matchers if timer_end_shape(engine, m) is not None]
+    if len(ends) != 1 or any(m.pattern.pair is not None for m in ends):
+        return chosen
+    m = ends[0]
+    mine = {id(k) for k in chosen} | {id(m)}
+    if (m.pattern.types & produced or engine.consumed(m.name)
+            or any(id(o) not in mine and (o.pattern.auto.zones or o.pattern.clock is not None)
+                   for o in engine.matchers)):
+        return chosen
+    return [k for k in engine.matchers if id(k) in mine]
 
 
 def _read_in_plan(engine: Any, name: str, planned: set[int]) -> bool:
@@ -220,13 +250,23 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
         src.number(engine)
     cols = TypeColumns(src, engine.program.schemas)
     plan_pair = _plan_pair if blocks is None else partial(_plan_pair, blocks=blocks)
+    timers: list[tuple[int, SplitTimers]] = []
     try:
-        plans = [plan_pair(m, cols, engine.host.arity) if m.pattern.pair is not None
-                 else plan_chain(m, src, engine.program.schemas, blocks=blocks)
-                 if split_chain(m) is not None
-                 else plan_restart(m, cols) if m.pattern.restart is not None
-                 else plan_and(m, cols) if m.pattern.esper_and is not None
-                 else plan_consec(m, cols) for m in kernels]
+        plans = []
+        for m in kernels:
+            sh = timer_end_shape(engine, m)
+            if sh is not None and m.pattern.pair is None:
+                te = plan_split(m, sh, cols, engine.host)
+                if te is not None:
+                    timers.append((len(plans), te))
+                plans.append(None if te is None else te.plan)
+                continue
+            plans.append(plan_pair(m, cols, engine.host.arity) if m.pattern.pair is not None
+                         else plan_chain(m, src, engine.program.schemas, blocks=blocks)
+                         if split_chain(m) is not None
+                         else plan_restart(m, cols) if m.pattern.restart is not None
+                         else plan_and(m, cols) if m.pattern.esper_and is not None
+                         else plan_consec(m, cols))
     except Declined:
         plans = [None]
     windows: dict[int, WindowBlock] = {}
@@ -246,7 +286,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
     if not cascade_fits(engine, src.n, over, higher):  # (left per event: the engine stops)
         over, higher = [], [h for h in higher if h.last is None]
     return _run(engine, kernels, plans, src, columns, windows, derived,  # type: ignore[arg-type]
-                higher, over)
+                higher, over, timers)
 
 
 def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = False,
@@ -261,33 +301,53 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
     p = pair_rows(m, pr, cols, end)
     if p is None:
         return None
+    # (an inner every's matches: one per fork, kernels.inner_every.match_plan)
+    made = p if p.get("forked") is None else p["forked"]
     if isinstance(cols.src, EventRows):
         events: Any = cols.src.events
     else:  # (a column source: the events of the matches and of the instances left open)
-        used = distinct(p["taken"][:, p["match"] | p["alive"]].ravel())
+        used = distinct(np.concatenate([made["taken"][:, made["match"]].ravel(),
+                                        p["taken"][:, p["alive"]].ravel()]))
         events = cols.events(used[used >= 0])
-    inst = np.flatnonzero(p["match"])
-    at = p["end_row"][inst]
-    o = np.lexsort((p["age"][inst], at))
+    inst = np.flatnonzero(made["match"])
+    at = made["end_row"][inst]
+    o = np.lexsort((made["age"][inst], at))
     inst, at = inst[o], at[o]
     declined = "a select list failed on a match: event by event"
     try:
         with declined_on_failure(declined):
-            out = one_stage_matches(m, p["end_row"][inst], cols, arity) if eager else None
+            out = one_stage_matches(m, made["end_row"][inst], cols, arity) if eager else None
             if out is None:
-                out = pair_matches(m, p, inst, events, arity)
+                out = pair_matches(m, made, inst, events, arity)
     except EvaluationError:  # (no sink installed)
         raise Declined(declined) from None
     if blocks is not None and len(inst):
-        blocks.add(m, p, inst, out, cols.src)
+        blocks.add(m, made, inst, out, cols.src)
+    id_rows, opens = forks_and_starts(None if made is p else at, p["new_rows"])
 
     def commit(token_ids: np.ndarray) -> None:
         if len(inst):
             m.done = True
-        open_ids, open_events = leave_open(m, pr, p, token_ids, events)
+        open_ids, open_events = leave_open(m, pr, p, token_ids[opens], events)
         m.pending = PendingRows(open_ids, open_events, pr.first_zone) if open_ids else None
 
-    return p["new_rows"], at, out, commit
+    return id_rows, at, out, commit
+
+
+def forks_and_starts(forks: np.ndarray | None, starts: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray | slice]:
+    """The rows at which a pair plan's pattern takes token ids, ascending, and which of them
+    open an instance (its plan's ``starts``; the others are an inner every's ``forks``, each
+    taking an id as it completes at once: kernels.inner_every). At one row the pattern forks
+    before it opens (Matcher._process_esper, EsperSteps._fork_step), so a fork's id comes
+    first there; forks of one row take consecutive ids, which nothing keeps. Without forks
+    (None): ``starts``, all of them opening."""
+    if forks is None or not len(forks):
+        return starts, slice(None)
+    rows = np.concatenate([forks, starts]).astype(np.int64)
+    kind = np.concatenate([np.zeros(len(forks), np.int64), np.ones(len(starts), np.int64)])
+    o = np.argsort(rows * 2 + kind, kind="stable")
+    return rows[o], kind[o] == 1
 
 
 #: the keys _merged sorts as one int64 stay below this
@@ -578,11 +638,13 @@ class _Replay:
             r = self.row
             j = self.next
             # (numpy scalars: only the stepped rows look, fewer than the starts to convert)
-            if (j < self.n_starts and self.start_rows[j] == r and self.start_who[j] == k
+            # (an inner every may take several: its forks at the row, then its start)
+            while (j < self.n_starts and self.start_rows[j] == r and self.start_who[j] == k
                     and (self.start_obj is None or self.start_obj[j] is None)):
                 counters.token += 1
                 self.ids[j] = counters.token
-                self.next = j + 1
+                j += 1
+                self.next = j
             for ce in self.at_row(k):
                 counters.match += 1
                 ce.match_id = counters.match
@@ -647,7 +709,8 @@ class _Replay:
 
 def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns: bool,
          blocks: dict[int, WindowBlock], derived: Derived, higher: list[Higher],
-         over: list[Over]) -> tuple[list[ComplexEvent], list[int]]:
+         over: list[Over], timers: list[tuple[int, SplitTimers]] | None = None
+         ) -> tuple[list[ComplexEvent], list[int]]:
     host = engine.host
     counters = host.counters
     ts = src.ts
@@ -716,6 +779,14 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         bounds.append((i, np.repeat(at_rows, lens), np.repeat(when, lens),
                        [ce for c in closes for ce in c[1]]))
         b.hide()
+    # the timer-end pattern's matches (kernels.timer_end.plan_split): as time passes before
+    # their rows, after the window instants of their instant (Engine._advance fires a timer
+    # before a window only when it is due earlier), in the engine's timer order
+    timers = timers or []
+    bounds += [(len(engine.windows) + q, te.rows, te.deadline, te.found)
+               for q, (_k, te) in enumerate(timers)]
+    for _k, te in timers:
+        te.drop(host, float(ts[-1]))
     first2 = n_k + n_b + len(later)
     first3 = first2 + len(derived.patterns)
     first4 = first3 + len(higher)
@@ -748,6 +819,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber
     with engine.replaying(steps, src.type_names, windows, cascades) as read:
+        for _k, te in timers:  # (its timers due before a stepped row: fired by the engine)
+            te.matcher.on_deadline = te.fire(counters)
         # the rows another part of the program reads, and those where a kernel's pattern
         # completes
         code = np.array([t in read for t in src.type_names], dtype=bool)
@@ -798,6 +871,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                     events = src.lookup(np.array([nxt], np.int64))
                 for (_i, b), at_rows in zip(quiet, close_rows, strict=True):
                     b.expose(int(np.searchsorted(at_rows, nxt, side="left")))
+                for _k, te in timers:
+                    te.push(nxt, host)
                 found = []  # (under the failure sink the caller installed)
                 engine._feed(events[nxt], found)
                 for _i, b in quiet:

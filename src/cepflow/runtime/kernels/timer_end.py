@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -556,3 +557,105 @@ def _codes(cols: TypeColumns, src: Rows, a: tuple[str, int, np.ndarray],
         return key_codes(ka, kb, held, span)
     except TypeError:  # (an unhashable value: event by event)
         raise Uncodable from None
+
+
+@dataclass
+class SplitTimers:
+    """A timer-end pattern's plan in the program split (kernels.split): ``plan`` as the
+    split's other plans (the rows that open its instances, no match at an input step, the
+    commit taking their token ids); its timers' matches ``found`` in the engine's timer order,
+    (deadline, scheduling order), each with the row it fires before (``rows``) and its
+    ``deadline``. The split records those of rows no step sees in bulk, before the row's other
+    matches (time passes first: ``kernels.split._Replay``'s bounds), and hands those of a
+    stepped row to the engine's queue just before it (:meth:`push`), so the engine fires them
+    among the other timers and window instants of that row (:meth:`fire`, the pattern's
+    ``on_deadline`` during the batch)."""
+
+    plan: tuple[np.ndarray, np.ndarray, list[ComplexEvent], Any]
+    rows: np.ndarray
+    deadline: np.ndarray
+    found: list[ComplexEvent]
+    matcher: Any
+    shape: TimerEnd
+    _at: dict[int, list[int]] | None = None
+
+    def drop(self, host: Any, last_ts: float) -> None:
+        """Take the pattern's timers due in the batch out of the queue (the plan holds
+        them)."""
+        slot = self.matcher.slot
+        host.timers.keep(lambda h: h[3] != slot or not fired_before(h, last_ts))
+
+    def push(self, row: int, host: Any) -> None:
+        """Queue the timers that fire before stepped row ``row``, in their order (the engine
+        pops them there: :meth:`fire`)."""
+        if self._at is None:
+            self._at = {}
+            for i, r in enumerate(self.rows.tolist()):
+                self._at.setdefault(r, []).append(i)
+        for i in self._at.get(row, ()):
+            host.schedule(float(self.deadline[i]), self.matcher, i, self.shape.zone,
+                          float(self.deadline[i]) - self.shape.window)
+
+    def fire(self, counters: Any) -> Any:
+        """The pattern's ``on_deadline`` during the batch: timer ``i`` (:meth:`push`) emits
+        its planned match with the next match id."""
+
+        def on_deadline(i: int, _zone: int, _start: float, emit: Any) -> None:
+            ce = self.found[i]
+            counters.match += 1
+            ce.match_id = counters.match
+            emit(ce)
+        return on_deadline
+
+
+def plan_split(m: Any, sh: TimerEnd, cols: TypeColumns, host: Any) -> SplitTimers | None:
+    """Pattern ``m``'s plan over the split's batch (:class:`SplitTimers`), or None (the batch
+    goes event by event): what :func:`_batch` computes for one pattern, its token ids given
+    by the split's replay (the batch's instances open in row order, after the tokens from
+    before it) and its match ids when its timers fire. Declined as :func:`_batch` declines,
+    and when pending rows are held."""
+    if m.pending is not None:
+        return None
+    try:
+        p = _plan(m, sh, cols, host.timers.heap)
+    except Uncodable:
+        return None
+    if p is None:
+        return None
+    n_old = p["n_old"]
+    src = cols.src
+    # the order the timers are asked for: by row, then token id (the tokens from before, then
+    # the batch's instances in row order)
+    age = np.arange(n_old + len(p["rows"]), dtype=np.int64)
+    age[:n_old] = np.argsort(np.argsort(p["old_ids"], kind="stable"), kind="stable")
+    asks = np.flatnonzero(p["asks"])
+    asked = asks[np.lexsort((age[asks], p["rc"][asks]))]
+    p["seq"][asked] = max((h[2] for h in host.timers.heap), default=0) + 1 + np.arange(
+        len(asked), dtype=np.int64)
+    # the timers firing in the batch with an open instance, in the engine's order
+    wins = np.flatnonzero(p["match"])
+    wins = wins[np.lexsort((p["seq"][wins], p["deadline"][wins]))]
+    need = p["match"] | ~p["fired"]
+    used = np.concatenate([p["rows"][need[n_old:]], p["b_row"][need & (p["b_row"] >= 0)]])
+    lookup = src.lookup(np.sort(used)) if len(used) else {}
+    counters = host.counters
+    mark, done = counters.match, m.done
+    try:  # (made now, their ids given as they fire: a select list failing declines the batch)
+        with declined_on_failure("a select list failed at a timer"):
+            found = _matches(m, sh, p, wins.tolist(), [0] * len(wins), lookup)
+    finally:
+        counters.match, m.done = mark, done
+    last_ts = float(src.ts[-1])
+
+    def commit(token_ids: np.ndarray) -> None:
+        if len(wins):
+            m.done = True
+        p["tid"] = np.concatenate([p["old_ids"], token_ids]).astype(np.int64)
+        host.timers.keep(lambda h: h[3] != m.slot or not fired_before(h, last_ts))
+        for _, tid, start, _m, _sh in sorted(_leave_open(m, sh, p, lookup),
+                                             key=itemgetter(0)):
+            host.schedule(start + sh.window, m, tid, sh.zone, start)
+
+    empty = np.zeros(0, np.int64)
+    return SplitTimers((p["rows"], empty, [], commit), p["fire_at"][wins],
+                       p["deadline"][wins].astype(np.float64), found, m, sh)
