@@ -544,6 +544,14 @@ class EsperPair:
     #: id per match), and keeps waiting until its deadline. A pair otherwise (two stages, no
     #: alternatives); only the pair kernel takes it — not the split, not over derived events
     fork: bool = False
+    #: alternatives before more stages, ``every a = A(f) [-> b …] -> (x = X(g) or y = Y(h)
+    #: …) -> d = D(k)`` (:func:`_with_branch`): the stage of the alternatives (0: none) and
+    #: per alternative, in the order that wins a tie (:func:`_preference`), the whole chain
+    #: through it (``paths[0]`` is this chain itself). An instance takes the first later row
+    #: of any alternative, then the rest of the chain from there (kernels.branch: the token
+    #: path keeps a thread per alternative event it saw)
+    branch: int = 0
+    paths: tuple[EsperPair, ...] = ()
 
     @property
     def operands(self) -> bool:
@@ -580,8 +588,10 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         e = _only_edge(auto, states[-1])
         if e is None:  # (a last stage of alternatives, each a final edge)
             alts = _alternatives(auto, states[-1])
-            if not alts:  # (an or of sequences: its product)
-                return _with_product(pattern, stages, states)
+            if not alts:  # (alternatives before one more stage; an or of sequences: its
+                # product)
+                return (_with_branch(pattern, stages, states)
+                        or _with_product(pattern, stages, states))
             break
         if e.position.every:  # (an inner every: the fork after a alone, else where a
             # window may open: _guard)
@@ -625,7 +635,8 @@ def esper_distinct_pair_of(pattern: Any) -> EsperPair | None:
     if not auto.distinct or auto.start != "spawn" or any(can_fail(f) for f in auto.distinct):
         return None
     shape = esper_pair_of(_Undistinct(pattern, replace(auto, distinct=())))
-    if shape is None or not shape.stages or shape.fork:  # (the fork: not proved with it)
+    if shape is None or not shape.stages or shape.fork or shape.paths:  # (not proved with
+        # them)
         return None
     return replace(shape, is_pair=False)
 
@@ -814,6 +825,43 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
                      n == 1 and None not in keys and all(v.columnar for v in views),
                      None, tuple(views),
                      {t: tuple(v) for t, v in by_type.items()}, v0.zone_at)
+
+
+def _with_branch(pattern: Any, stages: list[Any], states: list[int]) -> EsperPair | None:
+    """The shape ``every a = A(f) [-> b = B(g) …] -> (x = X(h) or y = Y(k) …) -> d = D(l)
+    [within Δ]`` (:attr:`EsperPair.branch`): two or more alternatives of one event each out
+    of the state after ``stages``, each into a state of its own whose one edge is one final
+    atom ``d`` (the same position for every alternative), every stage on ``a``'s key and
+    reading only its own event, no window or one around everything after ``a``; else None.
+    ``is_pair`` is off: per event the token path steps it, a thread per alternative event
+    (docs/esper.md, "Alternatives before more stages")."""
+    auto = pattern.auto
+    es = [e for lst in auto.edges.get(states[-1], {}).values() for e in lst]
+    if len(es) < 2 or any(
+            e.final or e.enters or e.exits or e.position.every or e.position.conj is not None
+            or e.position.track is not None or e.position.collect is not None
+            or auto.forbids.get(e.target) for e in es):
+        return None
+    targets = [e.target for e in es]
+    rest = [_only_edge(auto, t) for t in targets]
+    if (len(set(targets)) != len(targets) or set(targets) & {INITIAL, *states}
+            or any(d is None or not d.final or d.position is not rest[0].position
+                   for d in rest)
+            or set(auto.edges) != {INITIAL, *states, *targets}):
+        return None
+    then = dict(zip(targets, rest, strict=True))
+    ordered = _preference(auto, [*stages, rest[0]], es)
+    if ordered is None:
+        return None
+    paths = [_stages_shape(pattern, [*stages, e, then[e.target]], [*states, e.target])
+             for e in ordered]
+    if any(v is None or v.key_var is None or not v.columnar or v.zone_at
+           or v.zone_to is not None for v in paths):
+        return None
+    if len({(v.key_var, v.window, v.zone) for v in paths}) != 1:  # type: ignore[union-attr]
+        return None
+    return replace(paths[0], is_pair=False, branch=len(stages),  # type: ignore[arg-type]
+                   paths=tuple(paths))  # type: ignore[arg-type]
 
 
 #: the most atoms an and's operands may have in the pair kernel: kernels.orseq.step_groups

@@ -21,7 +21,7 @@ import numpy as np
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.distinct import distinct_openings
-from cepflow.runtime.kernels import inner_every, orseq
+from cepflow.runtime.kernels import branch, inner_every, orseq
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.frame import (
     Declined,
@@ -304,7 +304,7 @@ def planned_pair(m: Any) -> EsperPair | None:
     take (kernels.split, kernels.cascade), or None: none, or an inner every's
     (EsperPair.fork), which only :func:`process_esper_batch` runs column-wise."""
     pr = m.pattern.pair
-    return None if pr is None or pr.fork else pr
+    return None if pr is None or pr.fork or pr.paths else pr
 
 
 def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
@@ -368,6 +368,10 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     stages = [*pr.stages, *(e for op in ops for e in op)]
     keys_of = [*pr.keys, *(k for v, op in zip(pr.alts, ops, strict=True)
                            for k in (v.keys[len(v.keys) - len(op):] if v.keys else [-1]))]
+    # (alternatives before more stages: the other alternatives' edges after the chain
+    # through the first, kernels.branch)
+    stages += [v.stages[pr.branch] for v in pr.paths[1:]]
+    keys_of += [v.keys[pr.branch] for v in pr.paths[1:]]
     # (a guard reading the earlier stages' fields is checked per candidate below)
     locs = [passing(e, cols) if reads_own_event(e) else np.arange(len(cols.rows(e.position.type)))
             for e in stages]
@@ -447,6 +451,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     where = {s: j + 1 for j, s in enumerate(pr.states)}  # a waiting state -> events held
     where.update((s, nb) for s in pr.product.values())  # (past the stages before the or)
+    for v in pr.paths[1:]:  # (each alternative's own state)
+        where[v.states[pr.branch]] = pr.branch + 1
     stage0 = np.concatenate([np.array([where[t.threads[0].state] for t in old], np.int64),
                              np.ones(n_inst - n_real, np.int64)])
     stage = stage0.copy()
@@ -531,8 +537,13 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "stage0": stage0,
              "taken": taken, "cols": cols, "age": _ages(old, pend_ids, n_old, n_inst),
              "zstart": i_ts}, inst, stage_rows[1][order[pos]])
+    if pr.paths:  # (alternatives before more stages: which one each instance took)
+        alt = branch.alternative_of(pr, old, n_inst)
     for j in range(1, 1 if pr.fork else len(pr.stages)):
-        moved, row = take(j, np.flatnonzero(stage == j))
+        if j == pr.branch and pr.paths:
+            moved, row = branch.first_of(pr, take, np.flatnonzero(stage == j), alt, n)
+        else:
+            moved, row = take(j, np.flatnonzero(stage == j))
         stage[moved] = j + 1
         taken[j, moved] = row
         last[moved] = row
@@ -580,7 +591,9 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             "new_rows": new_rows, "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols,
-            "alt": alt, "zstart": i_ts, "seen": seen, "forked": forked}
+            "alt": alt, "zstart": i_ts, "seen": seen, "forked": forked,
+            "branch_rows": None if not pr.paths else branch.rows_after(
+                pr, m.pattern.auto, stages, stage_rows, b_code, bounds, i_code, span)}
 
 
 def _ages(old: list[Token], pend_ids: list[int], n_old: int, n_inst: int) -> np.ndarray:
@@ -619,10 +632,13 @@ def distinct_rows(m: Any, first: Any, cols: TypeColumns, rows: np.ndarray
 
 def _zone_to(pr: EsperPair) -> int:
     """The last stage (edge index) inside the pattern's window — ``pr.zone_to``; else every
-    stage, the alternatives too (an or of sequences: every operand's atoms)."""
+    stage, the alternatives too (an or of sequences: every operand's atoms; alternatives
+    before more stages: the other alternatives' edges after the chain, kernels.branch)."""
     if pr.zone_to is not None:
         return pr.zone_to
     nb = len(pr.stages)
+    if pr.paths:
+        return nb + len(pr.paths) - 1
     return nb + (sum(len(v.stages) - nb for v in pr.alts) if pr.operands else len(pr.alts))
 
 
@@ -877,12 +893,31 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
     """:func:`_emit_pair`, for a last stage of alternatives per alternative: the matches it
     completed are those of its own chain (``pr.alts``), whose select list reads the other
     alternatives' tags as null."""
-    if not pr.alts:
+    if not pr.alts and not pr.paths:
         return _emit_pair(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
     if pr.conj:
         return _emit_and(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
     blocks: list[Any] = []
     by = p["alt"][inst]
+    if pr.paths:  # (alternatives before more stages: per alternative, its own chain's; a
+        # token from before the batch holds a thread per alternative event, kernels.branch)
+        old, rest, unused = p["old"], pr.new[-1], m.pattern.auto.unused
+        taken, stage0, end = p["taken"], p["stage0"], p["stage"]
+
+        def held_old(q: int) -> tuple[list[Event], dict[str, Any]]:
+            later = [events[int(taken[j][q])] for j in range(int(stage0[q]), int(end[q]))]
+            return branch.held_winner(old[q], rest, later, unused)
+
+        # (the winner's events and bindings, then the stages it takes in the batch: none
+        # past the held ones, _held)
+        p = {**p, "held_old": held_old}
+        for i, view in enumerate(pr.paths):
+            w = by == i
+            if w.any():
+                blocks += _emit_pair(m, view, p, inst[w], rank[w], first_id, events,
+                                     None if fields is None else _select_fields(m, view),
+                                     arity, objects)
+        return blocks
     for i, view in enumerate(pr.alts):
         w = by == i
         if w.any():
@@ -1260,6 +1295,9 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     if pr.operands:  # (an or of sequences, an and: an operand's progress moves it on too)
         moved |= (p["counts"] != p["counts0"]).any(axis=0)
         deep |= p["counts"].any(axis=0)
+    # (past alternatives before more stages: a thread per alternative event, kernels.branch)
+    threads = _branch_threads(pr, p, events) if pr.paths else {}
+    moved[list(threads)] = True
     #: the tokens whose window opened in the batch (a guard on the later stages): their
     #: timers, asked for below in the order the windows opened
     opened: list[tuple[int, int, Token, Thread]] = []
@@ -1267,6 +1305,10 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         m.unregister(old[q])
     for q in np.flatnonzero(alive[:n_real] & moved[:n_real]).tolist():
         tok = old[q]
+        if q in threads:
+            tok.threads = threads[q]
+            m.register(tok)
+            continue
         th = tok.threads[0]
         th.state, th.events, th.bindings = _open(pr, p, q, events)
         th.last = th.events[-1]
@@ -1286,6 +1328,12 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     if len(on):
         all_ids = [*pend_ids, *new_ids.tolist()]
         for q in on.tolist():
+            if q in threads:  # (its window opened at a: zat is 0)
+                tok = Token(all_ids[q - n_real], None, threads[q][-1].events[0].ts, threads[q])
+                m.register(tok)
+                if z is not None:
+                    m.schedule_zones(tok, threads[q][-1])
+                continue
             state, held, full = _open(pr, p, q, events)
             zs = _zstart(pr, int(stage[q]), held, zto)
             th = Thread(state, full, held, zs, held[-1])
@@ -1302,6 +1350,32 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     if z is not None:
         _skip_completed(m, pr, p)
     return ids, evs
+
+
+def _branch_threads(pr: EsperPair, p: dict, events: Any) -> dict[int, list[Thread]]:
+    """Per instance left open past its alternatives (before more stages: kernels.branch),
+    its threads after the batch, as the token path holds them."""
+    b, old = pr.branch, p["old"]
+    n_real = len(old)
+    stage0, taken = p["stage0"], p["taken"]
+    pre = {**p, "stage": np.minimum(p["stage"], b)}  # (up to the alternatives: _held)
+    zto = _zone_to(pr)
+    bases: dict[int, tuple[Thread, list[Thread], list[tuple[int, int, int]]]] = {}
+    for q in np.flatnonzero(p["alive"] & (p["stage"] > b)).tolist():
+        if q < n_real and stage0[q] > b:  # (its threads before the batch, and their base)
+            ths = old[q].threads
+            base, kept, after = ths[-1], ths[:-1], -1
+        else:
+            evs, full = _held(pr, pre, q, events)
+            base = Thread(pr.states[b - 1], full, evs, _zstart(pr, b, evs, zto), evs[-1])
+            kept, after = [], int(taken[b - 1][q])
+        bases[q] = (base, kept, p["branch_rows"](q, after))
+    src = p["cols"].src
+    if not isinstance(src, EventRows):  # (a column source: the alternatives' events too)
+        need = sorted({r for _, _, rows in bases.values() for r, _, _ in rows})
+        events = p["cols"].events(np.array(need, np.int64))
+    return {q: branch.open_threads(pr, base, kept, rows, events.__getitem__)
+            for q, (base, kept, rows) in bases.items()}
 
 
 def _open(pr: EsperPair, p: dict, q: int, events: Any) -> tuple[int, list[Event], dict[str, Any]]:
