@@ -761,3 +761,147 @@ def test_conjunctions_over_kernel_output(prog_spec, spec, cuts, restore_at) -> N
     pattern's output), batches cut anywhere, a save/restore in the middle: as event by
     event."""
     check_split(program_of(*prog_spec), spec, cuts, restore_at)
+
+
+# -- alternatives before more stages (kernels.branch: EsperPair.branch/paths) ---------------
+
+@st.composite
+def branches(draw: st.DrawFn) -> str:
+    """``every a = T(f) [-> b = T(g, key)] -> (x = T(h, key) or y = T(…, key) [or …]) -> d =
+    T(l, key) [where within around everything after a]``: alternatives of one event each
+    (two or three, one type or several, some untagged) before one more stage, every atom on
+    a's key, filters on the atom's own event, select lists reading the alternatives' tags
+    (null for those that did not win)."""
+    tags = draw(st.permutations(["p", "q", "r", "Z", "ab"]))[:draw(st.sampled_from([2, 2, 3]))]
+    chained = draw(st.sampled_from([False, False, True]))
+
+    def atom(tag: str, untagged: bool = False) -> str:
+        f = draw(st.sampled_from(["", "", *FILTERS])).format(a=tag)
+        k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
+        f = f"({f}) and {k}" if f else k
+        t = draw(st.sampled_from(TYPES))
+        return f"{t}({f.replace(tag + '.', '')})" if untagged else f"{tag} = {t}({f})"
+
+    alts = [atom(t, t not in (tags[0], tags[-1]) and draw(st.booleans())) for t in tags]
+    body = f"({' or '.join(alts)}) -> {atom('d')}"
+    if chained:
+        body = f"{atom('b')} -> {body}"
+    within = draw(st.sampled_from(["", "", " where timer:within(3 msec)",
+                                   " where timer:within(0 msec)",
+                                   " where timer:within(10 milliseconds)"]))
+    if within:
+        body = f"({body})"  # (around everything after a)
+    f = draw(st.sampled_from(["", *FILTERS])).format(a="a")
+    first = f"a = {draw(st.sampled_from(TYPES))}({f})"
+    return draw(stated(f"every {first} -> {body}{within}", tags[0], tags[-1]))
+
+
+def takes_the_branch(stmt: str) -> None:
+    takes_the_kernel(stmt, "paths")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(branches(), min_size=1, max_size=2), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+def test_branches_equal_event_by_event(stmts, spec, cuts, tail) -> None:
+    """Alternatives before more stages: batches cut anywhere (single events between them,
+    per-event steps after), the column route over event lists, rules firing, open
+    instances (a thread per alternative event), saved state: as the general token path."""
+    check_statements(stmts, spec, cuts, tail, takes_the_branch)
+
+
+@settings(max_examples=50, deadline=None)
+@given(branches(), stream([0, 1, 2, 1.0, True, "1", None, float("nan")]),
+       st.lists(st.integers(0, 70), max_size=2), st.integers(0, 5))
+def test_branches_with_mixed_keys(stmt, spec, cuts, tail) -> None:
+    """Keys that unify across types (1, 1.0, True), text, None and NaN."""
+    check(C_SCHEMA + stmt, spec, cuts, tail)
+
+
+@settings(max_examples=80, deadline=None)
+@given(branches(), stream([0, 1], 20), st.integers(1, 30), st.integers(0, 70),
+       st.lists(st.integers(0, 70), max_size=3))
+def test_branches_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
+    """``Engine.run`` in batches with a save/restore in the middle (tokens holding several
+    threads saved and read back), ``Engine.process_columns`` over Arrow batches (rows
+    written column-wise): as event by event."""
+    takes_the_branch(stmt)
+    check_pair_run(stmt, spec, batch, restore_at, cuts)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(branches(), min_size=1, max_size=2), keyed_others(1), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_branches_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes: the split leaves them per event
+    (kernels.pair.planned_pair declines them), as event by event."""
+    prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    check_split(prog, spec, cuts, restore_at)
+
+
+@settings(max_examples=40, deadline=None)
+@given(branches(), stream([0, 1], 5), st.sampled_from([0, 1, 3, 9, 10, 100]))
+def test_branches_time_passing_after_a_batch(stmt, spec, later) -> None:
+    """One batch, then ``advance_to`` past its last event: the tokens left open expire, the
+    idle timers of the instances that completed move the clock, as per event."""
+    check_time_passing(load_module(parse_epl(SCHEMA + C_SCHEMA + stmt)), spec, later)
+
+
+# (the esper_or_mid shape of benchmarks/pattern_shapes.py, d of B for a hand-derived stream)
+OR_MID = ("@Name('P')\ninsert into P\nselect a.v as av, b.v as bv, c.v as cv, d.v as dv\n"
+          "from pattern [every a = A -> ((b = B(b.k = a.k) or c = C(c.k = a.k)) -> "
+          "d = B(d.k = a.k)) where timer:within(10 milliseconds)];\n")
+#: hand-derived (one key, v = the event's number, 1 ms apart but e8 at 20): e0's instance
+#: takes c at e1 and completes at e2, a B, by its c thread — e2 also fits b, but the
+#: instance is done; e3's takes b at e4 and c at e5 (a thread each, and one still waiting
+#: for the alternatives: a batch cut after e5 leaves that token with three threads), and
+#: completes at e6 by the thread through e4, the older alternative event (matcher._age),
+#: though the one through e5 completes there too; e7's expires at 17 before e8
+OR_MID_STREAM = [("A", 0, 0, 0.0, 0), ("C", 0, 1, 0.0, 1), ("B", 0, 2, 0.0, 1),
+                 ("A", 0, 3, 0.0, 1), ("B", 0, 4, 0.0, 1), ("C", 0, 5, 0.0, 1),
+                 ("B", 0, 6, 0.0, 1), ("A", 0, 7, 0.0, 1), ("C", 0, 8, 0.0, 13)]
+OR_MID_MATCHES = [(("e0", "e1", "e2"), (0, None, 1, 2)), (("e3", "e4", "e6"), (3, 4, None, 6))]
+
+
+def test_or_mid_pinned() -> None:
+    """The esper_or_mid shape over a hand-derived stream, in two batches cut after e5 (the
+    token with a thread per alternative event left open and read back), then in one."""
+    takes_the_branch(OR_MID)
+
+    def left(eng: Engine) -> None:
+        (tok,) = eng.matchers[0].all_tokens()
+        assert [[e.ref for e in th.events] for th in tok.threads] == [
+            ["e3", "e4"], ["e3", "e5"], ["e3"]]
+        assert [th.bindings.get("b.v", th.bindings.get("c.v")) for th in tok.threads] == [
+            4, 5, None]
+
+    check_pinned(OR_MID, OR_MID_STREAM, 6, OR_MID_MATCHES, left)
+
+
+def test_what_the_branch_takes_and_declines() -> None:
+    """What takes the pair kernel as alternatives before more stages (kernels.branch), and
+    what stays per event (the general token path)."""
+    for s in [
+        "every a = A -> (b = B(b.k = a.k) or c = C(c.k = a.k)) -> d = C(d.k = a.k)",
+        "every a = A -> ((b = B(k = a.k) or c = C(k = a.k)) -> d = A(k = a.k)) "
+        "where timer:within(10 sec)",
+        "every a = A -> b = B(k = a.k) -> (c = C(k = a.k and v > 1) or e = A(k = a.k)) -> "
+        "d = C(k = a.k)",  # (after a chain)
+        "every a = A(v > 0) -> (B(k = a.k) or C(k = a.k) or r = B(v > 2 and k = a.k)) -> "
+        "d = B(k = a.k)",  # (untagged, one type twice)
+    ]:
+        takes_the_branch(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    declined([
+        "every a = A -> (b = B(k = a.k) or c = C) -> d = C(k = a.k)",  # (one on no key)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(v > b.v and k = a.k)",
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k) -> "
+        "e = B(k = a.k)",  # (more than one stage after the alternatives)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k) -> e = A(k = a.k)) -> "
+        "d = C(k = a.k)",  # (a sequence among them: a product)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k) "
+        "where timer:within(1 sec)",  # (a window on d alone)
+        "every a = A -> ((b = B(k = a.k) or c = C(k = a.k)) where timer:within(1 sec)) -> "
+        "d = C(k = a.k)",  # (a window on the alternatives alone)
+        "every (a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k))",  # (restart)
+        "every-distinct(a.k) a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k)",
+    ], "paths")

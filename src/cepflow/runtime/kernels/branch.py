@@ -21,6 +21,8 @@ alternative event kept, oldest first, then the thread still waiting for the alte
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -96,7 +98,7 @@ def rows_after(pr: EsperPair, auto: Any, stages: list[Any], stage_rows: list[np.
     return rows
 
 
-def open_threads(pr: EsperPair, base: Thread, kept: list[Thread],
+def open_threads(pr: EsperPair, base: Thread | None, kept: list[Thread],
                  rows: list[tuple[int, int, int]], event: Callable[[int], Event]
                  ) -> list[Thread]:
     """The threads of an instance left open after the batch past its first alternative
@@ -105,21 +107,30 @@ def open_threads(pr: EsperPair, base: Thread, kept: list[Thread],
     the token path makes them) — unless a thread at that alternative's state with the same
     bindings and zone entries is held (``_dedupe`` keeps the older) —, then ``base``, the
     thread still waiting for the alternatives (the token path moves it after the threads
-    it makes at each event). ``event(row)`` gives a row's event."""
+    it makes at each event). A row that every alternative takes ends ``base`` (no edge of
+    its state is left to wait: ``Matcher._others_wait``), and with it the threads later rows
+    would make; None: it ended before the batch. ``event(row)`` gives a row's event."""
     out = list(kept)
+    if base is None:
+        return out
     seen = {_key_of(th) for th in out}
-    for r, _, i in rows:
+    for r, group in groupby(rows, key=itemgetter(0)):
         e = event(r)
-        edge = pr.paths[i].stages[pr.branch]
-        b = bind(edge.position, e.params, base.bindings)
-        if b is None:  # (unification: the key alone, which the codes decided)
-            continue
-        th = Thread(edge.target, b, [*base.events, e],
-                    dict(base.zstart) if base.zstart else None, e)
-        k = _key_of(th)
-        if k not in seen:
-            seen.add(k)
-            out.append(th)
+        fired = 0
+        for _, _, i in group:
+            edge = pr.paths[i].stages[pr.branch]
+            b = bind(edge.position, e.params, base.bindings)
+            if b is None:  # (unification: the key alone, which the codes decided)
+                continue
+            fired += 1
+            th = Thread(edge.target, b, [*base.events, e],
+                        dict(base.zstart) if base.zstart else None, e)
+            k = _key_of(th)
+            if k not in seen:
+                seen.add(k)
+                out.append(th)
+        if fired == len(pr.paths):
+            return out
     out.append(base)
     return out
 

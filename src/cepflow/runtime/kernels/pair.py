@@ -1360,11 +1360,13 @@ def _branch_threads(pr: EsperPair, p: dict, events: Any) -> dict[int, list[Threa
     stage0, taken = p["stage0"], p["taken"]
     pre = {**p, "stage": np.minimum(p["stage"], b)}  # (up to the alternatives: _held)
     zto = _zone_to(pr)
-    bases: dict[int, tuple[Thread, list[Thread], list[tuple[int, int, int]]]] = {}
+    bases: dict[int, tuple[Thread | None, list[Thread], list[tuple[int, int, int]]]] = {}
+    n = p["cols"].src.n
     for q in np.flatnonzero(p["alive"] & (p["stage"] > b)).tolist():
-        if q < n_real and stage0[q] > b:  # (its threads before the batch, and their base)
-            ths = old[q].threads
-            base, kept, after = ths[-1], ths[:-1], -1
+        if q < n_real and stage0[q] > b:  # (its threads before the batch, and their base
+            ths = old[q].threads            # if it still waits for the alternatives)
+            waits = ths[-1].state == pr.states[b - 1]
+            base, kept, after = (ths[-1], ths[:-1], -1) if waits else (None, ths, n)
         else:
             evs, full = _held(pr, pre, q, events)
             base = Thread(pr.states[b - 1], full, evs, _zstart(pr, b, evs, zto), evs[-1])
