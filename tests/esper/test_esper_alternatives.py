@@ -288,6 +288,10 @@ def test_the_shape_and_what_it_declines() -> None:
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
     ]:
         takes_the_kernel(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    # (alternatives not the last stage, ``(b or c) -> d``: kernels.branch's,
+    # test_what_the_branch_takes_and_declines)
+    takes_the_branch("@Name('P')\ninsert into P\nfrom pattern [every a = A -> (b = B(k = a.k)"
+                     " or c = C(k = a.k) -> d = A(k = a.k))];\n")
     # per event, after a alone on a key: the direct step with the instances as rows
     # (EsperSteps._pair_start, _alts_end): for a C closing, for an A opening
     m = Engine(load_module(parse_epl(
@@ -299,7 +303,6 @@ def test_the_shape_and_what_it_declines() -> None:
     for s in [
         # (a guard on a after a chain)
         "every a = A -> b = B(k = a.k) -> (c = B(v > a.v and k = a.k) or d = C(k = a.k))",
-        "every a = A -> (b = B(k = a.k) or c = C(k = a.k) -> d = A(k = a.k))",  # (not last)
         "every a = A -> b = B -> (c = C or d = A)",  # (a chain without a key)
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = A)",  # (one on no key)
         "every a = A -> (b = B(k = a.k) or c = C(k = a.v))",  # (two keys)
@@ -768,10 +771,10 @@ def test_conjunctions_over_kernel_output(prog_spec, spec, cuts, restore_at) -> N
 @st.composite
 def branches(draw: st.DrawFn) -> str:
     """``every a = T(f) [-> b = T(g, key)] -> (x = T(h, key) or y = T(…, key) [or …]) -> d =
-    T(l, key) [where within around everything after a]``: alternatives of one event each
-    (two or three, one type or several, some untagged) before one more stage, every atom on
-    a's key, filters on the atom's own event, select lists reading the alternatives' tags
-    (null for those that did not win)."""
+    T(l, key) [-> e = … -> …] [where within around everything after a]``: alternatives of
+    one event each (two or three, one type or several, some untagged) before one to three
+    more stages, every atom on a's key, filters on the atom's own event, select lists
+    reading the alternatives' tags (null for those that did not win)."""
     tags = draw(st.permutations(["p", "q", "r", "Z", "ab"]))[:draw(st.sampled_from([2, 2, 3]))]
     chained = draw(st.sampled_from([False, False, True]))
 
@@ -783,7 +786,8 @@ def branches(draw: st.DrawFn) -> str:
         return f"{t}({f.replace(tag + '.', '')})" if untagged else f"{tag} = {t}({f})"
 
     alts = [atom(t, t not in (tags[0], tags[-1]) and draw(st.booleans())) for t in tags]
-    body = f"({' or '.join(alts)}) -> {atom('d')}"
+    then = ["d", "e", "f"][:draw(st.sampled_from([1, 1, 2, 3]))]
+    body = f"({' or '.join(alts)}) -> {' -> '.join(atom(t) for t in then)}"
     if chained:
         body = f"{atom('b')} -> {body}"
     within = draw(st.sampled_from(["", "", " where timer:within(3 msec)",
@@ -878,6 +882,30 @@ def test_or_mid_pinned() -> None:
     check_pinned(OR_MID, OR_MID_STREAM, 6, OR_MID_MATCHES, left)
 
 
+OR_MID_LONGER = ("@Name('P')\ninsert into P\nselect a.v as av, b.v as bv, c.v as cv, d.v as dv,"
+                 " e.v as ev\nfrom pattern [every a = A -> (b = B(k = a.k) or c = C(k = "
+                 "a.k)) -> d = B(k = a.k) -> e = C(k = a.k)];\n")
+#: hand-derived: e0's instance takes b at e1, c at e2 (its b thread waits for d); at e3, a
+#: B, both take d and the thread still waiting makes a third b thread — a batch cut after
+#: e3 leaves four threads —; at e4 the thread through e1 and e3 completes (the thread
+#: through e2 and e3 too: the older wins)
+OR_MID_LONGER_STREAM = [("A", 0, 0, 0.0, 0), ("B", 0, 1, 0.0, 1), ("C", 0, 2, 0.0, 1),
+                        ("B", 0, 3, 0.0, 1), ("C", 0, 4, 0.0, 1)]
+
+
+def test_or_mid_longer_pinned() -> None:
+    """Two stages after the alternatives: the threads past them move on at each row."""
+    takes_the_branch(OR_MID_LONGER)
+
+    def left(eng: Engine) -> None:
+        (tok,) = eng.matchers[0].all_tokens()
+        assert [[e.ref for e in th.events] for th in tok.threads] == [
+            ["e0", "e1", "e3"], ["e0", "e2", "e3"], ["e0", "e3"], ["e0"]]
+
+    check_pinned(OR_MID_LONGER, OR_MID_LONGER_STREAM, 4,
+                 [(("e0", "e1", "e3", "e4"), (0, 1, None, 3, 4))], left)
+
+
 def test_what_the_branch_takes_and_declines() -> None:
     """What takes the pair kernel as alternatives before more stages (kernels.branch), and
     what stays per event (the general token path)."""
@@ -889,15 +917,19 @@ def test_what_the_branch_takes_and_declines() -> None:
         "d = C(k = a.k)",  # (after a chain)
         "every a = A(v > 0) -> (B(k = a.k) or C(k = a.k) or r = B(v > 2 and k = a.k)) -> "
         "d = B(k = a.k)",  # (untagged, one type twice)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k) -> "
+        "e = B(k = a.k)",  # (two stages after the alternatives)
     ]:
         takes_the_branch(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
     declined([
         "every a = A -> (b = B(k = a.k) or c = C) -> d = C(k = a.k)",  # (one on no key)
         "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(v > b.v and k = a.k)",
-        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k) -> "
-        "e = B(k = a.k)",  # (more than one stage after the alternatives)
-        "every a = A -> (b = B(k = a.k) or c = C(k = a.k) -> e = A(k = a.k)) -> "
+        "every a = A -> (b = B(k = a.k) or (c = C(k = a.k) -> e = A(k = a.k))) -> "
         "d = C(k = a.k)",  # (a sequence among them: a product)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> (d = C(k = a.k) or "
+        "e = A(k = a.k))",  # (alternatives again after them)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k) -> "
+        "e = B(k = a.v)",  # (a later stage on another key)
         "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k) "
         "where timer:within(1 sec)",  # (a window on d alone)
         "every a = A -> ((b = B(k = a.k) or c = C(k = a.k)) where timer:within(1 sec)) -> "

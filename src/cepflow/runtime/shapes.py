@@ -829,31 +829,46 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
 
 def _with_branch(pattern: Any, stages: list[Any], states: list[int]) -> EsperPair | None:
     """The shape ``every a = A(f) [-> b = B(g) …] -> (x = X(h) or y = Y(k) …) -> d = D(l)
-    [within Δ]`` (:attr:`EsperPair.branch`): two or more alternatives of one event each out
-    of the state after ``stages``, each into a state of its own whose one edge is one final
-    atom ``d`` (the same position for every alternative), every stage on ``a``'s key and
-    reading only its own event, no window or one around everything after ``a``; else None.
-    ``is_pair`` is off: per event the token path steps it, a thread per alternative event
-    (docs/esper.md, "Alternatives before more stages")."""
+    [-> e = E(m) …] [within Δ]`` (:attr:`EsperPair.branch`): two or more alternatives of
+    one event each out of the state after ``stages``, each into a state of its own, from
+    which one chain of atoms goes on to the end — the same positions after every
+    alternative, meeting at one state after the first of them —, every stage on ``a``'s key
+    and reading only its own event, no window or one around everything after ``a``; else
+    None. ``is_pair`` is off: per event the token path steps it, a thread per alternative
+    event (docs/esper.md, "Alternatives before more stages")."""
     auto = pattern.auto
     es = [e for lst in auto.edges.get(states[-1], {}).values() for e in lst]
     if len(es) < 2 or any(
             e.final or e.enters or e.exits or e.position.every or e.position.conj is not None
-            or e.position.track is not None or e.position.collect is not None
-            or auto.forbids.get(e.target) for e in es):
+            or e.position.track is not None or e.position.collect is not None for e in es):
         return None
     targets = [e.target for e in es]
-    rest = [_only_edge(auto, t) for t in targets]
-    if (len(set(targets)) != len(targets) or set(targets) & {INITIAL, *states}
-            or any(d is None or not d.final or d.position is not rest[0].position
-                   for d in rest)
-            or set(auto.edges) != {INITIAL, *states, *targets}):
+    if len(set(targets)) != len(targets) or set(targets) & {INITIAL, *states}:
         return None
-    then = dict(zip(targets, rest, strict=True))
-    ordered = _preference(auto, [*stages, rest[0]], es)
+    rests: dict[int, list[Any]] = {}
+    for t in targets:  # (each alternative's chain to the end)
+        rest, at = [], t
+        while (d := _only_edge(auto, at)) is not None and len(rest) <= len(auto.positions):
+            rest.append(d)
+            if d.final:
+                break
+            at = d.target
+        if not rest or not rest[-1].final:
+            return None
+        rests[t] = rest
+    rest0 = rests[targets[0]]
+    later = {d.target for d in rest0[:-1]}
+    if (any(len(r) != len(rest0) or any(d.position is not d0.position or d.target != d0.target
+                                        for d, d0 in zip(r, rest0, strict=True))
+            for r in rests.values())
+            or later & {INITIAL, *states, *targets}
+            or set(auto.edges) != {INITIAL, *states, *targets, *later}):
+        return None
+    ordered = _preference(auto, [*stages, *rest0], es)
     if ordered is None:
         return None
-    paths = [_stages_shape(pattern, [*stages, e, then[e.target]], [*states, e.target])
+    paths = [_stages_shape(pattern, [*stages, e, *rests[e.target]],
+                           [*states, e.target, *(d.target for d in rest0[:-1])])
              for e in ordered]
     if any(v is None or v.key_var is None or not v.columnar or v.zone_at
            or v.zone_to is not None for v in paths):

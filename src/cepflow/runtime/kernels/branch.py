@@ -21,8 +21,6 @@ alternative event kept, oldest first, then the thread still waiting for the alte
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -30,7 +28,7 @@ import numpy as np
 from cepflow.automaton.automaton import FINAL
 from cepflow.events.event import Event
 from cepflow.runtime.binding import bind
-from cepflow.runtime.matcher import _age, _key_of
+from cepflow.runtime.matcher import _age, _dedupe
 from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.tokens import Thread, Token
 
@@ -45,11 +43,14 @@ def edges_of(pr: EsperPair) -> list[int]:
 def alternative_of(pr: EsperPair, old: list[Token], n_inst: int) -> np.ndarray:
     """Per instance, the alternative it took (its place in ``pr.paths``), -1 for none yet:
     for a token from before the batch, its oldest thread's (the first alternative event:
-    :func:`open_threads` keeps that order)."""
+    :func:`open_threads` keeps that order) — past the states of the alternatives, where
+    they meet, any (0: the match is its winning thread's, kernels.pair._emit)."""
     at = {v.states[pr.branch]: i for i, v in enumerate(pr.paths)}
+    before = set(pr.states[:pr.branch])
     alt = np.full(n_inst, -1, np.int64)
     for q, t in enumerate(old):
-        alt[q] = at.get(t.threads[0].state, -1)
+        s = t.threads[0].state
+        alt[q] = -1 if s in before else at.get(s, 0)
     return alt
 
 
@@ -71,68 +72,83 @@ def first_of(pr: EsperPair, take: Callable[..., tuple[np.ndarray, np.ndarray]],
 
 def rows_after(pr: EsperPair, auto: Any, stages: list[Any], stage_rows: list[np.ndarray],
                b_code: np.ndarray, bounds: np.ndarray, i_code: np.ndarray, span: int
-               ) -> Callable[[int, int], list[tuple[int, int, int]]]:
-    """For an instance ``q`` and a row ``after``: the rows after it of any alternative, of
-    its key, passing that alternative's filter (pair_rows' ``stage_rows``, keys coded as
-    ``b_code``/``i_code``), as (row, the edge's place among its state's edges of the row's
-    type — the order the token path tries them in —, alternative), in that order."""
+               ) -> Callable[[int, int], list[tuple[int, list[int], set[int]]]]:
+    """For an instance ``q`` and a row ``after``: the rows after it of its key that an
+    alternative or a later stage takes (pair_rows' ``stage_rows``: passing the filter; keys
+    coded as ``b_code``/``i_code``), ascending, each with the alternatives it fits — in the
+    order the token path tries their edges (their state's edges of the row's type) — and
+    the later stages it fits (their edge index in ``pr.stages``)."""
     found = []
-    for i, j in enumerate(edges_of(pr)):
+    later = range(pr.branch + 1, len(pr.stages))
+    for i, j in [*enumerate(edges_of(pr)), *((None, j) for j in later)]:
         edge = stages[j]
-        rank = next(k for k, e in enumerate(auto.edges[edge.source][edge.position.type])
-                    if e is edge)
+        rank = (-1 if i is None else  # (a later stage: one edge out of each state)
+                next(k for k, e in enumerate(auto.edges[edge.source][edge.position.type])
+                     if e is edge))
         code_j = b_code[bounds[j - 1]:bounds[j]]
         order = np.argsort(code_j, kind="stable")  # (by key, then row)
         found.append(((code_j * span + stage_rows[j] + 1)[order], stage_rows[j][order], rank,
-                      i))
+                      i, j))
 
-    def rows(q: int, after: int) -> list[tuple[int, int, int]]:
+    def rows(q: int, after: int) -> list[tuple[int, list[int], set[int]]]:
         c = int(i_code[q]) * span
-        out = []
-        for comb, rows_j, rank, i in found:
+        hits: dict[int, tuple[list[tuple[int, int]], set[int]]] = {}
+        for comb, rows_j, rank, i, j in found:
             lo, hi = np.searchsorted(comb, [c + after + 1, c + span], side="right").tolist()
-            out += [(r, rank, i) for r in rows_j[lo:hi].tolist()]
-        out.sort()
-        return out
+            for r in rows_j[lo:hi].tolist():
+                alts, then = hits.setdefault(r, ([], set()))
+                if i is None:
+                    then.add(j)
+                else:
+                    alts.append((rank, i))
+        return [(r, [i for _, i in sorted(alts)], then)
+                for r, (alts, then) in sorted(hits.items())]
 
     return rows
 
 
 def open_threads(pr: EsperPair, base: Thread | None, kept: list[Thread],
-                 rows: list[tuple[int, int, int]], event: Callable[[int], Event]
+                 rows: list[tuple[int, list[int], set[int]]], event: Callable[[int], Event]
                  ) -> list[Thread]:
     """The threads of an instance left open after the batch past its first alternative
-    event: the alternative threads it held before the batch (``kept``, oldest first), then
-    one per row of an alternative in the batch (``rows``: :func:`rows_after`, in the order
-    the token path makes them) — unless a thread at that alternative's state with the same
-    bindings and zone entries is held (``_dedupe`` keeps the older) —, then ``base``, the
-    thread still waiting for the alternatives (the token path moves it after the threads
-    it makes at each event). A row that every alternative takes ends ``base`` (no edge of
-    its state is left to wait: ``Matcher._others_wait``), and with it the threads later rows
-    would make; None: it ended before the batch. ``event(row)`` gives a row's event."""
-    out = list(kept)
-    if base is None:
-        return out
-    seen = {_key_of(th) for th in out}
-    for r, group in groupby(rows, key=itemgetter(0)):
+    event, as the token path's steps leave them (Matcher._try_edges, _apply): from the
+    alternative threads it held before the batch (``kept``, oldest first) and ``base``, the
+    thread still waiting for the alternatives (None: it ended before the batch), stepped
+    over the ``rows`` of :func:`rows_after` — at each, every thread in order: ``base`` makes
+    a thread per alternative the row fits and stays after them, unless every alternative
+    fits (no edge of its state is left waiting: ``Matcher._others_wait``), a thread past the
+    alternatives moves on if the row fits its next stage; then threads at one state with
+    the same bindings and zone entries are one (``matcher._dedupe``). None completes (the
+    instance would have). ``event(row)`` gives a row's event."""
+    threads = [*kept, base] if base is not None else list(kept)
+    # (each state past the alternatives: its one edge and that stage's index)
+    later = {e.source: (e, j) for v in pr.paths
+             for j, e in enumerate(v.stages[pr.branch + 1:], pr.branch + 1)}
+    n_alts = len(pr.paths)
+    for r, alts, then in rows:
         e = event(r)
-        fired = 0
-        for _, _, i in group:
-            edge = pr.paths[i].stages[pr.branch]
-            b = bind(edge.position, e.params, base.bindings)
-            if b is None:  # (unification: the key alone, which the codes decided)
+        out = []
+        for th in threads:
+            if th is base:
+                for i in alts:
+                    edge = pr.paths[i].stages[pr.branch]
+                    out.append(_step(edge, th, e))
+                if len(alts) < n_alts:
+                    out.append(th)
+                else:
+                    base = None
                 continue
-            fired += 1
-            th = Thread(edge.target, b, [*base.events, e],
-                        dict(base.zstart) if base.zstart else None, e)
-            k = _key_of(th)
-            if k not in seen:
-                seen.add(k)
-                out.append(th)
-        if fired == len(pr.paths):
-            return out
-    out.append(base)
-    return out
+            edge, j = later[th.state]
+            out.append(_step(edge, th, e) if j in then else th)
+        threads = _dedupe(out) if len(out) > 1 else out
+    return threads
+
+
+def _step(edge: Any, th: Thread, e: Event) -> Thread:
+    """The thread ``th`` makes by ``edge`` on ``e`` (its key unifies: the codes decided)."""
+    b = bind(edge.position, e.params, th.bindings)
+    assert b is not None and not edge.final
+    return Thread(edge.target, b, [*th.events, e], dict(th.zstart) if th.zstart else None, e)
 
 
 def held_winner(tok: Token, rest: tuple[tuple[int, str], ...], events: list[Event],

@@ -1360,13 +1360,12 @@ def _branch_threads(pr: EsperPair, p: dict, events: Any) -> dict[int, list[Threa
     stage0, taken = p["stage0"], p["taken"]
     pre = {**p, "stage": np.minimum(p["stage"], b)}  # (up to the alternatives: _held)
     zto = _zone_to(pr)
-    bases: dict[int, tuple[Thread | None, list[Thread], list[tuple[int, int, int]]]] = {}
-    n = p["cols"].src.n
+    bases: dict[int, tuple[Thread | None, list[Thread], list[Any]]] = {}
     for q in np.flatnonzero(p["alive"] & (p["stage"] > b)).tolist():
         if q < n_real and stage0[q] > b:  # (its threads before the batch, and their base
             ths = old[q].threads            # if it still waits for the alternatives)
             waits = ths[-1].state == pr.states[b - 1]
-            base, kept, after = (ths[-1], ths[:-1], -1) if waits else (None, ths, n)
+            base, kept, after = (ths[-1], ths[:-1], -1) if waits else (None, ths, -1)
         else:
             evs, full = _held(pr, pre, q, events)
             base = Thread(pr.states[b - 1], full, evs, _zstart(pr, b, evs, zto), evs[-1])
@@ -1374,7 +1373,7 @@ def _branch_threads(pr: EsperPair, p: dict, events: Any) -> dict[int, list[Threa
         bases[q] = (base, kept, p["branch_rows"](q, after))
     src = p["cols"].src
     if not isinstance(src, EventRows):  # (a column source: the alternatives' events too)
-        need = sorted({r for _, _, rows in bases.values() for r, _, _ in rows})
+        need = sorted({r for _, _, rows in bases.values() for r, *_ in rows})
         events = p["cols"].events(np.array(need, np.int64))
     return {q: branch.open_threads(pr, base, kept, rows, events.__getitem__)
             for q, (base, kept, rows) in bases.items()}
