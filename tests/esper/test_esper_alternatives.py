@@ -937,3 +937,106 @@ def test_what_the_branch_takes_and_declines() -> None:
         "every (a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k))",  # (restart)
         "every-distinct(a.k) a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k)",
     ], "paths")
+
+
+# -- alternatives from the start before one more stage (kernels.branch, EsperPair.branch 0) -
+
+@st.composite
+def heads(draw: st.DrawFn) -> str:
+    """``every (x = T(f) or y = U(g) [or z = …]) -> d = V(h)``: alternatives of one event
+    each from the start (two or three, one type or several, some untagged), then one stage
+    on no key, filters on the atom's own event, select lists reading the alternatives' tags
+    (null for those that did not win)."""
+    tags = draw(st.permutations(["p", "q", "r", "Z", "ab"]))[:draw(st.sampled_from([2, 2, 3]))]
+
+    def atom(tag: str, untagged: bool = False) -> str:
+        f = draw(st.sampled_from(["", "", *FILTERS])).format(a=tag)
+        t = draw(st.sampled_from(TYPES))
+        return f"{t}({f.replace(tag + '.', '')})" if untagged else f"{tag} = {t}({f})"
+
+    alts = [atom(t, t not in (tags[0], tags[-1]) and draw(st.booleans())) for t in tags]
+    x, y = tags[0], tags[-1]
+    select = draw(st.sampled_from([
+        "", f"select {x}.v as xv, {y}.x as yx, d.v as dv, current_timestamp() as t ",
+        f"select {y}.k as yk, {x}.s as xs, 'lit' as c ", f"select d.v + {x}.v as total "]))
+    name = draw(st.sampled_from(["P", "Q"]))
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern "
+            f"[every ({' or '.join(alts)}) -> {atom('d')}];\n")
+
+
+def takes_the_head(stmt: str) -> None:
+    takes_the_kernel(stmt, "paths")
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    assert all(m.pattern.pair.branch == 0 for m in Engine(prog).matchers)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(heads(), min_size=1, max_size=2), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+def test_heads_equal_event_by_event(stmts, spec, cuts, tail) -> None:
+    """Alternatives from the start before a stage: batches cut anywhere (single events
+    between them, per-event steps after), the column route over event lists, rules firing,
+    open instances (a thread per alternative their event fits), saved state: as the general
+    token path."""
+    check_statements(stmts, spec, cuts, tail, takes_the_head)
+
+
+@settings(max_examples=60, deadline=None)
+@given(heads(), stream([0, 1], 20), st.integers(1, 30), st.integers(0, 70),
+       st.lists(st.integers(0, 70), max_size=3))
+def test_heads_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
+    """``Engine.run`` in batches with a save/restore in the middle, ``Engine.process_columns``
+    over Arrow batches (rows written column-wise): as event by event."""
+    takes_the_head(stmt)
+    check_pair_run(stmt, spec, batch, restore_at, cuts)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(heads(), min_size=1, max_size=2), keyed_others(1), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_heads_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes: per event in the split (planned_pair declines
+    them), as event by event."""
+    prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    check_split(prog, spec, cuts, restore_at)
+
+
+OR_HEAD = ("@Name('P')\ninsert into P\nselect p.v as pv, q.v as qv, r.v as rv, d.v as dv\nfrom "
+           "pattern [every (q = A(v < 5) or p = A(v > 1) or r = B) -> d = C];\n")
+#: hand-derived: e0 fits q alone (one thread), e1 fits q and p (one instance, two threads,
+#: in the written order), e2 r; a batch cut after e2 leaves three tokens. The C e3
+#: completes all three, oldest first — e1's by p, whose bindings' names sort first
+#: (matcher._age), though q is written first —; e4 fits p and is left open
+OR_HEAD_STREAM = [("A", 0, 0, 0.0, 0), ("A", 0, 3, 0.0, 1), ("B", 0, 2, 0.0, 1),
+                  ("C", 0, 3, 0.0, 1), ("A", 0, 7, 0.0, 1)]
+OR_HEAD_MATCHES = [(("e0", "e3"), (None, 0, None, 3)), (("e1", "e3"), (3, None, None, 3)),
+                   (("e2", "e3"), (None, None, 2, 3))]
+
+
+def test_or_head_pinned() -> None:
+    """The leading alternatives over a hand-derived stream, in two batches cut after e2 (its
+    tokens left open and read back), then in one."""
+    takes_the_head(OR_HEAD)
+
+    def left(eng: Engine) -> None:
+        assert [[(th.events[0].ref, sorted(th.bindings)[0][0]) for th in t.threads]
+                for t in eng.matchers[0].all_tokens()] == [
+            [("e0", "q")], [("e1", "q"), ("e1", "p")], [("e2", "r")]]
+
+    check_pinned(OR_HEAD, OR_HEAD_STREAM, 3, OR_HEAD_MATCHES, left)
+
+
+def test_what_the_head_takes_and_declines() -> None:
+    """What takes the pair kernel as alternatives from the start before a stage, and what
+    stays per event."""
+    for s in [
+        "every (a = A(v > 7) or b = B(v > 7)) -> c = C(v > 7)",  # (the esper_or_head shape)
+        "every (A or b = A(v > 1) or C) -> c = B",  # (untagged, one type twice)
+    ]:
+        takes_the_head(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    declined([
+        "every (a = A or b = B) -> c = C(c.k = a.k)",  # (c reads a tag: a guard)
+        "every (a = A or b = B) -> c = C -> d = A",  # (two stages after)
+        "every (a = A or b = B) -> c = C where timer:within(1 sec)",  # (a window)
+        "every (a = A or b = B) -> (c = C or d = A)",  # (alternatives after)
+    ], "paths")

@@ -545,11 +545,13 @@ class EsperPair:
     #: alternatives); only the pair kernel takes it — not the split, not over derived events
     fork: bool = False
     #: alternatives before more stages, ``every a = A(f) [-> b …] -> (x = X(g) or y = Y(h)
-    #: …) -> d = D(k)`` (:func:`_with_branch`): the stage of the alternatives (0: none) and
-    #: per alternative, in the order that wins a tie (:func:`_preference`), the whole chain
-    #: through it (``paths[0]`` is this chain itself). An instance takes the first later row
-    #: of any alternative, then the rest of the chain from there (kernels.branch: the token
-    #: path keeps a thread per alternative event it saw)
+    #: …) -> d = D(k)`` (:func:`_with_branch`) — or from the start, ``every (x = X(g) or y =
+    #: Y(h) …) -> d = D(k)`` (:func:`_leading_branch`, ``branch`` 0) —: the stage of the
+    #: alternatives and per alternative, in the order that wins a tie (:func:`_preference`),
+    #: the whole chain through it (``paths[0]`` is this chain itself; none: no such
+    #: alternatives). An instance takes the first later row of any alternative, then the
+    #: rest of the chain from there (kernels.branch: the token path keeps a thread per
+    #: alternative event it saw)
     branch: int = 0
     paths: tuple[EsperPair, ...] = ()
 
@@ -577,7 +579,7 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     if a is not None and a.final:  # a single stage, every e = T(f): each event passing f
         return _single_stage(auto, a)
     if a is None:
-        return _first_alternatives(auto)
+        return _first_alternatives(auto) or _leading_branch(pattern)
     if a is None or a.exits:
         return None
     if a.position.filter is not None and not a.position.local:
@@ -876,6 +878,45 @@ def _with_branch(pattern: Any, stages: list[Any], states: list[int]) -> EsperPai
     if len({(v.key_var, v.window, v.zone) for v in paths}) != 1:  # type: ignore[union-attr]
         return None
     return replace(paths[0], is_pair=False, branch=len(stages),  # type: ignore[arg-type]
+                   paths=tuple(paths))  # type: ignore[arg-type]
+
+
+def _leading_branch(pattern: Any) -> EsperPair | None:
+    """The shape ``every (x = X(f) or y = Y(g) …) -> d = D(h)`` (:attr:`EsperPair.branch`
+    0): spawn, two or more alternatives of one event each out of the initial state, each
+    into a state of its own whose one edge is the same final atom ``d``, every filter
+    reading only its own event, no key (the alternatives bind their own tags: ``d`` unifies
+    with none of them), no window; else None. Each row passing an alternative's filter
+    begins one instance — a thread per alternative it fits, in the automaton's order
+    (Matcher._start) —, which completes at the first later row passing ``d``'s filter, by
+    the alternative that wins a tie (:func:`_preference`). ``is_pair`` is off: per event the
+    token path steps it."""
+    auto = pattern.auto
+    if (not auto.context.esper or auto.start != "spawn" or auto.distinct or auto.forbids
+            or auto.partition_by or auto.clock is not None or auto.zones):
+        return None  # (as Automaton.spawn_edge asks; and no window)
+    es = [e for lst in auto.edges.get(INITIAL, {}).values() for e in lst]
+    if len(es) < 2 or any(
+            e.final or e.enters or e.exits or e.position.every or e.position.conj is not None
+            or e.position.track is not None or e.position.collect is not None
+            or (e.position.filter is not None and not e.position.local) for e in es):
+        return None
+    targets = [e.target for e in es]
+    rest = [_only_edge(auto, t) for t in targets]
+    if (len(set(targets)) != len(targets) or INITIAL in targets
+            or any(d is None or not d.final or d.position is not rest[0].position
+                   for d in rest)
+            or set(auto.edges) != {INITIAL, *targets}):
+        return None
+    then = dict(zip(targets, rest, strict=True))
+    ordered = _preference(auto, [rest[0]], es)
+    if ordered is None:
+        return None
+    paths = [_stages_shape(pattern, [e, then[e.target]], [e.target]) for e in ordered]
+    if any(v is None or v.key_var is not None or not v.columnar or v.zone is not None
+           for v in paths):
+        return None
+    return replace(paths[0], is_pair=False, branch=0,  # type: ignore[arg-type]
                    paths=tuple(paths))  # type: ignore[arg-type]
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.automaton.automaton import FINAL
+from cepflow.automaton.automaton import FINAL, INITIAL
 from cepflow.events.event import Event
 from cepflow.runtime.binding import bind
 from cepflow.runtime.matcher import _age, _dedupe
@@ -52,6 +52,28 @@ def alternative_of(pr: EsperPair, old: list[Token], n_inst: int) -> np.ndarray:
         s = t.threads[0].state
         alt[q] = -1 if s in before else at.get(s, 0)
     return alt
+
+
+def fitting(pr: EsperPair, stage_rows: list[np.ndarray], n: int) -> np.ndarray:
+    """Per alternative (``pr.paths``' order) whether each of the ``n`` rows passes its filter
+    (pair_rows' ``stage_rows`` of its edge)."""
+    fits = np.zeros((len(pr.paths), n), bool)
+    for i, j in enumerate(edges_of(pr)):
+        fits[i, stage_rows[j]] = True
+    return fits
+
+
+def start_threads(pr: EsperPair, auto: Any, e: Event, fits: np.ndarray) -> list[Thread]:
+    """The threads an instance from the start (``pr.branch`` 0) holds until it completes:
+    one per alternative its event ``e`` fits (``fits``, per ``pr.paths``), in the order of
+    the initial state's edges (Matcher._start)."""
+    at = {id(v.stages[0]): i for i, v in enumerate(pr.paths)}
+    out = []
+    for edge in auto.edges[INITIAL][e.type]:
+        i = at.get(id(edge))
+        if i is not None and fits[i]:
+            out.append(Thread(edge.target, bind(edge.position, e.params, {}), [e], None, e))
+    return out
 
 
 def first_of(pr: EsperPair, take: Callable[..., tuple[np.ndarray, np.ndarray]],

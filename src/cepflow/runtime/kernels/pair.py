@@ -384,7 +384,12 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         keep, seen = opened
         locs[0], stage_rows[0] = locs[0][keep], stage_rows[0][keep]
     new_rows = stage_rows[0]
-    alt = None
+    alt = lead = None
+    if pr.paths and not pr.branch:  # every (x = X(f) or y = Y(g) …) -> d: a row passing an
+        # alternative's filter begins an instance (kernels.branch)
+        fits = branch.fitting(pr, stage_rows, src.n)
+        new_rows = np.flatnonzero(fits.any(axis=0))
+        lead = fits[:, new_rows]
     if not pr.stages:  # every (a = A(f) or b = B(g) …): a row's first alternative it passes
         by = np.full(src.n, -1, np.int64)
         for i, r in enumerate(stage_rows):  # (in the order that wins a tie)
@@ -539,6 +544,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
              "zstart": i_ts}, inst, stage_rows[1][order[pos]])
     if pr.paths:  # (alternatives before more stages: which one each instance took)
         alt = branch.alternative_of(pr, old, n_inst)
+        if lead is not None:  # (from the start: the first its row fits, in pr.paths' order)
+            alt[n_old:] = lead.argmax(axis=0)
     for j in range(1, 1 if pr.fork else len(pr.stages)):
         if j == pr.branch and pr.paths:
             moved, row = branch.first_of(pr, take, np.flatnonzero(stage == j), alt, n)
@@ -592,8 +599,9 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols,
             "alt": alt, "zstart": i_ts, "seen": seen, "forked": forked,
-            "branch_rows": None if not pr.paths else branch.rows_after(
-                pr, m.pattern.auto, stages, stage_rows, b_code, bounds, i_code, span)}
+            "branch_rows": None if not pr.branch else branch.rows_after(
+                pr, m.pattern.auto, stages, stage_rows, b_code, bounds, i_code, span),
+            "lead": lead}
 
 
 def _ages(old: list[Token], pend_ids: list[int], n_old: int, n_inst: int) -> np.ndarray:
@@ -1296,8 +1304,10 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         moved |= (p["counts"] != p["counts0"]).any(axis=0)
         deep |= p["counts"].any(axis=0)
     # (past alternatives before more stages: a thread per alternative event, kernels.branch)
-    threads = _branch_threads(pr, p, events) if pr.paths else {}
+    threads = _branch_threads(pr, p, events, m.pattern.auto) if pr.paths else {}
     moved[list(threads)] = True
+    if p.get("lead") is not None:  # (from the start: every instance left open is a token)
+        deep[:] = True
     #: the tokens whose window opened in the batch (a guard on the later stages): their
     #: timers, asked for below in the order the windows opened
     opened: list[tuple[int, int, Token, Thread]] = []
@@ -1352,10 +1362,16 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     return ids, evs
 
 
-def _branch_threads(pr: EsperPair, p: dict, events: Any) -> dict[int, list[Thread]]:
+def _branch_threads(pr: EsperPair, p: dict, events: Any, auto: Any) -> dict[int, list[Thread]]:
     """Per instance left open past its alternatives (before more stages: kernels.branch),
-    its threads after the batch, as the token path holds them."""
+    its threads after the batch, as the token path holds them — from the start, those its
+    row began (a token from before the batch is left as it is: one stage after them)."""
     b, old = pr.branch, p["old"]
+    if not b:
+        n_old = len(old) + len(p["pend_ids"])
+        lead, first = p["lead"], p["taken"][0]
+        return {q: branch.start_threads(pr, auto, events[int(first[q])], lead[:, q - n_old])
+                for q in (n_old + np.flatnonzero(p["alive"][n_old:])).tolist()}
     n_real = len(old)
     stage0, taken = p["stage0"], p["taken"]
     pre = {**p, "stage": np.minimum(p["stage"], b)}  # (up to the alternatives: _held)
