@@ -1040,3 +1040,26 @@ def test_what_the_head_takes_and_declines() -> None:
         "every (a = A or b = B) -> c = C where timer:within(1 sec)",  # (a window)
         "every (a = A or b = B) -> (c = C or d = A)",  # (alternatives after)
     ], "paths")
+
+
+# (an untagged alternative beside a tagged one of one type, two stages after them, the last
+# stage's tag sorting first: a token from before a batch whose one event fits both completes
+# by the thread whose final bindings' names — those the select list reads — matcher._age
+# puts first: d's, since d.v comes before the untagged thread's e.v once c.v and e.v are
+# bound; by c.v alone the untagged thread, whose names are then a prefix, would win)
+OR_MID_TIE = ("@Name('P')\ninsert into P\nselect d.v as dv, e.v as ev, c.v as cv\nfrom "
+              "pattern [every a = A -> (d = B(k = a.k) or B(k = a.k)) -> e = C(k = a.k) -> "
+              "c = A(k = a.k)];\n")
+
+
+def test_or_mid_tie_from_before_a_batch() -> None:
+    """A row both alternatives take, left open by a batch cut: the next batch completes the
+    token by the thread the token path keeps (kernels.branch.held_winner)."""
+    takes_the_branch(OR_MID_TIE)
+    spec = [("A", 0, 0, 0.0, 0), ("B", 0, 1, 0.0, 1), ("C", 0, 2, 0.0, 1), ("A", 0, 3, 0.0, 1)]
+
+    def left(eng: Engine) -> None:
+        (tok,) = [t for t in eng.matchers[0].all_tokens() if len(t.threads) > 1]
+        assert [[e.ref for e in th.events] for th in tok.threads] == [["e0", "e1"]] * 2
+
+    check_pinned(OR_MID_TIE, spec, 2, [(("e0", "e1", "e2", "e3"), (1, 2, 3))], left)

@@ -16,7 +16,12 @@ matches are those of a chain whose stage of alternatives takes the first row of 
 (:func:`first_of`), and each alternative's matches are those of its own chain
 (``EsperPair.paths``); what differs is what an instance still open holds: its threads, made
 here (:func:`open_threads`) as the token path would have them, in its order — one per
-alternative event kept, oldest first, then the thread still waiting for the alternatives."""
+alternative event kept, oldest first, then the thread still waiting for the alternatives.
+
+From the start, ``every (x = X(f) or y = Y(g) …) -> d = D(h)`` on no key (``branch`` 0): the
+initial state keeps no thread, so a row begins one instance holding a thread per
+alternative it fits (:func:`fitting`, :func:`start_threads`), completed at the first later
+``d`` by the alternative that wins the tie."""
 
 from __future__ import annotations
 
@@ -173,12 +178,13 @@ def _step(edge: Any, th: Thread, e: Event) -> Thread:
     return Thread(edge.target, b, [*th.events, e], dict(th.zstart) if th.zstart else None, e)
 
 
-def held_winner(tok: Token, rest: tuple[tuple[int, str], ...], events: list[Event],
+def held_winner(tok: Token, later: list[tuple[Event, tuple[tuple[int, str], ...]]],
                 unused: frozenset[str]) -> tuple[list[Event], dict[str, Any]]:
     """The events and bindings of the thread of ``tok`` (from before the batch) that
-    completes it with ``events`` binding ``rest`` (the last stage's (param, variable)):
-    of its threads through its first alternative event (the oldest, and those one event
-    made with it), the one whose final thread ``matcher._age`` puts first."""
+    completes it with the events ``later`` takes, each binding its stage's (param,
+    variable) pairs: of its threads through its first alternative event (the oldest, and
+    those one event made with it), the one whose final thread ``matcher._age`` puts first
+    (its whole bindings: the names of the later stages decide too)."""
     first = tok.threads[0]
     at = [(e.ts, e.seq) for e in first.events]
     ties = [th for th in tok.threads if [(e.ts, e.seq) for e in th.events] == at]
@@ -187,9 +193,9 @@ def held_winner(tok: Token, rest: tuple[tuple[int, str], ...], events: list[Even
 
     def final(th: Thread) -> Thread:
         b = dict(th.bindings)
-        for e in events:
-            b.update((v, e.params[i]) for i, v in rest)
-        return Thread(FINAL, b, [*th.events, *events], None, None)
+        for e, binds in later:
+            b.update((v, e.params[i]) for i, v in binds)
+        return Thread(FINAL, b, [*th.events, *(e for e, _ in later)], None, None)
 
     best = min(ties, key=lambda th: _age(final(th), unused))
     return list(best.events), dict(best.bindings)

@@ -909,15 +909,16 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
     by = p["alt"][inst]
     if pr.paths:  # (alternatives before more stages: per alternative, its own chain's; a
         # token from before the batch holds a thread per alternative event, kernels.branch)
-        old, rest, unused = p["old"], pr.new[-1], m.pattern.auto.unused
+        old, unused = p["old"], m.pattern.auto.unused
         taken, stage0, end = p["taken"], p["stage0"], p["stage"]
 
         def held_old(q: int) -> tuple[list[Event], dict[str, Any]]:
-            later = [events[int(taken[j][q])] for j in range(int(stage0[q]), int(end[q]))]
-            return branch.held_winner(old[q], rest, later, unused)
+            later = [(events[int(taken[j][q])], pr.new[j])
+                     for j in range(int(stage0[q]), int(end[q]))]
+            return branch.held_winner(old[q], later, unused)
 
-        # (the winner's events and bindings, then the stages it takes in the batch: none
-        # past the held ones, _held)
+        # (a token's: its winning thread's events and bindings, to which _held adds the
+        # stages it takes in the batch)
         p = {**p, "held_old": held_old}
         for i, view in enumerate(pr.paths):
             w = by == i
