@@ -107,6 +107,14 @@ SHAPES: dict[str, tuple[str, str]] = {
     "esper_or_seq": ("epl", "select a.k as k from pattern [every a=A -> ((b=B(b.k = a.k) -> "
                             "c=C(c.k = a.k)) or d=C(d.k = a.k, d.v > 5)) "
                             "where timer:within(10 sec)];"),
+    # alternatives before one more stage: the first row of either, then the first C after it
+    "esper_or_mid": ("epl", "select a.k as k from pattern [every a=A -> ((b=B(b.k = a.k) or "
+                            "c=C(c.k = a.k, c.v > 5)) -> d=C(d.k = a.k)) "
+                            "where timer:within(10 sec)];"),
+    # alternatives from the start before one more stage (per event: kernels.branch takes
+    # alternatives after a stage only; every waiting instance takes the next C passing c's filter)
+    "esper_or_head": ("epl", "select c.k as k from pattern [every (a=A(a.v > 7) or b=B(b.v > 7)) "
+                             "-> c=C(c.v > 7)];"),
     # Esper's and after a stage: complete when both operands have, at the later of their rows
     "esper_and_after": ("epl", "select a.k as k from pattern [every a=A -> (b=B(b.k = a.k) and "
                                "c=C(c.k = a.k)) where timer:within(10 sec)];"),

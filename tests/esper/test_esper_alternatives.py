@@ -288,6 +288,10 @@ def test_the_shape_and_what_it_declines() -> None:
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
     ]:
         takes_the_kernel(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    # (alternatives not the last stage, ``(b or c) -> d``: kernels.branch's,
+    # test_what_the_branch_takes_and_declines)
+    takes_the_branch("@Name('P')\ninsert into P\nfrom pattern [every a = A -> (b = B(k = a.k)"
+                     " or c = C(k = a.k) -> d = A(k = a.k))];\n")
     # per event, after a alone on a key: the direct step with the instances as rows
     # (EsperSteps._pair_start, _alts_end): for a C closing, for an A opening
     m = Engine(load_module(parse_epl(
@@ -299,7 +303,6 @@ def test_the_shape_and_what_it_declines() -> None:
     for s in [
         # (a guard on a after a chain)
         "every a = A -> b = B(k = a.k) -> (c = B(v > a.v and k = a.k) or d = C(k = a.k))",
-        "every a = A -> (b = B(k = a.k) or c = C(k = a.k) -> d = A(k = a.k))",  # (not last)
         "every a = A -> b = B -> (c = C or d = A)",  # (a chain without a key)
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = A)",  # (one on no key)
         "every a = A -> (b = B(k = a.k) or c = C(k = a.v))",  # (two keys)
@@ -761,3 +764,302 @@ def test_conjunctions_over_kernel_output(prog_spec, spec, cuts, restore_at) -> N
     pattern's output), batches cut anywhere, a save/restore in the middle: as event by
     event."""
     check_split(program_of(*prog_spec), spec, cuts, restore_at)
+
+
+# -- alternatives before more stages (kernels.branch: EsperPair.branch/paths) ---------------
+
+@st.composite
+def branches(draw: st.DrawFn) -> str:
+    """``every a = T(f) [-> b = T(g, key)] -> (x = T(h, key) or y = T(…, key) [or …]) -> d =
+    T(l, key) [-> e = … -> …] [where within around everything after a]``: alternatives of
+    one event each (two or three, one type or several, some untagged) before one to three
+    more stages, every atom on a's key, filters on the atom's own event, select lists
+    reading the alternatives' tags (null for those that did not win)."""
+    tags = draw(st.permutations(["p", "q", "r", "Z", "ab"]))[:draw(st.sampled_from([2, 2, 3]))]
+    chained = draw(st.sampled_from([False, False, True]))
+
+    def atom(tag: str, untagged: bool = False) -> str:
+        f = draw(st.sampled_from(["", "", *FILTERS])).format(a=tag)
+        k = draw(st.sampled_from([f"a.k = {tag}.k", f"{tag}.k = a.k", "k = a.k"]))
+        f = f"({f}) and {k}" if f else k
+        t = draw(st.sampled_from(TYPES))
+        return f"{t}({f.replace(tag + '.', '')})" if untagged else f"{tag} = {t}({f})"
+
+    alts = [atom(t, t not in (tags[0], tags[-1]) and draw(st.booleans())) for t in tags]
+    then = ["d", "e", "f"][:draw(st.sampled_from([1, 1, 2, 3]))]
+    body = f"({' or '.join(alts)}) -> {' -> '.join(atom(t) for t in then)}"
+    if chained:
+        body = f"{atom('b')} -> {body}"
+    within = draw(st.sampled_from(["", "", " where timer:within(3 msec)",
+                                   " where timer:within(0 msec)",
+                                   " where timer:within(10 milliseconds)"]))
+    if within:
+        body = f"({body})"  # (around everything after a)
+    f = draw(st.sampled_from(["", *FILTERS])).format(a="a")
+    first = f"a = {draw(st.sampled_from(TYPES))}({f})"
+    return draw(stated(f"every {first} -> {body}{within}", tags[0], tags[-1]))
+
+
+def takes_the_branch(stmt: str) -> None:
+    takes_the_kernel(stmt, "paths")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(branches(), min_size=1, max_size=2), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+def test_branches_equal_event_by_event(stmts, spec, cuts, tail) -> None:
+    """Alternatives before more stages: batches cut anywhere (single events between them,
+    per-event steps after), the column route over event lists, rules firing, open
+    instances (a thread per alternative event), saved state: as the general token path."""
+    check_statements(stmts, spec, cuts, tail, takes_the_branch)
+
+
+@settings(max_examples=50, deadline=None)
+@given(branches(), stream([0, 1, 2, 1.0, True, "1", None, float("nan")]),
+       st.lists(st.integers(0, 70), max_size=2), st.integers(0, 5))
+def test_branches_with_mixed_keys(stmt, spec, cuts, tail) -> None:
+    """Keys that unify across types (1, 1.0, True), text, None and NaN."""
+    check(C_SCHEMA + stmt, spec, cuts, tail)
+
+
+@settings(max_examples=80, deadline=None)
+@given(branches(), stream([0, 1], 20), st.integers(1, 30), st.integers(0, 70),
+       st.lists(st.integers(0, 70), max_size=3))
+def test_branches_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
+    """``Engine.run`` in batches with a save/restore in the middle (tokens holding several
+    threads saved and read back), ``Engine.process_columns`` over Arrow batches (rows
+    written column-wise): as event by event."""
+    takes_the_branch(stmt)
+    check_pair_run(stmt, spec, batch, restore_at, cuts)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(branches(), min_size=1, max_size=2), keyed_others(1), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_branches_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes: the split leaves them per event
+    (kernels.pair.planned_pair declines them), as event by event."""
+    prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    check_split(prog, spec, cuts, restore_at)
+
+
+@settings(max_examples=40, deadline=None)
+@given(branches(), stream([0, 1], 5), st.sampled_from([0, 1, 3, 9, 10, 100]))
+def test_branches_time_passing_after_a_batch(stmt, spec, later) -> None:
+    """One batch, then ``advance_to`` past its last event: the tokens left open expire, the
+    idle timers of the instances that completed move the clock, as per event."""
+    check_time_passing(load_module(parse_epl(SCHEMA + C_SCHEMA + stmt)), spec, later)
+
+
+# (the esper_or_mid shape of benchmarks/pattern_shapes.py, d of B for a hand-derived stream)
+OR_MID = ("@Name('P')\ninsert into P\nselect a.v as av, b.v as bv, c.v as cv, d.v as dv\n"
+          "from pattern [every a = A -> ((b = B(b.k = a.k) or c = C(c.k = a.k)) -> "
+          "d = B(d.k = a.k)) where timer:within(10 milliseconds)];\n")
+#: hand-derived (one key, v = the event's number, 1 ms apart but e8 at 20): e0's instance
+#: takes c at e1 and completes at e2, a B, by its c thread — e2 also fits b, but the
+#: instance is done; e3's takes b at e4 and c at e5 (a thread each, and one still waiting
+#: for the alternatives: a batch cut after e5 leaves that token with three threads), and
+#: completes at e6 by the thread through e4, the older alternative event (matcher._age),
+#: though the one through e5 completes there too; e7's expires at 17 before e8
+OR_MID_STREAM = [("A", 0, 0, 0.0, 0), ("C", 0, 1, 0.0, 1), ("B", 0, 2, 0.0, 1),
+                 ("A", 0, 3, 0.0, 1), ("B", 0, 4, 0.0, 1), ("C", 0, 5, 0.0, 1),
+                 ("B", 0, 6, 0.0, 1), ("A", 0, 7, 0.0, 1), ("C", 0, 8, 0.0, 13)]
+OR_MID_MATCHES = [(("e0", "e1", "e2"), (0, None, 1, 2)), (("e3", "e4", "e6"), (3, 4, None, 6))]
+
+
+def test_or_mid_pinned() -> None:
+    """The esper_or_mid shape over a hand-derived stream, in two batches cut after e5 (the
+    token with a thread per alternative event left open and read back), then in one."""
+    takes_the_branch(OR_MID)
+
+    def left(eng: Engine) -> None:
+        (tok,) = eng.matchers[0].all_tokens()
+        assert [[e.ref for e in th.events] for th in tok.threads] == [
+            ["e3", "e4"], ["e3", "e5"], ["e3"]]
+        assert [th.bindings.get("b.v", th.bindings.get("c.v")) for th in tok.threads] == [
+            4, 5, None]
+
+    check_pinned(OR_MID, OR_MID_STREAM, 6, OR_MID_MATCHES, left)
+
+
+OR_MID_LONGER = ("@Name('P')\ninsert into P\nselect a.v as av, b.v as bv, c.v as cv, d.v as dv,"
+                 " e.v as ev\nfrom pattern [every a = A -> (b = B(k = a.k) or c = C(k = "
+                 "a.k)) -> d = B(k = a.k) -> e = C(k = a.k)];\n")
+#: hand-derived: e0's instance takes b at e1, c at e2 (its b thread waits for d); at e3, a
+#: B, both take d and the thread still waiting makes a third b thread — a batch cut after
+#: e3 leaves four threads —; at e4 the thread through e1 and e3 completes (the thread
+#: through e2 and e3 too: the older wins)
+OR_MID_LONGER_STREAM = [("A", 0, 0, 0.0, 0), ("B", 0, 1, 0.0, 1), ("C", 0, 2, 0.0, 1),
+                        ("B", 0, 3, 0.0, 1), ("C", 0, 4, 0.0, 1)]
+
+
+def test_or_mid_longer_pinned() -> None:
+    """Two stages after the alternatives: the threads past them move on at each row."""
+    takes_the_branch(OR_MID_LONGER)
+
+    def left(eng: Engine) -> None:
+        (tok,) = eng.matchers[0].all_tokens()
+        assert [[e.ref for e in th.events] for th in tok.threads] == [
+            ["e0", "e1", "e3"], ["e0", "e2", "e3"], ["e0", "e3"], ["e0"]]
+
+    check_pinned(OR_MID_LONGER, OR_MID_LONGER_STREAM, 4,
+                 [(("e0", "e1", "e3", "e4"), (0, 1, None, 3, 4))], left)
+
+
+def test_what_the_branch_takes_and_declines() -> None:
+    """What takes the pair kernel as alternatives before more stages (kernels.branch), and
+    what stays per event (the general token path)."""
+    for s in [
+        "every a = A -> (b = B(b.k = a.k) or c = C(c.k = a.k)) -> d = C(d.k = a.k)",
+        "every a = A -> ((b = B(k = a.k) or c = C(k = a.k)) -> d = A(k = a.k)) "
+        "where timer:within(10 sec)",
+        "every a = A -> b = B(k = a.k) -> (c = C(k = a.k and v > 1) or e = A(k = a.k)) -> "
+        "d = C(k = a.k)",  # (after a chain)
+        "every a = A(v > 0) -> (B(k = a.k) or C(k = a.k) or r = B(v > 2 and k = a.k)) -> "
+        "d = B(k = a.k)",  # (untagged, one type twice)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k) -> "
+        "e = B(k = a.k)",  # (two stages after the alternatives)
+    ]:
+        takes_the_branch(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    declined([
+        "every a = A -> (b = B(k = a.k) or c = C) -> d = C(k = a.k)",  # (one on no key)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(v > b.v and k = a.k)",
+        "every a = A -> (b = B(k = a.k) or (c = C(k = a.k) -> e = A(k = a.k))) -> "
+        "d = C(k = a.k)",  # (a sequence among them: a product)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> (d = C(k = a.k) or "
+        "e = A(k = a.k))",  # (alternatives again after them)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k) -> "
+        "e = B(k = a.v)",  # (a later stage on another key)
+        "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k) "
+        "where timer:within(1 sec)",  # (a window on d alone)
+        "every a = A -> ((b = B(k = a.k) or c = C(k = a.k)) where timer:within(1 sec)) -> "
+        "d = C(k = a.k)",  # (a window on the alternatives alone)
+        "every (a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k))",  # (restart)
+        "every-distinct(a.k) a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k)",
+    ], "paths")
+
+
+# -- alternatives from the start before one more stage (kernels.branch, EsperPair.branch 0) -
+
+@st.composite
+def heads(draw: st.DrawFn) -> str:
+    """``every (x = T(f) or y = U(g) [or z = …]) -> d = V(h)``: alternatives of one event
+    each from the start (two or three, one type or several, some untagged), then one stage
+    on no key, filters on the atom's own event, select lists reading the alternatives' tags
+    (null for those that did not win)."""
+    tags = draw(st.permutations(["p", "q", "r", "Z", "ab"]))[:draw(st.sampled_from([2, 2, 3]))]
+
+    def atom(tag: str, untagged: bool = False) -> str:
+        f = draw(st.sampled_from(["", "", *FILTERS])).format(a=tag)
+        t = draw(st.sampled_from(TYPES))
+        return f"{t}({f.replace(tag + '.', '')})" if untagged else f"{tag} = {t}({f})"
+
+    alts = [atom(t, t not in (tags[0], tags[-1]) and draw(st.booleans())) for t in tags]
+    x, y = tags[0], tags[-1]
+    select = draw(st.sampled_from([
+        "", f"select {x}.v as xv, {y}.x as yx, d.v as dv, current_timestamp() as t ",
+        f"select {y}.k as yk, {x}.s as xs, 'lit' as c ", f"select d.v + {x}.v as total "]))
+    name = draw(st.sampled_from(["P", "Q"]))
+    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern "
+            f"[every ({' or '.join(alts)}) -> {atom('d')}];\n")
+
+
+def takes_the_head(stmt: str) -> None:
+    takes_the_kernel(stmt, "paths")
+    prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+    assert all(m.pattern.pair.branch == 0 for m in Engine(prog).matchers)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(heads(), min_size=1, max_size=2), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+def test_heads_equal_event_by_event(stmts, spec, cuts, tail) -> None:
+    """Alternatives from the start before a stage: batches cut anywhere (single events
+    between them, per-event steps after), the column route over event lists, rules firing,
+    open instances (a thread per alternative their event fits), saved state: as the general
+    token path."""
+    check_statements(stmts, spec, cuts, tail, takes_the_head)
+
+
+@settings(max_examples=60, deadline=None)
+@given(heads(), stream([0, 1], 20), st.integers(1, 30), st.integers(0, 70),
+       st.lists(st.integers(0, 70), max_size=3))
+def test_heads_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
+    """``Engine.run`` in batches with a save/restore in the middle, ``Engine.process_columns``
+    over Arrow batches (rows written column-wise): as event by event."""
+    takes_the_head(stmt)
+    check_pair_run(stmt, spec, batch, restore_at, cuts)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(heads(), min_size=1, max_size=2), keyed_others(1), stream([0, 1], 20),
+       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+def test_heads_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
+    """Beside statements no kernel takes: per event in the split (planned_pair declines
+    them), as event by event."""
+    prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    check_split(prog, spec, cuts, restore_at)
+
+
+OR_HEAD = ("@Name('P')\ninsert into P\nselect p.v as pv, q.v as qv, r.v as rv, d.v as dv\nfrom "
+           "pattern [every (q = A(v < 5) or p = A(v > 1) or r = B) -> d = C];\n")
+#: hand-derived: e0 fits q alone (one thread), e1 fits q and p (one instance, two threads,
+#: in the written order), e2 r; a batch cut after e2 leaves three tokens. The C e3
+#: completes all three, oldest first — e1's by p, whose bindings' names sort first
+#: (matcher._age), though q is written first —; e4 fits p and is left open
+OR_HEAD_STREAM = [("A", 0, 0, 0.0, 0), ("A", 0, 3, 0.0, 1), ("B", 0, 2, 0.0, 1),
+                  ("C", 0, 3, 0.0, 1), ("A", 0, 7, 0.0, 1)]
+OR_HEAD_MATCHES = [(("e0", "e3"), (None, 0, None, 3)), (("e1", "e3"), (3, None, None, 3)),
+                   (("e2", "e3"), (None, None, 2, 3))]
+
+
+def test_or_head_pinned() -> None:
+    """The leading alternatives over a hand-derived stream, in two batches cut after e2 (its
+    tokens left open and read back), then in one."""
+    takes_the_head(OR_HEAD)
+
+    def left(eng: Engine) -> None:
+        assert [[(th.events[0].ref, sorted(th.bindings)[0][0]) for th in t.threads]
+                for t in eng.matchers[0].all_tokens()] == [
+            [("e0", "q")], [("e1", "q"), ("e1", "p")], [("e2", "r")]]
+
+    check_pinned(OR_HEAD, OR_HEAD_STREAM, 3, OR_HEAD_MATCHES, left)
+
+
+def test_what_the_head_takes_and_declines() -> None:
+    """What takes the pair kernel as alternatives from the start before a stage, and what
+    stays per event."""
+    for s in [
+        "every (a = A(v > 7) or b = B(v > 7)) -> c = C(v > 7)",  # (the esper_or_head shape)
+        "every (A or b = A(v > 1) or C) -> c = B",  # (untagged, one type twice)
+    ]:
+        takes_the_head(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+    declined([
+        "every (a = A or b = B) -> c = C(c.k = a.k)",  # (c reads a tag: a guard)
+        "every (a = A or b = B) -> c = C -> d = A",  # (two stages after)
+        "every (a = A or b = B) -> c = C where timer:within(1 sec)",  # (a window)
+        "every (a = A or b = B) -> (c = C or d = A)",  # (alternatives after)
+    ], "paths")
+
+
+# (an untagged alternative beside a tagged one of one type, two stages after them, the last
+# stage's tag sorting first: a token from before a batch whose one event fits both completes
+# by the thread whose final bindings' names — those the select list reads — matcher._age
+# puts first: d's, since d.v comes before the untagged thread's e.v once c.v and e.v are
+# bound; by c.v alone the untagged thread, whose names are then a prefix, would win)
+OR_MID_TIE = ("@Name('P')\ninsert into P\nselect d.v as dv, e.v as ev, c.v as cv\nfrom "
+              "pattern [every a = A -> (d = B(k = a.k) or B(k = a.k)) -> e = C(k = a.k) -> "
+              "c = A(k = a.k)];\n")
+
+
+def test_or_mid_tie_from_before_a_batch() -> None:
+    """A row both alternatives take, left open by a batch cut: the next batch completes the
+    token by the thread the token path keeps (kernels.branch.held_winner)."""
+    takes_the_branch(OR_MID_TIE)
+    spec = [("A", 0, 0, 0.0, 0), ("B", 0, 1, 0.0, 1), ("C", 0, 2, 0.0, 1), ("A", 0, 3, 0.0, 1)]
+
+    def left(eng: Engine) -> None:
+        (tok,) = [t for t in eng.matchers[0].all_tokens() if len(t.threads) > 1]
+        assert [[e.ref for e in th.events] for th in tok.threads] == [["e0", "e1"]] * 2
+
+    check_pinned(OR_MID_TIE, spec, 2, [(("e0", "e1", "e2", "e3"), (1, 2, 3))], left)

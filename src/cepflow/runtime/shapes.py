@@ -552,6 +552,16 @@ class EsperPair:
     #: names its event assigns (``b[k].<field>``: what a select list reads); its bindings are
     #: made by runtime.binding.collect, as the token path makes them
     collects: tuple[Any, ...] = ()
+    #: alternatives before more stages, ``every a = A(f) [-> b …] -> (x = X(g) or y = Y(h)
+    #: …) -> d = D(k)`` (:func:`_with_branch`) — or from the start, ``every (x = X(g) or y =
+    #: Y(h) …) -> d = D(k)`` (:func:`_leading_branch`, ``branch`` 0) —: the stage of the
+    #: alternatives and per alternative, in the order that wins a tie (:func:`_preference`),
+    #: the whole chain through it (``paths[0]`` is this chain itself; none: no such
+    #: alternatives). An instance takes the first later row of any alternative, then the
+    #: rest of the chain from there (kernels.branch: the token path keeps a thread per
+    #: alternative event it saw)
+    branch: int = 0
+    paths: tuple[EsperPair, ...] = ()
 
     @property
     def operands(self) -> bool:
@@ -577,7 +587,7 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
     if a is not None and a.final:  # a single stage, every e = T(f): each event passing f
         return _single_stage(auto, a)
     if a is None:
-        return _first_alternatives(auto)
+        return _first_alternatives(auto) or _leading_branch(pattern)
     if a is None or a.exits:
         return None
     if a.position.filter is not None and not a.position.local:
@@ -588,8 +598,10 @@ def esper_pair_of(pattern: Any) -> EsperPair | None:
         e = _only_edge(auto, states[-1])
         if e is None:  # (a last stage of alternatives, each a final edge)
             alts = _alternatives(auto, states[-1])
-            if not alts:  # (an or of sequences: its product)
-                return _with_product(pattern, stages, states)
+            if not alts:  # (alternatives before one more stage; an or of sequences: its
+                # product)
+                return (_with_branch(pattern, stages, states)
+                        or _with_product(pattern, stages, states))
             break
         if e.position.every:  # (an inner every: the fork after a alone, else where a
             # window may open: _guard)
@@ -666,7 +678,8 @@ def esper_distinct_pair_of(pattern: Any) -> EsperPair | None:
     if not auto.distinct or auto.start != "spawn" or any(can_fail(f) for f in auto.distinct):
         return None
     shape = esper_pair_of(_Undistinct(pattern, replace(auto, distinct=())))
-    if shape is None or not shape.stages or shape.fork:  # (the fork: not proved with it)
+    if shape is None or not shape.stages or shape.fork or shape.paths:  # (not proved with
+        # them)
         return None
     return replace(shape, is_pair=False)
 
@@ -855,6 +868,97 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
                      n == 1 and None not in keys and all(v.columnar for v in views),
                      None, tuple(views),
                      {t: tuple(v) for t, v in by_type.items()}, v0.zone_at)
+
+
+def _with_branch(pattern: Any, stages: list[Any], states: list[int]) -> EsperPair | None:
+    """The shape ``every a = A(f) [-> b = B(g) …] -> (x = X(h) or y = Y(k) …) -> d = D(l)
+    [-> e = E(m) …] [within Δ]`` (:attr:`EsperPair.branch`): two or more alternatives of
+    one event each out of the state after ``stages``, each into a state of its own, from
+    which one chain of atoms goes on to the end — the same positions after every
+    alternative, meeting at one state after the first of them —, every stage on ``a``'s key
+    and reading only its own event, no window or one around everything after ``a``; else
+    None. ``is_pair`` is off: per event the token path steps it, a thread per alternative
+    event (docs/esper.md, "Alternatives before more stages")."""
+    auto = pattern.auto
+    es = [e for lst in auto.edges.get(states[-1], {}).values() for e in lst]
+    if len(es) < 2 or any(
+            e.final or e.enters or e.exits or e.position.every or e.position.conj is not None
+            or e.position.track is not None or e.position.collect is not None for e in es):
+        return None
+    targets = [e.target for e in es]
+    if len(set(targets)) != len(targets) or set(targets) & {INITIAL, *states}:
+        return None
+    rests: dict[int, list[Any]] = {}
+    for t in targets:  # (each alternative's chain to the end)
+        rest, at = [], t
+        while (d := _only_edge(auto, at)) is not None and len(rest) <= len(auto.positions):
+            rest.append(d)
+            if d.final:
+                break
+            at = d.target
+        if not rest or not rest[-1].final:
+            return None
+        rests[t] = rest
+    rest0 = rests[targets[0]]
+    later = {d.target for d in rest0[:-1]}
+    if (any(len(r) != len(rest0) or any(d.position is not d0.position or d.target != d0.target
+                                        for d, d0 in zip(r, rest0, strict=True))
+            for r in rests.values())
+            or later & {INITIAL, *states, *targets}
+            or set(auto.edges) != {INITIAL, *states, *targets, *later}):
+        return None
+    ordered = _preference(auto, [*stages, *rest0], es)
+    if ordered is None:
+        return None
+    paths = [_stages_shape(pattern, [*stages, e, *rests[e.target]],
+                           [*states, e.target, *(d.target for d in rest0[:-1])])
+             for e in ordered]
+    if any(v is None or v.key_var is None or not v.columnar or v.zone_at
+           or v.zone_to is not None for v in paths):
+        return None
+    if len({(v.key_var, v.window, v.zone) for v in paths}) != 1:  # type: ignore[union-attr]
+        return None
+    return replace(paths[0], is_pair=False, branch=len(stages),  # type: ignore[arg-type]
+                   paths=tuple(paths))  # type: ignore[arg-type]
+
+
+def _leading_branch(pattern: Any) -> EsperPair | None:
+    """The shape ``every (x = X(f) or y = Y(g) …) -> d = D(h)`` (:attr:`EsperPair.branch`
+    0): spawn, two or more alternatives of one event each out of the initial state, each
+    into a state of its own whose one edge is the same final atom ``d``, every filter
+    reading only its own event, no key (the alternatives bind their own tags: ``d`` unifies
+    with none of them), no window; else None. Each row passing an alternative's filter
+    begins one instance — a thread per alternative it fits, in the automaton's order
+    (Matcher._start) —, which completes at the first later row passing ``d``'s filter, by
+    the alternative that wins a tie (:func:`_preference`). ``is_pair`` is off: per event the
+    token path steps it."""
+    auto = pattern.auto
+    if (not auto.context.esper or auto.start != "spawn" or auto.distinct or auto.forbids
+            or auto.partition_by or auto.clock is not None or auto.zones):
+        return None  # (as Automaton.spawn_edge asks; and no window)
+    es = [e for lst in auto.edges.get(INITIAL, {}).values() for e in lst]
+    if len(es) < 2 or any(
+            e.final or e.enters or e.exits or e.position.every or e.position.conj is not None
+            or e.position.track is not None or e.position.collect is not None
+            or (e.position.filter is not None and not e.position.local) for e in es):
+        return None
+    targets = [e.target for e in es]
+    rest = [_only_edge(auto, t) for t in targets]
+    if (len(set(targets)) != len(targets) or INITIAL in targets
+            or any(d is None or not d.final or d.position is not rest[0].position
+                   for d in rest)
+            or set(auto.edges) != {INITIAL, *targets}):
+        return None
+    then = dict(zip(targets, rest, strict=True))
+    ordered = _preference(auto, [rest[0]], es)
+    if ordered is None:
+        return None
+    paths = [_stages_shape(pattern, [e, then[e.target]], [e.target]) for e in ordered]
+    if any(v is None or v.key_var is not None or not v.columnar or v.zone is not None
+           for v in paths):
+        return None
+    return replace(paths[0], is_pair=False, branch=0,  # type: ignore[arg-type]
+                   paths=tuple(paths))  # type: ignore[arg-type]
 
 
 #: the most atoms an and's operands may have in the pair kernel: kernels.orseq.step_groups

@@ -22,7 +22,7 @@ from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.binding import collect
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.distinct import distinct_openings
-from cepflow.runtime.kernels import inner_every, orseq
+from cepflow.runtime.kernels import branch, inner_every, orseq
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.frame import (
     Declined,
@@ -309,7 +309,7 @@ def planned_pair(m: Any) -> EsperPair | None:
     repeated tag's chain, EsperPair.collects, is planned: its instances take token ids at
     their starts only, as any chain's, and its bindings are made by :func:`_held`.)"""
     pr = m.pattern.pair
-    return None if pr is None or pr.fork else pr
+    return None if pr is None or pr.fork or pr.paths else pr
 
 
 def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:
@@ -373,6 +373,10 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     stages = [*pr.stages, *(e for op in ops for e in op)]
     keys_of = [*pr.keys, *(k for v, op in zip(pr.alts, ops, strict=True)
                            for k in (v.keys[len(v.keys) - len(op):] if v.keys else [-1]))]
+    # (alternatives before more stages: the other alternatives' edges after the chain
+    # through the first, kernels.branch)
+    stages += [v.stages[pr.branch] for v in pr.paths[1:]]
+    keys_of += [v.keys[pr.branch] for v in pr.paths[1:]]
     # (a guard reading the earlier stages' fields is checked per candidate below)
     locs = [passing(e, cols) if reads_own_event(e) else np.arange(len(cols.rows(e.position.type)))
             for e in stages]
@@ -385,7 +389,12 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         keep, seen = opened
         locs[0], stage_rows[0] = locs[0][keep], stage_rows[0][keep]
     new_rows = stage_rows[0]
-    alt = None
+    alt = lead = None
+    if pr.paths and not pr.branch:  # every (x = X(f) or y = Y(g) …) -> d: a row passing an
+        # alternative's filter begins an instance (kernels.branch)
+        fits = branch.fitting(pr, stage_rows, src.n)
+        new_rows = np.flatnonzero(fits.any(axis=0))
+        lead = fits[:, new_rows]
     if not pr.stages:  # every (a = A(f) or b = B(g) …): a row's first alternative it passes
         by = np.full(src.n, -1, np.int64)
         for i, r in enumerate(stage_rows):  # (in the order that wins a tie)
@@ -452,6 +461,8 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     where = {s: j + 1 for j, s in enumerate(pr.states)}  # a waiting state -> events held
     where.update((s, nb) for s in pr.product.values())  # (past the stages before the or)
+    for v in pr.paths[1:]:  # (each alternative's own state)
+        where[v.states[pr.branch]] = pr.branch + 1
     stage0 = np.concatenate([np.array([where[t.threads[0].state] for t in old], np.int64),
                              np.ones(n_inst - n_real, np.int64)])
     stage = stage0.copy()
@@ -536,8 +547,15 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             {"old": old, "pend_ids": pend_ids, "pend_events": pend_events, "stage0": stage0,
              "taken": taken, "cols": cols, "age": _ages(old, pend_ids, n_old, n_inst),
              "zstart": i_ts}, inst, stage_rows[1][order[pos]])
+    if pr.paths:  # (alternatives before more stages: which one each instance took)
+        alt = branch.alternative_of(pr, old, n_inst)
+        if lead is not None:  # (from the start: the first its row fits, in pr.paths' order)
+            alt[n_old:] = lead.argmax(axis=0)
     for j in range(1, 1 if pr.fork else len(pr.stages)):
-        moved, row = take(j, np.flatnonzero(stage == j))
+        if j == pr.branch and pr.paths:
+            moved, row = branch.first_of(pr, take, np.flatnonzero(stage == j), alt, n)
+        else:
+            moved, row = take(j, np.flatnonzero(stage == j))
         stage[moved] = j + 1
         taken[j, moved] = row
         last[moved] = row
@@ -585,7 +603,10 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             "new_rows": new_rows, "n_old": n_old,
             "stage0": stage0, "stage": stage, "taken": taken,
             "end_row": last, "match": match, "alive": alive, "age": age, "cols": cols,
-            "alt": alt, "zstart": i_ts, "seen": seen, "forked": forked}
+            "alt": alt, "zstart": i_ts, "seen": seen, "forked": forked,
+            "branch_rows": None if not pr.branch else branch.rows_after(
+                pr, m.pattern.auto, stages, stage_rows, b_code, bounds, i_code, span),
+            "lead": lead}
 
 
 def _ages(old: list[Token], pend_ids: list[int], n_old: int, n_inst: int) -> np.ndarray:
@@ -624,10 +645,13 @@ def distinct_rows(m: Any, first: Any, cols: TypeColumns, rows: np.ndarray
 
 def _zone_to(pr: EsperPair) -> int:
     """The last stage (edge index) inside the pattern's window — ``pr.zone_to``; else every
-    stage, the alternatives too (an or of sequences: every operand's atoms)."""
+    stage, the alternatives too (an or of sequences: every operand's atoms; alternatives
+    before more stages: the other alternatives' edges after the chain, kernels.branch)."""
     if pr.zone_to is not None:
         return pr.zone_to
     nb = len(pr.stages)
+    if pr.paths:
+        return nb + len(pr.paths) - 1
     return nb + (sum(len(v.stages) - nb for v in pr.alts) if pr.operands else len(pr.alts))
 
 
@@ -882,12 +906,32 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
     """:func:`_emit_pair`, for a last stage of alternatives per alternative: the matches it
     completed are those of its own chain (``pr.alts``), whose select list reads the other
     alternatives' tags as null."""
-    if not pr.alts:
+    if not pr.alts and not pr.paths:
         return _emit_pair(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
     if pr.conj:
         return _emit_and(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
     blocks: list[Any] = []
     by = p["alt"][inst]
+    if pr.paths:  # (alternatives before more stages: per alternative, its own chain's; a
+        # token from before the batch holds a thread per alternative event, kernels.branch)
+        old, unused = p["old"], m.pattern.auto.unused
+        taken, stage0, end = p["taken"], p["stage0"], p["stage"]
+
+        def held_old(q: int) -> tuple[list[Event], dict[str, Any]]:
+            later = [(events[int(taken[j][q])], pr.new[j])
+                     for j in range(int(stage0[q]), int(end[q]))]
+            return branch.held_winner(old[q], later, unused)
+
+        # (a token's: its winning thread's events and bindings, to which _held adds the
+        # stages it takes in the batch)
+        p = {**p, "held_old": held_old}
+        for i, view in enumerate(pr.paths):
+            w = by == i
+            if w.any():
+                blocks += _emit_pair(m, view, p, inst[w], rank[w], first_id, events,
+                                     None if fields is None else _select_fields(m, view),
+                                     arity, objects)
+        return blocks
     for i, view in enumerate(pr.alts):
         w = by == i
         if w.any():
@@ -1269,6 +1313,11 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     if pr.operands:  # (an or of sequences, an and: an operand's progress moves it on too)
         moved |= (p["counts"] != p["counts0"]).any(axis=0)
         deep |= p["counts"].any(axis=0)
+    # (past alternatives before more stages: a thread per alternative event, kernels.branch)
+    threads = _branch_threads(pr, p, events, m.pattern.auto) if pr.paths else {}
+    moved[list(threads)] = True
+    if p.get("lead") is not None:  # (from the start: every instance left open is a token)
+        deep[:] = True
     #: the tokens whose window opened in the batch (a guard on the later stages): their
     #: timers, asked for below in the order the windows opened
     opened: list[tuple[int, int, Token, Thread]] = []
@@ -1276,6 +1325,10 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         m.unregister(old[q])
     for q in np.flatnonzero(alive[:n_real] & moved[:n_real]).tolist():
         tok = old[q]
+        if q in threads:
+            tok.threads = threads[q]
+            m.register(tok)
+            continue
         th = tok.threads[0]
         th.state, th.events, th.bindings = _open(pr, p, q, events)
         th.last = th.events[-1]
@@ -1295,6 +1348,12 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     if len(on):
         all_ids = [*pend_ids, *new_ids.tolist()]
         for q in on.tolist():
+            if q in threads:  # (its window opened at a: zat is 0)
+                tok = Token(all_ids[q - n_real], None, threads[q][-1].events[0].ts, threads[q])
+                m.register(tok)
+                if z is not None:
+                    m.schedule_zones(tok, threads[q][-1])
+                continue
             state, held, full = _open(pr, p, q, events)
             zs = _zstart(pr, int(stage[q]), held, zto)
             th = Thread(state, full, held, zs, held[-1])
@@ -1311,6 +1370,39 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     if z is not None:
         _skip_completed(m, pr, p)
     return ids, evs
+
+
+def _branch_threads(pr: EsperPair, p: dict, events: Any, auto: Any) -> dict[int, list[Thread]]:
+    """Per instance left open past its alternatives (before more stages: kernels.branch),
+    its threads after the batch, as the token path holds them — from the start, those its
+    row began (a token from before the batch is left as it is: one stage after them)."""
+    b, old = pr.branch, p["old"]
+    if not b:
+        n_old = len(old) + len(p["pend_ids"])
+        lead, first = p["lead"], p["taken"][0]
+        return {q: branch.start_threads(pr, auto, events[int(first[q])], lead[:, q - n_old])
+                for q in (n_old + np.flatnonzero(p["alive"][n_old:])).tolist()}
+    n_real = len(old)
+    stage0, taken = p["stage0"], p["taken"]
+    pre = {**p, "stage": np.minimum(p["stage"], b)}  # (up to the alternatives: _held)
+    zto = _zone_to(pr)
+    bases: dict[int, tuple[Thread | None, list[Thread], list[Any]]] = {}
+    for q in np.flatnonzero(p["alive"] & (p["stage"] > b)).tolist():
+        if q < n_real and stage0[q] > b:  # (its threads before the batch, and their base
+            ths = old[q].threads            # if it still waits for the alternatives)
+            waits = ths[-1].state == pr.states[b - 1]
+            base, kept, after = (ths[-1], ths[:-1], -1) if waits else (None, ths, -1)
+        else:
+            evs, full = _held(pr, pre, q, events)
+            base = Thread(pr.states[b - 1], full, evs, _zstart(pr, b, evs, zto), evs[-1])
+            kept, after = [], int(taken[b - 1][q])
+        bases[q] = (base, kept, p["branch_rows"](q, after))
+    src = p["cols"].src
+    if not isinstance(src, EventRows):  # (a column source: the alternatives' events too)
+        need = sorted({r for _, _, rows in bases.values() for r, *_ in rows})
+        events = p["cols"].events(np.array(need, np.int64))
+    return {q: branch.open_threads(pr, base, kept, rows, events.__getitem__)
+            for q, (base, kept, rows) in bases.items()}
 
 
 def _open(pr: EsperPair, p: dict, q: int, events: Any) -> tuple[int, list[Event], dict[str, Any]]:

@@ -110,9 +110,11 @@ def split_kernels(engine: Any) -> list[Any] | None:
     # (a pair's select list is evaluated when the batch is planned, and a failure there
     # declines the batch: _plan_pair)
     # (an inner every, EsperPair.fork, too: the replay gives its forks their token ids at
-    # their rows, forks_and_starts; over derived events it is declined, planned_pair)
+    # their rows, forks_and_starts; over derived events it is declined, planned_pair;
+    # alternatives before more stages, EsperPair.paths, are not planned here yet)
     chosen = [m for m in engine.matchers
-              if (m.pattern.pair is not None or m.pattern.restart is not None
+              if ((m.pattern.pair is not None and not m.pattern.pair.paths)
+                  or m.pattern.restart is not None
                   or m.pattern.consec is not None or m.pattern.esper_and is not None
                   or split_chain(m) is not None)
               and not m.pattern.types & produced

@@ -1,0 +1,201 @@
+"""Alternatives before more stages in the pair kernel (kernels/pair.py): ``every a = A(f)
+[-> b = B(g) …] -> (x = X(h) or y = Y(k) …) -> d = D(l) [where timer:within(Δ)]``, every
+stage on ``a``'s key (:attr:`~cepflow.runtime.shapes.EsperPair.branch`, the ``esper_or_mid``
+shape; docs/esper.md, "Alternatives before more stages").
+
+The token path (Matcher._try_edges) keeps an instance at the state of the alternatives after
+one of them took an event — under Esper the operands of an ``or`` run side by side, and
+``_others_wait`` sees an edge of that state that did not fire —, so each later event of an
+alternative (of the key, passing its filter) adds a thread at that alternative's state, and
+every such thread waits for ``d``. Threads at one state with equal bindings and zone entries
+are one (``_dedupe``: the older stays). The first ``d`` after the first alternative event
+completes the instance, and of the final threads the least by ``matcher._age`` is the match:
+the one through the earliest alternative event (a tie of two alternatives on one event goes
+as for a last stage of alternatives, :func:`~cepflow.runtime.shapes._preference`). So the
+matches are those of a chain whose stage of alternatives takes the first row of any of them
+(:func:`first_of`), and each alternative's matches are those of its own chain
+(``EsperPair.paths``); what differs is what an instance still open holds: its threads, made
+here (:func:`open_threads`) as the token path would have them, in its order — one per
+alternative event kept, oldest first, then the thread still waiting for the alternatives.
+
+From the start, ``every (x = X(f) or y = Y(g) …) -> d = D(h)`` on no key (``branch`` 0): the
+initial state keeps no thread, so a row begins one instance holding a thread per
+alternative it fits (:func:`fitting`, :func:`start_threads`), completed at the first later
+``d`` by the alternative that wins the tie."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from cepflow.automaton.automaton import FINAL, INITIAL
+from cepflow.events.event import Event
+from cepflow.runtime.binding import bind
+from cepflow.runtime.matcher import _age, _dedupe
+from cepflow.runtime.shapes import EsperPair
+from cepflow.runtime.tokens import Thread, Token
+
+
+def edges_of(pr: EsperPair) -> list[int]:
+    """The kernel's edge index of each alternative (pair_rows' ``stages``: the chain through
+    the first, then the other alternatives' edges after it), in the order of ``pr.paths``."""
+    nb = len(pr.stages)
+    return [pr.branch, *range(nb, nb + len(pr.paths) - 1)]
+
+
+def alternative_of(pr: EsperPair, old: list[Token], n_inst: int) -> np.ndarray:
+    """Per instance, the alternative it took (its place in ``pr.paths``), -1 for none yet:
+    for a token from before the batch, its oldest thread's (the first alternative event:
+    :func:`open_threads` keeps that order) — past the states of the alternatives, where
+    they meet, any (0: the match is its winning thread's, kernels.pair._emit)."""
+    at = {v.states[pr.branch]: i for i, v in enumerate(pr.paths)}
+    before = set(pr.states[:pr.branch])
+    alt = np.full(n_inst, -1, np.int64)
+    for q, t in enumerate(old):
+        s = t.threads[0].state
+        alt[q] = -1 if s in before else at.get(s, 0)
+    return alt
+
+
+def fitting(pr: EsperPair, stage_rows: list[np.ndarray], n: int) -> np.ndarray:
+    """Per alternative (``pr.paths``' order) whether each of the ``n`` rows passes its filter
+    (pair_rows' ``stage_rows`` of its edge)."""
+    fits = np.zeros((len(pr.paths), n), bool)
+    for i, j in enumerate(edges_of(pr)):
+        fits[i, stage_rows[j]] = True
+    return fits
+
+
+def start_threads(pr: EsperPair, auto: Any, e: Event, fits: np.ndarray) -> list[Thread]:
+    """The threads an instance from the start (``pr.branch`` 0) holds until it completes:
+    one per alternative its event ``e`` fits (``fits``, per ``pr.paths``), in the order of
+    the initial state's edges (Matcher._start)."""
+    at = {id(v.stages[0]): i for i, v in enumerate(pr.paths)}
+    out = []
+    for edge in auto.edges[INITIAL][e.type]:
+        i = at.get(id(edge))
+        if i is not None and fits[i]:
+            out.append(Thread(edge.target, bind(edge.position, e.params, {}), [e], None, e))
+    return out
+
+
+def first_of(pr: EsperPair, take: Callable[..., tuple[np.ndarray, np.ndarray]],
+             sel: np.ndarray, alt: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The instances ``sel`` (waiting for the alternatives) that take one and the rows they
+    take: the first later row of any alternative (``take``: pair_rows' search of one edge),
+    a row two alternatives share going to the first in ``pr.paths`` (the order that wins a
+    tie); ``alt`` gets which one."""
+    first = np.full(len(alt), n, np.int64)
+    for i, j in enumerate(edges_of(pr)):
+        moved, row = take(j, sel)
+        better = row < first[moved]
+        first[moved[better]] = row[better]
+        alt[moved[better]] = i
+    won = sel[first[sel] < n]
+    return won, first[won]
+
+
+def rows_after(pr: EsperPair, auto: Any, stages: list[Any], stage_rows: list[np.ndarray],
+               b_code: np.ndarray, bounds: np.ndarray, i_code: np.ndarray, span: int
+               ) -> Callable[[int, int], list[tuple[int, list[int], set[int]]]]:
+    """For an instance ``q`` and a row ``after``: the rows after it of its key that an
+    alternative or a later stage takes (pair_rows' ``stage_rows``: passing the filter; keys
+    coded as ``b_code``/``i_code``), ascending, each with the alternatives it fits — in the
+    order the token path tries their edges (their state's edges of the row's type) — and
+    the later stages it fits (their edge index in ``pr.stages``)."""
+    found = []
+    later = range(pr.branch + 1, len(pr.stages))
+    for i, j in [*enumerate(edges_of(pr)), *((None, j) for j in later)]:
+        edge = stages[j]
+        rank = (-1 if i is None else  # (a later stage: one edge out of each state)
+                next(k for k, e in enumerate(auto.edges[edge.source][edge.position.type])
+                     if e is edge))
+        code_j = b_code[bounds[j - 1]:bounds[j]]
+        order = np.argsort(code_j, kind="stable")  # (by key, then row)
+        found.append(((code_j * span + stage_rows[j] + 1)[order], stage_rows[j][order], rank,
+                      i, j))
+
+    def rows(q: int, after: int) -> list[tuple[int, list[int], set[int]]]:
+        c = int(i_code[q]) * span
+        hits: dict[int, tuple[list[tuple[int, int]], set[int]]] = {}
+        for comb, rows_j, rank, i, j in found:
+            lo, hi = np.searchsorted(comb, [c + after + 1, c + span], side="right").tolist()
+            for r in rows_j[lo:hi].tolist():
+                alts, then = hits.setdefault(r, ([], set()))
+                if i is None:
+                    then.add(j)
+                else:
+                    alts.append((rank, i))
+        return [(r, [i for _, i in sorted(alts)], then)
+                for r, (alts, then) in sorted(hits.items())]
+
+    return rows
+
+
+def open_threads(pr: EsperPair, base: Thread | None, kept: list[Thread],
+                 rows: list[tuple[int, list[int], set[int]]], event: Callable[[int], Event]
+                 ) -> list[Thread]:
+    """The threads of an instance left open after the batch past its first alternative
+    event, as the token path's steps leave them (Matcher._try_edges, _apply): from the
+    alternative threads it held before the batch (``kept``, oldest first) and ``base``, the
+    thread still waiting for the alternatives (None: it ended before the batch), stepped
+    over the ``rows`` of :func:`rows_after` — at each, every thread in order: ``base`` makes
+    a thread per alternative the row fits and stays after them, unless every alternative
+    fits (no edge of its state is left waiting: ``Matcher._others_wait``), a thread past the
+    alternatives moves on if the row fits its next stage; then threads at one state with
+    the same bindings and zone entries are one (``matcher._dedupe``). None completes (the
+    instance would have). ``event(row)`` gives a row's event."""
+    threads = [*kept, base] if base is not None else list(kept)
+    # (each state past the alternatives: its one edge and that stage's index)
+    later = {e.source: (e, j) for v in pr.paths
+             for j, e in enumerate(v.stages[pr.branch + 1:], pr.branch + 1)}
+    n_alts = len(pr.paths)
+    for r, alts, then in rows:
+        e = event(r)
+        out = []
+        for th in threads:
+            if th is base:
+                for i in alts:
+                    edge = pr.paths[i].stages[pr.branch]
+                    out.append(_step(edge, th, e))
+                if len(alts) < n_alts:
+                    out.append(th)
+                else:
+                    base = None
+                continue
+            edge, j = later[th.state]
+            out.append(_step(edge, th, e) if j in then else th)
+        threads = _dedupe(out) if len(out) > 1 else out
+    return threads
+
+
+def _step(edge: Any, th: Thread, e: Event) -> Thread:
+    """The thread ``th`` makes by ``edge`` on ``e`` (its key unifies: the codes decided)."""
+    b = bind(edge.position, e.params, th.bindings)
+    assert b is not None and not edge.final
+    return Thread(edge.target, b, [*th.events, e], dict(th.zstart) if th.zstart else None, e)
+
+
+def held_winner(tok: Token, later: list[tuple[Event, tuple[tuple[int, str], ...]]],
+                unused: frozenset[str]) -> tuple[list[Event], dict[str, Any]]:
+    """The events and bindings of the thread of ``tok`` (from before the batch) that
+    completes it with the events ``later`` takes, each binding its stage's (param,
+    variable) pairs: of its threads through its first alternative event (the oldest, and
+    those one event made with it), the one whose final thread ``matcher._age`` puts first
+    (its whole bindings: the names of the later stages decide too)."""
+    first = tok.threads[0]
+    at = [(e.ts, e.seq) for e in first.events]
+    ties = [th for th in tok.threads if [(e.ts, e.seq) for e in th.events] == at]
+    if len(ties) == 1:
+        return list(first.events), dict(first.bindings)
+
+    def final(th: Thread) -> Thread:
+        b = dict(th.bindings)
+        for e, binds in later:
+            b.update((v, e.params[i]) for i, v in binds)
+        return Thread(FINAL, b, [*th.events, *(e for e, _ in later)], None, None)
+
+    best = min(ties, key=lambda th: _age(final(th), unused))
+    return list(best.events), dict(best.bindings)
