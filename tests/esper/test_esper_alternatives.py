@@ -833,13 +833,21 @@ def test_branches_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> Non
     check_pair_run(stmt, spec, batch, restore_at, cuts)
 
 
+def not_planned_in_the_split(prog) -> bool:
+    """No statement with alternatives before more stages is among the split's kernel
+    patterns (Engine._split) — they stay per event there."""
+    return not any(m.pattern.pair is not None and m.pattern.pair.paths
+                   for m in Engine(prog)._split or ())
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(branches(), min_size=1, max_size=2), keyed_others(1), stream([0, 1], 20),
        st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 def test_branches_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
     """Beside statements no kernel takes: the split leaves them per event
-    (kernels.pair.planned_pair declines them), as event by event."""
+    (kernels.pair.split_pair declines them), as event by event."""
     prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    assert not_planned_in_the_split(prog)
     check_split(prog, spec, cuts, restore_at)
 
 
@@ -995,9 +1003,10 @@ def test_heads_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
 @given(st.lists(heads(), min_size=1, max_size=2), keyed_others(1), stream([0, 1], 20),
        st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
 def test_heads_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
-    """Beside statements no kernel takes: per event in the split (planned_pair declines
+    """Beside statements no kernel takes: per event in the split (split_pair declines
     them), as event by event."""
     prog = program([C_SCHEMA + stmts[0], *stmts[1:]], others)
+    assert not_planned_in_the_split(prog)
     check_split(prog, spec, cuts, restore_at)
 
 

@@ -300,16 +300,23 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
 
 
 
-def planned_pair(m: Any) -> EsperPair | None:
-    """The pair shape of matcher ``m`` the plans over derived events take
-    (kernels.cascade), or None: none, or an inner every's (EsperPair.fork), which runs
-    column-wise over the input only (:func:`process_esper_batch`, and the program split's
-    kernel patterns: kernels.split.forks_and_starts gives its forks token ids there; over a
-    derived stream they would take them at matches, which the replay does not plan). (A
-    repeated tag's chain, EsperPair.collects, is planned: its instances take token ids at
-    their starts only, as any chain's, and its bindings are made by :func:`_held`.)"""
+def split_pair(m: Any) -> EsperPair | None:
+    """The pair shape of matcher ``m`` the program split plans (kernels.split), or None: none,
+    or alternatives before more stages (EsperPair.paths: not proved with the split's replay
+    and its token ids yet). An inner every's (EsperPair.fork) is planned there:
+    kernels.split.forks_and_starts gives its forks their token ids at their rows; a repeated
+    tag's chain (EsperPair.collects) too: its instances take token ids at their starts only,
+    as any chain's, and its bindings are made by :func:`_held`."""
     pr = m.pattern.pair
-    return None if pr is None or pr.fork or pr.paths else pr
+    return None if pr is None or pr.paths else pr
+
+
+def planned_pair(m: Any) -> EsperPair | None:
+    """The pair shape of matcher ``m`` the plans over derived events take (kernels.cascade):
+    :func:`split_pair`'s but an inner every's, whose forks would take their token ids at
+    matches of the cascade, which the replay does not plan."""
+    pr = split_pair(m)
+    return None if pr is None or pr.fork else pr
 
 
 def reschedule(host: Any, matchers: list[Any], last_ts: float) -> None:

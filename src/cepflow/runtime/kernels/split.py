@@ -81,6 +81,7 @@ from cepflow.runtime.kernels.pair import (
     pair_matches,
     pair_rows,
     reschedule,
+    split_pair,
 )
 from cepflow.runtime.kernels.restart import Plan, plan_restart
 from cepflow.runtime.kernels.timer_end import SplitTimers, TimerEnd, plan_split
@@ -109,12 +110,8 @@ def split_kernels(engine: Any) -> list[Any] | None:
     produced = {a.name for a in program.automata} | {w.name for w in program.windows}
     # (a pair's select list is evaluated when the batch is planned, and a failure there
     # declines the batch: _plan_pair)
-    # (an inner every, EsperPair.fork, too: the replay gives its forks their token ids at
-    # their rows, forks_and_starts; over derived events it is declined, planned_pair;
-    # alternatives before more stages, EsperPair.paths, are not planned here yet)
     chosen = [m for m in engine.matchers
-              if ((m.pattern.pair is not None and not m.pattern.pair.paths)
-                  or m.pattern.restart is not None
+              if (split_pair(m) is not None or m.pattern.restart is not None
                   or m.pattern.consec is not None or m.pattern.esper_and is not None
                   or split_chain(m) is not None)
               and not m.pattern.types & produced
