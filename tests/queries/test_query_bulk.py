@@ -384,3 +384,38 @@ def test_a_bad_frame_is_undone_and_the_next_frame_starts_from_the_one_before(bad
     pair.step(("frame", frame(1.5, -2.0)))  # averages (3 - 2) / 2: the undone frame unseen
     assert pair.taken == 2
     assert not pair.bulk.matches("raised") and pair.bulk.matches("low")
+
+
+def test_a_frames_commit_is_delivered_with_the_collector_paused():
+    """A commit holding blocks reaches its listeners (the query engine's bulk step among
+    them) with the cyclic collector paused, and apply_frame builds its blocks so; an ordinary
+    commit is delivered with the collector as it was; afterwards it runs again."""
+    import gc
+
+    pair = Pair()
+    seen: list[tuple[bool, bool]] = []
+    pair.model.subscribe(lambda c: seen.append((isinstance(c.changes, BlockChanges),
+                                                gc.isenabled())))
+    frame = [(i, [("Hand", 1.0, 1.0, None), ("Head", 0.0, 0.0, None)]) for i in range(3)]
+    applied = pair.layout.apply_frame
+    during: list[bool] = []
+
+    def watched(model: Model, frame: Any) -> int:
+        real = model.set_block
+
+        def set_block(*args: Any) -> int:
+            during.append(gc.isenabled())
+            return real(*args)
+
+        model.set_block = set_block  # type: ignore[method-assign]
+        try:
+            return applied(model, frame)
+        finally:
+            del model.set_block
+
+    pair.layout.apply_frame = watched  # type: ignore[method-assign]
+    assert gc.isenabled()
+    pair.step(("frame", frame))  # the bodies appear: ordinary changes
+    pair.step(("frame", frame))  # a block
+    assert seen == [(False, True), (True, False)] and during == [False]
+    assert gc.isenabled()
