@@ -1,10 +1,13 @@
 """The bulk path (docs/models.md "Frames"): a sensor frame of many bodies applied as attribute
 blocks (``FrameLayout.apply_frame`` → ``Model.set_block``) and the query engine's matches
-maintained column-wise. Law: for every commit, the bulk engine's deltas and query events equal
-those of an engine taking the same commit change by change (``QueryEngine(bulk=False)``, the
-reference) — with bodies appearing and disappearing, readings missing, values crossing the
-queries' thresholds, a registered function that raises, and commits the bulk path must leave
-to the reference (a value read as a parameter, ordinary changes to a block's objects).
+maintained column-wise. Law: for every commit, the bulk engine's deltas, matches and query
+events equal those of an engine taking the same commit change by change
+(``QueryEngine(bulk=False)``, the reference) and those of a second model fed body after body
+(``FrameLayout.apply``: ordinary changes, no block) with its own reference engine, whose
+attribute values the block-fed model reads back — with bodies appearing and disappearing,
+readings missing, values crossing the queries' thresholds, a registered function that raises,
+frames with a bad value (undone whole), and commits the bulk path must leave to the reference
+(a value read as a parameter, ordinary changes to a block's objects).
 """
 
 from __future__ import annotations
@@ -78,8 +81,12 @@ BODY = st.tuples(st.integers(0, 4), st.lists(READING, min_size=1, max_size=3,
                                              unique_by=lambda r: r[0]))
 FRAME = st.tuples(st.just("frame"), st.lists(BODY, min_size=1, max_size=5,
                                              unique_by=lambda b: b[0]))
+#: a frame whose last reading of its last body carries a value of the wrong type ("bad" for a
+#: float, 0.5 for an int): it raises and the transaction undoes the whole frame
+BAD = st.tuples(st.just("bad"), st.lists(BODY, min_size=1, max_size=5, unique_by=lambda b: b[0]),
+                st.sampled_from([1, 3]))
 STEP = st.one_of(
-    FRAME, FRAME, FRAME,
+    FRAME, FRAME, FRAME, BAD,
     st.tuples(st.just("delete"), st.integers(0, 5)),
     st.tuples(st.just("friend"), st.integers(0, 5), st.integers(0, 5)),
     st.tuples(st.just("mixed"), st.lists(BODY, max_size=5, unique_by=lambda b: b[0]),
@@ -111,6 +118,11 @@ class Pair:
             return done
 
         self.bulk._bulk = counted  # type: ignore[method-assign]
+        # the same steps body after body on a model of its own: no block anywhere
+        self.plain = Model(MM)
+        self.plain_layout = FrameLayout(MM, "Body", LAYOUT_ATTRIBUTES)
+        self.plain_engine = QueryEngine(self.plain, QUERIES, bulk=False)
+        self.events.append(QueryEventSource(self.plain_engine, SPECS))
 
     def frame(self, bodies: list[tuple[int, list[tuple[Any, ...]]]]) -> None:
         self.layout.apply_frame(self.model, [(f"b{i}", rows) for i, rows in bodies])
@@ -118,26 +130,67 @@ class Pair:
     def step(self, step: tuple[Any, ...]) -> None:
         self.ts += 40
         kind = step[0]
-        with self.model.transaction(ts=self.ts):
-            if kind == "frame":
-                self.frame(step[1])
-            elif kind == "delete" and f"b{step[1]}" in self.model:
-                self.model.delete(f"b{step[1]}")
-            elif kind == "friend" and {f"b{step[1]}", f"b{step[2]}"} <= set(
-                    o.id for o in self.model.objects()) and step[1] != step[2]:
-                self.model.set(f"b{step[1]}", "friend", f"b{step[2]}")
-            elif kind == "mixed":
-                self.frame(step[1])
-                body = f"b{step[2]}"
-                if body in self.model:  # an ordinary change in the frame's commit
-                    self.model.set(body, "level", float(step[2]))
+        if kind == "bad":  # the last reading of the last body gets a value of the wrong type
+            body, rows = step[1][-1]
+            part, x, y, n = rows[-1]
+            rows = [*rows[:-1], (part, "bad", y, n) if step[2] == 1 else (part, x, y, 0.5)]
+            step = ("frame", [*step[1][:-1], (body, rows)])
+        errors = [self._step(model, step) for model in (self.model, self.plain)]
+        assert errors[0] == errors[1]
+        assert (errors[0] is not None) == (kind == "bad")
         self.check()
 
+    def _step(self, model: Model, step: tuple[Any, ...]) -> str | None:
+        """Make ``step`` on ``model`` (the block-fed one or the plain one) in a transaction;
+        the error of a bad frame (the transaction undone), else None."""
+        kind = step[0]
+        try:
+            with model.transaction(ts=self.ts):
+                if kind in ("frame", "mixed") and model is self.model:
+                    self.frame(step[1])
+                elif kind in ("frame", "mixed"):
+                    for i, rows in step[1]:
+                        self.plain_layout.apply(model, f"b{i}", rows)
+                if kind == "delete" and f"b{step[1]}" in model:
+                    model.delete(f"b{step[1]}")
+                elif kind == "friend" and {f"b{step[1]}", f"b{step[2]}"} <= set(
+                        o.id for o in model.objects()) and step[1] != step[2]:
+                    model.set(f"b{step[1]}", "friend", f"b{step[2]}")
+                elif kind == "mixed" and f"b{step[2]}" in model:
+                    # an ordinary change in the frame's commit
+                    model.set(f"b{step[2]}", "level", float(step[2]))
+        except FrameError as e:
+            return str(e)
+        return None
+
     def check(self) -> None:
-        assert self.bulk.last_update == self.reference.last_update
-        bulk, reference = (source.drain() for source in self.events)
-        assert [(e.type, e.params, e.ts, e.id) for e in bulk] == \
-            [(e.type, e.params, e.ts, e.id) for e in reference]
+        """After a commit: the same deltas, matches and events from the three engines, the
+        same relations in the two engines of the block-fed model, and the same values in
+        both models."""
+        assert self.bulk.last_update == self.reference.last_update \
+            == self.plain_engine.last_update
+        drained = [[(e.type, e.params, e.ts, e.id) for e in source.drain()]
+                   for source in self.events]
+        assert drained[0] == drained[1] == drained[2]
+        for q in QUERIES.queries:
+            assert self.bulk.matches(q) == self.reference.matches(q) \
+                == self.plain_engine.matches(q)
+        for key, rel in self.bulk._relations.items():
+            twin = self.reference._relations[key]
+            assert rel.tuples == twin.tuples, key
+            for columns in list(rel._indexes):  # every index as rebuilt from the tuples
+                fresh: dict[Any, set[Any]] = {}
+                for t in rel.tuples:
+                    fresh.setdefault(tuple(t[c] for c in columns) if len(columns) != 1
+                                     else t[columns[0]], set()).add(t)
+                assert rel.index(columns) == fresh, (key, columns)
+        assert _reads(self.model) == _reads(self.plain)
+
+
+def _reads(model: Model) -> dict[str, tuple[Any, ...]]:
+    """Every object's class and attribute values (with their types) as read back."""
+    return {o.id: (o.cls.name, *((a, type(o[a]), o[a]) for a in sorted(o.cls.attributes)))
+            for o in model.objects()}
 
 
 TAKEN: list[int] = []
@@ -309,3 +362,60 @@ def test_values_changed_between_blocks_are_read_again():
     pair.step(frame(0.5))  # from 0.0, not from 0.5: wide disappears
     assert pair.taken == 3
     assert not pair.reference.matches("wide") and not pair.bulk.matches("wide")
+
+
+@pytest.mark.parametrize("bad", [1, 3])
+def test_a_bad_frame_is_undone_and_the_next_frame_starts_from_the_one_before(bad):
+    """A frame of existing bodies (a block) with a value of the wrong type in its last body
+    raises; the model's values, the engines' memories, matches and events are those of the
+    frame before, and the next frame's deltas are taken from there (in bulk again)."""
+    pair = Pair()
+
+    def frame(x: float, y: float) -> list[tuple[int, list[tuple[Any, ...]]]]:
+        return [(i, [("Hand", x, y, None), ("Head", 0.0, 1.0, None),
+                     ("Elbow", 0.0, 0.0, None)]) for i in range(3)]
+
+    pair.step(("frame", frame(0.5, 0.0)))  # the bodies appear
+    pair.step(("frame", frame(3.0, 3.0)))  # hand y averages 1.5 > 1: raised; x 3: not low
+    before = (_reads(pair.model), {q: pair.bulk.matches(q) for q in QUERIES.queries})
+    assert pair.taken == 1 and pair.bulk.matches("raised") and not pair.bulk.matches("low")
+    pair.step(("bad", frame(1.5, -2.0), bad))  # raised and low would change: undone
+    assert (_reads(pair.model), {q: pair.bulk.matches(q) for q in QUERIES.queries}) == before
+    pair.step(("frame", frame(1.5, -2.0)))  # averages (3 - 2) / 2: the undone frame unseen
+    assert pair.taken == 2
+    assert not pair.bulk.matches("raised") and pair.bulk.matches("low")
+
+
+def test_a_frames_commit_is_delivered_with_the_collector_paused():
+    """A commit holding blocks reaches its listeners (the query engine's bulk step among
+    them) with the cyclic collector paused, and apply_frame builds its blocks so; an ordinary
+    commit is delivered with the collector as it was; afterwards it runs again."""
+    import gc
+
+    pair = Pair()
+    seen: list[tuple[bool, bool]] = []
+    pair.model.subscribe(lambda c: seen.append((isinstance(c.changes, BlockChanges),
+                                                gc.isenabled())))
+    frame = [(i, [("Hand", 1.0, 1.0, None), ("Head", 0.0, 0.0, None)]) for i in range(3)]
+    applied = pair.layout.apply_frame
+    during: list[bool] = []
+
+    def watched(model: Model, frame: Any) -> int:
+        real = model.set_block
+
+        def set_block(*args: Any) -> int:
+            during.append(gc.isenabled())
+            return real(*args)
+
+        model.set_block = set_block  # type: ignore[method-assign]
+        try:
+            return applied(model, frame)
+        finally:
+            del model.set_block
+
+    pair.layout.apply_frame = watched  # type: ignore[method-assign]
+    assert gc.isenabled()
+    pair.step(("frame", frame))  # the bodies appear: ordinary changes
+    pair.step(("frame", frame))  # a block
+    assert seen == [(False, True), (True, False)] and during == [False]
+    assert gc.isenabled()

@@ -4,7 +4,8 @@ Random models and random edit sequences (creations, deletions with cascades, att
 reference additions and removals, rolled-back transactions); after each commit, the previous
 result with the engine's appeared/disappeared deltas applied must equal the naive evaluator's
 result from scratch — for queries covering find, neg find, checks, history functions,
-self-joins over base and derived relations, inheritance, constants, unification and or.
+self-joins over base and derived relations, inheritance, constants (also in find and neg find,
+after and before variables: the join keys), unification and or.
 """
 
 
@@ -53,6 +54,11 @@ pattern avgHigh(X: Node, V: int) { Node.v(X, V); check(movingAverage(V, 2) >= 1.
 pattern noBigA() { neg find bigA(_); }
 pattern valueOf(X: C, V: int) { find avgHigh(X, V); } or { C(X); V == 9; }
 pattern sameTag(X: Node, Y: Node) { Node.tag(X, T); Node.tag(Y, T); X != Y; check(T != ""); }
+pattern hop(X: Node, Y: Node, K: int) { find edge(X, Y); K == 1; } or { find edge(Y, X); K == 2; }
+pattern hopBoth(X: Node, Y: Node) { find hop(X, Y, 1); find hop(X, Y, 2); }
+pattern hopOneWay(X: Node, Y: Node) { Node.next(X, Y); neg find hop(Y, X, 1); }
+pattern valued(K: int, X: Node) { Node.v(X, K); }
+pattern valueOne(X: Node, Y: Node) { find edge(X, Y); find valued(1, X); neg find valued(2, Y); }
 """, MM)
 
 CLASSES = ["A", "B", "C", "Part"]

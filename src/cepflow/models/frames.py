@@ -37,6 +37,7 @@ from typing import Any
 from cepflow.models.changes import BLOCK_MIN
 from cepflow.models.live_model import MObject, Model, ModelError
 from cepflow.models.metamodel import Metamodel
+from cepflow.runtime.collector import gc_paused
 
 
 class FrameError(ValueError):
@@ -125,6 +126,14 @@ class FrameLayout:
                 items) * len(self.attributes) < self.block_min:
             # a few readings (a body or two): body after body, no block worth making
             return sum(self.apply(model, key, rows) for key, rows in items)
+        # a frame's rows become thousands of short-lived containers: the collector waits
+        with gc_paused():
+            return self._apply_blocks(model, items, frame)
+
+    def _apply_blocks(self, model: Model, items: Iterable[tuple[str, Sequence[Sequence[Any]]]],
+                      frame: Any) -> int:
+        """:meth:`apply_frame` of a frame worth blocks: in one go if it repeats the last
+        frame's layout (:meth:`_repeat`), else root by root."""
         repeated = self._repeat(model, frame)
         if repeated is not None:
             return repeated

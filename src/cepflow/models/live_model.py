@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from types import TracebackType
 from typing import Any
 
@@ -29,8 +30,10 @@ from cepflow.models.metamodel import (
     coerce_value,
     did_you_mean,
 )
+from cepflow.runtime.collector import gc_paused
 
 Listener = Callable[[Commit], None]
+_NO_PAUSE = nullcontext()
 
 
 class ModelError(Exception):
@@ -389,11 +392,14 @@ class Model:
         try:
             while self._pending:
                 commit = self._pending.popleft()
-                for listener in list(self._listeners):
-                    try:
-                        listener(commit)
-                    except Exception as e:  # every listener still sees every commit
-                        error = error or e
+                # a frame's commit (blocks): its readers build many short-lived containers
+                # (the query engine's columns, deltas): the collector waits until they are done
+                with gc_paused() if commit.changes.__class__ is BlockChanges else _NO_PAUSE:
+                    for listener in list(self._listeners):
+                        try:
+                            listener(commit)
+                        except Exception as e:  # every listener still sees every commit
+                            error = error or e
         finally:
             self._delivering = False
         if error is not None:

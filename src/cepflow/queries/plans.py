@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from cepflow.models.metamodel import Metamodel
@@ -656,21 +657,36 @@ def _dual_filter(test: Callable[[Env], bool], dual: _Dual, nxt: Step) -> Step:
 
 
 def _tuple_getter(slots: list[int]) -> Callable[[Env], tuple[Any, ...]]:
+    """The tuple of the values in ``slots`` (a match's key): one C-level ``itemgetter`` for
+    two slots or more — called for every assignment a join finds."""
     if not slots:
         return lambda env: ()
     if len(slots) == 1:
         (s,) = slots
         return lambda env: (env[s],)
-    return lambda env: tuple([env[s] for s in slots])
+    return itemgetter(*slots)
 
 
 def _key_builder(parts: list[tuple[bool, Any]]) -> Callable[[Env], Any]:
-    """The index key from the slots: a bare value for one column, else a tuple."""
+    """The index key from the slots: a bare value for one column, else a tuple. Slots
+    followed by constants (``find p(B, H, 1)``) are an ``itemgetter`` and a tuple
+    concatenation, both C-level (a membership test per join step); any other mix value by
+    value."""
     if len(parts) == 1:
         is_slot, x = parts[0]
         if is_slot:
             return lambda env: env[x]
         return lambda env: x
+    slots = [x for is_slot, x in parts if is_slot]
+    constants = tuple(x for is_slot, x in parts if not is_slot)
+    if slots and all(is_slot for is_slot, _ in parts[:len(slots)]):  # the slots first
+        if not constants:
+            return itemgetter(*slots)
+        if len(slots) == 1:
+            (s,) = slots
+            return lambda env: (env[s], *constants)
+        get = itemgetter(*slots)
+        return lambda env: get(env) + constants
     getters = [(lambda env, s=x: env[s]) if is_slot else (lambda env, c=x: c)
                for is_slot, x in parts]
     return lambda env: tuple([g(env) for g in getters])
