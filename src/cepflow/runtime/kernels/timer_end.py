@@ -1,10 +1,13 @@
 """Esper patterns whose match comes at a timer after their events, over a batch (docs/esper.md
 "One instant: timers before events"): the missing event ``every a = A(f) -> (timer:interval(Δ)
-and not B(g))`` (its per-event steps: runtime/absence.py) and the interval after ``b``, ``every
-a = A(f) -> b = B(g, key) -> timer:interval(Δ)`` (the token path per event).
+and not B(g))`` (its per-event steps: runtime/absence.py), the interval after ``b``, ``every
+a = A(f) -> b = B(g, key) -> timer:interval(Δ)``, and the interval right after ``a``, ``every
+a = A(f) -> timer:interval(Δ)`` (the token path per event: each ``A`` passing ``f`` a match at
+``a.t + Δ``).
 
 Per event each ``A`` passing ``f`` opens an instance; its engine timer of its own is asked for
-at the event that starts its interval — the ``A`` itself (missing event) or the first ``B`` of
+at the event that starts its interval — the ``A`` itself (missing event, interval right after
+``a``) or the first ``B`` of
 its key after it passing ``g`` (interval after ``b``: that ``B`` moves every waiting instance
 of the key, oldest first) — due ``Δ`` later; a ``B`` the NOT fires for traps the missing
 event's instances open then (their timers stay in the engine's queue and fire idle); a timer
@@ -80,10 +83,11 @@ from cepflow.runtime.tokens import Thread, Token
 @dataclass(frozen=True)
 class TimerEnd:
     """A pattern the batch route takes: ``first`` the ``A`` position (its edge from the
-    initial state to ``wait`` — the interval after ``b`` — or to ``state``, the missing event);
-    ``second`` the ``B`` position into ``state`` (None for the missing event); ``state`` where
-    the instance waits for its timer, in ``zone`` of length ``window``; ``forbid`` the NOT's
-    position (None for the interval), on ``other`` — the type of ``B`` either way; ``key``
+    initial state to ``wait`` — the interval after ``b`` — or to ``state``: the missing event,
+    the interval right after ``a``); ``second`` the ``B`` position into ``state`` (None for
+    the missing event and the interval right after ``a``); ``state`` where the instance waits
+    for its timer, in ``zone`` of length ``window``; ``forbid`` the NOT's position (None for
+    the intervals), on ``other`` — the type of ``B`` either way (None: no ``B``); ``key``
     (``a``'s parameter, ``B``'s) the values compared, or None."""
 
     first: Position
@@ -93,7 +97,7 @@ class TimerEnd:
     zone: int
     window: float
     forbid: Position | None
-    other: str
+    other: str | None
     key: tuple[int, int] | None
 
 
@@ -131,7 +135,9 @@ def timer_end_of(pat: Any) -> TimerEnd | None:
     clock, an ``A`` edge from the initial state, a ``B`` edge (another type) from there into
     the one zone, a ``within`` whose timer accepts at its target and nothing else, no NOT,
     plain positions whose filters read only their events, ``B`` binding at most one of
-    ``a``'s variables and variables of its own."""
+    ``a``'s variables and variables of its own; or the interval right after ``a`` (the same
+    without ``B``: the ``A`` edge enters the zone, whose timer accepts at its target, a state
+    with no edge out)."""
     ab = pat.absence
     if ab is not None:
         if len(ab.forbids) != 1:
@@ -145,19 +151,27 @@ def timer_end_of(pat: Any) -> TimerEnd | None:
     auto = pat.auto
     if (not pat.context.esper or auto.start != "spawn" or auto.distinct
             or pat.clock is not None or auto.forbids or len(auto.zones) != 1
-            or set(auto.edges) != {INITIAL, *(
+            or not set(auto.edges) <= {INITIAL, *(
                 e.target for d in auto.edges.get(INITIAL, {}).values() for e in d)}):
         return None
-    firsts = [e for d in auto.edges[INITIAL].values() for e in d]
+    firsts = [e for d in auto.edges.get(INITIAL, {}).values() for e in d]
     if len(firsts) != 1:
         return None
     e1 = firsts[0]
+    zone = auto.zones[0]
+    a = e1.position
     seconds = [e for d in auto.edges.get(e1.target, {}).values() for e in d]
+    if not seconds:  # the interval right after a: the A's edge enters the zone
+        if (e1.final or e1.exits or e1.enters != (zone.id,) or e1.target == INITIAL
+                or not (_plain(a) and _own(a)) or zone.kind != "within"
+                or zone.timer_accept != frozenset({e1.target})
+                or len({v for _i, v in a.binds}) != len(a.binds)):
+            return None
+        return TimerEnd(a, None, None, e1.target, zone.id, zone.length, None, None, None)
     if len(seconds) != 1:
         return None
     e2 = seconds[0]
-    zone = auto.zones[0]
-    a, b = e1.position, e2.position
+    b = e2.position
     if (e1.final or e1.exits or e1.enters or e1.target == INITIAL or e2.final or e2.exits
             or e2.enters != (zone.id,) or e2.target in (e1.target, INITIAL)
             or a.type == b.type or not (_plain(a) and _plain(b) and _own(a) and _own(b))
@@ -488,10 +502,13 @@ def _plan(m: Any, sh: TimerEnd, cols: TypeColumns, heap: list[tuple]) -> dict | 
     a_loc = np.flatnonzero(mask) if mask is not None else np.arange(len(a_all))
     r = np.concatenate([np.full(n_old, -1, np.int64), rows])
     b_pos = sh.second if sh.second is not None else sh.forbid
-    b_all = cols.rows(sh.other)
-    bmask = type_mask(b_pos, cols)  # type: ignore[arg-type]
-    b_loc = np.flatnonzero(bmask) if bmask is not None else np.arange(len(b_all))
-    b_rows = b_all[b_loc]
+    if b_pos is None:  # (the interval right after a: no B)
+        b_rows = b_loc = np.zeros(0, np.int64)
+    else:
+        b_all = cols.rows(b_pos.type)
+        bmask = type_mask(b_pos, cols)
+        b_loc = np.flatnonzero(bmask) if bmask is not None else np.arange(len(b_all))
+        b_rows = b_all[b_loc]
     var = None if sh.key is None else dict(sh.first.binds)[sh.key[0]]
     held = [tok.threads[0].bindings[var] for tok in old] if var is not None else []
     codes = (_codes(cols, src, (sh.first.type, sh.key[0], a_loc), (sh.other, sh.key[1], b_loc),
