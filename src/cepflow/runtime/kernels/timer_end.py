@@ -329,9 +329,10 @@ def _batch(engine: Any, matchers: list[Any], src: Rows) -> MatchTable | None:
     stats = host.stats
     stats.complex_events += total
     by = stats.by_pattern
-    for m, r in zip(matchers, per, strict=True):
-        if len(r):
-            by[m.name] = by.get(m.name, 0) + len(r)
+    # (the patterns in the order their first match comes: the statistics list them so)
+    for m, r in sorted(((m, r) for m, r in zip(matchers, per, strict=True) if len(r)),
+                       key=lambda mr: int(mr[1][0])):
+        by[m.name] = by.get(m.name, 0) + len(r)
     # the queue: the timers the batch passed fired (with a match, idle or trapped)
     host.timers.keep(lambda h: not fired_before(h, last_ts))
     waiting = sorted(w for m, sh, p in zip(matchers, shapes, plans, strict=True)
@@ -581,12 +582,14 @@ class SplitTimers:
     """A timer-end pattern's plan in the program split (kernels.split): ``plan`` as the
     split's other plans (the rows that open its instances, no match at an input step, the
     commit taking their token ids); its timers' matches ``found`` in the engine's timer order,
-    (deadline, scheduling order), each with the row it fires before (``rows``) and its
-    ``deadline``. The split records those of rows no step sees in bulk, before the row's other
-    matches (time passes first: ``kernels.split._Replay``'s bounds), and hands those of a
-    stepped row to the engine's queue just before it (:meth:`push`), so the engine fires them
-    among the other timers and window instants of that row (:meth:`fire`, the pattern's
-    ``on_deadline`` during the batch)."""
+    (deadline, scheduling order), each with the row it fires before (``rows``), its
+    ``deadline`` and its place in the scheduling order (``seq``). The split records those of
+    rows no step sees in bulk, before the row's other matches (time passes first:
+    ``kernels.split._Replay``'s bounds), and hands those of a stepped row to the engine's
+    queue just before it (:meth:`SplitTimerSet.push`), so the engine fires them among the
+    other timers and window instants of that row (:meth:`fire`, the pattern's
+    ``on_deadline`` during the batch). The program's timer-end patterns of one batch are one
+    :class:`SplitTimerSet`, which orders their timers across statements."""
 
     plan: tuple[np.ndarray, np.ndarray, list[ComplexEvent], Any]
     rows: np.ndarray
@@ -594,7 +597,14 @@ class SplitTimers:
     found: list[ComplexEvent]
     matcher: Any
     shape: TimerEnd
-    _at: dict[int, list[int]] | None = None
+    #: the plan (_plan), the matches' places in it (in ``found``'s order), each instance's
+    #: age among the pattern's (token id order)
+    p: dict
+    wins: np.ndarray
+    age: np.ndarray
+    seq: np.ndarray | None = None
+    #: the set this pattern's commit hands its timers left open to
+    group: SplitTimerSet | None = None
 
     def drop(self, host: Any, last_ts: float) -> None:
         """Take the pattern's timers due in the batch out of the queue (the plan holds
@@ -602,20 +612,9 @@ class SplitTimers:
         slot = self.matcher.slot
         host.timers.keep(lambda h: h[3] != slot or not fired_before(h, last_ts))
 
-    def push(self, row: int, host: Any) -> None:
-        """Queue the timers that fire before stepped row ``row``, in their order (the engine
-        pops them there: :meth:`fire`)."""
-        if self._at is None:
-            self._at = {}
-            for i, r in enumerate(self.rows.tolist()):
-                self._at.setdefault(r, []).append(i)
-        for i in self._at.get(row, ()):
-            host.schedule(float(self.deadline[i]), self.matcher, i, self.shape.zone,
-                          float(self.deadline[i]) - self.shape.window)
-
     def fire(self, counters: Any) -> Any:
-        """The pattern's ``on_deadline`` during the batch: timer ``i`` (:meth:`push`) emits
-        its planned match with the next match id."""
+        """The pattern's ``on_deadline`` during the batch: timer ``i`` (:meth:`SplitTimerSet.push`)
+        emits its planned match with the next match id."""
 
         def on_deadline(i: int, _zone: int, _start: float, emit: Any) -> None:
             ce = self.found[i]
@@ -625,12 +624,82 @@ class SplitTimers:
         return on_deadline
 
 
+class SplitTimerSet:
+    """The program's timer-end patterns in one split batch (``members``, in engine order):
+    per event their timers fire in the engine's order, (deadline, scheduling order), across
+    statements — the order the timers were asked for is by row, then pattern (engine order),
+    then token id. So the set gives the batch's timers their scheduling order across the
+    patterns (after the queue's: the timers from before the batch keep their own), ranks each
+    pattern's matches among all the patterns' of their deadline (``sub``: the split's bounds
+    of one rank, a timer before a row ordered by it), queues those due before a stepped row in
+    that order (:meth:`push`), and puts the timers left after the batch in the queue in their
+    scheduling order once every pattern has committed (:meth:`left`)."""
+
+    def __init__(self, members: list[SplitTimers], host: Any) -> None:
+        self.members = members
+        self._left: list[tuple] = []
+        self._waiting = len(members)
+        self._at: dict[int, list[tuple[float, int, int, int]]] | None = None
+        base = max((h[2] for h in host.timers.heap), default=0) + 1
+        asks = [np.flatnonzero(te.p["asks"]) for te in members]
+        rc, slot, age = (np.concatenate([np.zeros(0, np.int64), *x]) for x in (
+            [te.p["rc"][q] for te, q in zip(members, asks, strict=True)],
+            [np.full(len(q), te.matcher.slot, np.int64)
+             for te, q in zip(members, asks, strict=True)],
+            [te.age[q] for te, q in zip(members, asks, strict=True)]))
+        rank = np.empty(len(rc), np.int64)
+        rank[np.lexsort((age, slot, rc))] = np.arange(len(rc))
+        bounds = np.cumsum([0, *map(len, asks)])
+        for k, (te, q) in enumerate(zip(members, asks, strict=True)):
+            te.p["seq"][q] = base + rank[bounds[k]:bounds[k + 1]]
+            te.seq = te.p["seq"][te.wins]
+            te.group = self
+        # (each match's place among all the members' matches of its deadline)
+        d, sq = (np.concatenate([np.zeros(0, x), *(getattr(te, f) for te in members)])
+                 for x, f in ((np.float64, "deadline"), (np.int64, "seq")))
+        order = np.lexsort((sq, d))
+        place = np.empty(len(d), np.int64)
+        place[order] = np.arange(len(d)) - np.searchsorted(d[order], d[order], "left")
+        n = np.cumsum([0, *(len(te.found) for te in members)])
+        self.sub = [place[n[k]:n[k + 1]] for k in range(len(members))]
+
+    def bounds(self, rank: int) -> list[tuple[int, np.ndarray, np.ndarray, list[ComplexEvent],
+                                              np.ndarray]]:
+        """The members' matches as the split's bounds (kernels.split._Replay): one ``rank``
+        for all, ordered among themselves at an instant by their places ``sub``."""
+        return [(rank, te.rows, te.deadline, te.found, sub)
+                for te, sub in zip(self.members, self.sub, strict=True)]
+
+    def push(self, row: int, host: Any) -> None:
+        """Queue the members' timers that fire before stepped row ``row``, in the engine's
+        order (the engine pops them there: :meth:`SplitTimers.fire`)."""
+        if self._at is None:
+            self._at = {}
+            for k, te in enumerate(self.members):
+                for i, (r, d, q) in enumerate(zip(te.rows.tolist(), te.deadline.tolist(),
+                                                  te.seq.tolist(), strict=True)):
+                    self._at.setdefault(r, []).append((d, q, k, i))
+        for d, _q, k, i in sorted(self._at.get(row, ())):
+            te = self.members[k]
+            host.schedule(d, te.matcher, i, te.shape.zone, d - te.shape.window)
+
+    def left(self, timers: list[tuple], host: Any) -> None:
+        """A member's timers left after the batch (:func:`_leave_open`); when every member has
+        committed, all of them put in the queue in their scheduling order."""
+        self._left += timers
+        self._waiting -= 1
+        if not self._waiting:
+            for _, tid, start, m, sh in sorted(self._left, key=itemgetter(0)):
+                host.schedule(start + sh.window, m, tid, sh.zone, start)
+
+
 def plan_split(m: Any, sh: TimerEnd, cols: TypeColumns, host: Any) -> SplitTimers | None:
     """Pattern ``m``'s plan over the split's batch (:class:`SplitTimers`), or None (the batch
     goes event by event): what :func:`_batch` computes for one pattern, its token ids given
     by the split's replay (the batch's instances open in row order, after the tokens from
-    before it) and its match ids when its timers fire. Declined as :func:`_batch` declines,
-    and when pending rows are held."""
+    before it) and its match ids when its timers fire; the scheduling order across the
+    program's timer-end patterns is :class:`SplitTimerSet`'s. Declined as :func:`_batch`
+    declines, and when pending rows are held."""
     if m.pending is not None:
         return None
     try:
@@ -641,8 +710,8 @@ def plan_split(m: Any, sh: TimerEnd, cols: TypeColumns, host: Any) -> SplitTimer
         return None
     n_old = p["n_old"]
     src = cols.src
-    # the order the timers are asked for: by row, then token id (the tokens from before, then
-    # the batch's instances in row order)
+    # the order the pattern's timers are asked for: by row, then token id (the tokens from
+    # before, then the batch's instances in row order) — across patterns: SplitTimerSet
     age = np.arange(n_old + len(p["rows"]), dtype=np.int64)
     age[:n_old] = np.argsort(np.argsort(p["old_ids"], kind="stable"), kind="stable")
     asks = np.flatnonzero(p["asks"])
@@ -669,10 +738,9 @@ def plan_split(m: Any, sh: TimerEnd, cols: TypeColumns, host: Any) -> SplitTimer
             m.done = True
         p["tid"] = np.concatenate([p["old_ids"], token_ids]).astype(np.int64)
         host.timers.keep(lambda h: h[3] != m.slot or not fired_before(h, last_ts))
-        for _, tid, start, _m, _sh in sorted(_leave_open(m, sh, p, lookup),
-                                             key=itemgetter(0)):
-            host.schedule(start + sh.window, m, tid, sh.zone, start)
+        te.group.left(_leave_open(m, sh, p, lookup), host)  # type: ignore[union-attr]
 
     empty = np.zeros(0, np.int64)
-    return SplitTimers((p["rows"], empty, [], commit), p["fire_at"][wins],
-                       p["deadline"][wins].astype(np.float64), found, m, sh)
+    te = SplitTimers((p["rows"], empty, [], commit), p["fire_at"][wins],
+                     p["deadline"][wins].astype(np.float64), found, m, sh, p, wins, age)
+    return te
