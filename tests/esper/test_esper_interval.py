@@ -31,18 +31,22 @@ SECONDS = ["b.k = a.k", "a.k = b.k", "b.k = a.k and b.v = 1", "", "b.v > 2", "b.
            "b.k = a.k and b.x > 0.5"]
 SELECTS = ["", "select a.k as k, b.v as v ", "select b.s as s, a.v as v, b.k as bk ",
            "select b.v + 1 as w, current_timestamp() as t "]
+AFTER_SELECTS = ["", "select a.k as k, a.v as v ", "select a.s as s, a.k as k ",
+                 "select a.v + 1 as w, current_timestamp() as t "]
 
 
 @st.composite
-def interval(draw: st.DrawFn, name: str) -> str:
-    """``every a = A(f) -> b = B(g) -> timer:interval(Δ)`` (or ``B`` first, then ``A``)."""
+def interval(draw: st.DrawFn, name: str, right_after: bool = False) -> str:
+    """``every a = A(f) -> b = B(g) -> timer:interval(Δ)`` (or ``B`` first, then ``A``); with
+    ``right_after`` the interval right after a, ``every a = A(f) -> timer:interval(Δ)`` (or over
+    ``B``): each ``A`` passing ``f`` a match at ``a.t + Δ``."""
     first, second = draw(st.sampled_from([("A", "B"), ("A", "B"), ("B", "A")]))
     f = draw(st.sampled_from(FIRST))
-    g = draw(st.sampled_from(SECONDS))
+    b = "" if right_after else f"b = {second}({draw(st.sampled_from(SECONDS))}) -> "
     delta = draw(st.sampled_from([0, 1, 2, 3, 5]))
-    select = draw(st.sampled_from(SELECTS))
+    select = draw(st.sampled_from(AFTER_SELECTS if right_after else SELECTS))
     return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every a = {first}({f}) "
-            f"-> b = {second}({g}) -> timer:interval({delta} msec)];\n")
+            f"-> {b}timer:interval({delta} msec)];\n")
 
 
 def programs(draw: st.DrawFn) -> str:
@@ -107,12 +111,14 @@ def test_pinned_interval_beside_missing_event() -> None:
             ("Q", 3, ("e0",), 1), ("P", 3, ("e0", "e1"), 2)]
 
 
+def route(pattern: str) -> bool:
+    """Whether the batch route takes statement P of ``pattern`` (Engine._timer_ends)."""
+    text = f"@Name('P')\ninsert into P\nfrom pattern [{pattern}];\n"
+    return Engine(program(text), strict_actions=False)._timer_ends is not None
+
+
 def test_interval_route_takes() -> None:
     """The shapes the route takes and declines (per event then)."""
-    def route(pattern: str) -> bool:
-        text = f"@Name('P')\ninsert into P\nfrom pattern [{pattern}];\n"
-        return Engine(program(text), strict_actions=False)._timer_ends is not None
-
     assert route("every a = A -> b = B(b.k = a.k) -> timer:interval(5 msec)")
     assert route("every a = A(v > 1) -> b = B(x > 0.5) -> timer:interval(0 msec)")
     assert not route("every a = A -> b = B(b.v > a.v) -> timer:interval(5 msec)")
@@ -139,20 +145,9 @@ def test_pinned_timers_in_asking_order() -> None:
 
 # -- the interval right after a: ``every a = A(f) -> timer:interval(Δ)`` ---------------------
 
-AFTER_SELECTS = ["", "select a.k as k, a.v as v ", "select a.s as s, a.k as k ",
-                 "select a.v + 1 as w, current_timestamp() as t "]
-
-
-@st.composite
-def after_a(draw: st.DrawFn, name: str) -> str:
-    """``every a = A(f) -> timer:interval(Δ)`` (or over ``B``): each ``A`` passing ``f`` a match
-    at ``a.t + Δ``."""
-    first = draw(st.sampled_from(["A", "A", "B"]))
-    f = draw(st.sampled_from(FIRST))
-    delta = draw(st.sampled_from([0, 1, 2, 3, 5]))
-    select = draw(st.sampled_from(AFTER_SELECTS))
-    return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every a = {first}({f}) "
-            f"-> timer:interval({delta} msec)];\n")
+def after_a(name: str) -> st.SearchStrategy[str]:
+    """``every a = A(f) -> timer:interval(Δ)`` (or over ``B``) named ``name``."""
+    return interval(name, right_after=True)
 
 
 def after_a_programs(draw: st.DrawFn) -> str:
@@ -229,10 +224,6 @@ def test_after_a_route_takes() -> None:
     the other shapes; declined: a distinct every, no every (the token path then); and the
     interval between two events is refused by the compiler (compiler/esper.py ``interval``:
     only at the start, or at the end after one event), so no route has it."""
-    def route(pattern: str) -> bool:
-        text = f"@Name('P')\ninsert into P\nfrom pattern [{pattern}];\n"
-        return Engine(program(text), strict_actions=False)._timer_ends is not None
-
     assert route("every a = A -> timer:interval(5 msec)")
     assert route("every a = A(v > 1 and x > 0.5) -> timer:interval(0 msec)")
     assert not route("every-distinct(a.k) a = A -> timer:interval(5 msec)")
