@@ -214,6 +214,12 @@ def test_what_the_split_declines() -> None:
         assert engine._split is not None
         assert not {"T", "U"} & {m.name for m in engine._split}
         check(prog, PINNED, [3], 2, 1)
+    # (the second of two timer-end statements read by a pattern: neither is taken)
+    reader_u = reader.replace("'G'", "'GU'").replace("into G", "into GU").replace(
+        "t = T", "u = U").replace("t.k", "u.k")
+    prog = program([PAIR, T3, other_t], [reader_u], 0)
+    assert [m.name for m in Engine(prog)._split] == ["P"]
+    check(prog, PINNED, [3], 2, 1)
     prog = program([PAIR, other_t, T3], [], 1)
     assert [m.name for m in Engine(prog)._split] == ["P", "U", "T"]
     check(prog, PINNED, [3], 2, 1)
