@@ -301,3 +301,22 @@ def test_pinned_two_statements_timers_at_one_instant() -> None:
                 assert engine.host.counters.token == 9
                 assert te_timers(engine) == [("T", 7.0, 8, 0, 5.0), ("U", 8.0, 9, 0, 5.0)]
         check(prog, TWO_STREAM, [1], 1, 1)
+
+
+def test_pinned_scheduling_order_across_statements() -> None:
+    """Hand-derived: T the interval right after a over A (Δ 3), U over B (Δ 2), beside P.
+    A(0)@0 asks for T 2's timer (due 3), A(1)@1 for T 4's (due 4), B(2)@2 for U 5's (due 4);
+    before C@9 T (e0) at 3, then at 4 T (e1) — asked for at row 1 — before U (e2) — row 2 —:
+    the scheduling order is across the statements (each statement's own count of asks would
+    put U's first ask before T's second)."""
+    te = ("@Name('T')\ninsert into T\nselect a.k as k from pattern [every a = A -> "
+          "timer:interval(3 msec)];\n@Name('U')\ninsert into U\nselect a.k as k from pattern "
+          "[every a = B -> timer:interval(2 msec)];\n")
+    spec = [("A", 0, 0, 0.0, 0), ("A", 1, 0, 0.0, 1), ("B", 2, 0, 0.0, 1), ("C", 0, 0, 0.0, 7)]
+    prog = program([PAIR, te], [], 0)
+    assert {"P", "T", "U"} <= {m.name for m in Engine(prog)._split}
+    for engine in (Engine(prog), Engine(prog, fast_path=False)):
+        got = engine.process_batch(events(spec))
+        assert [(m.type, m.ts, tuple(m.event_refs), m.match_id) for m in got] == [
+            ("T", 3, ("e0",), 1), ("T", 4, ("e1",), 2), ("U", 4, ("e2",), 3)]
+    check(prog, spec, [], 0, 0)
