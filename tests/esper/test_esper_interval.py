@@ -187,7 +187,8 @@ def test_pinned_after_a_beside_missing_event() -> None:
     B(k = a.k)). A(k 0)@0 opens P's 1 (due 3) and Q's 2 (due 2); A(k 1)@1 opens P's 3 (due 4)
     and Q's 4 (due 3). Before C@5: Q e0 at 2, then at 3 P e0 (asked for at row 0) before Q e1
     (row 1), then P e1 at 4 — cut after the first A too (P's 1 then a timer from before the
-    batch, Q's 4 the batch's), and with the route's statements in the other order."""
+    batch, Q's 4 the batch's), and with the route's statements in the other order; the
+    statistics list Q first (its match came first)."""
     q = ("@Name('Q')\ninsert into Q\nselect a.k as k from pattern [every a = A -> "
          "(timer:interval(2 msec) and not B(k = a.k))];\n")
     spec = [("A", 0, 0, 0.0, 0), ("A", 1, 0, 0.0, 1), ("C", 0, 0, 0.0, 4)]
@@ -201,6 +202,8 @@ def test_pinned_after_a_beside_missing_event() -> None:
                 evs = events(spec)
                 out = eng.process_batch(evs[:cut]) + eng.process_batch(evs[cut:])
                 assert [(m.type, m.ts, tuple(m.event_refs), m.match_id) for m in out] == want
+                # (the counts in the order the first matches came, whatever the engine order)
+                assert list(eng.stats.by_pattern.items()) == [("Q", 2), ("P", 2)]
 
 
 def test_pinned_after_a_zero_interval() -> None:
