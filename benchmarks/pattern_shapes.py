@@ -131,6 +131,9 @@ SHAPES: dict[str, tuple[str, str]] = {
     # a match Δ after b (the timer's instant, between rows)
     "esper_interval": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
                               "b=B(b.k = a.k) -> timer:interval(10 sec)];"),
+    # the interval right after a: each A passing its filter a match Δ later (session 36)
+    "esper_interval_first": ("epl", "select a.k as k, a.v as v from pattern [every a=A(v > 2) "
+                                    "-> timer:interval(500 msec)];"),
     # an inner every: each B of the key within 1 s of an A is a match of that A's instance
     # (1 s, not 10: about two open A per key, so the matches stay near the input's size)
     "esper_every_inner": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
@@ -160,6 +163,15 @@ SHAPES: dict[str, tuple[str, str]] = {
                               "b=B(b.k = a.k) -> timer:interval(10 sec)];\n@Name('Q') "
                               "select a.k as k from pattern [every a=A -> b=C(b.k = a.k) "
                               "where timer:within(10 sec)];"),
+    # two timer-end patterns (the missing event, the interval right after a) beside a pair:
+    # their timers interleaved across statements in the split since session 36 (per event
+    # before: the split took a timer-end pattern only when it was the only one)
+    "split_two_timers": ("epl", "select a.k as k from pattern [every a=A -> "
+                                "(timer:interval(500 msec) and not B(k = a.k))];\n@Name('Q') "
+                                "select c.k as k from pattern [every c=C(v > 5) -> "
+                                "timer:interval(1 sec)];\n@Name('R') select a.k as k from "
+                                "pattern [every a=A -> b=C(b.k = a.k) where "
+                                "timer:within(10 sec)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

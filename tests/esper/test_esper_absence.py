@@ -135,6 +135,8 @@ def check(text: str, spec, cuts, restore_at: int, gap: int) -> None:
     assert got["many"] == got["one"]
     assert fired["fast"] == fired["one"] and fired["many"] == fired["one"]
     assert fast.stats == one.stats and many.stats == one.stats
+    # (the patterns' counts in the order their first match came, as reports list them)
+    assert list(many.stats.by_pattern) == list(one.stats.by_pattern)
     assert state(fast) == state(one) and state(many) == state(one)
     assert fast.partial_matches() == one.partial_matches() == many.partial_matches()
     if all(m.pattern.absence is not None for m in fast.matchers):  # (a pair queues its own)

@@ -17,6 +17,8 @@ statements, batches cut anywhere, save/restore, Arrow, ``advance_to``, and two h
 two-statement examples. Over a kernel pattern's output it stays per event (declined), equal
 all the same."""
 
+import itertools
+
 import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -39,6 +41,7 @@ from tests.esper.test_split import (
     program,
 )
 
+from cepflow.language import ast as A
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
@@ -225,19 +228,24 @@ SAME_BESIDE = BESIDE.replace("x = B", "x = A")
 
 
 def test_the_fork_in_the_split_pinned() -> None:
-    """Two statements, the fork planned and ``R`` per event at the stepped rows: a stepped
-    row gives the fork every token id it takes there (its forks, then its own start) before
-    ``R`` opens; a timer at an event's instant fires before the fork's matches there."""
-    for stmt, spec, want, later, tokens in [
+    """Two statements, the fork planned and ``R`` per event at the stepped rows (a rule reads
+    R's matches): a stepped row gives the fork every token id it takes there (its forks, then
+    its own start) before ``R`` opens; a timer at an event's instant fires before the fork's
+    matches there. Without the rule R (the interval right after ``x``) is a timer-end
+    pattern of the split too (since session 36): the same."""
+    for (stmt, spec, want, later, tokens), ruled in itertools.product([
             (BENCH + BESIDE, PINNED, BESIDE_WANT, BESIDE_LATER, [6, 11, 8, 10, 13]),
             (SAME + SAME_BESIDE, SAME_STREAM,
              [("P", t, refs, i) for i, (t, refs) in enumerate(
                  [(1, ("e0", "e1")), (2, ("e0", "e2")), (2, ("e1", "e2")), (3, ("e1", "e3")),
                   (3, ("e2", "e3"))], 1)],
-             [("R", 5 + i, (f"e{i}",), 6 + i) for i in range(4)], [4, 8, 12, 2, 5, 9, 13])]:
+             [("R", 5 + i, (f"e{i}",), 6 + i) for i in range(4)], [4, 8, 12, 2, 5, 9, 13])],
+            (True, False)):
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + stmt))
+        if ruled:  # (a rule without an action: R's matches are read, so R runs per event)
+            prog.rules.append(A.RuleDecl("r", (A.PatternRef("R"),), None))
         split_engine = Engine(prog)
-        assert [m.name for m in split_engine._split] == ["P"]
+        assert [m.name for m in split_engine._split] == (["P"] if ruled else ["P", "R"])
         for engine in (split_engine, Engine(prog, fast_path=False)):
             got = engine.process_batch(events(spec))
             assert [(m.type, m.ts, tuple(m.event_refs), m.match_id) for m in got] == want

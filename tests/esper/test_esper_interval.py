@@ -4,8 +4,11 @@ same complex events (parts, parameters, bindings, match ids, times — a match c
 instance's timer, asked for at its ``B``, fires: between rows, or at ``advance_to``), rule
 firings, statistics, saved state, open instances and pending timers — through ``process_batch``
 cut anywhere, with single events between, time passing, a save/restore, over Arrow batches, and
-beside missing-event statements whose timers fire at the same instants."""
+beside missing-event statements whose timers fire at the same instants; and the interval right
+after ``a``, ``every a = A(f) -> timer:interval(Δ)`` (each ``A`` a match at ``a.t + Δ``), alone
+and beside both."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_absence import (
@@ -19,6 +22,7 @@ from tests.esper.test_esper_absence import (
 )
 from tests.esper.test_esper_kernel import KEYS, events
 
+from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.runtime.engine import Engine
 
 # B's conditions: the key (either way round), the key and B's own field, none, a filter on
@@ -27,18 +31,22 @@ SECONDS = ["b.k = a.k", "a.k = b.k", "b.k = a.k and b.v = 1", "", "b.v > 2", "b.
            "b.k = a.k and b.x > 0.5"]
 SELECTS = ["", "select a.k as k, b.v as v ", "select b.s as s, a.v as v, b.k as bk ",
            "select b.v + 1 as w, current_timestamp() as t "]
+AFTER_SELECTS = ["", "select a.k as k, a.v as v ", "select a.s as s, a.k as k ",
+                 "select a.v + 1 as w, current_timestamp() as t "]
 
 
 @st.composite
-def interval(draw: st.DrawFn, name: str) -> str:
-    """``every a = A(f) -> b = B(g) -> timer:interval(Δ)`` (or ``B`` first, then ``A``)."""
+def interval(draw: st.DrawFn, name: str, right_after: bool = False) -> str:
+    """``every a = A(f) -> b = B(g) -> timer:interval(Δ)`` (or ``B`` first, then ``A``); with
+    ``right_after`` the interval right after a, ``every a = A(f) -> timer:interval(Δ)`` (or over
+    ``B``): each ``A`` passing ``f`` a match at ``a.t + Δ``."""
     first, second = draw(st.sampled_from([("A", "B"), ("A", "B"), ("B", "A")]))
     f = draw(st.sampled_from(FIRST))
-    g = draw(st.sampled_from(SECONDS))
+    b = "" if right_after else f"b = {second}({draw(st.sampled_from(SECONDS))}) -> "
     delta = draw(st.sampled_from([0, 1, 2, 3, 5]))
-    select = draw(st.sampled_from(SELECTS))
+    select = draw(st.sampled_from(AFTER_SELECTS if right_after else SELECTS))
     return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every a = {first}({f}) "
-            f"-> b = {second}({g}) -> timer:interval({delta} msec)];\n")
+            f"-> {b}timer:interval({delta} msec)];\n")
 
 
 def programs(draw: st.DrawFn) -> str:
@@ -103,12 +111,14 @@ def test_pinned_interval_beside_missing_event() -> None:
             ("Q", 3, ("e0",), 1), ("P", 3, ("e0", "e1"), 2)]
 
 
+def route(pattern: str) -> bool:
+    """Whether the batch route takes statement P of ``pattern`` (Engine._timer_ends)."""
+    text = f"@Name('P')\ninsert into P\nfrom pattern [{pattern}];\n"
+    return Engine(program(text), strict_actions=False)._timer_ends is not None
+
+
 def test_interval_route_takes() -> None:
     """The shapes the route takes and declines (per event then)."""
-    def route(pattern: str) -> bool:
-        text = f"@Name('P')\ninsert into P\nfrom pattern [{pattern}];\n"
-        return Engine(program(text), strict_actions=False)._timer_ends is not None
-
     assert route("every a = A -> b = B(b.k = a.k) -> timer:interval(5 msec)")
     assert route("every a = A(v > 1) -> b = B(x > 0.5) -> timer:interval(0 msec)")
     assert not route("every a = A -> b = B(b.v > a.v) -> timer:interval(5 msec)")
@@ -131,3 +141,98 @@ def test_pinned_timers_in_asking_order() -> None:
         out = eng.process_batch(events(spec))
         assert [(tuple(m.event_refs), m.match_id) for m in out] == [
             (("e1", "e2"), 1), (("e0", "e3"), 2)]
+
+
+# -- the interval right after a: ``every a = A(f) -> timer:interval(Δ)`` ---------------------
+
+def after_a(name: str) -> st.SearchStrategy[str]:
+    """``every a = A(f) -> timer:interval(Δ)`` (or over ``B``) named ``name``."""
+    return interval(name, right_after=True)
+
+
+def after_a_programs(draw: st.DrawFn) -> str:
+    """One or two statements, one at least the interval right after a, the other any shape
+    of the route (the interval after b, the missing event)."""
+    names = draw(st.sampled_from([["P"], ["P", "Q"], ["P", "Q"]]))
+    first, *rest = names
+    return draw(after_a(first)) + "".join(
+        draw(st.one_of(after_a(n), interval(n), batched(n))) for n in rest)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data(), stream([0, 1, 2]), st.lists(st.integers(0, 60), max_size=4),
+       st.integers(0, 60), st.sampled_from([0, 1, 4]))
+def test_after_a_equals_token_path(data, spec, cuts, restore_at, gap) -> None:
+    """The interval right after a, alone or beside the route's other shapes: batches cut
+    anywhere against the token path (test_esper_absence.check: single events between, time
+    passing, a save/restore, rule actions, pending timers, the end)."""
+    check_taken(after_a_programs(data.draw), spec, cuts, restore_at, gap)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.data(), stream([k for k in KEYS if k != 10**20]),
+       st.lists(st.integers(0, 60), max_size=4), st.sampled_from([0, 1, 4]))
+def test_after_a_over_arrow(data, spec, cuts, gap) -> None:
+    """The interval right after a over Arrow batches (rows written, statistics, state,
+    timers)."""
+    check_arrow(after_a_programs(data.draw), spec, cuts, gap)
+
+
+AFTER = ("@Name('P')\ninsert into P\nselect a.k as k from pattern [every a = A -> "
+         "timer:interval(3 msec)];\n")
+
+
+def test_pinned_after_a_beside_missing_event() -> None:
+    """Hand-derived: P the interval right after a (Δ 3), Q the missing event (Δ 2, NOT
+    B(k = a.k)). A(k 0)@0 opens P's 1 (due 3) and Q's 2 (due 2); A(k 1)@1 opens P's 3 (due 4)
+    and Q's 4 (due 3). Before C@5: Q e0 at 2, then at 3 P e0 (asked for at row 0) before Q e1
+    (row 1), then P e1 at 4 — cut after the first A too (P's 1 then a timer from before the
+    batch, Q's 4 the batch's), and with the route's statements in the other order; the
+    statistics list Q first (its match came first)."""
+    q = ("@Name('Q')\ninsert into Q\nselect a.k as k from pattern [every a = A -> "
+         "(timer:interval(2 msec) and not B(k = a.k))];\n")
+    spec = [("A", 0, 0, 0.0, 0), ("A", 1, 0, 0.0, 1), ("C", 0, 0, 0.0, 4)]
+    want = [("Q", 2, ("e0",), 1), ("P", 3, ("e0",), 2), ("Q", 3, ("e1",), 3),
+            ("P", 4, ("e1",), 4)]
+    for text in (AFTER + q, q + AFTER):
+        prog = program(text)
+        for cut in (0, 1, 2):
+            for eng in (_kernel_only(Engine(prog, strict_actions=False)),
+                        Engine(prog, strict_actions=False, fast_path=False)):
+                evs = events(spec)
+                out = eng.process_batch(evs[:cut]) + eng.process_batch(evs[cut:])
+                assert [(m.type, m.ts, tuple(m.event_refs), m.match_id) for m in out] == want
+                # (the counts in the order the first matches came, whatever the engine order)
+                assert list(eng.stats.by_pattern.items()) == [("Q", 2), ("P", 2)]
+
+
+def test_pinned_after_a_zero_interval() -> None:
+    """Hand-derived, Δ 0: A(k 0)@0, A(k 1)@0, A(k 2)@1. The first's timer is due at 0 and
+    fires before the second A of that instant (timers before events), the second's before
+    the third A, the third's only when time passes (``advance_to(1)``): three matches, each
+    at its A's time, the id order the A order; the partial match is left open until then."""
+    prog = program(AFTER.replace("3 msec", "0 msec"))
+    spec = [("A", 0, 0, 0.0, 0), ("A", 1, 0, 0.0, 0), ("A", 2, 0, 0.0, 1)]
+    for eng in (_kernel_only(Engine(prog, strict_actions=False)),
+                Engine(prog, strict_actions=False, fast_path=False)):
+        out = eng.process_batch(events(spec))
+        assert [(m.ts, m.params, m.match_id) for m in out] == [(0, (0,), 1), (0, (1,), 2)]
+        assert eng.partial_matches() == {"P": 1}
+        late = eng.advance_to(1)
+        assert [(m.ts, m.params, m.match_id) for m in late] == [(1, (2,), 3)]
+
+
+def test_after_a_route_takes() -> None:
+    """The interval right after a is taken with a filter on ``a``'s own fields, alone or beside
+    the other shapes; declined: a distinct every, no every (the token path then); and the
+    interval between two events is refused by the compiler (compiler/esper.py ``interval``:
+    only at the start, or at the end after one event), so no route has it."""
+    assert route("every a = A -> timer:interval(5 msec)")
+    assert route("every a = A(v > 1 and x > 0.5) -> timer:interval(0 msec)")
+    assert not route("every-distinct(a.k) a = A -> timer:interval(5 msec)")
+    assert not route("a = A -> timer:interval(5 msec)")
+    with pytest.raises(PatternSyntaxError, match="timer:interval is supported"):
+        route("every a = A -> timer:interval(5 msec) -> b = B(b.k = a.k)")
+    with pytest.raises(PatternSyntaxError, match="timer:interval is supported"):
+        route("every a = A -> (timer:interval(5 msec) -> b = B(b.k = a.k)) "
+              "where timer:within(20 msec)")

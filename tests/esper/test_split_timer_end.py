@@ -1,28 +1,34 @@
 """The timer-end patterns (runtime/kernels/timer_end.py: Esper's missing event ``every a = A(f)
--> (timer:interval(Δ) and not B(g))`` and the interval after ``b``, ``every a = A(f) -> b =
-B(g) -> timer:interval(Δ)``) as kernel patterns of the program split (kernels.split,
-``_with_timer_end``, ``timer_end.plan_split``): their matches come at their timers, between
-rows — recorded in bulk before the row they fire before when no step sees it, or fired by the
-engine just before a stepped row among its other timers and window instants.
+-> (timer:interval(Δ) and not B(g))``, the interval after ``b``, ``every a = A(f) -> b =
+B(g) -> timer:interval(Δ)``, and the interval right after ``a``, ``every a = A(f) ->
+timer:interval(Δ)``) as kernel patterns of the program split (kernels.split,
+``_with_timer_end``, ``timer_end.plan_split``, ``timer_end.SplitTimerSet``): their matches come
+at their timers, between rows — recorded in bulk before the row they fire before when no step
+sees it, or fired by the engine just before a stepped row among its other timers and window
+instants — and several such statements' timers interleave in the engine's order, (deadline,
+the order they were asked for) across statements.
 
 Over random split programs — the timer-end statement (named ``T``: nothing reads it) beside
 the pair kernel's statements and statements per event without timers, window statements,
-patterns over the kernel patterns' output — and random streams, against the general token
-path event by event: the same complex events (ids, parts, bindings, times) in order,
-statistics (their per-pattern order too), saved state, open instances, the timer-end
-pattern's pending timers and the end of input — through ``process_batch`` cut anywhere,
+patterns over the kernel patterns' output, and up to two more timer-end statements, U and V —
+and random streams, against the general token path event by event: the same complex events
+(ids, parts, bindings, times) in order, statistics (their per-pattern order too), saved state,
+open instances, the timer-end patterns' pending timers (in firing order across them) and the
+end of input — through ``process_batch`` cut anywhere,
 single events between, ``advance_to`` between batches, a save/restore in the middle; with the
 rows looked up in lists; over Arrow batches (Engine.process_columns). Hand-derived two- and
 three-statement examples pin the order of a timer's match at one instant with a window's
-boundary and with the matches of the row it fires before. What the split declines (a second
-timer-end pattern, a reader of its matches, a pattern per event with timers) is asserted."""
+boundary and with the matches of the row it fires before, and two statements' timers due at
+one instant (recorded in bulk, fired by the engine at a stepped row, left after the batch).
+What the split declines (a reader of a timer-end pattern's matches, a pattern per event with
+timers) is asserted."""
 
 import itertools
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_absence import batched
-from tests.esper.test_esper_interval import interval
+from tests.esper.test_esper_interval import after_a, interval
 from tests.esper.test_esper_kernel import VALUES, events, state, statements
 from tests.esper.test_split import (
     OTHERS,
@@ -48,32 +54,48 @@ def stream() -> st.SearchStrategy:
                               st.sampled_from([0, 0, 1, 1, 2, 3])), min_size=20, max_size=70)
 
 
-def te_statement() -> st.SearchStrategy:
-    """A missing event or an interval after ``b``, named T (A then B, or B then A)."""
-    return st.one_of(batched("T"), interval("T"))
+#: the timer-end statements' names: T always, U and V now and then
+TE_NAMES = ("T", "U", "V")
+
+
+def te_statement(name: str = "T") -> st.SearchStrategy:
+    """A missing event, an interval after ``b`` (A then B, or B then A) or right after ``a``,
+    named ``name``."""
+    return st.one_of(batched(name), interval(name), after_a(name))
+
+
+@st.composite
+def te_statements(draw: st.DrawFn) -> str:
+    """T, and (half the time) U, or U and V: several timer-end statements, whose timers the
+    split orders across them."""
+    more = draw(st.sampled_from([(), (), ("U",), ("U", "V")]))
+    return draw(te_statement()) + "".join(draw(te_statement(n)) for n in more)
 
 
 def split_of(kernel_stmts: list[str], te: str, others: list[str], ruled: int):
     """The program of ``kernel_stmts``, the timer-end statement ``te`` and ``others``
     (tests.esper.test_split.program; a rule reads the first ``ruled`` kernel statements, never
-    T); asserts the split takes T exactly when no pattern it leaves per event has timers."""
+    T, U or V); asserts the split takes T (and U, V) exactly when no pattern it leaves per event
+    has timers."""
     names = list(dict.fromkeys(s.split("'")[1] for s in kernel_stmts))
     prog = program([*kernel_stmts, te], others, min(ruled, len(names)))
     engine = Engine(prog)
     if engine._split is not None:
         mine = {m.name for m in engine._split}
-        timed = any(m.name not in mine and m.name != "T"
+        ends = {m.name for m in engine.matchers if m.name in TE_NAMES}
+        timed = any(m.name not in mine and m.name not in ends
                     and (m.pattern.auto.zones or m.pattern.clock is not None)
                     for m in engine.matchers)
-        assert ("T" in mine) == (not timed)
+        assert (ends <= mine) == (not timed) and (not ends & mine) == timed
     return prog
 
 
 def te_timers(engine: Engine) -> list:
-    """T's pending timers (deadline, token, zone, start) in firing order."""
-    slot = next(m.slot for m in engine.matchers if m.name == "T")
-    return [(h[0], h[4], h[5], h[6]) for h in sorted(engine.host.timers.entries())
-            if h[3] == slot]
+    """The timer-end statements' pending timers (statement, deadline, token, zone, start) in
+    firing order, across them."""
+    names = {m.slot: m.name for m in engine.matchers if m.name in TE_NAMES}
+    return [(names[h[3]], h[0], h[4], h[5], h[6]) for h in sorted(engine.host.timers.entries())
+            if h[3] in names]
 
 
 def check(prog, spec, cuts, restore_at: int, gap: int) -> None:
@@ -114,7 +136,7 @@ def check(prog, spec, cuts, restore_at: int, gap: int) -> None:
 
 #: the random programs: kernel statements, T, other statements, how many kernel statements a
 #: rule reads
-PROGRAMS = (st.lists(statements(), max_size=2), te_statement(),
+PROGRAMS = (st.lists(statements(), max_size=2), te_statements(),
             st.lists(st.sampled_from(BESIDE), max_size=3, unique=True), st.integers(0, 2))
 
 #: hand-derived: T the missing event (Δ 3) beside P, a pair kernel, and W, a time batch of
@@ -178,18 +200,29 @@ def test_pinned_timer_before_a_stepped_row() -> None:
 
 
 def test_what_the_split_declines() -> None:
-    """A second timer-end statement, a reader of T's matches (a pattern, a rule), a pattern
-    per event with timers: T runs per event (equal all the same)."""
+    """A reader of T's matches (a pattern, a rule), a pattern per event with timers — or a
+    second timer-end statement U that a rule reads (per event, with timers): T runs per event
+    (equal all the same). A second timer-end statement nothing reads is taken beside T."""
     other_t = T3.replace("'T'", "'U'").replace("into T", "into U")
     reader = "@Name('G')\ninsert into G\nfrom pattern [every t = T -> x = B(x.k = t.k)];\n"
     timed = ("@Name('H')\ninsert into H\nfrom pattern [every x = B -> y = A(y.k = x.k) -> "
              "z = A(z.k = x.k, z.v > y.v) where timer:within(2 msec)];\n")
-    for kernel, others, ruled in [([PAIR, other_t], [], 0), ([PAIR], [reader], 0),
+    for kernel, others, ruled in [([PAIR, other_t], [], 2), ([PAIR], [reader], 0),
                                   ([PAIR], [timed], 0), ([PAIR], [TB], 2)]:
         prog = program([*kernel, T3], others, ruled)
         engine = Engine(prog)
-        assert engine._split is not None and "T" not in [m.name for m in engine._split]
+        assert engine._split is not None
+        assert not {"T", "U"} & {m.name for m in engine._split}
         check(prog, PINNED, [3], 2, 1)
+    # (the second of two timer-end statements read by a pattern: neither is taken)
+    reader_u = reader.replace("'G'", "'GU'").replace("into G", "into GU").replace(
+        "t = T", "u = U").replace("t.k", "u.k")
+    prog = program([PAIR, T3, other_t], [reader_u], 0)
+    assert [m.name for m in Engine(prog)._split] == ["P"]
+    check(prog, PINNED, [3], 2, 1)
+    prog = program([PAIR, other_t, T3], [], 1)
+    assert [m.name for m in Engine(prog)._split] == ["P", "U", "T"]
+    check(prog, PINNED, [3], 2, 1)
 
 
 @settings(max_examples=150, deadline=None)
@@ -232,3 +265,58 @@ def test_the_shape_is_found_per_matcher() -> None:
             for m in Engine(prog).matchers] == [False, True]
     slow = Engine(prog, fast_path=False)
     assert all(timer_end_shape(slow, m) is None for m in slow.matchers)
+
+
+# two timer-end statements at one instant: T the missing event (Δ 2, NOT B(k = a.k)), U the
+# interval right after a (Δ 3), beside P (engine order P, T, U). A(0)@0 opens P 1, T 2 (due
+# 2), U 3 (due 3); A(1)@1 opens P 4, T 5 (due 3), U 6 (due 4); before A(2)@5: T (e0) at 2,
+# then at 3 U (e0) — asked for at row 0 — before T (e1) — row 1 —, then U (e1) at 4; A(2)@5
+# opens P 7, T 8, U 9
+TWO = ("@Name('T')\ninsert into T\nselect a.k as k from pattern [every a = A -> "
+       "(timer:interval(2 msec) and not B(k = a.k))];\n"
+       "@Name('U')\ninsert into U\nselect a.k as k from pattern [every a = A -> "
+       "timer:interval(3 msec)];\n")
+TWO_STREAM = [("A", 0, 0, 0.0, 0), ("A", 1, 0, 0.0, 1), ("A", 2, 0, 0.0, 4)]
+TWO_WANT = [("T", 2, ("e0",), 1), ("U", 3, ("e0",), 2), ("T", 3, ("e1",), 3),
+            ("U", 4, ("e1",), 4)]
+
+
+def test_pinned_two_statements_timers_at_one_instant() -> None:
+    """Two timer-end statements' timers due at 3, U's asked for before T's though T comes
+    first in engine order: U's match first — recorded in bulk (no row stepped), fired by the
+    engine before a stepped row (R reads A), left after a batch cut before them and fired by
+    ``advance_to``, or one from before the batch (a cut after the first A)."""
+    for others in ([], [R]):
+        prog = program([PAIR, TWO], others, 0)
+        split_engine = Engine(prog)
+        assert {"P", "T", "U"} <= {m.name for m in split_engine._split}
+        for cut in (0, 1, 2):
+            for engine in (Engine(prog), Engine(prog, fast_path=False)):
+                evs = events(TWO_STREAM)
+                got = engine.process_batch(evs[:cut])
+                got += engine.advance_to(4) if cut == 2 else []
+                got += engine.process_batch(evs[cut:])
+                assert [(m.type, m.ts, tuple(m.event_refs), m.match_id)
+                        for m in got] == TWO_WANT
+                assert engine.host.counters.token == 9
+                assert te_timers(engine) == [("T", 7.0, 8, 0, 5.0), ("U", 8.0, 9, 0, 5.0)]
+        check(prog, TWO_STREAM, [1], 1, 1)
+
+
+def test_pinned_scheduling_order_across_statements() -> None:
+    """Hand-derived: T the interval right after a over A (Δ 3), U over B (Δ 2), beside P.
+    A(0)@0 asks for T 2's timer (due 3), A(1)@1 for T 4's (due 4), B(2)@2 for U 5's (due 4);
+    before C@9 T (e0) at 3, then at 4 T (e1) — asked for at row 1 — before U (e2) — row 2 —:
+    the scheduling order is across the statements (each statement's own count of asks would
+    put U's first ask before T's second)."""
+    te = ("@Name('T')\ninsert into T\nselect a.k as k from pattern [every a = A -> "
+          "timer:interval(3 msec)];\n@Name('U')\ninsert into U\nselect a.k as k from pattern "
+          "[every a = B -> timer:interval(2 msec)];\n")
+    spec = [("A", 0, 0, 0.0, 0), ("A", 1, 0, 0.0, 1), ("B", 2, 0, 0.0, 1), ("C", 0, 0, 0.0, 7)]
+    prog = program([PAIR, te], [], 0)
+    assert {"P", "T", "U"} <= {m.name for m in Engine(prog)._split}
+    for engine in (Engine(prog), Engine(prog, fast_path=False)):
+        got = engine.process_batch(events(spec))
+        assert [(m.type, m.ts, tuple(m.event_refs), m.match_id) for m in got] == [
+            ("T", 3, ("e0",), 1), ("T", 4, ("e1",), 2), ("U", 4, ("e2",), 3)]
+    check(prog, spec, [], 0, 0)

@@ -179,10 +179,10 @@ class Engine:
         # (CompiledPattern.pair is None without fast_path)
         self._pairs = (self.matchers if plain and self._chains is None and self.matchers
                        and all(m.pattern.pair is not None for m in self.matchers) else None)
-        #: the matchers, when every pattern is Esper's missing event or interval after b of
-        #: the forms the batch route takes (runtime/kernels/timer_end.py: their timers are
-        #: the engine's only ones), with their shapes (per matcher, None for the others:
-        #: the program split plans one too, kernels.split.split_kernels)
+        #: the matchers, when every pattern is Esper's missing event or interval (after b,
+        #: right after a) of the forms the batch route takes (runtime/kernels/timer_end.py:
+        #: their timers are the engine's only ones), with their shapes (per matcher, None for
+        #: the others: the program split plans them too, kernels.split.split_kernels)
         self._timer_end_shapes = ([timer_end_of(m.pattern) for m in self.matchers]
                                   if self._chains is None and self._pairs is None
                                   and fast_path else [])

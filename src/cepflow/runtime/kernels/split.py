@@ -84,7 +84,7 @@ from cepflow.runtime.kernels.pair import (
     split_pair,
 )
 from cepflow.runtime.kernels.restart import Plan, plan_restart
-from cepflow.runtime.kernels.timer_end import SplitTimers, TimerEnd, plan_split
+from cepflow.runtime.kernels.timer_end import SplitTimers, SplitTimerSet, TimerEnd, plan_split
 from cepflow.runtime.kernels.window_block import WindowBlock, plan_window, window_kernels
 from cepflow.runtime.rows import (
     EventRows,
@@ -152,22 +152,23 @@ def timer_end_shape(engine: Any, m: Any) -> TimerEnd | None:
 
 
 def _with_timer_end(engine: Any, chosen: list[Any], produced: set[str]) -> list[Any]:
-    """``chosen`` with the program's timer-end pattern (Esper's missing event, the interval
-    after ``b``: kernels.timer_end) in engine order, when it is the only one and its plan is
-    exact beside the rest: its timers' matches come between rows, so **decision — taken only
-    when nothing but the output reads its matches** (no pattern, window statement or rule:
-    they are recorded in bulk, or fired by the engine at a stepped row), **when it is the
-    program's only timer-end pattern** (the bulk records order one pattern's timers;
-    several would interleave by their scheduling order) **and when no pattern the split
-    leaves per event has timers** (a window or deadline: its timers' scheduling order with
-    this pattern's would be lost — those of the kernel patterns only end instances, and the
-    window statements' instants are ordered by time, which the records keep)."""
+    """``chosen`` with the program's timer-end patterns (Esper's missing event, the intervals
+    after ``b`` and right after ``a``: kernels.timer_end) in engine order, when their plans are
+    exact beside the rest: their timers' matches come between rows, so **decision — taken only
+    when nothing but the output reads their matches** (no pattern, window statement or rule:
+    they are recorded in bulk, or fired by the engine at a stepped row) **and when no pattern
+    the split leaves per event has timers** (a window or deadline: its timers' scheduling
+    order with these patterns' would be lost — those of the kernel patterns only end
+    instances, and the window statements' instants are ordered by time, which the records
+    keep). Several timer-end patterns are taken together (since session 36, branch
+    ``etimer2``): their timers interleave in the engine's order, (deadline, scheduling order)
+    across statements (timer_end.SplitTimerSet); one the split cannot take (read, over a
+    produced type) runs per event and has timers, so then none is taken."""
     ends = [m for m in engine.matchers if timer_end_shape(engine, m) is not None]
-    if len(ends) != 1 or any(m.pattern.pair is not None for m in ends):
+    if not ends or any(m.pattern.pair is not None for m in ends):
         return chosen
-    m = ends[0]
-    mine = {id(k) for k in chosen} | {id(m)}
-    if (m.pattern.types & produced or engine.consumed(m.name)
+    mine = {id(k) for k in chosen} | {id(m) for m in ends}
+    if (any(m.pattern.types & produced or engine.consumed(m.name) for m in ends)
             or any(id(o) not in mine and (o.pattern.auto.zones or o.pattern.clock is not None)
                    for o in engine.matchers)):
         return chosen
@@ -268,6 +269,8 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
                          else plan_consec(m, cols))
     except Declined:
         plans = [None]
+    timer_set = (SplitTimerSet([te for _k, te in timers], engine.host)
+                 if timers and not any(p is None for p in plans) else None)
     windows: dict[int, WindowBlock] = {}
     if not any(p is None for p in plans):
         for i in window_kernels(engine):
@@ -285,7 +288,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
     if not cascade_fits(engine, src.n, over, higher):  # (left per event: the engine stops)
         over, higher = [], [h for h in higher if h.last is None]
     return _run(engine, kernels, plans, src, columns, windows, derived,  # type: ignore[arg-type]
-                higher, over, timers)
+                higher, over, timer_set)
 
 
 def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = False,
@@ -413,8 +416,7 @@ class _Replay:
 
     def __init__(self, plans: list[Plan], consumed: list[bool],
                  ranks: list[tuple[Any, Any]] | None = None,
-                 bounds: list[tuple[int, np.ndarray, np.ndarray, list[ComplexEvent]]]
-                 | None = None,
+                 bounds: list[tuple[Any, ...]] | None = None,
                  keys: list[tuple[Any, Any, int, list[Any] | None]] | None = None,
                  subs: dict[int, np.ndarray] | None = None) -> None:
         self.row = -1
@@ -477,7 +479,9 @@ class _Replay:
         #: ``bounds``: the rows of the time batches nothing reads, per block (its position in
         #: engine.windows, then per row the input row before which its boundary closes, the
         #: boundary's instant, the row): at a row they come before its matches (time passes
-        #: first), by instant, then in window order (Engine._advance)
+        #: first), by instant, then in window order (Engine._advance); the timer-end
+        #: patterns' matches (kernels.timer_end.SplitTimerSet.bounds) one rank, a fifth entry
+        #: ordering them at an instant
         ranks = ranks or [(k, k) for k in range(len(plans))]
         loose = [k for k, c in enumerate(consumed) if not c and len(plans[k][1])]
         bounds = [b for b in bounds or [] if len(b[3])]
@@ -520,12 +524,16 @@ class _Replay:
             else:
                 late = np.array([1] * len(loose) + [0] * len(bounds), np.int64)
                 sub = None
-                if self.subs:  # (a match's window rows come right after it: ranked per match)
+                # (a match's window rows come right after it: ranked per match; the timer-end
+                # patterns' timers at one instant by their places among them, b[4])
+                if self.subs or any(len(b) > 4 for b in bounds):
                     sub = np.concatenate([
-                        self.subs[k] if k in self.subs
+                        np.zeros(len(arrays[k]), np.int64) if not self.subs
+                        else self.subs[k] if k in self.subs
                         else np.arange(len(arrays[k]), dtype=np.int64)
                         - np.searchsorted(arrays[k], arrays[k], side="left") for k in loose]
-                        + [np.zeros(len(b[3]), np.int64) for b in bounds])
+                        + [b[4] if len(b) > 4 else np.zeros(len(b[3]), np.int64)
+                           for b in bounds])
                 o, rank = _merged(rows, late, [b[2] for b in bounds], out_rank, id_rank, lens,
                                   sub)
                 self.loose_rows = rows[o]
@@ -708,7 +716,7 @@ class _Replay:
 
 def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns: bool,
          blocks: dict[int, WindowBlock], derived: Derived, higher: list[Higher],
-         over: list[Over], timers: list[tuple[int, SplitTimers]] | None = None
+         over: list[Over], timer_set: SplitTimerSet | None = None
          ) -> tuple[list[ComplexEvent], list[int]]:
     host = engine.host
     counters = host.counters
@@ -778,13 +786,13 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         bounds.append((i, np.repeat(at_rows, lens), np.repeat(when, lens),
                        [ce for c in closes for ce in c[1]]))
         b.hide()
-    # the timer-end pattern's matches (kernels.timer_end.plan_split): as time passes before
+    # the timer-end patterns' matches (kernels.timer_end.plan_split): as time passes before
     # their rows, after the window instants of their instant (Engine._advance fires a timer
-    # before a window only when it is due earlier), in the engine's timer order
-    timers = timers or []
-    bounds += [(len(engine.windows) + q, te.rows, te.deadline, te.found)
-               for q, (_k, te) in enumerate(timers)]
-    for _k, te in timers:
+    # before a window only when it is due earlier), in the engine's timer order across them
+    timers = timer_set.members if timer_set is not None else []
+    if timer_set is not None:
+        bounds += timer_set.bounds(len(engine.windows))
+    for te in timers:
         te.drop(host, float(ts[-1]))
     first2 = n_k + n_b + len(later)
     first3 = first2 + len(derived.patterns)
@@ -818,7 +826,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber
     with engine.replaying(steps, src.type_names, windows, cascades) as read:
-        for _k, te in timers:  # (its timers due before a stepped row: fired by the engine)
+        for te in timers:  # (its timers due before a stepped row: fired by the engine)
             te.matcher.on_deadline = te.fire(counters)
         # the rows another part of the program reads, and those where a kernel's pattern
         # completes
@@ -870,8 +878,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                     events = src.lookup(np.array([nxt], np.int64))
                 for (_i, b), at_rows in zip(quiet, close_rows, strict=True):
                     b.expose(int(np.searchsorted(at_rows, nxt, side="left")))
-                for _k, te in timers:
-                    te.push(nxt, host)
+                if timer_set is not None:
+                    timer_set.push(nxt, host)
                 found = []  # (under the failure sink the caller installed)
                 engine._feed(events[nxt], found)
                 for _i, b in quiet:

@@ -1,10 +1,13 @@
 """Esper patterns whose match comes at a timer after their events, over a batch (docs/esper.md
 "One instant: timers before events"): the missing event ``every a = A(f) -> (timer:interval(Δ)
-and not B(g))`` (its per-event steps: runtime/absence.py) and the interval after ``b``, ``every
-a = A(f) -> b = B(g, key) -> timer:interval(Δ)`` (the token path per event).
+and not B(g))`` (its per-event steps: runtime/absence.py), the interval after ``b``, ``every
+a = A(f) -> b = B(g, key) -> timer:interval(Δ)``, and the interval right after ``a``, ``every
+a = A(f) -> timer:interval(Δ)`` (the token path per event: each ``A`` passing ``f`` a match at
+``a.t + Δ``).
 
 Per event each ``A`` passing ``f`` opens an instance; its engine timer of its own is asked for
-at the event that starts its interval — the ``A`` itself (missing event) or the first ``B`` of
+at the event that starts its interval — the ``A`` itself (missing event, interval right after
+``a``) or the first ``B`` of
 its key after it passing ``g`` (interval after ``b``: that ``B`` moves every waiting instance
 of the key, oldest first) — due ``Δ`` later; a ``B`` the NOT fires for traps the missing
 event's instances open then (their timers stay in the engine's queue and fire idle); a timer
@@ -80,10 +83,11 @@ from cepflow.runtime.tokens import Thread, Token
 @dataclass(frozen=True)
 class TimerEnd:
     """A pattern the batch route takes: ``first`` the ``A`` position (its edge from the
-    initial state to ``wait`` — the interval after ``b`` — or to ``state``, the missing event);
-    ``second`` the ``B`` position into ``state`` (None for the missing event); ``state`` where
-    the instance waits for its timer, in ``zone`` of length ``window``; ``forbid`` the NOT's
-    position (None for the interval), on ``other`` — the type of ``B`` either way; ``key``
+    initial state to ``wait`` — the interval after ``b`` — or to ``state``: the missing event,
+    the interval right after ``a``); ``second`` the ``B`` position into ``state`` (None for
+    the missing event and the interval right after ``a``); ``state`` where the instance waits
+    for its timer, in ``zone`` of length ``window``; ``forbid`` the NOT's position (None for
+    the intervals), on ``other`` — the type of ``B`` either way (None: no ``B``); ``key``
     (``a``'s parameter, ``B``'s) the values compared, or None."""
 
     first: Position
@@ -93,7 +97,7 @@ class TimerEnd:
     zone: int
     window: float
     forbid: Position | None
-    other: str
+    other: str | None
     key: tuple[int, int] | None
 
 
@@ -131,7 +135,9 @@ def timer_end_of(pat: Any) -> TimerEnd | None:
     clock, an ``A`` edge from the initial state, a ``B`` edge (another type) from there into
     the one zone, a ``within`` whose timer accepts at its target and nothing else, no NOT,
     plain positions whose filters read only their events, ``B`` binding at most one of
-    ``a``'s variables and variables of its own."""
+    ``a``'s variables and variables of its own; or the interval right after ``a`` (the same
+    without ``B``: the ``A`` edge enters the zone, whose timer accepts at its target, a state
+    with no edge out)."""
     ab = pat.absence
     if ab is not None:
         if len(ab.forbids) != 1:
@@ -145,19 +151,27 @@ def timer_end_of(pat: Any) -> TimerEnd | None:
     auto = pat.auto
     if (not pat.context.esper or auto.start != "spawn" or auto.distinct
             or pat.clock is not None or auto.forbids or len(auto.zones) != 1
-            or set(auto.edges) != {INITIAL, *(
+            or not set(auto.edges) <= {INITIAL, *(
                 e.target for d in auto.edges.get(INITIAL, {}).values() for e in d)}):
         return None
-    firsts = [e for d in auto.edges[INITIAL].values() for e in d]
+    firsts = [e for d in auto.edges.get(INITIAL, {}).values() for e in d]
     if len(firsts) != 1:
         return None
     e1 = firsts[0]
+    zone = auto.zones[0]
+    a = e1.position
     seconds = [e for d in auto.edges.get(e1.target, {}).values() for e in d]
+    if not seconds:  # the interval right after a: the A's edge enters the zone
+        if (e1.final or e1.exits or e1.enters != (zone.id,) or e1.target == INITIAL
+                or not (_plain(a) and _own(a)) or zone.kind != "within"
+                or zone.timer_accept != frozenset({e1.target})
+                or len({v for _i, v in a.binds}) != len(a.binds)):
+            return None
+        return TimerEnd(a, None, None, e1.target, zone.id, zone.length, None, None, None)
     if len(seconds) != 1:
         return None
     e2 = seconds[0]
-    zone = auto.zones[0]
-    a, b = e1.position, e2.position
+    b = e2.position
     if (e1.final or e1.exits or e1.enters or e1.target == INITIAL or e2.final or e2.exits
             or e2.enters != (zone.id,) or e2.target in (e1.target, INITIAL)
             or a.type == b.type or not (_plain(a) and _plain(b) and _own(a) and _own(b))
@@ -315,9 +329,10 @@ def _batch(engine: Any, matchers: list[Any], src: Rows) -> MatchTable | None:
     stats = host.stats
     stats.complex_events += total
     by = stats.by_pattern
-    for m, r in zip(matchers, per, strict=True):
-        if len(r):
-            by[m.name] = by.get(m.name, 0) + len(r)
+    # (the patterns in the order their first match comes: the statistics list them so)
+    for m, r in sorted(((m, r) for m, r in zip(matchers, per, strict=True) if len(r)),
+                       key=lambda mr: int(mr[1][0])):
+        by[m.name] = by.get(m.name, 0) + len(r)
     # the queue: the timers the batch passed fired (with a match, idle or trapped)
     host.timers.keep(lambda h: not fired_before(h, last_ts))
     waiting = sorted(w for m, sh, p in zip(matchers, shapes, plans, strict=True)
@@ -488,10 +503,13 @@ def _plan(m: Any, sh: TimerEnd, cols: TypeColumns, heap: list[tuple]) -> dict | 
     a_loc = np.flatnonzero(mask) if mask is not None else np.arange(len(a_all))
     r = np.concatenate([np.full(n_old, -1, np.int64), rows])
     b_pos = sh.second if sh.second is not None else sh.forbid
-    b_all = cols.rows(sh.other)
-    bmask = type_mask(b_pos, cols)  # type: ignore[arg-type]
-    b_loc = np.flatnonzero(bmask) if bmask is not None else np.arange(len(b_all))
-    b_rows = b_all[b_loc]
+    if b_pos is None:  # (the interval right after a: no B)
+        b_rows = b_loc = np.zeros(0, np.int64)
+    else:
+        b_all = cols.rows(b_pos.type)
+        bmask = type_mask(b_pos, cols)
+        b_loc = np.flatnonzero(bmask) if bmask is not None else np.arange(len(b_all))
+        b_rows = b_all[b_loc]
     var = None if sh.key is None else dict(sh.first.binds)[sh.key[0]]
     held = [tok.threads[0].bindings[var] for tok in old] if var is not None else []
     codes = (_codes(cols, src, (sh.first.type, sh.key[0], a_loc), (sh.other, sh.key[1], b_loc),
@@ -564,12 +582,14 @@ class SplitTimers:
     """A timer-end pattern's plan in the program split (kernels.split): ``plan`` as the
     split's other plans (the rows that open its instances, no match at an input step, the
     commit taking their token ids); its timers' matches ``found`` in the engine's timer order,
-    (deadline, scheduling order), each with the row it fires before (``rows``) and its
-    ``deadline``. The split records those of rows no step sees in bulk, before the row's other
-    matches (time passes first: ``kernels.split._Replay``'s bounds), and hands those of a
-    stepped row to the engine's queue just before it (:meth:`push`), so the engine fires them
-    among the other timers and window instants of that row (:meth:`fire`, the pattern's
-    ``on_deadline`` during the batch)."""
+    (deadline, scheduling order), each with the row it fires before (``rows``), its
+    ``deadline`` and its place in the scheduling order (``seq``). The split records those of
+    rows no step sees in bulk, before the row's other matches (time passes first:
+    ``kernels.split._Replay``'s bounds), and hands those of a stepped row to the engine's
+    queue just before it (:meth:`SplitTimerSet.push`), so the engine fires them among the
+    other timers and window instants of that row (:meth:`fire`, the pattern's
+    ``on_deadline`` during the batch). The program's timer-end patterns of one batch are one
+    :class:`SplitTimerSet`, which orders their timers across statements."""
 
     plan: tuple[np.ndarray, np.ndarray, list[ComplexEvent], Any]
     rows: np.ndarray
@@ -577,7 +597,14 @@ class SplitTimers:
     found: list[ComplexEvent]
     matcher: Any
     shape: TimerEnd
-    _at: dict[int, list[int]] | None = None
+    #: the plan (_plan), the matches' places in it (in ``found``'s order), each instance's
+    #: age among the pattern's (token id order)
+    p: dict
+    wins: np.ndarray
+    age: np.ndarray
+    seq: np.ndarray | None = None
+    #: the set this pattern's commit hands its timers left open to
+    group: SplitTimerSet | None = None
 
     def drop(self, host: Any, last_ts: float) -> None:
         """Take the pattern's timers due in the batch out of the queue (the plan holds
@@ -585,20 +612,9 @@ class SplitTimers:
         slot = self.matcher.slot
         host.timers.keep(lambda h: h[3] != slot or not fired_before(h, last_ts))
 
-    def push(self, row: int, host: Any) -> None:
-        """Queue the timers that fire before stepped row ``row``, in their order (the engine
-        pops them there: :meth:`fire`)."""
-        if self._at is None:
-            self._at = {}
-            for i, r in enumerate(self.rows.tolist()):
-                self._at.setdefault(r, []).append(i)
-        for i in self._at.get(row, ()):
-            host.schedule(float(self.deadline[i]), self.matcher, i, self.shape.zone,
-                          float(self.deadline[i]) - self.shape.window)
-
     def fire(self, counters: Any) -> Any:
-        """The pattern's ``on_deadline`` during the batch: timer ``i`` (:meth:`push`) emits
-        its planned match with the next match id."""
+        """The pattern's ``on_deadline`` during the batch: timer ``i`` (:meth:`SplitTimerSet.push`)
+        emits its planned match with the next match id."""
 
         def on_deadline(i: int, _zone: int, _start: float, emit: Any) -> None:
             ce = self.found[i]
@@ -608,12 +624,82 @@ class SplitTimers:
         return on_deadline
 
 
+class SplitTimerSet:
+    """The program's timer-end patterns in one split batch (``members``, in engine order):
+    per event their timers fire in the engine's order, (deadline, scheduling order), across
+    statements — the order the timers were asked for is by row, then pattern (engine order),
+    then token id. So the set gives the batch's timers their scheduling order across the
+    patterns (after the queue's: the timers from before the batch keep their own), ranks each
+    pattern's matches among all the patterns' of their deadline (``sub``: the split's bounds
+    of one rank, a timer before a row ordered by it), queues those due before a stepped row in
+    that order (:meth:`push`), and puts the timers left after the batch in the queue in their
+    scheduling order once every pattern has committed (:meth:`left`)."""
+
+    def __init__(self, members: list[SplitTimers], host: Any) -> None:
+        self.members = members
+        self._left: list[tuple] = []
+        self._waiting = len(members)
+        self._at: dict[int, list[tuple[float, int, int, int]]] | None = None
+        base = max((h[2] for h in host.timers.heap), default=0) + 1
+        asks = [np.flatnonzero(te.p["asks"]) for te in members]
+        rc, slot, age = (np.concatenate([np.zeros(0, np.int64), *x]) for x in (
+            [te.p["rc"][q] for te, q in zip(members, asks, strict=True)],
+            [np.full(len(q), te.matcher.slot, np.int64)
+             for te, q in zip(members, asks, strict=True)],
+            [te.age[q] for te, q in zip(members, asks, strict=True)]))
+        rank = np.empty(len(rc), np.int64)
+        rank[np.lexsort((age, slot, rc))] = np.arange(len(rc))
+        bounds = np.cumsum([0, *map(len, asks)])
+        for k, (te, q) in enumerate(zip(members, asks, strict=True)):
+            te.p["seq"][q] = base + rank[bounds[k]:bounds[k + 1]]
+            te.seq = te.p["seq"][te.wins]
+            te.group = self
+        # (each match's place among all the members' matches of its deadline)
+        d, sq = (np.concatenate([np.zeros(0, x), *(getattr(te, f) for te in members)])
+                 for x, f in ((np.float64, "deadline"), (np.int64, "seq")))
+        order = np.lexsort((sq, d))
+        place = np.empty(len(d), np.int64)
+        place[order] = np.arange(len(d)) - np.searchsorted(d[order], d[order], "left")
+        n = np.cumsum([0, *(len(te.found) for te in members)])
+        self.sub = [place[n[k]:n[k + 1]] for k in range(len(members))]
+
+    def bounds(self, rank: int) -> list[tuple[int, np.ndarray, np.ndarray, list[ComplexEvent],
+                                              np.ndarray]]:
+        """The members' matches as the split's bounds (kernels.split._Replay): one ``rank``
+        for all, ordered among themselves at an instant by their places ``sub``."""
+        return [(rank, te.rows, te.deadline, te.found, sub)
+                for te, sub in zip(self.members, self.sub, strict=True)]
+
+    def push(self, row: int, host: Any) -> None:
+        """Queue the members' timers that fire before stepped row ``row``, in the engine's
+        order (the engine pops them there: :meth:`SplitTimers.fire`)."""
+        if self._at is None:
+            self._at = {}
+            for k, te in enumerate(self.members):
+                for i, (r, d, q) in enumerate(zip(te.rows.tolist(), te.deadline.tolist(),
+                                                  te.seq.tolist(), strict=True)):
+                    self._at.setdefault(r, []).append((d, q, k, i))
+        for d, _q, k, i in sorted(self._at.get(row, ())):
+            te = self.members[k]
+            host.schedule(d, te.matcher, i, te.shape.zone, d - te.shape.window)
+
+    def left(self, timers: list[tuple], host: Any) -> None:
+        """A member's timers left after the batch (:func:`_leave_open`); when every member has
+        committed, all of them put in the queue in their scheduling order."""
+        self._left += timers
+        self._waiting -= 1
+        if not self._waiting:
+            for _, tid, start, m, sh in sorted(self._left, key=itemgetter(0)):
+                host.schedule(start + sh.window, m, tid, sh.zone, start)
+
+
 def plan_split(m: Any, sh: TimerEnd, cols: TypeColumns, host: Any) -> SplitTimers | None:
     """Pattern ``m``'s plan over the split's batch (:class:`SplitTimers`), or None (the batch
     goes event by event): what :func:`_batch` computes for one pattern, its token ids given
     by the split's replay (the batch's instances open in row order, after the tokens from
-    before it) and its match ids when its timers fire. Declined as :func:`_batch` declines,
-    and when pending rows are held."""
+    before it) and its match ids when its timers fire; the scheduling order across the
+    program's timer-end patterns is :class:`SplitTimerSet`'s. Declined as :func:`_batch`
+    declines, and when pending rows are held."""
     if m.pending is not None:
         return None
     try:
@@ -624,8 +710,8 @@ def plan_split(m: Any, sh: TimerEnd, cols: TypeColumns, host: Any) -> SplitTimer
         return None
     n_old = p["n_old"]
     src = cols.src
-    # the order the timers are asked for: by row, then token id (the tokens from before, then
-    # the batch's instances in row order)
+    # the order the pattern's timers are asked for: by row, then token id (the tokens from
+    # before, then the batch's instances in row order) — across patterns: SplitTimerSet
     age = np.arange(n_old + len(p["rows"]), dtype=np.int64)
     age[:n_old] = np.argsort(np.argsort(p["old_ids"], kind="stable"), kind="stable")
     asks = np.flatnonzero(p["asks"])
@@ -652,10 +738,9 @@ def plan_split(m: Any, sh: TimerEnd, cols: TypeColumns, host: Any) -> SplitTimer
             m.done = True
         p["tid"] = np.concatenate([p["old_ids"], token_ids]).astype(np.int64)
         host.timers.keep(lambda h: h[3] != m.slot or not fired_before(h, last_ts))
-        for _, tid, start, _m, _sh in sorted(_leave_open(m, sh, p, lookup),
-                                             key=itemgetter(0)):
-            host.schedule(start + sh.window, m, tid, sh.zone, start)
+        te.group.left(_leave_open(m, sh, p, lookup), host)  # type: ignore[union-attr]
 
     empty = np.zeros(0, np.int64)
-    return SplitTimers((p["rows"], empty, [], commit), p["fire_at"][wins],
-                       p["deadline"][wins].astype(np.float64), found, m, sh)
+    te = SplitTimers((p["rows"], empty, [], commit), p["fire_at"][wins],
+                     p["deadline"][wins].astype(np.float64), found, m, sh, p, wins, age)
+    return te
