@@ -36,10 +36,10 @@ TIME = "current_timestamp() as ts"
 @st.composite
 def kernels(draw: st.DrawFn, name: str) -> str:
     """A kernel pattern ``name`` (a single stage, a keyed pair, a pair with a guard; an inner
-    every or a collecting stage ``[2] b``, declined) whose select list draws from
-    :data:`ITEMS` (``k``, ``v``, ``x`` always: the patterns over it read them), sometimes
-    the time or a computed item (declined)."""
-    n = draw(st.sampled_from([1, 2, 2, 3, 4]))
+    every, a collecting stage ``[2] b`` or alternatives at the end, declined) whose select
+    list draws from :data:`ITEMS` (``k``, ``v``, ``x`` always: the patterns over it read them),
+    sometimes the time or a computed item (declined)."""
+    n = draw(st.sampled_from([1, 2, 2, 3, 4, 5]))
     a_t, b_t = draw(st.sampled_from(["A", "B"])), draw(st.sampled_from(["A", "B"]))
     f = draw(st.sampled_from(OWN)).format(a="a")
     within = draw(st.sampled_from(WITHIN[1:]))
@@ -51,6 +51,11 @@ def kernels(draw: st.DrawFn, name: str) -> str:
         pattern = f"every a = {a_t}({f}) -> ([2] b = {b_t}(b.k = a.k)){within}"
         return (f"@Name('{name}')\ninsert into {name}\nselect a.k as k, a.v as v, b[1].x as x, "
                 f"b[0].s as s\nfrom pattern [{pattern}];\n")
+    elif n == 5:  # (alternatives at the end: declined — a batch of one alternative's too)
+        pattern = (f"every a = {a_t}({f}) -> (b = {b_t}(b.k = a.k) or "
+                   f"c = {a_t}(c.k = a.k and c.v >= 2)){within}")
+        return (f"@Name('{name}')\ninsert into {name}\nselect a.k as k, a.v as v, b.x as x, "
+                f"c.s as s\nfrom pattern [{pattern}];\n")
     else:
         g = draw(st.sampled_from(["b.k = a.k", "b.k = a.k and b.v > a.v",
                                   "b.k = a.k and b.x < 1.5"]))

@@ -346,10 +346,14 @@ def _stage_columns(m: Any, p: dict, inst: np.ndarray, cols: TypeColumns
     stage_blocks), else None (the matches' tuples are read: a match continuing an instance
     from an earlier batch holds events from before it; alternatives; a select list reading
     the time or computing)."""
-    found = stage_blocks(m, p, inst)
-    if len(found) != 1 or len(found[0].rank) != len(inst):
+    pr = m.pattern.pair
+    if pr.alts or pr.paths:  # (a view's stages per alternative: its block's types differ)
         return None
-    return found[0].param_columns(cols, [e.position.type for e in m.pattern.pair.stages])
+    found = stage_blocks(m, p, inst)
+    if (len(found) != 1 or len(found[0].rank) != len(inst)
+            or len(found[0].rows) != len(pr.stages)):
+        return None
+    return found[0].param_columns(cols, [e.position.type for e in pr.stages])
 
 
 def forks_and_starts(forks: np.ndarray | None, starts: np.ndarray
