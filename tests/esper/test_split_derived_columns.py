@@ -216,3 +216,31 @@ def test_matches_from_an_earlier_batch_are_read_from_their_tuples() -> None:
     with seeded() as seen:
         assert rows(many.process_batch(events(spec))) == ref
     assert seen == [("P", False)]
+
+
+def test_alternatives_of_one_kind_in_a_batch_are_read_from_their_tuples() -> None:
+    """Declined: a kernel pattern ending in alternatives whose batch holds matches of one
+    alternative only (one block, kernels.pair.stage_blocks, of that alternative's view —
+    two stages where the pair has one before the alternatives). e0 A(k 1, v 1) opens P's
+    instance, e1 B(k 1, x 0.5) completes it by ``b``: (1, 1, 0.5, None) with id 1 (``c.s``
+    null); H1 takes it (v ≥ 1) and completes at e2 A(k 1, v 0): (1, 0) with id 2 (e2 opens
+    P's next instance, which its ``c`` cannot take: v < 2). P's columns are not seeded (the
+    view's second stage is no stage of the pair: reading its type would fail), and
+    everything equals the per-event engine."""
+    text = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v, b.x as x, c.s as s\nfrom "
+            "pattern [every a = A -> (b = B(b.k = a.k) or c = A(c.k = a.k and c.v >= 2)) "
+            "where timer:within(3 msec)];\n@Name('H1')\ninsert into H1\nselect p.k as k, "
+            "c.v as cv\nfrom pattern [every p = P(p.v >= 1) -> c = A(c.k = p.k)];\n")
+    prog = load_module(parse_epl(SCHEMA + text))
+    spec = [("A", 1, 1, 0.0, 1), ("B", 1, 0, 0.5, 1), ("A", 1, 0, 0.0, 1)]
+    one, many = Engine(prog), Engine(prog)
+    assert [m.name for m in many._split] == ["P"]
+    ref = [m for e in events(spec) for m in one.process(e)]
+    assert [(m.type, m.params, m.match_id) for m in ref] == [("P", (1, 1, 0.5, None), 1),
+                                                            ("H1", (1, 0), 2)]
+    _columnar[0] = False
+    with seeded() as seen:
+        got = many.process_batch(events(spec))
+    assert seen == [("P", False)]
+    assert rows(got) == rows(ref)
+    assert many.stats == one.stats and state(many) == state(one)
