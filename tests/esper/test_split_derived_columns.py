@@ -244,3 +244,32 @@ def test_alternatives_of_one_kind_in_a_batch_are_read_from_their_tuples() -> Non
     assert seen == [("P", False)]
     assert rows(got) == rows(ref)
     assert many.stats == one.stats and state(many) == state(one)
+
+
+def test_an_inner_every_is_read_from_its_tuples() -> None:
+    """Declined: a kernel pattern with an inner every (its matches are its forks', another
+    plan than its instances'). e0 A(k 1, v 1) and e1 A(k 1, v 2) open P's instances; each B
+    of key 1 within 5 ms forks a match of each, oldest first: e2 (x 0.5) ids 1, 2, e3 (x 0.7)
+    ids 3, 4. H1 opens an instance at each (v ≥ 1) and all four complete at e4 A(k 1, v 0),
+    ids 5-8 in that order. P's columns are not seeded (reading the forks' plan as the
+    instances' would fail), and everything equals the per-event engine."""
+    text = ("@Name('P')\ninsert into P\nselect a.k as k, a.v as v, b.x as x\nfrom pattern "
+            "[every a = A -> (every b = B(b.k = a.k)) where timer:within(5 msec)];\n"
+            "@Name('H1')\ninsert into H1\nselect p.k as k, p.v as pv, p.x as px, c.v as cv\n"
+            "from pattern [every p = P(p.v >= 1) -> c = A(c.k = p.k)];\n")
+    prog = load_module(parse_epl(SCHEMA + text))
+    spec = [("A", 1, 1, 0.0, 1), ("A", 1, 2, 0.0, 1), ("B", 1, 0, 0.5, 1),
+            ("B", 1, 0, 0.7, 1), ("A", 1, 0, 0.0, 1)]
+    one, many = Engine(prog), Engine(prog)
+    assert [m.name for m in many._split] == ["P"]
+    ref = [m for e in events(spec) for m in one.process(e)]
+    assert [(m.type, m.params, m.match_id) for m in ref] == [
+        ("P", (1, 1, 0.5), 1), ("P", (1, 2, 0.5), 2), ("P", (1, 1, 0.7), 3),
+        ("P", (1, 2, 0.7), 4), ("H1", (1, 1, 0.5, 0), 5), ("H1", (1, 2, 0.5, 0), 6),
+        ("H1", (1, 1, 0.7, 0), 7), ("H1", (1, 2, 0.7, 0), 8)]
+    _columnar[0] = False
+    with seeded() as seen:
+        got = many.process_batch(events(spec))
+    assert seen == [("P", False)]
+    assert rows(got) == rows(ref)
+    assert many.stats == one.stats and state(many) == state(one)
