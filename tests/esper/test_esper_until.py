@@ -10,7 +10,7 @@ below ``m`` traps the instance; from ``m`` on it completes it with the *first*
 ``min(count, n)`` ``b`` of its key (not a sliding set); the instance meanwhile holds one thread
 per set of ``b`` past the m-th it may have taken; ``[n] b until c`` completes at the n-th
 ``b``. The shape is recognised for every bound and declined where a batch route could not be
-proved; the pattern still runs per event on every route (no kernel takes it yet)."""
+proved (the pair kernel takes it: kernels.until, tests/esper/test_esper_until_kernel.py)."""
 
 import pytest
 from tests.esper.test_esper_alternatives import C_SCHEMA
@@ -121,8 +121,8 @@ def shape(body: str, select: str = "select a.k as k "):
 ])
 def test_the_until_shape(body: str, want) -> None:
     """The bounds, whether a C completes, and the shortest match's chain (``a``, ``m`` b, then
-    ``c`` unless ``[n]``), whose stages name ``b[k].<field>``; the pattern still runs per
-    event (no batch route takes it)."""
+    ``c`` unless ``[n]``), whose stages name ``b[k].<field>``; the pair kernel takes it (not
+    without the fast path)."""
     pr = shape(body)
     u = pr.until
     assert (u.low, u.high, u.closes, len(pr.stages) - 1 - u.closes) == want
@@ -133,7 +133,9 @@ def test_the_until_shape(body: str, want) -> None:
         assert [v for j in range(1, k + 1) for _, v in view.new[j]][::4] == [
             f"b[{j}].k" for j in range(k)]
     engine = Engine(program(body, "select a.k as k "))
-    assert engine._pairs is None and engine.matchers[0].pattern.pair is None
+    took = engine.matchers[0].pattern.pair.until
+    assert engine._pairs is not None and (took.low, took.high, took.closes) == want[:3]
+    assert Engine(program(body, "select a.k as k "), fast_path=False)._pairs is None
 
 
 @pytest.mark.parametrize("body", [

@@ -699,8 +699,9 @@ class Until:
     #: where an instance holding k ``b`` waits (k past the end: the last, a ``B`` loop)
     states: tuple[int, ...]
     b_edge: Any  # the first ``B`` edge (type, key, filter: every ``B`` edge's alike)
-    #: a ``C`` completing, or (``[n] b until c``) the ``NOT C`` trapping: its type, key, filter
-    c_pos: Any
+    #: a ``C`` edge completing, or (``[n] b until c``) the ``NOT C`` trapping (a Forbid):
+    #: its position's type, key and filter are every ``C``'s
+    c_at: Any
     c_key: int  # the param of ``C`` holding the key
     #: per count k (from 0), the chain of a match holding k ``b`` (``a``, ``b`` … , ``c``)
     views: dict[int, EsperPair] = field(default_factory=dict, compare=False, repr=False)
@@ -769,12 +770,12 @@ def esper_until_of(pattern: Any) -> EsperPair | None:
             return None
         high = low
     b_edges = [e for e in bs if e is not None]
-    c_like = [x.position for x in [*cs, *fs] if x is not None]
-    b0, c0 = b_edges[0].position, c_like[0]
+    c_like = [x for x in [*cs, *fs] if x is not None]
+    b0, c0 = b_edges[0].position, c_like[0].position
     if (len({(e.position.type, e.position.binds, e.position.filter_src, repr(e.position.collect))
              for e in b_edges}) != 1
-            or len({(p.type, p.filter_src) for p in c_like}) != 1
-            or any(e.enters or e.exits for e in b_edges)
+            or len({(x.position.type, x.position.filter_src) for x in c_like}) != 1
+            or any(e.enters or (e.exits and not e.final) for e in b_edges)
             or (b0.filter is not None and not b0.local)
             or (c0.filter is not None and not c0.local)
             or any(f.position.where != c0.where for f in fs if f is not None)):
@@ -799,7 +800,8 @@ def esper_until_of(pattern: Any) -> EsperPair | None:
         views[k] = v
     if shortest.zone_at or shortest.zone_to is not None:
         return None
-    until = Until(low, high, closes, tuple(states), b_edges[0], c0, c_key[0], views, make)
+    until = Until(low, high, closes, tuple(states), b_edges[0], c_like[0], c_key[0], views,
+                  make)
     return replace(shortest, until=until, is_pair=False)
 
 
