@@ -55,6 +55,18 @@ def untils(draw: st.DrawFn) -> str:
                    draw(st.sampled_from(["P", "Q"])))
 
 
+def many_b(keys) -> st.SearchStrategy:
+    """A stream of mostly ``B``: instances past their m-th ``b`` holding many threads across
+    batch cuts, and long runs for the unbounded forms."""
+    return st.lists(st.tuples(st.sampled_from(["A", "B", "B", "B", "C"]), st.sampled_from(keys),
+                              st.sampled_from([0, 1, 2, 3, 4, -1, 0.5, None, True]),
+                              st.sampled_from([0.0, 0.7, 1.2, 2.0]), st.integers(0, 2)),
+                    max_size=50)
+
+
+STREAMS = st.one_of(stream([0, 1], 20), many_b([0, 1]))
+
+
 def takes_the_until(stmt: str) -> None:
     """``stmt`` runs in the pair kernel as an until."""
     engine = Engine(load_module(parse_epl(SCHEMA + C_SCHEMA + stmt)))
@@ -116,7 +128,7 @@ def test_the_open_threads_pinned() -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(untils(), untils(), statements()), min_size=1, max_size=2),
-       stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
+       STREAMS, st.lists(st.integers(0, 70), max_size=4), st.integers(0, 8))
 @example([BENCH], PINNED, [3], 0)
 @example([BENCH], PINNED, [5, 6], 1)
 def test_untils_equal_event_by_event(stmts, spec, cuts, tail) -> None:
@@ -143,7 +155,7 @@ def test_untils_with_mixed_keys(stmt, spec, cuts, tail) -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(untils(), stream([0, 1], 20), st.integers(1, 30), st.integers(0, 70),
+@given(untils(), STREAMS, st.integers(1, 30), st.integers(0, 70),
        st.lists(st.integers(0, 70), max_size=3))
 @example(BENCH, PINNED, 2, 3, [4])
 def test_untils_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
@@ -153,7 +165,7 @@ def test_untils_saved_and_restored(stmt, spec, batch, restore_at, cuts) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(untils(), stream([0, 1], 20), st.lists(st.integers(0, 70), max_size=4))
+@given(untils(), STREAMS, st.lists(st.integers(0, 70), max_size=4))
 @example(BENCH, PINNED, [1, 3, 8])
 def test_untils_threads_in_the_token_paths_order(stmt, spec, cuts) -> None:
     """The instances left open after each batch — every thread, in order — and the matches
@@ -179,7 +191,7 @@ def threads(engine: Engine) -> list:
 
 
 @settings(max_examples=60, deadline=None)
-@given(untils(), stream([0, 1], 20), st.sampled_from([0, 1, 2, 3, 9, 10, 11, 100]))
+@given(untils(), STREAMS, st.sampled_from([0, 1, 2, 3, 9, 10, 11, 100]))
 @example(BENCH, PINNED, 10)
 @example(BENCH, PINNED[:4], 6)
 def test_untils_time_passing_after_a_batch(stmt, spec, later) -> None:
