@@ -1333,11 +1333,9 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         return until.leave_open(m, pr, p, new_ids, events)
     if p["seen"] is not None:  # (every-distinct: the keys the batch noted)
         m.seen = p["seen"]
-    old, pend_ids, pend_events = p["old"], p["pend_ids"], p["pend_events"]
-    new_rows, alive = p["new_rows"], p["alive"]
+    old, pend_ids, alive = p["old"], p["pend_ids"], p["alive"]
     stage0, stage = p["stage0"], p["stage"]
     n_real = len(old)
-    n_old = n_real + len(pend_ids)
     z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     moved = stage != stage0
     deep = stage > 1  # (past the first stage: tokens; the others pending rows)
@@ -1367,13 +1365,7 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         m.register(tok)
         if z is not None and stage0[q] <= zat < stage[q] <= zto + 1:  # (opened: its timer)
             opened.append((int(p["taken"][zat][q]), tok.id, tok, th))
-    waiting = alive & ~deep
-    keep = np.flatnonzero(waiting[n_real:n_old]).tolist()
-    ids = [pend_ids[q] for q in keep]
-    evs = [pend_events[q] for q in keep]
-    live = np.flatnonzero(waiting[n_old:])
-    ids += new_ids[live].tolist()
-    evs += [events[i] for i in new_rows[live].tolist()]
+    ids, evs = pending_left(p, alive & ~deep, new_ids, events)
     on = np.flatnonzero(alive & deep)
     on = on[on >= n_real]
     if len(on):
@@ -1400,6 +1392,22 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         m.schedule_zones(tok, th)
     if z is not None:
         _skip_completed(m, pr, p)
+    return ids, evs
+
+
+def pending_left(p: dict, waiting: np.ndarray, new_ids: np.ndarray, events: Any
+                 ) -> tuple[list[int], list[Event]]:
+    """Of plan ``p``'s instances, those ``waiting`` for their second stage that were pending
+    rows before the batch or began in it (ids ``new_ids``): the pattern's pending rows after
+    it (ids, ``A`` events; tokens from before the batch stay tokens)."""
+    n_real, pend_ids, pend_events = len(p["old"]), p["pend_ids"], p["pend_events"]
+    n_old = n_real + len(pend_ids)
+    keep = np.flatnonzero(waiting[n_real:n_old]).tolist()
+    ids = [pend_ids[q] for q in keep]
+    evs = [pend_events[q] for q in keep]
+    live = np.flatnonzero(waiting[n_old:])
+    ids += new_ids[live].tolist()
+    evs += [events[i] for i in p["new_rows"][live].tolist()]
     return ids, evs
 
 

@@ -203,20 +203,14 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     holding none stay (or become) the pattern's pending rows (ids, ``A`` events)."""
     old, pend_ids, pend_events = p["old"], p["pend_ids"], p["pend_events"]
     new_rows, alive = p["new_rows"], p["alive"]
-    n_real, n_old = len(old), p["n_old"]
+    n_real = len(old)
     lo, hi, b_rows = p["lo"], p["hi"], p["b_rows"]
     moved = alive & (hi > lo)
     for q in np.flatnonzero(~alive[:n_real]).tolist():
         m.unregister(old[q])
     for q in np.flatnonzero(moved[:n_real]).tolist():
         _step(m, old[q], b_rows[lo[q]:hi[q]], events)
-    waiting = alive & ~moved
-    keep = np.flatnonzero(waiting[n_real:n_old]).tolist()
-    ids = [pend_ids[q] for q in keep]
-    evs = [pend_events[q] for q in keep]
-    live = np.flatnonzero(waiting[n_old:])
-    ids += new_ids[live].tolist()
-    evs += [events[i] for i in new_rows[live].tolist()]
+    ids, evs = kp.pending_left(p, alive & ~moved, new_ids, events)
     all_ids = [*pend_ids, *new_ids.tolist()]
     initial = m.pattern.initial
     for q in np.flatnonzero(moved[n_real:]).tolist():
