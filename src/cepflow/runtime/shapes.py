@@ -567,7 +567,7 @@ class EsperPair:
     #: count, trap and complete; this shape is then the chain of its shortest match (``a``,
     #: ``m`` times ``b``, ``c``), only the pair kernel takes it (kernels.until) and per event
     #: the token path steps it. None otherwise
-    until: Until | None = None
+    until: EsperUntil | None = None
 
     @property
     def operands(self) -> bool:
@@ -682,7 +682,7 @@ def _collected(shape: EsperPair) -> EsperPair | None:
 
 
 @dataclass
-class Until:
+class EsperUntil:
     """Esper's ``[m:n] b = B(g, key) until c = C(h, key)`` after ``every a = A(f)``
     (compiler.esper lowers it to ``m`` times ``B`` with ``NOT C`` in every gap, then up to
     ``n - m`` more ``B`` or ``C``; ``[n] b until c``: ``n`` times ``B`` with ``NOT C`` in every
@@ -800,14 +800,14 @@ def esper_until_of(pattern: Any) -> EsperPair | None:
         views[k] = v
     if shortest.zone_at or shortest.zone_to is not None:
         return None
-    until = Until(low, high, closes, tuple(states), b_edges[0], c_like[0], c_key[0], views,
+    until = EsperUntil(low, high, closes, tuple(states), b_edges[0], c_like[0], c_key[0], views,
                   make)
     return replace(shortest, until=until, is_pair=False)
 
 
 def _until_view(pattern: Any, a: Any, states: list[int], bs: list[Any], cs: list[Any], k: int,
                 closes: bool) -> EsperPair | None:
-    """The chain of a match holding ``k`` ``b`` (:class:`Until`): ``a``, the ``B`` edges
+    """The chain of a match holding ``k`` ``b`` (:class:`EsperUntil`): ``a``, the ``B`` edges
     from each state in turn, then the ``C`` edge of the state reached (``[n] b until c``:
     the n-th ``B`` edge, final); its collecting stages named by :func:`_collected`."""
     last = len(states) - 1

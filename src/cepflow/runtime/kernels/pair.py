@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import count, repeat
 from operator import attrgetter, itemgetter
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -376,7 +377,7 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         return None
     if pr.until is not None:  # (an until after a stage: kernels.until; not over a derived
         # stream — split_pair declines it)
-        return until.until_rows(m, pr, cols)
+        return until.until_rows(UNTIL_KIT, m, pr, cols)
     src = cols.src
     # (the alternatives' edges after the stages before them — an or of sequences: every
     # operand's atoms, kernels.orseq — coded and searched alike)
@@ -934,7 +935,8 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
     completed are those of its own chain (``pr.alts``), whose select list reads the other
     alternatives' tags as null."""
     if pr.until is not None:  # (an until: grouped by the b its matches hold)
-        return until.emit(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
+        return until.emit(UNTIL_KIT, m, pr, p, inst, rank, first_id, events, fields, arity,
+                          objects)
     if not pr.alts and not pr.paths:
         return _emit_pair(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
     if pr.conj:
@@ -1330,7 +1332,7 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     made of them only when needed (Matcher.materialize) — and those further on (a chain of
     three stages or more) become tokens now, oldest first, with their window's timer."""
     if pr.until is not None:  # (an until's: kernels.until)
-        return until.leave_open(m, pr, p, new_ids, events)
+        return until.leave_open(UNTIL_KIT, m, pr, p, new_ids, events)
     if p["seen"] is not None:  # (every-distinct: the keys the batch noted)
         m.seen = p["seen"]
     old, pend_ids, alive = p["old"], p["pend_ids"], p["alive"]
@@ -1497,3 +1499,11 @@ def skip_idle(m: Any, new: list[float], now: float) -> None:
             m.skipped = deque(sorted([*sk, *new]))
         else:
             sk.extend(new)
+
+
+#: the pair kernel's helpers kernels.until plans and emits an until's matches with (handed to
+#: it: this module dispatches to kernels.until, so that one cannot import this one)
+UNTIL_KIT = SimpleNamespace(
+    keyed_codes=keyed_codes, Uncodable=Uncodable, stable_order=stable_order,
+    sorted_search=sorted_search, _zone_start=_zone_start, _ages=_ages, _emit_pair=_emit_pair,
+    _select_fields=_select_fields, pending_left=pending_left, skip_idle=skip_idle)

@@ -12,12 +12,13 @@ not consumed, so instances do not compete and one search per instance decides it
 ``C`` of its key after its last row within its window (:func:`until_rows`), the count of its
 key's ``B`` before that ``C`` (one range of the ``B`` rows sorted by (key, row)), and the
 count it held before the batch (its token's winning thread). Its match is then the chain of
-``a``, that many ``b`` and ``c`` (``Until.view``), which the pair kernel's emission makes
+``a``, that many ``b`` and ``c`` (``EsperUntil.view``), which the pair kernel's emission makes
 (kernels.pair._emit_pair) — grouped by count, each group with its own view
 (:func:`emit`). An instance left open after the batch holding a ``b`` becomes a token
 stepped by the token path itself over its own ``B`` rows (:func:`leave_open`: the threads,
 their order, bindings and timers are the token path's); one holding none stays a pending
-row, as a pair's.
+row, as a pair's. The pair kernel's helpers come in as ``kp`` (kernels.pair.UNTIL_KIT: that
+module dispatches here, so this one does not import it — no import cycle).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import numpy as np
 
 from cepflow.automaton.automaton import INITIAL
 from cepflow.runtime.kernels import inner_every
-from cepflow.runtime.kernels import pair as kp
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.matcher import _age
 from cepflow.runtime.rows import TypeColumns
@@ -36,12 +36,13 @@ from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.tokens import PairRows, Thread, Token
 
 
-def until_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
+def until_rows(kp: Any, m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     """The plan of pattern ``m`` (an until: ``pr.until``) over the batch, in the keys of
     kernels.pair.pair_rows' (instances, ``match``, ``alive``, ``end_row``, ``age`` …) and
     per instance ``held`` (the ``b`` it held before the batch), ``k`` (the ``b`` its match
     holds), ``lo``/``hi`` (its key's ``B`` rows it sees: positions in ``b_rows``, the ``B``
-    rows sorted by (key, row)); None when a key cannot be coded exactly."""
+    rows sorted by (key, row)); None when a key cannot be coded exactly. ``kp``: the pair
+    kernel's helpers (kernels.pair.UNTIL_KIT)."""
     u = pr.until
     assert u is not None
     src = cols.src
@@ -74,7 +75,7 @@ def until_rows(m: Any, pr: EsperPair, cols: TypeColumns) -> dict | None:
     first = np.concatenate([np.full(n_old, -1, np.int64), new_rows])  # (the A's row)
     # the first C of each instance's key after its A (the batch's start: before it), in its
     # window — Esper's timer fires before an event at the deadline
-    c_row = _first_after(c_code, rows[2], i_code, first, span, n)
+    c_row = _first_after(kp, c_code, rows[2], i_code, first, span, n)
     if z is not None:
         found = c_row < n
         found[found] = ts[c_row[found]] - i_ts[found] < pr.window
@@ -126,7 +127,7 @@ def b_count(u: Any) -> str:
     return u.b_edge.position.collect.count
 
 
-def _first_after(code: np.ndarray, rows: np.ndarray, i_code: np.ndarray, after: np.ndarray,
+def _first_after(kp: Any, code: np.ndarray, rows: np.ndarray, i_code: np.ndarray, after: np.ndarray,
                  span: int, n: int) -> np.ndarray:
     """Per instance (its key's code ``i_code``) the first of ``rows`` (codes ``code``) of its
     key after row ``after``, else ``n``."""
@@ -151,11 +152,11 @@ def _rows_held(pr: EsperPair, lo: np.ndarray, hi: np.ndarray, held: np.ndarray,
     return b_rows[pos]
 
 
-def emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
+def emit(kp: Any, m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, first_id: int,
          events: Any, fields: Any, arity: dict[str, int], objects: bool = True) -> list[Any]:
     """The matches of instances ``inst`` (their places ``rank``) as kernels.pair._emit_pair
     makes a chain's: grouped by how many ``b`` they hold, each group seen as the chain of
-    its view (``Until.view``) — the ``A`` row, the rows of the ``b`` taken in the batch
+    its view (``EsperUntil.view``) — the ``A`` row, the rows of the ``b`` taken in the batch
     (those held before: the token's winning thread's events and bindings), then the ``C``'s."""
     u = pr.until
     assert u is not None
@@ -194,7 +195,7 @@ def emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fir
     return blocks
 
 
-def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
+def leave_open(kp: Any, m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
                ) -> tuple[list[int], list[Any]]:
     """kernels.pair.leave_open for an until: tokens from before the batch that completed,
     were trapped or expired are dropped; every instance left open that holds a ``b`` is a
