@@ -147,6 +147,15 @@ SHAPES: dict[str, tuple[str, str]] = {
     # compiler's chain A -> B -> B whose B stages collect b; b[0], b[1] in the select list)
     "esper_count": ("epl", "select a.k as k, b[0].v as v0, b[1].v as v1 from pattern "
                            "[every a=A -> ([2] b=B(b.k = a.k)) where timer:within(1 sec)];"),
+    # Esper's until after a stage: an instance counts its key's B up to its first C within
+    # 1 s — fewer than 2: trapped; else a match with the first (up to 3) b (kernels.until) —
+    # and with no bound and no window (every b before the first C; per event a thread per
+    # subset of them)
+    "esper_until": ("epl", "select a.k as k, b[0].v as v0, b[1].v as v1, b[2].v as v2 from "
+                           "pattern [every a=A -> ([2:3] b=B(b.k = a.k) until c=C(c.k = a.k)) "
+                           "where timer:within(1 sec)];"),
+    "esper_until_any": ("epl", "select a.k as k, b[0].v as v0, b[1].v as v1 from pattern "
+                               "[every a=A -> (b=B(b.k = a.k) until c=C(c.k = a.k))];"),
     # the inner every beside a consecutive chain: a split program (the fork planned in it
     # since session 35, per event before)
     "split_inner": ("epl", "insert into P select a.k as k, b.v as v from pattern [every a=A -> "

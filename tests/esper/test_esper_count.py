@@ -277,8 +277,6 @@ def test_what_the_count_declines() -> None:
         "every a = A -> [2] b = B",
         # (every-distinct around the start: not proved with a repeated tag)
         "every-distinct(a.k) a = A -> [2] b = B(b.k = a.k)",
-        # (until: a variable number of events)
-        "every a = A -> [2:3] b = B(b.k = a.k) until c = C(c.k = a.k)",
         # (an inner every after the repetition)
         "every a = A -> [2] b = B(b.k = a.k) -> every c = C(c.k = a.k)",
         # (a window opening at a later stage, around the repetition)

@@ -24,6 +24,7 @@ from cepflow.runtime.shapes import (
     esper_distinct_pair_of,
     esper_pair_of,
     esper_restart_of,
+    esper_until_of,
     unrestricted_chain_of,
 )
 
@@ -146,7 +147,8 @@ class CompiledPattern:
         #: Esper's ``every a = A(f) -> b = B(g, key) [within Δ]`` (runtime.shapes.EsperPair):
         #: stepped directly (Matcher._pair_step) and by the pair kernel
         self.pair: EsperPair | None = (esper_pair_of(self) or esper_distinct_pair_of(self)
-                                       if fast_path else esper_collect_of(self) if collecting
+                                       if fast_path else (esper_collect_of(self)
+                                                          or esper_until_of(self)) if collecting
                                        else None)
         #: Esper's ``every (a = A(f) -> b = B(g[, key]))`` (runtime.shapes.EsperRestart): the
         #: restart kernel's shape (kernels/restart.py, in the program split)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cepflow.automaton.automaton import INITIAL, TRAP
+from cepflow.automaton.automaton import FINAL, INITIAL, TRAP
 from cepflow.automaton.context import Context
 from cepflow.compiler.evaluator import can_fail
 from cepflow.language.tags import index_name
@@ -562,6 +562,12 @@ class EsperPair:
     #: alternative event it saw)
     branch: int = 0
     paths: tuple[EsperPair, ...] = ()
+    #: Esper's ``until`` after a stage, ``every a = A(f) -> ([m:n] b = B(g, key) until c =
+    #: C(h, key)) [where timer:within(Δ)]`` (:func:`esper_until_of`): how its instances
+    #: count, trap and complete; this shape is then the chain of its shortest match (``a``,
+    #: ``m`` times ``b``, ``c``), only the pair kernel takes it (kernels.until) and per event
+    #: the token path steps it. None otherwise
+    until: EsperUntil | None = None
 
     @property
     def operands(self) -> bool:
@@ -650,9 +656,17 @@ def esper_collect_of(pattern: Any) -> EsperPair | None:
             or not all(e.position.filter is None or e.position.local
                        for e in shape.stages[1:])):
         return None
-    collects = tuple(e.position.collect for e in shape.stages)
-    if collects[0] is not None or not any(collects):
+    if shape.stages[0].position.collect is not None or not any(
+            e.position.collect for e in shape.stages):
         return None
+    return _collected(shape)
+
+
+def _collected(shape: EsperPair) -> EsperPair | None:
+    """``shape`` (a chain) with its collecting stages' bindings named as a select list reads
+    them (:attr:`EsperPair.collects`): the k-th collecting stage of tag ``b`` gives
+    ``b[k].<field>``; None when such a stage binds more than the key."""
+    collects = tuple(e.position.collect for e in shape.stages)
     new = list(shape.new)
     taken: dict[str, int] = {}
     for j, c in enumerate(collects):
@@ -665,6 +679,149 @@ def esper_collect_of(pattern: Any) -> EsperPair | None:
         head = index_name(c.alias, k)
         new[j] = tuple((i, f"{head}.{f}") for i, f in enumerate(c.fields))
     return replace(shape, collects=collects, new=tuple(new), is_pair=False)
+
+
+@dataclass
+class EsperUntil:
+    """Esper's ``[m:n] b = B(g, key) until c = C(h, key)`` after ``every a = A(f)``
+    (compiler.esper lowers it to ``m`` times ``B`` with ``NOT C`` in every gap, then up to
+    ``n - m`` more ``B`` or ``C``; ``[n] b until c``: ``n`` times ``B`` with ``NOT C`` in every
+    gap, completing at the n-th). Per event the token path keeps one thread per set of ``b``
+    an instance may have taken past the m-th (a state with a ``B`` and a ``C`` edge lets a
+    ``B`` be taken and skipped, Matcher._try_edges), and a ``C`` completes it with the thread
+    of the oldest events — the first ``min(count, n)`` of its key's ``b`` (Matcher._age) — or,
+    below ``m``, traps it (the ``NOT C``)."""
+
+    low: int  # m
+    high: int | None  # n (None: no bound)
+    #: a ``C`` completes the instance (else ``[n] b until c``: the n-th ``b`` does)
+    closes: bool
+    #: where an instance holding k ``b`` waits (k past the end: the last, a ``B`` loop)
+    states: tuple[int, ...]
+    b_edge: Any  # the first ``B`` edge (type, key, filter: every ``B`` edge's alike)
+    #: a ``C`` edge completing, or (``[n] b until c``) the ``NOT C`` trapping (a Forbid):
+    #: its position's type, key and filter are every ``C``'s
+    c_at: Any
+    c_key: int  # the param of ``C`` holding the key
+    #: per count k (from 0), the chain of a match holding k ``b`` (``a``, ``b`` … , ``c``)
+    views: dict[int, EsperPair] = field(default_factory=dict, compare=False, repr=False)
+    #: makes a view (:func:`_until_view`)
+    make: Any = field(default=None, compare=False, repr=False)
+
+    def view(self, k: int) -> EsperPair:
+        """The chain of a match holding ``k`` ``b`` (made once)."""
+        v = self.views.get(k)
+        if v is None:
+            v = self.views[k] = self.make(k)
+        return v
+
+
+def esper_until_of(pattern: Any) -> EsperPair | None:
+    """The shape of ``every a = A(f) -> ([m:n] b = B(g, key) until c = C(h, key)) [where
+    timer:within(Δ)]`` (also ``[m:]``, ``[:n]``, none, and ``[n] … until``): ``f``, ``g``,
+    ``h`` read only their own event, ``B`` and ``C`` unify with ``a`` on one key, ``b``
+    binds nothing else, a window (if any) opens at ``a`` and closes with the match. Returned
+    as the chain of its shortest match with :attr:`EsperPair.until` set, ``is_pair`` off;
+    else None."""
+    auto = pattern.auto
+    if (not auto.context.esper or auto.start != "spawn" or auto.distinct or auto.partition_by
+            or auto.clock is not None or auto.restricted or auto.group):
+        return None
+    init = auto.edges.get(INITIAL, {})
+    if len(init) != 1 or len(next(iter(init.values()))) != 1:
+        return None
+    (a,) = next(iter(init.values()))
+    if a.final or a.exits or a.position.every or (
+            a.position.filter is not None and not a.position.local):
+        return None
+    states: list[int] = []
+    bs: list[Any] = []  # per state, its B edge (None: none)
+    cs: list[Any] = []  # per state, its C edge
+    fs: list[Any] = []  # per state, its NOT C
+    s = a.target
+    while s not in states and s != FINAL:
+        edges = [e for es in auto.edges.get(s, {}).values() for e in es]
+        forbids = [f for fl in auto.forbids.get(s, {}).values() for f in fl]
+        b = [e for e in edges if e.position.collect is not None]
+        c = [e for e in edges if e.position.collect is None]
+        if (len(b) > 1 or len(c) > 1 or len(forbids) > 1 or bool(c) == bool(forbids)
+                or (c and not c[0].final) or (forbids and forbids[0].target != TRAP)):
+            return None
+        states.append(s)
+        bs.append(b[0] if b else None)
+        cs.append(c[0] if c else None)
+        fs.append(forbids[0] if forbids else None)
+        if not b:
+            break
+        s = b[0].target
+    loop = bs[-1] is not None and s in states
+    if loop and s != states[-1]:  # (only a B looping on the last state: [m:] … until)
+        return None
+    low = sum(f is not None for f in fs)
+    if any(f is None for f in fs[:low]) or not bs[0]:
+        return None
+    closes = cs[-1] is not None
+    if closes:
+        high = None if loop else len(states) - 1
+        if any(c is None for c in cs[low:]) or (not loop and bs[-1] is not None):
+            return None
+    else:  # ([n] b until c: the n-th B completes)
+        if loop or not bs[-1].final or low != len(states):
+            return None
+        high = low
+    b_edges = [e for e in bs if e is not None]
+    c_like = [x for x in [*cs, *fs] if x is not None]
+    b0, c0 = b_edges[0].position, c_like[0].position
+    if (len({(e.position.type, e.position.binds, e.position.filter_src, repr(e.position.collect))
+             for e in b_edges}) != 1
+            or len({(x.position.type, x.position.filter_src) for x in c_like}) != 1
+            or any(e.enters or (e.exits and not e.final) for e in b_edges)
+            or (b0.filter is not None and not b0.local)
+            or (c0.filter is not None and not c0.local)
+            or any(f.position.where != c0.where for f in fs if f is not None)):
+        return None
+
+    def make(k: int) -> EsperPair | None:
+        return _until_view(pattern, a, states, bs, cs, k, closes)
+
+    shortest = make(low)
+    if shortest is None or len(b0.binds) != 1 or shortest.key_var is None:
+        return None
+    key = shortest.key_var
+    c_key = [i for i, v in c0.binds if v == key]
+    if (b0.binds[0][1] != key or len(c_key) != 1
+            or any(f.position.binds != ((c_key[0], key),) for f in fs if f is not None)):
+        return None
+    views = {low: shortest}
+    for k in range(low + 1, (high if high is not None else len(states)) + 1):
+        v = make(k)  # (every view with a bound; the loop's first two without)
+        if v is None or v.window != shortest.window or v.zone != shortest.zone:
+            return None
+        views[k] = v
+    if shortest.zone_at or shortest.zone_to is not None:
+        return None
+    until = EsperUntil(low, high, closes, tuple(states), b_edges[0], c_like[0], c_key[0], views,
+                  make)
+    return replace(shortest, until=until, is_pair=False)
+
+
+def _until_view(pattern: Any, a: Any, states: list[int], bs: list[Any], cs: list[Any], k: int,
+                closes: bool) -> EsperPair | None:
+    """The chain of a match holding ``k`` ``b`` (:class:`EsperUntil`): ``a``, the ``B`` edges
+    from each state in turn, then the ``C`` edge of the state reached (``[n] b until c``:
+    the n-th ``B`` edge, final); its collecting stages named by :func:`_collected`."""
+    last = len(states) - 1
+    stages, waits = [a], []
+    for j in range(k):
+        s = min(j, last)
+        stages.append(bs[s])
+        waits.append(states[s])
+    s = min(k, last)
+    if closes:
+        waits.append(states[s])
+        stages.append(cs[s])
+    shape = _stages_shape(pattern, stages, waits)
+    return None if shape is None else _collected(shape)
 
 
 def esper_distinct_pair_of(pattern: Any) -> EsperPair | None:

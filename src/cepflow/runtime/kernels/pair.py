@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import count, repeat
 from operator import attrgetter, itemgetter
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.binding import collect
 from cepflow.runtime.collector import gc_paused
 from cepflow.runtime.distinct import distinct_openings
-from cepflow.runtime.kernels import branch, inner_every, orseq
+from cepflow.runtime.kernels import branch, inner_every, orseq, until
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.frame import (
     Declined,
@@ -249,7 +250,10 @@ def _esper_batch(engine: Any, matchers: list[Any], src: Rows, columns: bool
     else:
         used = distinct(np.concatenate(
             [p["taken"][:, p["match"] & ~p["as_rows"]].ravel() for p in found]
-            + [p["taken"][:, p["alive"]].ravel() for p in plans]))
+            + [p["taken"][:, p["alive"]].ravel() for p in plans]
+            # (an until's b rows: those its matches made as objects and its open instances
+            # take, kernels.until)
+            + [p["more_rows"](p["match"] & ~p["as_rows"]) for p in plans if "more_rows" in p]))
         events = cols.events(used[used >= 0])
     last_ts = float(src.ts[-1])
     n_pairs = len(pairs)
@@ -308,7 +312,7 @@ def split_pair(m: Any) -> EsperPair | None:
     tag's chain (EsperPair.collects) too: its instances take token ids at their starts only,
     as any chain's, and its bindings are made by :func:`_held`."""
     pr = m.pattern.pair
-    return None if pr is None or pr.paths else pr
+    return None if pr is None or pr.paths or pr.until is not None else pr
 
 
 def planned_pair(m: Any) -> EsperPair | None:
@@ -371,6 +375,9 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         # by side (Matcher._others_wait) — a rule over the operands' next atoms together
         # that the kernel does not model: the pattern goes per event for this batch
         return None
+    if pr.until is not None:  # (an until after a stage: kernels.until; not over a derived
+        # stream — split_pair declines it)
+        return until.until_rows(UNTIL_KIT, m, pr, cols)
     src = cols.src
     # (the alternatives' edges after the stages before them — an or of sequences: every
     # operand's atoms, kernels.orseq — coded and searched alike)
@@ -421,43 +428,15 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     pend_ids, pend_events = (m.pending.ids, m.pending.events) if m.pending else ([], [])
     n = src.n
     span = n + 2
-    ka = pr.keys[0]
     try:
         if pr.key_var is None:  # (a pair without a key: every instance may take every B)
             later = locs[1:]
             i_code = np.zeros(len(old) + len(pend_ids) + len(new_rows), np.int64)
             b_code = np.zeros(sum(map(len, later)), np.int64)
         else:
-            # (an alternative on no key — beside keyed ones — is coded 0, as are the
-            # instances for it: every instance may take every one of its rows)
-            on_key = [j for j, k in enumerate(keys_of) if k >= 0]
-            k_st, k_of, k_locs = ([stages[j] for j in on_key], [keys_of[j] for j in on_key],
-                                  [locs[j] for j in on_key])
-            full = [cols.column(e.position.type, k) for e, k in zip(k_st, k_of, strict=True)]
-            held = [t.threads[0].bindings.get(pr.key_var) for t in old]
-            if isinstance(src, EventRows) and any(c.dtype.kind == "O" for c in full):
-                i_code, b_code = column_key_codes(
-                    cols, [(e.position.type, k, loc)
-                           for e, k, loc in zip(k_st, k_of, k_locs, strict=True)],
-                    held + [e.params[ka] for e in pend_events], span)
-            else:
-                pend_keys = as_column([e.params[ka] for e in pend_events])
-                a_keys = full[0][locs[0]]
-                if (len(pend_keys) and len(a_keys)
-                        and pend_keys.dtype.kind != a_keys.dtype.kind):
-                    pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
-                keyed = [c[loc] for c, loc in zip(full[1:], k_locs[1:], strict=True)]
-                if len({c.dtype.kind for c in keyed}) > 1:
-                    keyed = [c.astype(object) for c in keyed]
-                i_code, b_code = key_codes(
-                    np.concatenate([pend_keys, a_keys]) if len(pend_keys) else a_keys,
-                    np.concatenate(keyed) if len(keyed) > 1 else keyed[0], held, span)
+            i_code, b_code = keyed_codes(pr, cols, stages, keys_of, locs, old, pend_events,
+                                         span)
             later = locs[1:]  # (their lengths)
-            if len(on_key) < len(stages):
-                parts = iter(np.split(b_code, np.cumsum([len(x) for x in k_locs[1:]])[:-1]))
-                b_code = np.concatenate([next(parts) if keys_of[j] >= 0
-                                         else np.zeros(len(locs[j]), np.int64)
-                                         for j in range(1, len(stages))])
     except Uncodable:
         return None
     no_key = np.zeros_like(i_code)
@@ -614,6 +593,48 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             "branch_rows": None if not pr.branch else branch.rows_after(
                 pr, m.pattern.auto, stages, stage_rows, b_code, bounds, i_code, span),
             "lead": lead}
+
+
+def keyed_codes(pr: EsperPair, cols: TypeColumns, stages: Sequence[Any], keys_of: Sequence[int],
+                locs: Sequence[np.ndarray], old: Sequence[Token], pend_events: Sequence[Event],
+                span: int) -> tuple[np.ndarray, np.ndarray]:
+    """The key codes of a keyed pattern's instances (the tokens ``old``, the pending rows'
+    ``pend_events``, then the rows ``locs[0]`` of the first stage, ``stages[0]``) and of the
+    rows ``locs[j]`` of each later edge ``stages[j]`` (one array, edge after edge; the key at
+    param ``keys_of[j]``): equal codes, equal keys as the token path unifies them. An edge on
+    no key (``keys_of[j] < 0``: an alternative beside keyed ones) is coded 0, as are the
+    instances for it: every instance may take every one of its rows. Raises
+    :class:`Uncodable` when a key cannot be coded exactly."""
+    src = cols.src
+    ka = keys_of[0]
+    on_key = [j for j, k in enumerate(keys_of) if k >= 0]
+    k_st, k_of, k_locs = ([stages[j] for j in on_key], [keys_of[j] for j in on_key],
+                          [locs[j] for j in on_key])
+    full = [cols.column(e.position.type, k) for e, k in zip(k_st, k_of, strict=True)]
+    held = [t.threads[0].bindings.get(pr.key_var) for t in old]
+    if isinstance(src, EventRows) and any(c.dtype.kind == "O" for c in full):
+        i_code, b_code = column_key_codes(
+            cols, [(e.position.type, k, loc)
+                   for e, k, loc in zip(k_st, k_of, k_locs, strict=True)],
+            held + [e.params[ka] for e in pend_events], span)
+    else:
+        pend_keys = as_column([e.params[ka] for e in pend_events])
+        a_keys = full[0][locs[0]]
+        if (len(pend_keys) and len(a_keys)
+                and pend_keys.dtype.kind != a_keys.dtype.kind):
+            pend_keys, a_keys = pend_keys.astype(object), a_keys.astype(object)
+        keyed = [c[loc] for c, loc in zip(full[1:], k_locs[1:], strict=True)]
+        if len({c.dtype.kind for c in keyed}) > 1:
+            keyed = [c.astype(object) for c in keyed]
+        i_code, b_code = key_codes(
+            np.concatenate([pend_keys, a_keys]) if len(pend_keys) else a_keys,
+            np.concatenate(keyed) if len(keyed) > 1 else keyed[0], held, span)
+    if len(on_key) < len(stages):
+        parts = iter(np.split(b_code, np.cumsum([len(x) for x in k_locs[1:]])[:-1]))
+        b_code = np.concatenate([next(parts) if keys_of[j] >= 0
+                                 else np.zeros(len(locs[j]), np.int64)
+                                 for j in range(1, len(stages))])
+    return i_code, b_code
 
 
 def _ages(old: list[Token], pend_ids: list[int], n_old: int, n_inst: int) -> np.ndarray:
@@ -913,6 +934,9 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
     """:func:`_emit_pair`, for a last stage of alternatives per alternative: the matches it
     completed are those of its own chain (``pr.alts``), whose select list reads the other
     alternatives' tags as null."""
+    if pr.until is not None:  # (an until: grouped by the b its matches hold)
+        return until.emit(UNTIL_KIT, m, pr, p, inst, rank, first_id, events, fields, arity,
+                          objects)
     if not pr.alts and not pr.paths:
         return _emit_pair(m, pr, p, inst, rank, first_id, events, fields, arity, objects)
     if pr.conj:
@@ -1307,13 +1331,13 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
     their second stage are returned as the pattern's pending rows (ids, A events) — tokens are
     made of them only when needed (Matcher.materialize) — and those further on (a chain of
     three stages or more) become tokens now, oldest first, with their window's timer."""
+    if pr.until is not None:  # (an until's: kernels.until)
+        return until.leave_open(UNTIL_KIT, m, pr, p, new_ids, events)
     if p["seen"] is not None:  # (every-distinct: the keys the batch noted)
         m.seen = p["seen"]
-    old, pend_ids, pend_events = p["old"], p["pend_ids"], p["pend_events"]
-    new_rows, alive = p["new_rows"], p["alive"]
+    old, pend_ids, alive = p["old"], p["pend_ids"], p["alive"]
     stage0, stage = p["stage0"], p["stage"]
     n_real = len(old)
-    n_old = n_real + len(pend_ids)
     z, zat, zto = pr.zone, pr.zone_at, _zone_to(pr)
     moved = stage != stage0
     deep = stage > 1  # (past the first stage: tokens; the others pending rows)
@@ -1343,13 +1367,7 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         m.register(tok)
         if z is not None and stage0[q] <= zat < stage[q] <= zto + 1:  # (opened: its timer)
             opened.append((int(p["taken"][zat][q]), tok.id, tok, th))
-    waiting = alive & ~deep
-    keep = np.flatnonzero(waiting[n_real:n_old]).tolist()
-    ids = [pend_ids[q] for q in keep]
-    evs = [pend_events[q] for q in keep]
-    live = np.flatnonzero(waiting[n_old:])
-    ids += new_ids[live].tolist()
-    evs += [events[i] for i in new_rows[live].tolist()]
+    ids, evs = pending_left(p, alive & ~deep, new_ids, events)
     on = np.flatnonzero(alive & deep)
     on = on[on >= n_real]
     if len(on):
@@ -1376,6 +1394,22 @@ def leave_open(m: Any, pr: EsperPair, p: dict, new_ids: np.ndarray, events: Any
         m.schedule_zones(tok, th)
     if z is not None:
         _skip_completed(m, pr, p)
+    return ids, evs
+
+
+def pending_left(p: dict, waiting: np.ndarray, new_ids: np.ndarray, events: Any
+                 ) -> tuple[list[int], list[Event]]:
+    """Of plan ``p``'s instances, those ``waiting`` for their second stage that were pending
+    rows before the batch or began in it (ids ``new_ids``): the pattern's pending rows after
+    it (ids, ``A`` events; tokens from before the batch stay tokens)."""
+    n_real, pend_ids, pend_events = len(p["old"]), p["pend_ids"], p["pend_events"]
+    n_old = n_real + len(pend_ids)
+    keep = np.flatnonzero(waiting[n_real:n_old]).tolist()
+    ids = [pend_ids[q] for q in keep]
+    evs = [pend_events[q] for q in keep]
+    live = np.flatnonzero(waiting[n_old:])
+    ids += new_ids[live].tolist()
+    evs += [events[i] for i in p["new_rows"][live].tolist()]
     return ids, evs
 
 
@@ -1465,3 +1499,11 @@ def skip_idle(m: Any, new: list[float], now: float) -> None:
             m.skipped = deque(sorted([*sk, *new]))
         else:
             sk.extend(new)
+
+
+#: the pair kernel's helpers kernels.until plans and emits an until's matches with (handed to
+#: it: this module dispatches to kernels.until, so that one cannot import this one)
+UNTIL_KIT = SimpleNamespace(
+    keyed_codes=keyed_codes, Uncodable=Uncodable, stable_order=stable_order,
+    sorted_search=sorted_search, _zone_start=_zone_start, _ages=_ages, _emit_pair=_emit_pair,
+    _select_fields=_select_fields, pending_left=pending_left, skip_idle=skip_idle)
