@@ -213,3 +213,27 @@ def test_a_failing_expression_is_false_or_null_in_the_net_as_in_the_engine() -> 
     sim = translate(prog, events).simulator()
     sim.run()
     assert {str(f.error) for f in sim.failures} == {"math domain error"}
+
+
+@pytest.mark.parametrize("body", [
+    "a = A -> b = B(b.k = a.k) where timer:within(1 sec)",
+    "(a = A -> b = B(b.k = a.k)) where timer:within(1 sec)",
+    "a = A -> (b = B(b.k = a.k) and not C)",
+    "a = A -> b = B(b.k = a.k)",
+])
+def test_without_every_the_net_runs_one_instance_as_the_engine_does(body: str) -> None:
+    """Esper's pattern without every is over when its one instance matched or turned
+    permanently false (a window expired, a not ended it): no instance begins after it — in
+    the net (``P.done`` taken by the start) as in the engine."""
+    text = ("create schema A(k int, v int);\ncreate schema B(k int, v int);\n"
+            "create schema C(k int, v int);\n"
+            f"insert into P select a.k as k, a.v as v from pattern [{body}];\n")
+    prog = load_module(parse_epl(text))
+    events = [Event(t, (k, v), ts) for t, k, v, ts in [
+        ("A", 0, 1, 0), ("C", 0, 0, 300), ("B", 1, 0, 500), ("A", 1, 2, 1500),
+        ("B", 1, 5, 2000), ("B", 0, 1, 2500)]]
+    for seed in (0, 1):
+        c = compare(prog, events, seed=seed)
+        assert c.equal, c.differences
+    # the first A's instance: matched by B(0) at 2.5 s without a window or not, else over
+    assert len(c.net["P"]) == (1 if body == "a = A -> b = B(b.k = a.k)" else 0)
