@@ -31,7 +31,7 @@ from typing import Any
 from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 
-from cepflow.compiler.esper import guard_windows
+from cepflow.compiler.esper import guard_windows, statement_start
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
 from cepflow.language.limits import (
@@ -472,7 +472,7 @@ def _statement(name: str, loc: ast.Loc, parts: list[Any]) -> ast.Decl:
             raise _Unsupported(item_loc, "a select item of a pattern statement needs a name: "
                                "expr as name")
     pairs = None if items is None else tuple((n, e) for n, e, _ in items)
-    body = guard_windows(source.body)
+    body = guard_windows(statement_start(source.body))
     params = tuple(ast.Param(n) for n, _ in pairs or ())
     return ast.ComplexEventDecl(name, params, body, "esper", (), pairs, loc=loc)
 

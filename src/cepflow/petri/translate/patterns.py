@@ -116,8 +116,8 @@ class PatternNet:
                 "is not translated (chronicle, immediate, strict and esper are)")
             return out
         if a.clock is not None:
-            bad("timer:interval at the start of a pattern", "a pattern that starts at the "
-                "statement's start is not translated yet")
+            bad("a pattern that starts at the statement's start", "timer:interval at its "
+                "start, or (EPL) a guard, not or until there: not translated yet")
         if a.partition_by:
             bad("partition by", "not translated yet")
         if a.start == "group":
