@@ -162,7 +162,7 @@ def test_hand_derived() -> None:
 
 def test_a_guard_inside_every_runs_from_the_instance_first_event() -> None:
     """docs/esper.md, "every ((…) where timer:within(Δ))": cepflow's window from the instance's
-    first event (the batch kernels' reading); Esper's guard would run 0–2 s, then from 2 s, and
+    first event (the batch kernels' reading); Esper's guard would run 0 to 2 s, then from 2 s, and
     miss this match."""
     evs = [Event("A", (0, 1), 1500), Event("B", (0, 2), 3000)]
     prog = program("every ((a=A -> b=B) where timer:within(2 sec))")
