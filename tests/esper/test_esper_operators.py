@@ -213,8 +213,6 @@ def test_interval_with_correlated_not() -> None:
 
 @pytest.mark.parametrize(("pattern", "col", "what"), [
     ("A -> timer:interval(1 sec) -> B", 34, "at its end after one event"),
-    ("(A -> B) and not C", 42, "NOT needs a preceding event"),
-    ("[2] A until B", 29, "at the start of a pattern"),
     ("every (timer:interval(1 sec) and timer:interval(2 sec))", 36, "inside 'and'"),
     ("every-distinct(n) timer:interval(1 sec) -> A", 29, "every-distinct on timer"),
     ("A -> every (B -> C)", 34, "every on a group"),

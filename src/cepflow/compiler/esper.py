@@ -463,6 +463,51 @@ def guard_windows(p: ast.Pattern) -> ast.Pattern:
     return replace(p, pattern=guard_windows(p.pattern))
 
 
+def statement_start(p: ast.Pattern) -> ast.Pattern:
+    """Esper starts a pattern when its statement starts; an instance of cepflow's begins at an
+    event. Where that differs the EPL reader makes the start explicit as the zero interval
+    ``timer:interval(0) -> P``, whose :class:`Clock` begins ``P`` at the statement's start
+    (``every (…)``: again when the instance ended, as Esper restarts it): a pattern without
+    ``every`` that begins with a guard (``B where timer:within(Δ)``, ``(A -> B) where …``: the
+    guard runs from the start, and the pattern is over when it expires) or with ``[m:n] B
+    until C``, ``m > 0``, and one without ``every`` or with ``every (…)`` around it that begins
+    with ``(B and not C)`` (both refused before: nothing to begin from). Run
+    before :func:`guard_windows`, which writes ``X -> (P where …)`` as ``(X -> P)[Δ]`` and so
+    loses which of the two was written. A guard around ``every x = X -> P`` (every on one
+    event) so becomes ``timer:interval(0) -> every x = X -> P`` inside the guard: it ends the
+    whole pattern Δ after the start, as Esper's; around a group's ``every (G) -> R`` it keeps
+    its reading (each instance from its first event: docs/esper.md, "A window around the
+    whole"), and so does ``every ((…) where timer:within(Δ))`` (Esper restarts that guard when
+    an instance ends, at its completion or its guard's end: docs/conformance.md) — the batch
+    kernels take that reading."""
+    if isinstance(p, ast.Every):
+        if _single(p.pattern) or p.distinct or p.expiry is not None:
+            return p
+        inner = _from_start(p.pattern, once=False)
+        return p if inner is p.pattern else replace(p, pattern=inner)
+    return _from_start(p, once=True)
+
+
+def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
+    items = fol_items(p)
+    head = items[0]
+    if isinstance(head, ast.Window):
+        inner = fol_items(head.pattern)[0]
+        begins = once and not (_timer_head(inner) and isinstance(head.pattern, ast.Fol)) and (
+            not any(isinstance(n, ast.Every) for n in walk(head.pattern)) or (
+                isinstance(inner, ast.Every) and _single(inner.pattern)
+                and not inner.distinct and inner.expiry is None))
+    elif isinstance(head, ast.And):
+        begins = _special(head) and not _timer_head(head)
+    elif isinstance(head, ast.Until):  # (every (…): the instance from its first B gives the
+        begins = once and (head.low or 0) > 0  # same matches as Esper's restarts)
+    else:
+        begins = isinstance(head, ast.Not)
+    if not begins:
+        return p
+    return _fol([ast.Interval(0.0, loc=head.loc), *items])
+
+
 def _conjuncts(e: ast.Expr) -> list[ast.Expr]:
     if isinstance(e, ast.Binary) and e.op == "and":
         return [*_conjuncts(e.left), *_conjuncts(e.right)]

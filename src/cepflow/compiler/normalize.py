@@ -92,11 +92,21 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
         return p
     if isinstance(p, ast.Window):
         inner = normalize(p.pattern, expand_and)
-        if isinstance(inner, ast.Window) and inner.kind == p.kind:
+        if isinstance(inner, ast.Window) and inner.kind == p.kind and not _accepts(inner):
             pick = min if p.kind == "within" else max
             return ast.Window(inner.pattern, pick(inner.duration, p.duration), p.kind, loc=p.loc)
         return ast.Window(inner, p.duration, p.kind, loc=p.loc)
     raise TypeError(f"not a pattern: {p!r}")
+
+
+def _accepts(w: ast.Window) -> bool:
+    """Is the window Esper's ``A -> timer:interval(Δ)`` (compiler.esper), which completes its
+    pattern at its deadline? A guard around it is not the shorter of the two windows: it keeps
+    its own zone, which ends the instance when it is shorter (``A -> (timer:interval(3 sec)
+    where timer:within(2 sec))`` never matches), instead of being merged into the interval's,
+    which would complete the match at the guard's end. (A window ending in ``NOT`` is merged
+    as before: under VEPL the outer window bounds the events' span, not the deadline.)"""
+    return isinstance(fol_items(w.pattern)[-1], ast.Interval)
 
 
 def _expand_and(p: ast.And) -> ast.Pattern:

@@ -31,7 +31,7 @@ from typing import Any
 from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 
-from cepflow.compiler.esper import guard_windows
+from cepflow.compiler.esper import guard_windows, statement_start
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
 from cepflow.language.limits import (
@@ -300,18 +300,20 @@ class _ToAst(Transformer_NonRecursive):
         if f"{ns}:{fn}".lower() != "timer:interval":
             raise _Unsupported(_loc(ns), f"observer '{ns}:{fn}' is not supported (only "
                                "timer:interval)")
-        if not isinstance(arg, _Duration):
+        ms = _milliseconds(arg)
+        if ms is None:
             raise _Unsupported(_loc(meta), "timer:interval needs a duration such as 10 seconds")
-        return ast.Interval(float(arg.value), loc=_loc(meta))
+        return ast.Interval(ms, loc=_loc(meta))
 
     def guard(self, meta: Any, c: list[Any]) -> ast.Window:
         inner, ns, fn, arg = c
         if f"{ns}:{fn}".lower() != "timer:within":
             raise _Unsupported(_loc(ns), f"guard '{ns}:{fn}' is not supported (only "
                                "timer:within)")
-        if not isinstance(arg, _Duration):
+        ms = _milliseconds(arg)
+        if ms is None:
             raise _Unsupported(_loc(meta), "timer:within needs a duration such as 3 seconds")
-        return ast.Window(inner, float(arg.value), "within", loc=_loc(meta))
+        return ast.Window(inner, ms, "within", loc=_loc(meta))
 
     # ---- statements --------------------------------------------------------------------
     def view(self, meta: Any, c: list[Any]) -> _View:
@@ -470,7 +472,7 @@ def _statement(name: str, loc: ast.Loc, parts: list[Any]) -> ast.Decl:
             raise _Unsupported(item_loc, "a select item of a pattern statement needs a name: "
                                "expr as name")
     pairs = None if items is None else tuple((n, e) for n, e, _ in items)
-    body = guard_windows(source.body)
+    body = guard_windows(statement_start(source.body))
     params = tuple(ast.Param(n) for n, _ in pairs or ())
     return ast.ComplexEventDecl(name, params, body, "esper", (), pairs, loc=loc)
 
@@ -505,14 +507,23 @@ def _window_source(source: _Source) -> ast.Atom:
                        "stream's events)")
 
 
-def _duration(arg: Any, view: _View) -> float:
+def _milliseconds(arg: Any) -> float | None:
+    """A time period in milliseconds: a number with a unit, or a bare number of seconds (as
+    Esper reads ``timer:interval(2.5)``, ``win:time(30)``); None for anything else."""
     if isinstance(arg, _Duration):
         return float(arg.value)
     if isinstance(arg, ast.Const) and isinstance(arg.value, int | float) \
             and not isinstance(arg.value, bool):
-        return float(arg.value) * 1000.0  # Esper: a bare number of seconds
-    raise _Unsupported(getattr(arg, "loc", None) or view.loc,
-                       f"{view.text} needs a duration such as 10 seconds")
+        return float(arg.value) * 1000.0
+    return None
+
+
+def _duration(arg: Any, view: _View) -> float:
+    ms = _milliseconds(arg)
+    if ms is None:
+        raise _Unsupported(getattr(arg, "loc", None) or view.loc,
+                           f"{view.text} needs a duration such as 10 seconds")
+    return ms
 
 
 def _window_of(source: _Source, group_by: tuple[ast.Expr, ...]) -> ast.DataWindow:

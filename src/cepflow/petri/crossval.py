@@ -162,20 +162,22 @@ def random_pattern(pick: Pick, name: str, tags: list[str], inner: str | None = N
         tail = pick(["timer:interval(1 sec)", f"(timer:interval(2 sec) and not "
                      f"{pick(TYPES)}(k = {t}.k))"])
         steps.append(tail)
-    body = " -> ".join(steps)
-    within = pick([None, None, 2, 3]) if n > 1 and tail is None else None
     head = steps[0]
+    # a window from the first event: the guard on what follows it (Esper starts it at that
+    # event; a guard around the whole would start at the statement's start, which the net
+    # does not translate)
+    within = pick([None, None, 2, 3]) if (n > 1 and tail is None and " = " in head
+                                          and not head.startswith(("(", "every"))) else None
+    rest = " -> ".join(steps[1:])
+    if within is not None:
+        rest = f"({rest}) where timer:within({within} sec)"
+    body = " -> ".join([head, rest]) if rest else head
     if every == "spawn":
-        body = " -> ".join([f"every {head}", *steps[1:]])
+        body = f"every {body}"
     elif every == "distinct" and tags and steps[0].startswith(tags[0] + " ="):
-        body = " -> ".join([f"every-distinct({tags[0]}.k) {head}", *steps[1:]])
+        body = f"every-distinct({tags[0]}.k) {body}"
     elif every == "restart":
         body = f"every ({body})"
-    if within is not None:
-        if every == "restart":
-            body = f"every ({' -> '.join(steps)}) where timer:within({within} sec)"
-        else:
-            body = f"({body}) where timer:within({within} sec)"
     sel = ([f"{tags[0]}.k as k", f"{tags[-1]}.v as v"] if tags
            else ["current_timestamp() as at"])
     return (f"@Name('{name}')\ninsert into {into or name}\nselect {', '.join(sel)}\n"

@@ -51,7 +51,11 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         self.host = host
         self.name = pattern.name
         self.tokens: dict[Any, dict[int, Token]] = {}
-        self.done = False  # a match was completed (Esper's patterns without every stop then)
+        #: a match was completed; for Esper's patterns without every (start policy "once"):
+        #: their one instance has begun — it ends by a match or by turning permanently false
+        #: (a window expired, a not ended it), and nothing begins after it (EvalRootStateNode
+        #: quits the pattern either way)
+        self.done = False
         self.seen: dict[tuple, float] = {}  # every-distinct keys -> when first seen
         # Esper's inner every (Position.every): threads that leave their partial match waiting
         # and go on as new ones; collected by _try_edges, handed over per token by _plan
@@ -1006,6 +1010,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             first = next(th for th in res[0] if th is not _KEEP)
             if self._distinct_seen(first.bindings, e.ts):
                 return False
+        if self.pattern.auto.start == "once":
+            self.done = True
         tok = Token(self.host.counters.next_token(), part, e.ts, [])
         trace = self.host.trace
         if trace is not None:

@@ -722,6 +722,9 @@ class _Reader:
             saved = state.get("rows", {}).get(name)
             if saved is not None:
                 self.rows(m, saved, f"rows.{name}", ids)
+            if ids and m.pattern.auto.start == "once":
+                m.done = True  # (its one instance is under way; older states marked
+                #               done only at the match)
         for name, saved in state.get("rows", {}).items():
             if name not in patterns:
                 self.rows(by_name[name], saved, f"rows.{name}", set())

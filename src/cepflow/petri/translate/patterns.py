@@ -14,8 +14,9 @@ Around them:
 * ``P.start.T`` begins an instance (004's ``next_A``); the start policy of ``every`` decides
   when: *spawn* (``every a = A -> …``) at every event that can begin one, *restart*
   (``every (…)``) and *once* (no ``every``) only when no instance is alive and none took the
-  event — ``P.took`` and the ``P.busy`` transitions record that — and *once* only until the
-  first match (``P.done``, 004's ``out_seqn`` in Fig. 5.a); ``every`` inside a pattern
+  event — ``P.took`` and the ``P.busy`` transitions record that — and *once* only one
+  instance (``P.done``, 004's ``out_seqn`` in Fig. 5.a: Esper's pattern without ``every`` is
+  over when its instance matched or turned permanently false); ``every`` inside a pattern
   (``A -> every B``) forks: ``P.spawn`` makes each forked run an instance of its own;
 * ``P.q<k>.not.T`` ends a run that meets an event its ``not`` forbids;
 * ``P.q<k>.expire.z<j>`` ends a run whose ``timer:within`` deadline passed (and
@@ -115,8 +116,8 @@ class PatternNet:
                 "is not translated (chronicle, immediate, strict and esper are)")
             return out
         if a.clock is not None:
-            bad("timer:interval at the start of a pattern", "a pattern that starts at the "
-                "statement's start is not translated yet")
+            bad("a pattern that starts at the statement's start", "timer:interval at its "
+                "start, or (EPL) a guard, not or until there: not translated yet")
         if a.partition_by:
             bad("partition by", "not translated yet")
         if a.start == "group":
@@ -225,8 +226,8 @@ class PatternNet:
                       ", or that one took or was alive at" if self.single_instance else ""))
         net.mark(f"{P}.took", 0)
         if self.plan is not None and self.plan.start == "once":
-            net.place(f"{P}.done", INT, "control", P, "1 once the pattern matched (no "
-                      "instance begins then: 004 Fig. 5.a's out_seqn)")
+            net.place(f"{P}.done", INT, "control", P, "1 once the pattern's one instance "
+                      "began (no instance begins then: 004 Fig. 5.a's out_seqn)")
             net.mark(f"{P}.done", 0)
         if self.policy in ("immediate", "strict"):
             net.place(f"{P}.began", INT, "control", P, "the last event that began an instance")
@@ -678,8 +679,9 @@ class PatternNet:
         b.arc(f"{P}.next", tn, "out", [binop("+", inst, const(1))])
         b.arc(f"{P}.took", tn, "in", [name(c["x"])])
         b.arc(f"{P}.took", tn, "out", [name(c["s"])])
-        if self.plan is not None and self.plan.start == "once":
-            b.arc(f"{P}.done", tn, "read", [const(0)])
+        if self.plan is not None and self.plan.start == "once":  # (its one instance)
+            b.arc(f"{P}.done", tn, "in", [const(0)])
+            b.arc(f"{P}.done", tn, "out", [const(1)])
         if a.distinct and self.plan is not None and self.plan.start == "spawn":
             self.distinct_start(t, tn, edges[0])
         evs = self.evs_after(call("nil"))
@@ -934,10 +936,6 @@ class PatternNet:
             b.in_order(P, tn, name(c["key"]))
         b.emit_output(tn, P, params, name(c["t"]), name(c["key"]),
                       call("numbers", name(c["evs"])), self.ctl)
-        if self.plan is not None and self.plan.start == "once":
-            y = name(b.var("y"))
-            b.arc(f"{P}.done", tn, "in", [y])
-            b.arc(f"{P}.done", tn, "out", [const(1)])
         if restart_distinct:
             b.arc(f"{P}.seen", tn, "out", [*keys, name(c["t"])])
 
