@@ -6,7 +6,7 @@ ObjectMatches from the pair kernel), made into complex events only on demand."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
@@ -364,41 +364,6 @@ class StageMatches:
     #: last event's time
     delay: Any = None
 
-    def param_columns(self, cols: TypeColumns, types: Sequence[str]) -> list[list[Any]] | None:
-        """The block's parameters column by column — per parameter each match's value, the
-        value its ``params`` gives — read from the batch's columns ``cols`` (its stages'
-        event types ``types``; :meth:`TypeColumns.pick`), without a tuple per match or a
-        read of its events; None when a parameter is the match's time (read from the
-        matches)."""
-        n = len(self.at)
-        out: list[list[Any]] = []
-        for f in self.fields:
-            if f is None:
-                out.append([None] * n)
-            elif f[0] == CONST:
-                out.append([self.consts[f[1]]] * n)
-            elif f[0] < 0:
-                return None
-            else:
-                out.append(cols.pick(types[f[0]], f[1], self.rows[f[0]]))
-        return out
-
-
-class PlannedMatches(list):  # type: ignore[type-arg]
-    """A kernel plan's complex events (a list, in the plan's order) that can also give their
-    parameters column by column: ``columns()`` per parameter each match's value (those their
-    ``params`` give), or None — for a reader of whole columns of them (a pattern over the
-    kernel pattern's output planned in the program split, kernels.cascade.plan_higher), which
-    would otherwise make every match's tuple and read its events for one column of them."""
-
-    __slots__ = ("columns",)
-
-    def __init__(self, found: Iterable[ComplexEvent],
-                 columns: Callable[[], list[list[Any]] | None]) -> None:
-        super().__init__(found)
-        self.columns = columns
-
-
 
 
 @dataclass
@@ -541,15 +506,6 @@ class TypeColumns:
             p = self._params[t] = (src.all_params() if len(rows) == len(ev)
                                    else [ev[i].params for i in rows.tolist()])
         return p
-
-    def seed(self, t: str, columns: Sequence[list[Any]]) -> None:
-        """Take the type's parameter columns from the caller (per parameter its value at each
-        of the type's rows, in row order — the values reading each row's tuple gives)
-        instead of reading them from the rows' tuples: derived rows whose tuples cost more to
-        make than their columns (a kernel pattern's lazy matches, kernels.cascade.plan_higher).
-        :meth:`column` and :meth:`objects` then read them as they read a column read once."""
-        for k, values in enumerate(columns):
-            self._vals[t, k] = values
 
     def column(self, t: str, k: int) -> np.ndarray:
         """Parameter ``k`` of the type's rows as numpy infers it (object for mixed values)."""

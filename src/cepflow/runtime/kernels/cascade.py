@@ -41,7 +41,7 @@ from cepflow.runtime.kernels.window_block import (
     plan_window,
     single_fits,
 )
-from cepflow.runtime.rows import EventRows, PlannedMatches, TypeColumns
+from cepflow.runtime.rows import EventRows, TypeColumns
 
 
 @dataclass
@@ -413,13 +413,12 @@ def rows_candidates(engine: Any, outs: set[str], rows_of: set[str]) -> list[Any]
 
 def merged_stream(src: Any, cols: TypeColumns, types: set[str],
                   sources: dict[str, tuple[np.ndarray, list[Any], np.ndarray, np.ndarray | None]]
-                  ) -> tuple[EventRows, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+                  ) -> tuple[EventRows, np.ndarray, np.ndarray]:
     """A pattern's derived stream: its input rows of ``types`` (no ``sources`` name) and the
     derived rows of ``sources`` (per type: input rows, rows, place at the input row, times or
     None for the input row's), in the per-event engine's order — by input row, then place:
     0 the input step, below 0 as time passes before it, above 0 the cascade — as rows, with
-    each entry's input row and place, and per derived type the index in its source of each of
-    its rows, in the stream's order."""
+    each entry's input row and place."""
     derived = [t for t in sources if t in types]
     code = np.array([t in types and t not in sources for t in src.type_names], bool)
     own = np.flatnonzero(code[src.codes]) if len(code) else np.zeros(0, np.int64)
@@ -435,11 +434,9 @@ def merged_stream(src: Any, cols: TypeColumns, types: set[str],
     objs = np.empty(len(r_all), dtype=object)
     objs[:len(own)] = [evs_in[i] for i in own.tolist()]
     at = len(own)
-    order: dict[str, np.ndarray] = {}
     for t in derived:
         found = sources[t][1]
         objs[at:at + len(found)] = found
-        order[t] = o[(o >= at) & (o < at + len(found))] - at
         at += len(found)
     names = [t for t in src.type_names if t in types and t not in sources] + derived
     of_src = np.array([names.index(t) if t in names else -1 for t in src.type_names],
@@ -450,7 +447,7 @@ def merged_stream(src: Any, cols: TypeColumns, types: set[str],
         src.ts[sources[t][0]].astype(np.float64) if sources[t][3] is None else sources[t][3]
         for t in derived)])
     r_m, cp_m = r_all[o], cp_all[o]
-    return EventRows(objs[o].tolist(), (names, tcode[o]), times[o], r_m), r_m, cp_m, order
+    return EventRows(objs[o].tolist(), (names, tcode[o]), times[o], r_m), r_m, cp_m
 
 
 def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
@@ -486,13 +483,11 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
     # passed: its input step)
     last_ts = float(src.ts[-1])
     out = []
-    params: dict[str, list[list[Any]] | None] = {}  # (a derived type's, read once)
     for m in cands:
-        merged, r_m, cp_m, order = merged_stream(src, cols, m.pattern.types, sources)
+        merged, r_m, cp_m = merged_stream(src, cols, m.pattern.types, sources)
         first_last = int(np.count_nonzero((r_m < n - 1) | ((r_m == n - 1) & (cp_m < 0))))
         try:
-            plan = (plan_pair(m, _seeded(merged, schemas, sources, order, params), arity,
-                              end=(last_ts, first_last))
+            plan = (plan_pair(m, TypeColumns(merged, schemas), arity, end=(last_ts, first_last))
                     if m.pattern.pair is not None
                     else plan_chain(m, merged, schemas, last_ts, columns))
         except Declined:
@@ -523,27 +518,3 @@ def plan_higher(engine: Any, kernels: list[Any], plans: list[Any], src: Any,
                            for i, p in zip(new_rows.tolist(), phase.tolist(), strict=True)],
                           last, sub))
     return out
-
-
-def _seeded(merged: EventRows, schemas: Any,
-            sources: dict[str, tuple[np.ndarray, list[Any], np.ndarray, np.ndarray | None]],
-            order: dict[str, np.ndarray], params: dict[str, list[list[Any]] | None]
-            ) -> TypeColumns:
-    """The columns of a pattern's derived stream ``merged`` (:func:`merged_stream`, ``order``
-    its derived types' rows in their sources), the parameters of a kernel pattern's matches
-    read from the batch's columns where they are fields of its rows (rows.PlannedMatches,
-    once per type in ``params``) rather than from a tuple made per match and its events,
-    read for a column of them: the same values. Other derived rows (window rows, matches
-    from before the batch, computed select lists, a kernel plan's matches that
-    kernel_outputs reordered) are read as before."""
-    cols = TypeColumns(merged, schemas)
-    for t, at in order.items():
-        if t not in params:
-            found = sources[t][1]
-            params[t] = found.columns() if isinstance(found, PlannedMatches) else None
-        by_param = params[t]
-        # (a source's matches come in its order — ascending rows, then places —, each a
-        # column's entry in turn; a reordered one, of no pair plan, is read as before)
-        if by_param is not None and np.array_equal(at, np.arange(len(at))):
-            cols.seed(t, by_param)
-    return cols

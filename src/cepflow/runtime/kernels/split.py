@@ -82,7 +82,6 @@ from cepflow.runtime.kernels.pair import (
     pair_rows,
     reschedule,
     split_pair,
-    stage_blocks,
 )
 from cepflow.runtime.kernels.restart import Plan, plan_restart
 from cepflow.runtime.kernels.timer_end import SplitTimers, SplitTimerSet, TimerEnd, plan_split
@@ -90,7 +89,6 @@ from cepflow.runtime.kernels.window_block import WindowBlock, plan_window, windo
 from cepflow.runtime.rows import (
     EventRows,
     MatchTable,
-    PlannedMatches,
     Rows,
     TypeColumns,
     distinct,
@@ -327,8 +325,6 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
         raise Declined(declined) from None
     if blocks is not None and len(inst):
         blocks.add(m, made, inst, out, cols.src)
-    if len(inst) and made is p and not any(c is not None for c in pr.collects or ()):
-        out = PlannedMatches(out, partial(_stage_columns, m, p, inst, cols))
     id_rows, opens = forks_and_starts(None if made is p else at, p["new_rows"])
 
     def commit(token_ids: np.ndarray) -> None:
@@ -338,25 +334,6 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
         m.pending = PendingRows(open_ids, open_events, pr.first_zone) if open_ids else None
 
     return id_rows, at, out, commit
-
-
-def _stage_columns(m: Any, p: dict, inst: np.ndarray, cols: TypeColumns
-                   ) -> list[list[Any]] | None:
-    """The parameters of the matches of instances ``inst`` of pair plan ``p`` of ``m``
-    (:func:`_plan_pair`'s, in that order) column by column from the batch's columns
-    (rows.StageMatches.param_columns), when every one is of an instance begun in the batch
-    whose select list names fields of its events and literals (one block: kernels.pair.
-    stage_blocks), else None (the matches' tuples are read: a match continuing an instance
-    from an earlier batch holds events from before it; alternatives; a select list reading
-    the time or computing)."""
-    pr = m.pattern.pair
-    if pr.alts or pr.paths:  # (a view's stages per alternative: its block's types differ)
-        return None
-    found = stage_blocks(m, p, inst)
-    if (len(found) != 1 or len(found[0].rank) != len(inst)
-            or len(found[0].rows) != len(pr.stages)):
-        return None
-    return found[0].param_columns(cols, [e.position.type for e in pr.stages])
 
 
 def forks_and_starts(forks: np.ndarray | None, starts: np.ndarray
