@@ -493,11 +493,13 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     head = items[0]
     if isinstance(head, ast.Window):
         inner = fol_items(head.pattern)[0]
-        begins = once and not (_timer_head(inner) and isinstance(head.pattern, ast.Fol)) and (
-            not any(isinstance(n, ast.Every) for n in walk(head.pattern)) or (
-                isinstance(inner, ast.Every) and _single(inner.pattern)
-                and not inner.distinct and inner.expiry is None))
-    elif isinstance(head, ast.And):
+        if not once or _begins_with_timer(head) or (
+                any(isinstance(n, ast.Every) for n in walk(head.pattern)) and not (
+                    isinstance(inner, ast.Every) and _single(inner.pattern)
+                    and not inner.distinct and inner.expiry is None)):
+            return p
+        return _zero_first(p, head.loc)
+    if isinstance(head, ast.And):
         begins = _special(head) and not _timer_head(head)
     elif isinstance(head, ast.Until):  # (every (…): the instance from its first B gives the
         begins = once and (head.low or 0) > 0  # same matches as Esper's restarts)
@@ -506,6 +508,36 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     if not begins:
         return p
     return _fol([ast.Interval(0.0, loc=head.loc), *items])
+
+
+def _zero_first(p: ast.Pattern, loc: ast.Loc) -> ast.Pattern:
+    """``p`` with the zero interval in front of its first event, inside the guards around it
+    (``(B where …) -> C`` → ``((timer:interval(0) -> B) where …) -> C``): what guard_windows
+    would make of ``timer:interval(0) -> p``, written so that the EPL printer's text reads
+    back as the same pattern (guard_windows merges one guard a time)."""
+    if isinstance(p, ast.Window):
+        return replace(p, pattern=_zero_first(p.pattern, loc))
+    items = fol_items(p)
+    if isinstance(items[0], ast.Window) and len(items) > 1:
+        return _fol([_zero_first(items[0], loc), *items[1:]])
+    return _fol([ast.Interval(0.0, loc=loc), *items])
+
+
+def _begins_with_timer(p: ast.Pattern) -> bool:
+    """Under its guards, does ``p`` begin with a timer that events follow
+    (``(timer:interval(Δ) -> P) where …``: it starts at the statement's start already)? A
+    guard around the timer alone (``timer:interval(3 sec) where timer:within(2 sec)``) does
+    not: it starts at the start."""
+    while True:
+        if isinstance(p, ast.Window):
+            p = p.pattern
+        elif isinstance(p, ast.Fol):
+            first = fol_items(p)[0]
+            if _timer_head(first):
+                return True
+            p = first
+        else:
+            return False
 
 
 def _conjuncts(e: ast.Expr) -> list[ast.Expr]:
