@@ -187,17 +187,25 @@ def test_vepl_contexts_and_operators_agree_with_the_engine(body: str, context: s
     "every a = A -> every b = B(b.k = a.k) -> c = C",
 ])
 def test_every_inside_a_pattern_forks_instances_as_the_engine_does(body: str) -> None:
+    c = abc_compared(body, [("A", 0, 1, 0), ("B", 0, 0, 500), ("A", 1, 2, 500),
+                            ("B", 1, 5, 1000), ("A", 0, 3, 1500), ("B", 0, 1, 2000),
+                            ("C", 0, 0, 2500), ("C", 1, 0, 3000)], seeds=(0, 1, 2))
+    assert c.net["P"]
+
+
+def abc_compared(body: str, rows: list[tuple[str, int, int, int]], seeds: tuple[int, ...]):
+    """The net of ``insert into P select a.k, a.v from pattern [body]`` over schemas A, B, C
+    (k, v) against the engine on ``rows`` (type, k, v, ms), under each seed: equal; the
+    last comparison."""
     text = ("create schema A(k int, v int);\ncreate schema B(k int, v int);\n"
             "create schema C(k int, v int);\n"
             f"insert into P select a.k as k, a.v as v from pattern [{body}];\n")
     prog = load_module(parse_epl(text))
-    events = [Event(t, (k, v), ts) for t, k, v, ts in [
-        ("A", 0, 1, 0), ("B", 0, 0, 500), ("A", 1, 2, 500), ("B", 1, 5, 1000),
-        ("A", 0, 3, 1500), ("B", 0, 1, 2000), ("C", 0, 0, 2500), ("C", 1, 0, 3000)]]
-    for seed in (0, 1, 2):
+    events = [Event(t, (k, v), ts) for t, k, v, ts in rows]
+    for seed in seeds:
         c = compare(prog, events, seed=seed)
         assert c.equal, c.differences
-        assert c.net["P"]
+    return c
 
 
 def test_a_failing_expression_is_false_or_null_in_the_net_as_in_the_engine() -> None:
@@ -224,16 +232,9 @@ def test_without_every_the_net_runs_one_instance_as_the_engine_does(body: str) -
     """Esper's pattern without every is over when its one instance matched or turned
     permanently false (a window expired, a not ended it): no instance begins after it — in
     the net (``P.done`` taken by the start) as in the engine."""
-    text = ("create schema A(k int, v int);\ncreate schema B(k int, v int);\n"
-            "create schema C(k int, v int);\n"
-            f"insert into P select a.k as k, a.v as v from pattern [{body}];\n")
-    prog = load_module(parse_epl(text))
-    events = [Event(t, (k, v), ts) for t, k, v, ts in [
-        ("A", 0, 1, 0), ("C", 0, 0, 300), ("B", 1, 0, 500), ("A", 1, 2, 1500),
-        ("B", 1, 5, 2000), ("B", 0, 1, 2500)]]
-    for seed in (0, 1):
-        c = compare(prog, events, seed=seed)
-        assert c.equal, c.differences
+    c = abc_compared(body, [("A", 0, 1, 0), ("C", 0, 0, 300), ("B", 1, 0, 500),
+                            ("A", 1, 2, 1500), ("B", 1, 5, 2000), ("B", 0, 1, 2500)],
+                     seeds=(0, 1))
     # the first A's instance: matched by B(0) at 2.5 s without a window or not, else over
     assert len(c.net["P"]) == (1 if body == "a = A -> b = B(b.k = a.k)" else 0)
 

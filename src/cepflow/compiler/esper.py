@@ -505,9 +505,7 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
         begins = once and (head.low or 0) > 0  # same matches as Esper's restarts)
     else:
         begins = isinstance(head, ast.Not)
-    if not begins:
-        return p
-    return _fol([ast.Interval(0.0, loc=head.loc), *items])
+    return _zero_first(p, head.loc) if begins else p
 
 
 def _zero_first(p: ast.Pattern, loc: ast.Loc) -> ast.Pattern:
