@@ -131,7 +131,7 @@ def test_group_then_more_token_ids() -> None:
     ("every-distinct(n) (a=A -> B) where timer:within(1 sec) -> C", 29,
      "every-distinct on a group that can end"),
     ("(every-distinct(a.n) (a=A -> B) -> C) where timer:within(1 sec)", 29,
-     "every-distinct on a group inside a window"),
+     "a guard around every-distinct"),
     ("every (A -> B) -> (C where timer:within(1 sec))", 48, "a guard on what follows a group"),
     ("every-distinct(c.n) (a=A -> b=B) -> c=C", 44, "'c' is not one of them"),
     ("every (A -> B) -> timer:interval(1 sec)", 47, "timer:interval after a group"),

@@ -79,3 +79,12 @@ def test_a_bare_not_in_a_sequence_is_true_at_once() -> None:
     assert run(p, "A1@0 C1@1 B1@2") == [(["A1", "B1"], (1,))]
     assert run(epl("insert into P from pattern [a=A -> not C]"), "A1@0 C1@1") == [
         (["A1"], (1,))]
+
+
+def test_a_tag_inside_not_never_binds() -> None:
+    """``not c=C(c.k = a.k)`` forbids what ``not C(k = a.k)`` forbids: the tag binds nothing
+    (Esper leaves it null), its own fields read bare; another key's C does not end the gap."""
+    p = epl("insert into P from pattern [every a=A -> (b=B(b.k = a.k) and not c=C(c.k = a.k))]")
+    assert run(p, "A1@0 C2@1 B1@2") == [(["A1", "B1"], (1, 1))]
+    assert run(p, "A1@0 C1@1 B1@2") == []
+    assert run(p, "A1@0 A2@1 C1@1 B1@2 B2@3") == [(["A2", "B2"], (2, 2))]

@@ -212,7 +212,7 @@ def test_interval_with_correlated_not() -> None:
 # ---- what is not supported is reported where it is written ----------------------------------
 
 @pytest.mark.parametrize(("pattern", "col", "what"), [
-    ("A -> timer:interval(1 sec) -> B", 34, "at its end after one event"),
+    ("(A and B) -> timer:interval(1 sec) -> C", 42, "timer:interval after a group"),
     ("every (timer:interval(1 sec) and timer:interval(2 sec))", 36, "inside 'and'"),
     ("every-distinct(n) timer:interval(1 sec) -> A", 29, "every-distinct on timer"),
     ("A -> every (B -> C)", 34, "every on a group"),

@@ -308,3 +308,18 @@ def test_a_bare_number_in_a_timer_is_seconds() -> None:
         parse_epl(SCHEMA + "insert into P from pattern [a = ME -> timer:interval('x')]", "t.epl")
     d = info.value.diagnostics[0]
     assert (d.file, d.line) == ("t.epl", 2) and "needs a duration" in d.message
+
+
+def test_a_time_period_of_several_units() -> None:
+    """Esper's time periods add their parts: ``1 minute 30 seconds``, ``2 hours 1 minute``,
+    ``1 hour 2 min 3 sec 4 msec`` — in timers, every-distinct expiries and windows."""
+    def body(text: str):
+        return parse_epl(SCHEMA + f"insert into P from pattern [{text}]").decls[1].body
+
+    assert body("a = ME -> timer:interval(1 minute 30 seconds)").right.duration == 90000.0
+    assert body("a = ME -> b = ME where timer:within(1 hour 2 min 3 sec 4 msec)"
+                ).duration == 3723004.0
+    assert body("every-distinct(a.id, 2 hours 1 minute) a = ME").expiry == 7260000.0
+    with pytest.raises(PatternSyntaxError) as info:
+        parse_epl(SCHEMA + "insert into P from pattern [every-distinct(2 sec) a = ME]", "t.epl")
+    assert "needs one or more key expressions" in info.value.diagnostics[0].message

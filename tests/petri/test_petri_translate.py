@@ -249,3 +249,14 @@ def test_a_pattern_that_starts_at_the_statement_start_is_reported() -> None:
         with pytest.raises(Untranslatable) as info:
             translate(load_module(parse_epl(text)))
         assert "statement's start" in str(info.value) and "'P'" in str(info.value)
+
+
+def test_an_interval_in_the_middle_is_reported() -> None:
+    """``A -> timer:interval(Δ) -> B`` (its end begins the rest) is not translated yet:
+    reported with the statement and the interval's place."""
+    text = ("create schema A(k int);\ncreate schema B(k int);\n"
+            "insert into P select b.k as k from pattern "
+            "[every a = A -> timer:interval(1 sec) -> b = B(b.k = a.k)];\n")
+    with pytest.raises(Untranslatable) as info:
+        translate(load_module(parse_epl(text)))
+    assert "timer:interval in the middle" in str(info.value) and "'P'" in str(info.value)

@@ -22,6 +22,10 @@ from cepflow.automaton.context import Context
 INITIAL = 0
 FINAL = -1
 TRAP = -2
+#: the synthetic event a ``timer:interval`` in the middle of an Esper pattern feeds its
+#: instance when the interval passed (``A -> timer:interval(Δ) -> B``, compiler.esper: B's
+#: sub-pattern begins then); never an input event type
+TIMER = "@timer"
 
 Predicate = Callable[[Any, dict[str, Any]], Any]
 

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from cepflow.automaton.automaton import INITIAL, TRAP, Automaton, Position
+from cepflow.automaton.automaton import INITIAL, TIMER, TRAP, Automaton, Position
 from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.language.printer import column_name, format_expr
@@ -82,7 +82,9 @@ def to_dot(auto: Automaton) -> str:
         for t, es in m.items():
             for e in es:
                 dst = "f" if e.final else f"q{e.target}"
-                text = _transition("", t, e.position)
+                # (an interval in the middle: its zone's deadline steps the instance on)
+                text = (["deadline of " + ",".join(f"z{z}" for z in e.exits)] if t == TIMER
+                        else _transition("", t, e.position))
                 if e.enters:
                     text.append("enter " + ",".join(f"z{z}" for z in e.enters))
                 if e.exits:
@@ -97,6 +99,8 @@ def to_dot(auto: Automaton) -> str:
                              "color=red, fontcolor=red];")
     for z in auto.zones:
         for s in sorted(z.timer_accept):
+            if TIMER in auto.edges.get(s, {}):
+                continue  # (drawn above: the deadline goes on to the rest)
             lines.append(f"  q{s} -> f [label={_label(f'deadline of z{z.id}')}, style=dotted];")
     lines.append("}")
     return "\n".join(lines) + "\n"

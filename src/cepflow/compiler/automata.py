@@ -31,10 +31,11 @@ from cepflow.automaton.automaton import (
 )
 from cepflow.automaton.context import Context
 from cepflow.compiler.conjunction import ConjunctionError, ProductStep, product
-from cepflow.compiler.esper import CLOCK, EsperPlan, current
+from cepflow.compiler.esper import CLOCK, TIMER, EsperPlan, current
 from cepflow.compiler.evaluator import ExpressionError, compile_expr
 from cepflow.compiler.normalize import (
     NormalizationError,
+    and_items,
     fol_items,
     forbidden_atoms,
     normalize,
@@ -72,6 +73,11 @@ class _Frag:
     tail: dict[int, list[Position]] = field(default_factory=dict)
     #: positions that complete when a window deadline passes (trailing NOT in a window).
     timer: set[int] = field(default_factory=set)
+    #: Esper's ``A -> (B and timer:interval(Δ))``: of ``timer``, the positions after B (they
+    #: complete at the deadline), and B, which A's position waits for after the deadline
+    #: (built after the window: :meth:`_Builder.resume`)
+    done: set[int] = field(default_factory=set)
+    resume: ast.Pattern | None = None
 
 
 class _Builder:
@@ -96,6 +102,9 @@ class _Builder:
         self.forbid: dict[int, list[Position]] = defaultdict(list)
         self.zones: list[Zone] = []
         self.zone_stack: list[int] = []
+        #: the variables the enclosing sequences bound before the operand being built (a NOT
+        #: inside a window in the middle, ``A -> (NOT C(a.k) -> B)[Δ]``, may read them)
+        self.bound_before: frozenset[str] = frozenset()
         self.variables = self._variables(decl.body)
         #: Esper's and is a product of its operands (compiler.conjunction), VEPL's 000's sugar
         self.esper = decl.context == Context.ESPER
@@ -128,6 +137,8 @@ class _Builder:
 
     def atom_position(self, atom: ast.Atom, negative: bool = False) -> Position:
         binds, flt, src, label, local = self._atom_parts(atom, negative)
+        if atom.name == TIMER:  # (what traces and analyses name the state after it)
+            label = "timer:interval"
         pid = self.next_id()
         collect = None
         if atom.alias is not None:  # a repeated tag's event is collected (compiler.esper)
@@ -304,7 +315,7 @@ class _Builder:
     def build_seq(self, items: list[ast.Pattern], loc: ast.Loc) -> _Frag:
         cur: _Frag | None = None
         pending: list[Position] = []
-        bound: set[str] = set()
+        bound: set[str] = set(self.bound_before)
         wait = False  # a trailing timer:interval: the window's deadline completes the pattern
         for n, it in enumerate(items):
             if isinstance(it, ast.Interval) and cur is not None and n == len(items) - 1:
@@ -313,6 +324,39 @@ class _Builder:
                                    it.loc)
                 wait = True
                 continue
+            if (isinstance(it, ast.And) and cur is not None and n == len(items) - 1
+                    and any(isinstance(o, ast.Interval) for o in and_items(it))):
+                # Esper's A -> (B and timer:interval(Δ)) (compiler.esper.and_interval): B
+                # before the deadline waits for it to complete; A's state waits for the
+                # deadline and then for B (resume)
+                if cur.nullable or cur.timer or pending or cur.tail:
+                    raise self.err("timer:interval inside 'and' after an optional operand, a "
+                                   "timer or a NOT", it.loc)
+                event = next(o for o in and_items(it) if not isinstance(o, ast.Interval))
+                f = self.build(event)
+                for p in cur.last:
+                    for q in f.first:
+                        self.raw.append((p, q, frozenset()))
+                return _Frag(cur.first, set(), False, cur.created | f.created,
+                             cur.zones | f.zones, {p: [] for p in cur.last | f.last},
+                             set(cur.timer), set(f.last), event)
+            if (isinstance(it, ast.Or) and cur is not None and n == len(items) - 1
+                    and any(isinstance(o, ast.Interval) for o in or_items(it))):
+                # Esper's A -> (B or timer:interval(Δ)) (compiler.esper.or_interval): A's
+                # state waits for the window's deadline and steps on B as well
+                if cur.nullable or cur.timer or pending or cur.tail:
+                    raise self.err("timer:interval inside 'or' after an optional operand, a "
+                                   "timer or a NOT", it.loc)
+                events = [o for o in or_items(it) if not isinstance(o, ast.Interval)]
+                alt = events[0]
+                for o in events[1:]:
+                    alt = ast.Or(alt, o, it.loc)
+                f = self.build(alt)
+                for p in cur.last:
+                    for q in f.first:
+                        self.raw.append((p, q, frozenset()))
+                return _Frag(cur.first, f.last, False, cur.created | f.created,
+                             cur.zones | f.zones, {p: [] for p in cur.last}, set(cur.timer))
             if isinstance(it, ast.Not):
                 atoms = forbidden_atoms(it.pattern)
                 if atoms is None:
@@ -340,10 +384,24 @@ class _Builder:
                     self.neg_keeps[neg.id] = frozenset(cur.created)
                     pending.append(neg)
                 continue
-            f = self.build(it)
+            outer, self.bound_before = self.bound_before, frozenset(bound)
+            try:
+                f = self.build(it)
+            finally:
+                self.bound_before = outer
             bound |= sure_variables(it)
             if cur is None:
                 cur = f
+                continue
+            if cur.timer and not pending and f.first and f.first <= {
+                    p.id for p in self.positions if p.type == TIMER}:
+                # Esper's A -> timer:interval(Δ) -> …: where the window's deadline completed
+                # the pattern, its end feeds the synthetic TIMER event the rest follows
+                for p in cur.timer:
+                    for q in f.first:
+                        self.raw.append((p, q, frozenset()))
+                cur = _Frag(cur.first, f.last, False, cur.created | f.created,
+                            cur.zones | f.zones, dict(f.tail), set(f.timer))
                 continue
             if cur.timer:
                 raise self.err("a window ending in NOT must end the pattern", it.loc)
@@ -366,6 +424,8 @@ class _Builder:
             pending = []
         if cur is None:
             raise self.err("empty sequence", loc)
+        if cur.resume is not None:
+            cur = self.resume(cur)
         if pending or wait:
             tail = {p: list(pending) for p in cur.last}
             for p, negs in cur.tail.items():
@@ -400,7 +460,22 @@ class _Builder:
                 self.forbid[q].extend(negs)
             zone.timer_accept = frozenset(f.tail)
             timer |= set(f.tail)
-        return _Frag(f.first, f.last, False, f.created, f.zones | {zid}, {}, timer)
+        return _Frag(f.first, f.last, False, f.created, f.zones | {zid}, {}, timer, f.done,
+                     f.resume)
+
+    def resume(self, f: _Frag) -> _Frag:
+        """``A -> (B and timer:interval(Δ))`` after its window: at the deadline the states
+        that have not taken B step on the synthetic TIMER event (compiler.esper) to wait for
+        B, which then completes; those after B complete at the deadline (Zone.timer_accept)."""
+        assert f.resume is not None
+        t = self.build(ast.Atom(TIMER, (), None, None, f.resume.loc))
+        b = self.build(f.resume)
+        for p in f.timer - f.done:
+            for q in t.first:
+                self.raw.append((p, q, frozenset()))
+        self.link(t, b)
+        return _Frag(f.first, b.last, False, f.created | t.created | b.created,
+                     f.zones | t.zones | b.zones, {}, set(f.done))
 
     # -- assembly ------------------------------------------------------------------------
     def assemble(self, default_context: str) -> Automaton:
@@ -410,6 +485,8 @@ class _Builder:
         except NormalizationError as e:
             raise self.err(str(e), e.loc) from None
         top = self.build(body)
+        if top.resume is not None:
+            top = self.resume(top)
         if top.tail:
             raise self.err(
                 "a pattern ending in NOT never completes without a window; write "
@@ -611,6 +688,8 @@ def compile_pattern(
     clock = plan.clock if plan is not None else None
     if clock is not None:  # the synthetic event its clock feeds the pattern
         schemas = {**schemas, CLOCK: EventType(CLOCK, ())}
+    if plan is not None:  # (the end of an interval in the middle: compiler.esper)
+        schemas = {**schemas, TIMER: EventType(TIMER, ())}
     builder = _Builder(decl, schemas, functions, plan.distinct if plan is not None else ())
     builder.group_head = plan is not None and plan.start == "group"
     auto = builder.assemble(default_context)

@@ -57,6 +57,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from cepflow.automaton.automaton import TIMER
 from cepflow.compiler.normalize import and_items, fol_items, or_items
 from cepflow.events.event import EventType
 from cepflow.language import ast
@@ -150,6 +151,8 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
         single = _single(inner)
         # every-distinct around a sequence restarts like every (…) and drops a match whose
         # keys were seen (Esper's EvalEveryDistinctStateNode: the keys of each result)
+        if not single:
+            _distinct_ends(body)
         return inner, EsperPlan("spawn" if single else "restart", body.distinct, body.expiry)
     items = fol_items(body)
     if len(items) > 1 and isinstance(items[0], ast.Window):
@@ -190,6 +193,17 @@ def _group_distinct(head: ast.Every) -> None:
                 raise EsperError(f"every-distinct on a group reads the group's tags; "
                                  f"'{tag}' is not one of them (the keys are the group's "
                                  "result's, as Esper's)", n.loc or head.loc)
+    _distinct_ends(head)
+
+
+def _distinct_ends(head: ast.Every) -> None:
+    """every-distinct around a sub-pattern that can end without matching (a guard, ``not``,
+    ``until`` or an interval inside it) is reported: Esper (EvalEveryDistinctStateNode.
+    evaluateFalse) restarts it with no seen keys, which cepflow's statement-wide keys do not
+    model (``every-distinct(k) (a=A where timer:within(Δ))`` matches a seen key again after
+    a guard expired without an event)."""
+    if not head.distinct and head.expiry is None:
+        return
     for n in walk(head.pattern):
         if isinstance(n, ast.Window | ast.Not | ast.Until | ast.Interval):
             raise EsperError("every-distinct on a group that can end without matching (a "
@@ -205,7 +219,9 @@ def _timer_head(p: ast.Pattern) -> bool:
     """``timer:interval(Δ)`` or ``(timer:interval(Δ) and not C …)``: what a clock starts."""
     if isinstance(p, ast.Interval):
         return True
-    return isinstance(p, ast.And) and any(isinstance(o, ast.Interval) for o in and_items(p))
+    ops = and_items(p) if isinstance(p, ast.And) else []
+    return (any(isinstance(o, ast.Interval) for o in ops)
+            and all(isinstance(o, ast.Interval | ast.Not) for o in ops))
 
 
 def _clock_of(body: ast.Pattern) -> tuple[ast.Pattern, Clock | None]:
@@ -249,6 +265,8 @@ class _Lowering:
         if isinstance(p, ast.Window):
             return replace(p, pattern=self.pattern(p.pattern, head))
         if isinstance(p, ast.Or):
+            if _or_timer(p):
+                return _fol(self.chain([p], head))
             return replace(p, left=self.pattern(p.left, head),
                            right=self.pattern(p.right, head))
         if isinstance(p, ast.And):
@@ -312,6 +330,21 @@ class _Lowering:
                 self.until(it, out, first)
             elif isinstance(it, ast.Interval):
                 self.interval(it, None, out, first, last)
+            elif isinstance(it, ast.Or) and _or_timer(it):
+                self.or_interval(it, out, first, last)
+            elif (isinstance(it, ast.Window) and it.kind == "within" and out
+                  and len(fol_items(it.pattern)) > 1 and _timer_head(fol_items(it.pattern)[0])):
+                # A -> timer:interval(Δ) -> (P where timer:within(w)): the guard starts when P
+                # does, at the interval's end (guard_windows put the interval in front of P):
+                # the window runs from the synthetic TIMER event on
+                inner = fol_items(it.pattern)
+                if isinstance(inner[0], ast.Interval):
+                    self.interval(inner[0], None, out, False, False)
+                else:
+                    assert isinstance(inner[0], ast.And)
+                    self.and_not(inner[0], out, False, False)
+                begin = out.pop()
+                out.append(replace(it, pattern=_fol([begin, *self.chain(inner[1:], False)])))
             elif isinstance(it, ast.Not) and first:
                 raise EsperError(f"'not' {_START}; write A -> (B and not C)", it.loc)
             elif isinstance(it, ast.Not):  # cepflow syntax: VEPL's NOT in a gap (A -> NOT C -> B)
@@ -325,10 +358,14 @@ class _Lowering:
         negs = [o for o in ops if isinstance(o, ast.Not)]
         timers = [o for o in ops if isinstance(o, ast.Interval)]
         pos = [o for o in ops if not isinstance(o, ast.Not | ast.Interval)]
+        if timers and pos:
+            self.and_interval(p, timers, pos, negs, out, first, last)
+            return
         if timers:
-            if len(timers) > 1 or pos:
+            if len(timers) > 1:
                 raise EsperError("timer:interval inside 'and' is supported as "
-                                 "(timer:interval(Δ) and not C) only", timers[0].loc)
+                                 "(timer:interval(Δ) and not C) and (B and timer:interval(Δ))",
+                                 timers[1].loc)
             self.interval(timers[0], negs, out, first, last)
             return
         if len(pos) != 1 or not negs:
@@ -339,6 +376,30 @@ class _Lowering:
         forbid = _forbidden(negs)
         for step in self.steps(self.pattern(pos[0], False)):
             out.extend([forbid, step])
+
+    def and_interval(self, p: ast.And, timers: list[ast.Interval], pos: list[ast.Pattern],
+                     negs: list[ast.Pattern], out: list[ast.Pattern], first: bool,
+                     last: bool) -> None:
+        """``A -> (B and timer:interval(Δ))`` at the end of a pattern: true when both are, at
+        the later of B and A + Δ (EvalAndStateNode): the window ``(A -> (B and T))[Δ]`` in
+        which a B waits for the deadline to complete and A's state steps on at the deadline
+        to wait for B (compiler.automata builds both from the one ``and``)."""
+        if (len(timers) > 1 or len(pos) > 1 or negs or not _single(pos[0]) or first or not out
+                or not last):
+            raise EsperError("timer:interval inside 'and' is supported as (timer:interval(Δ) "
+                             "and not C) and, at the end of a pattern, as (B and "
+                             "timer:interval(Δ)) with B one event", timers[0].loc)
+        prev = out.pop()
+        if not (_single(prev) or (isinstance(prev, ast.Every) and _single(prev.pattern))):
+            raise EsperError("timer:interval inside 'and' after a group is not supported; it "
+                             "may follow one event (A -> (B and timer:interval(…)))",
+                             timers[0].loc)
+        t = timers[0]
+        if t.duration == 0:  # fires as it starts: the and is B
+            out.extend([prev, pos[0]])
+            return
+        out.append(ast.Window(ast.Fol(prev, ast.And(pos[0], t, p.loc), p.loc), t.duration,
+                              "within", p.loc))
 
     def steps(self, p: ast.Pattern) -> list[ast.Pattern]:
         """The single-event steps of ``p`` (sequences, [n]) for a NOT before each."""
@@ -355,17 +416,56 @@ class _Lowering:
 
     def interval(self, t: ast.Interval, negs: list[ast.Pattern] | None,
                  out: list[ast.Pattern], first: bool, last: bool) -> None:
-        if first or not out or not last:
+        """``A -> timer:interval(Δ)`` (``… and not C``): the timed zone ``(A -> T)[Δ]`` that
+        completes at its deadline; with more pattern after it, the zone's end feeds the
+        instance the synthetic :data:`TIMER` event the rest follows (its sub-pattern begins
+        when the interval passed, as Esper's followed-by starts it then)."""
+        if first or not out:
             raise EsperError("timer:interval is supported at the start of a pattern "
                              "(timer:interval(Δ) -> …, every timer:interval(Δ), "
-                             "every (timer:interval(Δ) and not C)) and at its end after one "
-                             "event (A -> timer:interval(Δ))", t.loc)
+                             "every (timer:interval(Δ) and not C)) and after one "
+                             "event (A -> timer:interval(Δ) [-> …])", t.loc)
         prev = out.pop()
-        if not (_single(prev) or (isinstance(prev, ast.Every) and _single(prev.pattern))):
+        if not (_single(prev) or (isinstance(prev, ast.Every) and _single(prev.pattern))
+                or (isinstance(prev, ast.Atom) and prev.name == TIMER)):
             raise EsperError("timer:interval after a group is not supported; it may follow "
                              "one event (A -> timer:interval(…))", t.loc)
+        if not last and t.duration == 0:
+            # a zero interval fires as it starts (Esper), before any other event: what
+            # follows begins at prev's event, and a not beside it forbids nothing
+            out.append(prev)
+            return
         tail: ast.Pattern = _forbidden(negs) if negs else t
         out.append(ast.Window(ast.Fol(prev, tail, t.loc), t.duration, "within", t.loc))
+        if not last:
+            out.append(ast.Atom(TIMER, (), None, None, t.loc))
+
+    def or_interval(self, p: ast.Or, out: list[ast.Pattern], first: bool, last: bool) -> None:
+        """``A -> (B or timer:interval(Δ))`` (single events beside the shortest interval): the
+        window ``(A -> (B or T))[Δ]`` whose deadline completes the instance with A's tags
+        alone (Esper: B's are null) unless a B came first — timers fire before the events of
+        their instant, so a B at A + Δ comes too late."""
+        ops = or_items(p)
+        timers = [o for o in ops if isinstance(o, ast.Interval)]
+        shortest = min(timers, key=lambda t: t.duration)
+        rest = [o for o in ops if not isinstance(o, ast.Interval)]
+        if not rest:  # intervals only: the shortest ends the or
+            self.interval(shortest, None, out, first, last)
+            return
+        events = rest[0]
+        for o in rest[1:]:
+            events = ast.Or(events, o, p.loc)
+        if not _single(events) or first or not out or not last:
+            raise EsperError("timer:interval inside 'or' is supported beside single events at "
+                             "the end of a pattern (A -> (B or timer:interval(Δ)), "
+                             "b=B or timer:interval(Δ))", shortest.loc)
+        prev = out.pop()
+        if not (_single(prev) or (isinstance(prev, ast.Every) and _single(prev.pattern))):
+            raise EsperError("timer:interval inside 'or' after a group is not supported; it "
+                             "may follow one event (A -> (B or timer:interval(…)))",
+                             shortest.loc)
+        out.append(ast.Window(ast.Fol(prev, ast.Or(events, shortest, p.loc), p.loc),
+                              shortest.duration, "within", p.loc))
 
     def until(self, u: ast.Until, out: list[ast.Pattern], first: bool) -> None:
         low = u.low or 0
@@ -406,14 +506,17 @@ def _forbidden(negs: list[ast.Pattern]) -> ast.Not:
         if not _single(n.pattern):
             raise EsperError("'not' over a sequence or group is not supported; declare it "
                              "as its own event and write not <that event>", n.loc)
-        for a in or_items(n.pattern):
-            assert isinstance(a, ast.Atom)
-            if a.alias is not None:
-                raise EsperError(f"a tag inside 'not' ('{a.alias} = {a.name}') never "
-                                 "binds an event; leave it out", a.loc)
-        inner = n.pattern if inner is None else ast.Or(inner, n.pattern, n.loc)
+        # a tag inside 'not' never binds (Esper leaves it null): the event is forbidden
+        # as its untagged form, its filter reading its own fields bare
+        forbidden = _untagged(n.pattern)
+        inner = forbidden if inner is None else ast.Or(inner, forbidden, n.loc)
     assert inner is not None
     return ast.Not(inner, negs[0].loc)
+
+
+def _or_timer(p: ast.Or) -> bool:
+    """An ``or`` with a ``timer:interval`` operand (lowered by _Lowering.or_interval)."""
+    return any(isinstance(o, ast.Interval) for o in or_items(p))
 
 
 def _special(p: ast.And) -> bool:
@@ -447,7 +550,7 @@ def guard_windows(p: ast.Pattern) -> ast.Pattern:
             prev = out[-1]
             single = isinstance(prev, ast.Atom) or (isinstance(prev, ast.Every) and (
                 isinstance(prev.pattern, ast.Atom) or _timer_head(prev.pattern))) or (
-                len(out) == 1 and _timer_head(prev))  # a leading timer: the clock's event
+                _timer_head(prev))  # a timer: its end is the clock's or the TIMER event
             if isinstance(it, ast.Window) and it.kind == "within" and single:
                 out[-1] = ast.Window(ast.Fol(prev, it.pattern, it.loc), it.duration,
                                      it.kind, it.loc)
@@ -493,6 +596,12 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     head = items[0]
     if isinstance(head, ast.Window):
         inner = fol_items(head.pattern)[0]
+        if once and any(isinstance(n, ast.Every) and (n.distinct or n.expiry is not None)
+                        for n in walk(head.pattern)):
+            raise EsperError("a guard around every-distinct is not supported: Esper runs it "
+                             "from the statement's start and ends the whole pattern then; put "
+                             "the guard on what follows the first event (every-distinct(k) "
+                             "a=A -> (b=B where timer:within(…)))", head.loc)
         if not once or _begins_with_timer(head) or (
                 any(isinstance(n, ast.Every) for n in walk(head.pattern)) and not (
                     isinstance(inner, ast.Every) and _single(inner.pattern)
@@ -501,6 +610,8 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
         return _zero_first(p, head.loc)
     if isinstance(head, ast.And):
         begins = _special(head) and not _timer_head(head)
+    elif isinstance(head, ast.Or):  # (b=B or timer:interval(Δ)): the interval from the start
+        begins = _or_timer(head)
     elif isinstance(head, ast.Until):  # (every (…): the instance from its first B gives the
         begins = once and (head.low or 0) > 0  # same matches as Esper's restarts)
     else:
@@ -536,6 +647,27 @@ def _begins_with_timer(p: ast.Pattern) -> bool:
             p = first
         else:
             return False
+
+
+def _stream_properties(body: ast.Pattern, keys: tuple[ast.Expr, ...],
+                       schemas: Mapping[str, EventType]) -> tuple[ast.Expr, ...]:
+    """every-distinct's keys with a bare field name (``every-distinct(intPrimitive) a=T``)
+    read as the tag's field: Esper resolves a property against the tagged streams; the one tag
+    of the every-distinct's sub-pattern whose type has that field (else it stays bare and is
+    reported as an unknown name)."""
+    if not keys:
+        return keys
+    head = next((n for n in walk(body) if isinstance(n, ast.Every) and n.distinct), None)
+    tags = {} if head is None else {a.alias: schemas[a.name] for a in atoms(head.pattern)
+                                     if a.alias is not None and a.name in schemas}
+
+    def fn(n: ast.Expr) -> ast.Expr | None:
+        if not isinstance(n, ast.Name) or n.path or indexed(n.name) or n.name in tags:
+            return None
+        owners = [t for t, et in tags.items() if n.name in et.param_names]
+        return ast.Name(owners[0], (n.name,), n.loc) if len(owners) == 1 else None
+
+    return tuple(rewrite(k, fn) for k in keys)
 
 
 def _conjuncts(e: ast.Expr) -> list[ast.Expr]:
@@ -724,7 +856,8 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     body = _Lowering(plan.start).pattern(body, head=True)
     aliases = _Aliases(schemas, repeated)
     body = aliases.pattern(body)
-    distinct = tuple(aliases.expr(d) for d in plan.distinct)
+    keys = _stream_properties(decl.body, plan.distinct, schemas)
+    distinct = tuple(aliases.expr(d) for d in keys)
     select = decl.select
     params = decl.params
     if select is None and not decl.params:

@@ -179,6 +179,13 @@ def _remainder(x: Any, y: Any) -> Any:
     return x % y
 
 
+def _coalesce(*values: Any) -> Any:
+    """The first of ``values`` that is not null (Esper's ``coalesce``), else null."""
+    return next((v for v in values if v is not None), None)
+
+
+_coalesce.accepts_null = True  # type: ignore[attr-defined]
+
 BUILTINS: dict[str, Callable[..., Any]] = {
     "abs": abs,
     "min": min,
@@ -191,6 +198,7 @@ BUILTINS: dict[str, Callable[..., Any]] = {
     "lower": lambda s: s.lower(),
     "upper": lambda s: s.upper(),
     "str": str,
+    "coalesce": _coalesce,
 }
 
 _ARITH: dict[str, Callable[[Any, Any], Any]] = {

@@ -31,7 +31,7 @@ from typing import Any
 from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 
-from cepflow.compiler.esper import guard_windows, statement_start
+from cepflow.compiler.esper import EsperError, guard_windows, statement_start
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
 from cepflow.language.limits import (
@@ -136,10 +136,12 @@ class _ToAst(Transformer_NonRecursive):
     # ---- expressions -------------------------------------------------------------------
     def number(self, meta: Any, c: list[Any]) -> ast.Const:
         text = str(c[0])
-        if len(c) > 1:
-            unit = str(c[1]).lower()
-            return _Duration(_limited(_loc(meta), lambda: to_milliseconds(
-                text, "ms" if unit == "msec" else unit)), loc=_loc(meta))
+        if len(c) > 1:  # a time period: one or more "number unit" parts (2 days 2 minutes)
+            def total() -> float:
+                return sum(to_milliseconds(str(n), "ms" if str(u).lower() == "msec"
+                                           else str(u).lower())
+                           for n, u in zip(c[0::2], c[1::2], strict=True))
+            return _Duration(_limited(_loc(meta), total), loc=_loc(meta))
         return ast.Const(_limited(_loc(meta), lambda: number_value(text)), loc=_loc(meta))
 
     def duration_unit(self, meta: Any, c: list[Token]) -> Token:
@@ -260,7 +262,14 @@ class _ToAst(Transformer_NonRecursive):
         expiry = None
         if keys and isinstance(keys[-1], _Duration):
             expiry = float(keys.pop().value)
+        if not keys:
+            raise _Unsupported(_loc(meta), "every-distinct needs one or more key expressions "
+                               "(every-distinct(a.k[, expiry]) …)")
         return ast.Every(c[-1], tuple(keys), expiry, loc=_loc(meta))
+
+    def every_distinct_repeat(self, meta: Any, c: list[Any]) -> ast.Every:
+        """``every-distinct(k) [n] P`` (the repeat count, as after every)."""
+        return self.every_distinct(meta, [*c[:-2], self.repeat(meta, c[-2:])])
 
     def not_p(self, meta: Any, c: list[Any]) -> ast.Pattern:
         return ast.Not(c[0], loc=_loc(meta))
@@ -472,7 +481,10 @@ def _statement(name: str, loc: ast.Loc, parts: list[Any]) -> ast.Decl:
             raise _Unsupported(item_loc, "a select item of a pattern statement needs a name: "
                                "expr as name")
     pairs = None if items is None else tuple((n, e) for n, e, _ in items)
-    body = guard_windows(statement_start(source.body))
+    try:
+        body = guard_windows(statement_start(source.body))
+    except EsperError as e:  # (a form whose start cepflow cannot place: reported here)
+        raise _Unsupported(e.loc or loc, str(e)) from None
     params = tuple(ast.Param(n) for n, _ in pairs or ())
     return ast.ComplexEventDecl(name, params, body, "esper", (), pairs, loc=loc)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cepflow.automaton.automaton import FINAL, INITIAL, Automaton, Edge, Zone
+from cepflow.automaton.automaton import FINAL, INITIAL, TIMER, Automaton, Edge, Zone
 from cepflow.automaton.context import Context
 from cepflow.runtime.absence import EsperAbsence, esper_absence_of
 from cepflow.runtime.shapes import (
@@ -75,7 +75,9 @@ class CompiledPattern:
         "select_copy",
         "single",
         "skips",
+        "synthetic",
         "timed_zones",
+        "timer_steps",
         "timers_first",
         "types",
         "unrestricted_chain",
@@ -122,13 +124,23 @@ class CompiledPattern:
         if self.clock is not None:
             self.clock_types = {p.type for p in self.clock.forbids}
             types = (types | self.clock_types) - {self.clock.type}
+        #: an Esper pattern with a timer:interval in its middle (A -> timer:interval(Δ) ->
+        #: B): the end of the interval steps its instance by the synthetic TIMER event
+        self.timer_steps = any(TIMER in m for m in auto.edges.values())
+        types.discard(TIMER)
         #: the event types the pattern reads
         self.types = types
-        # the direct steps below know neither clocks nor collected (repeated) tags; of the
-        # latter the pair kernel takes ``every a -> [n] b`` (runtime.shapes.esper_collect_of)
-        collecting = fast_path and self.clock is None and any(
+        #: the synthetic event types of the clock and the timers: no part of a match
+        self.synthetic = frozenset(
+            ([self.clock.type] if self.clock is not None else [])
+            + ([TIMER] if self.timer_steps else []))
+        # the direct steps below know neither clocks, timers in the middle nor collected
+        # (repeated) tags; of the latter the pair kernel takes ``every a -> [n] b``
+        # (runtime.shapes.esper_collect_of)
+        clocked = self.clock is not None or self.timer_steps
+        collecting = fast_path and not clocked and any(
             p.collect is not None for p in auto.positions)
-        fast_path = fast_path and self.clock is None and not collecting
+        fast_path = fast_path and not clocked and not collecting
         self.key_index = auto.key_index
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
         #: per state, how many of its edges are steps of each Esper and (by the and's id)

@@ -27,7 +27,7 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
-from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Edge, Forbid
+from cepflow.automaton.automaton import FINAL, INITIAL, TIMER, TRAP, Edge, Forbid
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.absence import AbsenceSteps
 from cepflow.runtime.binding import NO_BINDINGS, bind, collect
@@ -1179,8 +1179,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             bindings = _named(auto.params, params)
         else:
             params, bindings = self.result(bindings, ts, last)
-        if pat.clock is not None:  # the clock's synthetic event is no part of the match
-            events = [x for x in events if x.type != pat.clock.type]
+        if pat.synthetic:  # the clock's and the timers' synthetic events are no part of it
+            events = [x for x in events if x.type not in pat.synthetic]
         counters = host.counters
         mid = counters.match = counters.match + 1  # (Counters.next_match, inlined)
         ce = ComplexEvent(self.name, params, ts, bindings, events, mid)
@@ -1439,6 +1439,16 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         self.unregister(tok)
         trace = self.host.trace
         if fired is not None:
+            onward = self.pattern.auto.edges.get(fired.state, {}).get(TIMER)
+            if onward:
+                # A -> timer:interval(Δ) -> …: the interval passed, the rest begins with the
+                # synthetic event of its end (compiler.esper.TIMER); the other runs stay
+                tok.threads = [fired, *keep]
+                self.register(tok)
+                end = Event(TIMER, (), deadline, TIMER)
+                self._apply(tok, [(fired, self._try_edges(fired, onward, end)),
+                                  *((th, None) for th in keep)], end, emit)
+                return
             if trace is not None:
                 trace.add(kind="step", pattern=self.name, token=tok.id, event=None,
                           ts=deadline, frm=fired.state, to=[FINAL],

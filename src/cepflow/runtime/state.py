@@ -355,9 +355,9 @@ class _Reader:
     def __init__(self, engine: Engine, state: dict[str, Any]) -> None:
         self.engine, self.state = engine, state
         self.arity = {name: len(t.params) for name, t in engine.program.schemas.items()}
-        for m in engine.matchers:  # the synthetic event of a leading timer:interval
-            if m.pattern.clock is not None:
-                self.arity.setdefault(m.pattern.clock.type, 0)
+        for m in engine.matchers:  # the synthetic events of the clock and the timers
+            for t in m.pattern.synthetic:
+                self.arity.setdefault(t, 0)
         #: with saved timers, the timed zones of the restored partial matches (Reader.place)
         self.entered: list[tuple[Matcher, int, int, float]] | None = None
         #: per pattern, the automaton states a partial match can rest in

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cepflow.automaton.automaton import FINAL, INITIAL, Automaton, Edge, Position
+from cepflow.automaton.automaton import FINAL, INITIAL, TIMER, Automaton, Edge, Position
 from cepflow.automaton.automaton import TRAP as TRAP_STATE
 from cepflow.compiler.esper import EsperPlan, lower
 from cepflow.language import ast
@@ -118,6 +118,11 @@ class PatternNet:
         if a.clock is not None:
             bad("a pattern that starts at the statement's start", "timer:interval at its "
                 "start, or (EPL) a guard, not or until there: not translated yet")
+        for p in a.positions:
+            if p.type == TIMER:
+                bad("timer:interval in the middle of a pattern", "an interval whose end "
+                    "begins the rest (A -> timer:interval(Δ) -> B) is not translated yet",
+                    p.loc)
         if a.partition_by:
             bad("partition by", "not translated yet")
         if a.start == "group":
