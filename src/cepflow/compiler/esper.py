@@ -555,10 +555,13 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
                     and not inner.distinct and inner.expiry is None)):
             return p
         return _zero_first(p, head.loc)
-    if once and len(items) == 1 and isinstance(head, ast.And | ast.Or) and any(
-            isinstance(o, ast.Every) for o in (and_items(head) if isinstance(head, ast.And)
-                                               else or_items(head))):
-        begins = True  # (every x = X and / or …: see _repeating)
+    ops = (and_items(head) if isinstance(head, ast.And) else or_items(head)
+           if isinstance(head, ast.Or) else [])
+    every = [o for o in ops if isinstance(o, ast.Every)]
+    if (once and len(items) == 1 and every and _every_or(head) is head
+            and all(isinstance(o.pattern, ast.Atom) for o in every)):
+        begins = True  # (every x = X and / or …: see _repeating; every X or every Y is
+        # every (X or Y), _every_or)
     elif isinstance(head, ast.And):
         begins = _special(head) and not _timer_head(head)
     elif isinstance(head, ast.Until):  # (every (…): the instance from its first B gives the
