@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.esper.test_esper_statement_start import stream
 
 import cepflow
 from cepflow.events.event import Event
@@ -108,14 +109,6 @@ def patterns(draw: st.DrawFn) -> tuple[str, list[Operand]]:
     every = set(draw(st.lists(st.sampled_from(alone), min_size=1, unique=True)))
     return word, [(t, draw(st.sampled_from(sorted(FILTERS))), i in every)
                   for i, t in enumerate(types)]
-
-
-def stream(spec: list[tuple[str, int, int]]) -> list[Event]:
-    out, t = [], 0
-    for i, (typ, k, gap) in enumerate(spec):
-        t += gap
-        out.append(Event(typ, (k, i), t))
-    return out
 
 
 events_st = st.lists(st.tuples(st.sampled_from("ABD"), st.integers(0, 1), st.integers(1, 5)),
