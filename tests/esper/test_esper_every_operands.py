@@ -208,3 +208,48 @@ def test_the_epl_printer_writes_them_back(body: str) -> None:
     evs = stream([("A", 1, 1), ("D", 0, 1), ("B", 0, 1), ("D", 1, 1), ("A", 0, 1), ("D", 0, 1)])
     assert per_event(cepflow.load_module(again), evs) == per_event(
         cepflow.load_module(module), evs) != []
+
+
+# ---- every (x = X where timer:within(Δ)) inside a pattern -----------------------------------
+
+def guarded_oracle(delta: int, events: list[Event]) -> list[tuple]:
+    """``a = A -> every (b = B(k = 0) where timer:within(Δ))`` as Esper runs it: after the
+    first ``A`` the every starts the guarded filter; when the filter takes a ``B`` (a result)
+    and when the guard expires (EvalGuardStateNode.guardQuit, restartable) the every starts a
+    new one at that instant — timers before the events of their instant —, which does not see
+    the event that ended the old one."""
+    out: list[tuple] = []
+    a = None
+    guard_start = None
+    for x, e in enumerate(events):
+        if a is None:
+            if e.type == "A":
+                a, guard_start = e.params[1], e.ts
+            continue
+        assert guard_start is not None
+        while e.ts >= guard_start + delta:  # the guard expired: the every restarts it
+            guard_start += delta
+        if e.type == "B" and e.params[0] == 0:
+            out.append((x, (a, e.params[1])))
+            guard_start = e.ts
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 6), events_st)
+def test_a_guarded_every_restarts_without_a_gap(delta: int, events: list[Event]) -> None:
+    prog = cepflow.load_module(parse_epl(
+        SCHEMAS + "@Name('P') select a.v as av, b.v as bv from pattern [a=A -> every b=B(k = 0) "
+        f"where timer:within({delta} msec)];", "t.epl"))
+    assert per_event(prog, events) == guarded_oracle(delta, events)
+    engine = cepflow.Engine(prog, start=0)
+    assert [(ce.ts, ce.params) for ce in engine.run(events)] == [
+        (events[x].ts, p) for x, p in guarded_oracle(delta, events)]
+
+
+def test_a_guard_of_zero_or_around_a_group_stays_refused() -> None:
+    for body in ("a=A -> every b=B where timer:within(0 msec)",
+                 "a=A -> every (b=B -> d=D) where timer:within(1 sec)"):
+        with pytest.raises(PatternSyntaxError) as info:
+            cepflow.load_module(parse_epl(SCHEMAS + f"@Name('P') select * from pattern [{body}];"))
+        assert "every on a group inside a pattern" in info.value.diagnostics[0].message

@@ -300,6 +300,14 @@ class _Lowering:
                              "first event (every-distinct(k) a = A -> ...)", p.loc)
         if self.start == "restart":
             raise EsperError("every inside every (...) is not supported", p.loc)
+        inner = p.pattern
+        if (isinstance(inner, ast.Window) and inner.kind == "within" and inner.duration > 0
+                and _single(inner.pattern)):
+            # every (x = X where timer:within(Δ)): Esper's every restarts the guarded event
+            # when it is taken and when the guard expires (EvalGuardStateNode.guardQuit is
+            # restartable), at that instant — no time is left uncovered, each instance takes
+            # one event: every x = X (docs/esper.md, "every inside a pattern")
+            return replace(p, pattern=inner.pattern)
         if not _single(p.pattern):
             raise EsperError("every on a group inside a pattern (A -> every (B -> C)) is not "
                              "supported; every may stand on one event there (A -> every B)",
