@@ -218,7 +218,7 @@ def test_interval_with_correlated_not() -> None:
     ("A -> every (B -> C)", 34, "every on a group"),
     ("every A -> (B and C and not D)", 41, "exactly one"),
     ("every A -> (B and not (C -> D))", 47, "'not' over a sequence"),
-    ("every A and every B", 29, "every inside 'and'"),
+    ("A -> (B and every C)", 35, "every inside 'and'"),
     ("not C", 29, "'not' needs a partner"),
 ])
 def test_unsupported_operator_forms_are_located(pattern, col, what) -> None:

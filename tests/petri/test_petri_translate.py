@@ -243,7 +243,8 @@ def test_a_pattern_that_starts_at_the_statement_start_is_reported() -> None:
     """EPL forms Esper runs from the statement's start (a guard around the whole, ``not`` at
     the start: docs/esper.md, "Where a pattern starts") are not translated yet: reported with
     the statement, not translated with another meaning."""
-    for body in ("(a = A -> b = B) where timer:within(1 sec)", "b = B and not C"):
+    for body in ("(a = A -> b = B) where timer:within(1 sec)", "b = B and not C",
+                 "b = B and every c = C", "every a = A or b = B"):
         text = ("create schema A(k int);\ncreate schema B(k int);\ncreate schema C(k int);\n"
                 f"insert into P select b.k as k from pattern [{body}];\n")
         with pytest.raises(Untranslatable) as info:

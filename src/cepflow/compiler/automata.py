@@ -180,7 +180,8 @@ class _Builder:
                        " and ".join(f"({s})" for s in srcs) if srcs else None,
                        " ∧ ".join(labels), first.loc, tuple(self.zone_stack), where=where,
                        local=bool(filters) and local, conj=(conj, step.moved), track=track,
-                       settle=settle, fields=tuple(self.schemas[first.name].param_names))
+                       settle=settle, fields=tuple(self.schemas[first.name].param_names),
+                       every=step.every)
         self.positions.append(pos)
         return pos
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from cepflow.compiler.normalize import and_items, fol_items, or_items
 from cepflow.language import ast
+from cepflow.language.walk import atoms
 
 #: the most product steps one ``and`` may have (states grow with the product of operand sizes)
 MAX_STEPS = 4096
@@ -106,6 +107,9 @@ class ProductStep:
     target: tuple[int, ...]
     #: an ``or``'s step that completes operand ``settles``: the match keeps its events only
     settles: int | None = None
+    #: the step moves an ``every x = X`` operand (alone: see :func:`product`): Esper's every
+    #: keeps that operand waiting, so the step forks (``Position.every``)
+    every: bool = False
 
     @property
     def state(self) -> tuple[frozenset[int], tuple[int, ...]]:
@@ -131,10 +135,11 @@ def product(p: ast.And | ast.Or) -> Product:
     conj = isinstance(p, ast.And)
     word = "'and'" if conj else "'or'"
     operands = and_items(p) if conj else or_items(p)
+    repeats = _repeating(operands, word)
     parts = []
     for op in operands:
         g = _Glushkov(word)
-        first, last, nullable = g.build(op)
+        first, last, nullable = g.build(op.pattern if isinstance(op, ast.Every) else op)
         if nullable:
             raise ConjunctionError(f"an operand of {word} that can match nothing",
                                    op.loc or p.loc)
@@ -175,7 +180,7 @@ def product(p: ast.And | ast.Or) -> Product:
                     (i for i, q in sorted(combo) if q in parts[i][2]), None)
                 step = ProductStep(frozenset(i for i, _ in combo),
                             tuple(parts[i][0].atoms[q] for i, q in combo), tuple(target),
-                            settles)
+                            settles, any(i in repeats for i, _ in combo))
                 k = index.get(step.state)
                 if k is None:
                     if len(steps) >= MAX_STEPS:
@@ -205,3 +210,26 @@ def product(p: ast.And | ast.Or) -> Product:
     variables = [frozenset(v for a in g.atoms for v in a.args or () if not ast.is_wildcard(v))
                  for g, _, _ in parts]
     return Product(steps, start, done, follow, variables)
+
+
+def _repeating(operands: list[ast.Pattern], word: str) -> frozenset[int]:
+    """The operands ``every x = X`` (one tagged event, Esper's EvalEveryStateNode over a
+    filter: it reports each ``X`` and never quits). Such an operand's type may be no other
+    operand's: then no event moves it together with another operand (a step that did would
+    have to fork the every and move the other at once), and which of them Esper's filter
+    callbacks serve first does not matter."""
+    out = set()
+    for i, op in enumerate(operands):
+        if not isinstance(op, ast.Every):
+            continue
+        inner = op.pattern
+        if not isinstance(inner, ast.Atom) or op.distinct or op.expiry is not None:
+            raise ConjunctionError(f"every inside an operand of {word} is supported on one "
+                                   "event (every x = X)", op.loc)
+        others = {a.name for j, o in enumerate(operands) if j != i for a in atoms(o)}
+        if inner.name in others:
+            raise ConjunctionError(f"every {inner.name} inside {word} with another operand "
+                                   f"of type {inner.name} is not supported (one event would "
+                                   "serve both: give the operands different types)", op.loc)
+        out.add(i)
+    return frozenset(out)

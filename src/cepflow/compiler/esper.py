@@ -254,8 +254,10 @@ class _Lowering:
     """``not``, ``until``, ``timer:interval`` and inner ``every`` onto the plain algebra (see
     the module docstring); ``head`` says that nothing precedes the node in its pattern."""
 
-    def __init__(self, start: StartPolicy) -> None:
+    def __init__(self, start: StartPolicy, repeating: ast.Pattern | None = None) -> None:
         self.start = start
+        #: the and / or with every x = X operands this pattern is (see :func:`_repeating`)
+        self.repeating = repeating
 
     def pattern(self, p: ast.Pattern, head: bool) -> ast.Pattern:
         if isinstance(p, ast.Atom):
@@ -265,6 +267,8 @@ class _Lowering:
         if isinstance(p, ast.Window):
             return replace(p, pattern=self.pattern(p.pattern, head))
         if isinstance(p, ast.Or):
+            if p is self.repeating:  # (every x = X or …) from the statement's start
+                return p
             if _or_timer(p):
                 return _fol(self.chain([p], head))
             return replace(p, left=self.pattern(p.left, head),
@@ -272,9 +276,12 @@ class _Lowering:
         if isinstance(p, ast.And):
             if _special(p):
                 return _fol(self.chain([p], head))
+            if p is self.repeating:  # (every x = X and …) from the statement's start
+                return p
             if any(isinstance(n, ast.Every) for n in walk(p)):
-                raise EsperError("every inside 'and' is not supported (Esper's and keeps every "
-                                 "operand's instances; only every X or every Y is)", p.loc)
+                if self.start == "restart":
+                    raise EsperError(_EVERY_RESPAWN, p.loc)
+                raise EsperError(_EVERY_OPERAND.format("and"), p.loc)
             return ast.And(self.pattern(p.left, head), self.pattern(p.right, head), p.loc)
         if isinstance(p, ast.Mult):
             return replace(p, pattern=self.pattern(p.pattern, head))
@@ -311,6 +318,14 @@ class _Lowering:
                              "first event (every-distinct(k) a = A -> ...)", p.loc)
         if self.start == "restart":
             raise EsperError("every inside every (...) is not supported", p.loc)
+        inner = p.pattern
+        if (isinstance(inner, ast.Window) and inner.kind == "within" and inner.duration > 0
+                and _single(inner.pattern)):
+            # every (x = X where timer:within(Δ)): Esper's every restarts the guarded event
+            # when it is taken and when the guard expires (EvalGuardStateNode.guardQuit is
+            # restartable), at that instant — no time is left uncovered, each instance takes
+            # one event: every x = X (docs/esper.md, "every inside a pattern")
+            return replace(p, pattern=inner.pattern)
         if not _single(p.pattern):
             raise EsperError("every on a group inside a pattern (A -> every (B -> C)) is not "
                              "supported; every may stand on one event there (A -> every B)",
@@ -519,6 +534,54 @@ def _or_timer(p: ast.Or) -> bool:
     return any(isinstance(o, ast.Interval) for o in or_items(p))
 
 
+_EVERY_OPERAND = ("every inside '{}' is not supported here: it is on operands of one event, "
+                  "in a pattern that is that and / or alone (every a = A and b = B, every a = "
+                  "A or b = B: without every around it, nothing before or after it)")
+
+
+_EVERY_RESPAWN = ("every (…) around a pattern with every inside is not supported: Esper "
+                  "starts a new instance at each result while the instance that gave it goes "
+                  "on (an every inside never ends), so its instances and results multiply; "
+                  "cepflow's every (…) runs one instance at a time. Without every around it, "
+                  "every a = A and b = B is supported")
+
+
+def _repeating(body: ast.Pattern, plan: EsperPlan, clock: Clock | None) -> ast.Pattern | None:
+    """The ``and`` / ``or`` with ``every x = X`` operands that the whole pattern is, begun at
+    the statement's start (the EPL reader's ``timer:interval(0) -> …``, see statement_start:
+    the product's first state then exists before any event, so that an every operand can
+    fork from it; an instance begun at its first event would have no state to keep waiting
+    in). Esper's EvalAndStateNode and EvalOrStateNode keep such an operand reporting: the
+    and pairs each of its results with the other operands' (the combinations), the or
+    reports each of them until a once operand ends it. None when ``body`` is no such
+    pattern (its every operands are then refused where they stand)."""
+    items = fol_items(body)
+    if (plan.start != "once" or clock is None or clock.duration != 0 or clock.forbidden is not None
+            or len(items) != 2):
+        return None
+    p = items[1]
+    if isinstance(p, ast.And) and not _special(p):
+        ops = and_items(p)
+    elif isinstance(p, ast.Or) and not p.choice:
+        ops = or_items(p)
+    else:
+        return None
+    if not any(isinstance(o, ast.Every) for o in ops):
+        return None
+    tags = {a.alias for o in ops for a in atoms(o)}
+    for o in ops:
+        inner = o.pattern if isinstance(o, ast.Every) else o
+        if not isinstance(inner, ast.Atom):
+            return None
+        for n in names(inner.where) if inner.where is not None else ():
+            tag = (indexed(n.name) or (n.name,))[0]
+            if n.path and tag in tags and tag != inner.alias:
+                raise EsperError(f"an operand of every inside and / or that reads '{tag}' "
+                                 "of another operand is not supported (Esper starts the "
+                                 "operands at once: the tag is not there yet)", inner.loc)
+    return p
+
+
 def _special(p: ast.And) -> bool:
     """An ``and`` with a ``not`` or ``timer:interval`` operand (lowered, not expanded)."""
     return any(isinstance(o, ast.Not | ast.Interval) for o in and_items(p))
@@ -574,7 +637,8 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     ``every`` that begins with a guard (``B where timer:within(Δ)``, ``(A -> B) where …``: the
     guard runs from the start, and the pattern is over when it expires) or with ``[m:n] B
     until C``, ``m > 0``, and one without ``every`` or with ``every (…)`` around it that begins
-    with ``(B and not C)`` (both refused before: nothing to begin from). Run
+    with ``(B and not C)`` (both refused before: nothing to begin from), and one without
+    ``every`` around it that is an ``and`` / ``or`` with ``every x = X`` operands. Run
     before :func:`guard_windows`, which writes ``X -> (P where …)`` as ``(X -> P)[Δ]`` and so
     loses which of the two was written. A guard around ``every x = X -> P`` (every on one
     event) so becomes ``timer:interval(0) -> every x = X -> P`` inside the guard: it ends the
@@ -608,7 +672,14 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
                     and not inner.distinct and inner.expiry is None)):
             return p
         return _zero_first(p, head.loc)
-    if isinstance(head, ast.And):
+    ops = (and_items(head) if isinstance(head, ast.And) else or_items(head)
+           if isinstance(head, ast.Or) else [])
+    every = [o for o in ops if isinstance(o, ast.Every)]
+    if (once and len(items) == 1 and every and _every_or(head) is head
+            and all(isinstance(o.pattern, ast.Atom) for o in every)):
+        begins = True  # (every x = X and / or …: see _repeating; every X or every Y is
+        # every (X or Y), _every_or)
+    elif isinstance(head, ast.And):
         begins = _special(head) and not _timer_head(head)
     elif isinstance(head, ast.Or):  # (b=B or timer:interval(Δ)): the interval from the start
         begins = _or_timer(head)
@@ -853,7 +924,7 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     if clock is not None and decl.partition_by:
         raise EsperError("a pattern that starts with timer:interval runs from the statement's "
                          "start over the whole stream; 'partition by' does not apply", decl.loc)
-    body = _Lowering(plan.start).pattern(body, head=True)
+    body = _Lowering(plan.start, _repeating(body, plan, clock)).pattern(body, head=True)
     aliases = _Aliases(schemas, repeated)
     body = aliases.pattern(body)
     keys = _stream_properties(decl.body, plan.distinct, schemas)
