@@ -48,8 +48,8 @@ def esper_absence_of(pat: Any) -> EsperAbsence | None:
     collected tag), that zone a window whose timer accepts at the edge's target, and
     at that state only negative transitions of one other type, every one to the trap."""
     auto = pat.auto
-    if (not pat.context.esper or auto.start != "spawn" or auto.distinct
-            or pat.clock is not None or set(auto.edges) != {INITIAL} or len(auto.zones) != 1):
+    if (not pat.context.esper or auto.start != "spawn" or auto.distinct or pat.clock is not None
+            or pat.timer_steps or set(auto.edges) != {INITIAL} or len(auto.zones) != 1):
         return None
     starts = auto.edges[INITIAL]
     if len(starts) != 1:

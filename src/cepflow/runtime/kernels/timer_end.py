@@ -150,7 +150,7 @@ def timer_end_of(pat: Any) -> TimerEnd | None:
                         ab.forbid_type, key)  # type: ignore[arg-type]
     auto = pat.auto
     if (not pat.context.esper or auto.start != "spawn" or auto.distinct
-            or pat.clock is not None or auto.forbids or len(auto.zones) != 1
+            or pat.clock is not None or pat.timer_steps or auto.forbids or len(auto.zones) != 1
             or not set(auto.edges) <= {INITIAL, *(
                 e.target for d in auto.edges.get(INITIAL, {}).values() for e in d)}):
         return None
