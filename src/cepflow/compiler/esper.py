@@ -98,6 +98,9 @@ class EsperPlan:
     text: str = ""
     #: the leading interval of a pattern that starts at the statement's start
     clock: Clock | None = None
+    #: tags collected without bound under ``select *`` (``a=A until D``): the complex event
+    #: carries ``a[k].<field>`` for as many events as each took (Automaton.spread)
+    spread: tuple[str, ...] = ()
 
 
 def is_esper(decl: ast.ComplexEventDecl) -> bool:
@@ -568,6 +571,7 @@ class _Aliases:
         self.bound: dict[str, EventType] = {}   # alias -> its event type (surely bound)
         self.seen: dict[str, EventType] = {}    # every alias so far, in binding order
         self.rename: dict[str, str] = {}        # "a2.f" -> the variable holding it
+        self.spread: list[str] = []             # unbounded repeated tags under select *
 
     def var(self, alias: str, fld: str, loc: ast.Loc) -> str:
         """The variable of ``alias.fld``. An alias only some branch of an earlier ``or``
@@ -688,9 +692,12 @@ class _Aliases:
             return replace(p, left=left, right=right)
         return replace(p, pattern=self.pattern(p.pattern))
 
-    def default_select(self, loc: ast.Loc) -> tuple[tuple[str, ast.Expr], ...]:
+    def default_select(self) -> tuple[tuple[str, ast.Expr], ...]:
         """Without a select list: the fields of every tag, as Esper's ``select *`` gives the
-        tagged events; a repeated tag's as ``a[0].f`` … up to the most it collects."""
+        tagged events; a repeated tag's as ``a[0].f`` … up to the most it collects. A tag
+        collected without bound (``a=A until D``) is an array of any length in Esper: it has
+        no fixed fields, so it goes to :attr:`spread` (the match carries ``a[k].f`` for as
+        many events as it took, docs/esper.md "Tags of any length")."""
         out: list[tuple[str, ast.Expr]] = []
         for alias, et in self.seen.items():
             rep = self.repeated.get(alias)
@@ -698,11 +705,8 @@ class _Aliases:
                 out.extend((f"{alias}.{f}", ast.Name(alias, (f,))) for f in et.param_names)
                 continue
             if rep.most is None:
-                raise EsperError(f"'{alias}' collects any number of events, so the complex event "
-                                 "has no fixed fields without a select list: select them "
-                                 f"({alias}[0].{et.param_names[0] if et.param_names else 'f'} "
-                                 "as …) or bound the repetition ([m:n] … until …)",
-                                 rep.loc or loc)
+                self.spread.append(alias)
+                continue
             for k in range(rep.most):
                 head = f"{alias}[{k}]"
                 out.extend((f"{head}.{f}", ast.Name(head, (f,))) for f in et.param_names)
@@ -728,7 +732,7 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     select = decl.select
     params = decl.params
     if select is None and not decl.params:
-        select = aliases.default_select(decl.loc)
+        select = aliases.default_select()
     if select is not None:
         select = tuple((name, aliases.expr(e)) for name, e in select)
         if not params:
@@ -737,4 +741,4 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     from cepflow.language.printer import format_pattern
 
     return lowered, replace(plan, distinct=distinct, text=format_pattern(decl.body),
-                            clock=clock)
+                            clock=clock, spread=tuple(aliases.spread))
