@@ -135,6 +135,12 @@ def test_an_untranslatable_statement_in_an_epl_file_names_its_file() -> None:
         translate(load_module(module), source="p.epl")
     assert str(info.value).startswith("p.epl:5:")
     assert "tag 'a' inside a repetition" in str(info.value)
+    # (select * over a tag of any length: its match carries a[k] as many as taken)
+    text = ("create schema A(x int);\ncreate schema B(x int);\n@Name('P')\n"
+            "select * from pattern [a = A until b = B];\n")
+    with pytest.raises(Untranslatable) as info:
+        translate(load_module(parse_epl(text, "p.epl")), source="p.epl")
+    assert "tag 'a' inside a repetition" in str(info.value)
 
 
 @pytest.mark.parametrize("tail", ["timer:interval(1 sec)",
