@@ -194,3 +194,38 @@ def test_after_a_stage_hand_derived() -> None:
                for _, b in rows(program(KEYED.format("")), evs, how, 3)]
         assert got == [{"a.v": 0, "d.v": 5, "b[0].v": 1, "b[1].v": 4},
                        {"a.v": 2, "d.v": 5, "b[0].v": 4}], how
+
+
+def test_the_writers_write_every_collected_event(tmp_path: Any) -> None:
+    """The file job writes a match's bindings: JSON Lines, CSV and Parquet carry ``r[0]`` …
+    for as many events as were taken, beside a statement the program split runs column-wise."""
+    import csv
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cepflow.replay import replay
+
+    prog = cepflow.load_module(parse_epl(
+        SCHEMAS + "@Name('P') select * from pattern [every (r=A until u=D)];\n"
+        "@Name('Q') select a.v as av, b.v as bv from pattern [every a=A -> b=B(k = a.k)];\n"))
+    evs = stream([("A", 0), ("A", 1), ("B", 0), ("D", 1), ("A", 2), ("D", 0)])
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"type": [e.type for e in evs], "ts": [int(e.ts) for e in evs],
+                             "k": [e.params[0] for e in evs], "v": [e.params[1] for e in evs]}),
+                   src)
+    want = [{"u.k": 1, "u.v": 3, "r[0].k": 0, "r[0].v": 0, "r[1].k": 1, "r[1].v": 1},
+            {"u.k": 0, "u.v": 5, "r[0].k": 2, "r[0].v": 4}]
+    for ext in ("jsonl", "csv", "parquet"):
+        out = tmp_path / f"out.{ext}"
+        replay([src], prog, out, start=0)
+        if ext == "jsonl":
+            recs = [json.loads(x) for x in out.read_text().splitlines()]
+        elif ext == "csv":
+            recs = [{**r, "params": json.loads(r["params"])}
+                    for r in csv.DictReader(out.open())]
+        else:
+            recs = [{**r, "params": json.loads(r["params"])}
+                    for r in pq.read_table(out).to_pylist()]
+        assert [r["params"] for r in recs if r["pattern"] == "P"] == want, ext
+        assert [r["params"] for r in recs if r["pattern"] == "Q"] == [{"av": 0, "bv": 2}], ext
