@@ -17,11 +17,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cepflow
 from cepflow.events.event import Event
+from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.language.epl import parse_epl
 from cepflow.runtime.state import restore_state, save_state
 
@@ -64,41 +66,74 @@ def bounds_text(low: int | None, high: int | None) -> str:
     return f"[{'' if low is None else low}:{'' if high is None else high}] "
 
 
-def oracle(events: list[Event], reps: list[tuple[str, tuple[str, int | None]]],
-           until: tuple[str, int | None], until_tag: str | None, low: int | None,
-           high: int | None, every: bool) -> list[tuple[float, dict[str, Any]]]:
+class Operand:
+    """The until's repeated operand for the oracle: ``single`` (an atom, or an or of atoms of
+    different types: ``reps``), ``group`` (``[2] r=T``: two events complete one match of it)
+    or ``nested`` (``r=T until s=T'``: it matches at its own end, with the events it took);
+    ``every`` on a single one is the same operand (EvalEveryStateNode restarts it on true, as
+    the until does)."""
+
+    def __init__(self, kind: str, reps: list[tuple[str, tuple[str, int | None]]]) -> None:
+        self.kind, self.reps = kind, reps
+        self.pending: list[tuple[str, Event]] = []
+
+    def feed(self, e: Event) -> list[tuple[str, Event]] | None:
+        """The events of a match of the operand that ``e`` completes, else None."""
+        if self.kind == "nested":
+            (r, rep), (q, end) = self.reps
+            if fits(end)(e):  # (its own until first: that event is not collected)
+                done, self.pending = [*self.pending, (q, e)], []
+                return done
+            if fits(rep)(e):
+                self.pending.append((r, e))
+            return None
+        tag = next((tag for tag, a in self.reps if fits(a)(e)), None)
+        if tag is None:
+            return None
+        self.pending.append((tag, e))
+        if self.kind == "group" and len(self.pending) < 2:
+            return None
+        done, self.pending = self.pending, []
+        return done
+
+
+def oracle(events: list[Event], operand: Operand, until: tuple[str, int | None],
+           until_tag: str | None, low: int | None, high: int | None,
+           every: bool) -> list[tuple[float, dict[str, Any]]]:
     """The matches by Esper's definition (module docstring): (time, tags with their fields)."""
     out: list[tuple[float, dict[str, Any]]] = []
     ends, m = fits(until), low or 0
     taken: list[tuple[str, Event]] = []
+    count = 0
 
     def emit(e: Event, last: Event | None) -> None:
         b: dict[str, Any] = {}
-        count: dict[str, int] = {}
+        seen: dict[str, int] = {}
         for tag, x in taken:
-            j = count[tag] = count.get(tag, 0) + 1
+            j = seen[tag] = seen.get(tag, 0) + 1
             b[f"{tag}[{j - 1}].k"], b[f"{tag}[{j - 1}].v"] = x.params
         if last is not None and until_tag:
             b[f"{until_tag}.k"], b[f"{until_tag}.v"] = last.params
         out.append((e.ts, b))
 
     for e in events:
-        if ends(e):
-            if len(taken) >= m:
+        if ends(e):  # (the until first: an event that fits both ends it, uncollected)
+            if count >= m:
                 emit(e, e)
-            taken = []
-            if not every:
-                break
+        elif high is None or count < high:  # (the operand stops at the n-th match)
+            got = operand.feed(e)
+            if got is None:
+                continue
+            taken += got
+            count += 1
+            if low is None or low != high or count < low:
+                continue
+            emit(e, None)  # ([n] … until: the n-th match completes it)
+        else:
             continue
-        tag = next((tag for tag, a in reps if fits(a)(e)), None)
-        if tag is None or (high is not None and len(taken) >= high):
-            continue
-        taken.append((tag, e))
-        if low is not None and low == high and len(taken) == low:
-            emit(e, None)
-            taken = []
-            if not every:
-                break
+        taken, count, operand.pending = [], 0, []  # (ended: true or false)
+        if not every:
+            break
     return out
 
 
@@ -120,23 +155,39 @@ def rows(prog: Any, events: list[Event], how: str, cut: int) -> list[tuple[float
     return [(ce.ts, {k: v for k, v in ce.bindings.items() if v is not None}) for ce in got]
 
 
-@settings(max_examples=120, deadline=None)
-@given(events_st, atom_st, st.one_of(st.none(), atom_st), atom_st, st.booleans(),
-       st.sampled_from(BOUNDS), st.booleans(),
-       st.sampled_from(["event", "token", "run", "restore"]), st.integers(0, 16))
+@settings(max_examples=150, deadline=None)
+@given(events_st, st.sampled_from(["single", "every", "group", "nested"]), atom_st,
+       st.one_of(st.none(), atom_st), atom_st, st.booleans(), st.sampled_from(BOUNDS),
+       st.booleans(), st.sampled_from(["event", "token", "run", "restore"]),
+       st.integers(0, 16))
 def test_until_collects_as_esper_defines(
-        events: list[Event], rep: tuple, alt: tuple | None, until: tuple, tagged: bool,
-        bounds: tuple, every: bool, how: str, cut: int) -> None:
+        events: list[Event], kind: str, rep: tuple, alt: tuple | None, until: tuple,
+        tagged: bool, bounds: tuple, every: bool, how: str, cut: int) -> None:
     reps = [("r", rep)]
-    if alt is not None and alt[0] != rep[0]:  # (the branches of an or: different types)
-        reps.append(("s", alt))
     low, high = bounds
-    operand = " or ".join(text(a, tag) for tag, a in reps)
-    body = f"{bounds_text(low, high)}({operand}) until {text(until, 'u' if tagged else None)}"
+    if kind == "nested":
+        reps.append(("s", alt or ("D", None)))
+        operand = f"({text(rep, 'r')} until {text(reps[1][1], 's')})"
+        low = None  # (a nested until takes no lower bound: reported)
+        if reps[1][1][0] == rep[0]:  # (its own operand and end on one type: reported)
+            with pytest.raises(PatternSyntaxError, match="nested until whose operand and end"):
+                program(f"{operand} until {text(until, None)}")
+            return
+    elif kind == "group":
+        operand = f"([2] {text(rep, 'r')})"
+    else:
+        if alt is not None and alt[0] != rep[0]:  # (the branches of an or: different types)
+            reps.append(("s", alt))
+        operand = " or ".join(text(a, tag) for tag, a in reps)
+        operand = f"every ({operand})" if kind == "every" else f"({operand})"
+    body = f"{bounds_text(low, high)}{operand} until {text(until, 'u' if tagged else None)}"
     if every:
         body = f"every ({body})"
     got = rows(program(body), events, how, cut)
-    assert got == oracle(events, reps, until, "u" if tagged else None, low, high, every), body
+    want = oracle(events, Operand("nested" if kind == "nested" else "group" if kind == "group"
+                                  else "single", reps),
+                  until, "u" if tagged else None, low, high, every)
+    assert got == want, body
 
 
 def test_hand_derived() -> None:

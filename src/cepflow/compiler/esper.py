@@ -372,33 +372,95 @@ class _Lowering:
 
     def until(self, u: ast.Until, out: list[ast.Pattern], first: bool) -> None:
         low = u.low or 0
-        if not _single(u.pattern) or not _single(u.until):
-            raise EsperError("until is supported between single events (or alternatives of "
-                             "events): [m:n] A until B", u.loc)
+        if not _single(u.until):
+            raise EsperError("until is supported with a single event (or alternatives of "
+                             f"events) after it, not {_UNTIL_END.get(type(u.until), 'a group')}: "
+                             "[m:n] A until B", u.until.loc or u.loc)
+        rep = self.repeated(u.pattern, u.loc)
+        steps = _steps(rep)
+        if low > 0 and steps is None:
+            raise EsperError("a lower bound on until over a nested until is not supported "
+                             "(Esper ends the whole until when an inner one ends before its "
+                             "operand matched): [:n] or no bound", u.loc)
         if first and low > 0 and self.start != "restart":
             raise EsperError(f"'[{low}…] … until' {_START}, where a '{_name(u.until)}' before "
                              "the first repetition ends it; write every (…) around it or put "
                              "an event before it", u.loc)
         stop = ast.Not(_untagged(u.until), u.loc)
         items: list[ast.Pattern] = []
-        for k in range(low):
-            if not (first and k == 0):
-                items.append(stop)
-            items.append(u.pattern)
+        for k in range(low):  # (a NOT before each step of the first m: an end there is false)
+            for j, step in enumerate(steps or ()):
+                if not (first and k == 0 and j == 0):
+                    items.append(stop)
+                items.append(step)
         if u.high is not None and u.high == low:
             if low == 0:
                 raise EsperError("[0] repeats nothing", u.loc)
             out.extend(items)
             return
         if u.high is None:  # any number more, kept greedily (the longest run is reported)
-            items.append(ast.Mult(u.pattern, "*", u.loc))
+            items.append(ast.Mult(rep, "*", u.loc))
             items.append(u.until)
         else:
             tail: ast.Pattern = u.until
             for _ in range(u.high - low):
-                tail = ast.Or(u.until, ast.Fol(u.pattern, tail, u.loc), u.loc, choice=True)
+                tail = ast.Or(u.until, ast.Fol(rep, tail, u.loc), u.loc, choice=True)
             items.append(tail)
         out.extend(items)
+
+    def repeated(self, p: ast.Pattern, loc: ast.Loc) -> ast.Pattern:
+        """The repeated operand of an until, lowered: a single event (or alternatives of
+        events); ``[k] A``; ``every`` on either, which is the same operand (EvalEveryStateNode
+        starts its operand again when it is true — a filter stays active —, as the until
+        itself does: EvalMatchUntilStateNode); a nested ``A until B`` without a lower bound
+        (it cannot end false), its own operands so. Anything else is reported."""
+        p = _unwrapped(p)
+        if _single(p):
+            return p
+        if isinstance(p, ast.Mult) and isinstance(p.count, int) and _single(p.pattern):
+            return p
+        if isinstance(p, ast.Until) and not p.low and not isinstance(p.pattern, ast.Until):
+            if _types(p.pattern) & _types(p.until):
+                raise EsperError("a nested until whose operand and end can take the same event "
+                                 "is not supported (Esper's inner until takes it as its end; "
+                                 "give them different event types)", p.loc or loc)
+            inner: list[ast.Pattern] = []
+            self.until(p, inner, False)
+            return _fol(inner)
+        raise EsperError("until repeats a single event (or alternatives of events), [k] of "
+                         "one, every on those, or a nested 'A until B' without a lower bound; "
+                         "not this group", p.loc or loc)
+
+
+#: what an until's end may not be, by node type (the message names it)
+_UNTIL_END: dict[type, str] = {
+    ast.Interval: "timer:interval (the end at a time after the start: not supported yet)",
+    ast.Not: "'not' (true at once, when the until starts)",
+    ast.Every: "every (…), which ends it the first time its operand is true (not supported yet)",
+    ast.Fol: "a sequence", ast.And: "'and'", ast.Window: "a guard"}
+
+
+def _types(p: ast.Pattern) -> set[str]:
+    """The event types ``p``'s atoms take."""
+    return {a.name for a in atoms(p)}
+
+
+def _unwrapped(p: ast.Pattern) -> ast.Pattern:
+    """An until's repeated operand without the plain ``every`` around it (the same operand:
+    :meth:`_Lowering.repeated`)."""
+    while isinstance(p, ast.Every) and not p.distinct and p.expiry is None:
+        p = p.pattern
+    return p
+
+
+def _steps(p: ast.Pattern) -> list[ast.Pattern] | None:
+    """The single-event steps of an until's lowered operand (``[k] A``: k of them), for a NOT
+    before each; None for a nested until (no fixed steps)."""
+    if _single(p):
+        return [p]
+    if isinstance(p, ast.Mult) and isinstance(p.count, int):
+        return [p.pattern] * p.count
+    return None
 
 
 def _forbidden(negs: list[ast.Pattern]) -> ast.Not:
@@ -474,7 +536,9 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     ``every`` that begins with a guard (``B where timer:within(Δ)``, ``(A -> B) where …``: the
     guard runs from the start, and the pattern is over when it expires) or with ``[m:n] B
     until C``, ``m > 0``, and one without ``every`` or with ``every (…)`` around it that begins
-    with ``(B and not C)`` (both refused before: nothing to begin from). Run
+    with ``(B and not C)`` (both refused before: nothing to begin from), and a pattern, or
+    ``every (…)`` around one, that begins with an until repeating a group (``([2] B) until
+    C``, ``(A until B) until C``: a ``C`` inside the first group ends it). Run
     before :func:`guard_windows`, which writes ``X -> (P where …)`` as ``(X -> P)[Δ]`` and so
     loses which of the two was written. A guard around ``every x = X -> P`` (every on one
     event) so becomes ``timer:interval(0) -> every x = X -> P`` inside the guard: it ends the
@@ -505,7 +569,12 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     if isinstance(head, ast.And):
         begins = _special(head) and not _timer_head(head)
     elif isinstance(head, ast.Until):  # (every (…): the instance from its first B gives the
-        begins = once and (head.low or 0) > 0  # same matches as Esper's restarts)
+        # same matches as Esper's restarts — not when B is a group, which the until's end may
+        # cut short: ([2] A) until C ends at A C, with nothing taken; nor when an event can
+        # fit both B and C: Esper's instance, active from its restart, ends there false)
+        low = (head.low or 0) > 0
+        overlap = bool(_types(head.until) & _types(head.pattern))
+        begins = (low and (once or overlap)) or not _single(_unwrapped(head.pattern))
     else:
         begins = isinstance(head, ast.Not)
     return _zero_first(p, head.loc) if begins else p
