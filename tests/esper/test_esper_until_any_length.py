@@ -214,6 +214,30 @@ def test_hand_derived() -> None:
     assert ids("[4:] a=A until d=D") == []
     # an event that fits both operands ends the instance first and is not collected
     assert ids("[1:] a=A until e=A(k=1)") == [(3, {"a[0].v": 0, "e.v": 2})]
+    # the operand's completed matches only: ([2] a=A) drops A4, the nested until A3 and A4
+    assert ids("([2] a=A) until d=D") == [(5, {"a[0].v": 0, "a[1].v": 2, "d.v": 4})]
+    assert ids("every [2] a=A until d=D") == [(5, {"a[0].v": 0, "a[1].v": 2, "d.v": 4})]
+    assert ids("(a=A until b=B) until d=D") == [(5, {"a[0].v": 0, "b[0].v": 1, "d.v": 4})]
+    assert ids("(every a=A(k=0)) until d=D") == [(5, {"a[0].v": 0, "a[1].v": 3, "d.v": 4})]
+
+
+def test_hand_derived_ends_before_the_operand_completed() -> None:
+    """A(k1) A(k0) D A(k0) A(k0) A(k1) D, one a second: an end inside the first m matches of
+    the operand, or one that fits both operands right at a restart, ends the instance false."""
+    evs = stream([("A", 1), ("A", 0), ("D", 0), ("A", 0), ("A", 0), ("A", 1), ("D", 0)])
+
+    def ids(body: str) -> list[tuple[int, dict[str, int]]]:
+        return [(int(t) // 1000, {k: v for k, v in b.items() if k.endswith(".v")})
+                for t, b in rows(program(body), evs, "event", 0)]
+
+    # D at 3 s cuts the first pair of A(k=0) (A at 2 s): false, and the pattern is over
+    assert ids("[1:] ([2] a=A(k=0)) until d=D") == []
+    # the same D after one whole pair of A (1 s, 2 s): false below 2 pairs, true from 1
+    assert ids("[2:] ([2] a=A) until d=D") == []
+    assert ids("[1:] ([2] a=A) until d=D") == [(3, {"a[0].v": 0, "a[1].v": 1, "d.v": 2})]
+    # A(k1) at 1 s ends the first instance false; the next takes A(k0) A(k0) A(k0) to A(k1)
+    assert ids("every ([1:] a=A until e=A(k=1))") == [
+        (6, {"a[0].v": 1, "a[1].v": 3, "a[2].v": 4, "e.v": 5})]
 
 
 KEYED = "every a=A -> ({}b=B(k=a.k) until d=D(k=a.k))"
