@@ -106,8 +106,25 @@ def test_without_a_select_list_every_collected_field_is_a_column() -> None:
     assert rows(p, SEQ) == [(1, 10, 2, 20), (3, 30, 4, 40)]
     assert [x.name for x in p.schemas["P"].params] == [
         "a[0].id", "a[0].v", "a[1].id", "a[1].v"]
-    with pytest.raises(PatternSyntaxError, match="collects any number of events"):
-        epl("insert into P from pattern [a=A until B]")
+
+
+
+def test_a_tag_of_any_length_is_carried_as_far_as_it_took() -> None:
+    """'a=A until b=B' under select *: Esper's 'a' is an array of any length. The type P has
+    the fixed fields (b's); each match's bindings — what the writers write — carry a[0].id …
+    for as many A as it took, after them (docs/esper.md, "Tags of any length")."""
+    p = epl("insert into P from pattern [every (a=A until b=B)]")
+    assert [x.name for x in p.schemas["P"].params] == ["b.id", "b.beta"]
+    engine = Engine(p)
+    got = [m for e in ev("A1/10 A2/20 A3/30 B4/40 B5/50 A6/60 B7/70") for m in engine.process(e)]
+    assert [m.params for m in got] == [(4, 40), (5, 50), (7, 70)]
+    assert [m.bindings for m in got] == [
+        {"b.id": 4, "b.beta": 40, "a[0].id": 1, "a[0].v": 10, "a[1].id": 2, "a[1].v": 20,
+         "a[2].id": 3, "a[2].v": 30},
+        {"b.id": 5, "b.beta": 50},
+        {"b.id": 7, "b.beta": 70, "a[0].id": 6, "a[0].v": 60}]
+    assert list(got[0].to_dict()["params"]) == [  # (in the order the events came)
+        "b.id", "b.beta", "a[0].id", "a[0].v", "a[1].id", "a[1].v", "a[2].id", "a[2].v"]
 
 
 def test_tags_survive_save_and_restore_mid_repetition() -> None:

@@ -70,7 +70,8 @@ def epl_pattern(draw, depth: int = 0, tags: list | None = None) -> str:
             conds.append(f"{tag}.v {draw(st.sampled_from(['>', '<=', '<>']))} "
                          f"{draw(st.integers(-5, 5))}")
         return f"{tag} = T({' and '.join(conds)})"
-    kind = draw(st.sampled_from(["->", "or", "and", "every", "repeat", "guard", "distinct"]))
+    kind = draw(st.sampled_from(["->", "or", "and", "every", "repeat", "guard", "distinct",
+                                 "until"]))
     inner = epl_pattern(depth + 1, tags)
     if kind in ("->", "or", "and"):
         return f"({draw(inner)} {kind} {draw(inner)})"
@@ -78,6 +79,9 @@ def epl_pattern(draw, depth: int = 0, tags: list | None = None) -> str:
         return f"every ({draw(inner)})"
     if kind == "repeat":
         return f"[{draw(st.integers(1, 3))}] ({draw(inner)})"
+    if kind == "until":  # (unbounded or not: select * then carries a[k] as many as taken)
+        bounds = draw(st.sampled_from(["", "[1:] ", "[2:] ", "[:2] ", "[1:3] "]))
+        return f"({bounds}({draw(inner)}) until ({draw(inner)}))"
     if kind == "distinct":
         body = draw(inner)
         return f"every-distinct({tags[0] if tags else 't0'}.k, 2 sec) ({body})"
@@ -85,10 +89,10 @@ def epl_pattern(draw, depth: int = 0, tags: list | None = None) -> str:
 
 
 @settings(max_examples=150, deadline=None)
-@given(epl_pattern(), st.integers(0, 3))
-def test_random_epl_prints_back(body: str, prio: int) -> None:
+@given(epl_pattern(), st.integers(0, 3), st.sampled_from(["t0.k as k", "*"]))
+def test_random_epl_prints_back(body: str, prio: int, select: str) -> None:
     note = f"@Priority({prio}) " if prio else ""
-    text = SCHEMA + f"{note}insert into P select t0.k as k from pattern [{body}];\n"
+    text = SCHEMA + f"{note}insert into P select {select} from pattern [{body}];\n"
     try:
         m = parse_epl(text)
     except PatternSyntaxError:

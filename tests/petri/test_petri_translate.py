@@ -135,6 +135,12 @@ def test_an_untranslatable_statement_in_an_epl_file_names_its_file() -> None:
         translate(load_module(module), source="p.epl")
     assert str(info.value).startswith("p.epl:5:")
     assert "tag 'a' inside a repetition" in str(info.value)
+    # (select * over a tag of any length: its match carries a[k] as many as taken)
+    text = ("create schema A(x int);\ncreate schema B(x int);\n@Name('P')\n"
+            "select * from pattern [a = A until b = B];\n")
+    with pytest.raises(Untranslatable) as info:
+        translate(load_module(parse_epl(text, "p.epl")), source="p.epl")
+    assert "tag 'a' inside a repetition" in str(info.value)
 
 
 @pytest.mark.parametrize("tail", ["timer:interval(1 sec)",
@@ -261,3 +267,19 @@ def test_an_interval_in_the_middle_is_reported() -> None:
     with pytest.raises(Untranslatable) as info:
         translate(load_module(parse_epl(text)))
     assert "timer:interval in the middle" in str(info.value) and "'P'" in str(info.value)
+
+
+@pytest.mark.parametrize("body", [
+    "every a = A -> (([2] B) until C)",
+    "every a = A -> ([1:] ([2] B) until C)",
+    "every a = A -> ((B until A(k = 9)) until C)",
+    "every a = A -> ((every B) until C)",
+])
+def test_until_over_a_group_runs_in_the_net_as_in_the_engine(body: str) -> None:
+    """An until repeating [k] B, a nested until or every B (untagged: no arrays) is the
+    lowered automaton's net; the net and the engine agree."""
+    rows = [("A", 0, 1, 0), ("B", 0, 0, 100), ("B", 1, 1, 200), ("C", 0, 0, 300),
+            ("A", 1, 2, 400), ("B", 0, 3, 500), ("A", 9, 3, 550), ("B", 0, 4, 600),
+            ("B", 0, 5, 700), ("C", 1, 0, 800), ("B", 1, 6, 900), ("C", 0, 1, 1000)]
+    c = abc_compared(body, rows, seeds=(0, 1, 2))
+    assert c.net["P"]

@@ -183,6 +183,10 @@ class Automaton:
     #: per select item, ``(value,)`` when it is a literal (the very value its evaluator
     #: returns) or None; lets the column kernel carry constants without evaluating per match.
     select_consts: tuple[tuple[Any] | None, ...] | None = None
+    #: Esper's ``select *`` over a tag collected without bound (``a=A until D``, ``[2:] b=B
+    #: until C``): the complex event carries ``a[k].<field>`` for as many events as the tag
+    #: took (runtime.binding.spread), after the select list's fixed fields
+    spread: tuple[Collect, ...] = ()
     #: a pattern that starts with timer:interval: its clock (run by the matcher from the
     #: engine's statement start); None for every other pattern
     clock: StartClock | None = None

@@ -708,6 +708,9 @@ def compile_pattern(
         auto.start = plan.start
         auto.distinct = tuple(builder.expr(d, decl.loc) for d in plan.distinct)
         auto.distinct_expiry = plan.expiry
+        tags = {pos.collect.alias: pos.collect for pos in auto.positions
+                if pos.collect is not None}
+        auto.spread = tuple(tags[a] for a in plan.spread)
     if decl.select is not None:
         auto.select = tuple(builder.expr(e, decl.loc) for _, e in decl.select)
         auto.select_vars = tuple(".".join((e.name, *e.path)) if isinstance(e, ast.Name) else None

@@ -99,6 +99,9 @@ class EsperPlan:
     text: str = ""
     #: the leading interval of a pattern that starts at the statement's start
     clock: Clock | None = None
+    #: tags collected without bound under ``select *`` (``a=A until D``): the complex event
+    #: carries ``a[k].<field>`` for as many events as each took (Automaton.spread)
+    spread: tuple[str, ...] = ()
 
 
 def is_esper(decl: ast.ComplexEventDecl) -> bool:
@@ -484,33 +487,95 @@ class _Lowering:
 
     def until(self, u: ast.Until, out: list[ast.Pattern], first: bool) -> None:
         low = u.low or 0
-        if not _single(u.pattern) or not _single(u.until):
-            raise EsperError("until is supported between single events (or alternatives of "
-                             "events): [m:n] A until B", u.loc)
+        if not _single(u.until):
+            raise EsperError("until is supported with a single event (or alternatives of "
+                             f"events) after it, not {_UNTIL_END.get(type(u.until), 'a group')}: "
+                             "[m:n] A until B", u.until.loc or u.loc)
+        rep = self.repeated(u.pattern, u.loc)
+        steps = _steps(rep)
+        if low > 0 and steps is None:
+            raise EsperError("a lower bound on until over a nested until is not supported "
+                             "(Esper ends the whole until when an inner one ends before its "
+                             "operand matched): [:n] or no bound", u.loc)
         if first and low > 0 and self.start != "restart":
             raise EsperError(f"'[{low}…] … until' {_START}, where a '{_name(u.until)}' before "
                              "the first repetition ends it; write every (…) around it or put "
                              "an event before it", u.loc)
         stop = ast.Not(_untagged(u.until), u.loc)
         items: list[ast.Pattern] = []
-        for k in range(low):
-            if not (first and k == 0):
-                items.append(stop)
-            items.append(u.pattern)
+        for k in range(low):  # (a NOT before each step of the first m: an end there is false)
+            for j, step in enumerate(steps or ()):
+                if not (first and k == 0 and j == 0):
+                    items.append(stop)
+                items.append(step)
         if u.high is not None and u.high == low:
             if low == 0:
                 raise EsperError("[0] repeats nothing", u.loc)
             out.extend(items)
             return
         if u.high is None:  # any number more, kept greedily (the longest run is reported)
-            items.append(ast.Mult(u.pattern, "*", u.loc))
+            items.append(ast.Mult(rep, "*", u.loc))
             items.append(u.until)
         else:
             tail: ast.Pattern = u.until
             for _ in range(u.high - low):
-                tail = ast.Or(u.until, ast.Fol(u.pattern, tail, u.loc), u.loc, choice=True)
+                tail = ast.Or(u.until, ast.Fol(rep, tail, u.loc), u.loc, choice=True)
             items.append(tail)
         out.extend(items)
+
+    def repeated(self, p: ast.Pattern, loc: ast.Loc) -> ast.Pattern:
+        """The repeated operand of an until, lowered: a single event (or alternatives of
+        events); ``[k] A``; ``every`` on either, which is the same operand (EvalEveryStateNode
+        starts its operand again when it is true — a filter stays active —, as the until
+        itself does: EvalMatchUntilStateNode); a nested ``A until B`` without a lower bound
+        (it cannot end false), its own operands so. Anything else is reported."""
+        p = _unwrapped(p)
+        if _single(p):
+            return p
+        if isinstance(p, ast.Mult) and isinstance(p.count, int) and _single(p.pattern):
+            return p
+        if isinstance(p, ast.Until) and not p.low and not isinstance(p.pattern, ast.Until):
+            if _types(p.pattern) & _types(p.until):
+                raise EsperError("a nested until whose operand and end can take the same event "
+                                 "is not supported (Esper's inner until takes it as its end; "
+                                 "give them different event types)", p.loc or loc)
+            inner: list[ast.Pattern] = []
+            self.until(p, inner, False)
+            return _fol(inner)
+        raise EsperError("until repeats a single event (or alternatives of events), [k] of "
+                         "one, every on those, or a nested 'A until B' without a lower bound; "
+                         "not this group", p.loc or loc)
+
+
+#: what an until's end may not be, by node type (the message names it)
+_UNTIL_END: dict[type, str] = {
+    ast.Interval: "timer:interval (the end at a time after the start: not supported yet)",
+    ast.Not: "'not' (true at once, when the until starts)",
+    ast.Every: "every (…), which ends it the first time its operand is true (not supported yet)",
+    ast.Fol: "a sequence", ast.And: "'and'", ast.Window: "a guard"}
+
+
+def _types(p: ast.Pattern) -> set[str]:
+    """The event types ``p``'s atoms take."""
+    return {a.name for a in atoms(p)}
+
+
+def _unwrapped(p: ast.Pattern) -> ast.Pattern:
+    """An until's repeated operand without the plain ``every`` around it (the same operand:
+    :meth:`_Lowering.repeated`)."""
+    while isinstance(p, ast.Every) and not p.distinct and p.expiry is None:
+        p = p.pattern
+    return p
+
+
+def _steps(p: ast.Pattern) -> list[ast.Pattern] | None:
+    """The single-event steps of an until's lowered operand (``[k] A``: k of them), for a NOT
+    before each; None for a nested until (no fixed steps)."""
+    if _single(p):
+        return [p]
+    if isinstance(p, ast.Mult) and isinstance(p.count, int):
+        return [p.pattern] * p.count
+    return None
 
 
 def _forbidden(negs: list[ast.Pattern]) -> ast.Not:
@@ -637,8 +702,10 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     ``every`` that begins with a guard (``B where timer:within(Δ)``, ``(A -> B) where …``: the
     guard runs from the start, and the pattern is over when it expires) or with ``[m:n] B
     until C``, ``m > 0``, and one without ``every`` or with ``every (…)`` around it that begins
-    with ``(B and not C)`` (both refused before: nothing to begin from), and one without
-    ``every`` around it that is an ``and`` / ``or`` with ``every x = X`` operands. Run
+    with ``(B and not C)`` (both refused before: nothing to begin from), one without
+    ``every`` around it that is an ``and`` / ``or`` with ``every x = X`` operands, and a
+    pattern, or ``every (…)`` around one, that begins with an until repeating a group (``([2]
+    B) until C``, ``(A until B) until C``: a ``C`` inside the first group ends it). Run
     before :func:`guard_windows`, which writes ``X -> (P where …)`` as ``(X -> P)[Δ]`` and so
     loses which of the two was written. A guard around ``every x = X -> P`` (every on one
     event) so becomes ``timer:interval(0) -> every x = X -> P`` inside the guard: it ends the
@@ -684,7 +751,12 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     elif isinstance(head, ast.Or):  # (b=B or timer:interval(Δ)): the interval from the start
         begins = _or_timer(head)
     elif isinstance(head, ast.Until):  # (every (…): the instance from its first B gives the
-        begins = once and (head.low or 0) > 0  # same matches as Esper's restarts)
+        # same matches as Esper's restarts — not when B is a group, which the until's end may
+        # cut short: ([2] A) until C ends at A C, with nothing taken; nor when an event can
+        # fit both B and C: Esper's instance, active from its restart, ends there false)
+        low = (head.low or 0) > 0
+        overlap = bool(_types(head.until) & _types(head.pattern))
+        begins = (low and (once or overlap)) or not _single(_unwrapped(head.pattern))
     else:
         begins = isinstance(head, ast.Not)
     return _zero_first(p, head.loc) if begins else p
@@ -771,6 +843,7 @@ class _Aliases:
         self.bound: dict[str, EventType] = {}   # alias -> its event type (surely bound)
         self.seen: dict[str, EventType] = {}    # every alias so far, in binding order
         self.rename: dict[str, str] = {}        # "a2.f" -> the variable holding it
+        self.spread: list[str] = []             # unbounded repeated tags under select *
 
     def var(self, alias: str, fld: str, loc: ast.Loc) -> str:
         """The variable of ``alias.fld``. An alias only some branch of an earlier ``or``
@@ -891,9 +964,12 @@ class _Aliases:
             return replace(p, left=left, right=right)
         return replace(p, pattern=self.pattern(p.pattern))
 
-    def default_select(self, loc: ast.Loc) -> tuple[tuple[str, ast.Expr], ...]:
+    def default_select(self) -> tuple[tuple[str, ast.Expr], ...]:
         """Without a select list: the fields of every tag, as Esper's ``select *`` gives the
-        tagged events; a repeated tag's as ``a[0].f`` … up to the most it collects."""
+        tagged events; a repeated tag's as ``a[0].f`` … up to the most it collects. A tag
+        collected without bound (``a=A until D``) is an array of any length in Esper: it has
+        no fixed fields, so it goes to :attr:`spread` (the match carries ``a[k].f`` for as
+        many events as it took, docs/esper.md "Tags of any length")."""
         out: list[tuple[str, ast.Expr]] = []
         for alias, et in self.seen.items():
             rep = self.repeated.get(alias)
@@ -901,11 +977,8 @@ class _Aliases:
                 out.extend((f"{alias}.{f}", ast.Name(alias, (f,))) for f in et.param_names)
                 continue
             if rep.most is None:
-                raise EsperError(f"'{alias}' collects any number of events, so the complex event "
-                                 "has no fixed fields without a select list: select them "
-                                 f"({alias}[0].{et.param_names[0] if et.param_names else 'f'} "
-                                 "as …) or bound the repetition ([m:n] … until …)",
-                                 rep.loc or loc)
+                self.spread.append(alias)
+                continue
             for k in range(rep.most):
                 head = f"{alias}[{k}]"
                 out.extend((f"{head}.{f}", ast.Name(head, (f,))) for f in et.param_names)
@@ -932,7 +1005,7 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     select = decl.select
     params = decl.params
     if select is None and not decl.params:
-        select = aliases.default_select(decl.loc)
+        select = aliases.default_select()
     if select is not None:
         select = tuple((name, aliases.expr(e)) for name, e in select)
         if not params:
@@ -941,4 +1014,4 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     from cepflow.language.printer import format_pattern
 
     return lowered, replace(plan, distinct=distinct, text=format_pattern(decl.body),
-                            clock=clock)
+                            clock=clock, spread=tuple(aliases.spread))

@@ -50,3 +50,16 @@ def collect(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
         nb[c.current[i]] = nb[f"{head}.{f}"] = params[i]
     nb[c.count] = k + 1
     return nb
+
+
+def spread(out: dict[str, Any], b: dict[str, Any], tags: tuple[Collect, ...]) -> dict[str, Any]:
+    """A complex event's bindings ``out`` (its select list's) with, for each tag collected
+    without bound (Esper's ``select *`` over ``a=A until D``: an array of any length), the
+    ``a[k].<field>`` of every event the match's bindings ``b`` took, k from 0, in order."""
+    for c in tags:
+        for k in range(b.get(c.count, 0)):
+            head = index_name(c.alias, k)
+            for f in c.fields:
+                name = f"{head}.{f}"
+                out[name] = b[name]
+    return out

@@ -140,6 +140,9 @@ class CompiledPattern:
         clocked = self.clock is not None or self.timer_steps
         collecting = fast_path and not clocked and any(
             p.collect is not None for p in auto.positions)
+        # (a tag collected without bound under select *, Automaton.spread: its match carries
+        # as many a[k] as it took, which no kernel makes — such a pattern runs per event)
+        kernel = collecting and not auto.spread
         fast_path = fast_path and not clocked and not collecting
         self.key_index = auto.key_index
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
@@ -160,7 +163,7 @@ class CompiledPattern:
         #: stepped directly (Matcher._pair_step) and by the pair kernel
         self.pair: EsperPair | None = (esper_pair_of(self) or esper_distinct_pair_of(self)
                                        if fast_path else (esper_collect_of(self)
-                                                          or esper_until_of(self)) if collecting
+                                                          or esper_until_of(self)) if kernel
                                        else None)
         #: Esper's ``every (a = A(f) -> b = B(g[, key]))`` (runtime.shapes.EsperRestart): the
         #: restart kernel's shape (kernels/restart.py, in the program split)

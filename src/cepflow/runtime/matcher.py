@@ -30,7 +30,7 @@ from typing import Any
 from cepflow.automaton.automaton import FINAL, INITIAL, TIMER, TRAP, Edge, Forbid
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.absence import AbsenceSteps
-from cepflow.runtime.binding import NO_BINDINGS, bind, collect
+from cepflow.runtime.binding import NO_BINDINGS, bind, collect, spread
 from cepflow.runtime.compiled import CompiledPattern, CrossStep, ForbidStep, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
@@ -1145,13 +1145,17 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         copy = pat.select_copy
         if copy is not None:  # (variables only: what their evaluators would read)
             params = _values(bindings, copy)
-            return params, _named(auto.params, params)
-        b = {**bindings, "@ts": ts}
-        values = []  # (a loop, not a comprehension: no frame of its own per match)
-        for f in select:
-            values.append(f(last, b))
-        params = tuple(values)
-        return params, dict(zip(auto.params, params, strict=True))
+            out = _named(auto.params, params)
+        else:
+            b = {**bindings, "@ts": ts}
+            values = []  # (a loop, not a comprehension: no frame of its own per match)
+            for f in select:
+                values.append(f(last, b))
+            params = tuple(values)
+            out = dict(zip(auto.params, params, strict=True))
+        if auto.spread:  # (select * over tags of any length: a[k].<field> as many as taken)
+            out = spread(out, bindings, auto.spread)
+        return params, out
 
     def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
         self._match(tok, th.bindings, th.events, th.last, ts, emit)
@@ -1174,7 +1178,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             return
         if auto.select is None:  # (result(), inlined for the common cases)
             params = _values(bindings, auto.params)
-        elif pat.select_copy is not None:
+        elif pat.select_copy is not None and not auto.spread:
             params = _values(bindings, pat.select_copy)
             bindings = _named(auto.params, params)
         else:
