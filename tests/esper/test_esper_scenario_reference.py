@@ -408,6 +408,7 @@ LEFT_RUNNING = [
     ("every (a=SupportBean_A -> not SupportBean_B)", "'every'"),
     ("every ((a=SupportBean_A -> not SupportBean_B) where timer:within(10 sec))", "'every'"),
     ("every (a=SupportBean_A -> not SupportBean_B -> c=SupportBean_C)", "'every'"),
+    ("every (c=SupportBean_C -> (a=SupportBean_A -> not SupportBean_B))", "'every'"),
     # B1 turns the and false before C1: no match
     ("(a=SupportBean_A -> not SupportBean_B) and c=SupportBean_C", "'and'"),
     ("c=SupportBean_C and (a=SupportBean_A -> not SupportBean_B)", "'and'"),
