@@ -34,6 +34,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cepflow
 from cepflow.events.event import Event
@@ -431,6 +433,66 @@ def test_a_not_left_running_is_reported_inside_operators(pattern: str, where: st
     assert f"'not' in a followed-by inside {where} is not supported" in text
     col = len("@Name('s0') select 1 as c0 from pattern [") + pattern.index(" not ") + 2
     assert f":10:{col}:" in text, text
+
+
+#: random patterns over A, B, C: ("atom", t), ("not", t) (only as a followed-by's item, never
+#: all of them), ("fol", items), ("and"|"or", [l, r]), ("every"|"guard"|"rep", inner)
+_ATOM = st.sampled_from("ABC").map(lambda t: ("atom", t))
+#: (a leaf may be a short followed-by with a not, so that most trees hold one)
+_OPEN = st.tuples(_ATOM, st.sampled_from("ABC")).map(
+    lambda p: ("fol", [p[0], ("not", p[1])]))
+_TREES = st.recursive(st.one_of(_ATOM, _OPEN), lambda inner: st.one_of(
+    st.tuples(st.sampled_from(["and", "or"]), st.lists(inner, min_size=2, max_size=2)),
+    st.tuples(st.sampled_from(["every", "guard", "rep"]), inner),
+    st.tuples(st.just("fol"), st.lists(st.one_of(inner, _ATOM.map(lambda a: ("not", a[1]))),
+                                       min_size=2, max_size=3)
+              ).filter(lambda f: any(i[0] != "not" for i in f[1]))), max_leaves=8)
+
+
+def _epl(tree: Any) -> str:
+    kind, x = tree
+    if kind in ("atom", "not"):
+        return ("not " if kind == "not" else "") + f"SupportBean_{x}"
+    if kind == "fol":
+        return "(" + " -> ".join(_epl(i) for i in x) + ")"
+    if kind in ("and", "or"):
+        return f"({_epl(x[0])} {kind} {_epl(x[1])})"
+    return {"every": "every ({})", "guard": "({}) where timer:within(5 sec)",
+            "rep": "[2] ({})"}[kind].format(_epl(x))
+
+
+def _left_running(tree: Any) -> bool:
+    """The oracle, from Esper's state nodes: a followed-by holding a ``not`` (or such a
+    followed-by, or a guard around one) is still running after its match."""
+    kind, x = tree
+    if kind == "fol":
+        return any(i[0] == "not" or _left_running(i) for i in x)
+    return kind == "guard" and _left_running(x)
+
+
+def _refused(tree: Any) -> bool:
+    """Is such a running followed-by an operand of and, or, every or a repetition?"""
+    kind, x = tree
+    if kind in ("atom", "not"):
+        return False
+    inner = x if kind in ("fol", "and", "or") else [x]
+    return (kind in ("and", "or", "every", "rep") and any(_left_running(i) for i in inner)
+            ) or any(_refused(i) for i in inner)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_TREES)
+def test_a_not_left_running_is_reported_exactly_where_esper_keeps_it(tree: Any) -> None:
+    """Random nestings of followed-by with ``not``, and, or, every, guards and ``[2]``: the
+    reader reports a not left running exactly where the oracle says Esper would look at the
+    followed-by after its match, and nowhere else."""
+    text = SCHEMA + f"select 1 as c0 from pattern [{_epl(tree)}];"
+    try:
+        parse_epl(text)
+        reported = ""
+    except PatternSyntaxError as e:
+        reported = str(e)
+    assert ("'not' in a followed-by inside" in reported) == _refused(tree), reported
 
 
 @pytest.mark.parametrize("pattern", [
