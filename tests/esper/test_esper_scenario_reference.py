@@ -31,6 +31,7 @@ pattern is kept with its answer), month-scoped time periods (calendar months).
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -653,3 +654,59 @@ def _harness(which: str, pattern: str, tags: str,
     batch = [(events[next(i for i, t in enumerate(times) if t >= ce.ts)].id, tuple(ce.params))
              for ce in cepflow.Engine(prog, start=0).run(events)]
     assert _canon_matches(batch) == _canon_matches(want)
+
+
+# ---- PatternUseResult.PatternFollowedByFilter ---------------------------------------------
+_USERS = "(userId = 'U1000' or userId = 'U1001' or userId = 'U1002')"
+TRADES = (f"every t1=SupportTradeEvent{_USERS} -> (t2=SupportTradeEvent({_USERS} and "
+          "userId != t1.userId and ccypair = t1.ccypair and direction = t1.direction) -> "
+          f"t3=SupportTradeEvent({_USERS} and userId != t1.userId and userId != t2.userId and "
+          "ccypair = t1.ccypair and direction = t1.direction)) where timer:within(600 sec)")
+
+
+def _trade_oracle(trades: list[tuple[int, str, str, str]]) -> list[tuple[int, int, int]]:
+    """Esper's answer from its definition: each trade starts an instance (every), whose t2 is
+    the first later trade of another user with the same pair and direction and whose t3 is the
+    first trade after that of a third user (followed-by takes the first that fits); all within
+    600 s, as the stream has one instant."""
+    out = []
+    for i, (_, u1, pair, side) in enumerate(trades):
+        j = next((j for j in range(i + 1, len(trades)) if trades[j][1] != u1
+                  and trades[j][2:] == (pair, side)), None)
+        if j is None:
+            continue
+        k = next((k for k in range(j + 1, len(trades)) if trades[k][1] not in (u1, trades[j][1])
+                  and trades[k][2:] == (pair, side)), None)
+        if k is not None:
+            out.append((trades[i][0], trades[j][0], trades[k][0]))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_use_result_followed_by_filter(seed: int) -> None:
+    """PatternUseResult.PatternFollowedByFilter: 100 random trades (users U1000..U1002,
+    pairs USD/JPY/EUR, directions B/S, sent at one instant) and no match with a user twice
+    (Esper asserts that only); here also exactly the matches of its definition, per event
+    with a milestone every 25 trades and through ``Engine.run``. ``userId in ('U1000',
+    'U1001', 'U1002')`` is restated as three ``=`` joined by ``or`` (the same test)."""
+    rnd = random.Random(seed)
+    trades = [(i, rnd.choice(["U1000", "U1001", "U1002"]), rnd.choice(["USD", "JPY", "EUR"]),
+               rnd.choice("BS")) for i in range(100)]
+    prog = cepflow.load_module(parse_epl(
+        "create schema SupportTradeEvent(id int, userId string, ccypair string, "
+        "direction string);\n"
+        f"@Name('s0') select t1.id as a, t2.id as b, t3.id as c from pattern [{TRADES}];"))
+    events = [Event("SupportTradeEvent", t, 0, id=f"T{t[0]}") for t in trades]
+    engine = cepflow.Engine(prog, start=0)
+    got = []
+    for e in events:
+        if e.params[0] % 25 == 0:
+            state = json.loads(json.dumps(save_state(engine)))
+            engine = restore_state(cepflow.Engine(prog, start=0), state)
+        got += [tuple(ce.params) for ce in engine.process(e)]
+    users = {t[0]: t[1] for t in trades}
+    assert all(len({users[i] for i in row}) == 3 for row in got)
+    want = _trade_oracle(trades)
+    assert want and sorted(got) == sorted(want)
+    assert sorted(tuple(ce.params) for ce in cepflow.Engine(prog, start=0).run(events)) == \
+        sorted(want)
