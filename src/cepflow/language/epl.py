@@ -132,6 +132,9 @@ class _ToAst(Transformer_NonRecursive):
         self.warnings: list[Diagnostic] = []
         #: the statement's @Name (a stream several statements insert into: see _streams)
         self.at_name: str | None = None
+        #: followed-bys a ``not`` was left out of (by id), with that not's place: Esper's
+        #: followed-by is still running when it reports, so inside ``or`` they are refused
+        self._open_nots: dict[int, ast.Loc | None] = {}
 
     # ---- expressions -------------------------------------------------------------------
     def number(self, meta: Any, c: list[Any]) -> ast.Const:
@@ -212,10 +215,14 @@ class _ToAst(Transformer_NonRecursive):
         return ast.Atom(str(typ), None, cond, alias, loc=_loc(typ))
 
     def followed_by(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        nots = [o.loc for o in c if isinstance(o, ast.Not)]
+        nots += [self._open_nots[id(o)] for o in c if id(o) in self._open_nots]
         c = self._true_at_once(c)
         out = c[-1]
         for left in reversed(c[:-1]):
             out = ast.Fol(left, out, loc=_loc(meta))
+        if nots:
+            self._open_nots[id(out)] = nots[0]
         return out
 
     def _true_at_once(self, items: list[Any]) -> list[Any]:
@@ -239,18 +246,41 @@ class _ToAst(Transformer_NonRecursive):
     def or_p(self, meta: Any, c: list[Any]) -> ast.Pattern:
         if len(c) > 1:  # (one operand: the rule is only on the way to a followed-by)
             _partnered(c)
+            self._closed(c, "'or'")
         out = c[0]
         for right in c[1:]:
             out = ast.Or(out, right, loc=_loc(meta))
         return out
 
+    def _closed(self, operands: list[Any], where: str) -> None:
+        """A followed-by a ``not`` was left out of (``A -> not B``) reports its match while
+        that not is still watching: Esper's EvalFollowedByStateNode reports "quitted" only
+        when none of its parts is left, and turns false when the not's event comes. At the top
+        of a pattern (or inside another followed-by or a guard) that changes nothing; as the
+        operand of ``or`` (EvalOrStateNode goes on after a match that did not quit: ``(A -> B)
+        or (A -> not B)`` answers A1 with b null, then A1 B1), ``and`` (EvalAndStateNode
+        turns false when the not's event comes first: ``(A -> not B) and C`` never matches on
+        A B C), ``every`` (EvalEveryStateNode starts the operand again both when it matches
+        and when it later turns false) or a repetition it would answer otherwise than the
+        operand alone: reported."""
+        for o in operands:
+            if id(o) in self._open_nots:
+                raise _Unsupported(self._open_nots[id(o)] or o.loc or (1, 1),
+                                   f"'not' in a followed-by inside {where} is not supported "
+                                   "(Esper keeps that followed-by running after it matches, "
+                                   "while its not watches); write A -> (B and not C), or the "
+                                   "followed-by at the top of the pattern")
+
     def and_p(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        if len(c) > 1:
+            self._closed(c, "'and'")
         out = c[0]
         for right in c[1:]:
             out = ast.And(out, right, loc=_loc(meta))
         return out
 
     def every(self, meta: Any, c: list[Any]) -> ast.Every:
+        self._closed(c, "'every'")
         return ast.Every(c[0], loc=_loc(meta))
 
     def every_repeat(self, meta: Any, c: list[Any]) -> ast.Every:
@@ -258,6 +288,7 @@ class _ToAst(Transformer_NonRecursive):
         return ast.Every(self.repeat(meta, c), loc=_loc(meta))
 
     def every_distinct(self, meta: Any, c: list[Any]) -> ast.Every:
+        self._closed(c[-1:], "'every-distinct'")
         keys = list(c[:-1])
         expiry = None
         if keys and isinstance(keys[-1], _Duration):
@@ -272,6 +303,7 @@ class _ToAst(Transformer_NonRecursive):
         return self.every_distinct(meta, [*c[:-2], self.repeat(meta, c[-2:])])
 
     def not_p(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        self._closed(c, "'not'")
         return ast.Not(c[0], loc=_loc(meta))
 
     def range_exact(self, meta: Any, c: list[Token]) -> tuple:
@@ -296,12 +328,14 @@ class _ToAst(Transformer_NonRecursive):
                                "[n] alone repeats exactly n times")
         if low < 1:
             raise _Unsupported(loc, "[0] repeats nothing; write at least [1]")
+        self._closed(c[1:], "a repetition")
         return ast.Mult(c[1], low, loc=_loc(meta))
 
     def until(self, meta: Any, c: list[Any]) -> ast.Until:
         low = high = None
         if len(c) == 3:
             _, low, high, _ = c[0]
+        self._closed(c[-2:], "'until'")
         return ast.Until(c[-2], c[-1], low, high, loc=_loc(meta))
 
     def observer(self, meta: Any, c: list[Any]) -> ast.Interval:
@@ -322,7 +356,10 @@ class _ToAst(Transformer_NonRecursive):
         ms = _milliseconds(arg)
         if ms is None:
             raise _Unsupported(_loc(meta), "timer:within needs a duration such as 3 seconds")
-        return ast.Window(inner, ms, "within", loc=_loc(meta))
+        out = ast.Window(inner, ms, "within", loc=_loc(meta))
+        if id(inner) in self._open_nots:  # (a guard passes its operand's reports on as they are)
+            self._open_nots[id(out)] = self._open_nots[id(inner)]
+        return out
 
     # ---- statements --------------------------------------------------------------------
     def view(self, meta: Any, c: list[Any]) -> _View:
