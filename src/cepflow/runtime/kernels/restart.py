@@ -6,7 +6,10 @@ key on which ``g`` holds, and completes; the next instance begins with the event
 When ``g`` reads only its own event (and the key), the walk is numpy's (:func:`_walk`): per
 ``A`` row, one ``searchsorted`` finds the ``B`` its instance would take and another the ``A``
 that would open the next instance after that match; the instances of the batch are then the
-chain of those successors from the first ``A`` (a list walk, one step per match). A guard
+chain of those successors from the first ``A`` (a list walk, one step per match) — or, when
+the ``A`` rows far outnumber the ``B`` rows (the chain is short: each step but its last takes
+a distinct ``B``), the same two searches step by step for the chain's instances only
+(:func:`_short_chain`). A guard
 reading ``a``'s fields is evaluated per candidate, in the walk's order, as the per-event step
 evaluates it (:func:`_guarded_walk`). The matches whose select list names only their events'
 fields are lazy complex events (kernels.pair.lazy_matches), the others are made as the token
@@ -209,7 +212,9 @@ def _short_chain(j: int, a_rows: np.ndarray, a_code: np.ndarray, b_keys: np.ndar
     n_a, n_b = len(a_rows), len(keys)
     chain: list[int] = []
     took: list[int] = []
-    while j < n_a:
+    for _ in range(n_b + 1):  # (the bound: a step that took no B ends the chain)
+        if j >= n_a:
+            break
         chain.append(j)
         code = int(a_code[j])
         q = bisect_left(keys, code * span + int(a_rows[j]) + 1)
