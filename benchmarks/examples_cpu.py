@@ -220,13 +220,13 @@ def profile(name: str, n: int, tmp: str) -> dict[str, float]:
     depth = [0]
 
     def timed(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any) -> Any:
+        def call(*args: Any, **kw: Any) -> Any:
             if depth[0]:  # (a step calling another timed method: the outer one counts)
-                return fn(*args)
+                return fn(*args, **kw)
             depth[0] = 1
             t0 = clock()
             try:
-                return fn(*args)
+                return fn(*args, **kw)
             finally:
                 depth[0] = 0
                 spent[key] = spent.get(key, 0.0) + clock() - t0

@@ -61,8 +61,9 @@ ODD = st.one_of(st.builds(_Float, st.floats()), st.builds(np.float64, st.floats(
 @example([True, np.bool_(False)], 0)
 @example([_Float(1.5), 2.0], 0)
 def test_a_column_read_from_tuples_is_as_column_of_its_values(values, k) -> None:
-    """``read_column`` (one pass for floats, ints or booleans like the first value) gives
-    exactly what ``as_column`` makes of the same values: dtype, values, or the objects."""
+    """``read_column`` (one pass for floats or ints like the first value; booleans by
+    ``as_column``) gives exactly what ``as_column`` makes of the same values: dtype, values,
+    or the objects."""
     from cepflow.runtime.rows import read_column
 
     tuples = [(None,) * k + (v, "x") for v in values]

@@ -6,7 +6,10 @@ key on which ``g`` holds, and completes; the next instance begins with the event
 When ``g`` reads only its own event (and the key), the walk is numpy's (:func:`_walk`): per
 ``A`` row, one ``searchsorted`` finds the ``B`` its instance would take and another the ``A``
 that would open the next instance after that match; the instances of the batch are then the
-chain of those successors from the first ``A`` (a list walk, one step per match). A guard
+chain of those successors from the first ``A`` (a list walk, one step per match) — or, when
+the ``A`` rows far outnumber the ``B`` rows (the chain is short: each step but its last takes
+a distinct ``B``), the same two searches step by step for the chain's instances only
+(:func:`_short_chain`). A guard
 reading ``a``'s fields is evaluated per candidate, in the walk's order, as the per-event step
 evaluates it (:func:`_guarded_walk`). The matches whose select list names only their events'
 fields are lazy complex events (kernels.pair.lazy_matches), the others are made as the token
@@ -139,6 +142,13 @@ def _complex_event(m: Any, rs: Any, held: list[Event], bindings: dict[str, Any]
     return ComplexEvent(m.name, params, b.ts, out, held, 0)
 
 
+#: a walk steps match by match (:func:`_short_chain`) when the A rows outnumber the B rows
+#: this many times: the chain takes a distinct B at each step but its last, so it is short,
+#: and per-step searches cost less than the per-A-row columns (motorbike's DriverLeftSeat:
+#: 200,000 A rows, 60 B rows, a 61-step chain)
+_SHORT_CHAIN = 128
+
+
 def _walk(a_rows: np.ndarray, a_code: np.ndarray, b_keys: np.ndarray, b_at: np.ndarray,
           b_code: np.ndarray, old_code: int | None, span: int) -> Walk:
     """The instances of a batch whose ``B`` filter reads only its event: ``a_rows`` (their
@@ -146,6 +156,30 @@ def _walk(a_rows: np.ndarray, a_code: np.ndarray, b_keys: np.ndarray, b_at: np.n
     ``code * span + row``, sorted, with their rows ``b_at`` and codes ``b_code``;
     ``old_code`` the key code of the instance from before the batch (None: none)."""
     none = np.zeros(0, np.int64)
+    n_a = len(a_rows)
+    j, old_b = 0, none
+    if old_code is not None:  # the instance under way takes the first B of its key, if any
+        q0 = int(np.searchsorted(b_keys, old_code * span))
+        if q0 == len(b_keys) or int(b_code[q0]) != old_code:
+            return none, none, none, -1
+        old_b = b_at[q0:q0 + 1]
+        j = int(np.searchsorted(a_rows, old_b[0] + 1))
+    if (len(b_keys) + 1) * _SHORT_CHAIN <= n_a:
+        at, took_at = _short_chain(j, a_rows, a_code, b_keys, b_at, b_code, span)
+    else:
+        at, took_at = _chain(j, a_rows, a_code, b_keys, b_at, b_code, span)
+    done = took_at >= 0
+    waiting = int(a_rows[at[-1]]) if len(at) and took_at[-1] < 0 else -1
+    a_of = np.concatenate([np.full(len(old_b), -1, np.int64), a_rows[at[done]]])
+    return a_rows[at], a_of, np.concatenate([old_b, took_at[done]]), waiting
+
+
+def _chain(j: int, a_rows: np.ndarray, a_code: np.ndarray, b_keys: np.ndarray,
+           b_at: np.ndarray, b_code: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """The chain of instances from A row ``j`` (:func:`_walk`'s arguments): their places among
+    the A rows and the B row each takes (-1: none, the chain's last) — per A row, one
+    ``searchsorted`` finds the B its instance would take and another the A that opens the
+    next instance after that match, then a list walk, one step per instance."""
     n_a = len(a_rows)
     took = np.full(n_a, -1, np.int64)  # per A row: the B its instance takes (-1: none yet)
     if len(b_keys) and n_a:
@@ -156,13 +190,6 @@ def _walk(a_rows: np.ndarray, a_code: np.ndarray, b_keys: np.ndarray, b_at: np.n
         took = np.where(has, b_at[q], -1)
     # per A row: the A that opens the next instance after its match (the first A after its B)
     nxt = np.searchsorted(a_rows, took + 1)
-    j, old_b = 0, none
-    if old_code is not None:  # the instance under way takes the first B of its key, if any
-        q0 = int(np.searchsorted(b_keys, old_code * span))
-        if q0 == len(b_keys) or int(b_code[q0]) != old_code:
-            return none, none, none, -1
-        old_b = b_at[q0:q0 + 1]
-        j = int(np.searchsorted(a_rows, old_b[0] + 1))
     took_l, nxt_l = took.tolist(), nxt.tolist()
     chain = []
     while j < n_a:  # (one step per instance: the successors' chain from the first A)
@@ -171,10 +198,32 @@ def _walk(a_rows: np.ndarray, a_code: np.ndarray, b_keys: np.ndarray, b_at: np.n
             break
         j = nxt_l[j]
     at = np.array(chain, np.int64)
-    done = at[took[at] >= 0]
-    waiting = int(a_rows[at[-1]]) if len(at) and took_l[chain[-1]] < 0 else -1
-    a_of = np.concatenate([np.full(len(old_b), -1, np.int64), a_rows[done]])
-    return a_rows[at], a_of, np.concatenate([old_b, took[done]]), waiting
+    return at, took[at]
+
+
+def _short_chain(j: int, a_rows: np.ndarray, a_code: np.ndarray, b_keys: np.ndarray,
+                 b_at: np.ndarray, b_code: np.ndarray, span: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_chain` step by step: at each instance, the first B of its key after its A row
+    (a binary search in ``b_keys``), then the first A row after that B — the same searches
+    for the chain's instances only. The B rows taken ascend, so the chain has at most one
+    step more than there are B rows."""
+    keys, rows, codes = b_keys.tolist(), b_at.tolist(), b_code.tolist()
+    n_a, n_b = len(a_rows), len(keys)
+    chain: list[int] = []
+    took: list[int] = []
+    for _ in range(n_b + 1):  # (the bound: a step that took no B ends the chain)
+        if j >= n_a:
+            break
+        chain.append(j)
+        code = int(a_code[j])
+        q = bisect_left(keys, code * span + int(a_rows[j]) + 1)
+        b = rows[q] if q < n_b and codes[q] == code else -1
+        took.append(b)
+        if b < 0:
+            break
+        j = int(np.searchsorted(a_rows, b + 1))
+    return np.array(chain, np.int64), np.array(took, np.int64)
 
 
 def _guarded_walk(rs: Any, guard: Any, a_rows: np.ndarray, a_code: np.ndarray,

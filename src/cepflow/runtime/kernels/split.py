@@ -424,9 +424,11 @@ class _Replay:
         rows = np.concatenate([p[0] for p in plans] or [np.zeros(0, np.int64)])
         who = np.concatenate([np.full(len(p[0]), k, np.int64) for k, p in enumerate(plans)]
                              or [np.zeros(0, np.int64)])
-        #: per instance opened (in id order), the match whose cascade opens it (None: the
-        #: input step), with ``keys``
-        self.start_obj: list[Any] | None = None
+        #: per instance opened (in id order) that a match's cascade opens (``keys``), that
+        #: match, by the instance's place (none there: the input step opens it) — only those
+        #: places are listed (a list of every place costs a pass over the batch's instances:
+        #: motorbike's 340,000 for its 60 Accident instances)
+        self.start_obj: dict[int, Any] | None = None
         if keys is None:
             # (by row, then pattern: one stable sort merging the plans' ascending rows)
             order = np.argsort(rows * max(len(plans), 1) + who, kind="stable")
@@ -441,9 +443,13 @@ class _Replay:
             slot = np.repeat(np.array([k[2] for k in keys], np.int64), lens)
             order = np.lexsort((slot, np.concatenate([np.zeros(0, np.int64), *cp]),
                                 np.concatenate([np.zeros(0, np.int64), *phase]), rows))
-            objs = list(chain.from_iterable(repeat(None, n) if k[3] is None else k[3]
-                                            for k, n in zip(keys, lens, strict=True)))
-            self.start_obj = list(map(objs.__getitem__, order.tolist()))
+            place = np.empty(len(order), np.int64)
+            place[order] = np.arange(len(order), dtype=np.int64)
+            ends = np.cumsum([0, *lens]).tolist()
+            self.start_obj = {}
+            for k, lo, hi in zip(keys, ends, ends[1:], strict=False):
+                if k[3] is not None:
+                    self.start_obj.update(zip(place[lo:hi].tolist(), k[3], strict=True))
         self.start_rows, self.start_who = rows[order], who[order]
         self.n_starts = len(order)
         self.ids = np.zeros(len(order), np.int64)
@@ -647,7 +653,7 @@ class _Replay:
             # (numpy scalars: only the stepped rows look, fewer than the starts to convert)
             # (an inner every may take several: its forks at the row, then its start)
             while (j < self.n_starts and self.start_rows[j] == r and self.start_who[j] == k
-                    and (self.start_obj is None or self.start_obj[j] is None)):
+                    and (self.start_obj is None or self.start_obj.get(j) is None)):
                 counters.token += 1
                 self.ids[j] = counters.token
                 j += 1
@@ -668,7 +674,7 @@ class _Replay:
 
         def replay(e: Event, emit: Any) -> None:
             j = self.next
-            if (j < self.n_starts and self.start_obj is not None and self.start_obj[j] is e
+            if (j < self.n_starts and self.start_obj is not None and self.start_obj.get(j) is e
                     and self.start_who[j] == k):
                 counters.token += 1
                 self.ids[j] = counters.token
