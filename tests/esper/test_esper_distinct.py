@@ -15,6 +15,7 @@ statistics, open instances and saved state (the seen keys with their times) — 
 with a save/restore in the middle, ``Engine.process_columns`` over event lists and Arrow
 batches, ``advance_to`` after a batch, and the program split beside statements no kernel takes."""
 
+import json
 from pathlib import Path
 
 from hypothesis import example, given, settings
@@ -277,3 +278,20 @@ def test_motorbike_accident_steps_no_row_for_distinct() -> None:
     with stepping() as without:
         Engine(load_module(parse_epl(plain))).process_batch(stream())
     assert [e.id for e in stepped] == [e.id for e in without]
+
+
+def test_a_nan_key_is_one_key() -> None:
+    """Esper keeps the seen keys in a Java set, where every NaN equals NaN (Double.equals):
+    a second NaN key is seen — whichever float object holds it, also after a save and
+    restore (which makes a new one)."""
+    from cepflow.events.event import Event
+
+    prog = load_module(parse_epl(
+        SCHEMA + "insert into P select a.v as v from pattern [every-distinct(a.x) a=A]"))
+    engine = Engine(prog)
+    got = engine.process(Event("A", (1, 1, float("nan"), "s"), 0))
+    got += engine.process(Event("A", (1, 2, float("nan"), "s"), 1))
+    engine = restore_state(Engine(prog), json.loads(json.dumps(save_state(engine))))
+    got += engine.process(Event("A", (1, 3, float("nan"), "s"), 2))
+    got += engine.process(Event("A", (1, 4, 0.5, "s"), 3))
+    assert [m.params for m in got] == [(1,), (4,)]

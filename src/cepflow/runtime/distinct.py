@@ -27,8 +27,16 @@ def seen_before(seen: dict[tuple, Any], key: tuple, ts: Any, expiry: float | Non
             del seen[k]
     if key in seen:
         return True
+    if any(v != v for v in key) and any(_same(k, key) for k in seen):
+        return True  # (a NaN: rare, so looked for by a walk)
     seen[key] = ts
     return False
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Keys equal with every NaN equal to NaN, as Esper's (Java's ``Double.equals``): a NaN
+    key is one key whichever float object holds it (the event's, a restored state's)."""
+    return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b))
 
 
 def distinct_openings(seen: dict[tuple, Any], keys: Callable[[int], tuple],
