@@ -36,7 +36,8 @@ def seen_before(seen: dict[tuple, Any], key: tuple, ts: Any, expiry: float | Non
 def _same(a: tuple, b: tuple) -> bool:
     """Keys equal with every NaN equal to NaN, as Esper's (Java's ``Double.equals``): a NaN
     key is one key whichever float object holds it (the event's, a restored state's)."""
-    return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(x == y or (x != x and y != y)
+                                    for x, y in zip(a, b, strict=True))
 
 
 def distinct_openings(seen: dict[tuple, Any], keys: Callable[[int], tuple],
