@@ -84,12 +84,21 @@ def fol_head(p: ast.Pattern) -> ast.Pattern:
        st.sampled_from(["event", "run", "restore"]), st.integers(0, 18))
 def test_a_guard_around_every_ends_the_pattern_at_start_plus_delta(
         events: list[Event], delta: int, start: int | None, how: str, cut: int) -> None:
+    guarded_as_plain("every a=A -> b=B(b.k = a.k)", events, delta, start, how, cut)
+
+
+def guarded_as_plain(body: str, events: list[Event], delta: int, start: int | None, how: str,
+                     cut: int) -> tuple[list[Event], float]:
+    """``(body) where timer:within(Δ)`` gives ``body``'s matches that complete before
+    ``start + Δ`` (the first event's time without a start): the events from the start, and
+    that time."""
     events = [e for e in events if start is None or e.ts >= start]
     t0 = start if start is not None else (events[0].ts if events else 0)
-    plain = run(program("every a=A -> b=B(b.k = a.k)"), events, start)
-    guarded = run(program(f"(every a=A -> b=B(b.k = a.k)) where timer:within({delta} msec)"),
-                  events, start, how, cut)
+    plain = run(program(body), events, start)
+    guarded = run(program(f"({body}) where timer:within({delta} msec)"), events, start, how,
+                  cut)
     assert guarded == [m for m in plain if m[1] - t0 < delta]
+    return events, t0
 
 
 @settings(max_examples=60, deadline=None)
@@ -97,12 +106,7 @@ def test_a_guard_around_every_ends_the_pattern_at_start_plus_delta(
        st.sampled_from(["event", "run", "restore"]), st.integers(0, 18))
 def test_a_guard_around_a_pattern_without_every_runs_from_the_start(
         events: list[Event], delta: int, start: int | None, how: str, cut: int) -> None:
-    events = [e for e in events if start is None or e.ts >= start]
-    t0 = start if start is not None else (events[0].ts if events else 0)
-    plain = run(program("a=A -> b=B(b.k = a.k)"), events, start)
-    guarded = run(program(f"(a=A -> b=B(b.k = a.k)) where timer:within({delta} msec)"),
-                  events, start, how, cut)
-    assert guarded == [m for m in plain if m[1] - t0 < delta]
+    events, t0 = guarded_as_plain("a=A -> b=B(b.k = a.k)", events, delta, start, how, cut)
     one = run(program(f"b=B where timer:within({delta} msec)", "select b.v as bv"), events,
               start, how, cut)
     first_b = next((e for e in events if e.type == "B"), None)

@@ -309,9 +309,32 @@ class _Builder:
                      set(ids), set())
 
     def link(self, a: _Frag, b: _Frag, reenter: frozenset[int] = frozenset()) -> None:
-        for p in a.last:
+        self.link_states(a.last, b, reenter)
+
+    def link_states(self, states: set[int], b: _Frag,
+                    reenter: frozenset[int] = frozenset()) -> None:
+        """Edges from each of ``states`` into ``b``'s first positions."""
+        for p in states:
             for q in b.first:
                 self.raw.append((p, q, reenter))
+
+    def beside_interval(self, cur: _Frag, it: ast.And | ast.Or,
+                        pending: list[Position]) -> tuple[_Frag, ast.Pattern]:
+        """The events beside the ``timer:interval`` of Esper's ``A -> (B and / or
+        timer:interval(Δ))`` at the end of a sequence (compiler.esper ``and_interval``,
+        ``or_interval``), built after ``cur`` (A) and linked from it; with the pattern built."""
+        word = "and" if isinstance(it, ast.And) else "or"
+        if cur.nullable or cur.timer or pending or cur.tail:
+            raise self.err(f"timer:interval inside '{word}' after an optional operand, a "
+                           "timer or a NOT", it.loc)
+        ops = and_items(it) if isinstance(it, ast.And) else or_items(it)
+        events = [o for o in ops if not isinstance(o, ast.Interval)]
+        alt = events[0]
+        for o in events[1:]:
+            alt = ast.Or(alt, o, it.loc)
+        f = self.build(alt)
+        self.link(cur, f)
+        return f, alt
 
     def build_seq(self, items: list[ast.Pattern], loc: ast.Loc) -> _Frag:
         cur: _Frag | None = None
@@ -325,39 +348,22 @@ class _Builder:
                                    it.loc)
                 wait = True
                 continue
-            if (isinstance(it, ast.And) and cur is not None and n == len(items) - 1
-                    and any(isinstance(o, ast.Interval) for o in and_items(it))):
-                # Esper's A -> (B and timer:interval(Δ)) (compiler.esper.and_interval): B
-                # before the deadline waits for it to complete; A's state waits for the
-                # deadline and then for B (resume)
-                if cur.nullable or cur.timer or pending or cur.tail:
-                    raise self.err("timer:interval inside 'and' after an optional operand, a "
-                                   "timer or a NOT", it.loc)
-                event = next(o for o in and_items(it) if not isinstance(o, ast.Interval))
-                f = self.build(event)
-                for p in cur.last:
-                    for q in f.first:
-                        self.raw.append((p, q, frozenset()))
+            if (isinstance(it, ast.And | ast.Or) and cur is not None and n == len(items) - 1
+                    and any(isinstance(o, ast.Interval)
+                            for o in (and_items(it) if isinstance(it, ast.And)
+                                      else or_items(it)))):
+                # Esper's A -> (B or / and timer:interval(Δ)): A's state waits for the
+                # window's deadline and steps on B as well. Or: the deadline completes A's
+                # state, B completes at once. And: B waits for the deadline to complete, A's
+                # state steps on at the deadline to wait for B (resume)
+                f, event = self.beside_interval(cur, it, pending)
+                waits = {p: [] for p in cur.last}
+                if isinstance(it, ast.Or):
+                    return _Frag(cur.first, f.last, False, cur.created | f.created,
+                                 cur.zones | f.zones, waits, set(cur.timer))
                 return _Frag(cur.first, set(), False, cur.created | f.created,
-                             cur.zones | f.zones, {p: [] for p in cur.last | f.last},
+                             cur.zones | f.zones, {**waits, **{p: [] for p in f.last}},
                              set(cur.timer), set(f.last), event)
-            if (isinstance(it, ast.Or) and cur is not None and n == len(items) - 1
-                    and any(isinstance(o, ast.Interval) for o in or_items(it))):
-                # Esper's A -> (B or timer:interval(Δ)) (compiler.esper.or_interval): A's
-                # state waits for the window's deadline and steps on B as well
-                if cur.nullable or cur.timer or pending or cur.tail:
-                    raise self.err("timer:interval inside 'or' after an optional operand, a "
-                                   "timer or a NOT", it.loc)
-                events = [o for o in or_items(it) if not isinstance(o, ast.Interval)]
-                alt = events[0]
-                for o in events[1:]:
-                    alt = ast.Or(alt, o, it.loc)
-                f = self.build(alt)
-                for p in cur.last:
-                    for q in f.first:
-                        self.raw.append((p, q, frozenset()))
-                return _Frag(cur.first, f.last, False, cur.created | f.created,
-                             cur.zones | f.zones, {p: [] for p in cur.last}, set(cur.timer))
             if isinstance(it, ast.Not):
                 atoms = forbidden_atoms(it.pattern)
                 if atoms is None:
@@ -398,9 +404,7 @@ class _Builder:
                     p.id for p in self.positions if p.type == TIMER}:
                 # Esper's A -> timer:interval(Δ) -> …: where the window's deadline completed
                 # the pattern, its end feeds the synthetic TIMER event the rest follows
-                for p in cur.timer:
-                    for q in f.first:
-                        self.raw.append((p, q, frozenset()))
+                self.link_states(cur.timer, f)
                 cur = _Frag(cur.first, f.last, False, cur.created | f.created,
                             cur.zones | f.zones, dict(f.tail), set(f.timer))
                 continue
@@ -409,10 +413,7 @@ class _Builder:
             gap = {p: [*cur.tail.get(p, []), *pending] for p in cur.last | set(cur.tail)}
             for p, negs in gap.items():
                 self.forbid[p].extend(negs)
-            lasts = cur.last | set(cur.tail)
-            for p in lasts:
-                for q in f.first:
-                    self.raw.append((p, q, frozenset()))
+            self.link_states(cur.last | set(cur.tail), f)
             cur = _Frag(
                 cur.first | (f.first if cur.nullable else set()),
                 f.last | (cur.last if f.nullable else set()),
@@ -471,9 +472,7 @@ class _Builder:
         assert f.resume is not None
         t = self.build(ast.Atom(TIMER, (), None, None, f.resume.loc))
         b = self.build(f.resume)
-        for p in f.timer - f.done:
-            for q in t.first:
-                self.raw.append((p, q, frozenset()))
+        self.link_states(f.timer - f.done, t)
         self.link(t, b)
         return _Frag(f.first, b.last, False, f.created | t.created | b.created,
                      f.zones | t.zones | b.zones, {}, set(f.done))

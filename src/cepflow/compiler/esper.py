@@ -407,11 +407,7 @@ class _Lowering:
             raise EsperError("timer:interval inside 'and' is supported as (timer:interval(Δ) "
                              "and not C) and, at the end of a pattern, as (B and "
                              "timer:interval(Δ)) with B one event", timers[0].loc)
-        prev = out.pop()
-        if not (_single(prev) or (isinstance(prev, ast.Every) and _single(prev.pattern))):
-            raise EsperError("timer:interval inside 'and' after a group is not supported; it "
-                             "may follow one event (A -> (B and timer:interval(…)))",
-                             timers[0].loc)
+        prev = _event_before(out, " inside 'and'", "(B and timer:interval(…))", timers[0].loc)
         t = timers[0]
         if t.duration == 0:  # fires as it starts: the and is B
             out.extend([prev, pos[0]])
@@ -443,11 +439,7 @@ class _Lowering:
                              "(timer:interval(Δ) -> …, every timer:interval(Δ), "
                              "every (timer:interval(Δ) and not C)) and after one "
                              "event (A -> timer:interval(Δ) [-> …])", t.loc)
-        prev = out.pop()
-        if not (_single(prev) or (isinstance(prev, ast.Every) and _single(prev.pattern))
-                or (isinstance(prev, ast.Atom) and prev.name == TIMER)):
-            raise EsperError("timer:interval after a group is not supported; it may follow "
-                             "one event (A -> timer:interval(…))", t.loc)
+        prev = _event_before(out, "", "timer:interval(…)", t.loc)  # (or the TIMER event)
         if not last and t.duration == 0:
             # a zero interval fires as it starts (Esper), before any other event: what
             # follows begins at prev's event, and a not beside it forbids nothing
@@ -477,11 +469,7 @@ class _Lowering:
             raise EsperError("timer:interval inside 'or' is supported beside single events at "
                              "the end of a pattern (A -> (B or timer:interval(Δ)), "
                              "b=B or timer:interval(Δ))", shortest.loc)
-        prev = out.pop()
-        if not (_single(prev) or (isinstance(prev, ast.Every) and _single(prev.pattern))):
-            raise EsperError("timer:interval inside 'or' after a group is not supported; it "
-                             "may follow one event (A -> (B or timer:interval(…)))",
-                             shortest.loc)
+        prev = _event_before(out, " inside 'or'", "(B or timer:interval(…))", shortest.loc)
         out.append(ast.Window(ast.Fol(prev, ast.Or(events, shortest, p.loc), p.loc),
                               shortest.duration, "within", p.loc))
 
@@ -592,6 +580,17 @@ def _forbidden(negs: list[ast.Pattern]) -> ast.Not:
         inner = forbidden if inner is None else ast.Or(inner, forbidden, n.loc)
     assert inner is not None
     return ast.Not(inner, negs[0].loc)
+
+
+def _event_before(out: list[ast.Pattern], where: str, form: str, loc: ast.Loc) -> ast.Pattern:
+    """The lowered operand a ``timer:interval`` (``where`` it stands: inside an ``or`` / an
+    ``and``) follows, taken off ``out``: one event (or alternatives of events, ``every`` on
+    them, the end of an interval before it); a group is reported."""
+    prev = out.pop()
+    if not (_single(prev) or (isinstance(prev, ast.Every) and _single(prev.pattern))):
+        raise EsperError(f"timer:interval{where} after a group is not supported; it may follow "
+                         f"one event (A -> {form})", loc)
+    return prev
 
 
 def _or_timer(p: ast.Or) -> bool:

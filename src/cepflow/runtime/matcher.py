@@ -1440,19 +1440,19 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             keep.append(th)
         if fired is None and not expired:
             return
+        onward = None if fired is None else self.pattern.auto.edges.get(fired.state, {}).get(
+            TIMER)
+        if onward:
+            # A -> timer:interval(Δ) -> …: the interval passed, the rest begins with the
+            # synthetic event of its end (compiler.esper.TIMER); the other runs stay, the
+            # expired ones go (_apply unregisters the token and registers what is left)
+            end = Event(TIMER, (), deadline, TIMER)
+            self._apply(tok, [(fired, self._try_edges(fired, onward, end)),
+                              *((th, None) for th in keep)], end, emit)
+            return
         self.unregister(tok)
         trace = self.host.trace
         if fired is not None:
-            onward = self.pattern.auto.edges.get(fired.state, {}).get(TIMER)
-            if onward:
-                # A -> timer:interval(Δ) -> …: the interval passed, the rest begins with the
-                # synthetic event of its end (compiler.esper.TIMER); the other runs stay
-                tok.threads = [fired, *keep]
-                self.register(tok)
-                end = Event(TIMER, (), deadline, TIMER)
-                self._apply(tok, [(fired, self._try_edges(fired, onward, end)),
-                                  *((th, None) for th in keep)], end, emit)
-                return
             if trace is not None:
                 trace.add(kind="step", pattern=self.name, token=tok.id, event=None,
                           ts=deadline, frm=fired.state, to=[FINAL],
