@@ -6,7 +6,12 @@ drops a result whose keys were seen (EvalEveryDistinctStateNode)."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from cepflow.events.event import Event
+from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
@@ -85,6 +90,25 @@ def test_a_tag_inside_not_never_binds() -> None:
     """``not c=C(c.k = a.k)`` forbids what ``not C(k = a.k)`` forbids: the tag binds nothing
     (Esper leaves it null), its own fields read bare; another key's C does not end the gap."""
     p = epl("insert into P from pattern [every a=A -> (b=B(b.k = a.k) and not c=C(c.k = a.k))]")
-    assert run(p, "A1@0 C2@1 B1@2") == [(["A1", "B1"], (1, 1))]
+    assert run(p, "A1@0 C2@1 B1@2") == [(["A1", "B1"], (1, 1, None))]
     assert run(p, "A1@0 C1@1 B1@2") == []
-    assert run(p, "A1@0 A2@1 C1@1 B1@2 B2@3") == [(["A2", "B2"], (2, 2))]
+    assert run(p, "A1@0 A2@1 C1@1 B1@2 B2@3") == [(["A2", "B2"], (2, 2, None))]
+
+
+def test_a_tag_inside_not_reads_as_null_in_the_select_list() -> None:
+    """Esper declares the tag of a ``not`` and never sets it: ``select *`` carries its fields
+    as null (after the bound tags'), a select item reading it is null, a filter that reads it
+    is reported with its place (cepflow would compare with null where Esper's filter is never
+    true), and a field the tag's type lacks is reported as for any tag."""
+    p = epl("insert into P select a.k as a, c.k as c, coalesce(c.k, a.k) as first "
+            "from pattern [every a=A -> (b=B and not c=C)]")
+    assert run(p, "A1@0 B1@1 A2@2 C2@3 B2@4") == [(["A1", "B1"], (1, None, 1))]
+    star = epl("insert into P from pattern [every a=A -> (b=B and not c=C)]")
+    assert star.schemas["P"].param_names == ("a.k", "b.k", "c.k")
+    for bad, where in (("[every a=A -> (b=B and not c=C) -> d=X(k = c.k)]", "inside 'not'"),
+                       ("select c.q as q from pattern [every a=A -> (b=B and not c=C)]",
+                        "'c.q'")):
+        stmt = ("insert into P " + bad if bad.startswith("select")
+                else "insert into P from pattern " + bad)
+        with pytest.raises(PatternSyntaxError, match=r":\d+:\d+: error: .*" + re.escape(where)):
+            epl(stmt)

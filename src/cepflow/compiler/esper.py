@@ -836,9 +836,11 @@ class _Aliases:
     atom with a repeated tag keeps its alias: its position collects (module docstring)."""
 
     def __init__(self, schemas: Mapping[str, EventType],
-                 repeated: Mapping[str, RepeatedTag]) -> None:
+                 repeated: Mapping[str, RepeatedTag],
+                 negated: Mapping[str, EventType] | None = None) -> None:
         self.schemas = schemas
         self.repeated = repeated
+        self.negated = dict(negated or {})      # tags inside 'not' only: null in the select
         self.bound: dict[str, EventType] = {}   # alias -> its event type (surely bound)
         self.seen: dict[str, EventType] = {}    # every alias so far, in binding order
         self.rename: dict[str, str] = {}        # "a2.f" -> the variable holding it
@@ -850,6 +852,9 @@ class _Aliases:
         never unified (``_unify`` takes surely bound aliases only)."""
         et = self.bound.get(alias) or self.seen.get(alias)
         if et is None:
+            if alias in self.negated:
+                raise EsperError(f"'{alias}' is a tag inside 'not': it never binds (Esper "
+                                 "leaves it null); only the select list may read it", loc)
             raise EsperError(f"'{alias}' is not bound before this point", loc)
         self._field(alias, et, fld, loc)
         name = current(alias, fld) if alias in self.repeated else f"{alias}.{fld}"
@@ -963,6 +968,19 @@ class _Aliases:
             return replace(p, left=left, right=right)
         return replace(p, pattern=self.pattern(p.pattern))
 
+    def selected(self, e: ast.Expr) -> ast.Expr:
+        """A select item: :meth:`expr`, where a tag inside ``not`` (bound nowhere else)
+        reads as null, as Esper's select list gives it (the tag is declared, never set)."""
+
+        def fn(n: ast.Expr) -> ast.Expr | None:
+            if (isinstance(n, ast.Name) and len(n.path) == 1 and n.name in self.negated
+                    and n.name not in self.seen):
+                self._field(n.name, self.negated[n.name], n.path[0], n.loc)
+                return ast.Const(None, n.loc)
+            return None
+
+        return self.expr(rewrite(e, fn))
+
     def default_select(self) -> tuple[tuple[str, ast.Expr], ...]:
         """Without a select list: the fields of every tag, as Esper's ``select *`` gives the
         tagged events; a repeated tag's as ``a[0].f`` … up to the most it collects. A tag
@@ -981,6 +999,9 @@ class _Aliases:
             for k in range(rep.most):
                 head = f"{alias}[{k}]"
                 out.extend((f"{head}.{f}", ast.Name(head, (f,))) for f in et.param_names)
+        for alias, et in self.negated.items():  # (a tag inside 'not': null, as in Esper)
+            if alias not in self.seen:
+                out.extend((f"{alias}.{f}", ast.Const(None)) for f in et.param_names)
         return tuple(out)
 
 
@@ -997,7 +1018,9 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
         raise EsperError("a pattern that starts with timer:interval runs from the statement's "
                          "start over the whole stream; 'partition by' does not apply", decl.loc)
     body = _Lowering(plan.start, _repeating(body, plan, clock)).pattern(body, head=True)
-    aliases = _Aliases(schemas, repeated)
+    negated = {a.alias: schemas[a.name] for n in walk(decl.body) if isinstance(n, ast.Not)
+               for a in atoms(n.pattern) if a.alias is not None and a.name in schemas}
+    aliases = _Aliases(schemas, repeated, negated)
     body = aliases.pattern(body)
     keys = _stream_properties(decl.body, plan.distinct, schemas)
     distinct = tuple(aliases.expr(d) for d in keys)
@@ -1006,7 +1029,7 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     if select is None and not decl.params:
         select = aliases.default_select()
     if select is not None:
-        select = tuple((name, aliases.expr(e)) for name, e in select)
+        select = tuple((name, aliases.selected(e)) for name, e in select)
         if not params:
             params = tuple(ast.Param(name) for name, _ in select)
     lowered = replace(decl, body=body, context="esper", select=select, params=params)
