@@ -1,7 +1,8 @@
 """Esper's own pattern conformance cases, run on cepflow.
 
 Esper's regression suite (espertechinc/esper, ``regression-lib/.../suite/pattern``: the
-``PatternOperator*``, ``PatternGuardTimerWithin`` and ``PatternObserverTimerInterval`` classes)
+``PatternOperator*``, ``PatternGuardTimerWithin``, ``PatternGuardTimerWithinOrMax``,
+``PatternGuardWhile`` and ``PatternObserverTimerInterval`` classes)
 runs each pattern over one stream, *event set one* — A1 B1 C1 B2 A2 D1 E1 F1 D2 B3 G1 D3, one
 event a second from 1 s, the statement started at 0 — and names the matches each event causes
 with the event each tag took. ``data/esper_reference_cases.json`` restates those expectations
@@ -126,4 +127,5 @@ def test_the_cases_cover_the_suites() -> None:
                         "PatternOperatorAnd": 15, "PatternOperatorEvery": 5,
                         "PatternOperatorFollowedBy": 16, "PatternOperatorMatchUntil": 52,
                         "PatternOperatorNot": 13, "PatternOperatorOperatorMix": 6,
-                        "PatternOperatorOr": 9}
+                        "PatternOperatorOr": 9, "PatternGuardTimerWithinOrMax": 17,
+                        "PatternGuardWhile": 4}

@@ -3,7 +3,8 @@
 Supported (docs/esper.md): ``create schema Name(field type, ...)``; ``@Name('...')``;
 ``insert into X [select expr as name, ... | select *] from pattern [ ... ]`` with filters
 ``a = Type(condition)``, ``->``, ``and``, ``or``, ``every``, ``every-distinct(keys)``,
-``[n]`` repetition and the guard ``where timer:within(duration)``. Each statement becomes the
+``[n]`` repetition and the guards ``where timer:within(duration)``, ``where
+timer:withinmax(duration, n)`` and ``while (condition)``. Each statement becomes the
 declaration a cepflow pattern would give (context ``esper``), so both syntaxes run on the same
 automata.
 
@@ -32,6 +33,7 @@ from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 
 from cepflow.compiler.esper import EsperError, guard_windows, statement_start
+from cepflow.compiler.normalize import fol_items
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
 from cepflow.language.limits import (
@@ -45,7 +47,7 @@ from cepflow.language.parser import decode_string, to_milliseconds
 from cepflow.language.parser_cache import lalr_parser
 from cepflow.language.syntax import StatementRecovery, capped, describe, terminal_names
 from cepflow.language.tags import index_name
-from cepflow.language.walk import atoms, rewrite
+from cepflow.language.walk import atoms, names, rewrite, strip_alias, walk
 
 _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "Long",
           "double": "Double", "float": "Double", "boolean": "Boolean", "bool": "Boolean"}
@@ -349,16 +351,61 @@ class _ToAst(Transformer_NonRecursive):
         return ast.Interval(ms, loc=_loc(meta))
 
     def guard(self, meta: Any, c: list[Any]) -> ast.Window:
-        inner, ns, fn, arg = c
-        if f"{ns}:{fn}".lower() != "timer:within":
-            raise _Unsupported(_loc(ns), f"guard '{ns}:{fn}' is not supported (only "
-                               "timer:within)")
+        inner, ns, fn, arg, *more = c
+        kind = f"{ns}:{fn}".lower()
+        if kind not in ("timer:within", "timer:withinmax"):
+            raise _Unsupported(_loc(ns), f"guard '{ns}:{fn}' is not supported (timer:within, "
+                               "timer:withinmax and while (…) are)")
+        if len(more) != (kind == "timer:withinmax"):
+            raise _Unsupported(_loc(meta), "timer:within takes a duration, timer:withinmax a "
+                               "duration and a count (timer:withinmax(10 sec, 3))")
         ms = _milliseconds(arg)
         if ms is None:
-            raise _Unsupported(_loc(meta), "timer:within needs a duration such as 3 seconds")
+            raise _Unsupported(_loc(meta), f"{kind} needs a duration such as 3 seconds")
+        if more:
+            _at_most_once(inner, more[0], _loc(meta))
         out = ast.Window(inner, ms, "within", loc=_loc(meta))
         if id(inner) in self._open_nots:  # (a guard passes its operand's reports on as they are)
             self._open_nots[id(out)] = self._open_nots[id(inner)]
+        return out
+
+    def guard_while(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        """Esper's ``P while (cond)`` (ExpressionGuard): each result of ``P`` is passed on
+        while ``cond`` holds over it; the first one for which it does not ends ``P`` for
+        good. With ``P`` ending in one event ``x=X(f)``, the results are that event's, so
+        this is ``x=X(f and cond) and not X(f and not cond)`` in its place (the event that
+        decides either passes or ends the operand, nothing waits past it); ``every x=X(f)``
+        likewise ends at the first ``X(f)`` failing ``cond``."""
+        inner, cond = c
+        loc = _loc(meta)
+        self._closed([inner], "a while guard")
+        for n in names(cond):
+            if not n.path and not n.name.startswith("@"):
+                raise _Unsupported(n.loc or loc, f"while (…) reads tagged events: write "
+                                   f"tag.{n.name}, not {n.name}")
+        if isinstance(cond, ast.Const) and not isinstance(cond.value, bool):
+            raise _Unsupported(cond.loc or loc, "while (…) needs a true or false condition")
+        items = fol_items(inner) if isinstance(inner, ast.Fol) else [inner]
+        last = items[-1]
+        every = isinstance(last, ast.Every) and not last.distinct
+        atom = last.pattern if every else last
+        if not isinstance(atom, ast.Atom) or atom.args is not None or any(
+                isinstance(n, ast.Every) for i in items[:-1] for n in walk(i)):
+            raise _Unsupported(loc, "while (…) is supported around one event, every on one "
+                               "event, or a followed-by ending in one of them without every "
+                               "before it (x=X while (…), (every x=X) while (…), a=A -> x=X "
+                               "while (…))")
+        f = atom.where
+        keep = cond if f is None else ast.Binary("and", f, cond, loc=loc)
+        stop = ast.Unary("not", cond, loc=loc)
+        stop = stop if f is None else ast.Binary("and", f, stop, loc=loc)
+        passed: ast.Pattern = replace(atom, where=keep)
+        guarded = ast.And(ast.Every(passed, loc=last.loc) if every else passed,
+                          ast.Not(ast.Atom(atom.name, None, strip_alias(stop, atom.alias),
+                                           None, atom.loc), loc=loc), loc=loc)
+        out = guarded
+        for left in reversed(items[:-1]):
+            out = ast.Fol(left, out, loc=inner.loc)
         return out
 
     # ---- statements --------------------------------------------------------------------
@@ -554,6 +601,20 @@ def _window_source(source: _Source) -> ast.Atom:
     raise _Unsupported(source.loc, "a data window over a pattern is supported for "
                        "pattern [every a = Type(filter)] only (its events are then the "
                        "stream's events)")
+
+
+def _at_most_once(inner: ast.Pattern, count: Any, loc: ast.Loc) -> None:
+    """``timer:withinmax(Δ, n)`` (TimerWithinOrMaxCountGuard) passes at most ``n`` results
+    of its operand within Δ; around an operand that reports at most once (no ``every``
+    inside) and ``n >= 1`` that is ``timer:within(Δ)``. The rest is reported."""
+    n = count.value if isinstance(count, ast.Const) else None
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise _Unsupported(getattr(count, "loc", None) or loc, "timer:withinmax needs a whole "
+                           "count of at least 1 (with 0 its operand never matches)")
+    if any(isinstance(p, ast.Every) for p in walk(inner)):
+        raise _Unsupported(loc, "timer:withinmax around a pattern with every inside (results "
+                           "counted across its instances) is not supported; around an operand "
+                           "that matches once it is timer:within")
 
 
 def _milliseconds(arg: Any) -> float | None:
