@@ -197,6 +197,9 @@ class Automaton:
     #: variables one atom binds and nothing reads (language.walk.unused_variables): like ``_``
     #: they decide nothing, not even which of two runs over the same events is reported
     unused: frozenset[str] = frozenset()
+    #: Esper's ``A -> (X or not Y)`` (compiler.automata ``report_or_wait``): states where a
+    #: run that reaches them reports a match at once and goes on waiting for X
+    reports: frozenset[int] = frozenset()
 
     def spawn_edge(self) -> Edge | None:
         """The one edge that begins an Esper spawn pattern (``every a = A(f) -> …``: context

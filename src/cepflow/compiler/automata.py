@@ -113,6 +113,8 @@ class _Builder:
         #: fragment is kept to tell its positions from the rest's (Automaton.group)
         self.group_head = False
         self.group: _Frag | None = None
+        #: positions where Esper's ``A -> (X or not Y)`` reports at once (Automaton.reports)
+        self.reports: set[int] = set()
 
     # -- helpers -------------------------------------------------------------------------
     def err(self, msg: str, loc: ast.Loc) -> CompileError:
@@ -364,6 +366,10 @@ class _Builder:
                 return _Frag(cur.first, set(), False, cur.created | f.created,
                              cur.zones | f.zones, {**waits, **{p: [] for p in f.last}},
                              set(cur.timer), set(f.last), event)
+            if (isinstance(it, ast.Or) and self.esper and n == len(items) - 1
+                    and any(isinstance(o, ast.Not) for o in or_items(it))):
+                cur = self.report_or_wait(cur, it, pending)
+                continue
             if isinstance(it, ast.Not):
                 atoms = forbidden_atoms(it.pattern)
                 if atoms is None:
@@ -434,6 +440,25 @@ class _Builder:
                 tail.setdefault(p, []).extend(negs)
             cur = _Frag(cur.first, set(), False, cur.created, cur.zones, tail, cur.timer)
         return cur
+
+    def report_or_wait(self, cur: _Frag | None, it: ast.Or,
+                       pending: list[Position]) -> _Frag:
+        """Esper's ``A -> (X or not Y)`` at the end of a sequence (compiler.esper): the or is
+        true as it starts (EvalNotStateNode) and goes on, so A's last positions report a match
+        when a run reaches them (:attr:`reports`, X's tags null) and the run waits for X,
+        which reports again and ends it. ``Y`` decides only when the or turns false, which X
+        (one event) never lets happen: it is not built."""
+        if cur is None or cur.nullable or cur.timer or cur.tail or pending or cur.resume:
+            raise self.err("'X or not Y' is supported after an event (A -> (X or not Y))",
+                           it.loc)
+        events = [o for o in or_items(it) if not isinstance(o, ast.Not)]
+        alt = events[0]
+        for o in events[1:]:
+            alt = ast.Or(alt, o, it.loc)
+        f = self.build(alt)
+        self.link(cur, f)
+        self.reports |= cur.last
+        return _Frag(cur.first, f.last, False, cur.created | f.created, cur.zones | f.zones)
 
     def build_mult(self, p: ast.Mult) -> _Frag:
         if isinstance(p.count, int):
@@ -540,6 +565,7 @@ class _Builder:
         )
         if self.group is not None:
             auto.group, auto.group_end = self._group(top)
+        auto.reports = frozenset(self.reports)
         sure = self._sure_bound(auto)
         self._key_index(auto, sure)
         self._partition_index(auto)

@@ -45,7 +45,7 @@ from cepflow.language.parser import decode_string, to_milliseconds
 from cepflow.language.parser_cache import lalr_parser
 from cepflow.language.syntax import StatementRecovery, capped, describe, terminal_names
 from cepflow.language.tags import index_name
-from cepflow.language.walk import atoms, rewrite
+from cepflow.language.walk import atoms, rewrite, walk
 
 _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "Long",
           "double": "Double", "float": "Double", "boolean": "Boolean", "bool": "Boolean"}
@@ -67,6 +67,50 @@ def _partnered(operands: list[Any]) -> None:
         if isinstance(o, ast.Not):
             raise _Unsupported(o.loc, "'not' needs a partner: A -> (B and not C), or "
                                "A -> (timer:interval(10 sec) and not C)")
+
+
+_TWICE = ("'X or not Y' is supported at the end of a whole pattern after an event (A -> (X or "
+          "not Y), every a=A -> (X or not Y)), not {} (Esper's or with a not is true as it "
+          "starts and again when X comes)")
+
+
+def _or_operands(p: ast.Pattern) -> list[ast.Pattern]:
+    """The operands of a nest of ``or`` (the reader's, left-deep)."""
+    return [*_or_operands(p.left), *_or_operands(p.right)] if isinstance(p, ast.Or) else [p]
+
+
+def _unlimited(c: list[Any]) -> list[Any]:
+    """The operands of a followed-by whose arrows may be Esper's ``-[n]>``. Esper's
+    EvalFollowedByWithMaxStateNodeManaged counts, per arrow, the right-hand sides under way
+    and starts no new one while ``n`` are: a limit only acts when the operands before the
+    arrow can be true more than once within one followed-by (an ``every``, an ``or`` with a
+    ``not`` inside them). Where they cannot, at most one right-hand side is ever under way
+    and ``-[n]>`` (``n`` ≥ 1) is ``->``; elsewhere it is reported."""
+    ops = [x for x in c if not isinstance(x, Token)]
+    for k, x in enumerate(c):
+        if not isinstance(x, Token):
+            continue
+        loc = _loc(x)
+        text = str(x)[2:-2].strip()
+        n = _limited(loc, lambda text=text: whole_number(text, "a followed-by maximum")
+                     if re.fullmatch(r"\d+(\.\d+)?", text) else None)
+        if n is None:
+            raise _Unsupported(loc, f"the maximum of a followed-by -[{text}]> must be a whole "
+                               "number (Esper also takes a constant expression or a variable)")
+        if n == 0:
+            raise _Unsupported(loc, "-[0]> starts no right-hand side, so nothing gets past it; "
+                               "write -[n]> with n of 1 or more")
+        before = [o for o in c[:k] if not isinstance(o, Token)]
+        again = next((n for o in before for n in walk(o)
+                      if isinstance(n, ast.Every) or (isinstance(n, ast.Or) and any(
+                          isinstance(m, ast.Not) for m in _or_operands(n)))), None)
+        if again is not None:
+            raise _Unsupported(loc, f"-[{n}]> after an operand that can be true more than "
+                               "once (every, or an or with not, before it) limits how many "
+                               "right-hand sides run at once; not supported: cepflow takes "
+                               "-[n]> where the operands before it are true at most once (it "
+                               "is then ->)")
+    return ops
 
 
 def _count(t: Token) -> int:
@@ -135,6 +179,10 @@ class _ToAst(Transformer_NonRecursive):
         #: followed-bys a ``not`` was left out of (by id), with that not's place: Esper's
         #: followed-by is still running when it reports, so inside ``or`` they are refused
         self._open_nots: dict[int, ast.Loc | None] = {}
+        #: ``X or not Y`` (and the followed-by it ends), by id, with the not's place: true
+        #: when it starts and again when X comes (:meth:`or_p`); taken at the end of a whole
+        #: pattern only
+        self._twice: dict[int, ast.Loc | None] = {}
 
     # ---- expressions -------------------------------------------------------------------
     def number(self, meta: Any, c: list[Any]) -> ast.Const:
@@ -215,6 +263,11 @@ class _ToAst(Transformer_NonRecursive):
         return ast.Atom(str(typ), None, cond, alias, loc=_loc(typ))
 
     def followed_by(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        c = _unlimited(c)
+        for o in c[:-1]:
+            if id(o) in self._twice:
+                raise _Unsupported(self._twice[id(o)] or o.loc or (1, 1), _TWICE.format(
+                    "before more of a followed-by (it would start what follows twice)"))
         nots = [o.loc for o in c if isinstance(o, ast.Not)]
         nots += [self._open_nots[id(o)] for o in c if id(o) in self._open_nots]
         c = self._true_at_once(c)
@@ -223,6 +276,8 @@ class _ToAst(Transformer_NonRecursive):
             out = ast.Fol(left, out, loc=_loc(meta))
         if nots:
             self._open_nots[id(out)] = nots[0]
+        if id(c[-1]) in self._twice and len(c) > 1:
+            self._twice[id(out)] = self._twice[id(c[-1])]
         return out
 
     def _true_at_once(self, items: list[Any]) -> list[Any]:
@@ -244,12 +299,21 @@ class _ToAst(Transformer_NonRecursive):
         return kept
 
     def or_p(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        """Esper's ``or``. With ``not`` operands (``d=D or not d=D``): EvalNotStateNode is
+        true as it starts and does not quit, so EvalOrStateNode reports at once (the other
+        operands' tags null) and goes on; when another operand is true it reports again and
+        ends (the not only decides when the or turns false, which a single event never does).
+        Marked for the enclosing nodes (:attr:`_twice`)."""
+        nots = [o for o in c if isinstance(o, ast.Not)]
         if len(c) > 1:  # (one operand: the rule is only on the way to a followed-by)
-            _partnered(c)
+            if len(nots) == len(c):
+                _partnered(c)
             self._closed(c, "'or'")
         out = c[0]
         for right in c[1:]:
             out = ast.Or(out, right, loc=_loc(meta))
+        if nots and len(c) > 1:
+            self._twice[id(out)] = nots[0].loc
         return out
 
     def _closed(self, operands: list[Any], where: str) -> None:
@@ -262,8 +326,11 @@ class _ToAst(Transformer_NonRecursive):
         turns false when the not's event comes first: ``(A -> not B) and C`` never matches on
         A B C), ``every`` (EvalEveryStateNode starts the operand again both when it matches
         and when it later turns false) or a repetition it would answer otherwise than the
-        operand alone: reported."""
+        operand alone: reported. So is ``X or not Y`` there (:meth:`or_p`)."""
         for o in operands:
+            if id(o) in self._twice:
+                raise _Unsupported(self._twice[id(o)] or o.loc or (1, 1),
+                                   _TWICE.format(f"inside {where}"))
             if id(o) in self._open_nots:
                 raise _Unsupported(self._open_nots[id(o)] or o.loc or (1, 1),
                                    f"'not' in a followed-by inside {where} is not supported "
@@ -280,8 +347,30 @@ class _ToAst(Transformer_NonRecursive):
         return out
 
     def every(self, meta: Any, c: list[Any]) -> ast.Every:
+        if isinstance(c[0], ast.Or) and id(c[0]) in self._twice:
+            return self._never(c[0], _loc(meta))
         self._closed(c, "'every'")
         return ast.Every(c[0], loc=_loc(meta))
+
+    def _never(self, p: ast.Or, loc: ast.Loc) -> ast.Every:
+        """``every (X or not Y)``: EvalEveryStateNode starts its operand under a stand-in
+        parent and quits it when it is true already as it starts — as this or is (its not) —
+        so the every never has a live operand: it is never true, never false. Read as
+        ``every X`` whose events all fail (the same tags; a warning says so)."""
+        line, col = loc or (1, 1)
+        self.warnings.append(Diagnostic(
+            self.source, line, col, "Esper's every (… or not …) never matches: the or is true "
+            "as it starts, and every quits an operand that is true at its start", "warning"))
+        false = ast.Const(False, loc=loc)
+        out: ast.Pattern | None = None
+        for o in _or_operands(p):
+            if isinstance(o, ast.Not):
+                continue
+            for a in atoms(o):
+                dead = replace(a, where=false)
+                out = dead if out is None else ast.Or(out, dead, loc=p.loc)
+        assert out is not None
+        return ast.Every(out, loc=loc)
 
     def every_repeat(self, meta: Any, c: list[Any]) -> ast.Every:
         """``every [n] P`` (Esper's grammar lets every take a repeat count)."""
@@ -356,6 +445,9 @@ class _ToAst(Transformer_NonRecursive):
         ms = _milliseconds(arg)
         if ms is None:
             raise _Unsupported(_loc(meta), "timer:within needs a duration such as 3 seconds")
+        if id(inner) in self._twice:
+            raise _Unsupported(self._twice[id(inner)] or inner.loc or (1, 1),
+                               _TWICE.format("under a guard"))
         out = ast.Window(inner, ms, "within", loc=_loc(meta))
         if id(inner) in self._open_nots:  # (a guard passes its operand's reports on as they are)
             self._open_nots[id(out)] = self._open_nots[id(inner)]
@@ -369,6 +461,9 @@ class _ToAst(Transformer_NonRecursive):
 
     def pattern_source(self, meta: Any, c: list[Any]) -> _Source:
         _partnered(c[:1])
+        if isinstance(c[0], ast.Or) and id(c[0]) in self._twice:
+            raise _Unsupported(self._twice[id(c[0])] or c[0].loc or (1, 1), _TWICE.format(
+                "at the start of a pattern (it is true at the statement's start)"))
         return _Source(c[0], [v for v in c[1:] if isinstance(v, _View)], _loc(meta))
 
     def stream_source(self, meta: Any, c: list[Any]) -> _Source:

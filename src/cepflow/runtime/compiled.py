@@ -137,7 +137,9 @@ class CompiledPattern:
         # the direct steps below know neither clocks, timers in the middle nor collected
         # (repeated) tags; of the latter the pair kernel takes ``every a -> [n] b``
         # (runtime.shapes.esper_collect_of)
-        clocked = self.clock is not None or self.timer_steps
+        # (Esper's A -> (X or not Y) reports where a run arrives, Automaton.reports: only the
+        # token path does, so such a pattern runs there)
+        clocked = self.clock is not None or self.timer_steps or bool(auto.reports)
         collecting = fast_path and not clocked and any(
             p.collect is not None for p in auto.positions)
         # (a tag collected without bound under select *, Automaton.spread: its match carries

@@ -1061,6 +1061,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         forbids = self.pattern.auto.forbids
         exact = self.pattern.exact and not new
         unused = self.pattern.auto.unused
+        reports = self.pattern.auto.reports
         for th, res in plan:
             if res is None:
                 if exact:  # a run that cannot take e ends: the partial match took e
@@ -1088,6 +1089,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                     threads.append(nt)
                     if nt.zstart:
                         self.schedule_zones(tok, nt)
+                    if nt.state in reports:  # Esper's A -> (X or not Y): true at once
+                        self._match(tok, nt.bindings, nt.events, nt.last, e.ts, emit)
             if trace is not None and not new:
                 went = [m for m in moved if m is not _KEEP]
                 trace.add(kind="step", pattern=self.name, token=tok.id, event=e.ref, ts=e.ts,
