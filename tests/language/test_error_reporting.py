@@ -108,8 +108,8 @@ def test_a_bad_statement_does_not_pass_its_annotations_on() -> None:
 
 def test_errors_at_the_end_and_bad_characters() -> None:
     assert epl_errors("create schema A(x int);\ninsert into C select * from pattern [A(x > 1)\n"
-                      ) == ["f.epl:3:1: error: unexpected end of input, expected '->', ']', "
-                            "'and', 'or', 'until', 'where'"]
+                      ) == ["f.epl:3:1: error: unexpected end of input, expected '->', '-[n]>', "
+                            "']', 'and', 'or', 'until', 'where'"]
     assert epl_errors("create schema A(x int);\n"
                       "insert into C select * from pattern [A(x > $)];\n"
                       "insert into D select * from pattern [A(x ? 2)];\n") == [
