@@ -736,6 +736,8 @@ def compile_pattern(
         tags = {pos.collect.alias: pos.collect for pos in auto.positions
                 if pos.collect is not None}
         auto.spread = tuple(tags[a] for a in plan.spread)
+    if decl.limits:
+        auto.limits = limit_states(decl, auto, plan)
     if decl.select is not None:
         auto.select = tuple(builder.expr(e, decl.loc) for _, e in decl.select)
         auto.select_vars = tuple(".".join((e.name, *e.path)) if isinstance(e, ast.Name) else None
@@ -750,6 +752,30 @@ def compile_pattern(
         for n in expr_names(e)]
     auto.unused = unused_variables(decl.body, tuple(reads))
     return auto
+
+
+def limit_states(decl: ast.ComplexEventDecl, auto: Automaton, plan: EsperPlan | None
+                 ) -> tuple[tuple[int, frozenset[int]], ...]:
+    """Esper's acting ``-[n]>`` (the EPL reader's :class:`~cepflow.language.ast.Limit`): per
+    limit, ``n`` and the positions of the one event before its arrow — where a run rests while
+    it waits for the right-hand side (one event, under a guard or after nots: the reader takes
+    no other), so the runs there are the right-hand sides under way. Found by the atoms'
+    places; a limit whose atoms the lowering did not keep as positions is an error, never
+    dropped."""
+    if plan is None or plan.start != "spawn" or auto.group or auto.clock is not None:
+        raise CompileError("-[n]> after every is supported as every a=A -[n]> B …",
+                           decl.loc, decl.name)
+    negative = {f.position.id for m in auto.forbids.values() for fs in m.values() for f in fs}
+    out = []
+    for lim in decl.limits:
+        states = frozenset(p.id for p in auto.positions if p.loc in lim.before
+                           and p.loc is not None and p.id not in negative)
+        if not states or any(p.every or p.conj is not None or p.collect is not None
+                             for p in auto.positions if p.id in states):
+            raise CompileError("-[n]> after every is supported as every a=A -[n]> B … with "
+                               "one event before each limited arrow", decl.loc, decl.name)
+        out.append((lim.most, states))
+    return tuple(out)
 
 
 _DEADLINE = object()  # in _restrict's edge sets: the state completes at a window's deadline
