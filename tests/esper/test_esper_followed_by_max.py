@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.esper.test_esper_scenario_reference import SCHEMA as _SCHEMA_EPL
 from tests.esper.test_esper_scenario_reference import Step, _play, _program, _run, bean
 from tests.support import load_script
 
@@ -297,7 +298,7 @@ def test_followed_by_max_against_esper(n: int, right: str, chain: bool, m: int |
     side = {"one": "b=B", "not": "(b=B and not C)",
             "guard": f"(b=B where timer:within({window} sec))"}[right]
     pattern = f"every a=A -[{n}]> {side}"
-    chain = chain and right != "guard"  # (a guard before a limited arrow is reported)
+    chain = chain and (right != "guard" or m is None)  # (a guard before -[m]>: reported)
     if chain:
         pattern += " -> d=D" if m is None else f" -[{m}]> d=D"
     prog = cepflow.load_module(parse_epl(SCHEMAS + f"@Name('P') select * from pattern "
@@ -320,3 +321,39 @@ def test_followed_by_max_against_esper(n: int, right: str, chain: bool, m: int |
     batch = cepflow.Engine(prog, start=0)
     ran = list(batch.run(events[:cut])) + list(batch.run(events[cut:]))
     assert [_max_ids(ce) for ce in ran] == [x for per in want for x in per], pattern
+
+
+TWO = ("every x=A -> y=B(k=x.k)", "every a=A -[2]> b=B(k=a.k)",
+       "every a=A -> (b=B(k=a.k) or not C)")
+
+
+@settings(max_examples=30, deadline=None)
+@given(stream=st.lists(st.tuples(st.sampled_from("ABC"), st.integers(0, 1)), max_size=20),
+       cut=st.integers(0, 20))
+def test_beside_kernel_patterns_run_as_per_event(stream: list[tuple[str, int]],
+                                                 cut: int) -> None:
+    """In one program with a pair pattern (a kernel's shape), ``Engine.run`` cut anywhere
+    gives per event's matches, ids and bindings: the kernels and the split leave the new forms
+    to the token path."""
+    prog = cepflow.load_module(parse_epl(SCHEMAS + "".join(
+        f"@Name('P{i}') select * from pattern [{p}];\n" for i, p in enumerate(TWO))))
+    events = [Event(t, (str(i), k), 1000 * (i + 1)) for i, (t, k) in enumerate(stream)]
+    one = cepflow.Engine(prog, start=0)
+    want = [(ce.type, ce.match_id, ce.ts, ce.bindings) for e in events for ce in one.process(e)]
+    batch = cepflow.Engine(prog, start=0)
+    got = [(ce.type, ce.match_id, ce.ts, ce.bindings)
+           for part in (events[:cut], events[cut:]) for ce in batch.run(part)]
+    assert got == want
+
+
+def test_the_forms_print_back_as_epl() -> None:
+    """The EPL printer writes ``-[n]>`` on its arrow and ``or not``; they read back the same
+    (with the same limits)."""
+    from cepflow.language.epl_printer import format_epl
+
+    for _, pattern, _, _ in FOLLOWED_BY_MAX[:4] + FOLLOWED_BY_MAX[5:] + AGREE:
+        m = parse_epl(_SCHEMA_EPL + f"insert into P select * from pattern [{pattern}];\n")
+        text = format_epl(m)
+        back = parse_epl(text)
+        assert back.decls[-1].limits == m.decls[-1].limits
+        assert ("]>" in text) == bool(m.decls[-1].limits)

@@ -319,8 +319,10 @@ class _ToAst(Transformer_NonRecursive):
             if id(o) in self._twice:
                 raise _Unsupported(self._twice[id(o)] or o.loc or (1, 1), _TWICE.format(
                     "before more of a followed-by (it would start what follows twice)"))
-        self._closed(c, "a followed-by", limits_only=True)
-        limits = _counted(c, acting) if acting else ()
+        # ((every a=A -[n]> B) -> C: the inner followed-by's limit counts the same right
+        # sides as in every a=A -[n]> B -> C, the form the EPL printer writes back)
+        self._closed(c[1:] if not acting else c, "a followed-by", limits_only=True)
+        limits = _counted(c, acting) if acting else self._limits.get(id(c[0]), ())
         nots = [o.loc for o in c if isinstance(o, ast.Not)]
         nots += [self._open_nots[id(o)] for o in c if id(o) in self._open_nots]
         c = self._true_at_once(c)
