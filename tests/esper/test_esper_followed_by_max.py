@@ -357,3 +357,18 @@ def test_the_forms_print_back_as_epl() -> None:
         back = parse_epl(text)
         assert back.decls[-1].limits == m.decls[-1].limits
         assert ("]>" in text) == bool(m.decls[-1].limits)
+
+
+def test_a_blocked_start_begins_no_instance() -> None:
+    """While ``n`` right sides wait, an A begins nothing (Esper's followed-by returns before
+    it makes a state): the saved state holds the one instance and the engine issued one
+    instance id, not one per A."""
+    prog = cepflow.load_module(parse_epl(
+        SCHEMAS + "@Name('P') select * from pattern [every a=A -[1]> b=B];"))
+    engine = cepflow.Engine(prog, start=0)
+    for i in range(3):
+        assert engine.process(Event("A", (str(i), 0), 1000 * (i + 1))) == []
+    state = save_state(engine)
+    assert state["counters"]["token"] == 1
+    assert [th["bindings"]["a.id"] for tok in state["patterns"]["P"]
+            for th in tok["threads"]] == ["0"]

@@ -765,11 +765,10 @@ def limit_states(decl: ast.ComplexEventDecl, auto: Automaton, plan: EsperPlan | 
     if plan is None or plan.start != "spawn" or auto.group or auto.clock is not None:
         raise CompileError("-[n]> after every is supported as every a=A -[n]> B …",
                            decl.loc, decl.name)
-    negative = {f.position.id for m in auto.forbids.values() for fs in m.values() for f in fs}
     out = []
     for lim in decl.limits:
-        states = frozenset(p.id for p in auto.positions if p.loc in lim.before
-                           and p.loc is not None and p.id not in negative)
+        states = frozenset(p.id for p in auto.positions if p.loc is not None
+                           and p.loc in lim.before)
         if not states or any(p.every or p.conj is not None or p.collect is not None
                              for p in auto.positions if p.id in states):
             raise CompileError("-[n]> after every is supported as every a=A -[n]> B … with "
