@@ -220,21 +220,28 @@ def _ids(ce: Any) -> list[Any]:
 def test_or_with_not_against_esper(every: bool, y: str, stream: list[tuple[str, int]],
                                    cut: int, fast: bool) -> None:
     pattern = (("every " if every else "") + f"a=A -> (b=B(k=a.k) or not {y})")
+    events = [Event(t, (str(i), k), 1000 * (i + 1)) for i, (t, k) in enumerate(stream)]
+    _check(pattern, events, _oracle(every, stream, y), _ids, cut, fast)
+
+
+def _check(pattern: str, events: list[Event], want: list[list[Any]], ids: Any, cut: int,
+           fast: bool) -> None:
+    """``pattern`` per event (a save/restore through JSON before event ``cut``) gives
+    ``want``, the oracle's matches per event (as ``ids`` shows a match), and so does
+    ``Engine.run`` over the events cut there into two batches."""
     prog = cepflow.load_module(parse_epl(SCHEMAS + f"@Name('P') select * from pattern "
                                                    f"[{pattern}];"))
-    events = [Event(t, (str(i), k), 1000 * (i + 1)) for i, (t, k) in enumerate(stream)]
-    want = _oracle(every, stream, y)
     engine = cepflow.Engine(prog, start=0, fast_path=fast)
     got = []
     for i, e in enumerate(events):
-        if i == cut:  # a save/restore between two events
+        if i == cut:
             state = json.loads(json.dumps(save_state(engine)))
             engine = restore_state(cepflow.Engine(prog, start=0, fast_path=fast), state)
-        got.append([_ids(ce) for ce in engine.process(e)])
-    assert got == want
+        got.append([ids(ce) for ce in engine.process(e)])
+    assert got == want, pattern
     batch = cepflow.Engine(prog, start=0)
     ran = list(batch.run(events[:cut])) + list(batch.run(events[cut:]))
-    assert [_ids(ce) for ce in ran] == [m for per in want for m in per]
+    assert [ids(ce) for ce in ran] == [m for per in want for m in per], pattern
 
 
 def test_the_forms_run_per_event_and_draw() -> None:
@@ -301,8 +308,6 @@ def test_followed_by_max_against_esper(n: int, right: str, chain: bool, m: int |
     chain = chain and (right != "guard" or m is None)  # (a guard before -[m]>: reported)
     if chain:
         pattern += " -> d=D" if m is None else f" -[{m}]> d=D"
-    prog = cepflow.load_module(parse_epl(SCHEMAS + f"@Name('P') select * from pattern "
-                                                   f"[{pattern}];"))
     times, ts = [], 0
     for _, gap in stream:  # (gaps of 0 to 2 s: guards end at events and between them)
         ts += 1000 * gap
@@ -310,17 +315,7 @@ def test_followed_by_max_against_esper(n: int, right: str, chain: bool, m: int |
     events = [Event(t, (str(i), 0), times[i]) for i, (t, _) in enumerate(stream)]
     want = _max_oracle(n, right, chain, m, 1000 * window,
                        [(t, times[i]) for i, (t, _) in enumerate(stream)])
-    engine = cepflow.Engine(prog, start=0, fast_path=fast)
-    got = []
-    for i, e in enumerate(events):
-        if i == cut:  # a save/restore between two events
-            state = json.loads(json.dumps(save_state(engine)))
-            engine = restore_state(cepflow.Engine(prog, start=0, fast_path=fast), state)
-        got.append([_max_ids(ce) for ce in engine.process(e)])
-    assert got == want, pattern
-    batch = cepflow.Engine(prog, start=0)
-    ran = list(batch.run(events[:cut])) + list(batch.run(events[cut:]))
-    assert [_max_ids(ce) for ce in ran] == [x for per in want for x in per], pattern
+    _check(pattern, events, want, _max_ids, cut, fast)
 
 
 TWO = ("every x=A -> y=B(k=x.k)", "every a=A -[2]> b=B(k=a.k)",
