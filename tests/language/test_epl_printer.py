@@ -53,7 +53,7 @@ def test_durations() -> None:
 
 # ---- random EPL that the reader takes prints back ----------------------------------------
 
-SCHEMA = "create schema T(id string, k int, v double);\n"
+SCHEMA = "create schema T(id string, k int, v double);\ncreate schema U(id string, k int);\n"
 
 
 @st.composite
@@ -71,10 +71,17 @@ def epl_pattern(draw, depth: int = 0, tags: list | None = None) -> str:
                          f"{draw(st.integers(-5, 5))}")
         return f"{tag} = T({' and '.join(conds)})"
     kind = draw(st.sampled_from(["->", "or", "and", "every", "repeat", "guard", "distinct",
-                                 "until"]))
+                                 "until", "max", "or not"]))
     inner = epl_pattern(depth + 1, tags)
     if kind in ("->", "or", "and"):
         return f"({draw(inner)} {kind} {draw(inner)})"
+    if kind == "max":  # Esper's followed-by maximum, the head under every or not; after
+        # every the right side must be of another type (U) for the limit to be counted
+        head = f"every {draw(inner)}" if draw(st.booleans()) else draw(inner)
+        right = (f"u{len(tags)} = U(id = 'A')" if draw(st.booleans()) else draw(inner))
+        return f"{head} -[{draw(st.integers(1, 3))}]> {right}"
+    if kind == "or not":
+        return f"({draw(inner)} or not {draw(inner)})"
     if kind == "every":
         return f"every ({draw(inner)})"
     if kind == "repeat":

@@ -87,7 +87,8 @@ def test_unsupported_constructs_of_every_statement_are_reported() -> None:
         "select a.x as x from pattern [a = A];\n"
     ) == [
         "f.epl:2:38: error: [0] repeats nothing; write at least [1]",
-        "f.epl:3:46: error: guard 'timer:foo' is not supported (timer:within, timer:withinmax and while (…) are)",
+        "f.epl:3:46: error: guard 'timer:foo' is not supported (timer:within, timer:withinmax "
+        "and while (…) are)",
         "f.epl:4:48: error: 'where' after the stream is not supported; filter the stream "
         "instead: Type(condition)",
         "f.epl:6:1: error: a select statement without 'insert into' needs @Name('…') to name "
@@ -108,8 +109,8 @@ def test_a_bad_statement_does_not_pass_its_annotations_on() -> None:
 
 def test_errors_at_the_end_and_bad_characters() -> None:
     assert epl_errors("create schema A(x int);\ninsert into C select * from pattern [A(x > 1)\n"
-                      ) == ["f.epl:3:1: error: unexpected end of input, expected '->', ']', "
-                            "'and', 'or', 'until', 'where', 'while'"]
+                      ) == ["f.epl:3:1: error: unexpected end of input, expected '->', '-[n]>', "
+                            "']', 'and', 'or', 'until', 'where', 'while'"]
     assert epl_errors("create schema A(x int);\n"
                       "insert into C select * from pattern [A(x > $)];\n"
                       "insert into D select * from pattern [A(x ? 2)];\n") == [

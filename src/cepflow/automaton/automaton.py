@@ -197,6 +197,13 @@ class Automaton:
     #: variables one atom binds and nothing reads (language.walk.unused_variables): like ``_``
     #: they decide nothing, not even which of two runs over the same events is reported
     unused: frozenset[str] = frozenset()
+    #: Esper's ``A -> (X or not Y)`` (compiler.automata ``report_or_wait``): states where a
+    #: run that reaches them reports a match at once and goes on waiting for X
+    reports: frozenset[int] = frozenset()
+    #: Esper's ``every a=A -[n]> B …`` (compiler.automata ``limit_states``): per acting
+    #: limit, ``n`` and the states where a run waits for that arrow's right-hand side — a
+    #: run that would enter them while ``n`` runs wait there ends instead
+    limits: tuple[tuple[int, frozenset[int]], ...] = ()
 
     def spawn_edge(self) -> Edge | None:
         """The one edge that begins an Esper spawn pattern (``every a = A(f) -> …``: context

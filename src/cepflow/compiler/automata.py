@@ -113,6 +113,8 @@ class _Builder:
         #: fragment is kept to tell its positions from the rest's (Automaton.group)
         self.group_head = False
         self.group: _Frag | None = None
+        #: positions where Esper's ``A -> (X or not Y)`` reports at once (Automaton.reports)
+        self.reports: set[int] = set()
 
     # -- helpers -------------------------------------------------------------------------
     def err(self, msg: str, loc: ast.Loc) -> CompileError:
@@ -364,6 +366,10 @@ class _Builder:
                 return _Frag(cur.first, set(), False, cur.created | f.created,
                              cur.zones | f.zones, {**waits, **{p: [] for p in f.last}},
                              set(cur.timer), set(f.last), event)
+            if (isinstance(it, ast.Or) and self.esper and n == len(items) - 1
+                    and any(isinstance(o, ast.Not) for o in or_items(it))):
+                cur = self.report_or_wait(cur, it, pending)
+                continue
             if isinstance(it, ast.Not):
                 atoms = forbidden_atoms(it.pattern)
                 if atoms is None:
@@ -434,6 +440,25 @@ class _Builder:
                 tail.setdefault(p, []).extend(negs)
             cur = _Frag(cur.first, set(), False, cur.created, cur.zones, tail, cur.timer)
         return cur
+
+    def report_or_wait(self, cur: _Frag | None, it: ast.Or,
+                       pending: list[Position]) -> _Frag:
+        """Esper's ``A -> (X or not Y)`` at the end of a sequence (compiler.esper): the or is
+        true as it starts (EvalNotStateNode) and goes on, so A's last positions report a match
+        when a run reaches them (:attr:`reports`, X's tags null) and the run waits for X,
+        which reports again and ends it. ``Y`` decides only when the or turns false, which X
+        (one event) never lets happen: it is not built."""
+        if cur is None or cur.nullable or cur.timer or cur.tail or pending or cur.resume:
+            raise self.err("'X or not Y' is supported after an event (A -> (X or not Y))",
+                           it.loc)
+        events = [o for o in or_items(it) if not isinstance(o, ast.Not)]
+        alt = events[0]
+        for o in events[1:]:
+            alt = ast.Or(alt, o, it.loc)
+        f = self.build(alt)
+        self.link(cur, f)
+        self.reports |= cur.last
+        return _Frag(cur.first, f.last, False, cur.created | f.created, cur.zones | f.zones)
 
     def build_mult(self, p: ast.Mult) -> _Frag:
         if isinstance(p.count, int):
@@ -540,6 +565,7 @@ class _Builder:
         )
         if self.group is not None:
             auto.group, auto.group_end = self._group(top)
+        auto.reports = frozenset(self.reports)
         sure = self._sure_bound(auto)
         self._key_index(auto, sure)
         self._partition_index(auto)
@@ -710,6 +736,8 @@ def compile_pattern(
         tags = {pos.collect.alias: pos.collect for pos in auto.positions
                 if pos.collect is not None}
         auto.spread = tuple(tags[a] for a in plan.spread)
+    if decl.limits:
+        auto.limits = limit_states(decl, auto, plan)
     if decl.select is not None:
         auto.select = tuple(builder.expr(e, decl.loc) for _, e in decl.select)
         auto.select_vars = tuple(".".join((e.name, *e.path)) if isinstance(e, ast.Name) else None
@@ -724,6 +752,29 @@ def compile_pattern(
         for n in expr_names(e)]
     auto.unused = unused_variables(decl.body, tuple(reads))
     return auto
+
+
+def limit_states(decl: ast.ComplexEventDecl, auto: Automaton, plan: EsperPlan | None
+                 ) -> tuple[tuple[int, frozenset[int]], ...]:
+    """Esper's acting ``-[n]>`` (the EPL reader's :class:`~cepflow.language.ast.Limit`): per
+    limit, ``n`` and the positions of the one event before its arrow — where a run rests while
+    it waits for the right-hand side (one event, under a guard or after nots: the reader takes
+    no other), so the runs there are the right-hand sides under way. Found by the atoms'
+    places; a limit whose atoms the lowering did not keep as positions is an error, never
+    dropped."""
+    if plan is None or plan.start != "spawn" or auto.group or auto.clock is not None:
+        raise CompileError("-[n]> after every is supported as every a=A -[n]> B …",
+                           decl.loc, decl.name)
+    out = []
+    for lim in decl.limits:
+        states = frozenset(p.id for p in auto.positions if p.loc is not None
+                           and p.loc in lim.before)
+        if not states or any(p.every or p.conj is not None or p.collect is not None
+                             for p in auto.positions if p.id in states):
+            raise CompileError("-[n]> after every is supported as every a=A -[n]> B … with "
+                               "one event before each limited arrow", decl.loc, decl.name)
+        out.append((lim.most, states))
+    return tuple(out)
 
 
 _DEADLINE = object()  # in _restrict's edge sets: the state completes at a window's deadline

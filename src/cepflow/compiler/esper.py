@@ -363,6 +363,14 @@ class _Lowering:
                     self.and_not(inner[0], out, False, False)
                 begin = out.pop()
                 out.append(replace(it, pattern=_fol([begin, *self.chain(inner[1:], False)])))
+            elif isinstance(it, ast.Or) and _or_not(it):
+                # A -> (X or not Y): the builder makes A's end report at once and wait for X
+                # (compiler.automata, Automaton.reports; the EPL reader took it only there)
+                if not last or not out or not all(
+                        _single(o) for o in or_items(it) if not isinstance(o, ast.Not)):
+                    raise EsperError("'X or not Y' is supported at the end of a pattern "
+                                     "after an event, X one event (A -> (X or not Y))", it.loc)
+                out.append(it)
             elif isinstance(it, ast.Not) and first:
                 raise EsperError(f"'not' {_START}; write A -> (B and not C)", it.loc)
             elif isinstance(it, ast.Not):  # cepflow syntax: VEPL's NOT in a gap (A -> NOT C -> B)
@@ -591,6 +599,11 @@ def _event_before(out: list[ast.Pattern], where: str, form: str, loc: ast.Loc) -
         raise EsperError(f"timer:interval{where} after a group is not supported; it may follow "
                          f"one event (A -> {form})", loc)
     return prev
+
+
+def _or_not(p: ast.Or) -> bool:
+    """Esper's ``X or not Y`` (epl.py ``or_p``): an or with a ``not`` operand."""
+    return any(isinstance(o, ast.Not) for o in or_items(p))
 
 
 def _or_timer(p: ast.Or) -> bool:

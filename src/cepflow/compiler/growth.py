@@ -99,8 +99,10 @@ def _bound_before(auto: Automaton, state: int, var: str) -> bool:
 def growth(auto: Automaton) -> str | None:
     """Why the partial matches of ``auto`` can grow with the stream (module docstring), or
     None when a window, the next event or the context bounds them."""
+    # (Esper's -[n]> after every: at most n runs wait in its states, Automaton.limits)
+    limited = {s for _, states in auto.limits for s in states}
     open_states = [s for s in sorted(resting_states(auto))
-                   if not _windowed(auto, s) and not _decided(auto, s)]
+                   if not _windowed(auto, s) and not _decided(auto, s) and s not in limited]
     if not open_states:
         return None
     labels = {p.id: p.label for p in auto.positions}

@@ -252,6 +252,17 @@ class QueryEventDecl:
 
 
 @dataclass(frozen=True)
+class Limit:
+    """Esper's followed-by maximum ``-[n]>`` on an arrow of a whole pattern's followed-by:
+    at most ``most`` right-hand sides of that arrow under way at once. ``before``: the places
+    of the atoms of the operand before the arrow (one event), which the compiler finds among
+    the automaton's positions (compiler.automata ``limit_states``)."""
+
+    most: int
+    before: tuple[Loc, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class ComplexEventDecl:
     """``complexEvent Name(params) { as <pattern> [context …] }``.
 
@@ -271,6 +282,8 @@ class ComplexEventDecl:
     select: tuple[tuple[str, Expr], ...] | None = None
     loc: Loc = _loc()
     priority: int = 0
+    #: Esper's ``-[n]>`` on the arrows of the whole pattern's followed-by, in order
+    limits: tuple[Limit, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "L
           "double": "Double", "float": "Double", "boolean": "Boolean", "bool": "Boolean"}
 #: how messages show the terminals syntax.terminal_names cannot name itself
 _NAMES = {"CMP": "comparison operator", "ADD": "'+', '-'", "MULOP": "'/', '%'",
-          "RANGE_SEP": "':', '..'", "UNIT": "time unit"}
+          "RANGE_SEP": "':', '..'", "UNIT": "time unit", "MAX_ARROW": "'-[n]>'"}
 #: terminals only a statement begins with: error recovery resumes at them
 _STARTERS = ("_CREATE", "_INSERT", "AT")
 #: what skipping the rest of a bad statement steps over whole (strings, comments) and where it
@@ -69,6 +69,99 @@ def _partnered(operands: list[Any]) -> None:
         if isinstance(o, ast.Not):
             raise _Unsupported(o.loc, "'not' needs a partner: A -> (B and not C), or "
                                "A -> (timer:interval(10 sec) and not C)")
+
+
+_TWICE = ("'X or not Y' is supported at the end of a whole pattern after an event (A -> (X or "
+          "not Y), every a=A -> (X or not Y)), not {} (Esper's or with a not is true as it "
+          "starts and again when X comes)")
+
+
+def _or_operands(p: ast.Pattern) -> list[ast.Pattern]:
+    """The operands of a nest of ``or`` (the reader's, left-deep)."""
+    return [*_or_operands(p.left), *_or_operands(p.right)] if isinstance(p, ast.Or) else [p]
+
+
+def _one_event(p: Any) -> bool:
+    """An atom or an or of atoms: one event."""
+    return all(isinstance(o, ast.Atom) for o in _or_operands(p))
+
+
+def _counted_side(p: Any) -> bool:
+    """A right-hand side whose one run the matcher counts while it waits: one event, alone,
+    under a guard (``b=B where timer:within(Δ)``) or beside nots (``b=B and not C``)."""
+    if isinstance(p, ast.Window):
+        return p.kind == "within" and _one_event(p.pattern)
+    if isinstance(p, ast.And):
+        ops = [o for o in _and_operands(p)]
+        pos = [o for o in ops if not isinstance(o, ast.Not)]
+        return len(pos) == 1 and _one_event(pos[0]) and all(
+            _one_event(o.pattern) for o in ops if isinstance(o, ast.Not))
+    return _one_event(p)
+
+
+def _and_operands(p: Any) -> list[Any]:
+    return [*_and_operands(p.left), *_and_operands(p.right)] if isinstance(p, ast.And) else [p]
+
+
+def _unlimited(c: list[Any]) -> tuple[list[Any], list[tuple[int, int, ast.Loc]]]:
+    """The operands of a followed-by whose arrows may be Esper's ``-[n]>``, and the limits
+    that act: ``(arrow, n, place)``. Esper's EvalFollowedByWithMaxStateNodeManaged counts,
+    per arrow, the right-hand sides under way and starts no new one while ``n`` are: a limit
+    only acts when the operands before the arrow can be true more than once within one
+    followed-by (an ``every``, an ``or`` with a ``not`` inside them). Where they cannot, at
+    most one right-hand side is ever under way and ``-[n]>`` (``n`` ≥ 1) is ``->``."""
+    ops = [x for x in c if not isinstance(x, Token)]
+    acting: list[tuple[int, int, ast.Loc]] = []
+    for k, x in enumerate(c):
+        if not isinstance(x, Token):
+            continue
+        loc = _loc(x)
+        text = str(x)[2:-2].strip()
+        n = _limited(loc, lambda text=text: whole_number(text, "a followed-by maximum")
+                     if re.fullmatch(r"\d+(\.\d+)?", text) else None)
+        if n is None:
+            raise _Unsupported(loc, f"the maximum of a followed-by -[{text}]> must be a whole "
+                               "number (Esper also takes a constant expression or a variable)")
+        if n == 0:
+            raise _Unsupported(loc, "-[0]> starts no right-hand side, so nothing gets past it; "
+                               "write -[n]> with n of 1 or more")
+        before = [o for o in c[:k] if not isinstance(o, Token)]
+        if any(isinstance(m, ast.Every) or (isinstance(m, ast.Or) and any(
+                isinstance(o, ast.Not) for o in _or_operands(m)))
+               for o in before for m in walk(o)):
+            acting.append((len(before) - 1, n, loc))
+    return ops, acting
+
+
+def _counted(ops: list[Any], acting: list[tuple[int, int, ast.Loc]]) -> tuple[ast.Limit, ...]:
+    """The limits that act, where cepflow counts them: the followed-by ``every a=A -[n]> …``
+    (one event under the every; each operand before a limited arrow one event, the one after
+    it one event alone, under a guard or beside nots, and of other event types, so that no
+    event both starts and ends a right-hand side); else reported."""
+    def refuse(loc: ast.Loc, why: str) -> _Unsupported:
+        return _Unsupported(loc, f"-[n]> after an operand that can be true more than once "
+                            f"(every …) is supported as every a=A -[n]> B … with {why}")
+
+    head = ops[0]
+    if not (isinstance(head, ast.Every) and not head.distinct and head.expiry is None
+            and _one_event(head.pattern)):
+        raise refuse(acting[0][2], "one event under the every at the start")
+    if any(isinstance(o, ast.Not) for o in ops):
+        raise refuse(acting[0][2], "no bare not among the operands")
+    out = []
+    for k, n, loc in acting:
+        left = head.pattern if k == 0 else ops[k]
+        if isinstance(left, ast.And) and _counted_side(left):  # (b=B and not C): B ends it
+            left = next(o for o in _and_operands(left) if not isinstance(o, ast.Not))
+        if not _one_event(left):
+            raise refuse(loc, "one event before each limited arrow (alone or with and not)")
+        right = ops[k + 1]
+        if not _counted_side(right):
+            raise refuse(loc, "one event after it (alone, under a guard or with and not)")
+        if {a.name for a in atoms(left)} & {a.name for a in atoms(right)}:
+            raise refuse(loc, "other event types after the arrow than before it")
+        out.append(ast.Limit(n, tuple(a.loc for a in atoms(left))))
+    return tuple(out)
 
 
 def _count(t: Token) -> int:
@@ -137,6 +230,12 @@ class _ToAst(Transformer_NonRecursive):
         #: followed-bys a ``not`` was left out of (by id), with that not's place: Esper's
         #: followed-by is still running when it reports, so inside ``or`` they are refused
         self._open_nots: dict[int, ast.Loc | None] = {}
+        #: ``X or not Y`` (and the followed-by it ends), by id, with the not's place: true
+        #: when it starts and again when X comes (:meth:`or_p`); taken at the end of a whole
+        #: pattern only
+        self._twice: dict[int, ast.Loc | None] = {}
+        #: followed-bys with an acting -[n]> (by id): taken as the whole pattern only
+        self._limits: dict[int, tuple[ast.Limit, ...]] = {}
 
     # ---- expressions -------------------------------------------------------------------
     def number(self, meta: Any, c: list[Any]) -> ast.Const:
@@ -217,6 +316,15 @@ class _ToAst(Transformer_NonRecursive):
         return ast.Atom(str(typ), None, cond, alias, loc=_loc(typ))
 
     def followed_by(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        c, acting = _unlimited(c)
+        for o in c[:-1]:
+            if id(o) in self._twice:
+                raise _Unsupported(self._twice[id(o)] or o.loc or (1, 1), _TWICE.format(
+                    "before more of a followed-by (it would start what follows twice)"))
+        # ((every a=A -[n]> B) -> C: the inner followed-by's limit counts the same right
+        # sides as in every a=A -[n]> B -> C, the form the EPL printer writes back)
+        self._closed(c[1:] if not acting else c, "a followed-by", limits_only=True)
+        limits = _counted(c, acting) if acting else self._limits.get(id(c[0]), ())
         nots = [o.loc for o in c if isinstance(o, ast.Not)]
         nots += [self._open_nots[id(o)] for o in c if id(o) in self._open_nots]
         c = self._true_at_once(c)
@@ -225,6 +333,10 @@ class _ToAst(Transformer_NonRecursive):
             out = ast.Fol(left, out, loc=_loc(meta))
         if nots:
             self._open_nots[id(out)] = nots[0]
+        if id(c[-1]) in self._twice and len(c) > 1:
+            self._twice[id(out)] = self._twice[id(c[-1])]
+        if limits:
+            self._limits[id(out)] = limits
         return out
 
     def _true_at_once(self, items: list[Any]) -> list[Any]:
@@ -246,15 +358,24 @@ class _ToAst(Transformer_NonRecursive):
         return kept
 
     def or_p(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        """Esper's ``or``. With ``not`` operands (``d=D or not d=D``): EvalNotStateNode is
+        true as it starts and does not quit, so EvalOrStateNode reports at once (the other
+        operands' tags null) and goes on; when another operand is true it reports again and
+        ends (the not only decides when the or turns false, which a single event never does).
+        Marked for the enclosing nodes (:attr:`_twice`)."""
+        nots = [o for o in c if isinstance(o, ast.Not)]
         if len(c) > 1:  # (one operand: the rule is only on the way to a followed-by)
-            _partnered(c)
+            if len(nots) == len(c):
+                _partnered(c)
             self._closed(c, "'or'")
         out = c[0]
         for right in c[1:]:
             out = ast.Or(out, right, loc=_loc(meta))
+        if nots and len(c) > 1:
+            self._twice[id(out)] = nots[0].loc
         return out
 
-    def _closed(self, operands: list[Any], where: str) -> None:
+    def _closed(self, operands: list[Any], where: str, limits_only: bool = False) -> None:
         """A followed-by a ``not`` was left out of (``A -> not B``) reports its match while
         that not is still watching: Esper's EvalFollowedByStateNode reports "quitted" only
         when none of its parts is left, and turns false when the not's event comes. At the top
@@ -264,8 +385,17 @@ class _ToAst(Transformer_NonRecursive):
         turns false when the not's event comes first: ``(A -> not B) and C`` never matches on
         A B C), ``every`` (EvalEveryStateNode starts the operand again both when it matches
         and when it later turns false) or a repetition it would answer otherwise than the
-        operand alone: reported."""
+        operand alone: reported. So is ``X or not Y`` there (:meth:`or_p`), and an acting
+        ``-[n]>`` (counted for the whole pattern's followed-by only)."""
         for o in operands:
+            if id(o) in self._limits:
+                raise _Unsupported(o.loc or (1, 1), f"-[n]> after every is supported in the "
+                                   f"whole pattern's followed-by, not inside {where}")
+            if limits_only:
+                continue
+            if id(o) in self._twice:
+                raise _Unsupported(self._twice[id(o)] or o.loc or (1, 1),
+                                   _TWICE.format(f"inside {where}"))
             if id(o) in self._open_nots:
                 raise _Unsupported(self._open_nots[id(o)] or o.loc or (1, 1),
                                    f"'not' in a followed-by inside {where} is not supported "
@@ -282,8 +412,30 @@ class _ToAst(Transformer_NonRecursive):
         return out
 
     def every(self, meta: Any, c: list[Any]) -> ast.Every:
+        if isinstance(c[0], ast.Or) and id(c[0]) in self._twice:
+            return self._never(c[0], _loc(meta))
         self._closed(c, "'every'")
         return ast.Every(c[0], loc=_loc(meta))
+
+    def _never(self, p: ast.Or, loc: ast.Loc) -> ast.Every:
+        """``every (X or not Y)``: EvalEveryStateNode starts its operand under a stand-in
+        parent and quits it when it is true already as it starts — as this or is (its not) —
+        so the every never has a live operand: it is never true, never false. Read as
+        ``every X`` whose events all fail (the same tags; a warning says so)."""
+        line, col = loc or (1, 1)
+        self.warnings.append(Diagnostic(
+            self.source, line, col, "Esper's every (… or not …) never matches: the or is true "
+            "as it starts, and every quits an operand that is true at its start", "warning"))
+        false = ast.Const(False, loc=loc)
+        out: ast.Pattern | None = None
+        for o in _or_operands(p):
+            if isinstance(o, ast.Not):
+                continue
+            for a in atoms(o):
+                dead = replace(a, where=false)
+                out = dead if out is None else ast.Or(out, dead, loc=p.loc)
+        assert out is not None
+        return ast.Every(out, loc=loc)
 
     def every_repeat(self, meta: Any, c: list[Any]) -> ast.Every:
         """``every [n] P`` (Esper's grammar lets every take a repeat count)."""
@@ -364,10 +516,18 @@ class _ToAst(Transformer_NonRecursive):
             raise _Unsupported(_loc(meta), f"{kind} needs a duration such as 3 seconds")
         if more:
             _at_most_once(inner, more[0], _loc(meta))
+        self._once_reported(inner)
+        self._closed([inner], "a guard", limits_only=True)
         out = ast.Window(inner, ms, "within", loc=_loc(meta))
         if id(inner) in self._open_nots:  # (a guard passes its operand's reports on as they are)
             self._open_nots[id(out)] = self._open_nots[id(inner)]
         return out
+
+    def _once_reported(self, inner: Any) -> None:
+        """A guard around ``X or not Y`` (reported: see _TWICE)."""
+        if id(inner) in self._twice:
+            raise _Unsupported(self._twice[id(inner)] or inner.loc or (1, 1),
+                               _TWICE.format("under a guard"))
 
     def guard_while(self, meta: Any, c: list[Any]) -> ast.Pattern:
         """Esper's ``P while (cond)`` (ExpressionGuard): each result of ``P`` is passed on
@@ -378,6 +538,7 @@ class _ToAst(Transformer_NonRecursive):
         likewise ends at the first ``X(f)`` failing ``cond``."""
         inner, cond = c
         loc = _loc(meta)
+        self._once_reported(inner)
         self._closed([inner], "a while guard")
         for n in names(cond):
             if not n.path and not n.name.startswith("@"):
@@ -416,7 +577,12 @@ class _ToAst(Transformer_NonRecursive):
 
     def pattern_source(self, meta: Any, c: list[Any]) -> _Source:
         _partnered(c[:1])
-        return _Source(c[0], [v for v in c[1:] if isinstance(v, _View)], _loc(meta))
+        if isinstance(c[0], ast.Or) and id(c[0]) in self._twice:
+            raise _Unsupported(self._twice[id(c[0])] or c[0].loc or (1, 1), _TWICE.format(
+                "at the start of a pattern (it is true at the statement's start)"))
+        out = _Source(c[0], [v for v in c[1:] if isinstance(v, _View)], _loc(meta))
+        out.limits = self._limits.get(id(c[0]), ())
+        return out
 
     def stream_source(self, meta: Any, c: list[Any]) -> _Source:
         typ = c[0]
@@ -513,6 +679,8 @@ class _Source:
     def __init__(self, body: Any, views: list[_View], loc: ast.Loc, stream: bool = False
                  ) -> None:
         self.body, self.views, self.loc, self.stream = body, views, loc, stream
+        #: the acting -[n]> of the whole pattern's followed-by
+        self.limits: tuple[ast.Limit, ...] = ()
 
 
 class _Unnamed:
@@ -552,6 +720,9 @@ def _statement(name: str, loc: ast.Loc, parts: list[Any]) -> ast.Decl:
     select = _clause(parts, "select")
     source = next(x for x in parts if isinstance(x, _Source))
     group, having = _clause(parts, "group_by"), _clause(parts, "having")
+    if source.limits and source.views:
+        raise _Unsupported(source.loc, "-[n]> after every is supported in a pattern "
+                           "statement, not under a data window")
     if source.stream or source.views:
         return _window_decl(name, loc, select, source, group, having)
     if group is not None or having is not None:
@@ -570,7 +741,8 @@ def _statement(name: str, loc: ast.Loc, parts: list[Any]) -> ast.Decl:
     except EsperError as e:  # (a form whose start cepflow cannot place: reported here)
         raise _Unsupported(e.loc or loc, str(e)) from None
     params = tuple(ast.Param(n) for n, _ in pairs or ())
-    return ast.ComplexEventDecl(name, params, body, "esper", (), pairs, loc=loc)
+    return ast.ComplexEventDecl(name, params, body, "esper", (), pairs, loc=loc,
+                                limits=source.limits)
 
 
 def _window_expr(e: ast.Expr) -> ast.Expr:

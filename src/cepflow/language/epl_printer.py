@@ -13,12 +13,14 @@ VEPL parameters on atoms, other contexts, queries, rules, ``holds-for`` windows 
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import replace
 from decimal import Decimal
 
 from cepflow.compiler.normalize import fol_items
 from cepflow.language import ast
 from cepflow.language.printer import format_expr
+from cepflow.language.walk import atoms
 
 _TYPES = {"Integer": "int", "Long": "long", "Double": "double", "String": "string",
           "Boolean": "boolean"}
@@ -60,11 +62,29 @@ def _single(p: ast.Pattern) -> bool:
                                        and isinstance(p.pattern, ast.Atom))
 
 
+#: the limits (Esper's ``-[n]>``) of the pattern being printed
+_LIMITS: ContextVar[tuple[ast.Limit, ...]] = ContextVar("limits", default=())
+
+
+def _arrow(left: ast.Pattern) -> str:
+    """The arrow after ``left``: ``-[n]>`` when a limit's operand is what ``left`` ends with
+    (its atoms' places, ast.Limit.before; the reader's guard rule nests ``X -> P`` in a
+    window), else ``->``."""
+    while isinstance(left, ast.Fol | ast.Window):
+        left = fol_items(left)[-1] if isinstance(left, ast.Fol) else left.pattern
+    here = {a.loc for a in atoms(left)}
+    for lim in _LIMITS.get():
+        if lim.before and set(lim.before) <= here:
+            return f" -[{lim.most}]> "
+    return " -> "
+
+
 def _pattern(p: ast.Pattern) -> str:
     if isinstance(p, ast.Atom):
         return _atom(p)
     if isinstance(p, ast.Fol):
-        return " -> ".join(_operand(i) for i in fol_items(p))
+        items = fol_items(p)
+        return "".join(_operand(i) + _arrow(i) for i in items[:-1]) + _operand(items[-1])
     if isinstance(p, ast.Or | ast.And):
         word = "or" if isinstance(p, ast.Or) else "and"
         left = _pattern(p.left) if type(p.left) is type(p) else _operand(p.left)
@@ -108,7 +128,8 @@ def _operand(p: ast.Pattern) -> str:
         inner = p.pattern
         if isinstance(inner, ast.Fol) and _single(inner.left):
             # the reader's guard rule: X -> (P where timer:within) is (X -> P)[Δ]
-            return f"({_operand(inner.left)} -> ({_pattern(inner.right)}) {guard})"
+            return (f"({_operand(inner.left)}{_arrow(inner.left)}({_pattern(inner.right)}) "
+                    f"{guard})")
         return f"(({_pattern(inner)}) {guard})"
     return f"({_pattern(p)})"
 
@@ -134,7 +155,11 @@ def _complex(d: ast.ComplexEventDecl, stream: str | None = None) -> str:
         lines = [*_annotations(d), f"@Name('{d.name}')", f"insert into {stream}"]
     if d.select is not None:
         lines.append("select " + ", ".join(f"{_expr(e)} as {n}" for n, e in d.select))
-    lines.append(f"from pattern [{_pattern(d.body)}];")
+    token = _LIMITS.set(d.limits)
+    try:
+        lines.append(f"from pattern [{_pattern(d.body)}];")
+    finally:
+        _LIMITS.reset(token)
     return "\n".join(lines)
 
 
@@ -195,8 +220,6 @@ def _union_streams(module: ast.Module) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def _atoms(p: ast.Pattern) -> list[ast.Atom]:
-    from cepflow.language.walk import atoms
-
     return list(atoms(p))
 
 

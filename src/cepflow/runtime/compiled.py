@@ -62,6 +62,7 @@ class CompiledPattern:
         "initial",
         "key_index",
         "key_var",
+        "limit_at",
         "name",
         "neg_states",
         "out_degree",
@@ -137,7 +138,14 @@ class CompiledPattern:
         # the direct steps below know neither clocks, timers in the middle nor collected
         # (repeated) tags; of the latter the pair kernel takes ``every a -> [n] b``
         # (runtime.shapes.esper_collect_of)
-        clocked = self.clock is not None or self.timer_steps
+        # (Esper's A -> (X or not Y) reports where a run arrives, Automaton.reports: only the
+        # token path does, so such a pattern runs there)
+        # (and Esper's -[n]> after every, Automaton.limits, which the token path counts)
+        clocked = (self.clock is not None or self.timer_steps or bool(auto.reports)
+                   or bool(auto.limits))
+        #: state -> the acting -[n]> whose right-hand sides wait there: (n, its states)
+        self.limit_at: dict[int, tuple[int, frozenset[int]]] = {
+            s: lim for lim in auto.limits for s in lim[1]}
         collecting = fast_path and not clocked and any(
             p.collect is not None for p in auto.positions)
         # (a tag collected without bound under select *, Automaton.spread: its match carries

@@ -1006,6 +1006,9 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         res = self._try_edges(root, self.pattern.initial[e.type], e)
         if res is None:
             return False
+        if self.pattern.limit_at and all(self._full(th.state) for th in res[0]
+                                         if th is not _KEEP):
+            return False  # (every a=A -[n]> …: n right-hand sides under way; A starts none)
         if self.pattern.auto.distinct and self.pattern.auto.start == "spawn":
             first = next(th for th in res[0] if th is not _KEEP)
             if self._distinct_seen(first.bindings, e.ts):
@@ -1061,6 +1064,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         forbids = self.pattern.auto.forbids
         exact = self.pattern.exact and not new
         unused = self.pattern.auto.unused
+        reports = self.pattern.auto.reports
+        limit_at = self.pattern.limit_at
         for th, res in plan:
             if res is None:
                 if exact:  # a run that cannot take e ends: the partial match took e
@@ -1084,10 +1089,14 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                 if nt.state == FINAL:
                     if done is None or _age(nt, unused) < _age(done, unused):
                         done = nt
+                elif limit_at and th.state != nt.state and self._full(nt.state):
+                    continue  # (-[n]>: the left side ended true, no right side starts)
                 else:
                     threads.append(nt)
                     if nt.zstart:
                         self.schedule_zones(tok, nt)
+                    if nt.state in reports:  # Esper's A -> (X or not Y): true at once
+                        self._match(tok, nt.bindings, nt.events, nt.last, e.ts, emit)
             if trace is not None and not new:
                 went = [m for m in moved if m is not _KEEP]
                 trace.add(kind="step", pattern=self.name, token=tok.id, event=e.ref, ts=e.ts,
@@ -1109,6 +1118,24 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             return
         tok.threads = threads
         self.register(tok)
+
+    def _full(self, state: int) -> bool:
+        """Esper's ``-[n]>`` (EvalFollowedByWithMaxStateNodeManaged): would a run entering
+        ``state`` start a right-hand side while ``n`` are under way? They are the registered
+        runs waiting in the limit's states (a run being stepped is not registered: the count
+        falls as it leaves, before it is checked again, as Esper's does)."""
+        lim = self.pattern.limit_at.get(state)
+        if lim is None:
+            return False
+        most, states = lim
+        buckets = self.buckets
+        under_way = 0
+        for s in states:
+            bm = buckets.get(s)
+            if bm:
+                for group in bm.values():
+                    under_way += len(group)
+        return under_way >= most
 
     def _group_end(self, tok: Token, threads: list[Thread], inside: bool,
                    ts: float) -> list[Thread]:

@@ -123,6 +123,12 @@ class PatternNet:
                 bad("timer:interval in the middle of a pattern", "an interval whose end "
                     "begins the rest (A -> timer:interval(Δ) -> B) is not translated yet",
                     p.loc)
+        if a.reports:
+            bad("'X or not Y' after an event", "an instance that reports at once and goes on "
+                "waiting for X (Esper's or with a not) is not translated yet")
+        if a.limits:
+            bad("-[n]> after every", "a followed-by that starts no right-hand side while n "
+                "are under way (Esper's followed-by maximum) is not translated yet")
         if a.partition_by:
             bad("partition by", "not translated yet")
         if a.start == "group":
