@@ -53,9 +53,11 @@ class _Glushkov:
     follow: dict[int, set[int]] = field(default_factory=dict)
 
     def build(self, p: ast.Pattern) -> tuple[set[int], set[int], bool]:
-        """(first, last, nullable) of ``p``, adding its positions."""
+        """(first, last, nullable) of ``p``, adding its positions. A tag inside a repetition
+        (its events collected, compiler.esper) is taken in an ``and``'s operands; an ``or``'s
+        are run side by side from one event instead (compiler.esper ``_Lowering.beside``)."""
         if isinstance(p, ast.Atom):
-            if p.alias is not None:
+            if p.alias is not None and self.word != "'and'":
                 raise ConjunctionError(f"a tag inside a repetition inside {self.word} is not "
                                        "supported", p.loc)
             i = len(self.atoms)
@@ -110,6 +112,11 @@ class ProductStep:
     #: the step moves an ``every x = X`` operand (alone: see :func:`product`): Esper's every
     #: keeps that operand waiting, so the step forks (``Position.every``)
     every: bool = False
+    #: the guarded operands (:attr:`Product.guards`) whose guard this step is inside: those
+    #: not done after it and those it completes (their guard is left after the step)
+    guarded: frozenset[int] = frozenset()
+    #: of ``guarded``, the operands this step completes
+    completes: frozenset[int] = frozenset()
 
     @property
     def state(self) -> tuple[frozenset[int], tuple[int, ...]]:
@@ -127,6 +134,11 @@ class Product:
     last: list[int]
     follow: dict[int, list[int]]
     variables: list[frozenset[str]]
+    #: an ``and``'s operands ``P where timer:within(Δ)``: operand index -> the guard (Esper's
+    #: EvalGuardStateNode starts with the and; when it ends before its operand is true, the
+    #: operand quits and with it the and — EvalAndStateNode.evaluateFalse). The automaton
+    #: builder makes each a timed zone begun by the event the and starts at
+    guards: dict[int, ast.Window] = field(default_factory=dict)
 
 
 def product(p: ast.And | ast.Or) -> Product:
@@ -136,10 +148,12 @@ def product(p: ast.And | ast.Or) -> Product:
     word = "'and'" if conj else "'or'"
     operands = and_items(p) if conj else or_items(p)
     repeats = _repeating(operands, word)
+    guards = {i: op for i, op in enumerate(operands) if conj and is_guard(op)}
     parts = []
-    for op in operands:
+    for i, op in enumerate(operands):
         g = _Glushkov(word)
-        first, last, nullable = g.build(op.pattern if isinstance(op, ast.Every) else op)
+        unwrap = isinstance(op, ast.Every) or i in guards
+        first, last, nullable = g.build(op.pattern if unwrap else op)  # type: ignore[union-attr]
         if nullable:
             raise ConjunctionError(f"an operand of {word} that can match nothing",
                                    op.loc or p.loc)
@@ -178,9 +192,12 @@ def product(p: ast.And | ast.Or) -> Product:
                     target[i] = q
                 settles = None if conj else next(
                     (i for i, q in sorted(combo) if q in parts[i][2]), None)
-                step = ProductStep(frozenset(i for i, _ in combo),
-                            tuple(parts[i][0].atoms[q] for i, q in combo), tuple(target),
-                            settles, any(i in repeats for i, _ in combo))
+                moved = frozenset(i for i, _ in combo)
+                ends = frozenset(i for i in guards if target[i] in parts[i][2])
+                step = ProductStep(moved, tuple(parts[i][0].atoms[q] for i, q in combo),
+                                   tuple(target), settles, any(i in repeats for i, _ in combo),
+                                   frozenset(i for i in guards if i not in ends or i in moved),
+                                   ends & moved)
                 k = index.get(step.state)
                 if k is None:
                     if len(steps) >= MAX_STEPS:
@@ -209,7 +226,12 @@ def product(p: ast.And | ast.Or) -> Product:
         done = [k for k, s in enumerate(steps) if s.settles is not None]
     variables = [frozenset(v for a in g.atoms for v in a.args or () if not ast.is_wildcard(v))
                  for g, _, _ in parts]
-    return Product(steps, start, done, follow, variables)
+    return Product(steps, start, done, follow, variables, guards)
+
+
+def is_guard(p: ast.Pattern) -> bool:
+    """``P where timer:within(Δ)``, Δ > 0: a guard an ``and`` operand may carry."""
+    return isinstance(p, ast.Window) and p.kind == "within" and p.duration > 0
 
 
 def _repeating(operands: list[ast.Pattern], word: str) -> frozenset[int]:
