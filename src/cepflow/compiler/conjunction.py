@@ -77,7 +77,18 @@ class _Glushkov:
             for q in last:
                 self.follow[q] |= first
             return first, last, nullable or p.count == "*"
-        what = {ast.Not: "'not'", ast.Window: "timer:within", ast.Every: "every",
+        if isinstance(p, ast.Window) and self.word == "'and'":
+            raise ConjunctionError("timer:within inside an operand of 'and' is supported "
+                                   "around the whole operand when that is no sequence ((P "
+                                   "where timer:within(Δ)) and Q, P one event, [n] of one or "
+                                   "an 'and')", p.loc)
+        if isinstance(p, ast.Window):
+            raise ConjunctionError("timer:within inside an operand of 'or' is supported "
+                                   "around a whole operand that is no sequence, when no "
+                                   "operand holds a not, a timer, every or until (P where "
+                                   "timer:within(Δ) or Q, P and Q events, [n] of one, 'and' "
+                                   "of those)", p.loc)
+        what = {ast.Not: "'not'", ast.Every: "every",
                 ast.Until: "until", ast.Interval: "timer:interval", ast.And: "a nested 'and'"}
         raise ConjunctionError(f"{what.get(type(p), type(p).__name__)} inside an operand of "
                                f"{self.word} is not supported (operands of single events, "
@@ -230,8 +241,13 @@ def product(p: ast.And | ast.Or) -> Product:
 
 
 def is_guard(p: ast.Pattern) -> bool:
-    """``P where timer:within(Δ)``, Δ > 0: a guard an ``and`` operand may carry."""
-    return isinstance(p, ast.Window) and p.kind == "within" and p.duration > 0
+    """``P where timer:within(Δ)``, Δ > 0, ``P`` no sequence: a guard an ``and`` operand may
+    carry. Around a sequence it is not taken: the EPL reader writes ``A -> (B where
+    timer:within(Δ))`` as ``(A -> B)[Δ]`` (compiler.esper.guard_windows), from ``A`` on,
+    and ``(A -> B) where timer:within(Δ)`` as an operand, from the operand's start, would
+    read the same."""
+    return (isinstance(p, ast.Window) and p.kind == "within" and p.duration > 0
+            and not isinstance(p.pattern, ast.Fol))
 
 
 def _repeating(operands: list[ast.Pattern], word: str) -> frozenset[int]:

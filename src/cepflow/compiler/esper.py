@@ -273,7 +273,7 @@ class _Lowering:
         if isinstance(p, ast.Or):
             if p is self.repeating:  # (every x = X or …) from the statement's start
                 return _every_events(p)
-            if _or_timer(p):
+            if _or_timer(p) or _beside(p):  # (beside: reported, no event to start from)
                 return _fol(self.chain([p], head))
             return replace(p, left=self.pattern(p.left, head),
                            right=self.pattern(p.right, head))
@@ -644,8 +644,12 @@ _BESIDE = ("an 'or' with a guarded operand (P where timer:within(Δ) or Q), a ne
 
 
 def _beside(p: ast.Or) -> bool:
-    """An ``or`` run as alternatives from the event it starts at (_Lowering.beside)."""
-    return not p.choice and any(
+    """An ``or`` run as alternatives from the event it starts at (_Lowering.beside); one with
+    a ``not``, a timer, ``every`` or ``until`` inside keeps its own lowering or report."""
+    if p.choice or any(isinstance(n, ast.Not | ast.Interval | ast.Every | ast.Until)
+                       for n in walk(p)):
+        return False
+    return any(
         is_guard(o) or isinstance(o, ast.And) or any(
             isinstance(n, ast.Mult) and any(a.alias is not None for a in atoms(n))
             for n in walk(o)) for o in or_items(p))
