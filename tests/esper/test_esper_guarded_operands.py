@@ -78,6 +78,25 @@ class Sim:
         return self.out
 
 
+class Node:
+    """A state node: its statement, its parent (``true`` / ``false`` reach it), the tags it
+    began with; ``setup`` reads the rest of its spec."""
+
+    def __init__(self, sim: Sim, spec: tuple, parent: Any, tags: dict[str, int]) -> None:
+        self.sim, self.parent, self.tags = sim, parent, tags
+        self.children: list[Any] = []  # (the active ones; None where one quit, in and)
+        self.setup(spec)
+
+    def setup(self, spec: tuple) -> None:
+        raise NotImplementedError
+
+    def quit(self) -> None:
+        for c in self.children:
+            if c is not None:
+                c.quit()
+        self.children = []
+
+
 class Root:
     def __init__(self, sim: Sim) -> None:
         self.sim, self.over = sim, False
@@ -91,9 +110,8 @@ class Root:
         self.over = True
 
 
-class Filter:
-    def __init__(self, sim: Sim, spec: tuple, parent: Any, tags: dict[str, int]) -> None:
-        self.sim, self.parent, self.tags = sim, parent, tags
+class Filter(Node):
+    def setup(self, spec: tuple) -> None:
         self.tag, self.type = spec[1], spec[2]
         self.on = False
 
@@ -112,11 +130,10 @@ class Filter:
             self.parent.true({**self.tags, self.tag: e.params[0]}, True, self)
 
 
-class Repeat:
+class Repeat(Node):
     """``[n] tag=T``: n events, the tag an indexed list (EvalMatchUntilStateNode)."""
 
-    def __init__(self, sim: Sim, spec: tuple, parent: Any, tags: dict[str, int]) -> None:
-        self.sim, self.parent, self.tags = sim, parent, tags
+    def setup(self, spec: tuple) -> None:
         self.n, self.tag, self.type = spec[1], spec[2], spec[3]
         self.got: list[int] = []
         self.child: Any = None
@@ -140,9 +157,8 @@ class Repeat:
             self.start()
 
 
-class Guard:
-    def __init__(self, sim: Sim, spec: tuple, parent: Any, tags: dict[str, int]) -> None:
-        self.sim, self.parent, self.tags = sim, parent, tags
+class Guard(Node):
+    def setup(self, spec: tuple) -> None:
         self.delta, self.spec = spec[1], spec[2]
         self.child: Any = None
 
@@ -174,43 +190,38 @@ class Guard:
             self.parent.false(self)
 
 
-class And:
-    def __init__(self, sim: Sim, spec: tuple, parent: Any, tags: dict[str, int]) -> None:
-        self.sim, self.parent, self.tags = sim, parent, tags
+class And(Node):
+    def setup(self, spec: tuple) -> None:
         self.specs = spec[1]
-        self.active: list[Any] = []
         self.events: list[list[dict] | None] | None = None
 
     def start(self) -> None:
-        self.active = [self.sim.node(s, self, self.tags) for s in self.specs]
+        self.children = [self.sim.node(s, self, self.tags) for s in self.specs]
         self.events = [None] * len(self.specs)
-        for c in list(self.active):
+        for c in list(self.children):
             if c is not None and self.events is not None:
                 c.start()
 
     def quit(self) -> None:
-        for c in self.active:
-            if c is not None:
-                c.quit()
-        self.active = [None] * len(self.specs)
+        super().quit()
         self.events = None
 
     def true(self, tags: dict[str, int], quitted: bool, child: Any) -> None:
-        if self.events is None or child not in self.active:
+        if self.events is None or child not in self.children:
             return
-        i = self.active.index(child)
+        i = self.children.index(child)
         if quitted:
-            self.active[i] = None
+            self.children[i] = None
         ev = self.events
         if not all(ev[j] is not None for j in range(len(ev)) if j != i):
             ev[i] = [*(ev[i] or []), tags]
             return
-        if any(c is not None for j, c in enumerate(self.active) if j != i):
+        if any(c is not None for j, c in enumerate(self.children) if j != i):
             ev[i] = [*(ev[i] or []), tags]
         others = [ev[j] if j != i else [tags] for j in range(len(ev))]
         results = [{k: v for d in combo for k, v in d.items()}
                    for combo in itertools.product(*others)]
-        done = all(c is None for c in self.active)
+        done = all(c is None for c in self.children)
         if done:
             self.quit()
         for r in results:
@@ -223,53 +234,39 @@ class And:
         self.parent.false(self)
 
 
-class Or:
-    def __init__(self, sim: Sim, spec: tuple, parent: Any, tags: dict[str, int]) -> None:
-        self.sim, self.parent, self.tags = sim, parent, tags
+class Or(Node):
+    def setup(self, spec: tuple) -> None:
         self.specs = spec[1]
-        self.active: list[Any] = []
 
     def start(self) -> None:
-        self.active = [self.sim.node(s, self, self.tags) for s in self.specs]
-        for c in list(self.active):
-            if c in self.active:
+        self.children = [self.sim.node(s, self, self.tags) for s in self.specs]
+        for c in list(self.children):
+            if c in self.children:
                 c.start()
 
-    def quit(self) -> None:
-        for c in self.active:
-            c.quit()
-        self.active = []
-
     def true(self, tags: dict[str, int], quitted: bool, child: Any) -> None:
-        if child not in self.active:
+        if child not in self.children:
             return
         if quitted:
-            self.active.remove(child)
+            self.children.remove(child)
             self.quit()
         self.parent.true(tags, quitted, self)
 
     def false(self, child: Any) -> None:
-        if child in self.active:
-            self.active.remove(child)
-            if not self.active:
+        if child in self.children:
+            self.children.remove(child)
+            if not self.children:
                 self.parent.false(self)
 
 
-class Every:
-    def __init__(self, sim: Sim, spec: tuple, parent: Any, tags: dict[str, int]) -> None:
-        self.sim, self.parent, self.tags = sim, parent, tags
+class Every(Node):
+    def setup(self, spec: tuple) -> None:
         self.spec = spec[1]
-        self.children: list[Any] = []
 
     def start(self) -> None:
         c = self.sim.node(self.spec, self, self.tags)
         self.children.append(c)
         c.start()
-
-    def quit(self) -> None:
-        for c in self.children:
-            c.quit()
-        self.children = []
 
     def true(self, tags: dict[str, int], quitted: bool, child: Any) -> None:
         if quitted and child in self.children:
@@ -283,9 +280,8 @@ class Every:
         self.start()
 
 
-class FollowedBy:
-    def __init__(self, sim: Sim, spec: tuple, parent: Any, tags: dict[str, int]) -> None:
-        self.sim, self.parent, self.tags = sim, parent, tags
+class FollowedBy(Node):
+    def setup(self, spec: tuple) -> None:
         self.left_spec, self.right_spec = spec[1], spec[2]
         self.left: Any = None
         self.right: list[Any] = []
