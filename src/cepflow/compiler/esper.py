@@ -285,6 +285,10 @@ class _Lowering:
             if any(isinstance(n, ast.Every) for n in walk(p)):
                 if self.start == "restart":
                     raise EsperError(_EVERY_RESPAWN, p.loc)
+                for o in and_items(p):
+                    if isinstance(o, ast.Window) and any(isinstance(n, ast.Every)
+                                                         for n in walk(o.pattern)):
+                        raise EsperError(_GUARDED_EVERY, o.loc)
                 raise EsperError(_EVERY_OPERAND.format("and"), p.loc)
             return ast.And(self.pattern(p.left, head), self.pattern(p.right, head), p.loc)
         if isinstance(p, ast.Mult):
@@ -628,6 +632,12 @@ def _or_timer(p: ast.Or) -> bool:
 _EVERY_OPERAND = ("every inside '{}' is not supported here: it is on operands of one event, "
                   "in a pattern that is that and / or alone (every a = A and b = B, every a = "
                   "A or b = B: without every around it, nothing before or after it)")
+
+
+_GUARDED_EVERY = ("every inside 'and' under a guard on its operand ((every b=B) where "
+                  "timer:within(Δ) and …) is not supported: Esper's and quits when that guard "
+                  "ends, after every result the every gave; every x = X as an operand (every "
+                  "b=B and …), with or without a guard on x, is")
 
 
 _EVERY_RESPAWN = ("every (…) around a pattern with every inside is not supported: Esper "
