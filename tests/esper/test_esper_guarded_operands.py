@@ -32,6 +32,7 @@ from cepflow.events.event import Event
 from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.language.epl import parse_epl
 from cepflow.language.epl_printer import _flat, format_epl
+from cepflow.language.parser import parse
 from cepflow.runtime.state import restore_state, save_state
 
 SCHEMAS = "".join(f"create schema {t}(v int);\n" for t in "ABCD")
@@ -544,6 +545,17 @@ def test_what_stays_refused_says_what_runs(body: str, says: str) -> None:
     with pytest.raises(PatternSyntaxError) as info:
         program(body)
     assert says in str(info.value)
+
+
+@pytest.mark.parametrize("body", ["A -> ((B)[1 s] AND D)", "A -> ((B)[1 s] OR D)"])
+def test_a_window_of_the_cepflow_syntax_is_no_guard(body: str) -> None:
+    """A window written in the cepflow syntax spans its own events: on an operand of an
+    Esper-style and / or it is not read as EPL's guard from the and's start (reported)."""
+    src = ("atomicEvent A\natomicEvent B\natomicEvent D\n"
+           f"complexEvent P {{ as {body} context esper }}")
+    with pytest.raises(PatternSyntaxError) as info:
+        cepflow.load_module(parse(src))
+    assert "a window inside an operand of" in str(info.value)
 
 
 FORMS = [

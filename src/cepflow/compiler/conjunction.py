@@ -77,6 +77,11 @@ class _Glushkov:
             for q in last:
                 self.follow[q] |= first
             return first, last, nullable or p.count == "*"
+        if isinstance(p, ast.Window) and not p.guard:
+            raise ConjunctionError(f"a window inside an operand of {self.word} is not "
+                                   "supported (a window of the cepflow syntax spans its own "
+                                   "events; EPL's guard on a whole operand, P where "
+                                   "timer:within(Δ), is)", p.loc)
         if isinstance(p, ast.Window) and self.word == "'and'":
             raise ConjunctionError("timer:within inside an operand of 'and' is supported "
                                    "around the whole operand when that is no sequence ((P "
@@ -241,12 +246,13 @@ def product(p: ast.And | ast.Or) -> Product:
 
 
 def is_guard(p: ast.Pattern) -> bool:
-    """``P where timer:within(Δ)``, Δ > 0, ``P`` no sequence: a guard an ``and`` operand may
-    carry. Around a sequence it is not taken: the EPL reader writes ``A -> (B where
-    timer:within(Δ))`` as ``(A -> B)[Δ]`` (compiler.esper.guard_windows), from ``A`` on,
-    and ``(A -> B) where timer:within(Δ)`` as an operand, from the operand's start, would
-    read the same."""
-    return (isinstance(p, ast.Window) and p.kind == "within" and p.duration > 0
+    """EPL's ``P where timer:within(Δ)`` (``Window.guard``), Δ > 0, ``P`` no sequence: a
+    guard an ``and`` operand may carry. Around a sequence it is not taken: the EPL reader
+    writes ``A -> (B where timer:within(Δ))`` as ``(A -> B)[Δ]``
+    (compiler.esper.guard_windows), from ``A`` on, and ``(A -> B) where timer:within(Δ)``
+    as an operand, from the operand's start, would read the same. A window of the cepflow
+    syntax spans its own events and is no such guard."""
+    return (isinstance(p, ast.Window) and p.guard and p.kind == "within" and p.duration > 0
             and not isinstance(p.pattern, ast.Fol))
 
 

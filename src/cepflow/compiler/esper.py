@@ -776,7 +776,7 @@ def guard_windows(p: ast.Pattern) -> ast.Pattern:
                 _timer_head(prev))  # a timer: its end is the clock's or the TIMER event
             if isinstance(it, ast.Window) and it.kind == "within" and single:
                 out[-1] = ast.Window(ast.Fol(prev, it.pattern, it.loc), it.duration,
-                                     it.kind, it.loc)
+                                     it.kind, it.loc, it.guard)
             else:
                 out.append(it)
         return _fol(out)

@@ -356,7 +356,7 @@ class _ToAst(Transformer_NonRecursive):
         ms = _milliseconds(arg)
         if ms is None:
             raise _Unsupported(_loc(meta), "timer:within needs a duration such as 3 seconds")
-        out = ast.Window(inner, ms, "within", loc=_loc(meta))
+        out = ast.Window(inner, ms, "within", loc=_loc(meta), guard=True)
         if id(inner) in self._open_nots:  # (a guard passes its operand's reports on as they are)
             self._open_nots[id(out)] = self._open_nots[id(inner)]
         return out
