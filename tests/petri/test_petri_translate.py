@@ -298,3 +298,21 @@ def test_until_over_a_group_runs_in_the_net_as_in_the_engine(body: str) -> None:
             ("B", 0, 5, 700), ("C", 1, 0, 800), ("B", 1, 6, 900), ("C", 0, 1, 1000)]
     c = abc_compared(body, rows, seeds=(0, 1, 2))
     assert c.net["P"]
+
+
+@pytest.mark.parametrize("body", [
+    "every a = A -> (b = B where timer:within(1 sec) and c = C where timer:within(2 sec))",
+    "every a = A -> (b = B where timer:within(1 sec) or c = C where timer:within(2 sec))",
+    "every a = A -> ((b = B and c = C) or d = A)",
+    "a = A -> (b = B where timer:within(1 sec) and c = C)",
+])
+def test_guards_on_operands_and_an_and_inside_or_run_in_the_net_as_in_the_engine(
+        body: str) -> None:
+    """An and's guarded operands are timed zones begun at the and's first event, an or with
+    a guarded operand or a nested and is alternatives from that event (compiler.esper
+    ``_Lowering.beside``): the lowered automaton's net; the net and the engine agree."""
+    rows = [("A", 0, 1, 0), ("C", 0, 0, 300), ("B", 1, 0, 500), ("A", 1, 2, 700),
+            ("B", 1, 5, 1000), ("C", 0, 1, 1200), ("B", 0, 1, 1900), ("C", 1, 0, 2100),
+            ("A", 0, 4, 2500), ("C", 1, 3, 2600), ("B", 0, 2, 2700), ("C", 1, 3, 3000)]
+    c = abc_compared(body, rows, seeds=(0, 1, 2))
+    assert c.net["P"]

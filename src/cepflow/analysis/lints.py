@@ -28,6 +28,7 @@ from cepflow.analysis.graph import DependencyGraph
 from cepflow.analysis.patternset import PatternSet
 from cepflow.automaton.automaton import FINAL, INITIAL, TRAP, Automaton, Position
 from cepflow.compiler.conditions import satisfiable
+from cepflow.compiler.conjunction import is_guard
 from cepflow.compiler.growth import growth as pattern_growth
 from cepflow.compiler.normalize import fol_items
 from cepflow.compiler.program import Program
@@ -305,8 +306,10 @@ def _window_traps(p: ast.Pattern, epl: bool
         yield p, None
         return
     if isinstance(p, ast.Or | ast.And):
-        yield from _window_traps(p.left, epl)
-        yield from _window_traps(p.right, epl)
+        for side in (p.left, p.right):
+            # EPL's guard on an operand runs from the and's / or's start: it limits the
+            # operand (docs/esper.md, "Guards on the operands of and / or")
+            yield from _window_traps(side.pattern if epl and is_guard(side) else side, epl)
     elif isinstance(p, ast.Until):
         yield from _window_traps(p.pattern, epl)
         yield from _window_traps(p.until, epl)

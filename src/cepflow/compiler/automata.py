@@ -115,6 +115,9 @@ class _Builder:
         self.group: _Frag | None = None
         #: positions where Esper's ``A -> (X or not Y)`` reports at once (Automaton.reports)
         self.reports: set[int] = set()
+        #: the position of the one event the item being built follows (build_seq), where
+        #: the guards of an and's operands begin (build_product)
+        self.anchor: Position | None = None
 
     # -- helpers -------------------------------------------------------------------------
     def err(self, msg: str, loc: ast.Loc) -> CompileError:
@@ -142,20 +145,31 @@ class _Builder:
         if atom.name == TIMER:  # (what traces and analyses name the state after it)
             label = "timer:interval"
         pid = self.next_id()
-        collect = None
-        if atom.alias is not None:  # a repeated tag's event is collected (compiler.esper)
-            names = self.schemas[atom.name].param_names
-            collect = Collect(atom.alias, names, tuple(current(atom.alias, f) for f in names),
-                              f"_{atom.alias}[]")
         pos = Position(pid, atom.name, tuple(binds), flt, src, label, atom.loc,
-                       tuple(self.zone_stack), where=atom.where, local=local, collect=collect,
+                       tuple(self.zone_stack), where=atom.where, local=local,
+                       collect=self._collect(atom),
                        fields=tuple(self.schemas[atom.name].param_names))
         (self.negatives if negative else self.positions).append(pos)
         return pos
 
+    def _collect(self, atom: ast.Atom) -> Collect | None:
+        """A repeated tag's event is collected (compiler.esper); None for other atoms."""
+        if atom.alias is None:
+            return None
+        names = self.schemas[atom.name].param_names
+        return Collect(atom.alias, names, tuple(current(atom.alias, f) for f in names),
+                       f"_{atom.alias}[]")
+
     def step_position(self, step: ProductStep, conj: int, track: str | None = None,
-                      settle: tuple[int, frozenset[str]] | None = None) -> Position:
-        """A step of Esper's ``and``: its atoms (one type) merged into one position."""
+                      settle: tuple[int, frozenset[str]] | None = None,
+                      zones: tuple[int, ...] = ()) -> Position:
+        """A step of Esper's ``and``: its atoms (one type) merged into one position, inside
+        the enclosing windows and ``zones`` (its operands' guards, see build_product)."""
+        collects = [a for a in step.atoms if a.alias is not None]
+        if len(collects) > 1:
+            raise self.err(f"one event for the repeated tags '{collects[0].alias}' and "
+                           f"'{collects[1].alias}' of two operands of 'and' is not supported "
+                           "(give the operands different event types)", collects[1].loc)
         binds: list[tuple[int, str]] = []
         filters, srcs, labels, wheres = [], [], [], []
         local = True
@@ -180,10 +194,10 @@ class _Builder:
         first = step.atoms[0]
         pos = Position(self.next_id(), first.name, tuple(binds), flt,
                        " and ".join(f"({s})" for s in srcs) if srcs else None,
-                       " ∧ ".join(labels), first.loc, tuple(self.zone_stack), where=where,
+                       " ∧ ".join(labels), first.loc, (*self.zone_stack, *zones), where=where,
                        local=bool(filters) and local, conj=(conj, step.moved), track=track,
                        settle=settle, fields=tuple(self.schemas[first.name].param_names),
-                       every=step.every)
+                       every=step.every, collect=self._collect(collects[0]) if collects else None)
         self.positions.append(pos)
         return pos
 
@@ -260,7 +274,8 @@ class _Builder:
                 "event and negate that", p.loc)
         if isinstance(p, ast.And):
             if self.esper:  # Esper's and: both operands at once, one event may serve both
-                return self.build_product(p)
+                anchor, self.anchor = self.anchor, None
+                return self.build_product(p, anchor)
             # normalize() expands 000's and; kept for direct callers
             return self.build(ast.Or(ast.Fol(p.left, p.right), ast.Fol(p.right, p.left)))
         if isinstance(p, ast.Every) and self.group_head and self.group is None:
@@ -282,12 +297,28 @@ class _Builder:
                            "(context esper, every or tags)", p.loc)
         raise self.err(f"unsupported pattern node {type(p).__name__}", None)
 
-    def build_product(self, p: ast.And | ast.Or) -> _Frag:
-        """Esper's ``and`` / ``or`` as the product of its operands (compiler.conjunction)."""
+    def build_product(self, p: ast.And | ast.Or, anchor: Position | None = None) -> _Frag:
+        """Esper's ``and`` / ``or`` as the product of its operands (compiler.conjunction).
+        An ``and``'s guarded operands (``P where timer:within(Δ)``, Product.guards) need the
+        position ``anchor`` of the one event the and starts at (build_seq): each guard is a
+        timed zone that ``anchor`` enters, so it runs from the and's start; a step is inside
+        it while its operand is not done and when it completes it (ProductStep.guarded), so
+        the zone is left — its span checked — after the operand's last event, and its
+        deadline ends the partial matches whose operand is not done (the whole and, as
+        Esper's EvalAndStateNode.evaluateFalse)."""
         try:
             prod = product(p)
         except ConjunctionError as e:
             raise self.err(str(e), e.loc or p.loc) from None
+        zone_of: dict[int, Zone] = {}
+        if prod.guards:
+            if anchor is None:
+                raise self.err(_GUARD_ANCHOR, p.loc)
+            for i, w in sorted(prod.guards.items()):
+                zone = zone_of[i] = Zone(len(self.zones), float(w.duration), w.kind,
+                                         loc=w.loc)
+                self.zones.append(zone)
+            anchor.zones = (*anchor.zones, *(z.id for z in zone_of.values()))
         self.n_conj += 1
         cid = self.n_conj
         track = None if isinstance(p, ast.And) else f"_or{cid}"
@@ -303,12 +334,15 @@ class _Builder:
                 others = set().union(*(vs for j, vs in enumerate(prod.variables)
                                        if j != s.settles))
                 settle = (s.settles, frozenset(others - prod.variables[s.settles] - outside))
-            ids.append(self.step_position(s, cid, track, settle).id)
+            zones = tuple(zone_of[i].id for i in sorted(s.guarded))
+            ids.append(self.step_position(s, cid, track, settle, zones).id)
+            for i in s.completes:  # (the zone is left after the step's event)
+                zone_of[i].last |= {ids[-1]}
         for k, nxt in prod.follow.items():
             for j in nxt:
                 self.raw.append((ids[k], ids[j], frozenset()))
         return _Frag({ids[k] for k in prod.first}, {ids[k] for k in prod.last}, False,
-                     set(ids), set())
+                     set(ids), {z.id for z in zone_of.values()})
 
     def link(self, a: _Frag, b: _Frag, reenter: frozenset[int] = frozenset()) -> None:
         self.link_states(a.last, b, reenter)
@@ -398,10 +432,14 @@ class _Builder:
                     pending.append(neg)
                 continue
             outer, self.bound_before = self.bound_before, frozenset(bound)
+            if isinstance(it, ast.And):  # the one event it starts at (its operands' guards)
+                self.anchor = _anchor(cur, pending, items[n - 1] if n else None,
+                                      self.positions)
             try:
                 f = self.build(it)
             finally:
                 self.bound_before = outer
+                self.anchor = None
             bound |= sure_variables(it)
             if cur is None:
                 cur = f
@@ -778,6 +816,22 @@ def limit_states(decl: ast.ComplexEventDecl, auto: Automaton, plan: EsperPlan | 
 
 
 _DEADLINE = object()  # in _restrict's edge sets: the state completes at a window's deadline
+
+
+_GUARD_ANCHOR = ("a guard on an operand of 'and' (P where timer:within(Δ) and Q) is supported "
+                 "where the and starts at one event: right after one event (A -> (P where "
+                 "timer:within(Δ) and Q)), as the whole pattern or under every (…) around it")
+
+
+def _anchor(cur: _Frag | None, pending: list[Position], prev: ast.Pattern | None,
+            positions: list[Position]) -> Position | None:
+    """The position of the single event ``prev`` that ``cur`` ends with (no NOT after it,
+    no timer, nothing optional), else None."""
+    if (cur is None or pending or cur.tail or cur.timer or cur.nullable or len(cur.last) != 1
+            or not isinstance(prev, ast.Atom)):
+        return None
+    (q,) = cur.last
+    return next(p for p in positions if p.id == q)
 
 
 def _single_event(p: ast.Pattern) -> bool:

@@ -53,9 +53,11 @@ class _Glushkov:
     follow: dict[int, set[int]] = field(default_factory=dict)
 
     def build(self, p: ast.Pattern) -> tuple[set[int], set[int], bool]:
-        """(first, last, nullable) of ``p``, adding its positions."""
+        """(first, last, nullable) of ``p``, adding its positions. A tag inside a repetition
+        (its events collected, compiler.esper) is taken in an ``and``'s operands; an ``or``'s
+        are run side by side from one event instead (compiler.esper ``_Lowering.beside``)."""
         if isinstance(p, ast.Atom):
-            if p.alias is not None:
+            if p.alias is not None and self.word != "'and'":
                 raise ConjunctionError(f"a tag inside a repetition inside {self.word} is not "
                                        "supported", p.loc)
             i = len(self.atoms)
@@ -75,7 +77,23 @@ class _Glushkov:
             for q in last:
                 self.follow[q] |= first
             return first, last, nullable or p.count == "*"
-        what = {ast.Not: "'not'", ast.Window: "timer:within", ast.Every: "every",
+        if isinstance(p, ast.Window) and not p.guard:
+            raise ConjunctionError(f"a window inside an operand of {self.word} is not "
+                                   "supported (a window of the cepflow syntax spans its own "
+                                   "events; EPL's guard on a whole operand, P where "
+                                   "timer:within(Δ), is)", p.loc)
+        if isinstance(p, ast.Window) and self.word == "'and'":
+            raise ConjunctionError("timer:within inside an operand of 'and' is supported "
+                                   "around the whole operand when that is no sequence ((P "
+                                   "where timer:within(Δ)) and Q, P one event, [n] of one or "
+                                   "an 'and')", p.loc)
+        if isinstance(p, ast.Window):
+            raise ConjunctionError("timer:within inside an operand of 'or' is supported "
+                                   "around a whole operand that is no sequence, when no "
+                                   "operand holds a not, a timer, every or until (P where "
+                                   "timer:within(Δ) or Q, P and Q events, [n] of one, 'and' "
+                                   "of those)", p.loc)
+        what = {ast.Not: "'not'", ast.Every: "every",
                 ast.Until: "until", ast.Interval: "timer:interval", ast.And: "a nested 'and'"}
         raise ConjunctionError(f"{what.get(type(p), type(p).__name__)} inside an operand of "
                                f"{self.word} is not supported (operands of single events, "
@@ -110,6 +128,11 @@ class ProductStep:
     #: the step moves an ``every x = X`` operand (alone: see :func:`product`): Esper's every
     #: keeps that operand waiting, so the step forks (``Position.every``)
     every: bool = False
+    #: the guarded operands (:attr:`Product.guards`) whose guard this step is inside: those
+    #: not done after it and those it completes (their guard is left after the step)
+    guarded: frozenset[int] = frozenset()
+    #: of ``guarded``, the operands this step completes
+    completes: frozenset[int] = frozenset()
 
     @property
     def state(self) -> tuple[frozenset[int], tuple[int, ...]]:
@@ -127,6 +150,11 @@ class Product:
     last: list[int]
     follow: dict[int, list[int]]
     variables: list[frozenset[str]]
+    #: an ``and``'s operands ``P where timer:within(Δ)``: operand index -> the guard (Esper's
+    #: EvalGuardStateNode starts with the and; when it ends before its operand is true, the
+    #: operand quits and with it the and — EvalAndStateNode.evaluateFalse). The automaton
+    #: builder makes each a timed zone begun by the event the and starts at
+    guards: dict[int, ast.Window] = field(default_factory=dict)
 
 
 def product(p: ast.And | ast.Or) -> Product:
@@ -136,10 +164,12 @@ def product(p: ast.And | ast.Or) -> Product:
     word = "'and'" if conj else "'or'"
     operands = and_items(p) if conj else or_items(p)
     repeats = _repeating(operands, word)
+    guards = {i: op for i, op in enumerate(operands) if conj and is_guard(op)}
     parts = []
-    for op in operands:
+    for i, op in enumerate(operands):
         g = _Glushkov(word)
-        first, last, nullable = g.build(op.pattern if isinstance(op, ast.Every) else op)
+        unwrap = isinstance(op, ast.Every) or i in guards
+        first, last, nullable = g.build(op.pattern if unwrap else op)  # type: ignore[union-attr]
         if nullable:
             raise ConjunctionError(f"an operand of {word} that can match nothing",
                                    op.loc or p.loc)
@@ -178,9 +208,12 @@ def product(p: ast.And | ast.Or) -> Product:
                     target[i] = q
                 settles = None if conj else next(
                     (i for i, q in sorted(combo) if q in parts[i][2]), None)
-                step = ProductStep(frozenset(i for i, _ in combo),
-                            tuple(parts[i][0].atoms[q] for i, q in combo), tuple(target),
-                            settles, any(i in repeats for i, _ in combo))
+                moved = frozenset(i for i, _ in combo)
+                ends = frozenset(i for i in guards if target[i] in parts[i][2])
+                step = ProductStep(moved, tuple(parts[i][0].atoms[q] for i, q in combo),
+                                   tuple(target), settles, any(i in repeats for i, _ in combo),
+                                   frozenset(i for i in guards if i not in ends or i in moved),
+                                   ends & moved)
                 k = index.get(step.state)
                 if k is None:
                     if len(steps) >= MAX_STEPS:
@@ -209,7 +242,18 @@ def product(p: ast.And | ast.Or) -> Product:
         done = [k for k, s in enumerate(steps) if s.settles is not None]
     variables = [frozenset(v for a in g.atoms for v in a.args or () if not ast.is_wildcard(v))
                  for g, _, _ in parts]
-    return Product(steps, start, done, follow, variables)
+    return Product(steps, start, done, follow, variables, guards)
+
+
+def is_guard(p: ast.Pattern) -> bool:
+    """EPL's ``P where timer:within(Δ)`` (``Window.guard``), Δ > 0, ``P`` no sequence: a
+    guard an ``and`` operand may carry. Around a sequence it is not taken: the EPL reader
+    writes ``A -> (B where timer:within(Δ))`` as ``(A -> B)[Δ]``
+    (compiler.esper.guard_windows), from ``A`` on, and ``(A -> B) where timer:within(Δ)``
+    as an operand, from the operand's start, would read the same. A window of the cepflow
+    syntax spans its own events and is no such guard."""
+    return (isinstance(p, ast.Window) and p.guard and p.kind == "within" and p.duration > 0
+            and not isinstance(p.pattern, ast.Fol))
 
 
 def _repeating(operands: list[ast.Pattern], word: str) -> frozenset[int]:

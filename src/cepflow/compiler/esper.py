@@ -58,6 +58,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from cepflow.automaton.automaton import TIMER
+from cepflow.compiler.conjunction import is_guard
 from cepflow.compiler.normalize import and_items, fol_items, or_items
 from cepflow.events.event import EventType
 from cepflow.language import ast
@@ -271,8 +272,8 @@ class _Lowering:
             return replace(p, pattern=self.pattern(p.pattern, head))
         if isinstance(p, ast.Or):
             if p is self.repeating:  # (every x = X or …) from the statement's start
-                return p
-            if _or_timer(p):
+                return _every_events(p)
+            if _or_timer(p) or _beside(p):  # (beside: reported, no event to start from)
                 return _fol(self.chain([p], head))
             return replace(p, left=self.pattern(p.left, head),
                            right=self.pattern(p.right, head))
@@ -280,10 +281,14 @@ class _Lowering:
             if _special(p):
                 return _fol(self.chain([p], head))
             if p is self.repeating:  # (every x = X and …) from the statement's start
-                return p
+                return _every_events(p)
             if any(isinstance(n, ast.Every) for n in walk(p)):
                 if self.start == "restart":
                     raise EsperError(_EVERY_RESPAWN, p.loc)
+                for o in and_items(p):
+                    if isinstance(o, ast.Window) and any(isinstance(n, ast.Every)
+                                                         for n in walk(o.pattern)):
+                        raise EsperError(_GUARDED_EVERY, o.loc)
                 raise EsperError(_EVERY_OPERAND.format("and"), p.loc)
             return ast.And(self.pattern(p.left, head), self.pattern(p.right, head), p.loc)
         if isinstance(p, ast.Mult):
@@ -350,6 +355,8 @@ class _Lowering:
                 self.interval(it, None, out, first, last)
             elif isinstance(it, ast.Or) and _or_timer(it):
                 self.or_interval(it, out, first, last)
+            elif isinstance(it, ast.Or) and _beside(it):
+                self.beside(it, out)
             elif (isinstance(it, ast.Window) and it.kind == "within" and out
                   and len(fol_items(it.pattern)) > 1 and _timer_head(fol_items(it.pattern)[0])):
                 # A -> timer:interval(Δ) -> (P where timer:within(w)): the guard starts when P
@@ -378,6 +385,30 @@ class _Lowering:
             else:
                 out.append(self.pattern(it, first))
         return out
+
+    def beside(self, p: ast.Or, out: list[ast.Pattern]) -> None:
+        """Esper's ``or`` (EvalOrStateNode) starts its operands together and is true when the
+        first of them is; an operand whose guard ends (EvalGuardStateNode.guardQuit) quits
+        alone, and the or fails when all have. After the one event ``X`` it starts at
+        (``X -> (P where timer:within(Δ) or Q)``, the statement's start: the clock's event)
+        that is the alternatives ``(X -> P)[Δ]``, ``X -> Q``: ``X``'s event begins one run per
+        operand, each under its own guard; the first to complete ends the partial match, and
+        its tags are the match's (the others' are null, as Esper's). So run: an operand
+        with a guard, a nested ``and`` (its product), a tag inside ``[n]`` (its events
+        collected) — what the or's product (compiler.conjunction) cannot carry."""
+        if not out or not isinstance(out[-1], ast.Atom):
+            raise EsperError(_BESIDE, p.loc)
+        anchor = out.pop()
+        alt: ast.Pattern | None = None
+        for o in or_items(p):
+            _beside_operand(o)
+            inner = o.pattern if is_guard(o) else o  # type: ignore[attr-defined]
+            branch = _fol([anchor, self.pattern(inner, False)])
+            if is_guard(o):
+                branch = replace(o, pattern=branch)
+            alt = branch if alt is None else ast.Or(alt, branch, p.loc, choice=True)
+        assert alt is not None
+        out.append(alt)
 
     def and_not(self, p: ast.And, out: list[ast.Pattern], first: bool, last: bool) -> None:
         ops = and_items(p)
@@ -616,11 +647,76 @@ _EVERY_OPERAND = ("every inside '{}' is not supported here: it is on operands of
                   "A or b = B: without every around it, nothing before or after it)")
 
 
+_GUARDED_EVERY = ("every inside 'and' under a guard on its operand ((every b=B) where "
+                  "timer:within(Δ) and …) is not supported: Esper's and quits when that guard "
+                  "ends, after every result the every gave; every x = X as an operand (every "
+                  "b=B and …), with or without a guard on x, is")
+
+
 _EVERY_RESPAWN = ("every (…) around a pattern with every inside is not supported: Esper "
                   "starts a new instance at each result while the instance that gave it goes "
                   "on (an every inside never ends), so its instances and results multiply; "
                   "cepflow's every (…) runs one instance at a time. Without every around it, "
                   "every a = A and b = B is supported")
+
+
+_BESIDE = ("an 'or' with a guarded operand (P where timer:within(Δ) or Q), a nested 'and' or a "
+           "tag inside a repetition as an operand is supported where the or starts at one "
+           "event: right after one event (A -> (P or Q)), as the whole pattern or under every "
+           "(…) around it")
+
+
+def _beside(p: ast.Or) -> bool:
+    """An ``or`` run as alternatives from the event it starts at (_Lowering.beside); one with
+    a ``not``, a timer, ``every`` or ``until`` inside keeps its own lowering or report."""
+    if p.choice or any(isinstance(n, ast.Not | ast.Interval | ast.Every | ast.Until)
+                       for n in walk(p)):
+        return False
+    return any(
+        is_guard(o) or isinstance(o, ast.And) or any(
+            isinstance(n, ast.Mult) and any(a.alias is not None for a in atoms(n))
+            for n in walk(o)) for o in or_items(p))
+
+
+def _beside_operand(o: ast.Pattern) -> None:
+    """Report an operand of such an ``or`` that its alternative cannot run as Esper's: one
+    event, a sequence, ``[n]`` of those, an ``and`` of them (the product), each with a guard
+    on the whole operand (or on the and's operands)."""
+    inner = o.pattern if is_guard(o) else o  # type: ignore[attr-defined]
+    ops = [x.pattern if is_guard(x) else x  # type: ignore[attr-defined]
+           for x in and_items(inner)] if isinstance(inner, ast.And) else [inner]
+    for x in ops:
+        for n in walk(x):
+            if not (isinstance(n, ast.Atom | ast.Fol) or (
+                    isinstance(n, ast.Mult) and isinstance(n.count, int))):
+                raise EsperError(f"{_name_of(n)} inside an operand of 'or' with a guard, a "
+                                 "nested 'and' or a repeated tag is not supported (operands of "
+                                 "events, sequences, [n] and 'and' of those are)", n.loc or o.loc)
+
+
+def _name_of(n: ast.Pattern) -> str:
+    return {ast.Not: "'not'", ast.Window: "a guard", ast.Every: "every", ast.Until: "until",
+            ast.Interval: "timer:interval", ast.Or: "a nested 'or'", ast.And: "'and'",
+            ast.Mult: "a repetition [m:n]"}.get(type(n), type(n).__name__)
+
+
+def _every_event(o: ast.Pattern) -> ast.Atom | None:
+    """``every x = X`` or ``every (x = X where timer:within(Δ))`` (the same: Esper restarts
+    the guarded filter when it is taken and when the guard ends, _Lowering.inner_every): X."""
+    if not isinstance(o, ast.Every) or o.distinct or o.expiry is not None:
+        return None
+    inner = o.pattern.pattern if is_guard(o.pattern) else o.pattern  # type: ignore[attr-defined]
+    return inner if isinstance(inner, ast.Atom) else None
+
+
+def _every_events(p: ast.And | ast.Or) -> ast.Pattern:
+    """``p`` with each ``every (x = X where timer:within(Δ))`` operand as ``every x = X``."""
+    ops = and_items(p) if isinstance(p, ast.And) else or_items(p)
+    new = [replace(o, pattern=_every_event(o)) if isinstance(o, ast.Every) else o for o in ops]
+    out = new[0]
+    for o in new[1:]:
+        out = type(p)(out, o, p.loc)
+    return out
 
 
 def _repeating(body: ast.Pattern, plan: EsperPlan, clock: Clock | None) -> ast.Pattern | None:
@@ -647,7 +743,7 @@ def _repeating(body: ast.Pattern, plan: EsperPlan, clock: Clock | None) -> ast.P
         return None
     tags = {a.alias for o in ops for a in atoms(o)}
     for o in ops:
-        inner = o.pattern if isinstance(o, ast.Every) else o
+        inner = _every_event(o) if isinstance(o, ast.Every) else o
         if not isinstance(inner, ast.Atom):
             return None
         for n in names(inner.where) if inner.where is not None else ():
@@ -693,7 +789,7 @@ def guard_windows(p: ast.Pattern) -> ast.Pattern:
                 _timer_head(prev))  # a timer: its end is the clock's or the TIMER event
             if isinstance(it, ast.Window) and it.kind == "within" and single:
                 out[-1] = ast.Window(ast.Fol(prev, it.pattern, it.loc), it.duration,
-                                     it.kind, it.loc)
+                                     it.kind, it.loc, it.guard)
             else:
                 out.append(it)
         return _fol(out)
@@ -755,13 +851,14 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
            if isinstance(head, ast.Or) else [])
     every = [o for o in ops if isinstance(o, ast.Every)]
     if (once and len(items) == 1 and every and _every_or(head) is head
-            and all(isinstance(o.pattern, ast.Atom) for o in every)):
+            and all(_every_event(o) is not None for o in every)):
         begins = True  # (every x = X and / or …: see _repeating; every X or every Y is
         # every (X or Y), _every_or)
-    elif isinstance(head, ast.And):
-        begins = _special(head) and not _timer_head(head)
-    elif isinstance(head, ast.Or):  # (b=B or timer:interval(Δ)): the interval from the start
-        begins = _or_timer(head)
+    elif isinstance(head, ast.And):  # (and a guard on an operand: it runs from the start)
+        begins = (_special(head) and not _timer_head(head)) or any(is_guard(o) for o in ops)
+    elif isinstance(head, ast.Or):  # (b=B or timer:interval(Δ)): the interval from the start;
+        # an or run as alternatives from the start (_Lowering.beside)
+        begins = _or_timer(head) or _beside(head)
     elif isinstance(head, ast.Until):  # (every (…): the instance from its first B gives the
         # same matches as Esper's restarts — not when B is a group, which the until's end may
         # cut short: ([2] A) until C ends at A C, with nothing taken; nor when an event can

@@ -94,8 +94,9 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
         inner = normalize(p.pattern, expand_and)
         if isinstance(inner, ast.Window) and inner.kind == p.kind and not _accepts(inner):
             pick = min if p.kind == "within" else max
-            return ast.Window(inner.pattern, pick(inner.duration, p.duration), p.kind, loc=p.loc)
-        return ast.Window(inner, p.duration, p.kind, loc=p.loc)
+            return ast.Window(inner.pattern, pick(inner.duration, p.duration), p.kind, loc=p.loc,
+                              guard=p.guard)
+        return ast.Window(inner, p.duration, p.kind, loc=p.loc, guard=p.guard)
     raise TypeError(f"not a pattern: {p!r}")
 
 

@@ -160,6 +160,11 @@ class Window:
     duration: float
     kind: WindowKind = "within"
     loc: Loc = _loc()
+    #: read from EPL's ``where timer:within`` (Esper's guard, begun where its operand
+    #: begins): on a whole operand of an ``and`` / ``or`` it runs from the and's start
+    #: (compiler.conjunction.is_guard); a window written in the cepflow syntax spans its own
+    #: events. Not part of equality (the two read alike elsewhere)
+    guard: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -518,7 +518,7 @@ class _ToAst(Transformer_NonRecursive):
             _at_most_once(inner, more[0], _loc(meta))
         self._once_reported(inner)
         self._closed([inner], "a guard", limits_only=True)
-        out = ast.Window(inner, ms, "within", loc=_loc(meta))
+        out = ast.Window(inner, ms, "within", loc=_loc(meta), guard=True)
         if id(inner) in self._open_nots:  # (a guard passes its operand's reports on as they are)
             self._open_nots[id(out)] = self._open_nots[id(inner)]
         return out
