@@ -59,6 +59,7 @@ class CompiledPattern:
         "exact",
         "fast",
         "fast_start",
+        "greedy",
         "initial",
         "key_index",
         "key_var",
@@ -156,6 +157,14 @@ class CompiledPattern:
                         d = conj_degree.setdefault(s, {})
                         d[c] = d.get(c, 0) + 1
         self.conj_degree = conj_degree
+        #: states whose every edge is a step of one Esper until with a single-event operand
+        #: (Position.until): such an until is one instance that takes each operand event
+        #: (EvalMatchUntilStateNode), so a thread there that takes an event does not also
+        #: stay behind as a run that skipped it (Matcher._try_edges) — one thread per
+        #: instance, where keeping both made one per subset of the events taken
+        self.greedy = frozenset(s for s, m in auto.edges.items() if s != INITIAL and len(
+            {edge.position.until for es in m.values() for edge in es} - {0}) == 1 and all(
+            edge.position.until for es in m.values() for edge in es))
         self.key_var = {s: next(iter(m.values()))[1] for s, m in self.key_index.items() if m}
         #: event types whose every transition is a plain keyed step (see _fast_paths)
         self.fast = self._fast_paths() if fast_path else {}

@@ -307,10 +307,12 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         if not out and reason is None and not forked:
             return None
         if th.state != INITIAL and (self.pattern.skips or (self.pattern.context.esper and (
-                forked or self._others_wait(th.state, fired, steps)))):
+                forked or (th.state not in self.pattern.greedy
+                           and self._others_wait(th.state, fired, steps))))):
             # unrestricted follows every run: the thread may also skip e. Under esper the
             # operands of an or run side by side: one that did not take e (another edge of
-            # this state did) still waits, and so does an inner every's source
+            # this state did) still waits, and so does an inner every's source — but not an
+            # until's own edges (CompiledPattern.greedy): its one instance takes the event
             out.append(_KEEP)
         return out, reason
 
