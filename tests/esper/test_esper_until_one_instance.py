@@ -66,6 +66,24 @@ def test_one_thread_per_until_instance(events: list[Event], operand: str, bounds
             assert all(len(t.threads) == 1 for t in engine.matchers[0].all_tokens())
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("AAAABD"), st.integers(0, 1)), max_size=24).map(stream),
+       st.sampled_from(["([2] a=A)", "([3] a=A)", "(a=A until b=B)", "every [2] a=A"]),
+       st.sampled_from(["", "every "]))
+def test_a_group_operand_keeps_a_thread_per_state(events: list[Event], operand: str,
+                                                 every: str) -> None:
+    """An until over a group (``[k] P``, a nested until) keeps, per state of its automaton, the
+    thread of the oldest events (CompiledPattern.loose, Matcher._oldest: the others are behind
+    at every completion) — at most one per state, where it held one per subset of its events
+    (2^(k/2) after k A's). Its answers: test_esper_until_any_length's oracle."""
+    prog = program(f"{every}({operand} until d=D)")
+    engine = cepflow.Engine(prog, start=0)
+    states = len(engine.matchers[0].pattern.auto.edges)
+    for e in events:
+        engine.process(e)
+        assert all(len(t.threads) <= states for t in engine.matchers[0].all_tokens())
+
+
 def later_filter_oracle(events: list[Event], low: int | None, high: int | None
                         ) -> list[tuple[float, dict[str, Any]]]:
     """``b=B -> ([m:n] a=A until d=D) -> c=C(c.k = a[0].k)`` by Esper's definition: the
