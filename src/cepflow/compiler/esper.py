@@ -491,10 +491,10 @@ class _Lowering:
                              "the first repetition ends it; write every (…) around it or put "
                              "an event before it", u.loc)
         stop = ast.Not(_untagged(u.until), u.loc)
-        if steps == [rep] and u.high != low:
-            # a single-event operand with a tail: one instance takes every operand event
-            # (EvalMatchUntilStateNode restarts its operand at each result) — its loop does
-            # not also keep a run that skipped one (Position.until, Matcher._try_edges)
+        if steps == [rep]:
+            # a single-event operand: one instance takes every operand event
+            # (EvalMatchUntilStateNode restarts its operand at each result) — a state of its
+            # own does not also keep a run that skipped one (Position.until, _try_edges)
             rep, end = _one_instance(rep, u.until)
             steps = [rep]
         else:
