@@ -9,7 +9,6 @@ from typing import Any
 
 from cepflow.automaton.automaton import FINAL, INITIAL, TIMER, Automaton, Edge, Zone
 from cepflow.automaton.context import Context
-from cepflow.language.walk import names as expr_names
 from cepflow.runtime.absence import EsperAbsence, esper_absence_of
 from cepflow.runtime.shapes import (
     Chain,
@@ -167,11 +166,12 @@ class CompiledPattern:
         self.greedy = frozenset(s for s, m in auto.edges.items() if s != INITIAL and len(
             {edge.position.until for es in m.values() for edge in es} - {0}) == 1 and all(
             edge.position.until for es in m.values() for edge in es))
-        #: name prefixes of the variables of collected tags that nothing but the select list
-        #: reads (loose_prefixes): two threads of a partial match at one state that differ
-        #: only in those have the same future, so only the one of the oldest events can win
-        #: (Matcher._apply drops the others: an until whose operand is a group, [k] P or a
-        #: nested until, keeps one thread per state, not one per subset of its events)
+        #: name prefixes of the variables of collected tags (loose_prefixes): of two threads
+        #: of a partial match at one state that differ only in those, the one of the oldest
+        #: events is Esper's one repetition instance (it took every operand result) and the
+        #: other a run Esper does not have: Matcher._apply drops it (an until over a group,
+        #: [k] P or a nested until, keeps one thread per state, not one per subset of its
+        #: events; where nothing but the select list reads the tags it could never win)
         self.loose = loose_prefixes(auto)
         self.key_var = {s: next(iter(m.values()))[1] for s, m in self.key_index.items() if m}
         #: event types whose every transition is a plain keyed step (see _fast_paths)
@@ -379,17 +379,9 @@ def _row_forbids(chain: Chain | None, neg_states: dict[str, list[int]]
 
 def loose_prefixes(auto: Automaton) -> tuple[str, ...]:
     """The name prefixes (``a[``, ``_a.``, ``_a[``: the k-th events' fields, the current
-    event's, the count) of each tag collected in a repetition that no filter, forbidden event
-    or every-distinct key reads — only the select list does, at completion. Empty when there
-    are none (and under every-distinct: its keys are not read here)."""
-    tags = {p.collect.alias for p in auto.positions if p.collect is not None}
+    event's, the count) of each tag collected in a repetition. Empty without such tags, and
+    under every-distinct (its keys read the bindings when an instance begins)."""
+    tags = sorted({p.collect.alias for p in auto.positions if p.collect is not None})
     if not tags or auto.distinct:
         return ()
-    where = [p.where for p in auto.positions]
-    where += [f.position.where for m in auto.forbids.values() for fs in m.values() for f in fs]
-    if auto.clock is not None:
-        where += [p.where for p in auto.clock.forbids]
-    read = {n.name for w in where if w is not None for n in expr_names(w)}
-    free = sorted(t for t in tags if not any(
-        r == t or r == f"_{t}" or r.startswith((f"{t}[", f"_{t}[")) for r in read))
-    return tuple(x for t in free for x in (f"{t}[", f"_{t}.", f"_{t}["))
+    return tuple(x for t in tags for x in (f"{t}[", f"_{t}.", f"_{t}["))

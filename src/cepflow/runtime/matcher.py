@@ -1597,12 +1597,15 @@ def _dedupe(threads: list[Thread]) -> list[Thread]:
 
 
 def _oldest(threads: list[Thread], loose: tuple[str, ...], timed: bool) -> list[Thread]:
-    """Of threads at one state with the same bindings but the ``loose`` ones (collected tags
-    no filter reads: CompiledPattern.loose), the same zone entries and — in a timed pattern —
-    the same last event time, those of the oldest events (Matcher._age's order of the events
-    alone): the others take the same events from here on and are behind at every
-    completion, as an extension by the same events keeps that order. Threads with the very
-    same events stay (their order falls to their bindings, which an extension may turn)."""
+    """Of threads at one state with the same bindings but the ``loose`` ones (collected
+    tags: CompiledPattern.loose), the same zone entries and — in a timed pattern — the same
+    last event time, those of the oldest events (Matcher._age's order of the events alone):
+    Esper's repetition is one instance that takes every result of its operand, the run of the
+    oldest events; the others skipped one. Where nothing but the select list reads the tags
+    they take the same events from here on and lose every completion to it (an extension by
+    the same events keeps that order); where a later filter reads them they could match where
+    Esper does not. Threads with the very same events stay (their order falls to their
+    bindings, which an extension may turn)."""
     keys = []
     best: dict[tuple, tuple] = {}
     for th in threads:
