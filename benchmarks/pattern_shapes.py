@@ -149,8 +149,8 @@ SHAPES: dict[str, tuple[str, str]] = {
                            "[every a=A -> ([2] b=B(b.k = a.k)) where timer:within(1 sec)];"),
     # Esper's until after a stage: an instance counts its key's B up to its first C within
     # 1 s — fewer than 2: trapped; else a match with the first (up to 3) b (kernels.until) —
-    # and with no bound and no window (every b before the first C; per event a thread per
-    # subset of them)
+    # and with no bound and no window (every b before the first C; per event one thread per
+    # instance since branch euntil2, one per subset of the b before)
     "esper_until": ("epl", "select a.k as k, b[0].v as v0, b[1].v as v1, b[2].v as v2 from "
                            "pattern [every a=A -> ([2:3] b=B(b.k = a.k) until c=C(c.k = a.k)) "
                            "where timer:within(1 sec)];"),

@@ -79,6 +79,11 @@ class Position:
     settle: tuple[int, frozenset[str]] | None = None
     #: the event type's declared field names (how the filter's plain names read the event)
     fields: tuple[str, ...] = ()
+    #: Esper's ``until`` with a single-event operand (ast.Atom.until): the id of the until
+    #: this occurrence is an operand step or the end of; 0 elsewhere. A state whose every
+    #: edge is a step of one until takes each event as that until's one instance does
+    #: (runtime.compiled ``CompiledPattern.greedy``)
+    until: int = 0
 
 
 @dataclass(slots=True)

@@ -148,7 +148,8 @@ class _Builder:
         pos = Position(pid, atom.name, tuple(binds), flt, src, label, atom.loc,
                        tuple(self.zone_stack), where=atom.where, local=local,
                        collect=self._collect(atom),
-                       fields=tuple(self.schemas[atom.name].param_names))
+                       fields=tuple(self.schemas[atom.name].param_names),
+                       until=0 if negative else atom.until)
         (self.negatives if negative else self.positions).append(pos)
         return pos
 

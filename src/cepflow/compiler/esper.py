@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from itertools import count
 from typing import Literal
 
 from cepflow.automaton.automaton import TIMER
@@ -529,6 +530,14 @@ class _Lowering:
                              "the first repetition ends it; write every (…) around it or put "
                              "an event before it", u.loc)
         stop = ast.Not(_untagged(u.until), u.loc)
+        if steps == [rep]:
+            # a single-event operand: one instance takes every operand event
+            # (EvalMatchUntilStateNode restarts its operand at each result) — a state of its
+            # own does not also keep a run that skipped one (Position.until, _try_edges)
+            rep, end = _one_instance(rep, u.until)
+            steps = [rep]
+        else:
+            end = u.until
         items: list[ast.Pattern] = []
         for k in range(low):  # (a NOT before each step of the first m: an end there is false)
             for j, step in enumerate(steps or ()):
@@ -542,11 +551,11 @@ class _Lowering:
             return
         if u.high is None:  # any number more, kept greedily (the longest run is reported)
             items.append(ast.Mult(rep, "*", u.loc))
-            items.append(u.until)
+            items.append(end)
         else:
-            tail: ast.Pattern = u.until
+            tail: ast.Pattern = end
             for _ in range(u.high - low):
-                tail = ast.Or(u.until, ast.Fol(rep, tail, u.loc), u.loc, choice=True)
+                tail = ast.Or(end, ast.Fol(rep, tail, u.loc), u.loc, choice=True)
             items.append(tail)
         out.extend(items)
 
@@ -580,6 +589,26 @@ _UNTIL_END: dict[type, str] = {
     ast.Not: "'not' (true at once, when the until starts)",
     ast.Every: "every (…), which ends it the first time its operand is true (not supported yet)",
     ast.Fol: "a sequence", ast.And: "'and'", ast.Window: "a guard"}
+
+
+#: ids of the untils that run as one instance (ast.Atom.until), unique in a process
+_UNTIL_IDS = count(1)
+
+
+def _one_instance(rep: ast.Pattern, end: ast.Pattern) -> tuple[ast.Pattern, ast.Pattern]:
+    """An until's single-event operand ``rep`` and its end (an atom or an or of atoms each),
+    their atoms marked with a fresh until id: the automaton's states whose every edge is a
+    step of that until take each operand event without keeping a run that skipped it
+    (runtime.compiled ``CompiledPattern.greedy``) — Esper's one instance per until."""
+    uid = next(_UNTIL_IDS)
+
+    def mark(p: ast.Pattern) -> ast.Pattern:
+        if isinstance(p, ast.Atom):
+            return replace(p, until=uid)
+        assert isinstance(p, ast.Or)
+        return replace(p, left=mark(p.left), right=mark(p.right))
+
+    return mark(rep), mark(end)
 
 
 def _types(p: ast.Pattern) -> set[str]:
@@ -1035,9 +1064,11 @@ class _Aliases:
                 self.rename[f"{a.alias}.{et.param_names[i]}"] = var
         where = _and([self.expr(c, a.alias) for c in rest])
         if a.alias is None:
-            return ast.Atom(a.name, tuple(args) if any(args) else None, where, None, a.loc)
+            return ast.Atom(a.name, tuple(args) if any(args) else None, where, None, a.loc,
+                            a.until)
         self.bound[a.alias] = self.seen[a.alias] = et
-        return ast.Atom(a.name, tuple(args), where, a.alias if repeated else None, a.loc)
+        return ast.Atom(a.name, tuple(args), where, a.alias if repeated else None, a.loc,
+                        a.until)
 
     def _unify(self, c: ast.Expr, own: str | None, et: EventType) -> tuple[int, str] | None:
         """``own.f == other.g`` or ``f == other.g`` (the event's own field named bare, as

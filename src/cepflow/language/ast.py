@@ -94,6 +94,10 @@ class Atom:
     where: Expr | None = None
     alias: str | None = None
     loc: Loc = _loc()
+    #: set by the Esper lowering only (compiler.esper ``_Lowering.until``): the id of the
+    #: ``until`` whose single-event operand or end this atom is — that until takes every
+    #: operand event, as one instance (Position.until); 0 elsewhere
+    until: int = 0
 
 
 @dataclass(frozen=True)

@@ -59,10 +59,12 @@ class CompiledPattern:
         "exact",
         "fast",
         "fast_start",
+        "greedy",
         "initial",
         "key_index",
         "key_var",
         "limit_at",
+        "loose",
         "name",
         "neg_states",
         "out_degree",
@@ -164,6 +166,21 @@ class CompiledPattern:
                         d = conj_degree.setdefault(s, {})
                         d[c] = d.get(c, 0) + 1
         self.conj_degree = conj_degree
+        #: states whose every edge is a step of one Esper until with a single-event operand
+        #: (Position.until): such an until is one instance that takes each operand event
+        #: (EvalMatchUntilStateNode), so a thread there that takes an event does not also
+        #: stay behind as a run that skipped it (Matcher._try_edges) — one thread per
+        #: instance, where keeping both made one per subset of the events taken
+        self.greedy = frozenset(s for s, m in auto.edges.items() if s != INITIAL and len(
+            {edge.position.until for es in m.values() for edge in es} - {0}) == 1 and all(
+            edge.position.until for es in m.values() for edge in es))
+        #: name prefixes of the variables of collected tags (loose_prefixes): of two threads
+        #: of a partial match at one state that differ only in those, the one of the oldest
+        #: events is Esper's one repetition instance (it took every operand result) and the
+        #: other a run Esper does not have: Matcher._apply drops it (an until over a group,
+        #: [k] P or a nested until, keeps one thread per state, not one per subset of its
+        #: events; where nothing but the select list reads the tags it could never win)
+        self.loose = loose_prefixes(auto)
         self.key_var = {s: next(iter(m.values()))[1] for s, m in self.key_index.items() if m}
         #: event types whose every transition is a plain keyed step (see _fast_paths)
         self.fast = self._fast_paths() if fast_path else {}
@@ -366,3 +383,13 @@ def _row_forbids(chain: Chain | None, neg_states: dict[str, list[int]]
             steps.append((s, None if chain.every_key(m, t) else chain.key_param[t], flts))
         out[t] = tuple(steps)
     return out
+
+
+def loose_prefixes(auto: Automaton) -> tuple[str, ...]:
+    """The name prefixes (``a[``, ``_a.``, ``_a[``: the k-th events' fields, the current
+    event's, the count) of each tag collected in a repetition. Empty without such tags, and
+    under every-distinct (its keys read the bindings when an instance begins)."""
+    tags = sorted({p.collect.alias for p in auto.positions if p.collect is not None})
+    if not tags or auto.distinct:
+        return ()
+    return tuple(x for t in tags for x in (f"{t}[", f"_{t}.", f"_{t}["))

@@ -307,10 +307,12 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         if not out and reason is None and not forked:
             return None
         if th.state != INITIAL and (self.pattern.skips or (self.pattern.context.esper and (
-                forked or self._others_wait(th.state, fired, steps)))):
+                forked or (th.state not in self.pattern.greedy
+                           and self._others_wait(th.state, fired, steps))))):
             # unrestricted follows every run: the thread may also skip e. Under esper the
             # operands of an or run side by side: one that did not take e (another edge of
-            # this state did) still waits, and so does an inner every's source
+            # this state did) still waits, and so does an inner every's source — but not an
+            # until's own edges (CompiledPattern.greedy): its one instance takes the event
             out.append(_KEEP)
         return out, reason
 
@@ -1111,6 +1113,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                 th.state in auto.group for th, _ in plan), e.ts)
         if len(threads) > 1:
             threads = _dedupe(threads)
+            if self.pattern.loose and len(threads) > 1:
+                threads = _oldest(threads, self.pattern.loose, bool(self.pattern.zone_by_id))
         if not threads:
             if trace is not None:
                 trace.add(kind="trap", pattern=self.name, token=tok.id, event=e.ref, ts=e.ts,
@@ -1617,6 +1621,30 @@ def _dedupe(threads: list[Thread]) -> list[Thread]:
         if old is None or _age(th) < _age(old):
             seen[key] = th
     return [th for th in threads if seen.get(_key_of(th)) is th]
+
+
+def _oldest(threads: list[Thread], loose: tuple[str, ...], timed: bool) -> list[Thread]:
+    """Of threads at one state with the same bindings but the ``loose`` ones (collected
+    tags: CompiledPattern.loose), the same zone entries and — in a timed pattern — the same
+    last event time, those of the oldest events (Matcher._age's order of the events alone):
+    Esper's repetition is one instance that takes every result of its operand, the run of the
+    oldest events; the others skipped one. Where nothing but the select list reads the tags
+    they take the same events from here on and lose every completion to it (an extension by
+    the same events keeps that order); where a later filter reads them they could match where
+    Esper does not. Threads with the very same events stay (their order falls to their
+    bindings, which an extension may turn)."""
+    keys = []
+    best: dict[tuple, tuple] = {}
+    for th in threads:
+        k = (th.state, tuple(sorted(((n, v) for n, v in th.bindings.items()
+                                     if not n.startswith(loose)), key=itemgetter(0))),
+             tuple(sorted((th.zstart or {}).items())), th.last_ts if timed else None)
+        ev = _age(th)[0]
+        keys.append((k, ev))
+        old = best.get(k)
+        if old is None or ev < old:
+            best[k] = ev
+    return [th for th, (k, ev) in zip(threads, keys, strict=True) if best[k] == ev]
 
 
 def _age(th: Thread, unused: frozenset[str] = frozenset()) -> tuple:

@@ -686,11 +686,11 @@ class EsperUntil:
     """Esper's ``[m:n] b = B(g, key) until c = C(h, key)`` after ``every a = A(f)``
     (compiler.esper lowers it to ``m`` times ``B`` with ``NOT C`` in every gap, then up to
     ``n - m`` more ``B`` or ``C``; ``[n] b until c``: ``n`` times ``B`` with ``NOT C`` in every
-    gap, completing at the n-th). Per event the token path keeps one thread per set of ``b``
-    an instance may have taken past the m-th (a state with a ``B`` and a ``C`` edge lets a
-    ``B`` be taken and skipped, Matcher._try_edges), and a ``C`` completes it with the thread
-    of the oldest events — the first ``min(count, n)`` of its key's ``b`` (Matcher._age) — or,
-    below ``m``, traps it (the ``NOT C``)."""
+    gap, completing at the n-th). Per event the token path keeps one thread per instance,
+    Esper's one until instance (CompiledPattern.greedy: a state whose edges are all the
+    until's takes each ``B`` without keeping a run that skipped it, Matcher._try_edges), and a
+    ``C`` completes it with the first ``min(count, n)`` of its key's ``b`` or, below ``m``,
+    traps it (the ``NOT C``)."""
 
     low: int  # m
     high: int | None  # n (None: no bound)

@@ -2,23 +2,22 @@
 key) until c = C(h, key)) [where timer:within(Δ)]`` (also ``[m:]``, ``[:n]``, no bound and
 ``[n] b until c``; runtime.shapes.esper_until_of, ``EsperPair.until``; docs/esper.md).
 
-Per event the token path (Matcher._process_esper) traps an instance at a ``C`` of its key
-while it holds fewer than ``m`` ``b`` (the ``NOT C`` in every gap), and from the m-th ``b``
-on keeps one thread per set of ``b`` it may have taken (a state with a ``B`` and a ``C`` edge
-takes a ``B`` and also skips it, Matcher._try_edges); a ``C`` completes it with the thread of
-the oldest events (Matcher._age): the first ``min(count, n)`` ``b`` of its key after its
-``A``. ``[n] b until c`` completes at the n-th ``b`` unless a ``C`` came first. Events are
-not consumed, so instances do not compete and one search per instance decides it: the first
-``C`` of its key after its last row within its window (:func:`until_rows`), the count of its
-key's ``B`` before that ``C`` (one range of the ``B`` rows sorted by (key, row)), and the
-count it held before the batch (its token's winning thread). Its match is then the chain of
+Per event the token path (Matcher._process_esper) traps an instance at a ``C`` of its key while
+it holds fewer than ``m`` ``b`` (the ``NOT C`` in every gap), and holds one thread per
+instance, Esper's one until instance that takes each ``B`` up to ``n`` (CompiledPattern.greedy,
+Matcher._try_edges); a ``C`` completes it with the first ``min(count, n)`` ``b`` of its key
+after its ``A``. ``[n] b until c`` completes at the n-th ``b`` unless a ``C`` came first.
+Events are not consumed, so instances do not compete and one search per instance decides it:
+the first ``C`` of its key after its last row within its window (:func:`until_rows`), the count
+of its key's ``B`` before that ``C`` (one range of the ``B`` rows sorted by (key, row)), and
+the count it held before the batch (its token's winning thread). Its match is then the chain of
 ``a``, that many ``b`` and ``c`` (``EsperUntil.view``), which the pair kernel's emission makes
-(kernels.pair._emit_pair) — grouped by count, each group with its own view
-(:func:`emit`). An instance left open after the batch holding a ``b`` becomes a token
-stepped by the token path itself over its own ``B`` rows (:func:`leave_open`: the threads,
-their order, bindings and timers are the token path's); one holding none stays a pending
-row, as a pair's. The pair kernel's helpers come in as ``kp`` (kernels.pair.UNTIL_KIT: that
-module dispatches here, so this one does not import it — no import cycle).
+(kernels.pair._emit_pair) — grouped by count, each group with its own view (:func:`emit`). An
+instance left open after the batch holding a ``b`` becomes a token stepped by the token path
+itself over its own ``B`` rows (:func:`leave_open`: the threads, their order, bindings and
+timers are the token path's); one holding none stays a pending row, as a pair's. The pair
+kernel's helpers come in as ``kp`` (kernels.pair.UNTIL_KIT: that module dispatches here, so
+this one does not import it — no import cycle).
 """
 
 from __future__ import annotations
