@@ -120,8 +120,12 @@ def test_hand_derived_rows_of_a_deferred_pattern() -> None:
     prog = load_module(parse_epl(SCHEMA + UNREAD))
     engine = Engine(prog)
     spec = [("A", 1, 0, 1), ("A", 2, 9, 2), ("B", 1, 4, 3), ("B", 2, 5, 4), ("A", 1, 0, 5),
-            ("B", 1, 6, 6)]
+            ("B", 1, 6, 6), ("A", 3, 0, 7)]
     table = engine.process_columns(esper_rows(_events(spec)))
+    # (A7 is left open: its event made for the instance, as per event)
+    ref = Engine(prog)
+    assert rows(list(ref.run(_events(spec)))) == rows(table.complex_events())
+    assert state(engine) == state(ref) and engine.stats == ref.stats
     unmade = [b for b in table.blocks if isinstance(b, StageMatches) and b.events is None]
     assert len(unmade) == 1 and unmade[0].pattern == "P"
     assert unmade[0].rank.tolist() == [1, 2, 4]  # (places in the batch's output)
@@ -134,6 +138,24 @@ def test_hand_derived_rows_of_a_deferred_pattern() -> None:
     assert found[1].bindings == {"k": 1, "v": 4, "seven": 7}
     assert [e.ts for e in found[4].parts] == [5, 6]
     assert engine.stats.by_pattern == {"Q": 1, "P": 3, "H": 1}
+
+
+def test_a_plan_of_several_blocks_or_held_instances_is_made() -> None:
+    """Deferred only when one block holds every match of the plan: P's instances A1 and A2
+    begun in the first batch (cut after A2) complete in the second (A1 B3, A2 B4: events held
+    from before, no rows), so all P's matches there are made, A5 B6 too; an unread pattern
+    whose last stage has alternatives is made when both complete in the batch (a block per
+alternative: A1 A2 by c, A3 B4 by b), deferred when one alone does."""
+    prog = load_module(parse_epl(SCHEMA + UNREAD))
+    spec = [("A", 1, 0, 1), ("A", 2, 9, 2), ("B", 1, 4, 3), ("B", 2, 5, 4), ("A", 1, 0, 5),
+            ("B", 1, 6, 6)]
+    assert check_deferred(prog, [(t, k, v, 0.5, 1) for t, k, v, _ts in spec], [2], 0) == 0
+    alts = load_module(parse_epl(SCHEMA + UNREAD.replace(
+        "b = B(b.k = a.k)", "(b = B(b.k = a.k) or c = A(c.k = a.k and c.v = 7))")))
+    spec2 = [("A", 1, 0, 0.5, 1), ("A", 1, 7, 0.5, 1), ("A", 2, 0, 0.5, 1), ("B", 2, 3, 0.5, 1)]
+    assert check_deferred(alts, spec2, [], 0) == 0
+    # (one alternative's matches alone: one block, deferred — and equal)
+    assert check_deferred(alts, spec2[:2], [], 0) == 1
 
 
 def test_a_stepped_row_makes_the_deferred_matches_at_it() -> None:
