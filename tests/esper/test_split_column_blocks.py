@@ -58,6 +58,17 @@ def _kind(m) -> tuple:
             m.output_columns() is None, tuple(type(p).__name__ for p in m.parts))
 
 
+def numbered(spec: list, restore_at: int) -> list:
+    """The events of ``spec`` numbered as a reader numbers them (from 0 again after the
+    restore); some without an id."""
+    evs = events(spec)
+    for i, e in enumerate(evs):
+        e.seq = i - (restore_at if i >= restore_at else 0)
+        if i % 3 == 1:
+            e.id = None
+    return evs
+
+
 def check_blocks(prog, spec, cuts, restore_at, make: Callable[[list, int], list] | None = None,
                  arrow: Callable[[list], ArrowRows] = esper_rows) -> int:
     """The split with column blocks (``many``) against the split without (``plain``: every
@@ -67,15 +78,6 @@ def check_blocks(prog, spec, cuts, restore_at, make: Callable[[list, int], list]
     if many._split is None:
         return 0
     restore_at = min(restore_at, len(spec))
-
-    def numbered(spec: list, restore_at: int) -> list:
-        # (the reader numbers the rows, from 0 again after the restore; some have no id)
-        evs = events(spec)
-        for i, e in enumerate(evs):
-            e.seq = i - (restore_at if i >= restore_at else 0)
-            if i % 3 == 1:
-                e.id = None
-        return evs
 
     make = make or numbered
     mine, theirs = make(spec, restore_at), make(spec, restore_at)

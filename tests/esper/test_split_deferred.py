@@ -16,9 +16,9 @@ from unittest.mock import patch
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.esper.test_esper_kernel import SCHEMA, events, state
+from tests.esper.test_esper_kernel import SCHEMA, state
 from tests.esper.test_split import PROGRAMS, program, restored, rows
-from tests.esper.test_split_column_blocks import _kind, esper_rows
+from tests.esper.test_split_column_blocks import _kind, esper_rows, numbered
 from tests.esper.test_split_higher import DENSE, STREAMS, program_of, programs
 
 from cepflow.language.epl import parse_epl
@@ -29,17 +29,6 @@ from cepflow.runtime.kernels import Declined
 from cepflow.runtime.kernels.column_blocks import Deferred
 from cepflow.runtime.rows import StageMatches
 from cepflow.spark.columns import encode_match_table
-
-
-def numbered(spec: list, restore_at: int) -> list:
-    """The events of ``spec`` numbered as a reader numbers them (from 0 again after the
-    restore); some without an id."""
-    evs = events(spec)
-    for i, e in enumerate(evs):
-        e.seq = i - (restore_at if i >= restore_at else 0)
-        if i % 3 == 1:
-            e.id = None
-    return evs
 
 
 def check_deferred(prog, spec, cuts, restore_at) -> int:
