@@ -9,6 +9,15 @@ model, examples/gesture/events.py); for the examples that ship only a handful of
 ``cepflow.inputs.read_events``), then ``Engine.run`` + ``finish`` is timed in CPU time
 (``time.process_time``), best and median of ``--repeat``, the load average beside it.
 
+Beside it, the column route (``--routes run,columns``, the default; issue 21 item 1): the same
+stream as Arrow batches of the event layout (``cepflow.inputs.columnar.encode``, cut where
+``Engine.run`` cuts its batches), each fed to ``Engine.process_columns`` as an ``ArrowRows`` (the
+file job's route: Python events only for the rows in matches or partial matches), then
+``finish`` — timed the same way; a batch the engine gives back (``Declined``) goes through
+``Engine.run`` as the file job does, and is counted. ``columns+objects`` also asks each
+``MatchTable`` for its ``complex_events()`` (what a caller wanting objects pays on top). The
+matches must be as many as ``Engine.run``'s, else the run stops.
+
 ``--profile`` adds, per program, one more run in which every statement's work is timed: the
 steps its pattern takes (per input event, per cascaded complex event, per deadline) or its
 window statement's ``process``/``advance_to``, the kernels' planning of a batch in the program
@@ -19,6 +28,7 @@ the figures.
 
     python benchmarks/examples_cpu.py                     # all programs, 200,000 events each
     python benchmarks/examples_cpu.py --profile --programs motorbike,temperature
+    python benchmarks/examples_cpu.py --routes run,columns,columns+objects --programs air_quality
 """
 
 from __future__ import annotations
@@ -170,6 +180,12 @@ def read_stream(name: str, n: int, program: Any, tmp: Path) -> list[Any]:
 
 
 # -- the measurement --------------------------------------------------------------------------
+#: the routes measured (module docstring)
+ROUTES = ("run", "columns", "columns+objects")
+#: Engine.run's default batch size: the column route cuts its Arrow batches there too
+BATCH = 1 << 18
+
+
 def measure(name: str, n: int, repeat: int, tmp: str) -> dict[str, Any]:
     """``Engine.run`` + ``finish`` over the program's stream, ``repeat`` times (CPU time)."""
     from cepflow.runtime.engine import Engine
@@ -184,12 +200,55 @@ def measure(name: str, n: int, repeat: int, tmp: str) -> dict[str, Any]:
         c0 = time.process_time()
         matches = sum(1 for _ in engine.run(events)) + len(engine.finish(close_windows=True))
         runs.append({"cpu_s": time.process_time() - c0, "load": load})
-    cpus = [r["cpu_s"] for r in runs]
     return {"program": name, "events": len(events), "matches": matches,
             "statements": len(program.automata) + len(program.windows),
-            "kernel": _kernel_use(engine),
-            "runs": runs, "best_cpu_s": min(cpus), "median_cpu_s": statistics.median(cpus),
+            "kernel": _kernel_use(engine), **_summary(runs)}
+
+
+def _summary(runs: list[dict[str, float]]) -> dict[str, Any]:
+    """The runs, their best and median CPU seconds and the highest load among them."""
+    cpus = [r["cpu_s"] for r in runs]
+    return {"runs": runs, "best_cpu_s": min(cpus), "median_cpu_s": statistics.median(cpus),
             "load": max(r["load"] for r in runs)}
+
+
+def measure_columns(name: str, n: int, repeat: int, tmp: str, objects: bool
+                    ) -> dict[str, Any] | None:
+    """``Engine.process_columns`` over the program's stream as Arrow batches + ``finish``,
+    ``repeat`` times (CPU time; module docstring); with ``objects`` each table's
+    ``complex_events()`` too. None when the engine takes no columns (``Engine.columnar``)."""
+    from cepflow.inputs.columnar import arity_of, decode, encode
+    from cepflow.runtime.arrow_rows import ArrowRows
+    from cepflow.runtime.engine import Engine
+    from cepflow.runtime.kernels import Declined
+
+    program = load_program(PROGRAMS[name][0])
+    if not Engine(program, strict_actions=False).columnar:
+        return None
+    events = read_stream(name, n, program, Path(tmp))
+    arity = arity_of(program.schemas)
+    cuts = [events[i:i + BATCH] for i in range(0, len(events), BATCH)]
+    batches = [encode(c, arity, [None] * len(c), [None] * len(c)) for c in cuts]
+    del events, cuts
+    runs, matches, declined = [], 0, 0
+    for _ in range(repeat):
+        gc.collect()
+        load = os.getloadavg()[0]
+        engine = Engine(program, strict_actions=False)
+        arities = engine.host.arity
+        matches = declined = 0
+        c0 = time.process_time()
+        for b in batches:
+            try:
+                table = engine.process_columns(ArrowRows(b, arities, arity))
+            except Declined:  # (as the file job: the batch as events)
+                declined += 1
+                matches += sum(1 for _ in engine.run(decode(b, arities, arity)))
+                continue
+            matches += len(table.complex_events()) if objects else table.count
+        matches += len(engine.finish(close_windows=True))
+        runs.append({"cpu_s": time.process_time() - c0, "load": load})
+    return {"matches": matches, "declined_batches": declined, **_summary(runs)}
 
 
 def _kernel_use(engine: Any) -> str:
@@ -277,6 +336,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--repeat", type=positive_int, default=3)
     ap.add_argument("--programs", default=",".join(PROGRAMS))
     ap.add_argument("--profile", action="store_true", help="also the per-statement shares")
+    ap.add_argument("--routes", default="run,columns",
+                    help="comma-separated: run (Engine.run), columns (process_columns over "
+                         "Arrow batches), columns+objects (and each table's complex_events())")
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
     return ap.parse_args(argv)
 
@@ -289,22 +351,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         con.print(f"unknown program(s) {', '.join(unknown)}; known: {', '.join(PROGRAMS)}")
         return 2
+    routes = args.routes.split(",")
+    if set(routes) - set(ROUTES) or "run" not in routes:
+        con.print(f"--routes: some of {', '.join(ROUTES)}, run among them")
+        return 2
     rows = []
     with tempfile.TemporaryDirectory(prefix="cepflow-examples-") as tmp:
         for name in names:
             row = run_isolated(measure, name, args.events, args.repeat, tmp)
+            for route in routes[1:] if routes[0] == "run" else routes:
+                if route == "run":
+                    continue
+                got = run_isolated(measure_columns, name, args.events, args.repeat, tmp,
+                                   route == "columns+objects")
+                if got is not None and got["matches"] != row["matches"]:
+                    raise SystemExit(f"{name}: {route} found {got['matches']:,} matches, "
+                                     f"Engine.run {row['matches']:,}")
+                row[route] = got
             if args.profile:
                 row["profile"] = run_isolated(profile, name, args.events, tmp)
             rows.append(row)
-    table = make_table(f"Engine.run over the examples (CPU time, best / median of {args.repeat})",
-                       ["program", "statements", "kernel", "events", "matches", "CPU s",
-                        ("events / CPU s", "right"), "load"])
+    table = make_table(f"The examples by route (CPU time, best / median of {args.repeat})",
+                       ["program", "statements", "kernel", "events", "matches", "route",
+                        "CPU s", ("events / CPU s", "right"), "load"])
     for r in rows:
-        table.add_row(r["program"], str(r["statements"]), r["kernel"],
-                      f"{r['events']:,}", f"{r['matches']:,}",
-                      f"{r['best_cpu_s']:.2f} / {r['median_cpu_s']:.2f}",
-                      f"{r['events'] / r['best_cpu_s'] / 1000:,.0f}k / "
-                      f"{r['events'] / r['median_cpu_s'] / 1000:,.0f}k", f"{r['load']:.1f}")
+        for route in routes:
+            m = r if route == "run" else r.get(route)
+            shown = [r["program"], str(r["statements"]), r["kernel"], f"{r['events']:,}",
+                     f"{r['matches']:,}"] if route == routes[0] else [""] * 5
+            if m is None:  # (Engine.columnar does not hold)
+                table.add_row(*shown, route, "—", "no column route", "")
+                continue
+            note = f" ({m['declined_batches']} declined)" if m.get("declined_batches") else ""
+            table.add_row(*shown, route + note,
+                          f"{m['best_cpu_s']:.2f} / {m['median_cpu_s']:.2f}",
+                          f"{r['events'] / m['best_cpu_s'] / 1000:,.0f}k / "
+                          f"{r['events'] / m['median_cpu_s'] / 1000:,.0f}k", f"{m['load']:.1f}")
     con.print(table)
     for r in rows:
         if "profile" in r:
@@ -316,7 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 t.add_row(k, f"{v:.3f}", f"{v / total:.0%}")
             con.print(t)
     path = write_json(args.json, {**metadata("examples_cpu", {"events": args.events,
-                                                               "repeat": args.repeat}),
+                                                               "repeat": args.repeat,
+                                                               "routes": routes}),
                                   "rows": rows})
     con.print(f"[dim]written {path}[/dim]")
     return 0

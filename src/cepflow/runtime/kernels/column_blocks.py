@@ -31,10 +31,26 @@ parts, lazy kinds for the Python API), and a block's place in the detection orde
 objects are in the split's output, by identity — a plan whose matches were not emitted (a
 pattern the batch left per event after planning it) contributes nothing, and its matches are
 objects there.
+
+**Matches nothing reads are not made** (:meth:`ColumnBlocks.defer`, since session 38): a pair
+plan over the batch of a pattern whose complex events go nowhere but the output
+(``Engine.consumed`` false) and whose matches are all one ``StageMatches`` block (instances
+begun in the batch, a select list of fields, the time and literals) hands the split a
+:class:`Deferred` instead of its objects — a sequence that makes the objects of the matches
+asked for only (those a row the per-event part steps emits: ``_Replay.at_row``), nor the
+events of their rows. The matches recorded in bulk (``_Replay.record_loose``) stay unmade:
+their place in the output and their match ids are noted (:meth:`Deferred.record`), and
+:meth:`ColumnBlocks.table` places them as a block without objects —
+``MatchTable.complex_events()`` makes them when asked, as the pair kernel's column route does
+(lazy ``_OneKind`` complex events of the same type, parameters, bindings, time, parts and
+ids). A match whose id is not the table's first id plus its place (the block's ids are so
+given) is made as an object with its id instead (never seen so far: the ids of the loose
+matches follow the output's order wherever a deferred plan's matches are among them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -59,6 +75,42 @@ _Registered = tuple[np.ndarray, np.ndarray, "StageMatches | ChainMatches"]
 _Block = tuple["StageMatches | ChainMatches", "list[Any] | None"]
 
 
+class Deferred:
+    """The matches of one pair plan not made (module docstring): as long as the plan's list
+    of complex events, each made only when asked for by place (``d[i]``, ``d[lo:hi]``; made
+    once), and the places, ids and output places of those the split recorded unmade
+    (:meth:`record`)."""
+
+    def __init__(self, type_name: str, n: int, make: Callable[[np.ndarray], list[Any]]
+                 ) -> None:
+        #: the matches' type (the statistics count them by it)
+        self.type = type_name
+        self.n = n
+        self._make = make  # (the objects of the matches at some places, in that order)
+        self._made: dict[int, ComplexEvent] = {}
+        #: per record: the matches' places in the plan, their match ids, their output places
+        self.recorded: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int | slice | np.ndarray) -> Any:
+        one = not isinstance(i, (slice, np.ndarray))
+        places = (range(*i.indices(self.n)) if isinstance(i, slice)
+                  else i.tolist() if isinstance(i, np.ndarray) else [i])
+        made = self._made
+        new = [j for j in dict.fromkeys(places) if j not in made]
+        if new:
+            made.update(zip(new, self._make(np.array(new, np.int64)), strict=True))
+        got = [made[j] for j in places]
+        return got[0] if one else got
+
+    def record(self, places: np.ndarray, ids: np.ndarray, at: np.ndarray) -> None:
+        """Matches at ``places`` recorded unmade, with match ids ``ids``, at output places
+        ``at``."""
+        self.recorded.append((places, ids, at))
+
+
 def _ids(objects: Any, n: int) -> np.ndarray:
     """The identities of ``objects`` as an int64 column."""
     return np.fromiter(map(id, objects), np.int64, count=n)
@@ -68,11 +120,16 @@ class ColumnBlocks:
     """The column blocks of one split batch's plans (:meth:`add`, :meth:`add_chain`), and the
     batch's :class:`MatchTable` made of them and of the split's output (:meth:`table`)."""
 
-    def __init__(self, batch: Rows, produced: set[str]) -> None:
+    def __init__(self, batch: Rows, produced: set[str], unread: frozenset[str] = frozenset()
+                 ) -> None:
         #: the batch, whose rows the blocks name
         self.batch = batch
         #: the types some statement produces: a stage of any other type reads input rows
         self.produced = produced
+        #: the kernel patterns whose complex events only the output reads (:meth:`defer`)
+        self.unread = unread
+        #: the deferred plans' blocks (every match of the plan, ``rank`` its place there)
+        self.deferred: list[tuple[StageMatches, Deferred]] = []
         #: every block, in input rows (``rank``: the place in its plan's matches)
         self.blocks: list[_Block] = []
         #: a kernel pattern's block over the input, by its output type (only when its
@@ -98,6 +155,21 @@ class ColumnBlocks:
                     if b is not None]
         for b in made:
             self._keep(m, b, None, found, len(made) == 1)
+
+    def defer(self, m: Any, p: dict, inst: np.ndarray, src: Rows,
+              make: Callable[[np.ndarray], list[Any]]) -> Deferred | None:
+        """A :class:`Deferred` for the matches of instances ``inst`` of the pair plan ``p``
+        of pattern ``m`` (``make``: their objects by place), when only the output reads
+        ``m``'s complex events and they are all one block over the batch
+        (kernels.pair.stage_blocks); else None (they are made)."""
+        if m.name not in self.unread or src is not self.batch or not len(inst):
+            return None
+        made = stage_blocks(m, p, inst)
+        if len(made) != 1 or not np.array_equal(made[0].rank, np.arange(len(inst))):
+            return None
+        d = Deferred(m.name, len(inst), make)
+        self.deferred.append((made[0], d))
+        return d
 
     def add_chain(self, m: Any, b: ChainMatches, values: list[Any],
                   found: list[ComplexEvent], src: Rows) -> None:
@@ -213,16 +285,16 @@ class ColumnBlocks:
         where their objects are in ``out``; a chain's key values appended to the table's)
         and one ``ObjectMatches`` block of the others."""
         n = len(out)
-        first = out[0].match_id if out else 0
         if not n:
-            return MatchTable([], [], first, 0, src)
+            return MatchTable([], [], 0, 0, src)
         rows_at = np.array(at, np.int64)
-        ids = _ids(out, n)
-        o = np.argsort(ids, kind="stable")
-        sorted_ids = ids[o]
         free = np.ones(n, bool)
         blocks: list[Any] = []
         values: list[Any] = []
+        first = self._unmade(out, rows_at, free, blocks)
+        ids = _ids(out, n)
+        o = np.argsort(ids, kind="stable")
+        sorted_ids = ids[o]
         for b, own in self.blocks:
             made: list[ComplexEvent] = b.events  # type: ignore[assignment]
             want = _ids(made, len(made))
@@ -246,3 +318,29 @@ class ColumnBlocks:
                                         out if len(rest) == n else
                                         list(map(out.__getitem__, rest.tolist()))))
         return MatchTable(blocks, values, first, n, src)
+
+    def _unmade(self, out: list[Any], rows_at: np.ndarray, free: np.ndarray,
+                blocks: list[Any]) -> int:
+        """The table's first match id; the deferred plans' matches recorded unmade (None in
+        ``out``) placed as blocks (``blocks``; their places no longer ``free``), each at its
+        output place — one whose id is not the first id plus that place made as an object
+        with its id, in ``out``."""
+        recs = [(b, d, *r) for b, d in self.deferred for r in d.recorded if len(r[0])]
+        if out[0] is not None:
+            first = out[0].match_id
+        else:  # (the first match is a deferred one: its recorded id)
+            first = next(int(ids[at == 0][0]) for _b, _d, _p, ids, at in recs
+                         if bool((at == 0).any()))
+        for b, d, places, ids, at in recs:
+            ok = ids == first + at
+            if not ok.all():
+                bad = np.flatnonzero(~ok)
+                for q, ce, i in zip(at[bad].tolist(), d[places[bad]], ids[bad].tolist(),
+                                    strict=True):
+                    ce.match_id = i
+                    out[q] = ce
+                places, at = places[ok], at[ok]
+            if len(at):
+                free[at] = False
+                blocks.append(replace(b, at=rows_at[at], rank=at, rows=b.rows[:, places]))
+        return first

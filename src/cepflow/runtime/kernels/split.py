@@ -71,7 +71,7 @@ from cepflow.runtime.kernels.cascade import (
     rows_candidates,
 )
 from cepflow.runtime.kernels.chain import drop_passed_timers, plan_chain, split_chain
-from cepflow.runtime.kernels.column_blocks import ColumnBlocks
+from cepflow.runtime.kernels.column_blocks import ColumnBlocks, Deferred
 from cepflow.runtime.kernels.conj import plan_and
 from cepflow.runtime.kernels.consec import plan_consec
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
@@ -224,7 +224,8 @@ def split_columns(engine: Any, kernels: list[Any], rows: Rows) -> MatchTable | N
     take the batch."""
     program = engine.program
     blocks = ColumnBlocks(rows, {a.name for a in program.automata}
-                          | {w.name for w in program.windows})
+                          | {w.name for w in program.windows},
+                          frozenset(m.name for m in kernels if not engine.consumed(m.name)))
     with gc_paused():
         found = _split(engine, kernels, rows, columns=True, blocks=blocks)
     if found is None:
@@ -305,25 +306,37 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
         return None
     # (an inner every's matches: one per fork, kernels.inner_every.match_plan)
     made = p if p.get("forked") is None else p["forked"]
-    if isinstance(cols.src, EventRows):
-        events: Any = cols.src.events
-    else:  # (a column source: the events of the matches and of the instances left open)
-        used = distinct(np.concatenate([made["taken"][:, made["match"]].ravel(),
-                                        p["taken"][:, p["alive"]].ravel()]))
-        events = cols.events(used[used >= 0])
     inst = np.flatnonzero(made["match"])
     at = made["end_row"][inst]
     o = np.lexsort((made["age"][inst], at))
     inst, at = inst[o], at[o]
+
+    def rows_of(q: np.ndarray) -> np.ndarray:  # (the rows of instances q's events)
+        used = distinct(made["taken"][:, q].ravel())
+        return used[used >= 0]
+
+    # (matches nothing reads, one block of rows: not made — kernels.column_blocks.Deferred)
+    out: Any = None if blocks is None or eager or made is not p else blocks.defer(
+        m, made, inst, cols.src, lambda i: pair_matches(m, made, inst[i],
+                                                        cols.events(rows_of(inst[i])), arity))
+    if isinstance(cols.src, EventRows):
+        events: Any = cols.src.events
+    else:  # (a column source: the events of the matches and of the instances left open)
+        used = distinct(np.concatenate([made["taken"][:, made["match"]].ravel()
+                                        if out is None else np.zeros(0, np.int64),
+                                        p["taken"][:, p["alive"]].ravel()]))
+        events = cols.events(used[used >= 0])
     declined = "a select list failed on a match: event by event"
     try:
         with declined_on_failure(declined):
-            out = one_stage_matches(m, made["end_row"][inst], cols, arity) if eager else None
+            deferred = out is not None
+            if out is None and eager:
+                out = one_stage_matches(m, made["end_row"][inst], cols, arity)
             if out is None:
                 out = pair_matches(m, made, inst, events, arity)
     except EvaluationError:  # (no sink installed)
         raise Declined(declined) from None
-    if blocks is not None and len(inst):
+    if blocks is not None and len(inst) and not deferred:
         blocks.add(m, made, inst, out, cols.src)
     id_rows, opens = forks_and_starts(None if made is p else at, p["new_rows"])
 
@@ -492,7 +505,12 @@ class _Replay:
         loose = [k for k, c in enumerate(consumed) if not c and len(plans[k][1])]
         bounds = [b for b in bounds or [] if len(b[3])]
         self.loose_rows = np.zeros(0, np.int64)
-        self.loose: list[ComplexEvent] = []
+        self.loose: list[ComplexEvent | None] = []
+        #: the deferred plans among the loose ones (kernels.column_blocks.Deferred) and, per
+        #: loose match (in output order), ``(d, place)`` coded as ``d << 32 | place`` for a
+        #: deferred plan's (None in ``loose``), -1 for the others
+        self.deferred: list[Deferred] = []
+        self.loose_ref = np.zeros(0, np.int64)
         #: per loose match (in output order) its part, and each part's type (the statistics)
         self.loose_part = np.zeros(0, np.int64)
         self.part_type: list[str] = []
@@ -502,8 +520,13 @@ class _Replay:
             id_of = {key: i for i, key in enumerate(sorted({r[0] for r in ranks}))}
             lens = [len(self.matches[k][0]) for k in loose] + [len(b[3]) for b in bounds]
             rows = np.concatenate([arrays[k] for k in loose] + [b[1] for b in bounds])
-            flat = list(chain.from_iterable([*(self.matches[k][1] for k in loose),
+            # (a deferred plan's matches: None, each noted by its place — _unmade)
+            parts_found = [self.matches[k][1] for k in loose]
+            self.deferred = [f for f in parts_found if isinstance(f, Deferred)]
+            flat = list(chain.from_iterable([*(repeat(None, len(f)) if isinstance(f, Deferred)
+                                               else f for f in parts_found),
                                              *(b[3] for b in bounds)]))
+            refs = self._refs(parts_found, sum(lens)) if self.deferred else None
             out_rank = np.array([out_of[ranks[k][1]] for k in loose]
                                 + [b[0] for b in bounds], np.int64)
             id_rank = np.array([id_of[ranks[k][0]] for k in loose]
@@ -517,8 +540,9 @@ class _Replay:
             #: per loose match (in output order), its place in the order its ids are given
             self.id_pos = np.arange(len(rows), dtype=np.int64)
             part = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
-            self.part_type = [self.matches[k][1][0].type for k in loose] + [
-                b[3][0].type for b in bounds]
+            self.part_type = [f.type if isinstance(f, Deferred) else f[0].type
+                              for f in parts_found] + [b[3][0].type for b in bounds]
+            o = None
             if simple and len(loose) == 1:
                 self.loose_rows, self.loose = arrays[loose[0]], flat
                 self.loose_part = part
@@ -546,10 +570,39 @@ class _Replay:
                 self.loose = _objects(flat)[o].tolist()
                 self.id_pos = rank[o]
                 self.loose_part = part[o]
+            if refs is not None:
+                self.loose_ref = refs if o is None else refs[o]
         self.next_loose = 0
         #: the loose matches' rows, id places and parts and the instances' rows as lists, for
         #: a batch that steps many rows (:meth:`as_lists`)
         self.lists: tuple[list[int], list[int], list[int], list[int]] | None = None
+
+    @staticmethod
+    def _refs(parts: list[Any], n: int) -> np.ndarray:
+        """Per loose entry (the parts' matches, then the bounds' rows: ``n`` in all) its
+        deferred plan and place, coded (``loose_ref``), or -1."""
+        refs = np.full(n, -1, np.int64)
+        at = d = 0
+        for f in parts:
+            if isinstance(f, Deferred):
+                refs[at:at + len(f)] = (d << 32) + np.arange(len(f), dtype=np.int64)
+                d += 1
+            at += len(f)
+        return refs
+
+    def _note_unmade(self, j: int, k: int, ids: np.ndarray, at: int) -> list[Any]:
+        """Note the deferred matches among loose entries ``j:k`` (ids ``ids``; the first at
+        output place ``at``) with their plans; the others' ids, for them to be set."""
+        ref = self.loose_ref[j:k]
+        unmade = ref >= 0
+        if not unmade.any():
+            return ids.tolist()
+        w = np.flatnonzero(unmade)
+        who, place = ref[w] >> 32, ref[w] & 0xFFFFFFFF
+        for d in np.unique(who).tolist():
+            mine = who == d
+            self.deferred[d].record(place[mine], ids[w[mine]], at + w[mine])
+        return ids[~unmade].tolist()
 
     def as_lists(self) -> None:
         """Look the rows up in Python lists from now on: a batch stepping many rows records
@@ -569,7 +622,8 @@ class _Replay:
         if j == len(rows) or rows[j] >= row:
             return
         counters, stats = host.counters, host.stats
-        if self.lists is not None:  # (many stepped rows: the stretches between are short)
+        if self.lists is not None and not self.deferred:
+            # (many stepped rows: the stretches between are short)
             lr, ids, parts = self.lists[:3]
             k = bisect_left(lr, row, j)
             if k - j <= _SHORT:
@@ -591,8 +645,12 @@ class _Replay:
         else:
             k = j + int(np.searchsorted(rows[j:], row, side="left"))
         found = self.loose[j:k] if j or k < len(rows) else self.loose
-        deque(map(setattr, found, repeat("match_id"),
-                  (self.id_pos[j:k] + (counters.match + 1 - j)).tolist()), maxlen=0)
+        ids = self.id_pos[j:k] + (counters.match + 1 - j)
+        if self.deferred:
+            deque(map(setattr, [ce for ce in found if ce is not None], repeat("match_id"),
+                      self._note_unmade(j, k, ids, len(out))), maxlen=0)
+        else:
+            deque(map(setattr, found, repeat("match_id"), ids.tolist()), maxlen=0)
         counters.match += k - j
         out += found
         if at is not None:
