@@ -184,7 +184,7 @@ def test_three_operands_pair_every_combination() -> None:
 @pytest.mark.parametrize("body, message", [
     ("every o0=A and o1=A", "with another operand of type A"),
     ("o0=A -> (o1=B and every o2=D)", "every inside 'and' is not supported here"),
-    ("every (o0=B and every o1=D)", "every (…) around a pattern with every inside"),
+    ("every ((o0=B and every o1=D) -> o2=A)", "every (…) around a pattern with every inside"),
     ("o0=A and every o1=B(k = o0.k)", "reads 'o0' of another operand"),
 ])
 def test_what_stays_refused_says_what_is_supported(body: str, message: str) -> None:

@@ -389,3 +389,23 @@ def test_the_epl_printer_writes_them_back(body: str) -> None:
     evs = stream([("A", 1, 1), ("D", 0, 1), ("B", 0, 1), ("D", 1, 1), ("B", 0, 1), ("D", 0, 1)])
     assert per_event(cepflow.load_module(again), evs) == per_event(
         cepflow.load_module(module), evs) != []
+
+
+@pytest.mark.parametrize("body", ["every (every o0=B)", "every (o0=B and every o1=D)",
+                                  "every (every o0=B or o1=D)", "every (o0=A -> every o1=B)"])
+def test_no_kernel_takes_them_the_net_reports_them_the_graph_draws_them(body: str) -> None:
+    """They run per event (no chain, pair or timer-end kernel, no program split: none models
+    the count), the Petri net translation reports them (they start at the statement's start)
+    and ``cepflow graph`` draws them."""
+    from cepflow.automaton.dot import to_dot
+    from cepflow.petri.translate import Untranslatable, translate
+
+    prog = cepflow.load_module(parse_epl(
+        SCHEMAS + f"@Name('P') select * from pattern [{body}];", "t.epl"))
+    engine = cepflow.Engine(prog, start=0)
+    list(engine.run(stream([("B", 0, 1), ("D", 0, 1)])))
+    for route in ("_chains", "_pairs", "_timer_ends", "_split"):
+        assert getattr(engine, route, None) is None
+    with pytest.raises(Untranslatable, match="statement's start"):
+        translate(prog)
+    assert "digraph" in to_dot(next(a for a in prog.automata if a.name == "P"))
