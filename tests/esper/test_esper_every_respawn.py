@@ -244,7 +244,8 @@ def patterns(draw: st.DrawFn) -> Pattern:
     has a type no other operand has: the supported form)."""
     shape = draw(st.sampled_from(["nested", "and", "or", "->"]))
     if shape == "nested":
-        p: Pattern = ("atom", 0, draw(st.sampled_from("AB")), draw(st.sampled_from(sorted(FILTERS))))
+        p: Pattern = ("atom", 0, draw(st.sampled_from("AB")),
+                      draw(st.sampled_from(sorted(FILTERS))))
         for _ in range(draw(st.integers(2, 3))):
             p = ("every", p)
         return p

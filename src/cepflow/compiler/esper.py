@@ -702,8 +702,8 @@ def _repeating(body: ast.Pattern, plan: EsperPlan, clock: Clock | None) -> ast.P
     reports each of them until a once operand ends it. None when ``body`` is no such
     pattern (its every operands are then refused where they stand)."""
     items = fol_items(body)
-    if (plan.start not in ("once", "respawn") or clock is None or clock.duration != 0 or clock.forbidden is not None
-            or len(items) != 2):
+    if (plan.start not in ("once", "respawn") or clock is None or clock.duration != 0
+            or clock.forbidden is not None or len(items) != 2):
         return None
     p = items[1]
     if isinstance(p, ast.And) and not _special(p):
