@@ -32,14 +32,19 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.esper.test_esper_every_operands import FILTERS, SCHEMAS, batched, per_event
+from tests.esper.test_esper_every_operands import (
+    FILTERS,
+    SCHEMAS,
+    per_event,
+    printed_back,
+    refused_with,
+    same_as_per_event,
+)
 from tests.esper.test_esper_statement_start import stream
 
 import cepflow
 from cepflow.events.event import Event
-from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.language.epl import parse_epl
-from cepflow.language.epl_printer import _flat, format_epl
 from cepflow.runtime.state import StateError, restore_state, save_state
 
 #: a pattern: ("atom", index, type, filter) | ("every", p) | (word, [p, …]) with word one of
@@ -81,8 +86,11 @@ class _Run:
 
 
 class _Node:
-    def __init__(self, run: _Run, parent: Any, begin: dict[int, int]) -> None:
-        self.run, self.parent, self.begin, self.alive = run, parent, begin, True
+    """An instance of pattern ``p`` started with the bindings ``begin``; ``p[1]`` is its
+    operand (every) or its operands (and, or, followed-by)."""
+
+    def __init__(self, run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> None:
+        self.run, self.parent, self.begin, self.alive, self.p = run, parent, begin, True, p
         self.kids: list[_Node] = []
 
     def quit(self) -> None:
@@ -93,8 +101,7 @@ class _Node:
 
 class _Filter(_Node):
     def __init__(self, run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> None:
-        super().__init__(run, parent, begin)
-        self.p = p
+        super().__init__(run, parent, begin, p)
         run.filters.append(self)
 
     def event(self, e: Event) -> None:
@@ -117,12 +124,8 @@ def _start(run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> _Node:
 
 
 class _Every(_Node):
-    def __init__(self, run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> None:
-        super().__init__(run, parent, begin)
-        self.child = p[1]
-
     def begin_children(self) -> None:
-        self.kids.append(_start(self.run, self, self.begin, self.child))
+        self.kids.append(_start(self.run, self, self.begin, self.p[1]))
 
     def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
         if quitted:
@@ -133,14 +136,10 @@ class _Every(_Node):
 
 
 class _And(_Node):
-    def __init__(self, run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> None:
-        super().__init__(run, parent, begin)
-        self.ops = p[1]
-        self.kept: list[list[dict[int, int]] | None] = [None] * len(self.ops)
-        self.active: list[_Node | None] = []
-
     def begin_children(self) -> None:
-        for o in self.ops:
+        self.kept: list[list[dict[int, int]] | None] = [None] * len(self.p[1])
+        self.active: list[_Node | None] = []
+        for o in self.p[1]:
             self.active.append(_start(self.run, self, self.begin, o))
         self.kids = [k for k in self.active if k is not None]
 
@@ -150,7 +149,7 @@ class _And(_Node):
         i = next(j for j, k in enumerate(self.active) if k is kid)
         if quitted:
             self.active[i] = None
-        others = [j for j in range(len(self.ops)) if j != i]
+        others = [j for j in range(len(self.p[1])) if j != i]
         if any(self.kept[j] is None for j in others):
             self.kept[i] = [*(self.kept[i] or []), b]
             return
@@ -167,12 +166,8 @@ class _And(_Node):
 
 
 class _Or(_Node):
-    def __init__(self, run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> None:
-        super().__init__(run, parent, begin)
-        self.ops = p[1]
-
     def begin_children(self) -> None:
-        self.kids = [_start(self.run, self, self.begin, o) for o in self.ops]
+        self.kids = [_start(self.run, self, self.begin, o) for o in self.p[1]]
 
     def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
         if not self.alive:
@@ -183,16 +178,12 @@ class _Or(_Node):
 
 
 class _FollowedBy(_Node):
-    def __init__(self, run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> None:
-        super().__init__(run, parent, begin)
-        self.ops = p[1]
-        self.at: dict[int, int] = {}  # id(kid) -> its operand's index
-
     def begin_children(self) -> None:
+        self.at: dict[int, int] = {}  # id(kid) -> its operand's index
         self._add(0, self.begin)
 
     def _add(self, i: int, b: dict[int, int]) -> None:
-        kid = _start(self.run, self, b, self.ops[i])
+        kid = _start(self.run, self, b, self.p[1][i])
         self.kids.append(kid)
         self.at[id(kid)] = i
 
@@ -202,7 +193,7 @@ class _FollowedBy(_Node):
         i = self.at[id(kid)]
         if quitted:
             self.kids.remove(kid)
-        if i < len(self.ops) - 1:
+        if i < len(self.p[1]) - 1:
             self._add(i + 1, b)
             return
         done = not self.kids
@@ -282,15 +273,7 @@ def test_per_event_is_esper(p: Pattern, events: list[Event]) -> None:
        st.booleans())
 def test_batches_and_restores_are_per_event(p: Pattern, events: list[Event], cuts: list[int],
                                             restore_at: int, advance: bool) -> None:
-    prog = program(p)
-    engine = cepflow.Engine(prog, start=0)
-    want = [(ce.ts, ce.params, ce.match_id) for e in events for ce in engine.process(e)]
-    got, other = batched(prog, events, cuts, restore_at, advance)
-    assert got == want
-    if events:
-        engine.advance_to(events[-1].ts)
-        other.advance_to(events[-1].ts)
-    assert save_state(other) == save_state(engine)
+    same_as_per_event(program(p), events, cuts, restore_at, advance)
 
 
 # ---- hand-derived ----------------------------------------------------------------------------
@@ -342,23 +325,20 @@ def test_the_instances_are_one_partial_match_with_a_count() -> None:
     assert len(again.process(evs[12])) == 4096
 
 
-def test_a_saved_mult_is_checked() -> None:
-    """A ``mult`` on a pattern without every around every, or one below 1, is refused."""
-    prog = program(("every", ("every", ("atom", 0, "B", ""))))
+@pytest.mark.parametrize("body, first, mult, message", [
+    ("every (every o0=B)", "B", 0, "expected an integer >= 1"),
+    ("every (o0=A -> o1=B)", "A", 2, "no every around every"),
+])
+def test_a_saved_mult_is_checked(body: str, first: str, mult: int, message: str) -> None:
+    """A ``mult`` below 1, or on a pattern without every around every, is refused."""
+    prog = cepflow.load_module(parse_epl(
+        SCHEMAS + f"@Name('P') select * from pattern [{body}];", "t.epl"))
     engine = cepflow.Engine(prog, start=0)
-    engine.process(Event("B", (0, 0), 1))
+    engine.process(Event(first, (0, 0), 1))
     state = json.loads(json.dumps(save_state(engine)))
-    state["patterns"]["P"][0]["mult"] = 0
-    with pytest.raises(StateError, match="mult"):
+    state["patterns"]["P"][0]["mult"] = mult
+    with pytest.raises(StateError, match=message):
         restore_state(cepflow.Engine(prog, start=0), state)
-    plain = cepflow.load_module(parse_epl(
-        SCHEMAS + "@Name('P') select * from pattern [every (o0=A -> o1=B)];", "t.epl"))
-    engine = cepflow.Engine(plain, start=0)
-    engine.process(Event("A", (0, 0), 1))
-    state = json.loads(json.dumps(save_state(engine)))
-    state["patterns"]["P"][0]["mult"] = 2
-    with pytest.raises(StateError, match="no every around every"):
-        restore_state(cepflow.Engine(plain, start=0), state)
 
 
 @pytest.mark.parametrize("body, message", [
@@ -369,11 +349,7 @@ def test_a_saved_mult_is_checked() -> None:
     ("every (o0=A -> every (o1=B -> o2=D))", "every (…) around a pattern with every inside"),
 ])
 def test_what_stays_refused_says_what_is_supported(body: str, message: str) -> None:
-    with pytest.raises(PatternSyntaxError) as info:
-        cepflow.load_module(parse_epl(SCHEMAS + f"@Name('P') select * from pattern [{body}];",
-                                      "t.epl"))
-    d = info.value.diagnostics[0]
-    assert message in d.message and d.file == "t.epl" and d.line is not None
+    refused_with(body, message)
 
 
 @pytest.mark.parametrize("body", ["every (every o0=B(k = 0))", "every (o0=B and every o1=D)",
@@ -382,14 +358,7 @@ def test_what_stays_refused_says_what_is_supported(body: str, message: str) -> N
 def test_the_epl_printer_writes_them_back(body: str) -> None:
     """The reader's start (``every (timer:interval(0) -> …)``) prints and reads back as
     itself, and the printed statement runs as the written one."""
-    module = parse_epl(SCHEMAS + f"@Name('P') select * from pattern [{body}];", "t.epl")
-    printed = format_epl(module)
-    assert "timer:interval(0 msec) ->" in printed
-    again = parse_epl(printed)
-    assert [_flat(d) for d in again.decls] == [_flat(d) for d in module.decls]
-    evs = stream([("A", 1, 1), ("D", 0, 1), ("B", 0, 1), ("D", 1, 1), ("B", 0, 1), ("D", 0, 1)])
-    assert per_event(cepflow.load_module(again), evs) == per_event(
-        cepflow.load_module(module), evs) != []
+    printed_back(body, "timer:interval(0 msec) ->")
 
 
 @pytest.mark.parametrize("body", ["every (every o0=B)", "every (o0=B and every o1=D)",
