@@ -379,3 +379,17 @@ def test_no_kernel_takes_them_the_net_reports_them_the_graph_draws_them(body: st
     with pytest.raises(Untranslatable, match="statement's start"):
         translate(prog)
     assert "digraph" in to_dot(next(a for a in prog.automata if a.name == "P"))
+
+
+def test_a_fork_keeps_the_count() -> None:
+    """``cepflow analyze``'s engine forks (analysis.fork) copy a partial match with its count:
+    the fork and the original go on alike (four B's, then the fifth reported 16 times)."""
+    from cepflow.analysis.fork import Forker
+
+    prog = program(("every", ("every", ("atom", 0, "B", ""))))
+    engine = cepflow.Engine(prog, start=0)
+    evs = stream([("B", 0, 1)] * 5)
+    for e in evs[:4]:
+        engine.process(e)
+    fork = Forker(prog, engine).fork(engine)
+    assert len(fork.process(evs[4])) == len(engine.process(evs[4])) == 16
