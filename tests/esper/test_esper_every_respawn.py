@@ -393,3 +393,16 @@ def test_a_fork_keeps_the_count() -> None:
         engine.process(e)
     fork = Forker(prog, engine).fork(engine)
     assert len(fork.process(evs[4])) == len(engine.process(evs[4])) == 16
+
+
+def test_the_state_key_tells_counts_apart() -> None:
+    """The analysis' state digest (analysis.fork.state_key: states it has seen are not
+    searched again) differs when only a count does."""
+    from cepflow.analysis.fork import state_key
+
+    engine = cepflow.Engine(program(("every", ("every", ("atom", 0, "B", "")))), start=0)
+    engine.process(Event("B", (0, 0), 1))
+    before = state_key(engine)
+    (tok,) = engine.matchers[0].all_tokens()
+    tok.mult += 1
+    assert state_key(engine) != before

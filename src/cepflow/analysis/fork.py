@@ -553,7 +553,7 @@ def state_key(engine: Engine) -> bytes:
             continue
         age = {t.id: i for i, t in enumerate(toks)}
         pats.append((
-            tuple((t.part, t.created,
+            tuple((t.part, t.created, t.mult,
                    tuple((th.state, _items(th.bindings),
                           tuple(sorted((th.zstart or {}).items())),
                           tuple(_event(e, rank) for e in th.events)) for th in t.threads))
