@@ -342,11 +342,11 @@ def test_a_saved_mult_is_checked(body: str, first: str, mult: int, message: str)
 
 
 @pytest.mark.parametrize("body, message", [
-    ("every ((every o0=B) where timer:within(2 sec))", "a guard, not, until or interval"),
-    ("every (every o0=B and not A)", "a guard, not, until or interval"),
+    ("every ((every o0=B) where timer:within(2 sec))", "every in front of a group"),
+    ("every (every o0=B and not A)", "every inside every (...) is not supported here; it is"),
     ("every ((o0=A and every o1=B) -> o2=D)", "every (…) around a pattern with every inside"),
-    ("every (every (o0=A -> o1=B))", "every (…) around a pattern with every inside"),
-    ("every (o0=A -> every (o1=B -> o2=D))", "every (…) around a pattern with every inside"),
+    ("every (every (o0=A -> o1=B))", "every in front of a group"),
+    ("every (o0=A -> every (o1=B -> o2=D))", "every inside every (...) is not supported here"),
 ])
 def test_what_stays_refused_says_what_is_supported(body: str, message: str) -> None:
     refused_with(body, message)

@@ -209,8 +209,7 @@ def respawns(p: ast.Pattern) -> bool:
     if not isinstance(p, ast.Every) or p.distinct or p.expiry is not None:
         return False
     _, core, stacked = _respawning(p)
-    return (stacked > 1 or not _single(core)) and (
-        stacked > 1 or any(isinstance(n, ast.Every) for n in walk(core)))
+    return (stacked > 1 and _single(core)) or _events_under_every(core)
 
 
 def _respawn(p: ast.Every) -> tuple[ast.Pattern, EsperPlan] | None:
@@ -222,20 +221,15 @@ def _respawn(p: ast.Every) -> tuple[ast.Pattern, EsperPlan] | None:
     fresh instance per stacked ``every`` above a non-filter (``every (every b=B)``: one, its
     inner ``every`` being the core's fork; ``every (every (every b=B))``: two), and the
     instance itself goes on as its inner ``every`` says. The first instance begins at the
-    statement's start (the EPL reader's zero interval). Refused, with what is supported: a
-    core that can end without a result (a guard, ``not``, ``until``, an interval: Esper
-    restarts it then), ``every-distinct`` inside, and a form without the zero interval
-    (cepflow syntax)."""
+    statement's start (the EPL reader's zero interval). Only these cores are taken
+    (:func:`respawns`); any other ``every (…)`` with ``every`` inside keeps its refusal — a
+    core that can end without a result (a guard, ``not`` inside: Esper restarts it then, which
+    this policy does not model), a group under nested every — or its old reading (an
+    ``until`` over ``every``, which quits at its end: a restart). Without the zero interval
+    (cepflow syntax) the form is refused here."""
     if not respawns(p):
         return None
     zero, core, stacked = _respawning(p)
-    for n in walk(core):
-        if isinstance(n, ast.Window | ast.Not | ast.Until | ast.Interval):
-            raise EsperError(_EVERY_RESPAWN + "; here a guard, not, until or interval inside "
-                             "can end an instance without a result, which Esper restarts",
-                             n.loc or p.loc)
-    if not _single(core) and not _events_under_every(core):
-        raise EsperError(_EVERY_RESPAWN, p.loc)
     if zero is None:
         raise EsperError(_EVERY_RESPAWN + "; it runs from the statement's start: write every "
                          "(timer:interval(0) -> …) (the EPL reader does)", p.loc)
@@ -403,7 +397,10 @@ class _Lowering:
             raise EsperError("every-distinct inside a pattern is not supported; put it on the "
                              "first event (every-distinct(k) a = A -> ...)", p.loc)
         if self.start == "restart":
-            raise EsperError("every inside every (...) is not supported", p.loc)
+            raise EsperError("every inside every (...) is not supported here; it is on one "
+                             "event under nested every (every (every b = B)) and on events of "
+                             "an and / or / followed-by under every (every (a = A -> every b = "
+                             "B)), with nothing else inside", p.loc)
         inner = p.pattern
         if (isinstance(inner, ast.Window) and inner.kind == "within" and inner.duration > 0
                 and _single(inner.pattern)):
