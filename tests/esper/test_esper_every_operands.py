@@ -148,7 +148,12 @@ def test_per_event_is_esper(pattern: tuple[str, list[Operand]], events: list[Eve
 def test_batches_and_restores_are_per_event(pattern: tuple[str, list[Operand]],
                                             events: list[Event], cuts: list[int],
                                             restore_at: int, advance: bool) -> None:
-    prog = program(*pattern)
+    same_as_per_event(program(*pattern), events, cuts, restore_at, advance)
+
+
+def same_as_per_event(prog: Any, events: list[Event], cuts: list[int], restore_at: int,
+                      advance: bool) -> None:
+    """:func:`batched` gives the per-event matches (ids and order too) and saved state."""
     engine = cepflow.Engine(prog, start=0)
     want = [(ce.ts, ce.params, ce.match_id) for e in events for ce in engine.process(e)]
     got, other = batched(prog, events, cuts, restore_at, advance)
@@ -184,10 +189,15 @@ def test_three_operands_pair_every_combination() -> None:
 @pytest.mark.parametrize("body, message", [
     ("every o0=A and o1=A", "with another operand of type A"),
     ("o0=A -> (o1=B and every o2=D)", "every inside 'and' is not supported here"),
-    ("every (o0=B and every o1=D)", "every (…) around a pattern with every inside"),
+    ("every ((o0=B and every o1=D) -> o2=A)", "every (…) around a pattern with every inside"),
     ("o0=A and every o1=B(k = o0.k)", "reads 'o0' of another operand"),
 ])
 def test_what_stays_refused_says_what_is_supported(body: str, message: str) -> None:
+    refused_with(body, message)
+
+
+def refused_with(body: str, message: str) -> None:
+    """``select * from pattern [body]`` is reported at its place with ``message``."""
     with pytest.raises(PatternSyntaxError) as info:
         cepflow.load_module(parse_epl(SCHEMAS + f"@Name('P') select * from pattern [{body}];",
                                       "t.epl"))
@@ -200,9 +210,15 @@ def test_what_stays_refused_says_what_is_supported(body: str, message: str) -> N
 def test_the_epl_printer_writes_them_back(body: str) -> None:
     """The reader's start (``timer:interval(0) -> (…)``) prints and reads back as itself, and
     the printed statement runs as the written one."""
+    printed_back(body, "timer:interval(0 msec) -> (")
+
+
+def printed_back(body: str, start: str) -> None:
+    """``select * from pattern [body]`` prints with ``start`` (the reader's zero interval),
+    reads back as itself, and the printed statement runs as the written one."""
     module = parse_epl(SCHEMAS + f"@Name('P') select * from pattern [{body}];", "t.epl")
     printed = format_epl(module)
-    assert "timer:interval(0 msec) -> (" in printed
+    assert start in printed
     again = parse_epl(printed)
     assert [_flat(d) for d in again.decls] == [_flat(d) for d in module.decls]
     evs = stream([("A", 1, 1), ("D", 0, 1), ("B", 0, 1), ("D", 1, 1), ("A", 0, 1), ("D", 0, 1)])

@@ -178,7 +178,8 @@ def test_bare_untagged_tagged_and_filter_forms_agree(seq) -> None:
     ("insert into X from pattern [not b = ME]", 2, 29, "'not' needs a partner"),
     ("insert into X from pattern [every a = ME where timer:interval(1 sec)]", 2, 48,
      "guard 'timer:interval'"),
-    ("insert into X from pattern [every (a = ME -> every b = ME)]", 2, 1, "every inside every"),
+    ("insert into X from pattern [every (a = ME -> every (b = ME -> c = ME))]", 2, 1,
+     "every inside every"),
     ("insert into X select a.k as k from ME(k > 1) group by k", 2, 36, "without a data window"),
 ])
 def test_unsupported_epl_is_reported_with_its_location(text, line, col, what) -> None:

@@ -79,7 +79,7 @@ HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trac
 #: compiled is its ``pattern``, runtime/compiled.py)
 MATCHER_STATE = frozenset({
     "host", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "skipped",
-    "pending",
+    "pending", "due",
     "clock_start", "slot", "reach_index", "rowless"})
 #: window statement runner attributes that processing changes
 RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finished",
@@ -440,7 +440,7 @@ def _thread(th: Thread) -> Thread:
 
 
 def _token(t: Token, toks: dict[int, Token]) -> Token:
-    new = Token(t.id, t.part, t.created, [_thread(th) for th in t.threads])
+    new = Token(t.id, t.part, t.created, [_thread(th) for th in t.threads], t.mult)
     new.regs = list(t.regs)
     toks[id(t)] = new
     return new
@@ -553,7 +553,7 @@ def state_key(engine: Engine) -> bytes:
             continue
         age = {t.id: i for i, t in enumerate(toks)}
         pats.append((
-            tuple((t.part, t.created,
+            tuple((t.part, t.created, t.mult,
                    tuple((th.state, _items(th.bindings),
                           tuple(sorted((th.zstart or {}).items())),
                           tuple(_event(e, rank) for e in th.events)) for th in t.threads))

@@ -166,10 +166,14 @@ class Automaton:
     #: state -> (event type -> (param index, variable)) for the unification-key index.
     key_index: dict[int, dict[str, tuple[int, str]]] = field(default_factory=dict)
     pattern_text: str = ""
-    #: Esper semantics (context ``esper``): how instances start — "once", "restart", "spawn"
-    #: or "group" (compiler.esper) — and every-distinct keys f(None, bindings) with their
+    #: Esper semantics (context ``esper``): how instances start — "once", "restart", "spawn",
+    #: "group" or "respawn" (compiler.esper) — and every-distinct keys f(None, bindings) with their
     #: expiry (ms).
     start: str = "spawn"
+    #: start policy "respawn" (``every (…)`` around a pattern with every inside, nested
+    #: every: compiler.esper._respawn): the fresh instances each result starts; a partial
+    #: match then stands for Token.mult identical instances
+    respawn: int = 0
     #: start policy "group" (``every (G) -> R``): the states inside the group (before it
     #: completed; with the initial state, one instance at a time) and the states where it
     #: completed (G's last positions: the rest's instance waits there)

@@ -66,7 +66,7 @@ from cepflow.language import ast
 from cepflow.language.tags import RepeatedTag, indexed, misuses, repeated_tags
 from cepflow.language.walk import atoms, names, rewrite, strip_alias, walk
 
-StartPolicy = Literal["once", "restart", "spawn", "group"]
+StartPolicy = Literal["once", "restart", "spawn", "group", "respawn"]
 
 #: the synthetic event type a pattern's :class:`Clock` feeds it (never an input event)
 CLOCK = "@clock"
@@ -104,6 +104,8 @@ class EsperPlan:
     #: tags collected without bound under ``select *`` (``a=A until D``): the complex event
     #: carries ``a[k].<field>`` for as many events as each took (Automaton.spread)
     spread: tuple[str, ...] = ()
+    #: start policy "respawn": the fresh instances each result starts (see :func:`_respawn`)
+    respawn: int = 0
 
 
 def is_esper(decl: ast.ComplexEventDecl) -> bool:
@@ -152,6 +154,9 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
         items = fol_items(body)
         body = _fol([_every_or(items[0]), *items[1:]])
     if isinstance(body, ast.Every):
+        respawn = _respawn(body)
+        if respawn is not None:
+            return respawn
         inner = body.pattern
         single = _single(inner)
         # every-distinct around a sequence restarts like every (…) and drops a match whose
@@ -181,6 +186,78 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
         return _fol([first.pattern, *items[1:]]), EsperPlan("spawn", first.distinct,
                                                            first.expiry)
     return body, EsperPlan("once")
+
+
+def _respawning(p: ast.Every) -> tuple[ast.Pattern | None, ast.Pattern, int]:
+    """``every (…)`` as the zero interval the EPL reader put in front (None if none), the
+    pattern under its stacked ``every`` s, and their number."""
+    zero = None
+    inner = p.pattern
+    items = fol_items(inner)
+    if len(items) > 1 and isinstance(items[0], ast.Interval) and items[0].duration == 0:
+        zero, inner = items[0], _fol(items[1:])
+    stacked = 1
+    while isinstance(inner, ast.Every) and not inner.distinct and inner.expiry is None:
+        stacked += 1
+        inner = inner.pattern
+    return zero, inner, stacked
+
+
+def respawns(p: ast.Pattern) -> bool:
+    """Is ``p`` ``every (…)`` around a pattern with ``every`` inside, or nested ``every``
+    (``every (every b=B)``, ``every (b=B and every d=D)``, ``every (a=A -> every b=B)``)? Such
+    a pattern starts at the statement's start (statement_start) with the policy
+    *respawn* (:func:`_respawn`)."""
+    if not isinstance(p, ast.Every) or p.distinct or p.expiry is not None:
+        return False
+    _, core, stacked = _respawning(p)
+    return (stacked > 1 and _single(core)) or _events_under_every(core)
+
+
+def _respawn(p: ast.Every) -> tuple[ast.Pattern, EsperPlan] | None:
+    """``every (P)`` where ``P`` does not end at its result — an ``every`` inside it, or
+    ``every`` stacked on ``every`` —, as the start policy *respawn* (docs/esper.md, "every
+    around every"). Esper's EvalEveryStateNode starts a fresh instance of its child at each
+    result of a child that is not a bare filter, and keeps the child that gave it running
+    unless that child ended: so each result of an instance of the core pattern starts one
+    fresh instance per stacked ``every`` above a non-filter (``every (every b=B)``: one, its
+    inner ``every`` being the core's fork; ``every (every (every b=B))``: two), and the
+    instance itself goes on as its inner ``every`` says. The first instance begins at the
+    statement's start (the EPL reader's zero interval). Only these cores are taken
+    (:func:`respawns`); any other ``every (…)`` with ``every`` inside keeps its refusal — a
+    core that can end without a result (a guard, ``not`` inside: Esper restarts it then, which
+    this policy does not model), a group under nested every — or its old reading (an
+    ``until`` over ``every``, which quits at its end: a restart). Without the zero interval
+    (cepflow syntax) the form is refused here."""
+    if not respawns(p):
+        return None
+    zero, core, stacked = _respawning(p)
+    if zero is None:
+        raise EsperError(_EVERY_RESPAWN + "; it runs from the statement's start: write every "
+                         "(timer:interval(0) -> …) (the EPL reader does)", p.loc)
+    if _single(core):  # every^k over one event: the innermost every is the core's fork
+        body: ast.Pattern = ast.Every(core, loc=core.loc)
+        fresh = stacked - 1
+    else:
+        body, fresh = core, stacked
+    return _fol([zero, body]), EsperPlan("respawn", respawn=fresh)
+
+
+def _events_under_every(core: ast.Pattern) -> bool:
+    """An ``and``, ``or`` or followed-by of events, some under ``every`` (and nothing else):
+    the cores :func:`_respawn` takes besides one event."""
+    if isinstance(core, ast.And):
+        ops = and_items(core)
+    elif isinstance(core, ast.Or) and not core.choice:
+        ops = or_items(core)
+    elif isinstance(core, ast.Fol):
+        ops = fol_items(core)
+    else:
+        return False
+    plain = [o.pattern if isinstance(o, ast.Every) and not o.distinct and o.expiry is None
+             else o for o in ops]
+    return (any(isinstance(o, ast.Every) for o in ops)
+            and all(isinstance(o, ast.Atom) for o in plain))
 
 
 def _group_distinct(head: ast.Every) -> None:
@@ -284,7 +361,7 @@ class _Lowering:
             if p is self.repeating:  # (every x = X and …) from the statement's start
                 return _every_events(p)
             if any(isinstance(n, ast.Every) for n in walk(p)):
-                if self.start == "restart":
+                if self.start in ("restart", "respawn"):
                     raise EsperError(_EVERY_RESPAWN, p.loc)
                 for o in and_items(p):
                     if isinstance(o, ast.Window) and any(isinstance(n, ast.Every)
@@ -326,7 +403,10 @@ class _Lowering:
             raise EsperError("every-distinct inside a pattern is not supported; put it on the "
                              "first event (every-distinct(k) a = A -> ...)", p.loc)
         if self.start == "restart":
-            raise EsperError("every inside every (...) is not supported", p.loc)
+            raise EsperError("every inside every (...) is not supported here; it is on one "
+                             "event under nested every (every (every b = B)) and on events of "
+                             "an and / or / followed-by under every (every (a = A -> every b = "
+                             "B)), with nothing else inside", p.loc)
         inner = p.pattern
         if (isinstance(inner, ast.Window) and inner.kind == "within" and inner.duration > 0
                 and _single(inner.pattern)):
@@ -682,11 +762,10 @@ _GUARDED_EVERY = ("every inside 'and' under a guard on its operand ((every b=B) 
                   "b=B and …), with or without a guard on x, is")
 
 
-_EVERY_RESPAWN = ("every (…) around a pattern with every inside is not supported: Esper "
-                  "starts a new instance at each result while the instance that gave it goes "
-                  "on (an every inside never ends), so its instances and results multiply; "
-                  "cepflow's every (…) runs one instance at a time. Without every around it, "
-                  "every a = A and b = B is supported")
+_EVERY_RESPAWN = ("every (…) around a pattern with every inside is supported when that "
+                  "pattern is one event under nested every (every (every b = B)), or an and, "
+                  "or or followed-by of events some under every (every (b = B and every d = "
+                  "D), every (a = A -> every b = B)), not here")
 
 
 _BESIDE = ("an 'or' with a guarded operand (P where timer:within(Δ) or Q), a nested 'and' or a "
@@ -758,8 +837,8 @@ def _repeating(body: ast.Pattern, plan: EsperPlan, clock: Clock | None) -> ast.P
     reports each of them until a once operand ends it. None when ``body`` is no such
     pattern (its every operands are then refused where they stand)."""
     items = fol_items(body)
-    if (plan.start != "once" or clock is None or clock.duration != 0 or clock.forbidden is not None
-            or len(items) != 2):
+    if (plan.start not in ("once", "respawn") or clock is None or clock.duration != 0
+            or clock.forbidden is not None or len(items) != 2):
         return None
     p = items[1]
     if isinstance(p, ast.And) and not _special(p):
@@ -852,6 +931,9 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     an instance ends, at its completion or its guard's end: docs/conformance.md) — the batch
     kernels take that reading."""
     if isinstance(p, ast.Every):
+        if respawns(p):  # every (…) with every inside: from the start (_respawn)
+            zero, _, _ = _respawning(p)
+            return p if zero is not None else replace(p, pattern=_zero_first(p.pattern, p.loc))
         if _single(p.pattern) or p.distinct or p.expiry is not None:
             return p
         inner = _from_start(p.pattern, once=False)

@@ -119,6 +119,10 @@ def growth(auto: Automaton) -> str | None:
         if auto.start == "group":
             return (f"every (…) at its start begins an instance of the rest each time its "
                     f"group completes, and {after}")
+        if auto.start == "respawn":
+            return ("every (…) around every starts fresh instances at each result (counted "
+                    "on one partial match, but the results each event reports multiply, as "
+                    f"Esper's), an every inside it forks one per event it takes, and {after}")
         if any(p.every for p in auto.positions):
             return f"an every inside it forks an instance per event it takes, and {after}"
         return None

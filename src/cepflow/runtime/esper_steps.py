@@ -40,6 +40,8 @@ class EsperSteps:
     register_newest: Callable[[Token], None]
     _match: Callable[..., None]
     _complete: Callable[..., None]
+    respawn: Callable[..., None]
+    due: int
 
     def _process_esper(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """Esper's semantics (compiler.esper): the event goes to every instance that can take
@@ -68,6 +70,8 @@ class EsperSteps:
             if self.clock_start is not None and e.type in self.pattern.clock_types:
                 self._clock_forbid(e)
             self._clock_idle(e.ts)
+        if self.due:
+            self.respawn(e.ts, emit)
 
     def _pair_step(self, e: Event, emit: Callable[[ComplexEvent], None]) -> None:
         """_process_esper for a pair pattern without planning: the ``B`` event completes every
@@ -431,7 +435,7 @@ class EsperSteps:
         a partial match of its own, or a match when it completed the pattern."""
         trace = self.host.trace
         for th in forks:
-            new = Token(self.host.counters.next_token(), tok.part, e.ts, [th])
+            new = Token(self.host.counters.next_token(), tok.part, e.ts, [th], tok.mult)
             if trace is not None:
                 trace.add(kind="start", pattern=self.name, token=new.id, event=e.ref, ts=e.ts,
                           to=[th.state], reason=f"every: forked from token {tok.id}",

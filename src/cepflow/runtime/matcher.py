@@ -60,6 +60,9 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         # Esper's inner every (Position.every): threads that leave their partial match waiting
         # and go on as new ones; collected by _try_edges, handed over per token by _plan
         self._forked: list[Thread] = []
+        #: start policy "respawn": the fresh instances the results of the current step owe
+        #: (begun after it: Matcher.respawn)
+        self.due = 0
         self._forks: dict[int, list[Thread]] = {}
         self.buckets: dict[int, dict[Any, dict[int, Token]]] = {}
         #: a pair with a reach (runtime.reach): per key, its waiting instances by value
@@ -1002,8 +1005,10 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                         break
         return takers
 
-    def _start(self, e: Event, part: Any, emit: Callable[[ComplexEvent], None]) -> bool:
-        """A new partial match from the initial state, if ``e`` can begin one."""
+    def _start(self, e: Event, part: Any, emit: Callable[[ComplexEvent], None],
+               mult: int = 1) -> bool:
+        """A new partial match from the initial state, if ``e`` can begin one (standing for
+        ``mult`` identical instances: Token.mult)."""
         root = Thread(INITIAL, {}, [], None, None)
         res = self._try_edges(root, self.pattern.initial[e.type], e)
         if res is None:
@@ -1017,7 +1022,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                 return False
         if self.pattern.auto.start == "once":
             self.done = True
-        tok = Token(self.host.counters.next_token(), part, e.ts, [])
+        tok = Token(self.host.counters.next_token(), part, e.ts, [], mult)
         trace = self.host.trace
         if trace is not None:
             began = [th for th in res[0] if th is not _KEEP]
@@ -1189,7 +1194,34 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         return params, out
 
     def _complete(self, tok: Token, th: Thread, ts: float, emit: Callable) -> None:
-        self._match(tok, th.bindings, th.events, th.last, ts, emit)
+        """``tok`` completed with its thread ``th``: its match, once per instance it stands
+        for; under the start policy "respawn" each result owes fresh instances (:meth:`respawn`)."""
+        for _ in range(tok.mult):
+            self._match(tok, th.bindings, th.events, th.last, ts, emit)
+        if self.pattern.auto.respawn:
+            self.due += tok.mult * self.pattern.auto.respawn
+
+    def respawn(self, ts: float, emit: Callable) -> None:
+        """Start policy "respawn" (compiler.esper._respawn): after a step, the fresh
+        instances its results owe begin at ``ts`` — after the event, which they do not see —
+        as one partial match at the clock's state standing for them all (Token.mult). The
+        newest partial match, when it is still such a fresh one (at that state, nothing bound,
+        in no zone: the same future), takes them instead: the count, not the number of
+        partial matches, grows with the results (``every (every b=B)``: 2^(n-1) instances
+        after n B's, one partial match)."""
+        n, self.due = self.due, 0
+        clock = self.pattern.clock
+        assert clock is not None
+        at = self.pattern.auto.edges[INITIAL][clock.type][0].target
+        mine = self.tokens.get(None)
+        if mine:
+            newest = mine[max(mine)]
+            if len(newest.threads) == 1:
+                th = newest.threads[0]
+                if th.state == at and not th.bindings and not th.zstart:
+                    newest.mult += n
+                    return
+        self._start(Event(clock.type, (), ts, clock.type), None, emit, n)
 
     def _match(self, tok: Token | None, bindings: dict[str, Any], events: Sequence[Event],
                last: Event | None, ts: float, emit: Callable) -> None:

@@ -157,13 +157,16 @@ def _saved(engine: Engine) -> dict[str, Any]:
             tokens = m.all_tokens()
         toks = []
         for tok in tokens:
-            toks.append({
+            saved = {
                 "id": tok.id, "part": tok.part, "created": tok.created,
                 "threads": [{"state": th.state, "bindings": th.bindings,
                              "zones": {str(z): s for z, s in (th.zstart or {}).items()},
                              "events": [_event(e) for e in th.events]}
                             for th in tok.threads],
-            })
+            }
+            if tok.mult != 1:  # optional: the instances it stands for (Token.mult)
+                saved["mult"] = tok.mult
+            toks.append(saved)
         patterns[m.name] = toks
     state = {
         "format": FORMAT, "version": VERSION, "program": engine.program.fingerprint,
@@ -577,6 +580,7 @@ class _Reader:
         """A token read value by value (:meth:`plain_token` first)."""
         tok = self.plain_token(m, t, ids)
         if tok is not None:
+            tok.mult = self.mult(m, t, where)
             return tok
         self.dict_(t, where)
         tid = self.int_(self.field(t, "id", where), f"{where}.id", 1, self.tokens)
@@ -611,7 +615,17 @@ class _Reader:
             evs = [self.event(e, f"{at}.events[{j}]") for j, e in enumerate(
                 self.list_(self.field(th, "events", at), f"{at}.events", nonempty=True))]
             threads.append(Thread(state, bindings, evs, zs or None, evs[-1]))
-        return Token(tid, part, created, threads)
+        return Token(tid, part, created, threads, self.mult(m, t, where))
+
+    def mult(self, m: Matcher, t: dict[str, Any], where: str) -> int:
+        """The optional ``mult`` of a saved token: the identical instances it stands for, only
+        under the start policy "respawn" (Token.mult); 1 when absent."""
+        if "mult" not in t:
+            return 1
+        if not m.pattern.auto.respawn:
+            raise self.bad(f"{where}.mult", f"pattern '{m.name}' has no every around every: "
+                           "expected no mult", t["mult"])
+        return self.int_(t["mult"], f"{where}.mult", 1)
 
     def rows(self, m: Matcher, saved: Any, where: str, ids: set[int]) -> None:
         """A chain's saved rows as its pending rows again (younger than its restored tokens),

@@ -39,15 +39,19 @@ class Thread:
 
 
 class Token:
-    """A partial match: ``id`` grows with creation, so smaller means older (chronicle)."""
+    """A partial match: ``id`` grows with creation, so smaller means older (chronicle).
+    ``mult``: how many identical instances it stands for (Esper's every around every,
+    start policy "respawn": each of its results is reported ``mult`` times; else 1)."""
 
-    __slots__ = ("created", "id", "part", "regs", "threads")
+    __slots__ = ("created", "id", "mult", "part", "regs", "threads")
 
-    def __init__(self, id: int, part: Any, created: float, threads: list[Thread]) -> None:
+    def __init__(self, id: int, part: Any, created: float, threads: list[Thread],
+                 mult: int = 1) -> None:
         self.id = id
         self.part = part
         self.created = created
         self.threads = threads
+        self.mult = mult
         self.regs: list[tuple[int, Any]] = []
 
     def __repr__(self) -> str:

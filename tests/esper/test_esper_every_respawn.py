@@ -1,0 +1,408 @@
+"""``every (…)`` around a pattern with ``every`` inside, and nested ``every`` (docs/esper.md,
+"every around every"): ``every (every b = B)``, ``every (b = B and every d = D)``,
+``every (a = A -> every b = B)``.
+
+The oracle is a small interpreter of Esper's pattern state nodes, written here from their
+definitions (EvalEveryStateNode, EvalAndStateNode, EvalOrStateNode, EvalFollowedByStateNode,
+EvalFilterStateNode), started at the statement's start:
+
+* a filter reports the first event that passes it and quits — under ``every`` directly it
+  stays active and reports each one;
+* ``every`` starts its child; at each result of a child that is not a filter it starts a fresh
+  child (from the every's own start bindings) and keeps the one that reported unless it quit;
+  it passes every result up and never quits;
+* ``and`` keeps each report with its operand and emits one result per combination once every
+  operand has reported; ``or`` passes every report up and quits when the reporter quit;
+  followed-by starts its next operand with each result of the one before and reports the
+  last operand's results;
+* an event goes to the filters active when it arrives (one started while it is dispatched does
+  not see it), in the order they started.
+
+The engine is compared with it per event (the matches each event causes, as a multiset) and
+with itself through ``Engine.run`` in batches cut anywhere, with ``advance_to`` and a save /
+restore (through JSON) between: the same matches, ids and order, and the same saved state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.esper.test_esper_every_operands import (
+    FILTERS,
+    SCHEMAS,
+    per_event,
+    printed_back,
+    refused_with,
+    same_as_per_event,
+)
+from tests.esper.test_esper_statement_start import stream
+
+import cepflow
+from cepflow.events.event import Event
+from cepflow.language.epl import parse_epl
+from cepflow.runtime.state import StateError, restore_state, save_state
+
+#: a pattern: ("atom", index, type, filter) | ("every", p) | (word, [p, …]) with word one of
+#: "and", "or", "->"
+Pattern = tuple
+
+
+def text(p: Pattern) -> str:
+    if p[0] == "atom":
+        return f"o{p[1]}={p[2]}({p[3]})"
+    if p[0] == "every":
+        inner = text(p[1])
+        return f"every {inner}" if p[1][0] == "atom" else f"every ({inner})"
+    return "(" + f" {p[0]} ".join(text(o) for o in p[1]) + ")"
+
+
+def atoms_of(p: Pattern) -> list[Pattern]:
+    if p[0] == "atom":
+        return [p]
+    if p[0] == "every":
+        return atoms_of(p[1])
+    return [a for o in p[1] for a in atoms_of(o)]
+
+
+def program(p: Pattern) -> Any:
+    n = len(atoms_of(p))
+    select = ", ".join(f"o{i}.v as v{i}" for i in range(n))
+    return cepflow.load_module(parse_epl(
+        SCHEMAS + f"@Name('P') select {select} from pattern [{text(p)}];", "t.epl"))
+
+
+# ---- the oracle: Esper's state nodes ---------------------------------------------------------
+
+class _Run:
+    """The state of one evaluation: the active filters, in the order they started."""
+
+    def __init__(self) -> None:
+        self.filters: list[_Filter] = []
+
+
+class _Node:
+    """An instance of pattern ``p`` started with the bindings ``begin``; ``p[1]`` is its
+    operand (every) or its operands (and, or, followed-by)."""
+
+    def __init__(self, run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> None:
+        self.run, self.parent, self.begin, self.alive, self.p = run, parent, begin, True, p
+        self.kids: list[_Node] = []
+
+    def quit(self) -> None:
+        self.alive = False
+        for k in self.kids:
+            k.quit()
+
+
+class _Filter(_Node):
+    def __init__(self, run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> None:
+        super().__init__(run, parent, begin, p)
+        run.filters.append(self)
+
+    def event(self, e: Event) -> None:
+        _, i, t, f = self.p
+        if not self.alive or e.type != t or not FILTERS[f](e.params[0]):
+            return
+        stays = isinstance(self.parent, _Every)  # (isFilterChildNonQuitting)
+        if not stays:
+            self.alive = False
+        self.parent.true(self, {**self.begin, i: e.params[1]}, not stays)
+
+
+def _start(run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> _Node:
+    if p[0] == "atom":
+        return _Filter(run, parent, begin, p)
+    node = {"every": _Every, "and": _And, "or": _Or, "->": _FollowedBy}[p[0]](
+        run, parent, begin, p)
+    node.begin_children()
+    return node
+
+
+class _Every(_Node):
+    def begin_children(self) -> None:
+        self.kids.append(_start(self.run, self, self.begin, self.p[1]))
+
+    def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
+        if quitted:
+            self.kids.remove(kid)
+        if not isinstance(kid, _Filter):  # a fresh child at each result of a non-filter
+            self.begin_children()
+        self.parent.true(self, b, False)
+
+
+class _And(_Node):
+    def begin_children(self) -> None:
+        self.kept: list[list[dict[int, int]] | None] = [None] * len(self.p[1])
+        self.active: list[_Node | None] = []
+        for o in self.p[1]:
+            self.active.append(_start(self.run, self, self.begin, o))
+        self.kids = [k for k in self.active if k is not None]
+
+    def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
+        if not self.alive:
+            return
+        i = next(j for j, k in enumerate(self.active) if k is kid)
+        if quitted:
+            self.active[i] = None
+        others = [j for j in range(len(self.p[1])) if j != i]
+        if any(self.kept[j] is None for j in others):
+            self.kept[i] = [*(self.kept[i] or []), b]
+            return
+        if any(self.active[j] is not None for j in others):
+            self.kept[i] = [*(self.kept[i] or []), b]
+        results = [b]
+        for j in others:
+            results = [{**r, **x} for r in results for x in self.kept[j] or []]
+        done = all(k is None for k in self.active)
+        if done:
+            self.quit()
+        for r in results:
+            self.parent.true(self, r, done)
+
+
+class _Or(_Node):
+    def begin_children(self) -> None:
+        self.kids = [_start(self.run, self, self.begin, o) for o in self.p[1]]
+
+    def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
+        if not self.alive:
+            return
+        if quitted:
+            self.quit()
+        self.parent.true(self, b, quitted)
+
+
+class _FollowedBy(_Node):
+    def begin_children(self) -> None:
+        self.at: dict[int, int] = {}  # id(kid) -> its operand's index
+        self._add(0, self.begin)
+
+    def _add(self, i: int, b: dict[int, int]) -> None:
+        kid = _start(self.run, self, b, self.p[1][i])
+        self.kids.append(kid)
+        self.at[id(kid)] = i
+
+    def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
+        if not self.alive:
+            return
+        i = self.at[id(kid)]
+        if quitted:
+            self.kids.remove(kid)
+        if i < len(self.p[1]) - 1:
+            self._add(i + 1, b)
+            return
+        done = not self.kids
+        if done:
+            self.quit()
+        self.parent.true(self, b, done)
+
+
+class _Root:
+    def __init__(self) -> None:
+        self.results: list[dict[int, int]] = []
+
+    def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
+        self.results.append(b)
+
+
+def oracle(p: Pattern, events: list[Event]) -> list[tuple]:
+    """Esper's results per event: (event index, the atoms' ``v``, None where unbound)."""
+    n = len(atoms_of(p))
+    run, root = _Run(), _Root()
+    _start(run, root, {}, p)
+    out: list[tuple] = []
+    for x, e in enumerate(events):
+        active = [f for f in run.filters if f.alive]
+        run.filters = list(active)  # (filters started while e is dispatched: not in active)
+        for f in active:
+            f.event(e)
+        out.extend((x, tuple(b.get(i) for i in range(n))) for b in root.results)
+        root.results = []
+    return out
+
+
+# ---- random patterns of the supported shapes ---------------------------------------------------
+
+@st.composite
+def patterns(draw: st.DrawFn) -> Pattern:
+    """``every`` (two or three stacked) around one event, or around an and / or / followed-by
+    of two or three events some under every (an every operand of an and / or
+    has a type no other operand has: the supported form)."""
+    shape = draw(st.sampled_from(["nested", "and", "or", "->"]))
+    if shape == "nested":
+        p: Pattern = ("atom", 0, draw(st.sampled_from("AB")),
+                      draw(st.sampled_from(sorted(FILTERS))))
+        for _ in range(draw(st.integers(2, 3))):
+            p = ("every", p)
+        return p
+    types = draw(st.lists(st.sampled_from("ABD"), min_size=2, max_size=3))
+    if shape == "->":
+        every = set(draw(st.lists(st.integers(0, len(types) - 1), min_size=1, unique=True)))
+    else:
+        alone = [i for i, t in enumerate(types) if types.count(t) == 1]
+        if not alone:
+            types[0] = next(t for t in "ABD" if t not in types)
+            alone = [0]
+        every = set(draw(st.lists(st.sampled_from(alone), min_size=1, unique=True)))
+    ops: list[Pattern] = []
+    for i, t in enumerate(types):
+        a: Pattern = ("atom", i, t, draw(st.sampled_from(sorted(FILTERS))))
+        ops.append(("every", a) if i in every else a)
+    return ("every", (shape, ops))
+
+
+events_st = st.lists(st.tuples(st.sampled_from("ABD"), st.integers(0, 1), st.integers(0, 3)),
+                     max_size=8).map(stream)
+
+
+@settings(max_examples=150, deadline=None)
+@given(patterns(), events_st)
+def test_per_event_is_esper(p: Pattern, events: list[Event]) -> None:
+    got = per_event(program(p), events)
+    assert Counter(got) == Counter(oracle(p, events))
+    assert [x for x, _ in got] == sorted(x for x, _ in got)
+
+
+@settings(max_examples=60, deadline=None)
+@given(patterns(), events_st, st.lists(st.integers(0, 10), max_size=4), st.integers(0, 4),
+       st.booleans())
+def test_batches_and_restores_are_per_event(p: Pattern, events: list[Event], cuts: list[int],
+                                            restore_at: int, advance: bool) -> None:
+    same_as_per_event(program(p), events, cuts, restore_at, advance)
+
+
+# ---- hand-derived ----------------------------------------------------------------------------
+
+def test_nested_every_doubles_per_result() -> None:
+    """``every (every o0 = B(k = 0))`` over B(0) B(1) A B(0) B(0): the first B(0) once, then
+    each instance that reported is still there and a fresh one began after it — 2, then 4;
+    B(1) and A are no one's. Three deep: 1, 3, 9 (each result starts two fresh ones)."""
+    evs = stream([("B", 0, 1), ("B", 1, 1), ("A", 0, 1), ("B", 0, 1), ("B", 0, 1)])
+    two = ("every", ("every", ("atom", 0, "B", "k = 0")))
+    assert per_event(program(two), evs) == [(0, (0,))] + [(3, (3,))] * 2 + [(4, (4,))] * 4
+    three = ("every", two)
+    assert Counter(x for x, _ in per_event(program(three), evs)) == Counter(
+        {0: 1, 3: 3, 4: 9})
+
+
+def test_followed_by_with_every_inside() -> None:
+    """``every (o0 = A -> every o1 = B(k = 0))`` over A B(0) A B(0): the first instance pairs
+    A0 with each B(0); its result at B1 starts a fresh instance, which takes A2 — so at B3
+    (A0, B3) and (A2, B3)."""
+    evs = stream([("A", 0, 1), ("B", 0, 1), ("A", 0, 1), ("B", 0, 1)])
+    p = ("every", ("->", [("atom", 0, "A", ""), ("every", ("atom", 1, "B", "k = 0"))]))
+    assert per_event(program(p), evs) == [(1, (0, 1)), (3, (0, 3)), (3, (2, 3))]
+
+
+def test_and_with_every_inside_under_every() -> None:
+    """``every (o0 = B and every o1 = D)`` over B D D B D: the first instance gives (0, 1) and
+    (0, 2); the fresh one begun at D1 takes D2 and gives (3, 2) at B3; at D4 the first instance,
+    the one begun at D1 and the one begun at D2 (which took B3) each give one."""
+    evs = stream([("B", 0, 1), ("D", 0, 1), ("D", 0, 1), ("B", 0, 1), ("D", 0, 1)])
+    p = ("every", ("and", [("atom", 0, "B", ""), ("every", ("atom", 1, "D", ""))]))
+    assert Counter(per_event(program(p), evs)) == Counter(
+        [(1, (0, 1)), (2, (0, 2)), (3, (3, 2)), (4, (0, 4)), (4, (3, 4)), (4, (3, 4))])
+
+
+def test_the_instances_are_one_partial_match_with_a_count() -> None:
+    """What grows is a count, not the partial matches: after twelve B's ``every (every b =
+    B)`` holds one partial match standing for 2^12 instances, saved as its ``mult`` and
+    restored from it (the next B is reported 4096 times)."""
+    prog = program(("every", ("every", ("atom", 0, "B", ""))))
+    engine = cepflow.Engine(prog, start=0)
+    evs = stream([("B", 0, 1)] * 13)
+    for e in evs[:12]:
+        engine.process(e)
+    state = json.loads(json.dumps(save_state(engine)))
+    (tok,) = state["patterns"]["P"]
+    assert tok["mult"] == 4096
+    again = restore_state(cepflow.Engine(prog, start=0), state)
+    assert len(again.process(evs[12])) == 4096
+
+
+@pytest.mark.parametrize("body, first, mult, message", [
+    ("every (every o0=B)", "B", 0, "expected an integer >= 1"),
+    ("every (o0=A -> o1=B)", "A", 2, "no every around every"),
+])
+def test_a_saved_mult_is_checked(body: str, first: str, mult: int, message: str) -> None:
+    """A ``mult`` below 1, or on a pattern without every around every, is refused."""
+    prog = cepflow.load_module(parse_epl(
+        SCHEMAS + f"@Name('P') select * from pattern [{body}];", "t.epl"))
+    engine = cepflow.Engine(prog, start=0)
+    engine.process(Event(first, (0, 0), 1))
+    state = json.loads(json.dumps(save_state(engine)))
+    state["patterns"]["P"][0]["mult"] = mult
+    with pytest.raises(StateError, match=message):
+        restore_state(cepflow.Engine(prog, start=0), state)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("every ((every o0=B) where timer:within(2 sec))", "every in front of a group"),
+    ("every (every o0=B and not A)", "every inside every (...) is not supported here; it is"),
+    ("every ((o0=A and every o1=B) -> o2=D)", "every (…) around a pattern with every inside"),
+    ("every (every (o0=A -> o1=B))", "every in front of a group"),
+    ("every (o0=A -> every (o1=B -> o2=D))", "every inside every (...) is not supported here"),
+])
+def test_what_stays_refused_says_what_is_supported(body: str, message: str) -> None:
+    refused_with(body, message)
+
+
+@pytest.mark.parametrize("body", ["every (every o0=B(k = 0))", "every (o0=B and every o1=D)",
+                                  "every (every o0=A -> every o1=B)",
+                                  "every (every (every o0=D))"])
+def test_the_epl_printer_writes_them_back(body: str) -> None:
+    """The reader's start (``every (timer:interval(0) -> …)``) prints and reads back as
+    itself, and the printed statement runs as the written one."""
+    printed_back(body, "timer:interval(0 msec) ->")
+
+
+@pytest.mark.parametrize("body", ["every (every o0=B)", "every (o0=B and every o1=D)",
+                                  "every (every o0=B or o1=D)", "every (o0=A -> every o1=B)"])
+def test_no_kernel_takes_them_the_net_reports_them_the_graph_draws_them(body: str) -> None:
+    """They run per event (no chain, pair or timer-end kernel, no program split: none models
+    the count), the Petri net translation reports them (they start at the statement's start)
+    and ``cepflow graph`` draws them."""
+    from cepflow.automaton.dot import to_dot
+    from cepflow.petri.translate import Untranslatable, translate
+
+    prog = cepflow.load_module(parse_epl(
+        SCHEMAS + f"@Name('P') select * from pattern [{body}];", "t.epl"))
+    engine = cepflow.Engine(prog, start=0)
+    list(engine.run(stream([("B", 0, 1), ("D", 0, 1)])))
+    for route in ("_chains", "_pairs", "_timer_ends", "_split"):
+        assert getattr(engine, route, None) is None
+    with pytest.raises(Untranslatable, match="statement's start"):
+        translate(prog)
+    assert "digraph" in to_dot(next(a for a in prog.automata if a.name == "P"))
+
+
+def test_a_fork_keeps_the_count() -> None:
+    """``cepflow analyze``'s engine forks (analysis.fork) copy a partial match with its count:
+    the fork and the original go on alike (four B's, then the fifth reported 16 times)."""
+    from cepflow.analysis.fork import Forker
+
+    prog = program(("every", ("every", ("atom", 0, "B", ""))))
+    engine = cepflow.Engine(prog, start=0)
+    evs = stream([("B", 0, 1)] * 5)
+    for e in evs[:4]:
+        engine.process(e)
+    fork = Forker(prog, engine).fork(engine)
+    assert len(fork.process(evs[4])) == len(engine.process(evs[4])) == 16
+
+
+def test_the_state_key_tells_counts_apart() -> None:
+    """The analysis' state digest (analysis.fork.state_key: states it has seen are not
+    searched again) differs when only a count does."""
+    from cepflow.analysis.fork import state_key
+
+    engine = cepflow.Engine(program(("every", ("every", ("atom", 0, "B", "")))), start=0)
+    engine.process(Event("B", (0, 0), 1))
+    before = state_key(engine)
+    (tok,) = engine.matchers[0].all_tokens()
+    tok.mult += 1
+    assert state_key(engine) != before
