@@ -29,7 +29,7 @@ from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.runtime.state import restore_state, save_state
 
-SCHEMAS = "".join(f"create schema {t}(k int, v int);\n" for t in "ABCD")
+SCHEMAS = "".join(f"create schema {t}(k int, v int);\n" for t in "ABCDE")
 STATES = Path(__file__).parent / "data" / "until_states_stop37.json"
 
 
@@ -84,41 +84,48 @@ def test_a_group_operand_keeps_a_thread_per_state(events: list[Event], operand: 
         assert all(len(t.threads) <= states for t in engine.matchers[0].all_tokens())
 
 
-def later_filter_oracle(events: list[Event], low: int | None, high: int | None, size: int
-                        ) -> list[tuple[float, dict[str, Any]]]:
-    """``b=B -> ([m:n] ([size] a=A) until d=D) -> c=C(c.k = a[0].k)`` by Esper's definition:
-    the first ``B`` starts the until; its operand completes a match at every ``size`` A
-    (EvalMatchUntilStateNode adds the match's events to its one list and restarts it) while
-    fewer than ``n`` matches were made (an event that fits the end ends it first); ``D`` ends
-    it — a match under way is dropped — true with at least ``m`` matches (else the pattern is
-    false and over), ``[n]`` ends it true at the n-th match; then the first ``C`` whose ``k``
-    is the first collected ``A``'s matches (none collected: ``a[0].k`` is null, no ``C``)."""
+def later_filter_oracle(events: list[Event], low: int | None, high: int | None,
+                        size: int | None) -> list[tuple[float, dict[str, Any]]]:
+    """``b=B -> ([m:n] P until d=D) -> c=C(c.k = a[0].k)`` by Esper's definition, ``P`` being
+    ``[size] a=A`` or (``size`` None) the nested ``a=A until e=E``: the first ``B`` starts the
+    until; its operand completes a match at every ``size`` A, or at each E with the A's since
+    the last (EvalMatchUntilStateNode adds the match's events to its one list and restarts
+    it) while fewer than ``n`` matches were made (an event that fits the end ends it first);
+    ``D`` ends it — a match under way is dropped — true with at least ``m`` matches (else the
+    pattern is false and over), ``[n]`` ends it true at the n-th match; then the first ``C``
+    whose ``k`` is the first collected ``A``'s matches (none collected: ``a[0].k`` is null,
+    no ``C``)."""
     phase, b, d = "b", None, None
     taken: list[Event] = []
     pending: list[Event] = []
-    m = low or 0
+    count, m = 0, low or 0
     for e in events:
-        count = len(taken) // size
         if phase == "b" and e.type == "B":
             phase, b = "until", e
         elif phase == "until" and e.type == "D":
             if count < m:
                 return []
             phase, d = "c", e
-        elif phase == "until" and e.type == "A" and (high is None or count < high):
-            pending.append(e)
-            if len(pending) == size:
+        elif phase == "until" and e.type in "AE" and (high is None or count < high):
+            if e.type == "A" or size is None:
+                pending.append(e)
+            if e.type == "E" or len(pending) == size:
                 taken += pending
                 pending = []
-                if low is not None and low == high and len(taken) // size == low:
+                count += 1
+                if low is not None and low == high and count == low:
                     phase = "c"
-        elif phase == "c" and e.type == "C" and taken and e.params[0] == taken[0].params[0]:
+        elif phase == "c" and e.type == "C":
+            first = [x for x in taken if x.type == "A"]
+            if not first or e.params[0] != first[0].params[0]:
+                continue
             out = {"b.k": b.params[0], "b.v": b.params[1], "c.k": e.params[0],
                    "c.v": e.params[1]}
             if d is not None:
                 out.update({"d.k": d.params[0], "d.v": d.params[1]})
-            for i, x in enumerate(taken):
-                out[f"a[{i}].k"], out[f"a[{i}].v"] = x.params
+            for t in "ae":
+                for i, x in enumerate(x for x in taken if x.type == t.upper()):
+                    out[f"{t}[{i}].k"], out[f"{t}[{i}].v"] = x.params
             return [(e.ts, out)]
     return []
 
@@ -136,6 +143,37 @@ def test_a_later_filter_reads_the_one_collection(events: list[Event], bounds: tu
     body = f"b=B -> ({bounds_text(low, high)}{operand} until d=D) -> c=C(c.k = a[0].k)"
     got = rows(program(body), events, how, cut)
     assert got == later_filter_oracle(events, low, high, size), body
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("AABCDE"), st.integers(0, 2)), max_size=18).map(stream),
+       st.sampled_from([(None, None), (None, 2), (0, 1), (None, 1)]),
+       st.sampled_from(["event", "token", "run", "restore"]), st.integers(0, 18))
+def test_a_later_filter_reads_a_nested_until(events: list[Event], bounds: tuple, how: str,
+                                             cut: int) -> None:
+    """The same over a nested until (``a=A until e=E``, whose every end is one match of the
+    outer): the outer's one instance ends at its ``D`` for every run of it."""
+    low, high = bounds
+    body = (f"b=B -> ({bounds_text(low, high)}(a=A until e=E) until d=D) -> "
+            "c=C(c.k = a[0].k)")
+    got = rows(program(body), events, how, cut)
+    assert got == later_filter_oracle(events, low, high, None), body
+
+
+def test_the_end_ends_every_run_of_a_group_until() -> None:
+    """The counterexamples stop 38's CI found (one a second, every ``k`` 0): the first ``D``
+    ends the instance of ``([2] a=A) until d=D`` (a group under way dropped), so no later
+    run of it — one that skipped that ``D`` — collects the ``A``'s after it. Runs that had
+    skipped an operand event were kept per state (CompiledPattern.loose) and one of them
+    went on past the end."""
+    body = "b=B -> (([2] a=A) until d=D) -> c=C(c.k = a[0].k)"
+    for kinds, want in [("BDAADC", []), ("BADADC", []),
+                        ("BAAADAAADC", [(10000, {"b.v": 0, "a[0].v": 1, "a[1].v": 2,
+                                                 "d.v": 4, "c.v": 9})])]:
+        evs = stream([(t, 0) for t in kinds])
+        got = rows(program(body), evs, "event", 0)
+        assert [(t, {k: v for k, v in b.items() if k.endswith(".v")}) for t, b in got] == want
+        assert got == later_filter_oracle(evs, None, None, 2)
 
 
 def test_a_later_filter_pinned() -> None:

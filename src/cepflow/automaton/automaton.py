@@ -84,6 +84,12 @@ class Position:
     #: edge is a step of one until takes each event as that until's one instance does
     #: (runtime.compiled ``CompiledPattern.greedy``)
     until: int = 0
+    #: Esper's ``until`` over a group (ast.Atom.group): the ids of the untils this occurrence
+    #: is an operand step or the end of. Their states keep a run per state (the oldest,
+    #: CompiledPattern.loose); when a run leaves an until's states — its end fired or its
+    #: upper bound was reached — its one instance is over and the runs still in those states
+    #: end with it (runtime.compiled ``CompiledPattern.groups``, Matcher._apply)
+    group: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)

@@ -149,7 +149,8 @@ class _Builder:
                        tuple(self.zone_stack), where=atom.where, local=local,
                        collect=self._collect(atom),
                        fields=tuple(self.schemas[atom.name].param_names),
-                       until=0 if negative else atom.until)
+                       until=0 if negative else atom.until,
+                       group=() if negative else atom.group)
         (self.negatives if negative else self.positions).append(pos)
         return pos
 

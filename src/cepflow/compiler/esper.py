@@ -54,7 +54,7 @@ same automata and engine:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from itertools import count
 from typing import Literal
 
@@ -600,6 +600,13 @@ class _Lowering:
                              f"events) after it, not {_UNTIL_END.get(type(u.until), 'a group')}: "
                              "[m:n] A until B", u.until.loc or u.loc)
         rep = self.repeated(u.pattern, u.loc)
+        if _single(rep):
+            # a single-event operand: one instance takes every operand event
+            # (EvalMatchUntilStateNode restarts its operand at each result) — a state of its
+            # own does not also keep a run that skipped one (Position.until, _try_edges)
+            rep, end = _one_instance(rep, u.until)
+        else:  # a group: the instance ends for every run when one run leaves it
+            rep, end = _one_group(rep, u.until)
         steps = _steps(rep)
         if low > 0 and steps is None:
             raise EsperError("a lower bound on until over a nested until is not supported "
@@ -610,14 +617,6 @@ class _Lowering:
                              "the first repetition ends it; write every (…) around it or put "
                              "an event before it", u.loc)
         stop = ast.Not(_untagged(u.until), u.loc)
-        if steps == [rep]:
-            # a single-event operand: one instance takes every operand event
-            # (EvalMatchUntilStateNode restarts its operand at each result) — a state of its
-            # own does not also keep a run that skipped one (Position.until, _try_edges)
-            rep, end = _one_instance(rep, u.until)
-            steps = [rep]
-        else:
-            end = u.until
         items: list[ast.Pattern] = []
         for k in range(low):  # (a NOT before each step of the first m: an end there is false)
             for j, step in enumerate(steps or ()):
@@ -687,6 +686,22 @@ def _one_instance(rep: ast.Pattern, end: ast.Pattern) -> tuple[ast.Pattern, ast.
             return replace(p, until=uid)
         assert isinstance(p, ast.Or)
         return replace(p, left=mark(p.left), right=mark(p.right))
+
+    return mark(rep), mark(end)
+
+
+def _one_group(rep: ast.Pattern, end: ast.Pattern) -> tuple[ast.Pattern, ast.Pattern]:
+    """An until's group operand ``rep`` (``[k] A``, a lowered nested until) and its end, their
+    atoms marked with a fresh until id (Position.group): a run that leaves the until's states
+    ends its one instance, and the runs still inside, which skipped an operand event, end
+    with it (Matcher._apply)."""
+    gid = next(_UNTIL_IDS)
+
+    def mark(p: ast.Pattern) -> ast.Pattern:
+        if isinstance(p, ast.Atom):
+            return replace(p, group=(*p.group, gid))
+        return replace(p, **{f.name: mark(getattr(p, f.name)) for f in fields(p)
+                             if isinstance(getattr(p, f.name), ast.Pattern)})
 
     return mark(rep), mark(end)
 
@@ -1147,10 +1162,10 @@ class _Aliases:
         where = _and([self.expr(c, a.alias) for c in rest])
         if a.alias is None:
             return ast.Atom(a.name, tuple(args) if any(args) else None, where, None, a.loc,
-                            a.until)
+                            a.until, a.group)
         self.bound[a.alias] = self.seen[a.alias] = et
         return ast.Atom(a.name, tuple(args), where, a.alias if repeated else None, a.loc,
-                        a.until)
+                        a.until, a.group)
 
     def _unify(self, c: ast.Expr, own: str | None, et: EventType) -> tuple[int, str] | None:
         """``own.f == other.g`` or ``f == other.g`` (the event's own field named bare, as

@@ -98,6 +98,10 @@ class Atom:
     #: ``until`` whose single-event operand or end this atom is — that until takes every
     #: operand event, as one instance (Position.until); 0 elsewhere
     until: int = 0
+    #: set by the Esper lowering only: the ids of the untils over a group (``[k] A``, a nested
+    #: until) whose operand or end this atom is, innermost first — a run leaving that until's
+    #: states ends its one instance (Position.group)
+    group: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

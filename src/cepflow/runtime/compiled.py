@@ -60,6 +60,7 @@ class CompiledPattern:
         "fast",
         "fast_start",
         "greedy",
+        "groups",
         "initial",
         "key_index",
         "key_var",
@@ -174,6 +175,10 @@ class CompiledPattern:
         self.greedy = frozenset(s for s, m in auto.edges.items() if s != INITIAL and len(
             {edge.position.until for es in m.values() for edge in es} - {0}) == 1 and all(
             edge.position.until for es in m.values() for edge in es))
+        #: the untils over a group (Position.group) whose states each state is one of: a run
+        #: that leaves one's states ends its one instance for every run (Matcher._apply)
+        self.groups = {s: g for s, m in auto.edges.items() if (g := frozenset(
+            gid for es in m.values() for edge in es for gid in edge.position.group))}
         #: name prefixes of the variables of collected tags (loose_prefixes): of two threads
         #: of a partial match at one state that differ only in those, the one of the oldest
         #: events is Esper's one repetition instance (it took every operand result) and the

@@ -1073,6 +1073,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         unused = self.pattern.auto.unused
         reports = self.pattern.auto.reports
         limit_at = self.pattern.limit_at
+        groups = self.pattern.groups
+        left: set[int] = set()  # the untils over a group a run left (their instance is over)
         for th, res in plan:
             if res is None:
                 if exact:  # a run that cannot take e ends: the partial match took e
@@ -1093,6 +1095,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                     if kept is not None:
                         threads.append(kept)
                     continue
+                if groups and th.state in groups:
+                    left |= groups[th.state] - groups.get(nt.state, frozenset())
                 if nt.state == FINAL:
                     if done is None or _age(nt, unused) < _age(done, unused):
                         done = nt
@@ -1112,6 +1116,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         if done is not None:
             self._complete(tok, done, e.ts, emit)
             return
+        if left:  # Esper's one until instance ended: its runs that skipped an event end too
+            threads = [th for th in threads if not groups.get(th.state, frozenset()) & left]
         auto = self.pattern.auto
         if auto.group_end:  # every (G) -> R: did G complete?
             threads = self._group_end(tok, threads, new or any(
