@@ -160,6 +160,25 @@ def test_a_later_filter_reads_a_nested_until(events: list[Event], bounds: tuple,
     assert got == later_filter_oracle(events, low, high, None), body
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("AABCDE"), st.integers(0, 2)), max_size=16).map(stream),
+       st.sampled_from([1, 2, None]), st.sampled_from([(None, None), (None, 2), (0, 1)]),
+       st.sampled_from(["event", "token", "run", "restore"]), st.integers(0, 16))
+def test_a_later_filter_under_every(events: list[Event], size: int | None, bounds: tuple,
+                                    how: str, cut: int) -> None:
+    """``every b=B -> (…) -> c=C(…)``: each ``B`` starts an instance of its own (Esper's every
+    restarts the followed-by), each with its one until instance; their matches in time order,
+    those at one ``C`` oldest instance first."""
+    low, high = bounds
+    operand = {1: "a=A", 2: "([2] a=A)", None: "(a=A until e=E)"}[size]
+    body = (f"every b=B -> ({bounds_text(low, high)}{operand} until d=D) -> "
+            "c=C(c.k = a[0].k)")
+    want = sorted((m for i, e in enumerate(events) if e.type == "B"
+                   for m in later_filter_oracle(events[i:], low, high, size)),
+                  key=lambda m: m[0])
+    assert rows(program(body), events, how, cut) == want, body
+
+
 def test_the_end_ends_every_run_of_a_group_until() -> None:
     """The counterexamples stop 38's CI found (one a second, every ``k`` 0): the first ``D``
     ends the instance of ``([2] a=A) until d=D`` (a group under way dropped), so no later
