@@ -813,7 +813,7 @@ def _never(p: ast.Pattern) -> ast.Pattern:
     ``every`` it is over; ``every`` around it quits an operand true at its start
     (EvalEveryStateNode, as for ``every (X or not Y)``)."""
     dead = [replace(a, alias=None, where=ast.Const(False, loc=a.loc), until=0, group=())
-            for a in atoms(p)]
+            for u in walk(p) if isinstance(u, ast.Until) for a in atoms(u.pattern)]
     out = dead[0]
     for d in dead[1:]:
         out = ast.Or(out, d, p.loc)
