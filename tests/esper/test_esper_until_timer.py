@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -355,3 +356,60 @@ def test_no_kernel_takes_a_timer_ended_until(body: str) -> None:
     engine = cepflow.Engine(program(body), start=0)
     list(engine.run(stream([("B", 0, 1000), ("A", 0, 500), ("C", 0, 500)] * 3)))
     assert route_of(engine) == "per event"
+
+
+def _full(ces: list[Any]) -> list[tuple]:
+    """Matches as everything they carry: type, parameters, time, bindings, parts, id."""
+    return [(ce.type, ce.params, ce.ts, dict(ce.bindings),
+             [(p.type, p.params, p.ts) for p in ce.parts], ce.match_id) for ce in ces]
+
+
+#: timer-ended untils the pair kernel takes: ``[n]`` after ``every b = B`` on a key is the
+#: chain ``(b -> a -> … -> a)[Δ]`` (until_timer: true at the n-th ``a`` within Δ), a window
+#: over a repetition as the kernel knows it; and an until ending at ``not`` is no step
+KERNEL_FORMS = ["every b=B -> ([2] a=A(a.k = b.k) until timer:interval(1500 msec))",
+                "every b=B -> ([1] a=A(a.k = b.k, a.v > 3) until timer:interval(2 sec))",
+                "every b=B -> (D until not D) -> a=A(a.k = b.k)"]
+
+
+@pytest.mark.parametrize("body", KERNEL_FORMS)
+def test_the_kernel_takes_these(body: str) -> None:
+    route_of = load_script(ROOT / "benchmarks" / "pattern_shapes.py", "pattern_shapes").route_of
+    engine = cepflow.Engine(program(body), start=0)
+    list(engine.run(stream([("B", 0, 1000), ("A", 0, 500), ("C", 0, 500)] * 3)))
+    assert route_of(engine) == "pair kernel"  # (checked against the token path below)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(KERNEL_FORMS), st.lists(st.tuples(
+    st.sampled_from("AAABD"), st.integers(0, 1), st.sampled_from([0, 250, 500, 1000])),
+    max_size=24).map(stream), st.lists(st.integers(0, 24), max_size=3), st.integers(0, 24),
+    st.sampled_from([0, 1000, 10_000]))
+def test_the_kernel_gives_the_token_paths_answer(body: str, events: list[Event],
+                                                 cuts: list[int], at: int, extra: int) -> None:
+    """Engine.run in batches cut at ``cuts``, a JSON save/restore at ``at``, then time passed
+    (advance_to) gives the token path's matches (same order, ids, parts, bindings, times) and
+    its saved state; and the oracle's rows where the form is one of its own."""
+    prog = program(body)
+    ref = cepflow.Engine(prog, start=0, fast_path=False)
+    want = [ce for e in events for ce in ref.process(e)]
+    end = (events[-1].ts if events else 0) + extra
+    want += ref.advance_to(end)
+    engine = cepflow.Engine(prog, start=0)
+    got: list[Any] = []
+    bounds = sorted({0, *(c for c in cuts if c <= len(events)), len(events)})
+    for lo, hi in pairwise(bounds):
+        if lo <= at < hi:
+            got += engine.run(events[lo:at])
+            state = json.loads(json.dumps(save_state(engine)))
+            engine = restore_state(cepflow.Engine(prog, start=0), state)
+            lo = at
+        got += engine.run(events[lo:hi])
+    got += engine.advance_to(end)
+    assert _full(got) == _full(want)
+    assert json.dumps(save_state(engine), sort_keys=True) == json.dumps(save_state(ref),
+                                                                        sort_keys=True)
+    if body == KERNEL_FORMS[0]:
+        form = Form("every b=B -> ", False, 2, True, "a=A(a.k = b.k)", 1500, "")
+        assert _canon([(ce.ts, {k: v for k, v in ce.bindings.items() if v is not None})
+                       for ce in got]) == _canon(oracle(form, events, end))
