@@ -61,12 +61,17 @@ def stream(items: list[tuple[str, int, int]]) -> list[Event]:
 def rows(prog: Any, events: list[Event], how: str, cut: int, end: float
          ) -> list[tuple[float, dict[str, Any]]]:
     """The matches (time, bindings without nulls): per event (``event``; ``token``: without
-    the fast steps), through ``Engine.run`` in two batches cut at ``cut`` (``run``), or so
+    the fast steps; one thread per partial match after each event), through ``Engine.run`` in two batches cut at ``cut`` (``run``), or so
     with a save and restore (through JSON) at the cut and the rest per event (``restore``);
     then time advanced to ``end``."""
     engine = cepflow.Engine(prog, start=0, fast_path=how != "token")
     if how in ("event", "token"):
-        got = [ce for e in events for ce in engine.process(e)]
+        got = []
+        for e in events:
+            got += engine.process(e)
+            # one run per instance: the until takes every operand event without keeping a
+            # run that skipped one (CompiledPattern.greedy), as Esper's one instance
+            assert all(len(t.threads) == 1 for t in engine.matchers[0].all_tokens())
     elif how == "run":
         got = [*engine.run(events[:cut]), *engine.run(events[cut:])]
     else:
