@@ -61,9 +61,9 @@ def stream(items: list[tuple[str, int, int]]) -> list[Event]:
 def rows(prog: Any, events: list[Event], how: str, cut: int, end: float
          ) -> list[tuple[float, dict[str, Any]]]:
     """The matches (time, bindings without nulls): per event (``event``; ``token``: without
-    the fast steps; one thread per partial match after each event), through ``Engine.run`` in two batches cut at ``cut`` (``run``), or so
-    with a save and restore (through JSON) at the cut and the rest per event (``restore``);
-    then time advanced to ``end``."""
+    the fast steps; one thread per partial match after each event), through ``Engine.run``
+    in two batches cut at ``cut`` (``run``), or so with a save and restore (through JSON) at
+    the cut and the rest per event (``restore``); then time advanced to ``end``."""
     engine = cepflow.Engine(prog, start=0, fast_path=how != "token")
     if how in ("event", "token"):
         got = []
