@@ -95,23 +95,40 @@ class _Instance:
     taken: list[Event] = field(default_factory=list)
 
 
+#: the operands and, for an end ``every (timer:interval(Δ) and not X)``, their ``X``
+OPERANDS = {"a=A": "A", "a=A(k=1)": "A(k=1)", "every a=A": "A",
+            "a=A(a.k = b.k)": "A(k = b.k)"}
+
+
 @dataclass(frozen=True)
 class Form:
-    """``{every (}{prefix}({bounds}{operand} until timer:interval(Δ)){tail}{)}``."""
+    """``{every (}{prefix}({bounds}{operand} until {end}){tail}{)}``, the end
+    ``timer:interval(Δ)`` or (``silence``) ``every (timer:interval(Δ) and not X)``, ``X`` the
+    operand untagged: Δ without an ``X`` since the start or the last ``X``."""
 
     prefix: str  # "", "b=B -> ", "every b=B -> "
     wrap: bool  # every (…) around the whole (not with a spawning prefix)
     low: int | None
     tight: bool  # [n]: low == high
-    operand: str  # "a=A", "a=A(k=1)", "every a=A", "a=A(a.k = b.k)"
+    operand: str  # OPERANDS
     delta: int  # ms
     tail: str  # "", " -> c=C", " -> c=C(c.k = a[0].k)"
+    silence: bool = False
 
     def text(self) -> str:
         bounds = bounds_text(self.low, self.low if self.tight else None)
-        body = (f"{self.prefix}({bounds}{self.operand} until timer:interval({self.delta} "
-                f"msec)){self.tail}")
+        end = f"timer:interval({self.delta} msec)"
+        if self.silence:
+            end = f"every ({end} and not {OPERANDS[self.operand]})"
+        body = f"{self.prefix}({bounds}{self.operand} until {end}){self.tail}"
         return f"every ({body})" if self.wrap else body
+
+    def deadline(self, inst: _Instance) -> float:
+        """When the end of ``inst`` fires: Δ after its start, or (``silence``) after the later
+        of its start and its last operand event (each restarts the every's interval)."""
+        if self.silence and inst.taken:
+            return inst.taken[-1].ts + self.delta
+        return inst.start + self.delta
 
     def takes(self, e: Event, inst: _Instance) -> bool:
         if e.type != "A":
@@ -167,11 +184,11 @@ def oracle(form: Form, events: list[Event], end: float) -> list[tuple[float, dic
 
     def fire(t: float) -> None:
         while True:
-            due = [i for i in live if i.phase == "until" and i.start + form.delta <= t]
+            due = [i for i in live if i.phase == "until" and form.deadline(i) <= t]
             if not due:
                 return
-            inst = min(due, key=lambda i: i.start)
-            at = inst.start + form.delta
+            inst = min(due, key=form.deadline)
+            at = form.deadline(inst)
             later: list[_Instance] = []
             done(inst, at, not form.tight and len(inst.taken) >= low, None, later)
             live.extend(later)  # (restarted at the deadline: sees that instant's events)
@@ -204,12 +221,13 @@ def _canon(got: list[tuple[float, dict[str, Any]]]) -> list[str]:
 def forms(draw: Any) -> Form:
     prefix = draw(st.sampled_from(["", "b=B -> ", "every b=B -> "]))
     operands = ["a=A", "a=A(k=1)", "every a=A"] + (["a=A(a.k = b.k)"] if prefix else [])
-    low, tight = draw(st.sampled_from([(None, False), (1, False), (2, False), (1, True),
-                                       (2, True)]))
+    silence = draw(st.booleans())
+    low, tight = (None, False) if silence else draw(st.sampled_from(
+        [(None, False), (1, False), (2, False), (1, True), (2, True)]))
     tails = ["", " -> c=C"] + ([" -> c=C(c.k = a[0].k)"] if not tight or low else [])
     return Form(prefix, draw(st.booleans()) and not prefix.startswith("every"), low, tight,
                 draw(st.sampled_from(operands)), draw(st.sampled_from([1000, 1500, 2500])),
-                draw(st.sampled_from(tails)))
+                draw(st.sampled_from(tails)), silence)
 
 
 events_st = st.lists(st.tuples(st.sampled_from("AAABCD"), st.integers(0, 1),
@@ -311,6 +329,34 @@ def test_a_pending_until_timer_is_saved_and_restored() -> None:
         (4000, {"b.v": 0, "a[0].v": 1, "a[1].v": 2, "c.v": 4})]
 
 
+def test_the_silence_end_pinned() -> None:
+    """``b=B -> (a=A until every (timer:interval(2 sec) and not A)) -> c=C``: B@1, A@2 (the
+    end's interval restarts: 4 s), A@3.5 (5.5 s), C@4 (the until is under way), A@5.5 (at
+    the deadline: too late), C@6 — the until was true at 5.5 s with the two A's before."""
+    evs = stream([("B", 0, 1000), ("A", 0, 1000), ("A", 0, 1500), ("C", 0, 500),
+                  ("A", 0, 1500), ("C", 0, 500)])
+    body = "b=B -> (a=A until every (timer:interval(2 sec) and not A)) -> c=C"
+    for how in ("event", "token", "run", "restore"):
+        assert _v(rows(program(body), evs, how, 3, 60_000)) == [
+            (6000, {"b.v": 0, "a[0].v": 1, "a[1].v": 2, "c.v": 5})], how
+
+
+def test_a_pending_silence_end_is_saved_and_restored() -> None:
+    """``a=A(k=1) until every (timer:interval(2 sec) and not A(k=1))`` saved after A(k1)@1
+    and A(k0)@2 (not the operand: no restart), restored: A(k1)@2.5 restarts the interval
+    (4.5 s), the clock completes it then, not before."""
+    prog = program("a=A(k=1) until every (timer:interval(2 sec) and not A(k=1))")
+    engine = cepflow.Engine(prog, start=0)
+    for e in stream([("A", 1, 1000), ("A", 0, 1000)]):
+        assert engine.process(e) == []
+    state = json.loads(json.dumps(save_state(engine)))
+    again = restore_state(cepflow.Engine(prog, start=0), state)
+    assert again.process(Event("A", (1, 2), 2500)) == []
+    assert again.advance_to(4499) == []
+    got = again.advance_to(4500)
+    assert _v([(ce.ts, ce.bindings) for ce in got]) == [(4500, {"a[0].v": 0, "a[1].v": 2})]
+
+
 @pytest.mark.parametrize("body, want", [
     # true at once: no step (A -> C), and under every b=B each B goes on at once
     ("a=A -> (B until not B) -> c=C", [(3000, {"a.v": 0, "c.v": 2})]),
@@ -333,7 +379,11 @@ def test_not_and_every_ends_pinned(body: str, want: list) -> None:
 
 
 @pytest.mark.parametrize("body, message", [
-    ("a=A until (every (timer:interval(6 sec) and not A))",
+    ("a=A until (every (timer:interval(6 sec) and not B))",
+     "is supported when X is the operand, one event untagged"),
+    ("[2:] a=A until (every (timer:interval(6 sec) and not A))",
+     "a bound on until ending at every (timer:interval(Δ) and not …)"),
+    ("a=A until (every (timer:interval(6 sec) and b=B))",
      "not every (…) around a pattern that can end false"),
     ("[1:3] a=A until timer:interval(6 sec)", "an upper bound on until ending at timer"),
     ("([2] a=A) until timer:interval(6 sec)", "until ending at timer:interval repeats a "
@@ -353,7 +403,9 @@ def test_the_forms_left_refused(body: str, message: str) -> None:
     "a=A until timer:interval(3 sec)", "every (a=A until timer:interval(3 sec))",
     "every b=B -> (a=A(a.k = b.k) until timer:interval(2 sec))",
     "every b=B -> (a=A until timer:interval(2 sec)) -> c=C",
-    "b=B -> ([2] a=A until timer:interval(2 sec)) -> c=C"])
+    "b=B -> ([2] a=A until timer:interval(2 sec)) -> c=C",
+    "every b=B -> (a=A(a.k = b.k) until every (timer:interval(2 sec) and not A(k = b.k)))",
+    "a=A until every (timer:interval(2 sec) and not A)"])
 def test_no_kernel_takes_a_timer_ended_until(body: str) -> None:
     """Engine.run takes no kernel and no program split for these (the route the shapes
     benchmark reports): the token path is the only one that knows the form."""

@@ -39,7 +39,8 @@ def test_cepflow_syntax_esper_patterns_print_as_epl() -> None:
     "d=T until timer:interval(7 sec)", "B until not B", "T until not U",
     "b=U -> ([2:] a=T(a.k = b.k) until timer:interval(1500 msec)) -> c=U",
     "a=T -> (T until not U) -> c=U", "a=T until every c=U",
-    "every (a=T until timer:interval(3 sec))", "a=T until every timer:interval(2 sec)"])
+    "every (a=T until timer:interval(3 sec))", "a=T until every timer:interval(2 sec)",
+    "a=T until (every (timer:interval(6 sec) and not T))"])
 def test_until_ending_at_a_timer_not_or_every_prints_back(body: str) -> None:
     """The until ends the reader now runs (compiler.esper ``until_timer``, ``until_not``,
     ``_until_end``) print back as themselves."""

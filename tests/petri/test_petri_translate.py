@@ -324,6 +324,8 @@ def test_guards_on_operands_and_an_and_inside_or_run_in_the_net_as_in_the_engine
     "every a = A -> ([2:] B until timer:interval(250 msec))",
     "every a = A -> (B until not C) -> C",
     "every a = A -> (B until every C)",
+    "every a = A -> (B until every (timer:interval(250 msec) and not B))",
+    "every a = A -> (B(k = 1) until every (timer:interval(150 msec) and not B(k = 1)))",
 ])
 def test_until_ending_at_a_timer_not_or_every_runs_in_the_net_as_in_the_engine(
         body: str) -> None:

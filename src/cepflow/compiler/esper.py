@@ -618,6 +618,10 @@ class _Lowering:
         if isinstance(end_at, ast.Not):
             self.until_not(u, out)
             return
+        silence = _silence(end_at)
+        if silence is not None:
+            self.until_silence(u, silence, out, first, last)
+            return
         u = replace(u, until=end_at)
         if not _single(u.until):
             raise EsperError("until is supported with a single event (or alternatives of "
@@ -704,6 +708,38 @@ class _Lowering:
             return
         items += [ast.Mult(rep, "*", u.loc), t]
         out.append(ast.Window(_fol(items), t.duration, "within", u.loc))
+        if not last:
+            out.append(ast.Atom(TIMER, (), None, None, t.loc))
+
+    def until_silence(self, u: ast.Until, silence: tuple[ast.Interval, ast.Pattern],
+                      out: list[ast.Pattern], first: bool, last: bool) -> None:
+        """``P until every (timer:interval(Δ) and not X)``, ``X`` the operand ``P`` untagged
+        (one event, or alternatives of events): the end is started first, its ``and`` turns
+        false at each ``X`` (EvalNotStateNode) and EvalEveryStateNode starts it again then —
+        a new interval from that ``X`` (its new ``not`` does not see the ``X`` that started
+        it); the until ends when an interval passes without an ``X``: Δ after the later of
+        its start and its last ``P``, every ``P`` collected. After the event ``Y`` it starts
+        at (the statement's start: statement_start's clock event) that is the timed zone
+        ``(Y -> P* -> T)[Δ]`` whose every step after ``Y`` starts the zone again
+        (ast.Window.slide), its deadline completing the run (as :meth:`until_timer`); one
+        run takes every ``P`` (the operand's atoms marked as one until's)."""
+        t, forbidden = silence
+        rep = _unwrapped(u.pattern)
+        if not _single(rep) or _text(_untagged(rep)) != _text(forbidden):
+            raise EsperError("until ending at every (timer:interval(Δ) and not X) is supported "
+                             "when X is the operand, one event untagged (a=A until every "
+                             "(timer:interval(Δ) and not A)); not here", u.until.loc or u.loc)
+        if u.low or u.high is not None:
+            raise EsperError("a bound on until ending at every (timer:interval(Δ) and not …) "
+                             "is not supported: write it without", u.loc)
+        if t.duration <= 0 or first or not out:
+            raise EsperError("until ending at every (timer:interval(Δ) and not X) is supported "
+                             "after one event and at the start of the pattern, Δ > 0", u.loc)
+        prev = _event_before(out, " ending an until", "(b=B until every (timer:interval(…) and "
+                             "not B))", t.loc)
+        rep, _ = _one_instance(rep, rep)
+        out.append(ast.Window(_fol([prev, ast.Mult(rep, "*", u.loc), t]), t.duration,
+                              "within", u.loc, slide=True))
         if not last:
             out.append(ast.Atom(TIMER, (), None, None, t.loc))
 
@@ -804,6 +840,28 @@ def _one_group(rep: ast.Pattern, end: ast.Pattern) -> tuple[ast.Pattern, ast.Pat
                              if isinstance(getattr(p, f.name), ast.Pattern)})
 
     return mark(rep), mark(end)
+
+
+def _silence(end: ast.Pattern) -> tuple[ast.Interval, ast.Pattern] | None:
+    """An until's end ``every (timer:interval(Δ) and not X)`` as the interval and ``X`` (an
+    atom or an or of atoms: ``not X and not Y`` as ``X or Y``); else None."""
+    if not (isinstance(end, ast.Every) and not end.distinct and end.expiry is None
+            and isinstance(end.pattern, ast.And)):
+        return None
+    ops = and_items(end.pattern)
+    timers = [o for o in ops if isinstance(o, ast.Interval)]
+    negs = [o for o in ops if isinstance(o, ast.Not)]
+    if len(timers) != 1 or not negs or len(timers) + len(negs) != len(ops) or not all(
+            _single(n.pattern) for n in negs):  # type: ignore[attr-defined]
+        return None
+    return timers[0], _forbidden(negs).pattern
+
+
+def _text(p: ast.Pattern) -> str:
+    """``p`` as cepflow prints it (equal patterns print alike, wherever they were written)."""
+    from cepflow.language.printer import format_pattern
+
+    return format_pattern(p)
 
 
 def _never(p: ast.Pattern) -> ast.Pattern:
@@ -1107,7 +1165,8 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
         overlap = bool(_types(head.until) & _types(head.pattern))
         # (an end at timer:interval: its timer from the start, then again at each restart)
         begins = ((low and (once or overlap)) or not _single(_unwrapped(head.pattern))
-                  or isinstance(_until_end(head.until), ast.Interval))
+                  or isinstance(_until_end(head.until), ast.Interval)
+                  or _silence(head.until) is not None)
     else:
         begins = isinstance(head, ast.Not)
     return _zero_first(p, head.loc) if begins else p
