@@ -32,6 +32,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_until_any_length import bounds_text
+from tests.esper.test_esper_until_any_length import rows as any_length_rows
 
 import cepflow
 from cepflow.events.event import Event
@@ -58,29 +59,18 @@ def stream(items: list[tuple[str, int, int]]) -> list[Event]:
     return out
 
 
+def _one_thread(engine: Any) -> None:
+    """One run per instance: the until takes every operand event without keeping a run that
+    skipped one (CompiledPattern.greedy), as Esper's one instance."""
+    assert all(len(t.threads) == 1 for t in engine.matchers[0].all_tokens())
+
+
 def rows(prog: Any, events: list[Event], how: str, cut: int, end: float
          ) -> list[tuple[float, dict[str, Any]]]:
-    """The matches (time, bindings without nulls): per event (``event``; ``token``: without
-    the fast steps; one thread per partial match after each event), through ``Engine.run``
-    in two batches cut at ``cut`` (``run``), or so with a save and restore (through JSON) at
-    the cut and the rest per event (``restore``); then time advanced to ``end``."""
-    engine = cepflow.Engine(prog, start=0, fast_path=how != "token")
-    if how in ("event", "token"):
-        got = []
-        for e in events:
-            got += engine.process(e)
-            # one run per instance: the until takes every operand event without keeping a
-            # run that skipped one (CompiledPattern.greedy), as Esper's one instance
-            assert all(len(t.threads) == 1 for t in engine.matchers[0].all_tokens())
-    elif how == "run":
-        got = [*engine.run(events[:cut]), *engine.run(events[cut:])]
-    else:
-        got = list(engine.run(events[:cut]))
-        state = json.loads(json.dumps(save_state(engine)))
-        engine = restore_state(cepflow.Engine(prog, start=0), state)
-        got += [ce for e in events[cut:] for ce in engine.process(e)]
-    got += engine.advance_to(end)
-    return [(ce.ts, {k: v for k, v in ce.bindings.items() if v is not None}) for ce in got]
+    """test_esper_until_any_length's routes (per event, token path, run cut at ``cut``, a
+    save/restore there), one thread per partial match after each event, then time advanced
+    to ``end``."""
+    return any_length_rows(prog, events, how, cut, end, _one_thread)
 
 
 @dataclass
