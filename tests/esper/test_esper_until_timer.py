@@ -460,3 +460,28 @@ def test_the_kernel_gives_the_token_paths_answer(body: str, events: list[Event],
         form = Form("every b=B -> ", False, 2, True, "a=A(a.k = b.k)", 1500, "")
         assert _canon([(ce.ts, {k: v for k, v in ce.bindings.items() if v is not None})
                        for ce in got]) == _canon(oracle(form, events, end))
+
+
+def test_graph_and_analyze_take_the_new_ends(tmp_path: Path) -> None:
+    """``cepflow graph`` draws each form's automaton and ``cepflow analyze`` reads them all;
+    the until that is true only as the statement starts is reported as never firing."""
+    from typer.testing import CliRunner
+
+    from cepflow.cli.main import app
+
+    bodies = ["d=D until timer:interval(7 sec)", "b=B -> (a=A until timer:interval(5 sec)) -> c=C",
+              "every b=B -> ([2] a=A(a.k = b.k) until timer:interval(5 sec))", "B until not B",
+              "a=A -> (B until not B) -> c=C", "a=A until every c=C",
+              "a=A until (every (timer:interval(6 sec) and not A))"]
+    path = tmp_path / "u.epl"
+    path.write_text(SCHEMAS + "".join(f"@Name('P{i}') select * from pattern [{b}];\n"
+                                      for i, b in enumerate(bodies)))
+    runner = CliRunner()
+    for i in range(len(bodies)):
+        res = runner.invoke(app, ["graph", str(path), f"P{i}"])
+        assert res.exit_code == 0 and res.output.startswith(f'digraph "P{i}"'), res.output
+    res = runner.invoke(app, ["analyze", str(path)])
+    # (exit 1: the error finding below; no crash)
+    assert res.exit_code == 1 and isinstance(res.exception, SystemExit), res.output
+    assert "findings: 1 (1 errors" in res.output and "P3 can never fire" in res.output
+    assert not any(f"P{i} can never fire" in res.output for i in range(len(bodies)) if i != 3)
