@@ -137,13 +137,20 @@ def oracle(events: list[Event], operand: Operand, until: tuple[str, int | None],
     return out
 
 
-def rows(prog: Any, events: list[Event], how: str, cut: int) -> list[tuple[float, dict]]:
+def rows(prog: Any, events: list[Event], how: str, cut: int, end: float | None = None,
+         each: Callable[[Any], None] | None = None) -> list[tuple[float, dict]]:
     """The matches (time, bindings without nulls) per event (``event``; ``token``: without the
-    fast steps), through ``Engine.run`` in two batches cut at ``cut`` (``run``), or so with a
-    save and restore (through JSON) at the cut and the rest per event (``restore``)."""
+    fast steps; ``each`` called with the engine after each event), through ``Engine.run`` in
+    two batches cut at ``cut`` (``run``), or so with a save and restore (through JSON) at the
+    cut and the rest per event (``restore``); then the end of input, or time advanced to
+    ``end``."""
     engine = cepflow.Engine(prog, start=0, fast_path=how != "token")
     if how in ("event", "token"):
-        got = [ce for e in events for ce in engine.process(e)]
+        got = []
+        for e in events:
+            got += engine.process(e)
+            if each is not None:
+                each(engine)
     elif how == "run":
         got = [*engine.run(events[:cut]), *engine.run(events[cut:])]
     else:
@@ -151,7 +158,7 @@ def rows(prog: Any, events: list[Event], how: str, cut: int) -> list[tuple[float
         state = json.loads(json.dumps(save_state(engine)))
         engine = restore_state(cepflow.Engine(prog, start=0), state)
         got += [ce for e in events[cut:] for ce in engine.process(e)]
-    got += engine.finish()
+    got += engine.finish() if end is None else engine.advance_to(end)
     return [(ce.ts, {k: v for k, v in ce.bindings.items() if v is not None}) for ce in got]
 
 

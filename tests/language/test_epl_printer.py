@@ -35,6 +35,21 @@ def test_cepflow_syntax_esper_patterns_print_as_epl() -> None:
     assert same(parse_epl(text), m)
 
 
+@pytest.mark.parametrize("body", [
+    "d=T until timer:interval(7 sec)", "B until not B", "T until not U",
+    "b=U -> ([2:] a=T(a.k = b.k) until timer:interval(1500 msec)) -> c=U",
+    "a=T -> (T until not U) -> c=U", "a=T until every c=U",
+    "every (a=T until timer:interval(3 sec))", "a=T until every timer:interval(2 sec)",
+    "a=T until (every (timer:interval(6 sec) and not T))"])
+def test_until_ending_at_a_timer_not_or_every_prints_back(body: str) -> None:
+    """The until ends the reader now runs (compiler.esper ``until_timer``, ``until_not``,
+    ``_until_end``) print back as themselves."""
+    text = (SCHEMA + "create schema B(id string);\n"
+            + f"insert into P select * from pattern [{body}];\n")
+    m = parse_epl(text)
+    assert same(parse_epl(format_epl(m)), m)
+
+
 @pytest.mark.parametrize("src, what", [
     ("atomicEvent A(x: Integer)\ncomplexEvent P(x: Integer) { as A(x) }", "positional"),
     ("atomicEvent A\ncomplexEvent P { as (A -> A) holds-for 1 s }", "holds-for"),
@@ -71,7 +86,7 @@ def epl_pattern(draw, depth: int = 0, tags: list | None = None) -> str:
                          f"{draw(st.integers(-5, 5))}")
         return f"{tag} = T({' and '.join(conds)})"
     kind = draw(st.sampled_from(["->", "or", "and", "every", "repeat", "guard", "distinct",
-                                 "until", "max", "or not"]))
+                                 "until", "max", "or not", "until timer"]))
     inner = epl_pattern(depth + 1, tags)
     if kind in ("->", "or", "and"):
         return f"({draw(inner)} {kind} {draw(inner)})"
@@ -89,6 +104,9 @@ def epl_pattern(draw, depth: int = 0, tags: list | None = None) -> str:
     if kind == "until":  # (unbounded or not: select * then carries a[k] as many as taken)
         bounds = draw(st.sampled_from(["", "[1:] ", "[2:] ", "[:2] ", "[1:3] "]))
         return f"({bounds}({draw(inner)}) until ({draw(inner)}))"
+    if kind == "until timer":  # (ended by an interval: the statement's start or after an event)
+        bounds = draw(st.sampled_from(["", "[1:] ", "[2] "]))
+        return f"({bounds}({draw(inner)}) until timer:interval({draw(st.integers(1, 9))} sec))"
     if kind == "distinct":
         body = draw(inner)
         return f"every-distinct({tags[0] if tags else 't0'}.k, 2 sec) ({body})"

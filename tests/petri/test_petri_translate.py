@@ -316,3 +316,40 @@ def test_guards_on_operands_and_an_and_inside_or_run_in_the_net_as_in_the_engine
             ("A", 0, 4, 2500), ("C", 1, 3, 2600), ("B", 0, 2, 2700), ("C", 1, 3, 3000)]
     c = abc_compared(body, rows, seeds=(0, 1, 2))
     assert c.net["P"]
+
+
+@pytest.mark.parametrize("body", [
+    "every a = A -> (B until timer:interval(250 msec))",
+    "every a = A -> ([2] B until timer:interval(250 msec))",
+    "every a = A -> ([2:] B until timer:interval(250 msec))",
+    "every a = A -> (B until not C) -> C",
+    "every a = A -> (B until every C)",
+    "every a = A -> (B until every (timer:interval(250 msec) and not B))",
+    "every a = A -> (B(k = 1) until every (timer:interval(150 msec) and not B(k = 1)))",
+])
+def test_until_ending_at_a_timer_not_or_every_runs_in_the_net_as_in_the_engine(
+        body: str) -> None:
+    """An until ending at timer:interval after an event (untagged: no arrays) is the lowered
+    timed zone's net; one ending at ``not`` is no step, at ``every C`` the until of C: the net
+    and the engine agree."""
+    rows = [("A", 0, 1, 0), ("B", 0, 0, 100), ("B", 1, 1, 200), ("C", 0, 0, 300),
+            ("A", 1, 2, 400), ("B", 0, 3, 500), ("A", 9, 3, 550), ("B", 0, 4, 600),
+            ("B", 0, 5, 700), ("C", 1, 0, 800), ("B", 1, 6, 900), ("C", 0, 1, 1000),
+            ("C", 0, 2, 3000)]
+    c = abc_compared(body, rows, seeds=(0, 1))
+    assert c.net["P"]
+
+
+@pytest.mark.parametrize(("body", "what"), [
+    ("B until timer:interval(1 sec) -> a = A", "statement's start"),
+    ("every a = A -> (B until timer:interval(1 sec)) -> C", "timer:interval in the middle"),
+])
+def test_until_ending_at_a_timer_from_the_start_or_before_more_is_reported(
+        body: str, what: str) -> None:
+    """From the statement's start, or with more pattern after its end (the synthetic TIMER
+    event), it is reported, as the interval forms are."""
+    text = ("create schema A(k int);\ncreate schema B(k int);\ncreate schema C(k int);\n"
+            f"insert into P select a.k as k from pattern [{body}];\n")
+    with pytest.raises(Untranslatable) as info:
+        translate(load_module(parse_epl(text)))
+    assert what in str(info.value) and "'P'" in str(info.value)

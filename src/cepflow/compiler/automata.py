@@ -514,12 +514,16 @@ class _Builder:
         zone = Zone(zid, float(p.duration), p.kind, loc=p.loc)
         self.zones.append(zone)
         self.zone_stack.append(zid)
+        first_raw = len(self.raw)
         try:
             f = self.build(p.pattern)
         finally:
             self.zone_stack.pop()
         if f.nullable:
             raise self.err("a time window over a pattern that can be empty", p.loc)
+        if p.slide:  # (ast.Window.slide: each step inside enters the zone again)
+            self.raw[first_raw:] = [(a, b, r | {zid}) if a in f.created and b in f.created
+                                    else (a, b, r) for a, b, r in self.raw[first_raw:]]
         zone.last = frozenset(f.last)
         timer = set(f.timer)
         if f.tail:

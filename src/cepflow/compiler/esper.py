@@ -336,16 +336,19 @@ class _Lowering:
     """``not``, ``until``, ``timer:interval`` and inner ``every`` onto the plain algebra (see
     the module docstring); ``head`` says that nothing precedes the node in its pattern."""
 
-    def __init__(self, start: StartPolicy, repeating: ast.Pattern | None = None) -> None:
+    def __init__(self, start: StartPolicy, repeating: ast.Pattern | None = None,
+                 whole: ast.Pattern | None = None) -> None:
         self.start = start
         #: the and / or with every x = X operands this pattern is (see :func:`_repeating`)
         self.repeating = repeating
+        #: the whole pattern being lowered (what may lower to no step: :meth:`seq`)
+        self.whole = whole
 
     def pattern(self, p: ast.Pattern, head: bool) -> ast.Pattern:
         if isinstance(p, ast.Atom):
             return p
         if isinstance(p, ast.Fol):
-            return _fol(self.chain(fol_items(p), head))
+            return self.seq(p, self.chain(fol_items(p), head))
         if isinstance(p, ast.Window):
             return replace(p, pattern=self.pattern(p.pattern, head))
         if isinstance(p, ast.Or):
@@ -383,8 +386,21 @@ class _Lowering:
                                  "a group, a window before more pattern, or, and)", p.loc)
             return self.inner_every(p)
         if isinstance(p, ast.Until | ast.Interval | ast.Not):
-            return _fol(self.chain([p], head))
+            return self.seq(p, self.chain([p], head))
         raise EsperError(f"unsupported pattern node {type(p).__name__}", None)
+
+    def seq(self, p: ast.Pattern, items: list[ast.Pattern]) -> ast.Pattern:
+        """The lowered steps of ``p`` as one pattern. No step is left where ``p`` is only
+        untils ending at ``not`` (true as they start, :meth:`until_not`): the whole pattern
+        is then never true after its start (:func:`_never`); elsewhere (an operand of ``and``
+        / ``or``, under a guard) it is reported."""
+        if items:
+            return _fol(items)
+        if p is not self.whole:
+            raise EsperError("an until ending at 'not' is true as it starts: it is supported "
+                             "in a followed-by (A -> (B until not C) -> D) and as the whole "
+                             "pattern, not here", p.loc)
+        return _never(p)
 
     @staticmethod
     def group(head: ast.Every, rest: list[ast.Pattern]) -> ast.Every:
@@ -431,7 +447,7 @@ class _Lowering:
             elif isinstance(it, ast.And) and _special(it):
                 self.and_not(it, out, first, last)
             elif isinstance(it, ast.Until):
-                self.until(it, out, first)
+                self.until(it, out, first, last)
             elif isinstance(it, ast.Interval):
                 self.interval(it, None, out, first, last)
             elif isinstance(it, ast.Or) and _or_timer(it):
@@ -593,12 +609,25 @@ class _Lowering:
         out.append(ast.Window(ast.Fol(prev, ast.Or(events, shortest, p.loc), p.loc),
                               shortest.duration, "within", p.loc))
 
-    def until(self, u: ast.Until, out: list[ast.Pattern], first: bool) -> None:
+    def until(self, u: ast.Until, out: list[ast.Pattern], first: bool, last: bool) -> None:
         low = u.low or 0
+        end_at = _until_end(u.until)
+        if isinstance(end_at, ast.Interval):
+            self.until_timer(u, end_at, out, first, last)
+            return
+        if isinstance(end_at, ast.Not):
+            self.until_not(u, out)
+            return
+        silence = _silence(end_at)
+        if silence is not None:
+            self.until_silence(u, silence, out, first, last)
+            return
+        u = replace(u, until=end_at)
         if not _single(u.until):
             raise EsperError("until is supported with a single event (or alternatives of "
-                             f"events) after it, not {_UNTIL_END.get(type(u.until), 'a group')}: "
-                             "[m:n] A until B", u.until.loc or u.loc)
+                             "events), timer:interval(Δ) or 'not' after it, not "
+                             f"{_UNTIL_END.get(type(u.until), 'a group')}: [m:n] A until B",
+                             u.until.loc or u.loc)
         rep = self.repeated(u.pattern, u.loc)
         if _single(rep):
             # a single-event operand: one instance takes every operand event
@@ -638,6 +667,101 @@ class _Lowering:
             items.append(tail)
         out.extend(items)
 
+    def until_timer(self, u: ast.Until, t: ast.Interval, out: list[ast.Pattern], first: bool,
+                    last: bool) -> None:
+        """``[m:] P until timer:interval(Δ)`` (``P`` one event, or alternatives of events,
+        ``every`` on those): Esper's EvalMatchUntilStateNode starts the timer first and then
+        its operand, collects each ``P`` and turns true when the timer fires — with what it
+        collected when that is at least ``m``, else false. After the event ``X`` it starts at
+        (the statement's start: the zero interval's clock event, statement_start) that is the
+        timed zone ``(X -> P{m} -> P* -> T)[Δ]`` whose deadline completes the runs past the
+        m-th ``P`` (Zone.timer_accept), one run taking every ``P`` (the operand's atoms marked
+        as one until's: CompiledPattern.greedy); more pattern after it follows the synthetic
+        TIMER event, as after ``X -> timer:interval(Δ)``. ``[n] P until timer:interval(Δ)`` is
+        true at the n-th ``P`` before the deadline: ``(X -> P{n})[Δ]``. A ``P`` at the deadline
+        comes too late (timers fire before the events of their instant, as Esper's clock
+        fires the timer before it delivers the event)."""
+        low = u.low or 0
+        rep = _unwrapped(u.pattern)
+        if not _single(rep):
+            raise EsperError("until ending at timer:interval repeats a single event (or "
+                             "alternatives of events, every on those), not a group",
+                             u.pattern.loc or u.loc)
+        if u.high is not None and u.high != low:
+            raise EsperError("an upper bound on until ending at timer:interval is not "
+                             "supported: [n] (true at the n-th), [m:] or no bound", u.loc)
+        if u.high == 0:
+            raise EsperError("[0] repeats nothing", u.loc)
+        if t.duration <= 0:
+            raise EsperError("until ending at timer:interval(0) ends as it starts: write the "
+                             "pattern without it", t.loc)
+        if first or not out:
+            raise EsperError("until ending at timer:interval is supported after one event "
+                             "(A -> (b=B until timer:interval(Δ))) and at the start of the "
+                             "pattern (the EPL reader starts it at the statement's start)",
+                             u.loc)
+        prev = _event_before(out, " ending an until", "(b=B until timer:interval(…))", t.loc)
+        rep, _ = _one_instance(rep, rep)
+        items: list[ast.Pattern] = [prev, *[rep] * low]
+        if u.high is not None:  # [n]: true at the n-th, false at the deadline before it
+            out.append(ast.Window(_fol(items), t.duration, "within", u.loc))
+            return
+        items += [ast.Mult(rep, "*", u.loc), t]
+        out.append(ast.Window(_fol(items), t.duration, "within", u.loc))
+        if not last:
+            out.append(ast.Atom(TIMER, (), None, None, t.loc))
+
+    def until_silence(self, u: ast.Until, silence: tuple[ast.Interval, ast.Pattern],
+                      out: list[ast.Pattern], first: bool, last: bool) -> None:
+        """``P until every (timer:interval(Δ) and not X)``, ``X`` the operand ``P`` untagged
+        (one event, or alternatives of events): the end is started first, its ``and`` turns
+        false at each ``X`` (EvalNotStateNode) and EvalEveryStateNode starts it again then —
+        a new interval from that ``X`` (its new ``not`` does not see the ``X`` that started
+        it); the until ends when an interval passes without an ``X``: Δ after the later of
+        its start and its last ``P``, every ``P`` collected. After the event ``Y`` it starts
+        at (the statement's start: statement_start's clock event) that is the timed zone
+        ``(Y -> P* -> T)[Δ]`` whose every step after ``Y`` starts the zone again
+        (ast.Window.slide), its deadline completing the run (as :meth:`until_timer`); one
+        run takes every ``P`` (the operand's atoms marked as one until's)."""
+        t, forbidden = silence
+        rep = _unwrapped(u.pattern)
+        if not _single(rep) or _text(_untagged(rep)) != _text(forbidden):
+            raise EsperError("until ending at every (timer:interval(Δ) and not X) is supported "
+                             "when X is the operand, one event untagged (a=A until every "
+                             "(timer:interval(Δ) and not A)); not here", u.until.loc or u.loc)
+        if u.low or u.high is not None:
+            raise EsperError("a bound on until ending at every (timer:interval(Δ) and not …) "
+                             "is not supported: write it without", u.loc)
+        if t.duration <= 0 or first or not out:
+            raise EsperError("until ending at every (timer:interval(Δ) and not X) is supported "
+                             "after one event and at the start of the pattern, Δ > 0", u.loc)
+        prev = _event_before(out, " ending an until", "(b=B until every (timer:interval(…) and "
+                             "not B))", t.loc)
+        rep, _ = _one_instance(rep, rep)
+        out.append(ast.Window(_fol([prev, ast.Mult(rep, "*", u.loc), t]), t.duration,
+                              "within", u.loc, slide=True))
+        if not last:
+            out.append(ast.Atom(TIMER, (), None, None, t.loc))
+
+    def until_not(self, u: ast.Until, out: list[ast.Pattern]) -> None:
+        """``P until not Q``: Esper's EvalMatchUntilStateNode starts its end first, and a
+        ``not`` (EvalNotStateNode) is true as it starts, so the until quits its operand
+        before starting it and is true at once with nothing collected: in a pattern it is
+        no step (``A -> (B until not C) -> D`` is ``A -> D``); alone it is true only as the
+        statement starts, which Esper delivers to no listener (PatternTestHarness: a pattern
+        true at its start gives no output) — :func:`_never`. Bounds and tags in ``P`` are
+        reported (the bounds are read only after the end started; nothing is ever
+        collected)."""
+        if u.low or u.high is not None:
+            raise EsperError("a bound on until ending at 'not' is not supported: the until is "
+                             "true as it starts, with nothing repeated; write it without",
+                             u.loc)
+        if any(a.alias is not None for a in atoms(u.pattern)):
+            raise EsperError("a tag in the operand of an until ending at 'not' is not "
+                             "supported: the until is true as it starts and never takes an "
+                             "event; write the operand without tags", u.pattern.loc or u.loc)
+        del out  # true at once: no step
+
     def repeated(self, p: ast.Pattern, loc: ast.Loc) -> ast.Pattern:
         """The repeated operand of an until, lowered: a single event (or alternatives of
         events); ``[k] A``; ``every`` on either, which is the same operand (EvalEveryStateNode
@@ -655,7 +779,7 @@ class _Lowering:
                                  "is not supported (Esper's inner until takes it as its end; "
                                  "give them different event types)", p.loc or loc)
             inner: list[ast.Pattern] = []
-            self.until(p, inner, False)
+            self.until(p, inner, False, False)
             return _fol(inner)
         raise EsperError("until repeats a single event (or alternatives of events), [k] of "
                          "one, every on those, or a nested 'A until B' without a lower bound; "
@@ -664,10 +788,22 @@ class _Lowering:
 
 #: what an until's end may not be, by node type (the message names it)
 _UNTIL_END: dict[type, str] = {
-    ast.Interval: "timer:interval (the end at a time after the start: not supported yet)",
-    ast.Not: "'not' (true at once, when the until starts)",
-    ast.Every: "every (…), which ends it the first time its operand is true (not supported yet)",
+    ast.Every: "every (…) around a pattern that can end false, which Esper's every restarts "
+               "(every (timer:interval(Δ) and not A): Δ without an A since the start or the "
+               "last A); every on one event or on timer:interval(Δ) is supported",
     ast.Fol: "a sequence", ast.And: "'and'", ast.Window: "a guard"}
+
+
+def _until_end(p: ast.Pattern) -> ast.Pattern:
+    """An until's end with ``every`` around one event or ``timer:interval`` taken off: the
+    until quits at its end's first result (EvalMatchUntilStateNode), and EvalEveryStateNode
+    reports its operand's first result as it comes; an operand that cannot end false (one
+    event, an interval) is never restarted before it, so ``every X`` ends the until where
+    ``X`` does."""
+    while (isinstance(p, ast.Every) and not p.distinct and p.expiry is None
+           and (_single(p.pattern) or isinstance(p.pattern, ast.Interval | ast.Every))):
+        p = p.pattern
+    return p
 
 
 #: ids of the untils that run as one instance (ast.Atom.until), unique in a process
@@ -704,6 +840,42 @@ def _one_group(rep: ast.Pattern, end: ast.Pattern) -> tuple[ast.Pattern, ast.Pat
                              if isinstance(getattr(p, f.name), ast.Pattern)})
 
     return mark(rep), mark(end)
+
+
+def _silence(end: ast.Pattern) -> tuple[ast.Interval, ast.Pattern] | None:
+    """An until's end ``every (timer:interval(Δ) and not X)`` as the interval and ``X`` (an
+    atom or an or of atoms: ``not X and not Y`` as ``X or Y``); else None."""
+    if not (isinstance(end, ast.Every) and not end.distinct and end.expiry is None
+            and isinstance(end.pattern, ast.And)):
+        return None
+    ops = and_items(end.pattern)
+    timers = [o for o in ops if isinstance(o, ast.Interval)]
+    negs = [o for o in ops if isinstance(o, ast.Not)]
+    if len(timers) != 1 or not negs or len(timers) + len(negs) != len(ops) or not all(
+            _single(n.pattern) for n in negs):  # type: ignore[attr-defined]
+        return None
+    return timers[0], _forbidden(negs).pattern
+
+
+def _text(p: ast.Pattern) -> str:
+    """``p`` as cepflow prints it (equal patterns print alike, wherever they were written)."""
+    from cepflow.language.printer import format_pattern
+
+    return format_pattern(p)
+
+
+def _never(p: ast.Pattern) -> ast.Pattern:
+    """A pattern true only as the statement starts (only untils ending at ``not``), as one
+    that never matches: its events, untagged, each with a filter that fails — Esper delivers
+    no output for a pattern true at its start (PatternTestHarness), and once true without
+    ``every`` it is over; ``every`` around it quits an operand true at its start
+    (EvalEveryStateNode, as for ``every (X or not Y)``)."""
+    dead = [replace(a, alias=None, where=ast.Const(False, loc=a.loc), until=0, group=())
+            for u in walk(p) if isinstance(u, ast.Until) for a in atoms(u.pattern)]
+    out = dead[0]
+    for d in dead[1:]:
+        out = ast.Or(out, d, p.loc)
+    return out
 
 
 def _types(p: ast.Pattern) -> set[str]:
@@ -991,7 +1163,10 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
         # fit both B and C: Esper's instance, active from its restart, ends there false)
         low = (head.low or 0) > 0
         overlap = bool(_types(head.until) & _types(head.pattern))
-        begins = (low and (once or overlap)) or not _single(_unwrapped(head.pattern))
+        # (an end at timer:interval: its timer from the start, then again at each restart)
+        begins = ((low and (once or overlap)) or not _single(_unwrapped(head.pattern))
+                  or isinstance(_until_end(head.until), ast.Interval)
+                  or _silence(head.until) is not None)
     else:
         begins = isinstance(head, ast.Not)
     return _zero_first(p, head.loc) if begins else p
@@ -1255,7 +1430,7 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     if clock is not None and decl.partition_by:
         raise EsperError("a pattern that starts with timer:interval runs from the statement's "
                          "start over the whole stream; 'partition by' does not apply", decl.loc)
-    body = _Lowering(plan.start, _repeating(body, plan, clock)).pattern(body, head=True)
+    body = _Lowering(plan.start, _repeating(body, plan, clock), body).pattern(body, head=True)
     negated = {a.alias: schemas[a.name] for n in walk(decl.body) if isinstance(n, ast.Not)
                for a in atoms(n.pattern) if a.alias is not None and a.name in schemas}
     aliases = _Aliases(schemas, repeated, negated)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from cepflow.language import ast
@@ -96,7 +97,7 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
             pick = min if p.kind == "within" else max
             return ast.Window(inner.pattern, pick(inner.duration, p.duration), p.kind, loc=p.loc,
                               guard=p.guard)
-        return ast.Window(inner, p.duration, p.kind, loc=p.loc, guard=p.guard)
+        return replace(p, pattern=inner)
     raise TypeError(f"not a pattern: {p!r}")
 
 

@@ -173,6 +173,11 @@ class Window:
     #: (compiler.conjunction.is_guard); a window written in the cepflow syntax spans its own
     #: events. Not part of equality (the two read alike elsewhere)
     guard: bool = field(default=False, compare=False)
+    #: set by the Esper lowering only (compiler.esper ``_Lowering.until_silence``): each step
+    #: inside the window after its first event starts its duration again (its deadline is
+    #: ``duration`` after the latest event), Esper's ``every (timer:interval(Δ) and not A)``
+    #: restarted at each ``A``
+    slide: bool = False
 
 
 @dataclass(frozen=True)

@@ -171,10 +171,12 @@ class CompiledPattern:
         #: (Position.until): such an until is one instance that takes each operand event
         #: (EvalMatchUntilStateNode), so a thread there that takes an event does not also
         #: stay behind as a run that skipped it (Matcher._try_edges) — one thread per
-        #: instance, where keeping both made one per subset of the events taken
+        #: instance, where keeping both made one per subset of the events taken. The
+        #: synthetic TIMER step of an until ending at timer:interval with more pattern after
+        #: it (compiler.esper until_timer) is its end, taken at the deadline only: not counted
         self.greedy = frozenset(s for s, m in auto.edges.items() if s != INITIAL and len(
             {edge.position.until for es in m.values() for edge in es} - {0}) == 1 and all(
-            edge.position.until for es in m.values() for edge in es))
+            edge.position.until for t, es in m.items() if t != TIMER for edge in es))
         #: the untils over a group (Position.group) whose states each state is one of: a run
         #: that leaves one's states ends its one instance for every run (Matcher._apply)
         self.groups = {s: g for s, m in auto.edges.items() if (g := frozenset(
