@@ -55,6 +55,10 @@ Pattern = tuple
 def text(p: Pattern) -> str:
     if p[0] == "atom":
         return f"o{p[1]}={p[2]}({p[3]})"
+    if p[0] == "not":  # ("not", type, filter): an untagged event
+        return f"not {p[1]}({p[2]})"
+    if p[0] == "guard":  # ("guard", ms, p): p where timer:within(ms msec)
+        return f"({text(p[2])}) where timer:within({p[1]} msec)"
     if p[0] == "every":
         inner = text(p[1])
         return f"every {inner}" if p[1][0] == "atom" else f"every ({inner})"
@@ -62,11 +66,17 @@ def text(p: Pattern) -> str:
 
 
 def atoms_of(p: Pattern) -> list[Pattern]:
+    """The tagged events of ``p`` (a tag written twice: once)."""
     if p[0] == "atom":
         return [p]
-    if p[0] == "every":
-        return atoms_of(p[1])
-    return [a for o in p[1] for a in atoms_of(o)]
+    if p[0] == "not":
+        return []
+    if p[0] in ("every", "guard"):
+        return atoms_of(p[-1])
+    out: list[Pattern] = []
+    for o in p[1]:
+        out.extend(a for a in atoms_of(o) if a not in out)
+    return out
 
 
 def program(p: Pattern) -> Any:
@@ -79,10 +89,14 @@ def program(p: Pattern) -> Any:
 # ---- the oracle: Esper's state nodes ---------------------------------------------------------
 
 class _Run:
-    """The state of one evaluation: the active filters, in the order they started."""
+    """The state of one evaluation: the active filters, in the order they started, the
+    guards' timers and the clock (the time of the event being dispatched: Esper's harness
+    moves it there first, and a guard restarted then starts at it)."""
 
     def __init__(self) -> None:
         self.filters: list[_Filter] = []
+        self.timers: list[_Guard] = []
+        self.now = 0
 
 
 class _Node:
@@ -98,29 +112,81 @@ class _Node:
         for k in self.kids:
             k.quit()
 
+    def begin_children(self) -> None:
+        """Start the node (a filter: listen)."""
+
 
 class _Filter(_Node):
-    def __init__(self, run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> None:
-        super().__init__(run, parent, begin, p)
-        run.filters.append(self)
+    def begin_children(self) -> None:
+        self.run.filters.append(self)
 
     def event(self, e: Event) -> None:
-        _, i, t, f = self.p
+        if self.p[0] == "not":
+            _, t, f = self.p
+            i = None
+        else:
+            _, i, t, f = self.p
         if not self.alive or e.type != t or not FILTERS[f](e.params[0]):
             return
         stays = isinstance(self.parent, _Every)  # (isFilterChildNonQuitting)
         if not stays:
             self.alive = False
-        self.parent.true(self, {**self.begin, i: e.params[1]}, not stays)
+        b = self.begin if i is None else {**self.begin, i: e.params[1]}
+        self.parent.true(self, b, not stays)
+
+
+def _make(run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> _Node:
+    kind = {"atom": _Filter, "every": _Every, "and": _And, "or": _Or, "->": _FollowedBy,
+            "not": _Not, "guard": _Guard}[p[0]]
+    return kind(run, parent, begin, p)
 
 
 def _start(run: _Run, parent: Any, begin: dict[int, int], p: Pattern) -> _Node:
-    if p[0] == "atom":
-        return _Filter(run, parent, begin, p)
-    node = {"every": _Every, "and": _And, "or": _Or, "->": _FollowedBy}[p[0]](
-        run, parent, begin, p)
+    node = _make(run, parent, begin, p)
     node.begin_children()
     return node
+
+
+class _Not(_Node):
+    """EvalNotStateNode: starts its event's filter and reports true at once; when the event
+    comes it turns false for good."""
+
+    def begin_children(self) -> None:
+        self.kids = [_Filter(self.run, self, self.begin, self.p)]
+        self.kids[0].begin_children()
+        self.parent.true(self, self.begin, False)
+
+    def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
+        if self.alive:
+            self.quit()
+            self.parent.false(self)
+
+
+class _Guard(_Node):
+    """EvalGuardStateNode with timer:within: starts its child and a timer; passes the
+    child's results; at the timer quits the child and turns false."""
+
+    def begin_children(self) -> None:
+        self.deadline = self.run.now + self.p[1]
+        self.run.timers.append(self)
+        self.kids = [_start(self.run, self, self.begin, self.p[2])]
+
+    def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
+        if not self.alive:
+            return
+        if quitted:
+            self.alive = False  # (the guard stops with its child)
+        self.parent.true(self, b, quitted)
+
+    def fire(self) -> None:
+        if self.alive:
+            self.quit()
+            self.parent.false(self)
+
+    def false(self, kid: _Node) -> None:
+        if self.alive:
+            self.quit()
+            self.parent.false(self)
 
 
 class _Every(_Node):
@@ -134,14 +200,28 @@ class _Every(_Node):
             self.begin_children()
         self.parent.true(self, b, False)
 
+    def false(self, kid: _Node) -> None:
+        """A child that turned false (a guard ended, a not's event came) is replaced by a
+        fresh one (restartable)."""
+        kid.quit()
+        self.kids.remove(kid)
+        self.begin_children()
+
 
 class _And(_Node):
     def begin_children(self) -> None:
         self.kept: list[list[dict[int, int]] | None] = [None] * len(self.p[1])
-        self.active: list[_Node | None] = []
-        for o in self.p[1]:
-            self.active.append(_start(self.run, self, self.begin, o))
-        self.kids = [k for k in self.active if k is not None]
+        made = [_make(self.run, self, self.begin, o) for o in self.p[1]]
+        self.active: list[_Node | None] = list(made)
+        self.kids = list(made)
+        for k in made:  # (all made first: a not reports as it starts)
+            if self.alive:
+                k.begin_children()
+
+    def false(self, kid: _Node) -> None:
+        if self.alive:
+            self.quit()
+            self.parent.false(self)
 
     def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
         if not self.alive:
@@ -156,9 +236,9 @@ class _And(_Node):
         if any(self.active[j] is not None for j in others):
             self.kept[i] = [*(self.kept[i] or []), b]
         results = [b]
-        for j in others:
+        for j in others:  # (MatchedEventMapImpl.merge: a kept binding overwrites)
             results = [{**r, **x} for r in results for x in self.kept[j] or []]
-        done = all(k is None for k in self.active)
+        done = all(k is None or isinstance(k, _Not) for k in self.active)
         if done:
             self.quit()
         for r in results:
@@ -209,16 +289,28 @@ class _Root:
     def true(self, kid: _Node, b: dict[int, int], quitted: bool) -> None:
         self.results.append(b)
 
+    def false(self, kid: _Node) -> None:
+        """The pattern turned false: it is over."""
+
 
 def oracle(p: Pattern, events: list[Event]) -> list[tuple]:
-    """Esper's results per event: (event index, the atoms' ``v``, None where unbound)."""
+    """Esper's results per event: (event index, the atoms' ``v``, None where unbound). Before
+    an event the clock moves to it and the guards due by then end, oldest deadline first. An
+    event that fits a ``not`` and another filter goes to the ``not`` first (cepflow's
+    decision "the ending wins a tie", which Esper's reference answers show)."""
     n = len(atoms_of(p))
     run, root = _Run(), _Root()
     _start(run, root, {}, p)
     out: list[tuple] = []
     for x, e in enumerate(events):
+        run.now = e.ts
+        while due := sorted((g for g in run.timers if g.alive and g.deadline <= e.ts),
+                            key=lambda g: g.deadline):
+            run.timers = [g for g in run.timers if g is not due[0]]
+            due[0].fire()
         active = [f for f in run.filters if f.alive]
         run.filters = list(active)  # (filters started while e is dispatched: not in active)
+        active.sort(key=lambda f: not isinstance(f.parent, _Not))
         for f in active:
             f.event(e)
         out.extend((x, tuple(b.get(i) for i in range(n))) for b in root.results)
@@ -273,6 +365,69 @@ def test_per_event_is_esper(p: Pattern, events: list[Event]) -> None:
        st.booleans())
 def test_batches_and_restores_are_per_event(p: Pattern, events: list[Event], cuts: list[int],
                                             restore_at: int, advance: bool) -> None:
+    same_as_per_event(program(p), events, cuts, restore_at, advance)
+
+
+# ---- every around a guard or not, a guarded every operand of and, a tag written twice ------
+
+def _atom(draw: st.DrawFn, i: int, t: str | None = None) -> Pattern:
+    return ("atom", i, t or draw(st.sampled_from("ABD")), draw(st.sampled_from(sorted(FILTERS))))
+
+
+def _stacked(draw: st.DrawFn, p: Pattern) -> Pattern:
+    for _ in range(draw(st.integers(1, 2))):
+        p = ("every", p)
+    return p
+
+
+@st.composite
+def equivalent_forms(draw: st.DrawFn) -> Pattern:
+    """The forms compiler.every_equivalents rewrites: ``every`` (one or two stacked) around
+    ``(every X) where timer:within(Δ)`` or ``every X and not N …`` (N untagged, any type); an
+    ``and`` that is the whole pattern with ``(every X) where timer:within(Δ)`` operands beside
+    ``every Y`` and plain events (an every operand's type no other's); a tagged event written
+    twice in an ``and`` (whole, or under every)."""
+    shape = draw(st.sampled_from(["guard", "not", "and", "twice"]))
+    ms = draw(st.integers(1, 6))
+    if shape == "guard":
+        return _stacked(draw, ("guard", ms, ("every", _atom(draw, 0))))
+    if shape == "not":
+        ops: list[Pattern] = [("every", _atom(draw, 0))]
+        for _ in range(draw(st.integers(1, 2))):
+            ops.append(("not", draw(st.sampled_from("ABD")), draw(st.sampled_from(sorted(FILTERS)))))
+        return _stacked(draw, ("and", draw(st.permutations(ops))))
+    if shape == "twice":
+        a = _atom(draw, 0)
+        ops = [a, a]
+        if draw(st.booleans()):
+            ops.append(_atom(draw, 1))
+        p: Pattern = ("and", draw(st.permutations(ops)))
+        return ("every", p) if draw(st.booleans()) else p
+    types = draw(st.permutations("ABD"))[:draw(st.integers(2, 3))]
+    kinds = [draw(st.sampled_from(["guarded", "every", "plain"])) for _ in types]
+    kinds[0] = "guarded"
+    ops = []
+    for i, (t, k) in enumerate(zip(types, kinds)):
+        a = _atom(draw, i, t)
+        ops.append(("guard", draw(st.integers(1, 8)), ("every", a)) if k == "guarded"
+                   else ("every", a) if k == "every" else a)
+    return ("and", draw(st.permutations(ops)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(equivalent_forms(), events_st)
+def test_the_equivalent_forms_are_esper(p: Pattern, events: list[Event]) -> None:
+    got = per_event(program(p), events)
+    assert Counter(got) == Counter(oracle(p, events))
+    assert [x for x, _ in got] == sorted(x for x, _ in got)
+
+
+@settings(max_examples=50, deadline=None)
+@given(equivalent_forms(), events_st, st.lists(st.integers(0, 10), max_size=4),
+       st.integers(0, 4), st.booleans())
+def test_the_equivalent_forms_batched_and_restored(p: Pattern, events: list[Event],
+                                                  cuts: list[int], restore_at: int,
+                                                  advance: bool) -> None:
     same_as_per_event(program(p), events, cuts, restore_at, advance)
 
 

@@ -771,10 +771,11 @@ _EVERY_OPERAND = ("every inside '{}' is not supported here: it is on operands of
                   "A or b = B: without every around it, nothing before or after it)")
 
 
-_GUARDED_EVERY = ("every inside 'and' under a guard on its operand ((every b=B) where "
-                  "timer:within(Δ) and …) is not supported: Esper's and quits when that guard "
-                  "ends, after every result the every gave; every x = X as an operand (every "
-                  "b=B and …), with or without a guard on x, is")
+_GUARDED_EVERY = ("every inside 'and' under a guard on its operand ((every (b=B -> c=C)) "
+                  "where timer:within(Δ) and …) is not supported: Esper's and quits when that "
+                  "guard ends, after every result the every gave; (every x = X) where "
+                  "timer:within(Δ) with X one event is (the guard then ends the whole and), and "
+                  "so is every x = X as an operand, with or without a guard on x")
 
 
 _EVERY_RESPAWN = ("every (…) around a pattern with every inside is supported when that "
@@ -851,6 +852,8 @@ def _repeating(body: ast.Pattern, plan: EsperPlan, clock: Clock | None) -> ast.P
     and pairs each of its results with the other operands' (the combinations), the or
     reports each of them until a once operand ends it. None when ``body`` is no such
     pattern (its every operands are then refused where they stand)."""
+    while isinstance(body, ast.Window) and body.guard and body.kind == "within":
+        body = body.pattern  # guards around it all (_guarded_operands)
     items = fol_items(body)
     if (plan.start not in ("once", "respawn") or clock is None or clock.duration != 0
             or clock.forbidden is not None or len(items) != 2):
@@ -959,6 +962,10 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
 def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     items = fol_items(p)
     head = items[0]
+    if once and len(items) == 1 and _guarded_operands(head):
+        # (every x = X and …) where timer:within(Δ) (every_equivalents puts a guard on an
+        # every operand around the and): from the start, inside the guard (_repeating)
+        return _zero_first(p, head.loc)
     if isinstance(head, ast.Window):
         inner = fol_items(head.pattern)[0]
         if once and any(isinstance(n, ast.Every) and (n.distinct or n.expiry is not None)
@@ -975,9 +982,7 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
         return _zero_first(p, head.loc)
     ops = (and_items(head) if isinstance(head, ast.And) else or_items(head)
            if isinstance(head, ast.Or) else [])
-    every = [o for o in ops if isinstance(o, ast.Every)]
-    if (once and len(items) == 1 and every and _every_or(head) is head
-            and all(_every_event(o) is not None for o in every)):
+    if once and len(items) == 1 and _every_operands(head):
         begins = True  # (every x = X and / or …: see _repeating; every X or every Y is
         # every (X or Y), _every_or)
     elif isinstance(head, ast.And):  # (and a guard on an operand: it runs from the start)
@@ -995,6 +1000,24 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     else:
         begins = isinstance(head, ast.Not)
     return _zero_first(p, head.loc) if begins else p
+
+
+def _every_operands(p: ast.Pattern) -> bool:
+    """An ``and`` / ``or`` with ``every x = X`` operands (see :func:`_repeating`)."""
+    ops = (and_items(p) if isinstance(p, ast.And) else or_items(p)
+           if isinstance(p, ast.Or) else [])
+    every = [o for o in ops if isinstance(o, ast.Every)]
+    return bool(every) and _every_or(p) is p and all(_every_event(o) is not None for o in every)
+
+
+def _guarded_operands(p: ast.Pattern) -> bool:
+    """Guards (EPL's ``timer:within``) around an ``and`` with ``every x = X`` operands."""
+    if not (isinstance(p, ast.Window) and p.guard and p.kind == "within"):
+        return False
+    inner = p.pattern
+    while isinstance(inner, ast.Window) and inner.guard and inner.kind == "within":
+        inner = inner.pattern
+    return isinstance(inner, ast.And) and _every_operands(inner)
 
 
 def _zero_first(p: ast.Pattern, loc: ast.Loc) -> ast.Pattern:
@@ -1141,7 +1164,11 @@ class _Aliases:
                              "not positional parameters", a.loc)
         repeated = a.alias in self.repeated
         if a.alias in self.bound and not repeated:
-            raise EsperError(f"alias '{a.alias}' is bound twice", a.loc)
+            raise EsperError(f"alias '{a.alias}' is bound twice: a tag is taken twice only as "
+                             "one event written the same on two operands of 'and' (b=B and "
+                             "b=B); with other filters Esper keeps the event of the operand "
+                             "that reported first, in a followed-by the later one: not "
+                             "supported", a.loc)
         # a repeated tag's own fields are collected (assigned), not unified; an event without
         # a tag binds only the fields its filter equates to an earlier tag's
         args: list[str | None] = ([None] * len(et.param_names) if repeated or a.alias is None
