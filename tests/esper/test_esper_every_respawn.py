@@ -492,6 +492,26 @@ def test_a_not_beside_every_under_every_only_drops_its_event() -> None:
     assert per_event(program(p), evs) == [(1, (1,))]
 
 
+def test_a_not_of_the_same_event_without_filter_leaves_nothing() -> None:
+    """``every (every o0 = B and not B)``: each B ends the children first, so no B is ever
+    reported (Esper: each fresh child misses the B that ended the one before)."""
+    evs = stream([("B", 0, 1), ("B", 1, 1), ("A", 0, 1), ("B", 0, 1)])
+    p = ("every", ("and", [("every", ("atom", 0, "B", "")), ("not", "B", "")]))
+    assert per_event(program(p), evs) == []
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_two_guarded_every_operands_the_shorter_ends_the_and(first: bool) -> None:
+    """``(every o0 = B) where timer:within(3 msec) and (every o1 = D) where timer:within(8
+    msec)`` (either order) over D@1 B@2 B@4 D@5: (B@2, D@1) at 2; at 3 the shorter guard ends
+    the and, whichever operand it is on."""
+    evs = [Event(t, (0, i), ts) for i, (t, ts) in enumerate(
+        [("D", 1), ("B", 2), ("B", 4), ("D", 5)])]
+    b = ("guard", 3, ("every", ("atom", 0, "B", "")))
+    d = ("guard", 8, ("every", ("atom", 1, "D", "")))
+    assert per_event(program(("and", [b, d] if first else [d, b])), evs) == [(1, (1, 0))]
+
+
 def test_a_guard_on_an_every_operand_ends_the_whole_and() -> None:
     """``(every o0 = B) where timer:within(5 msec) and every o1 = D`` over D@1 B@2 B@4 D@4 D@5
     B@6: B@2 and B@4 each pair with D@1; D@4 pairs with both B's; at 5 the guard ends, and
