@@ -509,6 +509,8 @@ class _Lowering:
         if len(pos) != 1 or not negs:
             raise EsperError("'and' with 'not' is supported as (B and not C [and not D …]) "
                              "after an event", p.loc)
+        if isinstance(pos[0], ast.Every) and not _single(pos[0].pattern):
+            raise EsperError(_EVERY_GROUP_NOT, pos[0].loc)
         if first:
             raise EsperError(f"'(... and not ...)' {_START}; write A -> (B and not C)", p.loc)
         forbid = _forbidden(negs)
@@ -776,6 +778,13 @@ _GUARDED_EVERY = ("every inside 'and' under a guard on its operand ((every (b=B 
                   "guard ends, after every result the every gave; (every x = X) where "
                   "timer:within(Δ) with X one event is (the guard then ends the whole and), and "
                   "so is every x = X as an operand, with or without a guard on x")
+
+
+_EVERY_GROUP_NOT = ("every on a group beside 'not' (every (b=B -> d=D) and not G) is not "
+                    "supported: Esper's and ends the whole every, for good, at the first G "
+                    "after the and starts (the statement's start for a whole pattern), which no "
+                    "start policy here models; every on "
+                    "one event beside 'not' (every b=B and not G) is supported")
 
 
 _EVERY_RESPAWN = ("every (…) around a pattern with every inside is supported when that "
