@@ -386,9 +386,17 @@ def equivalent_forms(draw: st.DrawFn) -> Pattern:
     ``(every X) where timer:within(Δ)`` or ``every X and not N …`` (N untagged, any type); an
     ``and`` that is the whole pattern with ``(every X) where timer:within(Δ)`` operands beside
     ``every Y`` and plain events (an every operand's type no other's); a tagged event written
-    twice in an ``and`` (whole, or under every)."""
-    shape = draw(st.sampled_from(["guard", "not", "and", "twice"]))
+    twice in an ``and`` (whole, or under every); ``every (G) and not N …`` (G a followed-by
+    of events) as the whole pattern."""
+    shape = draw(st.sampled_from(["guard", "not", "and", "twice", "group-not"]))
     ms = draw(st.integers(1, 6))
+    if shape == "group-not":  # every (o0=X -> o1=Y [-> o2=Z]) and not N [and not M]
+        group: Pattern = ("->", [_atom(draw, i) for i in range(draw(st.integers(2, 3)))])
+        ops = [("every", group)]
+        for _ in range(draw(st.integers(1, 2))):
+            ops.append(("not", draw(st.sampled_from("ABD")),
+                        draw(st.sampled_from(sorted(FILTERS)))))
+        return ("and", draw(st.permutations(ops)))
     if shape == "guard":
         return _stacked(draw, ("guard", ms, ("every", _atom(draw, 0))))
     if shape == "not":
@@ -527,6 +535,23 @@ def test_a_guard_on_an_every_operand_ends_the_whole_and() -> None:
     assert Counter(per_event(one_d, evs)) == Counter([(1, (1, 0)), (2, (2, 0))])
 
 
+def test_every_group_beside_not_ends_for_good() -> None:
+    """``every (o0 = B -> o1 = D) and not A``: the group restarts after each result — the
+    fresh one sees the next event of the same instant (B@2 after D@2) — and the first A, from
+    the statement's start, ends it all: nothing begins after it. A D that fits the not too
+    ends it (the ending wins a tie)."""
+    p = ("and", [("every", ("->", [("atom", 0, "B", ""), ("atom", 1, "D", "")])),
+                 ("not", "A", "")])
+    evs = [Event(t, (0, i), ts) for i, (t, ts) in enumerate(
+        [("B", 1), ("D", 2), ("B", 2), ("D", 3), ("A", 4), ("B", 5), ("D", 6)])]
+    assert per_event(program(p), evs) == [(1, (0, 1)), (3, (2, 3))]
+    assert per_event(program(p), stream([("A", 0, 1), ("B", 0, 1), ("D", 0, 1)])) == []
+    own = ("and", [("every", ("->", [("atom", 0, "B", ""), ("atom", 1, "D", "")])),
+                   ("not", "D", "k > 0")])
+    evs = stream([("B", 0, 1), ("D", 1, 1), ("B", 0, 1), ("D", 0, 1)])
+    assert per_event(program(own), evs) == []
+
+
 def test_a_tag_written_twice_is_one_event() -> None:
     """``o0 = B(k = 0) and o1 = D and o0 = B(k = 0)`` over B(1) D B(0) B(0): both ``o0``
     operands take the first B(0), the and completes there (D taken before); under ``every``
@@ -577,6 +602,8 @@ def test_a_saved_mult_is_checked(body: str, first: str, mult: int, message: str)
     ("every (every o0=B and not A(k = o0.k))", "every inside every (...) is not supported"),
     ("o0=B(k = 0) and o0=B", "alias 'o0' is bound twice: a tag is taken twice only as one"),
     ("o0=B -> o0=B", "alias 'o0' is bound twice"),
+    ("o2=A -> (every (o0=B -> o1=D) and not A)", "every on a group beside 'not'"),
+    ("every (every (o0=B -> o1=D) and not A)", "every on a group beside 'not' is supported as"),
     ("every ((o0=A and every o1=B) -> o2=D)", "every (…) around a pattern with every inside"),
     ("every (every (o0=A -> o1=B))", "every in front of a group"),
     ("every (o0=A -> every (o1=B -> o2=D))", "every inside every (...) is not supported here"),
@@ -590,7 +617,8 @@ def test_what_stays_refused_says_what_is_supported(body: str, message: str) -> N
                                   "every (every (every o0=D))",
                                   "every ((every o0=D) where timer:within(2 msec))",
                                   "every (every o0=D and not B(k = 0) and not A)",
-                                  "(every o0=B) where timer:within(9 msec) and every o1=D"])
+                                  "(every o0=B) where timer:within(9 msec) and every o1=D",
+                                  "every (o0=B -> o1=D) and not A(k = 2)"])
 def test_the_epl_printer_writes_them_back(body: str) -> None:
     """The reader's start (``every (timer:interval(0) -> …)``) prints and reads back as
     itself, and the printed statement runs as the written one."""
@@ -606,7 +634,8 @@ def test_a_tag_written_twice_prints_once() -> None:
                                   "every (every o0=B or o1=D)", "every (o0=A -> every o1=B)",
                                   "every ((every o0=B) where timer:within(2 msec))",
                                   "every (every o0=B and not D(k = 0))",
-                                  "(every o0=B) where timer:within(9 msec) and every o1=D"])
+                                  "(every o0=B) where timer:within(9 msec) and every o1=D",
+                                  "every (o0=B -> o1=D) and not A"])
 def test_no_kernel_takes_them_the_net_reports_them_the_graph_draws_them(body: str) -> None:
     """They run per event (no chain, pair or timer-end kernel, no program split: none models
     the count), the Petri net translation reports them (they start at the statement's start)
@@ -655,7 +684,7 @@ def test_the_state_key_tells_counts_apart() -> None:
 @pytest.mark.parametrize("body", ["every ((every o0=B) where timer:within(2 msec))",
                                   "every (every o0=B and not D(k = 0))",
                                   "(every o0=B) where timer:within(9 msec) and every o1=D",
-                                  "o0=B and o0=B"])
+                                  "o0=B and o0=B", "every (o0=B -> o1=D) and not A"])
 def test_cepflow_analyze_reads_the_rewritten_forms(body: str, tmp_path: Any) -> None:
     """``cepflow analyze`` reads them (what it analyses is the rewritten form)."""
     from cepflow.analysis.analyzer import analyze

@@ -104,6 +104,10 @@ class EsperPlan:
     #: tags collected without bound under ``select *`` (``a=A until D``): the complex event
     #: carries ``a[k].<field>`` for as many events as each took (Automaton.spread)
     spread: tuple[str, ...] = ()
+    #: start policy "restart" of ``every (G) and not N`` (:func:`_every_group_not`): an
+    #: instance that a ``not`` ended ends the pattern for good; the next begins only after one
+    #: completed
+    final: bool = False
     #: start policy "respawn": the fresh instances each result starts (see :func:`_respawn`)
     respawn: int = 0
 
@@ -153,6 +157,9 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
     if isinstance(body, ast.Fol):
         items = fol_items(body)
         body = _fol([_every_or(items[0]), *items[1:]])
+    final = _every_group_not(body)
+    if final is not None:
+        return final, EsperPlan("restart", final=True)
     if isinstance(body, ast.Every):
         respawn = _respawn(body)
         if respawn is not None:
@@ -186,6 +193,36 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
         return _fol([first.pattern, *items[1:]]), EsperPlan("spawn", first.distinct,
                                                            first.expiry)
     return body, EsperPlan("once")
+
+
+def _every_group_not(body: ast.Pattern) -> ast.Pattern | None:
+    """``every (G) and not N …`` begun at the statement's start (the EPL reader's
+    ``timer:interval(0) -> (…)``), G a followed-by of events, as ``timer:interval(0) -> (G
+    and not N …)`` under the start policy restart with :attr:`EsperPlan.final`; None for any
+    other body.
+    Esper (EvalAndStateNode over EvalEveryStateNode and EvalNotStateNode): the every restarts G
+    after each result, the ``and`` pairs each result with the not's report at its start, and
+    the first ``N`` after the start makes the ``and`` — and the pattern — false for good. So
+    the instances are restart's, a ``not`` in each of their gaps (_Lowering.and_not), one
+    begun at once after each completion (the zero interval: it sees every later event), and
+    none after an instance that an ``N`` ended."""
+    items = fol_items(body)
+    if (len(items) != 2 or not isinstance(items[0], ast.Interval) or items[0].duration != 0
+            or not isinstance(items[1], ast.And)):
+        return None
+    ops = and_items(items[1])
+    every = [o for o in ops if not isinstance(o, ast.Not)]
+    if (len(every) != 1 or len(ops) == 1 or not isinstance(every[0], ast.Every)
+            or every[0].distinct or every[0].expiry is not None
+            or not isinstance(every[0].pattern, ast.Fol)
+            or not all(isinstance(i, ast.Atom) for i in fol_items(every[0].pattern))):
+        return None
+    group = every[0].pattern
+    out: ast.Pattern = group
+    for o in ops:
+        if isinstance(o, ast.Not):
+            out = ast.And(out, o, items[1].loc)
+    return _fol([items[0], out])
 
 
 def _respawning(p: ast.Every) -> tuple[ast.Pattern | None, ast.Pattern, int]:
@@ -780,11 +817,9 @@ _GUARDED_EVERY = ("every inside 'and' under a guard on its operand ((every (b=B 
                   "so is every x = X as an operand, with or without a guard on x")
 
 
-_EVERY_GROUP_NOT = ("every on a group beside 'not' (every (b=B -> d=D) and not G) is not "
-                    "supported: Esper's and ends the whole every, for good, at the first G "
-                    "after the and starts (the statement's start for a whole pattern), which no "
-                    "start policy here models; every on "
-                    "one event beside 'not' (every b=B and not G) is supported")
+_EVERY_GROUP_NOT = ("every on a group beside 'not' is supported as the whole pattern only "
+                    "(every (b=B -> d=D) and not G, begun at the statement's start, the first "
+                    "G ending it for good), with a followed-by of events as the group")
 
 
 _EVERY_RESPAWN = ("every (…) around a pattern with every inside is supported when that "

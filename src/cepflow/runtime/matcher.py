@@ -63,6 +63,9 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         #: start policy "respawn": the fresh instances the results of the current step owe
         #: (begun after it: Matcher.respawn)
         self.due = 0
+        #: a match completed in the current step (Automaton.final: only then does the next
+        #: instance begin, IntervalClock._clock_idle)
+        self.completed = False
         self._forks: dict[int, list[Thread]] = {}
         self.buckets: dict[int, dict[Any, dict[int, Token]]] = {}
         #: a pair with a reach (runtime.reach): per key, its waiting instances by value
@@ -1235,6 +1238,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         ``events`` (the last one ``last``) at ``ts`` (:meth:`_complete` of its final thread;
         the pair's step calls it without making that thread)."""
         self.done = True
+        self.completed = True
         pat = self.pattern
         auto = pat.auto
         host = self.host
