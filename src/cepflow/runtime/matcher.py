@@ -63,8 +63,9 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         #: start policy "respawn": the fresh instances the results of the current step owe
         #: (begun after it: Matcher.respawn)
         self.due = 0
-        #: a match completed in the current step (Automaton.final: only then does the next
-        #: instance begin, IntervalClock._clock_idle)
+        #: Automaton.final: a match completed in the current step (only then does the next
+        #: instance begin; IntervalClock._clock_idle reads and clears it at the step's end, so
+        #: it is no state between steps)
         self.completed = False
         self._forks: dict[int, list[Thread]] = {}
         self.buckets: dict[int, dict[Any, dict[int, Token]]] = {}
@@ -1238,9 +1239,10 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         ``events`` (the last one ``last``) at ``ts`` (:meth:`_complete` of its final thread;
         the pair's step calls it without making that thread)."""
         self.done = True
-        self.completed = True
         pat = self.pattern
         auto = pat.auto
+        if auto.final:  # (read and cleared at the end of the step: IntervalClock._clock_idle)
+            self.completed = True
         host = self.host
         if auto.distinct and auto.start == "restart" and self._distinct_seen(bindings, ts):
             # every-distinct around a sequence: a match whose keys were seen is dropped (the
