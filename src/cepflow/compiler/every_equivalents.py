@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cepflow.compiler.normalize import and_items, or_items
 from cepflow.language import ast
 from cepflow.language.walk import names
 
@@ -53,21 +54,13 @@ def _plain(p: ast.Pattern) -> bool:
 
 def _events(p: ast.Pattern) -> bool:
     """One event: an atom or an or of atoms."""
-    if isinstance(p, ast.Or):
-        return not p.choice and _events(p.left) and _events(p.right)
-    return isinstance(p, ast.Atom)
+    return all(isinstance(i, ast.Atom) for i in or_items(p))
 
 
 def _guarded_every(p: ast.Pattern) -> bool:
     """``(every X) where timer:within(Δ)`` as the EPL reader gives it, X one event."""
     return (isinstance(p, ast.Window) and p.guard and p.kind == "within"
             and _plain(p.pattern) and _events(p.pattern.pattern))  # type: ignore[attr-defined]
-
-
-def _and_items(p: ast.Pattern) -> list[ast.Pattern]:
-    if isinstance(p, ast.And):
-        return [*_and_items(p.left), *_and_items(p.right)]
-    return [p]
 
 
 def _and_of(items: list[ast.Pattern], loc: ast.Loc) -> ast.Pattern:
@@ -92,7 +85,7 @@ def _forbidden(n: ast.Pattern) -> ast.Atom | None:
 
 def _every_and_not(p: ast.And) -> ast.Pattern | None:
     """``every X and not N …`` as ``every X'`` (see the module docstring), or None."""
-    items = _and_items(p)
+    items = and_items(p)
     every = [o for o in items if not isinstance(o, ast.Not)]
     negs = [_forbidden(o) for o in items if isinstance(o, ast.Not)]
     if (len(every) != 1 or not negs or not _plain(every[0])
@@ -131,7 +124,7 @@ def every_equivalents(p: ast.Pattern) -> ast.Pattern:
         return replace(p, pattern=every_equivalents(p.pattern),
                        until=every_equivalents(p.until))
     if isinstance(p, ast.And):
-        items = _distinct_tags([every_equivalents(o) for o in _and_items(p)])
+        items = _distinct_tags([every_equivalents(o) for o in and_items(p)])
         if len(items) == 1:
             return items[0]
         guards = [o for o in items if _guarded_every(o)]
