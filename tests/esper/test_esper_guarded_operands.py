@@ -538,7 +538,7 @@ def test_hand_derived_or() -> None:
     ("a=A -> ((b=B and not c=C) or d=D where timer:within(1 sec))",
      "'not' inside an operand of 'or'"),
     ("[2] b=B and [2] d=B", "one event for the repeated tags 'b' and 'd'"),
-    ("(every b=B) where timer:within(2 sec) and every d=D",
+    ("(every (b=B -> c=C)) where timer:within(2 sec) and every d=D",
      "every inside 'and' under a guard on its operand"),
 ])
 def test_what_stays_refused_says_what_runs(body: str, says: str) -> None:

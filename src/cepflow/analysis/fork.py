@@ -79,7 +79,7 @@ HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trac
 #: compiled is its ``pattern``, runtime/compiled.py)
 MATCHER_STATE = frozenset({
     "host", "tokens", "buckets", "done", "seen", "_forked", "_forks", "deadlines", "skipped",
-    "pending", "due",
+    "pending", "due", "completed",
     "clock_start", "slot", "reach_index", "rowless"})
 #: window statement runner attributes that processing changes
 RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finished",

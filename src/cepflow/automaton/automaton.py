@@ -180,6 +180,10 @@ class Automaton:
     #: every: compiler.esper._respawn): the fresh instances each result starts; a partial
     #: match then stands for Token.mult identical instances
     respawn: int = 0
+    #: start policy "restart" of Esper's ``every (G) and not N`` (compiler.esper
+    #: _every_group_not): the next instance begins (at the clock) only after one completed —
+    #: one that a forbidden event ended ends the pattern for good
+    final: bool = False
     #: start policy "group" (``every (G) -> R``): the states inside the group (before it
     #: completed; with the initial state, one instance at a time) and the states where it
     #: completed (G's last positions: the rest's instance waits there)

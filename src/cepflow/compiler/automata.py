@@ -776,6 +776,7 @@ def compile_pattern(
         auto.pattern_text = plan.text
         auto.start = plan.start
         auto.respawn = plan.respawn
+        auto.final = plan.final
         auto.distinct = tuple(builder.expr(d, decl.loc) for d in plan.distinct)
         auto.distinct_expiry = plan.expiry
         tags = {pos.collect.alias: pos.collect for pos in auto.positions

@@ -104,6 +104,10 @@ class EsperPlan:
     #: tags collected without bound under ``select *`` (``a=A until D``): the complex event
     #: carries ``a[k].<field>`` for as many events as each took (Automaton.spread)
     spread: tuple[str, ...] = ()
+    #: start policy "restart" of ``every (G) and not N`` (:func:`_every_group_not`): an
+    #: instance that a ``not`` ended ends the pattern for good; the next begins only after one
+    #: completed
+    final: bool = False
     #: start policy "respawn": the fresh instances each result starts (see :func:`_respawn`)
     respawn: int = 0
 
@@ -153,6 +157,9 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
     if isinstance(body, ast.Fol):
         items = fol_items(body)
         body = _fol([_every_or(items[0]), *items[1:]])
+    final = _every_group_not(body)
+    if final is not None:
+        return final, EsperPlan("restart", final=True)
     if isinstance(body, ast.Every):
         respawn = _respawn(body)
         if respawn is not None:
@@ -186,6 +193,36 @@ def _start_policy(body: ast.Pattern) -> tuple[ast.Pattern, EsperPlan]:
         return _fol([first.pattern, *items[1:]]), EsperPlan("spawn", first.distinct,
                                                            first.expiry)
     return body, EsperPlan("once")
+
+
+def _every_group_not(body: ast.Pattern) -> ast.Pattern | None:
+    """``every (G) and not N …`` begun at the statement's start (the EPL reader's
+    ``timer:interval(0) -> (…)``), G a followed-by of events, as ``timer:interval(0) -> (G
+    and not N …)`` under the start policy restart with :attr:`EsperPlan.final`; None for any
+    other body.
+    Esper (EvalAndStateNode over EvalEveryStateNode and EvalNotStateNode): the every restarts G
+    after each result, the ``and`` pairs each result with the not's report at its start, and
+    the first ``N`` after the start makes the ``and`` — and the pattern — false for good. So
+    the instances are restart's, a ``not`` in each of their gaps (_Lowering.and_not), one
+    begun at once after each completion (the zero interval: it sees every later event), and
+    none after an instance that an ``N`` ended."""
+    items = fol_items(body)
+    if (len(items) != 2 or not isinstance(items[0], ast.Interval) or items[0].duration != 0
+            or not isinstance(items[1], ast.And)):
+        return None
+    ops = and_items(items[1])
+    every = [o for o in ops if not isinstance(o, ast.Not)]
+    if (len(every) != 1 or len(ops) == 1 or not isinstance(every[0], ast.Every)
+            or every[0].distinct or every[0].expiry is not None
+            or not isinstance(every[0].pattern, ast.Fol)
+            or not all(isinstance(i, ast.Atom) for i in fol_items(every[0].pattern))):
+        return None
+    group = every[0].pattern
+    out: ast.Pattern = group
+    for o in ops:
+        if isinstance(o, ast.Not):
+            out = ast.And(out, o, items[1].loc)
+    return _fol([items[0], out])
 
 
 def _respawning(p: ast.Every) -> tuple[ast.Pattern | None, ast.Pattern, int]:
@@ -525,6 +562,8 @@ class _Lowering:
         if len(pos) != 1 or not negs:
             raise EsperError("'and' with 'not' is supported as (B and not C [and not D …]) "
                              "after an event", p.loc)
+        if isinstance(pos[0], ast.Every) and not _single(pos[0].pattern):
+            raise EsperError(_EVERY_GROUP_NOT, pos[0].loc)
         if first:
             raise EsperError(f"'(... and not ...)' {_START}; write A -> (B and not C)", p.loc)
         forbid = _forbidden(negs)
@@ -943,10 +982,16 @@ _EVERY_OPERAND = ("every inside '{}' is not supported here: it is on operands of
                   "A or b = B: without every around it, nothing before or after it)")
 
 
-_GUARDED_EVERY = ("every inside 'and' under a guard on its operand ((every b=B) where "
-                  "timer:within(Δ) and …) is not supported: Esper's and quits when that guard "
-                  "ends, after every result the every gave; every x = X as an operand (every "
-                  "b=B and …), with or without a guard on x, is")
+_GUARDED_EVERY = ("every inside 'and' under a guard on its operand ((every (b=B -> c=C)) "
+                  "where timer:within(Δ) and …) is not supported: Esper's and quits when that "
+                  "guard ends, after every result the every gave; (every x = X) where "
+                  "timer:within(Δ) with X one event is (the guard then ends the whole and), and "
+                  "so is every x = X as an operand, with or without a guard on x")
+
+
+_EVERY_GROUP_NOT = ("every on a group beside 'not' is supported as the whole pattern only "
+                    "(every (b=B -> d=D) and not G, begun at the statement's start, the first "
+                    "G ending it for good), with a followed-by of events as the group")
 
 
 _EVERY_RESPAWN = ("every (…) around a pattern with every inside is supported when that "
@@ -1023,6 +1068,8 @@ def _repeating(body: ast.Pattern, plan: EsperPlan, clock: Clock | None) -> ast.P
     and pairs each of its results with the other operands' (the combinations), the or
     reports each of them until a once operand ends it. None when ``body`` is no such
     pattern (its every operands are then refused where they stand)."""
+    while isinstance(body, ast.Window) and body.guard and body.kind == "within":
+        body = body.pattern  # guards around it all (_guarded_operands)
     items = fol_items(body)
     if (plan.start not in ("once", "respawn") or clock is None or clock.duration != 0
             or clock.forbidden is not None or len(items) != 2):
@@ -1131,6 +1178,10 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
 def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     items = fol_items(p)
     head = items[0]
+    if once and len(items) == 1 and _guarded_operands(head):
+        # (every x = X and …) where timer:within(Δ) (every_equivalents puts a guard on an
+        # every operand around the and): from the start, inside the guard (_repeating)
+        return _zero_first(p, head.loc)
     if isinstance(head, ast.Window):
         inner = fol_items(head.pattern)[0]
         if once and any(isinstance(n, ast.Every) and (n.distinct or n.expiry is not None)
@@ -1147,9 +1198,7 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
         return _zero_first(p, head.loc)
     ops = (and_items(head) if isinstance(head, ast.And) else or_items(head)
            if isinstance(head, ast.Or) else [])
-    every = [o for o in ops if isinstance(o, ast.Every)]
-    if (once and len(items) == 1 and every and _every_or(head) is head
-            and all(_every_event(o) is not None for o in every)):
+    if once and len(items) == 1 and _every_operands(head):
         begins = True  # (every x = X and / or …: see _repeating; every X or every Y is
         # every (X or Y), _every_or)
     elif isinstance(head, ast.And):  # (and a guard on an operand: it runs from the start)
@@ -1170,6 +1219,24 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     else:
         begins = isinstance(head, ast.Not)
     return _zero_first(p, head.loc) if begins else p
+
+
+def _every_operands(p: ast.Pattern) -> bool:
+    """An ``and`` / ``or`` with ``every x = X`` operands (see :func:`_repeating`)."""
+    ops = (and_items(p) if isinstance(p, ast.And) else or_items(p)
+           if isinstance(p, ast.Or) else [])
+    every = [o for o in ops if isinstance(o, ast.Every)]
+    return bool(every) and _every_or(p) is p and all(_every_event(o) is not None for o in every)
+
+
+def _guarded_operands(p: ast.Pattern) -> bool:
+    """Guards (EPL's ``timer:within``) around an ``and`` with ``every x = X`` operands."""
+    if not (isinstance(p, ast.Window) and p.guard and p.kind == "within"):
+        return False
+    inner = p.pattern
+    while isinstance(inner, ast.Window) and inner.guard and inner.kind == "within":
+        inner = inner.pattern
+    return isinstance(inner, ast.And) and _every_operands(inner)
 
 
 def _zero_first(p: ast.Pattern, loc: ast.Loc) -> ast.Pattern:
@@ -1316,7 +1383,11 @@ class _Aliases:
                              "not positional parameters", a.loc)
         repeated = a.alias in self.repeated
         if a.alias in self.bound and not repeated:
-            raise EsperError(f"alias '{a.alias}' is bound twice", a.loc)
+            raise EsperError(f"alias '{a.alias}' is bound twice: a tag is taken twice only as "
+                             "one event written the same on two operands of 'and' (b=B and "
+                             "b=B); with other filters Esper keeps the event of the operand "
+                             "that reported first, in a followed-by the later one: not "
+                             "supported", a.loc)
         # a repeated tag's own fields are collected (assigned), not unified; an event without
         # a tag binds only the fields its filter equates to an earlier tag's
         args: list[str | None] = ([None] * len(et.param_names) if repeated or a.alias is None

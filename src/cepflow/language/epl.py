@@ -33,6 +33,7 @@ from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 
 from cepflow.compiler.esper import EsperError, guard_windows, statement_start
+from cepflow.compiler.every_equivalents import every_equivalents
 from cepflow.compiler.normalize import fol_items
 from cepflow.language import ast
 from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError, sort_diagnostics
@@ -737,7 +738,7 @@ def _statement(name: str, loc: ast.Loc, parts: list[Any]) -> ast.Decl:
                                "expr as name")
     pairs = None if items is None else tuple((n, e) for n, e, _ in items)
     try:
-        body = guard_windows(statement_start(source.body))
+        body = guard_windows(statement_start(every_equivalents(source.body)))
     except EsperError as e:  # (a form whose start cepflow cannot place: reported here)
         raise _Unsupported(e.loc or loc, str(e)) from None
     params = tuple(ast.Param(n) for n, _ in pairs or ())

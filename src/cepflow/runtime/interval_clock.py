@@ -24,6 +24,7 @@ class IntervalClock:
     name: str
     tokens: dict[Any, dict[int, Token]]
     clock_start: float | None
+    completed: bool
 
     # -- a pattern's clock (a leading timer:interval) ------------------------------------------
     def start_clock(self, t: float) -> None:
@@ -73,6 +74,10 @@ class IntervalClock:
 
     def _clock_idle(self, t: float) -> None:
         """``every (timer:interval(…) …)``: one instance at a time; when it has ended (the
-        interval ended early, the rest completed or died) the next begins at ``t``."""
-        if (self.pattern.auto.start == "restart" and self.clock_start is None and not self.tokens):
+        interval ended early, the rest completed or died) the next begins at ``t`` — under
+        Automaton.final only when it completed (a match in this step): Esper's ``every (G)
+        and not N`` is over for good once an ``N`` ended it."""
+        completed, self.completed = self.completed, False
+        if (self.pattern.auto.start == "restart" and self.clock_start is None and not self.tokens
+                and (completed or not self.pattern.auto.final)):
             self.start_clock(t)

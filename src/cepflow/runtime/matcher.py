@@ -63,6 +63,10 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         #: start policy "respawn": the fresh instances the results of the current step owe
         #: (begun after it: Matcher.respawn)
         self.due = 0
+        #: Automaton.final: a match completed in the current step (only then does the next
+        #: instance begin; IntervalClock._clock_idle reads and clears it at the step's end, so
+        #: it is no state between steps)
+        self.completed = False
         self._forks: dict[int, list[Thread]] = {}
         self.buckets: dict[int, dict[Any, dict[int, Token]]] = {}
         #: a pair with a reach (runtime.reach): per key, its waiting instances by value
@@ -1237,6 +1241,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         self.done = True
         pat = self.pattern
         auto = pat.auto
+        if auto.final:  # (read and cleared at the end of the step: IntervalClock._clock_idle)
+            self.completed = True
         host = self.host
         if auto.distinct and auto.start == "restart" and self._distinct_seen(bindings, ts):
             # every-distinct around a sequence: a match whose keys were seen is dropped (the
