@@ -520,6 +520,10 @@ class _Builder:
             self.zone_stack.pop()
         if f.nullable:
             raise self.err("a time window over a pattern that can be empty", p.loc)
+        if p.most is not None:  # timer:withinmax counting: its operand's completing steps
+            for pos in self.positions:
+                if pos.id in f.last:
+                    pos.most = p.most
         zone.last = frozenset(f.last)
         timer = set(f.timer)
         if f.tail:

@@ -173,6 +173,11 @@ class Window:
     #: (compiler.conjunction.is_guard); a window written in the cepflow syntax spans its own
     #: events. Not part of equality (the two read alike elsewhere)
     guard: bool = field(default=False, compare=False)
+    #: EPL's ``timer:withinmax(Δ, n)`` where its count acts (TimerWithinOrMaxCountGuard): the
+    #: guard passes at most ``n`` results of its operand and ends it at the next one — around
+    #: ``every`` on one event (``n`` ≥ 0) or one event (``n`` = 0: nothing passes). None: a
+    #: plain ``timer:within`` (also withinmax around an operand that reports once, ``n`` ≥ 1)
+    most: int | None = None
 
 
 @dataclass(frozen=True)
