@@ -107,28 +107,36 @@ CONDS: dict[str, tuple[str, Callable[[int, dict[str, int]], bool]]] = {
     "even": ("x.v % 2 = 0", lambda v, t: v % 2 == 0),
     "cross": ("(x.v + a.v) % 3 != 0", lambda v, t: (v + t["a"]) % 3 != 0),
 }
-FORMS = ["whole", "after", "every after", "middle", "every middle", "head", "every"]
+FORMS = ["whole", "after", "every after", "middle", "every middle", "head", "every",
+         "around after"]
 
 
 def text(s: dict) -> str:
     cond = CONDS[s["cond"]][0].replace("x.", f"{s['tag']}.")
     atom = f"{s['tag']}={s['type']}" + (f"({cond})" if cond else "")
     operand = f"(every {atom})" if s["every"] else atom
-    guard = f"({operand} where timer:withinmax({s['delta']} msec, {s['n']}))"
     a, c = "a=A", f"c={s['c']}"
+    if s["form"] == "around after":  # (the operand a followed-by ending in the guarded one)
+        operand = f"({a} -> {operand})"
+    guard = f"({operand} where timer:withinmax({s['delta']} msec, {s['n']}))"
     return {"whole": guard, "after": f"{a} -> {guard}", "every after": f"every {a} -> {guard}",
             "middle": f"{a} -> {guard} -> {c}", "every middle": f"every {a} -> {guard} -> {c}",
-            "head": f"{guard} -> {c}", "every": f"every ({a} -> {guard})"}[s["form"]]
+            "head": f"{guard} -> {c}", "every": f"every ({a} -> {guard})",
+            "around after": guard}[s["form"]]
 
 
 def tree(s: dict) -> tuple:
     leaf: tuple = ("fw", s["tag"], s["type"], CONDS[s["cond"]][1])
-    guard = ("gmax", s["delta"], s["n"], ("every", leaf) if s["every"] else leaf)
     a, c = ("f", "a", "A"), ("f", "c", s["c"])
+    operand = ("every", leaf) if s["every"] else leaf
+    if s["form"] == "around after":
+        operand = ("fb", a, operand)
+    guard = ("gmax", s["delta"], s["n"], operand)
     return {"whole": guard, "after": ("fb", a, guard), "every after": ("fb", ("every", a), guard),
             "middle": ("fb", a, ("fb", guard, c)),
             "every middle": ("fb", ("every", a), ("fb", guard, c)),
-            "head": ("fb", guard, c), "every": ("every", ("fb", a, guard))}[s["form"]]
+            "head": ("fb", guard, c), "every": ("every", ("fb", a, guard)),
+            "around after": guard}[s["form"]]
 
 
 @st.composite
@@ -208,11 +216,25 @@ def test_hand_derived_counts_per_instance() -> None:
     body = "a=A -> ((every d=D) where timer:withinmax(1 sec, 2)) -> c=C"
     assert got(body, at(("A", 0), ("D", 100), ("D", 200), ("D", 300), ("C", 2000))) == [
         (2000, {"a": 0, "c": 4, "d": 1}), (2000, {"a": 0, "c": 4, "d": 2})]
-    # two counted guards in a row: the second's count starts at each result of the first
-    # (the second's guard is not merged with a guard before it: reported, see below)
+    # after the guard: each result waits for its own next C
     body = "every a=A -> (every d=D) where timer:withinmax(5 sec, 2) -> c=C"
     assert got(body, at(("A", 0), ("D", 1), ("D", 2), ("D", 3), ("C", 4))) == [
         (4, {"a": 0, "c": 4, "d": 1}), (4, {"a": 0, "c": 4, "d": 2})]
+
+
+def test_hand_derived_counts_with_unification_and_a_followed_by() -> None:
+    # d.v = a.v unifies: each A counts the D's of its own value only
+    body = "every a=A -> (every d=D(d.v = a.v)) where timer:withinmax(1 sec, 1)"
+    evs = [Event(t, (v,), ts) for t, v, ts in [("A", 1, 0), ("A", 2, 10), ("D", 2, 20),
+                                               ("D", 1, 30), ("D", 2, 40), ("D", 1, 50)]]
+    assert [(m.ts, m.event_refs) for m in cepflow.Engine(program(body), start=0).run(evs)] == [
+        (20, [evs[1].ref, evs[2].ref]), (30, [evs[0].ref, evs[3].ref])]
+    # the operand a followed-by of events ending in every: its one run counts (from the
+    # statement's start: the guard ends at 1000 whatever A does)
+    body = "(a=A -> every b=B) where timer:withinmax(1 sec, 2)"
+    assert got(body, at(("B", 100), ("A", 200), ("B", 300), ("B", 400), ("B", 500))) == [
+        (300, {"a": 1, "b": 2}), (400, {"a": 1, "b": 3})]
+    assert got(body, at(("A", 200), ("B", 1000))) == []
 
 
 def test_hand_derived_count_of_zero() -> None:
@@ -257,6 +279,13 @@ def test_the_count_is_saved_with_the_partial_match() -> None:
     assert [m.event_refs for m in out] == [
         [e.ref for e in evs[:2]], [evs[0].ref, evs[2].ref]]
     assert engine.partial_matches() == {"P": 0}
+    # a result that goes on carries no count (only the run waiting at the every does)
+    prog = program("a=A -> ((every d=D) where timer:withinmax(10 sec, 3)) -> c=C")
+    engine = cepflow.Engine(prog, start=0)
+    for e in at(("A", 0), ("D", 100), ("D", 200)):
+        engine.process(e)
+    saved = save_state(engine)["patterns"]["P"]
+    assert sorted(t["threads"][0]["bindings"].get("_taken", 0) for t in saved) == [0, 0, 2]
 
 
 def test_no_kernel_or_split_takes_it() -> None:
@@ -313,6 +342,8 @@ PRINTED = [
     "a=A -> ((every d=D(d.v % 2 = 0)) where timer:withinmax(3 sec, 2)) -> c=C",
     "b=B where timer:withinmax(1 sec, 0)",
     "((every d=D) where timer:withinmax(3 sec, 0)) -> c=C",
+    "(a=A -> every b=B) where timer:withinmax(5 sec, 1)",
+    "c=C -> ((a=A -> every b=B(b.v > a.v)) where timer:withinmax(5 sec, 3))",
 ]
 
 

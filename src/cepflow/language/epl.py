@@ -794,7 +794,7 @@ def _guard_count(inner: ast.Pattern, count: Any, loc: ast.Loc
     if not every and n >= 1:
         return inner, None
     items = fol_items(inner) if isinstance(inner, ast.Fol) else [inner]
-    zero = len(items) == 2 and isinstance(items[0], ast.Interval) and items[0].duration == 0
+    zero = len(items) > 1 and isinstance(items[0], ast.Interval) and items[0].duration == 0
     # (the zero interval fires at once: the operand's results are P's — the statement's
     # start as the EPL printer writes it, statement_start)
     before, op = items[int(zero):-1], items[-1]
