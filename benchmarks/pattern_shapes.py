@@ -138,6 +138,10 @@ SHAPES: dict[str, tuple[str, str]] = {
     # (1 s, not 10: about two open A per key, so the matches stay near the input's size)
     "esper_every_inner": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
                                  "(every b=B(b.k = a.k)) where timer:within(1 sec)];"),
+    # timer:withinmax counting the inner every's results: the first two B of the key within
+    # 1 s of each A (per event on every route: the count is the waiting run's, docs/esper.md)
+    "esper_withinmax": ("epl", "select a.k as k, b.v as v from pattern [every a=A -> "
+                               "(every b=B(b.k = a.k)) where timer:withinmax(1 sec, 2)];"),
     # every in front of a group followed by more (start policy group: per event on every
     # route, docs/esper.md): one A -> B group at a time, each completion waiting for a C
     "esper_every_group": ("epl", "select a.k as k, c.v as v from pattern [every (a=A -> "

@@ -110,6 +110,9 @@ def epl_pattern(draw, depth: int = 0, tags: list | None = None) -> str:
     if kind == "distinct":
         body = draw(inner)
         return f"every-distinct({tags[0] if tags else 't0'}.k, 2 sec) ({body})"
+    if draw(st.booleans()):  # (counted where around every on one event, or with 0)
+        return (f"({draw(inner)}) where timer:withinmax({draw(st.integers(1, 9))} sec, "
+                f"{draw(st.integers(0, 3))})")
     return f"({draw(inner)}) where timer:within({draw(st.integers(1, 9))} sec)"
 
 

@@ -272,6 +272,9 @@ def test_an_interval_in_the_middle_is_reported() -> None:
 @pytest.mark.parametrize(("body", "what"), [
     ("every a = A -> (b = B or not C)", "'X or not Y' after an event"),
     ("every a = A -[2]> b = B", "-[n]> after every"),
+    ("every a = A -> (every b = B) where timer:withinmax(1 sec, 2)",
+     "timer:withinmax counting results"),
+    ("every a = A -> (b = B where timer:withinmax(1 sec, 0))", "timer:withinmax counting"),
 ])
 def test_or_with_not_and_a_counted_maximum_are_reported(body: str, what: str) -> None:
     """Esper's ``A -> (X or not Y)`` (reports at once, goes on) and ``every a=A -[n]> B``

@@ -90,6 +90,17 @@ class Position:
     #: upper bound was reached — its one instance is over and the runs still in those states
     #: end with it (runtime.compiled ``CompiledPattern.groups``, Matcher._apply)
     group: tuple[int, ...] = ()
+    #: Esper's ``timer:withinmax(Δ, n)`` (ast.Window.most) around the operand this occurrence
+    #: completes (``every x = X``, or ``x = X`` with n = 0): the run taking an event here is
+    #: that guard's next result — passed while fewer than ``n`` were, else the guard ends the
+    #: operand (the run ends, the result is dropped). The count of an ``every``'s waiting run
+    #: is its hidden binding :data:`TAKEN` (Matcher._try_edges). None: no such guard
+    most: int | None = None
+
+
+#: the hidden binding that counts the results a ``timer:withinmax`` guard passed from the run
+#: waiting at its ``every`` (Position.most); no tag variable has this name (they hold a dot)
+TAKEN = "_taken"
 
 
 @dataclass(slots=True)

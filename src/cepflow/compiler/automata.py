@@ -524,6 +524,10 @@ class _Builder:
         if p.slide:  # (ast.Window.slide: each step inside enters the zone again)
             self.raw[first_raw:] = [(a, b, r | {zid}) if a in f.created and b in f.created
                                     else (a, b, r) for a, b, r in self.raw[first_raw:]]
+        if p.most is not None:  # timer:withinmax counting: its operand's completing steps
+            for pos in self.positions:
+                if pos.id in f.last:
+                    pos.most = p.most
         zone.last = frozenset(f.last)
         timer = set(f.timer)
         if f.tail:

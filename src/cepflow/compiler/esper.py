@@ -1130,8 +1130,7 @@ def guard_windows(p: ast.Pattern) -> ast.Pattern:
                 isinstance(prev.pattern, ast.Atom) or _timer_head(prev.pattern))) or (
                 _timer_head(prev))  # a timer: its end is the clock's or the TIMER event
             if isinstance(it, ast.Window) and it.kind == "within" and single:
-                out[-1] = ast.Window(ast.Fol(prev, it.pattern, it.loc), it.duration,
-                                     it.kind, it.loc, it.guard)
+                out[-1] = replace(it, pattern=ast.Fol(prev, it.pattern, it.loc))
             else:
                 out.append(it)
         return _fol(out)
@@ -1191,10 +1190,8 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
                              "the guard on what follows the first event (every-distinct(k) "
                              "a=A -> (b=B where timer:within(…)))", head.loc)
         if not once or _begins_with_timer(head) or (
-                any(isinstance(n, ast.Every) for n in walk(head.pattern)) and not (
-                    isinstance(inner, ast.Every) and _single(inner.pattern)
-                    and not inner.distinct and inner.expiry is None)):
-            return p
+                isinstance(inner, ast.Every) and not _single(inner.pattern)):
+            return p  # (a group's every (G) -> R keeps its reading: docs/esper.md)
         return _zero_first(p, head.loc)
     ops = (and_items(head) if isinstance(head, ast.And) else or_items(head)
            if isinstance(head, ast.Or) else [])
@@ -1267,6 +1264,35 @@ def _begins_with_timer(p: ast.Pattern) -> bool:
             p = first
         else:
             return False
+
+
+_COUNTED = ("timer:withinmax counting results (around every on one event, or with a count of "
+            "0) is supported around the whole pattern, after one event of a followed-by (a=A -> "
+            "(every b=B) where timer:withinmax(Δ, n) [-> …]) and, with 0, under every (…) around "
+            "the whole pattern; not {}")
+
+
+def _counted_places(body: ast.Pattern) -> None:
+    """Report a counted ``timer:withinmax`` (ast.Window.most) where the count of its one
+    waiting run is not Esper's count per guard instance, or where the guard would not start
+    where Esper's does: it must be the pattern or a step of its followed-by chain, begun at
+    one event or at the statement's start (guard_windows / statement_start put that event or
+    the zero interval inside the window: two items or more), or — with a count of 0, which
+    passes nothing — the pattern under ``every (…)`` (restarted as Esper restarts it)."""
+    items = fol_items(body)
+    restart = isinstance(body, ast.Every) and isinstance(body.pattern, ast.Window) \
+        and body.pattern.most == 0
+    for n in walk(body):
+        if not isinstance(n, ast.Window) or n.most is None:
+            continue
+        if restart and n is body.pattern:
+            continue
+        if not any(n is i for i in items):
+            raise EsperError(_COUNTED.format("inside and, or, not, until, a repetition, every "
+                                             "(…) or another guard"), n.loc)
+        if len(fol_items(n.pattern)) < 2:
+            raise EsperError(_COUNTED.format("after a group (Esper starts the guard when the "
+                                             "group completes)"), n.loc)
 
 
 def _stream_properties(body: ast.Pattern, keys: tuple[ast.Expr, ...],
@@ -1495,6 +1521,7 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     for m in misuses(decl):
         if m.severity == "error":
             raise EsperError(m.message, m.loc)
+    _counted_places(decl.body)
     repeated = repeated_tags(decl.body)
     body, plan = _start_policy(decl.body)
     body, clock = _clock_of(body)

@@ -93,7 +93,8 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
         return p
     if isinstance(p, ast.Window):
         inner = normalize(p.pattern, expand_and)
-        if isinstance(inner, ast.Window) and inner.kind == p.kind and not _accepts(inner):
+        if (isinstance(inner, ast.Window) and inner.kind == p.kind and not _accepts(inner)
+                and inner.most is None and p.most is None):
             pick = min if p.kind == "within" else max
             return ast.Window(inner.pattern, pick(inner.duration, p.duration), p.kind, loc=p.loc,
                               guard=p.guard)

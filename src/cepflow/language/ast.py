@@ -178,6 +178,11 @@ class Window:
     #: ``duration`` after the latest event), Esper's ``every (timer:interval(Δ) and not A)``
     #: restarted at each ``A``
     slide: bool = False
+    #: EPL's ``timer:withinmax(Δ, n)`` where its count acts (TimerWithinOrMaxCountGuard): the
+    #: guard passes at most ``n`` results of its operand and ends it at the next one — around
+    #: ``every`` on one event (``n`` ≥ 0) or one event (``n`` = 0: nothing passes). None: a
+    #: plain ``timer:within`` (also withinmax around an operand that reports once, ``n`` ≥ 1)
+    most: int | None = None
 
 
 @dataclass(frozen=True)

@@ -515,11 +515,10 @@ class _ToAst(Transformer_NonRecursive):
         ms = _milliseconds(arg)
         if ms is None:
             raise _Unsupported(_loc(meta), f"{kind} needs a duration such as 3 seconds")
-        if more:
-            _at_most_once(inner, more[0], _loc(meta))
+        inner, most = _guard_count(inner, more[0], _loc(meta)) if more else (inner, None)
         self._once_reported(inner)
         self._closed([inner], "a guard", limits_only=True)
-        out = ast.Window(inner, ms, "within", loc=_loc(meta), guard=True)
+        out = ast.Window(inner, ms, "within", loc=_loc(meta), guard=True, most=most)
         if id(inner) in self._open_nots:  # (a guard passes its operand's reports on as they are)
             self._open_nots[id(out)] = self._open_nots[id(inner)]
         return out
@@ -776,18 +775,48 @@ def _window_source(source: _Source) -> ast.Atom:
                        "stream's events)")
 
 
-def _at_most_once(inner: ast.Pattern, count: Any, loc: ast.Loc) -> None:
-    """``timer:withinmax(Δ, n)`` (TimerWithinOrMaxCountGuard) passes at most ``n`` results
-    of its operand within Δ; around an operand that reports at most once (no ``every``
-    inside) and ``n >= 1`` that is ``timer:within(Δ)``. The rest is reported."""
+def _guard_count(inner: ast.Pattern, count: Any, loc: ast.Loc
+                 ) -> tuple[ast.Pattern, int | None]:
+    """The operand and count of ``timer:withinmax(Δ, n)`` (TimerWithinOrMaxCountGuard: it
+    passes the first ``n`` results of its operand within Δ and ends the operand at the next
+    one); the count None where it is ``timer:within(Δ)``: around an operand that reports at
+    most once (no ``every`` inside) and ``n >= 1``. Counted (ast.Window.most): ``every`` on
+    one event (its results come from the one run waiting there, which carries the count), and
+    one event with ``n = 0`` (its one result ends it: nothing passes), each also at the end
+    of a followed-by of events (one run takes them, then waits at the ``every``) and after the
+    zero interval ``timer:interval(0) -> …``. With ``n = 0`` every on one event is that one
+    event: the guard ends at the first result either way, having passed nothing (its every's
+    next instance quits with it). The rest is reported."""
     n = count.value if isinstance(count, ast.Const) else None
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise _Unsupported(getattr(count, "loc", None) or loc, "timer:withinmax needs a whole "
-                           "count of at least 1 (with 0 its operand never matches)")
-    if any(isinstance(p, ast.Every) for p in walk(inner)):
-        raise _Unsupported(loc, "timer:withinmax around a pattern with every inside (results "
-                           "counted across its instances) is not supported; around an operand "
-                           "that matches once it is timer:within")
+                           "count (0 or more)")
+    every = any(isinstance(p, ast.Every) for p in walk(inner))
+    if not every and n >= 1:
+        return inner, None
+    items = fol_items(inner) if isinstance(inner, ast.Fol) else [inner]
+    zero = len(items) > 1 and isinstance(items[0], ast.Interval) and items[0].duration == 0
+    # (the zero interval fires at once: the operand's results are P's — the statement's
+    # start as the EPL printer writes it, statement_start)
+    before, op = items[int(zero):-1], items[-1]
+    one = op.pattern if isinstance(op, ast.Every) and not op.distinct \
+        and op.expiry is None else op if n == 0 else None
+    if isinstance(one, ast.Atom) and all(isinstance(i, ast.Atom) for i in before):
+        if n == 0 and one is not op:  # (every on one event: that event, see above)
+            out: ast.Pattern = one
+            for it in reversed(items[:-1]):
+                out = ast.Fol(it, out, inner.loc)
+            return out, 0
+        return inner, n
+    if every:
+        raise _Unsupported(loc, "timer:withinmax around a pattern with every inside is "
+                           "supported around every on one event, also at the end of a "
+                           "followed-by of events ((every b=B) where timer:withinmax(Δ, n), "
+                           "(a=A -> every b=B) where …); here its results would be counted "
+                           "across several instances")
+    raise _Unsupported(loc, "timer:withinmax with a count of 0 is supported around one event, "
+                       "every on one event or a followed-by of events ending in one (b=B where "
+                       "timer:withinmax(Δ, 0)): nothing passes it")
 
 
 def _milliseconds(arg: Any) -> float | None:

@@ -124,7 +124,8 @@ def _operand(p: ast.Pattern) -> str:
     if isinstance(p, ast.Window):
         if p.kind != "within":
             raise EplPrintError("holds-for has no EPL form")
-        guard = f"where timer:within({duration(p.duration)})"
+        guard = (f"where timer:within({duration(p.duration)})" if p.most is None else
+                 f"where timer:withinmax({duration(p.duration)}, {p.most})")
         inner = p.pattern
         if isinstance(inner, ast.Fol) and _single(inner.left):
             # the reader's guard rule: X -> (P where timer:within) is (X -> P)[Δ]

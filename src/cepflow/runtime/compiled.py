@@ -143,9 +143,10 @@ class CompiledPattern:
         # (runtime.shapes.esper_collect_of)
         # (Esper's A -> (X or not Y) reports where a run arrives, Automaton.reports: only the
         # token path does, so such a pattern runs there)
-        # (and Esper's -[n]> after every, Automaton.limits, which the token path counts)
+        # (and Esper's -[n]> after every, Automaton.limits, which the token path counts, and
+        # the results of timer:withinmax, Position.most, which it counts too)
         clocked = (self.clock is not None or self.timer_steps or bool(auto.reports)
-                   or bool(auto.limits))
+                   or bool(auto.limits) or any(p.most is not None for p in auto.positions))
         #: state -> the acting -[n]> whose right-hand sides wait there: (n, its states)
         self.limit_at: dict[int, tuple[int, frozenset[int]]] = {
             s: lim for lim in auto.limits for s in lim[1]}

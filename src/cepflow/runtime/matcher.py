@@ -27,7 +27,7 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
-from cepflow.automaton.automaton import FINAL, INITIAL, TIMER, TRAP, Edge, Forbid
+from cepflow.automaton.automaton import FINAL, INITIAL, TAKEN, TIMER, TRAP, Edge, Forbid
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.absence import AbsenceSteps
 from cepflow.runtime.binding import NO_BINDINGS, bind, collect, spread
@@ -268,6 +268,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         params = e.params
         forked = False
         fired = 0
+        keep = _KEEP  # (_COUNTED: an every's waiting run under timer:withinmax, counted)
         steps: list[tuple[tuple[int, frozenset[int]], Thread]] | None = None
         for edge in edges:
             pos = edge.position
@@ -292,6 +293,15 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                     if why:  # (a trap; "": the edge is not for this thread, see _zones)
                         reason = why
                     continue
+            if pos.most is not None:  # Esper's timer:withinmax: the guard's next result
+                if th.bindings.get(TAKEN, 0) >= pos.most:
+                    # it passed its count: this result ends the guard's operand (its run here
+                    # ends, TimerWithinOrMaxCountGuard.inspect), the result is dropped
+                    return ([], "timer:withinmax: its count passed") if th.state != INITIAL \
+                        else None
+                if TAKEN in nb:  # (a result starts no count: its next guard's is its own)
+                    nb = {k: v for k, v in nb.items() if k != TAKEN}
+                keep = _COUNTED
             if pos.track is not None:  # a step of Esper's or (compiler.conjunction)
                 nt = _or_step(pos, nb, th, e, edge.target, zs)
             else:
@@ -320,7 +330,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             # operands of an or run side by side: one that did not take e (another edge of
             # this state did) still waits, and so does an inner every's source — but not an
             # until's own edges (CompiledPattern.greedy): its one instance takes the event
-            out.append(_KEEP)
+            out.append(keep)
         return out, reason
 
     def _others_wait(self, state: int, fired: int,
@@ -1094,8 +1104,10 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             if why and not moved:
                 reasons.append(why)
             for nt in moved:
-                if nt is _KEEP:  # the source thread may also skip e (see _try_edges)
-                    kept = self._observe(th, e, reasons, tok.id) if th.state in forbids else th
+                if nt is _KEEP or nt is _COUNTED:  # the source thread may also skip e (see
+                    # _try_edges); under timer:withinmax it counts the result it gave
+                    src = th if nt is _KEEP else _counted(th)
+                    kept = self._observe(src, e, reasons, tok.id) if th.state in forbids else src
                     if kept is not None:
                         threads.append(kept)
                     continue
@@ -1113,7 +1125,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                     if nt.state in reports:  # Esper's A -> (X or not Y): true at once
                         self._match(tok, nt.bindings, nt.events, nt.last, e.ts, emit)
             if trace is not None and not new:
-                went = [m for m in moved if m is not _KEEP]
+                went = [m for m in moved if m is not _KEEP and m is not _COUNTED]
                 trace.add(kind="step", pattern=self.name, token=tok.id, event=e.ref, ts=e.ts,
                           frm=th.state, to=[m.state for m in went], reason=why,
                           threads=self.snapshot(went))
@@ -1545,6 +1557,15 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
 
 _INF = float("inf")
 _KEEP = Thread(INITIAL, {}, [], None, None)  # marker: keep the source thread as well
+#: marker: keep the source thread as well, one more result of its timer:withinmax counted
+_COUNTED = Thread(INITIAL, {}, [], None, None)
+
+
+def _counted(th: Thread) -> Thread:
+    """``th`` waiting at an ``every`` under ``timer:withinmax`` after it gave one more result
+    (Position.most: the count is its hidden binding TAKEN)."""
+    return Thread(th.state, {**th.bindings, TAKEN: th.bindings.get(TAKEN, 0) + 1}, th.events,
+                  th.zstart, th.last)
 
 
 def _or_step(pos: Any, nb: dict[str, Any], th: Thread, e: Event, target: int,

@@ -129,6 +129,11 @@ class PatternNet:
         if a.limits:
             bad("-[n]> after every", "a followed-by that starts no right-hand side while n "
                 "are under way (Esper's followed-by maximum) is not translated yet")
+        for p in a.positions:
+            if p.most is not None:
+                bad("timer:withinmax counting results", "a guard that passes at most n "
+                    "results of its every and ends it at the next is not translated yet",
+                    p.loc)
         if a.partition_by:
             bad("partition by", "not translated yet")
         if a.start == "group":
