@@ -54,7 +54,8 @@ _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "L
           "double": "Double", "float": "Double", "boolean": "Boolean", "bool": "Boolean"}
 #: how messages show the terminals syntax.terminal_names cannot name itself
 _NAMES = {"CMP": "comparison operator", "ADD": "'+', '-'", "MULOP": "'/', '%'",
-          "RANGE_SEP": "':', '..'", "UNIT": "time unit", "MAX_ARROW": "'-[n]>'"}
+          "RANGE_SEP": "':', '..'", "UNIT": "time unit", "MAX_ARROW": "'-[n]>'",
+          "CRON_OP": "last, weekday, lastweekday"}
 #: terminals only a statement begins with: error recovery resumes at them
 _STARTERS = ("_CREATE", "_INSERT", "AT")
 #: what skipping the rest of a bad statement steps over whole (strings, comments) and where it
