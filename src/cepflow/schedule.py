@@ -89,6 +89,9 @@ class Schedule:
     params: tuple[tuple[Item, ...], ...]
     #: per field, the values it selects (None: every value); seconds None when not given
     sets: tuple[frozenset[int] | None, ...] = field(init=False, compare=False, repr=False)
+    #: the hours, minutes and seconds a day fires at, sorted (seconds [0] when not given)
+    times: tuple[list[int], list[int], list[int]] = field(init=False, compare=False,
+                                                          repr=False)
 
     def __post_init__(self) -> None:
         if not 5 <= len(self.params) <= 6:
@@ -105,6 +108,9 @@ class Schedule:
                 d <= _MONTH_DAYS[m - 1] for m in (months or range(1, 13)) for d in dom):
             raise ScheduleError("timer:at never fires: no month listed has the days given")
         object.__setattr__(self, "sets", sets)
+        object.__setattr__(self, "times", (
+            _sorted(sets[1], 24), _sorted(sets[0], 60),
+            _sorted(sets[5], 60) if len(self.params) == 6 else [0]))
 
     @property
     def resolution(self) -> int:
@@ -128,10 +134,7 @@ class Schedule:
         extra = now - math.floor(now / 1000) * 1000  # (now's milliseconds, kept)
         day = start // _DAY_MS
         second = (start - day * _DAY_MS) // 1000
-        minute_sets = self.sets
-        hours = _sorted(minute_sets[1], 24)
-        minutes = _sorted(minute_sets[0], 60)
-        seconds = _sorted(minute_sets[5], 60) if len(self.params) == 6 else [0]
+        hours, minutes, seconds = self.times
         while day + _EPOCH_ORDINAL <= _LAST_ORDINAL:
             skip = self._skip(day)
             if skip:
