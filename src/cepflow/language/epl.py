@@ -55,7 +55,7 @@ _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "L
 #: how messages show the terminals syntax.terminal_names cannot name itself
 _NAMES = {"CMP": "comparison operator", "ADD": "'+', '-'", "MULOP": "'/', '%'",
           "RANGE_SEP": "':', '..'", "UNIT": "time unit", "MAX_ARROW": "'-[n]>'",
-          "CRON_OP": "last, weekday, lastweekday"}
+          "CRON_OP": "'last', 'weekday', 'lastweekday'"}
 #: terminals only a statement begins with: error recovery resumes at them
 _STARTERS = ("_CREATE", "_INSERT", "AT")
 #: what skipping the rest of a bad statement steps over whole (strings, comments) and where it
