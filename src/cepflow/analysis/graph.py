@@ -211,7 +211,7 @@ def last(p: ast.Pattern) -> _Last:
         return _Last((p,), False, False)
     if isinstance(p, ast.Not):
         return _Last((), True, False)
-    if isinstance(p, ast.Interval):
+    if isinstance(p, ast.Interval | ast.At):
         return _Last((), False, True)
     if isinstance(p, ast.Fol):
         left, right = last(p.left), last(p.right)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cepflow.automaton.context import Context
+from cepflow.schedule import Schedule
 
 INITIAL = 0
 FINAL = -1
@@ -155,14 +156,24 @@ class Zone:
 
 @dataclass(slots=True)
 class StartClock:
-    """The leading ``timer:interval(length)`` of a pattern that starts at the statement's start
-    (compiler.esper.Clock): ``length`` ms after it starts, unless an event matching one of
-    ``forbids`` came (they bind nothing: nothing is bound yet), it feeds the automaton one
-    synthetic event of type ``type``; the rest of the pattern follows that event."""
+    """The leading ``timer:interval(length)`` or ``timer:at(schedule)`` of a pattern that
+    starts at the statement's start (compiler.esper.Clock): when it is due (:meth:`due`),
+    unless an event matching one of ``forbids`` came (they bind nothing: nothing is bound
+    yet), it feeds the automaton one synthetic event of type ``type``; the rest of the pattern
+    follows that event."""
 
     length: float
     forbids: list[Position]
     type: str
+    #: timer:at's crontab schedule (cepflow.schedule); None for timer:interval
+    schedule: Schedule | None = None
+
+    def due(self, start: float) -> float:
+        """When the clock begun at ``start`` fires: ``length`` ms later, or the schedule's next
+        instant after ``start``."""
+        if self.schedule is None:
+            return start + self.length
+        return self.schedule.next_after(start)
 
 
 @dataclass

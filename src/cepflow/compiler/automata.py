@@ -771,7 +771,7 @@ def compile_pattern(
         forbids = [] if clock.forbidden is None else [
             builder.atom_position(a, negative=True) for a in or_items(clock.forbidden)
             if isinstance(a, ast.Atom)]
-        auto.clock = StartClock(clock.duration, forbids, CLOCK)
+        auto.clock = StartClock(clock.duration, forbids, CLOCK, clock.schedule)
     from cepflow.language.printer import format_pattern
 
     if plan is None:

@@ -65,6 +65,7 @@ from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.language.tags import RepeatedTag, indexed, misuses, repeated_tags
 from cepflow.language.walk import atoms, names, rewrite, strip_alias, walk
+from cepflow.schedule import Schedule
 
 StartPolicy = Literal["once", "restart", "spawn", "group", "respawn"]
 
@@ -82,12 +83,15 @@ class EsperError(Exception):
 
 @dataclass(frozen=True)
 class Clock:
-    """A leading ``timer:interval(duration)`` (and ``not forbidden``): true ``duration`` ms
-    after it starts unless a ``forbidden`` event (untagged atoms, or an or of them) came."""
+    """A leading ``timer:interval(duration)`` or ``timer:at(schedule)`` (and ``not
+    forbidden``): true ``duration`` ms after it starts — at the schedule's next instant after
+    it starts (cepflow.schedule) — unless a ``forbidden`` event (untagged atoms, or an or of
+    them) came."""
 
     duration: float
     forbidden: ast.Pattern | None = None
     loc: ast.Loc = None
+    schedule: Schedule | None = None
 
 
 @dataclass(frozen=True)
@@ -116,7 +120,7 @@ def is_esper(decl: ast.ComplexEventDecl) -> bool:
     """Does ``decl`` use Esper's pattern semantics (context, ``every``, aliases, select)?"""
     if decl.context == "esper" or decl.select is not None:
         return True
-    return any(isinstance(n, ast.Every | ast.Interval | ast.Until)
+    return any(isinstance(n, ast.Every | ast.Interval | ast.At | ast.Until)
                or (isinstance(n, ast.Atom) and n.alias is not None) for n in walk(decl.body))
 
 
@@ -324,7 +328,7 @@ def _distinct_ends(head: ast.Every) -> None:
     if not head.distinct and head.expiry is None:
         return
     for n in walk(head.pattern):
-        if isinstance(n, ast.Window | ast.Not | ast.Until | ast.Interval):
+        if isinstance(n, ast.Window | ast.Not | ast.Until | ast.Interval | ast.At):
             raise EsperError("every-distinct on a group that can end without matching (a "
                              "window, not or until inside it) is not supported: Esper forgets "
                              "the seen keys when the group ends so", head.loc)
@@ -335,12 +339,20 @@ _START = ("at the start of a pattern the operator has nothing to begin from: cep
 
 
 def _timer_head(p: ast.Pattern) -> bool:
-    """``timer:interval(Δ)`` or ``(timer:interval(Δ) and not C …)``: what a clock starts."""
-    if isinstance(p, ast.Interval):
+    """``timer:interval(Δ)``, ``timer:at(…)`` or ``(… and not C …)`` of either: what a clock
+    starts."""
+    if isinstance(p, ast.Interval | ast.At):
         return True
     ops = and_items(p) if isinstance(p, ast.And) else []
-    return (any(isinstance(o, ast.Interval) for o in ops)
-            and all(isinstance(o, ast.Interval | ast.Not) for o in ops))
+    return (any(isinstance(o, ast.Interval | ast.At) for o in ops)
+            and all(isinstance(o, ast.Interval | ast.At | ast.Not) for o in ops))
+
+
+#: where timer:at runs (the clock of a pattern it begins); anywhere else it is reported
+_AT_PLACES = ("timer:at is supported at the start of a pattern, which it begins at the "
+              "statement's start: timer:at(…) [-> …], every timer:at(…) [-> …], every "
+              "(timer:at(…) -> …), (timer:at(…) and not C) [-> …]; not after an event, "
+              "inside 'and' / 'or' / until, or under a guard in the middle (not supported yet)")
 
 
 def _clock_of(body: ast.Pattern) -> tuple[ast.Pattern, Clock | None]:
@@ -356,17 +368,25 @@ def _clock_of(body: ast.Pattern) -> tuple[ast.Pattern, Clock | None]:
         return _fol([replace(head, pattern=inner), *items[1:]]), clock
     if not _timer_head(head):
         return body, None
-    if isinstance(head, ast.Interval):
-        clock = Clock(head.duration, None, head.loc)
+    if isinstance(head, ast.Interval | ast.At):
+        clock = _clock(head, None)
     else:
         ops = and_items(head)
-        timers = [o for o in ops if isinstance(o, ast.Interval)]
+        timers = [o for o in ops if isinstance(o, ast.Interval | ast.At)]
         negs = [o for o in ops if isinstance(o, ast.Not)]
         if len(timers) > 1 or len(negs) + 1 != len(ops):
-            raise EsperError("timer:interval inside 'and' is supported as (timer:interval(Δ) "
-                             "and not C) only", timers[0].loc)
-        clock = Clock(timers[0].duration, _forbidden(negs).pattern, timers[0].loc)
+            raise EsperError("timer:interval and timer:at inside 'and' are supported as "
+                             "(timer:interval(Δ) and not C), (timer:at(…) and not C) only",
+                             timers[0].loc)
+        clock = _clock(timers[0], _forbidden(negs).pattern)
     return _fol([ast.Atom(CLOCK, (), None, None, head.loc), *items[1:]]), clock
+
+
+def _clock(t: ast.Interval | ast.At, forbidden: ast.Pattern | None) -> Clock:
+    """The :class:`Clock` of a leading timer (a timer:at's: its schedule, no duration)."""
+    if isinstance(t, ast.At):
+        return Clock(0.0, forbidden, t.loc, t.schedule)
+    return Clock(t.duration, forbidden, t.loc)
 
 
 class _Lowering:
@@ -424,6 +444,8 @@ class _Lowering:
             return self.inner_every(p)
         if isinstance(p, ast.Until | ast.Interval | ast.Not):
             return self.seq(p, self.chain([p], head))
+        if isinstance(p, ast.At):
+            raise EsperError(_AT_PLACES, p.loc)
         raise EsperError(f"unsupported pattern node {type(p).__name__}", None)
 
     def seq(self, p: ast.Pattern, items: list[ast.Pattern]) -> ast.Pattern:
@@ -497,6 +519,8 @@ class _Lowering:
                 # does, at the interval's end (guard_windows put the interval in front of P):
                 # the window runs from the synthetic TIMER event on
                 inner = fol_items(it.pattern)
+                if any(isinstance(n, ast.At) for n in walk(inner[0])):
+                    raise EsperError(_AT_PLACES, inner[0].loc)
                 if isinstance(inner[0], ast.Interval):
                     self.interval(inner[0], None, out, False, False)
                 else:
@@ -830,6 +854,7 @@ _UNTIL_END: dict[type, str] = {
     ast.Every: "every (…) around a pattern that can end false, which Esper's every restarts "
                "(every (timer:interval(Δ) and not A): Δ without an A since the start or the "
                "last A); every on one event or on timer:interval(Δ) is supported",
+    ast.At: "timer:at (an end at a time: not supported)",
     ast.Fol: "a sequence", ast.And: "'and'", ast.Window: "a guard"}
 
 
@@ -1136,7 +1161,7 @@ def guard_windows(p: ast.Pattern) -> ast.Pattern:
         return _fol(out)
     if isinstance(p, ast.Or | ast.And):
         return type(p)(guard_windows(p.left), guard_windows(p.right), p.loc)
-    if isinstance(p, ast.Atom | ast.Interval):
+    if isinstance(p, ast.Atom | ast.Interval | ast.At):
         return p
     if isinstance(p, ast.Until):
         return replace(p, pattern=guard_windows(p.pattern), until=guard_windows(p.until))
@@ -1163,6 +1188,13 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     whole"), and so does ``every ((…) where timer:within(Δ))`` (Esper restarts that guard when
     an instance ends, at its completion or its guard's end: docs/conformance.md) — the batch
     kernels take that reading."""
+    for n in walk(p):  # (before guard_windows: the guards as written)
+        if isinstance(n, ast.Window) and any(
+                isinstance(x, ast.At) for x in walk(fol_items(n.pattern)[0])):
+            raise EsperError("a guard around timer:at or a pattern that begins with it is not "
+                             "supported (Esper starts the guard at the statement's start); a "
+                             "guard on what follows is: timer:at(…) -> (P where "
+                             "timer:within(Δ))", n.loc)
     if isinstance(p, ast.Every):
         if respawns(p):  # every (…) with every inside: from the start (_respawn)
             zero, _, _ = _respawning(p)
@@ -1526,8 +1558,9 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     body, plan = _start_policy(decl.body)
     body, clock = _clock_of(body)
     if clock is not None and decl.partition_by:
-        raise EsperError("a pattern that starts with timer:interval runs from the statement's "
-                         "start over the whole stream; 'partition by' does not apply", decl.loc)
+        raise EsperError("a pattern that starts with timer:interval or timer:at runs from the "
+                         "statement's start over the whole stream; 'partition by' does not "
+                         "apply", decl.loc)
     body = _Lowering(plan.start, _repeating(body, plan, clock), body).pattern(body, head=True)
     negated = {a.alias: schemas[a.name] for n in walk(decl.body) if isinstance(n, ast.Not)
                for a in atoms(n.pattern) if a.alias is not None and a.name in schemas}

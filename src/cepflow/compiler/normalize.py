@@ -89,7 +89,8 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
         return _normalize_not(normalize(p.pattern, expand_and), p.loc)
     if isinstance(p, ast.Every):  # Esper's every on one event inside a pattern (esper.py)
         return ast.Every(normalize(p.pattern, expand_and), loc=p.loc)
-    if isinstance(p, ast.Interval | ast.Until):  # lowered by compiler.esper; builder reports
+    if isinstance(p, ast.Interval | ast.At | ast.Until):  # lowered by compiler.esper;
+        # the builder reports what is left
         return p
     if isinstance(p, ast.Window):
         inner = normalize(p.pattern, expand_and)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from cepflow.schedule import Schedule
+
 Loc = tuple[int, int] | None
 
 
@@ -209,6 +211,16 @@ class Interval:
 
 
 @dataclass(frozen=True)
+class At:
+    """Esper's observer ``timer:at(minutes, hours, days of month, months, days of week [,
+    seconds])``: turns true at the first instant of its crontab ``schedule`` after it starts
+    (cepflow.schedule; compiler.esper runs it as the clock of a pattern it begins)."""
+
+    schedule: Schedule
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
 class Until:
     """Esper's repeat-until ``[low:high] pattern until until``: matches of ``pattern`` are
     collected until ``until`` turns true; fewer than ``low`` of them make the whole false, at
@@ -222,7 +234,7 @@ class Until:
     loc: Loc = _loc()
 
 
-Pattern = Atom | Fol | Or | And | Mult | Not | Window | Every | Interval | Until
+Pattern = Atom | Fol | Or | And | Mult | Not | Window | Every | Interval | At | Until
 
 
 # ---------------------------------------------------------------- declarations

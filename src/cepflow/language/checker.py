@@ -25,6 +25,7 @@ from cepflow.events.event import EventType, ParamSpec, canonical_type
 from cepflow.language.ast import (
     AGGREGATES,
     And,
+    At,
     Atom,
     AtomicEventDecl,
     Binary,
@@ -361,7 +362,7 @@ class _Checker:
         elif isinstance(node, Or | And):
             # (timer:interval(Δ) and not C): the NOT is partnered with the interval
             timed = windowed or (isinstance(node, And) and any(
-                isinstance(o, Interval) for o in (node.left, node.right)))
+                isinstance(o, Interval | At) for o in (node.left, node.right)))
             self._check_not(node.left, first, timed)
             self._check_not(node.right, first, timed)
         elif isinstance(node, Mult):

@@ -49,12 +49,14 @@ from cepflow.language.parser_cache import lalr_parser
 from cepflow.language.syntax import StatementRecovery, capped, describe, terminal_names
 from cepflow.language.tags import index_name
 from cepflow.language.walk import atoms, names, rewrite, strip_alias, walk
+from cepflow.schedule import Schedule, ScheduleError
 
 _TYPES = {"string": "String", "int": "Integer", "integer": "Integer", "long": "Long",
           "double": "Double", "float": "Double", "boolean": "Boolean", "bool": "Boolean"}
 #: how messages show the terminals syntax.terminal_names cannot name itself
 _NAMES = {"CMP": "comparison operator", "ADD": "'+', '-'", "MULOP": "'/', '%'",
-          "RANGE_SEP": "':', '..'", "UNIT": "time unit", "MAX_ARROW": "'-[n]>'"}
+          "RANGE_SEP": "':', '..'", "UNIT": "time unit", "MAX_ARROW": "'-[n]>'",
+          "CRON_OP": "'last', 'weekday', 'lastweekday'"}
 #: terminals only a statement begins with: error recovery resumes at them
 _STARTERS = ("_CREATE", "_INSERT", "AT")
 #: what skipping the rest of a bad statement steps over whole (strings, comments) and where it
@@ -493,15 +495,43 @@ class _ToAst(Transformer_NonRecursive):
         self._closed(c[-2:], "'until'")
         return ast.Until(c[-2], c[-1], low, high, loc=_loc(meta))
 
-    def observer(self, meta: Any, c: list[Any]) -> ast.Interval:
-        ns, fn, arg = c
-        if f"{ns}:{fn}".lower() != "timer:interval":
+    def observer(self, meta: Any, c: list[Any]) -> ast.Interval | ast.At:
+        ns, fn, *args = c
+        kind = f"{ns}:{fn}".lower()
+        if kind == "timer:at":
+            return _timer_at(args, _loc(meta))
+        if kind != "timer:interval":
             raise _Unsupported(_loc(ns), f"observer '{ns}:{fn}' is not supported (only "
-                               "timer:interval)")
+                               "timer:interval and timer:at)")
+        if len(args) != 1 or isinstance(args[0], _Cron):
+            raise _Unsupported(_loc(meta), "timer:interval takes one duration such as 10 "
+                               "seconds")
+        arg = args[0]
         ms = _milliseconds(arg)
         if ms is None:
             raise _Unsupported(_loc(meta), "timer:interval needs a duration such as 10 seconds")
         return ast.Interval(ms, loc=_loc(meta))
+
+    # -- timer:at's crontab parameters (cepflow.schedule): read as _Cron items
+    def cron_any(self, meta: Any, c: list[Any]) -> _Cron:
+        return _Cron(("any",), _loc(meta))
+
+    def cron_every(self, meta: Any, c: list[Any]) -> _Cron:
+        _, op, n = c
+        if str(op) != "/":
+            raise _Unsupported(_loc(op), "a crontab frequency is written */n (*/5)")
+        return _Cron(("every", _cron_number(n, _loc(meta))), _loc(meta))
+
+    def cron_range(self, meta: Any, c: list[Any]) -> _Cron:
+        low, _, high = c
+        return _Cron(("range", _cron_number(low, _loc(meta)), _cron_number(high, _loc(meta))),
+                     _loc(meta))
+
+    def cron_op(self, meta: Any, c: list[Any]) -> _Cron:
+        raise _Unsupported(_loc(meta), _CRON_OPS)
+
+    def cron_list(self, meta: Any, c: list[Any]) -> _Cron:
+        return _Cron(tuple(_cron_item(x) for x in c), _loc(meta), listed=True)
 
     def guard(self, meta: Any, c: list[Any]) -> ast.Window:
         inner, ns, fn, arg, *more = c
@@ -817,6 +847,57 @@ def _guard_count(inner: ast.Pattern, count: Any, loc: ast.Loc
     raise _Unsupported(loc, "timer:withinmax with a count of 0 is supported around one event, "
                        "every on one event or a followed-by of events ending in one (b=B where "
                        "timer:withinmax(Δ, 0)): nothing passes it")
+
+
+_CRON_OPS = ("timer:at's special days (last, weekday, lastweekday) are not supported; write the "
+             "days as numbers, ranges 1:5, frequencies */5 or lists [1, 15]")
+
+
+class _Cron:
+    """A crontab parameter of timer:at other than a plain number: its item (a list: its
+    items) as cepflow.schedule takes them."""
+
+    def __init__(self, items: Any, loc: ast.Loc, listed: bool = False) -> None:
+        self.items = items if listed else (items,)
+        self.loc = loc
+
+
+def _cron_number(arg: Any, loc: ast.Loc) -> int:
+    """A whole number in a crontab parameter (constant expressions and variables, which
+    Esper also takes, are reported)."""
+    if (isinstance(arg, ast.Const) and not isinstance(arg, _Duration)
+            and isinstance(arg.value, int) and not isinstance(arg.value, bool)):
+        return arg.value
+    if isinstance(arg, ast.Name) and not arg.path and arg.name.lower() in (
+            "last", "weekday", "lastweekday"):
+        raise _Unsupported(getattr(arg, "loc", None) or loc, _CRON_OPS)
+    raise _Unsupported(getattr(arg, "loc", None) or loc, "timer:at takes whole numbers, *, "
+                       "ranges 1:5, frequencies */5 and lists [1, 15] (expressions, "
+                       "variables and durations are not read)")
+
+
+def _cron_item(arg: Any) -> tuple:
+    """One item of a crontab list (a nested list is reported)."""
+    if isinstance(arg, _Cron):
+        if len(arg.items) != 1:
+            raise _Unsupported(arg.loc, "a crontab list holds numbers, *, ranges and "
+                               "frequencies, not another list")
+        return arg.items[0]
+    return ("value", _cron_number(arg, None))
+
+
+def _timer_at(args: list[Any], loc: ast.Loc) -> ast.At:
+    """``timer:at(minutes, hours, days of month, months, days of week [, seconds])``."""
+    if len(args) > 6:
+        raise _Unsupported(loc, "timer:at is supported with 5 or 6 parameters (minutes, hours, "
+                           "days of month, months, days of week [, seconds]); a time zone and "
+                           "milliseconds are not (cepflow's clock is UTC)")
+    params = tuple(a.items if isinstance(a, _Cron) else (("value", _cron_number(a, loc)),)
+                   for a in args)
+    try:
+        return ast.At(Schedule(params), loc=loc)
+    except ScheduleError as e:
+        raise _Unsupported(loc, str(e)) from None
 
 
 def _milliseconds(arg: Any) -> float | None:

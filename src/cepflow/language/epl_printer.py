@@ -98,6 +98,8 @@ def _operand(p: ast.Pattern) -> str:
         return _atom(p)
     if isinstance(p, ast.Interval):
         return f"timer:interval({duration(p.duration)})"
+    if isinstance(p, ast.At):
+        return f"timer:at({p.schedule.text()})"
     if isinstance(p, ast.Not):
         return f"not {_unary(p.pattern)}"
     if isinstance(p, ast.Every):

@@ -16,6 +16,7 @@ from typing import Any
 
 from cepflow.language.ast import (
     And,
+    At,
     Atom,
     AtomicEventDecl,
     Binary,
@@ -305,6 +306,8 @@ def _operand(node: Pattern) -> str:
     """A node written as a primary of a binary chain."""
     if isinstance(node, Interval):
         return f"timer:interval({format_duration(node.duration)})"
+    if isinstance(node, At):  # (read from EPL only: shown as Esper writes it)
+        return f"timer:at({node.schedule.text()})"
     if isinstance(node, Until):
         base, filtered = _base(node.pattern)
         return f"{base}{_sep(filtered)}{_range(node)} UNTIL {_normal_primary(node.until)}"

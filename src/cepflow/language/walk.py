@@ -26,7 +26,7 @@ def pattern_children(node: ast.Pattern) -> tuple[ast.Pattern, ...]:
         return (node.pattern,)
     if isinstance(node, ast.Until):
         return (node.pattern, node.until)
-    return ()  # Atom, Interval
+    return ()  # Atom, Interval, At
 
 
 def _preorder(node: T, children: Callable[[T], tuple[T, ...]]) -> Iterator[T]:

@@ -1,9 +1,10 @@
-"""The clock of a pattern that starts with ``timer:interval`` (compiler.esper; docs/esper.md,
-"Statement start"): the interval under way, the events that end it early, a new instance when it
-fires — a part of the Matcher (runtime.matcher)."""
+"""The clock of a pattern that starts with ``timer:interval`` or ``timer:at`` (compiler.esper;
+docs/esper.md, "Statement start", "timer:at"): the interval under way, the events that end it
+early, a new instance when it fires — a part of the Matcher (runtime.matcher)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -34,11 +35,14 @@ class IntervalClock:
         if clock is None or self.host.stopped:
             return
         self.clock_start = t
-        self.host.schedule(t + clock.length, self, CLOCK_TOKEN, -1, t)
+        due = clock.due(t)
+        if due != math.inf:  # (a timer:at past the year 9999 never fires)
+            self.host.schedule(due, self, CLOCK_TOKEN, -1, t)
         if self.host.trace is not None:
+            what = (f"interval of {_ms(clock.length)}" if clock.schedule is None
+                    else f"timer:at({clock.schedule.text()})")
             self.host.trace.add(kind="clock", pattern=self.name, token=CLOCK_TOKEN,
-                                  event=None, ts=t,
-                                  reason=f"interval of {_ms(clock.length)} starts")
+                                  event=None, ts=t, reason=f"{what} starts")
 
     def _clock_forbid(self, e: Event) -> None:
         """An event that ends the interval under way (``timer:interval(Δ) and not C``)."""
@@ -67,7 +71,7 @@ class IntervalClock:
         if start != self.clock_start:
             return  # an interval that ended early (or restarted)
         self.clock_start = None
-        at = start + clock.length
+        at = clock.due(start)
         self._start(Event(clock.type, (), at, clock.type), None, emit)
         if self.pattern.auto.start == "spawn":
             self.start_clock(at)

@@ -1487,7 +1487,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         if token_id == CLOCK_TOKEN:
             assert self.pattern.clock is not None
             self._clock_fired(start, emit)
-            self._clock_idle(start + self.pattern.clock.length)
+            self._clock_idle(self.pattern.clock.due(start))
             return
         self._deadline(token_id, z, start, emit)
         if self.pattern.clock is not None:

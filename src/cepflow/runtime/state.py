@@ -862,8 +862,9 @@ class _Reader:
                 continue
             clock = m.pattern.clock
             if (clock is not None and m.clock_start is not None
+                    and clock.due(m.clock_start) != math.inf
                     and (m.slot, CLOCK_TOKEN, -1, m.clock_start) not in have):
-                host.schedule(m.clock_start + clock.length, m, CLOCK_TOKEN, -1, m.clock_start)
+                host.schedule(clock.due(m.clock_start), m, CLOCK_TOKEN, -1, m.clock_start)
             dl = m.deadlines
             if dl and not any(h[3] == m.slot and h[4] == -1 for h in host.timers.heap):
                 host.schedule(dl[0][0], m, -1, dl[0][2], dl[0][3])
@@ -881,14 +882,15 @@ class _Reader:
         for name, begun in self.dict_(saved.get("intervals", {}), "clocks.intervals").items():
             if name not in clocked:
                 raise self.bad(f"clocks.intervals.{name}", "not a pattern that starts with "
-                               f"timer:interval ({', '.join(sorted(clocked)) or 'none'})",
+                               "timer:interval or timer:at "
+                               f"({', '.join(sorted(clocked)) or 'none'})",
                                show=False)
             if self.time(begun, f"clocks.intervals.{name}", null=True) is None:
                 continue
             # an interval under way has not fired yet (its end is not before the engine's
             # time), and before any event only the statements' start can have begun it: else
             # the clock would fire every interval from then to now
-            if begun + clocked[name].length < self.clock or (
+            if clocked[name].due(begun) < self.clock or (
                     self.clock == -math.inf and begun != start):
                 raise self.bad(f"clocks.intervals.{name}", "not an interval under way at the "
                                f"engine's time {self.clock:g} (start {start})", begun)

@@ -116,8 +116,9 @@ class PatternNet:
                 "is not translated (chronicle, immediate, strict and esper are)")
             return out
         if a.clock is not None:
-            bad("a pattern that starts at the statement's start", "timer:interval at its "
-                "start, or (EPL) a guard, not or until there: not translated yet")
+            bad("a pattern that starts at the statement's start", "timer:interval or "
+                "timer:at at its start, or (EPL) a guard, not or until there: not translated "
+                "yet")
         for p in a.positions:
             if p.type == TIMER:
                 bad("timer:interval in the middle of a pattern", "an interval whose end "
