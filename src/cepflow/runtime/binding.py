@@ -7,6 +7,7 @@ from typing import Any
 
 from cepflow.automaton.automaton import Collect
 from cepflow.language.tags import index_name
+from cepflow.runtime.collected import Collected
 
 _MISSING = object()
 #: the bindings given to a filter that reads only its event
@@ -31,6 +32,8 @@ def bind(pos: Any, params: tuple, b: dict[str, Any]) -> dict[str, Any] | None:
         cur = (b if newb is None else newb).get(var, _MISSING)
         if cur is _MISSING:
             if newb is None:
+                if b.__class__ is Collected:  # (a run's shared collection: not copied)
+                    return b.bound(pos.binds, params)
                 newb = dict(b)
             newb[var] = v
         elif cur != v:
