@@ -55,6 +55,17 @@ def collect(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
     return nb
 
 
+def collect_run(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
+    """The token path's collecting step: :func:`collect`'s bindings as one run's shared
+    collection (runtime.collected.Collected: O(1) a step, where the plain dict is copied).
+    Plain bindings become one first, once per run; bindings whose names of the tag do not
+    follow its count (no step makes them) are collected plainly."""
+    if b.__class__ is not Collected:
+        b = Collected.of(b)
+    nb = b.collect(c, params)
+    return collect(c, params, b.plain()) if nb is None else nb
+
+
 def spread(out: dict[str, Any], b: dict[str, Any], tags: tuple[Collect, ...]) -> dict[str, Any]:
     """A complex event's bindings ``out`` (its select list's) with, for each tag collected
     without bound (Esper's ``select *`` over ``a=A until D``: an array of any length), the

@@ -20,7 +20,7 @@ took the same events:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, islice
 from typing import Any
 
@@ -160,17 +160,17 @@ def _rest(s: Sequence[Any], p: int) -> Iterator[Any]:
                                for items, off, count in s.segments() if off + count > p)
 
 
-class Collected(dict):  # type: ignore[type-arg]
+class Collected(Mapping):
     """Bindings that collected a repeated tag, shared with the runs of the same events (see
-    the module docstring). The dict storage itself stays empty; every read goes through the
-    methods below, which give what the plain dict of the same bindings gives. Never changed
-    in place (as binding dicts never are): the mutating methods raise."""
+    the module docstring): a read-only mapping that gives what the plain dict of the same
+    bindings gives (not a dict subclass: C code reading a dict's storage directly, as the
+    json encoder does, would see none of it; a mapping it refuses). Never changed in place,
+    as binding dicts never are."""
 
     __slots__ = ("_order", "_own", "_tags")
 
     def __init__(self, own: dict[str, Any], tags: dict[str, tuple[Collect, Trail]],
                  order: Trail) -> None:
-        super().__init__()
         #: the names that are no collected tag's indexed names, with their values
         self._own = own
         #: per collected tag: its Collect and its events' parameter tuples (``a[k]`` is the
@@ -181,13 +181,15 @@ class Collected(dict):  # type: ignore[type-arg]
         self._order = order
 
     # -- the steps (what runtime.binding.collect and bind do to a plain dict) -------------
-    def collect(self, c: Collect, params: tuple) -> Collected:
+    def collect(self, c: Collect, params: tuple) -> Collected | None:
         """These bindings after tag ``c`` took its next event (runtime.binding.collect's
-        names, values and order; only the small dict is copied)."""
+        names, values and order; only the small dict is copied); None when ``c``'s names
+        here do not follow its count (see :meth:`_adopt`)."""
         tags = self._tags
         entry = tags.get(c.alias)
         if entry is None:
-            return self._adopt(c).collect(c, params)
+            adopted = self._adopt(c)
+            return None if adopted is None else adopted.collect(c, params)
         trail = entry[1]
         own = dict(self._own)
         order = self._order
@@ -202,7 +204,8 @@ class Collected(dict):  # type: ignore[type-arg]
             order = order.plus(c.count)
         own[c.count] = k + 1
         tags = dict(tags)
-        tags[alias] = (entry[0], trail.plus(params))
+        n = len(c.fields)  # (an event's parameters are its fields: kept whole, no copy)
+        tags[alias] = (entry[0], trail.plus(params if len(params) == n else params[:n]))
         return Collected(own, tags, order)
 
     def bound(self, binds: tuple[tuple[int, str], ...], params: tuple) -> Collected | None:
@@ -222,13 +225,19 @@ class Collected(dict):  # type: ignore[type-arg]
                 return None
         return self if own is None else Collected(own, self._tags, order)
 
-    def _adopt(self, c: Collect) -> Collected:
+    def _adopt(self, c: Collect) -> Collected | None:
         """These bindings with tag ``c`` held as a trail: the indexed names it already has
-        (states saved as plain dicts) move from ``_own`` to it, keeping their order."""
+        (states saved as plain dicts) move from ``_own`` to it, keeping their order. None
+        unless they are exactly ``a[j].<field>`` for every j below its count (what the
+        collecting steps make; other bindings are collected plainly: binding.collect_run)."""
         own = self._own
         k = own.get(c.count, 0)
         names = {f"{index_name(c.alias, j)}.{f}": (c.alias, j, i)
                  for j in range(k) for i, f in enumerate(c.fields)}
+        head = f"{c.alias}["
+        if type(k) is not int or sum(n.startswith(head) for n in own) != len(names) or any(
+                n not in own for n in names):
+            return None
         rows = [tuple(own[f"{index_name(c.alias, j)}.{f}"] for f in c.fields) for j in range(k)]
         order = Trail.of(names.get(x, x) if isinstance(x, str) else x for x in self._order)
         return Collected({n: v for n, v in own.items() if n not in names},
@@ -327,12 +336,6 @@ class Collected(dict):  # type: ignore[type-arg]
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (self.plain(),))  # (copied or pickled: the plain dict)
 
-    def _frozen(self, *_: Any, **__: Any) -> Any:
-        raise TypeError("binding dicts are never changed in place")
-
-    __setitem__ = __delitem__ = update = pop = popitem = setdefault = clear = _frozen  # type: ignore
-    __ior__ = _frozen  # type: ignore
-
 
 class _Reader:
     """Reads a Collected's names with some of its plain names replaced (Collected.bound,
@@ -346,14 +349,6 @@ class _Reader:
     def get(self, name: str, default: Any = None) -> Any:
         v = self._own.get(name, _MISSING)
         return v if v is not _MISSING else self._b._indexed(name, default)
-
-
-def collect_run(c: Collect, params: tuple, b: dict[str, Any]) -> Collected:
-    """The token path's collecting step (runtime.binding.collect's result, shared): plain
-    bindings become a :class:`Collected` first (once per run)."""
-    if b.__class__ is not Collected:
-        b = Collected.of(b)
-    return b.collect(c, params)
 
 
 def extend(events: Sequence[Any], e: Any) -> Trail:

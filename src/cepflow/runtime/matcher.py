@@ -30,8 +30,8 @@ from typing import Any
 from cepflow.automaton.automaton import FINAL, INITIAL, TIMER, TRAP, Edge, Forbid
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.absence import AbsenceSteps
-from cepflow.runtime.binding import NO_BINDINGS, bind, spread
-from cepflow.runtime.collected import Collected, Trail, collect_run, compare, extend
+from cepflow.runtime.binding import NO_BINDINGS, bind, collect_run, spread
+from cepflow.runtime.collected import Collected, Trail, compare, extend
 from cepflow.runtime.compiled import CompiledPattern, CrossStep, ForbidStep, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
