@@ -29,7 +29,7 @@ from cepflow.language.epl import parse_epl
 from cepflow.runtime import matcher as matcher_mod
 from cepflow.runtime.binding import bind, collect, collect_run
 from cepflow.runtime.collected import Collected, Trail, compare, equal, shared
-from cepflow.runtime.matcher import _age, _event_key, _Events
+from cepflow.runtime.matcher import _age, _dedupe, _event_key, _Events, _oldest
 from cepflow.runtime.state import restore_state, save_state
 from cepflow.runtime.tokens import Thread
 
@@ -170,6 +170,46 @@ def test_collected_is_the_plain_dict(start: dict[str, Any], ops: list[tuple[int,
     for p1, m1 in zip(plains, mine, strict=True):
         for p2, m2 in zip(plains, mine, strict=True):
             assert (m1 == m2) is (p1 == p2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(start_st, st.lists(st.tuples(st.integers(0, 20), op_st), max_size=12),
+       st.lists(st.tuples(st.integers(0, 12), st.integers(1, 2), st.integers(0, 30),
+                          st.sampled_from([None, {1: 0.0}])), min_size=1, max_size=8),
+       st.booleans())
+def test_dedupe_and_oldest_keep_the_copying_steps_threads(
+        start: dict[str, Any], ops: list[tuple[int, tuple]],
+        picks: list[tuple[int, int, int, Any]], timed: bool) -> None:
+    """Matcher._dedupe and _oldest over threads some of whose bindings and events are shared
+    (Collected, Trail) keep the very threads they keep of the same threads plain: random
+    bindings from a tree of steps, events from a tree of runs, states and zones."""
+    plains: list[dict[str, Any]] = [dict(start)]
+    mine: list[dict[str, Any]] = [dict(start)]
+    for i, op in ops:
+        i %= len(plains)
+        p, m = step(op, plains[i], False), step(op, mine[i], True)
+        if p is not None:
+            plains.append(p)
+            mine.append(m)
+    evs = [Event("A", (), 1000 * (x // 2), seq=x) for x in range(4)]
+    trails, lists = grow([(i, x) for i, x in zip(range(31), [0, 1, 2, 3, 1, 0, 2] * 5,
+                                                             strict=False)])
+    memo: dict[int, Any] = {}
+    runs = [_events_of(t, evs, memo) for t in trails]
+    ref = [Thread(s, plains[b % len(plains)], [evs[x] for x in lists[r % len(lists)]], z, None)
+           for b, s, r, z in picks]
+    new = [Thread(s, mine[b % len(mine)], runs[r % len(runs)], z, None) for b, s, r, z in picks]
+    for th, nt in zip(ref, new, strict=True):
+        th.last = nt.last = th.events[-1] if th.events else None
+    loose = ("a[", "_a.", "_a[", "b[", "_b.", "_b[")
+
+    def kept(f: Any, threads: list[Thread]) -> list[int]:
+        ids = {id(th): i for i, th in enumerate(threads)}
+        return [ids[id(th)] for th in f(threads)]
+
+    assert kept(_dedupe, new) == kept(_dedupe, ref)
+    assert kept(lambda ts: _oldest(ts, loose, timed), new) == kept(
+        lambda ts: _oldest(ts, loose, timed), ref)
 
 
 def test_collected_is_never_changed_in_place() -> None:
