@@ -229,6 +229,32 @@ def test_dedupe_and_oldest_keep_the_copying_steps_threads(
         lambda ts: _oldest(ts, loose, timed), ref) == want
 
 
+def test_dedupe_keeps_runs_of_other_values_pinned() -> None:
+    """Two runs at one state whose collections differ only in a value (A(0, 0) or A(1, 1)
+    collected), as many names each: two threads of different futures, both kept; a third
+    equal to the first (its own lists) is one with it, the older kept."""
+    evs = [Event("A", (x, x), 1000 * (x + 1), seq=x) for x in range(2)]
+    one, other = (collect_run(TAGS["a"], e.params, {"x": 1}) for e in evs)
+    again = collect_run(TAGS["a"], (0, 0), {"x": 1})
+    ths = [Thread(1, one, Trail.of([evs[1]]), None, evs[1]),
+           Thread(1, other, Trail.of([evs[1]]), None, evs[1]),
+           Thread(1, again, Trail.of([evs[0]]), None, evs[0])]
+    assert len(one) == len(other) == len(again) and one != other and one == again
+    assert _dedupe(ths) == ths[1:]
+
+
+def test_oldest_keeps_a_run_per_plain_binding_pinned() -> None:
+    """_oldest over runs that collected ``a`` (loose) and bound ``x`` (not): the runs with
+    ``x`` 1 are one Esper instance (the oldest events stay), the run with ``x`` 2 another."""
+    evs = [Event("A", (x, x), 1000 * (x + 1), seq=x) for x in range(3)]
+    runs = [(1, evs[0]), (1, evs[1]), (2, evs[2])]
+    ths = [Thread(1, collect_run(TAGS["a"], e.params, {"x": x}), Trail.of([e]), None, e)
+           for x, e in runs]
+    loose = ("a[", "_a.", "_a[")
+    assert _oldest(ths, loose, False) == [ths[0], ths[2]]
+    assert _oldest(ths[1:], loose, False) == ths[1:]
+
+
 def test_collected_is_never_changed_in_place() -> None:
     b = collect_run(TAGS["b"], (1,), {})
     assert b.__class__ is Collected
