@@ -153,10 +153,11 @@ def compare(a: Sequence[Any], b: Sequence[Any], key: Callable[[Any], Any]) -> in
 
 
 def _rest(s: Sequence[Any], p: int) -> Iterator[Any]:
-    """The elements of run ``s`` from index ``p`` on."""
+    """The elements of run ``s`` from index ``p`` on, lazily, each read by its index (islice
+    would step over the first ``p`` one by one: O(p) where the rest is often one element)."""
     if not isinstance(s, Trail):
-        return islice(s, p, None)
-    return chain.from_iterable(islice(items, max(p - off, 0), count)
+        return map(s.__getitem__, range(p, len(s)))
+    return chain.from_iterable(map(items.__getitem__, range(max(p - off, 0), count))
                                for items, off, count in s.segments() if off + count > p)
 
 
