@@ -26,12 +26,23 @@ import cepflow
 from cepflow.automaton.automaton import Collect
 from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
+from cepflow.runtime import binding
 from cepflow.runtime import matcher as matcher_mod
 from cepflow.runtime.binding import bind, collect, collect_run
 from cepflow.runtime.collected import Collected, Trail, compare, equal, shared
 from cepflow.runtime.matcher import _age, _dedupe, _event_key, _Events, _oldest
 from cepflow.runtime.state import restore_state, save_state
 from cepflow.runtime.tokens import Thread
+
+
+@pytest.fixture(autouse=True, scope="module")
+def share_at_once() -> Any:
+    """Every collection shared from its first event (binding.SHARE_FROM 0; the default keeps
+    the first ones plain: test_short_collections_stay_plain)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(binding, "SHARE_FROM", 0)
+        yield
+
 
 # -- trails ------------------------------------------------------------------------------------
 
@@ -312,13 +323,22 @@ def copying(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(events_st, st.sampled_from(BODIES), st.sampled_from(["event", "run", "restore"]),
-       st.integers(0, 24))
+       st.integers(0, 24), st.sampled_from([0, 0, 2]))
 def test_the_engine_answers_as_the_copying_one(events: list[Event], body: str, how: str,
-                                               cut: int) -> None:
+                                               cut: int, share: int) -> None:
     """Per event, through Engine.run in two batches cut at ``cut``, with a JSON save/restore at
     the cut: the matches and the saved states (at the cut and at the end) are the copying
-    engine's, to the text."""
+    engine's, to the text — collections shared from their first event or their ``share``-th
+    (plain before)."""
     prog = program(body)
+    with pytest.MonkeyPatch.context() as share_mp:
+        share_mp.setattr(binding, "SHARE_FROM", share)
+        _against_copying(prog, events, how, cut, body)
+
+
+def _against_copying(prog: Any, events: list[Event], how: str, cut: int, body: str
+                     ) -> None:
+    """test_the_engine_answers_as_the_copying_one's comparison."""
     with pytest.MonkeyPatch.context() as mp:
         copying(mp)
         ref = cepflow.Engine(prog, start=0)
@@ -361,6 +381,34 @@ def test_one_instance_extends_one_list() -> None:
     (ce,) = engine.process(Event("D", (0, 10), 11000))
     assert [ce.bindings[f"a[{i}].k"] for i in range(10)] == list(range(10))
     assert len(ce.parts) == 11
+
+
+def test_short_collections_stay_plain() -> None:
+    """With the default binding.SHARE_FROM (16), ``a=A until d=D`` collects its first 16 A's
+    in plain dicts and lists, then shares: after 16 A's the thread is plain, after 17 shared;
+    the match over 20 A's and the saved states on the way are the copying engine's."""
+    prog = program("a=A until d=D")
+    evs = stream([("A", i % 3) for i in range(20)] + [("D", 0)])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(binding, "SHARE_FROM", 16)
+        engine = cepflow.Engine(prog, start=0)
+        got, states, kinds = [], [], []
+        for e in evs:
+            got += engine.process(e)
+            states.append(saved(engine))
+            kinds.append([(th.bindings.__class__.__name__, th.events.__class__.__name__)
+                          for t in engine.matchers[0].all_tokens() for th in t.threads])
+        copying(mp)
+        ref = cepflow.Engine(prog, start=0)
+        want = [ce for e in evs for ce in ref.process(e)]
+    assert kinds[15] == [("dict", "list")] and kinds[16] == [("Collected", "Trail")]
+    assert facts(got) == facts(want) and len(got) == 1
+    ref = cepflow.Engine(prog, start=0)
+    with pytest.MonkeyPatch.context() as mp:
+        copying(mp)
+        for e, state in zip(evs, states, strict=True):
+            ref.process(e)
+            assert saved(ref) == state
 
 
 def test_a_group_until_keeps_two_lists() -> None:

@@ -55,12 +55,22 @@ def collect(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
     return nb
 
 
+#: how many events a tag collects in plain dicts before its run's collection is shared
+#: (:func:`collect_run`): below it a copy is cheaper than the shared structure's steps
+#: (Esper's ``[2] b=B``, short untils: the pattern_shapes ``esper_*`` shapes per event)
+SHARE_FROM = 16
+
+
 def collect_run(c: Collect, params: tuple, b: dict[str, Any]) -> dict[str, Any]:
-    """The token path's collecting step: :func:`collect`'s bindings as one run's shared
-    collection (runtime.collected.Collected: O(1) a step, where the plain dict is copied).
-    Plain bindings become one first, once per run; bindings whose names of the tag do not
-    follow its count (no step makes them) are collected plainly."""
+    """The token path's collecting step: :func:`collect`'s bindings, from the
+    :data:`SHARE_FROM`-th event of the tag on as one run's shared collection
+    (runtime.collected.Collected: O(1) a step, where the plain dict is copied: O(k)) — the
+    same names, values and order either way. Plain bindings become one once per run;
+    bindings whose names of the tag do not follow its count (no step makes them) are
+    collected plainly."""
     if b.__class__ is not Collected:
+        if b.get(c.count, 0) < SHARE_FROM:
+            return collect(c, params, b)
         b = Collected.of(b)
     nb = b.collect(c, params)
     return collect(c, params, b.plain()) if nb is None else nb

@@ -293,8 +293,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                 nt = _or_step(pos, nb, th, e, edge.target, zs)
             else:
                 evs = th.events
-                nt = Thread(edge.target, nb, extend(evs, e) if (
-                    pos.collect is not None or evs.__class__ is Trail) else [*evs, e], zs, e)
+                nt = Thread(edge.target, nb, extend(evs, e) if (  # (shared with the tags)
+                    nb.__class__ is Collected or evs.__class__ is Trail) else [*evs, e], zs, e)
             if pos.every and th.state != INITIAL:  # Esper's inner every: th keeps waiting
                 self._forked.append(nt)
                 forked = True
