@@ -30,7 +30,8 @@ from typing import Any
 from cepflow.automaton.automaton import FINAL, INITIAL, TAKEN, TIMER, TRAP, Edge, Forbid
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.absence import AbsenceSteps
-from cepflow.runtime.binding import NO_BINDINGS, bind, collect, spread
+from cepflow.runtime.binding import NO_BINDINGS, bind, collect_run, spread
+from cepflow.runtime.collected import Collected, Trail, compare, extend
 from cepflow.runtime.compiled import CompiledPattern, CrossStep, ForbidStep, RowStep
 from cepflow.runtime.esper_steps import EsperSteps
 from cepflow.runtime.interval_clock import CLOCK_TOKEN, IntervalClock
@@ -284,8 +285,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                 if nb is None or (flt is not None and not flt(e, nb)):
                     continue
             fired += 1
-            if pos.collect is not None:  # a repeated tag: assign, not unify
-                nb = collect(pos.collect, params, nb)
+            if pos.collect is not None:  # a repeated tag: assign, not unify (one run's
+                nb = collect_run(pos.collect, params, nb)  # collection, shared: collected)
             zs = th.zstart
             if edge.enters or edge.exits or (zs and edge.target != FINAL):
                 zs, why = self._zones(th, edge, e)
@@ -305,7 +306,9 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             if pos.track is not None:  # a step of Esper's or (compiler.conjunction)
                 nt = _or_step(pos, nb, th, e, edge.target, zs)
             else:
-                nt = Thread(edge.target, nb, [*th.events, e], zs, e)
+                evs = th.events
+                nt = Thread(edge.target, nb, extend(evs, e) if (  # (shared with the tags)
+                    nb.__class__ is Collected or evs.__class__ is Trail) else [*evs, e], zs, e)
             if pos.every and th.state != INITIAL:  # Esper's inner every: th keeps waiting
                 self._forked.append(nt)
                 forked = True
@@ -1679,13 +1682,16 @@ def _insert(bucket: dict[int, Token], tok: Token) -> None:
 def _dedupe(threads: list[Thread]) -> list[Thread]:
     """Threads at the same state with the same bindings and zone entries have the same future:
     keep the one that consumed the earliest events (chronicle prefers older events)."""
-    seen: dict[tuple, Thread] = {}
+    key_of = _RunKey if any(th.bindings.__class__ is Collected for th in threads) else _key_of
+    seen: dict[Any, Thread] = {}
+    keys = []
     for th in threads:
-        key = _key_of(th)
+        key = key_of(th)
+        keys.append(key)
         old = seen.get(key)
-        if old is None or _age(th) < _age(old):
+        if old is None or _older(th, old):
             seen[key] = th
-    return [th for th in threads if seen.get(_key_of(th)) is th]
+    return [th for th, key in zip(threads, keys, strict=True) if seen[key] is th]
 
 
 def _oldest(threads: list[Thread], loose: tuple[str, ...], timed: bool) -> list[Thread]:
@@ -1699,17 +1705,73 @@ def _oldest(threads: list[Thread], loose: tuple[str, ...], timed: bool) -> list[
     Esper does not. Threads with the very same events stay (their order falls to their
     bindings, which an extension may turn)."""
     keys = []
-    best: dict[tuple, tuple] = {}
+    best: dict[tuple, _Events] = {}
     for th in threads:
-        k = (th.state, tuple(sorted(((n, v) for n, v in th.bindings.items()
+        b = th.bindings
+        # (a shared collection's plain names: its tags' names all start with ``loose``)
+        own = b._own if b.__class__ is Collected else b
+        k = (th.state, tuple(sorted(((n, v) for n, v in own.items()
                                      if not n.startswith(loose)), key=itemgetter(0))),
              tuple(sorted((th.zstart or {}).items())), th.last_ts if timed else None)
-        ev = _age(th)[0]
+        ev = _Events(th.events)
         keys.append((k, ev))
         old = best.get(k)
         if old is None or ev < old:
             best[k] = ev
     return [th for th, (k, ev) in zip(threads, keys, strict=True) if best[k] == ev]
+
+
+def _event_key(e: Event) -> tuple:
+    """An event's place in _age's order: its time, atomic before complex, then its seq
+    (its match id)."""
+    return (e.ts, 1, e.match_id) if isinstance(e, ComplexEvent) else (e.ts, 0, e.seq)
+
+
+class _Events:
+    """A thread's events in _age's order (its first item), compared without making the key
+    of each event: runs sharing their events (runtime.collected.Trail) compare from where
+    they part."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.events = events
+
+    def __lt__(self, other: _Events) -> bool:
+        return compare(self.events, other.events, _event_key) < 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Events) and compare(self.events, other.events,
+                                                      _event_key) == 0
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _older(th: Thread, other: Thread) -> bool:
+    """``_age(th) < _age(other)``, the events compared first as _Events (the bindings only
+    when the events are the same)."""
+    c = compare(th.events, other.events, _event_key)
+    return c < 0 if c else _age(th) < _age(other)
+
+
+class _RunKey:
+    """_key_of for threads some of whose bindings are a shared collection (runtime.collected):
+    equal exactly when _key_of's are, hashed without reading the collections."""
+
+    __slots__ = ("bindings", "hash", "state", "zones")
+
+    def __init__(self, th: Thread) -> None:
+        self.state = th.state
+        self.bindings = th.bindings
+        self.zones = tuple(sorted((th.zstart or {}).items()))
+        self.hash = hash((self.state, self.zones, len(self.bindings)))
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _RunKey) and other.state == self.state
+                and other.zones == self.zones and other.bindings == self.bindings)
 
 
 def _age(th: Thread, unused: frozenset[str] = frozenset()) -> tuple:
@@ -1718,8 +1780,7 @@ def _age(th: Thread, unused: frozenset[str] = frozenset()) -> tuple:
     by their bindings, leaving out the ``unused`` variables (which decide nothing). When
     several alternatives complete or coincide at once this picks one whatever the order they
     were written in, so or/and stay commutative in the engine."""
-    key = [(e.ts, 1, e.match_id) if isinstance(e, ComplexEvent) else (e.ts, 0, e.seq)
-           for e in th.events]
+    key = [_event_key(e) for e in th.events]
     key.append((_INF,))  # a longer run of the same events wins: loops are greedy
     items = th.bindings.items()
     if unused:

@@ -159,7 +159,9 @@ def _saved(engine: Engine) -> dict[str, Any]:
         for tok in tokens:
             saved = {
                 "id": tok.id, "part": tok.part, "created": tok.created,
-                "threads": [{"state": th.state, "bindings": th.bindings,
+                "threads": [{"state": th.state, "bindings": (
+                                 th.bindings if th.bindings.__class__ is dict
+                                 else dict(th.bindings)),  # (runtime.collected: plain)
                              "zones": {str(z): s for z, s in (th.zstart or {}).items()},
                              "events": [_event(e) for e in th.events]}
                             for th in tok.threads],
