@@ -60,12 +60,14 @@ from cepflow.events.event import ComplexEvent
 from cepflow.runtime.kernels.pair import stage_blocks
 from cepflow.runtime.rows import (
     CONST,
+    VALUE,
     ChainMatches,
     EventRows,
     MatchTable,
     ObjectMatches,
     Rows,
     StageMatches,
+    field_values,
 )
 
 #: a kernel pattern's block by output type: its objects' ids sorted (those whose events are
@@ -135,6 +137,9 @@ class ColumnBlocks:
         #: a kernel pattern's block over the input, by its output type (only when its
         #: matches are one block: a derived stage reads one layout of rows and fields)
         self.by_type: dict[str, _Registered] = {}
+        #: a window block's arrival rows as a block (:meth:`add_window`), by the identity of
+        #: its list of rows (what the patterns over them read as an ``EventRows``)
+        self.window_rows: dict[int, StageMatches] = {}
 
     def _readable(self, src: Rows) -> bool:
         """Whether ``src`` is the batch or a derived stream of it (kernels.cascade), not
@@ -147,6 +152,13 @@ class ColumnBlocks:
         ``inst``, in the same order) as blocks where they can be (kernels.pair.stage_blocks),
         in input rows when ``src`` is a derived stream (:meth:`_flat`); none when ``src`` is
         neither that nor the batch."""
+        over = self.window_rows.get(id(getattr(src, "events", None)))
+        if over is not None:  # (a pattern over a window block's rows: kernels.cascade)
+            for b in stage_blocks(m, p, inst):
+                got = self._through(b, over)
+                if got is not None:
+                    self._keep(m, got, None, found, False)
+            return
         if not self._readable(src):
             return
         made = stage_blocks(m, p, inst)
@@ -155,6 +167,63 @@ class ColumnBlocks:
                     if b is not None]
         for b in made:
             self._keep(m, b, None, found, len(made) == 1)
+
+    def add_window(self, w: Any, src: Rows) -> None:
+        """Describe the rows of the window block ``w`` (kernels.window_block.WindowBlock)
+        planned over the batch as a block, when each is the arrival row of its input row
+        (``w.arrivals``: a sliding window's row per arriving event): a field item is that
+        row's field, any other item (an aggregate) the row's own value, a ``(VALUE, i)``
+        column of the rows' parameters; the rows of boundaries and expiries stay objects.
+        Registered for the patterns over those rows (:meth:`add`, :meth:`_through`)."""
+        if src is not self.batch or not w.arrivals or not w.found:
+            return
+        found = w.found
+        fields: list[tuple[int, int]] = []
+        values: list[list[Any]] = []
+        for i, (kind, a) in enumerate(w.plan.items):
+            if kind == "field":
+                fields.append((0, a))
+            else:
+                fields.append((VALUE, len(values)))
+                values.append(field_values(found, i))
+        at = np.asarray(w.at, np.int64)
+        b = StageMatches(w.name, tuple(w.plan.aliases), tuple(fields), at, np.arange(len(at)),
+                         at[None, :], values=tuple(values))
+        self.window_rows[id(found)] = b
+        b.events = found
+        self.blocks.append((b, None))
+
+    def _through(self, b: StageMatches, w: StageMatches) -> StageMatches | None:
+        """Block ``b`` of a pattern over the rows of window block ``w`` (:meth:`add_window`:
+        ``b``'s rows are places among ``w``'s matches) in input rows: each stage the input
+        rows of its window row, a field the window row's item it reads (a value column
+        gathered, a literal carried over); None when a select item reads the window row's
+        time (not a field of a row)."""
+        k = len(w.rows)
+        consts, values = list(b.consts), list(b.values)
+        fields: list[tuple[int, int] | None] = []
+        for f in b.fields:
+            if f is None or f[0] == CONST or (f[0] < 0 and f[0] != VALUE):
+                fields.append(f)  # (null, a literal, the match's own time)
+                continue
+            if f[0] == VALUE:
+                fields.append((VALUE, len(values)))
+                values.append(b.values[f[1]])
+                continue
+            g, at = w.fields[f[1]], b.rows[f[0]].tolist()
+            if g is None or g[0] >= 0:
+                fields.append(None if g is None else (f[0] * k + g[0], g[1]))
+            elif g[0] == CONST:
+                fields.append((CONST, len(consts)))
+                consts.append(w.consts[g[1]])
+            elif g[0] == VALUE:
+                fields.append((VALUE, len(values)))
+                values.append(list(map(w.values[g[1]].__getitem__, at)))
+            else:  # (the window row's time)
+                return None
+        return StageMatches(b.pattern, b.names, tuple(fields), w.at[b.at], b.rank,
+                            np.concatenate([w.rows[:, r] for r in b.rows]), tuple(consts),
+                            values=tuple(values))
 
     def defer(self, m: Any, p: dict, inst: np.ndarray, src: Rows,
               make: Callable[[np.ndarray], list[Any]]) -> Deferred | None:
@@ -256,7 +325,7 @@ class ColumnBlocks:
         consts = list(b.consts)
         fields: list[tuple[int, int] | None] = []
         for f in b.fields:
-            if f is None or f[0] < 0:  # (null, a literal, the match's own time)
+            if f is None or f[0] < 0:  # (null, a literal, the match's own time, a value)
                 fields.append(f)
                 continue
             start, kb = stages[f[0]]
@@ -269,15 +338,17 @@ class ColumnBlocks:
             if g is not None and g[0] == CONST:
                 fields.append((CONST, len(consts)))
                 consts.append(kb.consts[g[1]])
-            elif g is not None and g[0] < 0:  # (the derived part's time: not a row's field)
-                return None
+            elif g is not None and g[0] < 0:  # (the derived part's time or a value given
+                return None  # per match: not a row's field)
             else:
                 fields.append(None if g is None else (start + g[0], g[1]))
         if not keep.any():
             return None
         assert src.inputs is not None
+        kept = np.flatnonzero(keep).tolist()
         return StageMatches(b.pattern, b.names, tuple(fields), src.inputs[b.at][keep],
-                            b.rank[keep], np.concatenate(leaves)[:, keep], tuple(consts))
+                            b.rank[keep], np.concatenate(leaves)[:, keep], tuple(consts),
+                            values=tuple(list(map(v.__getitem__, kept)) for v in b.values))
 
     def table(self, out: list[ComplexEvent], at: list[int], src: Rows) -> MatchTable:
         """The batch's :class:`MatchTable`: the split's complex events ``out`` (in detection
@@ -342,5 +413,5 @@ class ColumnBlocks:
                 places, at = places[ok], at[ok]
             if len(at):
                 free[at] = False
-                blocks.append(replace(b, at=rows_at[at], rank=at, rows=b.rows[:, places]))
+                blocks.append(replace(b.taken(places), at=rows_at[at], rank=at))
         return first

@@ -278,6 +278,8 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
             b = plan_window(engine, engine.windows[i], cols, src)
             if b is not None:
                 windows[i] = b
+                if blocks is not None:
+                    blocks.add_window(b, src)
     if any(p is None for p in plans) or not (plans or windows):
         if columns:
             counters.rewind(before)
