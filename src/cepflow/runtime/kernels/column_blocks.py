@@ -155,9 +155,7 @@ class ColumnBlocks:
         over = self.window_rows.get(id(getattr(src, "events", None)))
         if over is not None:  # (a pattern over a window block's rows: kernels.cascade)
             for b in stage_blocks(m, p, inst):
-                got = self._through(b, over)
-                if got is not None:
-                    self._keep(m, got, None, found, False)
+                self._keep(m, self._through(b, over), None, found, False)
             return
         if not self._readable(src):
             return
@@ -193,37 +191,27 @@ class ColumnBlocks:
         b.events = found
         self.blocks.append((b, None))
 
-    def _through(self, b: StageMatches, w: StageMatches) -> StageMatches | None:
+    def _through(self, b: StageMatches, w: StageMatches) -> StageMatches:
         """Block ``b`` of a pattern over the rows of window block ``w`` (:meth:`add_window`:
         ``b``'s rows are places among ``w``'s matches) in input rows: each stage the input
-        rows of its window row, a field the window row's item it reads (a value column
-        gathered, a literal carried over); None when a select item reads the window row's
-        time (not a field of a row)."""
-        k = len(w.rows)
-        consts, values = list(b.consts), list(b.values)
+        row of its window row, a field the window row's item it reads — that input row's
+        field, or its value column gathered (a window block's items are no other: literals
+        and expressions keep a window per event, window_block._shape)."""
+        consts, values = b.consts, list(b.values)
         fields: list[tuple[int, int] | None] = []
         for f in b.fields:
-            if f is None or f[0] == CONST or (f[0] < 0 and f[0] != VALUE):
-                fields.append(f)  # (null, a literal, the match's own time)
+            if f is None or f[0] < 0:  # (null, a literal, the match's own time, a value)
+                fields.append(f)
                 continue
-            if f[0] == VALUE:
+            g = w.fields[f[1]]
+            assert g is not None and (g[0] == 0 or g[0] == VALUE)
+            if g[0] == 0:
+                fields.append((f[0], g[1]))
+            else:
                 fields.append((VALUE, len(values)))
-                values.append(b.values[f[1]])
-                continue
-            g, at = w.fields[f[1]], b.rows[f[0]].tolist()
-            if g is None or g[0] >= 0:
-                fields.append(None if g is None else (f[0] * k + g[0], g[1]))
-            elif g[0] == CONST:
-                fields.append((CONST, len(consts)))
-                consts.append(w.consts[g[1]])
-            elif g[0] == VALUE:
-                fields.append((VALUE, len(values)))
-                values.append(list(map(w.values[g[1]].__getitem__, at)))
-            else:  # (the window row's time)
-                return None
+                values.append(list(map(w.values[g[1]].__getitem__, b.rows[f[0]].tolist())))
         return StageMatches(b.pattern, b.names, tuple(fields), w.at[b.at], b.rank,
-                            np.concatenate([w.rows[:, r] for r in b.rows]), tuple(consts),
-                            values=tuple(values))
+                            w.rows[0][b.rows], consts, values=tuple(values))
 
     def defer(self, m: Any, p: dict, inst: np.ndarray, src: Rows,
               make: Callable[[np.ndarray], list[Any]]) -> Deferred | None:
