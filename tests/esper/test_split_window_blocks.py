@@ -12,7 +12,7 @@ save/restore in the middle: the rows written equal ``match_batch`` of the comple
 everything equals the split without blocks (every match an object, as before); and
 hand-derived blocks and rows."""
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_air_quality_columns import AIR, AIR_SPEC, MIXED, TEXTS, make, readings
 from tests.esper.test_air_quality_columns import programs as air_programs
@@ -68,8 +68,9 @@ def counted(f):
 def test_air_quality_shape_in_blocks(text, spec, cuts, restore_at) -> None:
     """Sliding averages (text filters, text or integer keys, mixed values), grade patterns
     over them with literals, the worst grade per time batch."""
-    check_blocks(load_module(parse_epl(SCHEMA + text)), spec, cuts, restore_at,
-                 make=air_events)
+    n = counted(lambda: check_blocks(load_module(parse_epl(SCHEMA + text)), spec, cuts,
+                                     restore_at, make=air_events))
+    event(f"window and grade rows in blocks: {'some' if n else 'none'}")
 
 
 def test_air_quality_pinned_stream_comes_in_window_blocks() -> None:
@@ -88,7 +89,9 @@ def test_split_programs_in_blocks(kernel_stmts, others, spec, cuts, restore_at,
     """test_split's programs: kernel patterns beside window statements over the input (a
     row per event, fully aggregated, length windows), patterns over their rows, time
     batches, patterns per event, rules."""
-    check_blocks(program(kernel_stmts, others, ruled), spec, cuts, restore_at)
+    n = counted(lambda: check_blocks(program(kernel_stmts, others, ruled), spec, cuts,
+                                     restore_at))
+    event(f"window rows in blocks: {'some' if n else 'none'}")
 
 
 #: an average per station and a grade over it (air quality's shape, one of each)

@@ -67,6 +67,7 @@ from cepflow.runtime.rows import (
     ObjectMatches,
     Rows,
     StageMatches,
+    TypeColumns,
     field_values,
 )
 
@@ -147,19 +148,21 @@ class ColumnBlocks:
         return src is self.batch or (isinstance(src, EventRows) and src.inputs is not None)
 
     def add(self, m: Any, p: dict, inst: np.ndarray, found: list[ComplexEvent],
-            src: Rows) -> None:
+            cols: TypeColumns) -> None:
         """Describe the matches ``found`` of the pair plan ``p`` of pattern ``m`` (instances
-        ``inst``, in the same order) as blocks where they can be (kernels.pair.stage_blocks),
-        in input rows when ``src`` is a derived stream (:meth:`_flat`); none when ``src`` is
-        neither that nor the batch."""
+        ``inst``, in the same order) over the rows of ``cols`` as blocks where they can be
+        (kernels.pair.stage_blocks), in input rows when those are a derived stream
+        (:meth:`_flat`) or a window block's rows (:meth:`_through`); none when they are
+        another."""
+        src = cols.src
         over = self.window_rows.get(id(getattr(src, "events", None)))
         if over is not None:  # (a pattern over a window block's rows: kernels.cascade)
-            for b in stage_blocks(m, p, inst):
+            for b in stage_blocks(m, p, inst, cols):
                 self._keep(m, self._through(b, over), None, found, False)
             return
         if not self._readable(src):
             return
-        made = stage_blocks(m, p, inst)
+        made = stage_blocks(m, p, inst, cols)
         if src is not self.batch:
             made = [b for b in (self._flat(b, src) for b in made)  # type: ignore[arg-type]
                     if b is not None]
@@ -213,15 +216,16 @@ class ColumnBlocks:
         return StageMatches(b.pattern, b.names, tuple(fields), w.at[b.at], b.rank,
                             w.rows[0][b.rows], consts, values=tuple(values))
 
-    def defer(self, m: Any, p: dict, inst: np.ndarray, src: Rows,
+    def defer(self, m: Any, p: dict, inst: np.ndarray, cols: TypeColumns,
               make: Callable[[np.ndarray], list[Any]]) -> Deferred | None:
         """A :class:`Deferred` for the matches of instances ``inst`` of the pair plan ``p``
-        of pattern ``m`` (``make``: their objects by place), when only the output reads
-        ``m``'s complex events and they are all one block over the batch
-        (kernels.pair.stage_blocks); else None (they are made)."""
-        if m.name not in self.unread or src is not self.batch or not len(inst):
+        of pattern ``m`` over the rows of ``cols`` (``make``: their objects by place), when
+        only the output reads ``m``'s complex events and they are all one block over the
+        batch (kernels.pair.stage_blocks, a computed select list's values a column of the
+        block); else None (they are made)."""
+        if m.name not in self.unread or cols.src is not self.batch or not len(inst):
             return None
-        made = stage_blocks(m, p, inst)
+        made = stage_blocks(m, p, inst, cols)
         if len(made) != 1 or not np.array_equal(made[0].rank, np.arange(len(inst))):
             return None
         d = Deferred(m.name, len(inst), make)
