@@ -46,6 +46,16 @@ their place in the output and their match ids are noted (:meth:`Deferred.record`
 ids). A match whose id is not the table's first id plus its place (the block's ids are so
 given) is made as an object with its id instead (never seen so far: the ids of the loose
 matches follow the output's order wherever a deferred plan's matches are among them).
+
+**A select list computed column-wise is a value column** (since session 39;
+kernels.pair.stage_blocks with the batch's columns): contractions' Duration (``a2.ts -
+a1.ts``) is a block, so deferred when nothing reads it. **A window's rows at its arrivals and
+the patterns over them are blocks with their objects** (:meth:`ColumnBlocks.add_window`,
+:meth:`ColumnBlocks._through`): a sliding window's row per arriving event is a block over its
+input rows (its aggregates ``(VALUE, i)`` columns of the rows' own values), a single-stage
+pattern planned over those rows (kernels.cascade: air quality's grades) a block in the same
+input rows; both keep the split's objects (the cascade reads them as events), so only the
+writer reads them column-wise.
 """
 
 from __future__ import annotations
