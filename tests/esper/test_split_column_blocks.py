@@ -89,7 +89,8 @@ def check_blocks(prog, spec, cuts, restore_at, make: Callable[[list, int], list]
         got = table_of(many, mine[lo:hi], arrow)
         with patch.object(ColumnBlocks, "add", lambda *_a, **_k: None), \
                 patch.object(ColumnBlocks, "add_chain", lambda *_a, **_k: None), \
-                patch.object(ColumnBlocks, "defer", lambda *_a, **_k: None):
+                patch.object(ColumnBlocks, "defer", lambda *_a, **_k: None), \
+                patch.object(ColumnBlocks, "add_window", lambda *_a, **_k: None):
             ref = table_of(plain, theirs[lo:hi], arrow)
         assert (got is None) == (ref is None)
         if got is None or ref is None:

@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cepflow.outputs.encoding import json_texts
+from cepflow.outputs.encoding import dumps, json_texts
 
 #: texts that need escapes, those that do not, and the bytes at the edges of each class
 _CHARS = st.sampled_from(['"', "\\", "\x00", "\x1f", " ", "~", "\x7f", "é", "€", "a", "7"])
@@ -30,3 +30,21 @@ def test_json_texts_equal_json_dumps(texts, start, length, ascii_only, large) ->
                 for v in part.to_pylist()]
     got = json_texts(part, ascii_only=ascii_only).to_pylist()
     assert got == [("null" if e is None else e) for e in expected]
+
+
+FLOATS = st.lists(st.none() | st.floats() | st.sampled_from([0.0, -0.0, 1e16, 1e-7, 0.1, 2.5]),
+                  max_size=12)
+
+
+@settings(deadline=None)
+@given(FLOATS, st.booleans())
+@example([float("nan"), float("inf"), -0.0, None], True)
+@example([float("nan"), float("-inf"), 1e300], False)
+def test_json_texts_of_floats_equal_the_encoders(values, ascii_only) -> None:
+    """A double column: each finite value by its repr (the encoder's own text), the others as
+    the encoder of ``ascii_only`` writes them (cepflow's ``dumps`` writes NaN and the
+    infinities as text), null for null."""
+    expected = ["null" if v is None else json.dumps(v, ensure_ascii=True) if ascii_only
+                else dumps(v) for v in values]
+    assert json_texts(pa.array(values, pa.float64()), ascii_only=ascii_only).to_pylist() \
+        == expected

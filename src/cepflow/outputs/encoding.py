@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime
+from math import isfinite
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,10 @@ def _record_default(value: Any) -> Any:
 
 #: for the text of a rejected record, which shows the record as read (``NaN`` included)
 _AS_READ = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_record_default)
+
+
+#: a finite float's JSON text (what the encoder writes for it)
+_FLOAT = float.__repr__
 
 
 def dumps(value: Any) -> str:
@@ -111,5 +116,9 @@ def json_texts(values: pa.Array, *, ascii_only: bool) -> pa.Array:
         out = pc.if_else(values, "true", "false")
     else:
         encode = (lambda v: json.dumps(v, ensure_ascii=True)) if ascii_only else dumps
-        out = pa.array([encode(v) for v in values.to_pylist()], pa.string())
+        if pa.types.is_float64(t):  # (a finite float's JSON is its repr: the encoders' own)
+            out = pa.array([None if v is None else _FLOAT(v) if isfinite(v) else encode(v)
+                            for v in values.to_pylist()], pa.string())
+        else:
+            out = pa.array([encode(v) for v in values.to_pylist()], pa.string())
     return pc.fill_null(out, "null")

@@ -141,7 +141,14 @@ def _object_texts(names: Sequence[str], rows: list[tuple[Any, ...]]) -> list[str
     return list(map("".join, zip(*parts, strict=False)))  # (the repeats are endless)
 
 
-def _texts(values: tuple[Any, ...]) -> Iterable[str]:
+def value_texts(values: Sequence[Any]) -> pa.Array:
+    """The JSON text of each value as the match writer writes it inside a match's ``params``
+    object (:func:`_texts`): a column of values given per match (a window row's aggregate,
+    runtime.rows.StageMatches ``values``) written without its complex events."""
+    return pa.array(list(_texts(values)), pa.string())
+
+
+def _texts(values: Sequence[Any]) -> Iterable[str]:
     """The JSON text of each value as :func:`dumps` writes it in an object: a column of
     one type, nulls beside it too, by that type's own text (ints, finite floats — ``repr``,
     as the encoder —, text), anything else one by one."""

@@ -18,9 +18,10 @@ import pyarrow.compute as pc
 from cepflow.events.event import Event, output_ts
 from cepflow.inputs.columnar import SLOTS, column, constant, decode
 from cepflow.outputs.encoding import dumps, json_texts
-from cepflow.outputs.records import MATCH_SCHEMA, match_batch, match_ts_column
+from cepflow.outputs.records import MATCH_SCHEMA, match_batch, match_ts_column, value_texts
 from cepflow.runtime.rows import (
     CONST,
+    VALUE,
     ChainMatches,
     MatchTable,
     ObjectMatches,
@@ -275,6 +276,8 @@ def _stage_params(b: StageMatches, rows: ArrowRows) -> pa.Array:
             text = constant("null", len(b.at))
         elif f[0] == CONST:
             text = _value_texts([b.consts[f[1]]]).take(pa.array(np.zeros(len(b.at), np.int64)))
+        elif f[0] == VALUE:
+            text = value_texts(b.values[f[1]])
         elif f[0] < 0:
             text = rows.time_texts(at)
         else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -335,6 +335,10 @@ class ChainMatches:
 #: in :attr:`StageMatches.fields`, the stage of a select list's literal: ``(CONST, i)`` is
 #: ``consts[i]``
 CONST = -2
+#: in :attr:`StageMatches.fields`, the stage of a value given per match: ``(VALUE, i)`` is
+#: ``values[i][j]`` for the block's ``j``-th match (a window row's aggregate, computed by
+#: the block, not a field of any row)
+VALUE = -3
 
 
 @dataclass
@@ -350,7 +354,8 @@ class StageMatches:
     names: tuple[str, ...]
     #: per parameter, where its value is: ``(stage, k)`` parameter ``k`` of the event the match
     #: took at ``stage``, ``(-1, 0)`` the match's time, ``(CONST, i)`` the literal
-    #: ``consts[i]``, None no value (None)
+    #: ``consts[i]``, ``(VALUE, i)`` the match's own entry of ``values[i]``, None no value
+    #: (None)
     fields: tuple[tuple[int, int] | None, ...]
     #: batch row of the completing event, per match
     at: np.ndarray
@@ -368,6 +373,28 @@ class StageMatches:
     #: matches, at their deadlines: such a block has no ``(-1, 0)`` field); None: at its
     #: last event's time
     delay: Any = None
+    #: per ``(VALUE, i)`` field, its values, one per match in the block's order (the very
+    #: objects the complex events hold)
+    values: tuple[list[Any], ...] = ()
+
+    def taken(self, places: np.ndarray) -> StageMatches:
+        """The block of its matches at ``places`` (its rows and values narrowed; ``at`` and
+        ``rank`` as they were: the caller sets them)."""
+        return replace(self, rows=self.rows[:, places],
+                       values=tuple(list(map(v.__getitem__, places.tolist()))
+                                    for v in self.values))
+
+    def column(self, f: tuple[int, int] | None, n: int, ts: list[Any],
+               stages: list[Sequence[Event]]) -> list[Any]:
+        """The values of parameter at ``f`` (:attr:`fields`) of the block's ``n`` matches,
+        their times ``ts`` and their events per stage ``stages``."""
+        if f is None:
+            return [None] * n
+        if f[0] == CONST:
+            return [self.consts[f[1]]] * n
+        if f[0] == VALUE:
+            return self.values[f[1]]
+        return ts if f[0] < 0 else field_values(stages[f[0]], f[1])
 
 
 
@@ -423,9 +450,7 @@ class MatchTable:
                     ts = [t + b.delay for t in ts]
                 n = len(ts)
                 made = field_matches(b.pattern, b.names, b.names, [
-                    [None] * n if f is None else [b.consts[f[1]]] * n if f[0] == CONST
-                    else ts if f[0] < 0 else field_values(stages[f[0]], f[1])
-                    for f in b.fields], ts, zip(*stages, strict=True),
+                    b.column(f, n, ts, stages) for f in b.fields], ts, zip(*stages, strict=True),
                     (self.first_id + b.rank).tolist())
                 deque(map(out.__setitem__, b.rank.tolist(), made), maxlen=0)
                 continue

@@ -46,6 +46,16 @@ their place in the output and their match ids are noted (:meth:`Deferred.record`
 ids). A match whose id is not the table's first id plus its place (the block's ids are so
 given) is made as an object with its id instead (never seen so far: the ids of the loose
 matches follow the output's order wherever a deferred plan's matches are among them).
+
+**A select list computed column-wise is a value column** (since session 39;
+kernels.pair.stage_blocks with the batch's columns): contractions' Duration (``a2.ts -
+a1.ts``) is a block, so deferred when nothing reads it. **A window's rows at its arrivals and
+the patterns over them are blocks with their objects** (:meth:`ColumnBlocks.add_window`,
+:meth:`ColumnBlocks._through`): a sliding window's row per arriving event is a block over its
+input rows (its aggregates ``(VALUE, i)`` columns of the rows' own values), a single-stage
+pattern planned over those rows (kernels.cascade: air quality's grades) a block in the same
+input rows; both keep the split's objects (the cascade reads them as events), so only the
+writer reads them column-wise.
 """
 
 from __future__ import annotations
@@ -60,12 +70,15 @@ from cepflow.events.event import ComplexEvent
 from cepflow.runtime.kernels.pair import stage_blocks
 from cepflow.runtime.rows import (
     CONST,
+    VALUE,
     ChainMatches,
     EventRows,
     MatchTable,
     ObjectMatches,
     Rows,
     StageMatches,
+    TypeColumns,
+    field_values,
 )
 
 #: a kernel pattern's block by output type: its objects' ids sorted (those whose events are
@@ -135,6 +148,9 @@ class ColumnBlocks:
         #: a kernel pattern's block over the input, by its output type (only when its
         #: matches are one block: a derived stage reads one layout of rows and fields)
         self.by_type: dict[str, _Registered] = {}
+        #: a window block's arrival rows as a block (:meth:`add_window`), by the identity of
+        #: its list of rows (what the patterns over them read as an ``EventRows``)
+        self.window_rows: dict[int, StageMatches] = {}
 
     def _readable(self, src: Rows) -> bool:
         """Whether ``src`` is the batch or a derived stream of it (kernels.cascade), not
@@ -142,29 +158,84 @@ class ColumnBlocks:
         return src is self.batch or (isinstance(src, EventRows) and src.inputs is not None)
 
     def add(self, m: Any, p: dict, inst: np.ndarray, found: list[ComplexEvent],
-            src: Rows) -> None:
+            cols: TypeColumns) -> None:
         """Describe the matches ``found`` of the pair plan ``p`` of pattern ``m`` (instances
-        ``inst``, in the same order) as blocks where they can be (kernels.pair.stage_blocks),
-        in input rows when ``src`` is a derived stream (:meth:`_flat`); none when ``src`` is
-        neither that nor the batch."""
+        ``inst``, in the same order) over the rows of ``cols`` as blocks where they can be
+        (kernels.pair.stage_blocks), in input rows when those are a derived stream
+        (:meth:`_flat`) or a window block's rows (:meth:`_through`); none when they are
+        another."""
+        src = cols.src
+        over = self.window_rows.get(id(getattr(src, "events", None)))
+        if over is not None:  # (a pattern over a window block's rows: kernels.cascade)
+            for b in stage_blocks(m, p, inst, cols):
+                self._keep(m, self._through(b, over), None, found, False)
+            return
         if not self._readable(src):
             return
-        made = stage_blocks(m, p, inst)
+        made = stage_blocks(m, p, inst, cols)
         if src is not self.batch:
             made = [b for b in (self._flat(b, src) for b in made)  # type: ignore[arg-type]
                     if b is not None]
         for b in made:
             self._keep(m, b, None, found, len(made) == 1)
 
-    def defer(self, m: Any, p: dict, inst: np.ndarray, src: Rows,
+    def add_window(self, w: Any, src: Rows) -> None:
+        """Describe the rows of the window block ``w`` (kernels.window_block.WindowBlock)
+        planned over the batch as a block, when each is the arrival row of its input row
+        (``w.arrivals``: a sliding window's row per arriving event): a field item is that
+        row's field, any other item (an aggregate) the row's own value, a ``(VALUE, i)``
+        column of the rows' parameters; the rows of boundaries and expiries stay objects.
+        Registered for the patterns over those rows (:meth:`add`, :meth:`_through`)."""
+        if src is not self.batch or not w.arrivals or not w.found:
+            return
+        found = w.found
+        fields: list[tuple[int, int]] = []
+        values: list[list[Any]] = []
+        for i, (kind, a) in enumerate(w.plan.items):
+            if kind == "field":
+                fields.append((0, a))
+            else:
+                fields.append((VALUE, len(values)))
+                values.append(field_values(found, i))
+        at = np.asarray(w.at, np.int64)
+        b = StageMatches(w.name, tuple(w.plan.aliases), tuple(fields), at, np.arange(len(at)),
+                         at[None, :], values=tuple(values))
+        self.window_rows[id(found)] = b
+        b.events = found
+        self.blocks.append((b, None))
+
+    def _through(self, b: StageMatches, w: StageMatches) -> StageMatches:
+        """Block ``b`` of a pattern over the rows of window block ``w`` (:meth:`add_window`:
+        ``b``'s rows are places among ``w``'s matches) in input rows: each stage the input
+        row of its window row, a field the window row's item it reads — that input row's
+        field, or its value column gathered (a window block's items are no other: literals
+        and expressions keep a window per event, window_block._shape)."""
+        consts, values = b.consts, list(b.values)
+        fields: list[tuple[int, int] | None] = []
+        for f in b.fields:
+            if f is None or f[0] < 0:  # (null, a literal, the match's own time, a value)
+                fields.append(f)
+                continue
+            g = w.fields[f[1]]
+            assert g is not None and (g[0] == 0 or g[0] == VALUE)
+            if g[0] == 0:
+                fields.append((f[0], g[1]))
+            else:
+                fields.append((VALUE, len(values)))
+                values.append(list(map(w.values[g[1]].__getitem__, b.rows[f[0]].tolist())))
+        return StageMatches(b.pattern, b.names, tuple(fields), w.at[b.at], b.rank,
+                            w.rows[0][b.rows], consts, values=tuple(values))
+
+    def defer(self, m: Any, p: dict, inst: np.ndarray, cols: TypeColumns,
               make: Callable[[np.ndarray], list[Any]]) -> Deferred | None:
         """A :class:`Deferred` for the matches of instances ``inst`` of the pair plan ``p``
-        of pattern ``m`` (``make``: their objects by place), when only the output reads
-        ``m``'s complex events and they are all one block over the batch
-        (kernels.pair.stage_blocks); else None (they are made)."""
-        if m.name not in self.unread or src is not self.batch or not len(inst):
+        of pattern ``m`` over the rows of ``cols`` (``make``: their objects by place), when
+        only the output reads ``m``'s complex events and they are all one block over the
+        batch (kernels.pair.stage_blocks, a computed select list's values a column of the
+        block); else None (they are made)."""
+        if m.name not in self.unread or cols.src is not self.batch or not len(inst):
             return None
-        made = stage_blocks(m, p, inst)
+        made = stage_blocks(m, p, inst, cols)
         if len(made) != 1 or not np.array_equal(made[0].rank, np.arange(len(inst))):
             return None
         d = Deferred(m.name, len(inst), make)
@@ -256,7 +327,7 @@ class ColumnBlocks:
         consts = list(b.consts)
         fields: list[tuple[int, int] | None] = []
         for f in b.fields:
-            if f is None or f[0] < 0:  # (null, a literal, the match's own time)
+            if f is None or f[0] < 0:  # (null, a literal, the match's own time, a value)
                 fields.append(f)
                 continue
             start, kb = stages[f[0]]
@@ -269,15 +340,17 @@ class ColumnBlocks:
             if g is not None and g[0] == CONST:
                 fields.append((CONST, len(consts)))
                 consts.append(kb.consts[g[1]])
-            elif g is not None and g[0] < 0:  # (the derived part's time: not a row's field)
-                return None
+            elif g is not None and g[0] < 0:  # (the derived part's time or a value given
+                return None  # per match: not a row's field)
             else:
                 fields.append(None if g is None else (start + g[0], g[1]))
         if not keep.any():
             return None
         assert src.inputs is not None
+        kept = np.flatnonzero(keep).tolist()
         return StageMatches(b.pattern, b.names, tuple(fields), src.inputs[b.at][keep],
-                            b.rank[keep], np.concatenate(leaves)[:, keep], tuple(consts))
+                            b.rank[keep], np.concatenate(leaves)[:, keep], tuple(consts),
+                            values=tuple(list(map(v.__getitem__, kept)) for v in b.values))
 
     def table(self, out: list[ComplexEvent], at: list[int], src: Rows) -> MatchTable:
         """The batch's :class:`MatchTable`: the split's complex events ``out`` (in detection
@@ -342,5 +415,5 @@ class ColumnBlocks:
                 places, at = places[ok], at[ok]
             if len(at):
                 free[at] = False
-                blocks.append(replace(b, at=rows_at[at], rank=at, rows=b.rows[:, places]))
+                blocks.append(replace(b.taken(places), at=rows_at[at], rank=at))
         return first

@@ -36,6 +36,7 @@ from cepflow.runtime.kernels.frame import (
 from cepflow.runtime.reach import whole
 from cepflow.runtime.rows import (
     CONST,
+    VALUE,
     EventRows,
     LazyBindings,
     MatchTable,
@@ -1006,22 +1007,32 @@ def _emit_and(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray
     return blocks
 
 
-def stage_blocks(m: Any, p: dict, inst: np.ndarray) -> list[StageMatches]:
+def stage_blocks(m: Any, p: dict, inst: np.ndarray, cols: TypeColumns | None = None
+                 ) -> list[StageMatches]:
     """The matches of instances ``inst`` of the plan ``p`` (:func:`pair_rows`) that
     :func:`process_esper_columns` hands over as rows — instances begun in the batch, a select
     list of fields, the time and literals — as :class:`StageMatches` blocks (a last stage of
     alternatives: one per alternative), each match's ``rank`` its place in ``inst``; no
     complex event is made (the program split's column blocks, kernels.column_blocks, whose
-    objects :func:`pair_matches` makes)."""
+    objects :func:`pair_matches` makes). With the batch's columns ``cols``, also a plain
+    pair's (no alternatives, and, until) whose select list computes values exactly
+    column-wise (:func:`_computed_block`: Duration's ``a2.ts - a1.ts``)."""
     pr = m.pattern.pair
     fields = _select_fields(m, pr)
-    if fields is None or not len(inst):
+    computed = (fields is None and cols is not None and m.pattern.auto.select_exprs is not None
+                and pr.until is None and not pr.alts and not pr.paths and not pr.conj)
+    if (fields is None and not computed) or not len(inst):
         return []
     p["as_rows"] = p["match"] & (np.arange(len(p["match"])) >= p["n_old"])
     try:
-        return _emit(m, pr, p, inst, np.arange(len(inst)), 0, None, fields, {}, objects=False)
+        blocks = _emit(m, pr, p, inst, np.arange(len(inst)), 0, None, fields or (), {},
+                       objects=False)
     finally:
         p["as_rows"] = np.zeros(len(p["match"]), bool)
+    if not computed:
+        return blocks
+    assert cols is not None
+    return [c for c in (_computed_block(m, pr, b, cols) for b in blocks) if c is not None]
 
 
 def _taken_by(pr: EsperPair, p: dict, i: int) -> dict:
@@ -1141,22 +1152,31 @@ def _computed_select(m: Any, pr: EsperPair, stage_events: list[list[Event]],
     closures give them; else None (the matches are made as objects, each evaluated).
     ``values(j, i)``, when given, reads parameter ``i`` of the stage-``j`` events
     (:func:`_stage_values`)."""
-    auto = m.pattern.auto
     if not stage_events[0]:
         return None
-    where = {v: (j, i) for j, new in enumerate(pr.new) for i, v in new}
     last = stage_events[-1]
+    cols = _computed_columns(
+        m, pr, len(last),
+        values or (lambda j, i: [e.params[i] for e in stage_events[j]]),
+        lambda: list(map(_TS, last)))
+    return None if cols is None else zip(*cols, strict=True)
+
+
+def _computed_columns(m: Any, pr: EsperPair, n: int, values: Any, times: Any
+                      ) -> list[list[Any]] | None:
+    """The select list's values of ``n`` matches, item by item (:func:`_computed_select`):
+    ``values(j, i)`` parameter ``i`` of their stage-``j`` events, ``times()`` their times;
+    None when an item is not computed exactly column-wise."""
+    auto = m.pattern.auto
+    where = {v: (j, i) for j, new in enumerate(pr.new) for i, v in new}
 
     def column(v: str) -> list[Any]:
         if v == "@ts":
-            return list(map(_TS, last))
+            return times()
         at = where.get(v)
         if at is None:  # (bound by no stage: null, as the bindings' get gives it)
-            return [None] * len(last)
-        j, i = at
-        if values is not None:
-            return values(j, i)
-        return [e.params[i] for e in stage_events[j]]
+            return [None] * n
+        return values(*at)
 
     cols = []
     for v, e in zip(auto.select_vars, auto.select_exprs, strict=True):
@@ -1164,8 +1184,40 @@ def _computed_select(m: Any, pr: EsperPair, stage_events: list[list[Event]],
         if vals is None:
             return None
         cols.append(vals)
-    return zip(*cols, strict=True)
+    return cols
 
+
+def _computed_block(m: Any, pr: EsperPair, b: StageMatches, cols: TypeColumns
+                    ) -> StageMatches | None:
+    """Block ``b`` (rows only: :func:`stage_blocks`) of a pattern whose select list is
+    computed (:func:`_computed_columns`) with its items' values: each item naming a stage's
+    field that field, the time the match's own, a computed one a ``(VALUE, i)`` column
+    computed from the batch's columns; None when one cannot be computed exactly."""
+    src = cols.src
+
+    def values(j: int, i: int) -> list[Any]:
+        rows = b.rows[j]
+        if isinstance(src, EventRows):
+            return cols.pick(pr.stages[j].position.type, i, rows)
+        local, uniq = src.values(i, rows)
+        return list(map(uniq.__getitem__, local.tolist()))
+
+    def times() -> list[Any]:
+        return list(map(src.time_at, b.rows[-1].tolist()))
+
+    got = _computed_columns(m, pr, len(b.at), values, times)
+    if got is None:
+        return None
+    auto, where = m.pattern.auto, {v: (j, i) for j, new in enumerate(pr.new) for i, v in new}
+    fields: list[tuple[int, int] | None] = []
+    computed: list[list[Any]] = []
+    for v, col in zip(auto.select_vars, got, strict=True):
+        if v is None:
+            fields.append((VALUE, len(computed)))
+            computed.append(col)
+        else:
+            fields.append((-1, 0) if v == "@ts" else where.get(v))
+    return replace(b, fields=tuple(fields), values=tuple(computed))
 
 
 def pair_matches(m: Any, p: dict, inst: np.ndarray, events: Any, arity: dict[str, int]

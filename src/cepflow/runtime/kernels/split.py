@@ -278,6 +278,8 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
             b = plan_window(engine, engine.windows[i], cols, src)
             if b is not None:
                 windows[i] = b
+                if blocks is not None:
+                    blocks.add_window(b, src)
     if any(p is None for p in plans) or not (plans or windows):
         if columns:
             counters.rewind(before)
@@ -317,7 +319,7 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
 
     # (matches nothing reads, one block of rows: not made — kernels.column_blocks.Deferred)
     out: Any = None if blocks is None or eager or made is not p else blocks.defer(
-        m, made, inst, cols.src, lambda i: pair_matches(m, made, inst[i],
+        m, made, inst, cols, lambda i: pair_matches(m, made, inst[i],
                                                         cols.events(rows_of(inst[i])), arity))
     if isinstance(cols.src, EventRows):
         events: Any = cols.src.events
@@ -337,7 +339,7 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
     except EvaluationError:  # (no sink installed)
         raise Declined(declined) from None
     if blocks is not None and len(inst) and not deferred:
-        blocks.add(m, made, inst, out, cols.src)
+        blocks.add(m, made, inst, out, cols)
     id_rows, opens = forks_and_starts(None if made is p else at, p["new_rows"])
 
     def commit(token_ids: np.ndarray) -> None:

@@ -337,6 +337,9 @@ class WindowBlock:
         self.found: list[ComplexEvent] = []
         #: set by the split: who gives an emitted row's match id (split._Replay)
         self.emit_at: Any = None
+        #: whether every row of :attr:`found` is the arrival row of its input row :attr:`at`
+        #: (its fields that row's own: kernels.column_blocks describes them as a block)
+        self.arrivals = False
         st = self.statement
         t = st.input_type
         rows = (cols.rows(t) if not st.more_inputs else
@@ -672,6 +675,7 @@ class WindowBlock:
         if not len(other):
             found = self._rows(evs, values_at(pos), arrivals=now)
             at = rows
+            self.arrivals = True
         else:  # (and a row for the group of the record it pushed out, when another group)
             j = np.concatenate([np.arange(n), other])
             o = np.argsort(j, kind="stable")
