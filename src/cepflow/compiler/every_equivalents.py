@@ -58,8 +58,9 @@ def _events(p: ast.Pattern) -> bool:
 
 
 def _guarded_every(p: ast.Pattern) -> bool:
-    """``(every X) where timer:within(Δ)`` as the EPL reader gives it, X one event."""
-    return (isinstance(p, ast.Window) and p.guard and p.kind == "within"
+    """``(every X) where timer:within(Δ)`` as the EPL reader gives it, X one event (not
+    ``timer:withinmax`` counting results: its count is no plain guard's)."""
+    return (isinstance(p, ast.Window) and p.guard and p.kind == "within" and p.most is None
             and _plain(p.pattern) and _events(p.pattern.pattern))  # type: ignore[attr-defined]
 
 
@@ -116,7 +117,7 @@ def _distinct_tags(items: list[ast.Pattern]) -> list[ast.Pattern]:
 
 def every_equivalents(p: ast.Pattern) -> ast.Pattern:
     """``p`` with the four rewrites of the module docstring applied, innermost first."""
-    if isinstance(p, ast.Atom | ast.Interval):
+    if isinstance(p, ast.Atom | ast.Interval | ast.At):
         return p
     if isinstance(p, ast.Fol | ast.Or):
         return replace(p, left=every_equivalents(p.left), right=every_equivalents(p.right))
