@@ -1151,11 +1151,21 @@ def guard_windows(p: ast.Pattern) -> ast.Pattern:
         out: list[ast.Pattern] = [items[0]]
         for it in items[1:]:
             prev = out[-1]
-            single = isinstance(prev, ast.Atom) or (isinstance(prev, ast.Every) and (
-                isinstance(prev.pattern, ast.Atom) or _timer_head(prev.pattern))) or (
+            single = _single(prev) or (isinstance(prev, ast.Every) and (
+                _single(prev.pattern) or _timer_head(prev.pattern))) or (
                 _timer_head(prev))  # a timer: its end is the clock's or the TIMER event
             if isinstance(it, ast.Window) and it.kind == "within" and single:
                 out[-1] = replace(it, pattern=ast.Fol(prev, it.pattern, it.loc))
+            elif (isinstance(it, ast.Window) and it.kind == "within" and it.most is None
+                  and not isinstance(prev, ast.Every)):
+                # (every (G) -> …: _Lowering.group reports it; a counting timer:withinmax:
+                # _counted_places)
+                # a window from P's own first event would read Esper's guard wrongly
+                raise EsperError("a guard 'where timer:within(…)' after a step that is not one "
+                                 f"event ({_name_of(prev)}) is not supported: Esper starts it when "
+                                 "that step completes; guard a step of single events "
+                                 "(A -> (B where timer:within(Δ))) or the whole pattern",
+                                 it.loc or it.pattern.loc or p.loc)
             else:
                 out.append(it)
         return _fol(out)
@@ -1282,17 +1292,19 @@ def _zero_first(p: ast.Pattern, loc: ast.Loc) -> ast.Pattern:
 
 
 def _begins_with_timer(p: ast.Pattern) -> bool:
-    """Under its guards, does ``p`` begin with a timer that events follow
-    (``(timer:interval(Δ) -> P) where …``: it starts at the statement's start already)? A
-    guard around the timer alone (``timer:interval(3 sec) where timer:within(2 sec)``) does
-    not: it starts at the start."""
+    """Under its guards, does ``p`` begin with the zero interval that events follow
+    (``(timer:interval(0) -> P) where …``: the guard's window starts at the statement's start
+    already)? A longer interval does not: the window would begin when it fires, where Esper's
+    guard runs from the start (``(timer:interval(2 sec) -> a=A) where timer:within(3 sec)``
+    takes an ``A`` from 2 s to 3 s only); nor does a guard around the timer alone
+    (``timer:interval(3 sec) where timer:within(2 sec)``)."""
     while True:
         if isinstance(p, ast.Window):
             p = p.pattern
         elif isinstance(p, ast.Fol):
             first = fol_items(p)[0]
             if _timer_head(first):
-                return True
+                return all(t.duration == 0 for t in walk(first) if isinstance(t, ast.Interval))
             p = first
         else:
             return False
