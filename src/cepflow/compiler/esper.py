@@ -54,7 +54,7 @@ same automata and engine:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from itertools import count
 from typing import Literal
 
@@ -64,7 +64,7 @@ from cepflow.compiler.normalize import and_items, fol_items, or_items
 from cepflow.events.event import EventType
 from cepflow.language import ast
 from cepflow.language.tags import RepeatedTag, indexed, misuses, repeated_tags
-from cepflow.language.walk import atoms, names, rewrite, strip_alias, walk
+from cepflow.language.walk import atoms, map_atoms, names, rewrite, strip_alias, walk
 from cepflow.schedule import Schedule
 
 StartPolicy = Literal["once", "restart", "spawn", "group", "respawn"]
@@ -769,10 +769,7 @@ class _Lowering:
         if u.high is not None:  # [n]: true at the n-th, false at the deadline before it
             out.append(ast.Window(_fol(items), t.duration, "within", u.loc))
             return
-        items += [ast.Mult(rep, "*", u.loc), t]
-        out.append(ast.Window(_fol(items), t.duration, "within", u.loc))
-        if not last:
-            out.append(ast.Atom(TIMER, (), None, None, t.loc))
+        _timed_end(out, [*items, ast.Mult(rep, "*", u.loc), t], t, u.loc, last)
 
     def until_silence(self, u: ast.Until, silence: tuple[ast.Interval, ast.Pattern],
                       out: list[ast.Pattern], first: bool, last: bool) -> None:
@@ -801,10 +798,7 @@ class _Lowering:
         prev = _event_before(out, " ending an until", "(b=B until every (timer:interval(…) and "
                              "not B))", t.loc)
         rep, _ = _one_instance(rep, rep)
-        out.append(ast.Window(_fol([prev, ast.Mult(rep, "*", u.loc), t]), t.duration,
-                              "within", u.loc, slide=True))
-        if not last:
-            out.append(ast.Atom(TIMER, (), None, None, t.loc))
+        _timed_end(out, [prev, ast.Mult(rep, "*", u.loc), t], t, u.loc, last, slide=True)
 
     def until_not(self, u: ast.Until, out: list[ast.Pattern]) -> None:
         """``P until not Q``: Esper's EvalMatchUntilStateNode starts its end first, and a
@@ -858,6 +852,16 @@ _UNTIL_END: dict[type, str] = {
     ast.Fol: "a sequence", ast.And: "'and'", ast.Window: "a guard"}
 
 
+def _timed_end(out: list[ast.Pattern], items: list[ast.Pattern], t: ast.Interval,
+               loc: ast.Loc, last: bool, slide: bool = False) -> None:
+    """An until ending at ``t``: its steps ``items`` as the timed zone whose deadline
+    completes it, then — with more pattern after it — the synthetic TIMER event the rest
+    follows (as after ``X -> timer:interval(Δ)``)."""
+    out.append(ast.Window(_fol(items), t.duration, "within", loc, slide=slide))
+    if not last:
+        out.append(ast.Atom(TIMER, (), None, None, t.loc))
+
+
 def _until_end(p: ast.Pattern) -> ast.Pattern:
     """An until's end with ``every`` around one event or ``timer:interval`` taken off: the
     until quits at its end's first result (EvalMatchUntilStateNode), and EvalEveryStateNode
@@ -881,13 +885,10 @@ def _one_instance(rep: ast.Pattern, end: ast.Pattern) -> tuple[ast.Pattern, ast.
     (runtime.compiled ``CompiledPattern.greedy``) — Esper's one instance per until."""
     uid = next(_UNTIL_IDS)
 
-    def mark(p: ast.Pattern) -> ast.Pattern:
-        if isinstance(p, ast.Atom):
-            return replace(p, until=uid)
-        assert isinstance(p, ast.Or)
-        return replace(p, left=mark(p.left), right=mark(p.right))
+    def mark(a: ast.Atom) -> ast.Atom:
+        return replace(a, until=uid)
 
-    return mark(rep), mark(end)
+    return map_atoms(rep, mark), map_atoms(end, mark)
 
 
 def _one_group(rep: ast.Pattern, end: ast.Pattern) -> tuple[ast.Pattern, ast.Pattern]:
@@ -897,13 +898,10 @@ def _one_group(rep: ast.Pattern, end: ast.Pattern) -> tuple[ast.Pattern, ast.Pat
     with it (Matcher._apply)."""
     gid = next(_UNTIL_IDS)
 
-    def mark(p: ast.Pattern) -> ast.Pattern:
-        if isinstance(p, ast.Atom):
-            return replace(p, group=(*p.group, gid))
-        return replace(p, **{f.name: mark(getattr(p, f.name)) for f in fields(p)
-                             if isinstance(getattr(p, f.name), ast.Pattern)})
+    def mark(a: ast.Atom) -> ast.Atom:
+        return replace(a, group=(*a.group, gid))
 
-    return mark(rep), mark(end)
+    return map_atoms(rep, mark), map_atoms(end, mark)
 
 
 def _silence(end: ast.Pattern) -> tuple[ast.Interval, ast.Pattern] | None:

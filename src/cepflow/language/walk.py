@@ -9,6 +9,7 @@ one of them in one place.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import TypeVar
 
 from cepflow.language import ast
@@ -38,6 +39,20 @@ def _preorder(node: T, children: Callable[[T], tuple[T, ...]]) -> Iterator[T]:
 def walk(node: ast.Pattern) -> Iterator[ast.Pattern]:
     """``node`` and every pattern below it, in pre-order (left to right)."""
     return _preorder(node, pattern_children)
+
+
+def map_atoms(node: ast.Pattern, fn: Callable[[ast.Atom], ast.Atom]) -> ast.Pattern:
+    """``node`` rebuilt with each atom ``a`` below it replaced by ``fn(a)`` (the rest kept)."""
+    if isinstance(node, ast.Atom):
+        return fn(node)
+    if isinstance(node, ast.Fol | ast.Or | ast.And):
+        return replace(node, left=map_atoms(node.left, fn), right=map_atoms(node.right, fn))
+    if isinstance(node, ast.Mult | ast.Not | ast.Window | ast.Every):
+        return replace(node, pattern=map_atoms(node.pattern, fn))
+    if isinstance(node, ast.Until):
+        return replace(node, pattern=map_atoms(node.pattern, fn),
+                       until=map_atoms(node.until, fn))
+    return node  # Interval, At
 
 
 def atoms(node: ast.Pattern) -> Iterator[ast.Atom]:

@@ -1115,7 +1115,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                         threads.append(kept)
                     continue
                 if groups and th.state in groups:
-                    left |= groups[th.state] - groups.get(nt.state, frozenset())
+                    left |= groups[th.state] - groups.get(nt.state, _NO_GROUPS)
                 if nt.state == FINAL:
                     if done is None or _age(nt, unused) < _age(done, unused):
                         done = nt
@@ -1136,7 +1136,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             self._complete(tok, done, e.ts, emit)
             return
         if left:  # Esper's one until instance ended: its runs that skipped an event end too
-            threads = [th for th in threads if not groups.get(th.state, frozenset()) & left]
+            threads = [th for th in threads if not groups.get(th.state, _NO_GROUPS) & left]
         auto = self.pattern.auto
         if auto.group_end:  # every (G) -> R: did G complete?
             threads = self._group_end(tok, threads, new or any(
@@ -1559,6 +1559,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
 
 
 _INF = float("inf")
+_NO_GROUPS: frozenset[int] = frozenset()  # (a state of no until over a group)
 _KEEP = Thread(INITIAL, {}, [], None, None)  # marker: keep the source thread as well
 #: marker: keep the source thread as well, one more result of its timer:withinmax counted
 _COUNTED = Thread(INITIAL, {}, [], None, None)
