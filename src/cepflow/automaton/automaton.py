@@ -148,6 +148,11 @@ class Zone:
     #: and a trailing NOT's timer completes before an event at the deadline; VEPL's windows
     #: include it (000 §4.3.1: ``|c1.τ - c2.τ| ≤ Δ``). Set for patterns of context esper.
     open_end: bool = False
+    #: begun where a step completed (Esper's guard after a step that is not one event,
+    #: ast.Window.after): of the window's first followed-by item only the positions that
+    #: complete it are inside, so the zone is entered — its duration starts — at that item's
+    #: last event; the per-event token path runs it (no kernel reads such a zone)
+    after: bool = False
 
     def exceeded(self, span: float) -> bool:
         """Does a within span of ``span`` ms break this window?"""

@@ -102,6 +102,9 @@ class _Builder:
         self.forbid: dict[int, list[Position]] = defaultdict(list)
         self.zones: list[Zone] = []
         self.zone_stack: list[int] = []
+        #: the zone of an ast.Window.after being built: the sequence under it enters the
+        #: zone after its first item (:meth:`enter_after`)
+        self.lead_zone: int | None = None
         #: the variables the enclosing sequences bound before the operand being built (a NOT
         #: inside a window in the middle, ``A -> (NOT C(a.k) -> B)[Δ]``, may read them)
         self.bound_before: frozenset[str] = frozenset()
@@ -375,6 +378,7 @@ class _Builder:
         return f, alt
 
     def build_seq(self, items: list[ast.Pattern], loc: ast.Loc) -> _Frag:
+        lead, self.lead_zone = self.lead_zone, None  # (build_window, ast.Window.after)
         cur: _Frag | None = None
         pending: list[Position] = []
         bound: set[str] = set(self.bound_before)
@@ -442,6 +446,8 @@ class _Builder:
             finally:
                 self.bound_before = outer
                 self.anchor = None
+            if lead is not None and n == 0:
+                self.enter_after(f, lead)
             bound |= sure_variables(it)
             if cur is None:
                 cur = f
@@ -511,14 +517,23 @@ class _Builder:
 
     def build_window(self, p: ast.Window) -> _Frag:
         zid = len(self.zones)
-        zone = Zone(zid, float(p.duration), p.kind, loc=p.loc)
+        zone = Zone(zid, float(p.duration), p.kind, loc=p.loc, after=p.after)
         self.zones.append(zone)
-        self.zone_stack.append(zid)
+        if p.after:  # (Esper's guard after a step X: the zone from X's end, enter_after)
+            if not isinstance(p.pattern, ast.Fol) or p.slide or p.most is not None:
+                raise self.err("a guard begun where a step completed needs that step and "
+                               "the guarded pattern after it (X -> (P where "
+                               "timer:within(Δ)))", p.loc)
+            self.lead_zone = zid
+        else:
+            self.zone_stack.append(zid)
         first_raw = len(self.raw)
         try:
             f = self.build(p.pattern)
         finally:
-            self.zone_stack.pop()
+            self.lead_zone = None
+            if self.zone_stack and self.zone_stack[-1] == zid:
+                self.zone_stack.pop()
         if f.nullable:
             raise self.err("a time window over a pattern that can be empty", p.loc)
         if p.slide:  # (ast.Window.slide: each step inside enters the zone again)
@@ -537,6 +552,22 @@ class _Builder:
             timer |= set(f.tail)
         return _Frag(f.first, f.last, False, f.created, f.zones | {zid}, {}, timer, f.done,
                      f.resume)
+
+    def enter_after(self, f: _Frag, zid: int) -> None:
+        """The first item ``X`` of an ast.Window.after's sequence is built (``f``): the
+        positions that complete it join zone ``zid`` — a step into one of them from outside
+        enters the zone, so its duration starts at ``X``'s last event, as Esper's guard starts
+        when the followed-by activates it (EvalFollowedByStateNode, TimerWithinGuard) — and
+        the rest of the sequence is built inside the zone. ``X`` must end at an event (no
+        trailing NOT, timer or optional part: the EPL reader takes no such ``X``)."""
+        if f.nullable or f.tail or f.timer or f.resume is not None or not f.last:
+            raise self.err("a guard after a step that can end without an event is not "
+                           "supported", None)
+        for pos in self.positions:
+            if pos.id in f.last:
+                pos.zones = (*pos.zones, zid)
+        f.zones.add(zid)
+        self.zone_stack.append(zid)
 
     def resume(self, f: _Frag) -> _Frag:
         """``A -> (B and timer:interval(Δ))`` after its window: at the deadline the states

@@ -407,7 +407,13 @@ class _Lowering:
         if isinstance(p, ast.Fol):
             return self.seq(p, self.chain(fol_items(p), head))
         if isinstance(p, ast.Window):
-            return replace(p, pattern=self.pattern(p.pattern, head))
+            low = replace(p, pattern=self.pattern(p.pattern, head))
+            if p.after and fol_items(low.pattern)[0] != self.pattern(fol_items(p.pattern)[0],
+                                                                    head):
+                # (the zone begins after the first item: it must stay one item)
+                raise EsperError("a guard after this step is not supported: its lowering "
+                                 "is not one step", p.loc)
+            return low
         if isinstance(p, ast.Or):
             if p is self.repeating:  # (every x = X or …) from the statement's start
                 return _every_events(p)
@@ -1140,40 +1146,86 @@ def _untagged(p: ast.Pattern) -> ast.Pattern:
     return ast.Atom(p.name, p.args, where, None, p.loc)
 
 
-def guard_windows(p: ast.Pattern) -> ast.Pattern:
-    """Esper's guard ``X -> (P where timer:within(Δ))`` starts when ``P`` is activated, i.e. at
-    ``X``'s event: with ``X`` one event (or the timer a pattern starts with) that is the window
-    ``(X -> P)[Δ]`` (used by the EPL reader; in cepflow syntax a window means what it says)."""
+def guard_windows(p: ast.Pattern, top: bool = True) -> ast.Pattern:
+    """Esper's guard ``X -> (P where timer:within(Δ))`` starts when ``P`` is activated, i.e.
+    when ``X`` completed (EvalFollowedByStateNode starts its next child then, and
+    EvalGuardStateNode its TimerWithinGuard with it): with ``X`` one event (or the timer a
+    pattern starts with) that is the window ``(X -> P)[Δ]`` from ``X``'s event; with ``X`` a
+    step of several events (:func:`_ends_at_event`) in the pattern's followed-by (``top``: not
+    inside and / or / not / until / a repetition) it is that window begun at ``X``'s last
+    event (ast.Window.after). Used by the EPL reader; in cepflow syntax a window means what it
+    says."""
     if isinstance(p, ast.Fol):
-        items = [guard_windows(i) for i in fol_items(p)]
+        items = [guard_windows(i, top) for i in fol_items(p)]
         out: list[ast.Pattern] = [items[0]]
         for it in items[1:]:
             prev = out[-1]
             single = _single(prev) or (isinstance(prev, ast.Every) and (
                 _single(prev.pattern) or _timer_head(prev.pattern))) or (
                 _timer_head(prev))  # a timer: its end is the clock's or the TIMER event
-            if isinstance(it, ast.Window) and it.kind == "within" and single:
+            guard = isinstance(it, ast.Window) and it.kind == "within"
+            if guard and single:
                 out[-1] = replace(it, pattern=ast.Fol(prev, it.pattern, it.loc))
-            elif (isinstance(it, ast.Window) and it.kind == "within" and it.most is None
-                  and not isinstance(prev, ast.Every)):
+            elif guard and it.most is None and not isinstance(prev, ast.Every):
                 # (every (G) -> …: _Lowering.group reports it; a counting timer:withinmax:
                 # _counted_places)
+                why = _ends_at_event(prev, lead=len(out) == 1)
+                if top and why is None:
+                    out[-1] = replace(it, pattern=ast.Fol(prev, it.pattern, it.loc),
+                                      after=True)
+                    continue
                 # a window from P's own first event would read Esper's guard wrongly
+                where = why or "inside and, or, not, until or a repetition"
                 raise EsperError("a guard 'where timer:within(…)' after a step that is not one "
-                                 f"event ({_name_of(prev)}) is not supported: Esper starts it when "
-                                 "that step completes; guard a step of single events "
-                                 "(A -> (B where timer:within(Δ))) or the whole pattern",
-                                 it.loc or it.pattern.loc or p.loc)
+                                 f"event ({_name_of(prev)}) is supported in the pattern's "
+                                 "followed-by after events, and, or, [n] and guarded steps "
+                                 f"of those, not {where}: Esper starts it when that step "
+                                 "completes", it.loc or it.pattern.loc or p.loc)
             else:
                 out.append(it)
         return _fol(out)
     if isinstance(p, ast.Or | ast.And):
-        return type(p)(guard_windows(p.left), guard_windows(p.right), p.loc)
+        return type(p)(guard_windows(p.left, False), guard_windows(p.right, False), p.loc)
     if isinstance(p, ast.Atom | ast.Interval | ast.At):
         return p
     if isinstance(p, ast.Until):
-        return replace(p, pattern=guard_windows(p.pattern), until=guard_windows(p.until))
-    return replace(p, pattern=guard_windows(p.pattern))
+        return replace(p, pattern=guard_windows(p.pattern, False),
+                       until=guard_windows(p.until, False))
+    return replace(p, pattern=guard_windows(p.pattern, top and isinstance(
+        p, ast.Window | ast.Every)))
+
+
+def _ends_at_event(x: ast.Pattern, lead: bool) -> str | None:
+    """Why the step ``x`` before a guard cannot begin the guard at its last event (None: it
+    can). Taken: what completes once, at an event, in one automaton run — events, ``and``
+    and ``or`` of them (not an or run beside: :func:`_beside`), ``[n]`` (n ≥ 2),
+    followed-by, guards (``within``, also begun after a step) of those; at the pattern's
+    start (``lead``) also ``every`` on one event or the zero interval in front (the start
+    policy and the statement start take them off). A ``not``, an interval, an until, an
+    ``every`` inside would make ``X`` true without an event or more than once."""
+    head = x
+    while isinstance(head, ast.Window | ast.Fol):
+        head = head.pattern if isinstance(head, ast.Window) else fol_items(head)[0]
+    for n in walk(x):
+        if lead and n is head and ((isinstance(n, ast.Every) and _single(n.pattern)
+                                    and not n.distinct and n.expiry is None)
+                                   or (isinstance(n, ast.Interval) and n.duration == 0)):
+            continue
+        if isinstance(n, ast.Window):
+            if n.kind != "within" or n.most is not None or n.slide:
+                return "after a counting timer:withinmax"
+        elif isinstance(n, ast.Mult):
+            if not isinstance(n.count, int) or n.count < 2:
+                return "after a repetition [m:n]"
+        elif isinstance(n, ast.And):
+            if _special(n):
+                return "after an 'and' with 'not' or timer:interval"
+        elif isinstance(n, ast.Or):
+            if n.choice or _or_timer(n) or _beside(n):
+                return "after an 'or' with a guard, a timer or a nested 'and'"
+        elif not isinstance(n, ast.Atom | ast.Fol):
+            return f"after a step with {_name_of(n)} inside"
+    return None
 
 
 def statement_start(p: ast.Pattern) -> ast.Pattern:

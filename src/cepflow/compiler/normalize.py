@@ -95,7 +95,8 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
     if isinstance(p, ast.Window):
         inner = normalize(p.pattern, expand_and)
         if (isinstance(inner, ast.Window) and inner.kind == p.kind and not _accepts(inner)
-                and inner.most is None and p.most is None):
+                and inner.most is None and p.most is None and not inner.after
+                and not p.after):  # (a window from a step's end keeps its own zone)
             pick = min if p.kind == "within" else max
             return ast.Window(inner.pattern, pick(inner.duration, p.duration), p.kind, loc=p.loc,
                               guard=p.guard)

@@ -185,6 +185,12 @@ class Window:
     #: ``every`` on one event (``n`` ≥ 0) or one event (``n`` = 0: nothing passes). None: a
     #: plain ``timer:within`` (also withinmax around an operand that reports once, ``n`` ≥ 1)
     most: int | None = None
+    #: set by the EPL reader only (compiler.esper.guard_windows): Esper's guard after a step
+    #: ``X`` that is not one event, ``X -> (P where timer:within(Δ))``, as the window ``(X ->
+    #: P)[Δ]`` whose duration counts from the instant ``X`` — the first item of the window's
+    #: followed-by — completed (its last event), not from ``X``'s first event: the zone begins
+    #: at the steps that complete ``X`` (compiler.automata, Zone.after)
+    after: bool = False
 
 
 @dataclass(frozen=True)
