@@ -144,9 +144,12 @@ class CompiledPattern:
         # (Esper's A -> (X or not Y) reports where a run arrives, Automaton.reports: only the
         # token path does, so such a pattern runs there)
         # (and Esper's -[n]> after every, Automaton.limits, which the token path counts, and
-        # the results of timer:withinmax, Position.most, which it counts too)
+        # the results of timer:withinmax, Position.most, which it counts too; and Esper's
+        # guard begun where a step of several events completed, Zone.after, which no kernel
+        # plan reads)
         clocked = (self.clock is not None or self.timer_steps or bool(auto.reports)
-                   or bool(auto.limits) or any(p.most is not None for p in auto.positions))
+                   or bool(auto.limits) or any(p.most is not None for p in auto.positions)
+                   or any(z.after for z in auto.zones))
         #: state -> the acting -[n]> whose right-hand sides wait there: (n, its states)
         self.limit_at: dict[int, tuple[int, frozenset[int]]] = {
             s: lim for lim in auto.limits for s in lim[1]}
