@@ -1169,7 +1169,16 @@ def guard_windows(p: ast.Pattern, top: bool = True) -> ast.Pattern:
             elif guard and it.most is None and not isinstance(prev, ast.Every):
                 # (every (G) -> …: _Lowering.group reports it; a counting timer:withinmax:
                 # _counted_places)
-                why = _ends_at_event(prev, lead=len(out) == 1)
+                # (an and's not in a guarded step before: in its gaps, inside that window)
+                why = _ends_at_event(prev, lead=len(out) == 1,
+                                     nots=isinstance(prev, ast.Window))
+                inside = _ends_at_event(it.pattern, lead=False, nots=True)
+                if top and why is None and inside is not None:
+                    raise EsperError("a guard 'where timer:within(…)' after a step that is not "
+                                     f"one event is supported around events, and, or, [n], "
+                                     "followed-by, guards and 'and not' of events, not around "
+                                     f"{inside.removeprefix('after ')}",
+                                     it.loc or it.pattern.loc or p.loc)
                 if top and why is None:
                     out[-1] = replace(it, pattern=ast.Fol(prev, it.pattern, it.loc),
                                       after=True)
@@ -1191,21 +1200,34 @@ def guard_windows(p: ast.Pattern, top: bool = True) -> ast.Pattern:
     if isinstance(p, ast.Until):
         return replace(p, pattern=guard_windows(p.pattern, False),
                        until=guard_windows(p.until, False))
+    if isinstance(p, ast.Mult) and any(isinstance(n, ast.Window) and n.kind == "within"
+                                       for n in walk(p.pattern)):
+        # (read before as a window over each repetition's own events: ([2] (b=B where
+        # timer:within(1 sec))) matched B's 1.5 s after the start)
+        raise EsperError("a guard inside a repetition ([n] (P where timer:within(Δ))) is not "
+                         "supported: Esper starts each repetition's guard when the one before "
+                         "completed (EvalMatchUntilStateNode restarts its operand then) and "
+                         "the repetition is false when one guard ends; guard the repetition "
+                         "(([n] P) where timer:within(Δ))", p.loc)
     return replace(p, pattern=guard_windows(p.pattern, top and isinstance(
         p, ast.Window | ast.Every)))
 
 
-def _ends_at_event(x: ast.Pattern, lead: bool) -> str | None:
+def _ends_at_event(x: ast.Pattern, lead: bool, nots: bool = False) -> str | None:
     """Why the step ``x`` before a guard cannot begin the guard at its last event (None: it
     can). Taken: what completes once, at an event, in one automaton run — events, ``and``
     and ``or`` of them (not an or run beside: :func:`_beside`), ``[n]`` (n ≥ 2),
     followed-by, guards (``within``, also begun after a step) of those; at the pattern's
     start (``lead``) also ``every`` on one event or the zero interval in front (the start
     policy and the statement start take them off). A ``not``, an interval, an until, an
-    ``every`` inside would make ``X`` true without an event or more than once."""
+    ``every`` inside would make ``x`` true without an event or more than once. With
+    ``nots`` (the guarded pattern itself) also ``and not`` of single events (``(B and not
+    C)``: compiler.automata's NOT in the gaps, inside the guard's zone)."""
     head = x
     while isinstance(head, ast.Window | ast.Fol):
         head = head.pattern if isinstance(head, ast.Window) else fol_items(head)[0]
+    negs = {id(o) for n in walk(x) if nots and isinstance(n, ast.And) and _special(n)
+            for o in and_items(n) if isinstance(o, ast.Not) and _single(o.pattern)}
     for n in walk(x):
         if lead and n is head and ((isinstance(n, ast.Every) and _single(n.pattern)
                                     and not n.distinct and n.expiry is None)
@@ -1218,11 +1240,14 @@ def _ends_at_event(x: ast.Pattern, lead: bool) -> str | None:
             if not isinstance(n.count, int) or n.count < 2:
                 return "after a repetition [m:n]"
         elif isinstance(n, ast.And):
-            if _special(n):
+            if _special(n) and not (nots and all(id(o) in negs or not isinstance(
+                    o, ast.Not | ast.Interval) for o in and_items(n))):
                 return "after an 'and' with 'not' or timer:interval"
         elif isinstance(n, ast.Or):
             if n.choice or _or_timer(n) or _beside(n):
                 return "after an 'or' with a guard, a timer or a nested 'and'"
+        elif isinstance(n, ast.Not) and id(n) in negs:
+            continue
         elif not isinstance(n, ast.Atom | ast.Fol):
             return f"after a step with {_name_of(n)} inside"
     return None
