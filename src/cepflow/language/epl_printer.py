@@ -129,8 +129,9 @@ def _operand(p: ast.Pattern) -> str:
         guard = (f"where timer:within({duration(p.duration)})" if p.most is None else
                  f"where timer:withinmax({duration(p.duration)}, {p.most})")
         inner = p.pattern
-        if isinstance(inner, ast.Fol) and _single(inner.left):
-            # the reader's guard rule: X -> (P where timer:within) is (X -> P)[Δ]
+        if isinstance(inner, ast.Fol) and (_single(inner.left) or p.after):
+            # the reader's guard rule: X -> (P where timer:within) is (X -> P)[Δ] (from the
+            # end of X when X is not one event: ast.Window.after)
             return (f"({_operand(inner.left)}{_arrow(inner.left)}({_pattern(inner.right)}) "
                     f"{guard})")
         return f"(({_pattern(inner)}) {guard})"
