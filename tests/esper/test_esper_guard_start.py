@@ -5,9 +5,9 @@ EvalGuardStateNode starts the guard's timer with its operand). cepflow writes it
 and after a step of several events as that window begun at the step's last event
 (tests/esper/test_esper_guard_after_step.py): a window from ``P``'s own first event (what it
 was read as before stop 39) matched where Esper does not, e.g. ``(a=A and c=C) -> (d=D where
-timer:within(1 sec))`` over A@0 C@100 D@5000 (found by the withinmax work of stop 39). A guard around a pattern that
-begins with an interval runs from the statement's start, as any guard at the start does: it
-ran from the interval's end (found by the timer:at work of stop 39)."""
+timer:within(1 sec))`` over A@0 C@100 D@5000 (found by the withinmax work of stop 39). A guard
+around a pattern that begins with an interval runs from the statement's start, as any guard at
+the start does: it ran from the interval's end (found by the timer:at work of stop 39)."""
 
 from __future__ import annotations
 
