@@ -34,7 +34,8 @@ same automata and engine:
   field named bare, as Esper allows, also in an event without a tag, which then binds only
   such fields); other conditions stay filters.
 * Esper's guard ``X -> (P where timer:within(Δ))`` starts when ``P`` is activated, i.e. at
-  ``X``'s event: the EPL reader writes it as the window ``(X -> P)[Δ]`` (:func:`guard_windows`).
+  ``X``'s (last) event: the EPL reader writes it as the window ``(X -> P)[Δ]``, begun at the
+  end of ``X`` when ``X`` is a step of several events (ast.Window.after; :func:`guard_windows`).
 * A pattern that **starts with** ``timer:interval(Δ)`` or ``(timer:interval(Δ) and not C …)``
   (``every timer:interval(Δ)``, ``timer:interval(Δ) -> A``, ``every (timer:interval(Δ) and
   not A)``) begins at the statement's start, not at an event: the interval becomes the
