@@ -335,6 +335,11 @@ EVERY_CHAIN = "every a=A -> (b=B where timer:within(1 sec)) -> (c=C where timer:
      [("A", 0, 0), ("C", 0, 2500), ("D", 0, 600)], []),
     ("((a=A and c=C) -> (d=D where timer:within(1 sec))) where timer:within(3 sec)",
      [("A", 0, 0), ("C", 0, 2000), ("D", 0, 900)], [(2900, {"a.v": 0, "c.v": 1, "d.v": 2})]),
+    # under every (…) the guard around is the window right around the one from C (its first
+    # event at the statement's start: docs/conformance.md's reading and Esper's agree); each
+    # keeps its zone
+    ("every (((a=A and c=C) -> (d=D where timer:within(1 sec))) where timer:within(3 sec))",
+     [("A", 0, 0), ("C", 0, 2000), ("D", 0, 500)], [(2500, {"a.v": 0, "c.v": 1, "d.v": 2})]),
 ])
 def test_pinned(body: str, items: list[tuple[str, int, int]], want: list) -> None:
     events = stream(items)
@@ -405,7 +410,10 @@ def test_the_forms_left_refused(body: str, message: str, col: int) -> None:
 ROUTED = [AND_D, CHAIN, REP, EVERY_CHAIN,
           "every ((a=A and c=C) -> (d=D where timer:within(1 sec)))",
           "every a=A(k=1) -> ((b=B -> c=C) where timer:within(1 sec)) -> (d=D where "
-          "timer:within(1 sec))"]
+          "timer:within(1 sec))",
+          # (the pair kernel's shape but for the zone begun at the repetition's end: taken
+          # when CompiledPattern does not decline Zone.after)
+          "every a=A -> [2] b=B(b.k = a.k) -> (c=C(c.k = a.k) where timer:within(1 sec))"]
 
 
 @pytest.mark.parametrize("body", ROUTED)
