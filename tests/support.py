@@ -67,6 +67,42 @@ def run(prog: Program, events: Sequence[Event], close: bool = False, **kw: Any
     return out
 
 
+def full(matches: Iterable[ComplexEvent]) -> list[tuple]:
+    """Matches as everything they carry: type, parameters, time, bindings, parts, id."""
+    return [(ce.type, ce.params, ce.ts, dict(ce.bindings),
+             [(p.type, p.params, p.ts) for p in ce.parts], ce.match_id) for ce in matches]
+
+
+def run_against_token_path(prog: Program, events: Sequence[Event], cuts: Iterable[int],
+                           at: int, end: float) -> list[ComplexEvent]:
+    """``Engine.run`` in batches cut at ``cuts``, a JSON save/restore at ``at``, then time
+    passed to ``end`` (advance_to) gives the token path's matches (same order, ids, parts,
+    bindings, times) and its saved state; returns those matches."""
+    import json
+    from itertools import pairwise
+
+    from cepflow.runtime.state import restore_state, save_state
+
+    ref = Engine(prog, start=0, fast_path=False)
+    want = [ce for e in events for ce in ref.process(e)]
+    want += ref.advance_to(end)
+    engine = Engine(prog, start=0)
+    got: list[ComplexEvent] = []
+    bounds = sorted({0, *(c for c in cuts if c <= len(events)), len(events)})
+    for lo, hi in pairwise(bounds):
+        if lo <= at < hi:
+            got += engine.run(events[lo:at])
+            state = json.loads(json.dumps(save_state(engine)))
+            engine = restore_state(Engine(prog, start=0), state)
+            lo = at
+        got += engine.run(events[lo:hi])
+    got += engine.advance_to(end)
+    assert full(got) == full(want)
+    assert json.dumps(save_state(engine), sort_keys=True) == json.dumps(save_state(ref),
+                                                                        sort_keys=True)
+    return got
+
+
 def refs(matches: Iterable[ComplexEvent]) -> list[list[Any]]:
     return [m.event_refs for m in matches]
 

@@ -36,7 +36,7 @@ from cepflow.language import ast
 from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.language.epl import parse_epl
 from cepflow.runtime.state import restore_state, save_state
-from support import load_script
+from support import load_script, run_against_token_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = "".join(f"create schema {t}(k int, v int);\n" for t in "ABCD")
@@ -427,11 +427,6 @@ def test_no_kernel_takes_the_form(body: str) -> None:
     assert any(z.after for z in engine.matchers[0].pattern.auto.zones)
 
 
-def _full(ces: list[Any]) -> list[tuple]:
-    return [(ce.type, ce.params, ce.ts, dict(ce.bindings),
-             [(p.type, p.params, p.ts) for p in ce.parts], ce.match_id) for ce in ces]
-
-
 #: beside a pair the kernels and the program split take (Q): the split may run Q and must
 #: leave P to the token path, in the engine's order
 MIXED = (SCHEMAS + "@Name('Q') select * from pattern [every a=A -> b=B(b.k = a.k) where "
@@ -448,30 +443,9 @@ MIXED = (SCHEMAS + "@Name('Q') select * from pattern [every a=A -> b=B(b.k = a.k
     st.sampled_from([0, 1000, 10_000]))
 def test_engine_run_gives_the_token_paths_answer(body: str, events: list[Event],
                                                  cuts: list[int], at: int, extra: int) -> None:
-    """Engine.run in batches cut at ``cuts``, a JSON save/restore at ``at``, then time passed
-    (advance_to) gives the token path's matches (same order, ids, parts, bindings, times) and
-    its saved state."""
-    from itertools import pairwise
-
+    """support.run_against_token_path: batches cut anywhere, a save/restore, time passed."""
     prog = cepflow.load_module(parse_epl(MIXED)) if body == "mixed" else program(body)
-    ref = cepflow.Engine(prog, start=0, fast_path=False)
-    want = [ce for e in events for ce in ref.process(e)]
-    end = (events[-1].ts if events else 0) + extra
-    want += ref.advance_to(end)
-    engine = cepflow.Engine(prog, start=0)
-    got: list[Any] = []
-    bounds = sorted({0, *(c for c in cuts if c <= len(events)), len(events)})
-    for lo, hi in pairwise(bounds):
-        if lo <= at < hi:
-            got += engine.run(events[lo:at])
-            state = json.loads(json.dumps(save_state(engine)))
-            engine = restore_state(cepflow.Engine(prog, start=0), state)
-            lo = at
-        got += engine.run(events[lo:hi])
-    got += engine.advance_to(end)
-    assert _full(got) == _full(want)
-    assert json.dumps(save_state(engine), sort_keys=True) == json.dumps(save_state(ref),
-                                                                        sort_keys=True)
+    run_against_token_path(prog, events, cuts, at, (events[-1].ts if events else 0) + extra)
 
 
 @pytest.mark.parametrize("body", [

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from cepflow.events.event import Event
 from cepflow.language.diagnostics import PatternSyntaxError
 from cepflow.language.epl import parse_epl
 from cepflow.runtime.state import restore_state, save_state
-from support import load_script
+from support import load_script, run_against_token_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = "".join(f"create schema {t}(k int, v int);\n" for t in "ABCD")
@@ -405,12 +404,6 @@ def test_no_kernel_takes_a_timer_ended_until(body: str) -> None:
     assert route_of(engine) == "per event"
 
 
-def _full(ces: list[Any]) -> list[tuple]:
-    """Matches as everything they carry: type, parameters, time, bindings, parts, id."""
-    return [(ce.type, ce.params, ce.ts, dict(ce.bindings),
-             [(p.type, p.params, p.ts) for p in ce.parts], ce.match_id) for ce in ces]
-
-
 #: timer-ended untils the pair kernel takes: ``[n]`` after ``every b = B`` on a key is the
 #: chain ``(b -> a -> … -> a)[Δ]`` (until_timer: true at the n-th ``a`` within Δ), a window
 #: over a repetition as the kernel knows it; and an until ending at ``not`` is no step
@@ -438,24 +431,8 @@ def test_the_kernel_gives_the_token_paths_answer(body: str, events: list[Event],
     (advance_to) gives the token path's matches (same order, ids, parts, bindings, times) and
     its saved state; and the oracle's rows where the form is one of its own."""
     prog = program(body)
-    ref = cepflow.Engine(prog, start=0, fast_path=False)
-    want = [ce for e in events for ce in ref.process(e)]
     end = (events[-1].ts if events else 0) + extra
-    want += ref.advance_to(end)
-    engine = cepflow.Engine(prog, start=0)
-    got: list[Any] = []
-    bounds = sorted({0, *(c for c in cuts if c <= len(events)), len(events)})
-    for lo, hi in pairwise(bounds):
-        if lo <= at < hi:
-            got += engine.run(events[lo:at])
-            state = json.loads(json.dumps(save_state(engine)))
-            engine = restore_state(cepflow.Engine(prog, start=0), state)
-            lo = at
-        got += engine.run(events[lo:hi])
-    got += engine.advance_to(end)
-    assert _full(got) == _full(want)
-    assert json.dumps(save_state(engine), sort_keys=True) == json.dumps(save_state(ref),
-                                                                        sort_keys=True)
+    got = run_against_token_path(prog, events, cuts, at, end)
     if body == KERNEL_FORMS[0]:
         form = Form("every b=B -> ", False, 2, True, "a=A(a.k = b.k)", 1500, "")
         assert _canon([(ce.ts, {k: v for k, v in ce.bindings.items() if v is not None})
