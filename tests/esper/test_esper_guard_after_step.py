@@ -395,6 +395,7 @@ def test_a_waiting_guard_is_saved_with_its_start() -> None:
     # a guard inside a repetition (read before as a window over each one's own events)
     ("a=A -> [2] (b=B where timer:within(1 sec))", "a guard inside a repetition", 42),
     ("[2] ((a=A -> b=B) where timer:within(1 sec))", "a guard inside a repetition", 35),
+    ("a=A -> [2] ((b=B where timer:within(1 sec)) -> c=C)", "a guard inside a repetition", 42),
     # every (G) -> …: the group's own message
     ("every (a=A and c=C) -> (d=D where timer:within(1 sec))",
      "a guard on what follows a group", 59),

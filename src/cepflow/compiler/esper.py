@@ -1201,10 +1201,13 @@ def guard_windows(p: ast.Pattern, top: bool = True) -> ast.Pattern:
     if isinstance(p, ast.Until):
         return replace(p, pattern=guard_windows(p.pattern, False),
                        until=guard_windows(p.until, False))
-    if isinstance(p, ast.Mult) and any(isinstance(n, ast.Window) and n.kind == "within"
-                                       for n in walk(p.pattern)):
+    first = p.pattern if isinstance(p, ast.Mult) else None
+    while isinstance(first, ast.Fol):
+        first = fol_items(first)[0]
+    if isinstance(first, ast.Window) and first.kind == "within" and first.most is None:
         # (read before as a window over each repetition's own events: ([2] (b=B where
-        # timer:within(1 sec))) matched B's 1.5 s after the start)
+        # timer:within(1 sec))) matched B's 1.5 s after the start; guards deeper inside
+        # keep their own places' messages; a counting withinmax: _counted_places)
         raise EsperError("a guard inside a repetition ([n] (P where timer:within(Δ))) is not "
                          "supported: Esper starts each repetition's guard when the one before "
                          "completed (EvalMatchUntilStateNode restarts its operand then) and "
