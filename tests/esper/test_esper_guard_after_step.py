@@ -29,6 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_until_any_length import rows
+from tests.esper.test_esper_until_timer import stream  # (type, k, gap): v its place
 
 import cepflow
 from cepflow.events.event import Event
@@ -45,16 +46,6 @@ SCHEMAS = "".join(f"create schema {t}(k int, v int);\n" for t in "ABCD")
 def program(body: str) -> Any:
     return cepflow.load_module(parse_epl(SCHEMAS + f"@Name('P') select * from pattern [{body}];",
                                          "g.epl"))
-
-
-def stream(items: list[tuple[str, int, int]]) -> list[Event]:
-    """Events ``(type, k, gap)``: each ``gap`` ms after the one before (0: the same instant),
-    the first at ``gap``; ``v`` is the event's place in the stream."""
-    out, t = [], 0
-    for i, (typ, k, gap) in enumerate(items):
-        t += gap
-        out.append(Event(typ, (k, i), t))
-    return out
 
 
 # -- the oracle ----------------------------------------------------------------------------
