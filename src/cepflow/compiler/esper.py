@@ -1193,9 +1193,11 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     event) so becomes ``timer:interval(0) -> every x = X -> P`` inside the guard: it ends the
     whole pattern Δ after the start, as Esper's; around a group's ``every (G) -> R`` it keeps
     its reading (each instance from its first event: docs/esper.md, "A window around the
-    whole"), and so does ``every ((…) where timer:within(Δ))`` (Esper restarts that guard when
-    an instance ends, at its completion or its guard's end: docs/conformance.md) — the batch
-    kernels take that reading."""
+    whole"). ``every ((…) where timer:within(Δ) [-> …])`` around more than one event becomes
+    ``every ((timer:interval(0) -> …) where …)``: Esper restarts the guard with the
+    sub-expression, at the statement's start and when an instance completed or its guard
+    ended, so each window runs from that instant (:func:`_restarted_guard`; docs/esper.md,
+    "every ((…) where timer:within(Δ))"); no batch kernel takes a clock-started pattern."""
     for n in walk(p):  # (before guard_windows: the guards as written)
         if isinstance(n, ast.Window) and any(
                 isinstance(x, ast.At) for x in walk(fol_items(n.pattern)[0])):
