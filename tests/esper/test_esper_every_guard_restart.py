@@ -143,6 +143,14 @@ PINNED = [
      [(3200, (1, 3, 4))]),
     ("every ((a=A until b=B) where timer:within(2 sec))", "A@1500 A@2500 B@3000 A@3100 B@3200",
      [(3000, (1, 2)), (3200, (3, 4))]),
+    # a guard on an operand too, from the restart (refused before session 40): b's guard
+    # ending ends the and (restart at 1.9 s, then 2.9 s); in the or the d side stays
+    ("every ((b=B where timer:within(1 sec) and d=D) where timer:within(2 sec))",
+     "D@500 B@900 D@1200 B@3500 D@3600", [(900, (1, 0)), (3600, (3, 4))]),
+    ("every ((b=B where timer:within(1 sec) and d=D) where timer:within(2 sec))",
+     "D@500 B@1500 D@2500", [(2500, (1, 2))]),
+    ("every ((b=B where timer:within(1 sec) or d=D) where timer:within(2 sec))",
+     "B@1500 D@1600 B@1700 B@3000", [(1600, (1,)), (1700, (2,))]),
     # the guard on one event keeps its reading: every a=A (each restart takes one event)
     ("every (a=A where timer:within(1 sec))", "A@500 A@2500 A@2600 A@7000",
      [(500, (0,)), (2500, (1,)), (2600, (2,)), (7000, (3,))]),
