@@ -182,7 +182,9 @@ def test_a_zero_guard_is_refused() -> None:
     """``timer:within(0)``: Esper would restart the sub-expression at the instant its guard
     ends, the same instant again."""
     for body, col in (("every ((a=A -> b=B) where timer:within(0 sec))", 42),
-                      ("every (((a=A -> b=B) where timer:within(0)) -> d=D)", 43)):
+                      ("every (((a=A -> b=B) where timer:within(0)) -> d=D)", 43),
+                      ("every (((a=A -> b=B) where timer:within(0 sec)) where "
+                       "timer:within(2 sec))", 42)):
         with pytest.raises(PatternSyntaxError) as info:
             program(body)
         d = info.value.diagnostics[0]
