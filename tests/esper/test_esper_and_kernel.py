@@ -1,14 +1,17 @@
 """The and kernel (runtime/kernels/conj.py, in the program split): Esper's ``every (a = A(f)
-and b = B(g[, key])) [where timer:within(Δ)]`` — one instance at a time, begun by either
-operand, completed by the other's first later event of its key within Δ. Over random
-statements of that shape (operands of two of three types, filters, keyed or not, with and
-without ``within``, select lists) and random streams, beside statements no kernel takes, it
-equals the per-event engine: complex events (parameters, parts, bindings, match ids) in
-order, statistics, open instances, saved state and the end of input — batches cut anywhere,
-single events between them, ``Engine.run`` and a save/restore in the middle, Arrow batches
-through ``Engine.process_columns``."""
+and b = B(g[, key]))`` — one instance at a time, begun by either operand, completed by the
+other's first later event of its key — and the cepflow syntax's ``every ((a = A AND b =
+B)[Δ])``, whose window spans the instance's own events (from its first). Over random statements
+of that shape (operands of two of three types, filters, keyed or not, select lists) and random
+streams, beside statements no kernel takes, it equals the per-event engine: complex events
+(parameters, parts, bindings, match ids) in order, statistics, open instances, saved state and
+the end of input — batches cut anywhere, single events between them, ``Engine.run`` and a
+save/restore in the middle, Arrow batches through ``Engine.process_columns``. EPL's guard
+``every ((a = A and b = B) where timer:within(Δ))`` restarts with the sub-expression (session
+40: from the statement's start, per event; tests/esper/test_esper_every_guard_restart.py): the
+kernel declines it."""
 
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_alternatives import (
     C_SCHEMA,
@@ -26,7 +29,7 @@ from tests.esper.test_split import (
 )
 
 from cepflow.language.epl import parse_epl
-from cepflow.loader import load_module
+from cepflow.loader import load, load_module
 from cepflow.runtime.engine import Engine
 
 
@@ -42,15 +45,12 @@ def ands(draw: st.DrawFn) -> str:
     g = draw(st.sampled_from(["", "", *FILTERS])).format(a=y)
     key = draw(st.sampled_from([f"{x}.k = {y}.k", f"{y}.k = {x}.k", f"k = {x}.k", ""]))
     g = f"({g}) and {key}" if g and key else g or key
-    within = draw(st.sampled_from(["", "", " where timer:within(3 msec)",
-                                   *([] if ta == tb else [" where timer:within(0 msec)"]),
-                                   " where timer:within(10 milliseconds)"]))
     select = draw(st.sampled_from(["", "select a.v as av, b.x as bx, current_timestamp() as t ",
                                    "select b.k as bk, a.s as s, 'lit' as c, a.k as ak "]))
     first, second = f"{x} = {ta}({f})", f"{y} = {tb}({g})"
     name = draw(st.sampled_from(["P", "Q"]))
     return (f"@Name('{name}')\ninsert into {name}\n{select}from pattern [every ({first} and "
-            f"{second}){within}];\n")
+            f"{second})];\n")
 
 
 def prog_of(stmts: list[str], others: list[str]):
@@ -61,15 +61,10 @@ def prog_of(stmts: list[str], others: list[str]):
     return prog
 
 
-# (an instance ended by its deadline: the B at exactly Δ after the A begins the next one)
-TIMED = ("@Name('P')\ninsert into P\nselect a.v as av, b.x as bx\nfrom pattern [every (a = "
-         "A() and b = B(k = a.k)) where timer:within(3 msec)];\n")
-TIMED_STREAM = [("A", 0, 1, 0.0, 0), ("B", 1, 2, 0.7, 1), ("B", 0, 5, 0.7, 2),
-                ("A", 0, 1, 1.2, 1), ("A", 1, 1, 1.2, 1)]
 # (operands of one type: A(v=2) is both at once and a match alone; A(v=9) begins an
 # instance that A(v=0) of its key completes; A(v=3) is both again)
 SAME = ("@Name('P')\ninsert into P\nselect a.v as av, b.v as bv\nfrom pattern [every (a = "
-        "A(a.v > 1) and b = A(b.v < 5 and k = a.k)) where timer:within(3 msec)];\n")
+        "A(a.v > 1) and b = A(b.v < 5 and k = a.k))];\n")
 SAME_STREAM = [("A", 0, 2, 0.0, 0), ("A", 0, 9, 0.0, 1), ("A", 1, 0, 0.0, 0),
                ("A", 0, 0, 0.0, 1), ("A", 0, 3, 0.0, 1)]
 
@@ -78,7 +73,6 @@ SAME_STREAM = [("A", 0, 2, 0.0, 0), ("A", 0, 9, 0.0, 1), ("A", 1, 0, 0.0, 0),
 @given(st.lists(ands(), min_size=1, max_size=2),
        keyed_others(),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
-@example([TIMED], [], TIMED_STREAM, [2], 3)
 @example([SAME], [], SAME_STREAM, [1, 3], 2)
 def test_and_equals_event_by_event(stmts, others, spec, cuts, restore_at) -> None:
     """Through the split, alone or beside statements over the input and over its output:
@@ -98,7 +92,6 @@ def test_and_with_mixed_keys(stmt, spec, cuts, restore_at) -> None:
 @settings(max_examples=100, deadline=None)
 @given(ands(), stream([0, 1, 2]), st.integers(1, 30), st.integers(0, 70),
        st.lists(st.integers(0, 70), max_size=3))
-@example(TIMED, TIMED_STREAM, 2, 3, [4])
 @example(SAME, SAME_STREAM, 2, 3, [1])
 def test_and_run_and_columns(stmt, spec, batch, restore_at, cuts) -> None:
     """``Engine.run`` in batches of ``batch`` events with a save/restore at ``restore_at``,
@@ -111,18 +104,20 @@ def test_and_run_and_columns(stmt, spec, batch, restore_at, cuts) -> None:
 
 
 def test_the_shape_and_what_it_declines() -> None:
-    for s in ["every (a = A and b = B(b.k = a.k)) where timer:within(10 sec)",
+    for s in ["every (a = A and b = B(b.k = a.k))",
               "every (a = A(v > 1) and b = C)",
-              "every (a = A(v > 5) and b = A(b.k = a.k, b.v < 3)) where timer:within(10 sec)",
+              "every (a = A(v > 5) and b = A(b.k = a.k, b.v < 3))",
               "every (a = A and b = A)"]:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
                                      f"from pattern [{s}];\n"))
         assert Engine(prog).matchers[0].pattern.esper_and is not None, s
         assert Engine(prog)._split is not None
     for s in [
-        # (one type: a window of 0 — the step of both at once enters and leaves it —, the
-        # key on another field of the second)
-        "every (a = A and b = A(k = a.k)) where timer:within(0 msec)",
+        # (EPL's guard restarts with the sub-expression: from the statement's start, per
+        # event; session 40)
+        "every (a = A and b = B(b.k = a.k)) where timer:within(10 sec)",
+        "every (a = A(v > 5) and b = A(b.k = a.k, b.v < 3)) where timer:within(10 sec)",
+        # (the key on another field of the second)
         "every (a = A and b = A(k = a.v))",
         "every (a = A and b = B(v > a.v and k = a.k))",  # (a guard on a)
         "every (a = A and b = B(k = a.k) and c = C(k = a.k))",  # (three operands)
@@ -145,10 +140,44 @@ IDLE_STREAM = [("A", 0, 1, 0.7, 0), ("B", 0, 2, 1.2, 0)]
 
 @settings(max_examples=150, deadline=None)
 @given(ands(), stream([0, 1, 2]), st.sampled_from([0, 1, 2, 2.5, 3, 4, 50]))
-@example(TIMED, IDLE_STREAM, 3)
 @example(SAME, [("A", 0, 2, 0.0, 1)], 4)  # (both operands at once: it never waited, no timer)
 def test_time_passing_after_a_batch(stmt, spec, later) -> None:
     """A batch then ``advance_to``: the clock moves over the idle deadlines of the instances
     the batch completed as the token path's timers move it (Matcher.skipped) — the saved
     state's ``time`` — and the matches and statistics are the token path's."""
     check_time_passing(prog_of([stmt], []), spec, later)
+
+
+#: the cepflow syntax's window around the and (from the instance's first event: it spans the
+#: instance's own events), which the kernel takes (conj.py's deadlines)
+WINDOWED_SCHEMA = "".join(f"atomicEvent {t}(k: Integer, v: Integer, x: Double, s: String)\n"
+                          for t in "ABC")
+# (an instance ended by its deadline: the B at exactly Δ after the A begins the next one)
+TIMED_STREAM = [("A", 0, 1, 0.0, 0), ("B", 1, 2, 0.7, 1), ("B", 0, 5, 0.7, 2),
+                ("A", 0, 1, 1.2, 1), ("A", 1, 1, 1.2, 1)]
+
+
+def windowed(window: str, keyed: bool, same: bool):
+    second = "A" if same else "B"
+    key = " where b.k == a.k" if keyed else ""
+    prog = load(WINDOWED_SCHEMA + f"complexEvent P {{ as every ((a = A AND b = {second}{key})"
+                f"[{window}]) context esper }}\n")
+    assert Engine(prog).matchers[0].pattern.esper_and is not None
+    return prog
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["3 ms", "10 ms", "0 ms"]), st.booleans(), st.booleans(),
+       stream([0, 1, 2]), st.integers(1, 30), st.integers(0, 70),
+       st.lists(st.integers(0, 70), max_size=3), st.sampled_from([0, 1, 2, 2.5, 3, 4, 50]))
+@example("3 ms", True, False, TIMED_STREAM, 2, 3, [2], 3)
+@example("3 ms", True, False, IDLE_STREAM, 2, 3, [1], 3)
+def test_the_window_of_the_cepflow_syntax(window, keyed, same, spec, batch, restore_at, cuts,
+                                          later) -> None:
+    """``every ((a = A AND b = B [where b.k == a.k])[Δ])``: ``Engine.run`` and the split in
+    batches with a save/restore against event by event, then time passing after a batch."""
+    assume(not (same and window == "0 ms"))  # (declined: the step of both enters, leaves it)
+    prog = windowed(window, keyed, same)
+    check_run(prog, spec, batch, restore_at)
+    check_split(prog, spec, cuts, restore_at)
+    check_time_passing(prog, spec, later)

@@ -597,7 +597,10 @@ def test_a_saved_mult_is_checked(body: str, first: str, mult: int, message: str)
 
 @pytest.mark.parametrize("body, message", [
     ("every ((every (every o0=B)) where timer:within(2 sec))", "every in front of a group"),
-    ("every ((every o0=B -> o1=D) where timer:within(2 sec))", "every in front of a group"),
+    # (the guard under every runs from each restart, session 40: the zero interval in front
+    # makes the every inside no head of a group)
+    ("every ((every o0=B -> o1=D) where timer:within(2 sec))",
+     "every inside every (...) is not supported here"),
     ("every (every o0=B and not n=A)", "every inside every (...) is not supported here; it is"),
     ("every (every o0=B and not A(k = o0.k))", "every inside every (...) is not supported"),
     ("o0=B(k = 0) and o0=B", "alias 'o0' is bound twice: a tag is taken twice only as one"),

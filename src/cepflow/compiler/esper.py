@@ -1274,9 +1274,11 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     event) so becomes ``timer:interval(0) -> every x = X -> P`` inside the guard: it ends the
     whole pattern Δ after the start, as Esper's; around a group's ``every (G) -> R`` it keeps
     its reading (each instance from its first event: docs/esper.md, "A window around the
-    whole"), and so does ``every ((…) where timer:within(Δ))`` (Esper restarts that guard when
-    an instance ends, at its completion or its guard's end: docs/conformance.md) — the batch
-    kernels take that reading."""
+    whole"). ``every ((…) where timer:within(Δ) [-> …])`` around more than one event becomes
+    ``every ((timer:interval(0) -> …) where …)``: Esper restarts the guard with the
+    sub-expression, at the statement's start and when an instance completed or its guard
+    ended, so each window runs from that instant (:func:`_restarted_guard`; docs/esper.md,
+    "every ((…) where timer:within(Δ))"); no batch kernel takes a clock-started pattern."""
     for n in walk(p):  # (before guard_windows: the guards as written)
         if isinstance(n, ast.Window) and any(
                 isinstance(x, ast.At) for x in walk(fol_items(n.pattern)[0])):
@@ -1310,9 +1312,16 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
                              "from the statement's start and ends the whole pattern then; put "
                              "the guard on what follows the first event (every-distinct(k) "
                              "a=A -> (b=B where timer:within(…)))", head.loc)
-        if not once or _begins_with_timer(head) or (
+        if _begins_with_timer(head) or (
                 isinstance(inner, ast.Every) and not _single(inner.pattern)):
             return p  # (a group's every (G) -> R keeps its reading: docs/esper.md)
+        if not once and not _restarted_guard(head):
+            return p
+        if not once and _zero_guard(head):
+            raise EsperError("a guard 'where timer:within(0)' around a sub-expression of "
+                             "several events under every (…) is not supported: Esper restarts "
+                             "the sub-expression at the instant its guard ends, which is that "
+                             "same instant again", head.loc)
         return _zero_first(p, head.loc)
     ops = (and_items(head) if isinstance(head, ast.And) else or_items(head)
            if isinstance(head, ast.Or) else [])
@@ -1337,6 +1346,29 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     else:
         begins = isinstance(head, ast.Not)
     return _zero_first(p, head.loc) if begins else p
+
+
+def _restarted_guard(head: ast.Window) -> bool:
+    """Under ``every (…)``, does the guard ``head`` that the sub-expression begins with run
+    from the instance's restart (EvalEveryStateNode restarts its child at the statement's
+    start, when it completed and when it turned false, EvalGuardStateNode's guard quitting
+    it; the guard's timer starts with it), so that the zero interval must be put in front of
+    it? Not when the guarded operand is one event: each restart then takes the first such
+    event, whenever it comes (the window is met at once: ``every (a=A where
+    timer:within(Δ))`` is ``every a=A``), nor for a counting ``timer:withinmax`` (its own
+    places: _counted_places), nor for a window of the cepflow syntax."""
+    return (head.guard and head.kind == "within" and head.most is None
+            and not _single(head.pattern))
+
+
+def _zero_guard(head: ast.Window) -> bool:
+    """Is a guard of the nest ``head`` begins with ``timer:within(0)``?"""
+    p: ast.Pattern = head
+    while isinstance(p, ast.Window):
+        if p.duration <= 0:
+            return True
+        p = p.pattern
+    return False
 
 
 def _every_operands(p: ast.Pattern) -> bool:
