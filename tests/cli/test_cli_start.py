@@ -29,7 +29,8 @@ PATTERN = ("create schema A(key int);\ncreate schema B(key int);\n"
 #: what neither a local run nor --help may import: other commands' packages and the extras
 NOT_IMPORTED = ("pandas", "pyspark", "py4j", "matplotlib", "hypothesis", "cepflow.spark",
                 "cepflow.petri", "cepflow.analysis", "cepflow.dse", "cepflow.live",
-                "cepflow.models", "cepflow.queries", "cepflow.reports")
+                "cepflow.models", "cepflow.queries", "cepflow.reports",
+                "cepflow.simulation.monte_carlo", "cepflow.simulation.generator", "multiprocessing")
 
 _SCRIPT = """
 import atexit, json, sys
