@@ -49,22 +49,25 @@ def _report():
 
 atexit.register(_report)
 sys.argv = ["cepflow", *argv]
-from cepflow.cli.main import main
+from cepflow.cli.main import app, main
+if report.endswith("whole"):
+    app()  # (the whole app, as before: Python's exit)
 main()
 """
 
 
-def _cepflow(tmp_path: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], list[str],
-                                                    bool]:
-    """``cepflow ARGV`` as the console script runs it: the process, the modules loaded when
-    its atexit functions ran, and whether Python's teardown ran."""
-    report = tmp_path / "modules.json"
+def _cepflow(tmp_path: Path, *argv: str, whole: bool = False
+             ) -> tuple[subprocess.CompletedProcess[str], list[str], bool]:
+    """``cepflow ARGV`` as the console script runs it (``whole``: the whole typer app, as
+    the script ran before ``main`` built one command): the process, the modules loaded when its
+    atexit functions ran, and whether Python's teardown ran."""
+    report = tmp_path / ("modules.whole" if whole else "modules.json")
     report.unlink(missing_ok=True)
-    (tmp_path / "modules.json.teardown").unlink(missing_ok=True)
+    Path(f"{report}.teardown").unlink(missing_ok=True)
     done = subprocess.run([sys.executable, "-c", _SCRIPT, *argv, str(report)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     modules = json.loads(report.read_text()) if report.exists() else []
-    return done, modules, (tmp_path / "modules.json.teardown").exists()
+    return done, modules, Path(f"{report}.teardown").exists()
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path]:
@@ -120,6 +123,31 @@ def test_exit_codes_and_the_matches_on_standard_output_are_kept(tmp_path: Path) 
     done, _, _ = _cepflow(tmp_path, "run", str(patterns), "-i", str(events), "-o",
                           str(tmp_path / "o.jsonl"), "--lateness", "-1")
     assert done.returncode == 2
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--help"], ["run", "-h"], ["run"], ["run", "p.epl", "-i", "e.parquet", "-o", "-",
+                                                 "--lateness", "x"],
+    ["demo", "--help"], ["generate", "--help"], ["rnu", "p.epl"], ["check", "p.epl"],
+    ["check", "p.epl", "--bogus"], ["run", "p.epl", "-i", "e.parquet", "-o", "-",
+                                    "--no-progress", "--version"],
+])
+def test_the_one_command_app_answers_as_the_whole_app(tmp_path: Path, argv: list[str]) -> None:
+    _files(tmp_path)
+    one, _, _ = _cepflow(tmp_path, *argv)
+    whole, _, _ = _cepflow(tmp_path, *argv, whole=True)
+    assert (one.returncode, one.stdout, one.stderr) == (
+        whole.returncode, whole.stdout, whole.stderr)
+
+
+def test_main_builds_only_the_command_it_runs() -> None:
+    assert cli_main._command_app(["run", "x"]).registered_commands == [
+        c for c in cli_main.app.registered_commands if c.callback is cli_main.run]
+    assert cli_main._command_app(["generate"]).registered_commands[0].name == "generate"
+    assert [g.name for g in cli_main._command_app(["demo", "gesture"]).registered_groups] == [
+        "demo"]
+    for args in ([], ["--help"], ["--version", "run"], ["rnu"]):
+        assert cli_main._command_app(args) is cli_main.app
 
 
 class _Exited(Exception):

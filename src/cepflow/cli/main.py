@@ -69,8 +69,11 @@ from cepflow.outputs.files import check_writable
 from cepflow.replay import Replayed
 from cepflow.runtime.explain import format_stories, trace_run
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings=HELP_OPTIONS,
-                  help="Complex event processing over live models and event streams.")
+#: the settings of the app (and of the one-command app :func:`main` runs: ``_command_app``)
+_APP_SETTINGS: dict[str, Any] = {
+    "add_completion": False, "no_args_is_help": True, "context_settings": HELP_OPTIONS,
+    "help": "Complex event processing over live models and event streams."}
+app = typer.Typer(**_APP_SETTINGS)
 
 
 @app.callback()
@@ -425,12 +428,35 @@ app.command("simulate")(simulate_command)
 
 
 def main() -> None:
-    """The ``cepflow`` console script: the command, then :func:`exit_promptly`."""
+    """The ``cepflow`` console script: the command (``_command_app``), then
+    :func:`exit_promptly`."""
     try:
-        app()
+        _command_app(sys.argv[1:])()
     except SystemExit as e:
         exit_promptly(e.code)
         raise
+
+
+def _command_app(args: list[str]) -> typer.Typer:
+    """The app with only the command ``args`` name (and the app's own options), or the whole
+    app when they name none (``--help``, ``--version``, a misspelt command: the whole app
+    answers).
+
+    Typer builds every registered command's parameters (reading each function's signature and
+    annotations) before it runs one: a few hundredths of a second of each start spent on the
+    commands not run. The one-command app has the same settings, callback and command, so its
+    parsing, help, errors and exit codes are the command's under the whole app."""
+    if not args or args[0].startswith("-"):
+        return app
+    commands = [c for c in app.registered_commands
+                if (c.name or typer.main.get_command_name(c.callback.__name__)) == args[0]]
+    groups = [g for g in app.registered_groups if g.name == args[0]]
+    if len(commands) + len(groups) != 1:
+        return app
+    one = typer.Typer(**_APP_SETTINGS)
+    one.registered_callback = app.registered_callback
+    one.registered_commands, one.registered_groups = commands, groups
+    return one
 
 
 def exit_promptly(code: object) -> None:
