@@ -1,9 +1,11 @@
 """The grammars' LALR tables cached between processes (language/parser_cache.py): a parser
 loaded from the cache reads every example and reports every error as a freshly built one; the
-cache is written private and atomically, and a file that is not private or does not load is
-never used."""
+cache is JSON (a pickle put in its place is never unpickled), written private and atomically,
+and a file that is not private or does not load is never used."""
 
+import json
 import os
+import pickle
 import stat
 from pathlib import Path
 
@@ -75,15 +77,66 @@ def test_a_file_others_can_write_or_that_is_damaged_is_not_used(tmp_path, monkey
     (saved,) = tmp_path.iterdir()
     saved.chmod(0o666)
     loads: list = []
-    real_load = lark.Lark.load.__func__
-    monkeypatch.setattr(lark.Lark, "load",
-                        classmethod(lambda cls, f: loads.append(f) or real_load(cls, f)))
+    real_load = parser_cache._load
+    monkeypatch.setattr(parser_cache, "_load",
+                        lambda text, objects: loads.append(text) or real_load(text, objects))
     assert lalr_parser(GRAMMAR, "t").parse("x").children == ["x"]
     assert loads == []  # (not read: rebuilt, and saved anew as a private file)
     assert stat.S_IMODE(saved.stat().st_mode) & 0o077 == 0
     saved.write_bytes(b"not a parser")
     assert lalr_parser(GRAMMAR, "t").parse("y").children == ["y"]
     assert len(loads) == 1 and saved.read_bytes() != b"not a parser"
+
+
+class _Planted:
+    """What a pickle can do when unpickled: call a function (here, create a file)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_the_cache_is_json_and_a_pickle_in_its_place_is_never_unpickled(tmp_path,
+                                                                         monkeypatch) -> None:
+    home = tmp_path / "cache"
+    monkeypatch.setenv("CEPFLOW_CACHE_DIR", str(home))
+    built = lalr_parser(GRAMMAR, "t")
+    (saved,) = home.iterdir()
+    assert saved.suffix == ".json"
+    assert json.loads(saved.read_text(encoding="utf-8"))["lark"] == lark.__version__
+
+    def no_pickle(*args, **kwargs):
+        raise AssertionError("a cache file was unpickled")
+
+    monkeypatch.setattr(pickle, "load", no_pickle)
+    monkeypatch.setattr(pickle, "loads", no_pickle)
+    monkeypatch.setattr(lark.Lark, "__init__", _no_build)
+    loaded = lalr_parser(GRAMMAR, "t")  # (from the JSON file: no build, no pickle)
+    assert loaded.parse("ab, c") == built.parse("ab, c")
+    monkeypatch.undo()
+    monkeypatch.setenv("CEPFLOW_CACHE_DIR", str(home))
+    marker = tmp_path / "unpickled"
+    for payload in (pickle.dumps(_Planted(marker)),
+                    pickle.dumps({"data": _Planted(marker), "memo": {}})):
+        saved.write_bytes(payload)
+        saved.chmod(0o600)
+        assert lalr_parser(GRAMMAR, "t").parse("ab").children == ["ab"]
+        assert not marker.exists()  # (the planted file was read as JSON, failed, rebuilt)
+        assert json.loads(saved.read_text(encoding="utf-8"))["lark"] == lark.__version__
+
+
+def test_the_json_form_gives_back_exactly_what_lark_serialized() -> None:
+    # tuples and integer-keyed dicts, which JSON lacks, come back as they were
+    value = {"a": (1, [2, (3,)]), "b": {0: "x", 7: (None, True)}, "c": [], "d": {}}
+    assert parser_cache._decode(json.dumps(parser_cache._encode(value)).encode()) == value
+    with pytest.raises(ValueError):
+        parser_cache._encode({"~t": [1]})  # (would read back as a tuple: not written)
+    with pytest.raises(ValueError):
+        parser_cache._encode({1: "x", "y": 2})
+    with pytest.raises(ValueError):
+        parser_cache._encode({"x": object()})
 
 
 def test_a_shared_directory_or_off_means_no_cache(tmp_path, monkeypatch) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import resource
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
 from rich.console import Console
@@ -26,7 +26,9 @@ from cepflow.compiler.program import Program
 from cepflow.inputs import InputError
 from cepflow.outputs import OutputError
 from cepflow.replay import Replayed, replay
-from cepflow.reports.record import RunRecord
+
+if TYPE_CHECKING:  # (the report's recorder is imported only by a run that writes one)
+    from cepflow.reports.record import RunRecord
 
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)

@@ -5,17 +5,16 @@ from __future__ import annotations
 import secrets
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from cepflow.cli.options import reading
-from cepflow.simulation.draws import GenerationError
-from cepflow.simulation.files import format_for, write_events
-from cepflow.simulation.generator import MAX_SEED, generate
-from cepflow.simulation.simulation_model import SimulationModel, load_model, parse_duration
 from cepflow.timefmt import duration_text
+
+if TYPE_CHECKING:  # (the simulation package is imported by the commands that use it only)
+    from cepflow.simulation.simulation_model import SimulationModel
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -23,6 +22,8 @@ err = Console(stderr=True, soft_wrap=True)
 def read_model(path: Path) -> SimulationModel:
     """Load a model file for a command: its errors (one a line, located) exit with code 1,
     an unreadable file with code 2."""
+    from cepflow.simulation.simulation_model import load_model
+
     with reading(path):
         model = load_model(path)
     return model
@@ -40,6 +41,8 @@ def run_duration(text: str | None, model: SimulationModel,
                       markup=False)
             raise typer.Exit(2)
         return model.duration_ms
+    from cepflow.simulation.simulation_model import parse_duration
+
     try:
         ms = parse_duration(text)
     except ValueError as e:
@@ -53,6 +56,8 @@ def run_duration(text: str | None, model: SimulationModel,
 
 def pick_seed(seed: int | None) -> int:
     """The seed given, or a fresh random one (printed, so the run can be repeated)."""
+    from cepflow.simulation.generator import MAX_SEED
+
     if seed is None:
         seed = secrets.randbits(63)
         err.print(f"seed {seed} (give --seed {seed} to repeat this)", markup=False)
@@ -80,6 +85,10 @@ def generate_command(
         min=0, help="Run number: the events of that run of `cepflow simulate --seed`")] = 0,
 ) -> None:
     """Generate the simple events of one simulation run (seed 003 §V.B) and write them."""
+    from cepflow.simulation.draws import GenerationError
+    from cepflow.simulation.files import format_for, write_events
+    from cepflow.simulation.generator import generate
+
     model = read_model(model_path)
     ms = run_duration(duration, model, events)
     if format_for(output) is None:

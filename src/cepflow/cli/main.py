@@ -11,6 +11,7 @@ at ``--max-partial-matches``.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -66,11 +67,13 @@ from cepflow.inputs import InputError, input_files, ordered_events
 from cepflow.outputs import OutputError, dumps, output_format, rejected_lines
 from cepflow.outputs.files import check_writable
 from cepflow.replay import Replayed
-from cepflow.reports.record import RunRecord
 from cepflow.runtime.explain import format_stories, trace_run
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings=HELP_OPTIONS,
-                  help="Complex event processing over live models and event streams.")
+#: the settings of the app (and of the one-command app :func:`main` runs: ``_command_app``)
+_APP_SETTINGS: dict[str, Any] = {
+    "add_completion": False, "no_args_is_help": True, "context_settings": HELP_OPTIONS,
+    "help": "Complex event processing over live models and event streams."}
+app = typer.Typer(**_APP_SETTINGS)
 
 
 @app.callback()
@@ -171,7 +174,11 @@ def run(
     else:
         if not actions:
             skip_pandas_in_pyarrow()
-        record = None if report_path is None else RunRecord(program)
+        record = None
+        if report_path is not None:
+            from cepflow.reports.record import RunRecord
+
+            record = RunRecord(program)
         result, extra = run_local(program, input, output, rejected, close_windows, lateness,
                                    options, start, progress, record=record,
                                    engine_options=engine_options)
@@ -421,7 +428,65 @@ app.command("simulate")(simulate_command)
 
 
 def main() -> None:
-    app()
+    """The ``cepflow`` console script: the command (``_command_app``), then
+    :func:`exit_promptly`."""
+    try:
+        _command_app(sys.argv[1:])()
+    except SystemExit as e:
+        exit_promptly(e.code)
+        raise
+
+
+def _command_app(args: list[str]) -> typer.Typer:
+    """The app with only the command ``args`` name (and the app's own options), or the whole
+    app when they name none (``--help``, ``--version``, a misspelt command: the whole app
+    answers).
+
+    Typer builds every registered command's parameters (reading each function's signature and
+    annotations) before it runs one: a few hundredths of a second of each start spent on the
+    commands not run. The one-command app has the same settings, callback and command, so its
+    parsing, help, errors and exit codes are the command's under the whole app."""
+    if not args or args[0].startswith("-"):
+        return app
+    commands = [c for c in app.registered_commands
+                if (c.name or typer.main.get_command_name(c.callback.__name__)) == args[0]]
+    groups = [g for g in app.registered_groups if g.name == args[0]]
+    if len(commands) + len(groups) != 1:
+        return app
+    one = typer.Typer(**_APP_SETTINGS)
+    one.registered_callback = app.registered_callback
+    one.registered_commands, one.registered_groups = commands, groups
+    return one
+
+
+def exit_promptly(code: object) -> None:
+    """End the process with exit ``code`` without Python's teardown, when nothing but freeing
+    memory is left of it; else return (the caller raises ``SystemExit`` as usual).
+
+    Python's own exit frees every module's objects one by one — after a run, about a tenth of a
+    second of CPU, a fifth of a short command's (docs/cli.md, "The process's start"), for memory
+    the operating system takes back at once anyway. So: the ``atexit`` functions run (Spark's
+    stop among them), standard output and error are flushed, and ``os._exit`` ends the process
+    — only when the code is a number (or None) and no other thread is alive (Python's exit
+    would wait for it); otherwise, and when flushing fails (a closed pipe: Python reports that
+    its own way), it returns and Python exits as it always does. Every file cepflow writes is
+    closed by the code that wrote it before the command returns; nothing relies on a finalizer
+    at exit."""
+    import atexit
+    import os
+    import threading
+
+    if code is not None and not isinstance(code, int):
+        return
+    if threading.active_count() > 1:
+        return
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code or 0)
 
 
 if __name__ == "__main__":

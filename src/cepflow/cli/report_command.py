@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -40,7 +40,9 @@ from cepflow.inputs import InputError, input_files
 from cepflow.outputs import OutputError
 from cepflow.outputs.files import STDOUT, check_writable
 from cepflow.replay import Replayed
-from cepflow.reports.record import RunRecord
+
+if TYPE_CHECKING:  # (imported by the command that writes a report, not by every start)
+    from cepflow.reports.record import RunRecord
 
 
 def check_report_path(path: Path | None) -> None:
@@ -89,6 +91,8 @@ def report(
         raise fail(str(e)) from None
     program = load_patterns(patterns, context)
     import_actions(actions)
+    from cepflow.reports.record import RunRecord
+
     record = RunRecord(program)
     t0 = time.perf_counter()
     with open(os.devnull, "w", encoding="utf-8") as nowhere:

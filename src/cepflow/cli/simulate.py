@@ -9,7 +9,7 @@ import time
 from contextlib import AbstractContextManager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -18,12 +18,11 @@ from rich.table import Table
 
 from cepflow.cli.generate import pick_seed, read_model, run_duration
 from cepflow.cli.options import EngineName, load_program, need_spark, reading
-from cepflow.simulation.draws import GenerationError
-from cepflow.simulation.generator import check_size
-from cepflow.simulation.monte_carlo import LocalRunner, RunResult, Simulation, parse_count_by
-from cepflow.simulation.outcome import Outcome
 from cepflow.simulation.properties import FORMULAS, required_runs, run_until_precise, z_value
-from cepflow.simulation.stats import stats_csv
+
+if TYPE_CHECKING:  # (the runner is imported when the command runs, not at every start)
+    from cepflow.simulation.monte_carlo import RunResult, Simulation
+    from cepflow.simulation.outcome import Outcome
 
 err = Console(stderr=True, soft_wrap=True)
 if not err.is_terminal:  # a log or a pipe: tables as wide as they need, not 80 columns
@@ -133,6 +132,11 @@ def simulate_command(
         raise typer.Exit(2)
     if engine == "spark":
         need_spark("--engine spark")
+    from cepflow.simulation.draws import GenerationError
+    from cepflow.simulation.generator import check_size
+    from cepflow.simulation.monte_carlo import Simulation, parse_count_by
+    from cepflow.simulation.outcome import Outcome
+
     program = load_program(patterns)
     model = read_model(model_path)
     ms = run_duration(duration, model, events)
@@ -200,6 +204,8 @@ def _runner(simulation: Simulation, engine: str, master: str | None, workers: in
         from cepflow.spark.simulation import SparkRunner
 
         return SparkRunner(simulation, master)
+    from cepflow.simulation.monte_carlo import LocalRunner
+
     return LocalRunner(simulation, workers)
 
 
@@ -284,6 +290,8 @@ def _print(outcome: Outcome) -> None:
 
 def _write(outcome: Outcome, output: Path | None, json_path: Path | None,
            report: Path | None, plots: Path | None) -> None:
+    from cepflow.simulation.stats import stats_csv
+
     try:
         if output is not None:
             text = stats_csv(outcome.summary)

@@ -21,9 +21,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cepflow.simulation.monte_carlo import RunResult
+if TYPE_CHECKING:  # (the runner is not loaded by `cepflow simulate`'s options)
+    from cepflow.simulation.monte_carlo import RunResult
 
 FORMULAS = ("exact", "seed")
 
