@@ -51,23 +51,27 @@ def programs(draw: st.DrawFn) -> str:
     return text
 
 
-#: per event: k, v, x, s, the time step (whole or fractional: the times' types mix)
+#: per event: k, v, x, s, the time step (whole or fractional: the times' types mix), the
+#: type (a B moves the batch's end past the windows' last rows: their clocks then stop at
+#: their last expiry)
 readings = st.lists(st.tuples(st.sampled_from([0, 1, 2]), st.sampled_from([0, 1, 2, 1]),
                               st.sampled_from([0.0, -0.0, 0.7, 2.0, 1.5]),
                               st.sampled_from(["x", "y", "é", "", "x"]),
-                              st.sampled_from([0, 1, 2, 0.5, 1])), max_size=50)
+                              st.sampled_from([0, 1, 2, 0.5, 1]),
+                              st.sampled_from("AAAB")), max_size=50)
 #: texts mixed with numbers, booleans and nulls in ``s`` (no text codes for the key)
 mixed = st.lists(st.tuples(st.sampled_from([0, 1]), st.sampled_from([0, 1, 2]),
                            st.sampled_from([0.0, 0.7, 2.0]),
                            st.sampled_from(["x", 1, 1.0, True, None, "y"]),
-                           st.sampled_from([0, 1, 0.5])), max_size=40)
+                           st.sampled_from([0, 1, 0.5]), st.sampled_from("AAB")), max_size=40)
 
 
 def make(spec) -> list[Event]:
     ts, out = 0, []
-    for i, (k, v, x, s, dt) in enumerate(spec):
+    for i, (k, v, x, s, dt, *t) in enumerate(spec):
         ts += dt
-        out.append(Event("A", (k, v, x, s), ts, id=f"e{i}" if i % 3 else i, seq=i))
+        out.append(Event(t[0] if t else "A", (k, v, x, s), ts, id=f"e{i}" if i % 3 else i,
+                         seq=i))
     return out
 
 
@@ -120,6 +124,13 @@ PINNED = [(0, 1, 0.0, "x", 0), (1, 2, 2.0, "y", 1), (0, 0, -0.0, "x", 0.5), (2, 
        st.integers(0, 50))
 @example(AV, PINNED, [2, 4], 3)
 @example(AV + LEVEL, PINNED * 3, [5, 11], 8)
+@example(  # (a filter and a text key over a column source: the key codes of the rows taken)
+    "@Name('W0')\ninsert into W0\nselect a.s as s, count(*) as c\nfrom A(a.k != 1)"
+    ".win:time(3 msec) as a\ngroup by a.s;\n",
+    [(k, 1, 0.7, s, 1) for k, s in zip([0, 1, 2, 1, 0, 2, 1, 0], "xyxéyxx ", strict=True)],
+    [], 50)
+@example(  # (B events after the last reading: the window's clock is its last expiry)
+    AV, [*PINNED, (0, 0, 0.0, "x", 2, "B"), (0, 0, 0.0, "x", 1, "B")], [2, 7], 50)
 def test_time_window_rows_on_demand_equal_event_by_event(text, spec, cuts, restore_at
                                                          ) -> None:
     """The column route with the window rows made on demand against the per-event engine."""
