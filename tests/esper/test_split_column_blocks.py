@@ -55,7 +55,8 @@ def _kind(m) -> tuple:
     where the split makes a ``_PairMatch``), whether its bindings are still unmade, its parts'
     classes."""
     return ("lazy" if isinstance(m, LazyBindings) else type(m).__name__,
-            m.output_columns() is None, tuple(type(p).__name__ for p in m.parts))
+            m.output_columns() is None,
+            tuple("lazy" if isinstance(p, LazyBindings) else type(p).__name__ for p in m.parts))
 
 
 def numbered(spec: list, restore_at: int) -> list:

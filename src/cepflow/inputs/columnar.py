@@ -177,10 +177,19 @@ def decode(batch: pa.RecordBatch, arities: Mapping[str, int], arity: int) -> lis
         return _decode(batch, arities, arity)
 
 
+def stamps(batch: pa.RecordBatch, rows: pa.Array | None = None) -> list[Any]:
+    """The timestamps of the batch's rows (of ``rows`` of it, when given) as its events have
+    them: the integer column's value where there is one, else the float's."""
+    tsi, ts = column(batch, "tsi"), column(batch, "ts")
+    if rows is not None:
+        tsi, ts = tsi.take(rows), ts.take(rows)
+    return _either(tsi, ts)
+
+
 def _decode(batch: pa.RecordBatch, arities: Mapping[str, int], arity: int) -> list[Event]:
     n = batch.num_rows
     types = column(batch, "type").to_pylist()
-    stamps = _either(column(batch, "tsi"), column(batch, "ts"))
+    stamps_ = stamps(batch)
     ids = _either(column(batch, "id_s"), column(batch, "id_i"))
     values = [_param_values(batch, i) for i in range(arity)]
     params: list[tuple[Any, ...]] = list(zip(*values, strict=True)) if arity else [()] * n
@@ -188,7 +197,7 @@ def _decode(batch: pa.RecordBatch, arities: Mapping[str, int], arity: int) -> li
     if short:
         params = [p[:arities[t]] if t in short else p
                   for t, p in zip(types, params, strict=True)]
-    return list(map(Event, types, params, stamps, ids, column(batch, "seq").to_pylist()))
+    return list(map(Event, types, params, stamps_, ids, column(batch, "seq").to_pylist()))
 
 
 def _slot(v: Any) -> int:

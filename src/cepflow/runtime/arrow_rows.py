@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cepflow.events.event import Event, output_ts
-from cepflow.inputs.columnar import SLOTS, column, constant, decode
+from cepflow.inputs.columnar import SLOTS, column, constant, decode, stamps
 from cepflow.outputs.encoding import dumps, json_texts
 from cepflow.outputs.records import MATCH_SCHEMA, match_batch, match_ts_column, value_texts
 from cepflow.runtime.rows import (
@@ -51,6 +51,9 @@ class ArrowRows(Rows):
     def time_at(self, row: int) -> Any:
         tsi = column(self.batch, "tsi")[row].as_py()
         return tsi if tsi is not None else float(self.ts[row])
+
+    def times(self, rows: np.ndarray) -> list[Any]:
+        return stamps(self.batch, pa.array(rows))
 
     def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
         codes = np.full(len(rows), -1, dtype=np.int64)
@@ -100,7 +103,7 @@ class ArrowRows(Rows):
             self._reader = (column(b, "type"), used("tsi", "ts"), used("id_s", "id_i"),
                             [used(*(f"{p}{i}" for p, _ in SLOTS)) for i in range(self.arity)],
                             column(b, "seq"))
-        types, stamps, ids, slots, seq = self._reader
+        types, tss, ids, slots, seq = self._reader
 
         def first(cols: list[pa.Array]) -> Any:
             for c in cols:
@@ -113,7 +116,7 @@ class ArrowRows(Rows):
         params = tuple(first(cols) for cols in slots)
         if self.arities.get(t, self.arity) < self.arity:
             params = params[:self.arities[t]]
-        return Event(t, params, first(stamps), first(ids), seq[row].as_py())
+        return Event(t, params, first(tss), first(ids), seq[row].as_py())
 
     def number(self, engine: Any) -> None:
         counters = engine.host.counters

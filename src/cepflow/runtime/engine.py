@@ -607,9 +607,9 @@ class Engine:
                 host.time = max(host.time, due)
                 first = len(out)
                 emitted = []
-                for r in windows:
-                    if r.window.due == due:
-                        emitted.extend(r.advance_to(due))
+                for r in windows:  # (each at its own instant: equal dues may be 15 and
+                    if r.window.due == due:  # 15.0, and a window's clock keeps its own)
+                        emitted.extend(r.advance_to(r.window.due))
             else:
                 break
             for ce in emitted:

@@ -44,6 +44,10 @@ class Rows:
         """The timestamp of ``row`` as its event has it (an int stays an int)."""
         raise NotImplementedError
 
+    def times(self, rows: np.ndarray) -> list[Any]:
+        """The timestamps of ``rows`` as their events have them (:meth:`time_at` of each)."""
+        return [self.time_at(r) for r in rows.tolist()]
+
     def values(self, param: int, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
         """Parameter ``param`` of ``rows``: per row an index into the returned list of values
         (equal values may or may not share an entry)."""
@@ -125,6 +129,9 @@ class EventRows(Rows):
         # (else a row's tuple, then its value: two C-level passes)
         params = self.all_params()
         return local, list(map(itemgetter(param), map(params.__getitem__, rows.tolist())))
+
+    def times(self, rows: np.ndarray) -> list[Any]:
+        return list(map(attrgetter("ts"), map(self.events.__getitem__, rows.tolist())))
 
     def lookup(self, rows: np.ndarray) -> Sequence[Event]:
         return self.events
@@ -247,6 +254,62 @@ class _Picked(LazyBindings):
 
     def output_columns(self) -> tuple[Sequence[str], tuple[Any, ...]] | None:
         return (self._names, self._values) if self._bindings is None else None
+
+
+
+class Triggers:
+    """The events of some rows of a column source, made together (one ``lookup``) when the
+    first of them is asked for: the triggers of a window block's arrival rows
+    (:func:`triggered_kind`), which only a reader of those rows' ``parts`` needs — the file
+    job writes the rows from columns, so over a column source they are never made there."""
+
+    __slots__ = ("_made", "_rows", "_src")
+
+    def __init__(self, src: Rows, rows: np.ndarray) -> None:
+        self._src, self._rows = src, rows
+        self._made: Mapping[int, Event] | Sequence[Event] | None = None
+
+    def event(self, row: int) -> Event:
+        """The event of ``row`` (one of the rows given): the source's own object."""
+        made = self._made
+        if made is None:
+            made = self._made = self._src.lookup(self._rows)
+            self._src = self._rows = None  # type: ignore[assignment]
+        return made[row]
+
+
+
+#: the slot a complex event keeps its parts in (filled and read past :class:`_Triggered`'s
+#: property, which has no setter: nothing sets a row's parts)
+_PARTS = ComplexEvent.__dict__["parts"]
+
+
+class _Triggered(LazyBindings):
+    """:class:`_OneKind` whose ``parts`` are the trigger of one row of a column source, made
+    when first read (:class:`Triggers`): a window block's arrival row, ``(its event,)``."""
+
+    __slots__ = ("_at", "_row")
+
+    def __init__(self, params: tuple[Any, ...], ts: Any, at: Triggers, row: int,
+                 match_id: int = -1) -> None:
+        self.params, self.ts, self.match_id = params, ts, match_id
+        self._at, self._row = at, row
+        self.id = self._bindings = None
+        self.seq = -1
+
+    @property  # type: ignore[override]
+    def parts(self) -> tuple[Event, ...]:
+        at = self._at
+        if at is not None:
+            _PARTS.__set__(self, (at.event(self._row),))
+            self._at = None
+        return _PARTS.__get__(self, type(self))
+
+
+def triggered_kind(type_name: str, names: tuple[str, ...]) -> Any:
+    """The constructor ``(params, ts, triggers, row)`` of :class:`lazy_kind`'s complex events
+    whose parts are ``(the event of row,)``, made when first read (:class:`_Triggered`)."""
+    return kind_of(_Triggered, (type_name, names), {"type": type_name, "_names": names})
 
 
 

@@ -52,7 +52,14 @@ from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.walk import strip_alias
 from cepflow.runtime.kernels.filters import filter_mask
 from cepflow.runtime.kernels.frame import Declined, declined_on_failure
-from cepflow.runtime.rows import EventRows, Rows, TypeColumns, lazy_kind
+from cepflow.runtime.rows import (
+    EventRows,
+    Rows,
+    Triggers,
+    TypeColumns,
+    lazy_kind,
+    triggered_kind,
+)
 from cepflow.runtime.vector_expr import filter_mask as vector_mask
 from cepflow.windows.aggregates import FIRST, N
 from cepflow.windows.expressions import NOW
@@ -365,23 +372,30 @@ class WindowBlock:
         #: (a length batch's closing rows: its rows' trigger)
         self._want: list[int] = []
         self._cols, self._src = cols, src
-        self.events: Any = (cols.events(rows[:0] if self._lazy else rows) if len(rows)
-                            else [])
+        #: over a column source a time window's arrival rows are made without their events
+        #: (their parts made when first read: rows.Triggers), and the events of the records
+        #: the runner keeps when it keeps them (_records): the batch decodes only those
+        #: (no having, which reads the events; no rows on expiry, which carry them)
+        self._on_demand = (st.window.kind == "time" and not st.window.per_group
+                           and not isinstance(src, EventRows) and not st.more_inputs
+                           and plan.having_expr is None and plan.mode != "group")
+        self.events: Any = (cols.events(rows[:0] if self._lazy or self._on_demand else rows)
+                            if len(rows) else [])
         n = len(rows)
         # group keys and aggregate arguments: Python values (the records') and columns
-        own = isinstance(src, EventRows) and not st.more_inputs
+        own = not st.more_inputs  # (rows of one type: its columns, an event list's or not)
         sel = None if mask is None else np.flatnonzero(mask)  # (among the type's rows)
 
         def per_row(k: int) -> list[Any]:  # (parameter k of the rows, a value per row)
-            if own:  # (an event list's: the type's column, read once for every statement
-                col = cols.objects(t, k)  # of the batch, TypeColumns.objects)
+            if own:  # (the type's column, read once for every statement of the batch,
+                col = cols.objects(t, k)  # TypeColumns.objects)
                 return (col if sel is None else col[sel]).tolist()
             local, uniq = src.values(k, rows)
             if isinstance(src, EventRows):  # (a value per row already, in order)
                 return uniq
             return [uniq[i] for i in local.tolist()]
 
-        #: parameter k of the rows, the events' own values (None: read from the events)
+        #: parameter k of the rows, the rows' own values (None: read from the events)
         self._own_values = per_row if own else None
 
         self.key_of: list[Any] = [()] * n
@@ -390,7 +404,7 @@ class WindowBlock:
         if plan.group_exprs:
             kf = plan.fields[plan.group_exprs[0].name]
             self.key_of = per_row(kf)
-            coded = cols.codes(t, kf) if own else None
+            coded = cols.codes(t, kf) if own else None  # (texts: one number per distinct)
             if coded is not None:
                 self.key_codes = (coded[0] if sel is None else coded[0][sel], coded[1])
         self.arg_values: list[list[Any]] = [per_row(plan.fields[a.name]) for a in plan.args]
@@ -464,27 +478,35 @@ class WindowBlock:
                                                              strict=False)),
                             () if trigger is None else (trigger,), match_id)
 
-    def _rows(self, evs: list[Event], slot_cols: list[list[Any]] | list[tuple[Any, ...]],
+    def _rows(self, evs: list[Event] | None,
+              slot_cols: list[list[Any]] | list[tuple[Any, ...]],
               times: list[Any] | None = None, arrivals: list[Any] | None = None,
-              triggers: list[Event] | None = None) -> list[ComplexEvent]:
+              triggers: list[Event] | None = None, rows: list[int] | None = None
+              ) -> list[ComplexEvent]:
         """Rows column by column (ids given later): the arrival rows of ``evs`` (each its own
         trigger, at its time), or with ``times`` boundary rows (no trigger; the fields of
         ``evs``, the groups' representatives) at those instants, or with ``triggers`` rows
         of the representatives ``evs`` made by those arrivals (at ``arrivals``, their times).
         ``slot_cols`` holds every aggregate slot's value per row; ``arrivals``, when given,
-        the times of the arrivals."""
+        the times of the arrivals. With ``evs`` None (``_on_demand``): the arrival rows of
+        all the block's rows ``rows`` (``arrivals`` their times), each its own trigger, made
+        when first read (rows.Triggers)."""
         name, aliases = self.name, self.plan.aliases
-        now = (times if times is not None else arrivals if arrivals is not None
-               else list(map(_TS, evs)))
+        now: Any = (times if times is not None else arrivals if arrivals is not None
+                    else list(map(_TS, evs or ())))
         # (an arrival row's fields are its own row's: the type's columns, per_row)
         values = self._own_values if times is None and triggers is None else None
         cols = [slot_cols[a] if k == "agg" else values(a) if k == "field" and values
-                else [e.params[a] for e in evs] if k == "field" else now
+                else [e.params[a] for e in evs or ()] if k == "field" else now
                 for k, a in self.plan.items]
         if not cols:
-            params: Any = repeat((), len(evs))
+            params: Any = repeat((), len(now))
         else:
             params = zip(*cols, strict=True)
+        if evs is None:
+            assert rows is not None and values is not None and self.plan.having_expr is None
+            trig = Triggers(self._src, self.rows)
+            return list(map(triggered_kind(name, aliases), params, now, repeat(trig), rows))
         parts = (repeat(()) if times is not None else zip(evs) if triggers is None
                  else zip(triggers))
         kind = lazy_kind(name, aliases)
@@ -667,13 +689,16 @@ class WindowBlock:
             same[out_] = gcode[removed[out_]] == gcode[m + np.flatnonzero(out_)]
             pos = pos + same
         ev, rows = self.events, self.rows.tolist()
-        evs = list(map(ev.__getitem__, rows))
-        now = list(map(_TS, evs))  # (the arrivals' times: their rows', and the expiries')
-        ev_of = [r[EVENT] for r in held] + evs if held else evs
+        # (on demand: timed, so no record pushes another out, and no rows on expiry — the
+        # arrival rows' events are made when read)
+        evs = None if self._on_demand else list(map(ev.__getitem__, rows))
+        # (the arrivals' times: their rows', and the expiries')
+        now = self._src.times(self.rows) if evs is None else list(map(_TS, evs))
+        ev_of = [r[EVENT] for r in held] + evs if held and evs is not None else evs
         other = (np.flatnonzero(out_ & ~same) if removed is not None and not lanes
                  and self.plan.mode == "group" else np.zeros(0, np.int64))
         if not len(other):
-            found = self._rows(evs, values_at(pos), arrivals=now)
+            found = self._rows(evs, values_at(pos), arrivals=now, rows=rows)
             at = rows
             self.arrivals = True
         else:  # (and a row for the group of the record it pushed out, when another group)
@@ -763,7 +788,8 @@ class WindowBlock:
     def _records(self, lo: int, hi: int, seq0: int) -> list[tuple[Any, ...]]:
         """The records of the batch's rows ``lo`` to ``hi``, column by column (:meth:`_record`
         's)."""
-        ev, rows = self.events, self.rows[lo:hi].tolist()
+        rows = self.rows[lo:hi].tolist()
+        ev = self._cols.events(self.rows[lo:hi]) if self._on_demand else self.events
         args = (zip(*(v[lo:hi] for v in self.arg_values), strict=True) if self.arg_values
                 else repeat((), hi - lo))
         evs = list(map(ev.__getitem__, rows))
@@ -858,7 +884,8 @@ class WindowBlock:
 
     def _record(self, i: int, seq: int) -> tuple[Any, ...]:
         """The record the runner keeps for the batch's accepted row ``i``."""
-        e = self.events[int(self.rows[i])]
+        ev = self._cols.events(self.rows[i:i + 1]) if self._on_demand else self.events
+        e = ev[int(self.rows[i])]
         return (e.ts, seq, self.key_of[i], tuple(v[i] for v in self.arg_values), e)
 
     def _clock(self, instants: list[Any]) -> None:
