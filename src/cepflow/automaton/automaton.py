@@ -97,6 +97,12 @@ class Position:
     #: operand (the run ends, the result is dropped). The count of an ``every``'s waiting run
     #: is its hidden binding :data:`TAKEN` (Matcher._try_edges). None: no such guard
     most: int | None = None
+    #: Esper's ``or`` of single events built as their union (compiler.automata): the id of
+    #: the outermost such or this occurrence is an alternative of; 0 elsewhere. The or quits
+    #: when one alternative reports (EvalOrStateNode): of a state's alternatives an event
+    #: takes the first that fits, and the run does not stay for the others
+    #: (runtime.compiled ``CompiledPattern.alternatives``)
+    alt: int = 0
 
 
 #: the hidden binding that counts the results a ``timer:withinmax`` guard passed from the run

@@ -945,14 +945,11 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
     blocks: list[Any] = []
     by = p["alt"][inst]
     if pr.paths:  # (alternatives before more stages: per alternative, its own chain's; a
-        # token from before the batch holds a thread per alternative event, kernels.branch)
-        old, unused = p["old"], m.pattern.auto.unused
-        taken, stage0, end = p["taken"], p["stage0"], p["stage"]
+        # token from before the batch holds one thread, kernels.branch)
+        old = p["old"]
 
         def held_old(q: int) -> tuple[list[Event], dict[str, Any]]:
-            later = [(events[int(taken[j][q])], pr.new[j])
-                     for j in range(int(stage0[q]), int(end[q]))]
-            return branch.held_winner(old[q], later, unused)
+            return branch.held_winner(old[q])
 
         # (a token's: its winning thread's events and bindings, to which _held adds the
         # stages it takes in the batch)
