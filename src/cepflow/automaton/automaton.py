@@ -286,3 +286,12 @@ class Automaton:
 
     def types_from(self, state: int) -> set[str]:
         return set(self.edges.get(state, {})) | set(self.forbids.get(state, {}))
+
+
+def alternative_states(auto: Automaton) -> frozenset[int]:
+    """The states whose edges are the alternatives of one Esper ``or`` of single events
+    (Position.alt): a run there that takes an event does not stay for the others
+    (runtime.compiled ``CompiledPattern.alternatives``, the Petri-net translation)."""
+    return frozenset(s for s, m in auto.edges.items() if len(
+        alts := {e.position.alt for es in m.values() for e in es}) == 1 and 0 not in alts
+        and sum(len(es) for es in m.values()) > 1)

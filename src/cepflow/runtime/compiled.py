@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from cepflow.automaton.automaton import FINAL, INITIAL, TIMER, Automaton, Edge, Zone
+from cepflow.automaton.automaton import (
+    FINAL,
+    INITIAL,
+    TIMER,
+    Automaton,
+    Edge,
+    Zone,
+    alternative_states,
+)
 from cepflow.automaton.context import Context
 from cepflow.runtime.absence import EsperAbsence, esper_absence_of
 from cepflow.runtime.shapes import (
@@ -185,9 +193,7 @@ class CompiledPattern:
         #: writing order), and a run there that takes it does not also stay waiting for the
         #: others (Matcher._try_edges; an or of longer operands is a product, Position.track,
         #: whose operands do wait)
-        self.alternatives = frozenset(s for s, m in auto.edges.items() if len(
-            alts := {e.position.alt for es in m.values() for e in es}) == 1 and 0 not in alts
-            and sum(len(es) for es in m.values()) > 1)
+        self.alternatives = alternative_states(auto)
         #: the untils over a group (Position.group) whose states each state is one of: a run
         #: that leaves one's states ends its one instance for every run (Matcher._apply)
         self.groups = {s: g for s, m in auto.edges.items() if (g := frozenset(
