@@ -25,6 +25,7 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from tests.esper.esper_tree import FILTERS, evaluate, tags, text
+from tests.esper.test_esper_statement_start import stream
 
 import cepflow
 from cepflow.events.event import Event
@@ -41,14 +42,6 @@ def program(p: Pattern) -> Any:
     select = ", ".join(f"{t}.v as {t}" for t in names)
     return cepflow.load_module(parse_epl(
         SCHEMAS + f"@Name('P') select {select} from pattern [{text(p)}];", "r.epl"))
-
-
-def stream(raw: list[tuple[str, int, int]]) -> list[Event]:
-    out, t = [], 0
-    for i, (typ, k, gap) in enumerate(raw):
-        t += gap
-        out.append(Event(typ, (k, i), t))
-    return out
 
 
 def per_event(prog: Any, events: list[Event], end: float) -> list[tuple]:
