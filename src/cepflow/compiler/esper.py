@@ -1395,7 +1395,8 @@ class _Aliases:
         self.seen: dict[str, EventType] = {}    # every alias so far, in binding order
         self.rename: dict[str, str] = {}        # "a2.f" -> the variable holding it
         self.spread: list[str] = []             # unbounded repeated tags under select *
-        self.branches = 0                       # inside how many operands of an 'or'
+        self.optional: list[set[str]] = []      # per enclosing 'or': the tags not in all
+        # of its operands (null when another operand matched)
 
     def var(self, alias: str, fld: str, loc: ast.Loc) -> str:
         """The variable of ``alias.fld``. An alias only some branch of an earlier ``or``
@@ -1466,10 +1467,11 @@ class _Aliases:
         args: list[str | None] = ([None] * len(et.param_names) if repeated or a.alias is None
                                   else [f"{a.alias}.{f}" for f in et.param_names])
         rest: list[ast.Expr] = []
-        # a tag inside an operand of an or is null when another operand matched (Esper): a
-        # field of it read elsewhere stays its own variable, not another tag's (a2 = D(k =
-        # a1.k) would make a2.k read a1's value), and the equality stays a filter
-        branch = a.alias is not None and self.branches > 0
+        # a tag inside an operand of an or, and not in all of them, is null when another
+        # operand matched (Esper): a field of it read elsewhere stays its own variable, not
+        # another tag's (a2 = D(k = a1.k) would make a2.k read a1's value), and the equality
+        # stays a filter (a repeated tag's fields are its collection's: never renamed)
+        branch = not repeated and any(a.alias in tags for tags in self.optional)
         for c in _conjuncts(a.where) if a.where is not None else []:
             unified = self._unify(c, a.alias, et)
             if unified is not None and branch and (
@@ -1525,11 +1527,12 @@ class _Aliases:
             return type(p)(left, self.pattern(p.right), p.loc)
         if isinstance(p, ast.Or):  # after an or, only aliases both branches bind are bound
             before = dict(self.bound)
-            self.branches += 1
+            tags = [{a.alias for a in atoms(o)} for o in (p.left, p.right)]
+            self.optional.append(tags[0] ^ tags[1])
             left = self.pattern(p.left)
             after_left, self.bound = self.bound, before
             right = self.pattern(p.right)
-            self.branches -= 1
+            self.optional.pop()
             self.bound = {k: v for k, v in self.bound.items() if k in after_left}
             return replace(p, left=left, right=right)
         return replace(p, pattern=self.pattern(p.pattern))

@@ -368,8 +368,11 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     ``pr.alts``, -1 for none). ``end``: the batch's last instant and the first of the rows
     the batch's last event brings (a derived stream's rows: kernels.cascade), when the rows
     are not the batch itself (else its last row's)."""
-    if pr.operands and end is not None and pr.window == 0:
-        # Declined: an or of sequences (an and alike) in within(0) over a derived stream. A
+    if (pr.operands or pr.alts) and end is not None and pr.window == 0:
+        # Declined: alternatives, an or of sequences (an and alike) in within(0) over a
+        # derived stream. (Alternatives of single events: a later row of the cascade that fits
+        # one of them traps the instance at its window check, Esper's or having quit the
+        # others — CompiledPattern.alternatives — which the kernel's trap does not model.) A
         # later row of the cascade that opened an instance fails the product's window check
         # (no time passes in a cascade), which traps the instance only when every edge out
         # of its state fires on that row — else the token path keeps it, its operands side
