@@ -52,10 +52,13 @@ TYPES = ["A", "B", "C"]
 @st.composite
 def stated(draw: st.DrawFn, pattern: str, x: str, y: str) -> str:
     """The statement ``P`` or ``Q`` of ``pattern`` after ``a``, with a select list reading
-    tags ``x`` and ``y`` (fields, a literal, ``current_timestamp()``, arithmetic) or none."""
+    tags ``x`` and ``y`` (fields, a literal, ``current_timestamp()``, arithmetic). Not their
+    keys (nor ``select *``, which reads them): an alternative's key equated to ``a``'s stays
+    its own variable then — null when another alternative matched, as Esper's tag — and the
+    pattern runs per event (compiler.esper ``_reads``)."""
     select = draw(st.sampled_from([
-        "", f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
-        f"select {y}.k as yk, {x}.s as xs, a.k as k, 'lit' as c ",
+        f"select a.v as av, {x}.v as xv, {y}.x as yx, current_timestamp() as t ",
+        f"select {y}.x as yx, {x}.s as xs, a.k as k, 'lit' as c ",
         f"select a.v + {x}.v as total, {y}.v as yv "]))
     name = draw(st.sampled_from(["P", "Q"]))
     return f"@Name('{name}')\ninsert into {name}\n{select}from pattern [{pattern}];\n"
@@ -68,8 +71,7 @@ def alternatives(draw: st.DrawFn) -> str:
     n_alts = draw(st.sampled_from([2, 2, 3]))
     chained = draw(st.sampled_from([False, False, True]))
     keyed = chained or draw(st.sampled_from([True, True, False]))
-    # (any order: the names decide ties; Z sorts before the earlier stages' a and b, ab
-    # between them)
+    # (any names in any order: the written order decides ties, whatever the names sort as)
     tags = draw(st.permutations(["p", "q", "r", "Z", "ab"]))[:n_alts]
 
     def stage(tag: str, t: str, key: bool) -> str:
@@ -287,16 +289,16 @@ def test_the_shape_and_what_it_declines() -> None:
         "every a = A or every b = B",
         "every a = A -> b = B(k = a.k) -> (c = C(k = a.k) or d = B(v > 2 and k = a.k))",
     ]:
-        takes_the_kernel(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+        takes_the_kernel(f"@Name('P')\ninsert into P\nselect a.v as av\nfrom pattern [{s}];\n")
     # (alternatives not the last stage, ``(b or c) -> d``: kernels.branch's,
     # test_what_the_branch_takes_and_declines)
-    takes_the_branch("@Name('P')\ninsert into P\nfrom pattern [every a = A -> (b = B(k = a.k)"
-                     " or c = C(k = a.k) -> d = A(k = a.k))];\n")
+    takes_the_branch("@Name('P')\ninsert into P\nselect a.v as av\nfrom pattern [every a = A "
+                     "-> (b = B(k = a.k) or c = C(k = a.k) -> d = A(k = a.k))];\n")
     # per event, after a alone on a key: the direct step with the instances as rows
     # (EsperSteps._pair_start, _alts_end): for a C closing, for an A opening
     m = Engine(load_module(parse_epl(
-        SCHEMA + C_SCHEMA + "@Name('P')\ninsert into P\nfrom pattern [every a = A -> (b = "
-        "B(k = a.k) or c = C(k = a.k) or d = B(v > 1 and k = a.k))];\n"))).matchers[0]
+        SCHEMA + C_SCHEMA + "@Name('P')\ninsert into P\nselect a.v as av\nfrom pattern [every a "
+        "= A -> (b = B(k = a.k) or c = C(k = a.k) or d = B(v > 1 and k = a.k))];\n"))).matchers[0]
     assert m.pattern.pair.is_pair
     assert (m.step_for("A"), m.step_for("B"), m.step_for("C")) == (
         m._pair_start, m._alts_end, m._alts_end)
@@ -311,7 +313,7 @@ def test_the_shape_and_what_it_declines() -> None:
         "every (a = A or b = B -> c = C)",  # (a sequence among them)
     ]:
         prog = load_module(parse_epl(SCHEMA + C_SCHEMA + f"@Name('P')\ninsert into P\n"
-                                     f"from pattern [{s}];\n"))
+                                     f"select a.v as av\nfrom pattern [{s}];\n"))
         assert Engine(prog)._pairs is None, s
 
 
@@ -393,7 +395,7 @@ def test_what_the_or_of_sequences_takes_and_declines() -> None:
         "every a = A -> ((b = B(k = a.k) -> c = B(k = a.k)) or d = B(k = a.k))",  # (one type)
         "every a = A -> ([2] B(k = a.k) or d = C(k = a.k))",  # (a repetition: B -> B)
     ]:
-        takes_the_product(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+        takes_the_product(f"@Name('P')\ninsert into P\nselect a.v as av\nfrom pattern [{s}];\n")
     declined([
         "every a = A -> ((b = B(b.v > a.v and k = a.k) -> c = C(k = a.k)) or d = C(k = a.k))",
         "every a = A -> ((b = B(k = a.k) -> c = C(c.v > b.v and k = a.k)) or d = C(k = a.k))",
@@ -864,11 +866,10 @@ OR_MID = ("@Name('P')\ninsert into P\nselect a.v as av, b.v as bv, c.v as cv, d.
           "from pattern [every a = A -> ((b = B(b.k = a.k) or c = C(c.k = a.k)) -> "
           "d = B(d.k = a.k)) where timer:within(10 milliseconds)];\n")
 #: hand-derived (one key, v = the event's number, 1 ms apart but e8 at 20): e0's instance
-#: takes c at e1 and completes at e2, a B, by its c thread — e2 also fits b, but the
-#: instance is done; e3's takes b at e4 and c at e5 (a thread each, and one still waiting
-#: for the alternatives: a batch cut after e5 leaves that token with three threads), and
-#: completes at e6 by the thread through e4, the older alternative event (matcher._age),
-#: though the one through e5 completes there too; e7's expires at 17 before e8
+#: takes c at e1 (the or quits: EvalOrStateNode) and completes at e2, a B — e2 also fits b,
+#: but the or is over; e3's takes b at e4 (e5, a C, starts nothing: a batch cut after e5
+#: leaves that token with its one thread through e4) and completes at e6; e7's expires at 17
+#: before e8
 OR_MID_STREAM = [("A", 0, 0, 0.0, 0), ("C", 0, 1, 0.0, 1), ("B", 0, 2, 0.0, 1),
                  ("A", 0, 3, 0.0, 1), ("B", 0, 4, 0.0, 1), ("C", 0, 5, 0.0, 1),
                  ("B", 0, 6, 0.0, 1), ("A", 0, 7, 0.0, 1), ("C", 0, 8, 0.0, 13)]
@@ -877,15 +878,13 @@ OR_MID_MATCHES = [(("e0", "e1", "e2"), (0, None, 1, 2)), (("e3", "e4", "e6"), (3
 
 def test_or_mid_pinned() -> None:
     """The esper_or_mid shape over a hand-derived stream, in two batches cut after e5 (the
-    token with a thread per alternative event left open and read back), then in one."""
+    token past the alternatives left open and read back), then in one."""
     takes_the_branch(OR_MID)
 
     def left(eng: Engine) -> None:
         (tok,) = eng.matchers[0].all_tokens()
-        assert [[e.ref for e in th.events] for th in tok.threads] == [
-            ["e3", "e4"], ["e3", "e5"], ["e3"]]
-        assert [th.bindings.get("b.v", th.bindings.get("c.v")) for th in tok.threads] == [
-            4, 5, None]
+        assert [[e.ref for e in th.events] for th in tok.threads] == [["e3", "e4"]]
+        assert [th.bindings.get("b.v", th.bindings.get("c.v")) for th in tok.threads] == [4]
 
     check_pinned(OR_MID, OR_MID_STREAM, 6, OR_MID_MATCHES, left)
 
@@ -893,10 +892,8 @@ def test_or_mid_pinned() -> None:
 OR_MID_LONGER = ("@Name('P')\ninsert into P\nselect a.v as av, b.v as bv, c.v as cv, d.v as dv,"
                  " e.v as ev\nfrom pattern [every a = A -> (b = B(k = a.k) or c = C(k = "
                  "a.k)) -> d = B(k = a.k) -> e = C(k = a.k)];\n")
-#: hand-derived: e0's instance takes b at e1, c at e2 (its b thread waits for d); at e3, a
-#: B, both take d and the thread still waiting makes a third b thread — a batch cut after
-#: e3 leaves four threads —; at e4 the thread through e1 and e3 completes (the thread
-#: through e2 and e3 too: the older wins)
+#: hand-derived: e0's instance takes b at e1 (the or quits; e2, a C, starts nothing), d at
+#: e3 — a batch cut after e3 leaves its one thread — and completes at e4
 OR_MID_LONGER_STREAM = [("A", 0, 0, 0.0, 0), ("B", 0, 1, 0.0, 1), ("C", 0, 2, 0.0, 1),
                         ("B", 0, 3, 0.0, 1), ("C", 0, 4, 0.0, 1)]
 
@@ -907,8 +904,7 @@ def test_or_mid_longer_pinned() -> None:
 
     def left(eng: Engine) -> None:
         (tok,) = eng.matchers[0].all_tokens()
-        assert [[e.ref for e in th.events] for th in tok.threads] == [
-            ["e0", "e1", "e3"], ["e0", "e2", "e3"], ["e0", "e3"], ["e0"]]
+        assert [[e.ref for e in th.events] for th in tok.threads] == [["e0", "e1", "e3"]]
 
     check_pinned(OR_MID_LONGER, OR_MID_LONGER_STREAM, 4,
                  [(("e0", "e1", "e3", "e4"), (0, 1, None, 3, 4))], left)
@@ -928,7 +924,7 @@ def test_what_the_branch_takes_and_declines() -> None:
         "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(k = a.k) -> "
         "e = B(k = a.k)",  # (two stages after the alternatives)
     ]:
-        takes_the_branch(f"@Name('P')\ninsert into P\nfrom pattern [{s}];\n")
+        takes_the_branch(f"@Name('P')\ninsert into P\nselect a.v as av\nfrom pattern [{s}];\n")
     declined([
         "every a = A -> (b = B(k = a.k) or c = C) -> d = C(k = a.k)",  # (one on no key)
         "every a = A -> (b = B(k = a.k) or c = C(k = a.k)) -> d = C(v > b.v and k = a.k)",
@@ -1012,13 +1008,13 @@ def test_heads_in_the_split(stmts, others, spec, cuts, restore_at) -> None:
 
 OR_HEAD = ("@Name('P')\ninsert into P\nselect p.v as pv, q.v as qv, r.v as rv, d.v as dv\nfrom "
            "pattern [every (q = A(v < 5) or p = A(v > 1) or r = B) -> d = C];\n")
-#: hand-derived: e0 fits q alone (one thread), e1 fits q and p (one instance, two threads,
-#: in the written order), e2 r; a batch cut after e2 leaves three tokens. The C e3
-#: completes all three, oldest first — e1's by p, whose bindings' names sort first
-#: (matcher._age), though q is written first —; e4 fits p and is left open
+#: hand-derived: e0 fits q alone, e1 fits q and p (one instance, by q: the or quits at its
+#: first operand that reports, the one written first), e2 r; a batch cut after e2 leaves
+#: three tokens, a thread each. The C e3 completes all three, oldest first; e4 fits p and is
+#: left open
 OR_HEAD_STREAM = [("A", 0, 0, 0.0, 0), ("A", 0, 3, 0.0, 1), ("B", 0, 2, 0.0, 1),
                   ("C", 0, 3, 0.0, 1), ("A", 0, 7, 0.0, 1)]
-OR_HEAD_MATCHES = [(("e0", "e3"), (None, 0, None, 3)), (("e1", "e3"), (3, None, None, 3)),
+OR_HEAD_MATCHES = [(("e0", "e3"), (None, 0, None, 3)), (("e1", "e3"), (None, 3, None, 3)),
                    (("e2", "e3"), (None, None, 2, 3))]
 
 
@@ -1030,7 +1026,7 @@ def test_or_head_pinned() -> None:
     def left(eng: Engine) -> None:
         assert [[(th.events[0].ref, sorted(th.bindings)[0][0]) for th in t.threads]
                 for t in eng.matchers[0].all_tokens()] == [
-            [("e0", "q")], [("e1", "q"), ("e1", "p")], [("e2", "r")]]
+            [("e0", "q")], [("e1", "q")], [("e2", "r")]]
 
     check_pinned(OR_HEAD, OR_HEAD_STREAM, 3, OR_HEAD_MATCHES, left)
 
@@ -1051,24 +1047,23 @@ def test_what_the_head_takes_and_declines() -> None:
     ], "paths")
 
 
-# (an untagged alternative beside a tagged one of one type, two stages after them, the last
-# stage's tag sorting first: a token from before a batch whose one event fits both completes
-# by the thread whose final bindings' names — those the select list reads — matcher._age
-# puts first: d's, since d.v comes before the untagged thread's e.v once c.v and e.v are
-# bound; by c.v alone the untagged thread, whose names are then a prefix, would win)
+# (an untagged alternative beside a tagged one of one type, two stages after them: a row
+# both fit goes to the one written first, d, and a token from before a batch holds that
+# thread alone)
 OR_MID_TIE = ("@Name('P')\ninsert into P\nselect d.v as dv, e.v as ev, c.v as cv\nfrom "
               "pattern [every a = A -> (d = B(k = a.k) or B(k = a.k)) -> e = C(k = a.k) -> "
               "c = A(k = a.k)];\n")
 
 
 def test_or_mid_tie_from_before_a_batch() -> None:
-    """A row both alternatives take, left open by a batch cut: the next batch completes the
-    token by the thread the token path keeps (kernels.branch.held_winner)."""
+    """A row both alternatives fit, left open by a batch cut: the first written took it,
+    and the next batch completes the token by that thread (kernels.branch.held_winner)."""
     takes_the_branch(OR_MID_TIE)
     spec = [("A", 0, 0, 0.0, 0), ("B", 0, 1, 0.0, 1), ("C", 0, 2, 0.0, 1), ("A", 0, 3, 0.0, 1)]
 
     def left(eng: Engine) -> None:
-        (tok,) = [t for t in eng.matchers[0].all_tokens() if len(t.threads) > 1]
-        assert [[e.ref for e in th.events] for th in tok.threads] == [["e0", "e1"]] * 2
+        (tok,) = [t for t in eng.matchers[0].all_tokens() if len(t.threads[0].events) > 1]
+        assert [[e.ref for e in th.events] for th in tok.threads] == [["e0", "e1"]]
+        assert "d.v" in tok.threads[0].bindings
 
     check_pinned(OR_MID_TIE, spec, 2, [(("e0", "e1", "e2", "e3"), (1, 2, 3))], left)

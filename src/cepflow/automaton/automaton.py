@@ -97,6 +97,12 @@ class Position:
     #: operand (the run ends, the result is dropped). The count of an ``every``'s waiting run
     #: is its hidden binding :data:`TAKEN` (Matcher._try_edges). None: no such guard
     most: int | None = None
+    #: Esper's ``or`` of single events built as their union (compiler.automata): the id of
+    #: the outermost such or this occurrence is an alternative of; 0 elsewhere. The or quits
+    #: when one alternative reports (EvalOrStateNode): of a state's alternatives an event
+    #: takes the first that fits, and the run does not stay for the others
+    #: (runtime.compiled ``CompiledPattern.alternatives``)
+    alt: int = 0
 
 
 #: the hidden binding that counts the results a ``timer:withinmax`` guard passed from the run
@@ -285,3 +291,12 @@ class Automaton:
 
     def types_from(self, state: int) -> set[str]:
         return set(self.edges.get(state, {})) | set(self.forbids.get(state, {}))
+
+
+def alternative_states(auto: Automaton) -> frozenset[int]:
+    """The states whose edges are the alternatives of one Esper ``or`` of single events
+    (Position.alt): a run there that takes an event does not stay for the others
+    (runtime.compiled ``CompiledPattern.alternatives``, the Petri-net translation)."""
+    return frozenset(s for s, m in auto.edges.items() if len(
+        alts := {e.position.alt for es in m.values() for e in es}) == 1 and 0 not in alts
+        and sum(len(es) for es in m.values()) > 1)

@@ -62,6 +62,14 @@ class CompileError(Exception):
         return f"{where}{who}{self.args[0]}"
 
 
+def _ends_in_timed_and(w: ast.Window) -> bool:
+    """Is ``w`` the window of Esper's ``A -> (B and timer:interval(Δ))`` itself
+    (compiler.esper ``and_interval``), whose B after the deadline is built outside it?"""
+    last = fol_items(w.pattern)[-1]
+    return isinstance(last, ast.And) and any(isinstance(o, ast.Interval)
+                                             for o in and_items(last))
+
+
 @dataclass
 class _Frag:
     first: set[int]
@@ -98,6 +106,7 @@ class _Builder:
         #: that observed the forbidden event may still continue: Forbid.target)
         self.neg_keeps: dict[int, frozenset[int]] = {}
         self.n_ids = 0  # position and restricted-copy ids (state ids), 1, 2, …
+        self.n_alts = 0  # Esper's ors of single events (Position.alt)
         self.raw: list[tuple[int, int, frozenset[int]]] = []
         self.forbid: dict[int, list[Position]] = defaultdict(list)
         self.zones: list[Zone] = []
@@ -265,6 +274,11 @@ class _Builder:
                 # Esper's or of operands longer than one event: side by side (conjunction)
                 return self.build_product(p)
             a, b = self.build(p.left), self.build(p.right)
+            if self.esper and not p.choice:  # (Position.alt; an or around it overwrites)
+                self.n_alts += 1
+                for pos in self.positions:
+                    if pos.id in a.first | b.first:
+                        pos.alt = self.n_alts
             return _Frag(a.first | b.first, a.last | b.last, a.nullable or b.nullable,
                          a.created | b.created, a.zones | b.zones, {**a.tail, **b.tail},
                          a.timer | b.timer)
@@ -474,6 +488,8 @@ class _Builder:
                 cur.zones | f.zones,
                 dict(f.tail),
                 set(f.timer),
+                set(f.done),  # (a window ending in B and timer:interval(Δ): resume below)
+                f.resume,
             )
             pending = []
         if cur is None:
@@ -530,6 +546,10 @@ class _Builder:
         first_raw = len(self.raw)
         try:
             f = self.build(p.pattern)
+            if f.resume is not None and not _ends_in_timed_and(p):
+                # a guard around A -> (B and timer:interval(Δ)): the B after the deadline is
+                # inside it too (Esper's guard quits the and when it ends first)
+                f = self.resume(f)
         finally:
             self.lead_zone = None
             if self.zone_stack and self.zone_stack[-1] == zid:

@@ -54,7 +54,7 @@ same automata and engine:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from itertools import count
 from typing import Literal
@@ -1496,14 +1496,20 @@ class _Aliases:
 
     def __init__(self, schemas: Mapping[str, EventType],
                  repeated: Mapping[str, RepeatedTag],
-                 negated: Mapping[str, EventType] | None = None) -> None:
+                 negated: Mapping[str, EventType] | None = None,
+                 reads: frozenset[str] | None = None) -> None:
         self.schemas = schemas
+        #: the ``alias.field`` names read outside their own atom (filters, select list,
+        #: distinct keys); None: all (``select *``)
+        self.reads = reads
         self.repeated = repeated
         self.negated = dict(negated or {})      # tags inside 'not' only: null in the select
         self.bound: dict[str, EventType] = {}   # alias -> its event type (surely bound)
         self.seen: dict[str, EventType] = {}    # every alias so far, in binding order
         self.rename: dict[str, str] = {}        # "a2.f" -> the variable holding it
         self.spread: list[str] = []             # unbounded repeated tags under select *
+        self.optional: list[set[str]] = []      # per enclosing 'or': the tags not in all
+        # of its operands (null when another operand matched)
 
     def var(self, alias: str, fld: str, loc: ast.Loc) -> str:
         """The variable of ``alias.fld``. An alias only some branch of an earlier ``or``
@@ -1574,8 +1580,16 @@ class _Aliases:
         args: list[str | None] = ([None] * len(et.param_names) if repeated or a.alias is None
                                   else [f"{a.alias}.{f}" for f in et.param_names])
         rest: list[ast.Expr] = []
+        # a tag inside an operand of an or, and not in all of them, is null when another
+        # operand matched (Esper): a field of it read elsewhere stays its own variable, not
+        # another tag's (a2 = D(k = a1.k) would make a2.k read a1's value), and the equality
+        # stays a filter (a repeated tag's fields are its collection's: never renamed)
+        branch = not repeated and any(a.alias in tags for tags in self.optional)
         for c in _conjuncts(a.where) if a.where is not None else []:
             unified = self._unify(c, a.alias, et)
+            if unified is not None and branch and (
+                    self.reads is None or f"{a.alias}.{et.param_names[unified[0]]}" in self.reads):
+                unified = None
             if unified is None:
                 rest.append(c)
                 continue
@@ -1626,9 +1640,12 @@ class _Aliases:
             return type(p)(left, self.pattern(p.right), p.loc)
         if isinstance(p, ast.Or):  # after an or, only aliases both branches bind are bound
             before = dict(self.bound)
+            tags = [{a.alias for a in atoms(o)} for o in (p.left, p.right)]
+            self.optional.append(tags[0] ^ tags[1])
             left = self.pattern(p.left)
             after_left, self.bound = self.bound, before
             right = self.pattern(p.right)
+            self.optional.pop()
             self.bound = {k: v for k, v in self.bound.items() if k in after_left}
             return replace(p, left=left, right=right)
         return replace(p, pattern=self.pattern(p.pattern))
@@ -1670,6 +1687,18 @@ class _Aliases:
         return tuple(out)
 
 
+def _reads(decl: ast.ComplexEventDecl, keys: Iterable[ast.Expr]) -> frozenset[str] | None:
+    """The ``alias.field`` names read outside their own atom: by the other atoms' filters, the
+    select list and the distinct keys; None when the select list is ``*`` (it reads all)."""
+    if decl.select is None:
+        return None
+    found = {(n.name, n.path[0]) for a in atoms(decl.body) if a.where is not None
+             for n in names(a.where) if len(n.path) == 1 and n.name != a.alias}
+    found |= {(n.name, n.path[0]) for e in [*(e for _, e in decl.select), *keys]
+              for n in names(e) if len(n.path) == 1}
+    return frozenset(f"{name}.{fld}" for name, fld in found)
+
+
 def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
           ) -> tuple[ast.ComplexEventDecl, EsperPlan]:
     """The plain-algebra form of an Esper-style declaration and its start policy."""
@@ -1687,9 +1716,9 @@ def lower(decl: ast.ComplexEventDecl, schemas: Mapping[str, EventType]
     body = _Lowering(plan.start, _repeating(body, plan, clock), body).pattern(body, head=True)
     negated = {a.alias: schemas[a.name] for n in walk(decl.body) if isinstance(n, ast.Not)
                for a in atoms(n.pattern) if a.alias is not None and a.name in schemas}
-    aliases = _Aliases(schemas, repeated, negated)
-    body = aliases.pattern(body)
     keys = _stream_properties(decl.body, plan.distinct, schemas)
+    aliases = _Aliases(schemas, repeated, negated, _reads(decl, keys))
+    body = aliases.pattern(body)
     distinct = tuple(aliases.expr(d) for d in keys)
     select = decl.select
     params = decl.params

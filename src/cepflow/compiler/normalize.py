@@ -94,9 +94,11 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
         return p
     if isinstance(p, ast.Window):
         inner = normalize(p.pattern, expand_and)
-        if (isinstance(inner, ast.Window) and inner.kind == p.kind and not _accepts(inner)
-                and inner.most is None and p.most is None and not inner.after
-                and not p.after):  # (a window from a step's end keeps its own zone)
+        if (isinstance(inner, ast.Window) and inner.kind == p.kind
+                and not _accepts(inner, p.guard) and inner.most is None and p.most is None
+                and not inner.slide and not p.slide
+                and not inner.after and not p.after):  # (a window from a step's end keeps
+            # its own zone)
             pick = min if p.kind == "within" else max
             return ast.Window(inner.pattern, pick(inner.duration, p.duration), p.kind, loc=p.loc,
                               guard=p.guard)
@@ -104,14 +106,23 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
     raise TypeError(f"not a pattern: {p!r}")
 
 
-def _accepts(w: ast.Window) -> bool:
-    """Is the window Esper's ``A -> timer:interval(Δ)`` (compiler.esper), which completes its
-    pattern at its deadline? A guard around it is not the shorter of the two windows: it keeps
-    its own zone, which ends the instance when it is shorter (``A -> (timer:interval(3 sec)
-    where timer:within(2 sec))`` never matches), instead of being merged into the interval's,
-    which would complete the match at the guard's end. (A window ending in ``NOT`` is merged
-    as before: under VEPL the outer window bounds the events' span, not the deadline.)"""
-    return isinstance(fol_items(w.pattern)[-1], ast.Interval)
+def _accepts(w: ast.Window, guard: bool) -> bool:
+    """Does the window complete its pattern at its deadline — Esper's ``A ->
+    timer:interval(Δ)``, ``A -> (B or timer:interval(Δ))``, ``A -> (B and
+    timer:interval(Δ))`` and, under an EPL guard (``guard``), ``A -> (timer:interval(Δ) and
+    not C)`` (compiler.esper lowers it to the window ending in ``NOT C``)? A guard around it
+    is not the shorter of the two windows: it keeps its own zone, which ends the instance when
+    it is shorter (``A -> (timer:interval(3 sec) where timer:within(2 sec))`` never matches),
+    instead of being merged into the inner one, which would complete the match at the guard's
+    end. (Under VEPL a window ending in ``NOT`` is merged as before: the outer window bounds
+    the events' span, not the deadline.)"""
+    last = fol_items(w.pattern)[-1]
+    if isinstance(last, ast.Interval):
+        return True
+    if isinstance(last, ast.And | ast.Or):
+        ops = and_items(last) if isinstance(last, ast.And) else or_items(last)
+        return any(isinstance(o, ast.Interval) for o in ops)
+    return guard and isinstance(last, ast.Not)
 
 
 def _expand_and(p: ast.And) -> ast.Pattern:

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from cepflow.automaton.automaton import FINAL, INITIAL, TIMER, Automaton, Edge, Zone
+from cepflow.automaton.automaton import (
+    FINAL,
+    INITIAL,
+    TIMER,
+    Automaton,
+    Edge,
+    Zone,
+    alternative_states,
+)
 from cepflow.automaton.context import Context
 from cepflow.runtime.absence import EsperAbsence, esper_absence_of
 from cepflow.runtime.shapes import (
@@ -46,6 +54,7 @@ class CompiledPattern:
     __slots__ = (
         "_sealed",
         "absence",
+        "alternatives",
         "auto",
         "chain",
         "clock",
@@ -181,6 +190,13 @@ class CompiledPattern:
         self.greedy = frozenset(s for s, m in auto.edges.items() if s != INITIAL and len(
             {edge.position.until for es in m.values() for edge in es} - {0}) == 1 and all(
             edge.position.until for t, es in m.items() if t != TIMER for edge in es))
+        #: states whose edges are the alternatives of one Esper or of single events
+        #: (Position.alt): the or quits when one of them reports (EvalOrStateNode), so an
+        #: event takes the first alternative that fits (the lowest operand: edges are in
+        #: writing order), and a run there that takes it does not also stay waiting for the
+        #: others (Matcher._try_edges; an or of longer operands is a product, Position.track,
+        #: whose operands do wait)
+        self.alternatives = alternative_states(auto)
         #: the untils over a group (Position.group) whose states each state is one of: a run
         #: that leaves one's states ends its one instance for every run (Matcher._apply)
         self.groups = {s: g for s, m in auto.edges.items() if (g := frozenset(

@@ -271,6 +271,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         fired = 0
         keep = _KEEP  # (_COUNTED: an every's waiting run under timer:withinmax, counted)
         steps: list[tuple[tuple[int, frozenset[int]], Thread]] | None = None
+        alt: tuple[int, Thread] | None = None  # (the or alternative taken: Position.alt)
         for edge in edges:
             pos = edge.position
             flt = pos.filter
@@ -318,6 +319,12 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                     steps = []
                 steps.append((pos.conj, nt))
                 continue
+            if pos.alt:  # of an or's alternatives that fit e, the lowest (written first) only
+                if alt is not None:
+                    if pos.id > alt[0]:
+                        continue
+                    out.remove(alt[1])
+                alt = (pos.id, nt)
             out.append(nt)
         if steps is not None:
             # every operand of an and that can take e takes it: of its steps that fired, only
@@ -328,11 +335,14 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             return None
         if th.state != INITIAL and (self.pattern.skips or (self.pattern.context.esper and (
                 forked or (th.state not in self.pattern.greedy
+                           and th.state not in self.pattern.alternatives
                            and self._others_wait(th.state, fired, steps))))):
             # unrestricted follows every run: the thread may also skip e. Under esper the
             # operands of an or run side by side: one that did not take e (another edge of
             # this state did) still waits, and so does an inner every's source — but not an
-            # until's own edges (CompiledPattern.greedy): its one instance takes the event
+            # until's own edges (CompiledPattern.greedy): its one instance takes the event,
+            # nor the other alternatives of an or of single events, which that event ended
+            # (CompiledPattern.alternatives)
             out.append(keep)
         return out, reason
 

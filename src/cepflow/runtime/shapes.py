@@ -934,7 +934,7 @@ def _first_alternatives(auto: Any) -> EsperPair | None:
             or auto.partition_by or auto.clock is not None or set(auto.edges) != {INITIAL}):
         return None  # (as Automaton.spawn_edge asks)
     es = _alternatives(auto, INITIAL)
-    ordered = _preference(auto, [], es) if es else None
+    ordered = _preference(es) if es else None
     if ordered is None:
         return None
     views = [_single_stage(auto, e) for e in ordered]
@@ -962,28 +962,11 @@ def _alternatives(auto: Any, state: int) -> list[Any]:
     return es
 
 
-def _preference(auto: Any, stages: list[Any], alts: list[Any]) -> list[Any] | None:
-    """``alts`` in the order that wins when one event completes several: the per-event
-    engine keeps, of the final threads one event makes at once, the least by
-    ``matcher._age`` — the same events, so by their bindings sorted by ``repr`` of each
-    (name, value) pair, the unused variables left out — and of equal ones the first edge.
-    An alternative's bindings are the earlier ``stages``' (the same values in every one)
-    and its own, so the order is that of those names: decided here, once. None when two
-    alternatives bind one name to different parameters (the values would decide)."""
-    where: dict[str, int] = {}
-    for e in alts:
-        for i, v in e.position.binds:
-            if where.setdefault(v, i) != i:
-                return None
-    unused = auto.unused
-    before = {v for e in stages for _, v in e.position.binds}
-
-    def key(e: Any) -> tuple:
-        # (every value alike: equal names compare equal, as the same objects do)
-        names = (before | {v for _, v in e.position.binds}) - unused
-        return tuple(sorted(((v, 0) for v in names), key=repr))
-
-    return sorted(alts, key=key)  # (stable: of equal keys, the first edge)
+def _preference(alts: list[Any]) -> list[Any]:
+    """``alts`` in the order that wins when one event fits several: Esper's or quits when
+    its first operand reports, and the per-event engine takes the alternative written first
+    (Position.alt: the lowest position id) and drops the others (Matcher._try_edges)."""
+    return sorted(alts, key=lambda e: e.position.id)
 
 
 def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts: list[Any]
@@ -994,8 +977,7 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
     as the stages before (or, after ``a`` alone, some or all on none), every filter reading only
     its own event — but an alternative's after ``a`` alone, which may read ``a``'s fields (a
     guard, as a pair's: checked per candidate) —, one ``within`` around all; else None."""
-    auto = pattern.auto
-    ordered = _preference(auto, stages, alts)
+    ordered = _preference(alts)
     if ordered is None:
         return None
     views = []
@@ -1064,7 +1046,7 @@ def _with_branch(pattern: Any, stages: list[Any], states: list[int]) -> EsperPai
             or later & {INITIAL, *states, *targets}
             or set(auto.edges) != {INITIAL, *states, *targets, *later}):
         return None
-    ordered = _preference(auto, [*stages, *rest0], es)
+    ordered = _preference(es)
     if ordered is None:
         return None
     paths = [_stages_shape(pattern, [*stages, e, *rests[e.target]],
@@ -1107,7 +1089,7 @@ def _leading_branch(pattern: Any) -> EsperPair | None:
             or set(auto.edges) != {INITIAL, *targets}):
         return None
     then = dict(zip(targets, rest, strict=True))
-    ordered = _preference(auto, [rest[0]], es)
+    ordered = _preference(es)
     if ordered is None:
         return None
     paths = [_stages_shape(pattern, [e, then[e.target]], [e.target]) for e in ordered]

@@ -41,7 +41,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cepflow.automaton.automaton import FINAL, INITIAL, TIMER, Automaton, Edge, Position
+from cepflow.automaton.automaton import (
+    FINAL,
+    INITIAL,
+    TIMER,
+    Automaton,
+    Edge,
+    Position,
+    alternative_states,
+)
 from cepflow.automaton.automaton import TRAP as TRAP_STATE
 from cepflow.compiler.esper import EsperPlan, lower
 from cepflow.language import ast
@@ -102,6 +110,8 @@ class PatternNet:
         self.zone = {z.id: z for z in auto.zones}
         self.pos_zones = {p.id: p.zones for p in auto.positions}
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
+        # (states of an or's alternatives: no run stays there, runtime.compiled)
+        self.alternatives = alternative_states(auto)
 
     # -- what is translated ---------------------------------------------------------------
     def check(self) -> list[Problem]:
@@ -453,7 +463,8 @@ class PatternNet:
         passes = [self.passes(e.position, s) for e in edges]
         zoks = [self.zone_ok(e, s) for e in edges]
         forks = [k for k, e in enumerate(edges) if e.position.every and s != INITIAL]
-        if len(edges) == 1 and (s == INITIAL or self.out_degree[s] == 1 or not self.esper) \
+        if len(edges) == 1 and (s == INITIAL or self.out_degree[s] == 1 or not self.esper
+                                or s in self.alternatives) \
                 and edges[0].position.conj is None and not forks:
             return [p for p in [passes[0]] if p is not None], {0: zoks[0]}
         guard: list[ast.Expr] = []
@@ -473,8 +484,13 @@ class PatternNet:
                     if (e2.position.conj is not None and e2.position.conj[0] == cid
                             and moved < e2.position.conj[1]):
                         sel.append(not_(steps[k2]))
+            if e.position.alt:  # (of an or's alternatives that fit, the one written first)
+                lower = [steps[k2] for k2, e2 in enumerate(edges)
+                         if e2.position.alt == e.position.alt and e2.position.id < e.position.id]
+                if lower:
+                    sel.append(not_(or_(*lower)))
             conds[k] = and_(steps[k], *sel)
-        if s != INITIAL and self.esper:
+        if s != INITIAL and self.esper and s not in self.alternatives:
             # the run also stays (Esper's or: another operand still waits) when an edge of
             # the state did not fire, counting an and's unfired steps only when none of its
             # steps fired (runtime.matcher._others_wait)

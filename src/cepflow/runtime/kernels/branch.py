@@ -3,25 +3,18 @@
 stage on ``a``'s key (:attr:`~cepflow.runtime.shapes.EsperPair.branch`, the ``esper_or_mid``
 shape; docs/esper.md, "Alternatives before more stages").
 
-The token path (Matcher._try_edges) keeps an instance at the state of the alternatives after
-one of them took an event — under Esper the operands of an ``or`` run side by side, and
-``_others_wait`` sees an edge of that state that did not fire —, so each later event of an
-alternative (of the key, passing its filter) adds a thread at that alternative's state, and
-every such thread waits for ``d``. Threads at one state with equal bindings and zone entries
-are one (``_dedupe``: the older stays). The first ``d`` after the first alternative event
-completes the instance, and of the final threads the least by ``matcher._age`` is the match:
-the one through the earliest alternative event (a tie of two alternatives on one event goes
-as for a last stage of alternatives, :func:`~cepflow.runtime.shapes._preference`). So the
-matches are those of a chain whose stage of alternatives takes the first row of any of them
-(:func:`first_of`), and each alternative's matches are those of its own chain
-(``EsperPair.paths``); what differs is what an instance still open holds: its threads, made
-here (:func:`open_threads`) as the token path would have them, in its order — one per
-alternative event kept, oldest first, then the thread still waiting for the alternatives.
+Esper's ``or`` quits when one operand reports (EvalOrStateNode): the token path
+(Matcher._try_edges, Position.alt) moves an instance at the state of the alternatives by the
+first later event of any of them (of the key, passing its filter) and keeps no thread there;
+an event that fits several goes to the one written first
+(:func:`~cepflow.runtime.shapes._preference`). So the matches are those of a chain whose
+stage of alternatives takes the first row of any of them (:func:`first_of`), and each
+alternative's matches are those of its own chain (``EsperPair.paths``); an instance still
+open holds one thread, made here (:func:`open_threads`) as the token path would have it.
 
-From the start, ``every (x = X(f) or y = Y(g) …) -> d = D(h)`` on no key (``branch`` 0): the
-initial state keeps no thread, so a row begins one instance holding a thread per
-alternative it fits (:func:`fitting`, :func:`start_threads`), completed at the first later
-``d`` by the alternative that wins the tie."""
+From the start, ``every (x = X(f) or y = Y(g) …) -> d = D(h)`` on no key (``branch`` 0): a
+row begins one instance holding the thread of the first alternative it fits
+(:func:`fitting`, :func:`start_threads`), completed at the first later ``d``."""
 
 from __future__ import annotations
 
@@ -30,10 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.automaton.automaton import FINAL, INITIAL
+from cepflow.automaton.automaton import INITIAL
 from cepflow.events.event import Event
 from cepflow.runtime.binding import bind
-from cepflow.runtime.matcher import _age, _dedupe
 from cepflow.runtime.shapes import EsperPair
 from cepflow.runtime.tokens import Thread, Token
 
@@ -69,16 +61,14 @@ def fitting(pr: EsperPair, stage_rows: list[np.ndarray], n: int) -> np.ndarray:
 
 
 def start_threads(pr: EsperPair, auto: Any, e: Event, fits: np.ndarray) -> list[Thread]:
-    """The threads an instance from the start (``pr.branch`` 0) holds until it completes:
-    one per alternative its event ``e`` fits (``fits``, per ``pr.paths``), in the order of
-    the initial state's edges (Matcher._start)."""
+    """The thread an instance from the start (``pr.branch`` 0) holds until it completes: that
+    of the first alternative (in writing order, Position.alt) its event ``e`` fits
+    (``fits``, per ``pr.paths``), as Matcher._start makes it."""
     at = {id(v.stages[0]): i for i, v in enumerate(pr.paths)}
-    out = []
-    for edge in auto.edges[INITIAL][e.type]:
-        i = at.get(id(edge))
-        if i is not None and fits[i]:
-            out.append(Thread(edge.target, bind(edge.position, e.params, {}), [e], None, e))
-    return out
+    edges = [edge for edge in auto.edges[INITIAL][e.type]
+             if (i := at.get(id(edge))) is not None and fits[i]]
+    edge = min(edges, key=lambda x: x.position.id)
+    return [Thread(edge.target, bind(edge.position, e.params, {}), [e], None, e)]
 
 
 def first_of(pr: EsperPair, take: Callable[..., tuple[np.ndarray, np.ndarray]],
@@ -137,37 +127,32 @@ def rows_after(pr: EsperPair, auto: Any, stages: list[Any], stage_rows: list[np.
 def open_threads(pr: EsperPair, base: Thread | None, kept: list[Thread],
                  rows: list[tuple[int, list[int], set[int]]], event: Callable[[int], Event]
                  ) -> list[Thread]:
-    """The threads of an instance left open after the batch past its first alternative
-    event, as the token path's steps leave them (Matcher._try_edges, _apply): from the
-    alternative threads it held before the batch (``kept``, oldest first) and ``base``, the
-    thread still waiting for the alternatives (None: it ended before the batch), stepped
-    over the ``rows`` of :func:`rows_after` — at each, every thread in order: ``base`` makes
-    a thread per alternative the row fits and stays after them, unless every alternative
-    fits (no edge of its state is left waiting: ``Matcher._others_wait``), a thread past the
-    alternatives moves on if the row fits its next stage; then threads at one state with
-    the same bindings and zone entries are one (``matcher._dedupe``). None completes (the
-    instance would have). ``event(row)`` gives a row's event."""
+    """The thread of an instance left open after the batch, as the token path's steps leave
+    it (Matcher._try_edges, _apply): from the thread it held past the alternatives before the
+    batch (``kept``) or ``base``, the thread still waiting for the alternatives (None: it
+    moved on before the batch), stepped over the ``rows`` of :func:`rows_after` — ``base``
+    takes the first row of any alternative, by the one written first (the lowest in
+    ``pr.paths``) of those it fits, and is gone; a thread past the alternatives moves on if
+    the row fits its next stage. None completes (the instance would have). ``event(row)``
+    gives a row's event."""
     threads = [*kept, base] if base is not None else list(kept)
     # (each state past the alternatives: its one edge and that stage's index)
     later = {e.source: (e, j) for v in pr.paths
              for j, e in enumerate(v.stages[pr.branch + 1:], pr.branch + 1)}
-    n_alts = len(pr.paths)
     for r, alts, then in rows:
         e = event(r)
         out = []
         for th in threads:
             if th is base:
-                for i in alts:
-                    edge = pr.paths[i].stages[pr.branch]
-                    out.append(_step(edge, th, e))
-                if len(alts) < n_alts:
-                    out.append(th)
-                else:
+                if alts:
+                    out.append(_step(pr.paths[min(alts)].stages[pr.branch], th, e))
                     base = None
+                else:
+                    out.append(th)
                 continue
             edge, j = later[th.state]
             out.append(_step(edge, th, e) if j in then else th)
-        threads = _dedupe(out) if len(out) > 1 else out
+        threads = out
     return threads
 
 
@@ -178,24 +163,8 @@ def _step(edge: Any, th: Thread, e: Event) -> Thread:
     return Thread(edge.target, b, [*th.events, e], dict(th.zstart) if th.zstart else None, e)
 
 
-def held_winner(tok: Token, later: list[tuple[Event, tuple[tuple[int, str], ...]]],
-                unused: frozenset[str]) -> tuple[list[Event], dict[str, Any]]:
-    """The events and bindings of the thread of ``tok`` (from before the batch) that
-    completes it with the events ``later`` takes, each binding its stage's (param,
-    variable) pairs: of its threads through its first alternative event (the oldest, and
-    those one event made with it), the one whose final thread ``matcher._age`` puts first
-    (its whole bindings: the names of the later stages decide too)."""
+def held_winner(tok: Token) -> tuple[list[Event], dict[str, Any]]:
+    """The events and bindings of the thread of ``tok`` (from before the batch) that completes
+    it: its one thread past the alternatives (:func:`open_threads`)."""
     first = tok.threads[0]
-    at = [(e.ts, e.seq) for e in first.events]
-    ties = [th for th in tok.threads if [(e.ts, e.seq) for e in th.events] == at]
-    if len(ties) == 1:
-        return list(first.events), dict(first.bindings)
-
-    def final(th: Thread) -> Thread:
-        b = dict(th.bindings)
-        for e, binds in later:
-            b.update((v, e.params[i]) for i, v in binds)
-        return Thread(FINAL, b, [*th.events, *(e for e, _ in later)], None, None)
-
-    best = min(ties, key=lambda th: _age(final(th), unused))
-    return list(best.events), dict(best.bindings)
+    return list(first.events), dict(first.bindings)

@@ -368,8 +368,11 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
     ``pr.alts``, -1 for none). ``end``: the batch's last instant and the first of the rows
     the batch's last event brings (a derived stream's rows: kernels.cascade), when the rows
     are not the batch itself (else its last row's)."""
-    if pr.operands and end is not None and pr.window == 0:
-        # Declined: an or of sequences (an and alike) in within(0) over a derived stream. A
+    if (pr.operands or pr.alts) and end is not None and pr.window == 0:
+        # Declined: alternatives, an or of sequences (an and alike) in within(0) over a
+        # derived stream. (Alternatives of single events: a later row of the cascade that fits
+        # one of them traps the instance at its window check, Esper's or having quit the
+        # others — CompiledPattern.alternatives — which the kernel's trap does not model.) A
         # later row of the cascade that opened an instance fails the product's window check
         # (no time passes in a cascade), which traps the instance only when every edge out
         # of its state fires on that row — else the token path keeps it, its operands side
@@ -945,14 +948,11 @@ def _emit(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarray, fi
     blocks: list[Any] = []
     by = p["alt"][inst]
     if pr.paths:  # (alternatives before more stages: per alternative, its own chain's; a
-        # token from before the batch holds a thread per alternative event, kernels.branch)
-        old, unused = p["old"], m.pattern.auto.unused
-        taken, stage0, end = p["taken"], p["stage0"], p["stage"]
+        # token from before the batch holds one thread, kernels.branch)
+        old = p["old"]
 
         def held_old(q: int) -> tuple[list[Event], dict[str, Any]]:
-            later = [(events[int(taken[j][q])], pr.new[j])
-                     for j in range(int(stage0[q]), int(end[q]))]
-            return branch.held_winner(old[q], later, unused)
+            return branch.held_winner(old[q])
 
         # (a token's: its winning thread's events and bindings, to which _held adds the
         # stages it takes in the batch)

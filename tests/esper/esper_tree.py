@@ -1,0 +1,453 @@
+"""An interpreter of Esper's pattern state tree, written from the definitions of its state nodes
+(EvalFilterStateNode, EvalEveryStateNode with its spawn evaluator, EvalAndStateNode,
+EvalOrStateNode, EvalFollowedByStateNode, EvalNotStateNode, EvalGuardStateNode with
+TimerWithinGuard, EvalObserverStateNode with TimerIntervalObserver, EvalRootStateNode): the
+oracle of the random-pattern conformance test (test_esper_random_patterns.py).
+
+A pattern is a tuple:
+
+* ``("atom", tag, type, filter)`` — an event of ``type`` passing ``FILTERS[filter]`` on its
+  first field ``k``, or ``"k = oN.k"``: equal to the ``k`` of the event tag ``oN`` holds (false
+  when ``oN`` is unbound: Esper's null); ``tag`` is ``oN`` (its ``v`` is selected) or None;
+* ``("every", p)``, ``("not", p)``, ``("guard", ms, p)`` (``p where timer:within(ms msec)``),
+  ``("interval", ms)`` (``timer:interval(ms msec)``);
+* ``("and" | "or" | "->", [p, …])``.
+
+The clock is Esper's external one stepped through each timer (cepflow's documented reading:
+docs/conformance.md, "every timer:interval(Δ) under a clock that jumps"): a timer fires at its
+own instant, before the events of that instant, and what it starts starts then. An event goes
+to the filters active when it arrives, in the order they started — those of a ``not`` first
+(cepflow's documented "the ending wins a tie"); a filter started while it is dispatched does
+not see it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from cepflow.events.event import Event
+
+#: the filters an atom may carry, over the event's first field ``k``
+FILTERS = {"": lambda k: True, "k = 0": lambda k: k == 0, "k > 0": lambda k: k > 0}
+
+Pattern = tuple
+Binding = dict[str, int]
+
+
+def text(p: Pattern) -> str:
+    """The EPL text of ``p`` (every composite operand in parentheses)."""
+    kind = p[0]
+    if kind == "atom":
+        _, tag, typ, f = p
+        return f"{tag}={typ}({f})" if tag else f"{typ}({f})"
+    if kind == "interval":
+        return f"timer:interval({p[1]} msec)"
+    if kind in ("every", "not"):
+        return f"{kind} {_operand(p[1])}"
+    if kind == "guard":
+        return f"{_operand(p[2])} where timer:within({p[1]} msec)"
+    return f" {kind} ".join(_operand(o) for o in p[1])
+
+
+def _operand(p: Pattern) -> str:
+    return text(p) if p[0] in ("atom", "interval") else f"({text(p)})"
+
+
+def tags(p: Pattern) -> list[str]:
+    """The tags of ``p`` outside ``not``, in writing order."""
+    if p[0] == "atom":
+        return [p[1]] if p[1] else []
+    if p[0] in ("not", "interval"):
+        return []
+    if p[0] in ("every", "guard"):
+        return tags(p[-1])
+    return [t for o in p[1] for t in tags(o)]
+
+
+class _Tree:
+    """One statement's pattern: the filters in the order they started, the timers, the clock,
+    the results."""
+
+    def __init__(self) -> None:
+        self.filters: list[_Filter] = []
+        self.timers: list[tuple[float, int, Any]] = []
+        self.seq = 0
+        self.now = 0.0
+        self.results: list[tuple[float, Binding]] = []
+        self.events: list[Event] = []
+
+    def schedule(self, at: float, node: Any) -> int:
+        self.seq += 1
+        heapq.heappush(self.timers, (at, self.seq, node))
+        return self.seq
+
+
+class _Node:
+    is_not = False
+    is_filter = False
+    nonquitting = False  # isFilterChildNonQuitting: a filter under it stays active
+    restarts = True  # not isObserverStateNodeNonRestarting
+
+    def __init__(self, tree: _Tree, parent: Any, p: Pattern) -> None:
+        self.tree, self.parent, self.p = tree, parent, p
+
+    def start(self, begin: Binding) -> None:
+        raise NotImplementedError
+
+    def quit(self) -> None:
+        raise NotImplementedError
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        raise NotImplementedError
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        raise NotImplementedError
+
+
+def _new(tree: _Tree, parent: Any, p: Pattern) -> _Node:
+    kinds = {"atom": _Filter, "every": _Every, "and": _And, "or": _Or, "->": _FollowedBy,
+             "not": _Not, "guard": _Guard, "interval": _Interval}
+    return kinds[p[0]](tree, parent, p)
+
+
+class _Filter(_Node):
+    is_filter = True
+
+    def start(self, begin: Binding) -> None:
+        self.begin, self.started = begin, True
+        self.tree.filters.append(self)
+
+    def quit(self) -> None:
+        self.started = False
+
+    def match(self, e: Event, x: int) -> None:
+        _, tag, typ, f = self.p
+        if not self.started or e.type != typ or not self._passes(f, e):
+            return
+        b = {**self.begin, tag: x} if tag else dict(self.begin)
+        quitted = not self.parent.nonquitting
+        if quitted:
+            self.started = False
+        self.parent.true(b, self, quitted)
+
+
+    def _passes(self, f: str, e: Event) -> bool:
+        if f.startswith("k = o"):
+            other = self.begin.get(f.removeprefix("k = ").removesuffix(".k"))
+            return other is not None and self.tree.events[other].params[0] == e.params[0]
+        return bool(FILTERS[f](e.params[0]))
+
+
+class _Interval(_Node):
+    def start(self, begin: Binding) -> None:
+        self.begin, self.slot = begin, None
+        if self.p[1] <= 0:
+            self.parent.true(begin, self, True)
+        else:
+            self.slot = self.tree.schedule(self.tree.now + self.p[1], self)
+
+    def fire(self) -> None:
+        self.slot = None
+        self.parent.true(self.begin, self, True)
+
+    def quit(self) -> None:
+        self.slot = None
+
+
+class _SpawnEvaluator:
+    """EvalEveryStateSpawnEvaluator: catches a child that turns true or false while it starts
+    (a ``not``), which every then quits."""
+    nonquitting = True
+    is_not = False
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        self.seen = True
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        self.seen = True
+
+
+class _Every(_Node):
+    nonquitting = True
+
+    def start(self, begin: Binding) -> None:
+        self.begin = dict(begin)
+        self.spawned: list[_Node] = []
+        spawn = _SpawnEvaluator()
+        child = _new(self.tree, spawn, self.p[1])
+        self.spawned.append(child)
+        child.start(self.begin)
+        if spawn.seen:
+            child.quit()
+        else:
+            child.parent = self
+
+    def _spawn(self) -> None:
+        spawn = _SpawnEvaluator()
+        child = _new(self.tree, spawn, self.p[1])
+        child.start(self.begin)
+        if spawn.seen:
+            child.quit()
+        else:
+            self.spawned.append(child)
+            child.parent = self
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        node.quit()
+        if node in self.spawned:
+            self.spawned.remove(node)
+        if not restartable:
+            self.parent.false(self, False)
+            return
+        self._spawn()
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        if quitted and node in self.spawned:
+            self.spawned.remove(node)
+        if not (node.is_filter or not node.restarts):
+            self._spawn()
+        self.parent.true(b, self, False)
+
+    def quit(self) -> None:
+        for c in self.spawned:
+            c.quit()
+
+
+class _And(_Node):
+    def start(self, begin: Binding) -> None:
+        ops = self.p[1]
+        self.active: list[_Node | None] = [_new(self.tree, self, o) for o in ops]
+        self.events: list[list[Binding]] | None = [[] for _ in ops]
+        for c in list(self.active):
+            if c is not None:
+                c.start(begin)
+
+    def _index(self, node: _Node) -> int | None:
+        return next((i for i, c in enumerate(self.active) if c is node), None)
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        i = self._index(node)
+        if quitted and i is not None:
+            self.active[i] = None
+        if self.events is None or i is None:
+            return
+        events = self.events
+        if any(not events[j] for j in range(len(events)) if j != i):
+            events[i].append(b)
+            return
+        others_quit = all(c is None for j, c in enumerate(self.active) if j != i)
+        has_active = any(c is not None for c in self.active)
+        if not others_quit:
+            events[i].append(b)
+        results = [b]
+        for j in range(len(events)):
+            if j != i:  # (MatchedEventMapImpl.merge: the other child's bindings written over)
+                results = [{**r, **o} for r in results for o in events[j]]
+        done = not has_active or all(c is None or c.is_not for c in self.active)
+        if done:
+            self._quit_all()
+        for r in results:
+            self.parent.true(r, self, done)
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        i = self._index(node)
+        if i is not None:
+            self.active[i] = None
+            if self.events is not None:
+                self.events[i] = []
+        self._quit_all()
+        self.parent.false(self, restartable)
+
+    def _quit_all(self) -> None:
+        for c in self.active:
+            if c is not None:
+                c.quit()
+        self.active = [None] * len(self.active)
+        self.events = None
+
+    def quit(self) -> None:
+        if self.events is None:
+            return
+        self._quit_all()
+
+
+class _Or(_Node):
+    def start(self, begin: Binding) -> None:
+        self.kids: list[_Node | None] = [_new(self.tree, self, o) for o in self.p[1]]
+        self.quitted = False
+        for c in list(self.kids):
+            assert c is not None
+            c.start(begin)
+            if self.quitted:
+                break
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        if quitted:
+            self.kids = [None if c is node else c for c in self.kids]
+            self._quit_all()
+        self.parent.true(b, self, quitted)
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        self.kids = [None if c is node else c for c in self.kids]
+        if all(c is None for c in self.kids):
+            self.parent.false(self, True)
+
+    def _quit_all(self) -> None:
+        for c in self.kids:
+            if c is not None:
+                c.quit()
+        self.kids = [None] * len(self.kids)
+        self.quitted = True
+
+    def quit(self) -> None:
+        self._quit_all()
+
+
+class _FollowedBy(_Node):
+    def start(self, begin: Binding) -> None:
+        self.nodes: dict[int, tuple[_Node, int]] = {}
+        self._add(0, begin)
+
+    def _add(self, i: int, b: Binding) -> None:
+        child = _new(self.tree, self, self.p[1][i])
+        self.nodes[id(child)] = (child, i)
+        child.start(b)
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        entry = self.nodes.get(id(node))
+        if quitted:
+            self.nodes.pop(id(node), None)
+        if entry is None:
+            return
+        i = entry[1]
+        if i == len(self.p[1]) - 1:
+            done = not self.nodes
+            self.parent.true(b, self, done)
+        else:
+            self._add(i + 1, b)
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        node.quit()
+        self.nodes.pop(id(node), None)
+        if not self.nodes:
+            self.parent.false(self, True)
+            self._quit_all()
+
+    def _quit_all(self) -> None:
+        for child, _ in list(self.nodes.values()):
+            child.quit()
+        self.nodes = {}
+
+    def quit(self) -> None:
+        self._quit_all()
+
+
+class _Not(_Node):
+    is_not = True
+
+    def start(self, begin: Binding) -> None:
+        self.child: _Node | None = _new(self.tree, self, self.p[1])
+        self.child.start(begin)
+        self.parent.true(begin, self, False)
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        if quitted:
+            self.child = None
+            self.parent.false(self, True)
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        """A sub-expression that turned false leaves the not true."""
+
+    def quit(self) -> None:
+        if self.child is not None:
+            self.child.quit()
+
+
+class _Guard(_Node):
+    def start(self, begin: Binding) -> None:
+        self.slot: int | None = None
+        self.child: _Node | None = _new(self.tree, self, self.p[2])
+        self.child.start(begin)
+        # (TimerWithinGuard.startGuard: also when the child quit while it started, whose
+        # stopGuard found no timer yet)
+        self.slot = self.tree.schedule(self.tree.now + self.p[1], self)
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        gone = self.child is None
+        if quitted:
+            self.child = None
+            self.slot = None  # stopGuard
+        if not gone:
+            self.parent.true(b, self, quitted)
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        self.child = None  # (the guard's timer is not stopped: EvalGuardStateNode)
+        self.parent.false(self, True)
+
+    def fire(self) -> None:
+        self.slot = None
+        if self.child is not None:
+            self.child.quit()
+        self.child = None
+        self.parent.false(self, True)
+
+    def quit(self) -> None:
+        if self.child is None:
+            return
+        self.child.quit()
+        self.slot = None
+        self.child = None
+
+
+class _Root:
+    nonquitting = False
+    is_not = False
+
+    def __init__(self, tree: _Tree) -> None:
+        self.tree = tree
+        self.top: _Node | None = None
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        if quitted:
+            self.top = None
+        self.tree.results.append((self.tree.now, b))
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        if self.top is not None:
+            self.top.quit()
+            self.top = None
+
+
+def _due(tree: _Tree, until: float) -> None:
+    """Fire the timers due by ``until`` (inclusive), each at its own instant."""
+    while tree.timers and tree.timers[0][0] <= until:
+        at, slot, node = heapq.heappop(tree.timers)
+        if node.slot != slot:
+            continue  # stopped (or stopped and started again)
+        tree.now = at
+        node.fire()
+
+
+def evaluate(p: Pattern, events: list[Event], end: float) -> list[tuple[float, tuple]]:
+    """Esper's matches of ``p`` started at 0 over ``events`` with the clock moved to ``end``
+    after them: (time, the tags' event indexes in :func:`tags` order, None where unbound)."""
+    tree = _Tree()
+    tree.events = events
+    root = _Root(tree)
+    root.top = _new(tree, root, p)
+    root.top.start({})
+    names = tags(p)
+    for x, e in enumerate(events):
+        _due(tree, e.ts)
+        tree.now = e.ts
+        active = [f for f in tree.filters if f.started]
+        tree.filters = list(active)
+        active.sort(key=lambda f: not f.parent.is_not)
+        for f in active:
+            f.match(e, x)
+    _due(tree, end)
+    return [(t, tuple(b.get(n) for n in names)) for t, b in tree.results]
