@@ -126,10 +126,7 @@ def _walk(p: Pattern):
 
 def left_out(p: Pattern) -> bool:
     """The documented decisions the module docstring names."""
-    for n in _walk(p):
-        if n[0] == "guard" and any(m[0] == "every" for m in _walk(n[2])):
-            return True
-    return False
+    return any(n[0] == "guard" and any(m[0] == "every" for m in _walk(n[2])) for n in _walk(p))
 
 
 def random_stream(r: random.Random) -> list[Event]:
