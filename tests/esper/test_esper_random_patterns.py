@@ -260,3 +260,11 @@ def test_a_guard_around_every_on_a_group_is_each_instances_window() -> None:
     assert evaluate(("guard", 1200, ("every", ("->", [("atom", "o1", "D", ""),
                                                       ("atom", "o2", "B", "")]))),
                     [Event(t, (k, i), ts) for i, (t, k, ts) in enumerate(events)], 6300) == []
+
+
+def test_an_or_under_an_inner_every_takes_one_alternative() -> None:
+    """``every (…)`` inside a pattern around an or: each event the or's operands both fit
+    starts one instance, by the operand written first (the every forks it)."""
+    assert times("o0=B -> every (o1=A(k = 0) or o3=A)", [("B", 0, 0), ("A", 0, 100),
+                                                           ("A", 1, 200)],
+                 "o1.v as a, o3.v as c") == [(100, (1, None)), (200, (None, 2))]

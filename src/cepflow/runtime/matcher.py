@@ -271,7 +271,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         fired = 0
         keep = _KEEP  # (_COUNTED: an every's waiting run under timer:withinmax, counted)
         steps: list[tuple[tuple[int, frozenset[int]], Thread]] | None = None
-        alt: tuple[int, Thread] | None = None  # (the or alternative taken: Position.alt)
+        alt: tuple[int, Thread, list[Thread]] | None = None  # (the or alternative taken:
+        # Position.alt; the list it went to)
         for edge in edges:
             pos = edge.position
             flt = pos.filter
@@ -310,7 +311,14 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                 evs = th.events
                 nt = Thread(edge.target, nb, extend(evs, e) if (  # (shared with the tags)
                     nb.__class__ is Collected or evs.__class__ is Trail) else [*evs, e], zs, e)
-            if pos.every and th.state != INITIAL:  # Esper's inner every: th keeps waiting
+            fork = pos.every and th.state != INITIAL  # Esper's inner every: th keeps waiting
+            if pos.alt:  # of an or's alternatives that fit e, the lowest (written first) only
+                if alt is not None:
+                    if pos.id > alt[0]:
+                        continue
+                    _drop(alt[2], alt[1])
+                alt = (pos.id, nt, self._forked if fork else out)
+            if fork:
                 self._forked.append(nt)
                 forked = True
                 continue
@@ -319,12 +327,6 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                     steps = []
                 steps.append((pos.conj, nt))
                 continue
-            if pos.alt:  # of an or's alternatives that fit e, the lowest (written first) only
-                if alt is not None:
-                    if pos.id > alt[0]:
-                        continue
-                    out.remove(alt[1])
-                alt = (pos.id, nt)
             out.append(nt)
         if steps is not None:
             # every operand of an and that can take e takes it: of its steps that fired, only
@@ -1570,6 +1572,11 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
 
 _INF = float("inf")
 _NO_GROUPS: frozenset[int] = frozenset()  # (a state of no until over a group)
+def _drop(threads: list[Thread], th: Thread) -> None:
+    """Remove ``th`` itself (not an equal thread) from ``threads``."""
+    del threads[next(i for i, x in enumerate(threads) if x is th)]
+
+
 _KEEP = Thread(INITIAL, {}, [], None, None)  # marker: keep the source thread as well
 #: marker: keep the source thread as well, one more result of its timer:withinmax counted
 _COUNTED = Thread(INITIAL, {}, [], None, None)
