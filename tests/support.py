@@ -176,3 +176,20 @@ def load_script(path: Path, name: str, register: bool = False) -> Any:
     finally:
         sys.path.remove(str(path.parent))
     return module
+
+
+def graph_each_and_analyze(tmp_path: Path, schemas: str, bodies: Sequence[str]) -> Any:
+    """``cepflow graph`` on each EPL pattern of ``bodies`` (statements ``P0``, ``P1``, …,
+    ``select *`` over ``schemas``) draws it; the result of ``cepflow analyze`` on them all."""
+    from typer.testing import CliRunner
+
+    from cepflow.cli.main import app
+
+    path = tmp_path / "g.epl"
+    path.write_text(schemas + "".join(f"@Name('P{i}') select * from pattern [{b}];\n"
+                                      for i, b in enumerate(bodies)))
+    runner = CliRunner()
+    for i in range(len(bodies)):
+        res = runner.invoke(app, ["graph", str(path), f"P{i}"])
+        assert res.exit_code == 0 and res.output.startswith(f'digraph "P{i}"'), res.output
+    return runner.invoke(app, ["analyze", str(path)])

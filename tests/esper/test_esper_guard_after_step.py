@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_until_any_length import rows
 from tests.esper.test_esper_until_timer import stream  # (type, k, gap): v its place
+from tests.support import graph_each_and_analyze
 
 import cepflow
 from cepflow.events.event import Event
@@ -486,18 +487,7 @@ def test_the_epl_printer_prints_it_back(body: str) -> None:
 
 
 def test_graph_and_analyze_take_the_form(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from cepflow.cli.main import app
-
     bodies = [AND_D, CHAIN, REP, EVERY_CHAIN]
-    path = tmp_path / "g.epl"
-    path.write_text(SCHEMAS + "".join(f"@Name('P{i}') select * from pattern [{b}];\n"
-                                      for i, b in enumerate(bodies)))
-    runner = CliRunner()
-    for i in range(len(bodies)):
-        res = runner.invoke(app, ["graph", str(path), f"P{i}"])
-        assert res.exit_code == 0 and res.output.startswith(f'digraph "P{i}"'), res.output
-    res = runner.invoke(app, ["analyze", str(path)])
+    res = graph_each_and_analyze(tmp_path, SCHEMAS, bodies)
     assert res.exception is None or isinstance(res.exception, SystemExit), res.output
     assert not any(f"P{i} can never fire" in res.output for i in range(len(bodies)))

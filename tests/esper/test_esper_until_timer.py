@@ -32,6 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_until_any_length import bounds_text
 from tests.esper.test_esper_until_any_length import rows as any_length_rows
+from tests.support import graph_each_and_analyze
 
 import cepflow
 from cepflow.events.event import Event
@@ -442,22 +443,11 @@ def test_the_kernel_gives_the_token_paths_answer(body: str, events: list[Event],
 def test_graph_and_analyze_take_the_new_ends(tmp_path: Path) -> None:
     """``cepflow graph`` draws each form's automaton and ``cepflow analyze`` reads them all;
     the until that is true only as the statement starts is reported as never firing."""
-    from typer.testing import CliRunner
-
-    from cepflow.cli.main import app
-
     bodies = ["d=D until timer:interval(7 sec)", "b=B -> (a=A until timer:interval(5 sec)) -> c=C",
               "every b=B -> ([2] a=A(a.k = b.k) until timer:interval(5 sec))", "B until not B",
               "a=A -> (B until not B) -> c=C", "a=A until every c=C",
               "a=A until (every (timer:interval(6 sec) and not A))"]
-    path = tmp_path / "u.epl"
-    path.write_text(SCHEMAS + "".join(f"@Name('P{i}') select * from pattern [{b}];\n"
-                                      for i, b in enumerate(bodies)))
-    runner = CliRunner()
-    for i in range(len(bodies)):
-        res = runner.invoke(app, ["graph", str(path), f"P{i}"])
-        assert res.exit_code == 0 and res.output.startswith(f'digraph "P{i}"'), res.output
-    res = runner.invoke(app, ["analyze", str(path)])
+    res = graph_each_and_analyze(tmp_path, SCHEMAS, bodies)
     # (exit 1: the error finding below; no crash)
     assert res.exit_code == 1 and isinstance(res.exception, SystemExit), res.output
     assert "findings: 1 (1 errors" in res.output and "P3 can never fire" in res.output
