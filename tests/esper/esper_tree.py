@@ -385,7 +385,11 @@ class _Guard(_Node):
             self.parent.true(b, self, quitted)
 
     def false(self, node: _Node, restartable: bool) -> None:
-        self.child = None  # (the guard's timer is not stopped: EvalGuardStateNode)
+        # (EvalGuardStateNode leaves its timer scheduled here, and its later guardQuit turns it
+        # false again: under every that starts a second instance, each such leak one more.
+        # cepflow does not copy that; the guard's timer stops with its child)
+        self.child = None
+        self.slot = None
         self.parent.false(self, True)
 
     def fire(self) -> None:

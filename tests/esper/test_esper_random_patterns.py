@@ -22,7 +22,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import given, note, settings
+from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 from tests.esper.esper_tree import FILTERS, evaluate, tags, text
 from tests.esper.test_esper_statement_start import stream
@@ -139,6 +139,9 @@ def random_stream(r: random.Random) -> list[Event]:
 @settings(max_examples=500, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.lists(st.integers(0, 12), max_size=2),
        st.integers(0, 3))
+# (every around nested guards whose inner one ends first: Esper's outer guard leaks its timer,
+# esper_tree's _Guard.false; one match, not five)
+@example(21832, 3, [], 0)
 def test_random_patterns_answer_as_esper(seed: int, depth: int, cuts: list[int],
                                          restore_at: int) -> None:
     """(Patterns and streams from ``seed``: hypothesis's own draws of nested structures and
