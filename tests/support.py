@@ -193,3 +193,16 @@ def graph_each_and_analyze(tmp_path: Path, schemas: str, bodies: Sequence[str]) 
         res = runner.invoke(app, ["graph", str(path), f"P{i}"])
         assert res.exit_code == 0 and res.output.startswith(f'digraph "P{i}"'), res.output
     return runner.invoke(app, ["analyze", str(path)])
+
+
+def reads_back(text: str, file: str = "case.epl") -> tuple[Any, str]:
+    """The module of the EPL ``text`` and how the EPL printer writes it, asserting that the
+    printed text reads back as the same statements (the printer's flat form of each)."""
+    from cepflow.language.epl import parse_epl
+    from cepflow.language.epl_printer import _flat, format_epl
+
+    module = parse_epl(text, file)
+    printed = format_epl(module)
+    again = parse_epl(printed, "again.epl")
+    assert [_flat(d) for d in again.decls] == [_flat(d) for d in module.decls], printed
+    return module, printed

@@ -934,9 +934,9 @@ def _first_alternatives(auto: Any) -> EsperPair | None:
             or auto.partition_by or auto.clock is not None or set(auto.edges) != {INITIAL}):
         return None  # (as Automaton.spawn_edge asks)
     es = _alternatives(auto, INITIAL)
-    ordered = _preference(es) if es else None
-    if ordered is None:
+    if not es:
         return None
+    ordered = _preference(es)
     views = [_single_stage(auto, e) for e in ordered]
     if any(v is None for v in views):
         return None
@@ -978,8 +978,6 @@ def _with_alternatives(pattern: Any, stages: list[Any], states: list[int], alts:
     its own event — but an alternative's after ``a`` alone, which may read ``a``'s fields (a
     guard, as a pair's: checked per candidate) —, one ``within`` around all; else None."""
     ordered = _preference(alts)
-    if ordered is None:
-        return None
     views = []
     for e in ordered:  # (a guard after a alone; there also a type with alternatives on the
         # key and on none, which the compiler indexes by no key)
@@ -1047,8 +1045,6 @@ def _with_branch(pattern: Any, stages: list[Any], states: list[int]) -> EsperPai
             or set(auto.edges) != {INITIAL, *states, *targets, *later}):
         return None
     ordered = _preference(es)
-    if ordered is None:
-        return None
     paths = [_stages_shape(pattern, [*stages, e, *rests[e.target]],
                            [*states, e.target, *(d.target for d in rest0[:-1])])
              for e in ordered]
@@ -1090,8 +1086,6 @@ def _leading_branch(pattern: Any) -> EsperPair | None:
         return None
     then = dict(zip(targets, rest, strict=True))
     ordered = _preference(es)
-    if ordered is None:
-        return None
     paths = [_stages_shape(pattern, [e, then[e.target]], [e.target]) for e in ordered]
     if any(v is None or v.key_var is not None or not v.columnar or v.zone is not None
            for v in paths):
