@@ -26,6 +26,12 @@ from cepflow.language import ast
 from cepflow.language.walk import unused_variables
 
 Match = tuple[tuple[int, ...], frozenset[tuple[str, Any]]]
+#: a NOT's gap not yet checked: (its forbidden atoms, first and past-last position, the bindings
+#: known there) — checked once every variable the atoms read is bound, or at the end
+_Gap = tuple[tuple[ast.Atom, ...], int, int, frozenset]
+#: a match of a sub-pattern with the gaps inside it that still wait for an outer binding
+_Part = tuple[tuple[int, ...], frozenset[tuple[str, Any]], frozenset[_Gap]]
+_CLEAN: frozenset[_Gap] = frozenset()
 
 
 def _merge(b1: frozenset, b2: frozenset) -> frozenset | None:
@@ -71,15 +77,18 @@ class _Denote:
                 out.add(((i,), frozenset(b.items())))
         return out
 
-    def seq(self, left: set[Match], right: set[Match]) -> set[Match]:
-        out: set[Match] = set()
-        for s1, b1 in left:
-            for s2, b2 in right:
+    def seq(self, left: set[_Part], right: set[_Part]) -> set[_Part]:
+        out: set[_Part] = set()
+        for s1, b1, p1 in left:
+            for s2, b2, p2 in right:
                 if s1 and s2 and s1[-1] >= s2[0]:
                     continue
                 b = _merge(b1, b2)
-                if b is not None:
-                    out.add((s1 + s2, b))
+                if b is None:
+                    continue
+                pend = self.settle(p2, b1)
+                if pend is not None:
+                    out.add((s1 + s2, b, p1 | pend))
         return out
 
     def absent(self, negs: list[ast.Atom], s: tuple[int, ...], b: frozenset,
@@ -91,9 +100,24 @@ class _Denote:
                     return False
         return True
 
-    def denote(self, p: ast.Pattern) -> set[Match]:
+    def settle(self, pend: frozenset[_Gap], earlier: frozenset) -> frozenset[_Gap] | None:
+        """The gaps ``pend`` once the bindings of ``earlier`` steps (all before them) are known:
+        a gap whose forbidden atoms' variables are all bound is checked now (None: it is not
+        clean), the others wait for an outer step that binds them (or for the end)."""
+        out = []
+        for negs, lo, hi, bg in pend:
+            b = _merge(bg, earlier) or bg
+            names = dict(b)
+            if all(v in names for n in negs for v in n.args or () if not ast.is_wildcard(v)):
+                if not self.absent(list(negs), (), b, lo, hi):
+                    return None
+                continue
+            out.append((negs, lo, hi, b))
+        return frozenset(out)
+
+    def denote(self, p: ast.Pattern) -> set[_Part]:
         if isinstance(p, ast.Atom):
-            return self.atom(p)
+            return {(s, b, _CLEAN) for s, b in self.atom(p)}
         if isinstance(p, ast.Or):
             return self.denote(p.left) | self.denote(p.right)
         if isinstance(p, ast.And):
@@ -106,7 +130,7 @@ class _Denote:
                 for _ in range(p.count - 1):
                     out = self.seq(out, base)
                 return out
-            acc: set[Match] = {((), frozenset())} if p.count == "*" else set()
+            acc: set[_Part] = {((), frozenset(), _CLEAN)} if p.count == "*" else set()
             layer = base
             while layer:
                 new = layer - acc
@@ -124,7 +148,7 @@ class _Denote:
                              "of a window")
         raise TypeError(p)
 
-    def fol(self, items: list[ast.Pattern]) -> set[Match]:
+    def fol(self, items: list[ast.Pattern]) -> set[_Part]:
         # groups: (operand, forbidden atoms in the gap after it)
         groups: list[tuple[ast.Pattern, list[ast.Atom]]] = []
         for it in items:
@@ -138,40 +162,48 @@ class _Denote:
         # per partial sequence also the forbidden atoms whose gap is still open: an operand
         # that matched nothing ({*} zero times) leaves the gap before it open up to the next
         # operand's first event (the engine's gap state has edges to both)
-        acc: set[tuple[tuple[int, ...], Any, tuple[ast.Atom, ...]]] = {
-            (s0, b0, ()) for s0, b0 in self.denote(groups[0][0])}
+        acc: set[tuple[tuple[int, ...], Any, frozenset, tuple[ast.Atom, ...]]] = {
+            (s0, b0, p0, ()) for s0, b0, p0 in self.denote(groups[0][0])}
         for k in range(1, len(groups)):
             negs = tuple(groups[k - 1][1])
             nxt = self.denote(groups[k][0])
-            out: set[tuple[tuple[int, ...], Any, tuple[ast.Atom, ...]]] = set()
-            for s1, b1, open_ in acc:
-                for s2, b2 in nxt:
+            out: set[tuple[tuple[int, ...], Any, frozenset, tuple[ast.Atom, ...]]] = set()
+            for s1, b1, p1, open_ in acc:
+                for s2, b2, p2 in nxt:
                     if s1 and s2 and s1[-1] >= s2[0]:
                         continue
                     b = _merge(b1, b2)
                     if b is None:
                         continue
+                    pend = self.settle(p2, b1)
+                    if pend is None:
+                        continue
                     gap = open_ + negs
                     if not s2:
-                        out.add((s1, b, gap))
+                        out.add((s1, b, p1 | pend, gap))
                         continue
-                    if gap and s1 and not self.absent(list(gap), s1, b, s1[-1] + 1, s2[0]):
-                        continue
-                    out.add((s1 + s2, b, ()))
+                    if gap and s1:
+                        # the gap's atoms read the bindings of both neighbours and of every
+                        # step before it, also outside this sequence (settled there)
+                        own = self.settle(frozenset({(gap, s1[-1] + 1, s2[0], b)}), b)
+                        if own is None:
+                            continue
+                        pend = pend | own
+                    out.add((s1 + s2, b, p1 | pend, ()))
             acc = out
         trailing = groups[-1][1]
         if trailing:
             self._trailing = trailing
         # a gap still open at the end closes with the match (its last event completes it)
-        return {(s, b) for s, b, _ in acc}
+        return {(s, b, p) for s, b, p, _ in acc}
 
-    def window(self, p: ast.Window) -> set[Match]:
+    def window(self, p: ast.Window) -> set[_Part]:
         self._trailing = []
         inner = self.denote(p.pattern)
         trailing = self._trailing
         self._trailing = []
-        out: set[Match] = set()
-        for s, b in inner:
+        out: set[_Part] = set()
+        for s, b, pend in inner:
             t0, t1 = self.events[s[0]].ts, self.events[s[-1]].ts
             if trailing:
                 deadline = t0 + p.duration
@@ -182,13 +214,15 @@ class _Denote:
                 lo = s[-1] + 1
                 hi = after[-1] + 1 if after else lo
                 passed = self.horizon is not None and self.horizon > deadline
-                if passed and self.absent(trailing, s, b, lo, hi):
-                    out.add((s, b))
+                if passed:
+                    own = self.settle(frozenset({(tuple(trailing), lo, hi, b)}), b)
+                    if own is not None:
+                        out.add((s, b, pend | own))
                 continue
             span = t1 - t0
             if (p.kind == "within" and span <= p.duration) or (
                     p.kind == "holds_for" and span >= p.duration):
-                out.add((s, b))
+                out.add((s, b, pend))
         return out
 
 
@@ -208,7 +242,9 @@ def matches(
         horizon = events[-1].ts if events else None
     d = _Denote(events, schemas, functions, horizon)
     d._trailing = []
-    return {m for m in d.denote(pattern) if m[0]}
+    # a gap whose variables no step binds reads them as wildcards
+    return {(s, b) for s, b, pend in d.denote(pattern)
+            if s and all(d.absent(list(negs), (), bg, lo, hi) for negs, lo, hi, bg in pend)}
 
 
 # -- 000 §4.4: the event processing contexts, evaluated naively ----------------------------
@@ -231,6 +267,8 @@ PART, DONE, TIMER = "part", "done", "timer"
 #: (event positions, bindings, kind, forbidden atoms of a gap still open after the last event,
 #: the deadline of a TIMER match)
 Prefix = tuple[tuple[int, ...], frozenset, str, tuple, float | None]
+#: a prefix of a sub-pattern and the gaps inside it that wait for an outer binding (_Part)
+_Pre = tuple[tuple[int, ...], frozenset, str, tuple, float | None, frozenset[_Gap]]
 
 
 class _Prefixes(_Denote):
@@ -250,13 +288,24 @@ class _Prefixes(_Denote):
             got = self._atoms[id(a)] = self.atom(a)
         return got
 
-    def clean(self, negs: Sequence[ast.Atom], b: frozenset, lo: int, hi: int) -> bool:
-        return not negs or self.absent(list(negs), (), b, lo, hi)
+    def gap(self, negs: Sequence[ast.Atom], b: frozenset, lo: int, hi: int
+            ) -> frozenset[_Gap] | None:
+        """The gap ``lo..hi-1`` where ``negs`` are forbidden, checked now if ``b`` binds every
+        variable they read (None: not clean), else left to an outer step (:meth:`settle`)."""
+        if not negs:
+            return _CLEAN
+        return self.settle(frozenset({(tuple(negs), lo, hi, b)}), b)
 
-    def pre(self, p: ast.Pattern) -> set[Prefix]:
+    def top(self, p: ast.Pattern) -> set[Prefix]:
+        """The prefixes of the whole pattern ``p``: the gaps no step binds every variable of
+        checked with those variables as wildcards."""
+        return {x[:5] for x in self.pre(p) if all(
+            self.absent(list(negs), (), bg, lo, hi) for negs, lo, hi, bg in x[5])}
+
+    def pre(self, p: ast.Pattern) -> set[_Pre]:
         if isinstance(p, ast.Atom):
-            return {((), frozenset(), PART, (), None)} | {
-                (s, b, DONE, (), None) for s, b in self._atom(p)}
+            return {((), frozenset(), PART, (), None, _CLEAN)} | {
+                (s, b, DONE, (), None, _CLEAN) for s, b in self._atom(p)}
         if isinstance(p, ast.Or):
             return self.pre(p.left) | self.pre(p.right)
         if isinstance(p, ast.And):
@@ -271,32 +320,37 @@ class _Prefixes(_Denote):
             return self.pre_window(p)
         raise ValueError(f"no prefix semantics for {type(p).__name__}")
 
-    def then(self, acc: set[Prefix], nxt: set[Prefix], negs: tuple) -> set[Prefix]:
+    def then(self, acc: set[_Pre], nxt: set[_Pre], negs: tuple) -> set[_Pre]:
         """``acc`` followed by ``nxt`` with ``negs`` forbidden in the gap between them."""
-        out: set[Prefix] = set()
-        for s1, b1, k1, open1, d1 in acc:
+        out: set[_Pre] = set()
+        for s1, b1, k1, open1, d1, p1 in acc:
             if k1 != DONE:
-                out.add((s1, b1, k1, open1, d1))
+                out.add((s1, b1, k1, open1, d1, p1))
                 continue
             gap = open1 + negs
-            if not s1 or self.clean(gap, b1, s1[-1] + 1, self.h):
-                out.add((s1, b1, PART, (), None))  # waiting for the next operand's first event
-            for s2, b2, k2, open2, _ in nxt:
+            waiting = _CLEAN if not s1 else self.gap(gap, b1, s1[-1] + 1, self.h)
+            if waiting is not None:  # waiting for the next operand's first event
+                out.add((s1, b1, PART, (), None, p1 | waiting))
+            for s2, b2, k2, open2, _, p2 in nxt:
+                pend = self.settle(p2, b1)
+                if pend is None:
+                    continue
                 if not s2:
                     if k2 == DONE:  # the next operand matched nothing: the gap stays open
-                        out.add((s1, b1, DONE, gap + open2, None))
+                        out.add((s1, b1, DONE, gap + open2, None, p1 | pend))
                     continue
                 if s1 and s1[-1] >= s2[0]:
                     continue
                 b = _merge(b1, b2)
                 if b is None:
                     continue
-                if s1 and not self.clean(gap, b, s1[-1] + 1, s2[0]):
+                own = _CLEAN if not s1 else self.gap(gap, b, s1[-1] + 1, s2[0])
+                if own is None:
                     continue
-                out.add((s1 + s2, b, k2, open2, None))
+                out.add((s1 + s2, b, k2, open2, None, p1 | pend | own))
         return out
 
-    def pre_fol(self, items: list[ast.Pattern]) -> set[Prefix]:
+    def pre_fol(self, items: list[ast.Pattern]) -> set[_Pre]:
         groups: list[tuple[ast.Pattern, list[ast.Atom]]] = []
         for it in items:
             if isinstance(it, ast.Not):
@@ -311,14 +365,15 @@ class _Prefixes(_Denote):
             acc = self.then(acc, self.pre(groups[k][0]), tuple(groups[k - 1][1]))
         trailing = tuple(groups[-1][1])
         if trailing:  # only inside a window (the compiler checks): its deadline closes it
-            acc = {(s, b, k, o + trailing if k == DONE else o, d) for s, b, k, o, d in acc}
+            acc = {(s, b, k, o + trailing if k == DONE else o, d, g)
+                   for s, b, k, o, d, g in acc}
         return acc
 
-    def pre_loop(self, p: ast.Mult) -> set[Prefix]:
+    def pre_loop(self, p: ast.Mult) -> set[_Pre]:
         base = self.pre(p.pattern)
         acc = set(base)
         if p.count == "*":
-            acc.add(((), frozenset(), DONE, (), None))
+            acc.add(((), frozenset(), DONE, (), None, _CLEAN))
         layer = {x for x in base if x[2] == DONE and x[0]}
         while layer:
             nxt = {x for x in self.then(layer, base, ()) if x[0] and x not in acc}
@@ -326,19 +381,19 @@ class _Prefixes(_Denote):
             layer = {x for x in nxt if x[2] == DONE}
         return acc
 
-    def pre_window(self, p: ast.Window) -> set[Prefix]:
-        out: set[Prefix] = set()
+    def pre_window(self, p: ast.Window) -> set[_Pre]:
+        out: set[_Pre] = set()
         if p.kind != "within":
             raise ValueError("no context reference for holds-for windows")
-        for s, b, k, open_, d in self.pre(p.pattern):
+        for s, b, k, open_, d, g in self.pre(p.pattern):
             if not s or k == TIMER:
-                out.add((s, b, k, open_, d))
+                out.add((s, b, k, open_, d, g))
                 continue
             t0 = self.events[s[0]].ts
             span = self.events[s[-1]].ts - t0
             if k == PART:
                 if self.now - t0 <= p.duration:
-                    out.add((s, b, PART, (), None))
+                    out.add((s, b, PART, (), None, g))
                 continue
             if open_:  # a window ending in NOT: complete at its deadline if the gap stays clean
                 deadline = t0 + p.duration
@@ -348,13 +403,16 @@ class _Prefixes(_Denote):
                     upto = s[-1] + 1
                     while upto < self.h and self.events[upto].ts <= deadline:
                         upto += 1
-                    if self.clean(open_, b, s[-1] + 1, upto):
-                        out.add((s, b, TIMER, (), deadline))
-                elif self.clean(open_, b, s[-1] + 1, self.h):
-                    out.add((s, b, PART, (), None))
+                    own = self.gap(open_, b, s[-1] + 1, upto)
+                    if own is not None:
+                        out.add((s, b, TIMER, (), deadline, g | own))
+                else:
+                    own = self.gap(open_, b, s[-1] + 1, self.h)
+                    if own is not None:
+                        out.add((s, b, PART, (), None, g | own))
                 continue
             if span <= p.duration:
-                out.add((s, b, DONE, (), None))
+                out.add((s, b, DONE, (), None, g))
         return out
 
 
@@ -391,7 +449,7 @@ def context_matches(
     def expire(h: int, now: float) -> None:
         """Time passes to ``now`` (before the event at ``h``): deadlines strictly before it
         complete windows ending in NOT, in time order; expired partial matches go."""
-        table = by_events(_Prefixes(events, schemas, functions, h, now).pre(pattern))
+        table = by_events(_Prefixes(events, schemas, functions, h, now).top(pattern))
         fired = []
         for age, pm in enumerate(pms):
             timers = [x for x in table.get(pm, ()) if x[2] == TIMER]
@@ -406,7 +464,7 @@ def context_matches(
 
     for i, e in enumerate(events):
         expire(i, e.ts)
-        table = by_events(_Prefixes(events, schemas, functions, i + 1, e.ts).pre(pattern))
+        table = by_events(_Prefixes(events, schemas, functions, i + 1, e.ts).top(pattern))
         taken = False
         for age, pm in enumerate(pms):
             ext = table.get((*pm, i))

@@ -175,6 +175,12 @@ def test_or_branch_not_taken_ends_under_chronicle() -> None:
                         A.Not(A.Atom("b", ("x",)))), 2, "within"),
          [Event("b", (2,), 0, None, 0), Event("b", (2,), 2, None, 1),
           Event("b", (2,), 2, None, 2)], "chronicle")
+# a NOT inside an or's operand reads x, which the step before the or binds: c(2) does not forbid
+# a(1)'s match (the reference read x as a wildcard there until session 41)
+@example(A.Fol(A.Atom("a", ("x",)), A.Or(A.Atom("a", ("x",)), A.Fol(A.Atom("b", ("y",)), A.Fol(
+    A.Not(A.Atom("c", ("x",))), A.Atom("b", ("y",)))))),
+    [Event(t, (v,), i, None, i) for i, (t, v) in enumerate(
+        [("a", 1), ("b", 5), ("c", 2), ("b", 5)])], "chronicle")
 def test_contexts_equal_the_reference(p: A.Pattern, events: list[Event], context: str) -> None:
     """The engine reports exactly what the naive §4.4 reference does (cepflow.denotation.
     context_matches: viable partial matches, oldest first, noise disposes): same matches, same
