@@ -1454,6 +1454,12 @@ class EsperAnd:
     #: completes an instance on its own (compiler/conjunction.py: the larger step wins) —
     #: else None
     merged: Any = None
+    #: EPL's ``every ((a and b) where timer:within(Δ))``, whose guard restarts with the
+    #: instance (compiler.esper ``_restarted_guard``: a zero ``timer:interval`` in front inside
+    #: the guard, start policy restart, the pattern's clock): the clock's edge, which enters
+    #: the window at the restart instant — the instance then takes its operands within Δ of
+    #: that instant, not of its first event (kernels/restarted_and.py); else None
+    clocked: Any = None
 
 
 def esper_and_of(pattern: Any) -> EsperAnd | None:
@@ -1464,9 +1470,12 @@ def esper_and_of(pattern: Any) -> EsperAnd | None:
     both."""
     auto = pattern.auto
     if (not auto.context.esper or auto.start != "restart" or auto.distinct or auto.forbids
-            or auto.partition_by or auto.clock is not None or pattern.exact or pattern.skips):
+            or auto.partition_by or pattern.exact or pattern.skips):
         return None
-    init = auto.edges.get(INITIAL, {})
+    clocked = _restart_clock(auto)
+    if auto.clock is not None and clocked is None:
+        return None
+    init = auto.edges.get(clocked.target if clocked is not None else INITIAL, {})
     merged = None
     if len(init) == 1:  # (operands of one type: two edges of one operand each, and both)
         (es,) = init.values()
@@ -1506,9 +1515,11 @@ def esper_and_of(pattern: Any) -> EsperAnd | None:
         keys.append((bound[key_var], shared[0][0]) if shared else (-1, -1))
         new.append(tuple((i, v) for i, v in second.position.binds if v != key_var))
         states.append(first.target)
-    if len(key_vars) != 1 or set(auto.edges) != {INITIAL, *states}:
-        return None
-    timed = [_within(auto, list(o)) for o in orders]
+    head = () if clocked is None else (clocked,)
+    if (len(key_vars) != 1 or set(auto.edges) != {INITIAL, *states, *(e.target for e in head)}
+            or (clocked is not None and merged is not None)):
+        return None  # (operands of one type under the restarted guard: per event)
+    timed = [_within(auto, [*head, *o]) for o in orders]
     if any(t is None for t in timed) or len(set(timed)) != 1:
         return None
     window, zone = timed[0]  # type: ignore[misc]
@@ -1517,8 +1528,25 @@ def esper_and_of(pattern: Any) -> EsperAnd | None:
     if merged is not None and not _merges(auto, merged, orders[0], keys[0], new[0],
                                           timed[0]):
         return None
+    if clocked is not None and (zone is None or window <= 0):
+        return None
     return EsperAnd(tuple(orders), tuple(keys), tuple(new), key_vars.pop(), window, zone,
-                    merged)
+                    merged, clocked)
+
+
+def _restart_clock(auto: Any) -> Any:
+    """The edge of the zero ``timer:interval`` that EPL's reader puts in front inside a guard
+    restarted under ``every`` (compiler.esper ``_restarted_guard``): the clock of length 0 with
+    no ``not`` ending it and no ``timer:at``, the one initial edge, binding nothing and not
+    final — else None."""
+    clock = auto.clock
+    if (clock is None or clock.length != 0 or clock.forbids or clock.schedule is not None
+            or set(auto.edges.get(INITIAL, {})) != {clock.type}):
+        return None
+    edge = _only_edge(auto, INITIAL)
+    if edge is None or edge.final or edge.position.binds or edge.position.filter is not None:
+        return None
+    return edge
 
 
 def _merges(auto: Any, merged: Any, order: tuple[Any, Any], keys: tuple[int, int],
