@@ -14,8 +14,9 @@ the instant of a restart), a property against an oracle written from those two s
 and EvalFollowedByStateNode / EvalAndStateNode (per event, with a JSON save/restore), the
 routes (``Engine.run`` in batches cut anywhere with a save/restore, the program split beside a
 kernel statement: the same matches, ids, statistics and saved state as per event; no kernel
-takes the form but the and alone, kernels/restarted_and.py), the refusal of ``timer:within(0)``, and the guard on one event, which keeps
-its reading (``every (a=A where timer:within(Δ))`` is ``every a=A``)."""
+takes the form but the and alone, kernels/restarted_and.py), the refusal of
+``timer:within(0)``, and the guard on one event, which keeps its reading (``every (a=A where
+timer:within(Δ))`` is ``every a=A``)."""
 
 from __future__ import annotations
 

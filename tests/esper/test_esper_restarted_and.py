@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_alternatives import C_SCHEMA, TYPES, check_arrow, check_run, stream
-from tests.esper.test_esper_kernel import FILTERS, SCHEMA
+from tests.esper.test_esper_kernel import FILTERS
 from tests.esper.test_split import check_split, check_time_passing, keyed_others, program
 
 import cepflow.runtime.kernels.split as split_module
@@ -33,7 +33,7 @@ from cepflow.runtime.state import restore_state, save_state
 def guarded_ands(draw: st.DrawFn) -> str:
     """``every ((a = T(f) and b = U(g[, key])) where timer:within(Δ))``, ``T`` and ``U``
     distinct (of one type the shape is declined: per event), Δ of a few of the streams'
-    steps (0–3 ms), the guard written inside or outside the every's parentheses."""
+    steps (0-3 ms), the guard written inside or outside the every's parentheses."""
     ta, tb = draw(st.permutations(TYPES))[:2]
     x, y = draw(st.permutations(["a", "b"]))  # (y, written second, unifies with x)
     f = draw(st.sampled_from(["", "", *FILTERS])).format(a=x)
@@ -123,19 +123,19 @@ def _events(text: str) -> list[Event]:
 #: out by hand from the state nodes: windows from the restart at 0, at each completion's row
 #: and at each deadline, one instance per Δ through a quiet stretch
 PINNED = [
-    # 0–2 s: B1@1.5 first, no A of key 1 before 2 s (A2 is another key): ended at 2 s (the
-    # window from its first event would take A1@2.1); 2–4 s: A1@2.1, B1@3 completes; from 3 s
-    # nothing until 5 s, 5–7 s nothing, 7–9 s: A1@7.3, B1@8.1 completes — the clock is due
+    # 0-2 s: B1@1.5 first, no A of key 1 before 2 s (A2 is another key): ended at 2 s (the
+    # window from its first event would take A1@2.1); 2-4 s: A1@2.1, B1@3 completes; from 3 s
+    # nothing until 5 s, 5-7 s nothing, 7-9 s: A1@7.3, B1@8.1 completes — the clock is due
     # at 8.1 s (the next instance), instance 5's deadline 9 s left in the queue
     (KEYED, "B1@1500 A2@1900 A1@2100 B1@3000 A1@7300 B1@8100",
      [(3000, (2, 3)), (8100, (4, 5))], 5, 8100, [(-2, 8100.0), (5, 9000.0)]),
-    # a later event of a completion's instant is the next instance's: 0–2 s A1@0, B1@1 s;
+    # a later event of a completion's instant is the next instance's: 0-2 s A1@0, B1@1 s;
     # from 1 s the second B1@1 s, then A1@2 s (its deadline 3 s); from 2 s the second A1@2 s,
     # B1@2.5 s; the deadlines of 3 s and 4 s stay queued behind the clock
     (KEYED, "A1@0 B1@1000 B1@1000 A1@2000 A1@2000 B1@2500",
      [(1000, (0, 1)), (2000, (3, 2)), (2500, (4, 5))], 3, 2500,
      [(-2, 2500.0), (2, 3000.0), (3, 4000.0)]),
-    # an instance open at the end, holding its first: 0–2 s A1@0.1 ended (B1@2.1 too late);
+    # an instance open at the end, holding its first: 0-2 s A1@0.1 ended (B1@2.1 too late);
     # from 2 s B1@2.1 waits (A0@2.2 is another key): only its deadline is queued
     (KEYED, "A1@100 B0@900 A0@1500 B1@2100 A0@2200", [], 2, None, [(2, 4000.0)]),
 ]
