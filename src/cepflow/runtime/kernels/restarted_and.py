@@ -31,9 +31,15 @@ from typing import Any
 import numpy as np
 
 from cepflow.events.event import Event
-from cepflow.runtime.kernels.conj import _codes, _complex_event, _matches, _take
+from cepflow.runtime.kernels.conj import (
+    _codes,
+    _complex_event,
+    _matches,
+    _take,
+    operand_rows,
+)
 from cepflow.runtime.kernels.filters import passing
-from cepflow.runtime.kernels.pair import Uncodable, stable_order
+from cepflow.runtime.kernels.pair import Uncodable
 from cepflow.runtime.kernels.restart import Plan
 from cepflow.runtime.rows import EventRows, TypeColumns, distinct
 from cepflow.runtime.timers import fired_before
@@ -78,17 +84,8 @@ def plan_restarted_and(m: Any, cols: TypeColumns) -> Plan | None:
                                                      old if holds else [], span)
     except Uncodable:
         return None
-    rows = [cols.rows(e.position.type)[loc] for e, loc in firsts]
-    starts = np.concatenate(rows)
-    side = np.repeat(np.arange(len(rows), dtype=np.int64), [len(r) for r in rows])
-    code = np.concatenate(first_codes)
-    o = np.argsort(starts, kind="stable")
-    starts, side, code = starts[o], side[o], code[o]
-    sorted_seconds = []
-    for (e, loc), c in zip(seconds, second_codes, strict=True):
-        r = cols.rows(e.position.type)[loc]
-        order = stable_order(c)
-        sorted_seconds.append(((c * span + r + 1)[order], r[order], c[order]))
+    starts, side, code, sorted_seconds = operand_rows(cols, firsts, first_codes, seconds,
+                                                      second_codes, span)
     # per row that may begin an instance: the row of the other operand of its key it would
     # take, however late (-1: none in the batch); the walk checks the deadline
     took = np.full(len(starts), -1, np.int64)
