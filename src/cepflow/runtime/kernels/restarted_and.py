@@ -102,7 +102,7 @@ def plan_restarted_and(m: Any, cols: TypeColumns) -> Plan | None:
     inst_rows: list[int] = []
     inst_s: list[float] = []
     done: list[int] = []
-    old_took, old_ended = -1, False
+    old_took = -1
     p = -1  # (the last row the instance before saw: the next sees the rows after it)
     exists = bool(old)
     open_first = -1  # (the start index the open instance took, -1 none)
@@ -114,11 +114,11 @@ def plan_restarted_and(m: Any, cols: TypeColumns) -> Plan | None:
                       np.array([-1], np.int64), np.array([s]), ts, _INF, span)[0])
         deadline = s + window
         if c >= 0 and float(ts[c]) < deadline:
-            old_took, old_ended, s, p, exists, completed = c, True, float(ts[c]), c, False, True
+            old_took, s, p, exists = c, float(ts[c]), c, False
         elif deadline > last:  # (still open: nothing changes)
             return np.zeros(0, np.int64), [], [], _keep_open(m, last)
         else:  # (its timer ends it; the next begins at the deadline)
-            old_ended, s, exists = True, deadline, False
+            s, exists = deadline, False
             p = int(np.searchsorted(ts, deadline, "left")) - 1
     j = 0
     n_starts = len(starts_l)
@@ -131,8 +131,6 @@ def plan_restarted_and(m: Any, cols: TypeColumns) -> Plan | None:
                 break
             inst_rows.append(p + 1)
             inst_s.append(s)
-        elif old and not holds:
-            old_ended = True  # (settled below if it stays open)
         deadline = s + window
         j = bisect_right(starts_l, p, j)
         if j < n_starts and start_ts[j] < deadline:
@@ -145,12 +143,12 @@ def plan_restarted_and(m: Any, cols: TypeColumns) -> Plan | None:
                 break
         elif deadline > last:
             break
-        s, exists, completed = deadline, False, False  # (its timer ends it; the next begins
-        # there)
+        # (its timer ends it; the next begins there)
+        s, exists, completed = deadline, False, False
         p = int(np.searchsorted(ts, deadline, "left")) - 1
     open_at_end = pending is None
-    if open_at_end and old and not holds and not inst_rows:
-        old_ended = False  # (the old instance is the one open)
+    # (the instance from before ended, unless it is the one open: it had taken nothing)
+    old_ended = bool(old) and not (open_at_end and not inst_rows)
     at = np.array(done, np.int64)
     f_rows, c_rows, sides = starts[at], took[at], side[at]
     if isinstance(src, EventRows):
