@@ -1,7 +1,8 @@
 """The restarted and kernel (runtime/kernels/restarted_and.py, in the program split): EPL's
-``every ((a = A(f) and b = B(g[, key])) where timer:within(Δ))``, whose guard restarts with
-the instance (EvalEveryStateNode, EvalGuardStateNode: each instance's window runs from its
-restart — the statement's start, the row that completed the one before, or the deadline of the
+``every ((a = A(f) and b = B(g[, key])) where timer:within(Δ))`` and ``every ((a = A(f) -> b =
+B(g[, key])) where timer:within(Δ))``, whose guard restarts with the instance
+(EvalEveryStateNode, EvalGuardStateNode: each instance's window runs from its restart — the
+statement's start, the row that completed the one before, or the deadline of the
 one before — not from its first event; docs/esper.md). Against the per-event engine (the
 pattern's clock, runtime.interval_clock): hand-derived streams pinned with their saved state
 (token ids of the quiet stretch's restarts, the clock due after the last row), and random
@@ -33,8 +34,13 @@ from cepflow.runtime.state import restore_state, save_state
 def guarded_ands(draw: st.DrawFn) -> str:
     """``every ((a = T(f) and b = U(g[, key])) where timer:within(Δ))``, ``T`` and ``U``
     distinct (of one type the shape is declined: per event), Δ of a few of the streams'
-    steps (0-3 ms), the guard written inside or outside the every's parentheses."""
+    steps (0-3 ms), the guard written inside or outside the every's parentheses; or the
+    followed-by ``every ((a = T(f) -> b = U(g[, key])) where timer:within(Δ))``, ``T`` and
+    ``U`` perhaps one type (EsperAnd.followed)."""
     ta, tb = draw(st.permutations(TYPES))[:2]
+    followed = draw(st.booleans())
+    if followed and draw(st.booleans()):
+        tb = ta
     x, y = draw(st.permutations(["a", "b"]))  # (y, written second, unifies with x)
     f = draw(st.sampled_from(["", "", *FILTERS])).format(a=x)
     g = draw(st.sampled_from(["", "", *FILTERS])).format(a=y)
@@ -43,9 +49,10 @@ def guarded_ands(draw: st.DrawFn) -> str:
     select = draw(st.sampled_from(["", "select a.v as av, b.x as bx, current_timestamp() as t ",
                                    "select b.k as bk, a.s as s, 'lit' as c, a.k as ak "]))
     within = draw(st.sampled_from([1, 2, 3, 5, 10]))
-    body = f"{x} = {ta}({f}) and {y} = {tb}({g})"
-    pattern = draw(st.sampled_from([f"every ({body}) where timer:within({within} msec)",
-                                    f"every (({body}) where timer:within({within} msec))"]))
+    body = f"{x} = {ta}({f}) {'->' if followed else 'and'} {y} = {tb}({g})"
+    pattern = draw(st.sampled_from([f"every (({body}) where timer:within({within} msec))"]
+                                   + ([] if followed else
+                                      [f"every ({body}) where timer:within({within} msec)"])))
     name = draw(st.sampled_from(["P", "Q"]))
     return f"@Name('{name}')\ninsert into {name}\n{select}from pattern [{pattern}];\n"
 
@@ -102,6 +109,7 @@ def test_run_columns_and_time_passing(stmt, spec, batch, restore_at, cuts, later
 
 SCHEMAS = "".join(f"create schema {t}(k int, v int);\n" for t in "ABC")
 KEYED = "every (a=A and b=B(b.k = a.k)) where timer:within(2 sec)"
+FOLLOWED = "every ((a=A -> b=B(b.k = a.k)) where timer:within(2 sec))"
 
 
 def _engine(body: str, start: float | None = 0) -> Engine:
@@ -138,6 +146,17 @@ PINNED = [
     # an instance open at the end, holding its first: 0-2 s A1@0.1 ended (B1@2.1 too late);
     # from 2 s B1@2.1 waits (A0@2.2 is another key): only its deadline is queued
     (KEYED, "A1@100 B0@900 A0@1500 B1@2100 A0@2200", [], 2, None, [(2, 4000.0)]),
+    # the followed-by: 0-2 s A1@1.5 (B1@0.5 before it counts for nothing), B1@2.5 too late
+    # (the window from A1 would take it); 2-4 s A1@2.6, B2 another key, B1@4.1 too late;
+    # 4-6 s A1@4.2, B1@5.999 completes
+    (FOLLOWED, "B1@500 A1@1500 B1@2500 A1@2600 B2@3000 B1@4100 A1@4200 B1@5999",
+     [(5999, (6, 7))], 3, 5999, [(-2, 5999.0), (3, 6000.0)]),
+    # one type: the A of a's key after a completes (A2 another key); the later A of the
+    # completion's instant begins the next instance (0.3-2.3 s), which A1@2.4 is too late
+    # for; 2.3-4.3 s A1@2.4, A1@2.5
+    ("every ((a=A -> b=A(b.k = a.k)) where timer:within(2 sec))",
+     "A1@100 A2@200 A1@300 A1@300 A1@2400 A1@2500", [(300, (0, 2)), (2500, (4, 5))], 3,
+     2500, [(-2, 2500.0), (3, 4300.0)]),
 ]
 
 
@@ -192,11 +211,14 @@ def test_the_kernel_plans_the_batches(monkeypatch) -> None:
 
 
 def test_what_the_shape_declines() -> None:
-    """Operands of one type (an event both at once), a guard on one event (``every a=A``), the
-    cepflow syntax's window (the and kernel's), a guard followed by more (per event)."""
+    """Operands of one type of the and (an event both at once), a guard on one event (``every
+    a=A``), a guard followed by more, a followed-by of three or whose filter reads ``a``
+    (per event)."""
     for body in ["every (a=A(a.v > 5) and b=A(b.k = a.k, b.v < 7)) where timer:within(1 sec)",
                  "every ((a=A and b=B) where timer:within(1 sec)) -> c=C",
-                 "every ((a=A -> b=B) where timer:within(1 sec))",
+                 "every ((a=A -> b=B) where timer:within(1 sec)) -> c=C",
+                 "every ((a=A -> b=B -> c=C) where timer:within(1 sec))",
+                 "every ((a=A -> b=B(b.v > a.v)) where timer:within(1 sec))",
                  "every (a=A where timer:within(1 sec))"]:
         sh = _engine(body).matchers[0].pattern.esper_and
         assert sh is None or sh.clocked is None, body

@@ -33,6 +33,7 @@ from cepflow.runtime.shapes import (
     esper_pair_of,
     esper_restart_of,
     esper_until_of,
+    restarted_pair_of,
     unrestricted_chain_of,
 )
 
@@ -234,8 +235,10 @@ class CompiledPattern:
         #: Esper's ``every (a = A(f) and b = B(g[, key])) [within Δ]``
         #: (runtime.shapes.EsperAnd): the and kernel's shape (kernels/conj.py, in the split)
         #: (with a clock: EPL's guard restarted with the instance, kernels/restarted_and.py)
-        self.esper_and: EsperAnd | None = (esper_and_of(self) if fast_path or restarted
-                                           else None)
+        #: (and EPL's every ((a -> b) where timer:within(Δ)): the same walk, EsperAnd.followed)
+        self.esper_and: EsperAnd | None = (esper_and_of(self) if fast_path
+                                           else esper_and_of(self) or restarted_pair_of(self)
+                                           if restarted else None)
         #: Esper's missing event ``every a = A(f) -> (timer:interval(Δ) and not B(g, key))``
         #: (runtime.absence.EsperAbsence): stepped directly (Matcher._absence_step)
         self.absence: EsperAbsence | None = esper_absence_of(self) if fast_path else None

@@ -1460,6 +1460,10 @@ class EsperAnd:
     #: the window at the restart instant — the instance then takes its operands within Δ of
     #: that instant, not of its first event (kernels/restarted_and.py); else None
     clocked: Any = None
+    #: with ``clocked``: EPL's ``every ((a = A(f) -> b = B(g[, key])) where
+    #: timer:within(Δ))`` (:func:`restarted_pair_of`), one order — the same walk, ``a`` alone
+    #: beginning an instance
+    followed: bool = False
 
 
 def esper_and_of(pattern: Any) -> EsperAnd | None:
@@ -1532,6 +1536,46 @@ def esper_and_of(pattern: Any) -> EsperAnd | None:
         return None
     return EsperAnd(tuple(orders), tuple(keys), tuple(new), key_vars.pop(), window, zone,
                     merged, clocked)
+
+
+def restarted_pair_of(pattern: Any) -> EsperAnd | None:
+    """The shape of EPL's ``every ((a = A(f) -> b = B(g[, key])) where timer:within(Δ))``
+    (:attr:`EsperAnd.followed`), else None: the restart clock's edge (:func:`_restart_clock`),
+    then one edge ``a``, then one final edge ``b``, filters reading only their event, ``b``
+    unified with ``a`` on one key or on none, the window entered by the clock's edge and left
+    by ``b``'s (EvalFollowedByStateNode under EvalGuardStateNode, restarted by
+    EvalEveryStateNode: kernels/restarted_and.py)."""
+    auto = pattern.auto
+    if (not auto.context.esper or auto.start != "restart" or auto.distinct or auto.forbids
+            or auto.partition_by or pattern.exact or pattern.skips):
+        return None
+    clocked = _restart_clock(auto)
+    first = None if clocked is None else _only_edge(auto, clocked.target)
+    second = None if first is None or first.final else _only_edge(auto, first.target)
+    if second is None or not second.final or set(auto.edges) != {INITIAL, clocked.target,
+                                                                  first.target}:
+        return None
+    for e in (first, second):
+        pos = e.position
+        vs = [v for _, v in pos.binds]
+        if (pos.conj is not None or pos.every or pos.collect is not None
+                or pos.track is not None or len(set(vs)) != len(vs)
+                or (pos.filter is not None and not pos.local)):
+            return None
+    bound = {v: i for i, v in first.position.binds}
+    shared = [(i, v) for i, v in second.position.binds if v in bound]
+    kt = auto.key_index.get(first.target, {}).get(second.position.type)
+    if (shared and (len(shared) != 1 or shared[0] != kt)) or (not shared and kt is not None):
+        return None
+    key_var = shared[0][1] if shared else None
+    timed = _within(auto, [clocked, first, second])
+    if timed is None or timed[1] is None or timed[0] <= 0:
+        return None
+    if not auto.zones[0].open_end or auto.zones[0].last & {first.target}:
+        return None  # (an Esper window excludes its end)
+    return EsperAnd(((first, second),), ((bound[key_var], shared[0][0]) if shared else (-1, -1),),
+                    (tuple((i, v) for i, v in second.position.binds if v != key_var),),
+                    key_var, timed[0], timed[1], None, clocked, True)
 
 
 def _restart_clock(auto: Any) -> Any:
