@@ -1,6 +1,8 @@
 """The kernel of EPL's ``every ((a = A(f) and b = B(g[, key])) where timer:within(Δ))`` over a
-batch (runtime.shapes.EsperAnd with a ``clocked`` edge; docs/esper.md, "every ((…) where
-timer:within(Δ))"): Esper's guard restarts with the instance (EvalEveryStateNode starts its
+batch (runtime.shapes.EsperAnd with a ``clocked`` edge; docs/esper.md, "every ((a and b) where
+timer:within(Δ)) in batches") — and of ``every ((a = A(f) -> b = B(g[, key])) where
+timer:within(Δ))`` (EsperAnd.followed: one order, ``a`` alone begins an instance): Esper's
+guard restarts with the instance (EvalEveryStateNode starts its
 child at the statement's start, when it completed and when its guard's timer ended it;
 EvalGuardStateNode's timer starts with the child). EPL's reader writes a zero
 ``timer:interval`` in front inside the guard, so per event each instance is a token made by
