@@ -71,7 +71,8 @@ def plan_restarted_and(m: Any, cols: TypeColumns) -> Plan | None:
     holds = bool(old) and old[0].threads[0].state != at_clock  # (the old one took an operand)
     if old:
         s = float(old[0].threads[0].zstart[z])  # (its restart instant)
-    elif m.clock_start is not None:  # (a restart due: its clock fires before the first row)
+    elif m.clock_start is not None:  # (a restart due: its clock fires before the first row at
+        # or after it — a statement started later than the rows sees none before it)
         s = float(m.clock_start)
     elif host.engine.statement_start is None:  # (the first batch: the statement starts at it)
         s = float(ts[0])
@@ -125,11 +126,15 @@ def plan_restarted_and(m: Any, cols: TypeColumns) -> Plan | None:
     j = 0
     n_starts = len(starts_l)
     completed = old_took >= 0  # (the instance before ended at row p by a match)
+    due = m.clock_start if not old else None  # (the clock due, as it was asked for)
+    if due is not None:
+        p = int(np.searchsorted(ts, s, "left")) - 1
     while True:
         if not exists:
             if p + 1 >= n:  # (the clock as the token path asks for it: at the completing
                 # event's own time, or at the deadline)
-                pending = src.time_at(p) if completed else s
+                pending = (due if due is not None else src.time_at(p) if completed
+                           else s)
                 break
             inst_rows.append(p + 1)
             inst_s.append(s)
@@ -137,6 +142,7 @@ def plan_restarted_and(m: Any, cols: TypeColumns) -> Plan | None:
         j = bisect_right(starts_l, p, j)
         if j < n_starts and start_ts[j] < deadline:
             if took_l[j] >= 0 and took_ts[j] < deadline:  # (completes at that row)
+                due = None
                 done.append(j)
                 s, p, exists, completed = took_ts[j], took_l[j], False, True
                 continue
@@ -146,7 +152,7 @@ def plan_restarted_and(m: Any, cols: TypeColumns) -> Plan | None:
         elif deadline > last:
             break
         # (its timer ends it; the next begins there)
-        s, exists, completed = deadline, False, False
+        s, exists, completed, due = deadline, False, False, None
         p = int(np.searchsorted(ts, deadline, "left")) - 1
     open_at_end = pending is None
     # (the instance from before ended, unless it is the one open: it had taken nothing)
