@@ -1499,25 +1499,13 @@ def esper_and_of(pattern: Any) -> EsperAnd | None:
             return None
         if second.position.type != other.position.type or first.target in states:
             return None
-        for e in (first, second):
-            pos = e.position
-            vs = [v for _, v in pos.binds]
-            if (pos.conj is None or pos.every or pos.collect is not None
-                    or pos.track is not None or len(set(vs)) != len(vs)
-                    or (pos.filter is not None and not pos.local)):
-                return None
-        bound = {v: i for i, v in first.position.binds}
-        shared = [(i, v) for i, v in second.position.binds if v in bound]
-        kt = auto.key_index.get(first.target, {}).get(second.position.type)
-        if shared and (len(shared) != 1 or shared[0] != kt):
+        two = _two_operands(auto, first, second, True)
+        if two is None:
             return None
-        if not shared and kt is not None:
-            return None
-        key_var = shared[0][1] if shared else None
-        key_vars.add(key_var)
+        key_vars.add(two[0])
         orders.append((first, second))
-        keys.append((bound[key_var], shared[0][0]) if shared else (-1, -1))
-        new.append(tuple((i, v) for i, v in second.position.binds if v != key_var))
+        keys.append(two[1])
+        new.append(two[2])
         states.append(first.target)
     head = () if clocked is None else (clocked,)
     if (len(key_vars) != 1 or set(auto.edges) != {INITIAL, *states, *(e.target for e in head)}
@@ -1555,10 +1543,27 @@ def restarted_pair_of(pattern: Any) -> EsperAnd | None:
     if second is None or not second.final or set(auto.edges) != {INITIAL, clocked.target,
                                                                   first.target}:
         return None
+    two = _two_operands(auto, first, second, False)
+    timed = _within(auto, [clocked, first, second])
+    if two is None or timed is None or timed[1] is None or timed[0] <= 0:
+        return None
+    if not auto.zones[0].open_end or auto.zones[0].last & {first.target}:
+        return None  # (an Esper window excludes its end)
+    return EsperAnd(((first, second),), (two[1],), (two[2],), two[0], timed[0], timed[1], None,
+                    clocked, True)
+
+
+def _two_operands(auto: Any, first: Any, second: Any, conj: bool
+                  ) -> tuple[str | None, tuple[int, int], tuple[tuple[int, str], ...]] | None:
+    """The edge ``first`` then ``second`` — operands of an Esper and (``conj``) or the steps of
+    a followed-by —, else None: filters reading only their event, each variable bound once,
+    ``second`` unified with ``first`` on one key or on none. Their key variable (None: no
+    key), the params of the first and the second holding it ((-1, -1): none) and the
+    bindings the second adds."""
     for e in (first, second):
         pos = e.position
         vs = [v for _, v in pos.binds]
-        if (pos.conj is not None or pos.every or pos.collect is not None
+        if ((pos.conj is None) == conj or pos.every or pos.collect is not None
                 or pos.track is not None or len(set(vs)) != len(vs)
                 or (pos.filter is not None and not pos.local)):
             return None
@@ -1568,14 +1573,8 @@ def restarted_pair_of(pattern: Any) -> EsperAnd | None:
     if (shared and (len(shared) != 1 or shared[0] != kt)) or (not shared and kt is not None):
         return None
     key_var = shared[0][1] if shared else None
-    timed = _within(auto, [clocked, first, second])
-    if timed is None or timed[1] is None or timed[0] <= 0:
-        return None
-    if not auto.zones[0].open_end or auto.zones[0].last & {first.target}:
-        return None  # (an Esper window excludes its end)
-    return EsperAnd(((first, second),), ((bound[key_var], shared[0][0]) if shared else (-1, -1),),
-                    (tuple((i, v) for i, v in second.position.binds if v != key_var),),
-                    key_var, timed[0], timed[1], None, clocked, True)
+    return (key_var, (bound[key_var], shared[0][0]) if shared else (-1, -1),
+            tuple((i, v) for i, v in second.position.binds if v != key_var))
 
 
 def _restart_clock(auto: Any) -> Any:
