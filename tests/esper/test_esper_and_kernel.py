@@ -9,7 +9,8 @@ the end of input — batches cut anywhere, single events between them, ``Engine.
 save/restore in the middle, Arrow batches through ``Engine.process_columns``. EPL's guard
 ``every ((a = A and b = B) where timer:within(Δ))`` restarts with the sub-expression (session
 40: from the statement's start, per event; tests/esper/test_esper_every_guard_restart.py): the
-kernel declines it."""
+kernel declines it; the restarted and kernel takes it (kernels/restarted_and.py,
+tests/esper/test_esper_restarted_and.py)."""
 
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
@@ -112,10 +113,13 @@ def test_the_shape_and_what_it_declines() -> None:
                                      f"from pattern [{s}];\n"))
         assert Engine(prog).matchers[0].pattern.esper_and is not None, s
         assert Engine(prog)._split is not None
+    # (EPL's guard restarts with the sub-expression, from the statement's start: the
+    # restarted and kernel's, kernels/restarted_and.py — not of operands of one type)
+    guarded = load_module(parse_epl(SCHEMA + C_SCHEMA + "@Name('P')\ninsert into P\nfrom "
+                                    "pattern [every (a = A and b = B(b.k = a.k)) where "
+                                    "timer:within(10 sec)];\n"))
+    assert Engine(guarded).matchers[0].pattern.esper_and.clocked is not None
     for s in [
-        # (EPL's guard restarts with the sub-expression: from the statement's start, per
-        # event; session 40)
-        "every (a = A and b = B(b.k = a.k)) where timer:within(10 sec)",
         "every (a = A(v > 5) and b = A(b.k = a.k, b.v < 3)) where timer:within(10 sec)",
         # (the key on another field of the second)
         "every (a = A and b = A(k = a.v))",

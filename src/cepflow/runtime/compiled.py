@@ -33,6 +33,7 @@ from cepflow.runtime.shapes import (
     esper_pair_of,
     esper_restart_of,
     esper_until_of,
+    restarted_pair_of,
     unrestricted_chain_of,
 )
 
@@ -167,6 +168,12 @@ class CompiledPattern:
         # (a tag collected without bound under select *, Automaton.spread: its match carries
         # as many a[k] as it took, which no kernel makes — such a pattern runs per event)
         kernel = collecting and not auto.spread
+        # (EPL's every ((a and b) where timer:within(Δ)): a clock and nothing else of the above
+        # — the restarted and kernel's shape, runtime.shapes.esper_and_of)
+        restarted = (fast_path and self.clock is not None and not collecting
+                     and not (self.timer_steps or auto.reports or auto.limits
+                              or any(p.most is not None for p in auto.positions)
+                              or any(z.after for z in auto.zones)))
         fast_path = fast_path and not clocked and not collecting
         self.key_index = auto.key_index
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
@@ -227,7 +234,11 @@ class CompiledPattern:
                                            and self.pair is None else None)
         #: Esper's ``every (a = A(f) and b = B(g[, key])) [within Δ]``
         #: (runtime.shapes.EsperAnd): the and kernel's shape (kernels/conj.py, in the split)
-        self.esper_and: EsperAnd | None = esper_and_of(self) if fast_path else None
+        #: (with a clock: EPL's guard restarted with the instance, kernels/restarted_and.py)
+        #: (and EPL's every ((a -> b) where timer:within(Δ)): the same walk, EsperAnd.followed)
+        self.esper_and: EsperAnd | None = (esper_and_of(self) if fast_path
+                                           else esper_and_of(self) or restarted_pair_of(self)
+                                           if restarted else None)
         #: Esper's missing event ``every a = A(f) -> (timer:interval(Δ) and not B(g, key))``
         #: (runtime.absence.EsperAbsence): stepped directly (Matcher._absence_step)
         self.absence: EsperAbsence | None = esper_absence_of(self) if fast_path else None

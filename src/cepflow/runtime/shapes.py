@@ -1454,6 +1454,16 @@ class EsperAnd:
     #: completes an instance on its own (compiler/conjunction.py: the larger step wins) —
     #: else None
     merged: Any = None
+    #: EPL's ``every ((a and b) where timer:within(Δ))``, whose guard restarts with the
+    #: instance (compiler.esper ``_restarted_guard``: a zero ``timer:interval`` in front inside
+    #: the guard, start policy restart, the pattern's clock): the clock's edge, which enters
+    #: the window at the restart instant — the instance then takes its operands within Δ of
+    #: that instant, not of its first event (kernels/restarted_and.py); else None
+    clocked: Any = None
+    #: with ``clocked``: EPL's ``every ((a = A(f) -> b = B(g[, key])) where
+    #: timer:within(Δ))`` (:func:`restarted_pair_of`), one order — the same walk, ``a`` alone
+    #: beginning an instance
+    followed: bool = False
 
 
 def esper_and_of(pattern: Any) -> EsperAnd | None:
@@ -1464,9 +1474,12 @@ def esper_and_of(pattern: Any) -> EsperAnd | None:
     both."""
     auto = pattern.auto
     if (not auto.context.esper or auto.start != "restart" or auto.distinct or auto.forbids
-            or auto.partition_by or auto.clock is not None or pattern.exact or pattern.skips):
+            or auto.partition_by or pattern.exact or pattern.skips):
         return None
-    init = auto.edges.get(INITIAL, {})
+    clocked = _restart_clock(auto)
+    if auto.clock is not None and clocked is None:
+        return None
+    init = auto.edges.get(clocked.target if clocked is not None else INITIAL, {})
     merged = None
     if len(init) == 1:  # (operands of one type: two edges of one operand each, and both)
         (es,) = init.values()
@@ -1486,29 +1499,19 @@ def esper_and_of(pattern: Any) -> EsperAnd | None:
             return None
         if second.position.type != other.position.type or first.target in states:
             return None
-        for e in (first, second):
-            pos = e.position
-            vs = [v for _, v in pos.binds]
-            if (pos.conj is None or pos.every or pos.collect is not None
-                    or pos.track is not None or len(set(vs)) != len(vs)
-                    or (pos.filter is not None and not pos.local)):
-                return None
-        bound = {v: i for i, v in first.position.binds}
-        shared = [(i, v) for i, v in second.position.binds if v in bound]
-        kt = auto.key_index.get(first.target, {}).get(second.position.type)
-        if shared and (len(shared) != 1 or shared[0] != kt):
+        two = _two_operands(auto, first, second, True)
+        if two is None:
             return None
-        if not shared and kt is not None:
-            return None
-        key_var = shared[0][1] if shared else None
-        key_vars.add(key_var)
+        key_vars.add(two[0])
         orders.append((first, second))
-        keys.append((bound[key_var], shared[0][0]) if shared else (-1, -1))
-        new.append(tuple((i, v) for i, v in second.position.binds if v != key_var))
+        keys.append(two[1])
+        new.append(two[2])
         states.append(first.target)
-    if len(key_vars) != 1 or set(auto.edges) != {INITIAL, *states}:
-        return None
-    timed = [_within(auto, list(o)) for o in orders]
+    head = () if clocked is None else (clocked,)
+    if (len(key_vars) != 1 or set(auto.edges) != {INITIAL, *states, *(e.target for e in head)}
+            or (clocked is not None and merged is not None)):
+        return None  # (operands of one type under the restarted guard: per event)
+    timed = [_within(auto, [*head, *o]) for o in orders]
     if any(t is None for t in timed) or len(set(timed)) != 1:
         return None
     window, zone = timed[0]  # type: ignore[misc]
@@ -1517,8 +1520,76 @@ def esper_and_of(pattern: Any) -> EsperAnd | None:
     if merged is not None and not _merges(auto, merged, orders[0], keys[0], new[0],
                                           timed[0]):
         return None
+    if clocked is not None and (zone is None or window <= 0):
+        return None
     return EsperAnd(tuple(orders), tuple(keys), tuple(new), key_vars.pop(), window, zone,
-                    merged)
+                    merged, clocked)
+
+
+def restarted_pair_of(pattern: Any) -> EsperAnd | None:
+    """The shape of EPL's ``every ((a = A(f) -> b = B(g[, key])) where timer:within(Δ))``
+    (:attr:`EsperAnd.followed`), else None: the restart clock's edge (:func:`_restart_clock`),
+    then one edge ``a``, then one final edge ``b``, filters reading only their event, ``b``
+    unified with ``a`` on one key or on none, the window entered by the clock's edge and left
+    by ``b``'s (EvalFollowedByStateNode under EvalGuardStateNode, restarted by
+    EvalEveryStateNode: kernels/restarted_and.py)."""
+    auto = pattern.auto
+    if (not auto.context.esper or auto.start != "restart" or auto.distinct or auto.forbids
+            or auto.partition_by or pattern.exact or pattern.skips):
+        return None
+    clocked = _restart_clock(auto)
+    first = None if clocked is None else _only_edge(auto, clocked.target)
+    second = None if first is None or first.final else _only_edge(auto, first.target)
+    if second is None or not second.final or set(auto.edges) != {INITIAL, clocked.target,
+                                                                  first.target}:
+        return None
+    two = _two_operands(auto, first, second, False)
+    timed = _within(auto, [clocked, first, second])
+    if two is None or timed is None or timed[1] is None or timed[0] <= 0:
+        return None
+    if not auto.zones[0].open_end or auto.zones[0].last & {first.target}:
+        return None  # (an Esper window excludes its end)
+    return EsperAnd(((first, second),), (two[1],), (two[2],), two[0], timed[0], timed[1], None,
+                    clocked, True)
+
+
+def _two_operands(auto: Any, first: Any, second: Any, conj: bool
+                  ) -> tuple[str | None, tuple[int, int], tuple[tuple[int, str], ...]] | None:
+    """The edge ``first`` then ``second`` — operands of an Esper and (``conj``) or the steps of
+    a followed-by —, else None: filters reading only their event, each variable bound once,
+    ``second`` unified with ``first`` on one key or on none. Their key variable (None: no
+    key), the params of the first and the second holding it ((-1, -1): none) and the
+    bindings the second adds."""
+    for e in (first, second):
+        pos = e.position
+        vs = [v for _, v in pos.binds]
+        if ((pos.conj is None) == conj or pos.every or pos.collect is not None
+                or pos.track is not None or len(set(vs)) != len(vs)
+                or (pos.filter is not None and not pos.local)):
+            return None
+    bound = {v: i for i, v in first.position.binds}
+    shared = [(i, v) for i, v in second.position.binds if v in bound]
+    kt = auto.key_index.get(first.target, {}).get(second.position.type)
+    if (shared and (len(shared) != 1 or shared[0] != kt)) or (not shared and kt is not None):
+        return None
+    key_var = shared[0][1] if shared else None
+    return (key_var, (bound[key_var], shared[0][0]) if shared else (-1, -1),
+            tuple((i, v) for i, v in second.position.binds if v != key_var))
+
+
+def _restart_clock(auto: Any) -> Any:
+    """The edge of the zero ``timer:interval`` that EPL's reader puts in front inside a guard
+    restarted under ``every`` (compiler.esper ``_restarted_guard``): the clock of length 0 with
+    no ``not`` ending it and no ``timer:at``, the one initial edge, binding nothing and not
+    final — else None."""
+    clock = auto.clock
+    if (clock is None or clock.length != 0 or clock.forbids or clock.schedule is not None
+            or set(auto.edges.get(INITIAL, {})) != {clock.type}):
+        return None
+    edge = _only_edge(auto, INITIAL)
+    if edge is None or edge.final or edge.position.binds or edge.position.filter is not None:
+        return None
+    return edge
 
 
 def _merges(auto: Any, merged: Any, order: tuple[Any, Any], keys: tuple[int, int],

@@ -61,13 +61,8 @@ def plan_and(m: Any, cols: TypeColumns) -> Plan | None:
     except Uncodable:
         return None
     old_code, first_codes, second_codes = codes
-    # the rows that may begin an instance, in row order, with their order and key code
-    rows = [cols.rows(e.position.type)[loc] for e, loc in firsts]
-    starts = np.concatenate(rows)
-    side = np.repeat(np.arange(len(rows), dtype=np.int64), [len(r) for r in rows])
-    code = np.concatenate(first_codes)
-    o = np.argsort(starts, kind="stable")
-    starts, side, code = starts[o], side[o], code[o]
+    starts, side, code, sorted_seconds = operand_rows(cols, firsts, first_codes, seconds,
+                                                      second_codes, span)
     if sh.merged is not None:  # (operands of one type: a row passing both filters is both
         # operands at once, side 2 — its instance completes on it)
         dup = np.flatnonzero(starts[1:] == starts[:-1])  # (stable: order 0's, then 1's)
@@ -75,12 +70,6 @@ def plan_and(m: Any, cols: TypeColumns) -> Plan | None:
         keep = np.ones(len(starts), bool)
         keep[dup + 1] = False
         starts, side, code = starts[keep], side[keep], code[keep]
-    # per order: the other operand's rows sorted by (key, row)
-    sorted_seconds = []
-    for (e, loc), c in zip(seconds, second_codes, strict=True):
-        r = cols.rows(e.position.type)[loc]
-        order = stable_order(c)  # (by key, then row: r ascends)
-        sorted_seconds.append(((c * span + r + 1)[order], r[order], c[order]))
     # per start row: the row its instance takes (-1: none within Δ)
     took = np.where(side == 2, starts, -1)
     for s in range(len(sh.orders)):
@@ -163,6 +152,25 @@ def plan_and(m: Any, cols: TypeColumns) -> Plan | None:
                 m.schedule_zones(tok, th)
 
     return starts[at], end_rows, matches, commit
+
+
+def operand_rows(cols: TypeColumns, firsts: list, first_codes: list[np.ndarray],
+                 seconds: list, second_codes: list[np.ndarray], span: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple]]:
+    """The rows that may begin an instance, in row order, with their order (side) and key
+    code; and per order the other operand's rows sorted by (key, row), as :func:`_take` reads
+    them."""
+    rows = [cols.rows(e.position.type)[loc] for e, loc in firsts]
+    starts = np.concatenate(rows)
+    side = np.repeat(np.arange(len(rows), dtype=np.int64), [len(r) for r in rows])
+    code = np.concatenate(first_codes)
+    o = np.argsort(starts, kind="stable")
+    sorted_seconds = []
+    for (e, loc), c in zip(seconds, second_codes, strict=True):
+        r = cols.rows(e.position.type)[loc]
+        order = stable_order(c)  # (by key, then row: r ascends)
+        sorted_seconds.append(((c * span + r + 1)[order], r[order], c[order]))
+    return starts[o], side[o], code[o], sorted_seconds
 
 
 def _codes(sh: Any, cols: TypeColumns, firsts: list, seconds: list, old: list[Any],

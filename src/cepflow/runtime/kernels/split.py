@@ -84,6 +84,7 @@ from cepflow.runtime.kernels.pair import (
     split_pair,
 )
 from cepflow.runtime.kernels.restart import Plan, plan_restart
+from cepflow.runtime.kernels.restarted_and import plan_restarted_and
 from cepflow.runtime.kernels.timer_end import SplitTimers, SplitTimerSet, TimerEnd, plan_split
 from cepflow.runtime.kernels.window_block import WindowBlock, plan_window, window_kernels
 from cepflow.runtime.rows import (
@@ -94,6 +95,7 @@ from cepflow.runtime.rows import (
     distinct,
     number_events,
 )
+from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows
 
 _SEQ = attrgetter("seq")
@@ -117,6 +119,10 @@ def split_kernels(engine: Any) -> list[Any] | None:
               and not m.pattern.types & produced
               and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
+    # (EPL's guard restarted with the and, kernels.restarted_and: its instances take token ids
+    # at its clock's restarts, between rows — only when no other pattern takes any)
+    chosen = [m for m in chosen if m.pattern.esper_and is None
+              or m.pattern.esper_and.clocked is None or len(engine.matchers) == 1]
     chosen = _chains_read_in_plan(engine, chosen)
     chosen = _with_timer_end(engine, chosen, produced)
     if chosen:
@@ -143,6 +149,12 @@ def split_kernels(engine: Any) -> list[Any] | None:
              and not engine.host.rules.triggers(r.statement.input_type)
              and all(id(o) in ids for o in engine._window_subs.get(r.statement.input_type, ()))]
     return [] if alone else None
+
+
+def _restarted(m: Any) -> bool:
+    """Is ``m`` EPL's and under a guard restarted with it (kernels.restarted_and)?"""
+    sh = m.pattern.esper_and
+    return sh is not None and sh.clocked is not None
 
 
 def timer_end_shape(engine: Any, m: Any) -> TimerEnd | None:
@@ -266,6 +278,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
                          else plan_chain(m, src, engine.program.schemas, blocks=blocks)
                          if split_chain(m) is not None
                          else plan_restart(m, cols) if m.pattern.restart is not None
+                         else plan_restarted_and(m, cols) if _restarted(m)
                          else plan_and(m, cols) if m.pattern.esper_and is not None
                          else plan_consec(m, cols))
     except Declined:
@@ -888,6 +901,9 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     steps.update((h.m.slot, replay.step(k, counters)) for k, h in enumerate(higher, first3))
     # (the planned windowed chains' timers due in the batch would only make rows stepped)
     drop_passed_timers(host, [*kernels, *(h.m for h in higher)], float(ts[-1]))
+    restarted = {m.slot for m in kernels if _restarted(m)}  # (its commit asks for them again)
+    if restarted:
+        host.timers.keep(lambda h: h[3] not in restarted or not fired_before(h, float(ts[-1])))
     out: list[ComplexEvent] = []
     at: list[int] = []  # (the row each complex event was detected at)
     numbering = counters.renumber
@@ -909,7 +925,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
         if len(visit) > _MANY_STEPS + n // _STRETCH:
             replay.as_lists()
         if engine.statement_start is None:
-            engine.start_statements(float(ts[0]))
+            engine.start_statements(src.time_at(0))  # (as its event has it: saved so)
         # (events numbered by their reader, as usual, and no restore's renumbering: the
         # counter goes past the largest number so far, read once for the whole batch)
         high = None
