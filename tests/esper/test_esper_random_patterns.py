@@ -271,3 +271,34 @@ def test_an_or_under_an_inner_every_takes_one_alternative() -> None:
     assert times("o0=B -> every (o1=A(k = 0) or o3=A)", [("B", 0, 0), ("A", 0, 100),
                                                            ("A", 1, 200)],
                  "o1.v as a, o3.v as c") == [(100, (1, None)), (200, (None, 2))]
+
+
+@pytest.mark.parametrize(("pattern", "events", "want"), [
+    # B(k=1) fits both every nodes: each reports it (EvalOrStateNode passes each child's
+    # result on and quits nothing: an every child never quits); B(k=0) fits o2 only
+    ("every o1=B(k > 0) or every o2=B", [("B", 1, 100), ("B", 0, 200)],
+     [(100, (0, None)), (100, (None, 0)), (200, (None, 1))]),
+    # followed by more: each report starts its own C (two instances for the first B)
+    ("(every o1=B(k > 0) or every o2=B) -> o3=C", [("B", 1, 100), ("B", 0, 200),
+                                                   ("C", 0, 300)],
+     [(300, (0, None, 2)), (300, (None, 0, 2)), (300, (None, 1, 2))]),
+    # an or of single events under one every stays one report: its or quits at the first
+    ("every (o1=B(k > 0) or o2=B)", [("B", 1, 100), ("B", 0, 200)],
+     [(100, (0, None)), (200, (None, 1))]),
+    ("every (o1=B(k > 0) or o2=B) or every o3=B", [("B", 1, 100)],
+     [(100, (0, None, None)), (100, (None, None, 0))]),
+])
+def test_every_or_every_reports_once_per_every(pattern: str, events: list, want: list
+                                               ) -> None:
+    """``every X or every Y`` with one event fitting both: two every nodes, two results (it
+    was read as ``every (X or Y)``, whose or reports once); through ``Engine.run`` cut and
+    restored the same."""
+    tags = [t for t in ("o1", "o2", "o3") if f"{t}=" in pattern]
+    select = ", ".join(f"{t}.v as {t}" for t in tags)
+    assert times(pattern, events, select) == want
+    prog = cepflow.load_module(parse_epl(
+        SCHEMAS + f"@Name('P') select {select} from pattern [{pattern}];", "r.epl"))
+    evs = [Event(t, (k, i), ts) for i, (t, k, ts) in enumerate(events)]
+    got = per_event(prog, evs, evs[-1].ts + 5000)
+    for cut in range(len(evs) + 1):
+        assert batched(prog, evs, evs[-1].ts + 5000, [cut], 1) == got

@@ -103,6 +103,11 @@ class Position:
     #: takes the first that fits, and the run does not stay for the others
     #: (runtime.compiled ``CompiledPattern.alternatives``)
     alt: int = 0
+    #: Esper's ``every X or every Y`` with operands one event can both fit (ast.Or.each):
+    #: the operand (1, 2, …) this first occurrence of it starts. An event begins one instance
+    #: per operand it fits, in the operands' order (Matcher._start), as each of Esper's every
+    #: nodes reports it; 0 elsewhere
+    each: int = 0
 
 
 #: the hidden binding that counts the results a ``timer:withinmax`` guard passed from the run

@@ -36,6 +36,7 @@ from cepflow.compiler.evaluator import ExpressionError, compile_expr
 from cepflow.compiler.normalize import (
     NormalizationError,
     and_items,
+    each_items,
     fol_items,
     forbidden_atoms,
     normalize,
@@ -268,6 +269,18 @@ class _Builder:
             return _Frag({pos.id}, {pos.id}, False, {pos.id}, set())
         if isinstance(p, ast.Fol):
             return self.build_seq(fol_items(p), p.loc)
+        if isinstance(p, ast.Or) and p.each:  # every X or every Y (Position.each)
+            frags = [self.build(x) for x in each_items(p)]
+            for k, f in enumerate(frags, 1):
+                for pos in self.positions:
+                    if pos.id in f.first:
+                        pos.each = k
+            return _Frag(set().union(*(f.first for f in frags)),
+                         set().union(*(f.last for f in frags)), any(f.nullable for f in frags),
+                         set().union(*(f.created for f in frags)),
+                         set().union(*(f.zones for f in frags)),
+                         {k: v for f in frags for k, v in f.tail.items()},
+                         set().union(*(f.timer for f in frags)))
         if isinstance(p, ast.Or):
             if self.esper and not p.choice and not all(_single_event(x)
                                                        for x in or_items(p)):

@@ -64,6 +64,7 @@ class CompiledPattern:
         "context",
         "context_chain",
         "context_plan",
+        "each",
         "esper_and",
         "exact",
         "fast",
@@ -129,6 +130,16 @@ class CompiledPattern:
         self.pos_states = pos_states
         self.neg_states = neg_states
         self.initial: dict[str, list[Edge]] = auto.edges.get(INITIAL, {})
+        #: Esper's every X or every Y whose operands one event can both fit (Position.each):
+        #: per event type, its initial edges grouped by operand, in the operands' order
+        each: dict[str, list[list[Edge]]] = {}
+        for t, es in self.initial.items():
+            if any(e.position.each for e in es):
+                by = {}
+                for e in es:
+                    by.setdefault(e.position.each, []).append(e)
+                each[t] = [by[k] for k in sorted(by)]
+        self.each = each
         types = set(pos_states) | set(neg_states) | set(self.initial)
         #: a pattern that starts with timer:interval (compiler.esper): its clock and the event
         #: types that end the interval under way early
@@ -155,10 +166,11 @@ class CompiledPattern:
         # (and Esper's -[n]> after every, Automaton.limits, which the token path counts, and
         # the results of timer:withinmax, Position.most, which it counts too; and Esper's
         # guard begun where a step of several events completed, Zone.after, which no kernel
-        # plan reads)
+        # plan reads; and Esper's every X or every Y whose operands one event can both fit,
+        # Position.each, an instance per operand it fits: Matcher._start)
         clocked = (self.clock is not None or self.timer_steps or bool(auto.reports)
                    or bool(auto.limits) or any(p.most is not None for p in auto.positions)
-                   or any(z.after for z in auto.zones))
+                   or any(z.after for z in auto.zones) or self.each)
         #: state -> the acting -[n]> whose right-hand sides wait there: (n, its states)
         self.limit_at: dict[int, tuple[int, frozenset[int]]] = {
             s: lim for lim in auto.limits for s in lim[1]}

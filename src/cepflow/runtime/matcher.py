@@ -1039,7 +1039,16 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         """A new partial match from the initial state, if ``e`` can begin one (standing for
         ``mult`` identical instances: Token.mult)."""
         root = Thread(INITIAL, {}, [], None, None)
-        res = self._try_edges(root, self.pattern.initial[e.type], e)
+        each = self.pattern.each.get(e.type) if self.pattern.each else None
+        if each is not None:  # every X or every Y: an instance per operand e fits
+            began = [self._begin(root, group, e, part, emit, mult) for group in each]
+            return any(began)
+        return self._begin(root, self.pattern.initial[e.type], e, part, emit, mult)
+
+    def _begin(self, root: Thread, edges: list[Edge], e: Event, part: Any,
+               emit: Callable[[ComplexEvent], None], mult: int) -> bool:
+        """:meth:`_start` over the initial ``edges``."""
+        res = self._try_edges(root, edges, e)
         if res is None:
             return False
         if self.pattern.limit_at and all(self._full(th.state) for th in res[0]
