@@ -77,7 +77,8 @@ def cep(rows: list[tuple]) -> Counter:
 
 def generate(r: random.Random, depth: int, types: str, made: list[int],
              earlier: list[str]) -> Pattern:
-    """A pattern over the event ``types`` (an or gives its operands disjoint types); tags
+    """A pattern over the event ``types`` (an or gives its operands disjoint types or, one
+    time in two, all of them: one event may then complete two operands at once); tags
     ``o1``, ``o2``, … in writing order; a filter may read a tag of an earlier followed-by
     step (``earlier``)."""
     if depth == 0 or r.random() < 0.3:
@@ -101,7 +102,7 @@ def generate(r: random.Random, depth: int, types: str, made: list[int],
         if len(types) < n:
             return generate(r, 0, types, made, earlier)
         shuffled = r.sample(types, len(types))
-        parts = [shuffled[i::n] for i in range(n)]
+        parts = [shuffled[i::n] for i in range(n)] if r.random() < 0.5 else [types] * n
         return ("or", [generate(r, depth - 1, "".join(t), made, earlier) for t in parts])
     ops: list[Pattern] = []
     seen = list(earlier)
@@ -299,6 +300,60 @@ def test_every_or_every_reports_once_per_every(pattern: str, events: list, want:
     prog = cepflow.load_module(parse_epl(
         SCHEMAS + f"@Name('P') select {select} from pattern [{pattern}];", "r.epl"))
     evs = [Event(t, (k, i), ts) for i, (t, k, ts) in enumerate(events)]
+    got = per_event(prog, evs, evs[-1].ts + 5000)
+    for cut in range(len(evs) + 1):
+        assert batched(prog, evs, evs[-1].ts + 5000, [cut], 1) == got
+
+
+def _a(tag: str, typ: str, f: str = "") -> Pattern:
+    return ("atom", tag, typ, f)
+
+
+@pytest.mark.parametrize(("p", "events", "want"), [
+    # the and's B filter and o1's both started at the statement's start, o1's first (the or
+    # starts its operands in writing order): o1 reports first, the or quits the and
+    (("or", [_a("o1", "B", "k > 0"), _a("o2", "A"), ("and", [_a("o3", "B"), _a("o4", "D")])]),
+     [("D", 0, 100), ("B", 1, 200)], [(200, (1, None, None, None))]),
+    # written the other way round the and's B filter started first: the and reports
+    (("or", [("and", [_a("o3", "B"), _a("o4", "D")]), _a("o1", "B")]),
+     [("D", 0, 100), ("B", 1, 200)], [(200, (1, 0, None))]),
+    # sequences (the or's product): the second operand's B filter started at A, the first's
+    # at C — later: the second reports first
+    (("or", [("->", [_a("o1", "C"), _a("o2", "B")]), ("->", [_a("o3", "A"), _a("o4", "B")])]),
+     [("A", 0, 100), ("C", 0, 200), ("B", 0, 300)], [(300, (None, None, 0, 2))]),
+    (("every", ("or", [("->", [_a("o1", "C"), _a("o2", "B")]),
+                       ("->", [_a("o3", "A"), _a("o4", "B")])])),
+     [("A", 0, 100), ("C", 0, 200), ("B", 0, 300)], [(300, (None, None, 0, 2))]),
+    # and beside a sequence: the and's B filter started with the and, before C
+    (("or", [("->", [_a("o1", "C"), _a("o2", "B")]), ("and", [_a("o3", "A"), _a("o4", "B")])]),
+     [("C", 0, 100), ("A", 0, 200), ("B", 0, 300)], [(300, (None, None, 1, 2))]),
+    # after a step, followed by more: both C filters started at A, o3's first
+    (("->", [_a("o0", "A"), ("or", [_a("o3", "C"), ("and", [_a("o1", "B"), _a("o2", "C")])]),
+             _a("o4", "A")]),
+     [("A", 0, 100), ("B", 0, 200), ("C", 0, 300), ("A", 0, 500)],
+     [(500, (0, 2, None, None, 3))]),
+    # C completes the or (o3) while the and waits for D: the or quits the and, whose D then
+    # completes nothing (cepflow kept the and's run and its older events won at the end)
+    (("->", [_a("o0", "A"), ("or", [("and", [_a("o1", "B"), ("->", [_a("o5", "C"),
+                                                                    _a("o2", "D")])]),
+                                    _a("o3", "C")]), _a("o4", "A")]),
+     [("A", 0, 100), ("B", 0, 200), ("C", 0, 300), ("D", 0, 400), ("A", 0, 500)],
+     [(500, (0, None, None, None, 2, 4))]),
+    (("->", [_a("o0", "A"), ("or", [("and", [_a("o1", "B"), _a("o2", "D")]), _a("o3", "C")]),
+             _a("o4", "A")]),
+     [("A", 0, 100), ("B", 0, 200), ("C", 0, 300), ("D", 0, 400), ("A", 0, 500)],
+     [(500, (0, None, None, 2, 4))]),
+])
+def test_an_or_takes_the_operand_that_reports_first(p: Pattern, events: list, want: list
+                                                    ) -> None:
+    """One event completing two operands of an or: EvalOrStateNode takes the child that
+    reports first — filters are served in the order they started — and quits the others
+    (cepflow took the lowest operand of a product, and of alternatives the run with the
+    oldest events, also when one completed later)."""
+    evs = [Event(t, (k, i), ts) for i, (t, k, ts) in enumerate(events)]
+    assert evaluate(p, evs, evs[-1].ts + 5000) == want
+    assert times(text(p), events, ", ".join(f"{t}.v as {t}" for t in tags(p))) == want
+    prog = program(p)
     got = per_event(prog, evs, evs[-1].ts + 5000)
     for cut in range(len(evs) + 1):
         assert batched(prog, evs, evs[-1].ts + 5000, [cut], 1) == got

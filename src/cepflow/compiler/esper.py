@@ -577,7 +577,8 @@ class _Lowering:
             branch = _fol([anchor, self.pattern(inner, False)])
             if is_guard(o):
                 branch = replace(o, pattern=branch)
-            alt = branch if alt is None else ast.Or(alt, branch, p.loc, choice=True)
+            alt = branch if alt is None else ast.Or(alt, branch, p.loc, choice=True,
+                                                    side=True)
         assert alt is not None
         out.append(alt)
 

@@ -79,7 +79,8 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
                          partial(ast.Or, loc=p.loc, each=True))
     if isinstance(p, ast.Or):
         return fold_left([normalize(i, expand_and) for i in or_items(p)],
-                         partial(ast.Or, choice=p.choice) if p.choice else ast.Or)
+                         partial(ast.Or, choice=p.choice, side=p.side) if p.choice
+                         else ast.Or)
     if isinstance(p, ast.And):
         # nested ands keep their structure: with operands that can interleave, and is not
         # associative (docs/semantics.md); Def. 10 applies to a flat chain, which the parser

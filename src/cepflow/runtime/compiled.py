@@ -10,6 +10,8 @@ from typing import Any
 from cepflow.automaton.automaton import (
     FINAL,
     INITIAL,
+    SIDE_ANCHOR,
+    SIDE_DONE,
     TIMER,
     Automaton,
     Edge,
@@ -87,6 +89,8 @@ class CompiledPattern:
         "row_forbids",
         "row_plan",
         "select_copy",
+        "side_done",
+        "side_states",
         "single",
         "skips",
         "synthetic",
@@ -209,6 +213,24 @@ class CompiledPattern:
         #: others (Matcher._try_edges; an or of longer operands is a product, Position.track,
         #: whose operands do wait)
         self.alternatives = alternative_states(auto)
+        #: Esper's ors run as alternatives (Position.side): per edge completing one —
+        #: (source, type, target) — (the or, the alternative, whether the filter that takes
+        #: the event started with the alternative: at its start event or a fresh step of an
+        #: and, Position.fresh), and per or the states of its alternatives (Matcher._sides)
+        self.side_done: dict[tuple[int, str, int], tuple[int, int, bool]] = {}
+        self.side_states: dict[int, frozenset[int]] = {}
+        anchors = {p.id for p in auto.positions if p.side and p.side[2] & SIDE_ANCHOR}
+        for s, m in auto.edges.items():
+            for t, es in m.items():
+                for edge in es:
+                    side = edge.position.side
+                    if side is not None and side[2] & SIDE_DONE:
+                        self.side_done[s, t, edge.target] = (
+                            side[0], side[1], s in anchors or edge.position.fresh)
+        for p in auto.positions:
+            if p.side is not None:
+                self.side_states[p.side[0]] = self.side_states.get(p.side[0], frozenset()) | {
+                    p.id}
         #: the untils over a group (Position.group) whose states each state is one of: a run
         #: that leaves one's states ends its one instance for every run (Matcher._apply)
         self.groups = {s: g for s, m in auto.edges.items() if (g := frozenset(
