@@ -11,7 +11,11 @@ A pattern is a tuple:
   when ``oN`` is unbound: Esper's null); ``tag`` is ``oN`` (its ``v`` is selected) or None;
 * ``("every", p)``, ``("not", p)``, ``("guard", ms, p)`` (``p where timer:within(ms msec)``),
   ``("interval", ms)`` (``timer:interval(ms msec)``);
-* ``("and" | "or" | "->", [p, …])``.
+* ``("and" | "or" | "->", [p, …])``;
+* ``("until", lo, hi, p, q)`` — ``[lo:hi] p until q`` (EvalMatchUntilStateNode; ``lo`` /
+  ``hi`` None where not written, ``q`` None for ``[n] p``: ``lo = hi = n``); the atoms of
+  ``p`` carry no tag (a tag there is an array in Esper, ``o[k]`` in cepflow);
+* ``("distinct", tag, p)`` — ``every-distinct(tag.k) p`` (EvalEveryDistinctStateNode).
 
 The clock is Esper's external one stepped through each timer (cepflow's documented reading:
 docs/conformance.md, "every timer:interval(Δ) under a clock that jumps"): a timer fires at its
@@ -47,6 +51,15 @@ def text(p: Pattern) -> str:
         return f"{kind} {_operand(p[1])}"
     if kind == "guard":
         return f"{_operand(p[2])} where timer:within({p[1]} msec)"
+    if kind == "until":
+        _, lo, hi, sub, end = p
+        if end is None:
+            return f"[{lo}] {_operand(sub)}"
+        bounds = "" if lo is None and hi is None else (
+            f"[{'' if lo is None else lo}:{'' if hi is None else hi}] ")
+        return f"{bounds}{_operand(sub)} until {_operand(end)}"
+    if kind == "distinct":
+        return f"every-distinct({p[1]}.k) {_operand(p[2])}"
     return f" {kind} ".join(_operand(o) for o in p[1])
 
 
@@ -60,8 +73,10 @@ def tags(p: Pattern) -> list[str]:
         return [p[1]] if p[1] else []
     if p[0] in ("not", "interval"):
         return []
-    if p[0] in ("every", "guard"):
+    if p[0] in ("every", "guard", "distinct"):
         return tags(p[-1])
+    if p[0] == "until":
+        return [] if p[4] is None else tags(p[4])
     return [t for o in p[1] for t in tags(o)]
 
 
@@ -107,7 +122,8 @@ class _Node:
 
 def _new(tree: _Tree, parent: Any, p: Pattern) -> _Node:
     kinds = {"atom": _Filter, "every": _Every, "and": _And, "or": _Or, "->": _FollowedBy,
-             "not": _Not, "guard": _Guard, "interval": _Interval}
+             "not": _Not, "guard": _Guard, "interval": _Interval, "until": _Until,
+             "distinct": _Distinct}
     return kinds[p[0]](tree, parent, p)
 
 
@@ -215,6 +231,112 @@ class _Every(_Node):
     def quit(self) -> None:
         for c in self.spawned:
             c.quit()
+
+
+class _Distinct(_Node):
+    """EvalEveryDistinctStateNode: as every, each spawned child with the keys its
+    predecessors reported (a child that turned false spawns one with none)."""
+    nonquitting = True
+
+    def start(self, begin: Binding) -> None:
+        self.begin = dict(begin)
+        self.keys: dict[int, tuple[_Node, set]] = {}
+        self._spawn(set())
+
+    def _spawn(self, keys: set) -> None:
+        spawn = _SpawnEvaluator()
+        child = _new(self.tree, spawn, self.p[2])
+        child.start(self.begin)
+        if spawn.seen:
+            child.quit()
+        else:
+            self.keys[id(child)] = (child, keys)
+            child.parent = self
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        node.quit()
+        self.keys.pop(id(node), None)
+        self._spawn(set())
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        x = b.get(self.p[1])
+        key = None if x is None else self.tree.events[x].params[0]
+        seen = False
+        entry = self.keys.get(id(node))
+        if entry is not None:
+            seen = key in entry[1]
+            entry[1].add(key)
+        if quitted:
+            self.keys.pop(id(node), None)
+        if not node.is_filter:
+            self._spawn(set() if entry is None else set(entry[1]))
+        if not seen:
+            self.parent.true(b, self, False)
+
+    def quit(self) -> None:
+        for child, _ in list(self.keys.values()):
+            child.quit()
+
+
+class _Until(_Node):
+    """EvalMatchUntilStateNode: the until child starts first, then the repeated one; each
+    result of the repeated one counts (a filter under it stays started), and it restarts
+    from the begin state while the upper bound allows; the until child's result ends it —
+    false below the lower bound. ``[n] p``: true at the n-th result."""
+    nonquitting = True
+
+    def start(self, begin: Binding) -> None:
+        _, self.lo, self.hi, sub, end = self.p
+        self.begin, self.count = begin, 0
+        self.matcher: _Node | None = _new(self.tree, self, sub)
+        self.until: _Node | None = None if end is None else _new(self.tree, self, end)
+        if self.until is not None:
+            self.until.start(begin)
+        if self.matcher is not None:
+            self.matcher.start(begin)
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        repeated = node is self.matcher
+        if repeated:
+            self.count += 1
+        if quitted:
+            if repeated:
+                self.matcher = None
+            else:
+                self.until = None
+        if not repeated:
+            self.quit()
+            if self.lo is not None and self.count < self.lo:
+                self.parent.false(self, True)
+            else:
+                self.parent.true(b, self, True)
+            return
+        if self.lo is not None and self.lo == self.hi and self.count == self.lo:
+            self.quit()
+            self.parent.true(b, self, True)
+            return
+        again = self.hi is None or self.hi > self.count
+        if self.matcher is None and again:
+            self.matcher = _new(self.tree, self, self.p[3])
+            self.matcher.start(self.begin)
+        elif self.matcher is not None and not again:
+            self.matcher.quit()
+            self.matcher = None
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        # (the other child is left as it is: the parent quits this node, or not)
+        if node is self.matcher:
+            self.matcher = None
+        else:
+            self.until = None
+        node.quit()
+        self.parent.false(self, True)
+
+    def quit(self) -> None:
+        for c in (self.matcher, self.until):
+            if c is not None:
+                c.quit()
+        self.matcher = self.until = None
 
 
 class _And(_Node):

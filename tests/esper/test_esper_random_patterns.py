@@ -89,9 +89,21 @@ def generate(r: random.Random, depth: int, types: str, made: list[int],
         if earlier and r.random() < 0.3:
             f = f"k = {r.choice(earlier)}.k"
         return ("atom", f"o{made[0]}", r.choice(types), f)
-    kind = r.choices(["every", "not", "guard", "and", "or", "->"], [3, 1, 2, 2, 2, 4])[0]
+    kind = r.choices(["every", "not", "guard", "and", "or", "->", "until", "distinct"],
+                     [3, 1, 2, 2, 2, 4, 2, 1])[0]
     if kind == "every":
         return ("every", generate(r, depth - 1, types, made, earlier))
+    if kind == "distinct":
+        p = generate(r, depth - 1, types, made, earlier)
+        return ("distinct", r.choice(tags(p)), p) if tags(p) else ("every", p)
+    if kind == "until":  # (the repeated operand untagged: its tags are arrays)
+        sub = _untagged(generate(r, depth - 1, types, [0], earlier))
+        if r.random() < 0.4:
+            n = r.choice([1, 2, 3])
+            return ("until", n, n, sub, None)
+        lo, hi = r.choice([(None, None), (1, None), (2, None), (None, 2), (1, 2), (2, 3),
+                           (2, 2)])
+        return ("until", lo, hi, sub, generate(r, depth - 1, types, made, earlier))
     if kind == "not":
         return ("not", ("atom", None, r.choice(types), r.choice(sorted(FILTERS))))
     if kind == "guard":
@@ -114,12 +126,30 @@ def generate(r: random.Random, depth: int, types: str, made: list[int],
     return (kind, ops)
 
 
+def _untagged(p: Pattern) -> Pattern:
+    """``p`` with its atoms' tags and filters on tags dropped."""
+    if p[0] == "atom":
+        return ("atom", None, p[2], "" if p[3].startswith("k = o") else p[3])
+    if p[0] in ("every", "not"):
+        return (p[0], _untagged(p[1]))
+    if p[0] in ("guard", "distinct"):
+        return ("guard", p[1], _untagged(p[2])) if p[0] == "guard" else ("every",
+                                                                           _untagged(p[2]))
+    if p[0] == "until":
+        return (*p[:3], _untagged(p[3]), None if p[4] is None else _untagged(p[4]))
+    if p[0] == "interval":
+        return p
+    return (p[0], [_untagged(o) for o in p[1]])
+
+
 def _walk(p: Pattern):
     yield p
     if p[0] in ("every", "not"):
         yield from _walk(p[1])
-    elif p[0] == "guard":
+    elif p[0] in ("guard", "distinct"):
         yield from _walk(p[2])
+    elif p[0] == "until":
+        yield from (n for o in p[3:] if o is not None for n in _walk(o))
     elif p[0] in ("and", "or", "->"):
         for o in p[1]:
             yield from _walk(o)

@@ -66,6 +66,11 @@ class _Glushkov:
             self.follow[i] = set()
             return {i}, {i}, False
         if isinstance(p, ast.Or):
+            if not all(isinstance(x, ast.Atom) for x in or_items(p)):
+                # (a union would commit to the alternative whose first event came: Esper's
+                # or runs them side by side and a later alternative may complete first)
+                raise ConjunctionError(f"an 'or' of sequences inside an operand of {self.word}"
+                                       " is not supported (an or of single events is)", p.loc)
             parts = [self.build(x) for x in or_items(p)]
             first = set().union(*(f for f, _, _ in parts))
             return first, set().union(*(la for _, la, _ in parts)), any(n for _, _, n in parts)
