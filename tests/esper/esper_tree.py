@@ -15,7 +15,11 @@ A pattern is a tuple:
 * ``("until", lo, hi, p, q)`` — ``[lo:hi] p until q`` (EvalMatchUntilStateNode; ``lo`` /
   ``hi`` None where not written, ``q`` None for ``[n] p``: ``lo = hi = n``); the atoms of
   ``p`` carry no tag (a tag there is an array in Esper, ``o[k]`` in cepflow);
-* ``("distinct", tag, p)`` — ``every-distinct(tag.k) p`` (EvalEveryDistinctStateNode).
+* ``("distinct", tag, p)`` — ``every-distinct(tag.k) p`` (EvalEveryDistinctStateNode);
+* ``("guardmax", ms, n, p)`` — ``p where timer:withinmax(ms msec, n)``
+  (TimerWithinOrMaxCountGuard: the guard passes ``n`` results, the next ends it);
+* ``("->", [p, …], [n | None, …])`` — ``p -[n]> q …`` (EvalFollowedByWithMaxStateNodeManaged:
+  at most ``n`` right-hand sides of that arrow under way).
 
 The clock is Esper's external one stepped through each timer (cepflow's documented reading:
 docs/conformance.md, "every timer:interval(Δ) under a clock that jumps"): a timer fires at its
@@ -60,6 +64,14 @@ def text(p: Pattern) -> str:
         return f"{bounds}{_operand(sub)} until {_operand(end)}"
     if kind == "distinct":
         return f"every-distinct({p[1]}.k) {_operand(p[2])}"
+    if kind == "guardmax":
+        return f"{_operand(p[3])} where timer:withinmax({p[1]} msec, {p[2]})"
+    if kind == "->" and len(p) > 2:
+        out = _operand(p[1][0])
+        for o, n in zip(p[1][1:], p[2], strict=True):
+            out += f" -[{n}]> " if n is not None else " -> "
+            out += _operand(o)
+        return out
     return f" {kind} ".join(_operand(o) for o in p[1])
 
 
@@ -73,7 +85,7 @@ def tags(p: Pattern) -> list[str]:
         return [p[1]] if p[1] else []
     if p[0] in ("not", "interval"):
         return []
-    if p[0] in ("every", "guard", "distinct"):
+    if p[0] in ("every", "guard", "distinct", "guardmax"):
         return tags(p[-1])
     if p[0] == "until":
         return [] if p[4] is None else tags(p[4])
@@ -123,7 +135,7 @@ class _Node:
 def _new(tree: _Tree, parent: Any, p: Pattern) -> _Node:
     kinds = {"atom": _Filter, "every": _Every, "and": _And, "or": _Or, "->": _FollowedBy,
              "not": _Not, "guard": _Guard, "interval": _Interval, "until": _Until,
-             "distinct": _Distinct}
+             "distinct": _Distinct, "guardmax": _GuardMax}
     return kinds[p[0]](tree, parent, p)
 
 
@@ -432,7 +444,14 @@ class _Or(_Node):
 class _FollowedBy(_Node):
     def start(self, begin: Binding) -> None:
         self.nodes: dict[int, tuple[_Node, int]] = {}
+        self.most = self.p[2] if len(self.p) > 2 else None  # (-[n]>: per arrow, n or None)
+        self.active = [0] * (len(self.p[1]) - 1)  # (per arrow, its right sides under way)
         self._add(0, begin)
+
+    def _gone(self, i: int) -> None:
+        """Child ``i`` ended: one right side of arrow ``i - 1`` less under way."""
+        if i > 0:
+            self.active[i - 1] -= 1
 
     def _add(self, i: int, b: Binding) -> None:
         child = _new(self.tree, self, self.p[1][i])
@@ -441,20 +460,23 @@ class _FollowedBy(_Node):
 
     def true(self, b: Binding, node: _Node, quitted: bool) -> None:
         entry = self.nodes.get(id(node))
-        if quitted:
-            self.nodes.pop(id(node), None)
+        if quitted and self.nodes.pop(id(node), None) is not None:
+            self._gone(entry[1])  # type: ignore[index]
         if entry is None:
             return
         i = entry[1]
         if i == len(self.p[1]) - 1:
             done = not self.nodes
             self.parent.true(b, self, done)
-        else:
+        elif self.most is None or self.most[i] is None or self.active[i] < self.most[i]:
+            self.active[i] += 1
             self._add(i + 1, b)
 
     def false(self, node: _Node, restartable: bool) -> None:
         node.quit()
-        self.nodes.pop(id(node), None)
+        entry = self.nodes.pop(id(node), None)
+        if entry is not None:
+            self._gone(entry[1])
         if not self.nodes:
             self.parent.false(self, True)
             self._quit_all()
@@ -527,6 +549,33 @@ class _Guard(_Node):
         self.child.quit()
         self.slot = None
         self.child = None
+
+
+class _GuardMax(_Guard):
+    """EvalGuardStateNode with TimerWithinOrMaxCountGuard: each result of the child is
+    inspected — the first ``n`` pass, the next ends the guard (guardQuit: the child quits,
+    the guard is false), as its timer does."""
+
+    def start(self, begin: Binding) -> None:
+        self.count = 0
+        self.slot = None
+        self.child = _new(self.tree, self, self.p[3])
+        self.child.start(begin)
+        self.count = 0  # (startGuard, after the child started: what it reported is not counted)
+        self.slot = self.tree.schedule(self.tree.now + self.p[1], self)
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        gone = self.child is None
+        if quitted:
+            self.child = None
+            self.slot = None
+        if gone:
+            return
+        self.count += 1
+        if self.count > self.p[2]:
+            self.fire()
+            return
+        self.parent.true(b, self, quitted)
 
 
 class _Root:
