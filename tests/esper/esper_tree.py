@@ -199,6 +199,20 @@ class _SpawnEvaluator:
         self.seen = True
 
 
+def _spawned(every: Any, p: Pattern) -> _Node | None:
+    """A child of ``p`` an every node starts from its begin state under a spawn evaluator:
+    None when it turned true or false as it started (then quit), else the child, reporting to
+    ``every`` from now on."""
+    spawn = _SpawnEvaluator()
+    child = _new(every.tree, spawn, p)
+    child.start(every.begin)
+    if spawn.seen:
+        child.quit()
+        return None
+    child.parent = every
+    return child
+
+
 class _Every(_Node):
     nonquitting = True
 
@@ -215,14 +229,9 @@ class _Every(_Node):
             child.parent = self
 
     def _spawn(self) -> None:
-        spawn = _SpawnEvaluator()
-        child = _new(self.tree, spawn, self.p[1])
-        child.start(self.begin)
-        if spawn.seen:
-            child.quit()
-        else:
+        child = _spawned(self, self.p[1])
+        if child is not None:
             self.spawned.append(child)
-            child.parent = self
 
     def false(self, node: _Node, restartable: bool) -> None:
         node.quit()
@@ -256,14 +265,9 @@ class _Distinct(_Node):
         self._spawn(set())
 
     def _spawn(self, keys: set) -> None:
-        spawn = _SpawnEvaluator()
-        child = _new(self.tree, spawn, self.p[2])
-        child.start(self.begin)
-        if spawn.seen:
-            child.quit()
-        else:
+        child = _spawned(self, self.p[2])
+        if child is not None:
             self.keys[id(child)] = (child, keys)
-            child.parent = self
 
     def false(self, node: _Node, restartable: bool) -> None:
         node.quit()
