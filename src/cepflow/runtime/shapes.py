@@ -1182,9 +1182,8 @@ def _with_product(pattern: Any, stages: list[Any], states: list[int]) -> EsperPa
             if bool(done) != e.final or e.exits != (inside if done else ()):
                 return None
             if done:
-                if not conj and (pos.settle is None or pos.settle[0] != done[0]
-                                 or len(done) > 1):
-                    return None  # (one event completing two operands: Position.ties)
+                if not conj and (pos.settle is None or pos.settle[0] != done[0]):
+                    return None
                 if conj and len(moved) == 1:
                     ends.setdefault(moved[0], e)
                 continue
