@@ -11,7 +11,15 @@ A pattern is a tuple:
   when ``oN`` is unbound: Esper's null); ``tag`` is ``oN`` (its ``v`` is selected) or None;
 * ``("every", p)``, ``("not", p)``, ``("guard", ms, p)`` (``p where timer:within(ms msec)``),
   ``("interval", ms)`` (``timer:interval(ms msec)``);
-* ``("and" | "or" | "->", [p, …])``.
+* ``("and" | "or" | "->", [p, …])``;
+* ``("until", lo, hi, p, q)`` — ``[lo:hi] p until q`` (EvalMatchUntilStateNode; ``lo`` /
+  ``hi`` None where not written, ``q`` None for ``[n] p``: ``lo = hi = n``); the atoms of
+  ``p`` carry no tag (a tag there is an array in Esper, ``o[k]`` in cepflow);
+* ``("distinct", tag, p)`` — ``every-distinct(tag.k) p`` (EvalEveryDistinctStateNode);
+* ``("guardmax", ms, n, p)`` — ``p where timer:withinmax(ms msec, n)``
+  (TimerWithinOrMaxCountGuard: the guard passes ``n`` results, the next ends it);
+* ``("->", [p, …], [n | None, …])`` — ``p -[n]> q …`` (EvalFollowedByWithMaxStateNodeManaged:
+  at most ``n`` right-hand sides of that arrow under way).
 
 The clock is Esper's external one stepped through each timer (cepflow's documented reading:
 docs/conformance.md, "every timer:interval(Δ) under a clock that jumps"): a timer fires at its
@@ -47,6 +55,23 @@ def text(p: Pattern) -> str:
         return f"{kind} {_operand(p[1])}"
     if kind == "guard":
         return f"{_operand(p[2])} where timer:within({p[1]} msec)"
+    if kind == "until":
+        _, lo, hi, sub, end = p
+        if end is None:
+            return f"[{lo}] {_operand(sub)}"
+        bounds = "" if lo is None and hi is None else (
+            f"[{'' if lo is None else lo}:{'' if hi is None else hi}] ")
+        return f"{bounds}{_operand(sub)} until {_operand(end)}"
+    if kind == "distinct":
+        return f"every-distinct({p[1]}.k) {_operand(p[2])}"
+    if kind == "guardmax":
+        return f"{_operand(p[3])} where timer:withinmax({p[1]} msec, {p[2]})"
+    if kind == "->" and len(p) > 2:
+        out = _operand(p[1][0])
+        for o, n in zip(p[1][1:], p[2], strict=True):
+            out += f" -[{n}]> " if n is not None else " -> "
+            out += _operand(o)
+        return out
     return f" {kind} ".join(_operand(o) for o in p[1])
 
 
@@ -60,8 +85,10 @@ def tags(p: Pattern) -> list[str]:
         return [p[1]] if p[1] else []
     if p[0] in ("not", "interval"):
         return []
-    if p[0] in ("every", "guard"):
+    if p[0] in ("every", "guard", "distinct", "guardmax"):
         return tags(p[-1])
+    if p[0] == "until":
+        return [] if p[4] is None else tags(p[4])
     return [t for o in p[1] for t in tags(o)]
 
 
@@ -107,7 +134,8 @@ class _Node:
 
 def _new(tree: _Tree, parent: Any, p: Pattern) -> _Node:
     kinds = {"atom": _Filter, "every": _Every, "and": _And, "or": _Or, "->": _FollowedBy,
-             "not": _Not, "guard": _Guard, "interval": _Interval}
+             "not": _Not, "guard": _Guard, "interval": _Interval, "until": _Until,
+             "distinct": _Distinct, "guardmax": _GuardMax}
     return kinds[p[0]](tree, parent, p)
 
 
@@ -171,6 +199,20 @@ class _SpawnEvaluator:
         self.seen = True
 
 
+def _spawned(every: Any, p: Pattern) -> _Node | None:
+    """A child of ``p`` an every node starts from its begin state under a spawn evaluator:
+    None when it turned true or false as it started (then quit), else the child, reporting to
+    ``every`` from now on."""
+    spawn = _SpawnEvaluator()
+    child = _new(every.tree, spawn, p)
+    child.start(every.begin)
+    if spawn.seen:
+        child.quit()
+        return None
+    child.parent = every
+    return child
+
+
 class _Every(_Node):
     nonquitting = True
 
@@ -187,14 +229,9 @@ class _Every(_Node):
             child.parent = self
 
     def _spawn(self) -> None:
-        spawn = _SpawnEvaluator()
-        child = _new(self.tree, spawn, self.p[1])
-        child.start(self.begin)
-        if spawn.seen:
-            child.quit()
-        else:
+        child = _spawned(self, self.p[1])
+        if child is not None:
             self.spawned.append(child)
-            child.parent = self
 
     def false(self, node: _Node, restartable: bool) -> None:
         node.quit()
@@ -215,6 +252,107 @@ class _Every(_Node):
     def quit(self) -> None:
         for c in self.spawned:
             c.quit()
+
+
+class _Distinct(_Node):
+    """EvalEveryDistinctStateNode: as every, each spawned child with the keys its
+    predecessors reported (a child that turned false spawns one with none)."""
+    nonquitting = True
+
+    def start(self, begin: Binding) -> None:
+        self.begin = dict(begin)
+        self.keys: dict[int, tuple[_Node, set]] = {}
+        self._spawn(set())
+
+    def _spawn(self, keys: set) -> None:
+        child = _spawned(self, self.p[2])
+        if child is not None:
+            self.keys[id(child)] = (child, keys)
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        node.quit()
+        self.keys.pop(id(node), None)
+        self._spawn(set())
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        x = b.get(self.p[1])
+        key = None if x is None else self.tree.events[x].params[0]
+        seen = False
+        entry = self.keys.get(id(node))
+        if entry is not None:
+            seen = key in entry[1]
+            entry[1].add(key)
+        if quitted:
+            self.keys.pop(id(node), None)
+        if not node.is_filter:
+            self._spawn(set() if entry is None else set(entry[1]))
+        if not seen:
+            self.parent.true(b, self, False)
+
+    def quit(self) -> None:
+        for child, _ in list(self.keys.values()):
+            child.quit()
+
+
+class _Until(_Node):
+    """EvalMatchUntilStateNode: the until child starts first, then the repeated one; each
+    result of the repeated one counts (a filter under it stays started), and it restarts
+    from the begin state while the upper bound allows; the until child's result ends it —
+    false below the lower bound. ``[n] p``: true at the n-th result."""
+    nonquitting = True
+
+    def start(self, begin: Binding) -> None:
+        _, self.lo, self.hi, sub, end = self.p
+        self.begin, self.count = begin, 0
+        self.matcher: _Node | None = _new(self.tree, self, sub)
+        self.until: _Node | None = None if end is None else _new(self.tree, self, end)
+        if self.until is not None:
+            self.until.start(begin)
+        if self.matcher is not None:
+            self.matcher.start(begin)
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        repeated = node is self.matcher
+        if repeated:
+            self.count += 1
+        if quitted:
+            if repeated:
+                self.matcher = None
+            else:
+                self.until = None
+        if not repeated:
+            self.quit()
+            if self.lo is not None and self.count < self.lo:
+                self.parent.false(self, True)
+            else:
+                self.parent.true(b, self, True)
+            return
+        if self.lo is not None and self.lo == self.hi and self.count == self.lo:
+            self.quit()
+            self.parent.true(b, self, True)
+            return
+        again = self.hi is None or self.hi > self.count
+        if self.matcher is None and again:
+            self.matcher = _new(self.tree, self, self.p[3])
+            self.matcher.start(self.begin)
+        elif self.matcher is not None and not again:
+            self.matcher.quit()
+            self.matcher = None
+
+    def false(self, node: _Node, restartable: bool) -> None:
+        # (the other child is left as it is: the parent quits this node, or not)
+        if node is self.matcher:
+            self.matcher = None
+        else:
+            self.until = None
+        node.quit()
+        self.parent.false(self, True)
+
+    def quit(self) -> None:
+        for c in (self.matcher, self.until):
+            if c is not None:
+                c.quit()
+        self.matcher = self.until = None
 
 
 class _And(_Node):
@@ -310,7 +448,14 @@ class _Or(_Node):
 class _FollowedBy(_Node):
     def start(self, begin: Binding) -> None:
         self.nodes: dict[int, tuple[_Node, int]] = {}
+        self.most = self.p[2] if len(self.p) > 2 else None  # (-[n]>: per arrow, n or None)
+        self.active = [0] * (len(self.p[1]) - 1)  # (per arrow, its right sides under way)
         self._add(0, begin)
+
+    def _gone(self, i: int) -> None:
+        """Child ``i`` ended: one right side of arrow ``i - 1`` less under way."""
+        if i > 0:
+            self.active[i - 1] -= 1
 
     def _add(self, i: int, b: Binding) -> None:
         child = _new(self.tree, self, self.p[1][i])
@@ -319,20 +464,23 @@ class _FollowedBy(_Node):
 
     def true(self, b: Binding, node: _Node, quitted: bool) -> None:
         entry = self.nodes.get(id(node))
-        if quitted:
-            self.nodes.pop(id(node), None)
+        if quitted and self.nodes.pop(id(node), None) is not None:
+            self._gone(entry[1])  # type: ignore[index]
         if entry is None:
             return
         i = entry[1]
         if i == len(self.p[1]) - 1:
             done = not self.nodes
             self.parent.true(b, self, done)
-        else:
+        elif self.most is None or self.most[i] is None or self.active[i] < self.most[i]:
+            self.active[i] += 1
             self._add(i + 1, b)
 
     def false(self, node: _Node, restartable: bool) -> None:
         node.quit()
-        self.nodes.pop(id(node), None)
+        entry = self.nodes.pop(id(node), None)
+        if entry is not None:
+            self._gone(entry[1])
         if not self.nodes:
             self.parent.false(self, True)
             self._quit_all()
@@ -405,6 +553,33 @@ class _Guard(_Node):
         self.child.quit()
         self.slot = None
         self.child = None
+
+
+class _GuardMax(_Guard):
+    """EvalGuardStateNode with TimerWithinOrMaxCountGuard: each result of the child is
+    inspected — the first ``n`` pass, the next ends the guard (guardQuit: the child quits,
+    the guard is false), as its timer does."""
+
+    def start(self, begin: Binding) -> None:
+        self.count = 0
+        self.slot = None
+        self.child = _new(self.tree, self, self.p[3])
+        self.child.start(begin)
+        self.count = 0  # (startGuard, after the child started: what it reported is not counted)
+        self.slot = self.tree.schedule(self.tree.now + self.p[1], self)
+
+    def true(self, b: Binding, node: _Node, quitted: bool) -> None:
+        gone = self.child is None
+        if quitted:
+            self.child = None
+            self.slot = None
+        if gone:
+            return
+        self.count += 1
+        if self.count > self.p[2]:
+            self.fire()
+            return
+        self.parent.true(b, self, quitted)
 
 
 class _Root:

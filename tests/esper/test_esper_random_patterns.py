@@ -1,18 +1,21 @@
 """Random Esper patterns against an interpreter of Esper's state nodes (tests/esper/esper_tree.py):
-``every``, ``not``, ``and``, ``or``, followed-by, ``timer:within`` guards and
-``timer:interval`` nested up to three deep, filters on the event's own field and on an earlier
-tag's, over random streams — per event the same matches as Esper's tree, and ``Engine.run`` in
-batches cut anywhere with a save / restore between the same as per event. A form cepflow
-refuses is skipped (its refusal is tested where the form is).
+``every``, ``not``, ``and``, ``or`` (its operands sharing event types or not), followed-by,
+``timer:within`` guards and ``timer:interval`` — and since session 41 ``[n]``, ``until``,
+``every-distinct``, ``timer:withinmax`` and ``-[n]>`` — nested up to three deep, filters on
+the event's own field and on an earlier tag's, over random streams — per event the same
+matches as Esper's tree, and ``Engine.run`` in batches cut anywhere with a save / restore
+between the same as per event. A form cepflow refuses is skipped (its refusal is tested where
+the form is).
 
 Left out, as documented decisions or open work (docs/conformance.md, docs/esper.md): a guard
-around a pattern with ``every`` inside (cepflow: each instance's window), two operands of an
-``or`` that one event can both satisfy (their order), and ``timer:interval(0)`` (Esper fires it
-within the event that started it). (A guard under ``every`` around more than one event, left
-out at first, agrees since session 40's restart: docs/esper.md.)
+around a pattern with ``every`` inside (cepflow: each instance's window) and
+``timer:interval(0)`` (Esper fires it within the event that started it); an event fitting both
+an until's end and its repeated operand (a known defect, pinned below). (A guard under
+``every`` around more than one event, left out at first, agrees since session 40's restart:
+docs/esper.md.)
 
-The pinned cases below are the wrong answers this test found (session 40), each derived by
-hand from the state nodes."""
+The pinned cases below are the wrong answers this test found (sessions 40 and 41), each
+derived by hand from the state nodes."""
 
 from __future__ import annotations
 
@@ -77,7 +80,8 @@ def cep(rows: list[tuple]) -> Counter:
 
 def generate(r: random.Random, depth: int, types: str, made: list[int],
              earlier: list[str]) -> Pattern:
-    """A pattern over the event ``types`` (an or gives its operands disjoint types); tags
+    """A pattern over the event ``types`` (an or gives its operands disjoint types or, one
+    time in two, all of them: one event may then complete two operands at once); tags
     ``o1``, ``o2``, … in writing order; a filter may read a tag of an earlier followed-by
     step (``earlier``)."""
     if depth == 0 or r.random() < 0.3:
@@ -88,11 +92,33 @@ def generate(r: random.Random, depth: int, types: str, made: list[int],
         if earlier and r.random() < 0.3:
             f = f"k = {r.choice(earlier)}.k"
         return ("atom", f"o{made[0]}", r.choice(types), f)
-    kind = r.choices(["every", "not", "guard", "and", "or", "->"], [3, 1, 2, 2, 2, 4])[0]
+    kind = r.choices(["every", "not", "guard", "and", "or", "->", "until", "distinct"],
+                     [3, 1, 2, 2, 2, 4, 2, 1])[0]
     if kind == "every":
         return ("every", generate(r, depth - 1, types, made, earlier))
+    if kind == "distinct":
+        p = generate(r, depth - 1, types, made, earlier)
+        return ("distinct", r.choice(tags(p)), p) if tags(p) else ("every", p)
+    if kind == "until":  # (the repeated operand untagged: its tags are arrays; its types
+        # other than the end's — one event fitting both is a known defect, pinned below:
+        # test_an_until_ends_at_the_first_event_of_its_end)
+        if len(types) < 2:
+            return generate(r, 0, types, made, earlier)
+        shuffled = r.sample(types, len(types))
+        cut = r.randint(1, len(types) - 1)
+        sub = _untagged(generate(r, depth - 1, "".join(shuffled[:cut]), [0], earlier))
+        if r.random() < 0.4:
+            n = r.choice([1, 2, 3])
+            return ("until", n, n, sub, None)
+        lo, hi = r.choice([(None, None), (1, None), (2, None), (None, 2), (1, 2), (2, 3),
+                           (2, 2)])
+        return ("until", lo, hi, sub, generate(r, depth - 1, "".join(shuffled[cut:]), made,
+                                               earlier))
     if kind == "not":
         return ("not", ("atom", None, r.choice(types), r.choice(sorted(FILTERS))))
+    if kind == "guard" and r.random() < 0.3:
+        return ("guardmax", r.choice([400, 700, 1200]), r.choice([0, 1, 2]),
+                generate(r, depth - 1, types, made, earlier))
     if kind == "guard":
         return ("guard", r.choice([400, 700, 1200]),
                 generate(r, depth - 1, types, made, earlier))
@@ -101,7 +127,7 @@ def generate(r: random.Random, depth: int, types: str, made: list[int],
         if len(types) < n:
             return generate(r, 0, types, made, earlier)
         shuffled = r.sample(types, len(types))
-        parts = [shuffled[i::n] for i in range(n)]
+        parts = [shuffled[i::n] for i in range(n)] if r.random() < 0.5 else [types] * n
         return ("or", [generate(r, depth - 1, "".join(t), made, earlier) for t in parts])
     ops: list[Pattern] = []
     seen = list(earlier)
@@ -110,15 +136,36 @@ def generate(r: random.Random, depth: int, types: str, made: list[int],
         ops.append(o)
         if kind == "->":
             seen = seen + tags(o)
+    if kind == "->" and r.random() < 0.3:
+        return (kind, ops, [r.choice([None, 1, 2]) for _ in ops[1:]])
     return (kind, ops)
+
+
+def _untagged(p: Pattern) -> Pattern:
+    """``p`` with its atoms' tags and filters on tags dropped."""
+    if p[0] == "atom":
+        return ("atom", None, p[2], "" if p[3].startswith("k = o") else p[3])
+    if p[0] in ("every", "not"):
+        return (p[0], _untagged(p[1]))
+    if p[0] in ("guard", "guardmax"):
+        return (*p[:-1], _untagged(p[-1]))
+    if p[0] == "distinct":
+        return ("every", _untagged(p[2]))
+    if p[0] == "until":
+        return (*p[:3], _untagged(p[3]), None if p[4] is None else _untagged(p[4]))
+    if p[0] == "interval":
+        return p
+    return (p[0], [_untagged(o) for o in p[1]], *p[2:])
 
 
 def _walk(p: Pattern):
     yield p
     if p[0] in ("every", "not"):
         yield from _walk(p[1])
-    elif p[0] == "guard":
-        yield from _walk(p[2])
+    elif p[0] in ("guard", "distinct", "guardmax"):
+        yield from _walk(p[-1])
+    elif p[0] == "until":
+        yield from (n for o in p[3:] if o is not None for n in _walk(o))
     elif p[0] in ("and", "or", "->"):
         for o in p[1]:
             yield from _walk(o)
@@ -271,3 +318,144 @@ def test_an_or_under_an_inner_every_takes_one_alternative() -> None:
     assert times("o0=B -> every (o1=A(k = 0) or o3=A)", [("B", 0, 0), ("A", 0, 100),
                                                            ("A", 1, 200)],
                  "o1.v as a, o3.v as c") == [(100, (1, None)), (200, (None, 2))]
+
+
+@pytest.mark.parametrize(("pattern", "events", "want"), [
+    # B(k=1) fits both every nodes: each reports it (EvalOrStateNode passes each child's
+    # result on and quits nothing: an every child never quits); B(k=0) fits o2 only
+    ("every o1=B(k > 0) or every o2=B", [("B", 1, 100), ("B", 0, 200)],
+     [(100, (0, None)), (100, (None, 0)), (200, (None, 1))]),
+    # followed by more: each report starts its own C (two instances for the first B)
+    ("(every o1=B(k > 0) or every o2=B) -> o3=C", [("B", 1, 100), ("B", 0, 200),
+                                                   ("C", 0, 300)],
+     [(300, (0, None, 2)), (300, (None, 0, 2)), (300, (None, 1, 2))]),
+    # an or of single events under one every stays one report: its or quits at the first
+    ("every (o1=B(k > 0) or o2=B)", [("B", 1, 100), ("B", 0, 200)],
+     [(100, (0, None)), (200, (None, 1))]),
+    ("every (o1=B(k > 0) or o2=B) or every o3=B", [("B", 1, 100)],
+     [(100, (0, None, None)), (100, (None, None, 0))]),
+])
+def test_every_or_every_reports_once_per_every(pattern: str, events: list, want: list
+                                               ) -> None:
+    """``every X or every Y`` with one event fitting both: two every nodes, two results (it
+    was read as ``every (X or Y)``, whose or reports once); through ``Engine.run`` cut and
+    restored the same."""
+    tags = [t for t in ("o1", "o2", "o3") if f"{t}=" in pattern]
+    select = ", ".join(f"{t}.v as {t}" for t in tags)
+    assert times(pattern, events, select) == want
+    prog = cepflow.load_module(parse_epl(
+        SCHEMAS + f"@Name('P') select {select} from pattern [{pattern}];", "r.epl"))
+    evs = [Event(t, (k, i), ts) for i, (t, k, ts) in enumerate(events)]
+    got = per_event(prog, evs, evs[-1].ts + 5000)
+    for cut in range(len(evs) + 1):
+        assert batched(prog, evs, evs[-1].ts + 5000, [cut], 1) == got
+
+
+def _a(tag: str, typ: str, f: str = "") -> Pattern:
+    return ("atom", tag, typ, f)
+
+
+@pytest.mark.parametrize(("p", "events", "want"), [
+    # the and's B filter and o1's both started at the statement's start, o1's first (the or
+    # starts its operands in writing order): o1 reports first, the or quits the and
+    (("or", [_a("o1", "B", "k > 0"), _a("o2", "A"), ("and", [_a("o3", "B"), _a("o4", "D")])]),
+     [("D", 0, 100), ("B", 1, 200)], [(200, (1, None, None, None))]),
+    # written the other way round the and's B filter started first: the and reports
+    (("or", [("and", [_a("o3", "B"), _a("o4", "D")]), _a("o1", "B")]),
+     [("D", 0, 100), ("B", 1, 200)], [(200, (1, 0, None))]),
+    # sequences (the or's product): the second operand's B filter started at A, the first's
+    # at C — later: the second reports first
+    (("or", [("->", [_a("o1", "C"), _a("o2", "B")]), ("->", [_a("o3", "A"), _a("o4", "B")])]),
+     [("A", 0, 100), ("C", 0, 200), ("B", 0, 300)], [(300, (None, None, 0, 2))]),
+    (("every", ("or", [("->", [_a("o1", "C"), _a("o2", "B")]),
+                       ("->", [_a("o3", "A"), _a("o4", "B")])])),
+     [("A", 0, 100), ("C", 0, 200), ("B", 0, 300)], [(300, (None, None, 0, 2))]),
+    # and beside a sequence: the and's B filter started with the and, before C
+    (("or", [("->", [_a("o1", "C"), _a("o2", "B")]), ("and", [_a("o3", "A"), _a("o4", "B")])]),
+     [("C", 0, 100), ("A", 0, 200), ("B", 0, 300)], [(300, (None, None, 1, 2))]),
+    # after a step, followed by more: both C filters started at A, o3's first
+    (("->", [_a("o0", "A"), ("or", [_a("o3", "C"), ("and", [_a("o1", "B"), _a("o2", "C")])]),
+             _a("o4", "A")]),
+     [("A", 0, 100), ("B", 0, 200), ("C", 0, 300), ("A", 0, 500)],
+     [(500, (0, 2, None, None, 3))]),
+    # C completes the or (o3) while the and waits for D: the or quits the and, whose D then
+    # completes nothing (cepflow kept the and's run and its older events won at the end)
+    (("->", [_a("o0", "A"), ("or", [("and", [_a("o1", "B"), ("->", [_a("o5", "C"),
+                                                                    _a("o2", "D")])]),
+                                    _a("o3", "C")]), _a("o4", "A")]),
+     [("A", 0, 100), ("B", 0, 200), ("C", 0, 300), ("D", 0, 400), ("A", 0, 500)],
+     [(500, (0, None, None, None, 2, 4))]),
+    (("->", [_a("o0", "A"), ("or", [("and", [_a("o1", "B"), _a("o2", "D")]), _a("o3", "C")]),
+             _a("o4", "A")]),
+     [("A", 0, 100), ("B", 0, 200), ("C", 0, 300), ("D", 0, 400), ("A", 0, 500)],
+     [(500, (0, None, None, 2, 4))]),
+])
+def test_an_or_takes_the_operand_that_reports_first(p: Pattern, events: list, want: list
+                                                    ) -> None:
+    """One event completing two operands of an or: EvalOrStateNode takes the child that
+    reports first — filters are served in the order they started — and quits the others
+    (cepflow took the lowest operand of a product, and of alternatives the run with the
+    oldest events, also when one completed later)."""
+    evs = [Event(t, (k, i), ts) for i, (t, k, ts) in enumerate(events)]
+    assert evaluate(p, evs, evs[-1].ts + 5000) == want
+    assert times(text(p), events, ", ".join(f"{t}.v as {t}" for t in tags(p))) == want
+    prog = program(p)
+    got = per_event(prog, evs, evs[-1].ts + 5000)
+    for cut in range(len(evs) + 1):
+        assert batched(prog, evs, evs[-1].ts + 5000, [cut], 1) == got
+
+
+@pytest.mark.parametrize("pattern", [
+    "o1=D and (o3=B or (o4=A -> o5=A))",
+    "(o1=D -> ((o2=B -> o3=C) or o4=A)) and o5=C",
+])
+def test_an_or_of_sequences_inside_an_and_operand_is_refused(pattern: str) -> None:
+    """Inside an operand of an and the or was the union of its alternatives, which commits to
+    the alternative whose first event comes: ``D and (B or (A -> A))`` over A, B, D never
+    matched (EvalOrStateNode runs them side by side: B completes it; Esper gives (D, B) at
+    D). Refused now, with its place."""
+    with pytest.raises(PatternSyntaxError, match="an 'or' of sequences inside an operand"):
+        program_of(pattern)
+    p = ("and", [_a("o1", "D"), ("or", [_a("o3", "B"), ("->", [_a("o4", "A"),
+                                                              _a("o5", "A")])])])
+    evs = [Event(t, (0, i), ts) for i, (t, ts) in enumerate([("A", 100), ("B", 200),
+                                                            ("D", 500)])]
+    assert evaluate(p, evs, 5500) == [(500, (2, 1, None, None))]
+
+
+def program_of(pattern: str) -> Any:
+    return cepflow.load_module(parse_epl(
+        SCHEMAS + f"@Name('P') select * from pattern [{pattern}];", "r.epl"))
+
+
+@pytest.mark.xfail(strict=True, reason="found by the random test (session 41), not fixed: "
+                   "the guard after every (x = X where timer:within(Δ)) runs from its own "
+                   "event (compiler: Window.after over the lowered every)")
+def test_a_guard_after_every_on_a_guarded_event_runs_from_that_event() -> None:
+    """``D -> every (A where timer:within(400 msec)) -> (B where timer:within(400 msec))``:
+    each A starts the B guard (EvalFollowedByStateNode starts it at A's result), so the A at
+    200 has its B guard end at 600 and only the A at 500 pairs with B at 700."""
+    pattern = ("o1=D -> (every (o2=A where timer:within(400 msec))) -> "
+               "(o3=B where timer:within(400 msec))")
+    events = [("D", 0, 100), ("A", 0, 200), ("A", 0, 500), ("B", 0, 700)]
+    p = ("->", [_a("o1", "D"), ("every", ("guard", 400, _a("o2", "A"))),
+                ("guard", 400, _a("o3", "B"))])
+    evs = [Event(t, (k, i), ts) for i, (t, k, ts) in enumerate(events)]
+    assert evaluate(p, evs, 5700) == [(700, (0, 2, 3))]
+    assert times(pattern, events, "o1.v as d, o2.v as a, o3.v as b") == [(700, (0, 2, 3))]
+
+
+@pytest.mark.xfail(strict=True, reason="found by the random test (session 41), not fixed: an "
+                   "event fitting an until's end and its repeated operand also goes on as a "
+                   "repetition, and the longer run wins at the end (matcher._age)")
+def test_an_until_ends_at_the_first_event_of_its_end() -> None:
+    """``(C until o1=C(k = 0)) -> o2=D`` over C(0), C(0), D: EvalMatchUntilStateNode starts
+    its until child first, so the first C(0) ends it (o1 = that C); the second C starts
+    nothing. cepflow also keeps the run where the first C was a repetition, ends the until at
+    the second, and that run's older events win: o1 = the second C."""
+    events = [("C", 0, 600), ("C", 0, 700), ("D", 0, 800)]
+    p = ("->", [("until", None, None, ("atom", None, "C", ""), _a("o1", "C", "k = 0")),
+                _a("o2", "D")])
+    evs = [Event(t, (k, i), ts) for i, (t, k, ts) in enumerate(events)]
+    assert evaluate(p, evs, 5800) == [(800, (0, 2))]
+    assert times(text(p), events, "o1.v as c, o2.v as d") == [(800, (0, 2))]

@@ -78,6 +78,10 @@ class Position:
     #: a step of Esper's ``or`` that completes operand ``settle[0]``: the match keeps that
     #: operand's events and drops the variables ``settle[1]`` the other operands bound
     settle: tuple[int, frozenset[str]] | None = None
+    #: a step of Esper's ``or`` that completes several operands at once: per operand (in
+    #: writing order) its ``settle``. The one that reports first wins — the one whose filter
+    #: started first (the ``track`` tells when each operand took its events: matcher._or_step)
+    ties: tuple[tuple[int, frozenset[str]], ...] = ()
     #: the event type's declared field names (how the filter's plain names read the event)
     fields: tuple[str, ...] = ()
     #: Esper's ``until`` with a single-event operand (ast.Atom.until): the id of the until
@@ -103,7 +107,23 @@ class Position:
     #: takes the first that fits, and the run does not stay for the others
     #: (runtime.compiled ``CompiledPattern.alternatives``)
     alt: int = 0
+    #: Esper's ``every X or every Y`` with operands one event can both fit (ast.Or.each):
+    #: the operand (1, 2, …) this first occurrence of it starts. An event begins one instance
+    #: per operand it fits, in the operands' order (Matcher._start), as each of Esper's every
+    #: nodes reports it; 0 elsewhere
+    each: int = 0
+    #: Esper's ``or`` run as alternatives from the event it starts at (ast.Or.side): (the
+    #: or's id, the alternative, what the occurrence is — :data:`SIDE_ANCHOR`, the copy of
+    #: the event it starts at, and/or :data:`SIDE_DONE`, an occurrence completing the
+    #: alternative). The first alternative to complete quits the others (Matcher._sides)
+    side: tuple[int, int, int] | None = None
+    #: a step of Esper's ``and`` whose operands it moves had not begun: their filters
+    #: started with the and (compiler.conjunction ProductStep.fresh)
+    fresh: bool = False
 
+
+#: Position.side: the copy of the event an alternative starts at; an occurrence completing it
+SIDE_ANCHOR, SIDE_DONE = 1, 2
 
 #: the hidden binding that counts the results a ``timer:withinmax`` guard passed from the run
 #: waiting at its ``every`` (Position.most); no tag variable has this name (they hold a dot)

@@ -20,6 +20,8 @@ from typing import Any
 from cepflow.automaton.automaton import (
     FINAL,
     INITIAL,
+    SIDE_ANCHOR,
+    SIDE_DONE,
     TRAP,
     Automaton,
     Collect,
@@ -36,6 +38,7 @@ from cepflow.compiler.evaluator import ExpressionError, compile_expr
 from cepflow.compiler.normalize import (
     NormalizationError,
     and_items,
+    each_items,
     fol_items,
     forbidden_atoms,
     normalize,
@@ -88,6 +91,15 @@ class _Frag:
     resume: ast.Pattern | None = None
 
 
+def _union(frags: list[_Frag]) -> _Frag:
+    """The alternatives ``frags`` side by side: an or's fragment."""
+    return _Frag(set().union(*(f.first for f in frags)), set().union(*(f.last for f in frags)),
+                 any(f.nullable for f in frags), set().union(*(f.created for f in frags)),
+                 set().union(*(f.zones for f in frags)),
+                 {k: v for f in frags for k, v in f.tail.items()},
+                 set().union(*(f.timer for f in frags)))
+
+
 class _Builder:
     def __init__(
         self,
@@ -107,6 +119,7 @@ class _Builder:
         self.neg_keeps: dict[int, frozenset[int]] = {}
         self.n_ids = 0  # position and restricted-copy ids (state ids), 1, 2, …
         self.n_alts = 0  # Esper's ors of single events (Position.alt)
+        self.n_sides = 0  # Esper's ors run as alternatives (Position.side)
         self.raw: list[tuple[int, int, frozenset[int]]] = []
         self.forbid: dict[int, list[Position]] = defaultdict(list)
         self.zones: list[Zone] = []
@@ -210,7 +223,8 @@ class _Builder:
                        " and ".join(f"({s})" for s in srcs) if srcs else None,
                        " ∧ ".join(labels), first.loc, (*self.zone_stack, *zones), where=where,
                        local=bool(filters) and local, conj=(conj, step.moved), track=track,
-                       settle=settle, fields=tuple(self.schemas[first.name].param_names),
+                       settle=settle, fresh=step.fresh,
+                       fields=tuple(self.schemas[first.name].param_names),
                        every=step.every, collect=self._collect(collects[0]) if collects else None)
         self.positions.append(pos)
         return pos
@@ -268,6 +282,25 @@ class _Builder:
             return _Frag({pos.id}, {pos.id}, False, {pos.id}, set())
         if isinstance(p, ast.Fol):
             return self.build_seq(fol_items(p), p.loc)
+        if isinstance(p, ast.Or) and p.each:  # every X or every Y (Position.each)
+            frags = [self.build(x) for x in each_items(p)]
+            for k, f in enumerate(frags, 1):
+                for pos in self.positions:
+                    if pos.id in f.first:
+                        pos.each = k
+            return _union(frags)
+        if isinstance(p, ast.Or) and p.side:  # Esper's or run as alternatives (Position.side)
+            self.n_sides += 1
+            frags = []
+            for k, branch in enumerate(or_items(p)):
+                n0 = len(self.positions)
+                f = self.build(branch)
+                frags.append(f)
+                for pos in self.positions[n0:]:
+                    role = (SIDE_ANCHOR if pos is self.positions[n0] else 0) | (
+                        SIDE_DONE if pos.id in f.last else 0)
+                    pos.side = (self.n_sides, k, role)
+            return _union(frags)
         if isinstance(p, ast.Or):
             if self.esper and not p.choice and not all(_single_event(x)
                                                        for x in or_items(p)):
@@ -347,14 +380,17 @@ class _Builder:
         outside = {v for a in atoms(self.decl.body) if not any(a is b for b in inside)
                    for v in a.args or ()} if track else set()
         ids = []
+
+        def settling(i: int) -> tuple[int, frozenset[str]]:
+            others = set().union(*(vs for j, vs in enumerate(prod.variables) if j != i))
+            return i, frozenset(others - prod.variables[i] - outside)
+
         for s in prod.steps:
-            settle = None
-            if s.settles is not None:
-                others = set().union(*(vs for j, vs in enumerate(prod.variables)
-                                       if j != s.settles))
-                settle = (s.settles, frozenset(others - prod.variables[s.settles] - outside))
+            settle = None if s.settles is None else settling(s.settles)
             zones = tuple(zone_of[i].id for i in sorted(s.guarded))
-            ids.append(self.step_position(s, cid, track, settle, zones).id)
+            pos = self.step_position(s, cid, track, settle, zones)
+            pos.ties = tuple(settling(i) for i in s.ties)
+            ids.append(pos.id)
             for i in s.completes:  # (the zone is left after the step's event)
                 zone_of[i].last |= {ids[-1]}
         for k, nxt in prod.follow.items():

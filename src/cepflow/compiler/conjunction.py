@@ -16,8 +16,9 @@ can take an event is a candidate, so the matcher keeps, of the steps that fire, 
 Esper's "first event" rule, and the product stays deterministic.
 
 Esper's ``or`` runs its operands side by side in the same way and is true as soon as one of them
-is (EvalOrStateNode): its product ends at the first step that completes an operand (the lowest
-one when an event completes several), and the match keeps only that operand's events and tags
+is (EvalOrStateNode): its product ends at the first step that completes an operand (when an
+event completes several, the one whose filter started first — the child that reports first:
+:attr:`ProductStep.ties`), and the match keeps only that operand's events and tags
 — the others' tags are null, as Esper's result carries only the child that turned true
 (:attr:`ProductStep.settles`, applied by the matcher). An ``or`` of single events needs none of
 this:
@@ -65,6 +66,11 @@ class _Glushkov:
             self.follow[i] = set()
             return {i}, {i}, False
         if isinstance(p, ast.Or):
+            if not all(isinstance(x, ast.Atom) for x in or_items(p)):
+                # (a union would commit to the alternative whose first event came: Esper's
+                # or runs them side by side and a later alternative may complete first)
+                raise ConjunctionError(f"an 'or' of sequences inside an operand of {self.word}"
+                                       " is not supported (an or of single events is)", p.loc)
             parts = [self.build(x) for x in or_items(p)]
             first = set().union(*(f for f, _, _ in parts))
             return first, set().union(*(la for _, la, _ in parts)), any(n for _, _, n in parts)
@@ -133,6 +139,13 @@ class ProductStep:
     guarded: frozenset[int] = frozenset()
     #: of ``guarded``, the operands this step completes
     completes: frozenset[int] = frozenset()
+    #: an ``or``'s step that completes several operands at once (``settles`` the lowest):
+    #: which of them reports first depends on when each one's filter started
+    #: (Position.ties, matcher._or_step)
+    ties: tuple[int, ...] = ()
+    #: every operand the step moves had not begun before it (its position is one its
+    #: operand can only begin at): their filters started with the and
+    fresh: bool = False
 
     @property
     def state(self) -> tuple[frozenset[int], tuple[int, ...]]:
@@ -206,14 +219,18 @@ def product(p: ast.And | ast.Or) -> Product:
                 target = list(state)
                 for i, q in combo:
                     target[i] = q
-                settles = None if conj else next(
-                    (i for i, q in sorted(combo) if q in parts[i][2]), None)
+                completed = () if conj else tuple(i for i, q in sorted(combo)
+                                                  if q in parts[i][2])
+                settles = completed[0] if completed else None
                 moved = frozenset(i for i, _ in combo)
                 ends = frozenset(i for i in guards if target[i] in parts[i][2])
                 step = ProductStep(moved, tuple(parts[i][0].atoms[q] for i, q in combo),
                                    tuple(target), settles, any(i in repeats for i, _ in combo),
                                    frozenset(i for i in guards if i not in ends or i in moved),
-                                   ends & moved)
+                                   ends & moved, completed if len(completed) > 1 else (),
+                                   all(q in parts[i][1] and not any(
+                                       q in f for f in parts[i][0].follow.values())
+                                       for i, q in combo))
                 k = index.get(step.state)
                 if k is None:
                     if len(steps) >= MAX_STEPS:

@@ -138,13 +138,19 @@ def _single(p: ast.Pattern) -> bool:
 
 
 def _every_or(p: ast.Pattern) -> ast.Pattern:
-    """``every X or every Y`` (single events, no distinct keys) is ``every (X or Y)``."""
+    """``every X or every Y`` (single events, no distinct keys) is ``every (X or Y)`` — but
+    for an event that fits several operands: each of Esper's every nodes reports it
+    (EvalOrStateNode passes each child's result on), where ``every (X or Y)``'s or reports
+    the first only. When two operands share an event type the or is marked ``each``
+    (Position.each: each operand the event fits starts its own instance)."""
     items = or_items(p)
     if (len(items) > 1 and all(isinstance(i, ast.Every) and not i.distinct
                                and i.expiry is None and _single(i.pattern) for i in items)):
+        types = [_types(i) for i in items]
+        each = len(set().union(*types)) < sum(map(len, types))
         inner = items[0].pattern  # type: ignore[union-attr]
         for i in items[1:]:
-            inner = ast.Or(inner, i.pattern, p.loc)  # type: ignore[union-attr]
+            inner = ast.Or(inner, i.pattern, p.loc, each=each)  # type: ignore[union-attr]
         return ast.Every(inner, loc=items[0].loc)
     return p
 
@@ -571,7 +577,8 @@ class _Lowering:
             branch = _fol([anchor, self.pattern(inner, False)])
             if is_guard(o):
                 branch = replace(o, pattern=branch)
-            alt = branch if alt is None else ast.Or(alt, branch, p.loc, choice=True)
+            alt = branch if alt is None else ast.Or(alt, branch, p.loc, choice=True,
+                                                    side=True)
         assert alt is not None
         out.append(alt)
 

@@ -39,6 +39,13 @@ def or_items(p: ast.Pattern) -> list[ast.Pattern]:
     return [p]
 
 
+def each_items(p: ast.Pattern) -> list[ast.Pattern]:
+    """The operands of Esper's ``every X or every Y`` read as one every (ast.Or.each)."""
+    if isinstance(p, ast.Or) and p.each:
+        return [*each_items(p.left), *each_items(p.right)]
+    return [p]
+
+
 def and_items(p: ast.Pattern) -> list[ast.Pattern]:
     if isinstance(p, ast.And):
         return [*and_items(p.left), *and_items(p.right)]
@@ -67,9 +74,13 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
         return p
     if isinstance(p, ast.Fol):
         return fold_fol([normalize(i, expand_and) for i in fol_items(p)])
+    if isinstance(p, ast.Or) and p.each:  # (its operands stay apart: Position.each)
+        return fold_left([normalize(i, expand_and) for i in each_items(p)],
+                         partial(ast.Or, loc=p.loc, each=True))
     if isinstance(p, ast.Or):
         return fold_left([normalize(i, expand_and) for i in or_items(p)],
-                         partial(ast.Or, choice=p.choice) if p.choice else ast.Or)
+                         partial(ast.Or, choice=p.choice, side=p.side) if p.choice
+                         else ast.Or)
     if isinstance(p, ast.And):
         # nested ands keep their structure: with operands that can interleave, and is not
         # associative (docs/semantics.md); Def. 10 applies to a flat chain, which the parser

@@ -119,12 +119,20 @@ class Fol:
 class Or:
     """``or(c1, c2)``. ``choice`` marks an alternative the Esper lowering made itself (an
     ``until``'s "end now or take one more"): a plain alternative of the automaton, never run
-    side by side like a written Esper ``or`` (compiler.conjunction)."""
+    side by side like a written Esper ``or`` (compiler.conjunction). ``each`` marks Esper's
+    ``every X or every Y`` read as ``every (X or Y)`` (compiler.esper ``_every_or``) when one
+    event can fit several operands: each operand it fits reports it (one every node each,
+    Position.each), where the or of ``every (X or Y)`` takes the first only. ``side`` marks
+    a written Esper ``or`` the lowering runs as alternatives from the event it starts at
+    (compiler.esper ``_Lowering.beside``): the first alternative to complete quits the
+    others (Position.side)."""
 
     left: Pattern
     right: Pattern
     loc: Loc = _loc()
     choice: bool = False
+    each: bool = False
+    side: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from typing import Any
 from cepflow.automaton.automaton import (
     FINAL,
     INITIAL,
+    SIDE_ANCHOR,
+    SIDE_DONE,
     TIMER,
     Automaton,
     Edge,
@@ -65,6 +67,7 @@ class CompiledPattern:
         "context",
         "context_chain",
         "context_plan",
+        "each",
         "esper_and",
         "exact",
         "fast",
@@ -87,6 +90,8 @@ class CompiledPattern:
         "row_forbids",
         "row_plan",
         "select_copy",
+        "side_done",
+        "side_states",
         "single",
         "skips",
         "synthetic",
@@ -130,6 +135,16 @@ class CompiledPattern:
         self.pos_states = pos_states
         self.neg_states = neg_states
         self.initial: dict[str, list[Edge]] = auto.edges.get(INITIAL, {})
+        #: Esper's every X or every Y whose operands one event can both fit (Position.each):
+        #: per event type, its initial edges grouped by operand, in the operands' order
+        each: dict[str, list[list[Edge]]] = {}
+        for t, es in self.initial.items():
+            if any(e.position.each for e in es):
+                by = {}
+                for e in es:
+                    by.setdefault(e.position.each, []).append(e)
+                each[t] = [by[k] for k in sorted(by)]
+        self.each = each
         types = set(pos_states) | set(neg_states) | set(self.initial)
         #: a pattern that starts with timer:interval (compiler.esper): its clock and the event
         #: types that end the interval under way early
@@ -156,10 +171,11 @@ class CompiledPattern:
         # (and Esper's -[n]> after every, Automaton.limits, which the token path counts, and
         # the results of timer:withinmax, Position.most, which it counts too; and Esper's
         # guard begun where a step of several events completed, Zone.after, which no kernel
-        # plan reads)
+        # plan reads; and Esper's every X or every Y whose operands one event can both fit,
+        # Position.each, an instance per operand it fits: Matcher._start)
         clocked = (self.clock is not None or self.timer_steps or bool(auto.reports)
                    or bool(auto.limits) or any(p.most is not None for p in auto.positions)
-                   or any(z.after for z in auto.zones))
+                   or any(z.after for z in auto.zones) or self.each)
         #: state -> the acting -[n]> whose right-hand sides wait there: (n, its states)
         self.limit_at: dict[int, tuple[int, frozenset[int]]] = {
             s: lim for lim in auto.limits for s in lim[1]}
@@ -204,6 +220,24 @@ class CompiledPattern:
         #: others (Matcher._try_edges; an or of longer operands is a product, Position.track,
         #: whose operands do wait)
         self.alternatives = alternative_states(auto)
+        #: Esper's ors run as alternatives (Position.side): per edge completing one —
+        #: (source, type, target) — (the or, the alternative, whether the filter that takes
+        #: the event started with the alternative: at its start event or a fresh step of an
+        #: and, Position.fresh), and per or the states of its alternatives (Matcher._sides)
+        self.side_done: dict[tuple[int, str, int], tuple[int, int, bool]] = {}
+        self.side_states: dict[int, frozenset[int]] = {}
+        anchors = {p.id for p in auto.positions if p.side and p.side[2] & SIDE_ANCHOR}
+        for s, m in auto.edges.items():
+            for t, es in m.items():
+                for edge in es:
+                    side = edge.position.side
+                    if side is not None and side[2] & SIDE_DONE:
+                        self.side_done[s, t, edge.target] = (
+                            side[0], side[1], s in anchors or edge.position.fresh)
+        for p in auto.positions:
+            if p.side is not None:
+                self.side_states[p.side[0]] = self.side_states.get(p.side[0], frozenset()) | {
+                    p.id}
         #: the untils over a group (Position.group) whose states each state is one of: a run
         #: that leaves one's states ends its one instance for every run (Matcher._apply)
         self.groups = {s: g for s, m in auto.edges.items() if (g := frozenset(

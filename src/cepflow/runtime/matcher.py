@@ -1039,7 +1039,16 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         """A new partial match from the initial state, if ``e`` can begin one (standing for
         ``mult`` identical instances: Token.mult)."""
         root = Thread(INITIAL, {}, [], None, None)
-        res = self._try_edges(root, self.pattern.initial[e.type], e)
+        each = self.pattern.each.get(e.type) if self.pattern.each else None
+        if each is not None:  # every X or every Y: an instance per operand e fits
+            began = [self._begin(root, group, e, part, emit, mult) for group in each]
+            return any(began)
+        return self._begin(root, self.pattern.initial[e.type], e, part, emit, mult)
+
+    def _begin(self, root: Thread, edges: list[Edge], e: Event, part: Any,
+               emit: Callable[[ComplexEvent], None], mult: int) -> bool:
+        """:meth:`_start` over the initial ``edges``."""
+        res = self._try_edges(root, edges, e)
         if res is None:
             return False
         if self.pattern.limit_at and all(self._full(th.state) for th in res[0]
@@ -1104,7 +1113,15 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         limit_at = self.pattern.limit_at
         groups = self.pattern.groups
         left: set[int] = set()  # the untils over a group a run left (their instance is over)
+        won: set[int] | None = None  # Esper's ors run as alternatives that e completes: the
+        drop: frozenset[int] = frozenset()  # threads that report first, their ors' states
+        if self.pattern.side_done:
+            won, drop = self._sides(plan, e)
         for th, res in plan:
+            if drop and th.state in drop:  # (the or quits its alternatives: the winner only)
+                if res is None or not (kept := [nt for nt in res[0] if id(nt) in won]):
+                    continue
+                res = (kept, res[1])
             if res is None:
                 if exact:  # a run that cannot take e ends: the partial match took e
                     continue
@@ -1164,6 +1181,38 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             return
         tok.threads = threads
         self.register(tok)
+
+    def _sides(self, plan: list[tuple[Thread, tuple[list[Thread], str | None] | None]],
+               e: Event) -> tuple[set[int], frozenset[int]]:
+        """Esper's ors run as alternatives (Position.side) that ``e`` completes: of each, the
+        thread whose alternative reports first — the one whose filter that took ``e`` started
+        first (EvalOrStateNode takes the child that reports first; filters are served in the
+        order they started) — and the states of those ors, whose other threads end (the or
+        quits its other alternatives). A filter started at the alternative's start event, or
+        with its ``and`` (Position.fresh), started first, and of several such the alternative
+        written first; else it started at the thread's last event, and of two started at one
+        event the one whose thread's earlier events started first (the events compared
+        latest first). (In an ``and`` whose operand that completes it did not take the last
+        event, its filter started earlier than that: read as the last event — not exact.)"""
+        sides = self.pattern.side_done
+        best: dict[int, tuple[tuple, Thread]] = {}
+        for th, res in plan:
+            if res is None:
+                continue
+            for nt in res[0]:
+                if nt is _KEEP or nt is _COUNTED:
+                    continue
+                side = sides.get((th.state, e.type, nt.state))
+                if side is None:
+                    continue
+                g, k, fresh = side
+                key = (0, k) if fresh else (
+                    1, tuple(_event_key(x) for x in reversed(th.events)), k)
+                if g not in best or key < best[g][0]:
+                    best[g] = (key, nt)
+        states = self.pattern.side_states
+        return ({id(nt) for _, nt in best.values()},
+                frozenset().union(*(states[g] for g in best)))
 
     def _full(self, state: int) -> bool:
         """Esper's ``-[n]>`` (EvalFollowedByWithMaxStateNodeManaged): would a run entering
@@ -1605,9 +1654,22 @@ def _or_step(pos: Any, nb: dict[str, Any], th: Thread, e: Event, target: int,
     done, drop = pos.settle
     masks = [int(m) for m in track.split(",")]
     n = len(masks)
+    if pos.ties:  # several operands complete on e: the first to report wins
+        done, drop = min(pos.ties, key=lambda t: _started(masks, t[0]))
     kept = [ev for ev, m in zip(events[-n:], masks, strict=True) if m >> done & 1]
     bindings = {k: v for k, v in nb.items() if k not in drop and k != pos.track}
     return Thread(target, bindings, [*events[:-n], *kept], zs, e)
+
+
+def _started(masks: list[int], i: int) -> tuple[int, ...]:
+    """When the filter of operand ``i`` of an or's product that took the last step started,
+    as Esper's filters are served (in the order they started, EvalOrStateNode reporting its
+    first child true): the steps (indexes into ``masks``, one operand bit mask per step)
+    where it took its earlier events, latest first, then -1 for the or's start, then ``i``
+    (at the or's start its operands start in writing order). Of two operands the one with the
+    lesser key reports first: a later step started its filter later, and of two started at
+    one step the one whose earlier filter started first took it first."""
+    return (*(k for k in range(len(masks) - 2, -1, -1) if masks[k] >> i & 1), -1, i)
 
 
 def _runs(threads: list[Thread], waits: tuple[tuple[int, ...], ...]) -> bool:

@@ -9,7 +9,8 @@ The compiled automaton is the product of the operands (compiler.conjunction): ev
 consumed and every operand that can take an event takes it, so each operand progresses on
 its own — atom after atom the first later event of its key passing that atom's filter, a
 chain search after the stages before the ``or`` (:func:`walk`) — and an instance completes by
-the operand with the least (completing row, operand index) (``ProductStep.settles``). What
+the operand with the least completing row — of several completing at one row, the one whose
+filter started first (``ProductStep.ties``, ``matcher._started``: :func:`_first_started`). What
 the token path holds of an instance still open is its product thread: the events of the
 stages before, then one event per step (one event for a step that moved several operands),
 the track variable — per step the bit mask of the operands it moved, comma-separated
@@ -87,9 +88,41 @@ def held_by(pr: EsperPair, i: int, th: Any, own: set[str]) -> tuple[list[Event],
     return evs, full
 
 
+#: the or's start in :func:`prior_rows` and :func:`_first_started`: before any row
+_START = -(1 << 62)
+
+
+def prior_rows(pr: EsperPair, old: Sequence[Any], n_inst: int) -> list[np.ndarray]:
+    """Per operand, (atom, instance) the place of the atoms the tokens ``old`` (the first
+    instances) took before the batch, in their threads' order, as rows before the batch's
+    (below -1); :data:`_START` elsewhere."""
+    out = [np.full((len(edges), n_inst), _START, np.int64) for edges in operand_edges(pr)]
+    for q, t in enumerate(old):
+        steps, _ = decode(pr, t.threads[0])
+        took = [0] * len(out)
+        for s, (_, mask) in enumerate(steps):
+            for i in range(len(out)):
+                if mask >> i & 1:
+                    out[i][took[i], q] = s - len(steps) - 1
+                    took[i] += 1
+    return out
+
+
+def _first_started(keys: list[np.ndarray], i: int, j: int, q: int, n_i: int, n_j: int
+                   ) -> bool:
+    """Does operand ``i``'s filter that completes instance ``q`` start before operand ``j``'s
+    (both complete it at one row; ``keys``: per operand its atoms' rows, before the batch
+    :func:`prior_rows`'s)? Each operand's earlier rows latest first, then the or's start, then
+    the operand (matcher._started)."""
+    ki = (*(int(keys[i][k, q]) for k in range(n_i - 2, -1, -1)), _START, i)
+    kj = (*(int(keys[j][k, q]) for k in range(n_j - 2, -1, -1)), _START, j)
+    return ki < kj
+
+
 def walk(pr: EsperPair, take: Callable[[int, np.ndarray, np.ndarray], tuple[np.ndarray,
                                                                                 np.ndarray]],
-         sel: np.ndarray, counts0: np.ndarray, last: np.ndarray, n: int
+         sel: np.ndarray, counts0: np.ndarray, last: np.ndarray, n: int,
+         prior: list[np.ndarray] | None = None
          ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
     """The operands' progress over the batch of the instances ``sel`` (those past the stages
     before the ``or``): per operand, atom after atom, the first later row of its key passing
@@ -98,7 +131,8 @@ def walk(pr: EsperPair, take: Callable[[int, np.ndarray, np.ndarray], tuple[np.n
     (operand, instance)) and the instance's last row (``last``: -1 before the batch).
     Returns per instance the row completing it (``n`` for none) and its operand (-1), per
     operand the rows its atoms took in the batch ((atom, instance), -1 for none) and per
-    (operand, instance) its progress after the batch."""
+    (operand, instance) its progress after the batch. ``prior`` (:func:`prior_rows`) orders
+    the atoms taken before the batch, for an or whose operands complete at one row."""
     n_inst = len(last)
     first = np.full(n_inst, n, np.int64)
     alt = np.full(n_inst, -1, np.int64)
@@ -108,7 +142,9 @@ def walk(pr: EsperPair, take: Callable[[int, np.ndarray, np.ndarray], tuple[np.n
     # (an and: the instances every operand completed, at the latest operand's row; alt 0)
     every = np.ones(n_inst, bool)
     latest = np.full(n_inst, -1, np.int64)
-    for i, edges in enumerate(operand_edges(pr)):  # (in operand order: a tie is the lowest's)
+    keys: list[np.ndarray] = []  # (per operand its atoms' rows, those before the batch too)
+    ops = operand_edges(pr)
+    for i, edges in enumerate(ops):  # (in operand order: a tie is then checked)
         rows = np.full((len(edges), n_inst), -1, np.int64)
         after = last.copy()
         cnt = counts[i]
@@ -123,8 +159,12 @@ def walk(pr: EsperPair, take: Callable[[int, np.ndarray, np.ndarray], tuple[np.n
             every &= cnt == len(edges)
             np.maximum(latest, after, out=latest)
             continue
+        keys.append(rows if prior is None else np.where(rows >= 0, rows, prior[i]))
         done = sel[cnt[sel] == len(edges)]
         better = after[done] < first[done]
+        for q in done[after[done] == first[done]]:  # (one row completes two: Position.ties)
+            better[np.searchsorted(done, q)] = _first_started(
+                keys, i, int(alt[q]), int(q), len(edges), len(ops[alt[q]]))
         first[done[better]] = after[done[better]]
         alt[done[better]] = i
     if pr.conj:

@@ -557,7 +557,9 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
         counts0 = np.zeros((len(pr.alts), n_inst), np.int64)
         for q, t in enumerate(old):
             counts0[:, q] = orseq.progress(pr, t.threads[0])
-        first, alt, op_rows, counts = orseq.walk(pr, take, sel, counts0, last, n)
+        first, alt, op_rows, counts = orseq.walk(
+            pr, take, sel, counts0, last, n,
+            None if pr.conj or not old else orseq.prior_rows(pr, old, n_inst))
         won = np.flatnonzero(alt >= 0)
         stage[won] = nb + 1
         last[won] = first[won]
