@@ -392,10 +392,11 @@ class WindowBlock:
         #: over a column source a time window's arrival rows are made without their events
         #: (their parts made when first read: rows.Triggers), and the events of the records
         #: the runner keeps when it keeps them (_records): the batch decodes only those
-        #: (no having, which reads the events; no rows on expiry, which carry them)
+        #: (no having, which reads the events; a fully aggregated window's rows on expiry
+        #: read the events of their groups' first leaving records: only those are made)
         self._on_demand = (st.window.kind == "time" and not st.window.per_group
                            and not isinstance(src, EventRows) and not st.more_inputs
-                           and plan.having_expr is None and plan.mode != "group")
+                           and plan.having_expr is None)
         #: ``unread`` (only the output reads the rows, a column source: split_columns): the
         #: arrival rows made on demand are not made at all — :attr:`found` is a ``Deferred``
         #: (kernels.column_blocks) making those asked for, the file job writes the block
@@ -724,6 +725,14 @@ class WindowBlock:
         # (the arrivals' times: their rows', and the expiries')
         now = self._src.times(self.rows) if evs is None else list(map(_TS, evs))
         ev_of = [r[EVENT] for r in held] + evs if held and evs is not None else evs
+
+        def events_of(pos: list[int]) -> list[Event]:  # (of held + batch positions pos)
+            if ev_of is not None:
+                return list(map(ev_of.__getitem__, pos))
+            new = self.rows[np.array([k - m for k in pos if k >= m], np.int64)]
+            made = self._cols.events(new) if len(new) else {}
+            return [held[k][EVENT] if k < m else made[int(self.rows[k - m])] for k in pos]
+
         other = (np.flatnonzero(out_ & ~same) if removed is not None and not lanes
                  and self.plan.mode == "group" else np.zeros(0, np.int64))
         if not len(other):
@@ -746,7 +755,7 @@ class WindowBlock:
         self._due_end = float("inf")
         if timed and self.plan.mode == "group":  # (fully aggregated: rows on expiry too)
             ts_of = [r[TS] for r in held] + now if held else now
-            self._plan_expiries(is_arr[order], gs, so, expiry, ts_of, ev_of, p, size,
+            self._plan_expiries(is_arr[order], gs, so, expiry, ts_of, events_of, p, size,
                                 values_at)
 
         def commit() -> None:
@@ -875,7 +884,7 @@ class WindowBlock:
             self.events = self._cols.events(self.rows[np.array(idx, np.int64)])
 
     def _plan_expiries(self, arrival: np.ndarray, gs: np.ndarray, so: np.ndarray,
-                       expiry: np.ndarray, ts_of: list[Any], ev_of: list[Event], p: int,
+                       expiry: np.ndarray, ts_of: list[Any], events_of: Any, p: int,
                        size: Any, values_at: Any) -> None:
         """The rows a fully aggregated ``#time`` statement outputs as time passes
         (processor.PerGroupRows.expire): at every expiry instant the batch reaches, one row per
@@ -883,8 +892,9 @@ class WindowBlock:
         group's values after all its events leaving then (count 0 and nulls for a group left
         empty), its first leaving event as the row's event, no trigger. ``arrival``, ``gs`` and
         ``so`` are the log by group (then log order) as :meth:`_plan_sliding` has it,
-        ``values_at`` the slots' values at its entries; ``ts_of``/``ev_of`` the held and batch
-        records' times and events by position; ``p`` the expiries due by the batch's end."""
+        ``values_at`` the slots' values at its entries; ``ts_of`` the held and batch records'
+        times by position, ``events_of`` their events at a list of positions; ``p`` the
+        expiries due by the batch's end."""
         self._due_end = ts_of[p] + size if p < len(ts_of) else float("inf")
         q = np.flatnonzero(~arrival)
         if not len(q):
@@ -906,7 +916,7 @@ class WindowBlock:
         # (the instant as the runner computes it: its first leaving record's time + Δ)
         instants = [ts_of[rep[lo]] + size for lo in cut[:-1]]
         now = np.repeat(np.array(instants, object), np.diff(cut)).tolist()
-        rows = self._rows([ev_of[r] for r in rep], vals, now)
+        rows = self._rows(events_of(rep), vals, now)
         self._closes = [(b, [r for r in rows[lo:hi] if r is not None])
                         for b, (lo, hi) in zip(instants, itertools.pairwise(cut), strict=True)]
         self.due = self._closes[0][0]
