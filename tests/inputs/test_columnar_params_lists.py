@@ -16,10 +16,13 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tests.inputs.test_replay_columns import _outputs
 
 from cepflow.events.event import EventType, ParamSpec, SideChannel
 from cepflow.inputs import batched, read_jsonl
 from cepflow.inputs.columnar import arity_of, decode, read_columns
+from cepflow.language.epl import parse_epl
+from cepflow.loader import load_module
 
 SCHEMAS = {
     "Patient": EventType("Patient", (ParamSpec("ts", "int", "Integer"),
@@ -179,3 +182,39 @@ def test_parts_with_a_bad_record_take_the_located_reader(tmp_path: Path, records
     want = list(read_jsonl(path, SCHEMAS, side_b))
     assert exact(got) == exact(want)
     assert side_a.items() == side_b.items()
+
+
+CONTRACTIONS = Path(__file__).resolve().parents[2] / "examples" / "contractions"
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from([0, 0, 1, 60_000]), st.sampled_from("ABC"),
+                          st.integers(15, 45), st.sampled_from(["", "", "", "", "short",
+                                                                "text", "json"])),
+                min_size=1, max_size=60),
+       st.integers(60, 600), st.sampled_from(["jsonl", "parquet"]))
+def test_contractions_column_route_equals_record_route(tmp_path_factory, spec, block, fmt
+                                                       ) -> None:
+    """contractions.epl (Duration's pair with a guard reading the first stage, Counter's fully
+    aggregated sliding window nobody reads: its rows not made) over a random ``params``-list
+    file with bad records, cut into parts anywhere: the column route writes what the record
+    route writes — matches, rejections (with their lines), counts."""
+    tmp = tmp_path_factory.mktemp("contr")
+    out, ts = [], 60_000
+    for dt, who, d, bad in spec:
+        ts += dt
+        params: list[Any] = [ts // 60_000, who, d]
+        if bad == "short":
+            params.pop()
+        elif bad == "text":
+            params[2] = str(d)
+        out.append('{"type": "Patient", "ts": ' if bad == "json" else
+                   json.dumps({"type": "Patient", "ts": ts, "params": params}))
+    path = tmp / "p.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    program = load_module(parse_epl((CONTRACTIONS / "contractions.epl").read_text()))
+    with mock.patch.object(batched, "BLOCK_BYTES", block):
+        by_columns = _outputs(tmp, "cols", [path], program, fmt)
+    by_records = _outputs(tmp, "recs", [path], program, fmt, columns=False)
+    assert by_columns == by_records
