@@ -16,6 +16,7 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tests.inputs.test_columnar_reader import FIXTURE, exact, lines
 from tests.inputs.test_replay_columns import _outputs
 
 from cepflow.events.event import EventType, ParamSpec, SideChannel
@@ -35,17 +36,6 @@ SCHEMAS = {
 }
 ARITY = arity_of(SCHEMAS)
 ARITIES = {t: len(s.params) for t, s in SCHEMAS.items()}
-FIXTURE = [HealthCheck.function_scoped_fixture]
-
-
-def exact(events: list[Any]) -> list[str]:
-    """Events with every value's Python type visible (1, 1.0 and True differ)."""
-    return [repr((e.type, [(type(v).__name__, v) for v in e.params],
-                  type(e.ts).__name__, e.ts, type(e.id).__name__, e.id, e.seq)) for e in events]
-
-
-def lines(*records: Any) -> bytes:
-    return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records).encode()
 
 
 def compare(content: bytes, tmp_path: Path, **opts: Any) -> bool:
