@@ -166,8 +166,8 @@ def test_length_windows_are_planned(prog, spec) -> None:
     made: list[str] = []
     real = window_block.plan_window
 
-    def spy(engine, runner, cols, src):
-        b = real(engine, runner, cols, src)
+    def spy(engine, runner, cols, src, **kw):
+        b = real(engine, runner, cols, src, **kw)
         made.append(runner.statement.name if b is not None else "declined")
         return b
 

@@ -13,6 +13,7 @@ rows written, statistics, saved state and the end of input."""
 
 import itertools
 
+import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_kernel import SCHEMA, fed_columns, rows, state
@@ -137,27 +138,33 @@ def test_time_window_rows_on_demand_equal_event_by_event(text, spec, cuts, resto
     check(load_module(parse_epl(SCHEMA + text)), spec, cuts, restore_at)
 
 
+#: the rows of W0 over PINNED in one batch (hand-derived: avg of x per s over 3 msec; times
+#: 0, 1, 1.5, 3.5, 4.5, 5.5 — the ints stay ints; at 3.5 the reading at 0 has left, at 4.5
+#: those at 1 and 1.5: y's group emptied and began again)
+PINNED_ROWS = [
+    (("x", 0.0, 0, 0.0), "0"), (("y", 2.0, 1, 2.0), "1"), (("x", -0.0, 1.5, 0.0), "1.5"),
+    (("x", 0.7, 3.5, (-0.0 + 0.7) / 2), "3.5"), (("y", 1.5, 4.5, 1.5), "4.5"),
+    (("x", 2.0, 5.5, (0.7 + 2.0) / 2), "5.5")]
+
+
 def test_rows_made_without_their_events() -> None:
-    """Hand-derived: W0 (avg of x per s over 3 msec) over PINNED in one Arrow batch. The rows'
-    values are the columns' (times 0, 1, 1.5, 3.5, 4.5, 5.5 — the ints stay ints; at 3.5 the
-    reading at 0 has left, at 4.5 those at 1 and 1.5: y's group emptied and began again),
-    their parts unmade until read; the batch decodes only the records the window keeps after
-    it (times > 5.5 - 3: rows 3, 4 and 5), the first record of x's group, never emptied
-    (row 0, its state's first event), and the last record that left (row 2: the window's
-    clock is the later of its time + 3 and the last row's); reading one row's parts makes
-    the block's triggers, the very events the window holds."""
+    """Hand-derived: W0 over PINNED in one Arrow batch, its rows read by a pattern (G: so
+    made, as objects). The rows' values are the columns', their parts unmade until read; the
+    batch decodes only the records the window keeps after it (times > 5.5 - 3: rows 3, 4 and
+    5), the first record of x's group, never emptied (row 0, its state's first event), and
+    the last record that left (row 2: the window's clock is the later of its time + 3 and the
+    last row's); reading one row's parts makes the block's triggers, the very events the
+    window holds."""
     from cepflow.spark.columns import ArrowRows, encode
 
-    prog = load_module(parse_epl(SCHEMA + AV))
+    prog = load_module(parse_epl(SCHEMA + AV + "@Name('G')\ninsert into G\nselect g.s as s"
+                                 "\nfrom pattern [every g = W0(g.ax > 99)];\n"))
     engine = Engine(prog, strict_actions=False)
     evs = make(PINNED)
     src = ArrowRows(encode(evs, 4, [None] * 6, [None] * 6), {"A": 4, "B": 4}, 4)
     table = engine.process_columns(src)
     found = table.complex_events()
-    assert [(m.params, repr(m.ts)) for m in found] == [
-        (("x", 0.0, 0, 0.0), "0"), (("y", 2.0, 1, 2.0), "1"), (("x", -0.0, 1.5, 0.0), "1.5"),
-        (("x", 0.7, 3.5, (-0.0 + 0.7) / 2), "3.5"), (("y", 1.5, 4.5, 1.5), "4.5"),
-        (("x", 2.0, 5.5, (0.7 + 2.0) / 2), "5.5")]
+    assert [(m.params, repr(m.ts)) for m in found] == PINNED_ROWS
     assert all(m._at is not None for m in found)  # (no part made yet)
     assert sorted(src._made) == [0, 2, 3, 4, 5]
     assert engine.windows[0].time == max(5.5, 1.5 + 3)  # (the last row, the last expiry)
@@ -168,6 +175,33 @@ def test_rows_made_without_their_events() -> None:
     assert [m.parts[0] for m in found] == evs
     assert sorted(src._made) == [0, 1, 2, 3, 4, 5]
     assert [m.parts[0].seq for m in found] == list(range(6))
+
+
+def test_rows_nothing_reads_are_not_made() -> None:
+    """Hand-derived: W0 alone over PINNED in one Arrow batch — only the output reads its rows
+    (``WindowBlock.unread``), so the batch makes none: the table holds them as one block of
+    columns without objects (the file job writes it so), and the batch decodes only the
+    records the window keeps (rows 0, 2, 3, 4, 5, as above). Asked for, the table makes the
+    rows from those columns — the same values, times, ids and parts (the source's own events,
+    those the window holds)."""
+    from cepflow.runtime.rows import StageMatches
+    from cepflow.spark.columns import ArrowRows, encode
+
+    engine = Engine(load_module(parse_epl(SCHEMA + AV)), strict_actions=False)
+    evs = make(PINNED)
+    src = ArrowRows(encode(evs, 4, [None] * 6, [None] * 6), {"A": 4, "B": 4}, 4)
+    table = engine.process_columns(src)
+    (block,) = table.blocks
+    assert isinstance(block, StageMatches) and block.events is None
+    assert block.rank.tolist() == list(range(6)) and table.first_id == 1
+    assert sorted(src._made) == [0, 2, 3, 4, 5]
+    found = table.complex_events()
+    assert [(m.params, repr(m.ts)) for m in found] == PINNED_ROWS
+    assert [m.match_id for m in found] == list(range(1, 7))
+    held = [r[-1] for r in engine.windows[0].window.items]
+    assert found[4].parts[0] is held[1]
+    assert [m.parts[0] for m in found] == evs
+    check(load_module(parse_epl(SCHEMA + AV)), PINNED, [2, 4], 3)
 
 
 def test_a_having_keeps_the_events() -> None:
@@ -183,3 +217,43 @@ def test_a_having_keeps_the_events() -> None:
                                              {"A": 4, "B": 4}, 4)).complex_events()
     assert len(found) == 6 and not any(hasattr(m, "_at") for m in found)
     check(prog, PINNED, [3], 6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(programs(), readings, st.lists(st.integers(0, 49), max_size=6))
+@example(AV, PINNED, [5, 0, 3])
+def test_rows_not_made_are_made_as_the_block_makes_them(text, spec, places) -> None:
+    """A block whose rows nothing reads (``unread``: ``found`` a ``Deferred``) makes the rows
+    asked for — those a row the split steps for another reason emits — as the block that
+    makes them all does: type, parameters, times (by ``repr``), parts (values, and the
+    source's own events), in any order, repeats allowed."""
+    from cepflow.runtime.kernels.column_blocks import Deferred
+    from cepflow.runtime.kernels.window_block import plan_window
+    from cepflow.runtime.rows import TypeColumns
+    from cepflow.spark.columns import ArrowRows, encode
+
+    prog = load_module(parse_epl(SCHEMA + text))
+    evs = make(spec)
+    if not evs:
+        return
+    made = []
+    for unread in (False, True):
+        engine = Engine(prog, strict_actions=False)
+        src = ArrowRows(encode(evs, 4, [None] * len(evs), [None] * len(evs)),
+                        {"A": 4, "B": 4}, 4)
+        src.number(engine)
+        b = plan_window(engine, engine.windows[0], TypeColumns(src, prog.schemas), src,
+                        unread=unread)
+        if b is None or not len(b.found):
+            return
+        if unread and not isinstance(b.found, Deferred):  # (not on demand: made anyway)
+            assert not b.unread
+            return
+        at = [p % len(b.found) for p in places] or [0]
+        got = (b.found[np.array(at, np.int64)] if unread
+               else [b.found[i] for i in at])
+        made.append(([(m.type, repr(m.params), repr(m.ts)) for m in got], parts(got),
+                     [src.lookup(np.array([i], np.int64))[i] is m.parts[0]
+                      for i, m in zip([b.at[j] for j in at], got, strict=True)]))
+    assert made[0] == made[1]
+    assert all(made[1][2])

@@ -264,20 +264,25 @@ def read_columns(
     events in the same order (``seq`` 0, 1, …).
     """
     del unknown_types  # an event type without a schema always takes the reader
-    if not _layable(schemas):
+    if not _layable(schemas, listed=True):
         return None
     assert schemas is not None
     try:
+        listed = False
         if suffix in (".jsonl", ".ndjson", ".json"):
-            records, nulls_are_fields, exact_doubles = _json_records(content)
+            records, nulls_are_fields, exact_doubles = _json_records(content, schemas)
+            listed = any(name.startswith(LISTED) for name in records.column_names)
         elif suffix in (".parquet", ".pq"):
             records, nulls_are_fields, exact_doubles = _parquet_records(content), True, True
         else:
             return None
+        if not listed and not _layable(schemas):
+            return None
         return _layout(records, schemas, arity, source, strict_params=strict_params,
                        unknown_fields=unknown_fields, nulls_are_fields=nulls_are_fields,
-                       exact_doubles=exact_doubles, unique_ids=unique_ids)
-    except (_Undecided, pa.ArrowException, OverflowError, UnicodeDecodeError):
+                       exact_doubles=exact_doubles, unique_ids=unique_ids, listed=listed)
+    except (_Undecided, pa.ArrowException, OverflowError, UnicodeError, ValueError,
+            RecursionError):
         return None
 
 
@@ -298,16 +303,23 @@ def parquet_columns_of(records: pa.Table, schemas: Mapping[str, EventType] | Non
         return None
 
 
-def _layable(schemas: Mapping[str, EventType] | None) -> bool:
+def _layable(schemas: Mapping[str, EventType] | None, listed: bool = False) -> bool:
     """Whether events of ``schemas`` can be read column-wise at all (every type declared, no
-    parameter named like a field of the record's envelope)."""
-    return schemas is not None and not any(p.name in (*ENVELOPE_FIELDS, "params")
+    parameter named like a field of the record's envelope — which receives that field's
+    value, unless the records give their parameters as a ``params`` list: ``listed`` —, none
+    named ``params``)."""
+    names = ("params",) if listed else (*ENVELOPE_FIELDS, "params")
+    return schemas is not None and not any(p.name in names
                                            for t in schemas.values() for p in t.params)
 
 
 # -- formats -----------------------------------------------------------------------------------
-def _json_records(content: bytes) -> tuple[pa.Table, bool, bool]:
-    """Parse JSON Lines with pyarrow; (records, nulls may be explicit fields, doubles exact)."""
+def _json_records(content: bytes, schemas: Mapping[str, EventType]
+                  ) -> tuple[pa.Table, bool, bool]:
+    """Parse JSON Lines with pyarrow; (records, nulls may be explicit fields, doubles exact).
+    Records that may give their parameters as a ``params`` list (the bytes ``"params"``
+    occur: pyarrow reads no list of mixed values) are parsed by Python's decoder
+    (:func:`_listed_records`)."""
     import pyarrow.json as pj
 
     if content.startswith(codecs.BOM_UTF8):
@@ -315,6 +327,8 @@ def _json_records(content: bytes) -> tuple[pa.Table, bool, bool]:
     if not content.isascii():
         content.decode("utf-8")  # invalid UTF-8 → the reader locates it
     lines = _object_lines(content)
+    if b'"params"' in content:
+        return _listed_records(content, lines, schemas), b"null" in content, False
     # parameters are inferred: a column stands only for fields that occur in the file
     explicit: dict[str, pa.DataType] = {"type": pa.string(), "ts": pa.int64()}
     if not content:
@@ -327,6 +341,90 @@ def _json_records(content: bytes) -> tuple[pa.Table, bool, bool]:
     if table.num_rows != lines:
         raise _Undecided("not one object per line")
     return table, b"null" in content, False
+
+
+#: the prefix of the columns of the parameters records give as a ``params`` list
+#: (:func:`_listed_records`; no field of a record has it: "params" is no parameter's name)
+LISTED = "params\x00"
+#: the Python types of JSON scalars (a record's values the layout takes)
+_SCALARS = frozenset({type(None), bool, int, float, str})
+
+
+def _listed_records(content: bytes, lines: int, schemas: Mapping[str, EventType]) -> pa.Table:
+    """The records of JSON Lines (``lines`` objects, one a line: :func:`_object_lines`) as
+    the columns pyarrow would read from the same records with named fields, a ``params``
+    list read as the record rules read it (:mod:`cepflow.inputs.records`: positionally, the
+    type's parameters in declared order) — or _Undecided (or a decoding error) where the
+    record reader must decide: a record without one (**decision**: a file mixing both forms
+    takes the reader), a ``params`` list beside another field than ``type``, ``ts``
+    and ``id`` (combined with named parameters or an unknown field), of another length than
+    the type declares (too long, or padded with nulls), of a type without a schema, a
+    ``params`` that is not a list (an unknown field), a value that is not a scalar, a column
+    whose values pyarrow's JSON reader would not read as one type (a boolean beside a
+    number, a text beside either).
+
+    The lines are decoded as one array by the reader's decoder (duplicate keys refused), each
+    line's object an element: joined by ``",\n"``, a text spanning lines would hold the
+    newline, which the decoder refuses, and any other way for two lines to make one element
+    holds a nested value — refused —, so with the count of elements equal to the count of
+    lines each element is its line's object (a line of two objects makes one more).
+
+    Parameter ``i`` of type ``t`` is the column ``LISTED + t + "." + str(i)`` (a parameter
+    named like an envelope field, such as contractions' ``Patient(ts, id, …)``, is the list's
+    value, not the envelope's: :func:`_layout` with ``listed``)."""
+    from cepflow.inputs.jsonl import _DECODER  # (the reader's: duplicate keys refused)
+
+    text = content.decode("utf-8").split("\n")
+    if text and not text[-1]:
+        text.pop()
+    recs = _DECODER.decode("[" + ",\n".join(text) + "]") if lines else []
+    if len(recs) != lines or any(type(r) is not dict for r in recs):
+        raise _Undecided("not one object per line")
+    if not recs:
+        return pa.table({"type": pa.array([], pa.string())})
+    shapes = set(map(tuple, recs))
+    if any("params" not in s or set(s) - {"type", "ts", "id", "params"} for s in shapes):
+        raise _Undecided("a record without a 'params' list or with named fields beside it")
+    fields: dict[str, list[Any]] = {
+        name: ([r[name] for r in recs] if all(name in s for s in shapes)
+               else [r.get(name) for r in recs])
+        for name in dict.fromkeys(k for s in shapes for k in s if k != "params")}
+    plists = [r["params"] for r in recs]
+    types = fields.get("type") or [None] * lines
+    by_type: dict[Any, list[int]] = {}
+    if len(set(types)) == 1:
+        by_type[types[0]] = list(range(lines))
+    else:
+        for i, t in enumerate(types):
+            by_type.setdefault(t, []).append(i)
+    for t, idx in by_type.items():
+        schema = schemas.get(t) if isinstance(t, str) else None
+        if schema is None:
+            raise _Undecided("a 'params' list of a type without a schema")
+        mine = plists if len(idx) == lines else [plists[i] for i in idx]
+        if set(map(type, mine)) != {list} or set(map(len, mine)) != {len(schema.params)}:
+            raise _Undecided("a 'params' that is not a list of the declared length")
+        for k, values in enumerate(zip(*mine, strict=True)):
+            if len(idx) == lines:
+                fields[f"{LISTED}{t}.{k}"] = list(values)
+                continue
+            col = fields[f"{LISTED}{t}.{k}"] = [None] * lines
+            for i, v in zip(idx, values, strict=True):
+                col[i] = v
+    return pa.table({name: _json_column(name, values) for name, values in fields.items()})
+
+
+def _json_column(name: str, values: list[Any]) -> pa.Array:
+    """A column of JSON scalars as pyarrow's JSON reader types it — or _Undecided for values
+    it would not read as one type or not at all (a ``ts`` of doubles then fails in
+    :func:`_timestamps`, as pyarrow's column of them)."""
+    kinds = set(map(type, values))
+    if not kinds <= _SCALARS:
+        raise _Undecided(f"{name!r} has a value that is not a scalar")
+    kinds.discard(type(None))
+    if len(kinds) > 1 and kinds != {int, float}:
+        raise _Undecided(f"{name!r} has values of several types")
+    return pa.array(values, pa.float64() if float in kinds else None)
 
 
 def _object_lines(content: bytes) -> int:
@@ -631,8 +729,10 @@ def _typed_or_null(kind: str, col: pa.Array, infer: bool) -> pa.Array:
 # -- records → layout ----------------------------------------------------------------------------
 def _layout(records: pa.Table, schemas: Mapping[str, EventType], arity: int, source: str, *,
             strict_params: bool, unknown_fields: str, nulls_are_fields: bool,
-            exact_doubles: bool, unique_ids: bool) -> pa.Table:
-    """The layout of ``records`` (columns by field name, Arrow-typed) — or _Undecided."""
+            exact_doubles: bool, unique_ids: bool, listed: bool = False) -> pa.Table:
+    """The layout of ``records`` (columns by field name, Arrow-typed; with ``listed`` the
+    parameters as a ``params`` list gives them, by type and place: :func:`_listed_records`)
+    — or _Undecided."""
     n = records.num_rows
     cols = {name: records.column(name).combine_chunks() for name in records.column_names}
     if any(not _primitive(c.type) for c in cols.values()):
@@ -647,7 +747,7 @@ def _layout(records: pa.Table, schemas: Mapping[str, EventType], arity: int, sou
     out["key"] = pa.nulls(n, pa.string())
     if unknown_fields != "ignore":
         for name, col in cols.items():
-            if name in ENVELOPE_FIELDS:
+            if name in ENVELOPE_FIELDS or name.startswith(LISTED):
                 continue
             for t, mask in rows.items():
                 if name not in schemas[t].param_names and (
@@ -656,7 +756,7 @@ def _layout(records: pa.Table, schemas: Mapping[str, EventType], arity: int, sou
     slots: dict[str, list[tuple[np.ndarray, pa.Array]]] = {}
     for t, mask in rows.items():
         for i, spec in enumerate(schemas[t].params):
-            col = cols.get(spec.name)
+            col = cols.get(f"{LISTED}{t}.{i}" if listed else spec.name)
             if col is None or col.null_count == len(col):
                 if strict_params:
                     raise _Undecided(f"missing parameter {spec.name!r}")

@@ -179,16 +179,26 @@ class ColumnBlocks:
         for b in made:
             self._keep(m, b, None, found, len(made) == 1)
 
+    def unmade_rows(self, name: str) -> bool:
+        """Whether the window statement ``name``'s block over the batch leaves its rows
+        unmade where it can (``WindowBlock.unread``: only the output reads them; its rows
+        then come to :meth:`add_window` as a :class:`Deferred`)."""
+        return name in self.unread
+
     def add_window(self, w: Any, src: Rows) -> None:
         """Describe the rows of the window block ``w`` (kernels.window_block.WindowBlock)
         planned over the batch as a block, when each is the arrival row of its input row
         (``w.arrivals``: a sliding window's row per arriving event): a field item is that
         row's field, any other item (an aggregate) the row's own value, a ``(VALUE, i)``
         column of the rows' parameters; the rows of boundaries and expiries stay objects.
-        Registered for the patterns over those rows (:meth:`add`, :meth:`_through`)."""
-        if src is not self.batch or not w.arrivals or not w.found:
-            return
+        Registered for the patterns over those rows (:meth:`add`, :meth:`_through`). Rows
+        not made (``w.found`` a :class:`Deferred`: only the output reads them, ``w.unread``)
+        are a deferred block, its values the block's item columns."""
         found = w.found
+        unmade = isinstance(found, Deferred)
+        if not unmade and (src is not self.batch or not w.arrivals or not found):
+            return
+        assert src is self.batch and w.arrivals  # (a Deferred only for the batch's arrivals)
         fields: list[tuple[int, int]] = []
         values: list[list[Any]] = []
         for i, (kind, a) in enumerate(w.plan.items):
@@ -196,10 +206,13 @@ class ColumnBlocks:
                 fields.append((0, a))
             else:
                 fields.append((VALUE, len(values)))
-                values.append(field_values(found, i))
+                values.append(w.item_columns[i] if unmade else field_values(found, i))
         at = np.asarray(w.at, np.int64)
         b = StageMatches(w.name, tuple(w.plan.aliases), tuple(fields), at, np.arange(len(at)),
                          at[None, :], values=tuple(values))
+        if unmade:
+            self.deferred.append((b, found))
+            return
         self.window_rows[id(found)] = b
         b.events = found
         self.blocks.append((b, None))

@@ -513,14 +513,20 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             if reach is not None:  # (instances no row of the batch can reach wait on)
                 near = reach[0][np.where(has, q, 0)] <= reach[1][sel]
                 ok &= near
-            if not isinstance(src, EventRows):  # (the A events the guard's bindings read,
-                firsts = sel[ok]                # made in one go by a column source)
-                cols.events(new_rows[firsts[firsts >= n_old] - n_old])
+            # (the A events the guard's bindings read — only when the closure decides, not
+            # the columns: made in one go by a column source)
+            firsts = sel[ok]
+            unmade = [not isinstance(src, EventRows)]
+
+            def bound(q: int) -> dict[str, Any]:
+                if unmade[0]:
+                    unmade[0] = False
+                    cols.events(new_rows[firsts[firsts >= n_old] - n_old])
+                return _bindings(view, old, pend_events, new_rows, q, cols)
+
             guard = _GuardColumns(view, jv, cols, vlocs, order, old, pend_events)
-            moved, row = _first_guarded(view, jv, sel[ok], q[ok], order, code_j, i_code_j,
-                                        rows_j, i_ts, cols,
-                                        lambda q: _bindings(view, old, pend_events, new_rows,
-                                                            q, cols), reach, guard.truth)
+            moved, row = _first_guarded(view, jv, firsts, q[ok], order, code_j, i_code_j,
+                                        rows_j, i_ts, cols, bound, reach, guard.truth)
         else:
             moved, row = sel[ok], row[ok]
         return moved, row

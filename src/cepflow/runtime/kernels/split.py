@@ -235,9 +235,12 @@ def split_columns(engine: Any, kernels: list[Any], rows: Rows) -> MatchTable | N
     (kernels.column_blocks). None, having changed nothing, when the kernel patterns cannot
     take the batch."""
     program = engine.program
+    # (the kernel patterns and window statements whose output only the output reads)
+    names = [m.name for m in kernels] + [engine.windows[i].statement.name
+                                         for i in window_kernels(engine)]
     blocks = ColumnBlocks(rows, {a.name for a in program.automata}
                           | {w.name for w in program.windows},
-                          frozenset(m.name for m in kernels if not engine.consumed(m.name)))
+                          frozenset(n for n in names if not engine.consumed(n)))
     with gc_paused():
         found = _split(engine, kernels, rows, columns=True, blocks=blocks)
     if found is None:
@@ -288,7 +291,8 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
     windows: dict[int, WindowBlock] = {}
     if not any(p is None for p in plans):
         for i in window_kernels(engine):
-            b = plan_window(engine, engine.windows[i], cols, src)
+            b = plan_window(engine, engine.windows[i], cols, src, unread=blocks is not None
+                            and blocks.unmade_rows(engine.windows[i].statement.name))
             if b is not None:
                 windows[i] = b
                 if blocks is not None:

@@ -40,6 +40,7 @@ import itertools
 import math
 from bisect import bisect_left
 from collections import deque
+from functools import partial
 from itertools import repeat
 from operator import attrgetter, itemgetter
 from types import SimpleNamespace
@@ -50,6 +51,7 @@ import numpy as np
 from cepflow.compiler.evaluator import EvaluationError
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.language.walk import strip_alias
+from cepflow.runtime.kernels.column_blocks import Deferred
 from cepflow.runtime.kernels.filters import filter_mask
 from cepflow.runtime.kernels.frame import Declined, declined_on_failure
 from cepflow.runtime.rows import (
@@ -214,9 +216,24 @@ def _numbers(values: list[Any], want: type | None, what: str) -> tuple[np.ndarra
     raise Declined(f"{what}: values of type {', '.join(sorted(k.__name__ for k in kinds))}")
 
 
-def _passed(at: list[int], found: list[Any]) -> tuple[list[int], list[ComplexEvent]]:
-    """The rows ``having`` kept (the others are None) and their input rows."""
-    if all(r is not None for r in found):
+def _made_rows(kind: Any, cols: list[list[Any]], now: list[Any], rows: list[int], src: Rows,
+               block_rows: np.ndarray, places: np.ndarray) -> list[ComplexEvent]:
+    """The arrival rows at ``places`` of a block whose rows were not made (``unread``: a
+    ``Deferred``'s objects): the same lazy rows ``WindowBlock._rows`` makes (``kind``, the
+    items' columns ``cols``, the times ``now``, the input rows ``rows``), their triggers made
+    together when one is read (rows.Triggers over those places' rows only)."""
+    idx = places.tolist()
+    picked = [list(map(c.__getitem__, idx)) for c in cols]
+    params: Any = zip(*picked, strict=True) if picked else repeat((), len(idx))
+    trig = Triggers(src, block_rows[places])
+    return list(map(kind, params, map(now.__getitem__, idx), repeat(trig),
+                    map(rows.__getitem__, idx)))
+
+
+def _passed(at: list[int], found: Any) -> tuple[list[int], Any]:
+    """The rows ``having`` kept (the others are None) and their input rows (rows not made,
+    a ``Deferred``, have no having: all kept)."""
+    if isinstance(found, Deferred) or all(r is not None for r in found):
         return at, found
     keep = [i for i, r in enumerate(found) if r is not None]
     return [at[i] for i in keep], [found[i] for i in keep]
@@ -330,7 +347,7 @@ class WindowBlock:
     (``due``, ``process``, ``advance_to``, ``window``, ``statement``: what the engine calls)."""
 
     def __init__(self, engine: Any, runner: Any, cols: TypeColumns, src: Rows,
-                 t_end: Any = None) -> None:
+                 t_end: Any = None, unread: bool = False) -> None:
         self.runner = runner
         self.statement = runner.statement
         self.name = runner.statement.name
@@ -375,10 +392,18 @@ class WindowBlock:
         #: over a column source a time window's arrival rows are made without their events
         #: (their parts made when first read: rows.Triggers), and the events of the records
         #: the runner keeps when it keeps them (_records): the batch decodes only those
-        #: (no having, which reads the events; no rows on expiry, which carry them)
+        #: (no having, which reads the events; a fully aggregated window's rows on expiry
+        #: read the events of their groups' first leaving records: only those are made)
         self._on_demand = (st.window.kind == "time" and not st.window.per_group
                            and not isinstance(src, EventRows) and not st.more_inputs
-                           and plan.having_expr is None and plan.mode != "group")
+                           and plan.having_expr is None)
+        #: ``unread`` (only the output reads the rows, a column source: split_columns): the
+        #: arrival rows made on demand are not made at all — :attr:`found` is a ``Deferred``
+        #: (kernels.column_blocks) making those asked for, the file job writes the block
+        #: from :attr:`item_columns` (ColumnBlocks.add_window)
+        self.unread = unread and self._on_demand
+        #: per select item, its value per arrival row (set when the rows are not made)
+        self.item_columns: list[list[Any]] | None = None
         self.events: Any = (cols.events(rows[:0] if self._lazy or self._on_demand else rows)
                             if len(rows) else [])
         n = len(rows)
@@ -505,8 +530,13 @@ class WindowBlock:
             params = zip(*cols, strict=True)
         if evs is None:
             assert rows is not None and values is not None and self.plan.having_expr is None
+            kind = triggered_kind(name, aliases)
+            if self.unread:  # (nothing but the output reads them: made when asked for)
+                self.item_columns = cols
+                return Deferred(name, len(rows), partial(_made_rows, kind, cols, now, rows,
+                                                         self._src, self.rows))
             trig = Triggers(self._src, self.rows)
-            return list(map(triggered_kind(name, aliases), params, now, repeat(trig), rows))
+            return list(map(kind, params, now, repeat(trig), rows))
         parts = (repeat(()) if times is not None else zip(evs) if triggers is None
                  else zip(triggers))
         kind = lazy_kind(name, aliases)
@@ -695,6 +725,14 @@ class WindowBlock:
         # (the arrivals' times: their rows', and the expiries')
         now = self._src.times(self.rows) if evs is None else list(map(_TS, evs))
         ev_of = [r[EVENT] for r in held] + evs if held and evs is not None else evs
+
+        def events_of(pos: list[int]) -> list[Event]:  # (of held + batch positions pos)
+            if ev_of is not None:
+                return list(map(ev_of.__getitem__, pos))
+            new = self.rows[np.array([k - m for k in pos if k >= m], np.int64)]
+            made = self._cols.events(new) if len(new) else {}
+            return [held[k][EVENT] if k < m else made[int(self.rows[k - m])] for k in pos]
+
         other = (np.flatnonzero(out_ & ~same) if removed is not None and not lanes
                  and self.plan.mode == "group" else np.zeros(0, np.int64))
         if not len(other):
@@ -717,7 +755,7 @@ class WindowBlock:
         self._due_end = float("inf")
         if timed and self.plan.mode == "group":  # (fully aggregated: rows on expiry too)
             ts_of = [r[TS] for r in held] + now if held else now
-            self._plan_expiries(is_arr[order], gs, so, expiry, ts_of, ev_of, p, size,
+            self._plan_expiries(is_arr[order], gs, so, expiry, ts_of, events_of, p, size,
                                 values_at)
 
         def commit() -> None:
@@ -846,7 +884,7 @@ class WindowBlock:
             self.events = self._cols.events(self.rows[np.array(idx, np.int64)])
 
     def _plan_expiries(self, arrival: np.ndarray, gs: np.ndarray, so: np.ndarray,
-                       expiry: np.ndarray, ts_of: list[Any], ev_of: list[Event], p: int,
+                       expiry: np.ndarray, ts_of: list[Any], events_of: Any, p: int,
                        size: Any, values_at: Any) -> None:
         """The rows a fully aggregated ``#time`` statement outputs as time passes
         (processor.PerGroupRows.expire): at every expiry instant the batch reaches, one row per
@@ -854,8 +892,9 @@ class WindowBlock:
         group's values after all its events leaving then (count 0 and nulls for a group left
         empty), its first leaving event as the row's event, no trigger. ``arrival``, ``gs`` and
         ``so`` are the log by group (then log order) as :meth:`_plan_sliding` has it,
-        ``values_at`` the slots' values at its entries; ``ts_of``/``ev_of`` the held and batch
-        records' times and events by position; ``p`` the expiries due by the batch's end."""
+        ``values_at`` the slots' values at its entries; ``ts_of`` the held and batch records'
+        times by position, ``events_of`` their events at a list of positions; ``p`` the
+        expiries due by the batch's end."""
         self._due_end = ts_of[p] + size if p < len(ts_of) else float("inf")
         q = np.flatnonzero(~arrival)
         if not len(q):
@@ -877,7 +916,7 @@ class WindowBlock:
         # (the instant as the runner computes it: its first leaving record's time + Δ)
         instants = [ts_of[rep[lo]] + size for lo in cut[:-1]]
         now = np.repeat(np.array(instants, object), np.diff(cut)).tolist()
-        rows = self._rows([ev_of[r] for r in rep], vals, now)
+        rows = self._rows(events_of(rep), vals, now)
         self._closes = [(b, [r for r in rows[lo:hi] if r is not None])
                         for b, (lo, hi) in zip(instants, itertools.pairwise(cut), strict=True)]
         self.due = self._closes[0][0]
@@ -1328,15 +1367,15 @@ class WindowBlock:
                 for bi, (b, lo, hi, posted) in enumerate(closes)]
         return made, batches
 
-def plan_window(engine: Any, runner: Any, cols: TypeColumns, src: Rows, t_end: Any = None
-                ) -> WindowBlock | None:
+def plan_window(engine: Any, runner: Any, cols: TypeColumns, src: Rows, t_end: Any = None,
+                unread: bool = False) -> WindowBlock | None:
     """The block of ``runner``'s statement over the batch (``src``: the input, or a kernel
     pattern's planned matches ending at the input's last instant ``t_end``:
     kernels.cascade.plan_windows_over), or None when this batch declines it (its runner then
-    takes the rows per event)."""
+    takes the rows per event). ``unread``: only the output reads its rows (WindowBlock)."""
     if runner.finished or runner._in_fast:
         return None
     try:
-        return WindowBlock(engine, runner, cols, src, t_end=t_end)
+        return WindowBlock(engine, runner, cols, src, t_end=t_end, unread=unread)
     except Declined:
         return None
