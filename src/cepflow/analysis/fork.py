@@ -562,7 +562,7 @@ def state_key(engine: Engine) -> bytes:
             tuple((d, age.get(tid, -1), z, s) for d, tid, z, s in m.deadlines),
             tuple(m.skipped)))
     wins = tuple(_picture(r) for r in engine.windows)
-    return hashlib.blake2b(_bytes((engine.time, engine.statement_start if engine._clocks
+    return hashlib.blake2b(_bytes((engine.time, engine.statement_start if engine.reads_start
                                     else None, engine.stopped, tuple(pats), wins)),
                            digest_size=16).digest()
 

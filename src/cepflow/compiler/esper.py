@@ -1294,7 +1294,27 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
             return p
         inner = _from_start(p.pattern, once=False)
         return p if inner is p.pattern else replace(p, pattern=inner)
-    return _from_start(p, once=True)
+    return _whole(_from_start(p, once=True))
+
+
+def _whole(p: ast.Pattern) -> ast.Pattern:
+    """``p`` with the guards it begins with (``(P where timer:within(Δ)) [-> …]``, nested
+    ones too) marked ast.Window.whole: Esper's root starts them with the statement, and when
+    one fires it quits everything under it — each instance an ``every`` inside began, on one
+    event, a group or a timer (EvalGuardStateNode quits its child, EvalEveryStateNode's
+    instances with it) — so the window runs from the statement's start for every run that
+    enters it (Zone.whole). Around a pattern that begins at the statement's start once (the
+    zero interval in front, ``every`` on one event inside) that is what the window from the
+    clock's event was; around ``every`` on a group (``(every (a=A -> b=B)) where …``) or a
+    timer it was each instance's own window before session 41. A counting
+    ``timer:withinmax`` keeps its places (_counted_places)."""
+    items = fol_items(p)
+    head = items[0]
+    if not (isinstance(head, ast.Window) and head.guard and head.kind == "within"
+            and head.most is None and not head.slide and not head.after):
+        return p
+    inner = _whole(head.pattern)
+    return _fol([replace(head, pattern=inner, whole=True), *items[1:]])
 
 
 def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:

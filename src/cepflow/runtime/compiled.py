@@ -95,6 +95,7 @@ class CompiledPattern:
         "types",
         "unrestricted_chain",
         "unrestricted_later",
+        "whole_zones",
         "zone_by_id",
     )
 
@@ -115,6 +116,9 @@ class CompiledPattern:
         self.exact = self.context.exact
         self.zone_by_id: dict[int, Zone] = {z.id: z for z in auto.zones}
         self.timed_zones = {z.id for z in auto.zones if z.kind == "within" or z.timer_accept}
+        #: Esper's guard at the top of the pattern (Zone.whole): a run enters these zones at
+        #: the statement's start (Matcher._zones)
+        self.whole_zones = frozenset(z.id for z in auto.zones if z.whole)
         # event type -> states with positive / negative transitions on it
         pos_states: dict[str, list[int]] = {}
         neg_states: dict[str, list[int]] = {}
@@ -154,11 +158,11 @@ class CompiledPattern:
         # token path does, so such a pattern runs there)
         # (and Esper's -[n]> after every, Automaton.limits, which the token path counts, and
         # the results of timer:withinmax, Position.most, which it counts too; and Esper's
-        # guard begun where a step of several events completed, Zone.after, which no kernel
-        # plan reads)
+        # guard begun where a step of several events completed, Zone.after, and the guard
+        # at the top of the pattern, Zone.whole, which no kernel plan reads)
         clocked = (self.clock is not None or self.timer_steps or bool(auto.reports)
                    or bool(auto.limits) or any(p.most is not None for p in auto.positions)
-                   or any(z.after for z in auto.zones))
+                   or any(z.after or z.whole for z in auto.zones))
         #: state -> the acting -[n]> whose right-hand sides wait there: (n, its states)
         self.limit_at: dict[int, tuple[int, frozenset[int]]] = {
             s: lim for lim in auto.limits for s in lim[1]}

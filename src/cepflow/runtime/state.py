@@ -91,8 +91,7 @@ def has_state(engine: Engine) -> bool:
     return (any(m.count() for m in engine.matchers)
             or any(m.done or m.seen for m in engine.matchers if m.pattern.context.esper)
             or any(r.time != float("-inf") for r in engine.windows)
-            or (engine.statement_start is not None and any(m.pattern.clock is not None
-                                                           for m in engine.matchers)))
+            or (engine.statement_start is not None and engine.reads_start))
 
 
 # Saving and restoring make objects per saved event: the cyclic garbage collector is paused
