@@ -54,7 +54,7 @@ same automata and engine:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from itertools import count
 from typing import Literal
@@ -362,7 +362,8 @@ def _clock_of(body: ast.Pattern) -> tuple[ast.Pattern, Clock | None]:
     ``timer:interval(Δ) -> (P where timer:within(w))``) then starts with the clock's event."""
     items = fol_items(body)
     head = items[0]
-    if isinstance(head, ast.Window):
+    if isinstance(head, ast.Window) or (isinstance(head, ast.Every) and len(items) > 1):
+        # (every ((timer:interval(0) -> G) where …) -> R: the group the clock begins)
         inner, clock = _clock_of(head.pattern)
         if clock is None:
             return body, None
@@ -1297,6 +1298,14 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     return _whole(_from_start(p, once=True))
 
 
+def _guarded(w: ast.Window, fn: Callable[[ast.Pattern], ast.Pattern]) -> ast.Pattern:
+    """The nest of guards ``w`` with ``fn`` applied to the pattern inside them all."""
+    inner = w.pattern
+    if isinstance(inner, ast.Window) and inner.guard:
+        return replace(w, pattern=_guarded(inner, fn))
+    return replace(w, pattern=fn(inner))
+
+
 def _whole(p: ast.Pattern) -> ast.Pattern:
     """``p`` with the guards it begins with (``(P where timer:within(Δ)) [-> …]``, nested
     ones too) marked ast.Window.whole: Esper's root starts them with the statement, and when
@@ -1320,6 +1329,17 @@ def _whole(p: ast.Pattern) -> ast.Pattern:
 def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     items = fol_items(p)
     head = items[0]
+    if (once and len(items) > 1 and isinstance(head, ast.Every) and not head.distinct
+            and head.expiry is None and isinstance(head.pattern, ast.Window)
+            and _restarted_guard(head.pattern)):
+        # every ((G) where timer:within(Δ)) -> R: the group's guard restarts with it, as
+        # every ((G) where …) alone (below): the zero interval inside the guard, the clock
+        # begins the group at the statement's start and again when the group ended — it
+        # completed (an instance of R goes on) or its guard ended (docs/esper.md, "every
+        # (group) -> more")
+        if _zero_guard(head.pattern):
+            raise EsperError(_ZERO_RESTART, head.pattern.loc)
+        return _fol([replace(head, pattern=_zero_first(head.pattern, head.loc)), *items[1:]])
     if once and len(items) == 1 and _guarded_operands(head):
         # (every x = X and …) where timer:within(Δ) (every_equivalents puts a guard on an
         # every operand around the and): from the start, inside the guard (_repeating)
@@ -1332,16 +1352,17 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
                              "from the statement's start and ends the whole pattern then; put "
                              "the guard on what follows the first event (every-distinct(k) "
                              "a=A -> (b=B where timer:within(…)))", head.loc)
+        if once and isinstance(inner, ast.Every) and not _single(inner.pattern):
+            # (every (G) [-> R]) where …: the guard runs from the statement's start (_whole);
+            # under it the every starts as it would alone (a guard it restarts, every inside)
+            return _fol([_guarded(head, statement_start), *items[1:]])
         if _begins_with_timer(head) or (
                 isinstance(inner, ast.Every) and not _single(inner.pattern)):
-            return p  # (a group's every (G) -> R keeps its reading: docs/esper.md)
+            return p
         if not once and not _restarted_guard(head):
             return p
         if not once and _zero_guard(head):
-            raise EsperError("a guard 'where timer:within(0)' around a sub-expression of "
-                             "several events under every (…) is not supported: Esper restarts "
-                             "the sub-expression at the instant its guard ends, which is that "
-                             "same instant again", head.loc)
+            raise EsperError(_ZERO_RESTART, head.loc)
         return _zero_first(p, head.loc)
     ops = (and_items(head) if isinstance(head, ast.And) else or_items(head)
            if isinstance(head, ast.Or) else [])
@@ -1366,6 +1387,11 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     else:
         begins = isinstance(head, ast.Not)
     return _zero_first(p, head.loc) if begins else p
+
+
+_ZERO_RESTART = ("a guard 'where timer:within(0)' around a sub-expression of several events "
+                 "under every (…) is not supported: Esper restarts the sub-expression at the "
+                 "instant its guard ends, which is that same instant again")
 
 
 def _restarted_guard(head: ast.Window) -> bool:

@@ -95,6 +95,7 @@ class CompiledPattern:
         "types",
         "unrestricted_chain",
         "unrestricted_later",
+        "whole_zone",
         "whole_zones",
         "zone_by_id",
     )
@@ -119,6 +120,9 @@ class CompiledPattern:
         #: Esper's guard at the top of the pattern (Zone.whole): a run enters these zones at
         #: the statement's start (Matcher._zones)
         self.whole_zones = frozenset(z.id for z in auto.zones if z.whole)
+        #: the shortest of them: when it has passed the pattern is over (nothing begins)
+        self.whole_zone = min((z for z in auto.zones if z.whole), key=lambda z: z.length,
+                              default=None)
         # event type -> states with positive / negative transitions on it
         pos_states: dict[str, list[int]] = {}
         neg_states: dict[str, list[int]] = {}

@@ -406,6 +406,13 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         start = getattr(self.host.engine, "statement_start", None)
         return tau if start is None else start
 
+    def quit(self, t: float) -> bool:
+        """Has Esper's guard at the top of the pattern ended by ``t`` (Zone.whole)? Then the
+        pattern is over — EvalGuardStateNode quit everything under it, the root's child is
+        false for good —: no instance begins, no clock starts."""
+        zone = self.pattern.whole_zone
+        return zone is not None and zone.exceeded(t - self._origin(t))
+
     # -- processing -----------------------------------------------------------------------
     def partition_of(self, e: Event) -> Any:
         if not self.pattern.partitioned:
@@ -1049,6 +1056,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                mult: int = 1) -> bool:
         """A new partial match from the initial state, if ``e`` can begin one (standing for
         ``mult`` identical instances: Token.mult)."""
+        if self.pattern.whole_zone is not None and self.quit(e.ts):
+            return False
         root = Thread(INITIAL, {}, [], None, None)
         res = self._try_edges(root, self.pattern.initial[e.type], e)
         if res is None:
