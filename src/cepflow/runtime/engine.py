@@ -206,9 +206,12 @@ class Engine:
 
     def start_statements(self, t: float) -> None:
         """Start the statements at ``t``: the clocks of patterns that begin with
-        ``timer:interval`` (at most once; the first event does it when nobody did)."""
+        ``timer:interval`` (at most once; the first event does it when nobody did). The start
+        is kept as a float whoever gave it (an event's integer time, the split's column of
+        times): saved state reads the same on every route."""
         if self.statement_start is not None:
             return
+        t = float(t)
         self.statement_start = t
         for m in self._clocks:
             m.start_clock(t)
