@@ -111,7 +111,7 @@ GUARDED = [
      "D1 A1 B1 D2 A2 B2 C1", ["A2 B2 C1"], ["A1 B1 C1", "A2 B2 C1"]),
     ("every (A -> B) where timer:within(2 sec) -> C", "every ((A -> B)[2 s]) -> C",
      "D1 A1 B1 C1", [], ["A1 B1 C1"]),
-    # (the window 3–5 s takes A2 at 3 s — its restart's instant, after the timer —, B1)
+    # (the window from 3 s to 5 s takes A2 at 3 s — its restart's instant, after the timer —, B1)
     ("every (A -> B) where timer:within(2 sec) -> C", "every ((A -> B)[2 s]) -> C",
      "A1 D1 A2 B1 C1", ["A2 B1 C1"], ["A2 B1 C1"]),
     # (the guard around it all ends everything at 4 s: B2 comes at its end, too late; cepflow's

@@ -1331,7 +1331,7 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     head = items[0]
     if (once and len(items) > 1 and isinstance(head, ast.Every) and not head.distinct
             and head.expiry is None and isinstance(head.pattern, ast.Window)
-            and _restarted_guard(head.pattern)):
+            and _restarted_guard(head.pattern) and not _begins_with_timer(head.pattern)):
         # every ((G) where timer:within(Δ)) -> R: the group's guard restarts with it, as
         # every ((G) where …) alone (below): the zero interval inside the guard, the clock
         # begins the group at the statement's start and again when the group ended — it
@@ -1346,13 +1346,17 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
         return _zero_first(p, head.loc)
     if isinstance(head, ast.Window):
         inner = fol_items(head.pattern)[0]
+        core = head.pattern  # (under the nest of guards the pattern begins with)
+        while isinstance(core, ast.Window) and core.guard:
+            core = core.pattern
+        core = fol_items(core)[0]
         if once and any(isinstance(n, ast.Every) and (n.distinct or n.expiry is not None)
                         for n in walk(head.pattern)):
             raise EsperError("a guard around every-distinct is not supported: Esper runs it "
                              "from the statement's start and ends the whole pattern then; put "
                              "the guard on what follows the first event (every-distinct(k) "
                              "a=A -> (b=B where timer:within(…)))", head.loc)
-        if once and isinstance(inner, ast.Every) and not _single(inner.pattern):
+        if once and isinstance(core, ast.Every) and not _single(core.pattern):
             # (every (G) [-> R]) where …: the guard runs from the statement's start (_whole);
             # under it the every starts as it would alone (a guard it restarts, every inside)
             return _fol([_guarded(head, statement_start), *items[1:]])
