@@ -73,7 +73,7 @@ PINNED = [
      [("B", 0, 2200)], "o1.v as b", [(2200, (0,)), (2200, (0,))]),
     ("((every timer:interval(1 sec)) -> o1=B) where timer:within(2500 msec)",
      [("B", 0, 2600)], "o1.v as b", []),
-    # (a restarted guard under the top one: windows 0–1 s, 1–2 s, …, all ended at 2.5 s)
+    # (a restarted guard under the top one: windows from 0, 1 s, 2 s, all ended at 2.5 s)
     ("(every ((o1=A -> o2=B) where timer:within(1 sec))) where timer:within(2500 msec)",
      [("A", 0, 900), ("B", 0, 1100), ("A", 0, 1200), ("B", 0, 1300), ("A", 0, 2400),
       ("B", 0, 2450), ("A", 0, 2460), ("B", 0, 2600)], AB, [(1300, (2, 3)), (2450, (4, 5))]),
@@ -98,7 +98,7 @@ def test_a_guard_at_the_top_ends_everything_under_it(pattern, events, select, wa
 # ---- pinned: every ((G) where …) -> R ------------------------------------------------------
 
 GROUPS = [
-    # (windows 0–2 s, 2–4 s: A@1500 and B@2500 fall in two; A@2000 — at the restart's instant,
+    # (windows from 0 and from 2 s: A@1500 and B@2500 fall in two; A@2000 — at the restart's instant,
     # after the timer — and B@3000 complete the second, C@3500 the rest)
     ("every ((o1=A -> o2=B) where timer:within(2 sec)) -> o3=C",
      [("A", 0, 1500), ("A", 0, 2000), ("B", 0, 3000), ("C", 0, 3500)],
