@@ -98,8 +98,8 @@ def test_a_guard_at_the_top_ends_everything_under_it(pattern, events, select, wa
 # ---- pinned: every ((G) where …) -> R ------------------------------------------------------
 
 GROUPS = [
-    # (windows from 0 and from 2 s: A@1500 and B@2500 fall in two; A@2000 — at the restart's instant,
-    # after the timer — and B@3000 complete the second, C@3500 the rest)
+    # (windows from 0 and from 2 s: A@1500 and B@2500 fall in two; A@2000 — at the
+    # restart's instant, after the timer — and B@3000 complete the second, C@3500 the rest)
     ("every ((o1=A -> o2=B) where timer:within(2 sec)) -> o3=C",
      [("A", 0, 1500), ("A", 0, 2000), ("B", 0, 3000), ("C", 0, 3500)],
      "o1.v as a, o3.v as c", [(3500, (1, 3))]),
