@@ -1273,9 +1273,9 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     before :func:`guard_windows`, which writes ``X -> (P where …)`` as ``(X -> P)[Δ]`` and so
     loses which of the two was written. A guard around ``every x = X -> P`` (every on one
     event) so becomes ``timer:interval(0) -> every x = X -> P`` inside the guard: it ends the
-    whole pattern Δ after the start, as Esper's; around a group's ``every (G) -> R`` it keeps
-    its reading (each instance from its first event: docs/esper.md, "A window around the
-    whole"). ``every ((…) where timer:within(Δ) [-> …])`` around more than one event becomes
+    whole pattern Δ after the start, as Esper's; around ``every`` on a group (or a timer, a
+    guarded event) the guard is ast.Window.whole (:func:`_whole`): every run enters its window
+    at the statement's start. ``every ((…) where timer:within(Δ) [-> …])`` around more than one event becomes
     ``every ((timer:interval(0) -> …) where …)``: Esper restarts the guard with the
     sub-expression, at the statement's start and when an instance completed or its guard
     ended, so each window runs from that instant (:func:`_restarted_guard`; docs/esper.md,
