@@ -252,6 +252,11 @@ STREAM = [("A", 0, 1, 0.0, 0), ("A", 0, 2, 0.0, 1), ("B", 0, 1, 0.0, 1), ("A", 1
 @settings(max_examples=120, deadline=None)
 @given(groups(), stream([0, 1, 2]), st.integers(1, 30), st.integers(0, 70))
 @example(BENCH, STREAM, 2, 4)
+# (the group's rest left the guard's zone after its deadline fired: a restore asked for that
+# timer again — state._fired, session 41)
+@example("@Name('P')\ninsert into P\nfrom pattern [every ((a = A() -> b = A()) or e = A()) "
+         "where timer:within(3 msec) -> c = A(c.v != 2)];\n",
+         [("A", 0, 0, 0.0, 0)] * 7 + [("A", 0, 2, 0.0, 3)], 1, 8)
 def test_groups_run_equal_event_by_event(stmt, spec, batch, restore_at) -> None:
     """``Engine.run`` in batches with a save/restore in the middle: as event by event (the
     fast per-event steps and the general token path)."""
@@ -303,6 +308,12 @@ def test_groups_advance_and_restore_mid_stream(stmt, spec, advance_at, restore_a
 @settings(max_examples=40, deadline=None)
 @given(groups(), keyed_others(1), stream([0, 1]), st.lists(st.integers(0, 70), max_size=4),
        st.integers(0, 70))
+# (a restarted group guard: a clock; the split began the statements at the batch's first time
+# as a float, the event its integer — session 41's Engine.start_statements keeps a float)
+@example("@Name('P')\ninsert into P\nfrom pattern [every (a = A() -> b = A()) where "
+         "timer:within(3 msec) -> c = A()];\n",
+         ["@Name('D')\ninsert into D\nfrom pattern [every (x = A(x.v > 1) -> y = B(y.k = "
+          "x.k))];\n"], [("A", 0, 0, 0.0, 0)], [], 0)
 def test_groups_beside_the_split(stmt, others, spec, cuts, restore_at) -> None:
     """In a program the split takes, the group statement is none of its kernel patterns
     (per event), and the program equals event by event."""

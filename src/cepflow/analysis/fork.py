@@ -86,7 +86,7 @@ RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finish
                           "_match_ids"})
 #: what the four classes hold that is made once from the program (shared by forks)
 ENGINE_SHARED = frozenset({"program", "side", "_evaluates", "_starts", "max_partial_matches",
-                           "on_error", "_readers", "_timer_end_shapes"})
+                           "on_error", "_readers", "_timer_end_shapes", "reads_start"})
 HOST_SHARED = frozenset({"rules", "actions", "max_cascade", "arity", "_plans", "acting"})
 MATCHER_SHARED = frozenset({"pattern", "name"})
 RUNNER_SHARED = frozenset({"statement", "plan", "output_schema", "columnar_min_batch",
