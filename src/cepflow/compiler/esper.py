@@ -1275,8 +1275,9 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     event) so becomes ``timer:interval(0) -> every x = X -> P`` inside the guard: it ends the
     whole pattern Δ after the start, as Esper's; around ``every`` on a group (or a timer, a
     guarded event) the guard is ast.Window.whole (:func:`_whole`): every run enters its window
-    at the statement's start. ``every ((…) where timer:within(Δ) [-> …])`` around more than one event becomes
-    ``every ((timer:interval(0) -> …) where …)``: Esper restarts the guard with the
+    at the statement's start. ``every ((…) where timer:within(Δ) [-> …])`` around more than
+    one event becomes ``every ((timer:interval(0) -> …) where …)`` (also followed by more:
+    ``every ((…) where …) -> R``, :func:`_from_start`): Esper restarts the guard with the
     sub-expression, at the statement's start and when an instance completed or its guard
     ended, so each window runs from that instant (:func:`_restarted_guard`; docs/esper.md,
     "every ((…) where timer:within(Δ))"); no batch kernel takes a clock-started pattern."""
