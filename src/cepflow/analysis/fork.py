@@ -86,7 +86,7 @@ RUNNER_STATE = frozenset({"window", "_fast", "_in_fast", "time", "_seq", "finish
                           "_match_ids"})
 #: what the four classes hold that is made once from the program (shared by forks)
 ENGINE_SHARED = frozenset({"program", "side", "_evaluates", "_starts", "max_partial_matches",
-                           "on_error", "_readers", "_timer_end_shapes"})
+                           "on_error", "_readers", "_timer_end_shapes", "reads_start"})
 HOST_SHARED = frozenset({"rules", "actions", "max_cascade", "arity", "_plans", "acting"})
 MATCHER_SHARED = frozenset({"pattern", "name"})
 RUNNER_SHARED = frozenset({"statement", "plan", "output_schema", "columnar_min_batch",
@@ -562,7 +562,7 @@ def state_key(engine: Engine) -> bytes:
             tuple((d, age.get(tid, -1), z, s) for d, tid, z, s in m.deadlines),
             tuple(m.skipped)))
     wins = tuple(_picture(r) for r in engine.windows)
-    return hashlib.blake2b(_bytes((engine.time, engine.statement_start if engine._clocks
+    return hashlib.blake2b(_bytes((engine.time, engine.statement_start if engine.reads_start
                                     else None, engine.stopped, tuple(pats), wins)),
                            digest_size=16).digest()
 

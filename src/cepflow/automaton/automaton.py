@@ -179,6 +179,12 @@ class Zone:
     #: complete it are inside, so the zone is entered — its duration starts — at that item's
     #: last event; the per-event token path runs it (no kernel reads such a zone)
     after: bool = False
+    #: Esper's guard at the top of the pattern (ast.Window.whole): a run entering the zone
+    #: enters it at the statement's start, whatever event it enters with, so its deadline is
+    #: the statement's start plus the length for every instance (the guard quits them all
+    #: then, EvalGuardStateNode); the per-event token path runs it (no kernel reads such a
+    #: zone)
+    whole: bool = False
 
     def exceeded(self, span: float) -> bool:
         """Does a within span of ``span`` ms break this window?"""

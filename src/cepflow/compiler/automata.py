@@ -569,7 +569,7 @@ class _Builder:
 
     def build_window(self, p: ast.Window) -> _Frag:
         zid = len(self.zones)
-        zone = Zone(zid, float(p.duration), p.kind, loc=p.loc, after=p.after)
+        zone = Zone(zid, float(p.duration), p.kind, loc=p.loc, after=p.after, whole=p.whole)
         self.zones.append(zone)
         if p.after:  # (Esper's guard after a step X: the zone from X's end, enter_after)
             if not isinstance(p.pattern, ast.Fol) or p.slide or p.most is not None:

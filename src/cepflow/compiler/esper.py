@@ -54,7 +54,7 @@ same automata and engine:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from itertools import count
 from typing import Literal
@@ -368,7 +368,8 @@ def _clock_of(body: ast.Pattern) -> tuple[ast.Pattern, Clock | None]:
     ``timer:interval(Δ) -> (P where timer:within(w))``) then starts with the clock's event."""
     items = fol_items(body)
     head = items[0]
-    if isinstance(head, ast.Window):
+    if isinstance(head, ast.Window) or (isinstance(head, ast.Every) and len(items) > 1):
+        # (every ((timer:interval(0) -> G) where …) -> R: the group the clock begins)
         inner, clock = _clock_of(head.pattern)
         if clock is None:
             return body, None
@@ -1279,10 +1280,11 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
     before :func:`guard_windows`, which writes ``X -> (P where …)`` as ``(X -> P)[Δ]`` and so
     loses which of the two was written. A guard around ``every x = X -> P`` (every on one
     event) so becomes ``timer:interval(0) -> every x = X -> P`` inside the guard: it ends the
-    whole pattern Δ after the start, as Esper's; around a group's ``every (G) -> R`` it keeps
-    its reading (each instance from its first event: docs/esper.md, "A window around the
-    whole"). ``every ((…) where timer:within(Δ) [-> …])`` around more than one event becomes
-    ``every ((timer:interval(0) -> …) where …)``: Esper restarts the guard with the
+    whole pattern Δ after the start, as Esper's; around ``every`` on a group (or a timer, a
+    guarded event) the guard is ast.Window.whole (:func:`_whole`): every run enters its window
+    at the statement's start. ``every ((…) where timer:within(Δ) [-> …])`` around more than
+    one event becomes ``every ((timer:interval(0) -> …) where …)`` (also followed by more:
+    ``every ((…) where …) -> R``, :func:`_from_start`): Esper restarts the guard with the
     sub-expression, at the statement's start and when an instance completed or its guard
     ended, so each window runs from that instant (:func:`_restarted_guard`; docs/esper.md,
     "every ((…) where timer:within(Δ))"); no batch kernel takes a clock-started pattern."""
@@ -1301,34 +1303,78 @@ def statement_start(p: ast.Pattern) -> ast.Pattern:
             return p
         inner = _from_start(p.pattern, once=False)
         return p if inner is p.pattern else replace(p, pattern=inner)
-    return _from_start(p, once=True)
+    return _whole(_from_start(p, once=True))
+
+
+def _guarded(w: ast.Window, fn: Callable[[ast.Pattern], ast.Pattern]) -> ast.Pattern:
+    """The nest of guards ``w`` with ``fn`` applied to the pattern inside them all."""
+    inner = w.pattern
+    if isinstance(inner, ast.Window) and inner.guard:
+        return replace(w, pattern=_guarded(inner, fn))
+    return replace(w, pattern=fn(inner))
+
+
+def _whole(p: ast.Pattern) -> ast.Pattern:
+    """``p`` with the guards it begins with (``(P where timer:within(Δ)) [-> …]``, nested
+    ones too) marked ast.Window.whole: Esper's root starts them with the statement, and when
+    one fires it quits everything under it — each instance an ``every`` inside began, on one
+    event, a group or a timer (EvalGuardStateNode quits its child, EvalEveryStateNode's
+    instances with it) — so the window runs from the statement's start for every run that
+    enters it (Zone.whole). Around a pattern that begins at the statement's start once (the
+    zero interval in front, ``every`` on one event inside) that is what the window from the
+    clock's event was; around ``every`` on a group (``(every (a=A -> b=B)) where …``) or a
+    timer it was each instance's own window before session 41. A counting
+    ``timer:withinmax`` keeps its places (_counted_places)."""
+    items = fol_items(p)
+    head = items[0]
+    if not (isinstance(head, ast.Window) and head.guard and head.kind == "within"
+            and head.most is None and not head.slide and not head.after):
+        return p
+    inner = _whole(head.pattern)
+    return _fol([replace(head, pattern=inner, whole=True), *items[1:]])
 
 
 def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     items = fol_items(p)
     head = items[0]
+    if (once and len(items) > 1 and isinstance(head, ast.Every) and not head.distinct
+            and head.expiry is None and isinstance(head.pattern, ast.Window)
+            and _restarted_guard(head.pattern) and not _begins_with_timer(head.pattern)):
+        # every ((G) where timer:within(Δ)) -> R: the group's guard restarts with it, as
+        # every ((G) where …) alone (below): the zero interval inside the guard, the clock
+        # begins the group at the statement's start and again when the group ended — it
+        # completed (an instance of R goes on) or its guard ended (docs/esper.md, "every
+        # (group) -> more")
+        if _zero_guard(head.pattern):
+            raise EsperError(_ZERO_RESTART, head.pattern.loc)
+        return _fol([replace(head, pattern=_zero_first(head.pattern, head.loc)), *items[1:]])
     if once and len(items) == 1 and _guarded_operands(head):
         # (every x = X and …) where timer:within(Δ) (every_equivalents puts a guard on an
         # every operand around the and): from the start, inside the guard (_repeating)
         return _zero_first(p, head.loc)
     if isinstance(head, ast.Window):
         inner = fol_items(head.pattern)[0]
+        core = head.pattern  # (under the nest of guards the pattern begins with)
+        while isinstance(core, ast.Window) and core.guard:
+            core = core.pattern
+        core = fol_items(core)[0]
         if once and any(isinstance(n, ast.Every) and (n.distinct or n.expiry is not None)
                         for n in walk(head.pattern)):
             raise EsperError("a guard around every-distinct is not supported: Esper runs it "
                              "from the statement's start and ends the whole pattern then; put "
                              "the guard on what follows the first event (every-distinct(k) "
                              "a=A -> (b=B where timer:within(…)))", head.loc)
+        if once and isinstance(core, ast.Every) and not _single(core.pattern):
+            # (every (G) [-> R]) where …: the guard runs from the statement's start (_whole);
+            # under it the every starts as it would alone (a guard it restarts, every inside)
+            return _fol([_guarded(head, statement_start), *items[1:]])
         if _begins_with_timer(head) or (
                 isinstance(inner, ast.Every) and not _single(inner.pattern)):
-            return p  # (a group's every (G) -> R keeps its reading: docs/esper.md)
+            return p
         if not once and not _restarted_guard(head):
             return p
         if not once and _zero_guard(head):
-            raise EsperError("a guard 'where timer:within(0)' around a sub-expression of "
-                             "several events under every (…) is not supported: Esper restarts "
-                             "the sub-expression at the instant its guard ends, which is that "
-                             "same instant again", head.loc)
+            raise EsperError(_ZERO_RESTART, head.loc)
         return _zero_first(p, head.loc)
     ops = (and_items(head) if isinstance(head, ast.And) else or_items(head)
            if isinstance(head, ast.Or) else [])
@@ -1353,6 +1399,11 @@ def _from_start(p: ast.Pattern, once: bool) -> ast.Pattern:
     else:
         begins = isinstance(head, ast.Not)
     return _zero_first(p, head.loc) if begins else p
+
+
+_ZERO_RESTART = ("a guard 'where timer:within(0)' around a sub-expression of several events "
+                 "under every (…) is not supported: Esper restarts the sub-expression at the "
+                 "instant its guard ends, which is that same instant again")
 
 
 def _restarted_guard(head: ast.Window) -> bool:

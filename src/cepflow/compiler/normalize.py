@@ -108,8 +108,9 @@ def normalize(p: ast.Pattern, expand_and: bool = True) -> ast.Pattern:
         if (isinstance(inner, ast.Window) and inner.kind == p.kind
                 and not _accepts(inner, p.guard) and inner.most is None and p.most is None
                 and not inner.slide and not p.slide
-                and not inner.after and not p.after):  # (a window from a step's end keeps
-            # its own zone)
+                and not inner.after and not p.after and not inner.whole
+                and not p.whole):  # (a window from a step's end, or from the statement's
+            # start, keeps its own zone)
             pick = min if p.kind == "within" else max
             return ast.Window(inner.pattern, pick(inner.duration, p.duration), p.kind, loc=p.loc,
                               guard=p.guard)

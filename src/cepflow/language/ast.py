@@ -199,6 +199,12 @@ class Window:
     #: followed-by — completed (its last event), not from ``X``'s first event: the zone begins
     #: at the steps that complete ``X`` (compiler.automata, Zone.after)
     after: bool = False
+    #: set by the EPL reader only (compiler.esper.statement_start): Esper's guard at the top of
+    #: the pattern, which its root starts with the statement and which, when it fires, quits
+    #: everything under it — every instance, also those an ``every`` inside (on a group, a
+    #: timer, a guarded event) begins later: the window's duration counts from the
+    #: statement's start for each run that enters it (compiler.automata, Zone.whole)
+    whole: bool = False
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,8 @@ class CompiledPattern:
         "types",
         "unrestricted_chain",
         "unrestricted_later",
+        "whole_zone",
+        "whole_zones",
         "zone_by_id",
     )
 
@@ -121,6 +123,12 @@ class CompiledPattern:
         self.exact = self.context.exact
         self.zone_by_id: dict[int, Zone] = {z.id: z for z in auto.zones}
         self.timed_zones = {z.id for z in auto.zones if z.kind == "within" or z.timer_accept}
+        #: Esper's guard at the top of the pattern (Zone.whole): a run enters these zones at
+        #: the statement's start (Matcher._zones)
+        self.whole_zones = frozenset(z.id for z in auto.zones if z.whole)
+        #: the shortest of them: when it has passed the pattern is over (nothing begins)
+        self.whole_zone = min((z for z in auto.zones if z.whole), key=lambda z: z.length,
+                              default=None)
         # event type -> states with positive / negative transitions on it
         pos_states: dict[str, list[int]] = {}
         neg_states: dict[str, list[int]] = {}
@@ -170,12 +178,13 @@ class CompiledPattern:
         # token path does, so such a pattern runs there)
         # (and Esper's -[n]> after every, Automaton.limits, which the token path counts, and
         # the results of timer:withinmax, Position.most, which it counts too; and Esper's
-        # guard begun where a step of several events completed, Zone.after, which no kernel
-        # plan reads; and Esper's every X or every Y whose operands one event can both fit,
-        # Position.each, an instance per operand it fits: Matcher._start)
+        # guard begun where a step of several events completed, Zone.after, and the guard
+        # at the top of the pattern, Zone.whole, which no kernel plan reads; and Esper's every
+        # X or every Y whose operands one event can both fit, Position.each, an instance per
+        # operand it fits: Matcher._start)
         clocked = (self.clock is not None or self.timer_steps or bool(auto.reports)
                    or bool(auto.limits) or any(p.most is not None for p in auto.positions)
-                   or any(z.after for z in auto.zones) or self.each)
+                   or any(z.after or z.whole for z in auto.zones) or self.each)
         #: state -> the acting -[n]> whose right-hand sides wait there: (n, its states)
         self.limit_at: dict[int, tuple[int, frozenset[int]]] = {
             s: lim for lim in auto.limits for s in lim[1]}

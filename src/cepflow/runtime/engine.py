@@ -149,6 +149,10 @@ class Engine:
         #: the time the statements started (None: not yet; see the module docstring)
         self.statement_start: float | None = None
         self._clocks = [m for m in self.matchers if m.pattern.clock is not None]
+        #: a pattern reads the statement's start: a clock, or Esper's guard at the top of the
+        #: pattern whose window runs from it (Zone.whole); saved state carries the start then
+        self.reads_start = bool(self._clocks) or any(m.pattern.whole_zones
+                                                     for m in self.matchers)
         self._emitted: list[ComplexEvent] = []
         self._emit = self._emitted.append
         #: per event type, how many patterns an event of it can start a partial match of
@@ -202,9 +206,12 @@ class Engine:
 
     def start_statements(self, t: float) -> None:
         """Start the statements at ``t``: the clocks of patterns that begin with
-        ``timer:interval`` (at most once; the first event does it when nobody did)."""
+        ``timer:interval`` (at most once; the first event does it when nobody did). The start
+        is kept as a float whoever gave it (an event's integer time, the split's column of
+        times): saved state reads the same on every route."""
         if self.statement_start is not None:
             return
+        t = float(t)
         self.statement_start = t
         for m in self._clocks:
             m.start_clock(t)
@@ -823,8 +830,9 @@ class Engine:
 
     def clock_state(self) -> dict[str, Any] | None:
         """The statement start and the intervals under way of the patterns that begin with
-        ``timer:interval``, as JSON data (None without such patterns); see restore_clocks."""
-        if not self._clocks:
+        ``timer:interval``, as JSON data (None without such patterns or one with Esper's
+        guard at its top: Engine.reads_start); see restore_clocks."""
+        if not self.reads_start:
             return None
         return {"start": self.statement_start, "stopped": self.stopped,
                 "intervals": {m.name: m.clock_start for m in self._clocks}}

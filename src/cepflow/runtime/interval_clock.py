@@ -26,13 +26,15 @@ class IntervalClock:
     tokens: dict[Any, dict[int, Token]]
     clock_start: float | None
     completed: bool
+    _group_alive: Callable[[], bool]
+    quit: Callable[[float], bool]
 
     # -- a pattern's clock (a leading timer:interval) ------------------------------------------
     def start_clock(self, t: float) -> None:
         """Begin the pattern's leading interval at ``t`` (the statement's start, or when the
         start policy restarts it); nothing once the engine's input has ended."""
         clock = self.pattern.clock
-        if clock is None or self.host.stopped:
+        if clock is None or self.host.stopped or self.quit(t):
             return
         self.clock_start = t
         due = clock.due(t)
@@ -80,8 +82,13 @@ class IntervalClock:
         """``every (timer:interval(…) …)``: one instance at a time; when it has ended (the
         interval ended early, the rest completed or died) the next begins at ``t`` — under
         Automaton.final only when it completed (a match in this step): Esper's ``every (G)
-        and not N`` is over for good once an ``N`` ended it."""
+        and not N`` is over for good once an ``N`` ended it. ``every ((timer:interval(0) ->
+        G) where …) -> R`` (start policy group): when no instance of the group is under way
+        (it completed, the rest's instances go on, or its guard ended it)."""
         completed, self.completed = self.completed, False
-        if (self.pattern.auto.start == "restart" and self.clock_start is None and not self.tokens
-                and (completed or not self.pattern.auto.final)):
+        start = self.pattern.auto.start
+        if self.clock_start is None and (
+                (start == "restart" and not self.tokens
+                 and (completed or not self.pattern.auto.final))
+                or (start == "group" and not self._group_alive())):
             self.start_clock(t)

@@ -365,6 +365,7 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
     ) -> tuple[dict[int, float] | None, str | None]:
         zs = dict(th.zstart) if th.zstart else {}
         tau = e.ts
+        whole = self.pattern.whole_zones
         for z in edge.exits:
             zone = self.pattern.zone_by_id[z]
             if z in zs:  # leaving a zone the thread is in: compare entry and last inside event
@@ -373,6 +374,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                 out = tau if inside_now else th.last_ts
             else:  # entered and left by this very event
                 start = out = tau
+                if z in whole:
+                    start = self._origin(tau)
             span = out - start
             if zone.kind == "within" and zone.exceeded(span):
                 return zs, f"window of {_ms(zone.length)} exceeded (span {_ms(span)})"
@@ -381,11 +384,12 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         for z in edge.exits:
             zs.pop(z, None)
         for z in edge.enters:
-            zs[z] = tau
+            zs[z] = self._origin(tau) if z in whole else tau
         if edge.target != FINAL:
             for z, start in zs.items():
                 zone = self.pattern.zone_by_id[z]
-                if zone.kind == "within" and z not in edge.enters and zone.exceeded(tau - start):
+                if zone.kind == "within" and (z not in edge.enters or z in whole) and (
+                        zone.exceeded(tau - start)):
                     if th.state in zone.last:
                         # the thread may leave the zone as it is (its timer kept it): staying
                         # in it with e is a run the window excludes, so e is not for this
@@ -394,6 +398,20 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                         return zs, ""
                     return zs, f"window of {_ms(zone.length)} exceeded (span {_ms(tau - start)})"
         return (zs or None), None
+
+    def _origin(self, tau: float) -> float:
+        """Where a run entering a Zone.whole at ``tau`` enters it: the statement's start
+        (the engine sets it at the latest with the first event; ``tau`` for a host without
+        one)."""
+        start = getattr(self.host.engine, "statement_start", None)
+        return tau if start is None else start
+
+    def quit(self, t: float) -> bool:
+        """Has Esper's guard at the top of the pattern ended by ``t`` (Zone.whole)? Then the
+        pattern is over — EvalGuardStateNode quit everything under it, the root's child is
+        false for good —: no instance begins, no clock starts."""
+        zone = self.pattern.whole_zone
+        return zone is not None and zone.exceeded(t - self._origin(t))
 
     # -- processing -----------------------------------------------------------------------
     def partition_of(self, e: Event) -> Any:
@@ -1038,6 +1056,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                mult: int = 1) -> bool:
         """A new partial match from the initial state, if ``e`` can begin one (standing for
         ``mult`` identical instances: Token.mult)."""
+        if self.pattern.whole_zone is not None and self.quit(e.ts):
+            return False
         root = Thread(INITIAL, {}, [], None, None)
         each = self.pattern.each.get(e.type) if self.pattern.each else None
         if each is not None:  # every X or every Y: an instance per operand e fits

@@ -183,7 +183,8 @@ def _keyed_sequence(pattern: Any) -> Chain | None:
             or pattern.clock is not None):
         return None
     zone = auto.zones[0] if auto.zones else None
-    if zone is not None and (zone.kind != "within" or zone.timer_accept or zone.after):
+    if zone is not None and (zone.kind != "within" or zone.timer_accept or zone.after
+                             or zone.whole):
         return None
     zid = () if zone is None else (zone.id,)
     walked = _stages(auto, zid) or _tree(auto, zid)

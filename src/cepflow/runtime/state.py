@@ -56,6 +56,17 @@ VERSION = 3
 READS = (1, 2, 3)
 
 
+
+def _fired(zone: Any, deadline: float, now: float) -> bool:
+    """Has the deadline of ``zone`` at ``deadline`` fired by the engine's time ``now``? Then a
+    state saved with its timers lacks it, and a partial match still in the zone sits at one of
+    its last states (the timer fired idle for it): a deadline before ``now``, or at ``now`` for
+    Esper's windows, whose timers come before the events of their instant (Zone.open_end; a
+    zero length aside: such a zone is entered and due at one instant). Asking for it again
+    would fire it once more (a pattern that begins at the statement's start and left its
+    guard's zone: every ((…) where timer:within(Δ)) -> R, session 41)."""
+    return deadline < now or (deadline == now and zone.open_end and zone.length > 0)
+
 class StateError(Exception):
     """State that cannot be saved (non-JSON values) or restored (wrong format or program)."""
 
@@ -91,8 +102,7 @@ def has_state(engine: Engine) -> bool:
     return (any(m.count() for m in engine.matchers)
             or any(m.done or m.seen for m in engine.matchers if m.pattern.context.esper)
             or any(r.time != float("-inf") for r in engine.windows)
-            or (engine.statement_start is not None and any(m.pattern.clock is not None
-                                                           for m in engine.matchers)))
+            or (engine.statement_start is not None and engine.reads_start))
 
 
 # Saving and restoring make objects per saved event: the cyclic garbage collector is paused
@@ -857,8 +867,10 @@ class _Reader:
             for t in times:
                 host.schedule(t, m, IDLE_TOKEN, -1, t)
         for m, tid, z, start in self.entered:  # type: ignore[union-attr]
-            if (m.slot, tid, z, start) not in have:
-                host.schedule(start + m.pattern.zone_by_id[z].length, m, tid, z, start)
+            zone = m.pattern.zone_by_id[z]
+            deadline = start + zone.length
+            if (m.slot, tid, z, start) not in have and not _fired(zone, deadline, host.time):
+                host.schedule(deadline, m, tid, z, start)
         for m in self.engine.matchers:
             if m.slot not in kept:
                 continue

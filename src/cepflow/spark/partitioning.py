@@ -215,11 +215,17 @@ def _pattern_group(names: list[str], program: Program) -> Group:
             "event of the stream can be noise; declare 'partition by <key>' to run it per "
             "key"))
     # a pattern that starts with timer:interval begins at the statement's start: the first
-    # event of the whole stream (docs/esper.md), so its engine must see every event
+    # event of the whole stream (docs/esper.md), so its engine must see every event; so does
+    # Esper's guard at the top of a pattern end it (Zone.whole)
     clocked = [n for n in pats if autos[n].clock is not None]
     if clocked:
         return Group(names, None, None, reason=(
             f"{clocked[0]} starts with timer:interval: its intervals begin at the statement's "
+            "start, the first event of the whole stream"))
+    whole = [n for n in pats if any(z.whole for z in autos[n].zones)]
+    if whole:
+        return Group(names, None, None, reason=(
+            f"{whole[0]} is guarded as a whole: its guard ends it a time after the statement's "
             "start, the first event of the whole stream"))
     # Esper: without a leading `every` (or with every-distinct) instances are global
     global_esper = [n for n in pats if autos[n].context.esper

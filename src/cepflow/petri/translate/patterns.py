@@ -129,6 +129,9 @@ class PatternNet:
             bad("a pattern that starts at the statement's start", "timer:interval or "
                 "timer:at at its start, or (EPL) a guard, not or until there: not translated "
                 "yet")
+        if any(z.whole for z in a.zones):
+            bad("a guard around a pattern with every inside", "(EPL) a guard that ends every "
+                "instance a time after the statement's start is not translated yet")
         for p in a.positions:
             if p.type == TIMER:
                 bad("timer:interval in the middle of a pattern", "an interval whose end "
