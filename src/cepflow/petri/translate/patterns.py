@@ -212,10 +212,11 @@ class PatternNet:
                     return
 
     def _dropping_settle(self) -> Position | None:
-        """A step completing an operand of an or's product (Position.settle) that a run can
-        reach after a step of that product which the operand did not take: its match drops
-        those events and the other operands' tags, which the net keeps (it keeps everything
-        a run took). None when every product step before each settle is the operand's own."""
+        """A step completing an operand of an or's product (Position.settle) that moves
+        another operand too, or that a run can reach after a step of that product which moved
+        another operand: its match drops the events only those took and the tags the other
+        operands bound, which the net keeps (it keeps everything a run took). None when the
+        settle and every product step before it are the completing operand's own."""
         into: dict[int, list[Edge]] = {}
         for _, e in self.edges:
             into.setdefault(e.target, []).append(e)
@@ -225,13 +226,15 @@ class PatternNet:
             if pos.settle is None or pos.conj is None:
                 continue
             done, product = pos.settle[0], pos.conj[0]
+            if pos.conj[1] != {done}:
+                return pos
             seen, todo = {s}, [s]
             while todo:
                 for prev in into.get(todo.pop(), ()):
                     c = prev.position.conj
                     if c is None or c[0] != product:
                         continue
-                    if done not in c[1]:
+                    if c[1] != {done}:
                         return pos
                     q = source[id(prev)]
                     if q not in seen:
