@@ -240,7 +240,7 @@ OR_SCHEMA = "".join(f"create schema {t}(k int, v int);\n" for t in "ABCD")
 
 
 def random_or_pattern(pick: Pick) -> str:
-    """An EPL module with one pattern around Esper's ``or`` (over A–D): operands that are
+    """An EPL module with one pattern around Esper's ``or`` (over A to D): operands that are
     single events, ands and sequences, ``every X or every Y``, after an event, followed by
     more, under every — the forms where Esper's or takes the operand that reports first and
     quits the others (the engine's Position.ties / side / settle / each): the net must agree
@@ -274,7 +274,7 @@ def random_or_pattern(pick: Pick) -> str:
 
 
 def random_or_stream(pick: Pick, length: int) -> list[Event]:
-    """``length`` events of types A–D, keys 0 and 1, steps of 0 to 200 ms (ties often)."""
+    """``length`` events of types A to D, keys 0 and 1, steps of 0 to 200 ms (ties often)."""
     out, ts = [], 0
     for i in range(length):
         ts += pick([0, 100, 100, 200])
