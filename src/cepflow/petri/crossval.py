@@ -236,6 +236,52 @@ def random_program(pick: Pick, windows: bool = True) -> str:
     return text
 
 
+OR_SCHEMA = "".join(f"create schema {t}(k int, v int);\n" for t in "ABCD")
+
+
+def random_or_pattern(pick: Pick) -> str:
+    """An EPL module with one pattern around Esper's ``or`` (over A to D): operands that are
+    single events, ands and sequences, ``every X or every Y``, after an event, followed by
+    more, under every — the forms where Esper's or takes the operand that reports first and
+    quits the others (the engine's Position.ties / side / settle / each): the net must agree
+    or refuse them."""
+    n = [0]
+
+    def atom() -> str:
+        n[0] += 1
+        return f"o{n[0]}={pick('ABCD')}{pick(['', '', '(k > 0)', '(k = 0)'])}"
+
+    def operand() -> str:
+        form = pick(["atom", "atom", "and", "seq"])
+        if form == "atom":
+            return atom()
+        return f"({atom()} {'and' if form == 'and' else '->'} {atom()})"
+
+    if pick(["or", "or", "every"]) == "every":
+        body = f"(every {atom()} or every {atom()})"
+    else:
+        body = "(" + " or ".join(operand() for _ in range(pick([2, 2, 3]))) + ")"
+    if pick([True, True, True, False, False]):
+        body = f"o0=A -> {body}"
+    if pick([True, True, False, False, False]):
+        body = f"{body} -> {atom()}"
+    wrap = pick([None, None, None, "group", "spawn"])
+    if wrap == "group":
+        body = f"every ({body})"
+    elif wrap == "spawn":
+        body = f"every {body}"
+    return OR_SCHEMA + f"@Name('P') select * from pattern [{body}];\n"
+
+
+def random_or_stream(pick: Pick, length: int) -> list[Event]:
+    """``length`` events of types A to D, keys 0 and 1, steps of 0 to 200 ms (ties often)."""
+    out, ts = [], 0
+    for i in range(length):
+        ts += pick([0, 100, 100, 200])
+        out.append(Event(pick("ABCD"), (pick([0, 1]), i), ts))
+    return out
+
+
 VEPL_SCHEMA = ("atomicEvent A(k: Integer, v: Integer)\natomicEvent B(k: Integer, v: Integer)\n"
                "atomicEvent C(k: Integer, v: Integer)\n")
 

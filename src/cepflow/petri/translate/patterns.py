@@ -39,11 +39,12 @@ match (``P.noise``). Constructs outside what this module translates are reported
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from cepflow.automaton.automaton import (
     FINAL,
     INITIAL,
+    SIDE_DONE,
     TIMER,
     Automaton,
     Edge,
@@ -160,6 +161,7 @@ class PatternNet:
         if a.distinct and any(len(es) > 1 for es in a.edges.get(INITIAL, {}).values()):
             bad("every-distinct", "every-distinct over alternatives that begin with the same "
                 "event type is not translated")
+        self._check_ors(bad)
         maybe, sure = self._variables()
         for s, e in self.edges:
             for _, v in e.position.binds:
@@ -168,6 +170,80 @@ class PatternNet:
                         "unified there: the translation needs it bound on all paths or none",
                         e.position.loc)
         return out
+
+    def _check_ors(self, bad: Callable[..., None]) -> None:
+        """Esper's or where the engine follows EvalOrStateNode beyond what the net models (the
+        net keeps the first-written of an or's single events, Position.alt): refused only
+        where the answer can depend on it (docs/petri.md)."""
+        each = next((p for p in self.auto.positions if p.each), None)
+        if each is not None:  # (Position.each is set only when the operands share a type)
+            bad("'every X or every Y' that one event can both fit", "an instance per every "
+                "operand the event fits (Esper's two every nodes) is not translated yet",
+                each.loc)
+        tie = next((p for p in self.auto.positions if p.ties), None)
+        if tie is not None:  # (set only on a step that can complete several operands)
+            bad("an or whose operands one event can complete together", "the operand whose "
+                "filter started first wins (Esper's or takes the child that reports first; "
+                "the engine's Position.ties): not translated yet", tie.loc)
+        settle = self._dropping_settle()
+        if settle is not None:
+            bad("an or of operands longer than one event", "the operand that completes it "
+                "keeps only its own events and tags (the engine's Position.settle drops what "
+                "the other operands took): not translated yet", settle.loc)
+        # alternatives run beside (an or with an and or a guarded operand: Position.side).
+        # The net keeps the preferred run at a match and ends the instance's others, as the
+        # engine's _sides does when the or ends the pattern and one event cannot complete two
+        # alternatives; otherwise the engine's or quits the other alternatives' runs (or
+        # takes the one that reports first), which the net does not model
+        done: dict[int, dict[str, set[int]]] = {}
+        for _, e in self.edges:
+            side = e.position.side
+            if side is None or not side[2] & SIDE_DONE:
+                continue
+            if e.target != FINAL:
+                bad("an or of an and (or a guarded operand) followed by more", "the or quits "
+                    "its other alternatives' runs when one completes (Esper's "
+                    "EvalOrStateNode): not translated yet", e.position.loc)
+                return
+            done.setdefault(side[0], {}).setdefault(e.position.type, set()).add(side[1])
+        for by_type in done.values():
+            for t, alts in by_type.items():
+                if len(alts) > 1:
+                    bad("an or of an and (or a guarded operand) that one event can complete "
+                        f"twice (by {t})", "the alternative whose filter started first wins "
+                        "(Esper's or takes the child that reports first): not translated yet")
+                    return
+
+    def _dropping_settle(self) -> Position | None:
+        """A step completing an operand of an or's product (Position.settle) that moves
+        another operand too, or that a run can reach after a step of that product which moved
+        another operand: its match drops the events only those took and the tags the other
+        operands bound, which the net keeps (it keeps everything a run took). None when the
+        settle and every product step before it are the completing operand's own."""
+        into: dict[int, list[Edge]] = {}
+        for _, e in self.edges:
+            into.setdefault(e.target, []).append(e)
+        source = {id(e): s for s, e in self.edges}
+        for s, e in self.edges:
+            pos = e.position
+            if pos.settle is None or pos.conj is None:
+                continue
+            done, product = pos.settle[0], pos.conj[0]
+            if pos.conj[1] != {done}:
+                return pos
+            seen, todo = {s}, [s]
+            while todo:
+                for prev in into.get(todo.pop(), ()):
+                    c = prev.position.conj
+                    if c is None or c[0] != product:
+                        continue
+                    if c[1] != {done}:
+                        return pos
+                    q = source[id(prev)]
+                    if q not in seen:
+                        seen.add(q)
+                        todo.append(q)
+        return None
 
     def _variables(self) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
         """Variables bound on some / every path into each state (FINAL: the completions)."""
