@@ -157,19 +157,6 @@ def _untagged(p: Pattern) -> Pattern:
     return (p[0], [_untagged(o) for o in p[1]], *p[2:])
 
 
-def _walk(p: Pattern):
-    yield p
-    if p[0] in ("every", "not"):
-        yield from _walk(p[1])
-    elif p[0] in ("guard", "distinct", "guardmax"):
-        yield from _walk(p[-1])
-    elif p[0] == "until":
-        yield from (n for o in p[3:] if o is not None for n in _walk(o))
-    elif p[0] in ("and", "or", "->"):
-        for o in p[1]:
-            yield from _walk(o)
-
-
 def random_stream(r: random.Random) -> list[Event]:
     """Up to 10 events of the four types, ``k`` in 0..2, 0 to 600 ms apart (several at one
     instant)."""
