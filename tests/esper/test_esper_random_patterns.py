@@ -443,3 +443,42 @@ def test_an_until_ends_at_the_first_event_of_its_end() -> None:
     evs = [Event(t, (k, i), ts) for i, (t, k, ts) in enumerate(events)]
     assert evaluate(p, evs, 5800) == [(800, (0, 2))]
     assert times(text(p), events, "o1.v as c, o2.v as d") == [(800, (0, 2))]
+
+
+def _both(p: Pattern, events: list[tuple[str, int, int]]) -> tuple[Counter, Counter]:
+    """cepflow's matches per event and through ``Engine.run`` cut in two with a save /
+    restore, each against Esper's tree."""
+    evs = [Event(t, (k, i), ts) for i, (t, k, ts) in enumerate(events)]
+    end = (evs[-1].ts if evs else 0) + 5000
+    prog = program(p)
+    got = per_event(prog, evs, end)
+    assert batched(prog, evs, end, [1], 1) == got
+    return cep(got), esper(p, evs, end)
+
+
+def test_an_and_with_an_interval_after_a_timer_step_waits_for_its_event() -> None:
+    """``D -> timer:interval(500) -> (timer:interval(300) and A)`` (session 41, found by the
+    random test's wider seeds): the and starts at 500, its interval is over at 800 and its
+    A is the first one after 500 — the A at 100 came before the and started. cepflow
+    completed at 800 without an A (the rest after a timer step lost the and's resume)."""
+    p = ("->", [("atom", "o1", "D", ""), ("interval", 500),
+                ("and", [("interval", 300), ("atom", "o3", "A", "")])])
+    got, want = _both(p, [("D", 1, 0), ("A", 0, 100), ("A", 2, 900)])
+    assert got == want == Counter({(900, (0, 2)): 1})
+    got, want = _both(p, [("D", 1, 0), ("A", 0, 600)])
+    assert got == want == Counter({(800, (0, 1)): 1})  # (A before the interval's end)
+
+
+@pytest.mark.parametrize(("inner", "outer"), [(400, 700), (700, 400)])
+def test_a_guard_right_around_a_guard_after_a_step_ends_at_the_shorter(inner: int,
+                                                                       outer: int) -> None:
+    """``B -> ((D where timer:within(a)) where timer:within(b))``: both guards start when B
+    completed (EvalGuardStateNode starts its child with itself), the first timer to fire quits
+    both — one guard of min(a, b). cepflow moved the outer guard in front of B and left the
+    inner one around D alone (a window of one event): a D 600 ms after B matched with a =
+    400 (session 41)."""
+    p = ("->", [("atom", "o1", "B", ""),
+                ("guard", outer, ("guard", inner, ("atom", "o3", "D", "")))])
+    for gap, want in ((300, 1), (399, 1), (400, 0), (600, 0)):
+        got, esp = _both(p, [("B", 1, 300), ("D", 2, 300 + gap)])
+        assert got == esp and sum(got.values()) == want, (gap, got, esp)

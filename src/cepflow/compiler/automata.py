@@ -508,7 +508,8 @@ class _Builder:
                 # the pattern, its end feeds the synthetic TIMER event the rest follows
                 self.link_states(cur.timer, f)
                 cur = _Frag(cur.first, f.last, False, cur.created | f.created,
-                            cur.zones | f.zones, dict(f.tail), set(f.timer))
+                            cur.zones | f.zones, dict(f.tail), set(f.timer), set(f.done),
+                            f.resume)  # (the rest ending in B and timer:interval: resume)
                 continue
             if cur.timer:
                 raise self.err("a window ending in NOT must end the pattern", it.loc)

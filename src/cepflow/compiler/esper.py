@@ -1164,6 +1164,8 @@ def guard_windows(p: ast.Pattern, top: bool = True) -> ast.Pattern:
     inside and / or / not / until / a repetition) it is that window begun at ``X``'s last
     event (ast.Window.after). Used by the EPL reader; in cepflow syntax a window means what it
     says."""
+    if isinstance(p, ast.Window):
+        p = _one_guard(p)
     if isinstance(p, ast.Fol):
         items = [guard_windows(i, top) for i in fol_items(p)]
         out: list[ast.Pattern] = [items[0]]
@@ -1223,6 +1225,25 @@ def guard_windows(p: ast.Pattern, top: bool = True) -> ast.Pattern:
                          "(([n] P) where timer:within(Δ))", p.loc)
     return replace(p, pattern=guard_windows(p.pattern, top and isinstance(
         p, ast.Window | ast.Every)))
+
+
+def _plain_guard(p: ast.Pattern) -> bool:
+    return (isinstance(p, ast.Window) and p.guard and p.kind == "within" and p.most is None
+            and not p.slide and not p.after)
+
+
+def _one_guard(w: ast.Window) -> ast.Window:
+    """A guard right around a guard (``(P where timer:within(a)) where timer:within(b)``) as
+    one guard of the shorter duration: EvalGuardStateNode starts its child with itself, so
+    both timers start at one instant and the first to fire quits both. (Kept nested, the
+    outer one alone was moved in front of the step before it — ``X -> ((D where …) where
+    …)`` as ``(X -> (D)[a])[b]`` — and the inner one spanned ``D`` alone: ``b`` counted.)"""
+    while _plain_guard(w) and _plain_guard(w.pattern):
+        inner = w.pattern
+        assert isinstance(inner, ast.Window)
+        short = inner if inner.duration <= w.duration else w
+        w = replace(short, pattern=inner.pattern, whole=w.whole or inner.whole)
+    return w
 
 
 def _ends_at_event(x: ast.Pattern, lead: bool, nots: bool = False) -> str | None:
