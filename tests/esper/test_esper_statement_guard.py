@@ -254,13 +254,15 @@ def test_restarted_group_guards_then_more_answer_as_esper(seed: int, cuts: list[
 
 
 def test_the_generators_reach_accepted_patterns() -> None:
-    """(The properties are not vacuous: most drawn patterns compile.)"""
+    """(The properties are not vacuous: a fair share of the drawn patterns compile — since
+    the random test's generator draws until, every-distinct and withinmax too, about a
+    quarter of group_guard's.)"""
     for gen in (top_guard, group_guard):
         ok = 0
-        for seed in range(60):
+        for seed in range(120):
             try:
                 program(gen(random.Random(seed)))
                 ok += 1
             except PatternSyntaxError:
                 pass
-        assert ok >= 15, gen
+        assert ok >= 25, gen

@@ -1172,8 +1172,10 @@ def guard_windows(p: ast.Pattern, top: bool = True) -> ast.Pattern:
         for it in items[1:]:
             prev = out[-1]
             single = _single(prev) or (isinstance(prev, ast.Every) and (
-                _single(prev.pattern) or _timer_head(prev.pattern))) or (
+                _single(prev.pattern) or _timer_head(prev.pattern) or (
+                    _plain_guard(prev.pattern) and _single(prev.pattern.pattern)))) or (
                 _timer_head(prev))  # a timer: its end is the clock's or the TIMER event
+            # (every on a guarded event: each result is that event)
             guard = isinstance(it, ast.Window) and it.kind == "within"
             if guard and single:
                 out[-1] = replace(it, pattern=ast.Fol(prev, it.pattern, it.loc))
