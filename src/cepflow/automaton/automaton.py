@@ -89,6 +89,9 @@ class Position:
     #: edge is a step of one until takes each event as that until's one instance does
     #: (runtime.compiled ``CompiledPattern.greedy``)
     until: int = 0
+    #: of such an until, its end (ast.Atom.until_end): where the end fits an event the
+    #: operand's steps do not take it (Matcher._try_edges)
+    until_end: bool = False
     #: Esper's ``until`` over a group (ast.Atom.group): the ids of the untils this occurrence
     #: is an operand step or the end of. Their states keep a run per state (the oldest,
     #: CompiledPattern.loose); when a run leaves an until's states — its end fired or its

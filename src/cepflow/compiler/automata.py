@@ -175,6 +175,7 @@ class _Builder:
                        collect=self._collect(atom),
                        fields=tuple(self.schemas[atom.name].param_names),
                        until=0 if negative else atom.until,
+                       until_end=not negative and atom.until_end,
                        group=() if negative else atom.group)
         (self.negatives if negative else self.positions).append(pos)
         return pos

@@ -903,7 +903,10 @@ def _one_instance(rep: ast.Pattern, end: ast.Pattern) -> tuple[ast.Pattern, ast.
     def mark(a: ast.Atom) -> ast.Atom:
         return replace(a, until=uid)
 
-    return map_atoms(rep, mark), map_atoms(end, mark)
+    def mark_end(a: ast.Atom) -> ast.Atom:
+        return replace(a, until=uid, until_end=True)
+
+    return map_atoms(rep, mark), map_atoms(end, mark_end)
 
 
 def _one_group(rep: ast.Pattern, end: ast.Pattern) -> tuple[ast.Pattern, ast.Pattern]:
@@ -1684,10 +1687,10 @@ class _Aliases:
         where = _and([self.expr(c, a.alias) for c in rest])
         if a.alias is None:
             return ast.Atom(a.name, tuple(args) if any(args) else None, where, None, a.loc,
-                            a.until, a.group)
+                            a.until, a.group, a.until_end)
         self.bound[a.alias] = self.seen[a.alias] = et
         return ast.Atom(a.name, tuple(args), where, a.alias if repeated else None, a.loc,
-                        a.until, a.group)
+                        a.until, a.group, a.until_end)
 
     def _unify(self, c: ast.Expr, own: str | None, et: EventType) -> tuple[int, str] | None:
         """``own.f == other.g`` or ``f == other.g`` (the event's own field named bare, as

@@ -104,6 +104,10 @@ class Atom:
     #: until) whose operand or end this atom is, innermost first — a run leaving that until's
     #: states ends its one instance (Position.group)
     group: tuple[int, ...] = ()
+    #: set with ``until``: this atom is (an alternative of) that until's end — an event that
+    #: fits it and the operand ends the until (EvalMatchUntilStateNode starts its until child
+    #: first: Matcher._try_edges)
+    until_end: bool = False
 
 
 @dataclass(frozen=True)

@@ -273,6 +273,10 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         steps: list[tuple[tuple[int, frozenset[int]], Thread]] | None = None
         alt: tuple[int, Thread, list[Thread]] | None = None  # (the or alternative taken:
         # Position.alt; the list it went to)
+        # (Esper's until child takes e before its operand does: the threads of an until's
+        # operand steps, dropped when a step of its end took e — Position.until_end)
+        reps: list[tuple[int, Thread]] | None = None
+        ended: set[int] | None = None
         for edge in edges:
             pos = edge.position
             flt = pos.filter
@@ -327,7 +331,15 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                     steps = []
                 steps.append((pos.conj, nt))
                 continue
+            if pos.until:
+                if pos.until_end:
+                    ended = {pos.until} if ended is None else ended | {pos.until}
+                else:
+                    reps = [(pos.until, nt)] if reps is None else [*reps, (pos.until, nt)]
             out.append(nt)
+        if ended is not None and reps is not None:
+            gone = [nt for u, nt in reps if u in ended]
+            out = [nt for nt in out if not any(nt is g for g in gone)]
         if steps is not None:
             # every operand of an and that can take e takes it: of its steps that fired, only
             # those moving a maximal set of operands go on (compiler.conjunction)
