@@ -356,3 +356,27 @@ def test_until_ending_at_a_timer_from_the_start_or_before_more_is_reported(
     with pytest.raises(Untranslatable) as info:
         translate(load_module(parse_epl(text)))
     assert what in str(info.value) and "'P'" in str(info.value)
+
+
+@pytest.mark.parametrize("body", [
+    "every a = A -> (B until c = B(k = 0)) -> C",
+    "every a = A -> ([1:3] B until c = B(k = 0)) -> C",
+    "(B until c = B(k = 0)) -> C",
+])
+def test_an_event_fitting_an_untils_end_and_operand_ends_it_in_the_net_as_in_the_engine(
+        body: str) -> None:
+    """Esper's until takes an event that fits its end and its operand as its end (the until
+    child starts first; Position.until_end): the net's operand steps yield to an end step
+    that fires, as the engine's; which B ended it shows in ``c.v``."""
+    text = ("create schema A(k int, v int);\ncreate schema B(k int, v int);\n"
+            "create schema C(k int, v int);\n"
+            f"insert into P select c.v as v from pattern [{body}];\n")
+    prog = load_module(parse_epl(text))
+    rows = [("A", 0, 1, 0), ("B", 1, 2, 100), ("B", 0, 3, 200), ("B", 0, 4, 300),
+            ("C", 0, 5, 400), ("A", 1, 6, 500), ("B", 0, 7, 600), ("B", 0, 8, 700),
+            ("C", 1, 9, 800)]
+    events = [Event(t, (k, v), ts) for t, k, v, ts in rows]
+    for seed in (0, 1):
+        c = compare(prog, events, seed=seed)
+        assert c.equal, c.differences
+    assert next(p for _, _, p, _ in c.net["P"]) == (3,)

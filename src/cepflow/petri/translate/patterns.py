@@ -568,6 +568,12 @@ class PatternNet:
                          if e2.position.alt == e.position.alt and e2.position.id < e.position.id]
                 if lower:
                     sel.append(not_(or_(*lower)))
+            if e.position.until and not e.position.until_end:  # (an until's end that fits
+                ends = [steps[k2] for k2, e2 in enumerate(edges)  # takes the event alone:
+                        if e2.position.until == e.position.until  # Matcher._try_edges)
+                        and e2.position.until_end]
+                if ends:
+                    sel.append(not_(or_(*ends)))
             conds[k] = and_(steps[k], *sel)
         if s != INITIAL and self.esper and s not in self.alternatives:
             # the run also stays (Esper's or: another operand still waits) when an edge of
