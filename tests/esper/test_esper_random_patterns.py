@@ -182,13 +182,24 @@ def test_random_patterns_answer_as_esper(seed: int, depth: int, cuts: list[int],
         prog = program(p)
     except PatternSyntaxError:
         return
-    for _ in range(8):
+    answers_as_esper(p, prog, r, 8, cuts, restore_at)
+
+
+def answers_as_esper(p: Pattern, prog: Any, r: random.Random, n: int, cuts: list[int],
+                     restore_at: int) -> list[tuple[list[Event], float]]:
+    """``n`` random streams drawn from ``r``: per event ``prog`` gives the tree's matches of
+    ``p``, and ``Engine.run`` cut at ``cuts`` with a save / restore the same; the streams and
+    their ends."""
+    out = []
+    for _ in range(n):
         events = random_stream(r)
         end = (events[-1].ts if events else 0) + 5000
         got = per_event(prog, events, end)
         note(f"{[(e.type, e.params[0], e.ts) for e in events]} -> {got}")
         assert cep(got) == esper(p, events, end)
         assert batched(prog, events, end, cuts, restore_at) == got
+        out.append((events, end))
+    return out
 
 
 # ---- what it found -----------------------------------------------------------------------------

@@ -28,13 +28,9 @@ from hypothesis import strategies as st
 from tests.esper.esper_tree import tags, text
 from tests.esper.test_esper_random_patterns import (
     SCHEMAS,
-    batched,
-    cep,
-    esper,
+    answers_as_esper,
     generate,
-    per_event,
     program,
-    random_stream,
     times,
 )
 
@@ -218,13 +214,7 @@ def _check(p, r: random.Random, cuts: list[int], restore_at: int) -> bool:
         prog = program(p)
     except PatternSyntaxError:
         return False
-    for _ in range(6):
-        events = random_stream(r)
-        end = (events[-1].ts if events else 0) + 5000
-        got = per_event(prog, events, end)
-        note(f"{[(e.type, e.params[0], e.ts) for e in events]} -> {got}")
-        assert cep(got) == esper(p, events, end)
-        assert batched(prog, events, end, cuts, restore_at) == got
+    for events, end in answers_as_esper(p, prog, r, 6, cuts, restore_at):
         # (no start given: the first event starts the statement, the saved state carries it)
         plain = cepflow.Engine(prog)
         ref = [c for e in events for c in plain.process(e)] + plain.advance_to(end)

@@ -275,8 +275,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         # Position.alt; the list it went to)
         # (Esper's until child takes e before its operand does: the threads of an until's
         # operand steps, dropped when a step of its end took e — Position.until_end)
-        reps: list[tuple[int, Thread]] | None = None
-        ended: set[int] | None = None
+        reps: list[tuple[int, Thread]] = []
+        ended: list[int] = []
         for edge in edges:
             pos = edge.position
             flt = pos.filter
@@ -333,11 +333,11 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                 continue
             if pos.until:
                 if pos.until_end:
-                    ended = {pos.until} if ended is None else ended | {pos.until}
+                    ended.append(pos.until)
                 else:
-                    reps = [(pos.until, nt)] if reps is None else [*reps, (pos.until, nt)]
+                    reps.append((pos.until, nt))
             out.append(nt)
-        if ended is not None and reps is not None:
+        if ended and reps:
             gone = [nt for u, nt in reps if u in ended]
             out = [nt for nt in out if not any(nt is g for g in gone)]
         if steps is not None:
