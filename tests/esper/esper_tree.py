@@ -15,7 +15,9 @@ A pattern is a tuple:
 * ``("until", lo, hi, p, q)`` — ``[lo:hi] p until q`` (EvalMatchUntilStateNode; ``lo`` /
   ``hi`` None where not written, ``q`` None for ``[n] p``: ``lo = hi = n``); the atoms of
   ``p`` carry no tag (a tag there is an array in Esper, ``o[k]`` in cepflow);
-* ``("distinct", tag, p)`` — ``every-distinct(tag.k) p`` (EvalEveryDistinctStateNode);
+* ``("distinct", tag, p[, ms])`` — ``every-distinct(tag.k[, ms msec]) p``
+  (EvalEveryDistinctStateNode; with ``ms``, EvalEveryDistinctStateExpireKeyNode: a key is
+  seen for ``ms`` after the result that first reported it);
 * ``("guardmax", ms, n, p)`` — ``p where timer:withinmax(ms msec, n)``
   (TimerWithinOrMaxCountGuard: the guard passes ``n`` results, the next ends it);
 * ``("->", [p, …], [n | None, …])`` — ``p -[n]> q …`` (EvalFollowedByWithMaxStateNodeManaged:
@@ -63,7 +65,8 @@ def text(p: Pattern) -> str:
             f"[{'' if lo is None else lo}:{'' if hi is None else hi}] ")
         return f"{bounds}{_operand(sub)} until {_operand(end)}"
     if kind == "distinct":
-        return f"every-distinct({p[1]}.k) {_operand(p[2])}"
+        expiry = f", {p[3]} msec" if len(p) > 3 else ""
+        return f"every-distinct({p[1]}.k{expiry}) {_operand(p[2])}"
     if kind == "guardmax":
         return f"{_operand(p[3])} where timer:withinmax({p[1]} msec, {p[2]})"
     if kind == "->" and len(p) > 2:
@@ -85,7 +88,9 @@ def tags(p: Pattern) -> list[str]:
         return [p[1]] if p[1] else []
     if p[0] in ("not", "interval"):
         return []
-    if p[0] in ("every", "guard", "distinct", "guardmax"):
+    if p[0] == "distinct":
+        return tags(p[2])
+    if p[0] in ("every", "guard", "guardmax"):
         return tags(p[-1])
     if p[0] == "until":
         return [] if p[4] is None else tags(p[4])
@@ -256,15 +261,18 @@ class _Every(_Node):
 
 class _Distinct(_Node):
     """EvalEveryDistinctStateNode: as every, each spawned child with the keys its
-    predecessors reported (a child that turned false spawns one with none)."""
+    predecessors reported (a child that turned false spawns one with none). With an expiry
+    (EvalEveryDistinctStateExpireKeyNode) each key holds the instant it stops being seen (its
+    first result's time + the expiry: a key seen again keeps it); at a result the node's
+    keys are cleaned in the order they were added, up to the first not yet expired."""
     nonquitting = True
 
     def start(self, begin: Binding) -> None:
         self.begin = dict(begin)
-        self.keys: dict[int, tuple[_Node, set]] = {}
-        self._spawn(set())
+        self.keys: dict[int, tuple[_Node, dict]] = {}
+        self._spawn({})
 
-    def _spawn(self, keys: set) -> None:
+    def _spawn(self, keys: dict) -> None:
         child = _spawned(self, self.p[2])
         if child is not None:
             self.keys[id(child)] = (child, keys)
@@ -272,7 +280,7 @@ class _Distinct(_Node):
     def false(self, node: _Node, restartable: bool) -> None:
         node.quit()
         self.keys.pop(id(node), None)
-        self._spawn(set())
+        self._spawn({})
 
     def true(self, b: Binding, node: _Node, quitted: bool) -> None:
         x = b.get(self.p[1])
@@ -280,18 +288,27 @@ class _Distinct(_Node):
         seen = False
         entry = self.keys.get(id(node))
         if entry is not None:
-            seen = key in entry[1]
-            entry[1].add(key)
+            keys = entry[1]
+            for k, until in list(keys.items()):
+                if self.tree.now < until:
+                    break
+                del keys[k]
+            seen = key in keys
+            if not seen:
+                keys[key] = self.tree.now + self.p[3] if len(self.p) > 3 else _INF
         if quitted:
             self.keys.pop(id(node), None)
         if not node.is_filter:
-            self._spawn(set() if entry is None else set(entry[1]))
+            self._spawn({} if entry is None else dict(entry[1]))
         if not seen:
             self.parent.true(b, self, False)
 
     def quit(self) -> None:
         for child, _ in list(self.keys.values()):
             child.quit()
+
+
+_INF = float("inf")
 
 
 class _Until(_Node):

@@ -1,7 +1,8 @@
 """Random Esper patterns against an interpreter of Esper's state nodes (tests/esper/esper_tree.py):
 ``every``, ``not``, ``and``, ``or`` (its operands sharing event types or not), followed-by,
 ``timer:within`` guards and ``timer:interval`` — and since session 41 ``[n]``, ``until``,
-``every-distinct``, ``timer:withinmax`` and ``-[n]>`` — nested up to three deep, filters on
+``every-distinct``, ``timer:withinmax`` and ``-[n]>``, and since session 42 every-distinct's
+expiry and a ``not`` whose filter reads an earlier tag — nested up to three deep, filters on
 the event's own field and on an earlier tag's, over random streams — per event the same
 matches as Esper's tree, and ``Engine.run`` in batches cut anywhere with a save / restore
 between the same as per event. A form cepflow refuses is skipped (its refusal is tested where
@@ -96,7 +97,11 @@ def generate(r: random.Random, depth: int, types: str, made: list[int],
         return ("every", generate(r, depth - 1, types, made, earlier))
     if kind == "distinct":
         p = generate(r, depth - 1, types, made, earlier)
-        return ("distinct", r.choice(tags(p)), p) if tags(p) else ("every", p)
+        if not tags(p):
+            return ("every", p)
+        if r.random() < 0.4:  # keys that expire
+            return ("distinct", r.choice(tags(p)), p, r.choice([200, 500, 1000]))
+        return ("distinct", r.choice(tags(p)), p)
     if kind == "until":  # (the repeated operand untagged: its tags are arrays; the end's
         # types, one time in two, all of them: one event may fit both, the end taking it —
         # test_an_until_ends_at_the_first_event_of_its_end)
@@ -112,8 +117,11 @@ def generate(r: random.Random, depth: int, types: str, made: list[int],
                            (2, 2)])
         ends = types if r.random() < 0.5 else "".join(shuffled[cut:])
         return ("until", lo, hi, sub, generate(r, depth - 1, ends, made, earlier))
-    if kind == "not":
-        return ("not", ("atom", None, r.choice(types), r.choice(sorted(FILTERS))))
+    if kind == "not":  # (its filter on an earlier step's tag one time in three)
+        f = r.choice(sorted(FILTERS))
+        if earlier and r.random() < 0.35:
+            f = f"k = {r.choice(earlier)}.k"
+        return ("not", ("atom", None, r.choice(types), f))
     if kind == "guard" and r.random() < 0.3:
         return ("guardmax", r.choice([400, 700, 1200]), r.choice([0, 1, 2]),
                 generate(r, depth - 1, types, made, earlier))

@@ -319,6 +319,8 @@ class _ToAst(Transformer_NonRecursive):
         return ast.Atom(str(typ), None, cond, alias, loc=_loc(typ))
 
     def followed_by(self, meta: Any, c: list[Any]) -> ast.Pattern:
+        if len(c) == 1:  # a parenthesised operand: ``B and (not C)`` is ``B and not C``
+            return c[0]
         c, acting = _unlimited(c)
         for o in c[:-1]:
             if id(o) in self._twice:
@@ -546,6 +548,7 @@ class _ToAst(Transformer_NonRecursive):
         if ms is None:
             raise _Unsupported(_loc(meta), f"{kind} needs a duration such as 3 seconds")
         inner, most = _guard_count(inner, more[0], _loc(meta)) if more else (inner, None)
+        _partnered([inner])  # ((not C) where …: true as it starts, as not C alone)
         self._once_reported(inner)
         self._closed([inner], "a guard", limits_only=True)
         out = ast.Window(inner, ms, "within", loc=_loc(meta), guard=True, most=most)
