@@ -21,7 +21,11 @@ A pattern is a tuple:
 * ``("guardmax", ms, n, p)`` — ``p where timer:withinmax(ms msec, n)``
   (TimerWithinOrMaxCountGuard: the guard passes ``n`` results, the next ends it);
 * ``("->", [p, …], [n | None, …])`` — ``p -[n]> q …`` (EvalFollowedByWithMaxStateNodeManaged:
-  at most ``n`` right-hand sides of that arrow under way).
+  at most ``n`` right-hand sides of that arrow under way);
+* ``("at", seconds)`` — ``timer:at(*, *, *, *, *, [s, …])`` (TimerAtObserver over a sorted
+  tuple of seconds of the minute; ``()`` for ``*``): due at the first whole second of the
+  schedule at least one second after its start truncated to the second, plus the start's
+  milliseconds (ScheduleComputeHelper's computeNextOccurance).
 
 The clock is Esper's external one stepped through each timer (cepflow's documented reading:
 docs/conformance.md, "every timer:interval(Δ) under a clock that jumps"): a timer fires at its
@@ -53,6 +57,9 @@ def text(p: Pattern) -> str:
         return f"{tag}={typ}({f})" if tag else f"{typ}({f})"
     if kind == "interval":
         return f"timer:interval({p[1]} msec)"
+    if kind == "at":
+        seconds = f"[{', '.join(map(str, p[1]))}]" if p[1] else "*"
+        return f"timer:at(*, *, *, *, *, {seconds})"
     if kind in ("every", "not"):
         return f"{kind} {_operand(p[1])}"
     if kind == "guard":
@@ -79,14 +86,14 @@ def text(p: Pattern) -> str:
 
 
 def _operand(p: Pattern) -> str:
-    return text(p) if p[0] in ("atom", "interval") else f"({text(p)})"
+    return text(p) if p[0] in ("atom", "interval", "at") else f"({text(p)})"
 
 
 def tags(p: Pattern) -> list[str]:
     """The tags of ``p`` outside ``not``, in writing order."""
     if p[0] == "atom":
         return [p[1]] if p[1] else []
-    if p[0] in ("not", "interval"):
+    if p[0] in ("not", "interval", "at"):
         return []
     if p[0] == "distinct":
         return tags(p[2])
@@ -140,7 +147,7 @@ class _Node:
 def _new(tree: _Tree, parent: Any, p: Pattern) -> _Node:
     kinds = {"atom": _Filter, "every": _Every, "and": _And, "or": _Or, "->": _FollowedBy,
              "not": _Not, "guard": _Guard, "interval": _Interval, "until": _Until,
-             "distinct": _Distinct, "guardmax": _GuardMax}
+             "distinct": _Distinct, "guardmax": _GuardMax, "at": _At}
     return kinds[p[0]](tree, parent, p)
 
 
@@ -186,6 +193,23 @@ class _Interval(_Node):
 
     def quit(self) -> None:
         self.slot = None
+
+
+class _At(_Interval):
+    """TimerAtObserver: one schedule instant after its start (``("at", seconds)``)."""
+
+    def start(self, begin: Binding) -> None:
+        self.begin = begin
+        self.slot = self.tree.schedule(next_at(self.p[1], self.tree.now), self)
+
+
+def next_at(seconds: tuple[int, ...], now: float) -> float:
+    """The instant ``timer:at(*, *, *, *, *, seconds)`` started at ``now`` fires."""
+    whole, ms = divmod(now, 1000)
+    t = whole + 1
+    while seconds and t % 60 not in seconds:
+        t += 1
+    return t * 1000 + ms
 
 
 class _SpawnEvaluator:

@@ -193,6 +193,41 @@ def test_random_patterns_answer_as_esper(seed: int, depth: int, cuts: list[int],
     answers_as_esper(p, prog, r, 8, cuts, restore_at)
 
 
+def clocked(r: random.Random) -> Pattern:
+    """A pattern begun by Esper's crontab observer on the seconds of the minute (the one place
+    cepflow runs ``timer:at``, docs/esper.md): ``[every] timer:at(…) -> P``, ``every
+    (timer:at(…) -> P)``, ``[every] (timer:at(…) and not X) -> P`` and ``every`` around the
+    whole of that."""
+    at = ("at", r.choice([(), (1, 3), (2,), (0, 2, 4, 6), (1, 2, 5), (3, 4)]))
+    if r.random() < 0.35:
+        at = ("and", [at, ("not", ("atom", None, r.choice("ABCD"), r.choice(sorted(FILTERS))))])
+    rest = generate(r, r.choice([0, 1, 2]), "ABCD", [0], [])
+    form = r.choice(["every-at", "at", "every-whole"])
+    if form == "every-at":
+        return ("->", [("every", at), rest])
+    if form == "at":
+        return ("->", [at, rest])
+    return ("every", ("->", [at, rest]))
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.lists(st.integers(0, 12), max_size=2), st.integers(0, 3))
+def test_random_timer_at_patterns_answer_as_esper(seed: int, cuts: list[int], restore_at: int
+                                                  ) -> None:
+    """``timer:at`` at a pattern's start (its clock, from the statement's start at 0) followed
+    by random patterns, against the tree."""
+    r = random.Random(seed)
+    p = clocked(r)
+    if not tags(p):
+        return
+    note(text(p))
+    try:
+        prog = program(p)
+    except PatternSyntaxError:
+        return
+    answers_as_esper(p, prog, r, 8, cuts, restore_at)
+
+
 def answers_as_esper(p: Pattern, prog: Any, r: random.Random, n: int, cuts: list[int],
                      restore_at: int) -> list[tuple[list[Event], float]]:
     """``n`` random streams drawn from ``r``: per event ``prog`` gives the tree's matches of
