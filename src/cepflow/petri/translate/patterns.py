@@ -55,7 +55,7 @@ from cepflow.automaton.automaton import TRAP as TRAP_STATE
 from cepflow.compiler.esper import EsperPlan, lower
 from cepflow.language import ast
 from cepflow.language.walk import rewrite
-from cepflow.petri.colours import ANY, INT, UNIT, ColourSet
+from cepflow.petri.colours import ANY, INT, UNIT, ColourSet, list_of
 from cepflow.petri.translate.net_builder import (
     BUSY,
     CHOOSE,
@@ -82,6 +82,9 @@ from cepflow.petri.translate.net_builder import (
     or_,
     tup,
 )
+
+#: which operands of an or's product took each of its events (a bit mask per event)
+TRACK = list_of("TRACK", INT)
 
 #: "no instance" in P.oldest: larger than every instance number
 NONE = 1 << 62
@@ -176,20 +179,11 @@ class PatternNet:
         net keeps the first-written of an or's single events, Position.alt): refused only
         where the answer can depend on it (docs/petri.md)."""
         each = next((p for p in self.auto.positions if p.each), None)
-        if each is not None:  # (Position.each is set only when the operands share a type)
+        if each is not None and (self.plan is None or self.plan.start != "spawn"
+                                 or self.auto.distinct):
             bad("'every X or every Y' that one event can both fit", "an instance per every "
-                "operand the event fits (Esper's two every nodes) is not translated yet",
-                each.loc)
-        tie = next((p for p in self.auto.positions if p.ties), None)
-        if tie is not None:  # (set only on a step that can complete several operands)
-            bad("an or whose operands one event can complete together", "the operand whose "
-                "filter started first wins (Esper's or takes the child that reports first; "
-                "the engine's Position.ties): not translated yet", tie.loc)
-        settle = self._dropping_settle()
-        if settle is not None:
-            bad("an or of operands longer than one event", "the operand that completes it "
-                "keeps only its own events and tags (the engine's Position.settle drops what "
-                "the other operands took): not translated yet", settle.loc)
+                "operand the event fits is translated where the pattern begins an instance "
+                "at every event (spawn), without every-distinct", each.loc)
         # alternatives run beside (an or with an and or a guarded operand: Position.side).
         # The net keeps the preferred run at a match and ends the instance's others, as the
         # engine's _sides does when the or ends the pattern and one event cannot complete two
@@ -213,37 +207,6 @@ class PatternNet:
                         f"twice (by {t})", "the alternative whose filter started first wins "
                         "(Esper's or takes the child that reports first): not translated yet")
                     return
-
-    def _dropping_settle(self) -> Position | None:
-        """A step completing an operand of an or's product (Position.settle) that moves
-        another operand too, or that a run can reach after a step of that product which moved
-        another operand: its match drops the events only those took and the tags the other
-        operands bound, which the net keeps (it keeps everything a run took). None when the
-        settle and every product step before it are the completing operand's own."""
-        into: dict[int, list[Edge]] = {}
-        for _, e in self.edges:
-            into.setdefault(e.target, []).append(e)
-        source = {id(e): s for s, e in self.edges}
-        for s, e in self.edges:
-            pos = e.position
-            if pos.settle is None or pos.conj is None:
-                continue
-            done, product = pos.settle[0], pos.conj[0]
-            if pos.conj[1] != {done}:
-                return pos
-            seen, todo = {s}, [s]
-            while todo:
-                for prev in into.get(todo.pop(), ()):
-                    c = prev.position.conj
-                    if c is None or c[0] != product:
-                        continue
-                    if c[1] != {done}:
-                        return pos
-                    q = source[id(prev)]
-                    if q not in seen:
-                        seen.add(q)
-                        todo.append(q)
-        return None
 
     def _variables(self) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
         """Variables bound on some / every path into each state (FINAL: the completions)."""
@@ -306,6 +269,18 @@ class PatternNet:
         # variable names in the net: the program's own (a1.k), renamed if a field is so named
         read = {f for t in self.types_read() for f in b.schema(t).param_names}
         self.vn = {v: (v if v not in read else b.var(f"{v}_v")) for v in order}
+        # Esper's or of longer operands (a product, Position.track): its runs carry the track,
+        # which operands took each of the product's events (a bit mask per event), until the
+        # step that completes an operand (Position.settle) keeps that operand's events only
+        for _, e in self.edges:
+            tr = e.position.track
+            if tr is None or e.position.settle is not None or e.target == FINAL:
+                continue
+            if tr not in self.vn:
+                self.vn[tr] = b.var("track" + tr.removeprefix("_or"))
+                self.var_types[tr] = TRACK
+            if tr not in self.vars[e.target]:
+                self.vars[e.target].append(tr)
         self.ctl = {k: b.var(k) for k in ("s", "n", "t", "kd", "key", "i", "m", "l", "lt",
                                             "evs", "x", "c", "d", "nts", "cand", "f", "st",
                                             "evs2", "i2", "m2", "l2", "lt2", "t2", "key2")}
@@ -491,35 +466,74 @@ class PatternNet:
         """The colour of the run after ``e`` took the event (a run at ``e.target``)."""
         c = self.ctl
         tgt = e.target
-        _, new = self.binds(e.position, src)
-        vals: list[ast.Expr] = [inst, name(c["s"]), name(c["s"]), name(c["t"]), evs]
+        evs, vals = self.carry(e, src, evs, self.vars[tgt])
+        head: list[ast.Expr] = [inst, name(c["s"]), name(c["s"]), name(c["t"]), evs]
         have = set(self.zones_of(src)) if src != INITIAL else set()
         for z in self.zones_of(tgt):
-            vals.append(name(c["t"]) if z in e.enters or z not in have else name(self.zvar(z)))
-        src_vars = set(self.vars.get(src, [])) if src != INITIAL else set()
-        for v in self.vars[tgt]:
-            vals.append(new[v] if v in new else name(self.vn[v]) if v in src_vars
-                        else const(None))
-        return vals
+            head.append(name(c["t"]) if z in e.enters or z not in have else name(self.zvar(z)))
+        return [*head, *vals]
 
     def final_out(self, e: Edge | None, src: int, inst: ast.Expr, key: ast.Expr,
                   time: ast.Expr, evs: ast.Expr) -> list[ast.Expr]:
         """A completed run: (i, key, t, evs, variables)."""
-        new = self.binds(e.position, src)[1] if e is not None else {}
-        src_vars = set(self.vars.get(src, [])) if src != INITIAL else set()
-        vals: list[ast.Expr] = [inst, key, time, evs]
-        for v in self.final_vars:
-            vals.append(new[v] if v in new else name(self.vn[v]) if v in src_vars
-                        else const(None))
-        return vals
+        if e is None:  # (a window closed: the run as it is)
+            src_vars = set(self.vars.get(src, [])) if src != INITIAL else set()
+            return [inst, key, time, evs, *(name(self.vn[v]) if v in src_vars else const(None)
+                                            for v in self.final_vars)]
+        evs, vals = self.carry(e, src, evs, self.final_vars)
+        return [inst, key, time, evs, *vals]
 
-    def key_expr(self, parent: ast.Expr | None = None) -> ast.Expr:
-        """The queue key of a completion: instance ``i``'s own is ordered at ``(i, 0)``, one
-        of an instance that ``parent`` forked (Esper's inner every) at ``(parent, i)``: after
-        the parent's own, as the engine outputs them."""
+    def carry(self, e: Edge, src: int, evs: ast.Expr, out_vars: list[str]
+              ) -> tuple[ast.Expr, list[ast.Expr]]:
+        """The events and the values of ``out_vars`` after ``e`` took the event from ``src``:
+        what it binds anew, what the run had, null otherwise — and on a step of Esper's or
+        product (Position.track) the track extended by the operands the step moves; on one
+        that completes an operand (Position.settle) only that operand's events of the
+        product, and the tags the other operands bound null (runtime.matcher._or_step)."""
+        pos = e.position
+        _, new = self.binds(pos, src)
+        src_vars = set(self.vars.get(src, [])) if src != INITIAL else set()
+        track: ast.Expr | None = None
+        dropped: dict[str, ast.Expr] = {}
+        if pos.track is not None:
+            assert pos.conj is not None
+            before = name(self.vn[pos.track]) if pos.track in src_vars else call("nil")
+            track = call("append", before, const(sum(1 << i for i in pos.conj[1])))
+            if pos.settle is not None:
+                if pos.ties:  # several operands complete: the first to report wins
+                    ops: ast.Expr = call("nil")
+                    for i, _ in pos.ties:
+                        ops = call("append", ops, const(i))
+                    done: ast.Expr = call("first_done", track, ops)
+                    for i, drop in pos.ties:
+                        for v in drop:
+                            is_i = binop("==", done, const(i))
+                            dropped[v] = or_(dropped[v], is_i) if v in dropped else is_i
+                else:
+                    done = const(pos.settle[0])
+                    dropped = {v: const(True) for v in pos.settle[1]}
+                evs = call("settled", evs, track, done)
+        vals: list[ast.Expr] = []
+        for v in out_vars:
+            if v == pos.track and pos.settle is None and track is not None:
+                vals.append(track)
+                continue
+            val = new[v] if v in new else name(self.vn[v]) if v in src_vars else const(None)
+            gone = dropped.get(v)
+            if gone is not None:
+                val = const(None) if gone == const(True) else call("cond", gone, const(None),
+                                                                     val)
+            vals.append(val)
+        return evs, vals
+
+    def key_expr(self, parent: ast.Expr | None = None, inst: ast.Expr | None = None
+                 ) -> ast.Expr:
+        """The queue key of a completion: instance ``i``'s own (or ``inst``'s) is ordered at
+        ``(i, 0)``, one of an instance that ``parent`` forked (Esper's inner every) at
+        ``(parent, i)``: after the parent's own, as the engine outputs them."""
         c = self.ctl
-        local = (tup(name(c["i"]), const(0)) if parent is None
-                 else tup(parent, name(c["i"])))
+        i = inst if inst is not None else name(c["i"])
+        local = tup(i, const(0)) if parent is None else tup(parent, i)
         return call("qkey", name(c["kd"]), name(c["key"]), name(c["s"]), const(self.index),
                     local)
 
@@ -793,8 +807,11 @@ class PatternNet:
             y = name(b.var("y"))
             b.arc(f"{P}.began", tn, "in", [y])
             b.arc(f"{P}.began", tn, "out", [name(c["s"])])
+        # Esper's every X or every Y that one event can both fit (Position.each): an instance
+        # per operand the event fits, numbered in the operands' order (Matcher._start)
+        insts = self.each_instances(edges, inst)
         b.arc(f"{P}.next", tn, "in", [inst])
-        b.arc(f"{P}.next", tn, "out", [binop("+", inst, const(1))])
+        b.arc(f"{P}.next", tn, "out", [insts[None]])
         b.arc(f"{P}.took", tn, "in", [name(c["x"])])
         b.arc(f"{P}.took", tn, "out", [name(c["s"])])
         if self.plan is not None and self.plan.start == "once":  # (its one instance)
@@ -804,16 +821,39 @@ class PatternNet:
             self.distinct_start(t, tn, edges[0])
         evs = self.evs_after(call("nil"))
         for k, e in enumerate(edges):
+            ik = insts[k]
             if e.target == FINAL:
                 b.arc(f"{P}.final", tn, "out",
-                      self.final_out(e, INITIAL, inst, self.key_expr(), name(c["t"]), evs),
-                      conds.get(k))
+                      self.final_out(e, INITIAL, ik, self.key_expr(inst=ik), name(c["t"]),
+                                     evs), conds.get(k))
             else:
-                b.arc(self.place(e.target), tn, "out", self.run_out(e, INITIAL, inst, evs),
+                b.arc(self.place(e.target), tn, "out", self.run_out(e, INITIAL, ik, evs),
                       conds.get(k))
         if self.single_instance:  # an instance alive (or the one that just took it) blocks
             for s in self.states:
                 self.busy(s, t)
+
+    def each_instances(self, edges: list[Edge], inst: ast.Expr
+                       ) -> dict[int | None, ast.Expr]:
+        """The instance each initial edge begins (by index; None: the next free number).
+        One instance ``i``, unless the edges start the operands of Esper's ``every X or every
+        Y`` (Position.each): then the operands the event fits begin one each, in the
+        operands' order — operand g's is ``i`` plus the number of earlier ones that began (an
+        operand begins when one of its edges passes: the guard's ``p<k>``, Matcher._begin)."""
+        if not any(e.position.each for e in edges):
+            return {None: binop("+", inst, const(1)), **{k: inst for k in range(len(edges))}}
+        groups: dict[int, list[int]] = {}
+        for k, e in enumerate(edges):
+            groups.setdefault(e.position.each, []).append(k)
+        out: dict[int | None, ast.Expr] = {}
+        nxt: ast.Expr = inst
+        for g in sorted(groups):
+            for k in groups[g]:
+                out[k] = nxt
+            began = or_(*(name(self.b.var(f"p{k + 1}")) for k in groups[g]))
+            nxt = binop("+", nxt, call("cond", began, const(1), const(0)))
+        out[None] = nxt
+        return out
 
     def busy(self, s: int, t: str) -> None:
         """``P.busy.q<k>.T``: a run alive at ``s`` keeps a restarting pattern from beginning
