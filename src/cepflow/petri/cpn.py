@@ -54,6 +54,7 @@ ML_FUNCTIONS = {
              "          else if k1 <> k2 then k1 < k2 else if n1 <> n2 then n1 < n2\n"
              "          else cmp (r1, r2)\n"
              "  in cmp (evs1, evs2) end;",
+    "rev": "fun rev (xs) = List.rev xs;",
     "bit": "fun bit (m: int, i: int) = if i = 0 then m mod 2 = 1 else bit (m div 2, i - 1);",
     "settled": "fun settled (evs, track, i: int) =\n"
                "  let val head = List.take (evs, length evs - length track)\n"

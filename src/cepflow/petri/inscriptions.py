@@ -121,6 +121,10 @@ def _first_done(track: tuple, ops: tuple) -> int:
     return min(ops, key=started)
 
 
+def _rev(xs: tuple) -> tuple:
+    return tuple(reversed(xs))
+
+
 for _f in (_tuple, _append, _concat, _older, _cond):
     _f.accepts_null = True  # type: ignore[attr-defined]
 
@@ -139,6 +143,7 @@ NET_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numbers": _numbers,  # numbers(evs): the event numbers of a run
     "bindex": _bindex,   # bindex(r, size, t): the next time-batch boundary's index after t
     "settled": _settled,  # settled(evs, track, i): the events operand i keeps (or's product)
+    "rev": _rev,         # rev(xs): the list xs latest first
     "first_done": _first_done,  # first_done(track, ops): the operand that reports first
 }
 

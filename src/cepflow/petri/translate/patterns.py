@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable
 from cepflow.automaton.automaton import (
     FINAL,
     INITIAL,
+    SIDE_ANCHOR,
     SIDE_DONE,
     TIMER,
     Automaton,
@@ -184,29 +185,6 @@ class PatternNet:
             bad("'every X or every Y' that one event can both fit", "an instance per every "
                 "operand the event fits is translated where the pattern begins an instance "
                 "at every event (spawn), without every-distinct", each.loc)
-        # alternatives run beside (an or with an and or a guarded operand: Position.side).
-        # The net keeps the preferred run at a match and ends the instance's others, as the
-        # engine's _sides does when the or ends the pattern and one event cannot complete two
-        # alternatives; otherwise the engine's or quits the other alternatives' runs (or
-        # takes the one that reports first), which the net does not model
-        done: dict[int, dict[str, set[int]]] = {}
-        for _, e in self.edges:
-            side = e.position.side
-            if side is None or not side[2] & SIDE_DONE:
-                continue
-            if e.target != FINAL:
-                bad("an or of an and (or a guarded operand) followed by more", "the or quits "
-                    "its other alternatives' runs when one completes (Esper's "
-                    "EvalOrStateNode): not translated yet", e.position.loc)
-                return
-            done.setdefault(side[0], {}).setdefault(e.position.type, set()).add(side[1])
-        for by_type in done.values():
-            for t, alts in by_type.items():
-                if len(alts) > 1:
-                    bad("an or of an and (or a guarded operand) that one event can complete "
-                        f"twice (by {t})", "the alternative whose filter started first wins "
-                        "(Esper's or takes the child that reports first): not translated yet")
-                    return
 
     def _variables(self) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
         """Variables bound on some / every path into each state (FINAL: the completions)."""
@@ -281,6 +259,7 @@ class PatternNet:
                 self.var_types[tr] = TRACK
             if tr not in self.vars[e.target]:
                 self.vars[e.target].append(tr)
+        self.sides()
         self.ctl = {k: b.var(k) for k in ("s", "n", "t", "kd", "key", "i", "m", "l", "lt",
                                             "evs", "x", "c", "d", "nts", "cand", "f", "st",
                                             "evs2", "i2", "m2", "l2", "lt2", "t2", "key2")}
@@ -331,12 +310,128 @@ class PatternNet:
         if self.policy in ("immediate", "strict"):
             self.noise()
         self.timers()
+        if self.side_targets:
+            self.side_quits()
         if self.multi:
             self.choose()
             for s in self.states:
                 self.kill(s)
                 self.dedupe(s)
         self.emit()
+
+    def sides(self) -> None:
+        """Esper's ors run as alternatives beside each other (Position.side: an or with an
+        and or a guarded operand). The steps completing an alternative (SIDE_DONE) rank the
+        run they make by when the filter that took the event started (runtime.compiled
+        ``side_done``, Matcher._sides): at the alternative's start or with its and (fresh),
+        ``(0, nil, k)``; else ``(1, its events latest first, k)`` — ``k`` the alternative. The
+        rank is a hidden variable ``_side<g>`` of the runs where the alternatives complete
+        (and of completed runs when the or ends the pattern): ``P.side.g<g>…`` keeps the
+        lesser of two completions of one instance at one event, ``P.quit.g<g>…`` ends the
+        instance's runs still in the or's other states (the or quits its alternatives)."""
+        a = self.auto
+        anchors = {p.id for p in a.positions if p.side and p.side[2] & SIDE_ANCHOR}
+        #: (source, type, target) -> (or, alternative, fresh): as the engine keys them
+        self.side_done: dict[tuple[int, str, int], tuple[int, int, bool]] = {}
+        for s, m in a.edges.items():
+            for t, es in m.items():
+                for e in es:
+                    side = e.position.side
+                    if side is not None and side[2] & SIDE_DONE:
+                        self.side_done[s, t, e.target] = (
+                            side[0], side[1], s in anchors or e.position.fresh)
+        self.side_anchors = anchors
+        self.side_states: dict[int, set[int]] = {}
+        for p in a.positions:
+            if p.side is not None:
+                self.side_states.setdefault(p.side[0], set()).add(p.id)
+        self.side_targets: dict[int, set[int]] = {}
+        self.side_vars: set[str] = set()
+        for (_, _, tgt), (g, _, _) in self.side_done.items():
+            v = f"_side{g}"
+            if v not in self.vn:
+                self.vn[v] = self.b.var(f"rank{g}")
+                self.var_types[v] = ANY
+                self.side_vars.add(v)
+            self.side_targets.setdefault(g, set()).add(tgt)
+            if tgt == FINAL:
+                if v not in self.final_vars:
+                    self.final_vars.append(v)
+            elif v not in self.vars[tgt]:
+                self.vars[tgt].append(v)
+
+    def side_rank(self, e: Edge, src: int) -> tuple[str, ast.Expr] | None:
+        """The rank variable and value of the run a step completing an alternative makes."""
+        side = self.side_done.get((src, e.position.type, e.target))
+        if side is None:
+            return None
+        g, k, fresh = side
+        evs = call("nil") if fresh or src == INITIAL else call("rev", name(self.ctl["evs"]))
+        return f"_side{g}", tup(const(0 if fresh else 1), evs, const(k))
+
+    def side_quits(self) -> None:
+        """``P.side.g<g>.q<a>.q<b>`` (two runs of one instance completed the or's alternatives
+        at one event: the lesser rank stays; ``final`` for completions of the pattern) and
+        ``P.quit.g<g>.q<k>.q<d>`` (an instance that completed the or at this event ends its
+        runs in the or's other states, but for one that entered the or with the event)."""
+        b, c, P = self.b, self.ctl, self.name
+        for g, targets in sorted(self.side_targets.items()):
+            rank = f"_side{g}"
+            done = sorted(t for t in targets if t != FINAL)
+            for d1 in done:
+                for d2 in done:
+                    tn = f"{P}.side.g{g}.q{d1}.q{d2}"
+                    one = self.thread_terms(d1)
+                    two = self.other_run_terms(d2)
+                    r1, r2 = self.term_of(d1, one, rank), self.term_of(d2, two, rank)
+                    better = or_(binop("<", r1, r2), and_(binop("==", r1, r2), call(
+                        "older", name(c["evs"]), call("nil"), name(c["evs2"]), call("nil"))))
+                    b.net.transition(tn, and_(binop("==", name(c["l"]), name(c["l2"])),
+                                              better), BUSY, P,
+                                     f"two runs completed the or's alternatives: q{d1}'s "
+                                     "reported first")
+                    b.arc(self.place(d1), tn, "read", one)
+                    b.arc(self.place(d2), tn, "in", two)
+            if FINAL in targets:
+                tn = f"{P}.side.g{g}.final"
+                one = [name(c["i"]), name(c["key"]), name(c["t"]), name(c["evs"]),
+                       *(name(self.vn[v]) for v in self.final_vars)]
+                two = [name(c["i"]), name(c["key2"]), name(c["t2"]), name(c["evs2"]),
+                       *(name(self.vn[v] + "_2") for v in self.final_vars)]
+                r1, r2 = name(self.vn[rank]), name(self.vn[rank] + "_2")
+                b.net.transition(tn, and_(binop("!=", r1, const(None)),
+                                          binop("!=", r2, const(None)), binop("<", r1, r2)),
+                                 BUSY, P, "two runs completed the or's alternatives: the "
+                                 "one that reported first stays")
+                b.arc(f"{P}.final", tn, "read", one)
+                b.arc(f"{P}.final", tn, "in", two)
+            for q in sorted(self.side_states.get(g, set()) - targets):
+                if q not in self.states:
+                    continue
+                for d in done:
+                    tn = f"{P}.quit.g{g}.q{q}.q{d}"
+                    t = next(p.type for p in self.auto.positions if p.id == d)
+                    entered = None
+                    if q in self.side_anchors:  # (a run that entered the or with the event)
+                        entered = binop("==", name(c["l"]), name(c["s"]))
+                    b.net.transition(tn, and_(binop("==", name(c["l2"]), name(c["s"])),
+                                              not_(entered) if entered is not None else None),
+                                     BUSY, P, f"the or completed: its run in q{q} ends")
+                    b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
+                    b.arc(self.place(d), tn, "read", self.other_run_terms(d))
+                    b.arc(self.place(q), tn, "in", self.thread_terms(q))
+
+    def other_run_terms(self, s: int) -> list[ast.Expr]:
+        """The input pattern of a second run of the same instance at ``s``: every part but
+        the instance named apart (``…2``)."""
+        c = self.ctl
+        return [name(c["i"]), name(c["m2"]), name(c["l2"]), name(c["lt2"]), name(c["evs2"]),
+                *(name(self.zvar(z) + "_2") for z in self.zones_of(s)),
+                *(name(self.vn[v] + "_2") for v in self.vars[s])]
+
+    def term_of(self, s: int, terms: list[ast.Expr], v: str) -> ast.Expr:
+        """The term of variable ``v`` in a run pattern of state ``s``."""
+        return terms[5 + len(self.zones_of(s)) + self.vars[s].index(v)]
 
     def types_read(self) -> list[str]:
         """The event types this pattern reads (its edges' and its nots'); under immediate
@@ -513,8 +608,13 @@ class PatternNet:
                     done = const(pos.settle[0])
                     dropped = {v: const(True) for v in pos.settle[1]}
                 evs = call("settled", evs, track, done)
+        ranked = self.side_rank(e, src)
         vals: list[ast.Expr] = []
         for v in out_vars:
+            if v in self.side_vars:  # (a hidden rank: set where an alternative completes)
+                vals.append(ranked[1] if ranked is not None and ranked[0] == v
+                            else name(self.vn[v]) if v in src_vars else const(None))
+                continue
             if v == pos.track and pos.settle is None and track is not None:
                 vals.append(track)
                 continue
@@ -1002,7 +1102,7 @@ class PatternNet:
         """(name, value, …) of the completed run's variables, for the engine's tie-break."""
         items: list[ast.Expr] = []
         for v in self.final_vars:
-            if v in self.auto.unused:
+            if v in self.auto.unused or v in self.side_vars:
                 continue
             items += [const(v), name(self.vn[v] + suffix)]
         return tup(*items)
