@@ -332,14 +332,10 @@ class PatternNet:
         a = self.auto
         anchors = {p.id for p in a.positions if p.side and p.side[2] & SIDE_ANCHOR}
         #: (source, type, target) -> (or, alternative, fresh): as the engine keys them
-        self.side_done: dict[tuple[int, str, int], tuple[int, int, bool]] = {}
-        for s, m in a.edges.items():
-            for t, es in m.items():
-                for e in es:
-                    side = e.position.side
-                    if side is not None and side[2] & SIDE_DONE:
-                        self.side_done[s, t, e.target] = (
-                            side[0], side[1], s in anchors or e.position.fresh)
+        self.side_done: dict[tuple[int, str, int], tuple[int, int, bool]] = {
+            (s, e.position.type, e.target): (side[0], side[1], s in anchors or e.position.fresh)
+            for s, e in self.edges
+            if (side := e.position.side) is not None and side[2] & SIDE_DONE}
         self.side_anchors = anchors
         self.side_states: dict[int, set[int]] = {}
         for p in a.positions:
