@@ -185,6 +185,16 @@ class PatternNet:
             bad("'every X or every Y' that one event can both fit", "an instance per every "
                 "operand the event fits is translated where the pattern begins an instance "
                 "at every event (spawn), without every-distinct", each.loc)
+        # an or run beside whose alternatives complete both the pattern and a run that goes
+        # on: the net ranks completions of each kind apart (P.side…final, P.side…q<k>)
+        ends: dict[int, set[bool]] = {}
+        for _, e in self.edges:
+            side = e.position.side
+            if side is not None and side[2] & SIDE_DONE:
+                ends.setdefault(side[0], set()).add(e.target == FINAL)
+        if any(len(kinds) > 1 for kinds in ends.values()):
+            bad("an or of an and (or a guarded operand) that both ends the pattern and goes "
+                "on", "its completions of the two kinds are not ranked against each other")
 
     def _variables(self) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
         """Variables bound on some / every path into each state (FINAL: the completions)."""
