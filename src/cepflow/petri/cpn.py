@@ -54,6 +54,25 @@ ML_FUNCTIONS = {
              "          else if k1 <> k2 then k1 < k2 else if n1 <> n2 then n1 < n2\n"
              "          else cmp (r1, r2)\n"
              "  in cmp (evs1, evs2) end;",
+    "rev": "fun rev (xs) = List.rev xs;",
+    "bit": "fun bit (m: int, i: int) = if i = 0 then m mod 2 = 1 else bit (m div 2, i - 1);",
+    "settled": "fun settled (evs, track, i: int) =\n"
+               "  let val head = List.take (evs, length evs - length track)\n"
+               "      val tail = List.drop (evs, length evs - length track)\n"
+               "      fun keep ([], _) = [] | keep (_, []) = []\n"
+               "        | keep (e :: es, m :: ms) = if bit (m, i) then e :: keep (es, ms)\n"
+               "                                    else keep (es, ms)\n"
+               "  in head ^^ keep (tail, track) end;",
+    "first_done": "fun first_done (track: int list, ops: int list) =\n"
+                  "  let val n = length track\n"
+                  "      fun started i = List.filter (fn k => bit (List.nth (track, k), i))\n"
+                  "                        (List.tabulate (n - 1, fn j => n - 2 - j)) ^^ [~1, i]\n"
+                  "      fun less ([], _) = false | less (_, []) = true\n"
+                  "        | less (a :: r, b :: s) = a < b orelse (a = b andalso less (r, s))\n"
+                  "      fun pick (best, []) = best\n"
+                  "        | pick (best, i :: r) = pick (if less (started i, started best)\n"
+                  "                                      then i else best, r)\n"
+                  "  in pick (hd ops, tl ops) end;",
 }
 
 _RESERVED = {"and", "andalso", "orelse", "not", "if", "then", "else", "val", "fun", "let",

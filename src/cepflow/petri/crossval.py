@@ -247,9 +247,9 @@ def random_or_pattern(pick: Pick) -> str:
     or refuse them."""
     n = [0]
 
-    def atom() -> str:
+    def atom(t: str | None = None) -> str:
         n[0] += 1
-        return f"o{n[0]}={pick('ABCD')}{pick(['', '', '(k > 0)', '(k = 0)'])}"
+        return f"o{n[0]}={t or pick('ABCD')}{pick(['', '', '(k > 0)', '(k = 0)'])}"
 
     def operand() -> str:
         form = pick(["atom", "atom", "and", "seq"])
@@ -258,7 +258,8 @@ def random_or_pattern(pick: Pick) -> str:
         return f"({atom()} {'and' if form == 'and' else '->'} {atom()})"
 
     if pick(["or", "or", "every"]) == "every":
-        body = f"(every {atom()} or every {atom()})"
+        first = atom()  # (half the time both of one type: an instance per operand, each)
+        body = f"(every {first} or every {atom(pick([first[3], None]))})"
     else:
         body = "(" + " or ".join(operand() for _ in range(pick([2, 2, 3]))) + ")"
     if pick([True, True, True, False, False]):

@@ -102,6 +102,29 @@ def _numbers(evs: tuple) -> tuple:
     return tuple(e[2] for e in evs)
 
 
+def _settled(evs: tuple, track: tuple, i: int) -> tuple:
+    """The events a run keeps when operand ``i`` completes an or's product (the engine's
+    Position.settle): ``evs`` ends with the product's events, one per entry of ``track``
+    (which operands took each, as a bit mask); of those only operand ``i``'s stay."""
+    n = len(track)
+    head, tail = evs[:len(evs) - n], evs[len(evs) - n:]
+    return (*head, *(ev for ev, m in zip(tail, track, strict=True) if m >> i & 1))
+
+
+def _first_done(track: tuple, ops: tuple) -> int:
+    """Of the operands ``ops`` that one step of an or's product completes together, the one
+    that reports first (the engine's Position.ties): the one whose filter started first —
+    compared by the steps where each took its earlier events, latest first, then by writing
+    order (at the or's start its operands start in that order)."""
+    def started(i: int) -> tuple:
+        return (*(k for k in range(len(track) - 2, -1, -1) if track[k] >> i & 1), -1, i)
+    return min(ops, key=started)
+
+
+def _rev(xs: tuple) -> tuple:
+    return tuple(reversed(xs))
+
+
 for _f in (_tuple, _append, _concat, _older, _cond):
     _f.accepts_null = True  # type: ignore[attr-defined]
 
@@ -119,6 +142,9 @@ NET_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "qkey": _qkey,       # qkey(kd, key, s, c, local): a queued event's key (see _qkey)
     "numbers": _numbers,  # numbers(evs): the event numbers of a run
     "bindex": _bindex,   # bindex(r, size, t): the next time-batch boundary's index after t
+    "settled": _settled,  # settled(evs, track, i): the events operand i keeps (or's product)
+    "rev": _rev,         # rev(xs): the list xs latest first
+    "first_done": _first_done,  # first_done(track, ops): the operand that reports first
 }
 
 Evaluator = Callable[[dict[str, Any]], Any]

@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable
 from cepflow.automaton.automaton import (
     FINAL,
     INITIAL,
+    SIDE_ANCHOR,
     SIDE_DONE,
     TIMER,
     Automaton,
@@ -55,7 +56,7 @@ from cepflow.automaton.automaton import TRAP as TRAP_STATE
 from cepflow.compiler.esper import EsperPlan, lower
 from cepflow.language import ast
 from cepflow.language.walk import rewrite
-from cepflow.petri.colours import ANY, INT, UNIT, ColourSet
+from cepflow.petri.colours import ANY, INT, UNIT, ColourSet, list_of
 from cepflow.petri.translate.net_builder import (
     BUSY,
     CHOOSE,
@@ -82,6 +83,9 @@ from cepflow.petri.translate.net_builder import (
     or_,
     tup,
 )
+
+#: which operands of an or's product took each of its events (a bit mask per event)
+TRACK = list_of("TRACK", INT)
 
 #: "no instance" in P.oldest: larger than every instance number
 NONE = 1 << 62
@@ -176,74 +180,21 @@ class PatternNet:
         net keeps the first-written of an or's single events, Position.alt): refused only
         where the answer can depend on it (docs/petri.md)."""
         each = next((p for p in self.auto.positions if p.each), None)
-        if each is not None:  # (Position.each is set only when the operands share a type)
+        if each is not None and (self.plan is None or self.plan.start != "spawn"
+                                 or self.auto.distinct):
             bad("'every X or every Y' that one event can both fit", "an instance per every "
-                "operand the event fits (Esper's two every nodes) is not translated yet",
-                each.loc)
-        tie = next((p for p in self.auto.positions if p.ties), None)
-        if tie is not None:  # (set only on a step that can complete several operands)
-            bad("an or whose operands one event can complete together", "the operand whose "
-                "filter started first wins (Esper's or takes the child that reports first; "
-                "the engine's Position.ties): not translated yet", tie.loc)
-        settle = self._dropping_settle()
-        if settle is not None:
-            bad("an or of operands longer than one event", "the operand that completes it "
-                "keeps only its own events and tags (the engine's Position.settle drops what "
-                "the other operands took): not translated yet", settle.loc)
-        # alternatives run beside (an or with an and or a guarded operand: Position.side).
-        # The net keeps the preferred run at a match and ends the instance's others, as the
-        # engine's _sides does when the or ends the pattern and one event cannot complete two
-        # alternatives; otherwise the engine's or quits the other alternatives' runs (or
-        # takes the one that reports first), which the net does not model
-        done: dict[int, dict[str, set[int]]] = {}
+                "operand the event fits is translated where the pattern begins an instance "
+                "at every event (spawn), without every-distinct", each.loc)
+        # an or run beside whose alternatives complete both the pattern and a run that goes
+        # on: the net ranks completions of each kind apart (P.side…final, P.side…q<k>)
+        ends: dict[int, set[bool]] = {}
         for _, e in self.edges:
             side = e.position.side
-            if side is None or not side[2] & SIDE_DONE:
-                continue
-            if e.target != FINAL:
-                bad("an or of an and (or a guarded operand) followed by more", "the or quits "
-                    "its other alternatives' runs when one completes (Esper's "
-                    "EvalOrStateNode): not translated yet", e.position.loc)
-                return
-            done.setdefault(side[0], {}).setdefault(e.position.type, set()).add(side[1])
-        for by_type in done.values():
-            for t, alts in by_type.items():
-                if len(alts) > 1:
-                    bad("an or of an and (or a guarded operand) that one event can complete "
-                        f"twice (by {t})", "the alternative whose filter started first wins "
-                        "(Esper's or takes the child that reports first): not translated yet")
-                    return
-
-    def _dropping_settle(self) -> Position | None:
-        """A step completing an operand of an or's product (Position.settle) that moves
-        another operand too, or that a run can reach after a step of that product which moved
-        another operand: its match drops the events only those took and the tags the other
-        operands bound, which the net keeps (it keeps everything a run took). None when the
-        settle and every product step before it are the completing operand's own."""
-        into: dict[int, list[Edge]] = {}
-        for _, e in self.edges:
-            into.setdefault(e.target, []).append(e)
-        source = {id(e): s for s, e in self.edges}
-        for s, e in self.edges:
-            pos = e.position
-            if pos.settle is None or pos.conj is None:
-                continue
-            done, product = pos.settle[0], pos.conj[0]
-            if pos.conj[1] != {done}:
-                return pos
-            seen, todo = {s}, [s]
-            while todo:
-                for prev in into.get(todo.pop(), ()):
-                    c = prev.position.conj
-                    if c is None or c[0] != product:
-                        continue
-                    if c[1] != {done}:
-                        return pos
-                    q = source[id(prev)]
-                    if q not in seen:
-                        seen.add(q)
-                        todo.append(q)
-        return None
+            if side is not None and side[2] & SIDE_DONE:
+                ends.setdefault(side[0], set()).add(e.target == FINAL)
+        if any(len(kinds) > 1 for kinds in ends.values()):
+            bad("an or of an and (or a guarded operand) that both ends the pattern and goes "
+                "on", "its completions of the two kinds are not ranked against each other")
 
     def _variables(self) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
         """Variables bound on some / every path into each state (FINAL: the completions)."""
@@ -306,6 +257,19 @@ class PatternNet:
         # variable names in the net: the program's own (a1.k), renamed if a field is so named
         read = {f for t in self.types_read() for f in b.schema(t).param_names}
         self.vn = {v: (v if v not in read else b.var(f"{v}_v")) for v in order}
+        # Esper's or of longer operands (a product, Position.track): its runs carry the track,
+        # which operands took each of the product's events (a bit mask per event), until the
+        # step that completes an operand (Position.settle) keeps that operand's events only
+        for _, e in self.edges:
+            tr = e.position.track
+            if tr is None or e.position.settle is not None or e.target == FINAL:
+                continue
+            if tr not in self.vn:
+                self.vn[tr] = b.var("track" + tr.removeprefix("_or"))
+                self.var_types[tr] = TRACK
+            if tr not in self.vars[e.target]:
+                self.vars[e.target].append(tr)
+        self.sides()
         self.ctl = {k: b.var(k) for k in ("s", "n", "t", "kd", "key", "i", "m", "l", "lt",
                                             "evs", "x", "c", "d", "nts", "cand", "f", "st",
                                             "evs2", "i2", "m2", "l2", "lt2", "t2", "key2")}
@@ -356,12 +320,124 @@ class PatternNet:
         if self.policy in ("immediate", "strict"):
             self.noise()
         self.timers()
+        if self.side_targets:
+            self.side_quits()
         if self.multi:
             self.choose()
             for s in self.states:
                 self.kill(s)
                 self.dedupe(s)
         self.emit()
+
+    def sides(self) -> None:
+        """Esper's ors run as alternatives beside each other (Position.side: an or with an
+        and or a guarded operand). The steps completing an alternative (SIDE_DONE) rank the
+        run they make by when the filter that took the event started (runtime.compiled
+        ``side_done``, Matcher._sides): at the alternative's start or with its and (fresh),
+        ``(0, nil, k)``; else ``(1, its events latest first, k)`` — ``k`` the alternative. The
+        rank is a hidden variable ``_side<g>`` of the runs where the alternatives complete
+        (and of completed runs when the or ends the pattern): ``P.side.g<g>…`` keeps the
+        lesser of two completions of one instance at one event, ``P.quit.g<g>…`` ends the
+        instance's runs still in the or's other states (the or quits its alternatives)."""
+        a = self.auto
+        anchors = {p.id for p in a.positions if p.side and p.side[2] & SIDE_ANCHOR}
+        #: (source, type, target) -> (or, alternative, fresh): as the engine keys them
+        self.side_done: dict[tuple[int, str, int], tuple[int, int, bool]] = {
+            (s, e.position.type, e.target): (side[0], side[1], s in anchors or e.position.fresh)
+            for s, e in self.edges
+            if (side := e.position.side) is not None and side[2] & SIDE_DONE}
+        self.side_anchors = anchors
+        self.side_states: dict[int, set[int]] = {}
+        for p in a.positions:
+            if p.side is not None:
+                self.side_states.setdefault(p.side[0], set()).add(p.id)
+        self.side_targets: dict[int, set[int]] = {}
+        self.side_vars: set[str] = set()
+        for (_, _, tgt), (g, _, _) in self.side_done.items():
+            v = f"_side{g}"
+            if v not in self.vn:
+                self.vn[v] = self.b.var(f"rank{g}")
+                self.var_types[v] = ANY
+                self.side_vars.add(v)
+            self.side_targets.setdefault(g, set()).add(tgt)
+            if tgt == FINAL:
+                if v not in self.final_vars:
+                    self.final_vars.append(v)
+            elif v not in self.vars[tgt]:
+                self.vars[tgt].append(v)
+
+    def side_rank(self, e: Edge, src: int) -> tuple[str, ast.Expr] | None:
+        """The rank variable and value of the run a step completing an alternative makes."""
+        side = self.side_done.get((src, e.position.type, e.target))
+        if side is None:
+            return None
+        g, k, fresh = side
+        evs = call("nil") if fresh or src == INITIAL else call("rev", name(self.ctl["evs"]))
+        return f"_side{g}", tup(const(0 if fresh else 1), evs, const(k))
+
+    def side_quits(self) -> None:
+        """``P.side.g<g>.q<a>.q<b>`` (two runs of one instance completed the or's alternatives
+        at one event: the lesser rank stays; ``final`` for completions of the pattern) and
+        ``P.quit.g<g>.q<k>.q<d>`` (an instance that completed the or at this event ends its
+        runs in the or's other states, but for one that entered the or with the event)."""
+        b, c, P = self.b, self.ctl, self.name
+        for g, targets in sorted(self.side_targets.items()):
+            rank = f"_side{g}"
+            done = sorted(t for t in targets if t != FINAL)
+            for d1 in done:
+                for d2 in done:
+                    tn = f"{P}.side.g{g}.q{d1}.q{d2}"
+                    one = self.thread_terms(d1)
+                    two = self.other_run_terms(d2)
+                    r1, r2 = self.term_of(d1, one, rank), self.term_of(d2, two, rank)
+                    better = or_(binop("<", r1, r2), and_(binop("==", r1, r2), call(
+                        "older", name(c["evs"]), call("nil"), name(c["evs2"]), call("nil"))))
+                    b.net.transition(tn, and_(binop("==", name(c["l"]), name(c["l2"])),
+                                              better), BUSY, P,
+                                     f"two runs completed the or's alternatives: q{d1}'s "
+                                     "reported first")
+                    b.arc(self.place(d1), tn, "read", one)
+                    b.arc(self.place(d2), tn, "in", two)
+            if FINAL in targets:
+                tn = f"{P}.side.g{g}.final"
+                one = [name(c["i"]), name(c["key"]), name(c["t"]), name(c["evs"]),
+                       *(name(self.vn[v]) for v in self.final_vars)]
+                two = [name(c["i"]), name(c["key2"]), name(c["t2"]), name(c["evs2"]),
+                       *(name(self.vn[v] + "_2") for v in self.final_vars)]
+                r1, r2 = name(self.vn[rank]), name(self.vn[rank] + "_2")
+                b.net.transition(tn, and_(binop("!=", r1, const(None)),
+                                          binop("!=", r2, const(None)), binop("<", r1, r2)),
+                                 BUSY, P, "two runs completed the or's alternatives: the "
+                                 "one that reported first stays")
+                b.arc(f"{P}.final", tn, "read", one)
+                b.arc(f"{P}.final", tn, "in", two)
+            for q in sorted(self.side_states.get(g, set()) - targets):
+                if q not in self.states:
+                    continue
+                for d in done:
+                    tn = f"{P}.quit.g{g}.q{q}.q{d}"
+                    t = next(p.type for p in self.auto.positions if p.id == d)
+                    entered = None
+                    if q in self.side_anchors:  # (a run that entered the or with the event)
+                        entered = binop("==", name(c["l"]), name(c["s"]))
+                    b.net.transition(tn, and_(binop("==", name(c["l2"]), name(c["s"])),
+                                              not_(entered) if entered is not None else None),
+                                     BUSY, P, f"the or completed: its run in q{q} ends")
+                    b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
+                    b.arc(self.place(d), tn, "read", self.other_run_terms(d))
+                    b.arc(self.place(q), tn, "in", self.thread_terms(q))
+
+    def other_run_terms(self, s: int) -> list[ast.Expr]:
+        """The input pattern of a second run of the same instance at ``s``: every part but
+        the instance named apart (``…2``)."""
+        c = self.ctl
+        return [name(c["i"]), name(c["m2"]), name(c["l2"]), name(c["lt2"]), name(c["evs2"]),
+                *(name(self.zvar(z) + "_2") for z in self.zones_of(s)),
+                *(name(self.vn[v] + "_2") for v in self.vars[s])]
+
+    def term_of(self, s: int, terms: list[ast.Expr], v: str) -> ast.Expr:
+        """The term of variable ``v`` in a run pattern of state ``s``."""
+        return terms[5 + len(self.zones_of(s)) + self.vars[s].index(v)]
 
     def types_read(self) -> list[str]:
         """The event types this pattern reads (its edges' and its nots'); under immediate
@@ -491,35 +567,79 @@ class PatternNet:
         """The colour of the run after ``e`` took the event (a run at ``e.target``)."""
         c = self.ctl
         tgt = e.target
-        _, new = self.binds(e.position, src)
-        vals: list[ast.Expr] = [inst, name(c["s"]), name(c["s"]), name(c["t"]), evs]
+        evs, vals = self.carry(e, src, evs, self.vars[tgt])
+        head: list[ast.Expr] = [inst, name(c["s"]), name(c["s"]), name(c["t"]), evs]
         have = set(self.zones_of(src)) if src != INITIAL else set()
         for z in self.zones_of(tgt):
-            vals.append(name(c["t"]) if z in e.enters or z not in have else name(self.zvar(z)))
-        src_vars = set(self.vars.get(src, [])) if src != INITIAL else set()
-        for v in self.vars[tgt]:
-            vals.append(new[v] if v in new else name(self.vn[v]) if v in src_vars
-                        else const(None))
-        return vals
+            head.append(name(c["t"]) if z in e.enters or z not in have else name(self.zvar(z)))
+        return [*head, *vals]
 
     def final_out(self, e: Edge | None, src: int, inst: ast.Expr, key: ast.Expr,
                   time: ast.Expr, evs: ast.Expr) -> list[ast.Expr]:
         """A completed run: (i, key, t, evs, variables)."""
-        new = self.binds(e.position, src)[1] if e is not None else {}
-        src_vars = set(self.vars.get(src, [])) if src != INITIAL else set()
-        vals: list[ast.Expr] = [inst, key, time, evs]
-        for v in self.final_vars:
-            vals.append(new[v] if v in new else name(self.vn[v]) if v in src_vars
-                        else const(None))
-        return vals
+        if e is None:  # (a window closed: the run as it is)
+            src_vars = set(self.vars.get(src, [])) if src != INITIAL else set()
+            return [inst, key, time, evs, *(name(self.vn[v]) if v in src_vars else const(None)
+                                            for v in self.final_vars)]
+        evs, vals = self.carry(e, src, evs, self.final_vars)
+        return [inst, key, time, evs, *vals]
 
-    def key_expr(self, parent: ast.Expr | None = None) -> ast.Expr:
-        """The queue key of a completion: instance ``i``'s own is ordered at ``(i, 0)``, one
-        of an instance that ``parent`` forked (Esper's inner every) at ``(parent, i)``: after
-        the parent's own, as the engine outputs them."""
+    def carry(self, e: Edge, src: int, evs: ast.Expr, out_vars: list[str]
+              ) -> tuple[ast.Expr, list[ast.Expr]]:
+        """The events and the values of ``out_vars`` after ``e`` took the event from ``src``:
+        what it binds anew, what the run had, null otherwise — and on a step of Esper's or
+        product (Position.track) the track extended by the operands the step moves; on one
+        that completes an operand (Position.settle) only that operand's events of the
+        product, and the tags the other operands bound null (runtime.matcher._or_step)."""
+        pos = e.position
+        _, new = self.binds(pos, src)
+        src_vars = set(self.vars.get(src, [])) if src != INITIAL else set()
+        track: ast.Expr | None = None
+        dropped: dict[str, ast.Expr] = {}
+        if pos.track is not None:
+            assert pos.conj is not None
+            before = name(self.vn[pos.track]) if pos.track in src_vars else call("nil")
+            track = call("append", before, const(sum(1 << i for i in pos.conj[1])))
+            if pos.settle is not None:
+                if pos.ties:  # several operands complete: the first to report wins
+                    ops: ast.Expr = call("nil")
+                    for i, _ in pos.ties:
+                        ops = call("append", ops, const(i))
+                    done: ast.Expr = call("first_done", track, ops)
+                    for i, drop in pos.ties:
+                        for v in drop:
+                            is_i = binop("==", done, const(i))
+                            dropped[v] = or_(dropped[v], is_i) if v in dropped else is_i
+                else:
+                    done = const(pos.settle[0])
+                    dropped = {v: const(True) for v in pos.settle[1]}
+                evs = call("settled", evs, track, done)
+        ranked = self.side_rank(e, src)
+        vals: list[ast.Expr] = []
+        for v in out_vars:
+            if v in self.side_vars:  # (a hidden rank: set where an alternative completes)
+                vals.append(ranked[1] if ranked is not None and ranked[0] == v
+                            else name(self.vn[v]) if v in src_vars else const(None))
+                continue
+            if v == pos.track and pos.settle is None and track is not None:
+                vals.append(track)
+                continue
+            val = new[v] if v in new else name(self.vn[v]) if v in src_vars else const(None)
+            gone = dropped.get(v)
+            if gone is not None:
+                val = const(None) if gone == const(True) else call("cond", gone, const(None),
+                                                                     val)
+            vals.append(val)
+        return evs, vals
+
+    def key_expr(self, parent: ast.Expr | None = None, inst: ast.Expr | None = None
+                 ) -> ast.Expr:
+        """The queue key of a completion: instance ``i``'s own (or ``inst``'s) is ordered at
+        ``(i, 0)``, one of an instance that ``parent`` forked (Esper's inner every) at
+        ``(parent, i)``: after the parent's own, as the engine outputs them."""
         c = self.ctl
-        local = (tup(name(c["i"]), const(0)) if parent is None
-                 else tup(parent, name(c["i"])))
+        i = inst if inst is not None else name(c["i"])
+        local = tup(i, const(0)) if parent is None else tup(parent, i)
         return call("qkey", name(c["kd"]), name(c["key"]), name(c["s"]), const(self.index),
                     local)
 
@@ -793,8 +913,11 @@ class PatternNet:
             y = name(b.var("y"))
             b.arc(f"{P}.began", tn, "in", [y])
             b.arc(f"{P}.began", tn, "out", [name(c["s"])])
+        # Esper's every X or every Y that one event can both fit (Position.each): an instance
+        # per operand the event fits, numbered in the operands' order (Matcher._start)
+        insts = self.each_instances(edges, inst)
         b.arc(f"{P}.next", tn, "in", [inst])
-        b.arc(f"{P}.next", tn, "out", [binop("+", inst, const(1))])
+        b.arc(f"{P}.next", tn, "out", [insts[None]])
         b.arc(f"{P}.took", tn, "in", [name(c["x"])])
         b.arc(f"{P}.took", tn, "out", [name(c["s"])])
         if self.plan is not None and self.plan.start == "once":  # (its one instance)
@@ -804,16 +927,39 @@ class PatternNet:
             self.distinct_start(t, tn, edges[0])
         evs = self.evs_after(call("nil"))
         for k, e in enumerate(edges):
+            ik = insts[k]
             if e.target == FINAL:
                 b.arc(f"{P}.final", tn, "out",
-                      self.final_out(e, INITIAL, inst, self.key_expr(), name(c["t"]), evs),
-                      conds.get(k))
+                      self.final_out(e, INITIAL, ik, self.key_expr(inst=ik), name(c["t"]),
+                                     evs), conds.get(k))
             else:
-                b.arc(self.place(e.target), tn, "out", self.run_out(e, INITIAL, inst, evs),
+                b.arc(self.place(e.target), tn, "out", self.run_out(e, INITIAL, ik, evs),
                       conds.get(k))
         if self.single_instance:  # an instance alive (or the one that just took it) blocks
             for s in self.states:
                 self.busy(s, t)
+
+    def each_instances(self, edges: list[Edge], inst: ast.Expr
+                       ) -> dict[int | None, ast.Expr]:
+        """The instance each initial edge begins (by index; None: the next free number).
+        One instance ``i``, unless the edges start the operands of Esper's ``every X or every
+        Y`` (Position.each): then the operands the event fits begin one each, in the
+        operands' order — operand g's is ``i`` plus the number of earlier ones that began (an
+        operand begins when one of its edges passes: the guard's ``p<k>``, Matcher._begin)."""
+        if not any(e.position.each for e in edges):
+            return {None: binop("+", inst, const(1)), **{k: inst for k in range(len(edges))}}
+        groups: dict[int, list[int]] = {}
+        for k, e in enumerate(edges):
+            groups.setdefault(e.position.each, []).append(k)
+        out: dict[int | None, ast.Expr] = {}
+        nxt: ast.Expr = inst
+        for g in sorted(groups):
+            for k in groups[g]:
+                out[k] = nxt
+            began = or_(*(name(self.b.var(f"p{k + 1}")) for k in groups[g]))
+            nxt = binop("+", nxt, call("cond", began, const(1), const(0)))
+        out[None] = nxt
+        return out
 
     def busy(self, s: int, t: str) -> None:
         """``P.busy.q<k>.T``: a run alive at ``s`` keeps a restarting pattern from beginning
@@ -962,7 +1108,7 @@ class PatternNet:
         """(name, value, …) of the completed run's variables, for the engine's tie-break."""
         items: list[ast.Expr] = []
         for v in self.final_vars:
-            if v in self.auto.unused:
+            if v in self.auto.unused or v in self.side_vars:
                 continue
             items += [const(v), name(self.vn[v] + suffix)]
         return tup(*items)
