@@ -607,6 +607,21 @@ def pair_rows(m: Any, pr: EsperPair, cols: TypeColumns,
             "lead": lead}
 
 
+def _object_keys(cols: TypeColumns, t: str, k: int) -> bool:
+    """Whether parameter ``k`` of type ``t``'s rows of an event list's batch is an object
+    column (TypeColumns.column's dtype ``O``): known from the first row's value when it is a
+    text or null (rows.as_column makes objects of those whatever follows) — a key of texts
+    is then coded from the values themselves (:func:`column_key_codes`), not also read into
+    a numpy column first (a pass over the events' tuples and an object array: a patient's
+    id, 200,000 rows, a tenth of the pair's planning); else the column read."""
+    rows = cols.rows(t)
+    if len(rows):
+        first = cols.src.events[int(rows[0])].params[k]
+        if first is None or type(first) is str:
+            return True
+    return cols.column(t, k).dtype.kind == "O"
+
+
 def keyed_codes(pr: EsperPair, cols: TypeColumns, stages: Sequence[Any], keys_of: Sequence[int],
                 locs: Sequence[np.ndarray], old: Sequence[Token], pend_events: Sequence[Event],
                 span: int) -> tuple[np.ndarray, np.ndarray]:
@@ -622,14 +637,15 @@ def keyed_codes(pr: EsperPair, cols: TypeColumns, stages: Sequence[Any], keys_of
     on_key = [j for j, k in enumerate(keys_of) if k >= 0]
     k_st, k_of, k_locs = ([stages[j] for j in on_key], [keys_of[j] for j in on_key],
                           [locs[j] for j in on_key])
-    full = [cols.column(e.position.type, k) for e, k in zip(k_st, k_of, strict=True)]
     held = [t.threads[0].bindings.get(pr.key_var) for t in old]
-    if isinstance(src, EventRows) and any(c.dtype.kind == "O" for c in full):
+    if isinstance(src, EventRows) and any(_object_keys(cols, e.position.type, k)
+                                          for e, k in zip(k_st, k_of, strict=True)):
         i_code, b_code = column_key_codes(
             cols, [(e.position.type, k, loc)
                    for e, k, loc in zip(k_st, k_of, k_locs, strict=True)],
             held + [e.params[ka] for e in pend_events], span)
     else:
+        full = [cols.column(e.position.type, k) for e, k in zip(k_st, k_of, strict=True)]
         pend_keys = as_column([e.params[ka] for e in pend_events])
         a_keys = full[0][locs[0]]
         if (len(pend_keys) and len(a_keys)
