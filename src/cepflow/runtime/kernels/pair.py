@@ -1107,8 +1107,9 @@ def _emit_pair(m: Any, pr: EsperPair, p: dict, inst: np.ndarray, rank: np.ndarra
         stage_rows = [taken[j][q_new] for j in range(n_stages)]
         starts = stage_rows[0].tolist()
         firsts = (picked(events, starts) if n_old == n_real else
-                  [pend[q - n_real] if q < n_old else events[s]
-                   for q, s in zip(q_new.tolist(), starts, strict=True)])
+                  _with_held(q_new, stage_rows[0], n_real, n_old,
+                             lambda rows: picked(events, rows.tolist()),
+                             lambda q: pend[q - n_real]))
         later = [picked(events, r.tolist()) for r in stage_rows[1:]]
         r_new = rank[fresh]
         ids = (first_id + r_new).tolist()
@@ -1154,18 +1155,32 @@ def _stage_values(pr: EsperPair, p: dict, q_new: np.ndarray, stage_rows: list[np
 
     def values(j: int, i: int) -> list[Any]:
         rows, t = stage_rows[j], pr.stages[j].position.type
-        held = np.flatnonzero(rows < 0)
-        if not len(held):
+        if not (rows < 0).any():
             return cols.pick(t, i, rows)
         # (instances begun before the batch, by a pending row's event)
-        vals = [pend[q - n_real].params[i] if q - n_real < len(pend) else None
-                for q in q_new.tolist()]
-        got = np.flatnonzero(rows >= 0)
-        for k, v in zip(got.tolist(), cols.pick(t, i, rows[got]), strict=True):
-            vals[k] = v
-        return vals
+        return _with_held(q_new, rows, n_real, n_real + len(pend),
+                          lambda r: cols.pick(t, i, r), lambda q: pend[q - n_real].params[i])
 
     return values
+
+
+def _with_held(q_new: np.ndarray, rows: np.ndarray, n_real: int, n_old: int,
+               batch: Any, held: Any) -> list[Any]:
+    """Per instance ``q_new`` (begun before the batch as a pending row — ``n_real <= q <
+    n_old`` — or in it) an item of its event at some stage: ``batch(r)`` for the batch rows
+    ``r`` (``rows``, -1 where the event came before the batch), ``held(q)`` for an instance's
+    event from before the batch, None where neither (a later stage not taken). The batch's
+    rows in one call (the held ones given another row's item, then replaced one by one: a
+    batch after the first holds the thousands of instances ``every a -> b`` without a window
+    leaves open, of which only those completing here are read one by one)."""
+    before = rows < 0
+    if bool(before.all()):
+        return [held(q) if q < n_old else None for q in q_new.tolist()]
+    out = list(batch(np.where(before, rows[int(before.argmin())], rows)))
+    at = np.flatnonzero(before)
+    for k, q in zip(at.tolist(), q_new[at].tolist(), strict=True):
+        out[k] = held(q) if q < n_old else None
+    return out
 
 
 def _computed_select(m: Any, pr: EsperPair, stage_events: list[list[Event]],
