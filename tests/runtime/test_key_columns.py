@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_kernel import rows, state
 
@@ -19,8 +19,8 @@ from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load, load_module
 from cepflow.runtime.engine import Engine
-from cepflow.runtime.kernels.pair import _object_keys
-from cepflow.runtime.rows import EventRows, TypeColumns
+from cepflow.runtime.kernels.pair import _joined, _object_keys
+from cepflow.runtime.rows import EventRows, TypeColumns, as_column
 from cepflow.runtime.state import restore_state, save_state
 
 #: values a key column holds: ints (beyond int64 too), floats, NaN, booleans, texts, null
@@ -115,3 +115,24 @@ def test_contractions_batches_equal_event_by_event(spec, size1, size2, cut) -> N
     assert many.stats == one.stats
     assert state(many) == state(one)
     assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
+
+
+#: values an instance's variable holds (ints past int64 too, booleans, nulls, texts)
+HELD = st.one_of(st.integers(-3, 3), st.sampled_from([2**63, -2**63 - 1, 2**62]),
+                 st.floats(allow_nan=False, width=32), st.booleans(), st.none(),
+                 st.sampled_from(["a", ""]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(HELD, max_size=6), st.lists(HELD, min_size=1, max_size=6))
+@example([1], [2**63])  # (int64 then uint64: the list is uint64, numpy's join float64)
+@example([2**63], [1, 2])
+def test_held_values_joined_as_the_list(held: list, values: list) -> None:
+    """``_joined`` (a guard's instance column: held instances, then the batch's new ones)
+    equals what it replaces — the batch's column itself when nothing is held, else
+    ``as_column`` of the joined list: dtype, and each value (1 told from 1.0 and True)."""
+    new = as_column(values)
+    want = as_column(held + new.tolist()) if held else new
+    got = _joined(held, new)
+    assert got.dtype == want.dtype
+    assert [(type(v), v) for v in got.tolist()] == [(type(v), v) for v in want.tolist()]
