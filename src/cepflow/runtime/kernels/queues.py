@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from cepflow.runtime.kernels.pair import stable_order
 from cepflow.runtime.rows import distinct
 
 
@@ -321,7 +322,7 @@ def repeat_chain(k: int, key: np.ndarray, occupants: Sequence[tuple[int, int, fl
     if n_occ and len(distinct(occ_key)) != n_occ:
         return None
     pred = np.full(n + n_occ, -1, dtype=np.int64)
-    order = np.argsort(key, kind="stable")  # each key's rows, in row order
+    order = stable_order(key)  # each key's rows, in row order (few keys: a radix sort)
     ks = key[order]
     seg, starts = _segments(ks) if n else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     held = np.zeros(len(starts), dtype=np.int64)  # per key: events its partial match holds
