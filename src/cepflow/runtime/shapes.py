@@ -1608,3 +1608,44 @@ def _merges(auto: Any, merged: Any, order: tuple[Any, Any], keys: tuple[int, int
             and (pos.filter is None or pos.local) and keys[0] == keys[1]
             and set(pos.binds) == {*order[0].position.binds, *new}
             and _within(auto, [merged]) == timed and timed[0] > 0)
+
+
+@dataclass
+class EsperEach:
+    """Esper's ``every a = A(f) or every b = A(g) …`` with operands one event can both fit
+    (ast.Or.each, Position.each): per event type, the final initial edge of each operand of
+    that type, in the operands' order — an event is one match per operand whose filter it
+    passes, in that order, each with its own token id (Matcher._start: an instance per
+    operand, each complete at once). The kernel's shape (kernels/each.py, in the split)."""
+
+    #: per event type, the operands' edges in the operands' order
+    by_type: dict[str, tuple[Any, ...]]
+
+
+def esper_each_of(pattern: Any) -> EsperEach | None:
+    """The :class:`EsperEach` shape of ``pattern``: every edge leaves the initial state and
+    completes the pattern, one per operand (``Position.each``), its filter reading only its
+    event, its variables bound once, no window, clock, not, distinct, limit or repetition;
+    else None."""
+    auto = pattern.auto
+    if (not pattern.each or not auto.context.esper or auto.partition_by
+            or pattern.clock is not None or auto.zones or auto.forbids
+            or auto.reports or auto.limits or auto.distinct or auto.respawn or auto.spread
+            or auto.start != "spawn" or set(auto.edges) != {INITIAL}):
+        return None
+    by_type: dict[str, tuple[Any, ...]] = {}
+    for t, es in pattern.initial.items():
+        for e in es:
+            pos = e.position
+            vs = [v for _, v in pos.binds]
+            if (not e.final or e.target != FINAL or not pos.each or e.enters or e.exits
+                    or pos.zones or pos.every or pos.alt or pos.conj is not None
+                    or pos.track is not None or pos.collect is not None or pos.side is not None
+                    or pos.most is not None or pos.until or pos.group
+                    or not (pos.filter is None or pos.local) or len(set(vs)) != len(vs)):
+                return None
+        groups = pattern.each.get(t, [es])
+        if any(len(g) != 1 for g in groups):
+            return None
+        by_type[t] = tuple(g[0] for g in groups)
+    return EsperEach(by_type)

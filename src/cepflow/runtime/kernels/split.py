@@ -74,6 +74,7 @@ from cepflow.runtime.kernels.chain import drop_passed_timers, plan_chain, split_
 from cepflow.runtime.kernels.column_blocks import ColumnBlocks, Deferred
 from cepflow.runtime.kernels.conj import plan_and
 from cepflow.runtime.kernels.consec import plan_consec
+from cepflow.runtime.kernels.each import plan_each
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
 from cepflow.runtime.kernels.pair import (
     leave_open,
@@ -95,6 +96,7 @@ from cepflow.runtime.rows import (
     distinct,
     number_events,
 )
+from cepflow.runtime.shapes import esper_each_of
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows
 
@@ -115,7 +117,7 @@ def split_kernels(engine: Any) -> list[Any] | None:
     chosen = [m for m in engine.matchers
               if (split_pair(m) is not None or m.pattern.restart is not None
                   or m.pattern.consec is not None or m.pattern.esper_and is not None
-                  or split_chain(m) is not None)
+                  or split_chain(m) is not None or esper_each_of(m.pattern) is not None)
               and not m.pattern.types & produced
               and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
@@ -309,6 +311,8 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
                          if split_chain(m) is not None
                          else plan_restart(m, cols) if m.pattern.restart is not None
                          else plan_restarted_and(m, cols) if _restarted(m)
+                         else plan_each(m, each, cols)
+                         if (each := esper_each_of(m.pattern)) is not None
                          else plan_and(m, cols) if m.pattern.esper_and is not None
                          else plan_consec(m, cols))
     except Declined:
