@@ -185,6 +185,16 @@ SHAPES: dict[str, tuple[str, str]] = {
                                 "timer:interval(1 sec)];\n@Name('R') select a.k as k from "
                                 "pattern [every a=A -> b=C(b.k = a.k) where "
                                 "timer:within(10 sec)];"),
+    # Esper's restarted and beside a per-event pattern: in the split since session 42 (its
+    # restarts' token ids ahead of the row after them; per event before)
+    "split_and_beside": ("epl", "select a.k as k from pattern [every (a=A and b=B(b.k = a.k)) "
+                                "where timer:within(10 sec)];\n@Name('Q') select c.k as k from "
+                                "pattern [every c=C(v > 7) -> d=A(d.k = c.k) until "
+                                "e=B(e.k = c.k)];"),
+    # every X or every Y of one type: a match per operand an event fits (kernels/each.py since
+    # session 42; per event before: ast.Or.each)
+    "esper_or_each": ("epl", "select a.v as av, b.v as bv from pattern [every a=A(a.v > 3) or "
+                             "every b=A(b.v < 6)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),
