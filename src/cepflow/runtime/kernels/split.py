@@ -5,10 +5,10 @@ the ids the per-event engine gives them (docs/architecture.md, "The program spli
 
 The kernel patterns (``Engine._split``: the pair kernel's shapes — single stages, pairs with or
 without a key and with guards on the first stage's fields, keyed chains — and the restart
-kernel's ``every (a -> b)`` if its select list cannot fail, the and and consecutive kernels',
-and the chain kernel's VEPL chains, with or without a window (kernels.chain.plan_chain), whose
-output only planned patterns read, reading input types no statement produces) are planned over
-the whole batch first (kernels.pair, kernels.restart: the rows
+kernel's ``every (a -> b)`` if its select list cannot fail, the and, consecutive and each
+(kernels.each) kernels', and the chain kernel's VEPL chains, with or without a window
+(kernels.chain.plan_chain), whose output only planned patterns read, reading input types no
+statement produces) are planned over the whole batch first (kernels.pair, kernels.restart: the rows
 that open instances, which complete where, with their complex events) — nothing changes yet,
 and a filter, guard or select list failing on a row declines the batch.
 Then the engine steps, one by one, only the rows something else must see: a row of a type
