@@ -87,6 +87,7 @@ from cepflow.runtime.kernels.pair import (
 from cepflow.runtime.kernels.restart import Plan, plan_restart
 from cepflow.runtime.kernels.restarted_and import plan_restarted_and
 from cepflow.runtime.kernels.timer_end import SplitTimers, SplitTimerSet, TimerEnd, plan_split
+from cepflow.runtime.kernels.whole import plan_whole
 from cepflow.runtime.kernels.window_block import WindowBlock, plan_window, window_kernels
 from cepflow.runtime.rows import (
     EventRows,
@@ -96,7 +97,7 @@ from cepflow.runtime.rows import (
     distinct,
     number_events,
 )
-from cepflow.runtime.shapes import esper_each_of
+from cepflow.runtime.shapes import esper_each_of, esper_whole_of
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows
 
@@ -117,14 +118,15 @@ def split_kernels(engine: Any) -> list[Any] | None:
     chosen = [m for m in engine.matchers
               if (split_pair(m) is not None or m.pattern.restart is not None
                   or m.pattern.consec is not None or m.pattern.esper_and is not None
-                  or split_chain(m) is not None or esper_each_of(m.pattern) is not None)
+                  or split_chain(m) is not None or esper_each_of(m.pattern) is not None
+                  or esper_whole_of(m.pattern) is not None)
               and not m.pattern.types & produced
               and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
     # (EPL's guard restarted with the and, kernels.restarted_and: its instances take token ids
     # at its clock's restarts, between rows — ahead of the ids taken at the next row, where
     # nothing else takes one as time passes: _restarts_alone)
-    chosen = [m for m in chosen if not _restarted(m) or _restarts_alone(engine, m)]
+    chosen = [m for m in chosen if not _clocked(m) or _restarts_alone(engine, m)]
     chosen = _chains_read_in_plan(engine, chosen)
     chosen = _with_timer_end(engine, chosen, produced)
     if chosen:
@@ -157,6 +159,21 @@ def _restarted(m: Any) -> bool:
     """Is ``m`` EPL's and under a guard restarted with it (kernels.restarted_and)?"""
     sh = m.pattern.esper_and
     return sh is not None and sh.clocked is not None
+
+
+def _clocked(m: Any) -> bool:
+    """Does the kernel pattern ``m`` take token ids as time passes, its clock's (kernels.
+    restarted_and, kernels.whole)?"""
+    return _restarted(m) or esper_whole_of(m.pattern) is not None
+
+
+def _ahead(m: Any, plan: Plan) -> bool | np.ndarray:
+    """Which of kernel pattern ``m``'s plan's instances take their ids ahead of their rows
+    (_Replay's ``ahead``): all of a restarted and's, a whole guard's beginning (the first,
+    at its first row, when it begins in the batch: kernels.whole's commit says so)."""
+    if _restarted(m):
+        return True
+    return getattr(plan[3], "ahead", False)
 
 
 def _restarts_alone(engine: Any, m: Any) -> bool:
@@ -313,6 +330,8 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
                          else plan_restarted_and(m, cols) if _restarted(m)
                          else plan_each(m, each, cols)
                          if (each := esper_each_of(m.pattern)) is not None
+                         else plan_whole(m, whole, cols)
+                         if (whole := esper_whole_of(m.pattern)) is not None
                          else plan_and(m, cols) if m.pattern.esper_and is not None
                          else plan_consec(m, cols))
     except Declined:
@@ -482,20 +501,22 @@ class _Replay:
                  bounds: list[tuple[Any, ...]] | None = None,
                  keys: list[tuple[Any, Any, int, list[Any] | None]] | None = None,
                  subs: dict[int, np.ndarray] | None = None,
-                 ahead: list[bool] | None = None) -> None:
+                 ahead: list[bool | np.ndarray] | None = None) -> None:
         self.row = -1
         #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
         rows = np.concatenate([p[0] for p in plans] or [np.zeros(0, np.int64)])
         who = np.concatenate([np.full(len(p[0]), k, np.int64) for k, p in enumerate(plans)]
                              or [np.zeros(0, np.int64)])
         # ``ahead``, per plan: whether its instances take their ids before their row, as time
-        # passes (the restarted and's restarts: kernels.restarted_and) — at a row, before the
-        # instances its step opens, whatever the pattern (split_kernels: nothing else takes
-        # an id as time passes)
-        ahead = ahead if ahead is not None and any(ahead) else None
+        # passes (the restarted and's restarts: kernels.restarted_and), or per instance (a
+        # mask: kernels.whole's beginning) — at a row, before the instances steps open,
+        # whatever the pattern (split_kernels: nothing else takes an id as time passes)
+        ahead = ahead if ahead is not None and any(bool(np.any(a)) for a in ahead) else None
         late = (np.ones(len(rows), np.int64) if ahead is None else np.concatenate(
-            [np.full(len(p[0]), 0 if a else 1, np.int64) for p, a in zip(plans, ahead,
-                                                                         strict=True)]))
+            [np.zeros(0, np.int64)]
+            + [np.where(a, 0, 1).astype(np.int64) if isinstance(a, np.ndarray)
+               else np.full(len(p[0]), 0 if a else 1, np.int64)
+               for p, a in zip(plans, ahead, strict=True)]))
         #: per instance opened (in id order) that a match's cascade opens (``keys``), that
         #: match, by the instance's place (none there: the input step opens it) — only those
         #: places are listed (a list of every place costs a pass over the batch's instances:
@@ -942,7 +963,8 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                      + [per_event(o.block.name) for o in over], ranks, bounds, keys,
                      {**{first4 + q: sub for q, (_p, sub) in enumerate(casc)},
                       **{len(plans) - len(over) + q: o.sub for q, o in enumerate(over)}},
-                     [_restarted(m) for m in kernels] + [False] * (len(plans) - n_k))
+                     [_ahead(m, p) for m, p in zip(kernels, plans[:n_k], strict=True)]
+                     + [False] * (len(plans) - n_k))
     for k, b in enumerate([*blocks.values(), *later], n_k):
         b.emit_at = lambda _b, _e, k=k: replay.rows_at(k, counters)
     kernel_of = {m.slot: k for k, m in enumerate(kernels)}
@@ -961,7 +983,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     steps.update((h.m.slot, replay.step(k, counters)) for k, h in enumerate(higher, first3))
     # (the planned windowed chains' timers due in the batch would only make rows stepped)
     drop_passed_timers(host, [*kernels, *(h.m for h in higher)], float(ts[-1]))
-    restarted = {m.slot for m in kernels if _restarted(m)}  # (its commit asks for them again)
+    restarted = {m.slot for m in kernels if _clocked(m)}  # (its commit asks for them again)
     if restarted:
         host.timers.keep(lambda h: h[3] not in restarted or not fired_before(h, float(ts[-1])))
     out: list[ComplexEvent] = []
