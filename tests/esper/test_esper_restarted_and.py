@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_alternatives import C_SCHEMA, TYPES, check_arrow, check_run, stream
 from tests.esper.test_esper_kernel import FILTERS
@@ -76,15 +76,16 @@ def test_restarted_and_equals_event_by_event(stmt, spec, cuts, restore_at) -> No
 
 
 #: statements beside the kernel that take token ids at input rows only — per event (an until,
-#: an or of a sequence, over the kernel's output), in other kernels (an and; keyed_others) —:
-#: the kernel runs beside them; and statements that take ids or keep saved timers as time
+#: an or of a sequence, each reading C and one of A, B; over the kernel's output), in other
+#: kernels (an and; keyed_others) —: the kernel runs beside them (not where each of its types
+#: is read per event: split._all_stepped); and statements that take ids or keep saved timers as time
 #: passes (a clock at the start, a missing event, a timer in the middle, a pattern over a time
 #: window's rows): beside those it does not (split._restarts_alone)
 BESIDE = [
     "@Name('U4')\ninsert into U4\nfrom pattern [every x = C(x.v > 0) -> y = A(y.k = x.k) "
-    "until z = B(z.k = x.k)];\n",
-    "@Name('O4')\ninsert into O4\nfrom pattern [every x = C(x.v > 0) -> (y = A(y.k = x.k) or "
-    "z = B(z.k = x.k) -> w = C)];\n",
+    "until z = C(z.k = x.k)];\n",
+    "@Name('O4')\ninsert into O4\nfrom pattern [every x = C(x.v > 0) -> (y = B(y.k = x.k) or "
+    "z = C(z.k = x.k) -> w = C)];\n",
     "@Name('S3')\ninsert into S3\nfrom pattern [every x = A(x.v > 0) -> y = B(y.k = x.k) -> "
     "z = C(z.k = x.k)];\n",
     "@Name('OP')\ninsert into OP\nfrom pattern [every p = P -> "
@@ -106,6 +107,10 @@ TIMED = [
 @given(guarded_ands(), st.lists(st.sampled_from(BESIDE), max_size=2, unique=True),
        keyed_others(0), st.lists(st.sampled_from(TIMED), max_size=1), st.booleans(),
        stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+@example("@Name('P')\ninsert into P\nfrom pattern [every ((a = A() and b = B(a.k = b.k)) "
+         "where timer:within(1 msec))];\n", BESIDE[:1], [], [], False,
+         [("A", 0, 1, 0.0, 0), ("C", 0, 1, 0.0, 3), ("A", 0, 1, 0.0, 1), ("B", 0, 1, 0.0, 0)],
+         [], 0)  # (the restarts at 1, 2, 3 take ids before U4's at C@3, a stepped row)
 def test_beside_other_statements(stmt, beside, others, timed, after, spec, cuts,
                                  restore_at) -> None:
     """Beside patterns that take their token ids at input rows (per event, in other kernels,
@@ -119,9 +124,20 @@ def test_beside_other_statements(stmt, beside, others, timed, after, spec, cuts,
         prog = prog_of(stmt, [*beside, *others, *timed])
     engine = Engine(prog)
     mine = next(m for m in engine.matchers if m.name == stmt.split("'")[1])
-    taken = engine._split is not None and mine in engine._split
-    assert taken == (not timed and split_module._restarts_alone(engine, mine))
+    check_taken(engine, mine, bool(timed))
     check_split(prog, spec, cuts, restore_at)
+
+
+def check_taken(engine: Engine, mine, timed: bool) -> None:
+    """The clocked kernel pattern ``mine`` is in the split exactly where nothing else takes
+    ids or keeps saved timers as time passes and not each of its types is stepped anyway."""
+    taken = engine._split is not None and mine in engine._split
+    alone = split_module._restarts_alone(engine, mine)
+    assert not taken or alone
+    assert not timed or not taken
+    if not timed and alone and not split_module._all_stepped(
+            engine, mine, [*(engine._split or []), mine]):
+        assert taken
 
 
 @settings(max_examples=100, deadline=None)

@@ -13,11 +13,11 @@ after the first rows — and a spy that the kernel plans the batches."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_alternatives import C_SCHEMA, TYPES, check_arrow, check_run, stream
 from tests.esper.test_esper_kernel import FILTERS
-from tests.esper.test_esper_restarted_and import BESIDE, TIMED, guarded_ands
+from tests.esper.test_esper_restarted_and import BESIDE, TIMED, check_taken, guarded_ands
 from tests.esper.test_split import check_split, check_time_passing, keyed_others, program
 
 import cepflow.runtime.kernels.split as split_module
@@ -54,6 +54,9 @@ def prog_of(stmt: str, others: list[str] = ()):
 @given(wholes(), st.lists(st.sampled_from(BESIDE), max_size=2, unique=True), keyed_others(0),
        st.lists(st.sampled_from(TIMED), max_size=1), stream([0, 1, 2]),
        st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+@example("@Name('P')\ninsert into P\nfrom pattern [(every x = B()) where timer:within(5 msec)];\n",
+         BESIDE[:1], [], [], [("C", 0, 1, 0.0, 0), ("B", 0, 1, 0.0, 1)], [], 0)
+# (the instance's id before U4's at C@0, a stepped row)
 def test_whole_through_the_split(stmt, beside, others, timed, spec, cuts, restore_at) -> None:
     """Alone or beside other statements the kernel plans it — its beginning's id ahead of the
     row after it — unless a statement beside takes ids or keeps saved timers as time passes;
@@ -61,8 +64,7 @@ def test_whole_through_the_split(stmt, beside, others, timed, spec, cuts, restor
     prog = prog_of(stmt, [*beside, *others, *timed])
     engine = Engine(prog)
     mine = next(m for m in engine.matchers if m.name == stmt.split("'")[1])
-    taken = engine._split is not None and mine in engine._split
-    assert taken == (not timed and split_module._restarts_alone(engine, mine))
+    check_taken(engine, mine, bool(timed))
     check_split(prog, spec, cuts, restore_at)
 
 

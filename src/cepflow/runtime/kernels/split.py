@@ -126,7 +126,8 @@ def split_kernels(engine: Any) -> list[Any] | None:
     # (EPL's guard restarted with the and, kernels.restarted_and: its instances take token ids
     # at its clock's restarts, between rows — ahead of the ids taken at the next row, where
     # nothing else takes one as time passes: _restarts_alone)
-    chosen = [m for m in chosen if not _clocked(m) or _restarts_alone(engine, m)]
+    chosen = [m for m in chosen if not _clocked(m) or (_restarts_alone(engine, m)
+                                                      and not _all_stepped(engine, m, chosen))]
     chosen = _chains_read_in_plan(engine, chosen)
     chosen = _with_timer_end(engine, chosen, produced)
     if chosen:
@@ -201,6 +202,19 @@ def _restarts_alone(engine: Any, m: Any) -> bool:
             break
         timed |= more
     return not any(o.pattern.types & timed for o in others)
+
+
+def _all_stepped(engine: Any, m: Any, chosen: list[Any]) -> bool:
+    """Whether every input type kernel pattern ``m`` reads is read by a part of the program
+    the split leaves per event (a pattern not among the candidates ``chosen``, a window
+    statement, a rule), so that each of its rows would be stepped anyway. **Decision:** a
+    clocked kernel (kernels.restarted_and, kernels.whole) is not taken then — the replay
+    costs more than its per-event step spares (benchmarks/pattern_shapes.py
+    ``split_and_all``: 0.8x per event with it)."""
+    mine = {id(k) for k in chosen}
+    return all(any(id(o) not in mine for o in engine.subs_input.get(t, ()))
+               or engine._window_subs.get(t) or engine.host.rules.triggers(t)
+               for t in m.pattern.types)
 
 
 def timer_end_shape(engine: Any, m: Any) -> TimerEnd | None:
