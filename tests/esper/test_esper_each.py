@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.esper.test_esper_alternatives import C_SCHEMA, TYPES, check_arrow, check_run, stream
+from tests.esper.test_esper_alternatives import C_SCHEMA, TYPES, stream
 from tests.esper.test_esper_kernel import FILTERS
-from tests.esper.test_split import check_split, check_time_passing, keyed_others, program
+from tests.esper.test_esper_restarted_and import ROUTE_ARGS, check_routes
+from tests.esper.test_split import check_split, keyed_others, program
 
 import cepflow.runtime.kernels.split as split_module
 from cepflow.events.event import Event
@@ -69,17 +70,12 @@ def test_each_through_the_split(stmt, others, spec, cuts, restore_at) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(eaches(), stream([0, 1, 2, 1.0, True, "1", None, float("nan")]),
-       st.integers(1, 30), st.integers(0, 70), st.lists(st.integers(0, 70), max_size=3),
-       st.sampled_from([0, 1, 3, 50]))
+@given(eaches(), *ROUTE_ARGS)
 def test_run_columns_and_time_passing(stmt, spec, batch, restore_at, cuts, later) -> None:
     """``Engine.run`` in batches with a save/restore against the fast per-event steps and the
     general token path; Arrow batches through ``Engine.process_columns`` (rows written too);
     a batch then ``advance_to``. Keys of any value (a filter on a null declines the batch)."""
-    prog = prog_of(stmt)
-    check_run(prog, spec, batch, restore_at)
-    check_arrow(prog, spec, cuts)
-    check_time_passing(prog, spec, later)
+    check_routes(prog_of(stmt), spec, batch, restore_at, cuts, later)
 
 
 SCHEMAS = "".join(f"create schema {t}(k int, v int);\n" for t in "ABC")

@@ -150,7 +150,20 @@ def test_run_columns_and_time_passing(stmt, spec, batch, restore_at, cuts, later
     a batch then ``advance_to`` (the restarts of a quiet stretch, the timers of completed
     instances firing idle). Keys that unify across types, text, None and NaN (a batch with a
     NaN key goes event by event)."""
-    prog = prog_of(stmt)
+    check_routes(prog_of(stmt), spec, batch, restore_at, cuts, later)
+
+
+#: the arguments of check_routes after the program, for the kernels' own tests: a stream of
+#: keys of any value, a batch size, where to restore, the Arrow cuts, the time passing after
+ROUTE_ARGS = (stream([0, 1, 2, 1.0, True, "1", None, float("nan")]), st.integers(1, 30),
+              st.integers(0, 70), st.lists(st.integers(0, 70), max_size=3),
+              st.sampled_from([0, 1, 3, 50]))
+
+
+def check_routes(prog, spec, batch: int, restore_at: int, cuts, later) -> None:
+    """``Engine.run`` in batches of ``batch`` with a save/restore at ``restore_at`` against
+    per event and the token path, Arrow batches cut at ``cuts``, then time passing ``later``
+    after one batch."""
     check_run(prog, spec, batch, restore_at)
     check_arrow(prog, spec, cuts)
     check_time_passing(prog, spec, later)

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from tests.esper.test_esper_alternatives import C_SCHEMA, TYPES, check_arrow, check_run, stream
+from tests.esper.test_esper_alternatives import C_SCHEMA, TYPES, stream
+from tests.esper.test_esper_each import _events
 from tests.esper.test_esper_kernel import FILTERS
-from tests.esper.test_esper_restarted_and import BESIDE, TIMED, check_taken, guarded_ands
-from tests.esper.test_split import check_split, check_time_passing, keyed_others, program
+from tests.esper.test_esper_restarted_and import (
+    BESIDE,
+    ROUTE_ARGS,
+    TIMED,
+    check_routes,
+    check_taken,
+    guarded_ands,
+)
+from tests.esper.test_split import check_split, keyed_others, program
 
 import cepflow.runtime.kernels.split as split_module
-from cepflow.events.event import Event
 from cepflow.language.epl import parse_epl
 from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
@@ -84,17 +91,12 @@ def test_beside_the_restarted_and(stmt, other, spec, cuts, restore_at) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(wholes(), stream([0, 1, 2, 1.0, True, "1", None, float("nan")]),
-       st.integers(1, 30), st.integers(0, 70), st.lists(st.integers(0, 70), max_size=3),
-       st.sampled_from([0, 1, 3, 50]))
+@given(wholes(), *ROUTE_ARGS)
 def test_run_columns_and_time_passing(stmt, spec, batch, restore_at, cuts, later) -> None:
     """``Engine.run`` in batches with a save/restore against the fast per-event steps and the
     general token path; Arrow batches through ``Engine.process_columns`` (rows written too);
     a batch then ``advance_to`` (the deadline passing after the last row)."""
-    prog = prog_of(stmt)
-    check_run(prog, spec, batch, restore_at)
-    check_arrow(prog, spec, cuts)
-    check_time_passing(prog, spec, later)
+    check_routes(prog_of(stmt), spec, batch, restore_at, cuts, later)
 
 
 SCHEMAS = "".join(f"create schema {t}(k int, v int);\n" for t in "ABC")
@@ -105,16 +107,6 @@ def _engine(body: str = BODY, start: float | None = 0) -> Engine:
     return Engine(load_module(parse_epl(
         SCHEMAS + f"@Name('P')\ninsert into P\nselect a.v as av from pattern [{body}];\n")),
         start=start)
-
-
-def _events(text: str) -> list[Event]:
-    """``A1.5@3``: type A, key 1, v 5 at 3 ms."""
-    out = []
-    for i, w in enumerate(text.split()):
-        head, at = w.split("@")
-        k, v = head[1:].split(".")
-        out.append(Event(head[0], (int(k), int(v)), int(at), id=f"e{i}"))
-    return out
 
 
 def test_pinned() -> None:

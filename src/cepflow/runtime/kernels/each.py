@@ -41,6 +41,21 @@ def plan_each(m: Any, sh: Any, cols: TypeColumns) -> Plan:
     rank = np.array([e.position.each for e in edges] or [0], np.int64)
     o = np.lexsort((rank[op] if len(op) else op, rows))
     rows, op = rows[o], op[o]
+    found = single_matches(m, edges, rows, op, cols)
+
+    def commit(token_ids: np.ndarray) -> None:
+        if found:
+            m.done = True
+
+    return rows, rows, found, commit
+
+
+def single_matches(m: Any, edges: list[Any], rows: np.ndarray, op: np.ndarray,
+                   cols: TypeColumns) -> list[ComplexEvent]:
+    """The complex events of pattern ``m`` completed by one event each: at row ``rows[i]`` by
+    the edge ``edges[op[i]]`` (its variables bound from the event alone, the select list
+    evaluated on them), as Matcher._match makes them (ids given later; a column source makes
+    the events of those rows only)."""
     src = cols.src
     evs: Any = (src.events if isinstance(src, EventRows) else
                 src.lookup(distinct(rows)) if len(rows) else {})
@@ -52,9 +67,4 @@ def plan_each(m: Any, sh: Any, cols: TypeColumns) -> Plan:
         bindings = {v: params[i] for i, v in edges[k].position.binds}
         out_params, out = result(bindings, e.ts, e)
         found.append(ComplexEvent(name, out_params, e.ts, out, [e], 0))
-
-    def commit(token_ids: np.ndarray) -> None:
-        if found:
-            m.done = True
-
-    return rows, rows, found, commit
+    return found

@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from cepflow.events.event import ComplexEvent, Event
+from cepflow.events.event import Event
+from cepflow.runtime.kernels.each import single_matches
 from cepflow.runtime.kernels.filters import passing
 from cepflow.runtime.kernels.restart import Plan
-from cepflow.runtime.rows import EventRows, TypeColumns, distinct
+from cepflow.runtime.rows import TypeColumns
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import Thread, Token
 
@@ -75,16 +76,7 @@ def plan_whole(m: Any, sh: Any, cols: TypeColumns) -> Plan | None:
     op = np.concatenate([_NONE, *ops])
     o = np.argsort(rows, kind="stable")  # (one edge per type: one match per row)
     rows, op = rows[o], op[o]
-    evs: Any = (src.events if isinstance(src, EventRows) else
-                src.lookup(distinct(rows)) if len(rows) else {})
-    result, name = m.result, m.name
-    found = []
-    for r, k in zip(rows.tolist(), op.tolist(), strict=True):
-        e = evs[r]
-        params = e.params
-        bindings = {v: params[i] for i, v in edges[k].position.binds}
-        out_params, out = result(bindings, e.ts, e)
-        found.append(ComplexEvent(name, out_params, e.ts, out, [e], 0))
+    found = single_matches(m, edges, rows, op, cols)
     ended = end < len(ts)  # (its deadline passed before a row of the batch)
     id_rows = np.concatenate([[first] if begins else _NONE, rows]).astype(np.int64)
     z = sh.zone
