@@ -185,6 +185,26 @@ SHAPES: dict[str, tuple[str, str]] = {
                                 "timer:interval(1 sec)];\n@Name('R') select a.k as k from "
                                 "pattern [every a=A -> b=C(b.k = a.k) where "
                                 "timer:within(10 sec)];"),
+    # Esper's restarted and beside a per-event pattern: in the split since session 42 (its
+    # restarts' token ids ahead of the row after them; per event before)
+    "split_and_beside": ("epl", "select a.k as k from pattern [every (a=A and b=B(b.k = a.k)) "
+                                "where timer:within(10 sec)];\n@Name('Q') select c.k as k from "
+                                "pattern [every c=C(v > 7) -> d=C(d.k = c.k, d.v < 3) until "
+                                "e=C(e.k = c.k, e.v > 6)];"),
+    # the same beside a pattern per event reading all of its types: per event (each of its
+    # rows would be stepped: split._all_stepped)
+    "split_and_all": ("epl", "select a.k as k from pattern [every (a=A and b=B(b.k = a.k)) "
+                             "where timer:within(10 sec)];\n@Name('Q') select c.k as k from "
+                             "pattern [every c=C(v > 7) -> d=A(d.k = c.k) until "
+                             "e=B(e.k = c.k)];"),
+    # Esper's guard at the top: every A passing the filter in the first minute (kernels/whole.py
+    # since session 42; per event before: Zone.whole)
+    "esper_whole": ("epl", "select a.v as v from pattern [(every a=A(a.v > 4)) "
+                           "where timer:within(1 min)];"),
+    # every X or every Y of one type: a match per operand an event fits (kernels/each.py since
+    # session 42; per event before: ast.Or.each)
+    "esper_or_each": ("epl", "select a.v as av, b.v as bv from pattern [every a=A(a.v > 3) or "
+                             "every b=A(b.v < 6)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.esper.test_esper_alternatives import C_SCHEMA, TYPES, check_arrow, check_run, stream
 from tests.esper.test_esper_kernel import FILTERS
@@ -75,20 +75,69 @@ def test_restarted_and_equals_event_by_event(stmt, spec, cuts, restore_at) -> No
     check_split(prog, spec, cuts, restore_at)
 
 
-@settings(max_examples=60, deadline=None)
-@given(guarded_ands(), keyed_others(1), stream([0, 1, 2]),
-       st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
-def test_beside_other_statements(stmt, others, spec, cuts, restore_at) -> None:
-    """Beside other patterns the kernel does not take it (its token ids come between rows,
-    where they take theirs: split_kernels) — per event, the same answer; beside window
-    statements alone it does."""
-    prog = prog_of(stmt, others)
+#: statements beside the kernel that take token ids at input rows only — per event (an until,
+#: an or of a sequence, each reading C and one of A, B; over the kernel's output), in other
+#: kernels (an and; keyed_others) —: the kernel runs beside them (not where each of its types
+#: is read per event: split._all_stepped); and statements that take ids or keep saved timers as time
+#: passes (a clock at the start, a missing event, a timer in the middle, a pattern over a time
+#: window's rows): beside those it does not (split._restarts_alone)
+BESIDE = [
+    "@Name('U4')\ninsert into U4\nfrom pattern [every x = C(x.v > 0) -> y = A(y.k = x.k) "
+    "until z = C(z.k = x.k)];\n",
+    "@Name('O4')\ninsert into O4\nfrom pattern [every x = C(x.v > 0) -> (y = B(y.k = x.k) or "
+    "z = C(z.k = x.k) -> w = C)];\n",
+    "@Name('S3')\ninsert into S3\nfrom pattern [every x = A(x.v > 0) -> y = B(y.k = x.k) -> "
+    "z = C(z.k = x.k)];\n",
+    "@Name('OP')\ninsert into OP\nfrom pattern [every p = P -> "
+    "y = C(y.v > 1)];\n",
+    "@Name('OA')\ninsert into OA\nfrom pattern [every (x = A(x.v > 1) and y = C(y.k = x.k))];\n",
+]
+TIMED = [
+    "@Name('TI')\ninsert into TI\nfrom pattern [timer:interval(2 msec) -> x = C];\n",
+    "@Name('NB')\ninsert into NB\nfrom pattern [every x = C -> (timer:interval(2 msec) and "
+    "not B(k = x.k))];\n",
+    "@Name('TM')\ninsert into TM\nfrom pattern [every x = C -> timer:interval(1 msec) -> "
+    "y = A(y.k = x.k)];\n",
+    "@Name('TW')\ninsert into TW\nselect count(*) as c\nfrom C.win:time(2 msec);\n"
+    "@Name('OW')\ninsert into OW\nfrom pattern [every w = TW(w.c > 1) -> x = A];\n",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(guarded_ands(), st.lists(st.sampled_from(BESIDE), max_size=2, unique=True),
+       keyed_others(0), st.lists(st.sampled_from(TIMED), max_size=1), st.booleans(),
+       stream([0, 1, 2]), st.lists(st.integers(0, 70), max_size=4), st.integers(0, 70))
+@example("@Name('P')\ninsert into P\nfrom pattern [every ((a = A() and b = B(a.k = b.k)) "
+         "where timer:within(1 msec))];\n", BESIDE[:1], [], [], False,
+         [("A", 0, 1, 0.0, 0), ("C", 0, 1, 0.0, 3), ("A", 0, 1, 0.0, 1), ("B", 0, 1, 0.0, 0)],
+         [], 0)  # (the restarts at 1, 2, 3 take ids before U4's at C@3, a stepped row)
+def test_beside_other_statements(stmt, beside, others, timed, after, spec, cuts,
+                                 restore_at) -> None:
+    """Beside patterns that take their token ids at input rows (per event, in other kernels,
+    over its output) the kernel runs, its restarts' ids ahead of the ids of the row after them
+    (``after``: the kernel's statement after another one, its step later at a row); beside a
+    statement that takes ids or keeps saved timers as time passes it does not — per event, the
+    same answer either way (ids, state, batches cut anywhere, save/restore)."""
+    if after and beside and "= P" not in beside[0]:
+        prog = program([C_SCHEMA + beside[0], stmt], [*beside[1:], *others, *timed])
+    else:
+        prog = prog_of(stmt, [*beside, *others, *timed])
     engine = Engine(prog)
-    if len(engine.matchers) > 1:
-        assert engine._split is None or all(m.pattern.esper_and is None
-                                            or m.pattern.esper_and.clocked is None
-                                            for m in engine._split)
+    mine = next(m for m in engine.matchers if m.name == stmt.split("'")[1])
+    check_taken(engine, mine, bool(timed))
     check_split(prog, spec, cuts, restore_at)
+
+
+def check_taken(engine: Engine, mine, timed: bool) -> None:
+    """The clocked kernel pattern ``mine`` is in the split exactly where nothing else takes
+    ids or keeps saved timers as time passes and not each of its types is stepped anyway."""
+    taken = engine._split is not None and mine in engine._split
+    alone = split_module._restarts_alone(engine, mine)
+    assert not taken or alone
+    assert not timed or not taken
+    if not timed and alone and not split_module._all_stepped(
+            engine, mine, [*(engine._split or []), mine]):
+        assert taken
 
 
 @settings(max_examples=100, deadline=None)
@@ -101,7 +150,20 @@ def test_run_columns_and_time_passing(stmt, spec, batch, restore_at, cuts, later
     a batch then ``advance_to`` (the restarts of a quiet stretch, the timers of completed
     instances firing idle). Keys that unify across types, text, None and NaN (a batch with a
     NaN key goes event by event)."""
-    prog = prog_of(stmt)
+    check_routes(prog_of(stmt), spec, batch, restore_at, cuts, later)
+
+
+#: the arguments of check_routes after the program, for the kernels' own tests: a stream of
+#: keys of any value, a batch size, where to restore, the Arrow cuts, the time passing after
+ROUTE_ARGS = (stream([0, 1, 2, 1.0, True, "1", None, float("nan")]), st.integers(1, 30),
+              st.integers(0, 70), st.lists(st.integers(0, 70), max_size=3),
+              st.sampled_from([0, 1, 3, 50]))
+
+
+def check_routes(prog, spec, batch: int, restore_at: int, cuts, later) -> None:
+    """``Engine.run`` in batches of ``batch`` with a save/restore at ``restore_at`` against
+    per event and the token path, Arrow batches cut at ``cuts``, then time passing ``later``
+    after one batch."""
     check_run(prog, spec, batch, restore_at)
     check_arrow(prog, spec, cuts)
     check_time_passing(prog, spec, later)

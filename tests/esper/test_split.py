@@ -33,6 +33,7 @@ from cepflow.loader import load_module
 from cepflow.runtime.engine import Engine
 from cepflow.runtime.kernels import split
 from cepflow.runtime.kernels.split import timer_end_shape
+from cepflow.runtime.shapes import esper_each_of, esper_whole_of
 from cepflow.runtime.state import StateError, restore_state, save_state
 
 #: window statements over the input that a split batch plans column-wise
@@ -337,7 +338,9 @@ def check_split(prog, spec, cuts, restore_at, events=events) -> None:
         return
     assert all(m.pattern.pair is not None or m.pattern.restart is not None
                or m.pattern.consec is not None or m.pattern.esper_and is not None
-               or timer_end_shape(many, m) is not None for m in split)
+               or timer_end_shape(many, m) is not None
+               or esper_each_of(m.pattern) is not None
+               or esper_whole_of(m.pattern) is not None for m in split)
     ref = rows([m for e in events(spec) for m in one.process(e)])
     evs = events(spec)
     bounds = sorted({0, len(spec), *(min(c, len(spec)) for c in cuts)})

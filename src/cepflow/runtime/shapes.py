@@ -1608,3 +1608,102 @@ def _merges(auto: Any, merged: Any, order: tuple[Any, Any], keys: tuple[int, int
             and (pos.filter is None or pos.local) and keys[0] == keys[1]
             and set(pos.binds) == {*order[0].position.binds, *new}
             and _within(auto, [merged]) == timed and timed[0] > 0)
+
+
+@dataclass
+class EsperEach:
+    """Esper's ``every a = A(f) or every b = A(g) …`` with operands one event can both fit
+    (ast.Or.each, Position.each): per event type, the final initial edge of each operand of
+    that type, in the operands' order — an event is one match per operand whose filter it
+    passes, in that order, each with its own token id (Matcher._start: an instance per
+    operand, each complete at once). The kernel's shape (kernels/each.py, in the split)."""
+
+    #: per event type, the operands' edges in the operands' order
+    by_type: dict[str, tuple[Any, ...]]
+
+
+def esper_each_of(pattern: Any) -> EsperEach | None:
+    """The :class:`EsperEach` shape of ``pattern``: every edge leaves the initial state and
+    completes the pattern, one per operand (``Position.each``), its filter reading only its
+    event, its variables bound once, no window, clock, not, distinct, limit or repetition;
+    else None."""
+    auto = pattern.auto
+    if (not pattern.each or not auto.context.esper or auto.partition_by
+            or pattern.clock is not None or auto.zones or auto.forbids
+            or auto.reports or auto.limits or auto.distinct or auto.respawn or auto.spread
+            or auto.start != "spawn" or set(auto.edges) != {INITIAL}):
+        return None
+    by_type: dict[str, tuple[Any, ...]] = {}
+    for t, es in pattern.initial.items():
+        for e in es:
+            pos = e.position
+            vs = [v for _, v in pos.binds]
+            if (not e.final or e.target != FINAL or not pos.each or e.enters or e.exits
+                    or pos.zones or pos.every or pos.alt or pos.conj is not None
+                    or pos.track is not None or pos.collect is not None or pos.side is not None
+                    or pos.most is not None or pos.until or pos.group
+                    or not (pos.filter is None or pos.local) or len(set(vs)) != len(vs)):
+                return None
+        groups = pattern.each.get(t, [es])
+        if any(len(g) != 1 for g in groups):
+            return None
+        by_type[t] = tuple(g[0] for g in groups)
+    return EsperEach(by_type)
+
+
+@dataclass
+class EsperWhole:
+    """Esper's ``(every a = A(f) [or every b = B(g) …]) where timer:within(Δ)``: the guard at the
+    top of the pattern (Zone.whole), one window for every instance from the statement's start.
+    Compiled as a zero clock at the start (its edge ``clocked`` enters the zone ``zone``) to
+    the state ``state``, whose edges — one per event type, each an ``every`` completing the
+    pattern — fork a match per event passing the filter while the window is open
+    (Matcher._spawn: a token id each); the clock's instance ends at the deadline, and with it
+    the pattern (Matcher.quit). The kernel's shape (kernels/whole.py, in the split)."""
+
+    clocked: Any  # the clock's edge from the initial state
+    state: int
+    zone: int
+    window: float
+    #: per event type, its edge from ``state``
+    by_type: dict[str, Any]
+
+
+def esper_whole_of(pattern: Any) -> EsperWhole | None:
+    """The :class:`EsperWhole` shape of ``pattern`` (a zero clock without forbidden events,
+    start policy once, one Zone.whole ``within`` window longer than 0 — of 0 the guard has
+    ended as it starts: no instance, no token id —, every other edge a final ``every``
+    of a single event whose filter reads only it, its variables bound once); else None."""
+    auto, clock = pattern.auto, pattern.clock
+    zone = pattern.whole_zone
+    if (clock is None or clock.length != 0 or clock.schedule is not None or clock.forbids
+            or zone is None or not zone.length > 0 or len(auto.zones) != 1
+            or zone.kind != "within"
+            or not zone.open_end or zone.timer_accept or auto.start != "once"
+            or not auto.context.esper or auto.partition_by or auto.forbids or auto.reports
+            or auto.limits or auto.distinct or auto.respawn or auto.spread or pattern.each
+            or pattern.timer_steps):
+        return None
+    init = auto.edges.get(INITIAL, {})
+    if list(init) != [clock.type] or len(init[clock.type]) != 1:
+        return None
+    clocked = init[clock.type][0]
+    w = clocked.target
+    if (clocked.final or clocked.enters != (zone.id,) or clocked.exits
+            or set(auto.edges) != {INITIAL, w}):
+        return None
+    by_type = {}
+    for t, es in auto.edges[w].items():
+        if len(es) != 1:
+            return None
+        e = es[0]
+        pos = e.position
+        vs = [v for _, v in pos.binds]
+        if (not e.final or e.target != FINAL or not pos.every or e.enters
+                or pos.zones != (zone.id,) or pos.alt or pos.each or pos.conj is not None
+                or pos.track is not None or pos.collect is not None or pos.side is not None
+                or pos.most is not None or pos.until or pos.group
+                or not (pos.filter is None or pos.local) or len(set(vs)) != len(vs)):
+            return None
+        by_type[t] = e
+    return EsperWhole(clocked, w, zone.id, zone.length, by_type)

@@ -20,9 +20,10 @@ Per row that may begin an instance (numpy, as kernels.conj): the row of the othe
 its key it would take, whenever that is; the walk (one step per instance, in Python) checks
 each against its instance's own deadline, which depends on the instances before it. Each
 instance takes its token id before the first row it may see (its restart's timer fires
-there): the plan's rows that open instances. It runs in the program split (kernels.split)
-when it is the program's only pattern (split_kernels: its ids are taken between rows, where
-no other pattern's step is ordered with them).
+there): the plan's rows that open instances. It runs in the program split (kernels.split),
+beside other patterns where nothing else takes token ids or keeps saved timers as time
+passes (split._restarts_alone): its ids, taken between rows, come ahead of every id taken at
+the row after them (the split's replay: ``ahead``).
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ the ids the per-event engine gives them (docs/architecture.md, "The program spli
 
 The kernel patterns (``Engine._split``: the pair kernel's shapes — single stages, pairs with or
 without a key and with guards on the first stage's fields, keyed chains — and the restart
-kernel's ``every (a -> b)`` if its select list cannot fail, the and and consecutive kernels',
-and the chain kernel's VEPL chains, with or without a window (kernels.chain.plan_chain), whose
-output only planned patterns read, reading input types no statement produces) are planned over
-the whole batch first (kernels.pair, kernels.restart: the rows
+kernel's ``every (a -> b)`` if its select list cannot fail, the and, consecutive and each
+(kernels.each) kernels', and the chain kernel's VEPL chains, with or without a window
+(kernels.chain.plan_chain), whose output only planned patterns read, reading input types no
+statement produces) are planned over the whole batch first (kernels.pair, kernels.restart: the rows
 that open instances, which complete where, with their complex events) — nothing changes yet,
 and a filter, guard or select list failing on a row declines the batch.
 Then the engine steps, one by one, only the rows something else must see: a row of a type
@@ -74,6 +74,7 @@ from cepflow.runtime.kernels.chain import drop_passed_timers, plan_chain, split_
 from cepflow.runtime.kernels.column_blocks import ColumnBlocks, Deferred
 from cepflow.runtime.kernels.conj import plan_and
 from cepflow.runtime.kernels.consec import plan_consec
+from cepflow.runtime.kernels.each import plan_each
 from cepflow.runtime.kernels.frame import Declined, check_order, declined_on_failure
 from cepflow.runtime.kernels.pair import (
     leave_open,
@@ -86,6 +87,7 @@ from cepflow.runtime.kernels.pair import (
 from cepflow.runtime.kernels.restart import Plan, plan_restart
 from cepflow.runtime.kernels.restarted_and import plan_restarted_and
 from cepflow.runtime.kernels.timer_end import SplitTimers, SplitTimerSet, TimerEnd, plan_split
+from cepflow.runtime.kernels.whole import plan_whole
 from cepflow.runtime.kernels.window_block import WindowBlock, plan_window, window_kernels
 from cepflow.runtime.rows import (
     EventRows,
@@ -95,6 +97,7 @@ from cepflow.runtime.rows import (
     distinct,
     number_events,
 )
+from cepflow.runtime.shapes import esper_each_of, esper_whole_of
 from cepflow.runtime.timers import fired_before
 from cepflow.runtime.tokens import PendingRows
 
@@ -115,14 +118,16 @@ def split_kernels(engine: Any) -> list[Any] | None:
     chosen = [m for m in engine.matchers
               if (split_pair(m) is not None or m.pattern.restart is not None
                   or m.pattern.consec is not None or m.pattern.esper_and is not None
-                  or split_chain(m) is not None)
+                  or split_chain(m) is not None or esper_each_of(m.pattern) is not None
+                  or esper_whole_of(m.pattern) is not None)
               and not m.pattern.types & produced
               and (m.pattern.pair is not None
                    or not any(can_fail(f) for f in m.pattern.auto.select or ()))]
     # (EPL's guard restarted with the and, kernels.restarted_and: its instances take token ids
-    # at its clock's restarts, between rows — only when no other pattern takes any)
-    chosen = [m for m in chosen if m.pattern.esper_and is None
-              or m.pattern.esper_and.clocked is None or len(engine.matchers) == 1]
+    # at its clock's restarts, between rows — ahead of the ids taken at the next row, where
+    # nothing else takes one as time passes: _restarts_alone)
+    chosen = [m for m in chosen if not _clocked(m) or (_restarts_alone(engine, m)
+                                                      and not _all_stepped(engine, m, chosen))]
     chosen = _chains_read_in_plan(engine, chosen)
     chosen = _with_timer_end(engine, chosen, produced)
     if chosen:
@@ -155,6 +160,61 @@ def _restarted(m: Any) -> bool:
     """Is ``m`` EPL's and under a guard restarted with it (kernels.restarted_and)?"""
     sh = m.pattern.esper_and
     return sh is not None and sh.clocked is not None
+
+
+def _clocked(m: Any) -> bool:
+    """Does the kernel pattern ``m`` take token ids as time passes, its clock's (kernels.
+    restarted_and, kernels.whole)?"""
+    return _restarted(m) or esper_whole_of(m.pattern) is not None
+
+
+def _ahead(m: Any, plan: Plan) -> bool | np.ndarray:
+    """Which of kernel pattern ``m``'s plan's instances take their ids ahead of their rows
+    (_Replay's ``ahead``): all of a restarted and's, a whole guard's beginning (the first,
+    at its first row, when it begins in the batch: kernels.whole's commit says so)."""
+    if _restarted(m):
+        return True
+    return getattr(plan[3], "ahead", False)
+
+
+def _restarts_alone(engine: Any, m: Any) -> bool:
+    """Whether the restarted and ``m`` (kernels.restarted_and) is the only part of the program
+    that takes token ids or keeps saved timers as time passes, so that its restarts' ids go
+    right before the ids of the row after them (_Replay's ``ahead``). **Decision:** then every
+    other pattern takes its ids at input rows and in their cascades only: none has a clock
+    or a timer that completes a match (state.timers_saved: their timers' order with the
+    restarts', which the saved queue keeps, is lost where the kernel asks for its timers at the
+    batch's end) or a timer in its middle, and none reads complex events that may come out
+    while time passes (transitively: of such patterns, of ``A -> (X or not Y)``'s reports,
+    of windows other than length windows). Otherwise the pattern runs per event."""
+    from cepflow.runtime.state import timers_saved  # (state imports the engine, which imports this)
+
+    others = [o for o in engine.matchers if o is not m]
+    if any(timers_saved(o) or o.pattern.timer_steps for o in others):
+        return False
+    timed = {o.name for o in others if o.pattern.auto.reports}
+    timed |= {r.statement.name for r in engine.windows
+              if r.statement.window.kind not in ("length", "length_batch")}
+    while True:  # (what reads such events may put them out as time passes too)
+        more = ({o.name for o in others if o.pattern.types & timed}
+                | {r.statement.name for r in engine.windows if r.statement.input_type in timed})
+        if more <= timed:
+            break
+        timed |= more
+    return not any(o.pattern.types & timed for o in others)
+
+
+def _all_stepped(engine: Any, m: Any, chosen: list[Any]) -> bool:
+    """Whether every input type kernel pattern ``m`` reads is read by a part of the program
+    the split leaves per event (a pattern not among the candidates ``chosen``, a window
+    statement, a rule), so that each of its rows would be stepped anyway. **Decision:** a
+    clocked kernel (kernels.restarted_and, kernels.whole) is not taken then — the replay
+    costs more than its per-event step spares (benchmarks/pattern_shapes.py
+    ``split_and_all``: 0.8x per event with it)."""
+    mine = {id(k) for k in chosen}
+    return all(any(id(o) not in mine for o in engine.subs_input.get(t, ()))
+               or engine._window_subs.get(t) or engine.host.rules.triggers(t)
+               for t in m.pattern.types)
 
 
 def timer_end_shape(engine: Any, m: Any) -> TimerEnd | None:
@@ -282,6 +342,10 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
                          if split_chain(m) is not None
                          else plan_restart(m, cols) if m.pattern.restart is not None
                          else plan_restarted_and(m, cols) if _restarted(m)
+                         else plan_each(m, each, cols)
+                         if (each := esper_each_of(m.pattern)) is not None
+                         else plan_whole(m, whole, cols)
+                         if (whole := esper_whole_of(m.pattern)) is not None
                          else plan_and(m, cols) if m.pattern.esper_and is not None
                          else plan_consec(m, cols))
     except Declined:
@@ -450,12 +514,23 @@ class _Replay:
                  ranks: list[tuple[Any, Any]] | None = None,
                  bounds: list[tuple[Any, ...]] | None = None,
                  keys: list[tuple[Any, Any, int, list[Any] | None]] | None = None,
-                 subs: dict[int, np.ndarray] | None = None) -> None:
+                 subs: dict[int, np.ndarray] | None = None,
+                 ahead: list[bool | np.ndarray] | None = None) -> None:
         self.row = -1
         #: every instance opened in the batch, by (row, pattern): its row, pattern, token id
         rows = np.concatenate([p[0] for p in plans] or [np.zeros(0, np.int64)])
         who = np.concatenate([np.full(len(p[0]), k, np.int64) for k, p in enumerate(plans)]
                              or [np.zeros(0, np.int64)])
+        # ``ahead``, per plan: whether its instances take their ids before their row, as time
+        # passes (the restarted and's restarts: kernels.restarted_and), or per instance (a
+        # mask: kernels.whole's beginning) — at a row, before the instances steps open,
+        # whatever the pattern (split_kernels: nothing else takes an id as time passes)
+        ahead = ahead if ahead is not None and any(bool(np.any(a)) for a in ahead) else None
+        late = (np.ones(len(rows), np.int64) if ahead is None else np.concatenate(
+            [np.zeros(0, np.int64)]
+            + [np.where(a, 0, 1).astype(np.int64) if isinstance(a, np.ndarray)
+               else np.full(len(p[0]), 0 if a else 1, np.int64)
+               for p, a in zip(plans, ahead, strict=True)]))
         #: per instance opened (in id order) that a match's cascade opens (``keys``), that
         #: match, by the instance's place (none there: the input step opens it) — only those
         #: places are listed (a list of every place costs a pass over the batch's instances:
@@ -463,7 +538,7 @@ class _Replay:
         self.start_obj: dict[int, Any] | None = None
         if keys is None:
             # (by row, then pattern: one stable sort merging the plans' ascending rows)
-            order = np.argsort(rows * max(len(plans), 1) + who, kind="stable")
+            order = np.argsort((rows * 2 + late) * max(len(plans), 1) + who, kind="stable")
         else:
             # ``keys``, per plan, where its instances open in the engine's order at a row:
             # (phase: 0 the input step, 1 the cascade; the place of the match whose cascade
@@ -474,7 +549,7 @@ class _Replay:
                           for k, n in zip(keys, lens, strict=True)] for i in (0, 1))
             slot = np.repeat(np.array([k[2] for k in keys], np.int64), lens)
             order = np.lexsort((slot, np.concatenate([np.zeros(0, np.int64), *cp]),
-                                np.concatenate([np.zeros(0, np.int64), *phase]), rows))
+                                np.concatenate([np.zeros(0, np.int64), *phase]), late, rows))
             place = np.empty(len(order), np.int64)
             place[order] = np.arange(len(order), dtype=np.int64)
             ends = np.cumsum([0, *lens]).tolist()
@@ -483,6 +558,8 @@ class _Replay:
                 if k[3] is not None:
                     self.start_obj.update(zip(place[lo:hi].tolist(), k[3], strict=True))
         self.start_rows, self.start_who = rows[order], who[order]
+        #: per instance (in id order) whether it takes its id ahead of its row (None: none)
+        self.start_ahead = None if ahead is None else (late[order] == 0).tolist()
         self.n_starts = len(order)
         self.ids = np.zeros(len(order), np.int64)
         self.next = 0  # the first instance without an id
@@ -706,6 +783,19 @@ class _Replay:
             counters.token += q - k
             self.next = q
 
+    def ids_ahead(self, row: int, counters: Any) -> None:
+        """Token ids for the instances that take theirs before ``row`` as time passes (the
+        restarts that come before it: ``ahead``), ahead of the row's own step."""
+        ahead = self.start_ahead
+        if ahead is None:
+            return
+        j = self.next
+        while j < self.n_starts and ahead[j] and int(self.start_rows[j]) == row:
+            counters.token += 1
+            self.ids[j] = counters.token
+            j += 1
+        self.next = j
+
     def _span(self, k: int) -> tuple[int, int]:
         """Where plan ``k``'s complex events at the current row are in its list."""
         at = self.at_lists[k]
@@ -886,7 +976,9 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                      + [per_event(h.m.name) for h in [*higher, *in_casc]]
                      + [per_event(o.block.name) for o in over], ranks, bounds, keys,
                      {**{first4 + q: sub for q, (_p, sub) in enumerate(casc)},
-                      **{len(plans) - len(over) + q: o.sub for q, o in enumerate(over)}})
+                      **{len(plans) - len(over) + q: o.sub for q, o in enumerate(over)}},
+                     [_ahead(m, p) for m, p in zip(kernels, plans[:n_k], strict=True)]
+                     + [False] * (len(plans) - n_k))
     for k, b in enumerate([*blocks.values(), *later], n_k):
         b.emit_at = lambda _b, _e, k=k: replay.rows_at(k, counters)
     kernel_of = {m.slot: k for k, m in enumerate(kernels)}
@@ -905,7 +997,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
     steps.update((h.m.slot, replay.step(k, counters)) for k, h in enumerate(higher, first3))
     # (the planned windowed chains' timers due in the batch would only make rows stepped)
     drop_passed_timers(host, [*kernels, *(h.m for h in higher)], float(ts[-1]))
-    restarted = {m.slot for m in kernels if _restarted(m)}  # (its commit asks for them again)
+    restarted = {m.slot for m in kernels if _clocked(m)}  # (its commit asks for them again)
     if restarted:
         host.timers.keep(lambda h: h[3] not in restarted or not fired_before(h, float(ts[-1])))
     out: list[ComplexEvent] = []
@@ -967,6 +1059,7 @@ def _run(engine: Any, kernels: list[Any], plans: list[Plan], src: Rows, columns:
                 if timer_set is not None:
                     timer_set.push(nxt, host)
                 found = []  # (under the failure sink the caller installed)
+                replay.ids_ahead(nxt, counters)  # (restarts due before the row: their ids)
                 engine._feed(events[nxt], found)
                 for _i, b in quiet:
                     b.hide()
