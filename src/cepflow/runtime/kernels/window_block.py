@@ -105,6 +105,77 @@ def batch_fits(runner: Any) -> bool:
             and _shape(runner))
 
 
+def batch_reads(runner: Any) -> list[int]:
+    """The parameters of its input type a time batch over derived rows reads for every row
+    (its group key and its aggregates' arguments: WindowBlock.__init__'s ``per_row``; the
+    rest — select items, ``having`` — only of some rows, or read from the rows' events)."""
+    plan = runner.plan
+    ks = [plan.fields[plan.group_exprs[0].name]] if plan.group_exprs else []
+    return ks + [plan.fields[a.name] for a in plan.args]
+
+
+def block_column(b: WindowBlock, k: int) -> np.ndarray | None:
+    """Parameter ``k`` of the rows of window block ``b`` (over the input) as an object column,
+    a value per row of ``b.found``, when the rows are its arrival rows (one per input row it
+    takes, ``b.arrivals``) and item ``k`` of its select list is a field of the arriving event:
+    that event's own value (the input's column, TypeColumns.objects), which the row's
+    ``params[k]`` holds. None otherwise (the rows' objects tell)."""
+    st = b.statement
+    kind, a = b.plan.items[k]
+    if kind != "field" or st.more_inputs or not b.arrivals or len(b.found) != len(b.rows):
+        return None
+    t = st.input_type
+    of_type = b._cols.rows(t)
+    objs = b._cols.objects(t, a)
+    return objs if len(of_type) == len(b.rows) else objs[np.searchsorted(of_type, b.rows)]
+
+
+def match_column(m: Any, b: WindowBlock, rows: np.ndarray, k: int) -> np.ndarray | None:
+    """Parameter ``k`` of the matches of the single-stage pattern ``m`` (``every a = W(f)``,
+    the pair kernel's) at the rows ``rows`` of window block ``b`` as an object column — a
+    literal of its select list, a null, or a field of ``a`` that is a field of the input
+    (:func:`block_column`) — the values the lazy match's ``params[k]`` gives
+    (kernels.pair._PairMatch: the same select list positions); None for anything else (its
+    time, an aggregate of ``b``: read from the matches)."""
+    from cepflow.runtime.kernels.pair import _select_fields, select_consts
+    from cepflow.runtime.rows import CONST
+
+    pr = m.pattern.pair
+    fields = _select_fields(m, pr) if pr is not None else None
+    if fields is None or k >= len(fields):
+        return None
+    f = fields[k]
+    if f is None or f[0] == CONST:
+        value = None if f is None else select_consts(m)[f[1]]
+        col = np.empty(len(rows), dtype=object)
+        col[:] = [value] * len(rows)
+        return col
+    if f[0] != 0:
+        return None
+    of_block = block_column(b, f[1])
+    return None if of_block is None else of_block[rows]
+
+
+def batch_columns(runner: Any, parts: list[Any], order: np.ndarray
+                  ) -> dict[int, list[Any]] | None:
+    """The parameters a time batch over derived rows reads of every row (:func:`batch_reads`)
+    as columns, a value per row of the derived stream in its order — the parts'
+    (``parts``: per part, in the stream's part order, its column of parameter ``k``, or None:
+    :func:`block_column`, :func:`match_column`) concatenated and taken in ``order`` — so that
+    neither the rows' parameters are read nor the matches' made (kernels.cascade:
+    air quality's AirQualityLevel over the 36 grade patterns' matches reads their station
+    and grade as columns). None when a part cannot give one (the batch reads the objects)."""
+    if not parts:
+        return None
+    out: dict[int, list[Any]] = {}
+    for k in batch_reads(runner):
+        cols = [part(k) for part in parts]
+        if any(c is None for c in cols):
+            return None
+        out[k] = np.concatenate(cols)[order].tolist()
+    return out
+
+
 def _shape(runner: Any) -> bool:
     """At most one group-by field, aggregates count/sum/avg/min/max of fields, select items
     that are aggregates, fields or current_timestamp() (``having`` any condition: a mask over
