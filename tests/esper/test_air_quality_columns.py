@@ -217,6 +217,10 @@ def test_the_level_reads_the_grades_station_and_grade_as_columns(monkeypatch) ->
     given: list = []
     filled: list = []
     real_columns, real_fill = window_block.batch_columns, cascade.fill_params
+    coded: list = []
+    real_codes = window_block.batch_codes
+    monkeypatch.setattr(cascade, "batch_codes", lambda *a: coded.append(real_codes(*a))
+                        or coded[-1])
 
     def spy_columns(*a):
         out = real_columns(*a)
@@ -243,6 +247,8 @@ def test_the_level_reads_the_grades_station_and_grade_as_columns(monkeypatch) ->
     keys = [e.params[3] for e in evs if e.params[3] in ("CO", "O3")]
     assert set(given[0][0]) <= set(keys) and set(given[0][2]) <= {1, 2}
     assert not filled and not eager
+    # (the key, texts of the readings' column, as its dictionary codes)
+    assert coded and all(list(c) == [0] for c in coded)
     # (the average is the window row's aggregate: read from the grades, made eagerly)
     avg = AIR.replace("max(l.grade)", "max(l.average)")
     given.clear()

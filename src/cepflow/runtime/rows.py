@@ -97,6 +97,8 @@ class EventRows(Rows):
         #: events (kernels.window_block.batch_columns: what each ``params[k]`` holds): read
         #: from here instead of the events
         self.given: dict[int, list[Any]] = {}
+        #: parameter k of every row as dictionary codes (TypeColumns.codes), likewise
+        self.given_codes: dict[int, tuple[np.ndarray, list[str]]] = {}
         self.ts = (np.fromiter(map(_TS, events), dtype=np.float64, count=self.n) if ts is None
                    else ts)
         if types is not None:

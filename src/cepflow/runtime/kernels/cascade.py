@@ -38,6 +38,7 @@ from cepflow.runtime.kernels.frame import Declined
 from cepflow.runtime.kernels.pair import fill_params, planned_pair
 from cepflow.runtime.kernels.window_block import (
     WindowBlock,
+    batch_codes,
     batch_columns,
     batch_fits,
     batch_reads,
@@ -140,8 +141,8 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
         pos = np.repeat(np.array([p[2] for p in mine], np.int64), lens)
         sub = np.repeat(np.array([p[3] for p in mine], np.int64), lens)
         o = np.lexsort((j, sub, pos, at))
-        given = batch_columns(r, [c for c, p in zip(part_cols, parts, strict=True)
-                                  if p[0] in st.input_types], o)
+        reads = [c for c, p in zip(part_cols, parts, strict=True) if p[0] in st.input_types]
+        given = batch_columns(r, reads, o)
         for p in mine:  # (the batch reads every match's parameters: those not made yet)
             if p[3] and not p[5] and given is None:
                 fill_params(p[4])
@@ -151,7 +152,8 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
         names = list(dict.fromkeys(p[0] for p in mine))
         code = np.repeat(np.array([names.index(p[0]) for p in mine], np.int64), lens)
         rows = EventRows(evs[o].tolist(), (names, code[o]), src_ts[at[o]])
-        rows.given = given or {}
+        if given is not None:
+            rows.given, rows.given_codes = given, batch_codes(r, reads, o)
         try:
             out.batches[i] = WindowBlock(engine, r, TypeColumns(rows, schemas), rows,
                                          t_end=t_end)
