@@ -122,18 +122,23 @@ def block_column(b: WindowBlock, k: int) -> tuple[np.ndarray, Any] | None:
     ``params[k]`` holds — with its dictionary codes when the input's column has them
     (TypeColumns.codes, read already: the block's group key), else None. None otherwise
     (the rows' objects tell)."""
+    made = b.given_columns
+    if k in made:  # (read once per block: every pattern over it reads the same)
+        return made[k]
     st = b.statement
     kind, a = b.plan.items[k]
     if kind != "field" or st.more_inputs or not b.arrivals or len(b.found) != len(b.rows):
+        made[k] = None
         return None
     t = st.input_type
     of_type = b._cols.rows(t)
     objs = b._cols.objects(t, a)
     coded = b._cols.made_codes(t, a)
-    if len(of_type) == len(b.rows):
-        return objs, coded
-    among = np.searchsorted(of_type, b.rows)
-    return objs[among], None if coded is None else (coded[0][among], coded[1])
+    if len(of_type) != len(b.rows):
+        among = np.searchsorted(of_type, b.rows)
+        objs, coded = objs[among], None if coded is None else (coded[0][among], coded[1])
+    made[k] = objs, coded
+    return made[k]
 
 
 def match_column(m: Any, b: WindowBlock, rows: np.ndarray, k: int
@@ -501,6 +506,8 @@ class WindowBlock:
         self.unread = unread and self._on_demand
         #: per select item, its value per arrival row (set when the rows are not made)
         self.item_columns: list[list[Any]] | None = None
+        #: per select item, its column over the rows as block_column reads it (or None)
+        self.given_columns: dict[int, tuple[np.ndarray, Any] | None] = {}
         self.events: Any = (cols.events(rows[:0] if self._lazy or self._on_demand else rows)
                             if len(rows) else [])
         n = len(rows)
