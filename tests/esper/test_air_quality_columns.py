@@ -53,8 +53,11 @@ def programs(draw: st.DrawFn) -> str:
                      f"{g + 1} as grade, g.ax as average\nfrom pattern [every g = "
                      f"W{w}({bound})];\n")
     if draw(st.booleans()):
-        group = draw(st.sampled_from(["\ngroup by l.key", ""]))
-        text += ("@Name('Level')\ninsert into Level\nselect l.key as key, max(l.grade) as grade, "
+        # (read as columns — the station a field of the input, the grade a literal — or from
+        # the grades: an average is no field of the input; kernels.window_block.batch_columns)
+        group = draw(st.sampled_from(["\ngroup by l.key", "", "\ngroup by l.p"]))
+        arg = draw(st.sampled_from(["l.grade", "l.grade", "l.average"]))
+        text += (f"@Name('Level')\ninsert into Level\nselect l.key as key, max({arg}) as grade, "
                  f"count(*) as c\nfrom Grade.win:time_batch(3 msec) as l{group};\n")
     return text
 
@@ -198,3 +201,59 @@ def test_merged_order_is_lexsorts(parts, wide) -> None:
     finally:
         split._FITS = fits
     assert o.tolist() == want.tolist() and rank.tolist() == want_rank.tolist()
+
+
+def test_the_level_reads_the_grades_station_and_grade_as_columns(monkeypatch) -> None:
+    """AirQualityLevel's shape (kernels.window_block.batch_columns): the time batch over the
+    grades' union reads each grade's key — the reading's field through the average's row —
+    and grade — the grade pattern's literal — as columns, so the grades are made lazily and
+    never asked for their parameters (no fill_params, no eager grades); the rows, ids and
+    state are the per-event engine's. A level reading the average (an aggregate of the
+    window row, no field of the input) reads the grades' parameters as before."""
+    from cepflow.runtime.engine import Engine
+    from cepflow.runtime.kernels import cascade, window_block
+
+    prog = load_module(parse_epl(SCHEMA + AIR))
+    given: list = []
+    filled: list = []
+    real_columns, real_fill = window_block.batch_columns, cascade.fill_params
+    coded: list = []
+    real_codes = window_block.batch_codes
+    monkeypatch.setattr(cascade, "batch_codes", lambda *a: coded.append(real_codes(*a))
+                        or coded[-1])
+
+    def spy_columns(*a):
+        out = real_columns(*a)
+        given.append(out)
+        return out
+
+    def spy_fill(found):
+        filled.append(len(found))
+        return real_fill(found)
+
+    monkeypatch.setattr(cascade, "batch_columns", spy_columns)
+    monkeypatch.setattr(cascade, "fill_params", spy_fill)
+    eager: list = []
+    real_one = split.one_stage_matches
+    monkeypatch.setattr(split, "one_stage_matches",
+                        lambda *a: eager.append(1) or real_one(*a))
+    evs = make(AIR_SPEC)
+    one = Engine(prog)
+    ref = [(m.type, m.params, m.ts, m.match_id) for e in make(AIR_SPEC) for m in one.process(e)]
+    many = Engine(prog)
+    got = [(m.type, m.params, m.ts, m.match_id) for m in many.process_batch(evs)]
+    assert got == ref and any(t == "Level" for t, *_ in got)
+    assert given and all(g is not None and sorted(g) == [0, 2] for g in given)
+    keys = [e.params[3] for e in evs if e.params[3] in ("CO", "O3")]
+    assert set(given[0][0]) <= set(keys) and set(given[0][2]) <= {1, 2}
+    assert not filled and not eager
+    # (the key, texts of the readings' column, as its dictionary codes)
+    assert coded and all(list(c) == [0] for c in coded)
+    # (the average is the window row's aggregate: read from the grades, made eagerly)
+    avg = AIR.replace("max(l.grade)", "max(l.average)")
+    given.clear()
+    prog = load_module(parse_epl(SCHEMA + avg))
+    one, many = Engine(prog), Engine(prog)
+    ref = [(m.type, m.params, m.ts, m.match_id) for e in make(AIR_SPEC) for m in one.process(e)]
+    got = [(m.type, m.params, m.ts, m.match_id) for m in many.process_batch(make(AIR_SPEC))]
+    assert got == ref and given == [None] and eager

@@ -141,7 +141,9 @@ class ArrowRows(Rows):
         if not used:
             return constant("null", len(rows))
         if len(used) == 1:
-            return json_texts(used[0].take(rows), ascii_only=False)
+            part = used[0].take(rows)
+            fast = float_texts(part) if pa.types.is_float64(part.type) else None
+            return fast if fast is not None else json_texts(part, ascii_only=False)
         out = None
         for col in used:
             part = col.take(rows)
@@ -280,13 +282,60 @@ def _stage_params(b: StageMatches, rows: ArrowRows) -> pa.Array:
         elif f[0] == CONST:
             text = _value_texts([b.consts[f[1]]]).take(pa.array(np.zeros(len(b.at), np.int64)))
         elif f[0] == VALUE:
-            text = value_texts(b.values[f[1]])
+            text = _value_column_texts(b.values[f[1]])
         elif f[0] < 0:
             text = rows.time_texts(at)
         else:
             text = rows.texts(f[1], pa.array(b.rows[f[0]]))
         parts += [("{" if j == 0 else ",") + dumps(name) + ":", text]
     return pc.binary_join_element_wise(*parts, "}", "")
+
+
+def _value_column_texts(values: list[Any]) -> pa.Array:
+    """:func:`~cepflow.outputs.records.value_texts` of a column of values given per match
+    (a window row's aggregate): floats only, as :func:`float_texts` makes them."""
+    if values and set(map(type, values)) == {float}:
+        fast = float_texts(pa.array(values, pa.float64()))
+        if fast is not None:
+            return fast
+    return value_texts(values)
+
+
+#: a float whose magnitude is in [_POSITIONAL, _EXPONENT) is written positionally by
+#: ``repr`` (the shortest digits that read back as it, at least one after the point)
+_POSITIONAL, _EXPONENT = 1e-4, 1e16
+
+
+def float_texts(values: pa.Array) -> pa.Array | None:
+    """The JSON text of each of ``values`` (float64) as the match writer writes a float —
+    ``repr``, the shortest digits that read back as the value — column-wise: Arrow's text of
+    a double is its shortest digits too (double-conversion's), written positionally without
+    ``.0`` for a whole value and with an exponent from some magnitude on; so a value in
+    repr's positional range whose text has no exponent is that text (``.0`` added when it
+    has no point), the others (below 1e-4, from 1e16 on, or written with an exponent) are
+    ``repr``'s own, one by one. None when a value is null or not finite (the caller's texts
+    then: NaN, infinities). **Decision:** the digits of the two agree on every double (both
+    are the shortest round-trip digits, the nearest when several): checked on 40 million
+    values — random bit patterns, rounded decimals, ratios — before it was taken
+    (tests/runtime/test_arrow_float_texts.py keeps a property)."""
+    if values.null_count:
+        return None
+    x = values.to_numpy(zero_copy_only=False)
+    if not bool(np.isfinite(x).all()):
+        return None
+    text = values.cast(pa.string())
+    if pa.types.is_large_string(text.type):
+        text = text.cast(pa.string())
+    mag = np.abs(x)
+    bad = ((mag < _POSITIONAL) & (x != 0)) | (mag >= _EXPONENT)
+    bad |= pc.match_substring(text, "e").to_numpy(zero_copy_only=False)
+    whole = pc.invert(pc.match_substring(text, "."))
+    out = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+    if bad.any():
+        idx = np.flatnonzero(bad)
+        fixed = pa.array(list(map(float.__repr__, x[idx].tolist())), pa.string())
+        out = pc.replace_with_mask(out, pa.array(bad), fixed)
+    return out
 
 
 def _value_texts(values: list[Any]) -> pa.Array:

@@ -93,6 +93,12 @@ class EventRows(Rows):
         #: events number() shifted after a restore, with their reader's numbers
         self._shifted: list[tuple[Event, int]] = []
         self._params: list[tuple] | None = None
+        #: parameter k of every row, a value per row, when the caller knows it without the
+        #: events (kernels.window_block.batch_columns: what each ``params[k]`` holds): read
+        #: from here instead of the events
+        self.given: dict[int, list[Any]] = {}
+        #: parameter k of every row as dictionary codes (TypeColumns.codes), likewise
+        self.given_codes: dict[int, tuple[np.ndarray, list[str]]] = {}
         self.ts = (np.fromiter(map(_TS, events), dtype=np.float64, count=self.n) if ts is None
                    else ts)
         if types is not None:
@@ -125,7 +131,9 @@ class EventRows(Rows):
         local = np.arange(len(rows), dtype=np.int64)
         if len(rows) == self.n and (self.n < 2 or bool((np.diff(rows) > 0).all())):
             # every row in order (a union's window over the derived rows): one C-level pass
-            return local, list(map(itemgetter(param), self.all_params()))
+            given = self.given.get(param)
+            return local, (list(map(itemgetter(param), self.all_params())) if given is None
+                           else given)
         # (else a row's tuple, then its value: two C-level passes)
         params = self.all_params()
         return local, list(map(itemgetter(param), map(params.__getitem__, rows.tolist())))
@@ -636,6 +644,9 @@ class TypeColumns:
         """Parameter ``k`` of the type's rows of an :class:`EventRows` source, read from the
         events' tuples once for both :meth:`column` and :meth:`objects`."""
         v = self._vals.get((t, k))
+        given = self.src.given.get(k) if isinstance(self.src, EventRows) else None
+        if v is None and given is not None and len(self.rows(t)) == self.src.n:
+            v = self._vals[t, k] = given  # (every row's, known without the events)
         if v is None:  # (a second parameter of t: a slice of one flat list, _flat)
             flat = self._flat(t)
             v = self._vals[t, k] = (flat[k::len(self.schemas[t].params)] if flat is not None

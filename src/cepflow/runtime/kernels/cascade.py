@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from typing import Any
 
@@ -37,7 +38,12 @@ from cepflow.runtime.kernels.frame import Declined
 from cepflow.runtime.kernels.pair import fill_params, planned_pair
 from cepflow.runtime.kernels.window_block import (
     WindowBlock,
+    batch_codes,
+    batch_columns,
     batch_fits,
+    batch_reads,
+    block_column,
+    match_column,
     plan_window,
     single_fits,
 )
@@ -88,8 +94,10 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
             continue
         pos, _i, b = by_type[t]
         # (a time batch reading them reads every match's parameters: made column-wise now)
-        eager = any(m.name in r.statement.input_types and batch_fits(r)
-                    for r in engine.windows)
+        # (unless it reads them as columns: batch_columns)
+        eager = any(m.name in r.statement.input_types and batch_fits(r) and not all(
+            match_column(m, b, np.zeros(0, np.int64), k) is not None for k in batch_reads(r))
+            for r in engine.windows)
         try:
             if pos not in cols:  # (a block's rows, all of its type)
                 cols[pos] = TypeColumns(EventRows(b.found, ([b.name], np.zeros(
@@ -105,11 +113,16 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
         new_rows, rows, matches, commit = plan
         found.append((pos, m.slot, m, (at[new_rows], at[np.asarray(rows, np.int64)].tolist(),
                                        matches, commit), eager,
-                      offsets[pos] + np.asarray(new_rows, np.int64)))
+                      offsets[pos] + np.asarray(new_rows, np.int64),
+                      np.asarray(rows, np.int64)))
     found.sort(key=lambda f: (f[0], f[1]))
-    out.patterns = [(m, plan, pos) for pos, _s, m, plan, _e, _o in found]
-    out.opens = [o for *_f, o in found]
-    made = [e for _p, _s, _m, _plan, e, _o in found]  # (with their parameters: eager)
+    out.patterns = [(m, plan, pos) for pos, _s, m, plan, _e, _o, _r in found]
+    out.opens = [f[5] for f in found]
+    made = [f[4] for f in found]  # (with their parameters: eager)
+    block_of = list(blocks.values())
+    # (per part of the derived stream: its parameter k as a column, or None: batch_columns)
+    part_cols = [partial(block_column, b) for b in block_of if b.name in by_type]
+    part_cols += [partial(match_column, f[2], block_of[f[0]], f[6]) for f in found]
     planned = set(by_type) | {m.name for m, _p, _b in out.patterns}
     # the derived stream, in the cascade's order: (input row, block, 0 | 1 + pattern, j);
     # per part its type, rows, rank, complex events and whether their parameters are made
@@ -127,16 +140,20 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
         j = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
         pos = np.repeat(np.array([p[2] for p in mine], np.int64), lens)
         sub = np.repeat(np.array([p[3] for p in mine], np.int64), lens)
+        o = np.lexsort((j, sub, pos, at))
+        reads = [c for c, p in zip(part_cols, parts, strict=True) if p[0] in st.input_types]
+        given = batch_columns(r, reads, o)
         for p in mine:  # (the batch reads every match's parameters: those not made yet)
-            if p[3] and not p[5]:
+            if p[3] and not p[5] and given is None:
                 fill_params(p[4])
         evs = np.fromiter(chain.from_iterable(p[4] for p in mine), dtype=object,
                           count=len(at))
-        o = np.lexsort((j, sub, pos, at))
         # (each part's rows of its statement's type: their codes known, not read per row)
         names = list(dict.fromkeys(p[0] for p in mine))
         code = np.repeat(np.array([names.index(p[0]) for p in mine], np.int64), lens)
         rows = EventRows(evs[o].tolist(), (names, code[o]), src_ts[at[o]])
+        if given is not None:
+            rows.given, rows.given_codes = given, batch_codes(r, reads, o)
         try:
             out.batches[i] = WindowBlock(engine, r, TypeColumns(rows, schemas), rows,
                                          t_end=t_end)

@@ -105,6 +105,108 @@ def batch_fits(runner: Any) -> bool:
             and _shape(runner))
 
 
+def batch_reads(runner: Any) -> list[int]:
+    """The parameters of its input type a time batch over derived rows reads for every row
+    (its group key and its aggregates' arguments: WindowBlock.__init__'s ``per_row``; the
+    rest — select items, ``having`` — only of some rows, or read from the rows' events)."""
+    plan = runner.plan
+    ks = [plan.fields[plan.group_exprs[0].name]] if plan.group_exprs else []
+    return ks + [plan.fields[a.name] for a in plan.args]
+
+
+def block_column(b: WindowBlock, k: int) -> tuple[np.ndarray, Any] | None:
+    """Parameter ``k`` of the rows of window block ``b`` (over the input) as an object column,
+    a value per row of ``b.found``, when the rows are its arrival rows (one per input row it
+    takes, ``b.arrivals``) and item ``k`` of its select list is a field of the arriving event:
+    that event's own value (the input's column, TypeColumns.objects), which the row's
+    ``params[k]`` holds — with its dictionary codes when the input's column has them
+    (TypeColumns.codes, read already: the block's group key), else None. None otherwise
+    (the rows' objects tell)."""
+    made = b.given_columns
+    if k in made:  # (read once per block: every pattern over it reads the same)
+        return made[k]
+    st = b.statement
+    kind, a = b.plan.items[k]
+    if kind != "field" or st.more_inputs or not b.arrivals or len(b.found) != len(b.rows):
+        made[k] = None
+        return None
+    t = st.input_type
+    of_type = b._cols.rows(t)
+    objs = b._cols.objects(t, a)
+    coded = b._cols.made_codes(t, a)
+    if len(of_type) != len(b.rows):
+        among = np.searchsorted(of_type, b.rows)
+        objs, coded = objs[among], None if coded is None else (coded[0][among], coded[1])
+    made[k] = objs, coded
+    return made[k]
+
+
+def match_column(m: Any, b: WindowBlock, rows: np.ndarray, k: int
+                 ) -> tuple[np.ndarray, Any] | None:
+    """Parameter ``k`` of the matches of the single-stage pattern ``m`` (``every a = W(f)``,
+    the pair kernel's) at the rows ``rows`` of window block ``b`` as an object column — a
+    literal of its select list, a null, or a field of ``a`` that is a field of the input
+    (:func:`block_column`) — the values the lazy match's ``params[k]`` gives
+    (kernels.pair._PairMatch: the same select list positions); None for anything else (its
+    time, an aggregate of ``b``: read from the matches)."""
+    from cepflow.runtime.kernels.pair import _select_fields, select_consts
+    from cepflow.runtime.rows import CONST
+
+    pr = m.pattern.pair
+    fields = _select_fields(m, pr) if pr is not None else None
+    if fields is None or k >= len(fields):
+        return None
+    f = fields[k]
+    if f is None or f[0] == CONST:
+        value = None if f is None else select_consts(m)[f[1]]
+        col = np.empty(len(rows), dtype=object)
+        col[:] = [value] * len(rows)
+        return col, None
+    if f[0] != 0:
+        return None
+    of_block = block_column(b, f[1])
+    if of_block is None:
+        return None
+    objs, coded = of_block
+    return objs[rows], None if coded is None else (coded[0][rows], coded[1])
+
+
+def batch_columns(runner: Any, parts: list[Any], order: np.ndarray
+                  ) -> dict[int, list[Any]] | None:
+    """The parameters a time batch over derived rows reads of every row (:func:`batch_reads`)
+    as columns, a value per row of the derived stream in its order — the parts'
+    (``parts``: per part, in the stream's part order, its column of parameter ``k``, or None:
+    :func:`block_column`, :func:`match_column`) concatenated and taken in ``order`` — so that
+    neither the rows' parameters are read nor the matches' made (kernels.cascade:
+    air quality's AirQualityLevel over the 36 grade patterns' matches reads their station
+    and grade as columns). None when a part cannot give one (the batch reads the objects)."""
+    if not parts:
+        return None
+    out: dict[int, list[Any]] = {}
+    for k in batch_reads(runner):
+        cols = [part(k) for part in parts]
+        if any(c is None for c in cols):
+            return None
+        out[k] = np.concatenate([c[0] for c in cols])[order].tolist()
+    return out
+
+
+def batch_codes(runner: Any, parts: list[Any], order: np.ndarray
+                ) -> dict[int, tuple[np.ndarray, list[str]]]:
+    """The group key of a time batch over derived rows as dictionary codes (TypeColumns.codes:
+    every value a text, per row the index of its value in one list of distinct texts), when
+    every part's key is the same input column's text field (:func:`block_column`'s codes);
+    else nothing (the keys are numbered one by one, window_block._group_codes)."""
+    plan = runner.plan
+    if not plan.group_exprs or not parts:
+        return {}
+    k = plan.fields[plan.group_exprs[0].name]
+    cols = [part(k) for part in parts]
+    if any(c is None or c[1] is None for c in cols) or len({id(c[1][1]) for c in cols}) != 1:
+        return {}
+    return {k: (np.concatenate([c[1][0] for c in cols])[order], cols[0][1][1])}
+
+
 def _shape(runner: Any) -> bool:
     """At most one group-by field, aggregates count/sum/avg/min/max of fields, select items
     that are aggregates, fields or current_timestamp() (``having`` any condition: a mask over
@@ -230,10 +332,10 @@ def _made_rows(kind: Any, cols: list[list[Any]], now: list[Any], rows: list[int]
                     map(rows.__getitem__, idx)))
 
 
-def _passed(at: list[int], found: Any) -> tuple[list[int], Any]:
+def _passed(at: list[int], found: Any, having: bool = True) -> tuple[list[int], Any]:
     """The rows ``having`` kept (the others are None) and their input rows (rows not made,
-    a ``Deferred``, have no having: all kept)."""
-    if isinstance(found, Deferred) or all(r is not None for r in found):
+    a ``Deferred``, or of a statement without ``having``: all kept)."""
+    if not having or isinstance(found, Deferred) or all(r is not None for r in found):
         return at, found
     keep = [i for i, r in enumerate(found) if r is not None]
     return [at[i] for i in keep], [found[i] for i in keep]
@@ -404,6 +506,8 @@ class WindowBlock:
         self.unread = unread and self._on_demand
         #: per select item, its value per arrival row (set when the rows are not made)
         self.item_columns: list[list[Any]] | None = None
+        #: per select item, its column over the rows as block_column reads it (or None)
+        self.given_columns: dict[int, tuple[np.ndarray, Any] | None] = {}
         self.events: Any = (cols.events(rows[:0] if self._lazy or self._on_demand else rows)
                             if len(rows) else [])
         n = len(rows)
@@ -430,6 +534,8 @@ class WindowBlock:
             kf = plan.fields[plan.group_exprs[0].name]
             self.key_of = per_row(kf)
             coded = cols.codes(t, kf) if own else None  # (texts: one number per distinct)
+            if coded is None and isinstance(src, EventRows) and len(rows) == src.n:
+                coded = src.given_codes.get(kf)  # (derived rows' texts: batch_columns)
             if coded is not None:
                 self.key_codes = (coded[0] if sel is None else coded[0][sel], coded[1])
         self.arg_values: list[list[Any]] = [per_row(plan.fields[a.name]) for a in plan.args]
@@ -749,7 +855,7 @@ class WindowBlock:
             found = self._rows(reps, values_at(at_idx), arrivals=[now[i] for i in j_l],
                                triggers=[evs[i] for i in j_l])
             at = [rows[i] for i in j_l]
-        self.at, self.found = _passed(at, found)
+        self.at, self.found = _passed(at, found, self.plan.having_expr is not None)
         self._closes: list[Any] = []
         self._next = 0
         self._due_end = float("inf")
@@ -1178,7 +1284,7 @@ class WindowBlock:
                 else lambda c: tuple(c[s] for s in out_s))
         found = self._rows(reps, [pick(c) for c in cols],
                            arrivals=[src.time_at(i) for i in at], triggers=trig)
-        self.at, self.found = _passed(at, found)
+        self.at, self.found = _passed(at, found, self.plan.having_expr is not None)
         self._closes, self._next = [], 0
         self.due = self._due_end = float("inf")
         # the batches left open: a group's last segment, when it did not close
