@@ -20,8 +20,8 @@ def in_order(columns: list[list[pa.Array]], ranks: np.ndarray) -> list[pa.Array]
     order = np.argsort(ranks, kind="stable")
     cuts = (np.flatnonzero(order[1:] != order[:-1] + 1) + 1).tolist()
     joined = [parts[0] if len(parts) == 1 else pa.concat_arrays(parts) for parts in columns]
-    if not cuts and (not len(order) or order[0] == 0):
-        return joined  # (already in order)
+    if not cuts:  # (one run of a permutation: the rows in order already)
+        return joined
     if len(cuts) >= RUNS:
         at = pa.array(order)
         return [c.take(at) for c in joined]
