@@ -15,15 +15,20 @@ contexts, rules, explanations, saved state); ``inputs``/``outputs`` read and wri
 ``cepflow.replay.replay(inputs, program, output)`` is the whole file job of ``cepflow run``.
 """
 
-from cepflow.compiler.program import Program, compile_module
-from cepflow.events.event import ComplexEvent, Event, EventType, ParamSpec, SideChannel
-from cepflow.inputs import read_events, reorder
-from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError
-from cepflow.language.parser import parse, parse_file
-from cepflow.loader import load, load_module
-from cepflow.runtime.actions import Activation, action, register
-from cepflow.runtime.engine import Engine, EngineError, run_patterns
-from cepflow.runtime.state import restore_state, save_state
+from cepflow.runtime.collector import gc_paused
+
+# (the imports make some 10^5 objects and no garbage: the cyclic collector, left running, walks
+# them a hundred times over — a tenth of the imports' CPU; docs/cli.md, "The process's start")
+with gc_paused():
+    from cepflow.compiler.program import Program, compile_module
+    from cepflow.events.event import ComplexEvent, Event, EventType, ParamSpec, SideChannel
+    from cepflow.inputs import read_events, reorder
+    from cepflow.language.diagnostics import Diagnostic, PatternSyntaxError
+    from cepflow.language.parser import parse, parse_file
+    from cepflow.loader import load, load_module
+    from cepflow.runtime.actions import Activation, action, register
+    from cepflow.runtime.engine import Engine, EngineError, run_patterns
+    from cepflow.runtime.state import restore_state, save_state
 
 __version__ = "0.1.0"
 

@@ -16,58 +16,61 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
-from rich.table import Table
+from cepflow.runtime.collector import gc_paused
 
-from cepflow.automaton.dot import RenderError, render, to_dot, window_to_dot
-from cepflow.cli.analyze import analyze
-from cepflow.cli.common import (
-    EXIT_EVALUATION_ERRORS,
-    EXIT_NOTHING_PROCESSED,
-    EXIT_PARTIAL_MATCH_LIMIT,
-    EXIT_PATTERNS,
-    EXIT_TOO_MANY_REJECTED,
-    announce_growth,
-    check_lateness,
-    err,
-    fail,
-    import_actions,
-    load_patterns,
-    out,
-    reader_options,
-    run_local,
-)
-from cepflow.cli.demo import demo_app
-from cepflow.cli.generate import generate_command
-from cepflow.cli.options import (
-    ACTIONS_HELP,
-    HELP_OPTIONS,
-    ContextName,
-    DuplicateIds,
-    DuplicateIdsOption,
-    EngineName,
-    MaxPartialMatchesOption,
-    MissingFields,
-    MissingFieldsOption,
-    OnError,
-    OnErrorOption,
-    UnknownTypes,
-    UnknownTypesOption,
-    need_spark,
-    show_version,
-)
-from cepflow.cli.pandas_guard import skip_pandas_in_pyarrow
-from cepflow.cli.petri import petri
-from cepflow.cli.report_command import check_report_path, report, write_report
-from cepflow.cli.search_command import search
-from cepflow.cli.simulate import simulate_command
-from cepflow.compiler.program import Program
-from cepflow.events.event import Event, SideChannel
-from cepflow.inputs import InputError, input_files, ordered_events
-from cepflow.outputs import OutputError, dumps, output_format, rejected_lines
-from cepflow.outputs.files import check_writable
-from cepflow.replay import Replayed
-from cepflow.runtime.explain import format_stories, trace_run
+with gc_paused():  # (as cepflow's own imports: docs/cli.md, "The process's start")
+    import typer
+    from rich.table import Table
+
+    from cepflow.automaton.dot import RenderError, render, to_dot, window_to_dot
+    from cepflow.cli.analyze import analyze
+    from cepflow.cli.common import (
+        EXIT_EVALUATION_ERRORS,
+        EXIT_NOTHING_PROCESSED,
+        EXIT_PARTIAL_MATCH_LIMIT,
+        EXIT_PATTERNS,
+        EXIT_TOO_MANY_REJECTED,
+        announce_growth,
+        check_lateness,
+        err,
+        fail,
+        import_actions,
+        load_patterns,
+        out,
+        reader_options,
+        run_local,
+    )
+    from cepflow.cli.demo import demo_app
+    from cepflow.cli.generate import generate_command
+    from cepflow.cli.options import (
+        ACTIONS_HELP,
+        HELP_OPTIONS,
+        ContextName,
+        DuplicateIds,
+        DuplicateIdsOption,
+        EngineName,
+        MaxPartialMatchesOption,
+        MissingFields,
+        MissingFieldsOption,
+        OnError,
+        OnErrorOption,
+        UnknownTypes,
+        UnknownTypesOption,
+        need_spark,
+        show_version,
+    )
+    from cepflow.cli.pandas_guard import skip_pandas_in_pyarrow
+    from cepflow.cli.petri import petri
+    from cepflow.cli.report_command import check_report_path, report, write_report
+    from cepflow.cli.search_command import search
+    from cepflow.cli.simulate import simulate_command
+    from cepflow.compiler.program import Program
+    from cepflow.events.event import Event, SideChannel
+    from cepflow.inputs import InputError, input_files, ordered_events
+    from cepflow.outputs import OutputError, dumps, output_format, rejected_lines
+    from cepflow.outputs.files import check_writable
+    from cepflow.replay import Replayed
+    from cepflow.runtime.explain import format_stories, trace_run
 
 #: the settings of the app (and of the one-command app :func:`main` runs: ``_command_app``)
 _APP_SETTINGS: dict[str, Any] = {

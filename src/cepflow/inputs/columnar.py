@@ -131,8 +131,20 @@ def constant(value: str | None, n: int) -> pa.Array:
     """A string column of ``n`` copies of ``value``."""
     if value is None:
         return pa.nulls(n, pa.string())
+    text = value.encode("utf-8")
+    if text and len(text) * n < 1 << 31:  # (its buffers made at once: a third of a gather's
+        # time — every batch has a column of its file's name)
+        offsets = np.arange(0, (n + 1) * len(text), len(text), dtype=np.int32)
+        return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
+                                                      pa.py_buffer(text * n)])
     idx = pa.array(np.zeros(n, dtype=np.int32))
     return pa.DictionaryArray.from_arrays(idx, pa.array([value])).cast(pa.string())
+
+
+def one_array(col: pa.ChunkedArray) -> pa.Array:
+    """The column as one array: its chunk when it has one (``combine_chunks`` copies even
+    then: a copy of every column of every batch read), else the chunks joined."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
 _TYPES = {f.name: f.type for f in event_fields(0)} | {p: t for p, t in SLOTS}
@@ -491,7 +503,7 @@ def csv_columns(block: bytes, header: list[str], schemas: Mapping[str, EventType
                 strings_can_be_null=False, quoted_strings_can_be_null=False))
         if table.num_rows != n:
             raise _Undecided("a line that is not one row")
-        cols = {name: _nulled(table.column(name).combine_chunks()) for name in header}
+        cols = {name: _nulled(one_array(table.column(name))) for name in header}
         return _text_layout(cols, n, schemas, arity, source, infer_types=infer_types,
                             strict_params=strict_params, unknown_fields=unknown_fields,
                             unique_ids=unique_ids)
@@ -734,7 +746,7 @@ def _layout(records: pa.Table, schemas: Mapping[str, EventType], arity: int, sou
     parameters as a ``params`` list gives them, by type and place: :func:`_listed_records`)
     — or _Undecided."""
     n = records.num_rows
-    cols = {name: records.column(name).combine_chunks() for name in records.column_names}
+    cols = {name: one_array(records.column(name)) for name in records.column_names}
     if any(not _primitive(c.type) for c in cols.values()):
         raise _Undecided("a nested or unsupported column")
     rows = _rows_by_type(cols.get("type"), n, schemas)

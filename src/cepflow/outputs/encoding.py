@@ -72,7 +72,7 @@ def dumps_as_read(value: Any) -> str:
         return repr(value)
 
 
-def _may_need_escapes(values: pa.Array, ascii_only: bool) -> bool:
+def may_need_escapes(values: pa.Array, ascii_only: bool) -> bool:
     """Whether the bytes the texts of a ``pa.string()`` column span hold one that JSON escapes
     (a control character, quote or backslash; with ``ascii_only`` anything outside printable
     ASCII): one pass of numpy over the data buffer instead of a regular expression per text —
@@ -101,7 +101,7 @@ def json_texts(values: pa.Array, *, ascii_only: bool) -> pa.Array:
         # json.dumps escapes control characters, quote and backslash; with ensure_ascii also
         # everything outside printable ASCII (DEL \x7f included)
         out = pc.binary_join_element_wise('"', values, '"', "")
-        if _may_need_escapes(values, ascii_only):
+        if may_need_escapes(values, ascii_only):
             unsafe = r'[\x00-\x1f"\\]' + (r"|[^\x20-\x7e]" if ascii_only else "")
             bad = pc.fill_null(pc.match_substring_regex(values, unsafe), False)
             if pc.any(bad).as_py():

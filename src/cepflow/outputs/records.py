@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cepflow.events.event import ComplexEvent, Event, Rejected, SideChannel, output_ts
-from cepflow.outputs.encoding import dumps, dumps_as_read, json_texts
+from cepflow.outputs.encoding import dumps, dumps_as_read, json_texts, may_need_escapes
 
 #: A match as a row; ``params`` is the JSON text of an object (bindings differ per pattern).
 MATCH_SCHEMA = pa.schema([
@@ -205,12 +205,22 @@ def rejected_batch(records: Iterable[tuple[str, Rejected]] | SideChannel) -> pa.
     }, schema=REJECTED_SCHEMA)
 
 
-def _join(names: list[str], texts: list[pa.Array]) -> pa.Array:
-    """``{"name":text,...}`` per row from the JSON texts of each field."""
+def _join(names: list[str], texts: list[Any], end: str = "") -> pa.Array:
+    """``{"name":text,...}`` per row from the JSON texts of each field, followed by ``end``;
+    a field's text may be a ``str`` (the same for every row) or parts (:func:`_list_parts`).
+    Adjacent constant texts are one scalar: one pass of Arrow over the rows' bytes."""
     parts: list[Any] = []
     for i, (name, text) in enumerate(zip(names, texts, strict=True)):
-        parts += [("{" if i == 0 else ",") + dumps(name) + ":", text]
-    return pc.binary_join_element_wise(*parts, "}", "")
+        parts.append(("{" if i == 0 else ",") + dumps(name) + ":")
+        parts += text if isinstance(text, tuple) else (text,)
+    parts.append("}" + end)
+    merged: list[Any] = []
+    for p in parts:
+        if isinstance(p, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += p
+        else:
+            merged.append(p)
+    return pc.binary_join_element_wise(*merged, "")
 
 
 def json_lists(lists: pa.Array) -> pa.Array:
@@ -220,22 +230,56 @@ def json_lists(lists: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise("[", joined, "]", "")
 
 
-def match_lines(batch: pa.RecordBatch | pa.Table) -> pa.Array:
-    """The JSON line (without newline) of each row of :data:`MATCH_SCHEMA` — the one
-    encoding of a match (module docstring)."""
+def _list_parts(lists: pa.Array) -> tuple[Any, ...]:
+    """:func:`json_lists` as parts of a line: when no list is null or empty and no string
+    needs a JSON escape (the usual ``events``: ids), ``'["'``, the strings joined by
+    ``'","'`` and ``'"]'`` — one pass over the strings instead of quoting each one, then
+    joining, then bracketing; else the texts of :func:`json_lists`."""
+    values = lists.values
+    if (len(lists) and lists.null_count == 0 and values.null_count == 0
+            and pa.types.is_string(values.type) and lists.offset == 0
+            and not may_need_escapes(values, False)):
+        offsets = np.frombuffer(lists.buffers()[1], np.int32)[:len(lists) + 1]
+        if bool((offsets[1:] > offsets[:-1]).all()):
+            return ('["', pc.binary_join(lists, '","'), '"]')
+    return (json_lists(lists),)
+
+
+def _same_text(values: pa.Array) -> str | None:
+    """The one value of a string column when every row holds it (the usual ``pattern`` of a
+    batch: one statement's matches), else None — one look at its bytes with numpy."""
+    if (not len(values) or values.null_count or not pa.types.is_string(values.type)):
+        return None
+    offsets_buf, data = values.buffers()[1:3]
+    o = np.frombuffer(offsets_buf, np.int32)[values.offset:values.offset + len(values) + 1]
+    width = int(o[1] - o[0])
+    if not bool((np.diff(o) == width).all()):
+        return None
+    if width == 0:
+        return ""
+    b = np.frombuffer(data, np.uint8)[int(o[0]):int(o[-1])].reshape(len(values), width)
+    return str(values[0]) if bool((b == b[0]).all()) else None
+
+
+def match_lines(batch: pa.RecordBatch | pa.Table, end: str = "") -> pa.Array:
+    """The JSON line of each row of :data:`MATCH_SCHEMA` — the one encoding of a match
+    (module docstring) —, each followed by ``end`` (a writer's newline)."""
     col = _column(batch)
+    pattern = col("pattern")
+    same = _same_text(pattern)
     return _join(MATCH_SCHEMA.names, [
-        json_texts(col("pattern"), ascii_only=False), match_ts_column(col("ts")).cast(pa.string()),
-        col("params"), json_lists(col("events"))])
+        dumps(same) if same is not None else json_texts(pattern, ascii_only=False),
+        match_ts_column(col("ts")).cast(pa.string()), col("params"),
+        _list_parts(col("events"))], end)
 
 
-def rejected_lines(batch: pa.RecordBatch | pa.Table) -> pa.Array:
-    """The JSON line (without newline) of each row of :data:`REJECTED_SCHEMA` — the one
-    encoding of a rejected record."""
+def rejected_lines(batch: pa.RecordBatch | pa.Table, end: str = "") -> pa.Array:
+    """The JSON line of each row of :data:`REJECTED_SCHEMA` — the one encoding of a rejected
+    record —, each followed by ``end``."""
     col = _column(batch)
     return _join(REJECTED_SCHEMA.names,
                  [json_texts(col(n).cast(pa.string()), ascii_only=False)
-                  for n in REJECTED_SCHEMA.names])
+                  for n in REJECTED_SCHEMA.names], end)
 
 
 def _column(batch: pa.RecordBatch | pa.Table) -> Callable[[str], pa.Array]:

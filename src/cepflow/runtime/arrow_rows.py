@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from cepflow.events.event import Event, output_ts
 from cepflow.inputs.columnar import SLOTS, column, constant, decode, stamps
 from cepflow.outputs.encoding import dumps, json_texts
+from cepflow.outputs.order import in_order
 from cepflow.outputs.records import MATCH_SCHEMA, match_batch, match_ts_column, value_texts
 from cepflow.runtime.rows import (
     CONST,
@@ -227,9 +228,9 @@ def encode_match_table(table: MatchTable, rows: ArrowRows) -> pa.RecordBatch:
         cols["params"].append(texts.take(pa.array(which.ravel())))
     if not ranks:
         return pa.RecordBatch.from_pylist([], schema=MATCH_SCHEMA)
-    order = pa.array(np.argsort(np.concatenate(ranks), kind="stable"))
     return pa.RecordBatch.from_arrays(
-        [pa.concat_arrays(cols[f.name]).take(order) for f in MATCH_SCHEMA], schema=MATCH_SCHEMA)
+        in_order([cols[f.name] for f in MATCH_SCHEMA], np.concatenate(ranks)),
+        schema=MATCH_SCHEMA)
 
 
 def _field_params(b: ChainMatches, keys: list[Any], which: np.ndarray, rows: ArrowRows

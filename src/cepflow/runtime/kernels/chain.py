@@ -299,7 +299,9 @@ def _block(m: Any, c: Chain, run: _ChainRun, done: np.ndarray, rank: np.ndarray
     n_ev = len(run.positions)
     items, rows, occ = run.paths(done, c.length)
     first = np.where(occ >= 0, occ, items[0])
-    old = {r: run.occupants.events[o - n_ev] for r, o in enumerate(occ.tolist()) if o >= 0}
+    held = np.flatnonzero(occ >= 0)  # (the few matches of partial matches from before)
+    old = {r: run.occupants.events[o - n_ev] for r, o in zip(held.tolist(), occ[held].tolist(),
+                                                            strict=True)}
     params = m.pattern.auto.params
     # (bindings that are fields of the rows, not the key alone as the one parameter — or no
     # key, unkeyed —, which the block's key values give)
