@@ -239,6 +239,17 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
             b[tok.id] = tok
         tok.regs = [(state, key)]
 
+    @property
+    def timers_saved(self) -> bool:
+        """Are this pattern's timers saved as they stand (docs/state-format.md, "Timers")?
+        Those of a pattern whose timer can complete a match (Esper's ``timer:interval``, a
+        missing event, a VEPL ``NOT`` at the end of a window) or start its clock's next
+        interval: at one instant they fire in the order they were asked for, which the partial
+        matches do not tell. Other patterns' timers only end partial matches, in any order:
+        derived on restore (runtime.state)."""
+        return self.pattern.clock is not None or any(
+            z.timer_accept for z in self.pattern.auto.zones)
+
     def unregister(self, tok: Token) -> None:
         part = self.tokens.get(tok.part)
         if part is not None:

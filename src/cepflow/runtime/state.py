@@ -20,7 +20,7 @@ Format ``cepflow.engine-state`` version 3 (see docs/state-format.md)::
 (:class:`~cepflow.runtime.tokens.PendingRows`): they are restored as rows, so the column path
 continues from them without making a token of each (docs/state-format.md, "Rows").
 ``timers`` (optional) holds the pending timers of the patterns whose timer can complete a
-match, in firing order (:func:`timers_saved`); the other timers are derived from the zone entry
+match, in firing order (``Matcher.timers_saved``); the other timers are derived from the zone entry
 times of the restored threads and rows. ``windows`` holds each data-window statement's state
 (:mod:`cepflow.windows.snapshot`).
 Versions 1 (without ``windows``) and 2 (without ``rows``) are still read. A NaN or infinite value
@@ -217,25 +217,16 @@ def _derived(m: Matcher, toks: Any, saved_rows: dict[str, Any] | None) -> set[fl
     return out
 
 
-def timers_saved(m: Matcher) -> bool:
-    """Are pattern ``m``'s timers saved as they stand (docs/state-format.md, "Timers")? Those
-    of a pattern whose timer can complete a match (Esper's ``timer:interval``, a missing event,
-    a VEPL ``NOT`` at the end of a window) or start its clock's next interval: at one instant
-    they fire in the order they were asked for, which the partial matches do not tell. Other
-    patterns' timers only end partial matches, in any order: derived on restore."""
-    return m.pattern.clock is not None or any(z.timer_accept for z in m.pattern.auto.zones)
-
-
 def _timers(engine: Engine, patterns: dict[str, list[dict[str, Any]]],
             rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The pending timers of the patterns :func:`timers_saved` takes, as they stand: the
+    """The pending timers of the patterns ``Matcher.timers_saved`` takes, as they stand: the
     timer queue's in firing order, each pair pattern's queued instance deadlines and the
     deadlines its completed instances skipped — the timers of ended instances too, which
     still move the clock when they come due; of the other patterns, the instants their
     pending timers are due at that no saved partial match's timer is (``idle``: when they
     come due, the clock moves there; the partial matches get theirs again on restore)."""
     names = [m.name for m in engine.matchers]
-    saved = {m.slot for m in engine.matchers if timers_saved(m)}
+    saved = {m.slot for m in engine.matchers if m.timers_saved}
     out: dict[str, Any] = {}
     due: dict[int, set[float]] = {}
     for h in engine.host.timers.heap:
@@ -731,7 +722,7 @@ class _Reader:
                 seen[tuple(key)] = self.time(item[1], f"{where}.seen[{i}][1]")
             m.seen = seen
         #: the patterns whose timers the state holds (timers_saved)
-        self.kept = {m.slot for m in engine.matchers if timers_saved(m)}
+        self.kept = {m.slot for m in engine.matchers if m.timers_saved}
         timers = self.timers(state.get("timers"), by_name)
         self.entered = None if timers is None else []
         for name, toks in patterns.items():

@@ -182,15 +182,13 @@ def _restarts_alone(engine: Any, m: Any) -> bool:
     that takes token ids or keeps saved timers as time passes, so that its restarts' ids go
     right before the ids of the row after them (_Replay's ``ahead``). **Decision:** then every
     other pattern takes its ids at input rows and in their cascades only: none has a clock
-    or a timer that completes a match (state.timers_saved: their timers' order with the
+    or a timer that completes a match (Matcher.timers_saved: their timers' order with the
     restarts', which the saved queue keeps, is lost where the kernel asks for its timers at the
     batch's end) or a timer in its middle, and none reads complex events that may come out
     while time passes (transitively: of such patterns, of ``A -> (X or not Y)``'s reports,
     of windows other than length windows). Otherwise the pattern runs per event."""
-    from cepflow.runtime.state import timers_saved  # (state imports the engine, which imports this)
-
     others = [o for o in engine.matchers if o is not m]
-    if any(timers_saved(o) or o.pattern.timer_steps for o in others):
+    if any(o.timers_saved or o.pattern.timer_steps for o in others):
         return False
     timed = {o.name for o in others if o.pattern.auto.reports}
     timed |= {r.statement.name for r in engine.windows
