@@ -178,8 +178,9 @@ def _ahead(m: Any, plan: Plan) -> bool | np.ndarray:
 
 
 def _restarts_alone(engine: Any, m: Any) -> bool:
-    """Whether the restarted and ``m`` (kernels.restarted_and) is the only part of the program
-    that takes token ids or keeps saved timers as time passes, so that its restarts' ids go
+    """Whether the clocked kernel pattern ``m`` (kernels.restarted_and, kernels.whole) is the
+    only part of the program that takes token ids or keeps saved timers as time passes, so
+    that its clock's ids go
     right before the ids of the row after them (_Replay's ``ahead``). **Decision:** then every
     other pattern takes its ids at input rows and in their cascades only: none has a clock
     or a timer that completes a match (Matcher.timers_saved: their timers' order with the
