@@ -123,6 +123,15 @@ class Position:
     #: a step of Esper's ``and`` whose operands it moves had not begun: their filters
     #: started with the and (compiler.conjunction ProductStep.fresh)
     fresh: bool = False
+    #: Esper's ``every`` on a group of events inside a pattern (``A -> every (B -> C)``,
+    #: compiler.automata ``build_loop``): the id of the group this occurrence begins
+    #: (``loop_in``) or completes (``loop_out``), 0 elsewhere. A run entering the group notes
+    #: where it was (its hidden binding :data:`LOOP`); one completing it goes on as a partial
+    #: match of its own and the run goes back there with the bindings it had, to wait for the
+    #: group's next instance (EvalEveryStateNode restarts its child when it turns true:
+    #: Matcher._try_edges)
+    loop_in: int = 0
+    loop_out: int = 0
 
 
 #: Position.side: the copy of the event an alternative starts at; an occurrence completing it
@@ -131,6 +140,11 @@ SIDE_ANCHOR, SIDE_DONE = 1, 2
 #: the hidden binding that counts the results a ``timer:withinmax`` guard passed from the run
 #: waiting at its ``every`` (Position.most); no tag variable has this name (they hold a dot)
 TAKEN = "_taken"
+
+#: the hidden binding of a run inside an inner every's group (Position.loop_in): the state it
+#: entered the group from, its number of events then and the names it had bound, as text
+#: (saved state keeps it as is); no tag variable has this name
+LOOP = "_loop"
 
 
 @dataclass(slots=True)

@@ -140,6 +140,10 @@ class _Builder:
         self.group: _Frag | None = None
         #: positions where Esper's ``A -> (X or not Y)`` reports at once (Automaton.reports)
         self.reports: set[int] = set()
+        #: Esper's ``every`` on a group of events inside a pattern that the builder takes: the
+        #: items of the pattern's top followed-by after its first (:meth:`build_loop`)
+        self.loop_items: set[int] = set()
+        self.n_loops = 0
         #: the position of the one event the item being built follows (build_seq), where
         #: the guards of an and's operands begin (build_product)
         self.anchor: Position | None = None
@@ -336,7 +340,11 @@ class _Builder:
             f = self.build(p.pattern)
             self.group = f
             return f
+        if isinstance(p, ast.Every) and id(p) in self.loop_items:
+            return self.build_loop(p)
         if isinstance(p, ast.Every):  # Esper's every on one event inside a pattern (esper.py)
+            if not all(isinstance(x, ast.Atom) for x in or_items(p.pattern)):
+                raise self.err(_LOOP_PLACES, p.loc)
             f = self.build(p.pattern)
             for pos in self.positions:
                 if pos.id in f.first:
@@ -349,6 +357,41 @@ class _Builder:
             raise self.err("until is an Esper operator: use it in an Esper-style pattern "
                            "(context esper, every or tags)", p.loc)
         raise self.err(f"unsupported pattern node {type(p).__name__}", None)
+
+    def build_loop(self, p: ast.Every) -> _Frag:
+        """``A -> every (B -> C …)``: Esper's every around a followed-by of events (or
+        alternatives of events) inside a pattern (EvalEveryStateNode): one instance of the
+        group at a time per partial match, restarted from the bindings it began with each
+        time it completes, each completion
+        going on as a partial match of its own. The group's first positions are marked
+        ``loop_in``, its last ``loop_out`` (Position.loop_in; Matcher._try_edges); where the
+        runs come from is checked in :meth:`_loops`."""
+        items = fol_items(p.pattern)
+        if p.distinct or p.expiry is not None or len(items) < 2 or not all(
+                isinstance(x, ast.Atom) and x.alias is None and not x.until and not x.group
+                and x.name not in (TIMER, CLOCK) for i in items for x in or_items(i)):
+            raise self.err(_LOOP_PLACES, p.loc)
+        n0 = len(self.positions)
+        f = self.build(p.pattern)
+        self.n_loops += 1
+        for pos in self.positions[n0:]:
+            if pos.id in f.first:
+                pos.loop_in = self.n_loops
+            if pos.id in f.last:
+                pos.loop_out = self.n_loops
+        return f
+
+    def _loops(self, edges: dict[int, dict[str, list[Edge]]]) -> None:
+        """The runs that enter an inner every's group (:meth:`build_loop`) go back to the
+        state they entered it from: every edge of such a state must enter that group, no
+        ``not`` may watch it, and it is not the pattern's start."""
+        for src, m in edges.items():
+            ids = {e.position.loop_in for es in m.values() for e in es}
+            if ids == {0}:
+                continue
+            if len(ids) > 1 or src == INITIAL or self.forbid.get(src) or any(
+                    e.enters or e.exits for es in m.values() for e in es):
+                raise self.err(_LOOP_PLACES, self.decl.loc)
 
     def build_product(self, p: ast.And | ast.Or, anchor: Position | None = None) -> _Frag:
         """Esper's ``and`` / ``or`` as the product of its operands (compiler.conjunction).
@@ -646,6 +689,10 @@ class _Builder:
             body = normalize(decl.body, expand_and=not self.esper)
         except NormalizationError as e:
             raise self.err(str(e), e.loc) from None
+        chain = body.pattern if isinstance(body, ast.Window) else body  # (a guard around it)
+        if self.esper and isinstance(chain, ast.Fol):
+            self.loop_items = {id(x) for x in _chained(chain)[1:]
+                               if isinstance(x, ast.Every) and isinstance(x.pattern, ast.Fol)}
         top = self.build(body)
         if top.resume is not None:
             top = self.resume(top)
@@ -702,6 +749,8 @@ class _Builder:
         )
         if self.group is not None:
             auto.group, auto.group_end = self._group(top)
+        if self.n_loops:
+            self._loops(auto.edges)
         auto.reports = frozenset(self.reports)
         sure = self._sure_bound(auto)
         self._key_index(auto, sure)
@@ -915,6 +964,20 @@ def limit_states(decl: ast.ComplexEventDecl, auto: Automaton, plan: EsperPlan | 
         out.append((lim.most, states))
     return tuple(out)
 
+
+def _chained(p: ast.Pattern) -> list[ast.Pattern]:
+    """The items of a followed-by, nested followed-bys on either side flattened (it is
+    associative)."""
+    if isinstance(p, ast.Fol):
+        return [*_chained(p.left), *_chained(p.right)]
+    return [p]
+
+
+_LOOP_PLACES = ("every on a group inside a pattern is supported on a followed-by of events "
+                "(or alternatives of events) in the pattern's own followed-by, after its first "
+                "item (A -> every (B -> C), every a=A -> every (b=B -> c=C) -> D, a guard "
+                "around all of it), not inside "
+                "and / or / [n] / until or a guard of its own, nor beside not")
 
 _DEADLINE = object()  # in _restrict's edge sets: the state completes at a window's deadline
 

@@ -504,10 +504,14 @@ class _Lowering:
             # restartable), at that instant — no time is left uncovered, each instance takes
             # one event: every x = X (docs/esper.md, "every inside a pattern")
             return replace(p, pattern=inner.pattern)
+        if isinstance(inner, ast.Fol) and all(_single(i) for i in fol_items(inner)):
+            # A -> every (B -> C): the group restarts each time it completes (the automaton
+            # builder takes it in the pattern's own followed-by: compiler.automata build_loop)
+            return p
         if not _single(p.pattern):
-            raise EsperError("every on a group inside a pattern (A -> every (B -> C)) is not "
-                             "supported; every may stand on one event there (A -> every B)",
-                             p.loc)
+            raise EsperError("every on a group inside a pattern is supported on a followed-by "
+                             "of events or alternatives of events (A -> every (B -> (C or "
+                             "D))); every may stand on one event (A -> every B)", p.loc)
         return p
 
     def chain(self, items: list[ast.Pattern], head: bool) -> list[ast.Pattern]:
@@ -550,6 +554,11 @@ class _Lowering:
                     raise EsperError("'X or not Y' is supported at the end of a pattern "
                                      "after an event, X one event (A -> (X or not Y))", it.loc)
                 out.append(it)
+            elif (isinstance(it, ast.Window) and out and isinstance(items[i - 1], ast.Every)
+                  and not _single(items[i - 1].pattern)):
+                raise EsperError("a guard on what follows every (…) inside a pattern (A -> every "
+                                 "(B -> C) -> (D where timer:within(…))) is not supported: "
+                                 "Esper starts it at each completion of the group", it.loc)
             elif isinstance(it, ast.Not) and first:
                 raise EsperError(f"'not' {_START}; write A -> (B and not C)", it.loc)
             elif isinstance(it, ast.Not):  # cepflow syntax: VEPL's NOT in a gap (A -> NOT C -> B)

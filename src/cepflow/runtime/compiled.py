@@ -182,6 +182,10 @@ class CompiledPattern:
         # at the top of the pattern, Zone.whole, which no kernel plan reads; and Esper's every
         # X or every Y whose operands one event can both fit, Position.each, an instance per
         # operand it fits: Matcher._start)
+        # (and Esper's every on a group inside a pattern, Position.loop_in, whose runs go
+        # back where they entered it: the token path only)
+        looped = any(p.loop_in for p in auto.positions)
+        fast_path = fast_path and not looped
         clocked = (self.clock is not None or self.timer_steps or bool(auto.reports)
                    or bool(auto.limits) or any(p.most is not None for p in auto.positions)
                    or any(z.after or z.whole for z in auto.zones) or self.each)

@@ -27,7 +27,16 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
-from cepflow.automaton.automaton import FINAL, INITIAL, TAKEN, TIMER, TRAP, Edge, Forbid
+from cepflow.automaton.automaton import (
+    FINAL,
+    INITIAL,
+    LOOP,
+    TAKEN,
+    TIMER,
+    TRAP,
+    Edge,
+    Forbid,
+)
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.absence import AbsenceSteps
 from cepflow.runtime.binding import NO_BINDINGS, bind, collect_run, spread
@@ -282,8 +291,8 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
         fired = 0
         keep = _KEEP  # (_COUNTED: an every's waiting run under timer:withinmax, counted)
         steps: list[tuple[tuple[int, frozenset[int]], Thread]] | None = None
-        alt: tuple[int, Thread, list[Thread]] | None = None  # (the or alternative taken:
-        # Position.alt; the list it went to)
+        alt: tuple[int, Thread, list[Thread], Thread | None] | None = None  # (the or
+        # alternative taken: Position.alt; the list it went to; its run back, Position.loop_out)
         # (Esper's until child takes e before its operand does: the threads of an until's
         # operand steps, dropped when a step of its end took e — Position.until_end)
         reps: list[tuple[int, Thread]] = []
@@ -326,13 +335,26 @@ class Matcher(EsperSteps, AbsenceSteps, IntervalClock):
                 evs = th.events
                 nt = Thread(edge.target, nb, extend(evs, e) if (  # (shared with the tags)
                     nb.__class__ is Collected or evs.__class__ is Trail) else [*evs, e], zs, e)
+            back = None
+            if pos.loop_in:  # entering an inner every's group: note where the run was
+                nt.bindings = {**nt.bindings, LOOP: _loop_mark(th)}
+            elif pos.loop_out:  # its group completed: the completion goes on as a partial
+                # match of its own (as an inner every's fork), the run goes back to wait for
+                # the group's next instance (EvalEveryStateNode restarts its child)
+                back, nt = _loop_back(nt, e)
             fork = pos.every and th.state != INITIAL  # Esper's inner every: th keeps waiting
             if pos.alt:  # of an or's alternatives that fit e, the lowest (written first) only
                 if alt is not None:
                     if pos.id > alt[0]:
                         continue
                     _drop(alt[2], alt[1])
-                alt = (pos.id, nt, self._forked if fork else out)
+                    if alt[3] is not None:
+                        _drop(out, alt[3])
+                alt = (pos.id, nt, self._forked if fork or back else out, back)
+            if back is not None:
+                self._forked.append(nt)
+                out.append(back)
+                continue
             if fork:
                 self._forked.append(nt)
                 forked = True
@@ -1702,6 +1724,24 @@ def _or_step(pos: Any, nb: dict[str, Any], th: Thread, e: Event, target: int,
     kept = [ev for ev, m in zip(events[-n:], masks, strict=True) if m >> done & 1]
     bindings = {k: v for k, v in nb.items() if k not in drop and k != pos.track}
     return Thread(target, bindings, [*events[:-n], *kept], zs, e)
+
+
+def _loop_mark(th: Thread) -> str:
+    """The hidden binding :data:`LOOP` of a run entering an inner every's group from ``th``
+    (Position.loop_in): ``th``'s state, number of events and bound names."""
+    return f"{th.state} {len(th.events)} " + "\x1f".join(th.bindings)
+
+
+def _loop_back(nt: Thread, e: Event) -> tuple[Thread, Thread]:
+    """A run ``nt`` that completed an inner every's group with ``e`` (Position.loop_out):
+    the run back where it entered the group, with what it had then, and ``nt`` without the
+    mark."""
+    b = nt.bindings
+    state, n, names = b[LOOP].split(" ", 2)
+    back = Thread(int(state), {k: b[k] for k in names.split("\x1f")} if names else {},
+                  list(nt.events)[:int(n)], nt.zstart, e)
+    return back, Thread(nt.state, {k: v for k, v in b.items() if k != LOOP}, nt.events,
+                        nt.zstart, nt.last)
 
 
 def _started(masks: list[int], i: int) -> tuple[int, ...]:

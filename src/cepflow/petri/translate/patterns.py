@@ -158,6 +158,10 @@ class PatternNet:
         if a.start == "group":
             bad("every (…) -> …", "a group that restarts and begins an instance of the rest "
                 "at each completion is not translated yet")
+        loop = next((p for p in a.positions if p.loop_in), None)
+        if loop is not None:
+            bad("every (…) inside a pattern", "a group that each run restarts from where it "
+                "began at each completion (A -> every (B -> C)) is not translated yet", loop.loc)
         for p in a.positions:
             if p.collect is not None:
                 bad(f"tag '{p.collect.alias}' inside a repetition", "tags that collect arrays "
