@@ -100,6 +100,9 @@ def fire_rules(host: Any, events: Sequence[Event], out: list[ComplexEvent],
         # only complex events trigger rules: one input event's detections are adjacent in out
         fire, fire_one = host.fire, host.fire_one
         n = len(out)
+        if len(set(out_pos)) == n:  # (one each: every complex event fires alone, in order)
+            host.fire_each(out)
+            n = 0
         i = 0
         while i < n:
             p = out_pos[i]
