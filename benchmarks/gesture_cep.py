@@ -186,6 +186,20 @@ def verify(engine: Engine, events: Sequence[Event], bodies: int, cycles: int,
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
+def detect(engine: Engine, events: list[Event], mode: str) -> int:
+    """Feed ``events`` to ``engine``: ``engine.run`` ("batch") or ``engine.process`` per event
+    ("events"); returns the number of complex events."""
+    if mode == "batch":
+        return sum(1 for _ in engine.run(events))
+    complex_events = 0
+    process = engine.process
+    for e in events:
+        out = process(e)
+        if out:
+            complex_events += len(out)
+    return complex_events
+
+
 def timed_run(program: Program, events: list[Event], bodies: int,
               cycles: int, mode: str = "events", clock: str = "wall") -> tuple[float, Engine, int]:
     """Feed ``events`` to a fresh engine; returns the detection time, the engine and the
@@ -196,18 +210,10 @@ def timed_run(program: Program, events: list[Event], bodies: int,
         e.seq = -1
     counts: Counter[Any] = Counter()
     engine = Engine(program, actions={ACTION: counting_action(counts)})
-    process = engine.process
-    complex_events = 0
     gc.collect()
     now = CLOCKS[clock]
     t0 = now()
-    if mode == "batch":
-        complex_events = sum(1 for _ in engine.run(events))
-    else:
-        for e in events:
-            out = process(e)
-            if out:
-                complex_events += len(out)
+    complex_events = detect(engine, events, mode)
     elapsed = now() - t0
     verify(engine, events, bodies, cycles, complex_events, counts)
     return elapsed, engine, sum(counts.values())
@@ -436,19 +442,11 @@ def profile(con: Console, program: Program, gen: Generator, total_events: int,
     events = make_events(gen, bodies, cycles)
     counts: Counter[Any] = Counter()
     engine = Engine(program, actions={ACTION: counting_action(counts)})
-    process = engine.process
-    complex_events = 0
     prof = cProfile.Profile()
     gc.collect()
     t0 = time.perf_counter()
     prof.enable()
-    if mode == "batch":
-        complex_events = sum(1 for _ in engine.run(events))
-    else:
-        for e in events:
-            out = process(e)
-            if out:
-                complex_events += len(out)
+    complex_events = detect(engine, events, mode)
     prof.disable()
     elapsed = time.perf_counter() - t0
     verify(engine, events, bodies, cycles, complex_events, counts)
