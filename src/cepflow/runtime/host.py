@@ -138,7 +138,8 @@ class Host:
 
     def fire_each(self, detected: Sequence[ComplexEvent]) -> None:
         """:meth:`fire_one` of each of ``detected`` in order (a batch's complex events, each
-        the only detection of its input event, whose types trigger no rule). Complex events
+        the only detection of its input event, when only complex events trigger rules:
+        kernels.frame.fire_rules). Complex events
         of one type with one rule and a registered action (gesture's ``nextSlide``) call it in
         one loop, the firings counted one by one as fire_one counts them; a failing action
         is reported and the loop goes on with the next complex event."""
