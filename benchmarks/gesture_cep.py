@@ -13,6 +13,7 @@ Each body count is measured in its own forked process (fresh heap and peak-RSS c
     .venv/bin/python benchmarks/gesture_cep.py            # 1,000,000 events per body count
     .venv/bin/python benchmarks/gesture_cep.py --quick    # smoke run, a few seconds
     .venv/bin/python benchmarks/gesture_cep.py --profile  # where the time goes (24 bodies)
+    .venv/bin/python benchmarks/gesture_cep.py --profile --mode batch --bodies 1,10000
 """
 
 from __future__ import annotations
@@ -185,6 +186,20 @@ def verify(engine: Engine, events: Sequence[Event], bodies: int, cycles: int,
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
+def detect(engine: Engine, events: list[Event], mode: str) -> int:
+    """Feed ``events`` to ``engine``: ``engine.run`` ("batch") or ``engine.process`` per event
+    ("events"); returns the number of complex events."""
+    if mode == "batch":
+        return sum(1 for _ in engine.run(events))
+    complex_events = 0
+    process = engine.process
+    for e in events:
+        out = process(e)
+        if out:
+            complex_events += len(out)
+    return complex_events
+
+
 def timed_run(program: Program, events: list[Event], bodies: int,
               cycles: int, mode: str = "events", clock: str = "wall") -> tuple[float, Engine, int]:
     """Feed ``events`` to a fresh engine; returns the detection time, the engine and the
@@ -195,18 +210,10 @@ def timed_run(program: Program, events: list[Event], bodies: int,
         e.seq = -1
     counts: Counter[Any] = Counter()
     engine = Engine(program, actions={ACTION: counting_action(counts)})
-    process = engine.process
-    complex_events = 0
     gc.collect()
     now = CLOCKS[clock]
     t0 = now()
-    if mode == "batch":
-        complex_events = sum(1 for _ in engine.run(events))
-    else:
-        for e in events:
-            out = process(e)
-            if out:
-                complex_events += len(out)
+    complex_events = detect(engine, events, mode)
     elapsed = now() - t0
     verify(engine, events, bodies, cycles, complex_events, counts)
     return elapsed, engine, sum(counts.values())
@@ -428,29 +435,25 @@ def print_summary(con: Console, summary: dict[str, Any], machine: dict[str, Any]
 
 # -- profiling --------------------------------------------------------------------------------
 def profile(con: Console, program: Program, gen: Generator, total_events: int,
-            bodies: int = PROFILE_BODIES, top: int = 20) -> None:
-    """cProfile the detection over ``bodies`` bodies; print the top functions by tottime."""
+            bodies: int = PROFILE_BODIES, top: int = 20, mode: str = "events") -> None:
+    """cProfile the detection over ``bodies`` bodies (``mode`` as in :func:`timed_run`);
+    print the top functions by tottime."""
     cycles = cycles_for(total_events, bodies)
     events = make_events(gen, bodies, cycles)
     counts: Counter[Any] = Counter()
     engine = Engine(program, actions={ACTION: counting_action(counts)})
-    process = engine.process
-    complex_events = 0
     prof = cProfile.Profile()
     gc.collect()
     t0 = time.perf_counter()
     prof.enable()
-    for e in events:
-        out = process(e)
-        if out:
-            complex_events += len(out)
+    complex_events = detect(engine, events, mode)
     prof.disable()
     elapsed = time.perf_counter() - t0
     verify(engine, events, bodies, cycles, complex_events, counts)
-    con.print(f"[bold]cProfile[/bold]: {bodies_text(bodies)} x {cycles:,} cycles = {len(events):,} "
-              f"atomic events, {complex_events:,} complex events; "
-              f"{len(events) / elapsed:,.0f} atomic ev/s under the profiler (slowed by it). "
-              f"Top {top} functions by tottime:")
+    con.print(f"[bold]cProfile[/bold] ({MODE_TITLES[mode]}): {bodies_text(bodies)} x "
+              f"{cycles:,} cycles = {len(events):,} atomic events, {complex_events:,} complex "
+              f"events; {len(events) / elapsed:,.0f} atomic ev/s under the profiler (slowed "
+              f"by it). Top {top} functions by tottime:")
     sys.stdout.flush()
     pstats.Stats(prof, stream=sys.stdout).strip_dirs().sort_stats("tottime").print_stats(top)
 
@@ -482,9 +485,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     "time (a shared machine: what the engine spent, without waiting for "
                     "the cores)")
     ap.add_argument("--profile", action="store_true",
-                    help=f"instead of the benchmark, cProfile the {PROFILE_BODIES}-body case "
-                    "and print the top 20 functions by tottime")
+                    help="instead of the benchmark, cProfile each body count of --bodies "
+                    f"(default {PROFILE_BODIES}) in each mode of --mode and print the top 20 "
+                    "functions by tottime")
     args = ap.parse_args(argv)
+    args.profile_bodies = args.bodies or [PROFILE_BODIES]
     if args.events is None:
         args.events = QUICK_EVENTS if args.quick else DEFAULT_EVENTS
     if args.bodies is None:
@@ -500,7 +505,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     program = load_program()
     if args.profile:
         try:
-            profile(con, program, gen, args.events)
+            for mode in (["events", "batch"] if args.mode == "both" else [args.mode]):
+                for bodies in args.profile_bodies:
+                    profile(con, program, gen, args.events, bodies, mode=mode)
         except BenchmarkFailure as e:
             log.print(f"[bold red]ABORTED[/bold red]: {e}")
             return 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Protocol
 
 from cepflow.compiler.evaluator import Failure
@@ -35,6 +36,7 @@ class HostedEngine(Protocol):
     def emit(self, event: Event) -> None: ...
 
 Action = Callable[[Activation], Any]
+_TYPE = attrgetter("type")
 
 
 @dataclass
@@ -133,6 +135,34 @@ class Host:
                         fn(Activation(rule, ev, engine))
                     except Exception as err:
                         self._failed(rule, ev, err)
+
+    def fire_each(self, detected: Sequence[ComplexEvent]) -> None:
+        """:meth:`fire_one` of each of ``detected`` in order (a batch's complex events, each
+        the only detection of its input event, when only complex events trigger rules:
+        kernels.frame.fire_rules). Complex events
+        of one type with one rule and a registered action (gesture's ``nextSlide``) call it in
+        one loop, the firings counted one by one as fire_one counts them; a failing action
+        is reported and the loop goes on with the next complex event."""
+        plans = self._plans
+        todo = plans.get(detected[0].type) if detected else None
+        if (not todo or len(todo) != 1 or todo[0][1] is None
+                or len(set(map(_TYPE, detected))) != 1):
+            fire_one = self.fire_one
+            for ev in detected:
+                fire_one(ev)
+            return
+        (rule, fn), = todo
+        engine, stats = self.engine, self.stats
+        it = iter(detected)
+        while True:
+            try:
+                for ev in it:
+                    stats.rule_firings += 1
+                    fn(Activation(rule, ev, engine))
+            except Exception as err:
+                self._failed(rule, ev, err)
+                continue
+            return
 
     def call_action(self, fn: Action, rule: ast.RuleDecl, event: Event) -> None:
         """Run a rule's action; an exception it raises becomes an evaluation failure (an

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,8 @@ from cepflow.compiler.evaluator import current_sink
 from cepflow.events.event import ComplexEvent, Event
 from cepflow.runtime.errors import EngineError
 from cepflow.runtime.rows import MatchTable, ObjectMatches, Rows
+
+_TYPE = attrgetter("type")
 
 
 class Declined(Exception):
@@ -88,7 +91,7 @@ def fire_rules(host: Any, events: Sequence[Event], out: list[ComplexEvent],
     (``out_pos``: the batch row each complex event was detected at), through the host's one
     rule-firing implementation; then the events actions emitted."""
     by_type = host.rules.by_type
-    detected = {c.type for c in out}
+    detected = set(map(_TYPE, out))
     if any(t not in detected for t in by_type) and any(e.type in by_type for e in events):
         # input events trigger rules too: every such event and every detecting one, in order
         marks: dict[int, list[ComplexEvent]] = {}
@@ -100,6 +103,9 @@ def fire_rules(host: Any, events: Sequence[Event], out: list[ComplexEvent],
         # only complex events trigger rules: one input event's detections are adjacent in out
         fire, fire_one = host.fire, host.fire_one
         n = len(out)
+        if len(set(out_pos)) == n:  # (one each: every complex event fires alone, in order)
+            host.fire_each(out)
+            n = 0
         i = 0
         while i < n:
             p = out_pos[i]
