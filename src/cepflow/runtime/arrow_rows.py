@@ -74,6 +74,16 @@ class ArrowRows(Rows):
             uniques.append(None)
         return codes, uniques
 
+    def column(self, param: int, rows: np.ndarray) -> np.ndarray:
+        """Rows.column; a parameter held in one integer column without nulls (a key) read
+        from it directly, not coded first (the same values: as_column makes int64 of them)."""
+        used = [c for c in (column(self.batch, f"{p}{param}") for p, _ in SLOTS)
+                if c.null_count < len(c)]
+        if (len(rows) and len(used) == 1 and used[0].null_count == 0
+                and pa.types.is_integer(used[0].type)):
+            return used[0].to_numpy().astype(np.int64, copy=False)[rows]
+        return super().column(param, rows)
+
     def lookup(self, rows: np.ndarray) -> Mapping[int, Event]:
         made = self._made
         if len(rows) == 1 and int(rows[0]) in made:  # (one row, made already: the usual ask)
