@@ -173,10 +173,13 @@ _CODE_BYTES = 2
 
 def _plain_texts(batch: pa.RecordBatch, texts: Mapping[str, pa.DataType]) -> pa.RecordBatch:
     """``batch`` with the columns ``texts`` names (read as dictionaries) cast back to their
-    text type."""
-    cols = [c.cast(texts[name]) if name in texts and pa.types.is_dictionary(c.type) else c
+    text type — but the event type's, kept coded: the column reader takes its rows per type
+    from the codes (columnar._rows_by_code) and casts it then; the record reader's values
+    (``to_pylist``) are the same texts."""
+    plain = {name: t for name, t in texts.items() if name != "type"}
+    cols = [c.cast(plain[name]) if name in plain and pa.types.is_dictionary(c.type) else c
             for name, c in zip(batch.schema.names, batch.columns, strict=True)]
-    schema = pa.schema([f.with_type(texts[f.name]) if f.name in texts else f
+    schema = pa.schema([f.with_type(plain[f.name]) if f.name in plain else f
                         for f in batch.schema], metadata=batch.schema.metadata)
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
