@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from cepflow.events.event import Event, EventType, SideChannel
 from cepflow.inputs.records import (
@@ -26,6 +25,9 @@ from cepflow.inputs.records import (
     UnknownFields,
     UnknownTypes,
 )
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 _UNITS_PER_MS = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
 
@@ -90,6 +92,10 @@ def parquet_batches(path: str | os.PathLike[str], reject: Rejector, batch_size: 
                     ) -> Iterator[tuple[int, pa.RecordBatch]]:
     """The batches of a Parquet file with the row each begins at; a file that is not readable
     Parquet, or breaks part way, is reported once (module docstring)."""
+    # (pyarrow.parquet — a fiftieth of a second of a process's start — imported by the runs
+    # that read Parquet alone)
+    import pyarrow.parquet as pq
+
     row = 0
     try:
         pfile = pq.ParquetFile(path)
