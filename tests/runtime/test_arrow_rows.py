@@ -83,3 +83,17 @@ def test_column_equals_the_coded_column(values, asked) -> None:
         got, want = rows.column(0, pick), Rows.column(rows, 0, pick)
         assert got.dtype == want.dtype
         assert [(type(v), v) for v in got.tolist()] == [(type(v), v) for v in want.tolist()]
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches(), st.lists(st.integers(0, 11), max_size=36))
+def test_refs_name_each_row_by_its_id_else_its_number(evs, asked) -> None:
+    """ArrowRows.refs: the text naming each asked row's event — its id, else its number —,
+    for few rows and for as many as half the batch or more (then the numbers are made texts
+    before they are gathered), rows repeated and in any order."""
+    import pyarrow as pa
+
+    rows = ArrowRows(encode(evs, 3, [None] * len(evs), [None] * len(evs)), ARITIES, 3)
+    pick = [r for r in asked if r < len(evs)]
+    got = rows.refs(pa.array(pick, pa.int64())).to_pylist()
+    assert got == [str(evs[r].id if evs[r].id is not None else evs[r].seq) for r in pick]

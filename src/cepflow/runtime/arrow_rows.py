@@ -177,9 +177,14 @@ class ArrowRows(Rows):
         """The text that names the event of each of ``rows`` in outputs: its id, else its
         number."""
         b = self.batch
-        used = [c.take(rows) for c in (column(b, "id_s"), column(b, "id_i"), column(b, "seq"))
+        used = [c for c in (column(b, "id_s"), column(b, "id_i"), column(b, "seq"))
                 if c.null_count < len(c)]
-        texts = [c if pa.types.is_string(c.type) else c.cast(pa.string()) for c in used]
+        # (as many rows as half the batch or more — a match names two or three: the numbers
+        # made texts once each, then the texts gathered, half the cost of gathering first)
+        whole = 2 * len(rows) >= len(b)
+        texts = [c.take(rows) if pa.types.is_string(c.type) else
+                 c.cast(pa.string()).take(rows) if whole else c.take(rows).cast(pa.string())
+                 for c in used]
         if not texts:
             return pa.nulls(len(rows), pa.string())
         return texts[0] if len(texts) == 1 else pc.coalesce(*texts)
