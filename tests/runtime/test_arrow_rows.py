@@ -61,3 +61,39 @@ def test_lookup_equals_decode(evs, asks, shifted) -> None:
             assert form(rows.lookup(np.array([r]))[r]) == want[r]
     made = rows.lookup(np.arange(len(evs)))  # (the rest: decoded as a batch when more than a few)
     assert [form(made[r]) for r in range(len(evs))] == want
+
+
+INTS = st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(-3, 3))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(INTS, INTS, st.none(), st.sampled_from([0.5, "x", True])),
+                min_size=1, max_size=12),
+       st.lists(st.integers(0, 11), max_size=12, unique=True))
+def test_column_equals_the_coded_column(values, asked) -> None:
+    """ArrowRows.column (an integer slot alone, without nulls: read directly) gives the column
+    Rows.column makes of the coded values — the same values, the same dtype — whatever the
+    parameter holds."""
+    from cepflow.runtime.rows import Rows
+
+    evs = [Event("B", (v,), i, seq=i) for i, v in enumerate(values)]
+    rows = ArrowRows(encode(evs, 3, [None] * len(evs), [None] * len(evs)), ARITIES, 3)
+    for pick in (np.arange(len(evs)), np.array(sorted(r for r in asked if r < len(evs)),
+                                                dtype=np.int64)):
+        got, want = rows.column(0, pick), Rows.column(rows, 0, pick)
+        assert got.dtype == want.dtype
+        assert [(type(v), v) for v in got.tolist()] == [(type(v), v) for v in want.tolist()]
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches(), st.lists(st.integers(0, 11), max_size=36))
+def test_refs_name_each_row_by_its_id_else_its_number(evs, asked) -> None:
+    """ArrowRows.refs: the text naming each asked row's event — its id, else its number —,
+    for few rows and for as many as half the batch or more (then the numbers are made texts
+    before they are gathered), rows repeated and in any order."""
+    import pyarrow as pa
+
+    rows = ArrowRows(encode(evs, 3, [None] * len(evs), [None] * len(evs)), ARITIES, 3)
+    pick = [r for r in asked if r < len(evs)]
+    got = rows.refs(pa.array(pick, pa.int64())).to_pylist()
+    assert got == [str(evs[r].id if evs[r].id is not None else evs[r].seq) for r in pick]

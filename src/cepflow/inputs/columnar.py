@@ -747,9 +747,15 @@ def _layout(records: pa.Table, schemas: Mapping[str, EventType], arity: int, sou
     — or _Undecided."""
     n = records.num_rows
     cols = {name: one_array(records.column(name)) for name in records.column_names}
+    coded = cols.get("type")
+    if coded is not None and pa.types.is_dictionary(coded.type):
+        # (the Parquet reader's: the file's own codes — inputs.parquet, _text_columns)
+        rows = _rows_by_code(coded, n, schemas)
+        cols["type"] = coded.cast(coded.type.value_type)
     if any(not _primitive(c.type) for c in cols.values()):
         raise _Undecided("a nested or unsupported column")
-    rows = _rows_by_type(cols.get("type"), n, schemas)
+    if coded is None or not pa.types.is_dictionary(coded.type):
+        rows = _rows_by_type(cols.get("type"), n, schemas)
     out: dict[str, pa.Array] = {}
     out["ts"], out["tsi"] = _timestamps(cols.get("ts"), n, exact_doubles)
     out["id_s"], out["id_i"] = _ids(cols.get("id"), n, exact_doubles, unique_ids)
@@ -820,6 +826,32 @@ def _rows_by_type(col: pa.Array | None, n: int, schemas: Mapping[str, EventType]
         raise _Undecided("an event type without a schema")
     idx = enc.indices.to_numpy()
     return {name: idx == code for code, name in enumerate(names)}
+
+
+def _rows_by_code(col: pa.DictionaryArray, n: int, schemas: Mapping[str, EventType]
+                  ) -> dict[str, np.ndarray]:
+    """:func:`_rows_by_type` of a dictionary-coded type column, from its codes (no hashing of
+    its texts): the same masks (in the dictionary's order: they are disjoint, their order
+    changes nothing); the dictionary's values no row uses do not count, one value given twice
+    is one type."""
+    if n == 0:
+        return {}
+    kind = col.type.value_type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        raise _Undecided("type is not text in every row")
+    if col.null_count or col.dictionary.null_count:
+        raise _Undecided("a record without a type")
+    idx = col.indices.to_numpy()
+    names = col.dictionary.to_pylist()
+    used = np.flatnonzero(np.bincount(idx, minlength=len(names)))
+    rows: dict[str, np.ndarray] = {}
+    for code in used.tolist():
+        name = names[code]
+        if name not in schemas:
+            raise _Undecided("an event type without a schema")
+        mask = idx == code
+        rows[name] = rows[name] | mask if name in rows else mask
+    return rows
 
 
 def _timestamps(col: pa.Array | None, n: int, exact_doubles: bool

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from cepflow.events.event import Event, EventType, SideChannel
 from cepflow.inputs.records import (
@@ -26,6 +25,9 @@ from cepflow.inputs.records import (
     UnknownFields,
     UnknownTypes,
 )
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 _UNITS_PER_MS = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
 
@@ -90,14 +92,24 @@ def parquet_batches(path: str | os.PathLike[str], reject: Rejector, batch_size: 
                     ) -> Iterator[tuple[int, pa.RecordBatch]]:
     """The batches of a Parquet file with the row each begins at; a file that is not readable
     Parquet, or breaks part way, is reported once (module docstring)."""
+    # (pyarrow.parquet — a fiftieth of a second of a process's start — imported by the runs
+    # that read Parquet alone)
+    import pyarrow.parquet as pq
+
     row = 0
     try:
         pfile = pq.ParquetFile(path)
+        texts = _text_columns(pfile)
+        if texts:  # (the file opened again, its text columns read as dictionaries)
+            pfile.close()
+            pfile = pq.ParquetFile(path, read_dictionary=list(texts))
     except pa.ArrowInvalid as exc:
         reject("file", f"not a readable Parquet file: {str(exc).strip()}")
         return
     with pfile:
         batches = pfile.iter_batches(batch_size=batch_size)
+        if texts:
+            batches = _rebatched((_plain_texts(b, texts) for b in batches), batch_size)
         while True:
             try:
                 batch = next(batches)
@@ -109,6 +121,73 @@ def parquet_batches(path: str | os.PathLike[str], reject: Rejector, batch_size: 
                 return
             yield row, batch
             row += batch.num_rows
+
+
+def _text_columns(pfile: pq.ParquetFile) -> dict[str, pa.DataType]:
+    """The top-level text columns of a Parquet file worth reading as dictionaries, by name,
+    with their Arrow type.
+
+    Parquet stores a text column of few distinct values (an event type, a key) as dictionary
+    codes; Arrow's reader makes one string per row of them — most of the cost of reading such
+    a file. Read as dictionaries (the file's own codes) and then cast to text
+    (:func:`_plain_texts`), the column costs a third to a half as much CPU, the batches the
+    same value for value and type for type. Only for a column whose data is those codes
+    (:data:`_CODE_BYTES` per value at most, over every row group): a column of mostly distinct
+    texts (ids) is stored plain past its first megabyte of distinct values, and read as a
+    dictionary it would be coded by hashing, three times the cost."""
+    meta, schema = pfile.metadata, pfile.schema_arrow
+    names = schema.names
+    texts = {f.name: f.type for f in schema
+             if (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
+             and names.count(f.name) == 1}
+    if not texts or meta.num_rows == 0:
+        return {}
+    where = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    size = dict.fromkeys(texts, 0)
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for name in texts:
+            if name not in where:
+                return {}
+            size[name] += group.column(where[name]).total_uncompressed_size
+    return {name: t for name, t in texts.items() if size[name] <= _CODE_BYTES * meta.num_rows}
+
+
+def _rebatched(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` cut and joined into batches of ``size`` rows (the last one: the rest), as
+    Arrow's plain reading cuts a file's rows: read as dictionaries, each row group's rows end
+    a batch of their own (a dictionary per row group)."""
+    held: list[pa.RecordBatch] = []
+    count = 0
+    for b in batches:
+        while b.num_rows:
+            piece = b.slice(0, size - count)
+            held.append(piece)
+            count += piece.num_rows
+            b = b.slice(piece.num_rows)
+            if count == size:
+                yield held[0] if len(held) == 1 else pa.concat_batches(held)
+                held, count = [], 0
+    if held:
+        yield held[0] if len(held) == 1 else pa.concat_batches(held)
+
+
+#: the most bytes per value (uncompressed, the dictionary page included) of a text column read
+#: as a dictionary (_text_columns): plain texts take at least five (a length and a byte)
+_CODE_BYTES = 2
+
+
+def _plain_texts(batch: pa.RecordBatch, texts: Mapping[str, pa.DataType]) -> pa.RecordBatch:
+    """``batch`` with the columns ``texts`` names (read as dictionaries) cast back to their
+    text type — but the event type's, kept coded: the column reader takes its rows per type
+    from the codes (columnar._rows_by_code) and casts it then; the record reader's values
+    (``to_pylist``) are the same texts."""
+    plain = {name: t for name, t in texts.items() if name != "type"}
+    cols = [c.cast(plain[name]) if name in plain and pa.types.is_dictionary(c.type) else c
+            for name, c in zip(batch.schema.names, batch.columns, strict=True)]
+    schema = pa.schema([f.with_type(plain[f.name]) if f.name in plain else f
+                        for f in batch.schema], metadata=batch.schema.metadata)
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 def parquet_rows(batch: pa.RecordBatch, row: int, seq: int, convert: RecordConverter,

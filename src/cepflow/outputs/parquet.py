@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from cepflow.events.event import ComplexEvent
 from cepflow.outputs.records import MATCH_SCHEMA, match_batches
@@ -18,6 +17,8 @@ class ParquetWriter:
     a binary file object); an empty output still has the schema."""
 
     def __init__(self, where: str | os.PathLike[str] | Any) -> None:
+        import pyarrow.parquet as pq  # (imported by the runs that write Parquet alone)
+
         self.writer = pq.ParquetWriter(where, MATCH_SCHEMA)
 
     def write_batch(self, batch: pa.RecordBatch) -> None:

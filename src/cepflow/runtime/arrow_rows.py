@@ -74,6 +74,16 @@ class ArrowRows(Rows):
             uniques.append(None)
         return codes, uniques
 
+    def column(self, param: int, rows: np.ndarray) -> np.ndarray:
+        """Rows.column; a parameter held in one integer column without nulls (a key) read
+        from it directly, not coded first (the same values: as_column makes int64 of them)."""
+        used = [c for c in (column(self.batch, f"{p}{param}") for p, _ in SLOTS)
+                if c.null_count < len(c)]
+        if (len(rows) and len(used) == 1 and used[0].null_count == 0
+                and pa.types.is_integer(used[0].type)):
+            return used[0].to_numpy().astype(np.int64, copy=False)[rows]
+        return super().column(param, rows)
+
     def lookup(self, rows: np.ndarray) -> Mapping[int, Event]:
         made = self._made
         if len(rows) == 1 and int(rows[0]) in made:  # (one row, made already: the usual ask)
@@ -167,9 +177,14 @@ class ArrowRows(Rows):
         """The text that names the event of each of ``rows`` in outputs: its id, else its
         number."""
         b = self.batch
-        used = [c.take(rows) for c in (column(b, "id_s"), column(b, "id_i"), column(b, "seq"))
+        used = [c for c in (column(b, "id_s"), column(b, "id_i"), column(b, "seq"))
                 if c.null_count < len(c)]
-        texts = [c if pa.types.is_string(c.type) else c.cast(pa.string()) for c in used]
+        # (as many rows as half the batch or more — a match names two or three: the numbers
+        # made texts once each, then the texts gathered, half the cost of gathering first)
+        whole = 2 * len(rows) >= len(b)
+        texts = [c.take(rows) if pa.types.is_string(c.type) else
+                 c.cast(pa.string()).take(rows) if whole else c.take(rows).cast(pa.string())
+                 for c in used]
         if not texts:
             return pa.nulls(len(rows), pa.string())
         return texts[0] if len(texts) == 1 else pc.coalesce(*texts)
