@@ -107,8 +107,10 @@ def program_text(pattern: str) -> cepflow.Program:
 
 # ---- against the state tree ------------------------------------------------------------------
 
-def _atom(r: random.Random, tags: list[str], made: list[str], tagged: bool = True) -> tuple:
-    seen = list(made)
+def _atom(r: random.Random, seen: list[str], made: list[str], tagged: bool = True) -> tuple:
+    """An event, tagged ``o<n>`` when ``tagged``, its filter perhaps reading one of the last
+    two tags of ``seen`` (the tags before it: not another operand's of an and / or, which
+    Esper starts from the same begin state)."""
     tag = None
     if tagged:
         tag = f"o{len(made) + 1}"
@@ -126,20 +128,24 @@ def looped(r: random.Random) -> tuple:
     for _ in range(r.randint(1, 2)):
         k = r.random()
         if k < 0.6:
-            head.append(_atom(r, [], made))
+            head.append(_atom(r, list(made), made))
         elif k < 0.9:
-            head.append((r.choice(["or", "and"]), [_atom(r, [], made), _atom(r, [], made)]))
+            before = list(made)
+            head.append((r.choice(["or", "and"]), [_atom(r, before, made),
+                                                   _atom(r, before, made)]))
         else:
-            head.append(("every", ("->", [_atom(r, [], made), _atom(r, [], made)])))
+            head.append(("every", ("->", [_atom(r, list(made), made),
+                                          _atom(r, list(made), made)])))
     if head[0][0] == "atom" and r.random() < 0.5:
         head[0] = ("every", head[0])
-    group = [_atom(r, [], made, r.random() < 0.8) for _ in range(r.randint(2, 3))]
+    group = [_atom(r, list(made), made, r.random() < 0.8) for _ in range(r.randint(2, 3))]
     items = [*head, ("every", ("->", group))]
     k = r.random()
     if k < 0.3:
-        items.append(_atom(r, [], made))
+        items.append(_atom(r, list(made), made))
     elif k < 0.45:
-        items.append(("and", [_atom(r, [], made), ("not", _atom(r, [], made, False))]))
+        before = list(made)
+        items.append(("and", [_atom(r, before, made), ("not", _atom(r, before, made, False))]))
     p = ("->", items)
     return ("guard", 900, p) if r.random() < 0.1 else p
 
