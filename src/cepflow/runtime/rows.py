@@ -620,6 +620,8 @@ class TypeColumns:
         if c is None:
             if isinstance(self.src, EventRows):
                 vals = self._vals.get((t, k))
+                if vals is None and k in self.src.given:  # (known without the events)
+                    vals = self._values(t, k)
                 c = as_column(vals) if vals is not None else read_column(self.params(t), k)
             else:  # (a column source: its values, without an event per row)
                 c = self.src.column(k, self.rows(t))

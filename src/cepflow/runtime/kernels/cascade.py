@@ -100,8 +100,7 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
             for r in engine.windows)
         try:
             if pos not in cols:  # (a block's rows, all of its type)
-                cols[pos] = TypeColumns(EventRows(b.found, ([b.name], np.zeros(
-                    len(b.found), np.int64)), src_ts[np.asarray(b.at, np.int64)]), schemas)
+                cols[pos] = TypeColumns(block_rows(b, src_ts), schemas)
             plan = plan_pair(m, cols[pos], arity, eager)
         except Declined:
             plan = None
@@ -161,6 +160,26 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
             continue
     return out
 
+
+
+def block_rows(b: WindowBlock, src_ts: np.ndarray) -> EventRows:
+    """The rows of window block ``b`` over the input (``src_ts``: the input's times) as the
+    stream the patterns over them read (:func:`plan_cascade`), each at its input row's time —
+    with every parameter given as the block's column of that select item (its arrival rows'
+    values: ``WindowBlock.item_columns``, the very objects each row's ``params`` holds), so
+    that neither the filters nor the keys read the rows' tuples back; a text field's
+    dictionary codes too (:func:`block_column`)."""
+    rows = EventRows(b.found, ([b.name], np.zeros(len(b.found), np.int64)),
+                     src_ts[np.asarray(b.at, np.int64)])
+    items = b.item_columns
+    if (items is not None and b.arrivals and len(b.found) == len(b.rows)
+            and len(items) == len(b.plan.items)):
+        rows.given = dict(enumerate(items))
+        for k, (kind, _a) in enumerate(b.plan.items):
+            got = block_column(b, k) if kind == "field" else None
+            if got is not None and got[1] is not None:
+                rows.given_codes[k] = got[1]
+    return rows
 
 
 @dataclass
