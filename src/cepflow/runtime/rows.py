@@ -77,6 +77,10 @@ class Rows:
 class EventRows(Rows):
     """A list of events as kernel rows."""
 
+    #: whether the events are made as asked for (:meth:`lookup`; kernels.cascade.StreamRows),
+    #: not read from :attr:`events` row by row
+    lazy = False
+
     def __init__(self, events: Sequence[Event],
                  types: tuple[list[str], np.ndarray] | None = None,
                  ts: np.ndarray | None = None, inputs: np.ndarray | None = None) -> None:
@@ -712,7 +716,7 @@ class TypeColumns:
     def events(self, rows: np.ndarray) -> Mapping[int, Event] | Sequence[Event]:
         """The events of ``rows``, indexable by row (made only for those of a column source)."""
         src = self.src
-        return src.events if isinstance(src, EventRows) else src.lookup(rows)
+        return src.events if isinstance(src, EventRows) and not src.lazy else src.lookup(rows)
 
     def fields(self, t: str) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.schemas[t].param_names)}
