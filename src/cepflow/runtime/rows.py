@@ -676,8 +676,8 @@ class TypeColumns:
         key = (t, k)
         if key in self._codes:
             return self._codes[key]
-        if isinstance(self.src, EventRows):
-            local, col = None, self.objects(t, k).tolist()
+        if isinstance(self.src, EventRows):  # (the values read from the events' tuples)
+            local, col = None, self._values(t, k)
         else:  # (a column source's values come coded already, equal ones maybe apart)
             local, col = self.src.values(k, self.rows(t))
         out = None

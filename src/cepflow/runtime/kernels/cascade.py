@@ -188,9 +188,9 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
         # (each part's rows of its statement's type: their codes known, not read per row)
         names = list(dict.fromkeys(p[0] for p in mine))
         code = np.repeat(np.array([names.index(p[0]) for p in mine], np.int64), lens)
-        if given is not None and src is not None and any(isinstance(p[4], Deferred)
-                                                         for p in mine):
-            # (matches not made: the batch makes those it keeps, StreamRows.lookup)
+        if given is not None and src is not None:
+            # (the batch reads the rows' parameters as columns: it asks only for the events
+            # its groups keep — matches not made are made then —, StreamRows.lookup)
             rows: EventRows = StreamRows([p[4] for p in mine], lens, o, (names, code[o]),
                                          src_ts[at[o]], src, at[o])
         else:

@@ -163,20 +163,17 @@ class Deferred:
 
 class Made:
     """The objects of a :class:`Deferred` at some places, made when the table's complex
-    events are asked for (``StageMatches.events`` of a shared deferred block), with their
-    match ids."""
+    events are asked for (``StageMatches.events`` of a shared deferred block; their match
+    ids the ones recorded, :meth:`Deferred.record`)."""
 
-    def __init__(self, d: Deferred, places: np.ndarray, ids: np.ndarray) -> None:
-        self._d, self._places, self._ids = d, places, ids
+    def __init__(self, d: Deferred, places: np.ndarray) -> None:
+        self._d, self._places = d, places
 
     def __len__(self) -> int:
         return len(self._places)
 
     def __iter__(self) -> Any:
-        objs = self._d[self._places]
-        for ce, k in zip(objs, self._ids.tolist(), strict=True):
-            ce.match_id = k
-        return iter(objs)
+        return iter(self._d[self._places])
 
 
 def _ids(objects: Any, n: int) -> np.ndarray:
@@ -505,6 +502,5 @@ class ColumnBlocks:
             if len(at):
                 free[at] = False
                 blocks.append(replace(b.taken(places), at=rows_at[at], rank=at,
-                                      events=Made(d, places, first + at) if d.shared
-                                      else None))
+                                      events=Made(d, places) if d.shared else None))
         return first
