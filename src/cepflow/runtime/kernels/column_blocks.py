@@ -272,6 +272,9 @@ class ColumnBlocks:
                          at[None, :], values=tuple(values))
         self.window_rows[id(found)] = b
         if unmade:  # (the patterns over them find it: :meth:`defer`)
+            # (rows a pattern reads: the table gives the rows that pattern's matches hold,
+            # the sequence's own — lazy rows whose parts are made when read, as made rows)
+            found.shared = found.shared or w.name in self.planned_readers
             self.deferred.append((b, found))
             return
         b.events = found
