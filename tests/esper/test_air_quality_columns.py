@@ -277,40 +277,6 @@ def kept(engine) -> list:
     return out
 
 
-def _through_columns(prog, spec, cuts, restore_at) -> tuple:
-    """``spec`` (:func:`make`) event by event and through Engine.process_columns over Arrow
-    batches cut at ``cuts`` with a save/restore at ``restore_at`` (after which the reader
-    numbers from 0 again): the per-event engine's matches, the column route's, both engines,
-    the column route's complex events per batch and the rows it wrote."""
-    from tests.esper.test_esper_kernel import fed_columns
-    from tests.esper.test_split import restored
-
-    from cepflow.runtime.engine import Engine
-
-    def numbered(first: int = 0) -> list:
-        evs = make(spec)
-        for i, e in enumerate(evs):
-            e.seq = i - first
-            if i % 3 == 1:
-                e.id = None
-        return evs
-
-    one, many = Engine(prog), Engine(prog)
-    ref = [m for e in numbered() for m in one.process(e)]
-    restore_at = min(restore_at, len(spec))
-    evs = numbered()[:restore_at] + numbered(restore_at)[restore_at:]
-    bounds = sorted({0, len(spec), restore_at, *(min(c, len(spec)) for c in cuts)})
-    got, written, per_batch = [], [], []
-    for lo, hi in itertools.pairwise(bounds):
-        if lo == restore_at and lo:
-            many = restored(many, prog)
-        found, rows_written = fed_columns(many, evs[lo:hi], {"A": 4, "B": 4})
-        got += found
-        written += rows_written
-        per_batch.append(found)
-    return ref, got, one, many, per_batch, written
-
-
 @settings(max_examples=80, deadline=None)
 @given(programs(), st.sampled_from([TEXTS, MIXED]).flatmap(readings),
        st.lists(st.integers(0, 70), max_size=3), st.integers(0, 70))
@@ -325,15 +291,15 @@ def test_unmade_rows_and_grades_over_arrow_columns_with_restore(text, spec, cuts
     end of input of the per-event engine — and the objects the tables give are one
     another's parts as per event (a grade's part is the very window row the table gives,
     with its id)."""
-    from tests.esper.test_esper_kernel import assert_alike
-    from tests.esper.test_split import rows
+    from tests.esper.test_split import check_split_columns
 
     prog = load_module(parse_epl(SCHEMA + text))
-    ref, got, one, many, per_batch, written = _through_columns(prog, spec, cuts, restore_at)
-    assert_alike(one, ref, many, got, written)
+    got = check_split_columns(prog, spec, cuts, restore_at, events=make)
+    if got is None:
+        return
+    one, many, per_batch = got
     # (the records the level keeps hold the grades as per event: with their ids)
     assert kept(many) == kept(one)
-    assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
     for found in per_batch:
         mine = {id(m) for m in found}
         for m in found:
