@@ -257,3 +257,92 @@ def test_the_level_reads_the_grades_station_and_grade_as_columns(monkeypatch) ->
     ref = [(m.type, m.params, m.ts, m.match_id) for e in make(AIR_SPEC) for m in one.process(e)]
     got = [(m.type, m.params, m.ts, m.match_id) for m in many.process_batch(make(AIR_SPEC))]
     assert got == ref and given == [None] and eager
+
+
+def kept(engine) -> list:
+    """The events the time batches' groups keep (their FIRST records, the rows last
+    posted) as (type, match id, parameters)."""
+    from cepflow.windows.aggregates import FIRST
+    from cepflow.windows.held import EVENT
+
+    out = []
+    for r in engine.windows:
+        if r.statement.window.kind != "time_batch":
+            continue
+        proc = r.window.proc
+        recs = [st[FIRST] for st in proc.agg.groups.values()]
+        recs += [v for v in getattr(proc, "last", {}).values() if isinstance(v, tuple)]
+        out.append([(e.type, getattr(e, "match_id", None), e.params)
+                    for e in (rec[EVENT] for rec in recs if rec is not None)])
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(programs(), st.sampled_from([TEXTS, MIXED]).flatmap(readings),
+       st.lists(st.integers(0, 70), max_size=3), st.integers(0, 70))
+@example(AIR, AIR_SPEC, [23], 40)
+@example(AIR, AIR_SPEC, [], 17)
+def test_unmade_rows_and_grades_over_arrow_columns_with_restore(text, spec, cuts,
+                                                                restore_at) -> None:
+    """The column route's window rows and grades left unmade (only planned single-stage
+    patterns read the rows, ColumnBlocks.planned_readers; only the level reads the grades,
+    as columns: ColumnBlocks.defer over a deferred block), batches cut anywhere, a
+    save/restore between batches: the complex events, rows written, statistics, state and
+    end of input of the per-event engine — and the objects the tables give are one
+    another's parts as per event (a grade's part is the very window row the table gives,
+    with its id)."""
+    from tests.esper.test_split import check_split_columns
+
+    prog = load_module(parse_epl(SCHEMA + text))
+    got = check_split_columns(prog, spec, cuts, restore_at, events=make)
+    if got is None:
+        return
+    one, many, per_batch = got
+    # (the records the level keeps hold the grades as per event: with their ids)
+    assert kept(many) == kept(one)
+    for found in per_batch:
+        mine = {id(m) for m in found}
+        for m in found:
+            if m.type.startswith("G"):  # (a grade: its part a window row of the batch's)
+                (row,) = m.parts
+                assert row.type.startswith("W") and row.match_id < m.match_id
+                if row.match_id >= found[0].match_id:
+                    assert id(row) in mine
+            elif m.type.startswith("W"):
+                assert [p.type for p in m.parts] == ["A"]
+
+
+def test_the_column_route_makes_only_the_rows_the_level_keeps(monkeypatch) -> None:
+    """A spy: over Arrow batches AIR's window rows and grades are made only for the level's
+    groups' first rows (the batch keeps those records: StreamRows.lookup) — fewer than the
+    grades — and written from columns; Engine.run makes every one (its output)."""
+    from tests.esper.test_esper_kernel import fed_columns
+
+    from cepflow.runtime.engine import Engine
+    from cepflow.runtime.kernels import pair
+    from cepflow.runtime.kernels.column_blocks import Made
+
+    made: list[int] = []
+    real = pair.lazy_matches
+    monkeypatch.setattr(pair, "lazy_matches",
+                        lambda *a: made.append(len(out := real(*a))) or out)
+    prog = load_module(parse_epl(SCHEMA + AIR))
+    many = Engine(prog)
+    evs = make(AIR_SPEC)
+    for i, e in enumerate(evs):
+        e.seq = i
+    from cepflow.spark.columns import ArrowRows, encode
+
+    src = ArrowRows(encode(evs, 4, [None] * len(evs), [None] * len(evs)), {"A": 4, "B": 4}, 4)
+    table = many.process_columns(src)
+    grades = sum(len(b.at) for b in table.blocks if getattr(b, "pattern", "").startswith("G"))
+    assert grades and 0 < sum(made) < grades
+    shared = [b for b in table.blocks if isinstance(b.events, Made)]
+    assert {b.pattern[0] for b in shared} == {"W", "G"}
+    made.clear()
+    one = Engine(prog)
+    ref = [m for e in make(AIR_SPEC) for m in one.process(e)]
+    assert [(m.type, m.match_id) for m in table.complex_events()] == [
+        (m.type, m.match_id) for m in ref[:table.count]]
+    found, _w = fed_columns(Engine(prog), make(AIR_SPEC), {"A": 4, "B": 4})
+    assert len(found) == table.count

@@ -504,14 +504,16 @@ def test_split_over_arrow_columns_equals_event_by_event(kernel_stmts, others, sp
     check_split_columns(program(kernel_stmts, others, ruled), spec, cuts, restore_at)
 
 
-def check_split_columns(prog, spec, cuts, restore_at) -> None:
+def check_split_columns(prog, spec, cuts, restore_at, events=events) -> Any:
     """:func:`check_split` through Engine.process_columns over Arrow batches cut at ``cuts``
     (tests.esper.test_esper_kernel.fed_columns), a save/restore at ``restore_at`` after which
     the reader numbers from 0 again (some rows without an id): the same complex events, rows
-    written, statistics, open instances, saved state and end of input as event by event."""
+    written, statistics, open instances, saved state and end of input as event by event.
+    ``events`` makes the events of ``spec``; returns both engines (ended) and the complex
+    events per batch (None when the split does not apply)."""
     one, many = Engine(prog), Engine(prog)
     if many._split is None:
-        return
+        return None
     assert many.columnar
 
     def numbered(first: int = 0) -> list:  # (the reader numbers the rows; some have no id)
@@ -527,16 +529,18 @@ def check_split_columns(prog, spec, cuts, restore_at) -> None:
     # after the restore the rest is read from its own file: numbered from 0 again
     evs = numbered()[:restore_at] + numbered(restore_at)[restore_at:]
     bounds = sorted({0, len(spec), restore_at, *(min(c, len(spec)) for c in cuts)})
-    got, written = [], []
+    got, written, batches = [], [], []
     for lo, hi in itertools.pairwise(bounds):
         if lo == restore_at and lo:
             many = restored(many, prog)
         found, rows_written = fed_columns(many, evs[lo:hi], {"A": 4, "B": 4})
         got += found
         written += rows_written
+        batches.append(found)
     assert_alike(one, ref, many, got, written)
     assert rows(many.finish(close_windows=True)) == rows(one.finish(close_windows=True))
     assert many.partial_matches() == one.partial_matches()
+    return one, many, batches
 
 
 #: fully aggregated sliding windows (kernels/window_block.py, rows on expiry), over the input

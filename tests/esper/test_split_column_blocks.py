@@ -107,7 +107,7 @@ def check_blocks(prog, spec, cuts, restore_at, make: Callable[[list, int], list]
         # the blocks of matches the split did not make: ColumnBlocks.defer)
         for b in table.blocks:
             if b.events is not None:
-                assert [found[r] for r in b.rank.tolist()] == b.events
+                assert [found[r] for r in b.rank.tolist()] == list(b.events)
                 assert all(found[r] is m
                            for r, m in zip(b.rank.tolist(), b.events, strict=True))
             if not isinstance(b, ObjectMatches):

@@ -86,20 +86,40 @@ def event_schemas(module: ast.Module) -> dict[str, EventType]:
 def _dependency_order(names: list[str], edges: list[tuple[str, str]]
                       ) -> list[str] | tuple[str, str]:
     """The declarations in an order where each comes after those it reads, earlier
-    declarations first where free; or, if they read each other in a cycle, its first name and
-    the cycle as text. (networkx is imported here: only programs whose statements read other
-    statements pay its tenth of a second at start.)"""
-    import networkx as nx
+    declarations first where free (Kahn's algorithm, the free declarations in a heap by
+    position: networkx's lexicographical topological sort, without its import's ≈ 0.25 s at
+    every start of a program whose statements read others); or, if they read each other in a
+    cycle, its first name and the cycle as text (networkx finds it: an error's path only)."""
+    import heapq
 
     position = {n: i for i, n in enumerate(names)}
+    succ: dict[str, set[str]] = {n: set() for n in names}
+    for a, b in edges:
+        succ.setdefault(a, set()).add(b)
+        succ.setdefault(b, set())
+    indeg = dict.fromkeys(succ, 0)
+    for out in succ.values():
+        for b in out:
+            indeg[b] += 1
+    free = [(position[n], n) for n, d in indeg.items() if d == 0]
+    heapq.heapify(free)
+    order: list[str] = []
+    while free:
+        _p, n = heapq.heappop(free)
+        order.append(n)
+        for b in succ[n]:
+            indeg[b] -= 1
+            if indeg[b] == 0:
+                heapq.heappush(free, (position[b], b))
+    if len(order) == len(succ):
+        return order
+    import networkx as nx
+
     graph = nx.DiGraph()
     graph.add_nodes_from(names)
     graph.add_edges_from(edges)
-    try:
-        return list(nx.lexicographical_topological_sort(graph, key=position.__getitem__))
-    except nx.NetworkXUnfeasible:
-        cycle = nx.find_cycle(graph)
-        return cycle[0][0], " -> ".join([cycle[0][0], *(v for _, v in cycle)])
+    cycle = nx.find_cycle(graph)
+    return cycle[0][0], " -> ".join([cycle[0][0], *(v for _, v in cycle)])
 
 
 

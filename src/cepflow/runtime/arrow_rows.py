@@ -9,6 +9,7 @@ per match."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,10 @@ class ArrowRows(Rows):
         self.codes = enc.indices.to_numpy().astype(np.int64)
         self._made: dict[int, Event] = {}
         self._reader: tuple[Any, ...] | None = None  # (see _event)
+        #: per written column (a parameter's texts, the events' names) the rows asked for so
+        #: far, and its texts for every row once they pass half the batch (:meth:`_written`)
+        self._asked: dict[Any, int] = {}
+        self._whole: dict[Any, pa.Array] = {}
 
     def time_at(self, row: int) -> Any:
         tsi = column(self.batch, "tsi")[row].as_py()
@@ -144,20 +149,37 @@ class ArrowRows(Rows):
             if top >= counters.input:
                 counters.input = top + 1
 
+    def _written(self, key: Any, rows: pa.Array, make: Any) -> pa.Array:
+        """``make(rows)`` — texts of a column at ``rows``, each row's a function of its values
+        alone — or, once the rows asked for under ``key`` pass half the batch (the blocks of
+        one batch — air quality's window rows and grades — name each row several times), the
+        texts of every row made once (``make(None)``) and taken at ``rows``."""
+        whole = self._whole.get(key)
+        if whole is None:
+            asked = self._asked[key] = self._asked.get(key, 0) + len(rows)
+            if asked * 2 <= self.n:
+                return make(rows)
+            whole = self._whole[key] = make(None)
+        return whole.take(rows)
+
     def texts(self, param: int, rows: pa.Array) -> pa.Array:
         """The JSON text of parameter ``param`` of ``rows`` as the match writer writes the
         value :func:`decode` makes of it (the row's one non-null slot; ``null`` for none)."""
+        return self._written(("texts", param), rows, partial(self._texts, param))
+
+    def _texts(self, param: int, rows: pa.Array | None) -> pa.Array:
+        """:meth:`texts` of ``rows`` (None: every row)."""
         used = [c for c in (column(self.batch, f"{p}{param}") for p, _ in SLOTS)
                 if c.null_count < len(c)]
         if not used:
-            return constant("null", len(rows))
+            return constant("null", self.n if rows is None else len(rows))
         if len(used) == 1:
-            part = used[0].take(rows)
+            part = used[0] if rows is None else used[0].take(rows)
             fast = float_texts(part) if pa.types.is_float64(part.type) else None
             return fast if fast is not None else json_texts(part, ascii_only=False)
         out = None
         for col in used:
-            part = col.take(rows)
+            part = col if rows is None else col.take(rows)
             # (json_texts writes null as the text "null": a null slot stays null to coalesce)
             text = pc.if_else(pc.is_null(part), pa.scalar(None, pa.string()),
                               json_texts(part, ascii_only=False))
@@ -176,17 +198,19 @@ class ArrowRows(Rows):
     def refs(self, rows: pa.Array) -> pa.Array:
         """The text that names the event of each of ``rows`` in outputs: its id, else its
         number."""
+        return self._written("refs", rows, self._refs)
+
+    def _refs(self, rows: pa.Array | None) -> pa.Array:
+        """:meth:`refs` of ``rows`` (None: every row)."""
         b = self.batch
-        used = [c for c in (column(b, "id_s"), column(b, "id_i"), column(b, "seq"))
+        used = [c if rows is None else c.take(rows)
+                for c in (column(b, "id_s"), column(b, "id_i"), column(b, "seq"))
                 if c.null_count < len(c)]
-        # (as many rows as half the batch or more — a match names two or three: the numbers
-        # made texts once each, then the texts gathered, half the cost of gathering first)
-        whole = 2 * len(rows) >= len(b)
-        texts = [c.take(rows) if pa.types.is_string(c.type) else
-                 c.cast(pa.string()).take(rows) if whole else c.take(rows).cast(pa.string())
-                 for c in used]
+        # (as many rows as half the batch or more: every row's text made once, then taken —
+        # ArrowRows._written)
+        texts = [c if pa.types.is_string(c.type) else c.cast(pa.string()) for c in used]
         if not texts:
-            return pa.nulls(len(rows), pa.string())
+            return pa.nulls(self.n if rows is None else len(rows), pa.string())
         return texts[0] if len(texts) == 1 else pc.coalesce(*texts)
 
 

@@ -77,6 +77,10 @@ class Rows:
 class EventRows(Rows):
     """A list of events as kernel rows."""
 
+    #: whether the events are made as asked for (:meth:`lookup`; kernels.cascade.StreamRows),
+    #: not read from :attr:`events` row by row
+    lazy = False
+
     def __init__(self, events: Sequence[Event],
                  types: tuple[list[str], np.ndarray] | None = None,
                  ts: np.ndarray | None = None, inputs: np.ndarray | None = None) -> None:
@@ -620,6 +624,8 @@ class TypeColumns:
         if c is None:
             if isinstance(self.src, EventRows):
                 vals = self._vals.get((t, k))
+                if vals is None and k in self.src.given:  # (known without the events)
+                    vals = self._values(t, k)
                 c = as_column(vals) if vals is not None else read_column(self.params(t), k)
             else:  # (a column source: its values, without an event per row)
                 c = self.src.column(k, self.rows(t))
@@ -670,8 +676,8 @@ class TypeColumns:
         key = (t, k)
         if key in self._codes:
             return self._codes[key]
-        if isinstance(self.src, EventRows):
-            local, col = None, self.objects(t, k).tolist()
+        if isinstance(self.src, EventRows):  # (the values read from the events' tuples)
+            local, col = None, self._values(t, k)
         else:  # (a column source's values come coded already, equal ones maybe apart)
             local, col = self.src.values(k, self.rows(t))
         out = None
@@ -710,7 +716,7 @@ class TypeColumns:
     def events(self, rows: np.ndarray) -> Mapping[int, Event] | Sequence[Event]:
         """The events of ``rows``, indexable by row (made only for those of a column source)."""
         src = self.src
-        return src.events if isinstance(src, EventRows) else src.lookup(rows)
+        return src.events if isinstance(src, EventRows) and not src.lazy else src.lookup(rows)
 
     def fields(self, t: str) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.schemas[t].param_names)}

@@ -34,6 +34,7 @@ import numpy as np
 from cepflow.compiler.evaluator import can_fail
 from cepflow.events.event import ComplexEvent
 from cepflow.runtime.kernels.chain import plan_chain, split_chain
+from cepflow.runtime.kernels.column_blocks import Deferred
 from cepflow.runtime.kernels.frame import Declined
 from cepflow.runtime.kernels.pair import fill_params, planned_pair
 from cepflow.runtime.kernels.window_block import (
@@ -64,8 +65,43 @@ class Derived:
     opens: list[np.ndarray] = field(default_factory=list)
 
 
+def _one_stage(m: Any) -> bool:
+    """Whether pattern ``m`` is a single stage over one type whose select list cannot fail
+    (``every e = W(f)``): what :func:`plan_cascade` plans over a window block's rows."""
+    pr, types = m.pattern.pair, m.pattern.types
+    return (pr is not None and len(pr.stages) == 1 and not pr.alts and len(types) == 1
+            and not any(can_fail(f) for f in m.pattern.auto.select or ()))
+
+
+def _only_readers(engine: Any, name: str, patterns: Callable[[Any], bool],
+                  windows: Callable[[Any], bool]) -> bool:
+    """Whether the complex events ``name`` go nowhere but the output, patterns for which
+    ``patterns`` holds and window statements for which ``windows`` holds (no rule)."""
+    return (engine._readers is not None and not engine.host.rules.triggers(name)
+            and all(patterns(m) for m in engine.subs_complex.get(name, ()))
+            and all(windows(r) for r in engine._window_subs.get(name, ())))
+
+
+def planned_readers(engine: Any, positions: list[int]) -> frozenset[str]:
+    """The window statements at ``positions`` (of ``engine.windows``: those a split batch
+    plans) whose rows come one per arriving event (``#time``, a row per event) and which only
+    single-stage patterns read (:func:`_one_stage`: :func:`plan_cascade` plans them over the
+    rows' columns) — their rows need not be made for those patterns
+    (kernels.column_blocks.ColumnBlocks.unmade_rows); a pattern the batch leaves per event
+    makes the rows its stepped rows read."""
+    out = []
+    for i in positions:
+        r = engine.windows[i]
+        name = r.statement.name
+        if (r.statement.window.kind == "time" and r.plan.mode == "event"
+                and engine.consumed(name)
+                and _only_readers(engine, name, _one_stage, lambda _r: False)):
+            out.append(name)
+    return frozenset(out)
+
+
 def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray, t_end: Any,
-                 plan_pair: Callable[..., Any]) -> Derived:
+                 plan_pair: Callable[..., Any], src: Any = None) -> Derived:
     """Plan the patterns and time batches over the rows of ``blocks`` (the window blocks
     over the input of a batch whose rows are at ``src_ts``, the last at ``t_end``). A
     derived row has the time of the input row it comes at (a sliding window's row is its
@@ -84,12 +120,12 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
     # (the block's rows as columns, read once for every pattern over it)
     cols: dict[int, TypeColumns] = {}
     at_of: dict[int, np.ndarray] = {}
+    # (the time batches over derived rows that read their rows' parameters as columns)
+    by_columns = {id(r) for r in engine.windows if batch_fits(r)}
     for m in engine.matchers:
-        pr, types = m.pattern.pair, m.pattern.types
-        if (pr is None or len(pr.stages) != 1 or pr.alts or len(types) != 1
-                or any(can_fail(f) for f in m.pattern.auto.select or ())):
+        if not _one_stage(m):
             continue
-        (t,) = types
+        (t,) = m.pattern.types
         if t not in by_type:
             continue
         pos, _i, b = by_type[t]
@@ -98,11 +134,14 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
         eager = any(m.name in r.statement.input_types and batch_fits(r) and not all(
             match_column(m, b, np.zeros(0, np.int64), k) is not None for k in batch_reads(r))
             for r in engine.windows)
+        # (only such time batches read its matches, as columns: they need not be made — but
+        # for the rows a batch's groups keep, made as the batch asks, kernels.column_blocks)
+        as_columns = not eager and _only_readers(engine, m.name, lambda _m: False,
+                                                 lambda r: id(r) in by_columns)
         try:
             if pos not in cols:  # (a block's rows, all of its type)
-                cols[pos] = TypeColumns(EventRows(b.found, ([b.name], np.zeros(
-                    len(b.found), np.int64)), src_ts[np.asarray(b.at, np.int64)]), schemas)
-            plan = plan_pair(m, cols[pos], arity, eager)
+                cols[pos] = TypeColumns(block_rows(b, src_ts), schemas)
+            plan = plan_pair(m, cols[pos], arity, eager, read_as_columns=as_columns)
         except Declined:
             plan = None
         if plan is None:
@@ -145,13 +184,19 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
         given = batch_columns(r, reads, o)
         for p in mine:  # (the batch reads every match's parameters: those not made yet)
             if p[3] and not p[5] and given is None:
-                fill_params(p[4])
-        evs = np.fromiter(chain.from_iterable(p[4] for p in mine), dtype=object,
-                          count=len(at))
+                fill_params(p[4] if not isinstance(p[4], Deferred) else list(p[4]))
         # (each part's rows of its statement's type: their codes known, not read per row)
         names = list(dict.fromkeys(p[0] for p in mine))
         code = np.repeat(np.array([names.index(p[0]) for p in mine], np.int64), lens)
-        rows = EventRows(evs[o].tolist(), (names, code[o]), src_ts[at[o]])
+        if given is not None and src is not None:
+            # (the batch reads the rows' parameters as columns: it asks only for the events
+            # its groups keep — matches not made are made then —, StreamRows.lookup)
+            rows: EventRows = StreamRows([p[4] for p in mine], lens, o, (names, code[o]),
+                                         src_ts[at[o]], src, at[o])
+        else:
+            evs = np.fromiter(chain.from_iterable(p[4] for p in mine), dtype=object,
+                              count=len(at))
+            rows = EventRows(evs[o].tolist(), (names, code[o]), src_ts[at[o]])
         if given is not None:
             rows.given, rows.given_codes = given, batch_codes(r, reads, o)
         try:
@@ -161,6 +206,88 @@ def plan_cascade(engine: Any, blocks: dict[int, WindowBlock], src_ts: np.ndarray
             continue
     return out
 
+
+
+class _Stream:
+    """The derived rows of several parts (each a list of complex events or a
+    :class:`~cepflow.runtime.kernels.column_blocks.Deferred`) in an order (``o``, over the
+    parts concatenated), indexable by row: a part's deferred match made when read."""
+
+    def __init__(self, parts: list[Any], lens: list[int], o: np.ndarray) -> None:
+        self.parts = parts
+        ends = np.cumsum([0, *lens])
+        flat_part = np.repeat(np.arange(len(parts), dtype=np.int64), lens)
+        #: per row, its part and place there
+        self.part = flat_part[o]
+        self.place = (np.arange(int(ends[-1]), dtype=np.int64) - ends[:-1][flat_part])[o]
+        self.n = int(ends[-1])
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, row: int) -> Any:
+        return self.parts[int(self.part[row])][int(self.place[row])]
+
+    def __iter__(self) -> Any:
+        return iter(self.fetch(np.arange(self.n, dtype=np.int64)))
+
+    def fetch(self, rows: np.ndarray) -> list[Any]:
+        """The objects of ``rows``, each part's made in one go."""
+        rows = np.asarray(rows, np.int64)
+        part, place = self.part[rows], self.place[rows]
+        out = np.empty(len(rows), dtype=object)
+        for k in np.unique(part).tolist():
+            w = np.flatnonzero(part == k)
+            p = self.parts[k]
+            out[w] = (p[place[w]] if isinstance(p, Deferred)
+                      else list(map(p.__getitem__, place[w].tolist())))
+        return out.tolist()
+
+
+class StreamRows(EventRows):
+    """The derived rows a time batch reads (:func:`plan_cascade`) when some part's matches
+    are not made (kernels.column_blocks.Deferred: the batch reads their parameters as columns,
+    ``given``): the events of the rows it asks for (:meth:`lookup`: the first rows of its
+    groups' batches) are made then, in one go per part; a row's time is its input row's, as
+    its event has it."""
+
+    def __init__(self, parts: list[Any], lens: list[int], o: np.ndarray,
+                 types: tuple[list[str], np.ndarray], ts: np.ndarray, src: Any,
+                 inputs: np.ndarray) -> None:
+        super().__init__(_Stream(parts, lens, o), types, ts)
+        self._src, self._inputs = src, inputs
+        #: TypeColumns asks :meth:`lookup` for the events of some rows, not for them all
+        self.lazy = True
+
+    def time_at(self, row: int) -> Any:
+        return self._src.time_at(int(self._inputs[row]))
+
+    def times(self, rows: np.ndarray) -> list[Any]:
+        return [self.time_at(r) for r in np.asarray(rows).tolist()]
+
+    def lookup(self, rows: np.ndarray) -> dict[int, Any]:
+        rows = np.asarray(rows, np.int64)
+        return dict(zip(rows.tolist(), self.events.fetch(rows), strict=True))
+
+
+def block_rows(b: WindowBlock, src_ts: np.ndarray) -> EventRows:
+    """The rows of window block ``b`` over the input (``src_ts``: the input's times) as the
+    stream the patterns over them read (:func:`plan_cascade`), each at its input row's time —
+    with every parameter given as the block's column of that select item (its arrival rows'
+    values: ``WindowBlock.item_columns``, the very objects each row's ``params`` holds), so
+    that neither the filters nor the keys read the rows' tuples back; a text field's
+    dictionary codes too (:func:`block_column`)."""
+    rows = EventRows(b.found, ([b.name], np.zeros(len(b.found), np.int64)),
+                     src_ts[np.asarray(b.at, np.int64)])
+    items = b.item_columns
+    if (items is not None and b.arrivals and len(b.found) == len(b.rows)
+            and len(items) == len(b.plan.items)):
+        rows.given = dict(enumerate(items))
+        for k, (kind, _a) in enumerate(b.plan.items):
+            got = block_column(b, k) if kind == "field" else None
+            if got is not None and got[1] is not None:
+                rows.given_codes[k] = got[1]
+    return rows
 
 
 @dataclass

@@ -103,25 +103,77 @@ class Deferred:
         self._made: dict[int, ComplexEvent] = {}
         #: per record: the matches' places in the plan, their match ids, their output places
         self.recorded: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        #: per place its recorded match id (-1: none yet), given to an object made after the
+        #: record (a match another deferred match holds as a part, made when that one is)
+        self._ids: np.ndarray | None = None
+        #: whether the output's objects of these matches are this sequence's own (another
+        #: plan's matches hold them as parts — a window row under a grade: the table's block
+        #: gives them, :class:`Made`), not made anew from the rows
+        self.shared = False
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, i: int | slice | np.ndarray) -> Any:
+        made = self._made
+        if i.__class__ is int:  # (one place, made already: a lookup)
+            ce = made.get(i)  # type: ignore[call-overload]
+            if ce is not None:
+                return ce
+            if not 0 <= i < self.n:  # type: ignore[operator]
+                raise IndexError(i)
         one = not isinstance(i, (slice, np.ndarray))
         places = (range(*i.indices(self.n)) if isinstance(i, slice)
                   else i.tolist() if isinstance(i, np.ndarray) else [i])
-        made = self._made
         new = [j for j in dict.fromkeys(places) if j not in made]
         if new:
-            made.update(zip(new, self._make(np.array(new, np.int64)), strict=True))
+            objs = self._make(np.array(new, np.int64))
+            if self._ids is not None:  # (recorded already: their ids)
+                ids = self._ids[new].tolist()
+                for ce, k in zip(objs, ids, strict=True):
+                    if k >= 0:
+                        ce.match_id = k
+            made.update(zip(new, objs, strict=True))
         got = [made[j] for j in places]
         return got[0] if one else got
 
+    def __iter__(self) -> Any:
+        return iter(self[0:self.n])
+
     def record(self, places: np.ndarray, ids: np.ndarray, at: np.ndarray) -> None:
         """Matches at ``places`` recorded unmade, with match ids ``ids``, at output places
-        ``at``."""
+        ``at`` (those made already take their ids now, the others when made)."""
         self.recorded.append((places, ids, at))
+        if self._ids is None:
+            self._ids = np.full(self.n, -1, np.int64)
+        self._ids[places] = ids
+        made = self._made
+        if made:  # (a few made already, as another plan asked: by their places)
+            at = np.fromiter(made, np.int64, count=len(made))
+            got = self._ids[at]
+            for j, k in zip(at[got >= 0].tolist(), got[got >= 0].tolist(), strict=True):
+                made[j].match_id = k
+
+    def made_at(self, rows: np.ndarray) -> Deferred:
+        """Make the matches at places ``rows`` in one go (read one by one after: lookups)."""
+        if len(rows):
+            self[np.asarray(rows, np.int64)]
+        return self
+
+
+class Made:
+    """The objects of a :class:`Deferred` at some places, made when the table's complex
+    events are asked for (``StageMatches.events`` of a shared deferred block; their match
+    ids the ones recorded, :meth:`Deferred.record`)."""
+
+    def __init__(self, d: Deferred, places: np.ndarray) -> None:
+        self._d, self._places = d, places
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    def __iter__(self) -> Any:
+        return iter(self._d[self._places])
 
 
 def _ids(objects: Any, n: int) -> np.ndarray:
@@ -133,14 +185,17 @@ class ColumnBlocks:
     """The column blocks of one split batch's plans (:meth:`add`, :meth:`add_chain`), and the
     batch's :class:`MatchTable` made of them and of the split's output (:meth:`table`)."""
 
-    def __init__(self, batch: Rows, produced: set[str], unread: frozenset[str] = frozenset()
-                 ) -> None:
+    def __init__(self, batch: Rows, produced: set[str], unread: frozenset[str] = frozenset(),
+                 planned_readers: frozenset[str] = frozenset()) -> None:
         #: the batch, whose rows the blocks name
         self.batch = batch
         #: the types some statement produces: a stage of any other type reads input rows
         self.produced = produced
         #: the kernel patterns whose complex events only the output reads (:meth:`defer`)
         self.unread = unread
+        #: the window statements whose rows only patterns planned over them read
+        #: (kernels.cascade.planned_readers): their rows too are left unmade where they can
+        self.planned_readers = planned_readers
         #: the deferred plans' blocks (every match of the plan, ``rank`` its place there)
         self.deferred: list[tuple[StageMatches, Deferred]] = []
         #: every block, in input rows (``rank``: the place in its plan's matches)
@@ -167,6 +222,8 @@ class ColumnBlocks:
         src = cols.src
         over = self.window_rows.get(id(getattr(src, "events", None)))
         if over is not None:  # (a pattern over a window block's rows: kernels.cascade)
+            if isinstance(src.events, Deferred):  # type: ignore[attr-defined]
+                src.events.shared = True  # type: ignore[attr-defined]  # (its rows, held)
             for b in stage_blocks(m, p, inst, cols):
                 self._keep(m, self._through(b, over), None, found, False)
             return
@@ -182,8 +239,10 @@ class ColumnBlocks:
     def unmade_rows(self, name: str) -> bool:
         """Whether the window statement ``name``'s block over the batch leaves its rows
         unmade where it can (``WindowBlock.unread``: only the output reads them; its rows
-        then come to :meth:`add_window` as a :class:`Deferred`)."""
-        return name in self.unread
+        then come to :meth:`add_window` as a :class:`Deferred`) — or only patterns planned
+        over them (kernels.cascade.planned_readers), which read their columns and make the
+        rows they hold only as they make their own matches (:meth:`defer`)."""
+        return name in self.unread or name in self.planned_readers
 
     def add_window(self, w: Any, src: Rows) -> None:
         """Describe the rows of the window block ``w`` (kernels.window_block.WindowBlock)
@@ -206,14 +265,18 @@ class ColumnBlocks:
                 fields.append((0, a))
             else:
                 fields.append((VALUE, len(values)))
-                values.append(w.item_columns[i] if unmade else field_values(found, i))
+                values.append(w.item_columns[i] if w.item_columns is not None
+                              else field_values(found, i))
         at = np.asarray(w.at, np.int64)
         b = StageMatches(w.name, tuple(w.plan.aliases), tuple(fields), at, np.arange(len(at)),
                          at[None, :], values=tuple(values))
-        if unmade:
+        self.window_rows[id(found)] = b
+        if unmade:  # (the patterns over them find it: :meth:`defer`)
+            # (rows a pattern reads: the table gives the rows that pattern's matches hold,
+            # the sequence's own — lazy rows whose parts are made when read, as made rows)
+            found.shared = found.shared or w.name in self.planned_readers
             self.deferred.append((b, found))
             return
-        self.window_rows[id(found)] = b
         b.events = found
         self.blocks.append((b, None))
 
@@ -240,18 +303,31 @@ class ColumnBlocks:
                             w.rows[0][b.rows], consts, values=tuple(values))
 
     def defer(self, m: Any, p: dict, inst: np.ndarray, cols: TypeColumns,
-              make: Callable[[np.ndarray], list[Any]]) -> Deferred | None:
+              make: Callable[[np.ndarray], list[Any]], read_as_columns: bool = False
+              ) -> Deferred | None:
         """A :class:`Deferred` for the matches of instances ``inst`` of the pair plan ``p``
         of pattern ``m`` over the rows of ``cols`` (``make``: their objects by place), when
         only the output reads ``m``'s complex events and they are all one block over the
         batch (kernels.pair.stage_blocks, a computed select list's values a column of the
         block); else None (they are made)."""
-        if m.name not in self.unread or cols.src is not self.batch or not len(inst):
+        src = cols.src
+        over = self.window_rows.get(id(getattr(src, "events", None)))
+        if isinstance(src, EventRows) and over is not None and isinstance(src.events, Deferred):
+            # (a pattern over a window block's rows not made, whose only reader takes its
+            # matches' columns: its block in input rows, _through; its matches and those
+            # rows are one another's objects — shared)
+            if not read_as_columns or not len(inst):
+                return None
+            made = [self._through(b, over) for b in stage_blocks(m, p, inst, cols)]
+            src.events.shared = True
+        elif m.name not in self.unread or src is not self.batch or not len(inst):
             return None
-        made = stage_blocks(m, p, inst, cols)
+        else:
+            made = stage_blocks(m, p, inst, cols)
         if len(made) != 1 or not np.array_equal(made[0].rank, np.arange(len(inst))):
             return None
         d = Deferred(m.name, len(inst), make)
+        d.shared = over is not None
         self.deferred.append((made[0], d))
         return d
 
@@ -428,5 +504,6 @@ class ColumnBlocks:
                 places, at = places[ok], at[ok]
             if len(at):
                 free[at] = False
-                blocks.append(replace(b.taken(places), at=rows_at[at], rank=at))
+                blocks.append(replace(b.taken(places), at=rows_at[at], rank=at,
+                                      events=Made(d, places) if d.shared else None))
         return first

@@ -68,6 +68,7 @@ from cepflow.runtime.kernels.cascade import (
     plan_cascade,
     plan_higher,
     plan_windows_over,
+    planned_readers,
     rows_candidates,
 )
 from cepflow.runtime.kernels.chain import drop_passed_timers, plan_chain, split_chain
@@ -299,7 +300,8 @@ def split_columns(engine: Any, kernels: list[Any], rows: Rows) -> MatchTable | N
                                          for i in window_kernels(engine)]
     blocks = ColumnBlocks(rows, {a.name for a in program.automata}
                           | {w.name for w in program.windows},
-                          frozenset(n for n in names if not engine.consumed(n)))
+                          frozenset(n for n in names if not engine.consumed(n)),
+                          planned_readers(engine, window_kernels(engine)))
     with gc_paused():
         found = _split(engine, kernels, rows, columns=True, blocks=blocks)
     if found is None:
@@ -365,7 +367,7 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
             counters.rewind(before)
             src.unnumber()
         return None
-    derived = plan_cascade(engine, windows, src.ts, src.last_ts(), plan_pair)
+    derived = plan_cascade(engine, windows, src.ts, src.last_ts(), plan_pair, src)
     higher = plan_higher(engine, kernels, plans, src, cols, plan_pair, windows, blocks)
     over = plan_windows_over(engine, kernels, plans, src, {**windows, **derived.batches})
     if not cascade_fits(engine, src.n, over, higher):  # (left per event: the engine stops)
@@ -375,13 +377,16 @@ def _split(engine: Any, kernels: list[Any], src: Rows, columns: bool,
 
 
 def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = False,
-               end: tuple[float, int] | None = None, blocks: ColumnBlocks | None = None
-               ) -> Plan | None:
+               end: tuple[float, int] | None = None, blocks: ColumnBlocks | None = None,
+               read_as_columns: bool = False) -> Plan | None:
     """The pair kernel's plan of ``m`` over the batch (kernels.pair), as the split takes it;
     with ``eager`` a single stage's matches are made with their parameters (a consumer reads
     them all: kernels.pair.one_stage_matches); ``end`` as kernels.pair.pair_rows takes it
     (rows that are a derived stream: kernels.cascade.plan_higher); ``blocks`` collects its
-    matches as column blocks too (kernels.column_blocks)."""
+    matches as column blocks too (kernels.column_blocks); ``read_as_columns``: its only
+    readers read its matches' parameters as columns (kernels.cascade.plan_cascade), so over
+    a window block's rows not made its matches are not made either
+    (kernels.column_blocks.ColumnBlocks.defer)."""
     pr = m.pattern.pair
     p = pair_rows(m, pr, cols, end)
     if p is None:
@@ -397,12 +402,21 @@ def _plan_pair(m: Any, cols: TypeColumns, arity: dict[str, int], eager: bool = F
         used = distinct(made["taken"][:, q].ravel())
         return used[used >= 0]
 
+    def events_of(rows: np.ndarray) -> Any:  # (a window block's rows not made: in one go)
+        ev = cols.events(rows)
+        return ev.made_at(rows) if isinstance(ev, Deferred) else ev
+
     # (matches nothing reads, one block of rows: not made — kernels.column_blocks.Deferred)
     out: Any = None if blocks is None or eager or made is not p else blocks.defer(
         m, made, inst, cols, lambda i: pair_matches(m, made, inst[i],
-                                                        cols.events(rows_of(inst[i])), arity))
+                                                        events_of(rows_of(inst[i])), arity),
+        read_as_columns)
     if isinstance(cols.src, EventRows):
         events: Any = cols.src.events
+        if isinstance(events, Deferred) and out is None:
+            want = distinct(np.concatenate([made["taken"][:, made["match"]].ravel(),
+                                            p["taken"][:, p["alive"]].ravel()]))
+            events = events_of(want[want >= 0])
     else:  # (a column source: the events of the matches and of the instances left open)
         used = distinct(np.concatenate([made["taken"][:, made["match"]].ravel()
                                         if out is None else np.zeros(0, np.int64),
@@ -693,10 +707,13 @@ class _Replay:
         if not unmade.any():
             return ids.tolist()
         w = np.flatnonzero(unmade)
+        # (by deferred plan — one stable sort, then a slice each —, in output order within)
+        o = np.argsort(ref[w] >> 32, kind="stable")
+        w = w[o]
         who, place = ref[w] >> 32, ref[w] & 0xFFFFFFFF
-        for d in np.unique(who).tolist():
-            mine = who == d
-            self.deferred[d].record(place[mine], ids[w[mine]], at + w[mine])
+        cut = np.flatnonzero(np.diff(who)) + 1
+        for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), len(w)], strict=True):
+            self.deferred[int(who[lo])].record(place[lo:hi], ids[w[lo:hi]], at + w[lo:hi])
         return ids[~unmade].tolist()
 
     def as_lists(self) -> None:

@@ -630,6 +630,8 @@ class WindowBlock:
         cols = [slot_cols[a] if k == "agg" else values(a) if k == "field" and values
                 else [e.params[a] for e in evs or ()] if k == "field" else now
                 for k, a in self.plan.items]
+        if values is not None and self.plan.having_expr is None:
+            self.item_columns = cols  # (arrival rows' items: read as columns, kernels.cascade)
         if not cols:
             params: Any = repeat((), len(now))
         else:
