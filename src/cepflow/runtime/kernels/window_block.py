@@ -1356,56 +1356,77 @@ class WindowBlock:
                 st = groups[key]
                 seg_b, keys, rank, carried, first_row = [*seg_b, 0], [*keys, key], \
                     [*rank, g], [*carried, True], [*first_row, -1]
-                seg_n = [*seg_n, st[N]]
+                seg_g, seg_n = [*seg_g, g], [*seg_n, st[N]]
                 tots = [[*t, st[b + 1] if tot else 0] for t, (_j, b, tot) in zip(tots, summed,
                                                                                strict=True)]
                 seg_ext = [*seg_ext, [(st[b + 2], st[b + 3]) for _j, b, _t in summed]]
         self._fetch([r for r, c in zip(first_row, carried, strict=True) if not c])
-        evs, at = self.events, self.rows.tolist()
-        item_ev = [groups[k][FIRST][EVENT] if c else evs[at[r]]
-                   for k, c, r in zip(keys, carried, first_row, strict=True)]
+        evs = self.events
+        at = self.rows[np.array(first_row, np.int64)].tolist() if len(self.rows) else first_row
+        item_ev = [groups[k][FIRST][EVENT] if c else evs[r]
+                   for k, c, r in zip(keys, carried, at, strict=True)]
 
         def record(s: int) -> Any:  # (item s's FIRST record)
             return groups[keys[s]][FIRST] if carried[s] else self._record(first_row[s],
                                                                           seq0 + first_row[s])
 
         # the items of each batch, in the groups' order
-        order = np.lexsort((np.array(rank, np.int64), np.array(seg_b, np.int64)))
-        by_b = np.array(seg_b, np.int64)[order]
-        cut = np.searchsorted(by_b, np.arange(len(closes) + 2)).tolist()
-        order_l = order.tolist()
-        last: dict[Any, Any] = dict(proc.last)  # key -> a record, or an item (an int)
-        out_ev: list[Event] = []
-        out_s: list[int] = []  # per row its item, -1 for the empty values
-        out_t: list[Any] = []
-        out_i: list[int] = []
-        for i, (b, _lo, _hi, posted) in enumerate(closes):
-            if not posted:
-                continue
-            now = {}
-            for s in order_l[cut[i]:cut[i + 1]]:
-                now[keys[s]] = s
-                out_ev.append(item_ev[s])
-                out_s.append(s)
-            for key, rep in last.items():
-                if key not in now:
-                    out_ev.append(item_ev[rep] if rep.__class__ is int else rep[EVENT])
-                    out_s.append(-1)
-            out_t += [b] * (len(out_ev) - len(out_t))
-            out_i += [i] * (len(out_ev) - len(out_i))
-            last = now
+        n_c = len(closes)
+        by_rank = np.lexsort((np.array(rank, np.int64), np.array(seg_b, np.int64)))
+        by_b = np.array(seg_b, np.int64)[by_rank]
+        cut = np.searchsorted(by_b, np.arange(n_c + 2))
+        order_l = by_rank.tolist()
+        # the rows, column-wise: at each posted boundary its batch's items (a batch with
+        # items is posted), then a row of the empty values per group of the last posted
+        # boundary's batch (PerGroupRows' ``last``) not among them — an item's group gets it
+        # at the next posted boundary whose batch has no item of that group
+        posted = np.array([c[3] for c in closes], bool)
+        p_at = np.flatnonzero(posted)
+        shown = by_b < n_c  # (the items output; those of batch n_c are the pending batch's)
+        q = np.flatnonzero(shown)
+        g_of = np.array(seg_g, np.int64)[by_rank]
+        nxt = np.append(p_at, n_c)[np.searchsorted(p_at, by_b[q], side="right")]
+        n_g = int(g_of.max(initial=0)) + 1
+        gone = nxt < n_c
+        gone[gone] = ~np.isin(nxt[gone] * n_g + g_of[q][gone], by_b[q] * n_g + g_of[q])
+        e_q = q[gone]
+        # (the groups last posted before this block's first posted boundary: the runner's)
+        first_p = int(p_at[0]) if len(p_at) else -1
+        there = set() if first_p < 0 else {keys[s] for s in order_l[cut[first_p]:
+                                                                       cut[first_p + 1]]}
+        before = [] if first_p < 0 else [r for k, r in proc.last.items() if k not in there]
+        n_b0 = len(before)
+        close_of = np.concatenate([np.full(n_b0, first_p, np.int64), by_b[q], nxt[gone]])
+        part = np.concatenate([np.ones(n_b0, np.int64), np.zeros(len(q), np.int64),
+                               np.ones(len(e_q), np.int64)])
+        place = np.concatenate([np.arange(n_b0), q, e_q])
+        o = np.lexsort((place, part, close_of))
+        # (a row's representative: its item's event, or the runner's last representative's,
+        # after the items' events)
+        item = np.concatenate([len(item_ev) + np.arange(n_b0), by_rank[q], by_rank[e_q]])[o]
+        out_s = np.where(part[o] == 1, -1, item).tolist()
+        out_ev = list(map([*item_ev, *(r[EVENT] for r in before)].__getitem__, item.tolist()))
+        out_c = close_of[o]
+        bounds = [c[0] for c in closes]
+        out_t = list(map(bounds.__getitem__, out_c.tolist()))
         # (each slot's column over the rows: its values per item, the empty value last)
         cols = self._slot_columns(seg_n, tots, seg_ext)
         pick = itemgetter(*out_s) if len(out_s) > 1 else lambda c: tuple(c[s] for s in out_s)
         slot_cols = [pick([*c, e]) for c, e in zip(cols, proc.agg.empty_values, strict=True)]
-        per: list[list[ComplexEvent]] = [[] for _ in closes]
-        for ce, i in zip(self._rows(out_ev, slot_cols, out_t), out_i, strict=True):
-            if ce is not None:
-                per[i].append(ce)
+        made = self._rows(out_ev, slot_cols, out_t)
+        at = np.searchsorted(out_c, np.arange(n_c + 1)).tolist()
+        kept = ((lambda lo, hi: made[lo:hi]) if self.plan.having_expr is None else
+                (lambda lo, hi: [r for r in made[lo:hi] if r is not None]))
+        per = list(map(kept, at[:-1], at[1:]))
+        cut_l = cut.tolist()
         pending = [(keys[s], seg_n[s], record(s), [t[s] for t in tots], seg_ext[s])
-                   for s in order_l[cut[len(closes)]:cut[len(closes) + 1]]]
-        rep = {key: record(s) if s.__class__ is int else s for key, s in last.items()}
-        return [(c[0], found) for c, found in zip(closes, per, strict=True)], pending, rep
+                   for s in order_l[cut_l[n_c]:cut_l[n_c + 1]]]
+        if len(p_at):
+            lp = int(p_at[-1])
+            rep = {keys[s]: record(s) for s in order_l[cut_l[lp]:cut_l[lp + 1]]}
+        else:
+            rep = dict(proc.last)
+        return list(zip(bounds, per, strict=True)), pending, rep
 
     def _slot_columns(self, seg_n: list[int], tots: list[list[Any]], seg_ext: list[Any]
                       ) -> list[list[Any]]:
