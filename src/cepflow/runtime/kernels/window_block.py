@@ -1154,7 +1154,11 @@ class WindowBlock:
         # batch min/max: the extreme of the segment (with the carried state's), which is
         # the running value `v < lo` keeps; a NaN or a signed zero, where the first of equal
         # values would tell, declines
-        seg_ext: list[list[Any]] = [[(None, None)] * len(args) for _ in range(len(starts))]
+        # (one list for every segment, unchanged, when no argument has min or max)
+        no_ext = [(None, None)] * len(args)
+        seg_ext: list[list[Any]] = (
+            [no_ext] * len(starts) if not any(mn or mx for *_, mn, mx in proc.agg._args)
+            else [[(None, None)] * len(args) for _ in range(len(starts))])
         for (col, _kind), (j, b, _tot, mn, mx) in zip(args, proc.agg._args, strict=True):
             if not (mn or mx) or not n:
                 continue
@@ -1341,38 +1345,47 @@ class WindowBlock:
         groups = proc.agg.groups
         summed = self._summed()
         tots = [t if t is not None else [0] * len(seg_b) for t in seg_tot]
-        # (a group carried in keeps its key; a batch's new group is keyed by its first row's
-        # key, as the runner's dict, emptied at every boundary: 1 and 1.0 are one group)
-        keys = [objs[g] if c else self.key_of[r]
-                for g, c, r in zip(seg_g, carried, first_row, strict=True)]
-        rank = [g if c else len(g_prior) + r
-                for g, c, r in zip(seg_g, carried, first_row, strict=True)]
+        key_of = self.key_of
+
+        def key(s: int) -> Any:  # (item s's group key)
+            # (a group carried in keeps its key; a batch's new group is keyed by its first
+            # row's key, as the runner's dict, emptied at every boundary: 1 and 1.0 are one)
+            return objs[seg_g[s]] if carried[s] else key_of[first_row[s]]
+
         # (carried groups without a new event in the first batch stay as they are: an item
         # of their own in batch 0, after the segments; segments are by batch, so batch 0's
         # are the first)
-        in0 = set(keys[:bisect_left(seg_b, 1)])
-        for g, key in enumerate(g_prior):
-            if key not in in0:
-                st = groups[key]
-                seg_b, keys, rank, carried, first_row = [*seg_b, 0], [*keys, key], \
-                    [*rank, g], [*carried, True], [*first_row, -1]
-                seg_g, seg_n = [*seg_g, g], [*seg_n, st[N]]
-                tots = [[*t, st[b + 1] if tot else 0] for t, (_j, b, tot) in zip(tots, summed,
-                                                                               strict=True)]
-                seg_ext = [*seg_ext, [(st[b + 2], st[b + 3]) for _j, b, _t in summed]]
-        self._fetch([r for r, c in zip(first_row, carried, strict=True) if not c])
+        in0 = set(map(key, range(bisect_left(seg_b, 1))))
+        extra = [(g, k) for g, k in enumerate(g_prior) if k not in in0]
+        if extra:
+            sts = [groups[k] for _g, k in extra]
+            seg_b, seg_g = [*seg_b, *[0] * len(extra)], [*seg_g, *(g for g, _k in extra)]
+            carried, first_row = [*carried, *[True] * len(extra)], [*first_row,
+                                                                    *[-1] * len(extra)]
+            seg_n = [*seg_n, *(st[N] for st in sts)]
+            tots = [[*t, *(st[b + 1] if tot else 0 for st in sts)]
+                    for t, (_j, b, tot) in zip(tots, summed, strict=True)]
+            seg_ext = [*seg_ext, *([(st[b + 2], st[b + 3]) for _j, b, _t in summed]
+                                   for st in sts)]
+        carried_a, first_a = np.array(carried, bool), np.array(first_row, np.int64)
+        rank = np.where(carried_a, np.array(seg_g, np.int64), len(g_prior) + first_a)
+        if self._lazy:
+            self._fetch(first_a[~carried_a].tolist())
         evs = self.events
-        at = self.rows[np.array(first_row, np.int64)].tolist() if len(self.rows) else first_row
-        item_ev = [groups[k][FIRST][EVENT] if c else evs[r]
-                   for k, c, r in zip(keys, carried, at, strict=True)]
+        # (a row's representative event: its batch's first row's, a carried group's FIRST's)
+        item_ev = list(map(evs.__getitem__, self.rows[first_a[~carried_a]].tolist()))
+        if len(item_ev) < len(carried):
+            new = iter(item_ev)
+            item_ev = [groups[objs[g]][FIRST][EVENT] if c else next(new)
+                       for g, c in zip(seg_g, carried, strict=True)]
 
         def record(s: int) -> Any:  # (item s's FIRST record)
-            return groups[keys[s]][FIRST] if carried[s] else self._record(first_row[s],
+            return groups[key(s)][FIRST] if carried[s] else self._record(first_row[s],
                                                                           seq0 + first_row[s])
 
         # the items of each batch, in the groups' order
         n_c = len(closes)
-        by_rank = np.lexsort((np.array(rank, np.int64), np.array(seg_b, np.int64)))
+        by_rank = np.lexsort((rank, np.array(seg_b, np.int64)))
         by_b = np.array(seg_b, np.int64)[by_rank]
         cut = np.searchsorted(by_b, np.arange(n_c + 2))
         order_l = by_rank.tolist()
@@ -1392,7 +1405,7 @@ class WindowBlock:
         e_q = q[gone]
         # (the groups last posted before this block's first posted boundary: the runner's)
         first_p = int(p_at[0]) if len(p_at) else -1
-        there = set() if first_p < 0 else {keys[s] for s in order_l[cut[first_p]:
+        there = set() if first_p < 0 else {key(s) for s in order_l[cut[first_p]:
                                                                        cut[first_p + 1]]}
         before = [] if first_p < 0 else [r for k, r in proc.last.items() if k not in there]
         n_b0 = len(before)
@@ -1411,19 +1424,24 @@ class WindowBlock:
         out_t = list(map(bounds.__getitem__, out_c.tolist()))
         # (each slot's column over the rows: its values per item, the empty value last)
         cols = self._slot_columns(seg_n, tots, seg_ext)
-        pick = itemgetter(*out_s) if len(out_s) > 1 else lambda c: tuple(c[s] for s in out_s)
-        slot_cols = [pick([*c, e]) for c, e in zip(cols, proc.agg.empty_values, strict=True)]
+        if not n_b0 and not len(e_q) and bool((item == np.arange(len(item))).all()):
+            slot_cols = [c[:len(item)] for c in cols]  # (the items in order, each once)
+        else:
+            pick = (itemgetter(*out_s) if len(out_s) > 1
+                    else lambda c: tuple(c[s] for s in out_s))
+            slot_cols = [pick([*c, e])
+                         for c, e in zip(cols, proc.agg.empty_values, strict=True)]
         made = self._rows(out_ev, slot_cols, out_t)
         at = np.searchsorted(out_c, np.arange(n_c + 1)).tolist()
         kept = ((lambda lo, hi: made[lo:hi]) if self.plan.having_expr is None else
                 (lambda lo, hi: [r for r in made[lo:hi] if r is not None]))
         per = list(map(kept, at[:-1], at[1:]))
         cut_l = cut.tolist()
-        pending = [(keys[s], seg_n[s], record(s), [t[s] for t in tots], seg_ext[s])
+        pending = [(key(s), seg_n[s], record(s), [t[s] for t in tots], seg_ext[s])
                    for s in order_l[cut_l[n_c]:cut_l[n_c + 1]]]
         if len(p_at):
             lp = int(p_at[-1])
-            rep = {keys[s]: record(s) for s in order_l[cut_l[lp]:cut_l[lp + 1]]}
+            rep = {key(s): record(s) for s in order_l[cut_l[lp]:cut_l[lp + 1]]}
         else:
             rep = dict(proc.last)
         return list(zip(bounds, per, strict=True)), pending, rep
