@@ -56,9 +56,11 @@ from cepflow.runtime.kernels.filters import filter_mask
 from cepflow.runtime.kernels.frame import Declined, declined_on_failure
 from cepflow.runtime.rows import (
     EventRows,
+    LazyBindings,
     Rows,
     Triggers,
     TypeColumns,
+    kind_of,
     lazy_kind,
     triggered_kind,
 )
@@ -74,6 +76,45 @@ _TS = attrgetter("ts")
 _EXACT = 2.0 ** 53
 #: segments longer than this are summed by one cumsum each, shorter ones side by side
 _LONG = 64
+
+
+#: the slot a complex event keeps its parts in (read and filled past :class:`_Arrived`'s
+#: property)
+_PARTS = ComplexEvent.__dict__["parts"]
+
+
+class _Arrived(LazyBindings):
+    """A window block's row made by one event — an arrival row, or the row of the group a
+    push-out leaves —, whose ``parts`` are ``(that event,)``: the tuple made when first read
+    (most rows nobody asks for their parts; a one-tuple per row is a fifth of making it).
+    Made by :func:`arrived_kind`'s constructor ``(params, ts, event)``."""
+
+    __slots__ = ("_by",)
+
+    def __init__(self, params: tuple[Any, ...], ts: Any, by: Event, match_id: int = -1
+                 ) -> None:
+        self.params, self.ts, self._by, self.match_id = params, ts, by, match_id
+        self.id = self._bindings = None
+        self.seq = -1
+
+    @property  # type: ignore[override]
+    def parts(self) -> tuple[Event, ...]:
+        by = self._by
+        if by is not None:
+            _PARTS.__set__(self, (by,))
+            self._by = None
+        return _PARTS.__get__(self, type(self))
+
+    @parts.setter
+    def parts(self, value: Any) -> None:
+        _PARTS.__set__(self, tuple(value))
+        self._by = None
+
+
+def arrived_kind(type_name: str, names: tuple[str, ...]) -> Any:
+    """The constructor ``(params, ts, event)`` of :class:`_Arrived` rows of one statement
+    (its type name and parameter names class attributes: rows.kind_of)."""
+    return kind_of(_Arrived, (type_name, names), {"type": type_name, "_names": names})
 
 
 def window_kernels(engine: Any) -> list[int]:
@@ -643,9 +684,10 @@ class WindowBlock:
                                                          self._src, self.rows))
             trig = Triggers(self._src, self.rows)
             return list(map(kind, params, now, repeat(trig), rows))
-        parts = (repeat(()) if times is not None else zip(evs) if triggers is None
-                 else zip(triggers))
-        kind = lazy_kind(name, aliases)
+        # (a boundary's rows have no parts; a row made by an event has it as its parts)
+        parts = (repeat(()) if times is not None else evs if triggers is None
+                 else triggers)
+        kind = (lazy_kind if times is not None else arrived_kind)(name, aliases)
         if self.plan.having_expr is None or not len(evs):
             return list(map(kind, params, now, parts))
         # (the rows having rejects are None: made only for those it keeps)
