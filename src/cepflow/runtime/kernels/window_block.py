@@ -339,15 +339,21 @@ def _group_codes(keys: list[Any], prior: list[Any],
     return np.concatenate([np.array(out, np.int64), lut[c]]), objs
 
 
-def _numbers(values: list[Any], want: type | None, what: str) -> tuple[np.ndarray, type | None]:
+def _numbers(values: list[Any], want: type | None, what: str,
+             given: np.ndarray | None = None) -> tuple[np.ndarray, type | None]:
     """``values`` as an exact int64 or float64 column, all of one Python type (``want``, when
     the state already holds one); else Declined (mixed, null, boolean or text values, or
-    numbers beyond 2**53)."""
+    numbers beyond 2**53). ``given``: the same values as a numpy column already (the input's,
+    TypeColumns.column), taken when of that type's dtype."""
     kinds = set(map(type, values))
     if want is not None:
         kinds.add(want)
     if not kinds:
         return np.zeros(0, np.int64), None
+    if given is not None and len(given) == len(values) and (
+            (kinds == {int} and given.dtype == np.int64)
+            or (kinds == {float} and given.dtype == np.float64)):
+        return given, kinds.pop()
     if kinds == {int}:
         try:
             col = np.array(values, dtype=np.int64)
@@ -568,6 +574,13 @@ class WindowBlock:
         #: parameter k of the rows, the rows' own values (None: read from the events)
         self._own_values = per_row if own else None
 
+        def own_column(k: int) -> np.ndarray:  # (parameter k of the rows as numpy infers it,
+            col = cols.column(t, k)  # read once for every statement of the batch)
+            return col if sel is None else col[sel]
+
+        #: parameter k of the rows as a numpy column (None: not of one type's rows)
+        self._own_column = own_column if own else None
+
         self.key_of: list[Any] = [()] * n
         #: the group keys as dictionary codes when they are texts (TypeColumns.codes)
         self.key_codes: tuple[np.ndarray, list[str]] | None = None
@@ -762,7 +775,9 @@ class WindowBlock:
                     raise Declined("sums of several types")
                 want = kinds.pop() if kinds else None
             vals = [v[j] for v in prior_vals] + self.arg_values[j]
-            col, kind = _numbers(vals, want, self.plan.args[j].name)
+            given = (self._own_column(self.plan.fields[self.plan.args[j].name])
+                     if self._own_column is not None and not prior_vals else None)
+            col, kind = _numbers(vals, want, self.plan.args[j].name, given)
             if tot and len(col) and kind is int and float(np.abs(col).sum(dtype=np.float64)) \
                     + sum(abs(t[j]) for t in prior_totals) >= _EXACT:
                 raise Declined("integer sums beyond 2**53")
