@@ -774,7 +774,8 @@ class WindowBlock:
                 if len(kinds) > 1:
                     raise Declined("sums of several types")
                 want = kinds.pop() if kinds else None
-            vals = [v[j] for v in prior_vals] + self.arg_values[j]
+            vals = ([v[j] for v in prior_vals] + self.arg_values[j] if prior_vals
+                    else self.arg_values[j])
             given = (self._own_column(self.plan.fields[self.plan.args[j].name])
                      if self._own_column is not None and not prior_vals else None)
             col, kind = _numbers(vals, want, self.plan.args[j].name, given)
