@@ -99,10 +99,8 @@ class _Arrived(LazyBindings):
 
     @property  # type: ignore[override]
     def parts(self) -> tuple[Event, ...]:
-        by = self._by
-        if by is not None:
-            _PARTS.__set__(self, (by,))
-            self._by = None
+        if self._by is not None:  # (first read: kept by the setter)
+            self.parts = (self._by,)
         return _PARTS.__get__(self, type(self))
 
     @parts.setter
