@@ -1079,8 +1079,9 @@ class WindowBlock:
         instants = [ts_of[rep[lo]] + size for lo in cut[:-1]]
         now = np.repeat(np.array(instants, object), np.diff(cut)).tolist()
         rows = self._rows(events_of(rep), vals, now)
-        self._closes = [(b, [r for r in rows[lo:hi] if r is not None])
-                        for b, (lo, hi) in zip(instants, itertools.pairwise(cut), strict=True)]
+        kept = ((lambda lo, hi: rows[lo:hi]) if self.plan.having_expr is None else
+                (lambda lo, hi: [r for r in rows[lo:hi] if r is not None]))
+        self._closes = list(zip(instants, map(kept, cut[:-1], cut[1:]), strict=True))
         self.due = self._closes[0][0]
 
     def _record(self, i: int, seq: int) -> tuple[Any, ...]:
