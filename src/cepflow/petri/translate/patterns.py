@@ -117,6 +117,8 @@ class PatternNet:
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
         # (states of an or's alternatives: no run stays there, runtime.compiled)
         self.alternatives = alternative_states(auto)
+        #: the synthetic event type of the pattern's clock (no input event has it)
+        self.clock_types = {auto.clock.type} if auto.clock is not None else set()
 
     # -- what is translated ---------------------------------------------------------------
     def check(self) -> list[Problem]:
@@ -130,10 +132,8 @@ class PatternNet:
             bad("context unrestricted", "a partial match that also skips every event it takes "
                 "is not translated (chronicle, immediate, strict and esper are)")
             return out
-        if a.clock is not None:
-            bad("a pattern that starts at the statement's start", "timer:interval or "
-                "timer:at at its start, or (EPL) a guard, not or until there: not translated "
-                "yet")
+        if a.clock is not None and (why := self._clock_refusal()):
+            bad("a pattern that starts at the statement's start", why)
         if any(z.whole for z in a.zones):
             bad("a guard around a pattern with every inside", "(EPL) a guard that ends every "
                 "instance a time after the statement's start is not translated yet")
@@ -174,6 +174,28 @@ class PatternNet:
                         "unified there: the translation needs it bound on all paths or none",
                         e.position.loc)
         return out
+
+    def _clock_refusal(self) -> str | None:
+        """Why the pattern's clock (a pattern that starts at the statement's start:
+        compiler.esper's zero interval, a leading timer:interval) is not translated, or None
+        when the net models it (:meth:`clock`)."""
+        a = self.auto
+        clock = a.clock
+        assert clock is not None
+        if clock.schedule is not None:
+            return "timer:at at its start is not translated yet"
+        if clock.forbids:
+            return ("an interval at its start that an event ends early (timer:interval(Δ) "
+                    "and not C) is not translated yet")
+        if a.start not in ("once", "restart") or a.final or a.context != "esper":
+            return (f"a clock under start policy '{a.start}'" + (" (every (G) and not N)"
+                    if a.final else "") + " is not translated yet (once and every (…) are)")
+        if any(e.target == FINAL for es in a.edges.get(INITIAL, {}).values() for e in es):
+            return "a pattern that completes at its clock is not translated yet"
+        if a.start == "restart" and a.zones:
+            return ("every (…) around a guarded pattern that starts at the statement's start "
+                    "(its restart at a deadline) is not translated yet")
+        return None
 
     def _check_ors(self, bad: Callable[..., None]) -> None:
         """Esper's or where the engine follows EvalOrStateNode beyond what the net models (the
@@ -237,6 +259,8 @@ class PatternNet:
         order: list[str] = []
         types: dict[str, ColourSet] = {}
         for pos in a.positions:
+            if pos.type in self.clock_types:
+                continue
             schema = b.schema(pos.type)
             for i, v in pos.binds:
                 if v not in types:
@@ -316,7 +340,10 @@ class PatternNet:
             for t in sorted(a.forbids.get(s, {})):
                 self.trap(s, t)
         for t in sorted(a.edges.get(INITIAL, {})):
-            self.start(t)
+            if t not in self.clock_types:
+                self.start(t)
+        if a.clock is not None:
+            self.clock()
         if self.policy in ("immediate", "strict"):
             self.noise()
         self.timers()
@@ -443,8 +470,8 @@ class PatternNet:
         """The event types this pattern reads (its edges' and its nots'); under immediate
         and strict also every input event type, any of which may be noise to it."""
         a = self.auto
-        out = {t for m in a.edges.values() for t in m} | {
-            t for m in a.forbids.values() for t in m}
+        out = ({t for m in a.edges.values() for t in m} | {
+            t for m in a.forbids.values() for t in m}) - self.clock_types
         if a.context in ("immediate", "strict"):
             out |= self.b.input_types
         return sorted(out)
@@ -938,6 +965,81 @@ class PatternNet:
         if self.single_instance:  # an instance alive (or the one that just took it) blocks
             for s in self.states:
                 self.busy(s, t)
+
+    def clock(self) -> None:
+        """The pattern's clock (Automaton.clock, runtime.interval_clock): Esper starts the
+        pattern at the statement's start, which compiler.esper writes as a leading
+        ``timer:interval(Δ)`` (Δ = 0 for the EPL forms that start there: an or run as
+        alternatives, a guard or a not at the start). ``P.clock`` holds the instant the
+        interval under way ends — at first the statement's start (the first input event's
+        time, the engine's start when none is given) plus Δ. ``P.clock.lower`` offers it to
+        the search for the next instant; at that instant, in the pattern's stage and so before
+        the events of the instant (Esper's timers come first), ``P.clock.fire`` begins an
+        instance: a run at the target of every clock edge (an or's alternatives, each a run
+        from the clock), nothing taken (the clock's event is no part of a match), every
+        window it enters starting then. Under ``every (…)`` (restart) the next interval begins
+        when the instance has ended: after each event the pattern reads, ``P.clock.alive``
+        notes a run still waiting (after the kills of the event), and when none did
+        ``P.clock.idle`` starts the interval at the event's time (``P.clock.off``: none under
+        way) — IntervalClock._clock_idle."""
+        b, c, P, a = self.b, self.ctl, self.name, self.auto
+        clock = a.clock
+        assert clock is not None
+        net = b.net
+        restart = a.start == "restart"
+        due = name(b.var("due"))
+        net.place(f"{P}.clock", TIME, "control", P,
+                  "the instant the interval under way ends (the pattern's clock)")
+        if b.start is not None:
+            net.mark(f"{P}.clock", b.start + clock.length)
+        stage = b.stage(P)
+        ln = f"{P}.clock.lower"
+        net.transition(ln, binop("<", due, name(c["cand"])), LOWER, P,
+                       "the clock's instant comes before the candidate instant")
+        b.arc(f"{P}.clock", ln, "read", [due])
+        b.time_lowering(ln, due)
+        tick = b.tick_terms(self.ctl)
+        fire = f"{P}.clock.fire"
+        net.transition(fire, and_(binop("==", name(c["st"]), const(stage)),
+                                  binop("==", due, name(c["d"]))), STEP, P,
+                       f"the interval ended: an instance of {P} begins ({self.policy})")
+        b.arc(f"{P}.clock", fire, "in", [due])
+        b.tick_fired(fire, tick)
+        inst = name(c["i"])
+        b.arc(f"{P}.next", fire, "in", [inst])
+        b.arc(f"{P}.next", fire, "out", [binop("+", inst, const(1))])
+        for e in a.edges[INITIAL][clock.type]:
+            tgt = e.target
+            run: list[ast.Expr] = [inst, const(0), const(0), name(c["d"]), call("nil"),
+                                   *(name(c["d"]) for _ in self.zones_of(tgt))]
+            run += [call("nil") if self.var_types.get(v) is TRACK else const(None)
+                    for v in self.vars[tgt]]
+            b.arc(self.place(tgt), fire, "out", run)
+        if not restart:
+            return
+        net.place(f"{P}.clock.off", UNIT, "control", P, "no interval under way")
+        net.place(f"{P}.clock.seen", INT, "control", P,
+                  "the last event after which a run of the instance was still waiting")
+        net.mark(f"{P}.clock.seen", 0)
+        b.arc(f"{P}.clock.off", fire, "out", [call("unit")])
+        x = name(c["x"])
+        for t in self.types_read():
+            for s in self.states:
+                tn = f"{P}.clock.alive.q{s}.{t}"
+                net.transition(tn, binop("<", x, name(c["s"])), EMIT, P,
+                               f"after the {t} event a run of {P} still waits in q{s}")
+                b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
+                b.arc(self.place(s), tn, "read", self.thread_terms(s))
+                b.arc(f"{P}.clock.seen", tn, "in", [x])
+                b.arc(f"{P}.clock.seen", tn, "out", [name(c["s"])])
+            tn = f"{P}.clock.idle.{t}"
+            net.transition(tn, binop("<", x, name(c["s"])), CLEAR, P,
+                           f"after the {t} event no run of {P} waits: the next interval "
+                           "begins")
+            b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
+            b.arc(f"{P}.clock.seen", tn, "read", [x])
+            b.arc(f"{P}.clock.off", tn, "in", [call("unit")])
+            b.arc(f"{P}.clock", tn, "out", [binop("+", name(c["t"]), const(clock.length))])
 
     def each_instances(self, edges: list[Edge], inst: ast.Expr
                        ) -> dict[int | None, ast.Expr]:
