@@ -134,9 +134,11 @@ class PatternNet:
             return out
         if a.clock is not None and (why := self._clock_refusal()):
             bad("a pattern that starts at the statement's start", why)
-        if any(z.whole for z in a.zones):
+        if any(z.whole for z in a.zones) and (a.start not in ("once", "restart", "spawn")
+                                              or a.respawn):
             bad("a guard around a pattern with every inside", "(EPL) a guard that ends every "
-                "instance a time after the statement's start is not translated yet")
+                f"instance a time after the statement's start under start policy '{a.start}'"
+                " is not translated yet")
         for p in a.positions:
             if p.type == TIMER:
                 bad("timer:interval in the middle of a pattern", "an interval whose end "
@@ -574,7 +576,9 @@ class PatternNet:
             if z in have:
                 inside_now = e.final and z in e.position.zones and z not in e.enters
                 out = t if inside_now else lt
-                span: ast.Expr = binop("-", out, name(self.zvar(z)))
+                span: ast.Expr = binop("-", out, self.zone_start(z))
+            elif zone.whole:  # (entered at the statement's start, left now)
+                span = binop("-", t, self.zone_start(z))
             else:  # entered and left at once: span 0
                 span = const(0)
             if zone.kind == "holds_for":
@@ -582,9 +586,12 @@ class PatternNet:
             else:
                 fails.append(exceeded(span, z))
         if e.target != FINAL:
-            for z in sorted(have - set(e.exits)):
-                if z not in e.enters and self.zone[z].kind == "within":
-                    fails.append(exceeded(binop("-", t, name(self.zvar(z))), z))
+            # (a whole zone is entered at the statement's start: checked as it is entered)
+            entered = {z for z in e.enters if self.zone[z].whole}
+            for z in sorted((have - set(e.exits)) | entered):
+                zone = self.zone[z]
+                if (z not in e.enters or zone.whole) and zone.kind == "within":
+                    fails.append(exceeded(binop("-", t, self.zone_start(z)), z))
         if not fails:
             return None
         return not_(or_(*fails))
@@ -598,8 +605,27 @@ class PatternNet:
         head: list[ast.Expr] = [inst, name(c["s"]), name(c["s"]), name(c["t"]), evs]
         have = set(self.zones_of(src)) if src != INITIAL else set()
         for z in self.zones_of(tgt):
-            head.append(name(c["t"]) if z in e.enters or z not in have else name(self.zvar(z)))
+            head.append(self.zone_start(z) if self.zone[z].whole else name(c["t"])
+                        if z in e.enters or z not in have else name(self.zvar(z)))
         return [*head, *vals]
+
+    def zone_start(self, z: int) -> ast.Expr:
+        """When a run entered zone ``z``: its own record, or for Esper's guard at the top of
+        the pattern (Zone.whole) the statement's start, whatever event it entered with
+        (Matcher._origin)."""
+        if self.zone[z].whole:
+            return const(float(self.b.start or 0))
+        return name(self.zvar(z))
+
+    def over(self, t: ast.Expr) -> ast.Expr | None:
+        """Has Esper's guard at the top of the pattern ended by ``t`` (the shortest
+        Zone.whole passed: Matcher.quit)? Then no instance begins and no clock starts."""
+        whole = [z for z in self.auto.zones if z.whole]
+        if not whole:
+            return None
+        zone = min(whole, key=lambda z: z.length)
+        return binop(">=" if zone.open_end else ">", binop("-", t, self.zone_start(zone.id)),
+                     const(zone.length))
 
     def final_out(self, e: Edge | None, src: int, inst: ast.Expr, key: ast.Expr,
                   time: ast.Expr, evs: ast.Expr) -> list[ast.Expr]:
@@ -931,7 +957,9 @@ class PatternNet:
         inst = name(c["i"])
         guard, conds = self.moves(INITIAL, t, edges, tn, inst, call("nil"))
         no_taker = None if self.esper else binop("==", name(c["c"]), const(NONE))
-        b.net.transition(tn, and_(binop("<", name(c["x"]), name(c["s"])), no_taker, *guard),
+        over = self.over(name(c["t"]))
+        b.net.transition(tn, and_(binop("<", name(c["x"]), name(c["s"])), no_taker,
+                                  not_(over) if over is not None else None, *guard),
                          START, P, f"an instance of {P} begins ({self.policy})")
         b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
         if not self.esper:
@@ -990,7 +1018,9 @@ class PatternNet:
         due = name(b.var("due"))
         net.place(f"{P}.clock", TIME, "control", P,
                   "the instant the interval under way ends (the pattern's clock)")
-        if b.start is not None:
+        whole = [z for z in a.zones if z.whole]  # (a guard of 0 at the top: over at once)
+        if b.start is not None and not (whole and min(whole, key=lambda z: z.length
+                                                          ).exceeded(0)):
             net.mark(f"{P}.clock", b.start + clock.length)
         stage = b.stage(P)
         ln = f"{P}.clock.lower"
@@ -1011,7 +1041,8 @@ class PatternNet:
         for e in a.edges[INITIAL][clock.type]:
             tgt = e.target
             run: list[ast.Expr] = [inst, const(0), const(0), name(c["d"]), call("nil"),
-                                   *(name(c["d"]) for _ in self.zones_of(tgt))]
+                                   *(self.zone_start(z) if self.zone[z].whole else name(c["d"])
+                                     for z in self.zones_of(tgt))]
             run += [call("nil") if self.var_types.get(v) is TRACK else const(None)
                     for v in self.vars[tgt]]
             b.arc(self.place(tgt), fire, "out", run)
@@ -1033,7 +1064,9 @@ class PatternNet:
                 b.arc(f"{P}.clock.seen", tn, "in", [x])
                 b.arc(f"{P}.clock.seen", tn, "out", [name(c["s"])])
             tn = f"{P}.clock.idle.{t}"
-            net.transition(tn, binop("<", x, name(c["s"])), CLEAR, P,
+            over = self.over(name(c["t"]))
+            net.transition(tn, and_(binop("<", x, name(c["s"])),
+                                    not_(over) if over is not None else None), CLEAR, P,
                            f"after the {t} event no run of {P} waits: the next interval "
                            "begins")
             b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
@@ -1087,8 +1120,9 @@ class PatternNet:
         expiry = self.plan.expiry
         # the start is refused when the keys were seen: the guard cannot look for a token's
         # absence, so a higher-priority transition marks the event as refused first
-        b.net.place(f"{P}.refused", INT, "control", P, "the last event a seen key refused")
-        b.net.mark(f"{P}.refused", 0)
+        if f"{P}.refused" not in b.net.places:  # (one for every type that begins one)
+            b.net.place(f"{P}.refused", INT, "control", P, "the last event a seen key refused")
+            b.net.mark(f"{P}.refused", 0)
         dup = f"{P}.seen.{t}"
         live = None if expiry is None else binop("<", binop("-", name(c["t"]), t0),
                                                  const(expiry))
