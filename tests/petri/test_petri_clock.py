@@ -205,3 +205,43 @@ def test_the_refused_share_went_down() -> None:
     nested = _refused_share(esper(s) for s in range(150))
     assert ors <= 0.05, ors
     assert nested <= 0.12, nested
+
+
+def test_a_clocked_net_exports_and_reads_back() -> None:
+    """The clock's places and transitions survive PNML (read back: the same complex events)
+    and are in CPN Tools' file with their ML inscriptions."""
+    from cepflow.petri.cpn import to_cpn
+    from cepflow.petri.pnml import from_pnml, to_pnml
+    from cepflow.petri.simulator import Simulator
+
+    tr = translate(program("every (o1=B or (o2=A and o3=C))"),
+                   events([("A", 0, 100), ("B", 0, 200), ("C", 0, 300), ("A", 0, 400),
+                           ("C", 0, 500)]))
+    back = from_pnml(to_pnml(tr.net))
+    a, b = Simulator(tr.net, seed=1), Simulator(back, seed=1)
+    a.run()
+    b.run()
+    got = {p: a.marking[p] for p in tr.complex_places}
+    assert got == {p: b.marking[p] for p in tr.complex_places}
+    assert len(got["P"]) == 2
+    cpn = to_cpn(tr.net)
+    for t in ("P.clock.fire", "P.clock.lower", "P.clock.idle.A"):
+        assert f"<text>{t}</text>" in cpn
+    assert "[(x &lt; s)]" in cpn  # (P.clock.idle's guard in ML)
+
+
+def test_an_or_under_every_with_an_inner_every_reports_once() -> None:
+    """docs/petri.md's known disagreement (2) until session 43: one B fitting both operands
+    of ``every (p0 or p0b)`` made two runs whose inner every's forks the net and the engine
+    ordered apart. Esper's EvalOrStateNode reports the first child that fires and quits the
+    other (Position.alt since session 42): one run, one match — (1, 2, 4): B, the first A
+    (p1, written first, fits), the last B — in the net as in the engine."""
+    text = ("create schema A(k int, v int);\ncreate schema B(k int, v int);\n"
+            "@Name('P') select * from pattern [every (p0 = B(p0.v < 1) or p0b = B) -> "
+            "(p1 = A or p1b = A(p1b.v < 1)) -> every p2 = B];\n")
+    stream = [Event("B", (0, 0), 8500), Event("A", (1, 1), 20500),
+              Event("A", (2, 0), 21500), Event("B", (1, 3), 22500)]
+    for seed in (0, 1, 2):
+        result = compare(load_module(parse_epl(text, "t.epl")), stream, seed=seed)
+        assert parts(result) == [(1, 2, 4)]
+        assert result.equal, result.differences
