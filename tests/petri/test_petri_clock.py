@@ -194,9 +194,11 @@ def _refused_share(drawn) -> float:
 def test_the_refused_share_went_down() -> None:
     """Of the patterns the compiler takes, the share the net refuses (session 43: the or
     generator 17.3% → 1.9% over 1,000, tests/esper's 20.5% → 6.3%): here over 150 of each."""
-    ors = _refused_share(
-        (lambda t=random_or_pattern(seeded(s)): load_module(parse_epl(t, "t.epl")))
-        for s in range(150))
+    def ored(s: int):
+        text = random_or_pattern(seeded(s))
+        return lambda: load_module(parse_epl(text, "t.epl"))
+
+    ors = _refused_share(ored(s) for s in range(150))
 
     def esper(s: int):
         r = random.Random(s)

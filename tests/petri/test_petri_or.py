@@ -210,8 +210,9 @@ def test_random_or_patterns_agree_or_are_refused(case) -> None:
 
 
 def test_random_or_patterns_are_not_all_refused() -> None:
-    """Of 60 drawn or patterns nearly all the compiler takes translate (46 since session 42,
-    24 before: what is left starts at the statement's start or is every (…) -> …)."""
+    """Of 60 drawn or patterns nearly all the compiler takes translate (50 of its 51 since
+    session 43's clock, 46 since session 42, 24 before: what is left is every (every X or
+    every Y), the respawn policy, or every (…) -> …)."""
     translated = 0
     for s in range(60):
         text = random_or_pattern(seeded(s))
@@ -220,7 +221,7 @@ def test_random_or_patterns_are_not_all_refused() -> None:
         except Exception:
             continue
         translated += 1
-    assert translated >= 40
+    assert translated >= 48
 
 
 def test_or_nets_export_and_read_back() -> None:
