@@ -150,6 +150,8 @@ class Builder:
     #: the statements' start (the first input event's time, as the engine's when none is
     #: given; None without input): where the patterns' clocks begin
     start: float | None = None
+    #: how many input events there are (the stream's event n past them: the input ended)
+    inputs: int = 0
     _colour_sets: dict[str, ColourSet] = field(default_factory=dict)
 
     # -- names ------------------------------------------------------------------------------

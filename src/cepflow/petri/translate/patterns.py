@@ -194,9 +194,9 @@ class PatternNet:
                     if a.final else "") + " is not translated yet (once and every (…) are)")
         if any(e.target == FINAL for es in a.edges.get(INITIAL, {}).values() for e in es):
             return "a pattern that completes at its clock is not translated yet"
-        if a.start == "restart" and a.zones:
-            return ("every (…) around a guarded pattern that starts at the statement's start "
-                    "(its restart at a deadline) is not translated yet")
+        if a.start == "restart" and any(z.whole or z.after for z in a.zones):
+            return ("every (…) around a guarded pattern that starts at the statement's start, "
+                    "under a guard at the top or after a step, is not translated yet")
         return None
 
     def _check_ors(self, bad: Callable[..., None]) -> None:
@@ -1073,6 +1073,59 @@ class PatternNet:
             b.arc(f"{P}.clock.seen", tn, "read", [x])
             b.arc(f"{P}.clock.off", tn, "in", [call("unit")])
             b.arc(f"{P}.clock", tn, "out", [binop("+", name(c["t"]), const(clock.length))])
+        if any(s in z.timer_accept or z.kind == "within" for z in a.zones
+               for s in self.states if z.id in self.zones_of(s)):
+            self.clock_after_deadlines(stage)
+
+    def clock_after_deadlines(self, stage: int) -> None:
+        """``every ((…) where timer:within(Δ))`` from the statement's start: an instance
+        whose window closed has ended too, and the next interval begins at the deadline
+        (Matcher.on_deadline's IntervalClock._clock_idle). At the pattern's stage, after its
+        deadlines fired, ``P.clock.alive.q<k>.tick`` notes in ``P.clock.tseen`` the instant
+        ``(n, d)`` (before input event n, at d) at which a run still waits; when none does,
+        ``P.clock.idle.tick`` begins the interval at ``d``. A deadline that fires (expire,
+        accept) clears the note: a later round at the same instant looks again."""
+        b, c, P = self.b, self.ctl, self.name
+        net = b.net
+        clock = self.auto.clock
+        assert clock is not None
+        self.tick_idle = True
+        net.place(f"{P}.clock.tseen", b.colour_set("TSEEN", [("n", INT), ("d", TIME)]),
+                  "control", P, "the instant after whose deadlines a run still waited")
+        net.mark(f"{P}.clock.tseen", (0, -1.0))
+        tick = b.tick_terms(self.ctl)
+        sn, sd = name(b.var("sn")), name(b.var("sd"))
+        here = binop("==", name(c["st"]), const(stage))
+        fresh = or_(binop("!=", sn, tick[0]), binop("!=", sd, name(c["d"])))
+        for s in self.states:
+            tn = f"{P}.clock.alive.q{s}.tick"
+            net.transition(tn, and_(here, fresh), EMIT, P,
+                           f"after the deadlines of this instant a run of {P} waits in q{s}")
+            b.arc("stream.tick", tn, "read", tick)
+            b.arc(self.place(s), tn, "read", self.thread_terms(s))
+            b.arc(f"{P}.clock.tseen", tn, "in", [sn, sd])
+            b.arc(f"{P}.clock.tseen", tn, "out", [tick[0], name(c["d"])])
+        tn = f"{P}.clock.idle.tick"
+        over = self.over(name(c["d"]))
+        # (not once the input has ended: the engine's finish stops the clocks, then lets
+        # time run out — host.stopped)
+        running = binop("<=", tick[0], const(b.inputs))
+        net.transition(tn, and_(here, fresh, running, not_(over) if over is not None else None),
+                       CLEAR,
+                       P, f"after the deadlines of this instant no run of {P} waits: the "
+                       "next interval begins")
+        b.arc("stream.tick", tn, "read", tick)
+        b.arc(f"{P}.clock.tseen", tn, "read", [sn, sd])
+        b.arc(f"{P}.clock.off", tn, "in", [call("unit")])
+        b.arc(f"{P}.clock", tn, "out", [binop("+", name(c["d"]), const(clock.length))])
+
+    def deadline_fired(self, tn: str) -> None:
+        """A deadline fired (``tn``): under :meth:`clock_after_deadlines` the note that a
+        run waited after this instant's deadlines is cleared."""
+        if getattr(self, "tick_idle", False):
+            sn, sd = name(self.b.var("sn")), name(self.b.var("sd"))
+            self.b.arc(f"{self.name}.clock.tseen", tn, "in", [sn, sd])
+            self.b.arc(f"{self.name}.clock.tseen", tn, "out", [const(0), const(-1.0)])
 
     def each_instances(self, edges: list[Edge], inst: ast.Expr
                        ) -> dict[int | None, ast.Expr]:
@@ -1221,6 +1274,7 @@ class PatternNet:
                 b.arc(f"{P}.final", tn, "out",
                       self.final_out(None, s, name(c["i"]), key, name(c["d"]), name(c["evs"])),
                       hold)
+                self.deadline_fired(tn)
             else:
                 tn = f"{self.place(s)}.expire.z{z}"
                 b.net.transition(tn, and_(stage_ok, due), STEP, P,
@@ -1228,6 +1282,7 @@ class PatternNet:
                 b.arc(self.place(s), tn, "in", self.thread_terms(s))
                 b.arc(f"{P}.tfirst", tn, "read", [name(c["i"])])
                 b.tick_fired(tn, tick)
+                self.deadline_fired(tn)
 
     def other_zones_hold(self, s: int, closing: int) -> ast.Expr | None:
         lt = name(self.ctl["lt"])
