@@ -85,7 +85,8 @@ def translate(program: Program, events: Iterable[Event] = (), close_windows: boo
     ``close_windows``: at the end of the input time runs out (the engine's
     ``finish(close_windows=True)``)."""
     evs = list(events)
-    b = Builder(program, Net(source or "cepflow"))
+    b = Builder(program, Net(source or "cepflow"), start=evs[0].ts if evs else None,
+                inputs=len(evs))
     for t in program.schemas.values():
         b.field_names |= set(t.param_names)
     b.taken = set(b.field_names)

@@ -147,6 +147,11 @@ class Builder:
     input_types: set[str] = field(default_factory=set)
     #: inbox -> a place whose copy of the event its pass transition also takes (a union's)
     pass_also: dict[str, str] = field(default_factory=dict)
+    #: the statements' start (the first input event's time, as the engine's when none is
+    #: given; None without input): where the patterns' clocks begin
+    start: float | None = None
+    #: how many input events there are (the stream's event n past them: the input ended)
+    inputs: int = 0
     _colour_sets: dict[str, ColourSet] = field(default_factory=dict)
 
     # -- names ------------------------------------------------------------------------------

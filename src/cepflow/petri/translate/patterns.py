@@ -117,6 +117,8 @@ class PatternNet:
         self.out_degree = {s: sum(len(es) for es in m.values()) for s, m in auto.edges.items()}
         # (states of an or's alternatives: no run stays there, runtime.compiled)
         self.alternatives = alternative_states(auto)
+        #: the synthetic event type of the pattern's clock (no input event has it)
+        self.clock_types = {auto.clock.type} if auto.clock is not None else set()
 
     # -- what is translated ---------------------------------------------------------------
     def check(self) -> list[Problem]:
@@ -130,13 +132,13 @@ class PatternNet:
             bad("context unrestricted", "a partial match that also skips every event it takes "
                 "is not translated (chronicle, immediate, strict and esper are)")
             return out
-        if a.clock is not None:
-            bad("a pattern that starts at the statement's start", "timer:interval or "
-                "timer:at at its start, or (EPL) a guard, not or until there: not translated "
-                "yet")
-        if any(z.whole for z in a.zones):
+        if a.clock is not None and (why := self._clock_refusal()):
+            bad("a pattern that starts at the statement's start", why)
+        if any(z.whole for z in a.zones) and (a.start not in ("once", "restart", "spawn")
+                                              or a.respawn):
             bad("a guard around a pattern with every inside", "(EPL) a guard that ends every "
-                "instance a time after the statement's start is not translated yet")
+                f"instance a time after the statement's start under start policy '{a.start}'"
+                " is not translated yet")
         for p in a.positions:
             if p.type == TIMER:
                 bad("timer:interval in the middle of a pattern", "an interval whose end "
@@ -178,6 +180,28 @@ class PatternNet:
                         "unified there: the translation needs it bound on all paths or none",
                         e.position.loc)
         return out
+
+    def _clock_refusal(self) -> str | None:
+        """Why the pattern's clock (a pattern that starts at the statement's start:
+        compiler.esper's zero interval, a leading timer:interval) is not translated, or None
+        when the net models it (:meth:`clock`)."""
+        a = self.auto
+        clock = a.clock
+        assert clock is not None
+        if clock.schedule is not None:
+            return "timer:at at its start is not translated yet"
+        if clock.forbids:
+            return ("an interval at its start that an event ends early (timer:interval(Δ) "
+                    "and not C) is not translated yet")
+        if a.start not in ("once", "restart") or a.final or a.context != "esper":
+            return (f"a clock under start policy '{a.start}'" + (" (every (G) and not N)"
+                    if a.final else "") + " is not translated yet (once and every (…) are)")
+        if any(e.target == FINAL for es in a.edges.get(INITIAL, {}).values() for e in es):
+            return "a pattern that completes at its clock is not translated yet"
+        if a.start == "restart" and any(z.whole or z.after for z in a.zones):
+            return ("every (…) around a guarded pattern that starts at the statement's start, "
+                    "under a guard at the top or after a step, is not translated yet")
+        return None
 
     def _check_ors(self, bad: Callable[..., None]) -> None:
         """Esper's or where the engine follows EvalOrStateNode beyond what the net models (the
@@ -241,6 +265,8 @@ class PatternNet:
         order: list[str] = []
         types: dict[str, ColourSet] = {}
         for pos in a.positions:
+            if pos.type in self.clock_types:
+                continue
             schema = b.schema(pos.type)
             for i, v in pos.binds:
                 if v not in types:
@@ -320,7 +346,10 @@ class PatternNet:
             for t in sorted(a.forbids.get(s, {})):
                 self.trap(s, t)
         for t in sorted(a.edges.get(INITIAL, {})):
-            self.start(t)
+            if t not in self.clock_types:
+                self.start(t)
+        if a.clock is not None:
+            self.clock()
         if self.policy in ("immediate", "strict"):
             self.noise()
         self.timers()
@@ -447,8 +476,8 @@ class PatternNet:
         """The event types this pattern reads (its edges' and its nots'); under immediate
         and strict also every input event type, any of which may be noise to it."""
         a = self.auto
-        out = {t for m in a.edges.values() for t in m} | {
-            t for m in a.forbids.values() for t in m}
+        out = ({t for m in a.edges.values() for t in m} | {
+            t for m in a.forbids.values() for t in m}) - self.clock_types
         if a.context in ("immediate", "strict"):
             out |= self.b.input_types
         return sorted(out)
@@ -551,7 +580,9 @@ class PatternNet:
             if z in have:
                 inside_now = e.final and z in e.position.zones and z not in e.enters
                 out = t if inside_now else lt
-                span: ast.Expr = binop("-", out, name(self.zvar(z)))
+                span: ast.Expr = binop("-", out, self.zone_start(z))
+            elif zone.whole:  # (entered at the statement's start, left now)
+                span = binop("-", t, self.zone_start(z))
             else:  # entered and left at once: span 0
                 span = const(0)
             if zone.kind == "holds_for":
@@ -559,9 +590,12 @@ class PatternNet:
             else:
                 fails.append(exceeded(span, z))
         if e.target != FINAL:
-            for z in sorted(have - set(e.exits)):
-                if z not in e.enters and self.zone[z].kind == "within":
-                    fails.append(exceeded(binop("-", t, name(self.zvar(z))), z))
+            # (a whole zone is entered at the statement's start: checked as it is entered)
+            entered = {z for z in e.enters if self.zone[z].whole}
+            for z in sorted((have - set(e.exits)) | entered):
+                zone = self.zone[z]
+                if (z not in e.enters or zone.whole) and zone.kind == "within":
+                    fails.append(exceeded(binop("-", t, self.zone_start(z)), z))
         if not fails:
             return None
         return not_(or_(*fails))
@@ -575,8 +609,27 @@ class PatternNet:
         head: list[ast.Expr] = [inst, name(c["s"]), name(c["s"]), name(c["t"]), evs]
         have = set(self.zones_of(src)) if src != INITIAL else set()
         for z in self.zones_of(tgt):
-            head.append(name(c["t"]) if z in e.enters or z not in have else name(self.zvar(z)))
+            head.append(self.zone_start(z) if self.zone[z].whole else name(c["t"])
+                        if z in e.enters or z not in have else name(self.zvar(z)))
         return [*head, *vals]
+
+    def zone_start(self, z: int) -> ast.Expr:
+        """When a run entered zone ``z``: its own record, or for Esper's guard at the top of
+        the pattern (Zone.whole) the statement's start, whatever event it entered with
+        (Matcher._origin)."""
+        if self.zone[z].whole:
+            return const(float(self.b.start or 0))
+        return name(self.zvar(z))
+
+    def over(self, t: ast.Expr) -> ast.Expr | None:
+        """Has Esper's guard at the top of the pattern ended by ``t`` (the shortest
+        Zone.whole passed: Matcher.quit)? Then no instance begins and no clock starts."""
+        whole = [z for z in self.auto.zones if z.whole]
+        if not whole:
+            return None
+        zone = min(whole, key=lambda z: z.length)
+        return binop(">=" if zone.open_end else ">", binop("-", t, self.zone_start(zone.id)),
+                     const(zone.length))
 
     def final_out(self, e: Edge | None, src: int, inst: ast.Expr, key: ast.Expr,
                   time: ast.Expr, evs: ast.Expr) -> list[ast.Expr]:
@@ -908,7 +961,9 @@ class PatternNet:
         inst = name(c["i"])
         guard, conds = self.moves(INITIAL, t, edges, tn, inst, call("nil"))
         no_taker = None if self.esper else binop("==", name(c["c"]), const(NONE))
-        b.net.transition(tn, and_(binop("<", name(c["x"]), name(c["s"])), no_taker, *guard),
+        over = self.over(name(c["t"]))
+        b.net.transition(tn, and_(binop("<", name(c["x"]), name(c["s"])), no_taker,
+                                  not_(over) if over is not None else None, *guard),
                          START, P, f"an instance of {P} begins ({self.policy})")
         b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
         if not self.esper:
@@ -942,6 +997,139 @@ class PatternNet:
         if self.single_instance:  # an instance alive (or the one that just took it) blocks
             for s in self.states:
                 self.busy(s, t)
+
+    def clock(self) -> None:
+        """The pattern's clock (Automaton.clock, runtime.interval_clock): Esper starts the
+        pattern at the statement's start, which compiler.esper writes as a leading
+        ``timer:interval(Δ)`` (Δ = 0 for the EPL forms that start there: an or run as
+        alternatives, a guard or a not at the start). ``P.clock`` holds the instant the
+        interval under way ends — at first the statement's start (the first input event's
+        time, the engine's start when none is given) plus Δ. ``P.clock.lower`` offers it to
+        the search for the next instant; at that instant, in the pattern's stage and so before
+        the events of the instant (Esper's timers come first), ``P.clock.fire`` begins an
+        instance: a run at the target of every clock edge (an or's alternatives, each a run
+        from the clock), nothing taken (the clock's event is no part of a match), every
+        window it enters starting then. Under ``every (…)`` (restart) the next interval begins
+        when the instance has ended: after each event the pattern reads, ``P.clock.alive``
+        notes a run still waiting (after the kills of the event), and when none did
+        ``P.clock.idle`` starts the interval at the event's time (``P.clock.off``: none under
+        way) — IntervalClock._clock_idle."""
+        b, c, P, a = self.b, self.ctl, self.name, self.auto
+        clock = a.clock
+        assert clock is not None
+        net = b.net
+        restart = a.start == "restart"
+        due = name(b.var("due"))
+        net.place(f"{P}.clock", TIME, "control", P,
+                  "the instant the interval under way ends (the pattern's clock)")
+        whole = [z for z in a.zones if z.whole]  # (a guard of 0 at the top: over at once)
+        if b.start is not None and not (whole and min(whole, key=lambda z: z.length
+                                                          ).exceeded(0)):
+            net.mark(f"{P}.clock", b.start + clock.length)
+        stage = b.stage(P)
+        ln = f"{P}.clock.lower"
+        net.transition(ln, binop("<", due, name(c["cand"])), LOWER, P,
+                       "the clock's instant comes before the candidate instant")
+        b.arc(f"{P}.clock", ln, "read", [due])
+        b.time_lowering(ln, due)
+        tick = b.tick_terms(self.ctl)
+        fire = f"{P}.clock.fire"
+        net.transition(fire, and_(binop("==", name(c["st"]), const(stage)),
+                                  binop("==", due, name(c["d"]))), STEP, P,
+                       f"the interval ended: an instance of {P} begins ({self.policy})")
+        b.arc(f"{P}.clock", fire, "in", [due])
+        b.tick_fired(fire, tick)
+        inst = name(c["i"])
+        b.arc(f"{P}.next", fire, "in", [inst])
+        b.arc(f"{P}.next", fire, "out", [binop("+", inst, const(1))])
+        for e in a.edges[INITIAL][clock.type]:
+            tgt = e.target
+            run: list[ast.Expr] = [inst, const(0), const(0), name(c["d"]), call("nil"),
+                                   *(self.zone_start(z) if self.zone[z].whole else name(c["d"])
+                                     for z in self.zones_of(tgt))]
+            run += [call("nil") if self.var_types.get(v) is TRACK else const(None)
+                    for v in self.vars[tgt]]
+            b.arc(self.place(tgt), fire, "out", run)
+        if not restart:
+            return
+        net.place(f"{P}.clock.off", UNIT, "control", P, "no interval under way")
+        net.place(f"{P}.clock.seen", INT, "control", P,
+                  "the last event after which a run of the instance was still waiting")
+        net.mark(f"{P}.clock.seen", 0)
+        b.arc(f"{P}.clock.off", fire, "out", [call("unit")])
+        x = name(c["x"])
+        for t in self.types_read():
+            for s in self.states:
+                tn = f"{P}.clock.alive.q{s}.{t}"
+                net.transition(tn, binop("<", x, name(c["s"])), EMIT, P,
+                               f"after the {t} event a run of {P} still waits in q{s}")
+                b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
+                b.arc(self.place(s), tn, "read", self.thread_terms(s))
+                b.arc(f"{P}.clock.seen", tn, "in", [x])
+                b.arc(f"{P}.clock.seen", tn, "out", [name(c["s"])])
+            tn = f"{P}.clock.idle.{t}"
+            over = self.over(name(c["t"]))
+            net.transition(tn, and_(binop("<", x, name(c["s"])),
+                                    not_(over) if over is not None else None), CLEAR, P,
+                           f"after the {t} event no run of {P} waits: the next interval "
+                           "begins")
+            b.arc(self.inbox(t), tn, "read", self.inbox_terms(t))
+            b.arc(f"{P}.clock.seen", tn, "read", [x])
+            b.arc(f"{P}.clock.off", tn, "in", [call("unit")])
+            b.arc(f"{P}.clock", tn, "out", [binop("+", name(c["t"]), const(clock.length))])
+        if any(s in z.timer_accept or z.kind == "within" for z in a.zones
+               for s in self.states if z.id in self.zones_of(s)):
+            self.clock_after_deadlines(stage)
+
+    def clock_after_deadlines(self, stage: int) -> None:
+        """``every ((…) where timer:within(Δ))`` from the statement's start: an instance
+        whose window closed has ended too, and the next interval begins at the deadline
+        (Matcher.on_deadline's IntervalClock._clock_idle). At the pattern's stage, after its
+        deadlines fired, ``P.clock.alive.q<k>.tick`` notes in ``P.clock.tseen`` the instant
+        ``(n, d)`` (before input event n, at d) at which a run still waits; when none does,
+        ``P.clock.idle.tick`` begins the interval at ``d``. A deadline that fires (expire,
+        accept) clears the note: a later round at the same instant looks again."""
+        b, c, P = self.b, self.ctl, self.name
+        net = b.net
+        clock = self.auto.clock
+        assert clock is not None
+        self.tick_idle = True
+        net.place(f"{P}.clock.tseen", b.colour_set("TSEEN", [("n", INT), ("d", TIME)]),
+                  "control", P, "the instant after whose deadlines a run still waited")
+        net.mark(f"{P}.clock.tseen", (0, -1.0))
+        tick = b.tick_terms(self.ctl)
+        sn, sd = name(b.var("sn")), name(b.var("sd"))
+        here = binop("==", name(c["st"]), const(stage))
+        fresh = or_(binop("!=", sn, tick[0]), binop("!=", sd, name(c["d"])))
+        for s in self.states:
+            tn = f"{P}.clock.alive.q{s}.tick"
+            net.transition(tn, and_(here, fresh), EMIT, P,
+                           f"after the deadlines of this instant a run of {P} waits in q{s}")
+            b.arc("stream.tick", tn, "read", tick)
+            b.arc(self.place(s), tn, "read", self.thread_terms(s))
+            b.arc(f"{P}.clock.tseen", tn, "in", [sn, sd])
+            b.arc(f"{P}.clock.tseen", tn, "out", [tick[0], name(c["d"])])
+        tn = f"{P}.clock.idle.tick"
+        over = self.over(name(c["d"]))
+        # (not once the input has ended: the engine's finish stops the clocks, then lets
+        # time run out — host.stopped)
+        running = binop("<=", tick[0], const(b.inputs))
+        net.transition(tn, and_(here, fresh, running, not_(over) if over is not None else None),
+                       CLEAR,
+                       P, f"after the deadlines of this instant no run of {P} waits: the "
+                       "next interval begins")
+        b.arc("stream.tick", tn, "read", tick)
+        b.arc(f"{P}.clock.tseen", tn, "read", [sn, sd])
+        b.arc(f"{P}.clock.off", tn, "in", [call("unit")])
+        b.arc(f"{P}.clock", tn, "out", [binop("+", name(c["d"]), const(clock.length))])
+
+    def deadline_fired(self, tn: str) -> None:
+        """A deadline fired (``tn``): under :meth:`clock_after_deadlines` the note that a
+        run waited after this instant's deadlines is cleared."""
+        if getattr(self, "tick_idle", False):
+            sn, sd = name(self.b.var("sn")), name(self.b.var("sd"))
+            self.b.arc(f"{self.name}.clock.tseen", tn, "in", [sn, sd])
+            self.b.arc(f"{self.name}.clock.tseen", tn, "out", [const(0), const(-1.0)])
 
     def each_instances(self, edges: list[Edge], inst: ast.Expr
                        ) -> dict[int | None, ast.Expr]:
@@ -989,8 +1177,9 @@ class PatternNet:
         expiry = self.plan.expiry
         # the start is refused when the keys were seen: the guard cannot look for a token's
         # absence, so a higher-priority transition marks the event as refused first
-        b.net.place(f"{P}.refused", INT, "control", P, "the last event a seen key refused")
-        b.net.mark(f"{P}.refused", 0)
+        if f"{P}.refused" not in b.net.places:  # (one for every type that begins one)
+            b.net.place(f"{P}.refused", INT, "control", P, "the last event a seen key refused")
+            b.net.mark(f"{P}.refused", 0)
         dup = f"{P}.seen.{t}"
         live = None if expiry is None else binop("<", binop("-", name(c["t"]), t0),
                                                  const(expiry))
@@ -1089,6 +1278,7 @@ class PatternNet:
                 b.arc(f"{P}.final", tn, "out",
                       self.final_out(None, s, name(c["i"]), key, name(c["d"]), name(c["evs"])),
                       hold)
+                self.deadline_fired(tn)
             else:
                 tn = f"{self.place(s)}.expire.z{z}"
                 b.net.transition(tn, and_(stage_ok, due), STEP, P,
@@ -1096,6 +1286,7 @@ class PatternNet:
                 b.arc(self.place(s), tn, "in", self.thread_terms(s))
                 b.arc(f"{P}.tfirst", tn, "read", [name(c["i"])])
                 b.tick_fired(tn, tick)
+                self.deadline_fired(tn)
 
     def other_zones_hold(self, s: int, closing: int) -> ast.Expr | None:
         lt = name(self.ctl["lt"])
