@@ -114,19 +114,24 @@ def check_run(prog: Any, events: list[Event], cuts: list[int], restore_at: int,
 
 @settings(max_examples=250, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.lists(st.integers(0, 60), max_size=3),
-       st.integers(0, 4), st.sampled_from([0, 0, 50, 700]), st.integers(0, 2))
-@example(5, 1, [], 0, 0, 0)
+       st.integers(0, 4), st.sampled_from([0, 0, 50, 700]), st.integers(0, 2), st.booleans())
+@example(5, 1, [], 0, 0, 0, False)
 def test_ended_patterns_answer_as_per_event(seed: int, depth: int, cuts: list[int],
-                                            restore_at: int, passing: int, beside: int) -> None:
-    """One to three drawn patterns that may end (``beside``: as many again of any form, which
-    keep their per-event steps), over streams of up to 60 events: ``Engine.run`` skipping
-    what ended gives the per-event engine's answer."""
+                                            restore_at: int, passing: int, beside: int,
+                                            kernel: bool) -> None:
+    """One or two drawn patterns that may end (``beside``: up to two more of any form, which
+    keep their per-event steps; ``kernel``: a pair kernel, the program split), over streams
+    of up to 60 events: ``Engine.run`` skipping what ended gives the per-event engine's
+    answer."""
     r = random.Random(seed)
     ps = [p for k in range(1 + (seed % 2)) if (p := drawn(r.getrandbits(32), depth, True))]
     ps += [p for _ in range(beside) if (p := drawn(r.getrandbits(32), depth, False))]
     if not ps:
         return
     stmts = [statement(p, f"P{i}") for i, p in enumerate(ps)]
+    if kernel:  # (a pair kernel beside: the program splits, the ended patterns' rows stepped)
+        stmts.append("@Name('K') select x.v as x, y.v as y from pattern [every x=A -> "
+                     "y=B(y.k = x.k) where timer:within(1 sec)];\n")
     note("".join(stmts))
     try:
         prog = load(stmts)
@@ -210,3 +215,23 @@ def test_a_file_run_skips_what_ended(tmp_path: Any, monkeypatch: pytest.MonkeyPa
     assert [(j["pattern"], j["ts"], list(j["params"].values()))
             for j in map(json.loads, lines)] == [(ce.type, ce.ts, list(ce.params)) for ce in ref]
     assert len(ref) > 50
+
+
+def test_an_ended_pattern_beside_a_kernel_is_not_stepped(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """Beside a pair kernel (the program split, Engine.process_batch) the ended pattern's rows
+    are stepped through a no-op from the next batch on: its steps stop after the batch it
+    ended in; the answer and state are the per-event engine's."""
+    prog = load(["@Name('P') select a.v as a, b.v as b from pattern [a=A -> b=B(b.k = a.k)];\n",
+                 "@Name('K') select x.v as x, y.v as y from pattern [every x=A -> "
+                 "y=B(y.k = x.k) where timer:within(1 sec)];\n"])
+    evs = [Event("ABC"[i % 3], (i // 3 % 3, i), 10 * i) for i in range(6000)]
+    one = cepflow.Engine(prog, start=0)
+    ref = rows([ce for e in evs for ce in one.process(e)])
+    calls = _steps(monkeypatch)
+    engine = cepflow.Engine(prog, start=0)
+    assert engine._split is not None and [m.name for m in engine._ending] == ["P"]
+    got = rows(list(engine.run(evs, batch_size=500)))
+    assert got == ref and len(got) > 1000
+    assert save_state(engine) == save_state(one)
+    assert 0 < calls["P"] <= 500 and not engine._ending

@@ -684,6 +684,8 @@ class Engine:
         by event, as does every batch with ``on_error="fail"`` (see the module docstring).
         """
         out: list[ComplexEvent] = []
+        if self._ending:  # (kernels.over: the patterns that ended, skipped by stepped rows)
+            skip_over(self)
         before = install_sink(self.host.failures)
         try:
             starts = self._starts
@@ -752,6 +754,8 @@ class Engine:
             per_code = np.array([self._starts.get(t, 0) for t in rows.type_names], np.int64)
             if not self._room_for(int(per_code[rows.codes].sum()) if rows.n else 0):
                 raise Declined("the batch could pass max_partial_matches: event by event")
+        if self._ending:  # (kernels.over)
+            skip_over(self)
         before = install_sink(self.host.failures)
         try:
             if self._split is not None:
