@@ -21,8 +21,10 @@ way: no token, no rows left by a kernel, no inner-every forks, no respawns owed,
 interval, no pair deadlines. Its step would then change nothing (no token id, no match, no
 timer), so the engine's input routes call :func:`_skip` in its place (:func:`skip_over`; the
 routes keep one step per matcher, which Engine.replaying zips with the matchers). The engine
-asks at each per-event batch's start and every :data:`EVERY` events of it (Engine._detected,
-Engine._one_by_one); the timers of an over pattern still fire as before (they find no token).
+asks every :data:`EVERY` events of its per-event loops (Engine._detected, Engine._one_by_one)
+and at the start of each batch (Engine.process_batch, Engine.process_columns: in the program
+split the ended pattern's rows are then stepped through the no-op); the timers of an over
+pattern still fire as before (they find no token).
 
 **Decision:** only the input routes are patched — a pattern reading complex events keeps its
 cascade step (rare, and the cascade's step tables are rebuilt by the split). A patched route
