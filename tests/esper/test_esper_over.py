@@ -235,3 +235,38 @@ def test_an_ended_pattern_beside_a_kernel_is_not_stepped(monkeypatch: pytest.Mon
     assert got == ref and len(got) > 1000
     assert save_state(engine) == save_state(one)
     assert 0 < calls["P"] <= 500 and not engine._ending
+
+
+def test_an_ended_pattern_beside_a_kernel_over_arrow_batches(monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """The same through Engine.process_columns over Arrow batches of 500 rows (the file job's
+    column route): the same complex events, rows written and state; the steps stop."""
+    from tests.esper.test_esper_kernel import fed_columns
+
+    from cepflow.spark.columns import encode_matches
+
+    prog = load(["@Name('P') select a.v as a, b.v as b from pattern [a=A -> b=B(b.k = a.k)];\n",
+                 "@Name('K') select x.v as x, y.v as y from pattern [every x=A -> "
+                 "y=B(y.k = x.k) where timer:within(1 sec)];\n"])
+
+    def evs() -> list[Event]:
+        out = [Event("ABC"[i % 3], (i // 3 % 3, i), 10 * i) for i in range(6000)]
+        for i, e in enumerate(out):
+            e.seq = i
+        return out
+
+    one = cepflow.Engine(prog, start=0)
+    ref = [ce for e in evs() for ce in one.process(e)]
+    calls = _steps(monkeypatch)
+    engine = cepflow.Engine(prog, start=0)
+    assert engine.columnar
+    got, written = [], []
+    batch = evs()
+    for lo in range(0, len(batch), 500):
+        found, out = fed_columns(engine, batch[lo:lo + 500], {"A": 2, "B": 2, "C": 2, "D": 2})
+        got += found
+        written += out
+    assert rows(got) == rows(ref) and len(got) > 1000
+    assert written == encode_matches(ref).to_pylist()
+    assert save_state(engine) == save_state(one)
+    assert 0 < calls["P"] <= 500 and not engine._ending
