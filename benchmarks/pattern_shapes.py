@@ -205,6 +205,18 @@ SHAPES: dict[str, tuple[str, str]] = {
     # session 42; per event before: ast.Or.each)
     "esper_or_each": ("epl", "select a.v as av, b.v as bv from pattern [every a=A(a.v > 3) or "
                              "every b=A(b.v < 6)];"),
+    # Esper's patterns of one life, the most frequent forms of the random generator left per
+    # event (session 43): each ends at its first match (or its guard), and is skipped by the
+    # per-event route from then on (kernels/over.py; stepped to the end of the stream before)
+    "once_seq": ("epl", "select a.v as av, b.v as bv from pattern [a=A -> b=B(b.k = a.k)];"),
+    "once_or": ("epl", "select a.v as av, b.v as bv from pattern [a=A(v > 8) or b=B(v > 8)];"),
+    "once_and": ("epl", "select a.v as av, b.v as bv from pattern [a=A and b=B(b.k = 3)];"),
+    "once_until": ("epl", "select b.v as bv from pattern [A until b=B(v > 8)];"),
+    # the whole guard over a group and over an or (rak's left forms): over once it quits
+    "whole_group": ("epl", "select a.v as av, b.v as bv from pattern [(every (a=A -> "
+                           "b=B(b.k = a.k))) where timer:within(10 sec)];"),
+    "whole_or": ("epl", "select a.v as av, b.v as bv from pattern [(every (a=A(v > 4) or "
+                        "b=B(v > 4))) where timer:within(10 sec)];"),
     "win_time_group": ("epl", "select k, avg(v) as m from A#time(1 sec) group by k;"),
     "win_length": ("epl", "select avg(v) as m, max(v) as h from B#length(100);"),
     "win_groupwin": ("epl", "select k, sum(v) as s from C#groupwin(k)#length(5) group by k;"),

@@ -66,6 +66,7 @@ from cepflow.runtime.kernels import (
     process_esper_batch,
     process_esper_columns,
 )
+from cepflow.runtime.kernels.over import EVERY, ending, skip_over
 from cepflow.runtime.kernels.split import process_split, split_columns, split_kernels
 from cepflow.runtime.kernels.timer_end import (
     process_timer_end_batch,
@@ -240,6 +241,8 @@ class Engine:
         types = {*host.arity, *self.subs_input, *self._window_subs, *host.rules.by_type}
         self._routes: dict[str, tuple[int, tuple, tuple, bool]] = {
             t: self._route(t) for t in types}
+        #: Esper's patterns that may end for good: the per-event route skips them once over
+        self._ending = ending(self)
         #: per complex event type, the steps of the matchers that read it (as for an input
         #: event: Matcher.step_for, so a derived event takes the fast steps too), in order
         self._derived: dict[str, tuple[Callable, ...]] = {
@@ -488,8 +491,14 @@ class Engine:
     def _one_by_one(self, events: Sequence[Event], out: list[ComplexEvent]) -> None:
         """A batch no kernel takes (or that declined), event by event under the caller's
         failure sink — one method, so that tests can tell it from the split's stepped rows."""
-        for e in events:
-            self._feed(e, out)
+        if not self._ending:
+            for e in events:
+                self._feed(e, out)
+            return
+        for i in range(0, len(events), EVERY):  # (kernels.over: patterns that ended, skipped)
+            skip_over(self)
+            for e in events[i:i + EVERY]:
+                self._feed(e, out)
 
     def _report(self, out: list[ComplexEvent]) -> None:
         """The failures collected since the last report as error records, one per (event,
@@ -675,6 +684,8 @@ class Engine:
         by event, as does every batch with ``on_error="fail"`` (see the module docstring).
         """
         out: list[ComplexEvent] = []
+        if self._ending:  # (kernels.over: the patterns that ended, skipped by stepped rows)
+            skip_over(self)
         before = install_sink(self.host.failures)
         try:
             starts = self._starts
@@ -743,6 +754,8 @@ class Engine:
             per_code = np.array([self._starts.get(t, 0) for t in rows.type_names], np.int64)
             if not self._room_for(int(per_code[rows.codes].sum()) if rows.n else 0):
                 raise Declined("the batch could pass max_partial_matches: event by event")
+        if self._ending:  # (kernels.over)
+            skip_over(self)
         before = install_sink(self.host.failures)
         try:
             if self._split is not None:
@@ -788,6 +801,8 @@ class Engine:
                     before = install_sink(self.host.failures)
                     try:
                         for e in it:
+                            if not n % EVERY and self._ending:  # (kernels.over)
+                                skip_over(self)
                             self._feed(e, chunk_out)
                             n += 1
                             if n >= batch_size:
