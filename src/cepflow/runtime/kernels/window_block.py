@@ -56,9 +56,11 @@ from cepflow.runtime.kernels.filters import filter_mask
 from cepflow.runtime.kernels.frame import Declined, declined_on_failure
 from cepflow.runtime.rows import (
     EventRows,
+    LazyBindings,
     Rows,
     Triggers,
     TypeColumns,
+    kind_of,
     lazy_kind,
     triggered_kind,
 )
@@ -74,6 +76,43 @@ _TS = attrgetter("ts")
 _EXACT = 2.0 ** 53
 #: segments longer than this are summed by one cumsum each, shorter ones side by side
 _LONG = 64
+
+
+#: the slot a complex event keeps its parts in (read and filled past :class:`_Arrived`'s
+#: property)
+_PARTS = ComplexEvent.__dict__["parts"]
+
+
+class _Arrived(LazyBindings):
+    """A window block's row made by one event — an arrival row, or the row of the group a
+    push-out leaves —, whose ``parts`` are ``(that event,)``: the tuple made when first read
+    (most rows nobody asks for their parts; a one-tuple per row is a fifth of making it).
+    Made by :func:`arrived_kind`'s constructor ``(params, ts, event)``."""
+
+    __slots__ = ("_by",)
+
+    def __init__(self, params: tuple[Any, ...], ts: Any, by: Event, match_id: int = -1
+                 ) -> None:
+        self.params, self.ts, self._by, self.match_id = params, ts, by, match_id
+        self.id = self._bindings = None
+        self.seq = -1
+
+    @property  # type: ignore[override]
+    def parts(self) -> tuple[Event, ...]:
+        if self._by is not None:  # (first read: kept by the setter)
+            self.parts = (self._by,)
+        return _PARTS.__get__(self, type(self))
+
+    @parts.setter
+    def parts(self, value: Any) -> None:
+        _PARTS.__set__(self, tuple(value))
+        self._by = None
+
+
+def arrived_kind(type_name: str, names: tuple[str, ...]) -> Any:
+    """The constructor ``(params, ts, event)`` of :class:`_Arrived` rows of one statement
+    (its type name and parameter names class attributes: rows.kind_of)."""
+    return kind_of(_Arrived, (type_name, names), {"type": type_name, "_names": names})
 
 
 def window_kernels(engine: Any) -> list[int]:
@@ -298,15 +337,21 @@ def _group_codes(keys: list[Any], prior: list[Any],
     return np.concatenate([np.array(out, np.int64), lut[c]]), objs
 
 
-def _numbers(values: list[Any], want: type | None, what: str) -> tuple[np.ndarray, type | None]:
+def _numbers(values: list[Any], want: type | None, what: str,
+             given: np.ndarray | None = None) -> tuple[np.ndarray, type | None]:
     """``values`` as an exact int64 or float64 column, all of one Python type (``want``, when
     the state already holds one); else Declined (mixed, null, boolean or text values, or
-    numbers beyond 2**53)."""
+    numbers beyond 2**53). ``given``: the same values as a numpy column already (the input's,
+    TypeColumns.column), taken when of that type's dtype."""
     kinds = set(map(type, values))
     if want is not None:
         kinds.add(want)
     if not kinds:
         return np.zeros(0, np.int64), None
+    if given is not None and len(given) == len(values) and (
+            (kinds == {int} and given.dtype == np.int64)
+            or (kinds == {float} and given.dtype == np.float64)):
+        return given, kinds.pop()
     if kinds == {int}:
         try:
             col = np.array(values, dtype=np.int64)
@@ -527,6 +572,13 @@ class WindowBlock:
         #: parameter k of the rows, the rows' own values (None: read from the events)
         self._own_values = per_row if own else None
 
+        def own_column(k: int) -> np.ndarray:  # (parameter k of the rows as numpy infers it,
+            col = cols.column(t, k)  # read once for every statement of the batch)
+            return col if sel is None else col[sel]
+
+        #: parameter k of the rows as a numpy column (None: not of one type's rows)
+        self._own_column = own_column if own else None
+
         self.key_of: list[Any] = [()] * n
         #: the group keys as dictionary codes when they are texts (TypeColumns.codes)
         self.key_codes: tuple[np.ndarray, list[str]] | None = None
@@ -643,9 +695,10 @@ class WindowBlock:
                                                          self._src, self.rows))
             trig = Triggers(self._src, self.rows)
             return list(map(kind, params, now, repeat(trig), rows))
-        parts = (repeat(()) if times is not None else zip(evs) if triggers is None
-                 else zip(triggers))
-        kind = lazy_kind(name, aliases)
+        # (a boundary's rows have no parts; a row made by an event has it as its parts)
+        parts = (repeat(()) if times is not None else evs if triggers is None
+                 else triggers)
+        kind = (lazy_kind if times is not None else arrived_kind)(name, aliases)
         if self.plan.having_expr is None or not len(evs):
             return list(map(kind, params, now, parts))
         # (the rows having rejects are None: made only for those it keeps)
@@ -719,8 +772,11 @@ class WindowBlock:
                 if len(kinds) > 1:
                     raise Declined("sums of several types")
                 want = kinds.pop() if kinds else None
-            vals = [v[j] for v in prior_vals] + self.arg_values[j]
-            col, kind = _numbers(vals, want, self.plan.args[j].name)
+            vals = ([v[j] for v in prior_vals] + self.arg_values[j] if prior_vals
+                    else self.arg_values[j])
+            given = (self._own_column(self.plan.fields[self.plan.args[j].name])
+                     if self._own_column is not None and not prior_vals else None)
+            col, kind = _numbers(vals, want, self.plan.args[j].name, given)
             if tot and len(col) and kind is int and float(np.abs(col).sum(dtype=np.float64)) \
                     + sum(abs(t[j]) for t in prior_totals) >= _EXACT:
                 raise Declined("integer sums beyond 2**53")
@@ -1023,8 +1079,9 @@ class WindowBlock:
         instants = [ts_of[rep[lo]] + size for lo in cut[:-1]]
         now = np.repeat(np.array(instants, object), np.diff(cut)).tolist()
         rows = self._rows(events_of(rep), vals, now)
-        self._closes = [(b, [r for r in rows[lo:hi] if r is not None])
-                        for b, (lo, hi) in zip(instants, itertools.pairwise(cut), strict=True)]
+        kept = ((lambda lo, hi: rows[lo:hi]) if self.plan.having_expr is None else
+                (lambda lo, hi: [r for r in rows[lo:hi] if r is not None]))
+        self._closes = list(zip(instants, map(kept, cut[:-1], cut[1:]), strict=True))
         self.due = self._closes[0][0]
 
     def _record(self, i: int, seq: int) -> tuple[Any, ...]:
@@ -1154,7 +1211,11 @@ class WindowBlock:
         # batch min/max: the extreme of the segment (with the carried state's), which is
         # the running value `v < lo` keeps; a NaN or a signed zero, where the first of equal
         # values would tell, declines
-        seg_ext: list[list[Any]] = [[(None, None)] * len(args) for _ in range(len(starts))]
+        # (one list for every segment, unchanged, when no argument has min or max)
+        no_ext = [(None, None)] * len(args)
+        seg_ext: list[list[Any]] = (
+            [no_ext] * len(starts) if not any(mn or mx for *_, mn, mx in proc.agg._args)
+            else [[(None, None)] * len(args) for _ in range(len(starts))])
         for (col, _kind), (j, b, _tot, mn, mx) in zip(args, proc.agg._args, strict=True):
             if not (mn or mx) or not n:
                 continue
@@ -1341,71 +1402,106 @@ class WindowBlock:
         groups = proc.agg.groups
         summed = self._summed()
         tots = [t if t is not None else [0] * len(seg_b) for t in seg_tot]
-        # (a group carried in keeps its key; a batch's new group is keyed by its first row's
-        # key, as the runner's dict, emptied at every boundary: 1 and 1.0 are one group)
-        keys = [objs[g] if c else self.key_of[r]
-                for g, c, r in zip(seg_g, carried, first_row, strict=True)]
-        rank = [g if c else len(g_prior) + r
-                for g, c, r in zip(seg_g, carried, first_row, strict=True)]
+        key_of = self.key_of
+
+        def key(s: int) -> Any:  # (item s's group key)
+            # (a group carried in keeps its key; a batch's new group is keyed by its first
+            # row's key, as the runner's dict, emptied at every boundary: 1 and 1.0 are one)
+            return objs[seg_g[s]] if carried[s] else key_of[first_row[s]]
+
         # (carried groups without a new event in the first batch stay as they are: an item
         # of their own in batch 0, after the segments; segments are by batch, so batch 0's
         # are the first)
-        in0 = set(keys[:bisect_left(seg_b, 1)])
-        for g, key in enumerate(g_prior):
-            if key not in in0:
-                st = groups[key]
-                seg_b, keys, rank, carried, first_row = [*seg_b, 0], [*keys, key], \
-                    [*rank, g], [*carried, True], [*first_row, -1]
-                seg_n = [*seg_n, st[N]]
-                tots = [[*t, st[b + 1] if tot else 0] for t, (_j, b, tot) in zip(tots, summed,
-                                                                               strict=True)]
-                seg_ext = [*seg_ext, [(st[b + 2], st[b + 3]) for _j, b, _t in summed]]
-        self._fetch([r for r, c in zip(first_row, carried, strict=True) if not c])
-        evs, at = self.events, self.rows.tolist()
-        item_ev = [groups[k][FIRST][EVENT] if c else evs[at[r]]
-                   for k, c, r in zip(keys, carried, first_row, strict=True)]
+        in0 = set(map(key, range(bisect_left(seg_b, 1))))
+        extra = [(g, k) for g, k in enumerate(g_prior) if k not in in0]
+        if extra:
+            sts = [groups[k] for _g, k in extra]
+            seg_b, seg_g = [*seg_b, *[0] * len(extra)], [*seg_g, *(g for g, _k in extra)]
+            carried, first_row = [*carried, *[True] * len(extra)], [*first_row,
+                                                                    *[-1] * len(extra)]
+            seg_n = [*seg_n, *(st[N] for st in sts)]
+            tots = [[*t, *(st[b + 1] if tot else 0 for st in sts)]
+                    for t, (_j, b, tot) in zip(tots, summed, strict=True)]
+            seg_ext = [*seg_ext, *([(st[b + 2], st[b + 3]) for _j, b, _t in summed]
+                                   for st in sts)]
+        carried_a, first_a = np.array(carried, bool), np.array(first_row, np.int64)
+        rank = np.where(carried_a, np.array(seg_g, np.int64), len(g_prior) + first_a)
+        if self._lazy:
+            self._fetch(first_a[~carried_a].tolist())
+        evs = self.events
+        # (a row's representative event: its batch's first row's, a carried group's FIRST's)
+        item_ev = list(map(evs.__getitem__, self.rows[first_a[~carried_a]].tolist()))
+        if len(item_ev) < len(carried):
+            new = iter(item_ev)
+            item_ev = [groups[objs[g]][FIRST][EVENT] if c else next(new)
+                       for g, c in zip(seg_g, carried, strict=True)]
 
         def record(s: int) -> Any:  # (item s's FIRST record)
-            return groups[keys[s]][FIRST] if carried[s] else self._record(first_row[s],
+            return groups[key(s)][FIRST] if carried[s] else self._record(first_row[s],
                                                                           seq0 + first_row[s])
 
         # the items of each batch, in the groups' order
-        order = np.lexsort((np.array(rank, np.int64), np.array(seg_b, np.int64)))
-        by_b = np.array(seg_b, np.int64)[order]
-        cut = np.searchsorted(by_b, np.arange(len(closes) + 2)).tolist()
-        order_l = order.tolist()
-        last: dict[Any, Any] = dict(proc.last)  # key -> a record, or an item (an int)
-        out_ev: list[Event] = []
-        out_s: list[int] = []  # per row its item, -1 for the empty values
-        out_t: list[Any] = []
-        out_i: list[int] = []
-        for i, (b, _lo, _hi, posted) in enumerate(closes):
-            if not posted:
-                continue
-            now = {}
-            for s in order_l[cut[i]:cut[i + 1]]:
-                now[keys[s]] = s
-                out_ev.append(item_ev[s])
-                out_s.append(s)
-            for key, rep in last.items():
-                if key not in now:
-                    out_ev.append(item_ev[rep] if rep.__class__ is int else rep[EVENT])
-                    out_s.append(-1)
-            out_t += [b] * (len(out_ev) - len(out_t))
-            out_i += [i] * (len(out_ev) - len(out_i))
-            last = now
+        n_c = len(closes)
+        by_rank = np.lexsort((rank, np.array(seg_b, np.int64)))
+        by_b = np.array(seg_b, np.int64)[by_rank]
+        cut = np.searchsorted(by_b, np.arange(n_c + 2))
+        order_l = by_rank.tolist()
+        # the rows, column-wise: at each posted boundary its batch's items (a batch with
+        # items is posted), then a row of the empty values per group of the last posted
+        # boundary's batch (PerGroupRows' ``last``) not among them — an item's group gets it
+        # at the next posted boundary whose batch has no item of that group
+        posted = np.array([c[3] for c in closes], bool)
+        p_at = np.flatnonzero(posted)
+        shown = by_b < n_c  # (the items output; those of batch n_c are the pending batch's)
+        q = np.flatnonzero(shown)
+        g_of = np.array(seg_g, np.int64)[by_rank]
+        nxt = np.append(p_at, n_c)[np.searchsorted(p_at, by_b[q], side="right")]
+        n_g = int(g_of.max(initial=0)) + 1
+        gone = nxt < n_c
+        gone[gone] = ~np.isin(nxt[gone] * n_g + g_of[q][gone], by_b[q] * n_g + g_of[q])
+        e_q = q[gone]
+        # (the groups last posted before this block's first posted boundary: the runner's)
+        first_p = int(p_at[0]) if len(p_at) else -1
+        there = set() if first_p < 0 else {key(s) for s in order_l[cut[first_p]:
+                                                                       cut[first_p + 1]]}
+        before = [] if first_p < 0 else [r for k, r in proc.last.items() if k not in there]
+        n_b0 = len(before)
+        close_of = np.concatenate([np.full(n_b0, first_p, np.int64), by_b[q], nxt[gone]])
+        part = np.concatenate([np.ones(n_b0, np.int64), np.zeros(len(q), np.int64),
+                               np.ones(len(e_q), np.int64)])
+        place = np.concatenate([np.arange(n_b0), q, e_q])
+        o = np.lexsort((place, part, close_of))
+        # (a row's representative: its item's event, or the runner's last representative's,
+        # after the items' events)
+        item = np.concatenate([len(item_ev) + np.arange(n_b0), by_rank[q], by_rank[e_q]])[o]
+        out_s = np.where(part[o] == 1, -1, item).tolist()
+        out_ev = list(map([*item_ev, *(r[EVENT] for r in before)].__getitem__, item.tolist()))
+        out_c = close_of[o]
+        bounds = [c[0] for c in closes]
+        out_t = list(map(bounds.__getitem__, out_c.tolist()))
         # (each slot's column over the rows: its values per item, the empty value last)
         cols = self._slot_columns(seg_n, tots, seg_ext)
-        pick = itemgetter(*out_s) if len(out_s) > 1 else lambda c: tuple(c[s] for s in out_s)
-        slot_cols = [pick([*c, e]) for c, e in zip(cols, proc.agg.empty_values, strict=True)]
-        per: list[list[ComplexEvent]] = [[] for _ in closes]
-        for ce, i in zip(self._rows(out_ev, slot_cols, out_t), out_i, strict=True):
-            if ce is not None:
-                per[i].append(ce)
-        pending = [(keys[s], seg_n[s], record(s), [t[s] for t in tots], seg_ext[s])
-                   for s in order_l[cut[len(closes)]:cut[len(closes) + 1]]]
-        rep = {key: record(s) if s.__class__ is int else s for key, s in last.items()}
-        return [(c[0], found) for c, found in zip(closes, per, strict=True)], pending, rep
+        if not n_b0 and not len(e_q) and bool((item == np.arange(len(item))).all()):
+            slot_cols = [c[:len(item)] for c in cols]  # (the items in order, each once)
+        else:
+            pick = (itemgetter(*out_s) if len(out_s) > 1
+                    else lambda c: tuple(c[s] for s in out_s))
+            slot_cols = [pick([*c, e])
+                         for c, e in zip(cols, proc.agg.empty_values, strict=True)]
+        made = self._rows(out_ev, slot_cols, out_t)
+        at = np.searchsorted(out_c, np.arange(n_c + 1)).tolist()
+        kept = ((lambda lo, hi: made[lo:hi]) if self.plan.having_expr is None else
+                (lambda lo, hi: [r for r in made[lo:hi] if r is not None]))
+        per = list(map(kept, at[:-1], at[1:]))
+        cut_l = cut.tolist()
+        pending = [(key(s), seg_n[s], record(s), [t[s] for t in tots], seg_ext[s])
+                   for s in order_l[cut_l[n_c]:cut_l[n_c + 1]]]
+        if len(p_at):
+            lp = int(p_at[-1])
+            rep = {key(s): record(s) for s in order_l[cut_l[lp]:cut_l[lp + 1]]}
+        else:
+            rep = dict(proc.last)
+        return list(zip(bounds, per, strict=True)), pending, rep
 
     def _slot_columns(self, seg_n: list[int], tots: list[list[Any]], seg_ext: list[Any]
                       ) -> list[list[Any]]:
