@@ -132,6 +132,12 @@ PINNED = [(0, 1, 0.0, "x", 0), (1, 2, 2.0, "y", 1), (0, 0, -0.0, "x", 0.5), (2, 
     [], 50)
 @example(  # (B events after the last reading: the window's clock is its last expiry)
     AV, [*PINNED, (0, 0, 0.0, "x", 2, "B"), (0, 0, 0.0, "x", 1, "B")], [2, 7], 50)
+@example(  # (the clock after a restore: an expiry at 2 and the row at 2.0 — the runner keeps
+    # the row's time, as event by event)
+    "@Name('W0')\ninsert into W0\nselect a.s as s\nfrom A.win:time(2 msec) as a;\n",
+    [(0, 0, 0.0, "x", 0, "A")] * 6 + [(0, 0, 0.0, "x", 1, "A"), (0, 0, 0.0, "x", 0.5, "A"),
+                                      (0, 0, 0.0, "x", 0.5, "B"), (0, 0, 0.0, "x", 0, "A")],
+    [], 9)
 def test_time_window_rows_on_demand_equal_event_by_event(text, spec, cuts, restore_at
                                                          ) -> None:
     """The column route with the window rows made on demand against the per-event engine."""

@@ -1096,8 +1096,10 @@ class WindowBlock:
         """The runner's clock after the batch: its input's last row or the last instant it
         processed, whichever is later."""
         r = self.runner
-        times = [t for t in [r.time, self.last_seen, *instants] if t is not None]
-        r.time = max(times)
+        # (of equal times the last the runner would have set — its input's last row after the
+        # instants it processed, 2.0 after 2 — as the per-event runner keeps each event's)
+        times = [t for t in [r.time, *instants, self.last_seen] if t is not None]
+        r.time = max(reversed(times))
 
     # -- #time_batch(Δ[, r]) ----------------------------------------------------------------
     def _time_closes(self, ts_at: Any) -> tuple[Any, list[tuple[Any, int, int, bool]], int,
