@@ -71,7 +71,7 @@ from cepflow.windows.tumbling import GroupLengthBatchWindow, LengthBatchWindow, 
 ENGINE_STATE = frozenset({
     "host", "statement_start", "_emitted", "_emit", "matchers", "windows", "_window_subs",
     "_clocks", "noise", "subs_input", "subs_complex", "_chains", "_pairs", "_split", "errors",
-    "_next_check", "_routes", "_derived", "_skipping", "_timer_ends"})
+    "_next_check", "_routes", "_derived", "_skipping", "_timer_ends", "_ending"})
 #: attributes of the engine's host (runtime/host.py) that processing changes
 HOST_STATE = frozenset({"engine", "time", "stopped", "counters", "timers", "trace", "stats",
                         "pending", "failures"})
