@@ -72,6 +72,10 @@ PINNED = [
     ("every ((o1=A -> o2=B) where timer:within(1 sec))",
      [("A", 0, 0), ("B", 0, 500), ("A", 0, 1200), ("B", 0, 2300), ("A", 0, 2300),
       ("B", 0, 2400), ("B", 0, 3000)], [(1, 2), (5, 6)]),
+    # the instance begun at the deadline 1500 takes the A at 1600 (B at 2400 within 1 s)
+    ("every ((o1=A -> o2=B) where timer:within(1 sec))",
+     [("A", 0, 0), ("B", 0, 500), ("A", 0, 1200), ("A", 0, 1600), ("B", 0, 2400)],
+     [(1, 2), (4, 5)]),
     # around every (…): the second instance began at 600 inside the guard, which ends at
     # 1000 — before the B of that instant; no instance begins after it
     ("(every (o1=A -> o2=B)) where timer:within(1 sec)",
@@ -117,7 +121,7 @@ def _mutant(monkeypatch, mutant: str) -> None:
             built(self)
             for tn, tr in self.b.net.transitions.items():
                 if tn.startswith(f"{self.name}.clock.{which}") and (
-                        which != "idle." or not tn.endswith(".tick")):
+                        which == "idle.tick" or not tn.endswith(".tick")):
                     tr.guard = const(False)
         monkeypatch.setattr(patterns.PatternNet, "clock", never)
     else:  # the guard at the top runs from the event a run enters it with
